@@ -1,0 +1,2 @@
+//! Decode throughput per agent (placeholder until the corpus generator lands).
+fn main() {}

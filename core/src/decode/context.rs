@@ -1,0 +1,58 @@
+//! What every harness decoder shares: the run's sticky facts and envelope stamping.
+
+use crate::event::{JsonObject, OutputEvent, SessionUpdate};
+
+/// Facts of a run that outlive one line.
+#[derive(Debug, Default, Clone)]
+pub struct DecodeContext {
+    /// The harness's session/thread id, once seen; stamped on every later event.
+    pub session_id: Option<String>,
+    /// The model named on the harness's init line (gemini, droid): stamped where a line names none.
+    pub init_model: Option<String>,
+}
+
+impl DecodeContext {
+    /// Remember the session id if none was seen yet (the first one wins).
+    pub fn see_session(&mut self, id: Option<&str>) {
+        if self.session_id.is_none() {
+            if let Some(id) = id.filter(|s| !s.is_empty()) {
+                self.session_id = Some(id.to_string());
+            }
+        }
+    }
+}
+
+/// The envelope facts of one wire line; every event decoded from the line carries them.
+#[derive(Debug, Default, Clone)]
+pub struct Envelope {
+    /// The line's timestamp, ISO 8601 where the harness prints one.
+    pub timestamp: Option<String>,
+    /// The model named on the line.
+    pub model: Option<String>,
+    /// The LLM message the line belongs to.
+    pub message_id: Option<String>,
+    /// On a subagent's line: the parent's tool call id.
+    pub parent_tool_call_id: Option<String>,
+    /// Other facts of the line (e.g. `stop_reason`).
+    pub extra: Option<JsonObject>,
+}
+
+impl Envelope {
+    /// Build the event for `update`, stamped with this envelope and the run's session id.
+    pub fn event(&self, ctx: &DecodeContext, update: SessionUpdate) -> OutputEvent {
+        OutputEvent {
+            session_id: ctx.session_id.clone(),
+            update,
+            timestamp: self.timestamp.clone(),
+            model: self.model.clone().or_else(|| ctx.init_model.clone()),
+            message_id: self.message_id.clone(),
+            parent_tool_call_id: self.parent_tool_call_id.clone(),
+            extra: self.extra.clone(),
+        }
+    }
+
+    /// Push the event for `update` onto `out`.
+    pub fn emit(&self, ctx: &DecodeContext, update: SessionUpdate, out: &mut Vec<OutputEvent>) {
+        out.push(self.event(ctx, update));
+    }
+}

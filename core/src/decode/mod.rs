@@ -1,0 +1,467 @@
+//! Decoding a harness CLI's stdout into [`OutputEvent`]s.
+//!
+//! One stateful [`Decoder`] per run: `feed(bytes)` at any chunking, `finish()` at end of input.
+//! Decoders never panic and never fail on a line: a line that is not JSON, not an object, of an
+//! unknown type or of an unexpected shape yields no event and is counted in [`DecodeStats`].
+//! The one exception is kimi, which prints its failures as plain text on stdout: those lines
+//! become `error` updates.
+//!
+//! Each harness has its own module; what they share (envelope stamping, the session id, lenient
+//! JSON helpers) lives in [`context`] and [`json`], and the cross-harness tool tables in
+//! [`crate::tools`].
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::event::OutputEvent;
+use crate::framing::{DEFAULT_MAX_LINE_BYTES, Frame, LineFramer, to_text};
+
+pub mod context;
+pub(crate) mod json;
+
+mod claude;
+mod codex;
+mod droid;
+mod gemini;
+mod kimi;
+mod opencode;
+mod qwen;
+
+pub use context::DecodeContext;
+
+/// The harness CLIs agentstream understands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum Agent {
+    /// Claude Code (`claude -p … --output-format stream-json --verbose`).
+    Claude,
+    /// OpenAI Codex CLI (`codex exec --json`).
+    Codex,
+    /// Gemini CLI (`gemini -p … --output-format stream-json`).
+    Gemini,
+    /// Qwen Code (`qwen -p … --output-format stream-json`).
+    Qwen,
+    /// Kimi CLI (`kimi --print --output-format stream-json`).
+    Kimi,
+    /// OpenCode (`opencode run --format json`).
+    Opencode,
+    /// Factory Droid (`droid exec --output-format stream-json`).
+    Droid,
+}
+
+impl Agent {
+    /// Every agent, in documentation order.
+    pub const ALL: [Agent; 7] =
+        [Agent::Claude, Agent::Codex, Agent::Gemini, Agent::Qwen, Agent::Kimi, Agent::Opencode, Agent::Droid];
+
+    /// The lowercase name used on the command line and in every binding.
+    pub fn name(self) -> &'static str {
+        match self {
+            Agent::Claude => "claude",
+            Agent::Codex => "codex",
+            Agent::Gemini => "gemini",
+            Agent::Qwen => "qwen",
+            Agent::Kimi => "kimi",
+            Agent::Opencode => "opencode",
+            Agent::Droid => "droid",
+        }
+    }
+
+    /// The valid names joined for error messages: `claude, codex, …`.
+    pub fn valid_names() -> String {
+        Agent::ALL.iter().map(|a| a.name()).collect::<Vec<_>>().join(", ")
+    }
+}
+
+impl fmt::Display for Agent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// An agent name that is not one of [`Agent::ALL`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownAgent(pub String);
+
+impl fmt::Display for UnknownAgent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "unknown agent {:?}: expected one of {}", self.0, Agent::valid_names())
+    }
+}
+
+impl std::error::Error for UnknownAgent {}
+
+impl FromStr for Agent {
+    type Err = UnknownAgent;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let lower = s.trim().to_ascii_lowercase();
+        Agent::ALL
+            .into_iter()
+            .find(|a| a.name() == lower || (lower == "claude-code" && *a == Agent::Claude))
+            .ok_or_else(|| UnknownAgent(s.to_string()))
+    }
+}
+
+/// What became of one line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineOutcome {
+    /// A known line; it produced zero or more events.
+    Decoded,
+    /// Empty or whitespace only.
+    Blank,
+    /// Not valid JSON (kimi: plain-text error output, kept as an `error` update).
+    InvalidJson,
+    /// Valid JSON, but not an object (`null`, a number, an array, …).
+    NotObject,
+    /// An object whose `type` (or role) this decoder does not know.
+    UnknownType,
+    /// A known type whose fields have shapes the decoder could not use.
+    UnexpectedShape,
+}
+
+/// Per-run decode statistics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct DecodeStats {
+    /// Bytes fed.
+    pub bytes: u64,
+    /// Lines framed (including blank and oversize lines).
+    pub lines: u64,
+    /// Events produced.
+    pub events: u64,
+    /// Empty or whitespace-only lines.
+    pub blank_lines: u64,
+    /// Lines that were not valid JSON.
+    pub invalid_json: u64,
+    /// Valid JSON lines that were not objects.
+    pub non_object: u64,
+    /// Objects of a type the decoder does not know.
+    pub unknown_type: u64,
+    /// Known types with unusable field shapes.
+    pub unexpected_shape: u64,
+    /// Lines over the maximum length, skipped.
+    pub oversize_lines: u64,
+    /// Lines with invalid UTF-8 (replaced with U+FFFD).
+    pub invalid_utf8_lines: u64,
+}
+
+impl DecodeStats {
+    /// One line for people: `12 lines, 9 events, 1 invalid JSON, …` (zero counters omitted).
+    pub fn summary(&self) -> String {
+        let mut parts = vec![format!("{} lines", self.lines), format!("{} events", self.events)];
+        for (n, label) in [
+            (self.blank_lines, "blank"),
+            (self.invalid_json, "invalid JSON"),
+            (self.non_object, "non-object JSON"),
+            (self.unknown_type, "unknown type"),
+            (self.unexpected_shape, "unexpected shape"),
+            (self.oversize_lines, "oversize (skipped)"),
+            (self.invalid_utf8_lines, "invalid UTF-8 (replaced)"),
+        ] {
+            if n > 0 {
+                parts.push(format!("{n} {label}"));
+            }
+        }
+        parts.join(", ")
+    }
+}
+
+/// A problem with the input worth telling a person about (the run goes on).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct Diagnostic {
+    /// 1-based line number in the input.
+    pub line: u64,
+    /// What went wrong and what was done about it.
+    pub message: String,
+}
+
+/// Options for a [`Decoder`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DecoderOptions {
+    /// Lines longer than this many bytes are skipped and reported (default 16 MiB).
+    pub max_line_bytes: usize,
+}
+
+impl Default for DecoderOptions {
+    fn default() -> Self {
+        DecoderOptions { max_line_bytes: DEFAULT_MAX_LINE_BYTES }
+    }
+}
+
+/// Per-harness line decoding. Implementations keep whatever state matching needs.
+pub(crate) trait HarnessDecoder: Send {
+    /// Decode one complete line (no line ending, valid UTF-8, not blank).
+    fn decode_line(&mut self, line: &str, ctx: &mut DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome;
+
+    /// End of input: emit anything held back (e.g. kimi's multi-line plain-text errors).
+    fn finish(&mut self, _ctx: &mut DecodeContext, _out: &mut Vec<OutputEvent>) {}
+}
+
+fn harness_decoder(agent: Agent) -> Box<dyn HarnessDecoder> {
+    match agent {
+        Agent::Claude => Box::new(claude::ClaudeDecoder::default()),
+        Agent::Codex => Box::new(codex::CodexDecoder::default()),
+        Agent::Gemini => Box::new(gemini::GeminiDecoder::default()),
+        Agent::Qwen => Box::new(qwen::QwenDecoder::default()),
+        Agent::Kimi => Box::new(kimi::KimiDecoder::default()),
+        Agent::Opencode => Box::new(opencode::OpencodeDecoder::default()),
+        Agent::Droid => Box::new(droid::DroidDecoder::default()),
+    }
+}
+
+/// The stateful decoder of one run. See the module docs.
+pub struct Decoder {
+    agent: Agent,
+    framer: LineFramer,
+    harness: Box<dyn HarnessDecoder>,
+    ctx: DecodeContext,
+    stats: DecodeStats,
+    diagnostics: Vec<Diagnostic>,
+    finished: bool,
+}
+
+impl fmt::Debug for Decoder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Decoder").field("agent", &self.agent).field("stats", &self.stats).finish_non_exhaustive()
+    }
+}
+
+impl Decoder {
+    /// A decoder for `agent` with default options.
+    pub fn new(agent: Agent) -> Self {
+        Self::with_options(agent, DecoderOptions::default())
+    }
+
+    /// A decoder for `agent`.
+    pub fn with_options(agent: Agent, options: DecoderOptions) -> Self {
+        Decoder {
+            agent,
+            framer: LineFramer::new(options.max_line_bytes),
+            harness: harness_decoder(agent),
+            ctx: DecodeContext::default(),
+            stats: DecodeStats::default(),
+            diagnostics: Vec::new(),
+            finished: false,
+        }
+    }
+
+    /// The agent this decoder reads.
+    pub fn agent(&self) -> Agent {
+        self.agent
+    }
+
+    /// Statistics so far.
+    pub fn stats(&self) -> &DecodeStats {
+        &self.stats
+    }
+
+    /// The harness session id, once seen.
+    pub fn session_id(&self) -> Option<&str> {
+        self.ctx.session_id.as_deref()
+    }
+
+    /// Diagnostics so far (oversize lines, invalid UTF-8), oldest first; cleared by the call.
+    pub fn take_diagnostics(&mut self) -> Vec<Diagnostic> {
+        std::mem::take(&mut self.diagnostics)
+    }
+
+    /// True when bytes of an unfinished line are held.
+    pub fn has_partial_line(&self) -> bool {
+        self.framer.has_partial()
+    }
+
+    /// Feed bytes; returns the events of every line completed by them.
+    pub fn feed(&mut self, bytes: &[u8]) -> Vec<OutputEvent> {
+        let mut out = Vec::new();
+        self.feed_into(bytes, &mut out);
+        out
+    }
+
+    /// Feed bytes, appending events to `out`.
+    pub fn feed_into(&mut self, bytes: &[u8], out: &mut Vec<OutputEvent>) {
+        self.feed_lines(bytes, &mut |_, events| out.append(events));
+    }
+
+    /// Feed bytes; `on_line` gets each completed line's text (lossy UTF-8, no line ending; empty
+    /// for a skipped oversize line) and the events decoded from it, in order. The runner uses
+    /// this to put each raw line on `stdout` right before its content events.
+    pub fn feed_lines(&mut self, bytes: &[u8], on_line: &mut dyn FnMut(&str, &mut Vec<OutputEvent>)) {
+        if self.finished {
+            return;
+        }
+        self.stats.bytes += bytes.len() as u64;
+        let Decoder { framer, harness, ctx, stats, diagnostics, .. } = self;
+        let mut events = Vec::new();
+        framer.push(bytes, &mut |frame| {
+            let text = Self::decode_frame(frame, harness.as_mut(), ctx, stats, diagnostics, &mut events);
+            on_line(&text, &mut events);
+            events.clear();
+        });
+    }
+
+    /// End of input: decode a final line without a newline, then flush held-back events.
+    pub fn finish(&mut self) -> Vec<OutputEvent> {
+        let mut out = Vec::new();
+        self.finish_lines(&mut |_, events| out.append(events));
+        out
+    }
+
+    /// Like [`Decoder::finish`], with the per-line callback of [`Decoder::feed_lines`]. Events
+    /// held back until the end are reported with an empty line text.
+    pub fn finish_lines(&mut self, on_line: &mut dyn FnMut(&str, &mut Vec<OutputEvent>)) {
+        if self.finished {
+            return;
+        }
+        self.finished = true;
+        let Decoder { framer, harness, ctx, stats, diagnostics, .. } = self;
+        let mut events = Vec::new();
+        framer.finish(&mut |frame| {
+            let text = Self::decode_frame(frame, harness.as_mut(), ctx, stats, diagnostics, &mut events);
+            on_line(&text, &mut events);
+            events.clear();
+        });
+        harness.finish(ctx, &mut events);
+        if !events.is_empty() {
+            stats.events += events.len() as u64;
+            on_line("", &mut events);
+        }
+    }
+
+    fn decode_frame<'f>(
+        frame: Frame<'f>,
+        harness: &mut dyn HarnessDecoder,
+        ctx: &mut DecodeContext,
+        stats: &mut DecodeStats,
+        diagnostics: &mut Vec<Diagnostic>,
+        events: &mut Vec<OutputEvent>,
+    ) -> std::borrow::Cow<'f, str> {
+        stats.lines += 1;
+        match frame {
+            Frame::Oversize { len, terminated } => {
+                stats.oversize_lines += 1;
+                diagnostics.push(Diagnostic {
+                    line: stats.lines,
+                    message: format!(
+                        "skipped a line of {len} bytes{}: over the maximum line length; raise max_line_bytes to decode it",
+                        if terminated { "" } else { " (input ended inside it)" }
+                    ),
+                });
+                std::borrow::Cow::Borrowed("")
+            }
+            Frame::Line(bytes) => {
+                let text = to_text(bytes);
+                if matches!(text, std::borrow::Cow::Owned(_)) {
+                    stats.invalid_utf8_lines += 1;
+                    diagnostics.push(Diagnostic {
+                        line: stats.lines,
+                        message: "invalid UTF-8 replaced with U+FFFD".to_string(),
+                    });
+                }
+                if text.trim().is_empty() {
+                    stats.blank_lines += 1;
+                    return text;
+                }
+                let before = events.len();
+                let outcome = decode_guarded(harness, &text, ctx, events);
+                stats.events += (events.len() - before) as u64;
+                match outcome {
+                    LineOutcome::Decoded | LineOutcome::Blank => {}
+                    LineOutcome::InvalidJson => stats.invalid_json += 1,
+                    LineOutcome::NotObject => stats.non_object += 1,
+                    LineOutcome::UnknownType => stats.unknown_type += 1,
+                    LineOutcome::UnexpectedShape => stats.unexpected_shape += 1,
+                }
+                text
+            }
+        }
+    }
+
+    /// Decode one complete line (without its line ending), appending events to `out`. For
+    /// callers that frame lines themselves; statistics are updated as for `feed`.
+    pub fn decode_line(&mut self, line: &[u8], out: &mut Vec<OutputEvent>) -> LineOutcome {
+        let Decoder { harness, ctx, stats, diagnostics, .. } = self;
+        let before = out.len();
+        let mut events = Vec::new();
+        let before_counts = *stats;
+        Self::decode_frame(Frame::Line(line), harness.as_mut(), ctx, stats, diagnostics, &mut events);
+        out.append(&mut events);
+        let _ = before;
+        if stats.blank_lines > before_counts.blank_lines {
+            LineOutcome::Blank
+        } else if stats.invalid_json > before_counts.invalid_json {
+            LineOutcome::InvalidJson
+        } else if stats.non_object > before_counts.non_object {
+            LineOutcome::NotObject
+        } else if stats.unknown_type > before_counts.unknown_type {
+            LineOutcome::UnknownType
+        } else if stats.unexpected_shape > before_counts.unexpected_shape {
+            LineOutcome::UnexpectedShape
+        } else {
+            LineOutcome::Decoded
+        }
+    }
+}
+
+/// A decoder must never take the run down: a panic in harness code (a bug) is contained to the
+/// line, counted as an unexpected shape, and the decoder's events for that line are discarded.
+fn decode_guarded(
+    harness: &mut dyn HarnessDecoder,
+    text: &str,
+    ctx: &mut DecodeContext,
+    events: &mut Vec<OutputEvent>,
+) -> LineOutcome {
+    let before = events.len();
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| harness.decode_line(text, ctx, events))) {
+        Ok(outcome) => outcome,
+        Err(_) => {
+            events.truncate(before);
+            LineOutcome::UnexpectedShape
+        }
+    }
+}
+
+/// Decode a whole recorded output at once.
+pub fn parse(agent: Agent, input: &[u8]) -> Vec<OutputEvent> {
+    let mut decoder = Decoder::new(agent);
+    let mut events = decoder.feed(input);
+    events.extend(decoder.finish());
+    events
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agent_names_round_trip_and_errors_list_the_valid_names() {
+        for a in Agent::ALL {
+            assert_eq!(a.name().parse::<Agent>().unwrap(), a);
+        }
+        let err = "cursor".parse::<Agent>().unwrap_err().to_string();
+        assert!(err.contains("claude, codex, gemini, qwen, kimi, opencode, droid"), "{err}");
+    }
+
+    #[test]
+    fn bad_lines_are_counted_not_fatal() {
+        for agent in Agent::ALL {
+            let mut d = Decoder::new(agent);
+            let input = b"null\n42\n[1]\n{not json\n\n   \n{\"type\":\"never-heard-of-it\"}\n\xff\xfe\n";
+            let _ = d.feed(input);
+            let _ = d.finish();
+            let s = d.stats();
+            assert_eq!(s.lines, 8, "{agent}");
+            assert_eq!(s.blank_lines, 2, "{agent}");
+            assert_eq!(s.non_object, 3, "{agent}");
+            assert_eq!(s.invalid_utf8_lines, 1, "{agent}");
+            if agent != Agent::Kimi {
+                assert_eq!(s.invalid_json, 2, "{agent}");
+                assert_eq!(s.unknown_type, 1, "{agent}");
+            }
+        }
+    }
+}

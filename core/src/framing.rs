@@ -1,0 +1,216 @@
+//! Line framing: bytes in at any chunking, complete lines out.
+//!
+//! * `\n` ends a line; a trailing `\r` is stripped (CRLF).
+//! * A final line without a newline is flushed by [`LineFramer::finish`].
+//! * Each new chunk is scanned once (memchr): a long partial line is never rescanned, so a
+//!   line delivered in many small chunks costs O(n), not O(n²).
+//! * Complete lines inside a chunk are handed out borrowed, without copying, when no partial
+//!   line is pending.
+//! * A line longer than `max_line_bytes` is not kept: the framer switches to skipping until the
+//!   next newline and reports [`Frame::Oversize`] with the full length, so memory stays bounded
+//!   by the limit whatever the input.
+//!
+//! UTF-8 decoding is left to the caller ([`to_text`]): line boundaries are `\n` bytes, which
+//! never occur inside a multi-byte UTF-8 sequence, so decoding per complete line is exact.
+
+use std::borrow::Cow;
+
+/// Default maximum line length: 16 MiB.
+pub const DEFAULT_MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
+
+/// One framed item.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Frame<'a> {
+    /// A complete line, without its `\n` / `\r\n`.
+    Line(&'a [u8]),
+    /// A line longer than the limit was skipped; `len` is its full length in bytes (without
+    /// the line ending). `terminated` is false when the input ended inside it.
+    Oversize {
+        /// Length of the skipped line in bytes.
+        len: usize,
+        /// Whether a newline ended it (false: the input ended mid-line).
+        terminated: bool,
+    },
+}
+
+/// Splits a byte stream into lines. See the module docs.
+#[derive(Debug)]
+pub struct LineFramer {
+    partial: Vec<u8>,
+    max_line_bytes: usize,
+    /// Bytes of the current line dropped so far, when it went over the limit.
+    skipping: Option<usize>,
+}
+
+impl Default for LineFramer {
+    fn default() -> Self {
+        Self::new(DEFAULT_MAX_LINE_BYTES)
+    }
+}
+
+impl LineFramer {
+    /// A framer with the given maximum line length in bytes (at least 1).
+    pub fn new(max_line_bytes: usize) -> Self {
+        LineFramer { partial: Vec::new(), max_line_bytes: max_line_bytes.max(1), skipping: None }
+    }
+
+    /// The configured maximum line length.
+    pub fn max_line_bytes(&self) -> usize {
+        self.max_line_bytes
+    }
+
+    /// True when bytes of an unfinished line are held (or being skipped).
+    pub fn has_partial(&self) -> bool {
+        !self.partial.is_empty() || self.skipping.is_some()
+    }
+
+    /// Bytes currently held for an unfinished line (bounded by the limit).
+    pub fn buffered_bytes(&self) -> usize {
+        self.partial.len()
+    }
+
+    /// Feed a chunk; `sink` is called for every complete line (or oversize report) in order.
+    pub fn push(&mut self, mut chunk: &[u8], sink: &mut dyn FnMut(Frame<'_>)) {
+        while !chunk.is_empty() {
+            match memchr::memchr(b'\n', chunk) {
+                Some(nl) => {
+                    let head = &chunk[..nl];
+                    chunk = &chunk[nl + 1..];
+                    if let Some(skipped) = self.skipping.take() {
+                        let len = strip_cr_len(skipped + head.len(), head);
+                        sink(Frame::Oversize { len, terminated: true });
+                    } else if self.partial.is_empty() {
+                        let line = strip_cr(head);
+                        if line.len() > self.max_line_bytes {
+                            sink(Frame::Oversize { len: line.len(), terminated: true });
+                        } else {
+                            sink(Frame::Line(line));
+                        }
+                    } else if self.partial.len() + head.len() > self.max_line_bytes + 1 {
+                        // +1: a '\r' right before the newline does not count toward the limit.
+                        let len = strip_cr_len(self.partial.len() + head.len(), head);
+                        self.partial.clear();
+                        if len > self.max_line_bytes {
+                            sink(Frame::Oversize { len, terminated: true });
+                        }
+                    } else {
+                        self.partial.extend_from_slice(head);
+                        let line = strip_cr(&self.partial);
+                        if line.len() > self.max_line_bytes {
+                            let len = line.len();
+                            sink(Frame::Oversize { len, terminated: true });
+                        } else {
+                            sink(Frame::Line(line));
+                        }
+                        self.partial.clear();
+                    }
+                }
+                None => {
+                    if let Some(skipped) = self.skipping.as_mut() {
+                        *skipped += chunk.len();
+                    } else if self.partial.len() + chunk.len() > self.max_line_bytes + 1 {
+                        self.skipping = Some(self.partial.len() + chunk.len());
+                        self.partial = Vec::new();
+                    } else {
+                        self.partial.extend_from_slice(chunk);
+                    }
+                    chunk = &[];
+                }
+            }
+        }
+    }
+
+    /// End of input: flush a final line that had no newline.
+    pub fn finish(&mut self, sink: &mut dyn FnMut(Frame<'_>)) {
+        if let Some(skipped) = self.skipping.take() {
+            sink(Frame::Oversize { len: skipped, terminated: false });
+        } else if !self.partial.is_empty() {
+            let line = std::mem::take(&mut self.partial);
+            let line_ref = strip_cr(&line);
+            if line_ref.len() > self.max_line_bytes {
+                sink(Frame::Oversize { len: line_ref.len(), terminated: false });
+            } else {
+                sink(Frame::Line(line_ref));
+            }
+        }
+    }
+}
+
+fn strip_cr(line: &[u8]) -> &[u8] {
+    line.strip_suffix(b"\r").unwrap_or(line)
+}
+
+/// Length of a line of `total` bytes whose last piece is `tail`, minus a trailing `\r`.
+fn strip_cr_len(total: usize, tail: &[u8]) -> usize {
+    if tail.last() == Some(&b'\r') { total - 1 } else { total }
+}
+
+/// Decode a line as UTF-8, replacing invalid sequences with U+FFFD (borrowed when valid).
+pub fn to_text(line: &[u8]) -> Cow<'_, str> {
+    String::from_utf8_lossy(line)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frames(framer: &mut LineFramer, chunks: &[&[u8]]) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut sink = |f: Frame<'_>| match f {
+            Frame::Line(l) => out.push(String::from_utf8_lossy(l).into_owned()),
+            Frame::Oversize { len, terminated } => out.push(format!("<oversize {len} {terminated}>")),
+        };
+        for c in chunks {
+            framer.push(c, &mut sink);
+        }
+        framer.finish(&mut sink);
+        out
+    }
+
+    #[test]
+    fn splits_at_any_chunking_and_strips_crlf() {
+        let input = b"a\r\nbb\n\nccc";
+        let whole = frames(&mut LineFramer::default(), &[input]);
+        assert_eq!(whole, vec!["a", "bb", "", "ccc"]);
+        let bytes: Vec<&[u8]> = input.chunks(1).collect();
+        assert_eq!(frames(&mut LineFramer::default(), &bytes), whole);
+    }
+
+    #[test]
+    fn oversize_lines_are_skipped_with_their_length() {
+        let mut f = LineFramer::new(4);
+        assert_eq!(frames(&mut f, &[b"1234\n12345\nok\n", b"123", b"456", b"7\nend"]), vec![
+            "1234",
+            "<oversize 5 true>",
+            "ok",
+            "<oversize 7 true>",
+            "end"
+        ]);
+        let mut f = LineFramer::new(4);
+        assert_eq!(frames(&mut f, &[b"12", b"3456789"]), vec!["<oversize 9 false>"]);
+        assert_eq!(f.buffered_bytes(), 0);
+    }
+
+    #[test]
+    fn a_crlf_line_at_the_limit_fits() {
+        let mut f = LineFramer::new(4);
+        assert_eq!(frames(&mut f, &[b"12", b"34\r", b"\n"]), vec!["1234"]);
+    }
+
+    #[test]
+    fn memory_stays_bounded_on_a_huge_line() {
+        let mut f = LineFramer::new(1024);
+        let chunk = vec![b'x'; 4096];
+        let mut n = 0;
+        for _ in 0..1000 {
+            f.push(&chunk, &mut |_| n += 1);
+            assert!(f.buffered_bytes() <= 1025);
+        }
+        f.push(b"\n", &mut |fr| assert_eq!(fr, Frame::Oversize { len: 4096 * 1000, terminated: true }));
+    }
+
+    #[test]
+    fn invalid_utf8_is_replaced() {
+        assert_eq!(to_text(b"a\xffb"), "a\u{fffd}b");
+    }
+}

@@ -1,0 +1,33 @@
+//! # agentstream-core
+//!
+//! The sans-IO core of agentstream. Coding-agent CLIs (Claude Code, Codex, Gemini CLI, Qwen Code,
+//! Kimi CLI, OpenCode, Droid) each print their own JSONL dialect on stdout; this crate turns
+//! those bytes into ONE typed stream of ACP-style events:
+//!
+//! * [`event`] — the seed's `OutputEvent` and its eight `SessionUpdate` variants (the `content`
+//!   channel), defined once here; every binding derives from these types.
+//! * [`lifecycle`] — the seed's `LifecycleEvent` (the `lifecycle` channel).
+//! * [`framing`] — bytes at any chunking in, complete lines out, bounded memory.
+//! * [`decode`] — one stateful [`Decoder`] per run and per harness: `feed(bytes)` / `finish()`.
+//! * [`tools`] — the cross-harness tool-name → kind table.
+//!
+//! Nothing in the default features does IO: bytes in, events out. The tokio process runner is
+//! behind the `runner` feature.
+#![warn(missing_docs)]
+
+pub mod decode;
+pub mod event;
+pub mod framing;
+pub mod lifecycle;
+pub mod tools;
+
+pub use decode::{Agent, DecodeStats, Decoder, DecoderOptions, Diagnostic, LineOutcome, UnknownAgent, parse};
+pub use event::{
+    ContentBlock, DiffContent, ImageContent, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus, SessionUpdate,
+    TokenUsage, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolKind, UsageScope,
+    did_work,
+};
+pub use lifecycle::{AgentState, LifecycleEvent, LifecycleReason, SandboxState};
+
+/// The crate version (also the version of every binding built from it).
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
