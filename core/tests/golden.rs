@@ -1,0 +1,106 @@
+//! Golden replay: every `tests/golden/<agent>/<case>.input.jsonl` decoded whole, byte by byte
+//! and in seeded random chunks gives exactly `<case>.expected.jsonl` (one OutputEvent per line).
+//!
+//! To (re)write the expected files after a deliberate change: `UPDATE_GOLDEN=1 cargo test -p
+//! agentstream-core --test golden`, then review the diff like code.
+
+use std::path::{Path, PathBuf};
+
+use agentstream_core::{Agent, Decoder, OutputEvent};
+
+fn golden_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/golden")
+}
+
+/// Every (agent, case name, input path) under tests/golden.
+fn cases() -> Vec<(Agent, String, PathBuf)> {
+    let mut out = Vec::new();
+    for agent in Agent::ALL {
+        let dir = golden_root().join(agent.name());
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if let Some(case) = name.strip_suffix(".input.jsonl") {
+                out.push((agent, case.to_string(), entry.path()));
+            }
+        }
+    }
+    out.sort_by(|a, b| (a.0.name(), &a.1).cmp(&(b.0.name(), &b.1)));
+    out
+}
+
+/// A tiny deterministic generator (xorshift64*) so chunkings are reproducible without a dependency.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+}
+
+fn decode_chunked(agent: Agent, input: &[u8], chunk_sizes: &mut dyn FnMut() -> usize) -> Vec<OutputEvent> {
+    let mut d = Decoder::new(agent);
+    let mut out = Vec::new();
+    let mut rest = input;
+    while !rest.is_empty() {
+        let n = chunk_sizes().clamp(1, rest.len());
+        d.feed_into(&rest[..n], &mut out);
+        rest = &rest[n..];
+    }
+    out.extend(d.finish());
+    out
+}
+
+fn render(events: &[OutputEvent]) -> String {
+    events.iter().map(|e| e.to_json() + "\n").collect()
+}
+
+#[test]
+fn golden_cases_replay_identically_at_any_chunking() {
+    let cases = cases();
+    assert!(!cases.is_empty(), "no golden cases under {}", golden_root().display());
+    let update = std::env::var_os("UPDATE_GOLDEN").is_some();
+    let mut failures = Vec::new();
+    for (agent, case, input_path) in &cases {
+        let input = std::fs::read(input_path).unwrap();
+        let whole = decode_chunked(*agent, &input, &mut || usize::MAX);
+        let bytewise = decode_chunked(*agent, &input, &mut || 1);
+        assert_eq!(render(&whole), render(&bytewise), "{agent}/{case}: byte-by-byte differs from whole");
+        for seed in 1..=5u64 {
+            let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+            let random = decode_chunked(*agent, &input, &mut || (rng.next() % 97) as usize + 1);
+            assert_eq!(render(&whole), render(&random), "{agent}/{case}: random chunks (seed {seed}) differ");
+        }
+        let expected_path = input_path.with_file_name(format!("{case}.expected.jsonl"));
+        let got = render(&whole);
+        if update {
+            std::fs::write(&expected_path, &got).unwrap();
+            continue;
+        }
+        let expected = std::fs::read_to_string(&expected_path)
+            .unwrap_or_else(|_| panic!("{} is missing: run with UPDATE_GOLDEN=1", expected_path.display()));
+        // Compare as JSON values so a hand-edited expected file need not match key order.
+        let parse = |s: &str| -> Vec<serde_json::Value> {
+            s.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).unwrap()).collect()
+        };
+        if parse(&got) != parse(&expected) {
+            failures.push(format!("{agent}/{case}"));
+        }
+    }
+    assert!(failures.is_empty(), "golden output differs for {failures:?}; inspect with `agentstream parse`");
+}
+
+#[test]
+fn expected_events_are_valid_output_events() {
+    for (agent, case, input_path) in cases() {
+        let expected_path = input_path.with_file_name(format!("{case}.expected.jsonl"));
+        let Ok(text) = std::fs::read_to_string(&expected_path) else { continue };
+        for (i, line) in text.lines().enumerate() {
+            let ev: OutputEvent = serde_json::from_str(line)
+                .unwrap_or_else(|e| panic!("{agent}/{case} line {}: not an OutputEvent: {e}", i + 1));
+            assert_eq!(ev.to_json(), line, "{agent}/{case} line {}: not in canonical form", i + 1);
+        }
+    }
+}
