@@ -19,6 +19,8 @@ pub mod decode;
 pub mod event;
 pub mod framing;
 pub mod lifecycle;
+#[cfg(feature = "schema")]
+pub mod schema;
 pub mod tools;
 
 pub use decode::{Agent, DecodeStats, Decoder, DecoderOptions, Diagnostic, LineOutcome, UnknownAgent, parse};
