@@ -1,0 +1,110 @@
+//! A fake harness CLI: replays a recorded trace as a real process, for runner tests and the demo.
+//!
+//! It accepts (and ignores) whatever argv the runner builds for a real harness, so it can stand
+//! in for `claude`, `codex`, … via `--bin`. It is configured by environment variables (flags of
+//! the same names, `--trace PATH` etc., work too when it is run by hand):
+//!
+//! | variable | meaning |
+//! |---|---|
+//! | `AGENTSTREAM_FAKE_TRACE` | trace prefix: plays `<prefix>.input.jsonl` (or `.stdout.jsonl`) to stdout, `<prefix>.stderr.txt` to stderr, and exits with `exit_code` from `<prefix>.meta.json` |
+//! | `AGENTSTREAM_FAKE_EXIT` | exit code (overrides the meta file; default 0) |
+//! | `AGENTSTREAM_FAKE_DELAY_MS` | pause between stdout lines |
+//! | `AGENTSTREAM_FAKE_DIE_MID_LINE` | `1`: print only the first half of the last line, then die by SIGKILL |
+//! | `AGENTSTREAM_FAKE_HANG` | `1`: after the output, sleep until killed |
+//! | `AGENTSTREAM_FAKE_IGNORE_SIGTERM` | `1`: ignore SIGTERM (the runner must escalate to SIGKILL) |
+//! | `AGENTSTREAM_FAKE_FLOOD` | print this many extra small lines as fast as possible |
+
+use std::io::Write;
+use std::time::Duration;
+
+struct Config {
+    trace: Option<String>,
+    exit: Option<i32>,
+    delay_ms: u64,
+    die_mid_line: bool,
+    hang: bool,
+    ignore_sigterm: bool,
+    flood: u64,
+}
+
+fn env_or_flag(args: &[String], name: &str) -> Option<String> {
+    let flag = format!("--{}", name.to_lowercase().replace('_', "-"));
+    if let Some(i) = args.iter().position(|a| *a == flag) {
+        return args.get(i + 1).cloned();
+    }
+    std::env::var(format!("AGENTSTREAM_FAKE_{name}")).ok().filter(|v| !v.is_empty())
+}
+
+fn truthy(v: Option<String>) -> bool {
+    matches!(v.as_deref(), Some("1" | "true" | "yes"))
+}
+
+/// Run the fake harness with the process's arguments; returns the exit code.
+pub fn main_with_args(args: &[String]) -> i32 {
+    let cfg = Config {
+        trace: env_or_flag(args, "TRACE"),
+        exit: env_or_flag(args, "EXIT").and_then(|v| v.parse().ok()),
+        delay_ms: env_or_flag(args, "DELAY_MS").and_then(|v| v.parse().ok()).unwrap_or(0),
+        die_mid_line: truthy(env_or_flag(args, "DIE_MID_LINE")),
+        hang: truthy(env_or_flag(args, "HANG")),
+        ignore_sigterm: truthy(env_or_flag(args, "IGNORE_SIGTERM")),
+        flood: env_or_flag(args, "FLOOD").and_then(|v| v.parse().ok()).unwrap_or(0),
+    };
+    if cfg.ignore_sigterm {
+        // SAFETY: setting a signal disposition to SIG_IGN has no memory-safety preconditions.
+        unsafe { libc::signal(libc::SIGTERM, libc::SIG_IGN) };
+    }
+    let (stdout_bytes, stderr_bytes, meta_exit) = match &cfg.trace {
+        Some(prefix) => load_trace(prefix),
+        None => (Vec::new(), Vec::new(), None),
+    };
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_all(&stderr_bytes);
+    let _ = err.flush();
+    drop(err);
+
+    let mut out = std::io::stdout().lock();
+    let mut lines: Vec<&[u8]> = stdout_bytes.split_inclusive(|b| *b == b'\n').collect();
+    let last = if cfg.die_mid_line { lines.pop() } else { None };
+    for line in lines {
+        if out.write_all(line).and_then(|_| out.flush()).is_err() {
+            return 141; // reader went away (SIGPIPE-like)
+        }
+        if cfg.delay_ms > 0 {
+            std::thread::sleep(Duration::from_millis(cfg.delay_ms));
+        }
+    }
+    for i in 0..cfg.flood {
+        if writeln!(out, "{{\"type\":\"flood\",\"n\":{i}}}").is_err() {
+            return 141;
+        }
+    }
+    let _ = out.flush();
+    if let Some(line) = last {
+        let half = &line[..line.len() / 2];
+        let _ = out.write_all(half);
+        let _ = out.flush();
+        // SAFETY: raising a signal on ourselves; the process ends here.
+        unsafe { libc::raise(libc::SIGKILL) };
+    }
+    if cfg.hang {
+        loop {
+            std::thread::sleep(Duration::from_secs(3600));
+        }
+    }
+    cfg.exit.or(meta_exit).unwrap_or(0)
+}
+
+fn load_trace(prefix: &str) -> (Vec<u8>, Vec<u8>, Option<i32>) {
+    let read = |suffix: &str| std::fs::read(format!("{prefix}{suffix}")).ok();
+    let stdout = read(".input.jsonl").or_else(|| read(".stdout.jsonl")).unwrap_or_else(|| {
+        eprintln!("fake-harness: no {prefix}.input.jsonl or {prefix}.stdout.jsonl");
+        std::process::exit(66);
+    });
+    let stderr = read(".stderr.txt").unwrap_or_default();
+    let exit = read(".meta.json")
+        .and_then(|m| serde_json::from_slice::<serde_json::Value>(&m).ok())
+        .and_then(|m| m.get("exit_code").and_then(|c| c.as_i64()))
+        .map(|c| c as i32);
+    (stdout, stderr, exit)
+}
