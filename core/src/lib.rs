@@ -15,9 +15,11 @@
 //! behind the `runner` feature.
 #![warn(missing_docs)]
 
+pub mod casing;
 pub mod decode;
 pub mod event;
 pub mod framing;
+pub mod hooks;
 pub mod lifecycle;
 #[cfg(feature = "schema")]
 pub mod schema;
@@ -29,6 +31,7 @@ pub use event::{
     TokenUsage, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolKind, UsageScope,
     did_work,
 };
+pub use hooks::{HookDeriver, HookEvent, HookInput, HookStatus, TerminalFacts};
 pub use lifecycle::{AgentState, LifecycleEvent, LifecycleReason, SandboxState};
 
 /// The crate version (also the version of every binding built from it).
