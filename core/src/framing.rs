@@ -150,6 +150,58 @@ pub fn to_text(line: &[u8]) -> Cow<'_, str> {
     String::from_utf8_lossy(line)
 }
 
+/// Incremental UTF-8 decoding of a byte stream cut at arbitrary points (stderr text): a
+/// multi-byte character split across chunks is held until it completes; invalid bytes become
+/// U+FFFD. Nothing is lost: `finish` flushes an incomplete tail as U+FFFD.
+#[derive(Debug, Default)]
+pub struct Utf8Decoder {
+    pending: Vec<u8>,
+}
+
+impl Utf8Decoder {
+    /// Decode `chunk`, returning the text complete so far.
+    pub fn push(&mut self, chunk: &[u8]) -> String {
+        let joined;
+        let bytes: &[u8] = if self.pending.is_empty() {
+            chunk
+        } else {
+            self.pending.extend_from_slice(chunk);
+            joined = std::mem::take(&mut self.pending);
+            &joined
+        };
+        // Hold back an incomplete (not invalid) sequence at the very end.
+        let keep = incomplete_tail_len(bytes);
+        let (done, tail) = bytes.split_at(bytes.len() - keep);
+        let text = String::from_utf8_lossy(done).into_owned();
+        self.pending = tail.to_vec();
+        text
+    }
+
+    /// End of input: an incomplete trailing sequence becomes U+FFFD.
+    pub fn finish(&mut self) -> String {
+        let rest = std::mem::take(&mut self.pending);
+        String::from_utf8_lossy(&rest).into_owned()
+    }
+}
+
+/// Length of a trailing prefix of a multi-byte UTF-8 character that more bytes could complete.
+fn incomplete_tail_len(bytes: &[u8]) -> usize {
+    for back in 1..=3.min(bytes.len()) {
+        let b = bytes[bytes.len() - back];
+        if b & 0b1100_0000 == 0b1000_0000 {
+            continue; // continuation byte: look further back for the lead byte
+        }
+        let need = match b {
+            0xC2..=0xDF => 2,
+            0xE0..=0xEF => 3,
+            0xF0..=0xF4 => 4,
+            _ => return 0,
+        };
+        return if need > back { back } else { 0 };
+    }
+    0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -207,6 +259,22 @@ mod tests {
             assert!(f.buffered_bytes() <= 1025);
         }
         f.push(b"\n", &mut |fr| assert_eq!(fr, Frame::Oversize { len: 4096 * 1000, terminated: true }));
+    }
+
+    #[test]
+    fn utf8_split_across_chunks_is_kept_whole() {
+        let text = "héllo → 世界 🎉";
+        let bytes = text.as_bytes();
+        for cut in 0..bytes.len() {
+            let mut d = Utf8Decoder::default();
+            let mut out = d.push(&bytes[..cut]);
+            out += &d.push(&bytes[cut..]);
+            out += &d.finish();
+            assert_eq!(out, text, "cut at {cut}");
+        }
+        let mut d = Utf8Decoder::default();
+        assert_eq!(d.push(b"a\xffb\xe4"), "a\u{fffd}b");
+        assert_eq!(d.finish(), "\u{fffd}");
     }
 
     #[test]

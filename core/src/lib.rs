@@ -23,6 +23,7 @@ pub mod hooks;
 pub mod lifecycle;
 #[cfg(feature = "schema")]
 pub mod schema;
+pub mod time;
 pub mod tools;
 
 pub use decode::{Agent, DecodeStats, Decoder, DecoderOptions, Diagnostic, LineOutcome, UnknownAgent, parse};
