@@ -1,16 +1,21 @@
 # agentstream: one entry point for building and testing every language.
 #   make demo   - replay the bundled traces through the full runtime (no agent installed)
 #   make test   - every test in every language (what .ci/run runs)
+# Each binding adds its own targets in mk/<lang>.mk and appends its test target to LANG_TESTS.
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 CARGO ?= cargo
+LANG_TESTS :=
 
 .PHONY: demo test test-rust
 
 demo:
 	$(CARGO) run -q --release -p agentstream-cli -- demo
 
-test: test-rust
+include $(sort $(wildcard mk/*.mk))
+
+test: test-rust $(LANG_TESTS)
+	@echo "all tests passed"
 
 # Per crate rather than --workspace: features differ per crate and a workspace-wide run would
 # rebuild most of the graph (see design/toolchain.md).
