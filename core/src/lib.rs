@@ -16,6 +16,7 @@
 #![warn(missing_docs)]
 
 pub mod casing;
+pub mod channel;
 pub mod decode;
 pub mod event;
 pub mod framing;
@@ -26,6 +27,7 @@ pub mod schema;
 pub mod time;
 pub mod tools;
 
+pub use channel::{Channel, UnknownChannel};
 pub use decode::{Agent, DecodeStats, Decoder, DecoderOptions, Diagnostic, LineOutcome, UnknownAgent, parse};
 pub use event::{
     ContentBlock, DiffContent, ImageContent, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus, SessionUpdate,
