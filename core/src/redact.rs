@@ -305,10 +305,8 @@ fn scan_prefixed(b: &[u8], spans: &mut Vec<(usize, usize)>) {
         let c = b[i];
         if matches!(c, b's' | b'p' | b'r' | b'a' | b'g' | b'x' | b'A' | b'h' | b'e') && word_start(b, i) {
             let rest = &b[i..];
-            if let Some(end) = PREFIXES
-                .iter()
-                .filter(|p| rest.starts_with(p.prefix))
-                .find_map(|p| token_end(b, i + p.prefix.len(), p))
+            if let Some(end) =
+                PREFIXES.iter().filter(|p| rest.starts_with(p.prefix)).find_map(|p| token_end(b, i + p.prefix.len(), p))
             {
                 spans.push((i, end));
                 i = end;
@@ -522,7 +520,10 @@ mod tests {
             ("AKIAIOSFODNN7EXAMPLE", "[redacted]"),
             ("id=ASIAY34FZKBOKMUTVV7A,", "id=[redacted],"),
             ("aws_secret_access_key=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "aws_secret_access_key=[redacted]"),
-            ("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n", "aws_secret_access_key = [redacted]\n"),
+            (
+                "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n",
+                "aws_secret_access_key = [redacted]\n",
+            ),
             ("GH ghp_0123456789abcdefghijABCDEFGHIJ0123", "GH [redacted]"),
             ("github_pat_11ABCDEFG0123456789_abcdefghijkl", "[redacted]"),
             ("xoxb-1234567890-abcdefghij", "[redacted]"),
@@ -542,7 +543,8 @@ mod tests {
 
     #[test]
     fn pem_blocks() {
-        let pem = "before\n-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\nabc\n-----END RSA PRIVATE KEY-----\nafter";
+        let pem =
+            "before\n-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\nabc\n-----END RSA PRIVATE KEY-----\nafter";
         assert_eq!(r(pem), "before\n[redacted]\nafter");
         let open = "x -----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjE";
         assert_eq!(r(open), "x [redacted]");
@@ -578,7 +580,9 @@ mod tests {
 
     #[test]
     fn idempotent_and_unicode_safe() {
-        for s in ["x password=hunter2 y sk-live-0123456789abc ü", "ßBearer abcdefgh12 é", "é-----BEGIN PRIVATE KEY-----é"] {
+        for s in
+            ["x password=hunter2 y sk-live-0123456789abc ü", "ßBearer abcdefgh12 é", "é-----BEGIN PRIVATE KEY-----é"]
+        {
             let once = r(s);
             assert_eq!(r(&once), once);
         }

@@ -211,10 +211,7 @@ mod tests {
         assert_eq!(acc.run_total().unwrap().prompt_tokens, Some(160), "the last run total stands");
         let t = acc.totals();
         assert_eq!((t.prompt_tokens, t.completion_tokens, t.cost_usd), (Some(160), Some(5), Some(0.01)));
-        assert_eq!(
-            serde_json::to_string(&t).unwrap(),
-            r#"{"promptTokens":160,"completionTokens":5,"costUsd":0.01}"#
-        );
+        assert_eq!(serde_json::to_string(&t).unwrap(), r#"{"promptTokens":160,"completionTokens":5,"costUsd":0.01}"#);
     }
 
     #[test]

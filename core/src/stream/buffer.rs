@@ -80,7 +80,13 @@ pub(crate) struct Buffer {
 }
 
 impl Buffer {
-    pub(crate) fn admit(&mut self, policy: &Backpressure, run_id: &Arc<str>, sequence: u64, item: StreamItem) -> Admitted {
+    pub(crate) fn admit(
+        &mut self,
+        policy: &Backpressure,
+        run_id: &Arc<str>,
+        sequence: u64,
+        item: StreamItem,
+    ) -> Admitted {
         let under_pressure = self.slots.len() >= policy.high_water || self.bytes >= policy.byte_budget;
         let item = match (under_pressure, self.slots.back_mut()) {
             (true, Some(tail)) => match try_merge(&mut tail.env.item, item) {
@@ -100,7 +106,8 @@ impl Buffer {
         if weight > policy.byte_budget {
             self.oversize += 1;
         }
-        self.slots.push_back(Slot { env: Envelope { run_id: Arc::clone(run_id), sequence, coalesced: 0, item }, weight });
+        self.slots
+            .push_back(Slot { env: Envelope { run_id: Arc::clone(run_id), sequence, coalesced: 0, item }, weight });
         self.bytes += weight;
         self.peak = self.peak.max(self.slots.len());
         self.peak_bytes = self.peak_bytes.max(self.bytes);

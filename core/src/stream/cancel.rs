@@ -151,10 +151,7 @@ mod tests {
         assert!(CancelReason::Stalled.to_string().contains("stopped reading"));
         assert!(CancelReason::ReaderLeft.to_string().contains("stopped reading"));
         assert_eq!(serde_json::to_string(&CancelReason::Stalled).unwrap(), r#"{"kind":"stalled"}"#);
-        assert_eq!(
-            serde_json::to_string(&CancelReason::caller("x")).unwrap(),
-            r#"{"kind":"caller","detail":"x"}"#
-        );
+        assert_eq!(serde_json::to_string(&CancelReason::caller("x")).unwrap(), r#"{"kind":"caller","detail":"x"}"#);
         assert_eq!(CancelReason::Timeout.code(), "timeout");
     }
 }

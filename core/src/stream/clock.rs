@@ -65,18 +65,18 @@ impl ManualClock {
     /// Move forward by `seconds` (ignored unless finite and positive).
     pub fn advance(&self, seconds: f64) {
         if seconds.is_finite() && seconds > 0.0 {
-            let _ = self.bits.fetch_update(Ordering::AcqRel, Ordering::Acquire, |b| {
-                Some((f64::from_bits(b) + seconds).to_bits())
-            });
+            let _ = self
+                .bits
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |b| Some((f64::from_bits(b) + seconds).to_bits()));
         }
     }
 
     /// Move to the instant `t` (ignored unless finite and later than now).
     pub fn set(&self, t: f64) {
         if t.is_finite() {
-            let _ = self.bits.fetch_update(Ordering::AcqRel, Ordering::Acquire, |b| {
-                (t > f64::from_bits(b)).then_some(t.to_bits())
-            });
+            let _ = self
+                .bits
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |b| (t > f64::from_bits(b)).then_some(t.to_bits()));
         }
     }
 }

@@ -139,7 +139,11 @@ mod tests {
             (
                 msg("a", None),
                 StreamItem::Content(OutputEvent::new(SessionUpdate::AgentMessageChunk {
-                    content: ContentBlock::Image(ImageContent { data: "x".into(), mime_type: "image/png".into(), uri: None }),
+                    content: ContentBlock::Image(ImageContent {
+                        data: "x".into(),
+                        mime_type: "image/png".into(),
+                        uri: None,
+                    }),
                 })),
             ),
             (

@@ -228,7 +228,10 @@ mod tests {
         };
         assert_eq!(failed(RunEnd { exit_code: Some(2), ..Default::default() }), "exit_status");
         assert_eq!(failed(RunEnd { signal: Some(9), ..Default::default() }), "killed");
-        assert_eq!(failed(RunEnd { truncated_mid_line: true, exit_code: Some(0), ..Default::default() }), "truncated_output");
+        assert_eq!(
+            failed(RunEnd { truncated_mid_line: true, exit_code: Some(0), ..Default::default() }),
+            "truncated_output"
+        );
         assert_eq!(failed(RunEnd { open_tool_calls: 1, ..Default::default() }), "truncated_output");
         assert_eq!(failed(RunEnd { fatal_error: Some("rate limited".into()), ..Default::default() }), "harness_error");
         let cancelled = RunEnd { cancel: Some(CancelReason::Timeout), signal: Some(15), ..Default::default() };

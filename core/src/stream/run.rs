@@ -275,8 +275,7 @@ impl RunStream {
     /// if nothing is read before it: for a driver's timer. `None` when no stall can happen
     /// now (nothing unread, no reader, outcome recorded, or already stalled).
     pub fn stall_deadline(&self) -> Option<f64> {
-        self.stall_can_fire()
-            .then(|| self.last_read_at.max(self.nonempty_since) + self.policy.stall_seconds)
+        self.stall_can_fire().then(|| self.last_read_at.max(self.nonempty_since) + self.policy.stall_seconds)
     }
 
     fn stall_can_fire(&self) -> bool {

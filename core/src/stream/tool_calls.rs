@@ -184,7 +184,8 @@ mod tests {
         t.observe(0, &call("a", "Bash", ToolCallStatus::InProgress));
         t.observe(1, &call("b", "Read", ToolCallStatus::InProgress));
         let idem: HashSet<String> = ["Read".to_string()].into();
-        let fates: Vec<_> = classify_interrupted(t.open(), &idem).into_iter().map(|(c, f)| (c.tool_call_id.as_str(), f)).collect();
+        let fates: Vec<_> =
+            classify_interrupted(t.open(), &idem).into_iter().map(|(c, f)| (c.tool_call_id.as_str(), f)).collect();
         assert_eq!(fates, [("a", InterruptedToolCall::Indeterminate), ("b", InterruptedToolCall::FailedRetryable)]);
     }
 }

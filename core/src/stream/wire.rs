@@ -129,8 +129,14 @@ mod tests {
             assert_eq!(decode_envelope(s).unwrap(), None, "{s}");
         }
         let bad = [
-            (r#"{"runId":"r","sequence":0,"channel":"content","event":{"update":{"sessionUpdate":"agent_message_chunk"}}}"#, "content"),
-            (r#"{"runId":"r","sequence":0,"channel":"content","event":{"update":{"sessionUpdate":"agent_message_chunk","content":{"type":"audio"}}}}"#, "content"),
+            (
+                r#"{"runId":"r","sequence":0,"channel":"content","event":{"update":{"sessionUpdate":"agent_message_chunk"}}}"#,
+                "content",
+            ),
+            (
+                r#"{"runId":"r","sequence":0,"channel":"content","event":{"update":{"sessionUpdate":"agent_message_chunk","content":{"type":"audio"}}}}"#,
+                "content",
+            ),
             (r#"{"runId":"r","sequence":0,"channel":"content","event":"text"}"#, "content"),
             (r#"{"runId":"r","sequence":0,"channel":"lifecycle","event":{"reason":"run_complete"}}"#, "lifecycle"),
             (r#"{"runId":"r","sequence":0,"channel":"stdout","event":42}"#, "stdout"),
@@ -141,7 +147,12 @@ mod tests {
             assert!(matches!(&e, StreamError::BadEvent { channel, .. } if channel.name() == ch), "{s}: {e}");
             assert!(e.to_string().contains(ch));
         }
-        for s in ["not json", "[1]", r#"{"runId":"r","channel":"stdout","event":"x"}"#, r#"{"runId":"r","sequence":"third","channel":"stdout","event":"x"}"#] {
+        for s in [
+            "not json",
+            "[1]",
+            r#"{"runId":"r","channel":"stdout","event":"x"}"#,
+            r#"{"runId":"r","sequence":"third","channel":"stdout","event":"x"}"#,
+        ] {
             assert!(matches!(decode_envelope(s), Err(StreamError::MalformedEnvelope(_))), "{s}");
         }
     }
