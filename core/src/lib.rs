@@ -29,6 +29,8 @@ pub mod framing;
 pub mod hooks;
 pub mod lifecycle;
 pub mod redact;
+#[cfg(feature = "runner")]
+pub mod runner;
 #[cfg(feature = "schema")]
 pub mod schema;
 pub mod stream;

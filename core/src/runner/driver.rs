@@ -10,17 +10,20 @@ use tokio::process::{Child, Command};
 
 use super::argv::AgentConfig;
 use super::handle::{RunHandle, Shared};
-use super::process::{exit_parts, signal_group, signal_name, signals};
+use super::process::{exit_parts, signal_group, signals};
 use super::session::{CommandOptions, RunOptions, SessionState};
-use super::{FinalState, RunError, RunErrorKind, RunResult, runtime};
-use crate::decode::{Decoder, DecodeStats};
+use super::{FinalState, RunResult, runtime};
+use crate::error::{Error, ErrorKind};
+use crate::decode::Decoder;
 use crate::event::{OutputEvent, SessionUpdate, ToolCallStatus};
 use crate::framing::{LineFramer, Utf8Decoder};
-use crate::hooks::{HookDeriver, TerminalFacts};
+use crate::hooks::HookDeriver;
 use crate::lifecycle::{AgentState, LifecycleEvent, LifecycleReason, SandboxState};
-use crate::redact;
-use crate::stream::{Backpressure, CancelReason, RunStream, StreamItem, SystemClock, new_run_id};
-use crate::usage::UsageAccumulator;
+use crate::redact::RedactionPolicy;
+use crate::stream::{
+    Backpressure, CancelReason, CancellationToken, RunEnd, RunKind, RunOutcome, RunStream, StreamItem, SystemClock,
+    derive_outcome, new_run_id,
+};
 
 pub(crate) enum Operation {
     Harness { config: Arc<AgentConfig>, options: RunOptions },
@@ -90,30 +93,38 @@ fn lifecycle(reason: LifecycleReason, sandbox: SandboxState, agent: AgentState) 
 }
 
 /// Spawn the process and the task that drives it.
-pub(crate) fn start(op: Operation, session: Arc<Mutex<SessionState>>) -> Result<RunHandle, RunError> {
+pub(crate) fn start(op: Operation, session: Arc<Mutex<SessionState>>) -> Result<RunHandle, Error> {
     let plan = plan(op);
     let command_run = plan.decoder.is_none();
     let run_id = new_run_id();
-    let mut stream = RunStream::new(run_id.clone(), plan.backpressure.clone(), Arc::new(SystemClock::new()));
+    let kind = match (command_run, plan.background) {
+        (false, false) => RunKind::Run,
+        (false, true) => RunKind::BackgroundRun,
+        (true, false) => RunKind::Command,
+        (true, true) => RunKind::BackgroundCommand,
+    };
+    let token = CancellationToken::new();
+    let mut stream = RunStream::new(run_id.clone(), plan.backpressure.clone(), Arc::new(SystemClock::new()))
+        .map_err(|e| Error::new(ErrorKind::InvalidArgument, format!("invalid backpressure: {e}")))?
+        .with_kind(kind)
+        .with_redaction(RedactionPolicy { enabled: plan.redact })
+        .with_token(token.clone());
     if plan.attach_reader {
-        stream.attach_reader();
+        stream.attach_reader().map_err(|e| Error::new(ErrorKind::Internal, e.to_string()))?;
     }
     let shared = Arc::new(Shared {
         run_id: run_id.clone(),
-        agent_id: plan.agent_id.clone(),
         stream: Mutex::new(stream),
         readable: Condvar::new(),
         readable_async: tokio::sync::Notify::new(),
-        cancel: Default::default(),
+        cancel: token,
         cancel_async: tokio::sync::Notify::new(),
         kill_now: AtomicBool::new(false),
         pgid: AtomicI32::new(0),
-        facts: Mutex::new(None),
         result: Mutex::new(None),
         done: Condvar::new(),
         done_async: tokio::sync::Notify::new(),
         finished: AtomicBool::new(false),
-        command: command_run,
     });
     let deriver = plan
         .hooks
@@ -139,56 +150,42 @@ pub(crate) fn start(op: Operation, session: Arc<Mutex<SessionState>>) -> Result<
     };
     let program = plan.program.to_string_lossy().into_owned();
     let child = child.map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => RunError::new(
-            RunErrorKind::HarnessNotFound,
-            format!("{program} not found: install it, put it on PATH, or point `bin` at the executable"),
+        std::io::ErrorKind::NotFound => Error::new(
+            ErrorKind::HarnessNotFound,
+            format!("{program} not found"),
         ),
         std::io::ErrorKind::PermissionDenied => {
-            RunError::new(RunErrorKind::SpawnFailed, format!("{program} is not executable: {e}"))
+            Error::new(ErrorKind::SpawnFailed, format!("{program} is not executable: {e}"))
         }
-        _ => RunError::new(RunErrorKind::SpawnFailed, format!("cannot start {program}: {e}")),
+        _ => Error::new(ErrorKind::SpawnFailed, format!("cannot start {program}: {e}")),
     })?;
     shared.pgid.store(child.id().map(|p| p as i32).unwrap_or(0), Ordering::SeqCst);
-    {
-        let mut st = session.lock().expect("session state");
-        st.sandbox = SandboxState::Running;
-        st.agent = AgentState::Running;
-    }
-    let start_reason = if command_run { LifecycleReason::CommandStart } else { LifecycleReason::RunStart };
-    shared.post(StreamItem::Lifecycle(lifecycle(start_reason, SandboxState::Running, AgentState::Running)));
+    // The caller holds the session lock (it claimed the session) and marks it running.
+    shared.post(StreamItem::Lifecycle(lifecycle(kind.start_reason(), SandboxState::Running, AgentState::Running)));
     runtime().spawn(drive(shared, plan, child, session));
     Ok(handle)
 }
 
-/// Lines and events of the run so far, for the result.
+/// What the result needs beyond the stream's own record: the answer text, the first fatal
+/// harness error, and diagnostics about the input.
+#[derive(Default)]
 struct Accounting {
-    usage: UsageAccumulator,
     answer: String,
     answer_final: String,
-    open_tools: Vec<String>,
     fatal_error: Option<String>,
     diagnostics: Vec<String>,
 }
 
 impl Accounting {
     fn observe(&mut self, ev: &OutputEvent) {
-        self.usage.observe(ev);
         match &ev.update {
             SessionUpdate::AgentMessageChunk { content } => {
                 if let Some(t) = content.as_text() {
                     self.answer.push_str(t);
                 }
             }
-            SessionUpdate::ToolCall(c) => {
-                if !matches!(c.status, ToolCallStatus::Completed | ToolCallStatus::Failed) {
-                    self.open_tools.push(c.tool_call_id.clone());
-                }
+            SessionUpdate::ToolCall(c) if !matches!(c.status, ToolCallStatus::Completed | ToolCallStatus::Failed) => {
                 self.settle_answer();
-            }
-            SessionUpdate::ToolCallUpdate(u) => {
-                if matches!(u.status, Some(ToolCallStatus::Completed | ToolCallStatus::Failed)) {
-                    self.open_tools.retain(|id| id != &u.tool_call_id);
-                }
             }
             SessionUpdate::Error { message, fatal: true } => {
                 self.fatal_error.get_or_insert_with(|| message.clone());
@@ -215,14 +212,7 @@ async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Child, session: A
     let started = Instant::now();
     let mut stdout = child.stdout.take().expect("piped stdout");
     let mut stderr = child.stderr.take().expect("piped stderr");
-    let mut acct = Accounting {
-        usage: UsageAccumulator::default(),
-        answer: String::new(),
-        answer_final: String::new(),
-        open_tools: Vec::new(),
-        fatal_error: None,
-        diagnostics: Vec::new(),
-    };
+    let mut acct = Accounting::default();
     let mut raw_framer = LineFramer::default();
     let mut err_text = Utf8Decoder::default();
     let mut out_buf = vec![0u8; 64 * 1024];
@@ -254,17 +244,15 @@ async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Child, session: A
             },
             _ = shared.cancel_async.notified(), if kill_at.is_none() => {}
             _ = sleep_until(deadline), if deadline.is_some() && kill_at.is_none() => {
-                shared.cancel.cancel(CancelReason::Timeout);
+                shared.stream.lock().expect("stream").cancel(CancelReason::Timeout);
             }
             _ = sleep_until(kill_at), if kill_at.is_some() => {
                 signal_group(shared.pgid.load(Ordering::SeqCst), signals::KILL);
                 kill_at = Some(tokio::time::Instant::now() + Duration::from_secs(3600));
             }
             _ = stall_tick.tick() => {
-                let stalled = shared.stream.lock().expect("stream").check_stall();
-                if let Some(reason) = stalled {
-                    shared.cancel.cancel(reason);
-                }
+                // The stall clock runs only while something is unread (see RunStream::check_stall).
+                shared.stream.lock().expect("stream").check_stall();
             }
         }
         if shared.cancel.is_cancelled() && kill_at.is_none() {
@@ -287,7 +275,7 @@ async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Child, session: A
             st = child.wait() => { exit_status = st.ok(); break; }
             _ = shared.cancel_async.notified(), if kill_at.is_none() => {}
             _ = sleep_until(deadline), if deadline.is_some() && kill_at.is_none() => {
-                shared.cancel.cancel(CancelReason::Timeout);
+                shared.stream.lock().expect("stream").cancel(CancelReason::Timeout);
             }
             _ = sleep_until(kill_at), if kill_at.is_some() => {
                 signal_group(shared.pgid.load(Ordering::SeqCst), signals::KILL);
@@ -312,54 +300,67 @@ async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Child, session: A
     let (exit_code, signal) = exit_status.as_ref().map(exit_parts).unwrap_or((None, None));
     let stats = plan.decoder.as_ref().map(|d| *d.stats()).unwrap_or_default();
     let session_id = plan.decoder.as_ref().and_then(|d| d.session_id().map(str::to_string));
+    let harness = plan.decoder.is_some();
 
-    let cancel_reason = shared.cancel.reason();
-    let (state, error) = match &cancel_reason {
-        Some(_) => (FinalState::Cancelled, None),
-        None => outcome(exit_code, signal, cut_mid_line, &acct, plan.decoder.is_some()),
+    let (outcome, record, pressure, state) = {
+        let mut stream = shared.stream.lock().expect("stream");
+        let end = RunEnd {
+            exit_code,
+            signal,
+            // A harness interrupted by Ctrl-C on its own exits 130: that is an interruption too.
+            cancel: stream.cancel_reason().or_else(|| {
+                (exit_code == Some(130)).then(|| CancelReason::caller("the harness was interrupted (exit status 130)"))
+            }),
+            truncated_mid_line: harness && cut_mid_line,
+            open_tool_calls: if harness { stream.open_tool_calls().len() } else { 0 },
+            fatal_error: acct.fatal_error.clone(),
+        };
+        let outcome = derive_outcome(&end);
+        let state = match &outcome {
+            RunOutcome::Completed => FinalState::Completed,
+            RunOutcome::Failed { .. } => FinalState::Failed,
+            RunOutcome::Cancelled { .. } => FinalState::Cancelled,
+        };
+        let killed_session = session.lock().expect("session state").sandbox == SandboxState::Stopped;
+        stream.finish(outcome, |ctx| {
+            let mut ev = ctx.default_event(crate::time::now_iso8601());
+            if killed_session {
+                ev.sandbox = SandboxState::Stopped;
+            }
+            ev
+        });
+        let record = stream.record().cloned().expect("a finished stream has a record");
+        (record.outcome.clone(), record, stream.pressure(), state)
     };
-    let state = if exit_code == Some(130) && cancel_reason.is_none() { FinalState::Cancelled } else { state };
-    let command = shared.command;
-    let reason = terminal_reason(state, command, plan.background);
-    let (sandbox, agent) = match state {
-        FinalState::Completed => (SandboxState::Ready, AgentState::Idle),
-        FinalState::Failed => (SandboxState::Ready, AgentState::Error),
-        FinalState::Cancelled => (SandboxState::Ready, AgentState::Interrupted),
-    };
-    let last_before = shared.stream.lock().expect("stream").next_sequence().saturating_sub(1);
-    let usage_totals = acct.usage.totals();
-    let cancel_text = cancel_reason.as_ref().map(|r| r.to_string()).or_else(|| {
-        (state == FinalState::Cancelled).then(|| "the harness was interrupted (exit code 130)".to_string())
-    });
-    *shared.facts.lock().expect("facts") = Some(TerminalFacts {
-        cancel_reason: cancel_text.clone(),
-        stopped_by_timeout: matches!(cancel_reason, Some(CancelReason::Timeout)),
-        error: error.clone(),
-        last_sequence: last_before as i64,
-        usage: serde_json::to_value(&usage_totals).ok().filter(|v| v.as_object().is_some_and(|o| !o.is_empty())),
-    });
     {
         let mut st = session.lock().expect("session state");
-        st.sandbox = if st.sandbox == SandboxState::Stopped { SandboxState::Stopped } else { sandbox };
-        st.agent = agent;
+        if st.sandbox != SandboxState::Stopped {
+            st.sandbox = SandboxState::Ready;
+        }
+        st.agent = match state {
+            FinalState::Completed => AgentState::Idle,
+            FinalState::Failed => AgentState::Error,
+            FinalState::Cancelled => AgentState::Interrupted,
+        };
         st.paused = false;
     }
-    let terminal_seq = shared.stream.lock().expect("stream").finish(StreamItem::Lifecycle(lifecycle(reason, sandbox, agent)));
     shared.pgid.store(0, Ordering::SeqCst);
-    let pressure = shared.stream.lock().expect("stream").pressure();
     let result = RunResult {
         run_id: shared.run_id.clone(),
         state,
         exit_code,
         signal,
         session_id,
-        usage: usage_totals,
-        final_text: (state == FinalState::Completed && plan.decoder.is_some()).then(|| acct.final_text()),
-        error,
-        cancel_reason: cancel_text,
+        usage: record.usage.clone(),
+        final_text: (state == FinalState::Completed && harness).then(|| acct.final_text()),
+        error: match &outcome {
+            RunOutcome::Failed { detail, .. } => Some(detail.clone()),
+            _ => None,
+        },
+        cancel_reason: outcome.cancel_reason().map(ToString::to_string),
         pressure,
         stats,
-        last_sequence: terminal_seq.unwrap_or(last_before),
+        last_sequence: record.terminal_sequence,
         diagnostics: std::mem::take(&mut acct.diagnostics),
         duration_ms: started.elapsed().as_millis() as u64,
     };
@@ -400,10 +401,8 @@ fn post_line(
     if let Some(line) = line {
         shared.post(StreamItem::Stdout(format!("{line}\n")));
     }
-    for mut ev in events.drain(..) {
-        if redact_on {
-            redact::redact_tool_input(&mut ev);
-        }
+    let _ = redact_on; // the run stream redacts tool inputs when it numbers them
+    for ev in events.drain(..) {
         acct.observe(&ev);
         shared.post(StreamItem::Content(ev));
     }
@@ -439,58 +438,5 @@ fn finish_stdout(shared: &Shared, plan: &mut Plan, raw: &mut LineFramer, acct: &
     }
 }
 
-/// A run's state from how the process ended and what it printed (decisions.md §1).
-fn outcome(
-    exit_code: Option<i32>,
-    signal: Option<i32>,
-    cut_mid_line: bool,
-    acct: &Accounting,
-    harness: bool,
-) -> (FinalState, Option<String>) {
-    if let Some(sig) = signal {
-        return (FinalState::Failed, Some(format!("the process was killed by {}", signal_name(sig))));
-    }
-    match exit_code {
-        Some(0) => {}
-        Some(code) => {
-            let detail = acct.fatal_error.clone().map(|m| format!(": {m}")).unwrap_or_default();
-            return (FinalState::Failed, Some(format!("the process exited with code {code}{detail}")));
-        }
-        None => return (FinalState::Failed, Some("the process ended without an exit status".into())),
-    }
-    if cut_mid_line && harness {
-        return (FinalState::Failed, Some("the output ended in the middle of a line".into()));
-    }
-    if let Some(m) = &acct.fatal_error {
-        return (FinalState::Failed, Some(m.clone()));
-    }
-    if harness && !acct.open_tools.is_empty() {
-        return (
-            FinalState::Failed,
-            Some(format!("the output ended with {} tool call(s) still running", acct.open_tools.len())),
-        );
-    }
-    (FinalState::Completed, None)
-}
 
-fn terminal_reason(state: FinalState, command: bool, background: bool) -> LifecycleReason {
-    use LifecycleReason::*;
-    match (state, command, background) {
-        (FinalState::Completed, false, false) => RunComplete,
-        (FinalState::Completed, false, true) => RunBackgroundComplete,
-        (FinalState::Failed, false, false) => RunFailed,
-        (FinalState::Failed, false, true) => RunBackgroundFailed,
-        (FinalState::Cancelled, false, _) => RunInterrupted,
-        (FinalState::Completed, true, false) => CommandComplete,
-        (FinalState::Completed, true, true) => CommandBackgroundComplete,
-        (FinalState::Failed, true, false) => CommandFailed,
-        (FinalState::Failed, true, true) => CommandBackgroundFailed,
-        (FinalState::Cancelled, true, _) => CommandInterrupted,
-    }
-}
 
-#[allow(dead_code)]
-fn _assert_send() {
-    fn is_send<T: Send>() {}
-    is_send::<DecodeStats>();
-}

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use super::RunResult;
-use crate::hooks::{HookDeriver, HookEvent, HookInput, TerminalFacts};
+use crate::hooks::{HookDeriver, HookEvent, HookInput};
 use crate::lifecycle::{AgentState, LifecycleEvent, LifecycleReason, SandboxState};
 use crate::stream::{CancelReason, CancellationToken, Envelope, Pressure, RunStream, StreamItem};
 
@@ -35,7 +35,6 @@ pub enum Next {
 
 pub(crate) struct Shared {
     pub run_id: String,
-    pub agent_id: String,
     pub stream: Mutex<RunStream>,
     pub readable: Condvar,
     pub readable_async: tokio::sync::Notify,
@@ -43,12 +42,10 @@ pub(crate) struct Shared {
     pub cancel_async: tokio::sync::Notify,
     pub kill_now: AtomicBool,
     pub pgid: AtomicI32,
-    pub facts: Mutex<Option<TerminalFacts>>,
     pub result: Mutex<Option<RunResult>>,
     pub done: Condvar,
     pub done_async: tokio::sync::Notify,
     pub finished: AtomicBool,
-    pub command: bool,
 }
 
 impl Shared {
@@ -117,7 +114,8 @@ impl RunHandle {
     }
 
     pub(crate) fn cancel_with(&self, reason: CancelReason) {
-        self.shared.cancel.cancel(reason);
+        // Through the stream: a stop racing completion never rewrites a recorded outcome.
+        self.shared.stream.lock().expect("stream").cancel(reason);
         self.shared.cancel_async.notify_one();
     }
 
@@ -172,7 +170,7 @@ impl RunHandle {
         let mut hooks = Vec::new();
         if let Some(deriver) = reader.deriver.as_mut() {
             let ts = crate::time::now_iso8601();
-            let facts = if terminal { self.shared.facts.lock().expect("facts").clone() } else { None };
+            let facts = if terminal { self.shared.stream.lock().expect("stream").terminal_facts() } else { None };
             let input = match &env.item {
                 StreamItem::Content(ev) => HookInput::Content(ev),
                 StreamItem::Lifecycle(l) => HookInput::Lifecycle(l, facts.as_ref()),
@@ -188,7 +186,9 @@ impl RunHandle {
     }
 
     fn stream_over(&self) -> bool {
-        self.is_finished() && self.shared.stream.lock().expect("stream").pressure().buffered == 0
+        let stream = self.shared.stream.lock().expect("stream");
+        // Without a reader nothing is buffered: the stream is over once the run is.
+        stream.is_drained() || (!stream.has_reader() && stream.is_closed())
     }
 
     /// Wait up to `timeout` (forever when `None`) for the next delivery.
@@ -202,7 +202,7 @@ impl RunHandle {
                 return Next::End;
             }
             let guard = self.shared.stream.lock().expect("stream");
-            if guard.pressure().buffered > 0 {
+            if guard.pressure().buffered > 0 || (guard.is_closed() && !guard.is_drained()) {
                 continue;
             }
             let wait = match deadline {

@@ -24,7 +24,6 @@ pub use argv::{AgentConfig, default_program, harness_args};
 pub use handle::{Delivery, Next, RunHandle};
 pub use session::{CommandOptions, RunOptions, Session};
 
-use std::fmt;
 use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
@@ -45,67 +44,6 @@ pub fn runtime() -> &'static tokio::runtime::Runtime {
             .expect("agentstream: cannot start the tokio runtime")
     })
 }
-
-/// What kind of failure a runner call reports. Stable snake_case names in every language.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RunErrorKind {
-    /// The harness executable was not found.
-    HarnessNotFound,
-    /// An operation is already active on this session.
-    AlreadyRunning,
-    /// The process could not be started for another reason.
-    SpawnFailed,
-    /// An argument was invalid (unknown agent or channel, empty command, …).
-    InvalidArgument,
-    /// Nothing is running (pause/resume/interrupt without an operation).
-    NotRunning,
-    /// The operation was cancelled.
-    Cancelled,
-    /// The operation timed out.
-    Timeout,
-    /// A bug: please report it.
-    Internal,
-}
-
-impl RunErrorKind {
-    /// The stable name, e.g. `harness_not_found`.
-    pub fn name(self) -> &'static str {
-        match self {
-            RunErrorKind::HarnessNotFound => "harness_not_found",
-            RunErrorKind::AlreadyRunning => "already_running",
-            RunErrorKind::SpawnFailed => "spawn_failed",
-            RunErrorKind::InvalidArgument => "invalid_argument",
-            RunErrorKind::NotRunning => "not_running",
-            RunErrorKind::Cancelled => "cancelled",
-            RunErrorKind::Timeout => "timeout",
-            RunErrorKind::Internal => "internal",
-        }
-    }
-}
-
-/// A runner error: a kind and a message that says what to do.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RunError {
-    /// What kind of failure.
-    pub kind: RunErrorKind,
-    /// What happened and what to do about it.
-    pub message: String,
-}
-
-impl RunError {
-    pub(crate) fn new(kind: RunErrorKind, message: impl Into<String>) -> Self {
-        RunError { kind, message: message.into() }
-    }
-}
-
-impl fmt::Display for RunError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for RunError {}
 
 /// How an operation ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -9,7 +9,7 @@ use super::argv::AgentConfig;
 use super::driver::{self, Operation};
 use super::handle::RunHandle;
 use super::process::{signal_group, signals};
-use super::{RunError, RunErrorKind};
+use crate::error::{Error, ErrorKind};
 use crate::lifecycle::{AgentState, LifecycleEvent, LifecycleReason, SandboxState};
 use crate::stream::Backpressure;
 
@@ -153,47 +153,48 @@ impl Session {
         st.active.clone().filter(|h| !h.is_finished())
     }
 
-    fn claim(&self) -> Result<std::sync::MutexGuard<'_, SessionState>, RunError> {
+    fn claim(&self) -> Result<std::sync::MutexGuard<'_, SessionState>, Error> {
         let st = self.state.lock().expect("session state");
         if let Some(h) = st.active.as_ref().filter(|h| !h.is_finished()) {
-            return Err(RunError::new(
-                RunErrorKind::AlreadyRunning,
-                format!(
-                    "agent is already running ({}): wait for it to finish, interrupt it, or use another session",
-                    h.run_id()
-                ),
+            return Err(Error::new(
+                ErrorKind::AlreadyRunning,
+                format!("the agent is already running ({}); use another session for parallel runs", h.run_id()),
             ));
         }
         Ok(st)
     }
 
     /// Start a harness run. Returns once the process is spawned; drive it with the handle.
-    pub fn start_run(&self, options: RunOptions) -> Result<RunHandle, RunError> {
+    pub fn start_run(&self, options: RunOptions) -> Result<RunHandle, Error> {
         let mut st = self.claim()?;
         let op = Operation::Harness { config: self.config.clone(), options };
         let handle = driver::start(op, self.state.clone())?;
         st.active = Some(handle.clone());
+        st.sandbox = SandboxState::Running;
+        st.agent = AgentState::Running;
         Ok(handle)
     }
 
     /// Start any command with the same streaming and lifecycle (no content decoding).
-    pub fn start_command(&self, options: CommandOptions) -> Result<RunHandle, RunError> {
+    pub fn start_command(&self, options: CommandOptions) -> Result<RunHandle, Error> {
         if options.argv.is_empty() {
-            return Err(RunError::new(RunErrorKind::InvalidArgument, "execute_command needs a command: argv is empty"));
+            return Err(Error::new(ErrorKind::InvalidArgument, "execute_command needs a command: argv is empty"));
         }
         let mut st = self.claim()?;
         let op = Operation::Command { config: self.config.clone(), options };
         let handle = driver::start(op, self.state.clone())?;
         st.active = Some(handle.clone());
+        st.sandbox = SandboxState::Running;
+        st.agent = AgentState::Running;
         Ok(handle)
     }
 
-    fn active_or_err(&self, what: &str) -> Result<RunHandle, RunError> {
-        self.active().ok_or_else(|| RunError::new(RunErrorKind::NotRunning, format!("nothing to {what}: no run is active")))
+    fn active_or_err(&self, what: &str) -> Result<RunHandle, Error> {
+        self.active().ok_or_else(|| Error::new(ErrorKind::NotRunning, format!("nothing to {what}: no run is active")))
     }
 
     /// Pause the active operation (SIGSTOP to its process group; lifecycle `sandbox_pause`).
-    pub fn pause(&self) -> Result<(), RunError> {
+    pub fn pause(&self) -> Result<(), Error> {
         let h = self.active_or_err("pause")?;
         {
             let mut st = self.state.lock().expect("session state");
@@ -209,7 +210,7 @@ impl Session {
     }
 
     /// Resume a paused operation (SIGCONT; lifecycle `sandbox_resume`).
-    pub fn resume(&self) -> Result<(), RunError> {
+    pub fn resume(&self) -> Result<(), Error> {
         let h = self.active_or_err("resume")?;
         {
             let mut st = self.state.lock().expect("session state");
@@ -226,7 +227,7 @@ impl Session {
 
     /// Interrupt the active operation: SIGTERM to the group, SIGKILL after the grace period;
     /// it ends `run_interrupted` with `reason`.
-    pub fn interrupt(&self, reason: &str) -> Result<(), RunError> {
+    pub fn interrupt(&self, reason: &str) -> Result<(), Error> {
         let h = self.active_or_err("interrupt")?;
         self.resume_if_paused(&h);
         h.cancel(reason);
@@ -235,7 +236,7 @@ impl Session {
 
     /// Kill the active operation at once (SIGKILL; lifecycle `sandbox_killed`, then the
     /// terminal `run_interrupted`). Without an active operation this is a no-op.
-    pub fn kill(&self) -> Result<(), RunError> {
+    pub fn kill(&self) -> Result<(), Error> {
         if let Some(h) = self.active() {
             h.post_lifecycle(LifecycleReason::SandboxKilled, SandboxState::Stopped, AgentState::Interrupted);
             h.kill_now("killed");

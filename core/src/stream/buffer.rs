@@ -29,7 +29,8 @@ use super::item::StreamItem;
 use super::weight::item_weight;
 
 /// Live statistics of a run's buffer, readable at any time.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Pressure {
     /// Items waiting unread now (the terminal item is not counted).
     pub buffered: usize,

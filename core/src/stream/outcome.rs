@@ -25,14 +25,19 @@ pub enum RunKind {
     /// A command run (`execute_command`): `command_start` … `command_complete` / `command_failed` /
     /// `command_interrupted`.
     Command,
+    /// A harness run started in the background: `run_background_complete` / `run_background_failed`
+    /// (a cancelled one still ends `run_interrupted`).
+    BackgroundRun,
+    /// A command started in the background: `command_background_complete` / `command_background_failed`.
+    BackgroundCommand,
 }
 
 impl RunKind {
     /// The lifecycle reason that starts this kind of run.
     pub fn start_reason(self) -> LifecycleReason {
         match self {
-            RunKind::Run => LifecycleReason::RunStart,
-            RunKind::Command => LifecycleReason::CommandStart,
+            RunKind::Run | RunKind::BackgroundRun => LifecycleReason::RunStart,
+            RunKind::Command | RunKind::BackgroundCommand => LifecycleReason::CommandStart,
         }
     }
 }
@@ -75,6 +80,12 @@ impl RunOutcome {
             (RunOutcome::Completed, RunKind::Command) => CommandComplete,
             (RunOutcome::Failed { .. }, RunKind::Command) => CommandFailed,
             (RunOutcome::Cancelled { .. }, RunKind::Command) => CommandInterrupted,
+            (RunOutcome::Completed, RunKind::BackgroundRun) => RunBackgroundComplete,
+            (RunOutcome::Failed { .. }, RunKind::BackgroundRun) => RunBackgroundFailed,
+            (RunOutcome::Cancelled { .. }, RunKind::BackgroundRun) => RunInterrupted,
+            (RunOutcome::Completed, RunKind::BackgroundCommand) => CommandBackgroundComplete,
+            (RunOutcome::Failed { .. }, RunKind::BackgroundCommand) => CommandBackgroundFailed,
+            (RunOutcome::Cancelled { .. }, RunKind::BackgroundCommand) => CommandInterrupted,
         }
     }
 
