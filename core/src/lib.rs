@@ -20,6 +20,7 @@
 //! behind the `runner` feature.
 #![warn(missing_docs)]
 
+pub mod answer;
 pub mod casing;
 pub mod channel;
 pub mod decode;
@@ -29,6 +30,7 @@ pub mod framing;
 pub mod hooks;
 pub mod lifecycle;
 pub mod redact;
+pub mod replay;
 #[cfg(feature = "runner")]
 pub mod runner;
 #[cfg(feature = "schema")]

@@ -14,8 +14,9 @@ use super::process::{exit_parts, signal_group, signals};
 use super::session::{CommandOptions, RunOptions, SessionState};
 use super::{FinalState, RunResult, runtime};
 use crate::error::{Error, ErrorKind};
+use crate::answer::AnswerTracker;
 use crate::decode::Decoder;
-use crate::event::{OutputEvent, SessionUpdate, ToolCallStatus};
+use crate::event::OutputEvent;
 use crate::framing::{LineFramer, Utf8Decoder};
 use crate::hooks::HookDeriver;
 use crate::lifecycle::{AgentState, LifecycleEvent, LifecycleReason, SandboxState};
@@ -170,42 +171,8 @@ pub(crate) fn start(op: Operation, session: Arc<Mutex<SessionState>>) -> Result<
 /// harness error, and diagnostics about the input.
 #[derive(Default)]
 struct Accounting {
-    answer: String,
-    answer_final: String,
-    fatal_error: Option<String>,
+    answer: AnswerTracker,
     diagnostics: Vec<String>,
-}
-
-impl Accounting {
-    fn observe(&mut self, ev: &OutputEvent) {
-        match &ev.update {
-            SessionUpdate::AgentMessageChunk { content } => {
-                if let Some(t) = content.as_text() {
-                    self.answer.push_str(t);
-                }
-            }
-            SessionUpdate::ToolCall(c) if !matches!(c.status, ToolCallStatus::Completed | ToolCallStatus::Failed) => {
-                self.settle_answer();
-            }
-            SessionUpdate::Error { message, fatal: true } => {
-                self.fatal_error.get_or_insert_with(|| message.clone());
-            }
-            _ => {}
-        }
-    }
-
-    /// Text before a tool call is narration, not the answer: the answer is what follows the
-    /// last tool call.
-    fn settle_answer(&mut self) {
-        if !self.answer.is_empty() {
-            self.answer_final = std::mem::take(&mut self.answer);
-        }
-        self.answer_final.clear();
-    }
-
-    fn final_text(&self) -> String {
-        if self.answer.is_empty() { self.answer_final.clone() } else { self.answer.clone() }
-    }
 }
 
 async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Child, session: Arc<Mutex<SessionState>>) {
@@ -313,7 +280,7 @@ async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Child, session: A
             }),
             truncated_mid_line: harness && cut_mid_line,
             open_tool_calls: if harness { stream.open_tool_calls().len() } else { 0 },
-            fatal_error: acct.fatal_error.clone(),
+            fatal_error: acct.answer.fatal_error().map(str::to_string),
         };
         let outcome = derive_outcome(&end);
         let state = match &outcome {
@@ -352,7 +319,7 @@ async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Child, session: A
         signal,
         session_id,
         usage: record.usage.clone(),
-        final_text: (state == FinalState::Completed && harness).then(|| acct.final_text()),
+        final_text: (state == FinalState::Completed && harness).then(|| acct.answer.answer().to_string()),
         error: match &outcome {
             RunOutcome::Failed { detail, .. } => Some(detail.clone()),
             _ => None,
@@ -381,31 +348,17 @@ async fn sleep_until(at: Option<tokio::time::Instant>) {
 fn post_stdout(shared: &Shared, plan: &mut Plan, raw: &mut LineFramer, acct: &mut Accounting, bytes: &[u8]) {
     match plan.decoder.as_mut() {
         Some(decoder) => {
-            let redact_on = plan.redact;
-            decoder.feed_lines(bytes, &mut |line, events| post_line(shared, acct, line, events, redact_on));
+            decoder.feed_lines(bytes, &mut |line, events| post_line(shared, acct, line, events));
             collect_diagnostics(decoder, acct);
         }
         None => raw.push(bytes, &mut |frame| post_raw_frame(shared, frame)),
     }
 }
 
-fn post_line(
-    shared: &Shared,
-    acct: &mut Accounting,
-    line: Option<&str>,
-    events: &mut Vec<OutputEvent>,
-    redact_on: bool,
-) {
-    // Each line goes out as printed (blank ones too); an oversize line is not kept, so it has
-    // no text to deliver (it is reported in the diagnostics).
-    if let Some(line) = line {
-        shared.post(StreamItem::Stdout(format!("{line}\n")));
-    }
-    let _ = redact_on; // the run stream redacts tool inputs when it numbers them
-    for ev in events.drain(..) {
-        acct.observe(&ev);
-        shared.post(StreamItem::Content(ev));
-    }
+fn post_line(shared: &Shared, acct: &mut Accounting, line: Option<&str>, events: &mut Vec<OutputEvent>) {
+    crate::replay::post_line(&mut |item| {
+        shared.post(item);
+    }, line, events, &mut |ev| acct.answer.observe(ev));
 }
 
 fn post_raw_frame(shared: &Shared, frame: crate::framing::Frame<'_>) {
@@ -425,8 +378,7 @@ fn finish_stdout(shared: &Shared, plan: &mut Plan, raw: &mut LineFramer, acct: &
     match plan.decoder.as_mut() {
         Some(decoder) => {
             let cut = decoder.has_partial_line();
-            let redact_on = plan.redact;
-            decoder.finish_lines(&mut |line, events| post_line(shared, acct, line, events, redact_on));
+            decoder.finish_lines(&mut |line, events| post_line(shared, acct, line, events));
             collect_diagnostics(decoder, acct);
             cut
         }
