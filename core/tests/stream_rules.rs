@@ -432,6 +432,18 @@ fn stall_is_also_checked_at_admission() {
 }
 
 #[test]
+fn a_flood_that_only_merges_is_caught_by_the_timer() {
+    let (mut s, clock) = reading(Backpressure::default().with_high_water(0));
+    s.post(msg("a"));
+    assert_eq!(s.stall_deadline(), Some(30.0));
+    clock.advance(31.0);
+    s.post(msg("b")); // merged: admission does not read the clock
+    assert!(!s.pressure().stalled);
+    assert_eq!(s.check_stall(), Some(CancelReason::Stalled), "the timer notices");
+    assert_eq!(s.stall_deadline(), None);
+}
+
+#[test]
 fn no_stall_after_the_outcome_is_recorded() {
     let (mut s, clock) = reading(Backpressure::default());
     s.post(msg("x"));
