@@ -89,9 +89,9 @@ impl Buffer {
         item: StreamItem,
     ) -> Admitted {
         let under_pressure = self.slots.len() >= policy.high_water || self.bytes >= policy.byte_budget;
-        let item = match (under_pressure, self.slots.back_mut()) {
-            (true, Some(tail)) => match try_merge(&mut tail.env.item, item) {
-                Ok(added) => {
+        if under_pressure {
+            if let Some(tail) = self.slots.back_mut() {
+                if let Some(added) = try_merge(&mut tail.env.item, &item) {
                     tail.env.coalesced += 1;
                     tail.weight += added;
                     self.bytes += added;
@@ -99,10 +99,8 @@ impl Buffer {
                     self.coalesced += 1;
                     return Admitted::Merged;
                 }
-                Err(item) => item,
-            },
-            _ => item,
-        };
+            }
+        }
         let weight = item_weight(&item);
         if weight > policy.byte_budget {
             self.oversize += 1;

@@ -64,32 +64,33 @@ fn same_attribution(a: &OutputEvent, b: &OutputEvent) -> bool {
 }
 
 /// Merge `item` into `tail` when both are text deltas of the same kind and attribution.
-/// `Ok(added)` gives the bytes the tail's weight grew by; `Err(item)` hands the item back
-/// untouched when it cannot merge.
-pub fn try_merge(tail: &mut StreamItem, item: StreamItem) -> Result<usize, StreamItem> {
+/// `Some(added)` gives the bytes the tail's weight grew by; `None` leaves the tail untouched.
+/// Only the text is copied, so the item is borrowed (items are large; moving them is not free).
+pub fn try_merge(tail: &mut StreamItem, item: &StreamItem) -> Option<usize> {
     match (tail, item) {
         (StreamItem::Stdout(t), StreamItem::Stdout(s)) | (StreamItem::Stderr(t), StreamItem::Stderr(s)) => {
-            t.push_str(&s);
-            Ok(escaped_len(&s))
+            t.push_str(s);
+            Some(escaped_len(s))
         }
-        (StreamItem::Content(t), StreamItem::Content(mut e)) => {
-            let kinds_match = match (&t.update, &e.update) {
-                (SessionUpdate::AgentMessageChunk { .. }, SessionUpdate::AgentMessageChunk { .. })
-                | (SessionUpdate::AgentThoughtChunk { .. }, SessionUpdate::AgentThoughtChunk { .. }) => true,
-                _ => false,
+        (StreamItem::Content(t), StreamItem::Content(e)) => {
+            let text = match (&t.update, &e.update) {
+                (
+                    SessionUpdate::AgentMessageChunk { content: ContentBlock::Text { .. } },
+                    SessionUpdate::AgentMessageChunk { content: ContentBlock::Text { text } },
+                )
+                | (
+                    SessionUpdate::AgentThoughtChunk { content: ContentBlock::Text { .. } },
+                    SessionUpdate::AgentThoughtChunk { content: ContentBlock::Text { text } },
+                ) => text,
+                _ => return None,
             };
-            if !kinds_match || !same_attribution(t, &e) {
-                return Err(StreamItem::Content(e));
+            if !same_attribution(t, e) {
+                return None;
             }
-            match (text_mut(t), text_mut(&mut e)) {
-                (Some(tt), Some(et)) => {
-                    tt.push_str(et);
-                    Ok(escaped_len(et))
-                }
-                _ => Err(StreamItem::Content(e)),
-            }
+            text_mut(t)?.push_str(text);
+            Some(escaped_len(text))
         }
-        (_, item) => Err(item),
+        _ => None,
     }
 }
 
@@ -109,12 +110,12 @@ mod tests {
     fn merges_same_kind_and_attribution_exactly() {
         let mut tail = msg("Hel", Some("m1"));
         let w0 = item_weight(&tail);
-        let added = try_merge(&mut tail, msg("lo \"x\"\n", Some("m1"))).unwrap();
+        let added = try_merge(&mut tail, &msg("lo \"x\"\n", Some("m1"))).unwrap();
         assert_eq!(tail, msg("Hello \"x\"\n", Some("m1")));
         assert_eq!(w0 + added, item_weight(&tail));
 
         let mut out = StreamItem::Stdout("a\n".into());
-        assert_eq!(try_merge(&mut out, StreamItem::Stdout("b\n".into())), Ok(2 + 1));
+        assert_eq!(try_merge(&mut out, &StreamItem::Stdout("b\n".into())), Some(2 + 1));
         assert_eq!(out, StreamItem::Stdout("a\nb\n".into()));
     }
 
@@ -125,7 +126,7 @@ mod tests {
         let mut b = OutputEvent::new(SessionUpdate::thought("b"));
         b.timestamp = Some("t2".into());
         let mut tail = StreamItem::Content(a);
-        assert!(try_merge(&mut tail, StreamItem::Content(b)).is_ok());
+        assert!(try_merge(&mut tail, &StreamItem::Content(b)).is_some());
         assert_eq!(tail.as_content().unwrap().timestamp.as_deref(), Some("t1"));
     }
 
@@ -153,7 +154,7 @@ mod tests {
         ];
         for (mut tail, item) in cases {
             let before = tail.clone();
-            assert_eq!(try_merge(&mut tail, item.clone()), Err(item));
+            assert_eq!(try_merge(&mut tail, &item), None);
             assert_eq!(tail, before);
         }
         assert_eq!(delta_kind(&StreamItem::Content(OutputEvent::new(SessionUpdate::user_message("a")))), None);

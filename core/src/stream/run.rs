@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use super::backpressure::Backpressure;
-use super::buffer::{Buffer, Pressure};
+use super::buffer::{Admitted, Buffer, Pressure};
 use super::cancel::{CancelReason, CancellationToken};
 use super::clock::Clock;
 use super::envelope::Envelope;
@@ -221,7 +221,9 @@ impl RunStream {
     /// channels, whether or not anybody reads. Before numbering, a content item's tool-call
     /// inputs are redacted (per the policy); its usage and tool calls are accounted. Then,
     /// with a reader, the item is admitted to the buffer (merging under pressure, see
-    /// [`buffer`](super::buffer)) and the stall clock is checked; without one, it is
+    /// [`buffer`](super::buffer)) and, when it was appended, the stall clock is checked (a
+    /// merge changes nothing the stall depends on; a timer calling
+    /// [`check_stall`](Self::check_stall) covers time passing); without a reader, it is
     /// discarded. Never blocks, never fails.
     pub fn post(&mut self, item: StreamItem) -> Option<u64> {
         if self.record.is_some() {
@@ -241,12 +243,17 @@ impl RunStream {
             self.tools.observe(sequence, ev);
         }
         if self.reader == Reader::Attached {
-            let now = self.clock.now();
-            if self.buffer.is_empty() {
-                self.nonempty_since = now;
+            let was_empty = self.buffer.is_empty();
+            // A merge changes nothing the stall clock depends on (the buffer was already
+            // non-empty and nobody read), so only an append reads the clock: the hot path of
+            // a flood stays free of clock calls. Time passing is the timer's to notice.
+            if self.buffer.admit(&self.policy, &self.run_id, sequence, item) == Admitted::Appended {
+                let now = self.clock.now();
+                if was_empty {
+                    self.nonempty_since = now;
+                }
+                self.check_stall_at(now);
             }
-            self.buffer.admit(&self.policy, &self.run_id, sequence, item);
-            self.check_stall_at(now);
         }
         Some(sequence)
     }
@@ -283,8 +290,10 @@ impl RunStream {
     }
 
     /// Cancel the run if its reader has left items unread for MORE than `stall_seconds`
-    /// (see [`unread_age`](Self::unread_age)). Call it from a timer (a dead reader on a silent
-    /// run is otherwise never noticed); [`post`](Self::post) also calls it. Returns
+    /// (see [`unread_age`](Self::unread_age)). Call it from a timer, e.g. at
+    /// [`stall_deadline`](Self::stall_deadline) (a dead reader on a silent run, or on a flood
+    /// that only merges, is otherwise not noticed); [`post`](Self::post) also calls it when it
+    /// appends an item. Returns
     /// `Some(CancelReason::Stalled)` exactly once, when this check cancelled the run; `None`
     /// when it did not (not stalled, or the run was already cancelled or settled).
     pub fn check_stall(&mut self) -> Option<CancelReason> {

@@ -10,6 +10,7 @@
 use serde::Serialize;
 
 use super::item::StreamItem;
+use crate::event::{ContentBlock, OutputEvent, SessionUpdate};
 
 /// Extra bytes serde_json writes for each input byte: `\"`, `\\`, `\n`-style two-byte escapes,
 /// and six-byte `\u00XX` for the other control characters (ser.rs `ESCAPE`).
@@ -56,18 +57,51 @@ pub fn json_len<T: Serialize + ?Sized>(v: &T) -> usize {
 }
 
 /// The weight of an item: the length of [`StreamItem::event_json`], computed without
-/// allocating.
+/// allocating. Raw text and message/thought text deltas (the flood case) are counted directly
+/// from their fields; everything else goes through a counting serializer.
 pub fn item_weight(item: &StreamItem) -> usize {
     match item {
         StreamItem::Stdout(s) | StreamItem::Stderr(s) => escaped_len(s) + 2,
+        StreamItem::Content(ev) if ev.extra.is_none() => match &ev.update {
+            SessionUpdate::AgentMessageChunk { content: ContentBlock::Text { text } } => {
+                text_delta_len(ev, "agent_message_chunk", text)
+            }
+            SessionUpdate::AgentThoughtChunk { content: ContentBlock::Text { text } } => {
+                text_delta_len(ev, "agent_thought_chunk", text)
+            }
+            _ => json_len(ev),
+        },
         other => json_len(&other.event()),
     }
+}
+
+/// `{"sessionId":…,"update":{"sessionUpdate":"<kind>","content":{"type":"text","text":"…"}},
+/// "timestamp":…,"model":…,"messageId":…,"parentToolCallId":…}` with absent fields omitted
+/// (the serde form of [`OutputEvent`] without `extra`).
+fn text_delta_len(ev: &OutputEvent, kind: &str, text: &str) -> usize {
+    const UPDATE_HEAD: &str = r#""update":{"sessionUpdate":""#;
+    const UPDATE_MID: &str = r#"","content":{"type":"text","text":""#;
+    const UPDATE_TAIL: &str = r#""}}"#;
+    let mut members = 1;
+    let mut len = UPDATE_HEAD.len() + kind.len() + UPDATE_MID.len() + escaped_len(text) + UPDATE_TAIL.len();
+    for (name, value) in [
+        ("sessionId", &ev.session_id),
+        ("timestamp", &ev.timestamp),
+        ("model", &ev.model),
+        ("messageId", &ev.message_id),
+        ("parentToolCallId", &ev.parent_tool_call_id),
+    ] {
+        if let Some(v) = value {
+            members += 1;
+            len += name.len() + escaped_len(v) + 5; // "name":"value"
+        }
+    }
+    len + 2 + (members - 1) // braces and commas
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::{OutputEvent, SessionUpdate};
     use proptest::prelude::*;
 
     proptest! {
@@ -77,11 +111,26 @@ mod tests {
         }
 
         #[test]
-        fn item_weight_is_the_event_json_length(s in "[\\x00-\\x7f]{0,40}|\\PC{0,20}") {
+        fn item_weight_is_the_event_json_length(
+            s in "[\\x00-\\x7f]{0,40}|\\PC{0,20}",
+            fields in proptest::collection::vec(proptest::option::of("[a-z\"\\\\\n]{0,6}"), 5),
+            thought in any::<bool>(),
+            extra in any::<bool>(),
+        ) {
+            let mut ev = OutputEvent::new(if thought { SessionUpdate::thought(s.clone()) } else { SessionUpdate::message(s.clone()) });
+            ev.session_id = fields[0].clone();
+            ev.timestamp = fields[1].clone();
+            ev.model = fields[2].clone();
+            ev.message_id = fields[3].clone();
+            ev.parent_tool_call_id = fields[4].clone();
+            if extra {
+                ev.extra = Some([("k".to_string(), serde_json::json!([1, "x"]))].into_iter().collect());
+            }
             for item in [
                 StreamItem::Stdout(s.clone()),
                 StreamItem::Stderr(s.clone()),
-                StreamItem::Content(OutputEvent::new(SessionUpdate::message(s.clone()))),
+                StreamItem::Content(ev.clone()),
+                StreamItem::Content(OutputEvent::new(SessionUpdate::user_message(s.clone()))),
             ] {
                 prop_assert_eq!(item_weight(&item), item.event_json().len());
             }
