@@ -8,7 +8,7 @@
 //! | search | Glob, Grep, LS | – | glob, grep, grep_search, search_file_content, list_directory | Glob, Grep, LS, glob, grep, grep_search, list_directory | Glob, Grep | glob, grep, list, codesearch, lsp | grep, glob, ls |
 //! | fetch | WebFetch, WebSearch | web_search | google_web_search, web_search, brave_web_search, web_fetch | WebFetch, WebSearch, web_fetch, web_search, brave_web_search | WebSearch, SearchWeb, FetchURL | webfetch, websearch | fetchurl, webfetch, websearch |
 //! | think | Task, Agent | – | delegate_to_agent, invoke_agent | Task, task, agent | Agent, AgentSwarm, Task, Think, CreateSubagent | task, batch | task |
-//! | switch_mode | ExitPlanMode, EnterPlanMode | – | enter_plan_mode, exit_plan_mode | ExitPlanMode, exit_plan_mode | ExitPlanMode, EnterPlanMode | plan_enter, plan_exit | exitplanmode |
+//! | switch_mode | ExitPlanMode, EnterPlanMode | – | enter_plan_mode, exit_plan_mode | ExitPlanMode, exit_plan_mode | ExitPlanMode, EnterPlanMode | plan_enter, plan_exit | exitplanmode, exitspecmode |
 //! | other | MCP tools (`mcp__*`), todo tools, anything else | mcp_tool_call | MCP tools, write_todos, save_memory, anything else | MCP tools, todo_write, TodoWrite, anything else | TodoList, SetTodoList, anything else | todowrite, todoread, skill, anything else | todowrite, skill, MCP tools, anything else |
 //!
 //! Matching: claude, gemini, qwen and kimi names are matched exactly (so `bash` in claude is
@@ -177,6 +177,7 @@ const DROID: &[(&str, ToolKind)] = &[
     ("websearch", Fetch),
     ("task", Think),
     ("exitplanmode", SwitchMode),
+    ("exitspecmode", SwitchMode),
 ];
 
 /// The table of one agent: `(name as matched, kind)`; names not listed are [`ToolKind::Other`].

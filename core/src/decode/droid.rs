@@ -814,7 +814,7 @@ fn timestamp(raw: Option<&RawValue>) -> Option<String> {
 
 /// Epoch milliseconds (or seconds, below 10^11) as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
 fn iso_from_epoch(n: f64) -> Option<String> {
-    if !n.is_finite() || n < 0.0 || n > 1e15 {
+    if !(0.0..=1e15).contains(&n) {
         return None;
     }
     let ms = if n < 1e11 { (n * 1000.0).round() } else { n.round() } as i64;

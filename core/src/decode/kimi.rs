@@ -467,7 +467,7 @@ impl KimiDecoder {
         let Some(raw) = raw else { return ResultContent { blocks, first_text } };
         match raw.get().as_bytes().first() {
             Some(b'"') => {
-                if let Some(Str(text)) = lenient::<Str<'_>>(Some(raw)) {
+                if let Some(Str(text)) = lenient::<Str<'_>>(Some(raw)).filter(|s| !s.0.is_empty()) {
                     first_text = Some(text.to_string());
                     blocks.push(ToolCallContent::text(text));
                 }
