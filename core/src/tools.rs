@@ -204,8 +204,12 @@ pub fn normalize_name(agent: Agent, name: &str) -> String {
 
 /// The kind of tool `name` for `agent`.
 pub fn tool_kind(agent: Agent, name: &str) -> ToolKind {
-    let key = normalize_name(agent, name);
-    kind_table(agent).iter().find(|(n, _)| *n == key).map(|(_, k)| *k).unwrap_or(Other)
+    let table = kind_table(agent);
+    let find = |key: &str| table.iter().find(|(n, _)| *n == key).map(|(_, k)| *k).unwrap_or(Other);
+    match agent {
+        Agent::Opencode | Agent::Droid => find(&normalize_name(agent, name)),
+        _ => find(name), // matched exactly: no allocation
+    }
 }
 
 /// Wrap a shell command in backticks for a title, escaping backticks inside it so the markdown
@@ -217,6 +221,11 @@ pub fn command_title(command: &str) -> String {
 
 /// Titles are for people: longer text is cut at this many characters with an ellipsis.
 pub const MAX_TITLE_CHARS: usize = 200;
+
+/// `title` cut at [`MAX_TITLE_CHARS`] like [`truncate_chars`], without copying a short one.
+pub fn bound_title(title: String) -> String {
+    if title.len() <= MAX_TITLE_CHARS { title } else { truncate_chars(&title, MAX_TITLE_CHARS) }
+}
 
 /// Cut `s` to at most `max` characters (on a char boundary), appending `…` when cut.
 pub fn truncate_chars(s: &str, max: usize) -> String {

@@ -58,19 +58,21 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::fmt;
 
-use serde::Deserialize;
+use serde::de::{self, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
-use serde_json::{Map, Value};
+use serde_json::{Map, Number, Value};
 
 use super::context::{DecodeContext, Envelope};
-use super::json::{lenient, parse_line};
+use super::json::{Obj, ObjList, parse_line};
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::{
     ContentBlock, DiffContent, ImageContent, JsonObject, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus,
     SessionUpdate, TokenUsage, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, UsageScope,
 };
-use crate::tools::{MAX_TITLE_CHARS, command_title, normalize_name, tool_kind, truncate_chars};
+use crate::tools::{bound_title, command_title, normalize_name, tool_kind};
 
 /// How deep JSON-RPC envelopes are unwrapped.
 const MAX_DEPTH: usize = 4;
@@ -96,6 +98,20 @@ pub(crate) struct DroidDecoder {
 
 /// (id or messageId, blockIndex, text) of an emitted thought.
 type ThoughtKey = (String, String, String);
+
+/// A polymorphic field, decoded in the line's single pass: a string, or any other JSON value.
+#[derive(Debug)]
+enum Val<'a> {
+    Str(Cow<'a, str>),
+    Json(Value),
+}
+
+/// `message`: the text of an `error` line, or the message object of `create_message`.
+enum MessageField<'a> {
+    Str(Cow<'a, str>),
+    Msg(CreatedMessage<'a>),
+    Odd,
+}
 
 /// Every droid line shape: stream-json lines, JSON-RPC envelopes and their notifications.
 #[derive(Deserialize)]
@@ -124,11 +140,15 @@ struct Line<'a> {
     timestamp: Option<&'a RawValue>,
     #[serde(default, borrow, with = "super::json::opt_string")]
     model: Option<Cow<'a, str>>,
-    // Tool calls.
+    // Tool calls: nested `toolUse` / `tool_use`, or the flat fields of the line itself.
     #[serde(rename = "toolUse", default, borrow)]
-    tool_use: Option<&'a RawValue>,
+    tool_use: Obj<ToolUse<'a>>,
     #[serde(rename = "tool_use", default, borrow)]
-    tool_use_snake: Option<&'a RawValue>,
+    tool_use_snake: Obj<ToolUse<'a>>,
+    #[serde(rename = "toolUseId", default, borrow, with = "super::json::opt_string")]
+    tool_use_id: Option<Cow<'a, str>>,
+    #[serde(rename = "tool_use_id", default, borrow, with = "super::json::opt_string")]
+    tool_use_id_snake: Option<Cow<'a, str>>,
     #[serde(default, borrow, with = "super::json::opt_string")]
     name: Option<Cow<'a, str>>,
     #[serde(rename = "toolName", default, borrow, with = "super::json::opt_string")]
@@ -138,50 +158,46 @@ struct Line<'a> {
     #[serde(rename = "toolId", default, borrow, with = "super::json::opt_string")]
     tool_id: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
-    input: Option<&'a RawValue>,
+    input: Option<Val<'a>>,
     #[serde(rename = "toolInput", default, borrow)]
-    tool_input: Option<&'a RawValue>,
+    tool_input: Option<Val<'a>>,
     #[serde(default, borrow)]
-    arguments: Option<&'a RawValue>,
+    arguments: Option<Val<'a>>,
     #[serde(default, borrow)]
-    parameters: Option<&'a RawValue>,
+    parameters: Option<Val<'a>>,
     // Tool results.
-    #[serde(rename = "toolUseId", default, borrow, with = "super::json::opt_string")]
-    tool_use_id: Option<Cow<'a, str>>,
-    #[serde(rename = "tool_use_id", default, borrow, with = "super::json::opt_string")]
-    tool_use_id_snake: Option<Cow<'a, str>>,
     #[serde(rename = "isError", default, borrow)]
     is_error: Option<&'a RawValue>,
     #[serde(rename = "is_error", default, borrow)]
     is_error_snake: Option<&'a RawValue>,
     #[serde(default, borrow)]
-    value: Option<&'a RawValue>,
+    value: Option<Val<'a>>,
     #[serde(default, borrow)]
-    content: Option<&'a RawValue>,
+    content: Option<Val<'a>>,
     #[serde(default, borrow)]
-    error: Option<&'a RawValue>,
+    error: Option<Val<'a>>,
     #[serde(default, borrow)]
-    update: Option<&'a RawValue>,
+    update: Option<Val<'a>>,
     // Run end.
     #[serde(rename = "finalText", default, borrow, with = "super::json::opt_string")]
     final_text: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
-    result: Option<&'a RawValue>,
+    result: Option<Val<'a>>,
     #[serde(default, borrow)]
-    usage: Option<&'a RawValue>,
+    usage: Option<Val<'a>>,
     #[serde(rename = "numTurns", default, borrow)]
-    num_turns: Option<&'a RawValue>,
+    num_turns: Option<Val<'a>>,
     #[serde(rename = "durationMs", default, borrow)]
-    duration_ms: Option<&'a RawValue>,
+    duration_ms: Option<Val<'a>>,
     #[serde(rename = "num_turns", default, borrow)]
-    num_turns_snake: Option<&'a RawValue>,
+    num_turns_snake: Option<Val<'a>>,
     #[serde(rename = "duration_ms", default, borrow)]
-    duration_ms_snake: Option<&'a RawValue>,
+    duration_ms_snake: Option<Val<'a>>,
     // Errors and messages.
     #[serde(default, borrow, with = "super::json::opt_string")]
     source: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
-    message: Option<&'a RawValue>,
+    message: Option<MessageField<'a>>,
     #[serde(rename = "errorType", default, borrow, with = "super::json::opt_string")]
     error_type: Option<Cow<'a, str>>,
     // JSON-RPC.
@@ -190,30 +206,46 @@ struct Line<'a> {
     #[serde(default, borrow, with = "super::json::opt_string")]
     method: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
-    params: Option<&'a RawValue>,
+    params: Obj<Params<'a>>,
     #[serde(rename = "tokenUsage", default, borrow)]
-    token_usage: Option<&'a RawValue>,
+    token_usage: Option<Val<'a>>,
     #[serde(rename = "lastCallTokenUsage", default, borrow)]
-    last_call_token_usage: Option<&'a RawValue>,
+    last_call_token_usage: Option<Val<'a>>,
+}
+
+/// The fields that name a tool call (nested `toolUse`, or flat on the line).
+#[derive(Deserialize)]
+struct ToolUse<'a> {
+    #[serde(default, borrow, with = "super::json::opt_string")]
+    id: Option<Cow<'a, str>>,
+    #[serde(rename = "toolUseId", default, borrow, with = "super::json::opt_string")]
+    tool_use_id: Option<Cow<'a, str>>,
+    #[serde(rename = "tool_use_id", default, borrow, with = "super::json::opt_string")]
+    tool_use_id_snake: Option<Cow<'a, str>>,
+    #[serde(default, borrow, with = "super::json::opt_string")]
+    name: Option<Cow<'a, str>>,
+    #[serde(rename = "toolName", default, borrow, with = "super::json::opt_string")]
+    tool_name: Option<Cow<'a, str>>,
+    #[serde(rename = "tool_name", default, borrow, with = "super::json::opt_string")]
+    tool_name_snake: Option<Cow<'a, str>>,
+    #[serde(rename = "toolId", default, borrow, with = "super::json::opt_string")]
+    tool_id: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    input: Option<Val<'a>>,
+    #[serde(rename = "toolInput", default, borrow)]
+    tool_input: Option<Val<'a>>,
+    #[serde(default, borrow)]
+    arguments: Option<Val<'a>>,
+    #[serde(default, borrow)]
+    parameters: Option<Val<'a>>,
 }
 
 #[derive(Deserialize)]
 struct Params<'a> {
     #[serde(default, borrow)]
-    notification: Option<&'a RawValue>,
+    notification: Obj<Box<Line<'a>>>,
     #[serde(rename = "sessionId", default, borrow, with = "super::json::opt_string")]
     session_id: Option<Cow<'a, str>>,
-}
-
-/// A JSON-RPC response's `result`.
-#[derive(Deserialize)]
-struct RpcResult<'a> {
-    #[serde(rename = "sessionId", default, borrow, with = "super::json::opt_string")]
-    session_id: Option<Cow<'a, str>>,
-    #[serde(default, borrow, with = "super::json::opt_string")]
-    session_id_snake: Option<Cow<'a, str>>,
-    #[serde(rename = "finalText", default, borrow, with = "super::json::opt_string")]
-    final_text: Option<Cow<'a, str>>,
 }
 
 /// `create_message`'s `message`.
@@ -224,10 +256,10 @@ struct CreatedMessage<'a> {
     #[serde(default, borrow, with = "super::json::opt_string")]
     role: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
-    content: Option<&'a RawValue>,
+    content: ObjList<Block<'a>>,
 }
 
-/// A content block of a message or a tool result.
+/// A content block of a message.
 #[derive(Deserialize)]
 struct Block<'a> {
     #[serde(rename = "type", default, borrow, with = "super::json::opt_string")]
@@ -241,34 +273,139 @@ struct Block<'a> {
     #[serde(default, borrow, with = "super::json::opt_string")]
     name: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
-    input: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    source: Option<&'a RawValue>,
-    #[serde(default, borrow, with = "super::json::opt_string")]
-    data: Option<Cow<'a, str>>,
-    #[serde(rename = "mimeType", default, borrow, with = "super::json::opt_string")]
-    mime_type: Option<Cow<'a, str>>,
+    input: Option<Val<'a>>,
 }
 
-/// An image block's `source {type, media_type, data}`.
-#[derive(Deserialize)]
-struct ImageSource<'a> {
-    #[serde(default, borrow, with = "super::json::opt_string")]
-    media_type: Option<Cow<'a, str>>,
-    #[serde(default, borrow, with = "super::json::opt_string")]
-    data: Option<Cow<'a, str>>,
-    #[serde(default, borrow, with = "super::json::opt_string")]
-    url: Option<Cow<'a, str>>,
+impl<'de: 'a, 'a> Deserialize<'de> for Val<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Val<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Val::Str(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Val::Str(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Val::Str(Cow::Owned(v)))
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
+                Ok(Val::Json(Value::Bool(v)))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+                Ok(Val::Json(Value::from(v)))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+                Ok(Val::Json(Value::from(v)))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+                Ok(Val::Json(Number::from_f64(v).map_or(Value::Null, Value::Number)))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(Val::Json(Value::Null))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+                Value::deserialize(de::value::SeqAccessDeserializer::new(seq)).map(Val::Json)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                Value::deserialize(de::value::MapAccessDeserializer::new(map)).map(Val::Json)
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
-/// A borrowed-when-possible JSON string.
-#[derive(Deserialize)]
-struct Str<'a>(#[serde(borrow)] Cow<'a, str>);
+impl<'de: 'a, 'a> Deserialize<'de> for MessageField<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = MessageField<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string or a message object")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(MessageField::Str(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(MessageField::Str(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(MessageField::Str(Cow::Owned(v)))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                CreatedMessage::deserialize(de::value::MapAccessDeserializer::new(map)).map(MessageField::Msg)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                while seq.next_element::<de::IgnoredAny>()?.is_some() {}
+                Ok(MessageField::Odd)
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(MessageField::Odd)
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(MessageField::Odd)
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(MessageField::Odd)
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(MessageField::Odd)
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(MessageField::Odd)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl<'a> Line<'a> {
+    /// The tool-call fields printed flat on the line (droid ≥ 0.24 `tool_call` shape).
+    fn take_flat_tool_use(&mut self) -> ToolUse<'a> {
+        ToolUse {
+            id: self.id.take(),
+            tool_use_id: self.tool_use_id.take(),
+            tool_use_id_snake: self.tool_use_id_snake.take(),
+            name: self.name.take(),
+            tool_name: self.tool_name.take(),
+            tool_name_snake: self.tool_name_snake.take(),
+            tool_id: self.tool_id.take(),
+            input: self.input.take(),
+            tool_input: self.tool_input.take(),
+            arguments: self.arguments.take(),
+            parameters: self.parameters.take(),
+        }
+    }
+
+    /// The id a result or progress line refers to.
+    fn take_result_id(&mut self) -> Option<Cow<'a, str>> {
+        self.tool_use_id.take().or(self.tool_use_id_snake.take()).or(self.id.take()).filter(|s| !s.is_empty())
+    }
+}
+
+impl<'a> Val<'a> {
+    fn into_object(self) -> Option<Map<String, Value>> {
+        match self {
+            Val::Json(Value::Object(m)) => Some(m),
+            _ => None,
+        }
+    }
+    fn into_value(self) -> Value {
+        match self {
+            Val::Str(s) => Value::String(s.into_owned()),
+            Val::Json(v) => v,
+        }
+    }
+}
 
 impl HarnessDecoder for DroidDecoder {
     fn decode_line(&mut self, line: &str, ctx: &mut DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
         match parse_line::<Line<'_>>(line) {
-            Ok(parsed) => self.decode(&parsed, line, ctx, 0, out),
+            Ok(mut parsed) => self.decode(&mut parsed, line, ctx, 0, out),
             Err(outcome) => outcome,
         }
     }
@@ -295,7 +432,7 @@ impl DroidDecoder {
 
     fn decode(
         &mut self,
-        l: &Line<'_>,
+        l: &mut Line<'_>,
         raw_line: &str,
         ctx: &mut DecodeContext,
         depth: usize,
@@ -305,15 +442,15 @@ impl DroidDecoder {
         if l.jsonrpc.is_some() {
             return self.jsonrpc(l, ctx, depth, out);
         }
-        let Some(kind) = l.kind.as_deref() else { return LineOutcome::UnknownType };
+        let Some(kind) = l.kind.take() else { return LineOutcome::UnknownType };
         let mut env = Envelope { timestamp: timestamp(l.timestamp), ..Envelope::default() };
-        env.message_id = match kind {
+        env.message_id = match kind.as_ref() {
             "message" | "assistant" | "reasoning" | "thinking" => l.id.as_deref().or(l.message_id.as_deref()),
             _ => l.message_id.as_deref(),
         }
         .filter(|s| !s.is_empty())
         .map(str::to_string);
-        match kind {
+        match kind.as_ref() {
             "system" => {
                 if l.subtype.as_deref() == Some("init") && ctx.init_model.is_none() {
                     ctx.init_model = l.model.as_deref().filter(|m| !m.is_empty()).map(str::to_string);
@@ -324,16 +461,17 @@ impl DroidDecoder {
                 if l.role.as_deref().is_some_and(|r| r != "assistant") {
                     return LineOutcome::Decoded; // the prompt echo: ignored, as the peer does
                 }
-                let text = match l.text.as_deref() {
-                    Some(t) => Some(t.to_string()),
-                    None => message_text(l.content.or(l.message)),
+                let text = match l.text.take() {
+                    Some(t) => Some(t.into_owned()),
+                    None => message_text(l.content.take()),
                 };
                 match text {
                     Some(text) => {
                         if !text.is_empty() {
-                            self.push(&env, ctx, SessionUpdate::message(text.clone()), out);
-                            self.last_text = text;
+                            self.last_text.clear();
+                            self.last_text.push_str(&text);
                             self.streaming = None;
+                            self.push(&env, ctx, SessionUpdate::message(text), out);
                         }
                         LineOutcome::Decoded
                     }
@@ -342,13 +480,10 @@ impl DroidDecoder {
             }
             "user" => LineOutcome::Decoded,
             "reasoning" | "thinking" => {
-                let Some(text) = l.text.as_deref().filter(|t| !t.is_empty()) else { return LineOutcome::Decoded };
-                let key = l
-                    .id
-                    .as_deref()
-                    .or(l.message_id.as_deref())
-                    .map(|id| (id.to_string(), raw_text(l.block_index), text.to_string()));
-                if let Some(key) = key {
+                let Some(text) = l.text.take().filter(|t| !t.is_empty()) else { return LineOutcome::Decoded };
+                let id = l.id.as_deref().or(l.message_id.as_deref());
+                if let Some(id) = id {
+                    let key = (id.to_string(), raw_text(l.block_index), text.to_string());
                     if self.thought_keys.contains(&key) {
                         return LineOutcome::Decoded; // droid prints each reasoning block twice
                     }
@@ -358,7 +493,7 @@ impl DroidDecoder {
                 LineOutcome::Decoded
             }
             "assistant_text_delta" => {
-                let Some(delta) = l.text_delta.as_deref().or(l.text.as_deref()).filter(|t| !t.is_empty()) else {
+                let Some(delta) = l.text_delta.take().or(l.text.take()).filter(|t| !t.is_empty()) else {
                     return LineOutcome::Decoded;
                 };
                 let msg = l.message_id.as_deref().map(str::to_string);
@@ -366,12 +501,12 @@ impl DroidDecoder {
                     self.last_text.clear();
                     self.streaming = Some(msg);
                 }
-                self.last_text.push_str(delta);
+                self.last_text.push_str(&delta);
                 self.push(&env, ctx, SessionUpdate::message(delta), out);
                 LineOutcome::Decoded
             }
             "thinking_text_delta" => {
-                let Some(delta) = l.text_delta.as_deref().or(l.text.as_deref()).filter(|t| !t.is_empty()) else {
+                let Some(delta) = l.text_delta.take().or(l.text.take()).filter(|t| !t.is_empty()) else {
                     return LineOutcome::Decoded;
                 };
                 if let Some(msg) = l.message_id.as_deref() {
@@ -390,17 +525,20 @@ impl DroidDecoder {
             "tool_progress_update" | "tool_progress" => self.tool_progress(l, &env, ctx, out),
             "create_message" => self.create_message(l, &mut env, ctx, out),
             "completion" => {
-                let final_text = l.final_text.as_deref();
-                self.run_end(l, final_text, &env, ctx, out);
+                let final_text = l.final_text.take();
+                self.run_end(l, final_text.as_deref(), &env, ctx, out);
                 LineOutcome::Decoded
             }
             "result" => {
-                let text = lenient::<Str<'_>>(l.result).map(|s| s.0);
+                let text = match l.result.take() {
+                    Some(Val::Str(s)) => Some(s),
+                    _ => None,
+                };
                 if flag(l.is_error_snake).or(flag(l.is_error)) == Some(true) {
                     let message = text
                         .map(Cow::into_owned)
                         .filter(|t| !t.is_empty())
-                        .or_else(|| error_message(l.error))
+                        .or_else(|| l.error.take().and_then(|e| error_parts(e).0))
                         .unwrap_or_else(|| raw_line.to_string());
                     self.push(&env, ctx, SessionUpdate::error(message, true), out);
                     self.run_end(l, None, &env, ctx, out);
@@ -410,11 +548,12 @@ impl DroidDecoder {
                 LineOutcome::Decoded
             }
             "error" => {
-                let message = lenient::<Str<'_>>(l.message)
-                    .map(|s| s.0.into_owned())
-                    .filter(|m| !m.is_empty())
-                    .or_else(|| error_message(l.error))
-                    .unwrap_or_else(|| raw_line.to_string());
+                let message = match l.message.take() {
+                    Some(MessageField::Str(m)) if !m.is_empty() => Some(m.into_owned()),
+                    _ => None,
+                }
+                .or_else(|| l.error.take().and_then(|e| error_parts(e).0))
+                .unwrap_or_else(|| raw_line.to_string());
                 let mut extra = JsonObject::new();
                 if let Some(source) = l.source.as_deref() {
                     extra.insert("source".to_string(), Value::String(source.to_string()));
@@ -430,12 +569,12 @@ impl DroidDecoder {
                 LineOutcome::Decoded
             }
             "session_token_usage_changed" | "token_usage_update" => {
-                if let Some(last) = lenient::<Map<String, Value>>(l.last_call_token_usage) {
-                    let usage = rpc_usage(&last);
+                if let Some(last) = l.last_call_token_usage.take().and_then(Val::into_object) {
+                    let usage = rpc_usage(last);
                     self.push(&env, ctx, SessionUpdate::Usage { scope: UsageScope::Call, usage }, out);
                 }
-                if let Some(total) = lenient::<Map<String, Value>>(l.token_usage) {
-                    self.session_usage = Some(rpc_usage(&total));
+                if let Some(total) = l.token_usage.take().and_then(Val::into_object) {
+                    self.session_usage = Some(rpc_usage(total));
                 }
                 LineOutcome::Decoded
             }
@@ -455,7 +594,7 @@ impl DroidDecoder {
         }
     }
 
-    fn jsonrpc(&mut self, l: &Line<'_>, ctx: &mut DecodeContext, depth: usize, out: &mut Vec<OutputEvent>) -> LineOutcome {
+    fn jsonrpc(&mut self, l: &mut Line<'_>, ctx: &mut DecodeContext, depth: usize, out: &mut Vec<OutputEvent>) -> LineOutcome {
         let kind = match l.kind.as_deref() {
             Some(k) => k,
             None if l.method.is_some() && l.id.is_some() => "request",
@@ -464,16 +603,18 @@ impl DroidDecoder {
         };
         match kind {
             "response" => {
-                let result = lenient::<RpcResult<'_>>(l.result);
+                let result = l.result.take().and_then(Val::into_object);
                 if let Some(r) = &result {
-                    ctx.see_session(r.session_id.as_deref().or(r.session_id_snake.as_deref()));
+                    let sid = r.get("sessionId").or_else(|| r.get("session_id")).and_then(Value::as_str);
+                    ctx.see_session(sid);
                 }
                 let env = Envelope::default();
-                if let Some(raw) = l.error.filter(|e| e.get() != "null") {
-                    let message = error_message(Some(raw)).unwrap_or_else(|| raw.get().to_string());
+                if let Some(error) = l.error.take().filter(|e| !matches!(e, Val::Json(Value::Null))) {
+                    let (message, raw) = error_parts(error);
+                    let message = message.or_else(|| raw.map(|r| r.to_string())).unwrap_or_default();
                     self.push(&env, ctx, SessionUpdate::error(message, true), out);
                 }
-                if let Some(text) = result.as_ref().and_then(|r| r.final_text.as_deref()) {
+                if let Some(text) = result.as_ref().and_then(|r| r.get("finalText")).and_then(Value::as_str) {
                     self.final_message(text, &env, ctx, out);
                 }
                 LineOutcome::Decoded
@@ -482,16 +623,15 @@ impl DroidDecoder {
                 if l.method.as_deref() != Some("droid.session_notification") {
                     return LineOutcome::Decoded;
                 }
-                let Some(params) = lenient::<Params<'_>>(l.params) else { return LineOutcome::UnexpectedShape };
+                let Some(params) = l.params.0.take() else { return LineOutcome::UnexpectedShape };
                 ctx.see_session(params.session_id.as_deref());
-                let Some(raw) = params.notification else { return LineOutcome::UnexpectedShape };
+                let Some(inner) = params.notification.0 else { return LineOutcome::UnexpectedShape };
                 if depth >= MAX_DEPTH {
                     return LineOutcome::UnexpectedShape;
                 }
-                match lenient::<Line<'_>>(Some(raw)) {
-                    Some(inner) => self.decode(&inner, raw.get(), ctx, depth + 1, out),
-                    None => LineOutcome::UnexpectedShape,
-                }
+                // An error notification without a message falls back to the whole envelope.
+                let mut inner = inner;
+                self.decode(&mut inner, "", ctx, depth + 1, out)
             }
             "request" => LineOutcome::Decoded,
             _ => LineOutcome::UnknownType,
@@ -499,19 +639,22 @@ impl DroidDecoder {
     }
 
     /// `completion` / `result`: the final text when new, then the run total.
-    fn run_end(&mut self, l: &Line<'_>, final_text: Option<&str>, env: &Envelope, ctx: &DecodeContext, out: &mut Vec<OutputEvent>) {
+    fn run_end(&mut self, l: &mut Line<'_>, final_text: Option<&str>, env: &Envelope, ctx: &DecodeContext, out: &mut Vec<OutputEvent>) {
         if let Some(text) = final_text {
             self.final_message(text, env, ctx, out);
         }
-        if let Some(usage) = lenient::<Map<String, Value>>(l.usage) {
-            let mut extra_keys: Vec<(&str, Option<&RawValue>)> = vec![
-                ("numTurns", l.num_turns),
-                ("durationMs", l.duration_ms),
-                ("num_turns", l.num_turns_snake),
-                ("duration_ms", l.duration_ms_snake),
-            ];
-            extra_keys.retain(|(_, v)| v.is_some());
-            let usage = run_usage(usage, &extra_keys);
+        if let Some(mut usage) = l.usage.take().and_then(Val::into_object) {
+            for (key, value) in [
+                ("numTurns", l.num_turns.take()),
+                ("durationMs", l.duration_ms.take()),
+                ("num_turns", l.num_turns_snake.take()),
+                ("duration_ms", l.duration_ms_snake.take()),
+            ] {
+                if let Some(v) = value {
+                    usage.insert(key.to_string(), v.into_value());
+                }
+            }
+            let usage = run_usage(usage);
             self.run_usage_emitted = true;
             self.push(env, ctx, SessionUpdate::Usage { scope: UsageScope::Run, usage }, out);
         }
@@ -527,32 +670,18 @@ impl DroidDecoder {
         self.streaming = None;
     }
 
-    fn tool_call_line(&mut self, l: &Line<'_>, env: &Envelope, ctx: &DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
-        let nested_raw = l.tool_use.or(l.tool_use_snake).filter(|r| r.get() != "null");
-        let nested = match nested_raw {
-            Some(raw) => match lenient::<Line<'_>>(Some(raw)) {
-                Some(n) => Some(n),
-                None => return LineOutcome::UnexpectedShape,
-            },
-            None => None,
+    fn tool_call_line(&mut self, l: &mut Line<'_>, env: &Envelope, ctx: &DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
+        let src = match l.tool_use.0.take().or_else(|| l.tool_use_snake.0.take()) {
+            Some(nested) => nested,
+            None => l.take_flat_tool_use(),
         };
-        let src = nested.as_ref().unwrap_or(l);
-        let id = src
-            .id
-            .as_deref()
-            .or(src.tool_use_id.as_deref())
-            .or(src.tool_use_id_snake.as_deref())
-            .filter(|s| !s.is_empty());
-        let Some(id) = id else { return LineOutcome::UnexpectedShape };
-        let name = src
-            .tool_name
-            .as_deref()
-            .or(src.name.as_deref())
-            .or(src.tool_name_snake.as_deref())
-            .or(src.tool_id.as_deref())
-            .filter(|s| !s.is_empty());
-        let input = src.input.or(src.tool_input).or(src.arguments).or(src.parameters);
-        self.tool_call(id, name, input, env, ctx, out);
+        let ToolUse { id, tool_use_id, tool_use_id_snake, name, tool_name, tool_name_snake, tool_id, input, tool_input, arguments, parameters } = src;
+        let Some(id) = id.or(tool_use_id).or(tool_use_id_snake).filter(|s| !s.is_empty()) else {
+            return LineOutcome::UnexpectedShape;
+        };
+        let name = tool_name.or(name).or(tool_name_snake).or(tool_id).filter(|s| !s.is_empty());
+        let input = input.or(tool_input).or(arguments).or(parameters);
+        self.tool_call(&id, name.as_deref(), input, env, ctx, out);
         LineOutcome::Decoded
     }
 
@@ -560,7 +689,7 @@ impl DroidDecoder {
         &mut self,
         id: &str,
         name: Option<&str>,
-        input: Option<&RawValue>,
+        input: Option<Val<'_>>,
         env: &Envelope,
         ctx: &DecodeContext,
         out: &mut Vec<OutputEvent>,
@@ -568,7 +697,7 @@ impl DroidDecoder {
         if self.calls.contains_key(id) {
             return; // announced already (a create_message repeats the streamed tool_use)
         }
-        let raw_input = parse_input(input);
+        let raw_input = input.and_then(parse_input);
         let args = raw_input.as_ref().and_then(Value::as_object);
         let name_str = name.unwrap_or("");
         if normalize_name(Agent::Droid, name_str) == "todowrite" {
@@ -593,35 +722,32 @@ impl DroidDecoder {
         self.push(env, ctx, SessionUpdate::ToolCall(call), out);
     }
 
-    fn tool_result(&mut self, l: &Line<'_>, env: &Envelope, ctx: &DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
-        let id = l
-            .tool_use_id
-            .as_deref()
-            .or(l.tool_use_id_snake.as_deref())
-            .or(l.id.as_deref())
-            .filter(|s| !s.is_empty());
-        let Some(id) = id else { return LineOutcome::UnexpectedShape };
-        let error = l.error.filter(|e| e.get() != "null");
+    fn tool_result(&mut self, l: &mut Line<'_>, env: &Envelope, ctx: &DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
+        let Some(id) = l.take_result_id() else { return LineOutcome::UnexpectedShape };
+        let not_null = |v: &Val<'_>| !matches!(v, Val::Json(Value::Null));
+        let error = l.error.take().filter(not_null);
         let failed = flag(l.is_error).or(flag(l.is_error_snake)).unwrap_or(error.is_some());
-        let error_object = lenient::<Map<String, Value>>(error);
-        let error_text = error_message(error);
-        let value = l.value.filter(|v| v.get() != "null");
-        let content = l.content.filter(|v| v.get() != "null");
+        let (error_text, error_raw) = error.map(error_parts).unwrap_or((None, None));
+        let value = l.value.take().filter(not_null);
+        let content = l.content.take().filter(not_null);
         let (blocks, raw_output) = if let (true, Some(text)) = (failed, &error_text) {
-            (vec![ToolCallContent::text(text.clone())], error_object.map(Value::Object))
+            (vec![ToolCallContent::text(text.clone())], error_raw)
         } else if let Some(value) = value {
-            match lenient::<Str<'_>>(Some(value)) {
-                Some(Str(text)) => (text_blocks(&text), structured(&text)),
-                None => (vec![ToolCallContent::text(value.get())], serde_json::from_str(value.get()).ok()),
+            match value {
+                Val::Str(text) => {
+                    let raw = structured(&text);
+                    (text_blocks(text), raw)
+                }
+                Val::Json(v) => (vec![ToolCallContent::text(v.to_string())], Some(v)),
             }
         } else if let Some(content) = content {
             result_blocks(content)
         } else if let Some(text) = error_text {
-            (vec![ToolCallContent::text(text)], error_object.map(Value::Object))
+            (vec![ToolCallContent::text(text)], error_raw)
         } else {
             (Vec::new(), None)
         };
-        if self.calls.get(id) == Some(&true) && !failed {
+        if self.calls.get(id.as_ref()) == Some(&true) && !failed {
             return LineOutcome::Decoded; // the plan already said it
         }
         let mut update = ToolCallUpdate::new(id);
@@ -632,16 +758,17 @@ impl DroidDecoder {
         LineOutcome::Decoded
     }
 
-    fn tool_progress(&mut self, l: &Line<'_>, env: &Envelope, ctx: &DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
-        let id = l.tool_use_id.as_deref().or(l.tool_use_id_snake.as_deref()).or(l.id.as_deref()).filter(|s| !s.is_empty());
-        let Some(id) = id else { return LineOutcome::UnexpectedShape };
-        let text = lenient::<Str<'_>>(l.content).map(|s| s.0.into_owned()).filter(|t| !t.is_empty()).or_else(|| {
-            let update = lenient::<Map<String, Value>>(l.update)?;
-            ["text", "status", "details"]
-                .iter()
-                .find_map(|k| update.get(*k).and_then(Value::as_str).filter(|s| !s.is_empty()))
-                .map(str::to_string)
-        });
+    fn tool_progress(&mut self, l: &mut Line<'_>, env: &Envelope, ctx: &DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
+        let Some(id) = l.take_result_id() else { return LineOutcome::UnexpectedShape };
+        let text = match l.content.take() {
+            Some(Val::Str(s)) if !s.is_empty() => Some(s.into_owned()),
+            _ => l.update.take().and_then(Val::into_object).and_then(|update| {
+                ["text", "status", "details"]
+                    .iter()
+                    .find_map(|k| update.get(*k).and_then(Value::as_str).filter(|s| !s.is_empty()))
+                    .map(str::to_string)
+            }),
+        };
         let mut update = ToolCallUpdate::new(id);
         update.status = Some(ToolCallStatus::InProgress);
         update.content = text.map(|t| vec![ToolCallContent::text(t)]);
@@ -649,8 +776,8 @@ impl DroidDecoder {
         LineOutcome::Decoded
     }
 
-    fn create_message(&mut self, l: &Line<'_>, env: &mut Envelope, ctx: &DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
-        let Some(message) = lenient::<CreatedMessage<'_>>(l.message) else { return LineOutcome::UnexpectedShape };
+    fn create_message(&mut self, l: &mut Line<'_>, env: &mut Envelope, ctx: &DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
+        let Some(MessageField::Msg(message)) = l.message.take() else { return LineOutcome::UnexpectedShape };
         if message.role.as_deref() != Some("assistant") {
             return LineOutcome::Decoded; // the user's message: ignored, as the peer does
         }
@@ -660,10 +787,8 @@ impl DroidDecoder {
         }
         let text_streamed = msg_id.is_some() && self.streaming.as_ref() == Some(&msg_id);
         let thinking_streamed = msg_id.is_some() && self.thinking_streamed == msg_id;
-        let blocks = lenient::<Vec<&RawValue>>(message.content).unwrap_or_default();
         let mut texts = String::new();
-        for raw in blocks {
-            let Some(block) = lenient::<Block<'_>>(Some(raw)) else { continue };
+        for block in message.content.0.unwrap_or_default().into_iter().filter_map(|b| b.0) {
             match block.kind.as_deref() {
                 Some("text") => {
                     if let Some(text) = block.text.as_deref().filter(|t| !t.is_empty()) {
@@ -674,7 +799,7 @@ impl DroidDecoder {
                     }
                 }
                 Some("thinking") => {
-                    let text = block.thinking.as_deref().or(block.text.as_deref()).filter(|t| !t.is_empty());
+                    let text = block.thinking.or(block.text).filter(|t| !t.is_empty());
                     if let (Some(text), false) = (text, thinking_streamed) {
                         self.push(env, ctx, SessionUpdate::thought(text), out);
                     }
@@ -705,36 +830,35 @@ fn raw_text(raw: Option<&RawValue>) -> String {
     raw.map(|r| r.get().to_string()).unwrap_or_default()
 }
 
-/// The text of `error`: a string, or an object's `message`.
-fn error_message(raw: Option<&RawValue>) -> Option<String> {
-    let raw = raw?;
-    if raw.get().starts_with('"') {
-        return lenient::<Str<'_>>(Some(raw)).map(|s| s.0.into_owned()).filter(|s| !s.is_empty());
+/// An `error` field: its text (a string, or an object's `message`) and, for an object, the object.
+fn error_parts(error: Val<'_>) -> (Option<String>, Option<Value>) {
+    match error {
+        Val::Str(s) => ((!s.is_empty()).then(|| s.into_owned()), None),
+        Val::Json(v) => {
+            let message = v.get("message").and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_string);
+            (message, Some(v))
+        }
     }
-    let obj = lenient::<Map<String, Value>>(Some(raw))?;
-    obj.get("message").and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_string)
 }
 
 /// The text of a message's `content`: a string, or its text blocks joined.
-fn message_text(raw: Option<&RawValue>) -> Option<String> {
-    let raw = raw?;
-    if raw.get().starts_with('"') {
-        return lenient::<Str<'_>>(Some(raw)).map(|s| s.0.into_owned());
+fn message_text(content: Option<Val<'_>>) -> Option<String> {
+    match content? {
+        Val::Str(s) => Some(s.into_owned()),
+        Val::Json(Value::Array(blocks)) => Some(
+            blocks
+                .iter()
+                .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .concat(),
+        ),
+        Val::Json(_) => None,
     }
-    let blocks = lenient::<Vec<&RawValue>>(Some(raw))?;
-    Some(
-        blocks
-            .into_iter()
-            .filter_map(|b| lenient::<Block<'_>>(Some(b)))
-            .filter(|b| b.kind.as_deref() == Some("text"))
-            .filter_map(|b| b.text)
-            .collect::<Vec<_>>()
-            .concat(),
-    )
 }
 
 /// A text result as content (no block for an empty text).
-fn text_blocks(text: &str) -> Vec<ToolCallContent> {
+fn text_blocks(text: Cow<'_, str>) -> Vec<ToolCallContent> {
     if text.is_empty() { Vec::new() } else { vec![ToolCallContent::text(text)] }
 }
 
@@ -748,33 +872,31 @@ fn structured(text: &str) -> Option<Value> {
 }
 
 /// A tool result's `content`: a string, text/image blocks, or other JSON (kept as `rawOutput`).
-fn result_blocks(raw: &RawValue) -> (Vec<ToolCallContent>, Option<Value>) {
-    match raw.get().as_bytes().first() {
-        Some(b'"') => match lenient::<Str<'_>>(Some(raw)) {
-            Some(Str(text)) => (text_blocks(&text), None),
-            None => (Vec::new(), None),
-        },
-        Some(b'[') => {
+fn result_blocks(content: Val<'_>) -> (Vec<ToolCallContent>, Option<Value>) {
+    match content {
+        Val::Str(text) => (text_blocks(text), None),
+        Val::Json(Value::Array(items)) => {
             let mut blocks = Vec::new();
-            for item in lenient::<Vec<&RawValue>>(Some(raw)).unwrap_or_default() {
-                let Some(block) = lenient::<Block<'_>>(Some(item)) else { continue };
-                match block.kind.as_deref() {
+            for block in &items {
+                let text_of = |k: &str| block.get(k).and_then(Value::as_str);
+                match text_of("type") {
                     Some("text") => {
-                        if let Some(text) = block.text.filter(|t| !t.is_empty()) {
+                        if let Some(text) = text_of("text").filter(|t| !t.is_empty()) {
                             blocks.push(ToolCallContent::text(text));
                         }
                     }
                     Some("image") => {
-                        let source = lenient::<ImageSource<'_>>(block.source);
-                        let data = block.data.or_else(|| source.as_ref().and_then(|s| s.data.clone()));
-                        let mime = block.mime_type.or_else(|| source.as_ref().and_then(|s| s.media_type.clone()));
-                        let uri = source.as_ref().and_then(|s| s.url.clone());
+                        let source = block.get("source");
+                        let src = |k: &str| source.and_then(|s| s.get(k)).and_then(Value::as_str);
+                        let data = text_of("data").or_else(|| src("data"));
+                        let mime = text_of("mimeType").or_else(|| src("media_type"));
+                        let uri = src("url");
                         if data.is_some() || uri.is_some() {
                             blocks.push(ToolCallContent::Content {
                                 content: ContentBlock::Image(ImageContent {
-                                    data: data.map(Cow::into_owned).unwrap_or_default(),
-                                    mime_type: mime.map(Cow::into_owned).unwrap_or_default(),
-                                    uri: uri.map(Cow::into_owned),
+                                    data: data.unwrap_or_default().to_string(),
+                                    mime_type: mime.unwrap_or_default().to_string(),
+                                    uri: uri.map(str::to_string),
                                 }),
                             });
                         }
@@ -784,32 +906,30 @@ fn result_blocks(raw: &RawValue) -> (Vec<ToolCallContent>, Option<Value>) {
             }
             (blocks, None)
         }
-        _ => (vec![ToolCallContent::text(raw.get())], serde_json::from_str(raw.get()).ok()),
+        Val::Json(v) => (vec![ToolCallContent::text(v.to_string())], Some(v)),
     }
 }
 
 /// The tool input: an object, or a JSON string holding one (else the string itself).
-fn parse_input(raw: Option<&RawValue>) -> Option<Value> {
-    let raw = raw.filter(|r| r.get() != "null")?;
-    if raw.get().starts_with('"') {
-        let Str(text) = lenient::<Str<'_>>(Some(raw))?;
-        return Some(match serde_json::from_str::<Value>(&text) {
+fn parse_input(input: Val<'_>) -> Option<Value> {
+    match input {
+        Val::Str(text) => Some(match serde_json::from_str::<Value>(&text) {
             Ok(v @ Value::Object(_)) => v,
             _ => Value::String(text.into_owned()),
-        });
+        }),
+        Val::Json(Value::Null) => None,
+        Val::Json(v) => Some(v),
     }
-    serde_json::from_str(raw.get()).ok()
 }
 
 /// A line's timestamp as ISO 8601: epoch milliseconds (seconds below 10^11) are converted, a
 /// string is kept as printed.
 fn timestamp(raw: Option<&RawValue>) -> Option<String> {
-    let raw = raw?;
-    if raw.get().starts_with('"') {
-        return lenient::<Str<'_>>(Some(raw)).map(|s| s.0.into_owned()).filter(|s| !s.is_empty());
+    let raw = raw?.get();
+    if raw.starts_with('"') {
+        return serde_json::from_str::<String>(raw).ok().filter(|s| !s.is_empty());
     }
-    let n = raw.get().parse::<f64>().ok()?;
-    iso_from_epoch(n)
+    iso_from_epoch(raw.parse::<f64>().ok()?)
 }
 
 /// Epoch milliseconds (or seconds, below 10^11) as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
@@ -830,26 +950,36 @@ fn iso_from_epoch(n: f64) -> Option<String> {
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
-    Some(format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{milli:03}Z",
-        sod / 3600,
-        sod % 3600 / 60,
-        sod % 60
-    ))
+    // Written digit by digit: `format!` costs more than the rest of a droid line's decoding.
+    fn push_digits(s: &mut String, v: i64, width: u32) {
+        for p in (0..width).rev() {
+            s.push(char::from(b'0' + (v / 10_i64.pow(p) % 10) as u8));
+        }
+    }
+    let mut s = String::with_capacity(24);
+    push_digits(&mut s, year, 4);
+    for (sep, v, width) in [
+        ('-', month, 2),
+        ('-', day, 2),
+        ('T', sod / 3600, 2),
+        (':', sod % 3600 / 60, 2),
+        (':', sod % 60, 2),
+        ('.', milli, 3),
+    ] {
+        s.push(sep);
+        push_digits(&mut s, v, width);
+    }
+    s.push('Z');
+    Some(s)
 }
 
 /// The `completion` / `result` usage (see the module docs for the arithmetic).
-fn run_usage(mut usage: Map<String, Value>, more: &[(&str, Option<&RawValue>)]) -> TokenUsage {
+fn run_usage(mut usage: Map<String, Value>) -> TokenUsage {
     let mut take = |k: &str| usage.remove(k).and_then(|v| v.as_u64());
     let input = take("input_tokens");
     let output = take("output_tokens");
     let read = take("cache_read_input_tokens");
     let write = usage.get("cache_creation_input_tokens").and_then(Value::as_u64);
-    for (key, raw) in more {
-        if let Some(v) = raw.and_then(|r| serde_json::from_str::<Value>(r.get()).ok()) {
-            usage.insert((*key).to_string(), v);
-        }
-    }
     TokenUsage {
         prompt_tokens: input.map(|i| i + read.unwrap_or(0) + write.unwrap_or(0)),
         completion_tokens: output,
@@ -860,21 +990,16 @@ fn run_usage(mut usage: Map<String, Value>, more: &[(&str, Option<&RawValue>)]) 
 }
 
 /// A JSON-RPC `tokenUsage` / `lastCallTokenUsage` (camelCase counters, same arithmetic).
-fn rpc_usage(usage: &Map<String, Value>) -> TokenUsage {
-    let n = |k: &str| usage.get(k).and_then(Value::as_u64);
-    let (input, output, read, write) =
-        (n("inputTokens"), n("outputTokens"), n("cacheReadTokens"), n("cacheCreationTokens"));
-    let extra: JsonObject = usage
-        .iter()
-        .filter(|(k, _)| !matches!(k.as_str(), "inputTokens" | "outputTokens" | "cacheReadTokens"))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
+fn rpc_usage(mut usage: Map<String, Value>) -> TokenUsage {
+    let mut take = |k: &str| usage.remove(k).and_then(|v| v.as_u64());
+    let (input, output, read) = (take("inputTokens"), take("outputTokens"), take("cacheReadTokens"));
+    let write = usage.get("cacheCreationTokens").and_then(Value::as_u64);
     TokenUsage {
         prompt_tokens: input.map(|i| i + read.unwrap_or(0) + write.unwrap_or(0)),
         completion_tokens: output,
         cached_tokens: read,
         cost_usd: None,
-        extra: (!extra.is_empty()).then_some(extra),
+        extra: (!usage.is_empty()).then_some(usage),
     }
 }
 
@@ -1008,7 +1133,7 @@ fn describe(name: &str, args: Option<&Map<String, Value>>) -> (String, Vec<ToolC
             },
         },
     };
-    (truncate_chars(&title, MAX_TITLE_CHARS), content, locations)
+    (bound_title(title), content, locations)
 }
 
 fn get_any_str(args: Option<&Map<String, Value>>, key: &str) -> Option<String> {

@@ -51,18 +51,21 @@
 use std::borrow::Cow;
 use std::collections::{HashSet, VecDeque};
 
-use serde::Deserialize;
+use std::fmt;
+
+use serde::de::{self, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::context::{DecodeContext, Envelope};
-use super::json::{lenient, parse_line};
+use super::json::{Obj, ObjList, lenient, parse_line};
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::{
     ContentBlock, DiffContent, ImageContent, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus,
     SessionUpdate, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate,
 };
-use crate::tools::{MAX_TITLE_CHARS, command_title, tool_kind, truncate_chars};
+use crate::tools::{bound_title, command_title, tool_kind};
 
 /// How deep `SubagentEvent` envelopes are followed (a subagent of a subagent …).
 const MAX_SUBAGENT_DEPTH: usize = 8;
@@ -88,9 +91,9 @@ struct Line<'a> {
     #[serde(rename = "type", default, borrow, with = "super::json::opt_string")]
     kind: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
-    content: Option<&'a RawValue>,
+    content: Option<Content<'a>>,
     #[serde(default, borrow)]
-    tool_calls: Option<&'a RawValue>,
+    tool_calls: Option<ObjList<RawToolCall<'a>>>,
     #[serde(default, borrow, with = "super::json::opt_string")]
     tool_call_id: Option<Cow<'a, str>>,
     #[serde(default, borrow, with = "super::json::opt_string")]
@@ -109,11 +112,11 @@ struct Part<'a> {
     #[serde(default, borrow, with = "super::json::opt_string")]
     think: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
-    image_url: Option<&'a RawValue>,
+    image_url: Option<Url<'a>>,
     #[serde(default, borrow)]
-    audio_url: Option<&'a RawValue>,
+    audio_url: Option<Url<'a>>,
     #[serde(default, borrow)]
-    video_url: Option<&'a RawValue>,
+    video_url: Option<Url<'a>>,
 }
 
 /// `{url}` of a media part (some writers print the URL as a bare string).
@@ -123,13 +126,31 @@ struct MediaUrl<'a> {
     url: Option<Cow<'a, str>>,
 }
 
+/// A media part's URL: `{"url": …}` or a bare string; `None` for anything else.
+struct Url<'a>(Option<Cow<'a, str>>);
+
+/// A message's `content`: a string, a list of parts, or something unusable (`Odd`). Decoded in
+/// the same pass as the line.
+enum Content<'a> {
+    Text(Cow<'a, str>),
+    Parts(Vec<Obj<Part<'a>>>),
+    Odd,
+}
+
+/// `function.arguments`: normally a string of JSON; some writers print the object itself.
+enum Args<'a> {
+    Text(Cow<'a, str>),
+    Object(Value),
+    Odd,
+}
+
 /// One entry of `tool_calls`, and the wire `ToolCall` payload.
 #[derive(Deserialize)]
 struct RawToolCall<'a> {
     #[serde(default, borrow, with = "super::json::opt_string")]
     id: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
-    function: Option<&'a RawValue>,
+    function: Obj<Function<'a>>,
 }
 
 #[derive(Deserialize)]
@@ -137,7 +158,7 @@ struct Function<'a> {
     #[serde(default, borrow, with = "super::json::opt_string")]
     name: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
-    arguments: Option<&'a RawValue>,
+    arguments: Option<Args<'a>>,
 }
 
 /// The wire `ToolResult` payload.
@@ -148,7 +169,7 @@ struct WireToolResult<'a> {
     #[serde(default, borrow)]
     return_value: Option<&'a RawValue>,
     #[serde(default, borrow)]
-    content: Option<&'a RawValue>,
+    content: Option<Content<'a>>,
     #[serde(default, borrow)]
     is_error: Option<&'a RawValue>,
 }
@@ -160,7 +181,7 @@ struct ReturnValue<'a> {
     #[serde(rename = "type", default, borrow, with = "super::json::opt_string")]
     kind: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
-    output: Option<&'a RawValue>,
+    output: Option<Content<'a>>,
     #[serde(default, borrow, with = "super::json::opt_string")]
     message: Option<Cow<'a, str>>,
 }
@@ -178,11 +199,128 @@ struct SubagentEvent<'a> {
 #[derive(Deserialize)]
 struct Str<'a>(#[serde(borrow)] Cow<'a, str>);
 
+/// Implements the visitor methods that give `$other` for value kinds a type does not use
+/// (consuming lists and objects whole).
+macro_rules! other_values {
+    ($other:expr, $($skip:ident),*) => {
+        $(other_values!(@one $skip, $other);)*
+    };
+    (@one bool, $other:expr) => {
+        fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> { Ok($other) }
+    };
+    (@one num, $other:expr) => {
+        fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> { Ok($other) }
+        fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> { Ok($other) }
+        fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> { Ok($other) }
+    };
+    (@one unit, $other:expr) => {
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> { Ok($other) }
+        fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> { Ok($other) }
+    };
+    (@one str, $other:expr) => {
+        fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> { Ok($other) }
+    };
+    (@one seq, $other:expr) => {
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            Ok($other)
+        }
+    };
+    (@one map, $other:expr) => {
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+            Ok($other)
+        }
+    };
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Content<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Content<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string or a list of parts")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Content::Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Content::Text(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Content::Text(Cow::Owned(v)))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut parts = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(16));
+                while let Some(part) = seq.next_element::<Obj<Part<'de>>>()? {
+                    parts.push(part);
+                }
+                Ok(Content::Parts(parts))
+            }
+            other_values!(Content::Odd, bool, num, unit, map);
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Args<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Args<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string of JSON or an object")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Args::Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Args::Text(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Args::Text(Cow::Owned(v)))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                Value::deserialize(de::value::MapAccessDeserializer::new(map)).map(Args::Object)
+            }
+            other_values!(Args::Odd, bool, num, unit, seq);
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Url<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Url<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("{url} or a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Url(Some(Cow::Borrowed(v))))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Url(Some(Cow::Owned(v.to_owned()))))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Url(Some(Cow::Owned(v))))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                MediaUrl::deserialize(de::value::MapAccessDeserializer::new(map)).map(|m| Url(m.url))
+            }
+            other_values!(Url(None), bool, num, unit, seq);
+        }
+        d.deserialize_any(V)
+    }
+}
+
 /// What a role:tool / ToolResult content turned into.
 struct ResultContent {
     blocks: Vec<ToolCallContent>,
-    /// The first text of the result (for the failure marker).
-    first_text: Option<String>,
+    /// Whether the first text of the result carries the failure marker (`None`: no text).
+    marker: Option<bool>,
 }
 
 impl HarnessDecoder for KimiDecoder {
@@ -242,10 +380,10 @@ impl KimiDecoder {
     ) -> LineOutcome {
         if let Some(role) = line.role.as_deref() {
             return match role {
-                "assistant" => self.assistant(&line, ctx, env, out),
+                "assistant" => self.assistant(line, ctx, env, out),
                 "tool" => {
-                    let content = self.result_content(line.content);
-                    let failed = content.first_text.as_deref().is_some_and(is_error_marker);
+                    let content = result_content(line.content);
+                    let failed = content.marker.unwrap_or(false);
                     self.result(line.tool_call_id.as_deref(), content.blocks, failed, None, ctx, env, out)
                 }
                 "user" => {
@@ -268,7 +406,7 @@ impl KimiDecoder {
             "TextPart" | "ThinkPart" | "ImageURLPart" | "AudioURLPart" | "VideoURLPart" => {
                 match lenient::<Part<'_>>(line.payload) {
                     Some(part) => {
-                        if let Some(update) = assistant_part(&part) {
+                        if let Some(update) = assistant_part(part) {
                             env.emit(ctx, update, out);
                         }
                         LineOutcome::Decoded
@@ -284,7 +422,7 @@ impl KimiDecoder {
                 None => LineOutcome::UnexpectedShape,
             },
             "ToolResult" => match lenient::<WireToolResult<'_>>(line.payload) {
-                Some(result) => self.wire_result(&result, ctx, env, out),
+                Some(mut result) => self.wire_result(&mut result, ctx, env, out),
                 None => LineOutcome::UnexpectedShape,
             },
             "SubagentEvent" => {
@@ -309,56 +447,49 @@ impl KimiDecoder {
 
     fn assistant(
         &mut self,
-        line: &Line<'_>,
+        line: Line<'_>,
         ctx: &DecodeContext,
         env: &Envelope,
         out: &mut Vec<OutputEvent>,
     ) -> LineOutcome {
         let mut odd = false;
-        if let Some(raw) = line.content {
-            match raw.get().as_bytes().first() {
-                Some(b'"') => {
-                    if let Some(Str(text)) = lenient::<Str<'_>>(Some(raw)) {
-                        if !text.is_empty() {
-                            env.emit(ctx, SessionUpdate::message(text), out);
-                        }
-                    }
-                }
-                Some(b'[') => {
-                    for part in lenient::<Vec<&RawValue>>(Some(raw)).unwrap_or_default() {
-                        match lenient::<Part<'_>>(Some(part)) {
-                            Some(part) => {
-                                if let Some(update) = assistant_part(&part) {
-                                    env.emit(ctx, update, out);
-                                }
+        match line.content {
+            Some(Content::Text(text)) if !text.is_empty() => env.emit(ctx, SessionUpdate::message(text), out),
+            Some(Content::Text(_)) => {}
+            Some(Content::Parts(parts)) => {
+                for part in parts {
+                    match part.0 {
+                        Some(part) => {
+                            if let Some(update) = assistant_part(part) {
+                                env.emit(ctx, update, out);
                             }
-                            None => odd |= part.get() != "null",
                         }
+                        None => odd = true,
                     }
                 }
-                Some(b'n') => {} // null: a message with only tool calls
-                _ => odd = true,
             }
+            Some(Content::Odd) => odd = true,
+            None => {} // null: a message with only tool calls
         }
-        if let Some(raw) = line.tool_calls {
-            match lenient::<Vec<&RawValue>>(Some(raw)) {
+        if let Some(ObjList(calls)) = &line.tool_calls {
+            match calls {
                 Some(calls) => {
                     for call in calls {
-                        match lenient::<RawToolCall<'_>>(Some(call)) {
-                            Some(call) => self.tool_call(&call, ctx, env, out),
-                            None => odd |= call.get() != "null",
+                        match &call.0 {
+                            Some(call) => self.tool_call(call, ctx, env, out),
+                            None => odd = true,
                         }
                     }
                 }
-                None => odd |= raw.get() != "null",
+                None => odd = true,
             }
         }
         if odd { LineOutcome::UnexpectedShape } else { LineOutcome::Decoded }
     }
 
     fn tool_call(&mut self, call: &RawToolCall<'_>, ctx: &DecodeContext, env: &Envelope, out: &mut Vec<OutputEvent>) {
-        let function = lenient::<Function<'_>>(call.function);
-        let name = function.as_ref().and_then(|f| f.name.as_deref()).filter(|n| !n.is_empty());
+        let function = call.function.0.as_ref();
+        let name = function.and_then(|f| f.name.as_deref()).filter(|n| !n.is_empty());
         let id = match call.id.as_deref().filter(|id| !id.is_empty()) {
             Some(id) => id.to_string(),
             None => {
@@ -370,7 +501,7 @@ impl KimiDecoder {
                 id
             }
         };
-        let raw_input = parse_arguments(function.as_ref().and_then(|f| f.arguments));
+        let raw_input = parse_arguments(function.and_then(|f| f.arguments.as_ref()));
         let args = raw_input.as_ref().and_then(Value::as_object);
         if matches!(name, Some("SetTodoList" | "TodoList")) {
             if let Some(entries) = args.and_then(|a| todo_plan(a.get("todos"))) {
@@ -430,97 +561,87 @@ impl KimiDecoder {
 
     fn wire_result(
         &mut self,
-        result: &WireToolResult<'_>,
+        result: &mut WireToolResult<'_>,
         ctx: &DecodeContext,
         env: &Envelope,
         out: &mut Vec<OutputEvent>,
     ) -> LineOutcome {
-        let ret = lenient::<ReturnValue<'_>>(result.return_value);
+        let mut ret = lenient::<ReturnValue<'_>>(result.return_value);
         let mut blocks = Vec::new();
-        let mut first_text = None;
+        let mut marker = None;
         if let Some(message) = ret.as_ref().and_then(|r| r.message.as_deref()).filter(|m| !m.is_empty()) {
-            first_text = Some(message.to_string());
+            marker = Some(is_error_marker(message));
             blocks.push(ToolCallContent::text(message));
         }
-        let output = ret.as_ref().and_then(|r| r.output).or(result.content).or_else(|| {
-            // A bare string return value is the output itself.
-            result.return_value.filter(|raw| raw.get().starts_with('"'))
-        });
-        let content = self.result_content(output);
-        if first_text.is_none() {
-            first_text = content.first_text;
-        }
+        // The output; a bare string return value is the output itself.
+        let bare = lenient::<Str<'_>>(result.return_value.filter(|raw| raw.get().starts_with('"'))).map(|s| Content::Text(s.0));
+        let output = ret.as_mut().and_then(|r| r.output.take()).or(result.content.take()).or(bare);
+        let content = result_content(output);
         blocks.extend(content.blocks);
         let flag = |raw: Option<&RawValue>| raw.and_then(|r| r.get().parse::<bool>().ok());
         let failed = flag(result.is_error)
             .or_else(|| ret.as_ref().and_then(|r| flag(r.is_error)))
             .or_else(|| ret.as_ref().and_then(|r| r.kind.as_deref()).map(|k| k == "ToolError"))
-            .unwrap_or_else(|| first_text.as_deref().is_some_and(is_error_marker));
+            .unwrap_or_else(|| marker.or(content.marker).unwrap_or(false));
         let raw_output = result.return_value.and_then(|r| serde_json::from_str::<Value>(r.get()).ok());
         self.result(result.tool_call_id.as_deref(), blocks, failed, raw_output, ctx, env, out)
     }
 
-    /// A tool result's content: a string, or a list of parts.
-    fn result_content(&self, raw: Option<&RawValue>) -> ResultContent {
-        let mut blocks = Vec::new();
-        let mut first_text = None;
-        let Some(raw) = raw else { return ResultContent { blocks, first_text } };
-        match raw.get().as_bytes().first() {
-            Some(b'"') => {
-                if let Some(Str(text)) = lenient::<Str<'_>>(Some(raw)).filter(|s| !s.0.is_empty()) {
-                    first_text = Some(text.to_string());
-                    blocks.push(ToolCallContent::text(text));
-                }
-            }
-            Some(b'[') => {
-                for part in lenient::<Vec<&RawValue>>(Some(raw)).unwrap_or_default() {
-                    if let Some(part) = lenient::<Part<'_>>(Some(part)) {
-                        let block = match part.kind.as_deref() {
-                            Some("image_url") => media_url(part.image_url).map(|u| image_block(&u)),
-                            Some("video_url") => media_url(part.video_url).map(|u| ContentBlock::text(format!("[video] {u}"))),
-                            Some("audio_url") => media_url(part.audio_url).map(|u| ContentBlock::text(format!("[audio] {u}"))),
-                            Some("think") => None,
-                            _ => part.text.filter(|t| !t.is_empty()).map(|t| {
-                                if first_text.is_none() {
-                                    first_text = Some(t.to_string());
-                                }
-                                ContentBlock::text(t)
-                            }),
-                        };
-                        if let Some(content) = block {
-                            blocks.push(ToolCallContent::Content { content });
-                        }
-                    }
-                }
-            }
-            _ => {}
+}
+
+/// A tool result's content: a string, or a list of parts (owned text is moved, not copied).
+fn result_content(content: Option<Content<'_>>) -> ResultContent {
+    let mut blocks = Vec::new();
+    let mut marker = None;
+    match content {
+        Some(Content::Text(text)) if !text.is_empty() => {
+            marker = Some(is_error_marker(&text));
+            blocks.push(ToolCallContent::text(text));
         }
-        ResultContent { blocks, first_text }
+        Some(Content::Parts(parts)) => {
+            blocks.reserve(parts.len());
+            for part in parts.into_iter().filter_map(|p| p.0) {
+                let block = match part.kind.as_deref() {
+                    Some("image_url") => media_url(&part.image_url).map(image_block),
+                    Some("video_url") => media_url(&part.video_url).map(|u| ContentBlock::text(format!("[video] {u}"))),
+                    Some("audio_url") => media_url(&part.audio_url).map(|u| ContentBlock::text(format!("[audio] {u}"))),
+                    Some("think") => None,
+                    _ => part.text.filter(|t| !t.is_empty()).map(|t| {
+                        if marker.is_none() {
+                            marker = Some(is_error_marker(&t));
+                        }
+                        ContentBlock::text(t)
+                    }),
+                };
+                if let Some(content) = block {
+                    blocks.push(ToolCallContent::Content { content });
+                }
+            }
+        }
+        _ => {}
     }
+    ResultContent { blocks, marker }
 }
 
 /// The update for one assistant content part (none for empty text or unknown parts).
-fn assistant_part(part: &Part<'_>) -> Option<SessionUpdate> {
+fn assistant_part(part: Part<'_>) -> Option<SessionUpdate> {
     match part.kind.as_deref() {
-        Some("think") => part.think.as_deref().filter(|t| !t.is_empty()).map(SessionUpdate::thought),
-        Some("text") => part.text.as_deref().filter(|t| !t.is_empty()).map(SessionUpdate::message),
-        Some("image_url") => media_url(part.image_url)
-            .map(|u| SessionUpdate::AgentMessageChunk { content: image_block(&u) }),
-        Some("video_url") => media_url(part.video_url).map(|u| SessionUpdate::message(format!("[video] {u}"))),
-        Some("audio_url") => media_url(part.audio_url).map(|u| SessionUpdate::message(format!("[audio] {u}"))),
+        Some("think") => part.think.filter(|t| !t.is_empty()).map(SessionUpdate::thought),
+        Some("text") => part.text.filter(|t| !t.is_empty()).map(SessionUpdate::message),
+        Some("image_url") => media_url(&part.image_url).map(|u| SessionUpdate::AgentMessageChunk { content: image_block(u) }),
+        Some("video_url") => media_url(&part.video_url).map(|u| SessionUpdate::message(format!("[video] {u}"))),
+        Some("audio_url") => media_url(&part.audio_url).map(|u| SessionUpdate::message(format!("[audio] {u}"))),
         _ => None,
     }
 }
 
 /// The texts of a `role:"user"` line.
-fn user_texts(raw: Option<&RawValue>) -> Vec<String> {
-    let Some(raw) = raw else { return Vec::new() };
-    match raw.get().as_bytes().first() {
-        Some(b'"') => lenient::<Str<'_>>(Some(raw)).map(|s| s.0.into_owned()).into_iter().filter(|t| !t.is_empty()).collect(),
-        Some(b'[') => lenient::<Vec<&RawValue>>(Some(raw))
-            .unwrap_or_default()
+fn user_texts(content: Option<Content<'_>>) -> Vec<String> {
+    match content {
+        Some(Content::Text(text)) if !text.is_empty() => vec![text.into_owned()],
+        Some(Content::Parts(parts)) => parts
             .into_iter()
-            .filter_map(|p| lenient::<Part<'_>>(Some(p)))
+            .filter_map(|p| p.0)
             .filter(|p| p.kind.as_deref() == Some("text"))
             .filter_map(|p| p.text.map(Cow::into_owned))
             .filter(|t| !t.is_empty())
@@ -529,15 +650,9 @@ fn user_texts(raw: Option<&RawValue>) -> Vec<String> {
     }
 }
 
-/// The URL of a media part (`{url}` or a bare string); `None` when empty.
-fn media_url(raw: Option<&RawValue>) -> Option<String> {
-    let raw = raw?;
-    let url = if raw.get().starts_with('"') {
-        lenient::<Str<'_>>(Some(raw)).map(|s| s.0)
-    } else {
-        lenient::<MediaUrl<'_>>(Some(raw)).and_then(|m| m.url)
-    };
-    url.filter(|u| !u.is_empty()).map(Cow::into_owned)
+/// The URL of a media part; `None` when absent or empty.
+fn media_url<'u>(url: &'u Option<Url<'_>>) -> Option<&'u str> {
+    url.as_ref().and_then(|u| u.0.as_deref()).filter(|u| !u.is_empty())
 }
 
 /// An image block: a `data:<mime>;base64,<data>` URL is inlined, anything else is a `uri`.
@@ -567,21 +682,19 @@ pub(crate) fn is_error_marker(text: &str) -> bool {
 
 /// `function.arguments`: a JSON string holding the input object. The parsed object, or the raw
 /// string when it is not a JSON object; `None` when absent or empty.
-fn parse_arguments(raw: Option<&RawValue>) -> Option<Value> {
-    let raw = raw?;
-    match raw.get().as_bytes().first() {
-        Some(b'"') => {
-            let Str(text) = lenient::<Str<'_>>(Some(raw))?;
+fn parse_arguments(args: Option<&Args<'_>>) -> Option<Value> {
+    match args? {
+        Args::Text(text) => {
             if text.trim().is_empty() {
                 return None;
             }
-            match serde_json::from_str::<Value>(&text) {
+            match serde_json::from_str::<Value>(text) {
                 Ok(v @ Value::Object(_)) => Some(v),
-                _ => Some(Value::String(text.into_owned())),
+                _ => Some(Value::String(text.to_string())),
             }
         }
-        Some(b'{') => serde_json::from_str(raw.get()).ok(),
-        _ => None,
+        Args::Object(v) => Some(v.clone()),
+        Args::Odd => None,
     }
 }
 
@@ -683,7 +796,7 @@ fn describe(name: &str, args: Option<&Map<String, Value>>) -> (String, Vec<ToolC
         "" => "Tool call".to_string(),
         other => other.to_string(),
     };
-    (truncate_chars(&title, MAX_TITLE_CHARS), content, locations)
+    (bound_title(title), content, locations)
 }
 
 #[cfg(test)]
