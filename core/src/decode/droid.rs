@@ -55,6 +55,26 @@
 //! TaskOutput / TaskStop `Task output <id>` / `Stop task <id>`; MCP `<server>___<tool>` →
 //! `<server>: <tool>`; anything else its name, with the path, command or URL when one is given.
 //! Locations from `file_path` / `path` / `directory_path` / `folder`.
+//!
+//! **Golden cases** (`tests/golden/droid/`; `s*` are real captures, `e-*` hand-written from the
+//! captured shapes):
+//!
+//! | case | pins |
+//! |---|---|
+//! | `e-reasoning-duplicated` | s5/s10: every reasoning printed twice → once; the same thought under a new id emits |
+//! | `e-parallel-tools` | s7: both calls, then both results |
+//! | `e-failing-execute` | s9: exit 2 → `failed`, `error.message` verbatim, the error object as `rawOutput` |
+//! | `e-mcp` | s12 (+ wrong name): ToolSearch, `kb___lookup` ok, `kb___lookup_fail` failed |
+//! | `e-todo-plan` | s4: TodoWrite with a text list → plan + its failed result; the array shape → plan, success swallowed; unparsable text stays a tool call |
+//! | `e-completion-repeats-text` | the completion's text is not repeated (whitespace ignored); run usage |
+//! | `e-completion-only-text` | a completion whose text was never printed is emitted; no usage printed, none emitted |
+//! | `e-errors-401`, `e-errors-stream-broken` | s6/s14: `agent_loop` then `cli` `Exec failed`, both fatal, `source` in `extra`; a line without a timestamp has none |
+//! | `e-image` | s13: `[object Object],[object Object]` kept as text; content blocks with a base64 image → image block |
+//! | `e-many-tools` | s15: LS, Glob, Grep, Create, TaskOutput, Skill, Task, ApplyPatch, `execute_cli` (execute) |
+//! | `e-multi-turn-usage` | s16: one run total, input excluding the cached share |
+//! | `e-result-json` | `droid exec -o json`: result success (message + usage) and failure (fatal error) |
+//! | `e-jsonrpc` | stream-jsonrpc: session response, deltas, re-sent thinking delta dropped, create_message repeating streamed text and tool_use, progress, result, per-call usage, non-fatal error notification, permission request, error response, run total at the end |
+//! | `e-odd-lines` | non-objects, invalid JSON, unknown type, orphan and early results, a call without id, a null `toolUse`, a message without text, an empty result value |
 
 use std::borrow::Cow;
 use std::collections::HashMap;

@@ -21,7 +21,8 @@
 //! | `{"type":"ToolResult","payload":{tool_call_id, return_value:{is_error, output, message, …}}}` | `tool_call_update`: content = `message` (when non-empty) then `output` (string or parts); status from `is_error` (payload or return value), else `return_value.type == "ToolError"`, else the text marker; `rawOutput` = `return_value` verbatim |
 //! | `{"type":"SubagentEvent","payload":{task_tool_call_id, event:{type, payload}}}` | the inner event decoded as above, with `parentToolCallId` = `task_tool_call_id` |
 //! | `TurnBegin`, `TurnEnd`, `StepBegin`, `StepInterrupted`, `CompactionBegin`, `CompactionEnd`, `StatusUpdate`, `ToolCallPart`, `ApprovalRequest`, `ApprovalRequestResolved` envelopes | nothing (control flow, no content) |
-//! | non-JSON text lines | ONE `error` update (`fatal: true`) per message: consecutive non-JSON lines are joined with `"\n"`, verbatim, and flushed when the next JSON object line arrives or at end of input; each line still counts as invalid JSON in the decode statistics |
+//! | non-JSON text lines | ONE `error` update (`fatal: true`) per message: consecutive non-JSON lines are joined with `"\n"`, verbatim, and flushed when the next JSON object line arrives or at end of input; each line still counts as invalid JSON in the decode statistics. A valid non-object value (`404`) continues a message already started |
+//! | a JSON object cut short (starts with `{"`, does not parse) | nothing; counted as invalid JSON (a killed process, not a failure message: kimi's failure text is prose or a Python repr with single quotes) |
 //! | blank lines (e.g. after a hung-up assistant line) | nothing (the framer counts them as blank) |
 //!
 //! **Failure marker.** kimi renders a failed tool call as the message `<system>ERROR: …</system>`
@@ -47,6 +48,28 @@
 //! `Update todos`; `Task output <id>`, `Stop task <id>`, `List tasks`; `Enter plan mode` /
 //! `Exit plan mode`; anything else (MCP tools are bare names such as `lookup`): the name.
 //! Locations come from `path` / `file_path` (Glob also `directory`).
+//!
+//! **Golden cases** (`tests/golden/kimi/`; `s*` are real captures, `e-*` hand-written from the
+//! captured shapes):
+//!
+//! | case | pins |
+//! |---|---|
+//! | `e-error-401-at-end` | the 401 failure wrapped over two lines, last line without a newline: one fatal `error` at end of input |
+//! | `e-error-between-json` | a wrapped 429 failure between JSON lines: flushed before the next line's events; a later failure after the resume hint carries the session id |
+//! | `e-hangup-stream-broken` | s6-stream-broken: the partial text of both attempts (kept), a blank line, then the wrapped `peer closed connection …` error |
+//! | `e-hangup-empty-error` | s14-hangup: partial text and only a blank line: the message, no error (nothing was printed) |
+//! | `e-retry-recover` | s14-hangup-recover: the failed attempt's text is not rolled back |
+//! | `e-parallel-tools` | s7: two calls on one line, then both results |
+//! | `e-tool-failure` | s9: `<system>ERROR: Command failed with exit code: 2.` and a failing Grep |
+//! | `e-quoted-tool-error` | output quoting `ToolError`, `<error>` and `<system>ERROR:` in its body stays `completed` |
+//! | `e-todo-plan` | SetTodoList → plans, successful results swallowed, failed ones emitted, an unusable list stays a tool call, an empty list is an empty plan |
+//! | `e-thinking-tool` | s10: think → tool → think → answer |
+//! | `e-image` | s13: ReadMediaFile's image part; assistant image / video / audio URLs |
+//! | `e-mcp` | s12: bare MCP tool names, the isError marker |
+//! | `e-wire-envelopes` | the legacy envelopes, ignored control flow, `SubagentEvent` → `parentToolCallId`, `ToolResult` `rawOutput` and `is_error` |
+//! | `e-meta-resume-hint` | meta lines emit nothing; the session id is stamped from the hint on |
+//! | `e-odd-lines` | non-objects, unknown roles and types, user echo, orphan and early results, id-less calls answered in order, unparsable arguments, a JSON line cut short |
+//! | `e-many-tools` | s15/s16: Glob, FetchURL, SearchWeb failure, Agent, TaskOutput failure, WriteFile append (no diff), text + tool call on one line |
 
 use std::borrow::Cow;
 use std::collections::{HashSet, VecDeque};
@@ -329,6 +352,12 @@ impl HarnessDecoder for KimiDecoder {
             Ok(parsed) => {
                 self.flush_error(ctx, out);
                 self.decode(parsed, ctx, &Envelope::default(), 0, out)
+            }
+            // A JSON object cut short (`{"role":…` of a killed process) is not failure text:
+            // kimi's failures are prose or Python reprs (`{'error': …}`, single quotes).
+            Err(LineOutcome::InvalidJson) if line.trim_start().starts_with("{\"") => {
+                self.flush_error(ctx, out);
+                LineOutcome::InvalidJson
             }
             Err(LineOutcome::InvalidJson) => {
                 self.hold_error_text(line);
