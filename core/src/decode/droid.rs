@@ -614,7 +614,13 @@ impl DroidDecoder {
         }
     }
 
-    fn jsonrpc(&mut self, l: &mut Line<'_>, ctx: &mut DecodeContext, depth: usize, out: &mut Vec<OutputEvent>) -> LineOutcome {
+    fn jsonrpc(
+        &mut self,
+        l: &mut Line<'_>,
+        ctx: &mut DecodeContext,
+        depth: usize,
+        out: &mut Vec<OutputEvent>,
+    ) -> LineOutcome {
         let kind = match l.kind.as_deref() {
             Some(k) => k,
             None if l.method.is_some() && l.id.is_some() => "request",
@@ -659,7 +665,14 @@ impl DroidDecoder {
     }
 
     /// `completion` / `result`: the final text when new, then the run total.
-    fn run_end(&mut self, l: &mut Line<'_>, final_text: Option<&str>, env: &Envelope, ctx: &DecodeContext, out: &mut Vec<OutputEvent>) {
+    fn run_end(
+        &mut self,
+        l: &mut Line<'_>,
+        final_text: Option<&str>,
+        env: &Envelope,
+        ctx: &DecodeContext,
+        out: &mut Vec<OutputEvent>,
+    ) {
         if let Some(text) = final_text {
             self.final_message(text, env, ctx, out);
         }
@@ -690,12 +703,30 @@ impl DroidDecoder {
         self.streaming = None;
     }
 
-    fn tool_call_line(&mut self, l: &mut Line<'_>, env: &Envelope, ctx: &DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
+    fn tool_call_line(
+        &mut self,
+        l: &mut Line<'_>,
+        env: &Envelope,
+        ctx: &DecodeContext,
+        out: &mut Vec<OutputEvent>,
+    ) -> LineOutcome {
         let src = match l.tool_use.0.take().or_else(|| l.tool_use_snake.0.take()) {
             Some(nested) => nested,
             None => l.take_flat_tool_use(),
         };
-        let ToolUse { id, tool_use_id, tool_use_id_snake, name, tool_name, tool_name_snake, tool_id, input, tool_input, arguments, parameters } = src;
+        let ToolUse {
+            id,
+            tool_use_id,
+            tool_use_id_snake,
+            name,
+            tool_name,
+            tool_name_snake,
+            tool_id,
+            input,
+            tool_input,
+            arguments,
+            parameters,
+        } = src;
         let Some(id) = id.or(tool_use_id).or(tool_use_id_snake).filter(|s| !s.is_empty()) else {
             return LineOutcome::UnexpectedShape;
         };
@@ -742,7 +773,13 @@ impl DroidDecoder {
         self.push(env, ctx, SessionUpdate::ToolCall(call), out);
     }
 
-    fn tool_result(&mut self, l: &mut Line<'_>, env: &Envelope, ctx: &DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
+    fn tool_result(
+        &mut self,
+        l: &mut Line<'_>,
+        env: &Envelope,
+        ctx: &DecodeContext,
+        out: &mut Vec<OutputEvent>,
+    ) -> LineOutcome {
         let Some(id) = l.take_result_id() else { return LineOutcome::UnexpectedShape };
         let not_null = |v: &Val<'_>| !matches!(v, Val::Json(Value::Null));
         let error = l.error.take().filter(not_null);
@@ -778,7 +815,13 @@ impl DroidDecoder {
         LineOutcome::Decoded
     }
 
-    fn tool_progress(&mut self, l: &mut Line<'_>, env: &Envelope, ctx: &DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
+    fn tool_progress(
+        &mut self,
+        l: &mut Line<'_>,
+        env: &Envelope,
+        ctx: &DecodeContext,
+        out: &mut Vec<OutputEvent>,
+    ) -> LineOutcome {
         let Some(id) = l.take_result_id() else { return LineOutcome::UnexpectedShape };
         let text = match l.content.take() {
             Some(Val::Str(s)) if !s.is_empty() => Some(s.into_owned()),
@@ -796,7 +839,13 @@ impl DroidDecoder {
         LineOutcome::Decoded
     }
 
-    fn create_message(&mut self, l: &mut Line<'_>, env: &mut Envelope, ctx: &DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
+    fn create_message(
+        &mut self,
+        l: &mut Line<'_>,
+        env: &mut Envelope,
+        ctx: &DecodeContext,
+        out: &mut Vec<OutputEvent>,
+    ) -> LineOutcome {
         let Some(MessageField::Msg(message)) = l.message.take() else { return LineOutcome::UnexpectedShape };
         if message.role.as_deref() != Some("assistant") {
             return LineOutcome::Decoded; // the user's message: ignored, as the peer does
@@ -1108,7 +1157,11 @@ fn describe(name: &str, args: Option<&Map<String, Value>>) -> (String, Vec<ToolC
         "grep" => get("pattern").map(|p| format!("grep \"{p}\"")).unwrap_or_else(|| "grep".to_string()),
         "create" | "write" => {
             if let (Some(p), Some(text)) = (path, get_any_str(args, "content")) {
-                content.push(ToolCallContent::Diff(DiffContent { path: p.to_string(), old_text: None, new_text: text }));
+                content.push(ToolCallContent::Diff(DiffContent {
+                    path: p.to_string(),
+                    old_text: None,
+                    new_text: text,
+                }));
             }
             format!("{} {file}", if key == "create" { "Create" } else { "Write" })
         }
@@ -1133,13 +1186,19 @@ fn describe(name: &str, args: Option<&Map<String, Value>>) -> (String, Vec<ToolC
             format!("Edit {file}")
         }
         "applypatch" => "Apply patch".to_string(),
-        "execute" | "executecli" | "bash" => get("command").map(command_title).unwrap_or_else(|| "Run command".to_string()),
+        "execute" | "executecli" | "bash" => {
+            get("command").map(command_title).unwrap_or_else(|| "Run command".to_string())
+        }
         "fetchurl" | "webfetch" => get("url").map(|u| format!("Fetch {u}")).unwrap_or_else(|| "Web fetch".to_string()),
         "websearch" => get("query").map(|q| format!("\"{q}\"")).unwrap_or_else(|| "Web search".to_string()),
         "task" => get("description").unwrap_or("Subagent task").to_string(),
         "todowrite" => "Update todos".to_string(),
-        "toolsearch" => get("query").map(|q| format!("Search tools: {q}")).unwrap_or_else(|| "Search tools".to_string()),
-        "skill" => get("skill").or_else(|| get("name")).map(|s| format!("Skill {s}")).unwrap_or_else(|| "Skill".to_string()),
+        "toolsearch" => {
+            get("query").map(|q| format!("Search tools: {q}")).unwrap_or_else(|| "Search tools".to_string())
+        }
+        "skill" => {
+            get("skill").or_else(|| get("name")).map(|s| format!("Skill {s}")).unwrap_or_else(|| "Skill".to_string())
+        }
         "taskoutput" => task_title("Task output", args),
         "taskstop" => task_title("Stop task", args),
         "exitspecmode" => "Exit spec mode".to_string(),
@@ -1190,7 +1249,8 @@ mod tests {
 
     #[test]
     fn numbered_todo_text_parses_into_a_plan() {
-        let entries = plan_from_text("1. [in_progress] Write the plan\n2. [pending] Ship it\n3. [completed] Read docs").unwrap();
+        let entries =
+            plan_from_text("1. [in_progress] Write the plan\n2. [pending] Ship it\n3. [completed] Read docs").unwrap();
         assert_eq!(entries.len(), 3);
         assert_eq!(entries[0].status, PlanEntryStatus::InProgress);
         assert_eq!(entries[1].content, "Ship it");

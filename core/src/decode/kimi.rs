@@ -85,8 +85,8 @@ use super::context::{DecodeContext, Envelope};
 use super::json::{Obj, ObjList, lenient, parse_line};
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::{
-    ContentBlock, DiffContent, ImageContent, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus,
-    SessionUpdate, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate,
+    ContentBlock, DiffContent, ImageContent, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus, SessionUpdate,
+    ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate,
 };
 use crate::tools::{bound_title, command_title, tool_kind};
 
@@ -468,8 +468,16 @@ impl KimiDecoder {
                 }
                 self.decode(inner, ctx, &sub_env, depth + 1, out)
             }
-            "TurnBegin" | "TurnEnd" | "StepBegin" | "StepInterrupted" | "CompactionBegin" | "CompactionEnd"
-            | "StatusUpdate" | "ToolCallPart" | "ApprovalRequest" | "ApprovalRequestResolved" => LineOutcome::Decoded,
+            "TurnBegin"
+            | "TurnEnd"
+            | "StepBegin"
+            | "StepInterrupted"
+            | "CompactionBegin"
+            | "CompactionEnd"
+            | "StatusUpdate"
+            | "ToolCallPart"
+            | "ApprovalRequest"
+            | "ApprovalRequestResolved" => LineOutcome::Decoded,
             _ => LineOutcome::UnknownType,
         }
     }
@@ -603,7 +611,8 @@ impl KimiDecoder {
             blocks.push(ToolCallContent::text(message));
         }
         // The output; a bare string return value is the output itself.
-        let bare = lenient::<Str<'_>>(result.return_value.filter(|raw| raw.get().starts_with('"'))).map(|s| Content::Text(s.0));
+        let bare = lenient::<Str<'_>>(result.return_value.filter(|raw| raw.get().starts_with('"')))
+            .map(|s| Content::Text(s.0));
         let output = ret.as_mut().and_then(|r| r.output.take()).or(result.content.take()).or(bare);
         let content = result_content(output);
         blocks.extend(content.blocks);
@@ -615,7 +624,6 @@ impl KimiDecoder {
         let raw_output = result.return_value.and_then(|r| serde_json::from_str::<Value>(r.get()).ok());
         self.result(result.tool_call_id.as_deref(), blocks, failed, raw_output, ctx, env, out)
     }
-
 }
 
 /// A tool result's content: a string, or a list of parts (owned text is moved, not copied).
@@ -657,7 +665,9 @@ fn assistant_part(part: Part<'_>) -> Option<SessionUpdate> {
     match part.kind.as_deref() {
         Some("think") => part.think.filter(|t| !t.is_empty()).map(SessionUpdate::thought),
         Some("text") => part.text.filter(|t| !t.is_empty()).map(SessionUpdate::message),
-        Some("image_url") => media_url(&part.image_url).map(|u| SessionUpdate::AgentMessageChunk { content: image_block(u) }),
+        Some("image_url") => {
+            media_url(&part.image_url).map(|u| SessionUpdate::AgentMessageChunk { content: image_block(u) })
+        }
         Some("video_url") => media_url(&part.video_url).map(|u| SessionUpdate::message(format!("[video] {u}"))),
         Some("audio_url") => media_url(&part.audio_url).map(|u| SessionUpdate::message(format!("[audio] {u}"))),
         _ => None,
@@ -691,7 +701,11 @@ fn image_block(url: &str) -> ContentBlock {
             let mut params = meta.split(';');
             let mime = params.next().unwrap_or("");
             if params.any(|p| p.eq_ignore_ascii_case("base64")) {
-                return ContentBlock::Image(ImageContent { data: data.to_string(), mime_type: mime.to_string(), uri: None });
+                return ContentBlock::Image(ImageContent {
+                    data: data.to_string(),
+                    mime_type: mime.to_string(),
+                    uri: None,
+                });
             }
         }
     }
@@ -699,7 +713,7 @@ fn image_block(url: &str) -> ContentBlock {
 }
 
 /// `<system>ERROR:` at the start of a result's first text (case-insensitive, whitespace allowed).
-pub(crate) fn is_error_marker(text: &str) -> bool {
+fn is_error_marker(text: &str) -> bool {
     fn strip_ci<'t>(s: &'t str, prefix: &str) -> Option<&'t str> {
         let head = s.get(..prefix.len())?;
         head.eq_ignore_ascii_case(prefix).then(|| &s[prefix.len()..])
@@ -735,7 +749,8 @@ fn todo_plan(todos: Option<&Value>) -> Option<Vec<PlanEntry>> {
         .iter()
         .filter_map(|t| {
             let t = t.as_object()?;
-            let content = t.get("title").or_else(|| t.get("content")).and_then(Value::as_str).filter(|s| !s.is_empty())?;
+            let content =
+                t.get("title").or_else(|| t.get("content")).and_then(Value::as_str).filter(|s| !s.is_empty())?;
             let status = match t.get("status").and_then(Value::as_str).unwrap_or("") {
                 "in_progress" | "in-progress" => PlanEntryStatus::InProgress,
                 "done" | "completed" => PlanEntryStatus::Completed,
@@ -811,11 +826,15 @@ fn describe(name: &str, args: Option<&Map<String, Value>>) -> (String, Vec<ToolC
             get("pattern").map(|p| format!("Find {p}")).unwrap_or_else(|| "Find files".to_string())
         }
         "Grep" => get("pattern").map(|p| format!("grep \"{p}\"")).unwrap_or_else(|| "grep".to_string()),
-        "WebSearch" | "SearchWeb" => get("query").map(|q| format!("\"{q}\"")).unwrap_or_else(|| "Web search".to_string()),
+        "WebSearch" | "SearchWeb" => {
+            get("query").map(|q| format!("\"{q}\"")).unwrap_or_else(|| "Web search".to_string())
+        }
         "FetchURL" => get("url").map(|u| format!("Fetch {u}")).unwrap_or_else(|| "Web fetch".to_string()),
         "Agent" | "AgentSwarm" | "Task" => get("description").unwrap_or("Subagent task").to_string(),
         "Think" => get("thought").unwrap_or("Thinking").to_string(),
-        "CreateSubagent" => get("name").map(|n| format!("Subagent: {n}")).unwrap_or_else(|| "Create subagent".to_string()),
+        "CreateSubagent" => {
+            get("name").map(|n| format!("Subagent: {n}")).unwrap_or_else(|| "Create subagent".to_string())
+        }
         "SetTodoList" | "TodoList" => "Update todos".to_string(),
         "TaskOutput" => get("task_id").map(|t| format!("Task output {t}")).unwrap_or_else(|| "Task output".to_string()),
         "TaskStop" => get("task_id").map(|t| format!("Stop task {t}")).unwrap_or_else(|| "Stop task".to_string()),
