@@ -40,7 +40,7 @@
 //! **rawOutput** is droid's structured record of the result where it prints one beyond the text:
 //! the `error` object of a failure (`{type, message}`); the parsed `value` when `value` is JSON
 //! text of an object or array (Create `{success, file_path}`, Edit `{diffLines, linesAdded, …}`)
-//! or is itself non-string JSON; a non-string `content`. A plain text `value` (command output,
+//! or is itself non-string JSON; a `content` that is neither text nor a list of blocks. A plain text `value` (command output,
 //! a file's text) has no structured record, so no `rawOutput`.
 //!
 //! **Errors.** Droid prints an `agent_loop` error only after its retries are exhausted (a
