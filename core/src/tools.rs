@@ -8,7 +8,7 @@
 //! | search | Glob, Grep, LS | – | glob, grep, grep_search, search_file_content, list_directory | Glob, Grep, LS, glob, grep, grep_search, list_directory | Glob, Grep | glob, grep, list, codesearch, lsp | grep, glob, ls |
 //! | fetch | WebFetch, WebSearch | web_search | google_web_search, web_search, brave_web_search, web_fetch | WebFetch, WebSearch, web_fetch, web_search, brave_web_search | WebSearch, SearchWeb, FetchURL | webfetch, websearch | fetchurl, webfetch, websearch |
 //! | think | Task, Agent | – | delegate_to_agent, invoke_agent | Task, task, agent | Agent, AgentSwarm, Task, Think, CreateSubagent | task, batch | task |
-//! | switch_mode | ExitPlanMode, EnterPlanMode | – | enter_plan_mode, exit_plan_mode | ExitPlanMode, exit_plan_mode | ExitPlanMode, EnterPlanMode | plan_enter, plan_exit | exitplanmode |
+//! | switch_mode | ExitPlanMode, EnterPlanMode | – | enter_plan_mode, exit_plan_mode | ExitPlanMode, exit_plan_mode | ExitPlanMode, EnterPlanMode | plan_enter, plan_exit | exitplanmode, exitspecmode |
 //! | other | MCP tools (`mcp__*`), todo tools, anything else | mcp_tool_call | MCP tools, write_todos, save_memory, anything else | MCP tools, todo_write, TodoWrite, anything else | TodoList, SetTodoList, anything else | todowrite, todoread, skill, anything else | todowrite, skill, MCP tools, anything else |
 //!
 //! Matching: claude, gemini, qwen and kimi names are matched exactly (so `bash` in claude is
@@ -177,6 +177,7 @@ const DROID: &[(&str, ToolKind)] = &[
     ("websearch", Fetch),
     ("task", Think),
     ("exitplanmode", SwitchMode),
+    ("exitspecmode", SwitchMode),
 ];
 
 /// The table of one agent: `(name as matched, kind)`; names not listed are [`ToolKind::Other`].
@@ -203,8 +204,12 @@ pub fn normalize_name(agent: Agent, name: &str) -> String {
 
 /// The kind of tool `name` for `agent`.
 pub fn tool_kind(agent: Agent, name: &str) -> ToolKind {
-    let key = normalize_name(agent, name);
-    kind_table(agent).iter().find(|(n, _)| *n == key).map(|(_, k)| *k).unwrap_or(Other)
+    let table = kind_table(agent);
+    let find = |key: &str| table.iter().find(|(n, _)| *n == key).map(|(_, k)| *k).unwrap_or(Other);
+    match agent {
+        Agent::Opencode | Agent::Droid => find(&normalize_name(agent, name)),
+        _ => find(name), // matched exactly: no allocation
+    }
 }
 
 /// Wrap a shell command in backticks for a title, escaping backticks inside it so the markdown
@@ -216,6 +221,11 @@ pub fn command_title(command: &str) -> String {
 
 /// Titles are for people: longer text is cut at this many characters with an ellipsis.
 pub const MAX_TITLE_CHARS: usize = 200;
+
+/// `title` cut at [`MAX_TITLE_CHARS`] like [`truncate_chars`], without copying a short one.
+pub fn bound_title(title: String) -> String {
+    if title.len() <= MAX_TITLE_CHARS { title } else { truncate_chars(&title, MAX_TITLE_CHARS) }
+}
 
 /// Cut `s` to at most `max` characters (on a char boundary), appending `…` when cut.
 pub fn truncate_chars(s: &str, max: usize) -> String {
