@@ -9,7 +9,7 @@
 //! | `message`, role `user` | `user_message_chunk` (the prompt echo) |
 //! | `message`, role `assistant` | `agent_message_chunk` (gemini prints deltas only; a retried attempt's deltas are printed again and kept as printed) |
 //! | `tool_use` | `tool_call{pending}`: `toolCallId` = `tool_id`, `toolName` = `tool_name`, `rawInput` = `parameters`, title / locations / diff per tool (table below); `write_todos` also gives a `plan` right after the call |
-//! | `tool_result` | `tool_call_update`: `completed` for `status:"success"`, else `failed`; content = `output` on success, `error.message` on failure (else `output`), verbatim; `rawOutput` = `{status, output?, error?}` as printed |
+//! | `tool_result` | `tool_call_update`: `completed` for `status:"success"`, else `failed`; content = `output` (gemini's display text), and on failure also `error.message` when it says something else (an MCP error's `output` is `Error: MCP tool 'x' reported an error.` while `error.message` holds the server's words), each verbatim; `rawOutput` = `{status, output?, error?}` as printed |
 //! | `error` | `error`: `fatal` when `severity` is `"error"` (gemini gives up the run after it: `Model stream ended without a finish reason.`), else not fatal (`warning`: loop detection) |
 //! | `result` | `usage{scope:"run"}` from `stats`; with `status:"error"` also `error{fatal:true}` with `error.message`, or `gemini reported status error` when no error object is printed and no fatal error was reported yet |
 //! | any other `type` | none, counted as unknown |
@@ -298,10 +298,16 @@ fn tool_result(l: Line<'_>, env: &Envelope, ctx: &DecodeContext, out: &mut Vec<O
         Value::String(s) => Cow::Borrowed(s.as_str()),
         other => Cow::Owned(other.to_string()),
     });
-    let text = if success { output_text } else { error_text.map(Cow::Borrowed).filter(|t| !t.is_empty()).or(output_text) };
-    if let Some(text) = text.filter(|t| !t.is_empty()) {
-        update.content = Some(vec![ToolCallContent::text(text.into_owned())]);
+    let mut content = Vec::new();
+    if let Some(text) = output_text.as_deref().filter(|t| !t.is_empty()) {
+        content.push(ToolCallContent::text(text));
     }
+    if !success {
+        if let Some(text) = error_text.filter(|t| !t.is_empty() && Some(*t) != output_text.as_deref()) {
+            content.push(ToolCallContent::text(text));
+        }
+    }
+    update.content = (!content.is_empty()).then_some(content);
     let mut raw = Map::new();
     if let Some(status) = l.status {
         raw.insert("status".into(), Value::String(status.into_owned()));
