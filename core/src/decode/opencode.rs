@@ -11,7 +11,7 @@
 //! | `step_start` | none (a retried request prints another one; a step that never finishes has no `step_finish`) |
 //! | `text` | `agent_message_chunk` with `part.text` (whole parts, not deltas) |
 //! | `reasoning` | `agent_thought_chunk` with `part.text` (printed only with `--thinking`) |
-//! | `tool_use` | ONE line carries the call and its result: `tool_call` (`pending` while the state is pending, else `in_progress`), then for `todowrite` a `plan`, then (unless pending) `tool_call_update` |
+//! | `tool_use` | ONE line carries the call and its result (opencode 1.18 prints each tool once, already finished): `tool_call` (`pending` while the state is pending, else `in_progress`), then for `todowrite` a `plan`, then (unless pending) `tool_call_update`. A call announced by an earlier pending/running line is not announced again: its later lines give only the update |
 //! | `step_finish` | `usage{scope:"call"}` (see below); `extra` = `{reason}` (`tool-calls`, `stop`) |
 //! | `error` | `error{fatal:true}` (opencode exits 1 after it) with `error.data.message`, else `error.message`, else `error.name`; `extra` = `name`, `statusCode`, `isRetryable` as printed |
 //! | any other `type` | none, counted as unknown |
@@ -49,6 +49,7 @@
 //! codex's `output_tokens`), `costUsd` = `cost` as printed, `extra` = the `tokens` object verbatim.
 
 use std::borrow::Cow;
+use std::collections::HashSet;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -63,9 +64,12 @@ use crate::event::{
 };
 use crate::tools::{command_title, tool_kind, truncate_chars, MAX_TITLE_CHARS};
 
-/// Opencode line decoder (every line stands alone: a tool_use line carries call and result).
+/// Opencode line decoder.
 #[derive(Debug, Default)]
-pub(crate) struct OpencodeDecoder {}
+pub(crate) struct OpencodeDecoder {
+    /// Calls announced by an earlier line whose state was not final yet (pending/running).
+    open: HashSet<String>,
+}
 
 #[derive(Deserialize)]
 struct Line<'a> {
@@ -127,7 +131,7 @@ impl HarnessDecoder for OpencodeDecoder {
                 LineOutcome::Decoded
             }
             Some("tool_use") => match l.part {
-                Some(part) => tool_use(&part, &env, ctx, out),
+                Some(part) => tool_use(&mut self.open, &part, &env, ctx, out),
                 None => LineOutcome::UnexpectedShape,
             },
             Some("step_finish") => {
@@ -239,7 +243,13 @@ fn step_usage(tokens: Option<&RawValue>, cost: Option<&RawValue>) -> Option<Toke
     })
 }
 
-fn tool_use(part: &Part<'_>, env: &Envelope, ctx: &DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
+fn tool_use(
+    open: &mut HashSet<String>,
+    part: &Part<'_>,
+    env: &Envelope,
+    ctx: &DecodeContext,
+    out: &mut Vec<OutputEvent>,
+) -> LineOutcome {
     let Some(id) = part.call_id.as_deref().or(part.id.as_deref()).filter(|id| !id.is_empty()) else {
         return LineOutcome::UnexpectedShape;
     };
@@ -269,7 +279,11 @@ fn tool_use(part: &Part<'_>, env: &Envelope, ctx: &DecodeContext, out: &mut Vec<
         content: (!content.is_empty()).then_some(content),
         locations: (!locations.is_empty()).then_some(locations),
     };
-    env.emit(ctx, SessionUpdate::ToolCall(call), out);
+    // A call announced by an earlier (pending/running) line is not announced again.
+    let announced = open.contains(id);
+    if !announced {
+        env.emit(ctx, SessionUpdate::ToolCall(call), out);
+    }
 
     if lower == "todowrite" {
         if let Some(entries) = todo_plan(args, &state) {
@@ -287,6 +301,18 @@ fn tool_use(part: &Part<'_>, env: &Envelope, ctx: &DecodeContext, out: &mut Vec<
         _ if state.contains_key("output") => Some(exit_status(metadata)),
         _ => None,
     };
+    match outcome {
+        Some(ToolCallStatus::Completed | ToolCallStatus::Failed) => {
+            if announced {
+                open.remove(id);
+            }
+        }
+        _ => {
+            if !announced {
+                open.insert(id.to_string());
+            }
+        }
+    }
     if let Some(status) = outcome {
         let mut update = ToolCallUpdate::new(id);
         update.status = Some(status);
