@@ -46,17 +46,16 @@ use std::fmt;
 
 use serde::Deserialize;
 use serde::de::{IgnoredAny, MapAccess, Visitor};
-use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::context::{DecodeContext, Envelope};
-use super::json::{opt_string, parse_line, to_value};
+use super::json::{opt_string, parse_line, str_field};
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::{
     ContentBlock, ImageContent, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus, SessionUpdate, TokenUsage,
     ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, UsageScope,
 };
-use crate::tools::{command_title, tool_kind, truncate_chars, MAX_TITLE_CHARS};
+use crate::tools::{MAX_TITLE_CHARS, command_title, tool_kind, truncate_chars};
 
 /// Stateful codex line decoder.
 #[derive(Debug, Default)]
@@ -65,138 +64,102 @@ pub(crate) struct CodexDecoder {
     open: HashSet<String>,
 }
 
+/// One line. Every polymorphic part is read once, straight into the [`Value`] that may become
+/// `rawOutput`, so nothing is scanned twice.
 #[derive(Deserialize)]
 struct Line<'a> {
     #[serde(rename = "type", default, borrow, with = "opt_string")]
     kind: Option<Cow<'a, str>>,
     #[serde(default, borrow, with = "opt_string")]
     thread_id: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    item: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    usage: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    error: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    message: Option<&'a RawValue>,
+    #[serde(default)]
+    item: Option<Item>,
+    #[serde(default)]
+    usage: Option<Value>,
+    #[serde(default)]
+    error: Option<Value>,
+    #[serde(default)]
+    message: Option<Value>,
 }
 
-/// The fields of an item this decoder reads, each kept raw. Hand-written so that a key printed
-/// twice (codex's `web_search` items print `id` twice) keeps its FIRST value instead of
-/// failing the line.
+/// An item as a JSON object, plus the FIRST `id` it printed: codex's `web_search` items carry
+/// the key `id` twice (its `item_N`, then the provider's id), and a plain map keeps the last.
+/// Anything that is not an object reads as an empty item (`is_object` false).
 #[derive(Default)]
-struct Item<'a> {
-    id: Option<&'a RawValue>,
-    kind: Option<&'a RawValue>,
-    text: Option<&'a RawValue>,
-    summary: Option<&'a RawValue>,
-    content: Option<&'a RawValue>,
-    command: Option<&'a RawValue>,
-    aggregated_output: Option<&'a RawValue>,
-    exit_code: Option<&'a RawValue>,
-    status: Option<&'a RawValue>,
-    changes: Option<&'a RawValue>,
-    server: Option<&'a RawValue>,
-    tool: Option<&'a RawValue>,
-    arguments: Option<&'a RawValue>,
-    result: Option<&'a RawValue>,
-    error: Option<&'a RawValue>,
-    query: Option<&'a RawValue>,
-    action: Option<&'a RawValue>,
-    items: Option<&'a RawValue>,
-    message: Option<&'a RawValue>,
+struct Item {
+    first_id: Option<String>,
+    map: Map<String, Value>,
+    is_object: bool,
 }
 
-#[derive(Deserialize)]
-#[serde(field_identifier, rename_all = "snake_case")]
-enum ItemKey {
-    Id,
-    #[serde(rename = "type")]
-    Kind,
-    Text,
-    Summary,
-    Content,
-    Command,
-    AggregatedOutput,
-    ExitCode,
-    Status,
-    Changes,
-    Server,
-    Tool,
-    Arguments,
-    Result,
-    Error,
-    Query,
-    Action,
-    Items,
-    Message,
-    #[serde(other)]
-    Other,
-}
-
-impl<'de> Deserialize<'de> for Item<'de> {
+impl<'de> Deserialize<'de> for Item {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct V;
         impl<'de> Visitor<'de> for V {
-            type Value = Item<'de>;
+            type Value = Item;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a codex item object")
+                f.write_str("a codex item")
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Item<'de>, A::Error> {
-                let mut it = Item::default();
-                while let Some(key) = map.next_key::<ItemKey>()? {
-                    let slot = match key {
-                        ItemKey::Id => &mut it.id,
-                        ItemKey::Kind => &mut it.kind,
-                        ItemKey::Text => &mut it.text,
-                        ItemKey::Summary => &mut it.summary,
-                        ItemKey::Content => &mut it.content,
-                        ItemKey::Command => &mut it.command,
-                        ItemKey::AggregatedOutput => &mut it.aggregated_output,
-                        ItemKey::ExitCode => &mut it.exit_code,
-                        ItemKey::Status => &mut it.status,
-                        ItemKey::Changes => &mut it.changes,
-                        ItemKey::Server => &mut it.server,
-                        ItemKey::Tool => &mut it.tool,
-                        ItemKey::Arguments => &mut it.arguments,
-                        ItemKey::Result => &mut it.result,
-                        ItemKey::Error => &mut it.error,
-                        ItemKey::Query => &mut it.query,
-                        ItemKey::Action => &mut it.action,
-                        ItemKey::Items => &mut it.items,
-                        ItemKey::Message => &mut it.message,
-                        ItemKey::Other => {
-                            map.next_value::<IgnoredAny>()?;
-                            continue;
+            fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Item, A::Error> {
+                let mut item = Item { is_object: true, ..Item::default() };
+                while let Some(key) = access.next_key::<String>()? {
+                    let value: Value = access.next_value()?;
+                    if key == "id" && item.first_id.is_none() {
+                        if let Value::String(id) = &value {
+                            item.first_id = Some(id.clone());
                         }
-                    };
-                    let value: &'de RawValue = map.next_value()?;
-                    if slot.is_none() {
-                        *slot = Some(value);
                     }
+                    item.map.insert(key, value);
                 }
-                Ok(it)
+                Ok(item)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut access: A) -> Result<Item, A::Error> {
+                while access.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Item::default())
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Item, E> {
+                Ok(Item::default())
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Item, E> {
+                Ok(Item::default())
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Item, E> {
+                Ok(Item::default())
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Item, E> {
+                Ok(Item::default())
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Item, E> {
+                Ok(Item::default())
+            }
+            fn visit_unit<E>(self) -> Result<Item, E> {
+                Ok(Item::default())
             }
         }
-        d.deserialize_map(V)
+        d.deserialize_any(V)
     }
 }
 
-/// A raw value as a string, borrowed when it has no escapes; `None` for other types and `null`.
-fn raw_str(raw: Option<&RawValue>) -> Option<Cow<'_, str>> {
-    let text = raw?.get();
-    if !text.starts_with('"') {
-        return None;
+impl Item {
+    fn str(&self, key: &str) -> Option<&str> {
+        str_field(&self.map, key)
     }
-    match serde_json::from_str::<&str>(text) {
-        Ok(s) => Some(Cow::Borrowed(s)),
-        Err(_) => serde_json::from_str::<String>(text).ok().map(Cow::Owned),
-    }
-}
 
-/// A raw value that is present and not `null`.
-fn present(raw: Option<&RawValue>) -> Option<&RawValue> {
-    raw.filter(|r| r.get() != "null")
+    /// A non-empty string field, taken out of the item (no copy).
+    fn take_text(&mut self, key: &str) -> Option<String> {
+        if !matches!(self.map.get(key), Some(Value::String(s)) if !s.is_empty()) {
+            return None;
+        }
+        match self.map.remove(key) {
+            Some(Value::String(s)) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// A field that is present and not `null`.
+    fn get(&self, key: &str) -> Option<&Value> {
+        self.map.get(key).filter(|v| !v.is_null())
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -220,23 +183,29 @@ impl HarnessDecoder for CodexDecoder {
             }
             Some("turn.started") => LineOutcome::Decoded,
             Some("turn.completed") => {
-                if let Some(usage) = usage(l.usage) {
+                if let Some(usage) = l.usage.and_then(usage) {
                     env.emit(ctx, SessionUpdate::Usage { scope: UsageScope::Run, usage }, out);
                 }
                 LineOutcome::Decoded
             }
             Some("turn.failed") => {
-                let error = present(l.error);
+                let error = l.error.filter(|e| !e.is_null());
                 let message = error
-                    .and_then(|e| lenient_message(e))
-                    .or_else(|| error.map(|e| e.get().to_string()))
+                    .as_ref()
+                    .and_then(|e| e.get("message"))
+                    .and_then(Value::as_str)
+                    .filter(|m| !m.is_empty())
+                    .map(str::to_string)
+                    .or_else(|| error.as_ref().map(Value::to_string))
                     .unwrap_or_else(|| line.trim().to_string());
                 env.emit(ctx, SessionUpdate::error(message, true), out);
                 LineOutcome::Decoded
             }
             Some("error") => {
-                let message =
-                    raw_str(l.message).filter(|m| !m.is_empty()).map(Cow::into_owned).unwrap_or_else(|| line.trim().to_string());
+                let message = match l.message {
+                    Some(Value::String(m)) if !m.is_empty() => m,
+                    _ => line.trim().to_string(),
+                };
                 env.emit(ctx, SessionUpdate::error(message, false), out);
                 LineOutcome::Decoded
             }
@@ -248,19 +217,9 @@ impl HarnessDecoder for CodexDecoder {
     }
 }
 
-/// `{"message": "..."}` → the message, when it is a non-empty string.
-fn lenient_message(raw: &RawValue) -> Option<String> {
-    #[derive(Deserialize)]
-    struct M<'a> {
-        #[serde(default, borrow, with = "opt_string")]
-        message: Option<Cow<'a, str>>,
-    }
-    serde_json::from_str::<M<'_>>(raw.get()).ok()?.message.filter(|m| !m.is_empty()).map(Cow::into_owned)
-}
-
 /// `turn.completed.usage` → run usage (see the module table).
-fn usage(raw: Option<&RawValue>) -> Option<TokenUsage> {
-    let map: Map<String, Value> = serde_json::from_str(present(raw)?.get()).ok()?;
+fn usage(value: Value) -> Option<TokenUsage> {
+    let Value::Object(map) = value else { return None };
     if map.is_empty() {
         return None;
     }
@@ -293,72 +252,72 @@ impl CodexDecoder {
     fn item(
         &mut self,
         phase: Phase,
-        raw: Option<&RawValue>,
+        item: Option<Item>,
         env: &Envelope,
         ctx: &DecodeContext,
         out: &mut Vec<OutputEvent>,
     ) -> LineOutcome {
-        let Some(raw) = present(raw) else { return LineOutcome::UnexpectedShape };
-        let Ok(item) = serde_json::from_str::<Item<'_>>(raw.get()) else { return LineOutcome::UnexpectedShape };
-        let kind = raw_str(item.kind);
-        match kind.as_deref() {
-            Some("agent_message") => {
+        let Some(mut item) = item.filter(|i| i.is_object) else { return LineOutcome::UnexpectedShape };
+        let kind = match item.map.get("type") {
+            Some(Value::String(k)) => k.clone(),
+            _ => return LineOutcome::UnknownType,
+        };
+        match kind.as_str() {
+            "agent_message" => {
                 if phase == Phase::Completed {
-                    if let Some(text) = raw_str(item.text).filter(|t| !t.is_empty()) {
+                    if let Some(text) = item.take_text("text") {
                         env.emit(ctx, SessionUpdate::message(text), out);
                     }
                 }
                 LineOutcome::Decoded
             }
-            Some("reasoning") => {
+            "reasoning" => {
                 if phase == Phase::Completed {
-                    if let Some(text) = reasoning_text(&item) {
+                    if let Some(text) = reasoning_text(&mut item) {
                         env.emit(ctx, SessionUpdate::thought(text), out);
                     }
                 }
                 LineOutcome::Decoded
             }
-            Some("todo_list") => {
-                env.emit(ctx, SessionUpdate::Plan { entries: todo_entries(item.items) }, out);
+            "todo_list" => {
+                env.emit(ctx, SessionUpdate::Plan { entries: todo_entries(item.get("items")) }, out);
                 LineOutcome::Decoded
             }
-            Some("error") => {
+            "error" => {
                 if phase == Phase::Completed {
-                    let message = raw_str(item.message)
-                        .filter(|m| !m.is_empty())
-                        .map(Cow::into_owned)
-                        .unwrap_or_else(|| raw.get().to_string());
+                    let message = match item.take_text("message") {
+                        Some(m) => m,
+                        None => Value::Object(std::mem::take(&mut item.map)).to_string(),
+                    };
                     env.emit(ctx, SessionUpdate::error(message, false), out);
                 }
                 LineOutcome::Decoded
             }
-            Some(tool @ ("command_execution" | "file_change" | "mcp_tool_call" | "web_search")) => {
-                self.tool_item(phase, tool, &item, raw, env, ctx, out)
+            "command_execution" | "file_change" | "mcp_tool_call" | "web_search" => {
+                self.tool_item(phase, &kind, item, env, ctx, out)
             }
             _ => LineOutcome::UnknownType,
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn tool_item(
         &mut self,
         phase: Phase,
         kind: &str,
-        item: &Item<'_>,
-        raw: &RawValue,
+        item: Item,
         env: &Envelope,
         ctx: &DecodeContext,
         out: &mut Vec<OutputEvent>,
     ) -> LineOutcome {
-        let Some(id) = raw_str(item.id).filter(|id| !id.is_empty()) else { return LineOutcome::UnexpectedShape };
+        let Some(id) = item.first_id.clone().filter(|id| !id.is_empty()) else { return LineOutcome::UnexpectedShape };
         match phase {
             Phase::Started | Phase::Updated => {
-                if !self.open.contains(id.as_ref()) {
-                    self.open.insert(id.to_string());
-                    env.emit(ctx, SessionUpdate::ToolCall(tool_call(kind, &id, item)), out);
+                if !self.open.contains(&id) {
+                    env.emit(ctx, SessionUpdate::ToolCall(tool_call(kind, &id, &item)), out);
+                    self.open.insert(id);
                 } else if phase == Phase::Updated && kind == "command_execution" {
-                    if let Some(output) = raw_str(item.aggregated_output).filter(|o| !o.is_empty()) {
-                        let mut update = ToolCallUpdate::new(id.as_ref());
+                    if let Some(output) = item.str("aggregated_output").filter(|o| !o.is_empty()) {
+                        let mut update = ToolCallUpdate::new(id);
                         update.status = Some(ToolCallStatus::InProgress);
                         update.content = Some(vec![ToolCallContent::text(output)]);
                         env.emit(ctx, SessionUpdate::ToolCallUpdate(update), out);
@@ -366,10 +325,10 @@ impl CodexDecoder {
                 }
             }
             Phase::Completed => {
-                if !self.open.remove(id.as_ref()) {
-                    env.emit(ctx, SessionUpdate::ToolCall(tool_call(kind, &id, item)), out);
+                if !self.open.remove(&id) {
+                    env.emit(ctx, SessionUpdate::ToolCall(tool_call(kind, &id, &item)), out);
                 }
-                env.emit(ctx, SessionUpdate::ToolCallUpdate(completion(kind, &id, item, raw)), out);
+                env.emit(ctx, SessionUpdate::ToolCallUpdate(completion(kind, id, item)), out);
             }
         }
         LineOutcome::Decoded
@@ -377,17 +336,17 @@ impl CodexDecoder {
 }
 
 /// The text of a completed reasoning item: `text`, else `summary` / `content` entries joined.
-fn reasoning_text(item: &Item<'_>) -> Option<String> {
-    if let Some(text) = raw_str(item.text).filter(|t| !t.is_empty()) {
-        return Some(text.into_owned());
+fn reasoning_text(item: &mut Item) -> Option<String> {
+    if let Some(text) = item.take_text("text") {
+        return Some(text);
     }
-    for raw in [item.summary, item.content] {
-        let Some(parts) = present(raw).and_then(|r| serde_json::from_str::<Vec<Value>>(r.get()).ok()) else { continue };
+    for key in ["summary", "content"] {
+        let Some(Value::Array(parts)) = item.get(key) else { continue };
         let texts: Vec<&str> = parts
             .iter()
             .filter_map(|p| match p {
                 Value::String(s) => Some(s.as_str()),
-                Value::Object(o) => o.get("text").and_then(Value::as_str),
+                Value::Object(o) => str_field(o, "text"),
                 _ => None,
             })
             .collect();
@@ -400,24 +359,15 @@ fn reasoning_text(item: &Item<'_>) -> Option<String> {
 }
 
 /// `todo_list.items` → plan entries (see the module table).
-fn todo_entries(raw: Option<&RawValue>) -> Vec<PlanEntry> {
-    #[derive(Deserialize)]
-    struct Todo<'a> {
-        #[serde(default, borrow, with = "opt_string")]
-        text: Option<Cow<'a, str>>,
-        #[serde(default, borrow)]
-        completed: Option<&'a RawValue>,
-    }
-    let todos: Vec<Option<Todo<'_>>> =
-        present(raw).and_then(|r| serde_json::from_str::<Vec<Option<Todo<'_>>>>(r.get()).ok()).unwrap_or_default();
+fn todo_entries(items: Option<&Value>) -> Vec<PlanEntry> {
+    let Some(Value::Array(items)) = items else { return Vec::new() };
     let mut seen_open = false;
-    todos
-        .into_iter()
-        .flatten()
+    items
+        .iter()
+        .filter_map(Value::as_object)
         .filter_map(|t| {
-            let content = t.text?.into_owned();
-            let done = t.completed.is_some_and(|c| c.get() == "true");
-            let status = if done {
+            let content = str_field(t, "text")?.to_string();
+            let status = if t.get("completed") == Some(&Value::Bool(true)) {
                 PlanEntryStatus::Completed
             } else if !seen_open {
                 seen_open = true;
@@ -430,41 +380,31 @@ fn todo_entries(raw: Option<&RawValue>) -> Vec<PlanEntry> {
         .collect()
 }
 
-/// One change of a `file_change` item.
-#[derive(Deserialize)]
-struct Change<'a> {
-    #[serde(default, borrow, with = "opt_string")]
-    path: Option<Cow<'a, str>>,
-    #[serde(default, borrow, with = "opt_string")]
-    kind: Option<Cow<'a, str>>,
-}
-
-fn changes<'a>(item: &Item<'a>) -> Vec<Change<'a>> {
-    present(item.changes)
-        .and_then(|r| serde_json::from_str::<Vec<Option<Change<'a>>>>(r.get()).ok())
-        .unwrap_or_default()
-        .into_iter()
-        .flatten()
-        .filter(|c| c.path.as_deref().is_some_and(|p| !p.is_empty()))
+/// The `(path, kind)` of each change of a `file_change` item that names a path.
+fn changes(item: &Item) -> Vec<(&str, Option<&str>)> {
+    let Some(Value::Array(changes)) = item.get("changes") else { return Vec::new() };
+    changes
+        .iter()
+        .filter_map(Value::as_object)
+        .filter_map(|c| Some((str_field(c, "path").filter(|p| !p.is_empty())?, str_field(c, "kind"))))
         .collect()
 }
 
-fn change_locations(changes: &[Change<'_>]) -> Option<Vec<ToolCallLocation>> {
-    let locations: Vec<ToolCallLocation> =
-        changes.iter().filter_map(|c| c.path.as_deref()).map(ToolCallLocation::path).collect();
+fn change_locations(changes: &[(&str, Option<&str>)]) -> Option<Vec<ToolCallLocation>> {
+    let locations: Vec<ToolCallLocation> = changes.iter().map(|(p, _)| ToolCallLocation::path(*p)).collect();
     (!locations.is_empty()).then_some(locations)
 }
 
-fn change_title(changes: &[Change<'_>]) -> String {
+fn change_title(changes: &[(&str, Option<&str>)]) -> String {
     match changes {
         [] => "Edit files".to_string(),
-        [one] => {
-            let verb = match one.kind.as_deref() {
+        [(path, kind)] => {
+            let verb = match kind {
                 Some("add") => "Create",
                 Some("delete") => "Delete",
                 _ => "Edit",
             };
-            format!("{verb} {}", one.path.as_deref().unwrap_or_default())
+            format!("{verb} {path}")
         }
         many => format!("Edit {} files", many.len()),
     }
@@ -482,17 +422,10 @@ fn mcp_tool_name(server: Option<&str>, tool: Option<&str>) -> Option<String> {
 }
 
 /// The search query of a `web_search` item: `query`, else `action.query`.
-fn search_query(item: &Item<'_>) -> Option<String> {
-    if let Some(q) = raw_str(item.query).filter(|q| !q.is_empty()) {
-        return Some(q.into_owned());
-    }
-    #[derive(Deserialize)]
-    struct Action<'a> {
-        #[serde(default, borrow, with = "opt_string")]
-        query: Option<Cow<'a, str>>,
-    }
-    let action: Action<'_> = serde_json::from_str(present(item.action)?.get()).ok()?;
-    action.query.filter(|q| !q.is_empty()).map(Cow::into_owned)
+fn search_query(item: &Item) -> Option<&str> {
+    item.str("query")
+        .filter(|q| !q.is_empty())
+        .or_else(|| item.get("action")?.get("query")?.as_str().filter(|q| !q.is_empty()))
 }
 
 fn search_title(query: Option<&str>) -> String {
@@ -506,7 +439,8 @@ fn search_title(query: Option<&str>) -> String {
 fn unwrap_shell(command: &str) -> Cow<'_, str> {
     const SHELLS: &[&str] = &["/bin/bash", "/usr/bin/bash", "bash", "/bin/zsh", "/usr/bin/zsh", "zsh", "/bin/sh", "sh"];
     for shell in SHELLS {
-        let Some(rest) = command.strip_prefix(shell).and_then(|r| r.strip_prefix(" -lc ").or_else(|| r.strip_prefix(" -c ")))
+        let Some(rest) =
+            command.strip_prefix(shell).and_then(|r| r.strip_prefix(" -lc ").or_else(|| r.strip_prefix(" -c ")))
         else {
             continue;
         };
@@ -526,8 +460,15 @@ fn unwrap_shell(command: &str) -> Cow<'_, str> {
     Cow::Borrowed(command)
 }
 
+/// An object with the given fields of the item, cloned (for `rawInput`).
+fn pick(item: &Item, keys: &[&str]) -> Option<Value> {
+    let picked: Map<String, Value> =
+        keys.iter().filter_map(|k| Some(((*k).to_string(), item.map.get(*k)?.clone()))).collect();
+    (!picked.is_empty()).then_some(Value::Object(picked))
+}
+
 /// The `tool_call` for a tool item (from its started line, or from a completion seen alone).
-fn tool_call(kind: &str, id: &str, item: &Item<'_>) -> ToolCall {
+fn tool_call(kind: &str, id: &str, item: &Item) -> ToolCall {
     let mut call = ToolCall {
         tool_call_id: id.to_string(),
         title: String::new(),
@@ -540,114 +481,94 @@ fn tool_call(kind: &str, id: &str, item: &Item<'_>) -> ToolCall {
     };
     match kind {
         "command_execution" => {
-            let command = raw_str(item.command);
-            call.title = match command.as_deref().filter(|c| !c.trim().is_empty()) {
+            call.title = match item.str("command").filter(|c| !c.trim().is_empty()) {
                 Some(c) => command_title(&unwrap_shell(c)),
                 None => "Run command".to_string(),
             };
-            if let Some(c) = command {
-                let mut input = Map::new();
-                input.insert("command".into(), Value::String(c.into_owned()));
-                call.raw_input = Some(Value::Object(input));
-            }
+            call.raw_input = item.str("command").and_then(|_| pick(item, &["command"]));
         }
         "file_change" => {
             let changes = changes(item);
             call.title = change_title(&changes);
             call.locations = change_locations(&changes);
-            if let Some(v) = to_value(present(item.changes)) {
-                let mut input = Map::new();
-                input.insert("changes".into(), v);
-                call.raw_input = Some(Value::Object(input));
-            }
+            call.raw_input = item.get("changes").and_then(|_| pick(item, &["changes"]));
         }
         "mcp_tool_call" => {
-            let server = raw_str(item.server);
-            let tool = raw_str(item.tool);
-            call.tool_name = mcp_tool_name(server.as_deref(), tool.as_deref());
+            let server = item.str("server").filter(|s| !s.is_empty());
+            let tool = item.str("tool").filter(|t| !t.is_empty());
+            call.tool_name = mcp_tool_name(server, tool);
             if let Some(name) = &call.tool_name {
                 call.kind = tool_kind(Agent::Codex, name);
             }
-            call.title = match (server.as_deref().filter(|s| !s.is_empty()), tool.as_deref().filter(|t| !t.is_empty())) {
+            call.title = match (server, tool) {
                 (Some(s), Some(t)) => format!("{s}: {t}"),
                 (None, Some(t)) => t.to_string(),
                 (Some(s), None) => format!("{s}: MCP tool"),
                 (None, None) => "MCP tool".to_string(),
             };
-            call.raw_input = to_value(present(item.arguments));
+            call.raw_input = item.get("arguments").cloned();
         }
         _ => {
             // web_search
-            let query = search_query(item);
-            call.title = search_title(query.as_deref());
-            let mut input = Map::new();
-            if let Some(q) = raw_str(item.query) {
-                input.insert("query".into(), Value::String(q.into_owned()));
-            }
-            if let Some(action) = to_value(present(item.action)) {
-                input.insert("action".into(), action);
-            }
-            call.raw_input = (!input.is_empty()).then_some(Value::Object(input));
+            call.title = search_title(search_query(item));
+            call.raw_input = pick(item, &["query", "action"]);
         }
     }
     call
 }
 
-/// The `tool_call_update` for a completed tool item.
-fn completion(kind: &str, id: &str, item: &Item<'_>, raw: &RawValue) -> ToolCallUpdate {
+/// The `tool_call_update` for a completed tool item; the item becomes its `rawOutput`.
+fn completion(kind: &str, id: String, item: Item) -> ToolCallUpdate {
     let mut update = ToolCallUpdate::new(id);
-    let status = raw_str(item.status);
-    let error = present(item.error);
+    let status = item.str("status");
+    let error = item.get("error");
     let failed = match kind {
-        "command_execution" => match status.as_deref() {
+        "command_execution" => match status {
             Some("completed") => false,
             Some(_) => true,
-            None => present(item.exit_code).is_some_and(|c| c.get() != "0"),
+            None => item.get("exit_code").is_some_and(|c| c.as_i64() != Some(0)),
         },
-        "mcp_tool_call" => status.as_deref() == Some("failed") || error.is_some(),
-        _ => status.as_deref().is_some_and(|s| s != "completed"),
+        "mcp_tool_call" => status == Some("failed") || error.is_some(),
+        _ => status.is_some_and(|s| s != "completed"),
     };
     update.status = Some(if failed { ToolCallStatus::Failed } else { ToolCallStatus::Completed });
     let mut content = Vec::new();
     match kind {
         "command_execution" => {
-            if let Some(output) = raw_str(item.aggregated_output).filter(|o| !o.is_empty()) {
+            if let Some(output) = item.str("aggregated_output").filter(|o| !o.is_empty()) {
                 content.push(ToolCallContent::text(output));
             }
         }
-        "file_change" => update.locations = change_locations(&changes(item)),
+        "file_change" => update.locations = change_locations(&changes(&item)),
         "mcp_tool_call" => {
-            mcp_result_content(present(item.result), &mut content);
-            if let Some(e) = error {
-                let message = lenient_message(e).or_else(|| raw_str(Some(e)).map(Cow::into_owned));
-                if let Some(m) = message.filter(|m| !m.is_empty()) {
-                    content.push(ToolCallContent::text(m));
-                }
+            mcp_result_content(item.get("result"), &mut content);
+            let message = match error {
+                Some(Value::String(m)) => Some(m.as_str()),
+                Some(Value::Object(e)) => str_field(e, "message"),
+                _ => None,
+            };
+            if let Some(m) = message.filter(|m| !m.is_empty()) {
+                content.push(ToolCallContent::text(m));
             }
         }
-        _ => update.title = search_query(item).map(|q| search_title(Some(&q))),
+        _ => update.title = search_query(&item).map(|q| search_title(Some(q))),
     }
     update.content = (!content.is_empty()).then_some(content);
-    update.raw_output = to_value(Some(raw));
+    update.raw_output = Some(Value::Object(item.map));
     update
 }
 
 /// MCP `result.content` blocks → tool content: text, images, embedded resource text; any
 /// other block as its JSON text. A string result is one text.
-fn mcp_result_content(result: Option<&RawValue>, out: &mut Vec<ToolCallContent>) {
-    let Some(result) = result else { return };
-    let value: Value = match serde_json::from_str(result.get()) {
-        Ok(v) => v,
-        Err(_) => return,
-    };
-    let blocks = match &value {
-        Value::String(s) => {
+fn mcp_result_content(result: Option<&Value>, out: &mut Vec<ToolCallContent>) {
+    let blocks = match result {
+        Some(Value::String(s)) => {
             if !s.is_empty() {
                 out.push(ToolCallContent::text(s.as_str()));
             }
             return;
         }
-        Value::Object(o) => match o.get("content") {
+        Some(Value::Object(o)) => match o.get("content") {
             Some(Value::Array(blocks)) => blocks,
             Some(Value::String(s)) if !s.is_empty() => {
                 out.push(ToolCallContent::text(s.as_str()));
@@ -655,7 +576,7 @@ fn mcp_result_content(result: Option<&RawValue>, out: &mut Vec<ToolCallContent>)
             }
             _ => return,
         },
-        Value::Array(blocks) => blocks,
+        Some(Value::Array(blocks)) => blocks,
         _ => return,
     };
     for block in blocks {
@@ -665,7 +586,7 @@ fn mcp_result_content(result: Option<&RawValue>, out: &mut Vec<ToolCallContent>)
             }
             continue;
         };
-        let str_of = |k: &str| obj.get(k).and_then(Value::as_str);
+        let str_of = |k: &str| str_field(obj, k);
         match str_of("type") {
             Some("text") => out.push(ToolCallContent::text(str_of("text").unwrap_or_default())),
             Some("image") => {
@@ -749,7 +670,9 @@ mod tests {
 
     #[test]
     fn malformed_errors_still_carry_a_message() {
-        let evs = run("{\"type\":\"error\"}\n{\"type\":\"turn.failed\"}\n{\"type\":\"turn.failed\",\"error\":{\"code\":1}}\n");
+        let evs = run(
+            "{\"type\":\"error\"}\n{\"type\":\"turn.failed\"}\n{\"type\":\"turn.failed\",\"error\":{\"code\":1}}\n",
+        );
         assert_eq!(evs.len(), 3);
         assert_eq!(evs[0]["update"]["message"], "{\"type\":\"error\"}");
         assert_eq!(evs[1]["update"]["fatal"], true);

@@ -45,7 +45,6 @@ use std::fmt;
 
 use serde::Deserialize;
 use serde::de::{self, MapAccess, SeqAccess, Visitor};
-use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::context::{DecodeContext, Envelope};
@@ -55,7 +54,7 @@ use crate::event::{
     DiffContent, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus, SessionUpdate, TokenUsage, ToolCall,
     ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, UsageScope,
 };
-use crate::tools::{command_title, tool_kind, truncate_chars, MAX_TITLE_CHARS};
+use crate::tools::{MAX_TITLE_CHARS, command_title, tool_kind, truncate_chars};
 
 /// Stateful gemini line decoder.
 #[derive(Debug, Default)]
@@ -82,20 +81,20 @@ struct Line<'a> {
     tool_name: Option<Cow<'a, str>>,
     #[serde(default, borrow, with = "opt_string")]
     tool_id: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    parameters: Option<&'a RawValue>,
+    #[serde(default)]
+    parameters: Option<Value>,
     #[serde(default, borrow, with = "opt_string")]
     status: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     output: Option<TextOrValue<'a>>,
-    #[serde(default, borrow)]
-    error: Option<&'a RawValue>,
+    #[serde(default)]
+    error: Option<Value>,
     #[serde(default, borrow, with = "opt_string")]
     severity: Option<Cow<'a, str>>,
     #[serde(default, borrow, with = "opt_string")]
     message: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    stats: Option<&'a RawValue>,
+    #[serde(default)]
+    stats: Option<Value>,
 }
 
 /// A value read in one pass: a string stays borrowed (tool outputs can be ~200 KB), anything
@@ -185,11 +184,12 @@ impl HarnessDecoder for GeminiDecoder {
                 }
                 LineOutcome::Decoded
             }
-            Some("tool_use") => tool_use(&l, &env, ctx, out),
+            Some("tool_use") => tool_use(l, &env, ctx, out),
             Some("tool_result") => tool_result(l, &env, ctx, out),
             Some("error") => {
                 let fatal = l.severity.as_deref() == Some("error");
-                let message = l.message.filter(|m| !m.is_empty()).map(Cow::into_owned).unwrap_or_else(|| line.trim().into());
+                let message =
+                    l.message.filter(|m| !m.is_empty()).map(Cow::into_owned).unwrap_or_else(|| line.trim().into());
                 self.fatal_reported |= fatal;
                 env.emit(ctx, SessionUpdate::error(message, fatal), out);
                 LineOutcome::Decoded
@@ -199,13 +199,12 @@ impl HarnessDecoder for GeminiDecoder {
                     env.emit(ctx, SessionUpdate::Usage { scope: UsageScope::Run, usage }, out);
                 }
                 if l.status.as_deref().is_some_and(|s| s != "success") {
-                    let message = error_message(l.error);
+                    let message = error_message(l.error.as_ref());
                     let message = match message {
-                        Some(m) => Some(m),
-                        None if !self.fatal_reported => Some(format!(
-                            "gemini reported status {}",
-                            l.status.as_deref().unwrap_or_default()
-                        )),
+                        Some(m) => Some(m.to_string()),
+                        None if !self.fatal_reported => {
+                            Some(format!("gemini reported status {}", l.status.as_deref().unwrap_or_default()))
+                        }
                         None => None,
                     };
                     if let Some(m) = message {
@@ -221,19 +220,18 @@ impl HarnessDecoder for GeminiDecoder {
 }
 
 /// `{type, message}` → the message when it is a non-empty string (a bare string error too).
-fn error_message(raw: Option<&RawValue>) -> Option<String> {
-    let value: Value = serde_json::from_str(raw?.get()).ok()?;
-    match value {
-        Value::String(s) => Some(s),
-        Value::Object(o) => o.get("message").and_then(Value::as_str).map(str::to_string),
+fn error_message(error: Option<&Value>) -> Option<&str> {
+    match error? {
+        Value::String(s) => Some(s.as_str()),
+        Value::Object(o) => str_field(o, "message"),
         _ => None,
     }
     .filter(|m| !m.is_empty())
 }
 
 /// `result.stats` → run usage (see the module docs).
-fn stats_usage(raw: Option<&RawValue>) -> Option<TokenUsage> {
-    let map: Map<String, Value> = serde_json::from_str(raw?.get()).ok()?;
+fn stats_usage(stats: Option<Value>) -> Option<TokenUsage> {
+    let Some(Value::Object(map)) = stats else { return None };
     if map.is_empty() {
         return None;
     }
@@ -241,13 +239,14 @@ fn stats_usage(raw: Option<&RawValue>) -> Option<TokenUsage> {
     let cached = count("cached");
     let prompt = count("input_tokens").or_else(|| Some(count("input")? + cached.unwrap_or(0)));
     let completion = count("output_tokens");
+    let input_tokens_used = count("input_tokens").is_some();
     let mapped = |k: &str| match k {
-        "input_tokens" => prompt.is_some() && count(k).is_some(),
+        "input_tokens" => input_tokens_used,
         "output_tokens" => completion.is_some(),
         "cached" => cached.is_some(),
         _ => false,
     };
-    let extra: Map<String, Value> = map.iter().filter(|(k, _)| !mapped(k)).map(|(k, v)| (k.clone(), v.clone())).collect();
+    let extra: Map<String, Value> = map.into_iter().filter(|(k, _)| !mapped(k)).collect();
     Some(TokenUsage {
         prompt_tokens: prompt,
         completion_tokens: completion,
@@ -257,10 +256,10 @@ fn stats_usage(raw: Option<&RawValue>) -> Option<TokenUsage> {
     })
 }
 
-fn tool_use(l: &Line<'_>, env: &Envelope, ctx: &DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
+fn tool_use(l: Line<'_>, env: &Envelope, ctx: &DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
     let Some(id) = l.tool_id.as_deref().filter(|id| !id.is_empty()) else { return LineOutcome::UnexpectedShape };
     let name = l.tool_name.as_deref().filter(|n| !n.is_empty());
-    let input: Option<Value> = l.parameters.filter(|p| p.get() != "null").and_then(|p| serde_json::from_str(p.get()).ok());
+    let input = l.parameters.filter(|p| !p.is_null());
     let empty = Map::new();
     let params = input.as_ref().and_then(Value::as_object).unwrap_or(&empty);
     let shape = describe(name.unwrap_or_default(), params);
@@ -287,12 +286,8 @@ fn tool_result(l: Line<'_>, env: &Envelope, ctx: &DecodeContext, out: &mut Vec<O
     let mut update = ToolCallUpdate::new(id);
     let success = l.status.as_deref() == Some("success");
     update.status = Some(if success { ToolCallStatus::Completed } else { ToolCallStatus::Failed });
-    let error: Option<Value> = l.error.filter(|e| e.get() != "null").and_then(|e| serde_json::from_str(e.get()).ok());
-    let error_text = error.as_ref().and_then(|e| match e {
-        Value::String(s) => Some(s.as_str()),
-        Value::Object(o) => str_field(o, "message"),
-        _ => None,
-    });
+    let error = l.error.filter(|e| !e.is_null());
+    let error_text = error_message(error.as_ref());
     let output = l.output.map(TextOrValue::into_value).filter(|v| !v.is_null());
     let output_text: Option<Cow<'_, str>> = output.as_ref().map(|v| match v {
         Value::String(s) => Cow::Borrowed(s.as_str()),
@@ -400,13 +395,22 @@ fn describe(name: &str, p: &Map<String, Value>) -> Shape {
         "google_web_search" | "web_search" | "brave_web_search" => {
             first_str(p, &["query"]).map_or("Web search".into(), |q| format!("Search: {}", short(q)))
         }
-        "web_fetch" => first_str(p, &["prompt", "url"]).map_or("Web fetch".into(), |s| format!("Fetch: {}", truncate_chars(s, 50))),
-        "invoke_agent" | "delegate_to_agent" => first_str(p, &["agent_name", "agentName", "agent", "name", "subagent_type"])
-            .map_or("Invoke agent".into(), |a| format!("Agent: {}", short(a))),
+        "web_fetch" => {
+            first_str(p, &["prompt", "url"]).map_or("Web fetch".into(), |s| format!("Fetch: {}", truncate_chars(s, 50)))
+        }
+        "invoke_agent" | "delegate_to_agent" => {
+            first_str(p, &["agent_name", "agentName", "agent", "name", "subagent_type"])
+                .map_or("Invoke agent".into(), |a| format!("Agent: {}", short(a)))
+        }
         "write_todos" => "Update todos".into(),
-        "update_topic" => first_str(p, &["title", "topic", "name"]).map_or("Update topic".into(), |t| format!("Topic: {}", short(t))),
-        "save_memory" => first_str(p, &["fact"]).map_or("Save memory".into(), |f| format!("Remember: \"{}\"", truncate_chars(f, 40))),
-        "activate_skill" => first_str(p, &["name", "skill"]).map_or("Activate skill".into(), |s| format!("Activate skill: {}", short(s))),
+        "update_topic" => {
+            first_str(p, &["title", "topic", "name"]).map_or("Update topic".into(), |t| format!("Topic: {}", short(t)))
+        }
+        "save_memory" => {
+            first_str(p, &["fact"]).map_or("Save memory".into(), |f| format!("Remember: \"{}\"", truncate_chars(f, 40)))
+        }
+        "activate_skill" => first_str(p, &["name", "skill"])
+            .map_or("Activate skill".into(), |s| format!("Activate skill: {}", short(s))),
         "enter_plan_mode" => "Enter plan mode".into(),
         "exit_plan_mode" => "Exit plan mode".into(),
         "list_background_processes" => "List background processes".into(),
@@ -485,8 +489,7 @@ mod tests {
 
     #[test]
     fn stats_without_input_tokens_add_cached_to_input() {
-        let raw = RawValue::from_string(r#"{"input":5,"cached":3,"output_tokens":2}"#.into()).unwrap();
-        let u = stats_usage(Some(&*raw)).unwrap();
+        let u = stats_usage(Some(serde_json::json!({"input":5,"cached":3,"output_tokens":2}))).unwrap();
         assert_eq!(u.prompt_tokens, Some(8));
         assert_eq!(u.cached_tokens, Some(3));
         assert_eq!(u.extra.unwrap().get("input"), Some(&Value::from(5)));

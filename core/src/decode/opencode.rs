@@ -62,7 +62,7 @@ use crate::event::{
     ContentBlock, DiffContent, ImageContent, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus, SessionUpdate,
     TokenUsage, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, UsageScope,
 };
-use crate::tools::{command_title, tool_kind, truncate_chars, MAX_TITLE_CHARS};
+use crate::tools::{MAX_TITLE_CHARS, command_title, tool_kind, truncate_chars};
 
 /// Opencode line decoder.
 #[derive(Debug, Default)]
@@ -81,8 +81,8 @@ struct Line<'a> {
     session_id: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     part: Option<Part<'a>>,
-    #[serde(default, borrow)]
-    error: Option<&'a RawValue>,
+    #[serde(default)]
+    error: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -97,10 +97,10 @@ struct Part<'a> {
     id: Option<Cow<'a, str>>,
     #[serde(default, borrow, with = "opt_string")]
     tool: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    state: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    tokens: Option<&'a RawValue>,
+    #[serde(default)]
+    state: Option<Value>,
+    #[serde(default)]
+    tokens: Option<Value>,
     #[serde(default, borrow)]
     cost: Option<&'a RawValue>,
     #[serde(default, borrow, with = "opt_string")]
@@ -116,7 +116,12 @@ impl HarnessDecoder for OpencodeDecoder {
         ctx.see_session(l.session_id.as_deref());
         let mut env = Envelope {
             timestamp: l.timestamp.and_then(timestamp),
-            message_id: l.part.as_ref().and_then(|p| p.message_id.as_deref()).filter(|m| !m.is_empty()).map(str::to_string),
+            message_id: l
+                .part
+                .as_ref()
+                .and_then(|p| p.message_id.as_deref())
+                .filter(|m| !m.is_empty())
+                .map(str::to_string),
             ..Envelope::default()
         };
         match l.kind.as_deref() {
@@ -131,7 +136,7 @@ impl HarnessDecoder for OpencodeDecoder {
                 LineOutcome::Decoded
             }
             Some("tool_use") => match l.part {
-                Some(part) => tool_use(&mut self.open, &part, &env, ctx, out),
+                Some(part) => tool_use(&mut self.open, part, &env, ctx, out),
                 None => LineOutcome::UnexpectedShape,
             },
             Some("step_finish") => {
@@ -147,15 +152,16 @@ impl HarnessDecoder for OpencodeDecoder {
                 LineOutcome::Decoded
             }
             Some("error") => {
-                let error: Option<Map<String, Value>> =
-                    l.error.and_then(|e| serde_json::from_str(e.get()).ok());
                 let empty = Map::new();
-                let e = error.as_ref().unwrap_or(&empty);
+                let e = l.error.as_ref().and_then(Value::as_object).unwrap_or(&empty);
                 let data = e.get("data").and_then(Value::as_object).unwrap_or(&empty);
                 let message = first_str(data, &["message"])
                     .or_else(|| first_str(e, &["message", "name"]))
                     .map(str::to_string)
-                    .unwrap_or_else(|| l.error.map_or_else(|| line.trim().to_string(), |r| r.get().to_string()));
+                    .unwrap_or_else(|| match l.error.as_ref().filter(|e| !e.is_null()) {
+                        Some(e) => e.to_string(),
+                        None => line.trim().to_string(),
+                    });
                 let mut extra = Map::new();
                 if let Some(name) = e.get("name").filter(|v| !v.is_null()) {
                     extra.insert("name".into(), name.clone());
@@ -220,8 +226,11 @@ fn iso_millis(ms: i64) -> Option<String> {
 }
 
 /// `step_finish` tokens and cost → call usage (see the module docs).
-fn step_usage(tokens: Option<&RawValue>, cost: Option<&RawValue>) -> Option<TokenUsage> {
-    let tokens: Option<Map<String, Value>> = tokens.and_then(|t| serde_json::from_str(t.get()).ok());
+fn step_usage(tokens: Option<Value>, cost: Option<&RawValue>) -> Option<TokenUsage> {
+    let tokens = match tokens {
+        Some(Value::Object(t)) => Some(t),
+        _ => None,
+    };
     let cost = cost.and_then(|c| c.get().parse::<f64>().ok()).filter(|c| c.is_finite());
     if tokens.is_none() && cost.is_none() {
         return None;
@@ -245,7 +254,7 @@ fn step_usage(tokens: Option<&RawValue>, cost: Option<&RawValue>) -> Option<Toke
 
 fn tool_use(
     open: &mut HashSet<String>,
-    part: &Part<'_>,
+    part: Part<'_>,
     env: &Envelope,
     ctx: &DecodeContext,
     out: &mut Vec<OutputEvent>,
@@ -255,8 +264,10 @@ fn tool_use(
     };
     let tool = part.tool.as_deref().filter(|t| !t.is_empty());
     let lower = tool.unwrap_or_default().to_lowercase();
-    let mut state: Map<String, Value> =
-        part.state.and_then(|s| serde_json::from_str(s.get()).ok()).unwrap_or_default();
+    let mut state = match part.state {
+        Some(Value::Object(state)) => state,
+        _ => Map::new(),
+    };
     let input = state.remove("input").filter(|v| !v.is_null());
     let empty = Map::new();
     let args = input.as_ref().and_then(Value::as_object).unwrap_or(&empty);
@@ -431,9 +442,10 @@ fn describe(
         "task" => Some(first_str(args, &["description"]).map_or("Task".into(), |d| format!("Task: {}", short(d)))),
         "todowrite" => Some("Update todos".into()),
         "todoread" => Some("Read todos".into()),
-        "invalid" => {
-            Some(first_str(args, &["tool"]).map_or("Invalid tool call".into(), |t| format!("Invalid tool call: {}", short(t))))
-        }
+        "invalid" => Some(
+            first_str(args, &["tool"])
+                .map_or("Invalid tool call".into(), |t| format!("Invalid tool call: {}", short(t))),
+        ),
         "skill" => first_str(args, &["name"]).map(|n| format!("Skill: {}", short(n))),
         "plan_enter" => Some("Enter plan mode".into()),
         "plan_exit" => Some("Exit plan mode".into()),
@@ -491,9 +503,10 @@ mod tests {
 
     #[test]
     fn usage_adds_cache_to_input_and_reasoning_to_output() {
-        let tokens = RawValue::from_string(r#"{"total":1359,"input":250,"output":49,"reasoning":10,"cache":{"read":1050,"write":5}}"#.into()).unwrap();
+        let tokens =
+            serde_json::json!({"total":1359,"input":250,"output":49,"reasoning":10,"cache":{"read":1050,"write":5}});
         let cost = RawValue::from_string("0.25".into()).unwrap();
-        let u = step_usage(Some(&*tokens), Some(&*cost)).unwrap();
+        let u = step_usage(Some(tokens), Some(&*cost)).unwrap();
         assert_eq!(u.prompt_tokens, Some(1305));
         assert_eq!(u.cached_tokens, Some(1050));
         assert_eq!(u.completion_tokens, Some(59));
