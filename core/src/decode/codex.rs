@@ -39,13 +39,32 @@
 //! - `codex exec` runs one turn, and its `turn.completed` sums every model request of the
 //!   run, so it is the run total (`scope:"run"`), not one call.
 //! - A shell wrapper (`/bin/bash -lc '…'`) is peeled off the command for the title only.
+//!
+//! Golden cases (`tests/golden/codex/`): `s1-text`, `s2-bash`, `s3-read-edit` are real captures;
+//! the `e-*` cases are written from the captured shapes:
+//!
+//! | case | pins |
+//! |---|---|
+//! | e-retries-then-turn-failed | five `Reconnecting... n/5` retries and the final `error` are not fatal; `turn.failed` is |
+//! | e-retry-recover | one retry, then the answer and the run usage |
+//! | e-api-error-401 | `error` + `turn.failed` with codex's 401 text |
+//! | e-error-item-before-turn | an `error` item before `turn.started` is a non-fatal error |
+//! | e-mcp-tools | MCP success, `isError` result (failed, result text kept), JSON-RPC failure (`error.message` as content), codex's own MCP helpers, an image block |
+//! | e-web-search-duplicate-id | `id` printed twice: one call and one update, both `item_6`; the title gets the query on completion |
+//! | e-file-changes | add → Create, update → Edit, delete → Delete, several files, a `null` change, a failed patch |
+//! | e-todo-list | started/updated/completed todo lists as plans (first unfinished in progress) |
+//! | e-failing-commands | exit 2 (`failed`), `declined`, backticks and quotes in a title |
+//! | e-reasoning | reasoning `text`, `summary` parts joined, empty reasoning dropped |
+//! | e-parallel-orphan-out-of-order | two calls completing in reverse order, output while running, a completion never started |
+//! | e-bad-lines | `null`, non-objects, invalid JSON, unknown types, odd item shapes, messages that are not strings |
 
 use std::borrow::Cow;
 use std::collections::HashSet;
 use std::fmt;
 
 use serde::Deserialize;
-use serde::de::{IgnoredAny, MapAccess, Visitor};
+use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::context::{DecodeContext, Envelope};
@@ -64,16 +83,16 @@ pub(crate) struct CodexDecoder {
     open: HashSet<String>,
 }
 
-/// One line. Every polymorphic part is read once, straight into the [`Value`] that may become
-/// `rawOutput`, so nothing is scanned twice.
+/// One line. Small polymorphic parts are read straight into [`Value`]s; the item is kept as
+/// borrowed raw fields and turned into values only as far as the events need them.
 #[derive(Deserialize)]
 struct Line<'a> {
     #[serde(rename = "type", default, borrow, with = "opt_string")]
     kind: Option<Cow<'a, str>>,
     #[serde(default, borrow, with = "opt_string")]
     thread_id: Option<Cow<'a, str>>,
-    #[serde(default)]
-    item: Option<Item>,
+    #[serde(default, borrow)]
+    item: Option<RawItem<'a>>,
     #[serde(default)]
     usage: Option<Value>,
     #[serde(default)]
@@ -82,62 +101,118 @@ struct Line<'a> {
     message: Option<Value>,
 }
 
-/// An item as a JSON object, plus the FIRST `id` it printed: codex's `web_search` items carry
-/// the key `id` twice (its `item_N`, then the provider's id), and a plain map keeps the last.
-/// Anything that is not an object reads as an empty item (`is_object` false).
+/// An item's fields in wire order, unparsed. Anything that is not an object reads as an item
+/// with `is_object` false.
 #[derive(Default)]
-struct Item {
-    first_id: Option<String>,
-    map: Map<String, Value>,
+struct RawItem<'a> {
+    fields: Vec<(Cow<'a, str>, &'a RawValue)>,
     is_object: bool,
 }
 
-impl<'de> Deserialize<'de> for Item {
+/// A map key, borrowed from the line when it has no escapes.
+struct KeySeed;
+
+impl<'de> DeserializeSeed<'de> for KeySeed {
+    type Value = Cow<'de, str>;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Cow<'de, str>, D::Error> {
+        struct K;
+        impl<'de> Visitor<'de> for K {
+            type Value = Cow<'de, str>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Cow<'de, str>, E> {
+                Ok(Cow::Borrowed(v))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Cow<'de, str>, E> {
+                Ok(Cow::Owned(v.to_string()))
+            }
+        }
+        d.deserialize_str(K)
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for RawItem<'a> {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Item;
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = RawItem<'a>;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("a codex item")
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Item, A::Error> {
-                let mut item = Item { is_object: true, ..Item::default() };
-                while let Some(key) = access.next_key::<String>()? {
-                    let value: Value = access.next_value()?;
-                    if key == "id" && item.first_id.is_none() {
-                        if let Value::String(id) = &value {
-                            item.first_id = Some(id.clone());
-                        }
-                    }
-                    item.map.insert(key, value);
+            fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<RawItem<'a>, A::Error> {
+                let mut item = RawItem { fields: Vec::with_capacity(8), is_object: true };
+                while let Some(key) = access.next_key_seed(KeySeed)? {
+                    let value: &'de RawValue = access.next_value()?;
+                    item.fields.push((key, value));
                 }
                 Ok(item)
             }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut access: A) -> Result<Item, A::Error> {
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut access: A) -> Result<RawItem<'a>, A::Error> {
                 while access.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(Item::default())
+                Ok(RawItem::default())
             }
-            fn visit_bool<E>(self, _: bool) -> Result<Item, E> {
-                Ok(Item::default())
+            fn visit_bool<E>(self, _: bool) -> Result<RawItem<'a>, E> {
+                Ok(RawItem::default())
             }
-            fn visit_i64<E>(self, _: i64) -> Result<Item, E> {
-                Ok(Item::default())
+            fn visit_i64<E>(self, _: i64) -> Result<RawItem<'a>, E> {
+                Ok(RawItem::default())
             }
-            fn visit_u64<E>(self, _: u64) -> Result<Item, E> {
-                Ok(Item::default())
+            fn visit_u64<E>(self, _: u64) -> Result<RawItem<'a>, E> {
+                Ok(RawItem::default())
             }
-            fn visit_f64<E>(self, _: f64) -> Result<Item, E> {
-                Ok(Item::default())
+            fn visit_f64<E>(self, _: f64) -> Result<RawItem<'a>, E> {
+                Ok(RawItem::default())
             }
-            fn visit_str<E>(self, _: &str) -> Result<Item, E> {
-                Ok(Item::default())
+            fn visit_str<E>(self, _: &str) -> Result<RawItem<'a>, E> {
+                Ok(RawItem::default())
             }
-            fn visit_unit<E>(self) -> Result<Item, E> {
-                Ok(Item::default())
+            fn visit_unit<E>(self) -> Result<RawItem<'a>, E> {
+                Ok(RawItem::default())
             }
         }
-        d.deserialize_any(V)
+        d.deserialize_any(V(std::marker::PhantomData))
     }
+}
+
+impl<'a> RawItem<'a> {
+    /// The FIRST value printed under `key` (codex's `web_search` items print `id` twice: its
+    /// `item_N`, then the provider's id).
+    fn raw(&self, key: &str) -> Option<&'a RawValue> {
+        self.fields.iter().find(|(k, _)| k == key).map(|(_, v)| *v)
+    }
+
+    /// The first value under `key` as a string, borrowed when it has no escapes.
+    fn str(&self, key: &str) -> Option<Cow<'a, str>> {
+        let text = self.raw(key)?.get();
+        if !text.starts_with('"') {
+            return None;
+        }
+        match serde_json::from_str::<&'a str>(text) {
+            Ok(s) => Some(Cow::Borrowed(s)),
+            Err(_) => serde_json::from_str::<String>(text).ok().map(Cow::Owned),
+        }
+    }
+
+    /// The item as values: every field (`keys` = None, for `rawOutput`), or only `keys`. A key
+    /// printed twice keeps its last value there, as any JSON reader would.
+    fn to_item(&self, keys: Option<&[&str]>) -> Item {
+        let mut map = Map::new();
+        for (key, raw) in &self.fields {
+            if keys.is_some_and(|ks| !ks.contains(&key.as_ref())) {
+                continue;
+            }
+            if let Ok(value) = serde_json::from_str::<Value>(raw.get()) {
+                map.insert(key.to_string(), value);
+            }
+        }
+        Item { map }
+    }
+}
+
+/// An item's fields (all of them, or the ones an event needs) as values.
+struct Item {
+    map: Map<String, Value>,
 }
 
 impl Item {
@@ -252,20 +327,17 @@ impl CodexDecoder {
     fn item(
         &mut self,
         phase: Phase,
-        item: Option<Item>,
+        item: Option<RawItem<'_>>,
         env: &Envelope,
         ctx: &DecodeContext,
         out: &mut Vec<OutputEvent>,
     ) -> LineOutcome {
-        let Some(mut item) = item.filter(|i| i.is_object) else { return LineOutcome::UnexpectedShape };
-        let kind = match item.map.get("type") {
-            Some(Value::String(k)) => k.clone(),
-            _ => return LineOutcome::UnknownType,
-        };
-        match kind.as_str() {
+        let Some(raw) = item.filter(|i| i.is_object) else { return LineOutcome::UnexpectedShape };
+        let Some(kind) = raw.str("type") else { return LineOutcome::UnknownType };
+        match kind.as_ref() {
             "agent_message" => {
                 if phase == Phase::Completed {
-                    if let Some(text) = item.take_text("text") {
+                    if let Some(text) = raw.str("text").filter(|t| !t.is_empty()) {
                         env.emit(ctx, SessionUpdate::message(text), out);
                     }
                 }
@@ -273,28 +345,29 @@ impl CodexDecoder {
             }
             "reasoning" => {
                 if phase == Phase::Completed {
-                    if let Some(text) = reasoning_text(&mut item) {
+                    if let Some(text) = reasoning_text(&mut raw.to_item(Some(&["text", "summary", "content"]))) {
                         env.emit(ctx, SessionUpdate::thought(text), out);
                     }
                 }
                 LineOutcome::Decoded
             }
             "todo_list" => {
+                let item = raw.to_item(Some(&["items"]));
                 env.emit(ctx, SessionUpdate::Plan { entries: todo_entries(item.get("items")) }, out);
                 LineOutcome::Decoded
             }
             "error" => {
                 if phase == Phase::Completed {
-                    let message = match item.take_text("message") {
-                        Some(m) => m,
-                        None => Value::Object(std::mem::take(&mut item.map)).to_string(),
+                    let message = match raw.str("message").filter(|m| !m.is_empty()) {
+                        Some(m) => m.into_owned(),
+                        None => Value::Object(raw.to_item(None).map).to_string(),
                     };
                     env.emit(ctx, SessionUpdate::error(message, false), out);
                 }
                 LineOutcome::Decoded
             }
             "command_execution" | "file_change" | "mcp_tool_call" | "web_search" => {
-                self.tool_item(phase, &kind, item, env, ctx, out)
+                self.tool_item(phase, &kind, &raw, env, ctx, out)
             }
             _ => LineOutcome::UnknownType,
         }
@@ -304,19 +377,20 @@ impl CodexDecoder {
         &mut self,
         phase: Phase,
         kind: &str,
-        item: Item,
+        raw: &RawItem<'_>,
         env: &Envelope,
         ctx: &DecodeContext,
         out: &mut Vec<OutputEvent>,
     ) -> LineOutcome {
-        let Some(id) = item.first_id.clone().filter(|id| !id.is_empty()) else { return LineOutcome::UnexpectedShape };
+        let Some(id) = raw.str("id").filter(|id| !id.is_empty()) else { return LineOutcome::UnexpectedShape };
         match phase {
             Phase::Started | Phase::Updated => {
-                if !self.open.contains(&id) {
+                if !self.open.contains(id.as_ref()) {
+                    let item = raw.to_item(Some(CALL_FIELDS));
                     env.emit(ctx, SessionUpdate::ToolCall(tool_call(kind, &id, &item)), out);
-                    self.open.insert(id);
+                    self.open.insert(id.into_owned());
                 } else if phase == Phase::Updated && kind == "command_execution" {
-                    if let Some(output) = item.str("aggregated_output").filter(|o| !o.is_empty()) {
+                    if let Some(output) = raw.str("aggregated_output").filter(|o| !o.is_empty()) {
                         let mut update = ToolCallUpdate::new(id);
                         update.status = Some(ToolCallStatus::InProgress);
                         update.content = Some(vec![ToolCallContent::text(output)]);
@@ -325,15 +399,19 @@ impl CodexDecoder {
                 }
             }
             Phase::Completed => {
-                if !self.open.remove(&id) {
+                let item = raw.to_item(None);
+                if !self.open.remove(id.as_ref()) {
                     env.emit(ctx, SessionUpdate::ToolCall(tool_call(kind, &id, &item)), out);
                 }
-                env.emit(ctx, SessionUpdate::ToolCallUpdate(completion(kind, id, item)), out);
+                env.emit(ctx, SessionUpdate::ToolCallUpdate(completion(kind, id.into_owned(), item)), out);
             }
         }
         LineOutcome::Decoded
     }
 }
+
+/// The fields a `tool_call` is built from.
+const CALL_FIELDS: &[&str] = &["command", "changes", "server", "tool", "arguments", "query", "action"];
 
 /// The text of a completed reasoning item: `text`, else `summary` / `content` entries joined.
 fn reasoning_text(item: &mut Item) -> Option<String> {

@@ -39,6 +39,23 @@
 //! | update_topic | `Topic: <title>` | – |
 //! | save_memory, activate_skill, enter/exit_plan_mode, background tools | a short phrase | – |
 //! | anything else (MCP `mcp_<server>_<tool>`, …) | the tool name | – |
+//!
+//! Golden cases (`tests/golden/gemini/`): `s1-text`, `s2-bash`, `s3-read-edit` are real captures;
+//! the `e-*` cases are written from the captured shapes:
+//!
+//! | case | pins |
+//! |---|---|
+//! | e-hangup | the deltas of every retried attempt as printed, `severity:"error"` fatal, then a bare failed `result` adds no second error |
+//! | e-api-error-500 | a failed `result` with `error.message` is fatal; usage still reported |
+//! | e-result-error-bare | a failed `result` with no error object and no earlier error says `gemini reported status error` |
+//! | e-loop-detected | the loop-detection warning is not fatal; cached tokens are part of `promptTokens` |
+//! | e-tool-errors | `file_not_found`, `tool_not_registered`, `mcp_tool_error` (output and error text), `web_fetch_processing_error`, exit 3 reported as success |
+//! | e-write-todos | todos as a plan (cancelled → completed, entries without text dropped), an empty list clears the plan |
+//! | e-invoke-agent | the subagent call (kind think) and its output-less result |
+//! | e-mcp-and-image | an MCP call and an image read (gemini prints only a text for it) |
+//! | e-parallel-orphan-out-of-order | a result before any call, two calls answered in reverse order |
+//! | e-many-tools | update_topic, list_directory, grep_search, glob, google_web_search, web_fetch, background tools, plan mode, a failed skill |
+//! | e-bad-lines | `null`, non-objects, invalid JSON, unknown types, missing ids, odd roles and contents, a second `init` |
 
 use std::borrow::Cow;
 use std::fmt;

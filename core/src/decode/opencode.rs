@@ -47,6 +47,24 @@
 //! `promptTokens` = `input + cache.read + cache.write`, `cachedTokens` = `cache.read`,
 //! `completionTokens` = `output + reasoning` (the model's completion count, comparable with
 //! codex's `output_tokens`), `costUsd` = `cost` as printed, `extra` = the `tokens` object verbatim.
+//!
+//! Golden cases (`tests/golden/opencode/`): `s1-text`, `s2-bash`, `s3-read-edit` are real
+//! captures; the `e-*` cases are written from the captured shapes (an orphan or out-of-order
+//! result cannot happen: call and result share one line):
+//!
+//! | case | pins |
+//! |---|---|
+//! | e-thinking-tool | `--thinking` reasoning parts as thoughts (empty ones dropped), per-step usage |
+//! | e-failing-bash-and-tool-error | `metadata.exit` 2 fails a "completed" bash; `state.status:"error"` with the error text |
+//! | e-image-attachment | a data-URL image, a linked image (`uri`), a non-image attachment left to `rawOutput` |
+//! | e-todowrite-plan | todos with priorities (cancelled → completed, unknown priority → medium), the plan from `output` when the input has none |
+//! | e-api-error-401 | the APIError line: message, fatal, `name`/`statusCode`/`isRetryable` in `extra` |
+//! | e-hangup | retries print only `step_start`s, then the fatal ECONNRESET error |
+//! | e-hangup-recover | a `step_start` without `step_finish`, then the answer |
+//! | e-mcp-parallel | MCP tools (`kb_lookup`), an MCP error, two calls in one step before the text, cache writes and cost |
+//! | e-many-tools | glob, grep, webfetch, task (subagent), invalid, write over an existing file (no diff), read with an offset, non-string output |
+//! | e-pending-running-states | one call over pending → running → completed lines is announced once |
+//! | e-bad-lines | `null`, non-objects, invalid JSON, unknown types, missing parts and call ids, odd timestamps, null tokens |
 
 use std::borrow::Cow;
 use std::collections::HashSet;
@@ -114,6 +132,10 @@ impl HarnessDecoder for OpencodeDecoder {
             Err(outcome) => return outcome,
         };
         ctx.see_session(l.session_id.as_deref());
+        if l.kind.as_deref() == Some("step_start") {
+            // Nothing to say: skip building an envelope (half of all opencode lines).
+            return LineOutcome::Decoded;
+        }
         let mut env = Envelope {
             timestamp: l.timestamp.and_then(timestamp),
             message_id: l
@@ -125,7 +147,6 @@ impl HarnessDecoder for OpencodeDecoder {
             ..Envelope::default()
         };
         match l.kind.as_deref() {
-            Some("step_start") => LineOutcome::Decoded,
             Some(kind @ ("text" | "reasoning")) => {
                 let Some(part) = l.part else { return LineOutcome::UnexpectedShape };
                 if let Some(text) = part.text.filter(|t| !t.is_empty()) {
