@@ -265,14 +265,15 @@ impl HarnessDecoder for CodexDecoder {
             }
             Some("turn.failed") => {
                 let error = l.error.filter(|e| !e.is_null());
-                let message = error
-                    .as_ref()
-                    .and_then(|e| e.get("message"))
-                    .and_then(Value::as_str)
-                    .filter(|m| !m.is_empty())
-                    .map(str::to_string)
-                    .or_else(|| error.as_ref().map(Value::to_string))
-                    .unwrap_or_else(|| line.trim().to_string());
+                let message = match &error {
+                    Some(Value::String(m)) => Some(m.as_str()),
+                    Some(e) => e.get("message").and_then(Value::as_str),
+                    None => None,
+                }
+                .filter(|m| !m.is_empty())
+                .map(str::to_string)
+                .or_else(|| error.as_ref().map(Value::to_string))
+                .unwrap_or_else(|| line.trim().to_string());
                 env.emit(ctx, SessionUpdate::error(message, true), out);
                 LineOutcome::Decoded
             }
@@ -748,10 +749,12 @@ mod tests {
 
     #[test]
     fn malformed_errors_still_carry_a_message() {
-        let evs = run(
+        let evs = run(concat!(
             "{\"type\":\"error\"}\n{\"type\":\"turn.failed\"}\n{\"type\":\"turn.failed\",\"error\":{\"code\":1}}\n",
-        );
-        assert_eq!(evs.len(), 3);
+            "{\"type\":\"turn.failed\",\"error\":\"plain words\"}\n"
+        ));
+        assert_eq!(evs.len(), 4);
+        assert_eq!(evs[3]["update"]["message"], "plain words");
         assert_eq!(evs[0]["update"]["message"], "{\"type\":\"error\"}");
         assert_eq!(evs[1]["update"]["fatal"], true);
         assert_eq!(evs[2]["update"]["message"], "{\"code\":1}");
