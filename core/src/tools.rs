@@ -9,7 +9,7 @@
 //! | fetch | WebFetch, WebSearch | web_search | google_web_search, web_search, brave_web_search, web_fetch | WebFetch, WebSearch, web_fetch, web_search, brave_web_search | WebSearch, SearchWeb, FetchURL | webfetch, websearch | fetchurl, webfetch, websearch |
 //! | think | Task, Agent | – | delegate_to_agent, invoke_agent | Task, task, agent | Agent, AgentSwarm, Task, Think, CreateSubagent | task, batch | task |
 //! | switch_mode | ExitPlanMode, EnterPlanMode | – | enter_plan_mode, exit_plan_mode | ExitPlanMode, exit_plan_mode | ExitPlanMode, EnterPlanMode | plan_enter, plan_exit | exitplanmode, exitspecmode |
-//! | other | MCP tools (`mcp__*`), todo tools, anything else | mcp_tool_call | MCP tools, write_todos, save_memory, anything else | MCP tools, todo_write, TodoWrite, anything else | TodoList, SetTodoList, anything else | todowrite, todoread, skill, anything else | todowrite, skill, MCP tools, anything else |
+//! | other | MCP tools (`mcp__*`), todo tools, anything else | mcp_tool_call (toolName `mcp__<server>__<tool>`, or codex's own list_mcp_resources, list_mcp_resource_templates, read_mcp_resource) | MCP tools (`mcp_<server>_<tool>`), write_todos, save_memory, update_topic, activate_skill, anything else | MCP tools, todo_write, TodoWrite, anything else | TodoList, SetTodoList, anything else | MCP tools (`<server>_<tool>`), todowrite, todoread, skill, question, invalid, anything else | todowrite, skill, MCP tools, anything else |
 //!
 //! Matching: claude, gemini, qwen and kimi names are matched exactly (so `bash` in claude is
 //! `other`); opencode names are lowercased first; droid names are lowercased with `-`, `_` and
