@@ -34,7 +34,8 @@
 //! any ≥ 3-char value under a password-named key, placeholders included.
 //! Known misses: upper-case prefixes (`SK-…`); secrets under names not listed (`DB_URL` with a
 //! password inside the URL, `auth=`); short or single-class values under `key`/`token`
-//! names (`token=abcdefghijklmnopqrst`); bare long hex/base64 without a key name (deliberately:
+//! names (`token=abcdefghijklmnopqrst`); a value over 1 KiB under a secret-named key (not
+//! judged, which keeps scanning linear); bare long hex/base64 without a key name (deliberately:
 //! git SHAs and ids look the same); a secret split across two strings; tool RESULTS (only
 //! inputs are masked) and the raw `stdout` line the tool input was decoded from.
 
