@@ -14,7 +14,7 @@
 //!   terminal item, bounded coalescing buffer, stall detection, one cancellation path, the
 //!   envelope wire form and its version-tolerant decoder.
 //! * [`usage`] — per-run token/cost totals from `usage` updates.
-//! * [`redact`] — masking secret shapes in tool-call inputs.
+//! * [`redact`](mod@redact) — masking secret shapes in tool-call inputs.
 //!
 //! Nothing in the default features does IO: bytes in, events out. The tokio process runner is
 //! behind the `runner` feature.

@@ -34,7 +34,8 @@
 //! any ≥ 3-char value under a password-named key, placeholders included.
 //! Known misses: upper-case prefixes (`SK-…`); secrets under names not listed (`DB_URL` with a
 //! password inside the URL, `auth=`); short or single-class values under `key`/`token`
-//! names (`token=abcdefghijklmnopqrst`); bare long hex/base64 without a key name (deliberately:
+//! names (`token=abcdefghijklmnopqrst`); a value over 1 KiB under a secret-named key (not
+//! judged, which keeps scanning linear); bare long hex/base64 without a key name (deliberately:
 //! git SHAs and ids look the same); a secret split across two strings; tool RESULTS (only
 //! inputs are masked) and the raw `stdout` line the tool input was decoded from.
 
@@ -403,34 +404,84 @@ fn is_value_end(c: u8) -> bool {
     c.is_ascii_whitespace() || matches!(c, b'&' | b';' | b',' | b'"' | b'\'' | b')' | b']' | b'}' | b'>' | b'<' | b'\\')
 }
 
+/// Values longer than this are not judged (credentials are far shorter; PEM blocks have their
+/// own scanner). It also keeps the scan linear on hostile input such as `password:"` repeated
+/// without closing quotes.
+const MAX_VALUE: usize = 1024;
+
 /// The value starting at `v` (after the separator and any blanks): `(start, end)`, inside
-/// the quotes when quoted (`"…"`, `'…'`, or JSON-escaped `\"…\"`).
-fn value_at(b: &[u8], v: usize) -> Option<(usize, usize)> {
+/// the quotes when quoted (`"…"`, `'…'`, or JSON-escaped `\"…\"`). `None` when it does not
+/// end within [`MAX_VALUE`] bytes.
+fn value_at(b: &[u8], v: usize, frontier: &mut Frontier) -> Option<(usize, usize)> {
     let c = *b.get(v)?;
+    let window = |start: usize| &b[start.min(b.len())..(start + MAX_VALUE + 1).min(b.len())];
+    let at_end = |start: usize, len: usize| start + len == b.len();
     if c == b'\\' && matches!(b.get(v + 1), Some(b'"' | b'\'')) {
         let q = b[v + 1];
         let start = v + 2;
-        let end = (start..b.len()).find(|&k| b[k] == b'\\' && b.get(k + 1) == Some(&q)).unwrap_or(b.len());
-        return Some((start, end));
+        let w = window(start);
+        return match w.windows(2).position(|p| p[0] == b'\\' && p[1] == q) {
+            Some(len) => Some((start, start + len)),
+            None if at_end(start, w.len()) => Some((start, b.len())),
+            None => None,
+        };
     }
     if c == b'"' || c == b'\'' {
         let start = v + 1;
-        let mut k = start;
-        while k < b.len() && b[k] != c {
-            k += if b[k] == b'\\' { 2 } else { 1 };
+        let w = window(start);
+        let mut k = 0;
+        while k < w.len() && w[k] != c {
+            k += if w[k] == b'\\' { 2 } else { 1 };
         }
-        return Some((start, k.min(b.len())));
+        return if k < w.len() {
+            Some((start, start + k))
+        } else if at_end(start, w.len()) {
+            Some((start, b.len()))
+        } else {
+            None
+        };
     }
-    let len = b[v..].iter().take_while(|&&c| !is_value_end(c)).count();
-    Some((v, v + len))
+    let end = frontier.end_of_run(b, v);
+    (end - v <= MAX_VALUE).then_some((v, end))
 }
 
-fn push_if_secret(b: &[u8], key: &[u8], v: usize, spans: &mut Vec<(usize, usize)>) {
+/// The end of unquoted runs (bytes up to the next [`is_value_end`] byte), remembered so that
+/// overlapping scans (`key=key=key=…`) never rescan: the frontier only moves forward, which
+/// keeps all unquoted scans of one text linear in total.
+#[derive(Default)]
+struct Frontier {
+    /// Bytes `from..to` are known to be inside one run.
+    from: usize,
+    to: usize,
+    /// Where that run ends, once found.
+    end: Option<usize>,
+}
+
+impl Frontier {
+    fn end_of_run(&mut self, b: &[u8], v: usize) -> usize {
+        if !(self.from <= v && v <= self.to) {
+            *self = Frontier { from: v, to: v, end: None };
+        }
+        if let Some(end) = self.end {
+            return end;
+        }
+        let limit = (v + MAX_VALUE + 1).min(b.len());
+        while self.to < limit && !is_value_end(b[self.to]) {
+            self.to += 1;
+        }
+        if self.to < b.len() && is_value_end(b[self.to]) || self.to == b.len() {
+            self.end = Some(self.to);
+        }
+        self.to
+    }
+}
+
+fn push_if_secret(b: &[u8], key: &[u8], v: usize, frontier: &mut Frontier, spans: &mut Vec<(usize, usize)>) {
     let Some(class) = key_class(key) else { return };
     if b[v.min(b.len())..].starts_with(REDACTED.as_bytes()) {
         return; // already masked: stay idempotent
     }
-    if let Some((start, end)) = value_at(b, v) {
+    if let Some((start, end)) = value_at(b, v, frontier) {
         if start < end && value_is_secret(class, &b[start..end]) {
             spans.push((start, end));
         }
@@ -443,6 +494,7 @@ fn is_key_name_char(c: u8) -> bool {
 
 /// `key=value`, `key: value`, `"key": "value"`, `'key': 'value'`, `--key=value`.
 fn scan_key_values(b: &[u8], spans: &mut Vec<(usize, usize)>) {
+    let mut frontier = Frontier::default();
     for j in memchr::memchr2_iter(b'=', b':', b) {
         // The key: blanks, then an optional (escaped) closing quote, then name chars.
         let mut e = j;
@@ -461,12 +513,13 @@ fn scan_key_values(b: &[u8], spans: &mut Vec<(usize, usize)>) {
         }
         let key = b[s..e].strip_prefix(b"--").unwrap_or(&b[s..e]);
         let v = j + 1 + run_len(b, j + 1, |c| c == b' ' || c == b'\t');
-        push_if_secret(b, key, v, spans);
+        push_if_secret(b, key, v, &mut frontier, spans);
     }
 }
 
 /// `--key value` (a space-separated command-line flag).
 fn scan_flags(b: &[u8], spans: &mut Vec<(usize, usize)>) {
+    let mut frontier = Frontier::default();
     for i in memchr::memmem::find_iter(b, b"--") {
         if i > 0 && !(b[i - 1].is_ascii_whitespace() || matches!(b[i - 1], b'"' | b'\'')) {
             continue;
@@ -479,7 +532,7 @@ fn scan_flags(b: &[u8], spans: &mut Vec<(usize, usize)>) {
         }
         let v = after + run_len(b, after, |c| c == b' ');
         if b.get(v).is_some_and(|&c| c != b'-') {
-            push_if_secret(b, &b[k..after], v, spans);
+            push_if_secret(b, &b[k..after], v, &mut frontier, spans);
         }
     }
 }
@@ -586,6 +639,19 @@ mod tests {
             let once = r(s);
             assert_eq!(r(&once), once);
         }
+    }
+
+    #[test]
+    fn hostile_input_stays_linear() {
+        for unit in ["password:\"", "key=key=", "password=\\\"", "--token ", "Bearer x"] {
+            let s = unit.repeat(200_000);
+            let t = std::time::Instant::now();
+            let _ = redact(&s);
+            assert!(t.elapsed() < std::time::Duration::from_secs(5), "{unit}: {:?}", t.elapsed());
+        }
+        let long = format!("password=\"{}\"", "x".repeat(MAX_VALUE + 10));
+        assert_eq!(r(&long), long, "over-long values are not judged");
+        assert_eq!(r("password=hunter2"), "password=[redacted]", "a value ending at the end of the text");
     }
 
     #[test]

@@ -640,3 +640,12 @@ fn shared_budget_sizes_every_run() {
     assert_eq!(s.backpressure().byte_budget, 335_544);
     assert_eq!(Backpressure::shared(1, 0), Err(StreamError::NoStreams));
 }
+
+#[test]
+fn the_stream_and_its_token_cross_threads() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<RunStream>();
+    send_sync::<CancellationToken>();
+    send_sync::<Envelope>();
+    send_sync::<SharedBudget>();
+}

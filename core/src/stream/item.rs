@@ -8,6 +8,9 @@ use crate::event::OutputEvent;
 use crate::lifecycle::LifecycleEvent;
 
 /// One item of a run's stream, on one of the four channels (decisions.md §1).
+// Not boxed: content items are the common case, so a box would add one allocation per item
+// to save space only on raw lines; a buffer holds few items (merging keeps it short).
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum StreamItem {
     /// A parsed ACP-style event (the `content` channel).

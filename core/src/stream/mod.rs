@@ -37,8 +37,9 @@
 //!
 //! **A reader that stops reading stops the run.** The stall clock runs only while something
 //! is unread: age = now − max(last read, when the buffer last went from empty to non-empty).
-//! Past `stall_seconds` ([`RunStream::check_stall`], from a timer and at each post) the run is
-//! cancelled with [`CancelReason::Stalled`], once. A quiet run is not a stalled one; a reader
+//! Past `stall_seconds` ([`RunStream::check_stall`], from a timer — [`RunStream::stall_deadline`]
+//! says when — and at each post that appends an item) the run is cancelled with
+//! [`CancelReason::Stalled`], once. A quiet run is not a stalled one; a reader
 //! blocked on an empty buffer is not stalled.
 //!
 //! **One cancellation path.** A caller's stop, a reader leaving, a stall and a timeout all
