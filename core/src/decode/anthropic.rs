@@ -28,7 +28,8 @@
 //! carry is emitted (a block that does not continue the streamed text is emitted whole). Tool
 //! calls are taken from the complete lines only (their `input` is authoritative), so
 //! `input_json_delta`s are ignored. Deltas carry the `messageId` and `model` of the scope's
-//! `message_start`. `message_delta` usage (the message's final output count) is emitted as one
+//! `message_start` (qwen: the model of the scope's last complete line when its turn's
+//! `message_start` is behind it). `message_delta` usage (the message's final output count) is emitted as one
 //! more `usage{scope:"call"}` for that message, merged over its `message_start` usage, so
 //! "last call usage per messageId" is the final one. Buffers are dropped at `message_start`,
 //! `user` and `result` lines (text of an abandoned stream attempt never swallows later text).
@@ -633,15 +634,18 @@ pub(crate) fn counter(usage: &JsonObject, key: &str) -> Option<u64> {
 }
 
 /// Build a [`TokenUsage`]: `prompt_keys` are summed into `promptTokens` (absent when none is
-/// printed), `output_tokens` → `completionTokens`, `cache_read_input_tokens` → `cachedTokens`,
-/// every key but those three and `input_tokens` into `extra` verbatim.
+/// printed), `output_tokens` → `completionTokens`, `cache_read_input_tokens` → `cachedTokens`;
+/// every other key (and any of those whose value is not a count) into `extra` verbatim.
 pub(crate) fn token_usage(mut usage: JsonObject, prompt_keys: &[&str]) -> TokenUsage {
     let printed: Vec<u64> = prompt_keys.iter().filter_map(|k| counter(&usage, k)).collect();
     let prompt_tokens = (!printed.is_empty()).then(|| printed.iter().sum());
     let completion_tokens = counter(&usage, "output_tokens");
     let cached_tokens = counter(&usage, "cache_read_input_tokens");
+    // Counters that were read move to the named fields; anything else (or an odd value) stays.
     for key in ["input_tokens", "output_tokens", "cache_read_input_tokens"] {
-        usage.remove(key);
+        if counter(&usage, key).is_some() && (key != "input_tokens" || prompt_keys.contains(&key)) {
+            usage.remove(key);
+        }
     }
     TokenUsage { prompt_tokens, completion_tokens, cached_tokens, cost_usd: None, extra: non_empty(usage) }
 }
@@ -735,6 +739,17 @@ impl Streams {
         }
     }
 
+    /// A complete line finalized the scope's message (qwen): later deltas belong to a message
+    /// whose id is not known yet; the model (configuration-wide in qwen) carries over.
+    pub fn line_ended_message(&mut self, parent: Option<&str>, model: Option<&str>) {
+        let scope = self.scope(parent);
+        scope.message_id = None;
+        scope.start_usage = None;
+        if let Some(m) = model {
+            scope.model = Some(m.to_string());
+        }
+    }
+
     /// Forget everything (end of a run).
     pub fn clear(&mut self) {
         self.scopes.clear();
@@ -782,7 +797,9 @@ impl ToolResult {
 /// What differs between the harnesses speaking this protocol.
 pub(crate) trait Dialect: Send {
     /// Each `assistant` line finalizes its message (qwen): a streamed message id is not carried
-    /// past one. Claude prints one line per content block of a continuing message.
+    /// past one, while the line's model is kept for the scope's later deltas (qwen's
+    /// `message_start` comes once per turn, and never for a subagent). Claude prints one line per
+    /// content block of a continuing message.
     const LINE_ENDS_MESSAGE: bool;
 
     /// One LLM call's usage, with this harness's arithmetic.
@@ -888,7 +905,7 @@ impl<D: Dialect> Protocol<D> {
             env.emit(ctx, SessionUpdate::Usage { scope: UsageScope::Call, usage }, out);
         }
         if D::LINE_ENDS_MESSAGE {
-            self.streams.end_message(parent);
+            self.streams.line_ended_message(parent, msg.model.non_empty());
         }
         LineOutcome::Decoded
     }

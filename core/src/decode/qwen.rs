@@ -12,7 +12,7 @@
 //! | `assistant` text containing `[API Error: …]` (Qwen reports API failures only this way, exit code 0, possibly glued after partial text: `Partial[API Error: …]`) | the text before the marker → `agent_message_chunk`; from the marker to the end → `error{fatal:true}` (it ends the turn). The same split applies to streamed `text_delta`s |
 //! | `user` | string content or text blocks → `user_message_chunk` (the prompt echo; a subagent's prompt with `parentToolCallId`); `tool_result` → `tool_call_update` (Qwen prints no structured result, so no `rawOutput`; a shell that exits non-zero is `is_error:false` and stays `completed`, as Qwen reports it) |
 //! | `result` | `usage{scope:"run"}` from `result.usage` (`extra.stats` when printed); `is_error:true` → `error{fatal:true}` with `error.message`; non-empty `permission_denials` in `extra` |
-//! | `stream_event` | deltas streamed at once, complete lines reconciled (common docs); Qwen's `message_start` comes once per turn, so its id is stamped on deltas only until the turn's first complete line |
+//! | `stream_event` | deltas streamed at once, complete lines reconciled (common docs); Qwen's `message_start` comes once per turn (never for a subagent), so its id is stamped on deltas only until the turn's first complete line; the model carries over from the scope's last line |
 //!
 //! Usage: Qwen's `input_tokens` already includes the cache reads (`total_tokens` = input +
 //! output), so `promptTokens` = `input_tokens`, `cachedTokens` = `cache_read_input_tokens`,
@@ -23,7 +23,7 @@
 //!
 //! | tool | title | content | locations |
 //! |---|---|---|---|
-//! | read_file, Read | `Read <file_path>` + ` (A - B)` / ` (from line N)` | – | `{path, line: offset}` |
+//! | read_file, Read | `Read <file_path>` + ` (A - B)` / ` (from line N)` | – | `{path, line: offset + 1}` (qwen's offset is 0-based) |
 //! | write_file, Write | `Write <file_path>` | diff `null` → `content` | `{path}` |
 //! | edit, replace, edit_file, Edit | `Edit <file_path>` | diff `old_string` → `new_string` | `{path}` |
 //! | run_shell_command, shell, Bash | the command in backticks (`tools::command_title`), else `Run command` | `description` | – |
@@ -146,9 +146,10 @@ fn tool_call(call: ToolUse<'_>) -> ToolCall {
     let path = call.first_str(&["file_path", "absolute_path", "path"]);
     let title = match name {
         "read_file" | "Read" => {
+            // Qwen's `offset` is 0-based; a location's line is 1-based.
             let offset = call.uint("offset");
             if let Some(p) = path {
-                locations.push(ToolCallLocation { path: p.to_string(), line: offset });
+                locations.push(ToolCallLocation { path: p.to_string(), line: offset.map(|o| o + 1) });
             }
             read_title(path, offset, call.uint("limit"), "file")
         }
