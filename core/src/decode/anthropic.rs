@@ -205,7 +205,8 @@ impl<'de: 'a, 'a> Deserialize<'de> for Content<'a> {
             }
             accept_other_values!(Content::None);
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                let mut blocks = Vec::new();
+                // Most messages hold one block: start small (a block is a few hundred bytes).
+                let mut blocks = Vec::with_capacity(1);
                 while let Some(item) = seq.next_element::<Obj<Block<'a>>>()? {
                     if let Some(block) = item.0 {
                         blocks.push(block);
@@ -238,9 +239,9 @@ pub(crate) struct Line<'a> {
     #[serde(default, borrow)]
     pub message: Obj<Message<'a>>,
     #[serde(default, borrow)]
-    pub event: Obj<StreamEvent<'a>>,
-    #[serde(default, borrow)]
-    pub tool_use_result: Option<&'a RawValue>,
+    pub event: Obj<Box<StreamEvent<'a>>>,
+    #[serde(default)]
+    pub tool_use_result: Option<Value>,
     #[serde(default, borrow)]
     pub error: Option<&'a RawValue>,
     #[serde(default, borrow)]
@@ -249,10 +250,10 @@ pub(crate) struct Line<'a> {
     pub result: Option<&'a RawValue>,
     #[serde(default, borrow)]
     pub errors: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    pub usage: Option<&'a RawValue>,
-    #[serde(default, borrow, rename = "modelUsage")]
-    pub model_usage: Option<&'a RawValue>,
+    #[serde(default)]
+    pub usage: Obj<Usage>,
+    #[serde(default, rename = "modelUsage")]
+    pub model_usage: Obj<JsonObject>,
     #[serde(default, borrow)]
     pub total_cost_usd: Option<&'a RawValue>,
     #[serde(default, borrow)]
@@ -298,8 +299,8 @@ pub(crate) struct Message<'a> {
     pub content: Content<'a>,
     #[serde(default, borrow)]
     pub stop_reason: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    pub usage: Option<&'a RawValue>,
+    #[serde(default)]
+    pub usage: Obj<Usage>,
 }
 
 /// A content block of any kind (text, thinking, image, tool_use, tool_result, …).
@@ -315,8 +316,8 @@ pub(crate) struct Block<'a> {
     pub id: Str<'a>,
     #[serde(default, borrow)]
     pub name: Str<'a>,
-    #[serde(default, borrow)]
-    pub input: Option<&'a RawValue>,
+    #[serde(default)]
+    pub input: Option<Value>,
     #[serde(default, borrow)]
     pub tool_use_id: Str<'a>,
     #[serde(default, borrow)]
@@ -324,7 +325,7 @@ pub(crate) struct Block<'a> {
     #[serde(default, borrow)]
     pub is_error: Option<&'a RawValue>,
     #[serde(default, borrow)]
-    pub source: Obj<Source<'a>>,
+    pub source: Obj<Box<Source<'a>>>,
     #[serde(default, borrow)]
     pub data: Str<'a>,
     #[serde(default, borrow, rename = "mimeType")]
@@ -355,8 +356,8 @@ pub(crate) struct StreamEvent<'a> {
     pub content_block: Obj<Block<'a>>,
     #[serde(default, borrow)]
     pub delta: Obj<Delta<'a>>,
-    #[serde(default, borrow)]
-    pub usage: Option<&'a RawValue>,
+    #[serde(default)]
+    pub usage: Obj<Usage>,
 }
 
 /// A `content_block_delta` / `message_delta` delta.
@@ -372,6 +373,77 @@ pub(crate) struct Delta<'a> {
     pub stop_reason: Option<&'a RawValue>,
 }
 
+/// A `usage` object: the counters the dialects read, and every other key verbatim in `rest`
+/// (`cache_creation_input_tokens` is both read and kept, as the seed's `extra` shows it).
+#[derive(Debug, Default, Clone, PartialEq)]
+pub(crate) struct Usage {
+    /// `input_tokens`.
+    pub input: Option<u64>,
+    /// `output_tokens`.
+    pub output: Option<u64>,
+    /// `cache_read_input_tokens`.
+    pub cache_read: Option<u64>,
+    /// `cache_creation_input_tokens`.
+    pub cache_creation: Option<u64>,
+    /// Every other counter (and any of the above whose value is not a count).
+    pub rest: JsonObject,
+}
+
+impl Usage {
+    /// Overlay a later report of the same message (`message_delta` over `message_start`).
+    pub fn merge(&mut self, later: Usage) {
+        self.input = later.input.or(self.input);
+        self.output = later.output.or(self.output);
+        self.cache_read = later.cache_read.or(self.cache_read);
+        self.cache_creation = later.cache_creation.or(self.cache_creation);
+        self.rest.extend(later.rest);
+    }
+}
+
+impl<'de> Deserialize<'de> for Usage {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Usage;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a usage object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Usage, A::Error> {
+                let mut u = Usage::default();
+                while let Some(key) = map.next_key::<Str<'de>>()? {
+                    let Some(key) = key.0 else {
+                        map.next_value::<IgnoredAny>()?;
+                        continue;
+                    };
+                    let value: Value = map.next_value()?;
+                    let slot = match key.as_ref() {
+                        "input_tokens" => &mut u.input,
+                        "output_tokens" => &mut u.output,
+                        "cache_read_input_tokens" => &mut u.cache_read,
+                        "cache_creation_input_tokens" => {
+                            u.cache_creation = value.as_u64();
+                            u.rest.insert(key.into_owned(), value);
+                            continue;
+                        }
+                        _ => {
+                            u.rest.insert(key.into_owned(), value);
+                            continue;
+                        }
+                    };
+                    match value.as_u64() {
+                        Some(n) => *slot = Some(n),
+                        None => {
+                            u.rest.insert(key.into_owned(), value);
+                        }
+                    }
+                }
+                Ok(u)
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
 /// True when the raw value is JSON `true`.
 pub(crate) fn is_true(raw: Option<&RawValue>) -> bool {
     raw.is_some_and(|r| r.get() == "true")
@@ -380,11 +452,6 @@ pub(crate) fn is_true(raw: Option<&RawValue>) -> bool {
 /// A raw value as a [`Value`], `None` when absent or `null`.
 pub(crate) fn value(raw: Option<&RawValue>) -> Option<Value> {
     raw.filter(|r| r.get() != "null").and_then(|r| serde_json::from_str(r.get()).ok())
-}
-
-/// A raw value as a JSON object, `None` for any other shape.
-pub(crate) fn object(raw: Option<&RawValue>) -> Option<JsonObject> {
-    raw.and_then(|r| serde_json::from_str::<JsonObject>(r.get()).ok())
 }
 
 /// Insert `raw` into `extra` under `key` unless it is absent or `null`.
@@ -427,17 +494,17 @@ pub(crate) fn image(block: &Block<'_>) -> Option<ImageContent> {
 /// Tool-result content exactly as the harness sent it: a string is one text block; a list keeps
 /// its text and image blocks in order (other block kinds carry nothing a person reads).
 /// `None` when there is nothing to show.
-pub(crate) fn result_content(content: &Content<'_>) -> Option<Vec<ToolCallContent>> {
+pub(crate) fn result_content(content: Content<'_>) -> Option<Vec<ToolCallContent>> {
     let items: Vec<ToolCallContent> = match content {
         Content::None => return None,
         Content::Text(t) if t.is_empty() => return None,
-        Content::Text(t) => vec![ToolCallContent::text(t.as_ref())],
+        Content::Text(t) => vec![ToolCallContent::text(t.into_owned())],
         Content::Blocks(blocks) => blocks
-            .iter()
-            .filter_map(|b| match b.kind.get() {
-                Some("text") => b.text.non_empty().map(ToolCallContent::text),
-                Some("image") => {
-                    image(b).map(|img| ToolCallContent::Content { content: ContentBlock::Image(img) })
+            .into_iter()
+            .filter_map(|b| match BlockKind::of(&b) {
+                BlockKind::Text => b.text.0.filter(|t| !t.is_empty()).map(|t| ToolCallContent::text(t.into_owned())),
+                BlockKind::Image => {
+                    image(&b).map(|img| ToolCallContent::Content { content: ContentBlock::Image(img) })
                 }
                 _ => None,
             })
@@ -452,6 +519,31 @@ pub(crate) fn joined_text(content: &Content<'_>) -> String {
         Content::None => String::new(),
         Content::Text(t) => t.to_string(),
         Content::Blocks(blocks) => blocks.iter().filter_map(|b| b.text.get()).collect::<Vec<_>>().join("\n"),
+    }
+}
+
+/// What a content block is, for dispatch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BlockKind {
+    Text,
+    Thinking,
+    Image,
+    Call,
+    Result,
+    Other,
+}
+
+impl BlockKind {
+    /// The kind of `block` by its `type`.
+    pub fn of(block: &Block<'_>) -> BlockKind {
+        match block.kind.get().unwrap_or_default() {
+            "text" => BlockKind::Text,
+            "thinking" => BlockKind::Thinking,
+            "image" => BlockKind::Image,
+            k if CALL_KINDS.contains(&k) => BlockKind::Call,
+            k if RESULT_KINDS.contains(&k) => BlockKind::Result,
+            _ => BlockKind::Other,
+        }
     }
 }
 
@@ -628,26 +720,37 @@ pub(crate) fn plan_from_todos(call: &ToolUse<'_>) -> Option<Vec<PlanEntry>> {
 // Usage helpers
 // ------------------------------------------------------------------------------------------
 
-/// A counter of a usage object (a non-negative integer).
-pub(crate) fn counter(usage: &JsonObject, key: &str) -> Option<u64> {
-    usage.get(key).and_then(Value::as_u64)
+/// A counter of a JSON object (a non-negative integer).
+pub(crate) fn counter(obj: &JsonObject, key: &str) -> Option<u64> {
+    obj.get(key).and_then(Value::as_u64)
 }
 
-/// Build a [`TokenUsage`]: `prompt_keys` are summed into `promptTokens` (absent when none is
-/// printed), `output_tokens` → `completionTokens`, `cache_read_input_tokens` → `cachedTokens`;
-/// every other key (and any of those whose value is not a count) into `extra` verbatim.
-pub(crate) fn token_usage(mut usage: JsonObject, prompt_keys: &[&str]) -> TokenUsage {
-    let printed: Vec<u64> = prompt_keys.iter().filter_map(|k| counter(&usage, k)).collect();
-    let prompt_tokens = (!printed.is_empty()).then(|| printed.iter().sum());
-    let completion_tokens = counter(&usage, "output_tokens");
-    let cached_tokens = counter(&usage, "cache_read_input_tokens");
-    // Counters that were read move to the named fields; anything else (or an odd value) stays.
-    for key in ["input_tokens", "output_tokens", "cache_read_input_tokens"] {
-        if counter(&usage, key).is_some() && (key != "input_tokens" || prompt_keys.contains(&key)) {
-            usage.remove(key);
-        }
+/// Which printed counters make up `promptTokens`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Prompt {
+    /// `input_tokens` excludes the cache shares: add `cache_read_input_tokens` and
+    /// `cache_creation_input_tokens` (claude).
+    PlusCache,
+    /// `input_tokens` already includes the cache reads (qwen).
+    InputOnly,
+}
+
+/// Build a [`TokenUsage`]: the `prompt` counters summed into `promptTokens` (absent when none
+/// is printed), `output_tokens` → `completionTokens`, `cache_read_input_tokens` →
+/// `cachedTokens`; every other key into `extra` verbatim.
+pub(crate) fn token_usage(u: Usage, prompt: Prompt) -> TokenUsage {
+    let parts = match prompt {
+        Prompt::PlusCache => [u.input, u.cache_read, u.cache_creation],
+        Prompt::InputOnly => [u.input, None, None],
+    };
+    let prompt_tokens = parts.iter().flatten().copied().reduce(|a, b| a + b);
+    TokenUsage {
+        prompt_tokens,
+        completion_tokens: u.output,
+        cached_tokens: u.cache_read,
+        cost_usd: None,
+        extra: non_empty(u.rest),
     }
-    TokenUsage { prompt_tokens, completion_tokens, cached_tokens, cost_usd: None, extra: non_empty(usage) }
 }
 
 // ------------------------------------------------------------------------------------------
@@ -669,7 +772,7 @@ struct Scope {
     thought: String,
     message_id: Option<String>,
     model: Option<String>,
-    start_usage: Option<JsonObject>,
+    start_usage: Option<Usage>,
 }
 
 impl Scope {
@@ -703,22 +806,24 @@ impl Streams {
         self.scopes.iter_mut().find(|s| s.parent.as_deref() == parent)
     }
 
-    /// What of a complete block's `full` text still has to be emitted: the streamed prefix is
-    /// consumed; text that does not continue the stream is returned whole.
-    pub fn reconcile<'t>(&mut self, parent: Option<&str>, piece: Piece, full: &'t str) -> &'t str {
-        let Some(scope) = self.existing(parent) else { return full };
+    /// Where the part of a complete block's `full` text that still has to be emitted starts:
+    /// the streamed prefix is consumed; text that does not continue the stream is emitted whole
+    /// (0); `full.len()` when the stream carried all of it.
+    pub fn reconcile(&mut self, parent: Option<&str>, piece: Piece, full: &str) -> usize {
+        let Some(scope) = self.existing(parent) else { return 0 };
         let buf = scope.buffer(piece);
         if buf.is_empty() {
-            full
-        } else if let Some(rest) = full.strip_prefix(buf.as_str()) {
+            0
+        } else if full.starts_with(buf.as_str()) {
+            let at = buf.len();
             buf.clear();
-            rest
+            at
         } else if buf.starts_with(full) {
             buf.drain(..full.len());
-            ""
+            full.len()
         } else {
             buf.clear();
-            full
+            0
         }
     }
 
@@ -759,6 +864,9 @@ impl Streams {
 // ------------------------------------------------------------------------------------------
 // The dialect and the line driver
 // ------------------------------------------------------------------------------------------
+
+/// The updates decoded from one line, stamped with the line's envelope at the end.
+pub(crate) type Updates = Vec<SessionUpdate>;
 
 /// A finished tool result, before the dialect decides how to surface it.
 pub(crate) struct ToolResult {
@@ -803,13 +911,13 @@ pub(crate) trait Dialect: Send {
     const LINE_ENDS_MESSAGE: bool;
 
     /// One LLM call's usage, with this harness's arithmetic.
-    fn call_usage(&self, usage: JsonObject) -> TokenUsage;
+    fn call_usage(&self, usage: Usage) -> TokenUsage;
 
-    /// The run total of a `result` line.
-    fn run_usage(&self, line: &Line<'_>) -> Option<TokenUsage>;
+    /// The run total of a `result` line (its usage fields may be taken).
+    fn run_usage(&self, line: &mut Line<'_>) -> Option<TokenUsage>;
 
-    /// A `system` line other than `init`.
-    fn system(&mut self, _line: &Line<'_>, _ctx: &DecodeContext, _out: &mut Vec<OutputEvent>) {}
+    /// A `system` line other than `init`; `env` holds the line's timestamp and parent.
+    fn system(&mut self, _line: &Line<'_>, _env: &mut Envelope, _out: &mut Updates) {}
 
     /// True when an `assistant` line reports a harness failure instead of model output.
     fn is_failure(&self, _line: &Line<'_>, _message: &Message<'_>) -> bool {
@@ -817,17 +925,50 @@ pub(crate) trait Dialect: Send {
     }
 
     /// Assistant text to emit (after stream reconciliation).
-    fn text(&mut self, text: &str, env: &Envelope, ctx: &DecodeContext, out: &mut Vec<OutputEvent>) {
-        env.emit(ctx, SessionUpdate::message(text), out);
+    fn text(&mut self, text: String, out: &mut Updates) {
+        out.push(SessionUpdate::message(text));
     }
 
     /// A tool call block.
-    fn tool_use(&mut self, call: ToolUse<'_>, env: &Envelope, ctx: &DecodeContext, out: &mut Vec<OutputEvent>);
+    fn tool_use(&mut self, call: ToolUse<'_>, out: &mut Updates);
 
     /// A tool result block.
-    fn tool_result(&mut self, result: ToolResult, env: &Envelope, ctx: &DecodeContext, out: &mut Vec<OutputEvent>) {
-        env.emit(ctx, result.update(), out);
+    fn tool_result(&mut self, result: ToolResult, out: &mut Updates) {
+        out.push(result.update());
     }
+}
+
+/// Stamp a line's updates with its envelope (moved into the last event, cloned for the others).
+/// `updates` is drained, keeping its capacity for the next line.
+fn stamp(env: Envelope, ctx: &DecodeContext, updates: &mut Updates, out: &mut Vec<OutputEvent>) {
+    let mut updates = updates.drain(..).peekable();
+    while let Some(update) = updates.next() {
+        if updates.peek().is_some() {
+            out.push(env.event(ctx, update));
+        } else {
+            out.push(OutputEvent {
+                session_id: ctx.session_id.clone(),
+                update,
+                timestamp: env.timestamp,
+                model: env.model.or_else(|| ctx.init_model.clone()),
+                message_id: env.message_id,
+                parent_tool_call_id: env.parent_tool_call_id,
+                extra: env.extra,
+            });
+            break;
+        }
+    }
+}
+
+/// The line types of the protocol.
+#[derive(Clone, Copy)]
+enum LineKind {
+    System,
+    Assistant,
+    User,
+    Result,
+    StreamEvent,
+    Unknown,
 }
 
 /// The line driver shared by the claude and qwen decoders.
@@ -836,50 +977,66 @@ pub(crate) struct Protocol<D> {
     /// The harness specifics.
     pub dialect: D,
     streams: Streams,
+    /// The current line's updates (a reused buffer).
+    updates: Updates,
 }
 
 impl<D: Dialect> Protocol<D> {
     /// Decode one line.
     pub fn decode_line(&mut self, text: &str, ctx: &mut DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
-        let line: Line<'_> = match parse_line(text) {
+        let mut line: Line<'_> = match parse_line(text) {
             Ok(line) => line,
             Err(outcome) => return outcome,
         };
         ctx.see_session(line.session_id.get());
-        match line.kind.get() {
-            Some("system") => {
+        let kind = match line.kind.get() {
+            Some("system") => LineKind::System,
+            Some("assistant") => LineKind::Assistant,
+            Some("user") => LineKind::User,
+            Some("result") => LineKind::Result,
+            Some("stream_event") => LineKind::StreamEvent,
+            _ => LineKind::Unknown,
+        };
+        let mut updates = std::mem::take(&mut self.updates);
+        let mut env = Envelope {
+            timestamp: line.timestamp.owned(),
+            parent_tool_call_id: line.parent_tool_use_id.owned(),
+            ..Envelope::default()
+        };
+        let outcome = match kind {
+            LineKind::System => {
                 if line.subtype.get() != Some("init") {
-                    self.dialect.system(&line, ctx, out);
+                    self.dialect.system(&line, &mut env, &mut updates);
                 }
                 LineOutcome::Decoded
             }
-            Some("assistant") => self.assistant(&line, ctx, out),
-            Some("user") => self.user(&line, ctx, out),
-            Some("result") => self.result(&line, ctx, out),
-            Some("stream_event") => self.stream_event(&line, ctx, out),
-            _ => LineOutcome::UnknownType,
-        }
+            LineKind::Assistant => self.assistant(&mut line, &mut env, &mut updates),
+            LineKind::User => self.user(&mut line, &mut env, &mut updates),
+            LineKind::Result => self.result(&mut line, &mut env, &mut updates),
+            LineKind::StreamEvent => self.stream_event(&mut line, &mut env, &mut updates),
+            LineKind::Unknown => LineOutcome::UnknownType,
+        };
+        stamp(env, ctx, &mut updates, out);
+        self.updates = updates;
+        outcome
     }
 
-    fn assistant(&mut self, line: &Line<'_>, ctx: &DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
-        let Some(msg) = &line.message.0 else { return LineOutcome::UnexpectedShape };
+    fn assistant(&mut self, line: &mut Line<'_>, env: &mut Envelope, out: &mut Updates) -> LineOutcome {
+        let Some(msg) = line.message.0.take() else { return LineOutcome::UnexpectedShape };
+        let line = &*line;
         let parent = line.parent_tool_use_id.non_empty();
         let mut extra = JsonObject::new();
         put(&mut extra, "stop_reason", msg.stop_reason);
         put(&mut extra, "tool_use_meta", line.tool_use_meta);
         put(&mut extra, "subagent_type", line.subagent_type);
         put(&mut extra, "task_description", line.task_description);
-        let failure = self.dialect.is_failure(line, msg);
+        let failure = self.dialect.is_failure(line, &msg);
         if failure {
             put(&mut extra, "error", line.error);
         }
-        let env = Envelope {
-            timestamp: line.timestamp.owned(),
-            model: msg.model.owned(),
-            message_id: msg.id.owned(),
-            parent_tool_call_id: parent.map(str::to_string),
-            extra: non_empty(extra),
-        };
+        env.model = msg.model.owned();
+        env.message_id = msg.id.owned();
+        env.extra = non_empty(extra);
         if failure {
             // A harness-made message standing in for an API failure: an error, not model text,
             // and no LLM call to meter.
@@ -887,130 +1044,105 @@ impl<D: Dialect> Protocol<D> {
             if message.is_empty() {
                 message = value(line.error).map(|v| super::json::display_text(&v)).unwrap_or_default();
             }
-            env.emit(ctx, SessionUpdate::error(message, true), out);
+            out.push(SessionUpdate::error(message, true));
             self.streams.clear_text(parent);
             return LineOutcome::Decoded;
         }
-        match &msg.content {
-            Content::Text(t) => self.assistant_text(parent, Piece::Text, t, &env, ctx, out),
+        let Message { content, usage, .. } = msg;
+        match content {
+            Content::Text(t) => self.assistant_text(parent, Piece::Text, t, out),
             Content::Blocks(blocks) => {
                 for block in blocks {
-                    self.assistant_block(block, parent, &env, ctx, out);
+                    self.assistant_block(block, parent, out);
                 }
             }
             Content::None => {}
         }
-        if let Some(usage) = object(msg.usage) {
+        if let Some(usage) = usage.0 {
             let usage = self.dialect.call_usage(usage);
-            env.emit(ctx, SessionUpdate::Usage { scope: UsageScope::Call, usage }, out);
+            out.push(SessionUpdate::Usage { scope: UsageScope::Call, usage });
         }
         if D::LINE_ENDS_MESSAGE {
-            self.streams.line_ended_message(parent, msg.model.non_empty());
+            self.streams.line_ended_message(parent, env.model.as_deref());
         }
         LineOutcome::Decoded
     }
 
-    fn assistant_text(
-        &mut self,
-        parent: Option<&str>,
-        piece: Piece,
-        full: &str,
-        env: &Envelope,
-        ctx: &DecodeContext,
-        out: &mut Vec<OutputEvent>,
-    ) {
-        let rest = self.streams.reconcile(parent, piece, full);
-        if rest.is_empty() {
+    fn assistant_text(&mut self, parent: Option<&str>, piece: Piece, full: Cow<'_, str>, out: &mut Updates) {
+        let start = self.streams.reconcile(parent, piece, &full);
+        if start >= full.len() {
             return;
         }
+        let text = if start == 0 { full.into_owned() } else { full[start..].to_string() };
         match piece {
-            Piece::Text => self.dialect.text(rest, env, ctx, out),
-            Piece::Thought => env.emit(ctx, SessionUpdate::thought(rest), out),
+            Piece::Text => self.dialect.text(text, out),
+            Piece::Thought => out.push(SessionUpdate::thought(text)),
         }
     }
 
-    fn assistant_block(
-        &mut self,
-        block: &Block<'_>,
-        parent: Option<&str>,
-        env: &Envelope,
-        ctx: &DecodeContext,
-        out: &mut Vec<OutputEvent>,
-    ) {
-        let kind = block.kind.get().unwrap_or_default();
-        match kind {
-            "text" => {
-                if let Some(t) = block.text.get() {
-                    self.assistant_text(parent, Piece::Text, t, env, ctx, out);
+    fn assistant_block(&mut self, block: Block<'_>, parent: Option<&str>, out: &mut Updates) {
+        match BlockKind::of(&block) {
+            BlockKind::Text => {
+                if let Some(t) = block.text.0 {
+                    self.assistant_text(parent, Piece::Text, t, out);
                 }
             }
-            "thinking" => {
-                if let Some(t) = block.thinking.get() {
-                    self.assistant_text(parent, Piece::Thought, t, env, ctx, out);
+            BlockKind::Thinking => {
+                if let Some(t) = block.thinking.0 {
+                    self.assistant_text(parent, Piece::Thought, t, out);
                 }
             }
-            "image" => {
-                if let Some(img) = image(block) {
-                    env.emit(ctx, SessionUpdate::AgentMessageChunk { content: ContentBlock::Image(img) }, out);
+            BlockKind::Image => {
+                if let Some(img) = image(&block) {
+                    out.push(SessionUpdate::AgentMessageChunk { content: ContentBlock::Image(img) });
                 }
             }
-            k if CALL_KINDS.contains(&k) => {
-                let (Some(id), Some(name)) = (block.id.get(), block.name.get()) else { return };
-                let call = ToolUse { id, name, input: value(block.input) };
-                self.dialect.tool_use(call, env, ctx, out);
+            BlockKind::Call => {
+                let Block { id, name, input, .. } = block;
+                let (Some(id), Some(name)) = (id.get(), name.get()) else { return };
+                self.dialect.tool_use(ToolUse { id, name, input: input.filter(|v| !v.is_null()) }, out);
             }
-            k if RESULT_KINDS.contains(&k) => self.tool_result(block, None, env, ctx, out),
-            _ => {}
+            BlockKind::Result => self.tool_result(block, None, out),
+            BlockKind::Other => {}
         }
     }
 
-    fn tool_result(
-        &mut self,
-        block: &Block<'_>,
-        raw_output: Option<Value>,
-        env: &Envelope,
-        ctx: &DecodeContext,
-        out: &mut Vec<OutputEvent>,
-    ) {
-        let Some(id) = block.tool_use_id.get() else { return };
-        let status = if is_true(block.is_error) { ToolCallStatus::Failed } else { ToolCallStatus::Completed };
-        let result = ToolResult { id: id.to_string(), status, content: result_content(&block.content), raw_output };
-        self.dialect.tool_result(result, env, ctx, out);
+    fn tool_result(&mut self, block: Block<'_>, raw_output: Option<Value>, out: &mut Updates) {
+        let Block { tool_use_id, is_error, content, .. } = block;
+        let Some(id) = tool_use_id.0 else { return };
+        let status = if is_true(is_error) { ToolCallStatus::Failed } else { ToolCallStatus::Completed };
+        let result = ToolResult { id: id.into_owned(), status, content: result_content(content), raw_output };
+        self.dialect.tool_result(result, out);
     }
 
-    fn user(&mut self, line: &Line<'_>, ctx: &DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
-        let Some(msg) = &line.message.0 else { return LineOutcome::UnexpectedShape };
+    fn user(&mut self, line: &mut Line<'_>, env: &mut Envelope, out: &mut Updates) -> LineOutcome {
+        let Some(msg) = line.message.0.take() else { return LineOutcome::UnexpectedShape };
+        let raw_output = line.tool_use_result.take();
         let parent = line.parent_tool_use_id.non_empty();
         self.streams.clear_text(parent);
         let mut extra = JsonObject::new();
         put(&mut extra, "subagent_type", line.subagent_type);
         put(&mut extra, "task_description", line.task_description);
-        let env = Envelope {
-            timestamp: line.timestamp.owned(),
-            model: None,
-            message_id: None,
-            parent_tool_call_id: parent.map(str::to_string),
-            extra: non_empty(extra),
-        };
-        match &msg.content {
-            Content::Text(t) if !t.is_empty() => env.emit(ctx, SessionUpdate::user_message(t.as_ref()), out),
+        env.extra = non_empty(extra);
+        match msg.content {
+            Content::Text(t) if !t.is_empty() => out.push(SessionUpdate::user_message(t.into_owned())),
             Content::Blocks(blocks) => {
-                let results = blocks.iter().filter(|b| b.kind.get().is_some_and(|k| RESULT_KINDS.contains(&k))).count();
+                let results = blocks.iter().filter(|b| BlockKind::of(b) == BlockKind::Result).count();
                 // `tool_use_result` describes the line's one result; with several it is ambiguous.
-                let mut raw_output = if results == 1 { value(line.tool_use_result) } else { None };
+                let mut raw_output = raw_output.filter(|v| results == 1 && !v.is_null());
                 for block in blocks {
-                    match block.kind.get().unwrap_or_default() {
-                        "text" => {
-                            if let Some(t) = block.text.non_empty() {
-                                env.emit(ctx, SessionUpdate::user_message(t), out);
+                    match BlockKind::of(&block) {
+                        BlockKind::Text => {
+                            if let Some(t) = block.text.0.filter(|t| !t.is_empty()) {
+                                out.push(SessionUpdate::user_message(t.into_owned()));
                             }
                         }
-                        "image" => {
-                            if let Some(img) = image(block) {
-                                env.emit(ctx, SessionUpdate::UserMessageChunk { content: ContentBlock::Image(img) }, out);
+                        BlockKind::Image => {
+                            if let Some(img) = image(&block) {
+                                out.push(SessionUpdate::UserMessageChunk { content: ContentBlock::Image(img) });
                             }
                         }
-                        k if RESULT_KINDS.contains(&k) => self.tool_result(block, raw_output.take(), &env, ctx, out),
+                        BlockKind::Result => self.tool_result(block, raw_output.take(), out),
                         _ => {}
                     }
                 }
@@ -1020,7 +1152,7 @@ impl<D: Dialect> Protocol<D> {
         LineOutcome::Decoded
     }
 
-    fn result(&mut self, line: &Line<'_>, ctx: &DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
+    fn result(&mut self, line: &mut Line<'_>, env: &mut Envelope, out: &mut Updates) -> LineOutcome {
         self.streams.clear();
         let mut extra = JsonObject::new();
         if let Some(s) = line.subtype.get() {
@@ -1035,64 +1167,61 @@ impl<D: Dialect> Protocol<D> {
         if let Some(denials) = value(line.permission_denials).filter(|v| v.as_array().is_some_and(|a| !a.is_empty())) {
             extra.insert("permission_denials".into(), denials);
         }
-        let env = Envelope { extra: non_empty(extra), ..Envelope::default() };
+        env.extra = non_empty(extra);
         if is_true(line.is_error) {
-            env.emit(ctx, SessionUpdate::error(result_error(line), true), out);
+            out.push(SessionUpdate::error(result_error(line), true));
         }
         if let Some(usage) = self.dialect.run_usage(line) {
-            env.emit(ctx, SessionUpdate::Usage { scope: UsageScope::Run, usage }, out);
+            out.push(SessionUpdate::Usage { scope: UsageScope::Run, usage });
         }
         LineOutcome::Decoded
     }
 
-    fn stream_event(&mut self, line: &Line<'_>, ctx: &DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
-        let Some(ev) = &line.event.0 else { return LineOutcome::UnexpectedShape };
+    fn stream_event(&mut self, line: &mut Line<'_>, env: &mut Envelope, out: &mut Updates) -> LineOutcome {
+        let Some(ev) = line.event.0.take() else { return LineOutcome::UnexpectedShape };
         let parent = line.parent_tool_use_id.non_empty();
-        match ev.kind.get().unwrap_or_default() {
+        let StreamEvent { kind, message, content_block, delta, usage } = *ev;
+        match kind.get().unwrap_or_default() {
             "message_start" => {
                 let scope = self.streams.scope(parent);
                 scope.text.clear();
                 scope.thought.clear();
-                let msg = ev.message.0.as_ref();
-                scope.message_id = msg.and_then(|m| m.id.owned());
-                scope.model = msg.and_then(|m| m.model.owned());
-                scope.start_usage = msg.and_then(|m| object(m.usage));
+                let msg = message.0;
+                scope.message_id = msg.as_ref().and_then(|m| m.id.owned());
+                scope.model = msg.as_ref().and_then(|m| m.model.owned());
+                scope.start_usage = msg.and_then(|m| m.usage.0);
             }
             "content_block_start" => {
-                if let Some(block) = &ev.content_block.0 {
-                    match block.kind.get() {
-                        Some("text") => self.delta(parent, Piece::Text, block.text.get(), ctx, out),
-                        Some("thinking") => self.delta(parent, Piece::Thought, block.thinking.get(), ctx, out),
+                if let Some(block) = content_block.0 {
+                    match BlockKind::of(&block) {
+                        BlockKind::Text => self.delta(parent, Piece::Text, block.text.0, env, out),
+                        BlockKind::Thinking => self.delta(parent, Piece::Thought, block.thinking.0, env, out),
                         _ => {}
                     }
                 }
             }
             "content_block_delta" => {
-                if let Some(delta) = &ev.delta.0 {
+                if let Some(delta) = delta.0 {
                     match delta.kind.get() {
-                        Some("text_delta") => self.delta(parent, Piece::Text, delta.text.get(), ctx, out),
-                        Some("thinking_delta") => self.delta(parent, Piece::Thought, delta.thinking.get(), ctx, out),
+                        Some("text_delta") => self.delta(parent, Piece::Text, delta.text.0, env, out),
+                        Some("thinking_delta") => self.delta(parent, Piece::Thought, delta.thinking.0, env, out),
                         _ => {}
                     }
                 }
             }
             "message_delta" => {
-                if let Some(usage) = object(ev.usage) {
+                if let Some(usage) = usage.0 {
                     let scope = self.streams.scope(parent);
-                    let mut merged = scope.start_usage.clone().unwrap_or_default();
-                    merged.extend(usage);
+                    let mut merged = scope.start_usage.take().unwrap_or_default();
+                    merged.merge(usage);
                     scope.start_usage = Some(merged.clone());
                     let mut extra = JsonObject::new();
-                    put(&mut extra, "stop_reason", ev.delta.0.as_ref().and_then(|d| d.stop_reason));
-                    let env = Envelope {
-                        timestamp: None,
-                        model: scope.model.clone(),
-                        message_id: scope.message_id.clone(),
-                        parent_tool_call_id: parent.map(str::to_string),
-                        extra: non_empty(extra),
-                    };
+                    put(&mut extra, "stop_reason", delta.0.as_ref().and_then(|d| d.stop_reason));
+                    env.model = scope.model.clone();
+                    env.message_id = scope.message_id.clone();
+                    env.extra = non_empty(extra);
                     let usage = self.dialect.call_usage(merged);
-                    env.emit(ctx, SessionUpdate::Usage { scope: UsageScope::Call, usage }, out);
+                    out.push(SessionUpdate::Usage { scope: UsageScope::Call, usage });
                 }
             }
             "message_stop" => self.streams.end_message(parent),
@@ -1105,23 +1234,18 @@ impl<D: Dialect> Protocol<D> {
         &mut self,
         parent: Option<&str>,
         piece: Piece,
-        text: Option<&str>,
-        ctx: &DecodeContext,
-        out: &mut Vec<OutputEvent>,
+        text: Option<Cow<'_, str>>,
+        env: &mut Envelope,
+        out: &mut Updates,
     ) {
         let Some(text) = text.filter(|t| !t.is_empty()) else { return };
         let scope = self.streams.scope(parent);
-        scope.buffer(piece).push_str(text);
-        let env = Envelope {
-            timestamp: None,
-            model: scope.model.clone(),
-            message_id: scope.message_id.clone(),
-            parent_tool_call_id: parent.map(str::to_string),
-            extra: None,
-        };
+        scope.buffer(piece).push_str(&text);
+        env.model = scope.model.clone();
+        env.message_id = scope.message_id.clone();
         match piece {
-            Piece::Text => self.dialect.text(text, &env, ctx, out),
-            Piece::Thought => env.emit(ctx, SessionUpdate::thought(text), out),
+            Piece::Text => self.dialect.text(text.into_owned(), out),
+            Piece::Thought => out.push(SessionUpdate::thought(text.into_owned())),
         }
     }
 }
@@ -1181,14 +1305,14 @@ mod tests {
     fn reconcile_consumes_streamed_prefixes() {
         let mut s = Streams::default();
         s.scope(None).text.push_str("Hello wor");
-        assert_eq!(s.reconcile(None, Piece::Text, "Hello world"), "ld");
-        assert_eq!(s.reconcile(None, Piece::Text, "Again"), "Again");
+        assert_eq!(s.reconcile(None, Piece::Text, "Hello world"), 9);
+        assert_eq!(s.reconcile(None, Piece::Text, "Again"), 0);
         s.scope(None).text.push_str("AB");
-        assert_eq!(s.reconcile(None, Piece::Text, "A"), "");
-        assert_eq!(s.reconcile(None, Piece::Text, "B"), "");
+        assert_eq!(s.reconcile(None, Piece::Text, "A"), 1);
+        assert_eq!(s.reconcile(None, Piece::Text, "B"), 1);
         s.scope(None).text.push_str("stale");
-        assert_eq!(s.reconcile(None, Piece::Text, "fresh"), "fresh");
-        assert_eq!(s.reconcile(Some("sub"), Piece::Text, "sub text"), "sub text");
+        assert_eq!(s.reconcile(None, Piece::Text, "fresh"), 0);
+        assert_eq!(s.reconcile(Some("sub"), Piece::Text, "sub text"), 0);
     }
 
     #[test]
@@ -1204,16 +1328,20 @@ mod tests {
 
     #[test]
     fn usage_arithmetic_keeps_other_counters() {
-        let u: JsonObject = serde_json::from_str(
+        let u: Usage = serde_json::from_str(
             r#"{"input_tokens":100,"cache_read_input_tokens":30,"cache_creation_input_tokens":20,"output_tokens":7,"service_tier":"standard"}"#,
         )
         .unwrap();
-        let t = token_usage(u, &["input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"]);
+        let t = token_usage(u.clone(), Prompt::PlusCache);
         assert_eq!((t.prompt_tokens, t.completion_tokens, t.cached_tokens), (Some(150), Some(7), Some(30)));
         let extra = t.extra.unwrap();
         assert_eq!(extra.len(), 2);
         assert!(extra.contains_key("cache_creation_input_tokens") && extra.contains_key("service_tier"));
-        let empty = token_usage(JsonObject::new(), &["input_tokens"]);
-        assert_eq!(empty, TokenUsage::default());
+        assert_eq!(token_usage(u, Prompt::InputOnly).prompt_tokens, Some(100));
+        assert_eq!(token_usage(Usage::default(), Prompt::InputOnly), TokenUsage::default());
+        let odd: Usage = serde_json::from_str(r#"{"input_tokens":"many","output_tokens":2}"#).unwrap();
+        let t = token_usage(odd, Prompt::PlusCache);
+        assert_eq!((t.prompt_tokens, t.completion_tokens), (None, Some(2)));
+        assert_eq!(t.extra.unwrap()["input_tokens"], "many");
     }
 }

@@ -10,7 +10,7 @@
 //! | `system` `api_retry` | `error{fatal:false}`, message built from the line's own fields (`API error: <error> (HTTP <error_status>); retry <attempt>/<max_retries> in <retry_delay_ms> ms`), `extra` = those fields verbatim |
 //! | other `system` subtypes (`status`, `thinking_tokens`, `task_*`, hooks, …) | none |
 //! | `assistant` (one line per content block, lines of one API message share `message.id`) | the block's event (common table), then `usage{scope:"call"}` for the line |
-//! | `assistant` with a top-level `error` (the CLI's synthetic `model:"<synthetic>"` message standing in for an API failure) | `error{fatal:true}` with the message text (the `result` with `is_error` follows); no chunk, no usage; `extra.error` = the error code |
+//! | `assistant` with a top-level `error` (the CLI's synthetic `model:"<synthetic>"` message standing in for an API failure; also an unmarked `<synthetic>` message whose text starts with `API Error`) | `error{fatal:true}` with the message text (the `result` with `is_error` follows); no chunk, no usage; `extra.error` = the error code |
 //! | `user` | prompt echo (a subagent's prompt, with `parentToolCallId`) → `user_message_chunk`; `tool_result` → `tool_call_update`, `rawOutput` = the line's `tool_use_result` verbatim (object, list or string) |
 //! | `result` | `is_error:true` → `error{fatal:true}` with the result text; `usage{scope:"run"}`; facts (incl. `permission_denials`) in `extra` |
 //! | `stream_event` | deltas streamed at once; complete lines reconciled (common docs); `message_delta` usage → one more call usage |
@@ -54,8 +54,9 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use super::anthropic::{
-    Dialect, Line, Message, Protocol, ToolResult, ToolUse, counter, diff, glob_title, mcp_title, non_empty,
-    object, plan_from_todos, plan_status, put, read_title, token_usage, value, web_search_title,
+    Dialect, Line, Message, Prompt, Protocol, ToolResult, ToolUse, Updates, Usage, counter, diff, glob_title,
+    joined_text, mcp_title, non_empty, plan_from_todos, plan_status, put, read_title, token_usage, value,
+    web_search_title,
 };
 use super::context::{DecodeContext, Envelope};
 use super::json::display_text;
@@ -102,24 +103,22 @@ pub(crate) struct Claude {
     tasks: Vec<Task>,
 }
 
-const PROMPT_KEYS: &[&str] = &["input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"];
-
 impl Dialect for Claude {
     const LINE_ENDS_MESSAGE: bool = false;
 
-    fn call_usage(&self, usage: JsonObject) -> TokenUsage {
-        token_usage(usage, PROMPT_KEYS)
+    fn call_usage(&self, usage: Usage) -> TokenUsage {
+        token_usage(usage, Prompt::PlusCache)
     }
 
-    fn run_usage(&self, line: &Line<'_>) -> Option<TokenUsage> {
-        let usage = object(line.usage);
-        let model_usage = object(line.model_usage);
+    fn run_usage(&self, line: &mut Line<'_>) -> Option<TokenUsage> {
+        let usage = line.usage.0.take();
+        let model_usage = line.model_usage.0.take();
         let cost = value(line.total_cost_usd).and_then(|v| v.as_f64());
         if usage.is_none() && model_usage.is_none() && cost.is_none() {
             return None;
         }
-        let mut total = usage.map(|u| token_usage(u, PROMPT_KEYS)).unwrap_or_default();
-        if let Some(models) = &model_usage {
+        let mut total = usage.map(|u| token_usage(u, Prompt::PlusCache)).unwrap_or_default();
+        if let Some(models) = model_usage.as_ref() {
             let zero = |v: Option<u64>| v.unwrap_or(0) == 0;
             if zero(total.prompt_tokens) && zero(total.completion_tokens) && zero(total.cached_tokens) {
                 let sum = |key: &str| -> Option<u64> {
@@ -136,14 +135,14 @@ impl Dialect for Claude {
                 }
             }
             let mut extra = total.extra.take().unwrap_or_default();
-            extra.insert("modelUsage".into(), Value::Object(models.clone()));
+            extra.insert("modelUsage".into(), Value::Object(model_usage.unwrap_or_default()));
             total.extra = non_empty(extra);
         }
         total.cost_usd = cost;
         Some(total)
     }
 
-    fn system(&mut self, line: &Line<'_>, ctx: &DecodeContext, out: &mut Vec<OutputEvent>) {
+    fn system(&mut self, line: &Line<'_>, env: &mut Envelope, out: &mut Updates) {
         if line.subtype.get() != Some("api_retry") {
             return;
         }
@@ -170,25 +169,23 @@ impl Dialect for Claude {
         if let Some(d) = text("retry_delay_ms") {
             message.push_str(&format!(" in {d} ms"));
         }
-        let env = Envelope {
-            timestamp: line.timestamp.owned(),
-            parent_tool_call_id: line.parent_tool_use_id.owned(),
-            extra: non_empty(extra),
-            ..Envelope::default()
-        };
-        env.emit(ctx, SessionUpdate::error(message, false), out);
+        env.extra = non_empty(extra);
+        out.push(SessionUpdate::error(message, false));
     }
 
-    fn is_failure(&self, line: &Line<'_>, _message: &Message<'_>) -> bool {
+    fn is_failure(&self, line: &Line<'_>, message: &Message<'_>) -> bool {
+        // The CLI marks its stand-in message with a top-level `error` code; an unmarked
+        // `<synthetic>` message is a failure only when it says so ("API Error: …").
         value(line.error).is_some()
+            || (message.model.get() == Some("<synthetic>") && joined_text(&message.content).starts_with("API Error"))
     }
 
-    fn tool_use(&mut self, call: ToolUse<'_>, env: &Envelope, ctx: &DecodeContext, out: &mut Vec<OutputEvent>) {
+    fn tool_use(&mut self, call: ToolUse<'_>, out: &mut Updates) {
         let plan_call = match call.name {
             "TodoWrite" => match plan_from_todos(&call) {
                 Some(entries) => {
                     self.plan_calls.insert(call.id.to_string(), PlanCall::Todo);
-                    env.emit(ctx, SessionUpdate::Plan { entries }, out);
+                    out.push(SessionUpdate::Plan { entries });
                     return;
                 }
                 None => None,
@@ -210,16 +207,16 @@ impl Dialect for Claude {
             self.plan_calls.insert(call.id.to_string(), p);
             return;
         }
-        env.emit(ctx, SessionUpdate::ToolCall(tool_call(call)), out);
+        out.push(SessionUpdate::ToolCall(tool_call(call)));
     }
 
-    fn tool_result(&mut self, result: ToolResult, env: &Envelope, ctx: &DecodeContext, out: &mut Vec<OutputEvent>) {
+    fn tool_result(&mut self, result: ToolResult, out: &mut Updates) {
         let Some(plan_call) = self.plan_calls.remove(&result.id) else {
-            env.emit(ctx, result.update(), out);
+            out.push(result.update());
             return;
         };
         if result.status == ToolCallStatus::Failed {
-            env.emit(ctx, result.update(), out);
+            out.push(result.update());
             return;
         }
         let before = self.tasks.clone();
@@ -288,7 +285,7 @@ impl Dialect for Claude {
                 .iter()
                 .map(|t| PlanEntry { content: t.subject.clone(), status: t.status, priority: PlanEntryPriority::Medium })
                 .collect();
-            env.emit(ctx, SessionUpdate::Plan { entries }, out);
+            out.push(SessionUpdate::Plan { entries });
         }
     }
 }

@@ -43,13 +43,13 @@ use std::collections::HashSet;
 use serde_json::Value;
 
 use super::anthropic::{
-    Dialect, Line, Protocol, ToolResult, ToolUse, diff, glob_title, mcp_title, non_empty, object, plan_from_todos,
-    read_title, token_usage, value, web_search_title,
+    Dialect, Line, Prompt, Protocol, ToolResult, ToolUse, Updates, Usage, diff, glob_title, mcp_title, non_empty,
+    plan_from_todos, read_title, token_usage, value, web_search_title,
 };
-use super::context::{DecodeContext, Envelope};
+use super::context::DecodeContext;
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::{
-    JsonObject, OutputEvent, SessionUpdate, TokenUsage, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus,
+    OutputEvent, SessionUpdate, TokenUsage, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus,
 };
 use crate::tools::{command_title, tool_kind};
 
@@ -78,12 +78,12 @@ const API_ERROR: &str = "[API Error:";
 impl Dialect for Qwen {
     const LINE_ENDS_MESSAGE: bool = true;
 
-    fn call_usage(&self, usage: JsonObject) -> TokenUsage {
-        token_usage(usage, &["input_tokens"])
+    fn call_usage(&self, usage: Usage) -> TokenUsage {
+        token_usage(usage, Prompt::InputOnly)
     }
 
-    fn run_usage(&self, line: &Line<'_>) -> Option<TokenUsage> {
-        let usage = object(line.usage);
+    fn run_usage(&self, line: &mut Line<'_>) -> Option<TokenUsage> {
+        let usage = line.usage.0.take();
         let stats = value(line.stats);
         let cost = value(line.total_cost_usd).and_then(|v| v.as_f64());
         if usage.is_none() && stats.is_none() && cost.is_none() {
@@ -99,34 +99,35 @@ impl Dialect for Qwen {
         Some(total)
     }
 
-    fn text(&mut self, text: &str, env: &Envelope, ctx: &DecodeContext, out: &mut Vec<OutputEvent>) {
+    fn text(&mut self, mut text: String, out: &mut Updates) {
         match text.find(API_ERROR) {
             Some(at) => {
-                if at > 0 {
-                    env.emit(ctx, SessionUpdate::message(&text[..at]), out);
+                let error = text.split_off(at);
+                if !text.is_empty() {
+                    out.push(SessionUpdate::message(text));
                 }
-                env.emit(ctx, SessionUpdate::error(&text[at..], true), out);
+                out.push(SessionUpdate::error(error, true));
             }
-            None => env.emit(ctx, SessionUpdate::message(text), out),
+            None => out.push(SessionUpdate::message(text)),
         }
     }
 
-    fn tool_use(&mut self, call: ToolUse<'_>, env: &Envelope, ctx: &DecodeContext, out: &mut Vec<OutputEvent>) {
+    fn tool_use(&mut self, call: ToolUse<'_>, out: &mut Updates) {
         if matches!(call.name, "todo_write" | "TodoWrite") {
             if let Some(entries) = plan_from_todos(&call) {
                 self.plan_calls.insert(call.id.to_string());
-                env.emit(ctx, SessionUpdate::Plan { entries }, out);
+                out.push(SessionUpdate::Plan { entries });
                 return;
             }
         }
-        env.emit(ctx, SessionUpdate::ToolCall(tool_call(call)), out);
+        out.push(SessionUpdate::ToolCall(tool_call(call)));
     }
 
-    fn tool_result(&mut self, result: ToolResult, env: &Envelope, ctx: &DecodeContext, out: &mut Vec<OutputEvent>) {
+    fn tool_result(&mut self, result: ToolResult, out: &mut Updates) {
         if self.plan_calls.remove(&result.id) && result.status != ToolCallStatus::Failed {
             return;
         }
-        env.emit(ctx, result.update(), out);
+        out.push(result.update());
     }
 }
 
