@@ -29,10 +29,19 @@
 //! calls are taken from the complete lines only (their `input` is authoritative), so
 //! `input_json_delta`s are ignored. Deltas carry the `messageId` and `model` of the scope's
 //! `message_start` (qwen: the model of the scope's last complete line when its turn's
-//! `message_start` is behind it). `message_delta` usage (the message's final output count) is emitted as one
-//! more `usage{scope:"call"}` for that message, merged over its `message_start` usage, so
-//! "last call usage per messageId" is the final one. Buffers are dropped at `message_start`,
-//! `user` and `result` lines (text of an abandoned stream attempt never swallows later text).
+//! `message_start` is behind it). `message_delta` usage (the message's final output count) is
+//! emitted as one more `usage{scope:"call"}` for that message, merged over its `message_start`
+//! usage (counts are cumulative: the larger report wins), so "last call usage per messageId" is
+//! the final one. Buffers are dropped at `message_start`, `user` and `result` lines (text of an
+//! abandoned stream attempt never swallows later text).
+//!
+//! ## Decoding cost
+//!
+//! Each line is parsed once into the structs below: strings borrow from the line unless they
+//! hold escapes, big irrelevant values (init tool lists, slash commands) are skipped without
+//! being built, and only what an event carries verbatim (`rawInput`, `rawOutput`, usage
+//! `extra`) becomes a `serde_json::Value`. The updates of a line are collected and stamped with
+//! the line's envelope once, the envelope moving into the last event.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -390,13 +399,22 @@ pub(crate) struct Usage {
 }
 
 impl Usage {
-    /// Overlay a later report of the same message (`message_delta` over `message_start`).
+    /// Overlay a later report of the same message (`message_delta` over `message_start`). The
+    /// API's counts are cumulative, so a counter keeps the larger of the two reports.
     pub fn merge(&mut self, later: Usage) {
-        self.input = later.input.or(self.input);
-        self.output = later.output.or(self.output);
-        self.cache_read = later.cache_read.or(self.cache_read);
-        self.cache_creation = later.cache_creation.or(self.cache_creation);
-        self.rest.extend(later.rest);
+        let max = |a: Option<u64>, b: Option<u64>| a.max(b);
+        self.input = max(self.input, later.input);
+        self.output = max(self.output, later.output);
+        self.cache_read = max(self.cache_read, later.cache_read);
+        self.cache_creation = max(self.cache_creation, later.cache_creation);
+        if let Some(n) = self.cache_creation {
+            self.rest.insert("cache_creation_input_tokens".into(), n.into());
+        }
+        for (k, v) in later.rest {
+            if k != "cache_creation_input_tokens" {
+                self.rest.insert(k, v);
+            }
+        }
     }
 }
 
@@ -1313,6 +1331,17 @@ mod tests {
         s.scope(None).text.push_str("stale");
         assert_eq!(s.reconcile(None, Piece::Text, "fresh"), 0);
         assert_eq!(s.reconcile(Some("sub"), Piece::Text, "sub text"), 0);
+    }
+
+    #[test]
+    fn message_delta_usage_merges_cumulatively() {
+        let mut start: Usage =
+            serde_json::from_str(r#"{"input_tokens":1523,"output_tokens":1,"cache_creation_input_tokens":5}"#).unwrap();
+        let delta: Usage =
+            serde_json::from_str(r#"{"input_tokens":0,"output_tokens":42,"cache_creation_input_tokens":0}"#).unwrap();
+        start.merge(delta);
+        assert_eq!((start.input, start.output, start.cache_creation), (Some(1523), Some(42), Some(5)));
+        assert_eq!(start.rest["cache_creation_input_tokens"], 5);
     }
 
     #[test]

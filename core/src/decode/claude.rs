@@ -519,6 +519,19 @@ mod tests {
     }
 
     #[test]
+    fn synthetic_api_errors_are_errors_not_text() {
+        let evs = run(concat!(
+            r#"{"type":"assistant","message":{"id":"x","model":"<synthetic>","content":[{"type":"text","text":"API Error: API returned an empty or malformed response (HTTP 200)"}],"usage":{"input_tokens":0,"output_tokens":0}}}"#,
+            "\n",
+            r#"{"type":"assistant","message":{"id":"y","model":"<synthetic>","content":[{"type":"text","text":"No response requested."}]}}"#,
+            "\n"
+        ));
+        assert_eq!(evs.len(), 2);
+        assert_eq!(evs[0].update, SessionUpdate::error("API Error: API returned an empty or malformed response (HTTP 200)", true));
+        assert_eq!(evs[1].update, SessionUpdate::message("No response requested."));
+    }
+
+    #[test]
     fn api_retry_is_a_non_fatal_error() {
         let evs = run(
             r#"{"type":"system","subtype":"api_retry","attempt":2,"max_retries":10,"retry_delay_ms":1200,"error_status":401,"error":"authentication_failed","session_id":"S"}"#,
