@@ -48,6 +48,25 @@
 //! | Skill | `Skill <skill>` | – | – |
 //! | `mcp__<server>__<tool>` | `<server>: <tool>` | – | – |
 //! | anything else | the tool name | – | – |
+//!
+//! Hand-written golden cases (`tests/golden/claude/e-*.input.jsonl`, shapes from the captured CLI):
+//!
+//! | case | pins |
+//! |---|---|
+//! | `e-partial-stream` | `--include-partial-messages`: thinking and text deltas streamed once (complete lines add nothing), tool call from the complete line, `message_delta` usage as the message's last call usage |
+//! | `e-api-error-401` | `api_retry` lines → non-fatal errors; the synthetic `<synthetic>` message → fatal error (no chunk, no usage); failed `result` → fatal error + zero run usage |
+//! | `e-hangup` | ECONNRESET synthetic message with `error:"server_error"`, no retry line |
+//! | `e-reset-recover-usage` | `api_retry` with `error:"unknown"` and no status; non-streaming fallback whose `result.usage` is zero → run usage from `modelUsage` |
+//! | `e-subagent` | Agent call, `task_*` system lines ignored, the subagent's prompt echo and its own tool call/result with `parentToolCallId`, the parent's two-block result |
+//! | `e-task-plan` | TaskCreate/TaskUpdate/TaskList → plans keyed by task id, results swallowed, a failed TaskUpdate surfaced |
+//! | `e-todowrite` | TodoWrite → plans, results swallowed; non-list `todos` → an ordinary tool call |
+//! | `e-mcp` | `mcp__kb__lookup` list result without `is_error` (completed, `rawOutput` list), `fail_op` error; `tool_use_meta` in `extra` |
+//! | `e-image-read` | Read of a PNG → image tool content, `rawOutput` image record |
+//! | `e-tool-failures` | Bash exit 3, Read of a missing file, an unavailable tool, a permission denial (`permission_denials` in the result's `extra`) — all `failed`, text verbatim |
+//! | `e-parallel-orphan` | parallel calls of one message, results out of order, an orphan, a result before its call, two results on one line (no `rawOutput`) |
+//! | `e-multi-turn-usage` | three messages with cache reads/writes: call usage per line, run total = sum |
+//! | `e-thinking` | thinking block → thought; `redacted_thinking` skipped; `thinking_tokens` ignored |
+//! | `e-bad-lines` | `null`, numbers, arrays, invalid JSON, unknown/missing `type`, null/odd blocks, non-string fields, a result with `errors` |
 
 use std::collections::HashMap;
 
@@ -230,7 +249,11 @@ impl Dialect for Claude {
                     .and_then(|t| t.get("id"))
                     .and_then(id_string)
                     .or_else(|| result.text().and_then(task_number))
-                    .unwrap_or_else(|| result.id.clone());
+                    // Internal key only: the CLI numbers tasks 1, 2, … in creation order.
+                    .unwrap_or_else(|| {
+                        let last = self.tasks.iter().filter_map(|t| t.id.parse::<u64>().ok()).max().unwrap_or(0);
+                        (last + 1).to_string()
+                    });
                 let subject = if subject.is_empty() {
                     result
                         .raw_output

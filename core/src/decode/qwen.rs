@@ -37,6 +37,24 @@
 //! | skill | `Skill <skill>` | – | – |
 //! | `mcp__<server>__<tool>` | `<server>: <tool>` | – | – |
 //! | anything else | the tool name | – | – |
+//!
+//! Hand-written golden cases (`tests/golden/qwen/e-*.input.jsonl`, shapes from the captured CLI):
+//!
+//! | case | pins |
+//! |---|---|
+//! | `e-partial-stream` | `--include-partial-messages`: deltas streamed once, one `message_start` per turn, tool call from the complete line |
+//! | `e-api-error-401` | `[API Error: 401 …]` text → fatal error, no chunk; result success with zero usage |
+//! | `e-api-error-glued` | partial attempts glued before the error: the text before the marker stays a message |
+//! | `e-api-error-partial` | the error streamed as its own delta and repeated in the complete line: one message, one error |
+//! | `e-todo-write` | `todo_write` → plans, results swallowed |
+//! | `e-subagent` | `agent` call, the subagent's prompt echo, tool call, result and text with `parentToolCallId` |
+//! | `e-tool-search-mcp` | `tool_search`, MCP success and error, an unregistered bare name |
+//! | `e-tool-failures` | shell exit 3 reported `is_error:false` (completed), missing file, offline `web_fetch`, an image read |
+//! | `e-permission-denied` | declined `write_file` (failed) and `permission_denials` in the result's `extra` |
+//! | `e-parallel-orphan` | three calls in one message, results out of order, an orphan |
+//! | `e-multi-turn-usage` | zero-usage text lines, per-turn usage, run total = sum |
+//! | `e-thinking` | prompt echo as a user line, thinking block → thought |
+//! | `e-bad-lines` | `null`, numbers, arrays, invalid JSON, unknown types, odd shapes, a failed subagent `result` |
 
 use std::collections::HashSet;
 
