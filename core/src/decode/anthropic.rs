@@ -1344,6 +1344,43 @@ mod tests {
         assert_eq!(start.rest["cache_creation_input_tokens"], 5);
     }
 
+    /// Every prefix and a few byte mutations of every golden line decode without a panic (the
+    /// driver is called directly, outside the decoder's panic guard).
+    #[test]
+    fn mangled_golden_lines_never_panic() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/golden");
+        for agent in ["claude", "qwen"] {
+            let Ok(dir) = std::fs::read_dir(root.join(agent)) else { continue };
+            for entry in dir.flatten() {
+                let path = entry.path();
+                if !path.to_string_lossy().ends_with(".input.jsonl") {
+                    continue;
+                }
+                let text = std::fs::read_to_string(&path).unwrap();
+                let mut claude = Protocol::<crate::decode::claude::Claude>::default();
+                let mut qwen = Protocol::<crate::decode::qwen::Qwen>::default();
+                let mut ctx = DecodeContext::default();
+                let mut out = Vec::new();
+                for line in text.lines().filter(|l| l.len() < 4096) {
+                    let mut variants: Vec<String> = (0..line.len())
+                        .step_by(13)
+                        .filter(|i| line.is_char_boundary(*i))
+                        .map(|i| line[..i].to_string())
+                        .collect();
+                    for (from, to) in [("\"", "1"), ("{", "["), (":\"", ":null,\""), ("[", "{"), ("true", "\"x\"")] {
+                        variants.push(line.replacen(from, to, 1));
+                        variants.push(line.replace(from, to));
+                    }
+                    for v in variants {
+                        claude.decode_line(&v, &mut ctx, &mut out);
+                        qwen.decode_line(&v, &mut ctx, &mut out);
+                        out.clear();
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn titles() {
         assert_eq!(read_title(Some("/a"), Some(10), Some(20), "File"), "Read /a (11 - 30)");
