@@ -4,7 +4,7 @@
 //! |---|---|---|---|---|---|---|---|
 //! | read | Read, NotebookRead | – | read_file, read_many_files | Read, read_file, read_many_files | Read, ReadFile, ReadMediaFile | read | read |
 //! | edit | Edit, MultiEdit, Write, NotebookEdit | file_change | write_file, replace, edit, edit_file | Write, Edit, write_file, edit, edit_file, replace | Write, WriteFile, Edit, StrReplaceFile | write, edit, multiedit, patch, apply_patch | create, edit, multiedit, write, applypatch |
-//! | execute | Bash, BashOutput, KillShell | command_execution | run_shell_command, shell, read_background_output, list_background_processes | Bash, BashOutput, KillShell, shell, run_shell_command, monitor | Bash, Shell, TaskOutput, TaskStop | bash | execute, executecli, bash, taskoutput, taskstop |
+//! | execute | Bash, BashOutput, KillShell, TaskOutput, TaskStop | command_execution | run_shell_command, shell, read_background_output, list_background_processes | Bash, BashOutput, KillShell, shell, run_shell_command, monitor | Bash, Shell, TaskOutput, TaskStop | bash | execute, executecli, bash, taskoutput, taskstop |
 //! | search | Glob, Grep, LS | – | glob, grep, grep_search, search_file_content, list_directory | Glob, Grep, LS, glob, grep, grep_search, list_directory | Glob, Grep | glob, grep, list, codesearch, lsp | grep, glob, ls |
 //! | fetch | WebFetch, WebSearch | web_search | google_web_search, web_search, brave_web_search, web_fetch | WebFetch, WebSearch, web_fetch, web_search, brave_web_search | WebSearch, SearchWeb, FetchURL | webfetch, websearch | fetchurl, webfetch, websearch |
 //! | think | Task, Agent | – | delegate_to_agent, invoke_agent | Task, task, agent | Agent, AgentSwarm, Task, Think, CreateSubagent | task, batch | task |
@@ -31,6 +31,8 @@ const CLAUDE: &[(&str, ToolKind)] = &[
     ("Bash", Execute),
     ("BashOutput", Execute),
     ("KillShell", Execute),
+    ("TaskOutput", Execute),
+    ("TaskStop", Execute),
     ("Glob", Search),
     ("Grep", Search),
     ("LS", Search),

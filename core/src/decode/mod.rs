@@ -21,6 +21,7 @@ use crate::framing::{DEFAULT_MAX_LINE_BYTES, Frame, LineFramer, to_text};
 pub mod context;
 pub(crate) mod json;
 
+mod anthropic;
 mod claude;
 mod codex;
 mod droid;
