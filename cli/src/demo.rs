@@ -14,8 +14,11 @@ use crate::run::{Flags, run_session};
 /// Set in the fake harness's environment: this binary then replays a trace instead of parsing argv.
 pub const FAKE_HARNESS_ENV: &str = "AGENTSTREAM_RUN_AS_FAKE_HARNESS";
 
-/// (agent, scenario, stdout, stderr, meta) of every bundled trace.
-const TRACES: &[(&str, &str, &[u8], &[u8], &[u8])] = &[
+/// (agent, scenario, stdout, stderr, meta) of one bundled trace.
+type Trace = (&'static str, &'static str, &'static [u8], &'static [u8], &'static [u8]);
+
+/// Every bundled trace.
+const TRACES: &[Trace] = &[
     ("claude", "s1-text", include_bytes!("../../tests/golden/claude/s1-text.input.jsonl"), include_bytes!("../../tests/golden/claude/s1-text.stderr.txt"), include_bytes!("../../tests/golden/claude/s1-text.meta.json")),
     ("claude", "s2-bash", include_bytes!("../../tests/golden/claude/s2-bash.input.jsonl"), include_bytes!("../../tests/golden/claude/s2-bash.stderr.txt"), include_bytes!("../../tests/golden/claude/s2-bash.meta.json")),
     ("claude", "s3-read-edit", include_bytes!("../../tests/golden/claude/s3-read-edit.input.jsonl"), include_bytes!("../../tests/golden/claude/s3-read-edit.stderr.txt"), include_bytes!("../../tests/golden/claude/s3-read-edit.meta.json")),

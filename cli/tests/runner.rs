@@ -225,7 +225,7 @@ fn execute_command_streams_any_command_with_command_lifecycle() {
 fn a_flood_into_a_slow_reader_coalesces_without_losing_a_character() {
     let s = fake(Agent::Claude, &[trace("claude", "s1-text"), ("AGENTSTREAM_FAKE_FLOOD", "20000".into())]);
     let mut opts = RunOptions::new("x");
-    opts.backpressure = opts.backpressure.clone().with_high_water(16);
+    opts.backpressure = opts.backpressure.with_high_water(16);
     let h = s.start_run(opts).unwrap();
     std::thread::sleep(Duration::from_millis(500)); // let the flood pile up unread
     let (items, _) = drain(&h);

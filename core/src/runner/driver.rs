@@ -105,7 +105,7 @@ pub(crate) fn start(op: Operation, session: Arc<Mutex<SessionState>>) -> Result<
         (true, true) => RunKind::BackgroundCommand,
     };
     let token = CancellationToken::new();
-    let mut stream = RunStream::new(run_id.clone(), plan.backpressure.clone(), Arc::new(SystemClock::new()))
+    let mut stream = RunStream::new(run_id.clone(), plan.backpressure, Arc::new(SystemClock::new()))
         .map_err(|e| Error::new(ErrorKind::InvalidArgument, format!("invalid backpressure: {e}")))?
         .with_kind(kind)
         .with_redaction(RedactionPolicy { enabled: plan.redact })

@@ -15,6 +15,7 @@ use crate::stream::{CancelReason, CancellationToken, Envelope, Pressure, RunStre
 /// One thing a reader receives, in order.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
+#[allow(clippy::large_enum_variant)] // deliveries are moved once each; boxing would cost an allocation per event
 pub enum Delivery {
     /// A sequenced stream item (content, lifecycle, stdout or stderr).
     Item(Envelope),
@@ -24,6 +25,7 @@ pub enum Delivery {
 
 /// The result of a blocking read.
 #[derive(Debug, Clone, PartialEq)]
+#[allow(clippy::large_enum_variant)]
 pub enum Next {
     /// The next delivery.
     Item(Delivery),
