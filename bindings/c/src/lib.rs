@@ -148,6 +148,21 @@ mod tests {
         assert_eq!(last_error(), "", "success clears");
     }
 
+    /// `testdata/shapes.jsonl` (every variant and edge of the event model, used by the Go
+    /// binding's round-trip test and later by C# and Java) is exactly the core's wire form.
+    #[test]
+    fn shapes_fixture_is_canonical_core_json() {
+        let text = include_str!("../testdata/shapes.jsonl");
+        let mut n = 0;
+        for (i, line) in text.lines().enumerate() {
+            let ev: agentstream_core::OutputEvent =
+                serde_json::from_str(line).unwrap_or_else(|e| panic!("line {}: not an OutputEvent: {e}", i + 1));
+            assert_eq!(ev.to_json(), line, "line {} is not in canonical form", i + 1);
+            n += 1;
+        }
+        assert!(n >= 15);
+    }
+
     #[test]
     fn testing_panic_is_a_status() {
         assert_eq!(testing::agentstream_testing_panic(), agentstream_status::Panic);
