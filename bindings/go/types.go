@@ -93,21 +93,27 @@ func (e *OutputEvent) UnmarshalJSON(data []byte) error {
 		Model            *string         `json:"model"`
 		MessageID        *string         `json:"messageId"`
 		ParentToolCallID *string         `json:"parentToolCallId"`
-		Extra            map[string]any  `json:"extra"`
+		Extra            json.RawMessage `json:"extra"`
 	}
-	if err := unmarshalNumbers(data, &aux); err != nil {
+	if err := json.Unmarshal(data, &aux); err != nil {
 		return err
 	}
-	if len(aux.Update) == 0 {
+	if len(aux.Update) == 0 || string(aux.Update) == "null" {
 		return errors.New("agentstream: OutputEvent without update")
 	}
 	u, err := UnmarshalSessionUpdate(aux.Update)
 	if err != nil {
 		return err
 	}
+	var extra map[string]any
+	if len(aux.Extra) > 0 && string(aux.Extra) != "null" {
+		if err := unmarshalNumbers(aux.Extra, &extra); err != nil {
+			return err
+		}
+	}
 	*e = OutputEvent{
 		SessionID: aux.SessionID, Update: u, Timestamp: aux.Timestamp, Model: aux.Model,
-		MessageID: aux.MessageID, ParentToolCallID: aux.ParentToolCallID, Extra: aux.Extra,
+		MessageID: aux.MessageID, ParentToolCallID: aux.ParentToolCallID, Extra: extra,
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package agentstream
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 )
@@ -151,17 +152,24 @@ func DidWork(events []OutputEvent) bool {
 
 // UnmarshalSessionUpdate decodes one update by its sessionUpdate discriminator.
 func UnmarshalSessionUpdate(data []byte) (SessionUpdate, error) {
-	var head struct {
-		Kind *string `json:"sessionUpdate"`
-	}
-	if err := json.Unmarshal(data, &head); err != nil {
-		return nil, err
-	}
-	if head.Kind == nil {
-		return nil, fmt.Errorf("agentstream: update without sessionUpdate: %s", data)
+	kind, ok := leadingKind(data)
+	if !ok {
+		var head struct {
+			Kind *string `json:"sessionUpdate"`
+		}
+		if err := json.Unmarshal(data, &head); err != nil {
+			return nil, err
+		}
+		if head.Kind == nil {
+			return nil, fmt.Errorf("agentstream: update without sessionUpdate: %s", data)
+		}
+		kind = *head.Kind
 	}
 	var u SessionUpdate
-	switch *head.Kind {
+	// Only these variants hold open JSON values whose numbers must stay exact (json.Number);
+	// the others decode with the faster json.Unmarshal.
+	exactNumbers := false
+	switch kind {
 	case "agent_message_chunk":
 		u = new(AgentMessageChunk)
 	case "agent_thought_chunk":
@@ -169,24 +177,45 @@ func UnmarshalSessionUpdate(data []byte) (SessionUpdate, error) {
 	case "user_message_chunk":
 		u = new(UserMessageChunk)
 	case "tool_call":
-		u = new(ToolCall)
+		u, exactNumbers = new(ToolCall), true
 	case "tool_call_update":
-		u = new(ToolCallUpdate)
+		u, exactNumbers = new(ToolCallUpdate), true
 	case "plan":
 		u = new(Plan)
 	case "error":
 		u = new(AgentError)
 	case "usage":
-		u = new(AgentUsage)
+		u, exactNumbers = new(AgentUsage), true
 	default:
 		raw := make(json.RawMessage, len(data))
 		copy(raw, data)
-		return &UnknownUpdate{Kind: *head.Kind, Raw: raw}, nil
+		return &UnknownUpdate{Kind: kind, Raw: raw}, nil
 	}
-	if err := unmarshalNumbers(data, u); err != nil {
-		return nil, fmt.Errorf("agentstream: %s update: %w", *head.Kind, err)
+	var err error
+	if exactNumbers {
+		err = unmarshalNumbers(data, u)
+	} else {
+		err = json.Unmarshal(data, u)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("agentstream: %s update: %w", kind, err)
 	}
 	return u, nil
+}
+
+// leadingKind reads the discriminator when it is the first key, as the library writes it
+// (`{"sessionUpdate":"tool_call",...`), without a full scan.
+func leadingKind(data []byte) (string, bool) {
+	const prefix = `{"sessionUpdate":"`
+	if !bytes.HasPrefix(data, []byte(prefix)) {
+		return "", false
+	}
+	rest := data[len(prefix):]
+	end := bytes.IndexByte(rest, '"')
+	if end < 0 || bytes.IndexByte(rest[:end], '\\') >= 0 {
+		return "", false
+	}
+	return string(rest[:end]), true
 }
 
 func (u *AgentMessageChunk) MarshalJSON() ([]byte, error) {

@@ -37,7 +37,7 @@ typedef struct {
     const char *end;
 } jt_reader;
 
-static void jt_free(jt_value *v) {
+static inline void jt_free(jt_value *v) {
     if (!v) return;
     free(v->text);
     for (size_t i = 0; i < v->count; i++) {
@@ -50,11 +50,11 @@ static void jt_free(jt_value *v) {
     free(v);
 }
 
-static void jt_ws(jt_reader *r) {
+static inline void jt_ws(jt_reader *r) {
     while (r->p < r->end && (*r->p == ' ' || *r->p == '\t' || *r->p == '\n' || *r->p == '\r')) r->p++;
 }
 
-static jt_value *jt_new(jt_kind k) {
+static inline jt_value *jt_new(jt_kind k) {
     jt_value *v = (jt_value *)calloc(1, sizeof(jt_value));
     if (v) v->kind = k;
     return v;
@@ -87,7 +87,7 @@ static size_t jt_utf8(unsigned cp, char *o) {
 }
 
 /* Reads a string starting at the opening quote; returns a malloc'd unescaped buffer. */
-static char *jt_string(jt_reader *r, size_t *out_len) {
+static inline char *jt_string(jt_reader *r, size_t *out_len) {
     if (r->p >= r->end || *r->p != '"') return NULL;
     r->p++;
     size_t cap = 16, n = 0;
@@ -138,9 +138,9 @@ static char *jt_string(jt_reader *r, size_t *out_len) {
     return buf;
 }
 
-static jt_value *jt_parse_value(jt_reader *r);
+static inline jt_value *jt_parse_value(jt_reader *r);
 
-static int jt_push(jt_value *v, jt_value *item, char *key, size_t key_len, size_t *cap) {
+static inline int jt_push(jt_value *v, jt_value *item, char *key, size_t key_len, size_t *cap) {
     if (v->count == *cap) {
         size_t nc = *cap ? *cap * 2 : 4;
         jt_value **ni = (jt_value **)realloc(v->items, nc * sizeof(*ni));
@@ -162,7 +162,7 @@ static int jt_push(jt_value *v, jt_value *item, char *key, size_t key_len, size_
     return 1;
 }
 
-static jt_value *jt_parse_value(jt_reader *r) {
+static inline jt_value *jt_parse_value(jt_reader *r) {
     jt_ws(r);
     if (r->p >= r->end) return NULL;
     char c = *r->p;
@@ -225,7 +225,7 @@ static jt_value *jt_parse_value(jt_reader *r) {
 }
 
 /* Parse exactly one JSON value (surrounding whitespace allowed). NULL when malformed. */
-static jt_value *jt_parse(const char *text, size_t len) {
+static inline jt_value *jt_parse(const char *text, size_t len) {
     jt_reader r = {text, text + len};
     jt_value *v = jt_parse_value(&r);
     if (!v) return NULL;
@@ -234,11 +234,11 @@ static jt_value *jt_parse(const char *text, size_t len) {
     return v;
 }
 
-static bool jt_is_integer(const jt_value *v) {
+static inline bool jt_is_integer(const jt_value *v) {
     return strpbrk(v->text, ".eE") == NULL;
 }
 
-static bool jt_equal(const jt_value *a, const jt_value *b) {
+static inline bool jt_equal(const jt_value *a, const jt_value *b) {
     if (!a || !b) return a == b;
     if (a->kind != b->kind) return false;
     switch (a->kind) {
@@ -266,7 +266,7 @@ static bool jt_equal(const jt_value *a, const jt_value *b) {
 }
 
 /* The member `key` of an object, or NULL. */
-static const jt_value *jt_get(const jt_value *obj, const char *key) {
+static inline const jt_value *jt_get(const jt_value *obj, const char *key) {
     if (!obj || obj->kind != JT_OBJECT) return NULL;
     size_t kl = strlen(key);
     for (size_t i = 0; i < obj->count; i++)
@@ -275,7 +275,7 @@ static const jt_value *jt_get(const jt_value *obj, const char *key) {
 }
 
 /* Two JSON texts are semantically equal (false if either is malformed). */
-static bool jt_text_equal(const char *a, size_t alen, const char *b, size_t blen) {
+static inline bool jt_text_equal(const char *a, size_t alen, const char *b, size_t blen) {
     jt_value *x = jt_parse(a, alen);
     jt_value *y = jt_parse(b, blen);
     bool eq = x && y && jt_equal(x, y);
@@ -291,7 +291,7 @@ typedef struct {
     size_t len, cap;
 } jt_out;
 
-static void jt_put(jt_out *o, const char *s, size_t n) {
+static inline void jt_put(jt_out *o, const char *s, size_t n) {
     if (o->len + n > o->cap) {
         size_t nc = o->cap ? o->cap : 256;
         while (nc < o->len + n) nc *= 2;
@@ -304,7 +304,7 @@ static void jt_put(jt_out *o, const char *s, size_t n) {
     o->len += n;
 }
 
-static void jt_put_string(jt_out *o, const char *s, size_t n) {
+static inline void jt_put_string(jt_out *o, const char *s, size_t n) {
     jt_put(o, "\"", 1);
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
@@ -316,7 +316,7 @@ static void jt_put_string(jt_out *o, const char *s, size_t n) {
     jt_put(o, "\"", 1);
 }
 
-static void jt_write(jt_out *o, const jt_value *v) {
+static inline void jt_write(jt_out *o, const jt_value *v) {
     switch (v->kind) {
         case JT_NULL: jt_put(o, "null", 4); break;
         case JT_BOOL: if (v->boolean) jt_put(o, "true", 4); else jt_put(o, "false", 5); break;
