@@ -68,12 +68,12 @@ test-c-run: build-c $(C_TEST_SRC)
 	@echo "== C tests (shared library)"
 	$(C_OUT)/test_capi $(C_GOLDEN)
 	@echo "== C tests (static library)"
-	$(C_OUT)/test_capi_static $(C_GOLDEN)
+	$(C_OUT)/test_capi_static $(C_GOLDEN) -q
 	@echo "== C tests under AddressSanitizer + UBSan"
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-	  $(C_OUT)/test_capi_asan $(C_GOLDEN)
+	  $(C_OUT)/test_capi_asan $(C_GOLDEN) -q
 	@echo "== C tests under valgrind"
-	$(VALGRIND) $(C_OUT)/test_capi $(C_GOLDEN)
+	$(VALGRIND) $(C_OUT)/test_capi $(C_GOLDEN) -q
 
 test-go: build-c
 	cd bindings/go && GOTOOLCHAIN=local CGO_ENABLED=1 $(GO) vet ./...
