@@ -79,6 +79,22 @@ func TestGoldenReplay(t *testing.T) {
 				sameJSONLists(t, "random chunks", marshalAll(t, got), want)
 			}
 
+			// The JSON-array path (agentstream_decoder_feed_json).
+			da, err := NewDecoder(c.Agent)
+			if err != nil {
+				t.Fatal(err)
+			}
+			arr, err := da.feedJSONArray(input)
+			if err != nil {
+				t.Fatal(err)
+			}
+			arrTail, err := da.finishJSONArray()
+			if err != nil {
+				t.Fatal(err)
+			}
+			da.Close()
+			sameJSONLists(t, "JSON array", marshalAll(t, append(arr, arrTail...)), want)
+
 			// The callback path.
 			d, err := NewDecoder(c.Agent)
 			if err != nil {
