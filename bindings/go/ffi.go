@@ -208,8 +208,12 @@ func testingSessionEmit(s *C.agentstream_session, channel string, payload []byte
 	defer C.free(unsafe.Pointer(cchannel))
 	p, n := bytesArg(payload)
 	var delivered C.size_t
+	var thread C.uint32_t
+	if fromThread {
+		thread = 1
+	}
 	err := call(func() uint32 {
-		return uint32(C.agentstream_testing_session_emit(s, cchannel, p, n, C.size_t(repeat), C.bool(fromThread), &delivered))
+		return uint32(C.agentstream_testing_session_emit(s, cchannel, p, n, C.size_t(repeat), thread, &delivered))
 	})
 	return int(delivered), err
 }

@@ -351,7 +351,8 @@ agentstream_status agentstream_testing_panic(void);
 /**
  * TEST ONLY. Deliver `payload` (`len` bytes) `repeat` times to the handlers registered on
  * `session` for `channel`, in registration order, as a run will: from a new Rust thread when
- * `from_thread` is true (joined before returning), else on the calling thread.
+ * `from_thread` is nonzero (joined before returning), else on the calling thread. (A
+ * `uint32_t` rather than `bool`: C# and JNA marshal C's 1-byte `bool` differently.)
  * `*out_delivered` (optional) receives the number of handler calls. Errors: `NULL_ARGUMENT`,
  * `INVALID_ARGUMENT` (channel name), `PANIC`.
  *
@@ -359,7 +360,7 @@ agentstream_status agentstream_testing_panic(void);
  * `session` NULL or live; `channel` NULL or NUL-terminated; `payload` valid for `len` bytes;
  * `out_delivered` NULL or valid for a write.
  */
-agentstream_status agentstream_testing_session_emit(const struct agentstream_session *session, const char *channel, const uint8_t *payload, size_t len, size_t repeat, bool from_thread, size_t *out_delivered);
+agentstream_status agentstream_testing_session_emit(const struct agentstream_session *session, const char *channel, const uint8_t *payload, size_t len, size_t repeat, uint32_t from_thread, size_t *out_delivered);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -17,7 +17,8 @@ pub extern "C" fn agentstream_testing_panic() -> agentstream_status {
 
 /// TEST ONLY. Deliver `payload` (`len` bytes) `repeat` times to the handlers registered on
 /// `session` for `channel`, in registration order, as a run will: from a new Rust thread when
-/// `from_thread` is true (joined before returning), else on the calling thread.
+/// `from_thread` is nonzero (joined before returning), else on the calling thread. (A
+/// `uint32_t` rather than `bool`: C# and JNA marshal C's 1-byte `bool` differently.)
 /// `*out_delivered` (optional) receives the number of handler calls. Errors: `NULL_ARGUMENT`,
 /// `INVALID_ARGUMENT` (channel name), `PANIC`.
 ///
@@ -31,7 +32,7 @@ pub unsafe extern "C" fn agentstream_testing_session_emit(
     payload: *const u8,
     len: usize,
     repeat: usize,
-    from_thread: bool,
+    from_thread: u32,
     out_delivered: *mut usize,
 ) -> agentstream_status {
     boundary(|| {
@@ -57,7 +58,7 @@ pub unsafe extern "C" fn agentstream_testing_session_emit(
             }
             n
         };
-        let delivered = if from_thread {
+        let delivered = if from_thread != 0 {
             std::thread::Builder::new()
                 .name("agentstream-testing".into())
                 .spawn(work)

@@ -502,7 +502,7 @@ static int test_session(void) {
     order_len = 0;
     const char *ev = "{\"update\":{\"sessionUpdate\":\"agent_message_chunk\",\"content\":{\"type\":\"text\",\"text\":\"hi\"}}}";
     size_t delivered = 0;
-    CHECK(agentstream_testing_session_emit(s, "content", (const uint8_t *)ev, strlen(ev), 1, false, &delivered) ==
+    CHECK(agentstream_testing_session_emit(s, "content", (const uint8_t *)ev, strlen(ev), 1, 0, &delivered) ==
           AGENTSTREAM_STATUS_OK);
     CHECK(delivered == 2);
     CHECK(order_len == 2 && log[0] == 1 && log[1] == 2);
@@ -510,20 +510,20 @@ static int test_session(void) {
     CHECK(pthread_equal(a.thread, pthread_self()));
 
     order_len = 0;
-    CHECK(agentstream_testing_session_emit(s, "content", (const uint8_t *)ev, strlen(ev), 3, true, &delivered) ==
+    CHECK(agentstream_testing_session_emit(s, "content", (const uint8_t *)ev, strlen(ev), 3, 1, &delivered) ==
           AGENTSTREAM_STATUS_OK);
     CHECK(delivered == 6);
     CHECK(!pthread_equal(a.thread, pthread_self()));
     for (int i = 0; i < 6; i++) CHECK(log[i] == (i % 2 ? 2 : 1));
     order_log = NULL;
 
-    CHECK(agentstream_testing_session_emit(s, "stdout", (const uint8_t *)"raw line", 8, 1, false, &delivered) ==
+    CHECK(agentstream_testing_session_emit(s, "stdout", (const uint8_t *)"raw line", 8, 1, 0, &delivered) ==
           AGENTSTREAM_STATUS_OK);
     CHECK(delivered == 1 && strcmp(c.last, "raw line") == 0);
-    CHECK(agentstream_testing_session_emit(s, "stderr", (const uint8_t *)"x", 1, 1, false, &delivered) ==
+    CHECK(agentstream_testing_session_emit(s, "stderr", (const uint8_t *)"x", 1, 1, 0, &delivered) ==
           AGENTSTREAM_STATUS_OK);
     CHECK(delivered == 0);
-    CHECK(agentstream_testing_session_emit(s, "nope", (const uint8_t *)"x", 1, 1, false, NULL) ==
+    CHECK(agentstream_testing_session_emit(s, "nope", (const uint8_t *)"x", 1, 1, 0, NULL) ==
           AGENTSTREAM_STATUS_INVALID_ARGUMENT);
     CHECK(a.calls == 4 && b.calls == 4 && c.calls == 1);
 
