@@ -111,7 +111,8 @@ func (d *Decoder) finishJSONArray() ([]OutputEvent, error) {
 
 // FeedFunc is Feed delivering each event to fn as soon as its line is decoded (one callback
 // from the library per event, on this goroutine) instead of returning a slice. A panic in fn
-// stops delivery for this call and is re-raised from FeedFunc once the library returned.
+// stops delivery for this call and is re-raised from FeedFunc once the library returned. fn
+// must not call methods of the same Decoder (they wait for this call: a deadlock).
 func (d *Decoder) FeedFunc(data []byte, fn func(OutputEvent)) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
