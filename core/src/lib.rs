@@ -18,6 +18,7 @@
 pub mod casing;
 pub mod channel;
 pub mod decode;
+pub mod error;
 pub mod event;
 pub mod framing;
 pub mod hooks;
@@ -28,6 +29,7 @@ pub mod time;
 pub mod tools;
 
 pub use channel::{Channel, UnknownChannel};
+pub use error::{Error, ErrorKind};
 pub use decode::{Agent, DecodeStats, Decoder, DecoderOptions, Diagnostic, LineOutcome, UnknownAgent, parse};
 pub use event::{
     ContentBlock, DiffContent, ImageContent, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus, SessionUpdate,
