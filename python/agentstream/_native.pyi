@@ -1,6 +1,6 @@
 """Stubs of the native extension module (Rust, pyo3). Import from ``agentstream`` instead."""
 
-from typing import Any, Final, Literal, final
+from typing import Final, Literal, final
 
 from agentstream.types import (
     AgentName,
@@ -12,6 +12,22 @@ from agentstream.types import (
     OutputEvent,
 )
 
+__all__ = [
+    "__version__",
+    "AGENTS",
+    "CHANNELS",
+    "ERROR_KINDS",
+    "Decoder",
+    "parse",
+    "agent_name",
+    "channel_name",
+    "_hook_to_flat_snake",
+    "_parse_json_lines",
+    "_output_event_from_json",
+    "_lifecycle_event_from_json",
+    "_debug_panic",
+]
+
 __version__: Final[str]
 AGENTS: Final[tuple[AgentName, ...]]
 CHANNELS: Final[tuple[ChannelName, ...]]
@@ -21,13 +37,13 @@ ERROR_KINDS: Final[dict[str, tuple[int, str]]]
 class Decoder:
     """A stateful decoder for one harness's stdout: ``feed`` chunks at any boundaries, then ``finish``."""
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         agent: str,
         *,
         max_line_bytes: int | None = None,
         on_oversize: Literal["skip", "raise"] = "skip",
-    ) -> None: ...
+    ) -> Decoder: ...
     def feed(self, data: bytes | bytearray | memoryview | str) -> list[OutputEvent]: ...
     def finish(self) -> list[OutputEvent]: ...
     @property
