@@ -410,6 +410,23 @@ fn _parse_json_lines(py: Python<'_>, agent: &str, data: &[u8]) -> PyResult<Vec<S
     })
 }
 
+/// Decode `data` without building any Python object; returns the event count. The benchmark's
+/// floor: what the conversion to dicts costs on top of decoding.
+#[pyfunction]
+fn _decode_count(py: Python<'_>, agent: &str, data: &[u8]) -> PyResult<usize> {
+    guard(py, || {
+        let agent = parse_agent(py, agent)?;
+        Ok(py.detach(|| {
+            let mut d = Decoder::new(agent);
+            let mut n = 0;
+            for chunk in data.chunks(64 * 1024) {
+                n += d.feed(chunk).len();
+            }
+            n + d.finish().len()
+        }))
+    })
+}
+
 /// Panics on purpose inside the boundary (tests: a panic must become `InternalError`).
 #[pyfunction]
 #[pyo3(signature = (detached = false))]
@@ -442,6 +459,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_parse_json_lines, m)?)?;
     m.add_function(wrap_pyfunction!(_output_event_from_json, m)?)?;
     m.add_function(wrap_pyfunction!(_lifecycle_event_from_json, m)?)?;
+    m.add_function(wrap_pyfunction!(_decode_count, m)?)?;
     m.add_function(wrap_pyfunction!(_debug_panic, m)?)?;
     Ok(())
 }
