@@ -30,11 +30,13 @@ pub enum ErrorKind {
     DecodeLimit,
     /// A bug in agentstream (a Rust panic caught at the boundary).
     Internal,
+    /// Nothing is running (pause, resume or interrupt without an active run).
+    NotRunning,
 }
 
 impl ErrorKind {
     /// Every kind, in code order.
-    pub const ALL: [ErrorKind; 8] = [
+    pub const ALL: [ErrorKind; 9] = [
         ErrorKind::HarnessNotFound,
         ErrorKind::AlreadyRunning,
         ErrorKind::SpawnFailed,
@@ -43,6 +45,7 @@ impl ErrorKind {
         ErrorKind::Timeout,
         ErrorKind::DecodeLimit,
         ErrorKind::Internal,
+        ErrorKind::NotRunning,
     ];
 
     /// The stable snake_case name (`harness_not_found`, ...).
@@ -56,6 +59,7 @@ impl ErrorKind {
             ErrorKind::Timeout => "timeout",
             ErrorKind::DecodeLimit => "decode_limit",
             ErrorKind::Internal => "internal",
+            ErrorKind::NotRunning => "not_running",
         }
     }
 
@@ -70,6 +74,7 @@ impl ErrorKind {
             ErrorKind::Timeout => 1006,
             ErrorKind::DecodeLimit => 1007,
             ErrorKind::Internal => 1008,
+            ErrorKind::NotRunning => 1009,
         }
     }
 
@@ -91,6 +96,7 @@ impl ErrorKind {
             ErrorKind::Timeout => "raise the run's timeout, or give the agent a smaller task",
             ErrorKind::DecodeLimit => "raise max_line_bytes, or let the decoder skip oversize lines",
             ErrorKind::Internal => "this is a bug in agentstream; please report it with the message",
+            ErrorKind::NotRunning => "start a run first",
         }
     }
 }
