@@ -25,6 +25,7 @@ __all__ = [
     "RunTimeoutError",
     "DecodeLimitError",
     "InternalError",
+    "NotRunningError",
 ]
 
 
@@ -105,6 +106,13 @@ class InternalError(AgentstreamError):
     code = 1008
 
 
+class NotRunningError(AgentstreamError, RuntimeError):
+    """Nothing is running: pause, resume or interrupt without an active run. Start a run first."""
+
+    kind = "not_running"
+    code = 1009
+
+
 # Looked up by the native module by the core's ErrorKind name.
 _BY_KIND: dict[str, type[AgentstreamError]] = {
     cls.kind: cls
@@ -117,5 +125,6 @@ _BY_KIND: dict[str, type[AgentstreamError]] = {
         RunTimeoutError,
         DecodeLimitError,
         InternalError,
+        NotRunningError,
     )
 }

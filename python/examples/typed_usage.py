@@ -39,6 +39,7 @@ from agentstream import (
     InvalidArgumentError,
     InvalidChannelError,
     LifecycleEvent,
+    NotRunningError,
     OutputEvent,
     Plan,
     PlanEntry,
@@ -209,6 +210,7 @@ def errors_demo() -> None:
         RunTimeoutError,
         DecodeLimitError,
         InternalError,
+        NotRunningError,
     )
     try:
         Decoder("cursor")

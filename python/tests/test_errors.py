@@ -24,6 +24,7 @@ def test_hierarchy_also_uses_the_builtin_exceptions() -> None:
     assert issubclass(agentstream.RunTimeoutError, TimeoutError)
     assert issubclass(agentstream.HarnessNotFoundError, FileNotFoundError)
     assert issubclass(agentstream.AlreadyRunningError, RuntimeError)
+    assert issubclass(agentstream.NotRunningError, RuntimeError)
     for name in errors.__all__:
         assert issubclass(getattr(agentstream, name), agentstream.AgentstreamError)
 
