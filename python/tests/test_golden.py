@@ -63,7 +63,7 @@ def test_parse_accepts_bytes_str_and_buffers(golden: GoldenCase) -> None:
 
 def test_dicts_are_the_core_serde_form(golden: GoldenCase) -> None:
     """The binding converts shapes only: each dict equals json.loads of the core's own JSON,
-    key order included (pythonize keeps serde's field order)."""
+    key order included (bindings/python/src/convert.rs follows serde's field order)."""
     data = golden.input()
     core = [json.loads(line) for line in _native._parse_json_lines(golden.agent, data)]
     got = agentstream.parse(golden.agent, data)

@@ -1,8 +1,9 @@
 //! `agentstream._native`: the pyo3 extension module behind the `agentstream` Python package.
 //!
-//! This crate only converts shapes and calls `agentstream-core`: events become dicts through
-//! their serde form (pythonize), so content events keep the seed's camelCase keys, lifecycle
-//! events are snake_case, hook events use `HookEvent::to_flat_snake`. Errors are raised as the
+//! This crate only converts shapes and calls `agentstream-core`: events become dicts of their
+//! serde form, so content events keep the seed's camelCase keys ([`convert`], a fast hand-written
+//! path for the hot one), lifecycle events are snake_case and hook events use
+//! `HookEvent::to_flat_snake` (both through pythonize). Errors are raised as the
 //! Python classes of `agentstream.errors`, looked up by the core's `ErrorKind` name.
 //!
 //! Panic safety: every entry point runs inside [`guard`], which turns a Rust panic into
@@ -12,6 +13,8 @@
 //! Threads: the decoder state sits behind a `Mutex` that is never held while re-acquiring the
 //! GIL (large inputs are decoded inside `py.detach`, with the lock taken and released there), so
 //! two Python threads sharing a decoder serialize instead of deadlocking.
+
+mod convert;
 
 use std::cell::{Cell, RefCell};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -132,12 +135,13 @@ fn to_py<'py, T: Serialize + ?Sized>(py: Python<'py>, value: &T) -> PyResult<Bou
     })
 }
 
-fn events_to_list<'py>(py: Python<'py>, events: &[OutputEvent]) -> PyResult<Bound<'py, PyList>> {
-    let list = PyList::empty(py);
-    for ev in events {
-        list.append(to_py(py, ev)?)?;
-    }
-    Ok(list)
+fn events_to_list<'py>(
+    py: Python<'py>,
+    events: &[OutputEvent],
+    strings: &mut convert::Strings,
+) -> PyResult<Bound<'py, PyList>> {
+    let items = events.iter().map(|ev| convert::output_event(py, ev, strings)).collect::<PyResult<Vec<_>>>()?;
+    PyList::new(py, items)
 }
 
 fn parse_agent(py: Python<'_>, name: &str) -> PyResult<Agent> {
@@ -209,6 +213,8 @@ struct PyDecoder {
     agent: Agent,
     raise_on_oversize: bool,
     state: Mutex<State>,
+    /// Only used with the GIL held (conversion never releases it), so never contended.
+    strings: Mutex<convert::Strings>,
 }
 
 impl PyDecoder {
@@ -231,7 +237,10 @@ impl PyDecoder {
         } else {
             self.lock().step(bytes)
         };
-        let list = events_to_list(py, &events)?;
+        let list = match self.strings.try_lock() {
+            Ok(mut strings) => events_to_list(py, &events, &mut strings)?,
+            Err(_) => events_to_list(py, &events, &mut convert::Strings::default())?,
+        };
         if self.raise_on_oversize && oversize > 0 {
             // The core reports an oversize line as a diagnostic that already says what to do.
             let diag = new_diags.iter().rev().find(|d| d.message.contains("max_line_bytes"));
@@ -274,6 +283,7 @@ impl PyDecoder {
                 agent,
                 raise_on_oversize,
                 state: Mutex::new(State { decoder: Decoder::with_options(agent, options), diagnostics: Vec::new() }),
+                strings: Mutex::new(convert::Strings::default()),
             })
         })
     }
@@ -386,7 +396,7 @@ fn _output_event_from_json<'py>(py: Python<'py>, json: &str) -> PyResult<Bound<'
     guard(py, || {
         let ev: OutputEvent =
             serde_json::from_str(json).map_err(|e| invalid_argument(py, format!("not an OutputEvent: {e}")))?;
-        to_py(py, &ev)
+        convert::output_event(py, &ev, &mut convert::Strings::default())
     })
 }
 
