@@ -92,6 +92,8 @@ SAMPLES: list[dict[str, Any]] = [
 def test_every_variant_converts_exactly(sample: dict[str, Any]) -> None:
     got = _native._output_event_from_json(json.dumps(sample))
     assert got == sample
+    canonical = json.loads(_native._output_event_canonical_json(json.dumps(sample)))
+    assert json.dumps(got) == json.dumps(canonical), "same keys in the same order as the core's serde form"
     assert_conforms(got, t.OutputEvent)
 
 

@@ -400,6 +400,16 @@ fn _output_event_from_json<'py>(py: Python<'py>, json: &str) -> PyResult<Bound<'
     })
 }
 
+/// The core's canonical JSON of a content event given as JSON (tests: key order of the dicts).
+#[pyfunction]
+fn _output_event_canonical_json(py: Python<'_>, json: &str) -> PyResult<String> {
+    guard(py, || {
+        let ev: OutputEvent =
+            serde_json::from_str(json).map_err(|e| invalid_argument(py, format!("not an OutputEvent: {e}")))?;
+        Ok(ev.to_json())
+    })
+}
+
 /// The dict of a lifecycle event given as JSON (parsed into the core's `LifecycleEvent` first).
 #[pyfunction]
 fn _lifecycle_event_from_json<'py>(py: Python<'py>, json: &str) -> PyResult<Bound<'py, PyAny>> {
@@ -468,6 +478,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_hook_to_flat_snake, m)?)?;
     m.add_function(wrap_pyfunction!(_parse_json_lines, m)?)?;
     m.add_function(wrap_pyfunction!(_output_event_from_json, m)?)?;
+    m.add_function(wrap_pyfunction!(_output_event_canonical_json, m)?)?;
     m.add_function(wrap_pyfunction!(_lifecycle_event_from_json, m)?)?;
     m.add_function(wrap_pyfunction!(_decode_count, m)?)?;
     m.add_function(wrap_pyfunction!(_debug_panic, m)?)?;
