@@ -32,8 +32,52 @@ fn set_opt_str(d: &Bound<'_, PyDict>, key: &Bound<'_, PyString>, value: &Option<
     Ok(())
 }
 
+/// Python strings for the object keys of JSON values (`rawInput`, `rawOutput`, `extra`): the
+/// same few keys come back on every tool call, so each is made once per decoder. Bounded.
+#[derive(Default)]
+pub struct Keys(std::collections::HashMap<Box<str>, Py<PyString>, std::hash::BuildHasherDefault<FxHasher>>);
+
+/// FxHash (rustc's): short keys hash several times faster than with SipHash; HashDoS is not a
+/// concern for a bounded cache of keys.
+#[derive(Default)]
+struct FxHasher(u64);
+
+impl std::hash::Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        const K: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let w = u64::from_le_bytes(c.try_into().unwrap_or([0; 8]));
+            self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(K);
+        }
+        for &b in chunks.remainder() {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(K);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+impl Keys {
+    const MAX_KEYS: usize = 2048;
+    const MAX_KEY_LEN: usize = 64;
+
+    fn get<'py>(&mut self, py: Python<'py>, key: &str) -> Bound<'py, PyString> {
+        if let Some(obj) = self.0.get(key) {
+            return obj.bind(py).clone();
+        }
+        let obj = PyString::new(py, key);
+        if key.len() <= Self::MAX_KEY_LEN && self.0.len() < Self::MAX_KEYS {
+            self.0.insert(key.into(), obj.clone().unbind());
+        }
+        obj
+    }
+}
+
 /// A JSON value as Python objects (dict, list, str, int, float, bool, None).
-pub fn value<'py>(py: Python<'py>, v: &Value) -> PyResult<Obj<'py>> {
+pub fn value<'py>(py: Python<'py>, v: &Value, keys: &mut Keys) -> PyResult<Obj<'py>> {
     Ok(match v {
         Value::Null => py.None().into_bound(py),
         Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
@@ -50,18 +94,18 @@ pub fn value<'py>(py: Python<'py>, v: &Value) -> PyResult<Obj<'py>> {
         Value::Array(items) => {
             let list = PyList::empty(py);
             for item in items {
-                list.append(value(py, item)?)?;
+                list.append(value(py, item, keys)?)?;
             }
             list.into_any()
         }
-        Value::Object(map) => object(py, map)?.into_any(),
+        Value::Object(map) => object(py, map, keys)?.into_any(),
     })
 }
 
-fn object<'py>(py: Python<'py>, map: &JsonObject) -> PyResult<Bound<'py, PyDict>> {
+fn object<'py>(py: Python<'py>, map: &JsonObject, keys: &mut Keys) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     for (k, v) in map {
-        d.set_item(PyString::new(py, k), value(py, v)?)?;
+        d.set_item(keys.get(py, k), value(py, v, keys)?)?;
     }
     Ok(d)
 }
@@ -163,7 +207,7 @@ fn plan_entry<'py>(py: Python<'py>, entry: &PlanEntry) -> PyResult<Obj<'py>> {
     Ok(d.into_any())
 }
 
-fn token_usage<'py>(py: Python<'py>, usage: &TokenUsage) -> PyResult<Obj<'py>> {
+fn token_usage<'py>(py: Python<'py>, usage: &TokenUsage, keys: &mut Keys) -> PyResult<Obj<'py>> {
     let TokenUsage { prompt_tokens, completion_tokens, cached_tokens, cost_usd, extra } = usage;
     let d = PyDict::new(py);
     if let Some(n) = prompt_tokens {
@@ -184,12 +228,12 @@ fn token_usage<'py>(py: Python<'py>, usage: &TokenUsage) -> PyResult<Obj<'py>> {
         }
     }
     if let Some(extra) = extra {
-        d.set_item(intern!(py, "extra"), object(py, extra)?)?;
+        d.set_item(intern!(py, "extra"), object(py, extra, keys)?)?;
     }
     Ok(d.into_any())
 }
 
-fn update<'py>(py: Python<'py>, update: &SessionUpdate) -> PyResult<Obj<'py>> {
+fn update<'py>(py: Python<'py>, update: &SessionUpdate, keys: &mut Keys) -> PyResult<Obj<'py>> {
     let d = PyDict::new(py);
     let tag = intern!(py, "sessionUpdate");
     match update {
@@ -214,7 +258,7 @@ fn update<'py>(py: Python<'py>, update: &SessionUpdate) -> PyResult<Obj<'py>> {
             d.set_item(intern!(py, "kind"), tool_kind(py, *kind))?;
             d.set_item(intern!(py, "status"), tool_status(py, *status))?;
             if let Some(v) = raw_input {
-                d.set_item(intern!(py, "rawInput"), value(py, v)?)?;
+                d.set_item(intern!(py, "rawInput"), value(py, v, keys)?)?;
             }
             if let Some(c) = content {
                 d.set_item(intern!(py, "content"), tool_call_content(py, c)?)?;
@@ -238,7 +282,7 @@ fn update<'py>(py: Python<'py>, update: &SessionUpdate) -> PyResult<Obj<'py>> {
                 d.set_item(intern!(py, "locations"), locations(py, l)?)?;
             }
             if let Some(v) = raw_output {
-                d.set_item(intern!(py, "rawOutput"), value(py, v)?)?;
+                d.set_item(intern!(py, "rawOutput"), value(py, v, keys)?)?;
             }
         }
         SessionUpdate::Plan { entries } => {
@@ -261,7 +305,7 @@ fn update<'py>(py: Python<'py>, update: &SessionUpdate) -> PyResult<Obj<'py>> {
                 UsageScope::Run => intern!(py, "run"),
             };
             d.set_item(intern!(py, "scope"), scope)?;
-            d.set_item(intern!(py, "usage"), token_usage(py, usage)?)?;
+            d.set_item(intern!(py, "usage"), token_usage(py, usage, keys)?)?;
         }
     }
     Ok(d.into_any())
@@ -301,6 +345,7 @@ pub struct Strings {
     model: Last,
     message_id: Last,
     parent_tool_call_id: Last,
+    keys: Keys,
 }
 
 /// One content event as the seed's `OutputEvent` dict.
@@ -308,13 +353,13 @@ pub fn output_event<'py>(py: Python<'py>, ev: &OutputEvent, strings: &mut String
     let OutputEvent { session_id, update: upd, timestamp, model, message_id, parent_tool_call_id, extra } = ev;
     let d = PyDict::new(py);
     strings.session_id.set_opt(&d, intern!(py, "sessionId"), session_id)?;
-    d.set_item(intern!(py, "update"), update(py, upd)?)?;
+    d.set_item(intern!(py, "update"), update(py, upd, &mut strings.keys)?)?;
     strings.timestamp.set_opt(&d, intern!(py, "timestamp"), timestamp)?;
     strings.model.set_opt(&d, intern!(py, "model"), model)?;
     strings.message_id.set_opt(&d, intern!(py, "messageId"), message_id)?;
     strings.parent_tool_call_id.set_opt(&d, intern!(py, "parentToolCallId"), parent_tool_call_id)?;
     if let Some(extra) = extra {
-        d.set_item(intern!(py, "extra"), object(py, extra)?)?;
+        d.set_item(intern!(py, "extra"), object(py, extra, &mut strings.keys)?)?;
     }
     Ok(d.into_any())
 }
