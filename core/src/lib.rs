@@ -10,6 +10,7 @@
 //! * [`framing`] — bytes at any chunking in, complete lines out, bounded memory.
 //! * [`decode`] — one stateful [`Decoder`] per run and per harness: `feed(bytes)` / `finish()`.
 //! * [`tools`] — the cross-harness tool-name → kind table.
+//! * [`error`] — the error kinds every binding maps to its own error types.
 //!
 //! Nothing in the default features does IO: bytes in, events out. The tokio process runner is
 //! behind the `runner` feature.
@@ -18,6 +19,7 @@
 pub mod casing;
 pub mod channel;
 pub mod decode;
+pub mod error;
 pub mod event;
 pub mod framing;
 pub mod hooks;
@@ -28,6 +30,7 @@ pub mod time;
 pub mod tools;
 
 pub use channel::{Channel, UnknownChannel};
+pub use error::{Error, ErrorKind};
 pub use decode::{Agent, DecodeStats, Decoder, DecoderOptions, Diagnostic, LineOutcome, UnknownAgent, parse};
 pub use event::{
     ContentBlock, DiffContent, ImageContent, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus, SessionUpdate,

@@ -1,0 +1,243 @@
+// The public API from a CommonJS consumer: Decoder, parse, errors, Evolve.on() validation and
+// panic safety.
+'use strict';
+const { test } = require('node:test');
+const assert = require('node:assert/strict');
+
+const agentstream = require('agentstream');
+const {
+  AGENTS,
+  AgentStreamError,
+  CHANNELS,
+  Decoder,
+  ERROR_CODES,
+  Evolve,
+  InvalidArgumentError,
+  VERSION,
+  didWork,
+  hookFromCanonical,
+  isAgentStreamError,
+  lifecycleFromCanonical,
+  parse,
+} = agentstream;
+
+const CLAUDE_LINES = [
+  '{"type":"system","subtype":"init","session_id":"sess-1","model":"claude-x"}',
+  '{"type":"assistant","message":{"id":"msg_1","model":"claude-x","role":"assistant","content":[{"type":"text","text":"héllo ✓"}]},"session_id":"sess-1"}',
+  '',
+].join('\n');
+
+test('constants come from the core', () => {
+  assert.deepEqual([...AGENTS], ['claude', 'codex', 'gemini', 'qwen', 'kimi', 'opencode', 'droid']);
+  assert.deepEqual([...CHANNELS], ['content', 'lifecycle', 'stdout', 'stderr']);
+  assert.deepEqual([...ERROR_CODES], ['INVALID_ARGUMENT', 'HARNESS_NOT_FOUND', 'ALREADY_RUNNING', 'SPAWN_FAILED', 'CANCELLED', 'TIMEOUT', 'INTERNAL']);
+  assert.match(VERSION, /^\d+\.\d+\.\d+/);
+  assert.equal(VERSION, require('agentstream/package.json').version, 'npm version = core version');
+});
+
+test('Decoder: feed/finish/stats/sessionId on every agent without throwing on bad lines', () => {
+  const junk = Buffer.from('null\n42\n[1]\n{not json\n\n   \n{"type":"never-heard-of-it"}\n\xff\xfe\n', 'latin1');
+  for (const agent of AGENTS) {
+    const d = new Decoder(agent);
+    assert.equal(d.agent, agent);
+    assert.equal(d.sessionId, undefined);
+    const events = [...d.feed(junk), ...d.finish()];
+    assert.ok(Array.isArray(events));
+    const s = d.stats;
+    assert.equal(s.lines, 8, agent);
+    assert.equal(s.blankLines, 2, agent);
+    assert.equal(s.nonObject, 3, agent);
+    assert.equal(s.invalidUtf8Lines, 1, agent);
+    assert.equal(s.bytes, junk.length, agent);
+    const diags = d.takeDiagnostics();
+    assert.ok(diags.some((x) => x.line === 8 && /UTF-8/.test(x.message)), JSON.stringify(diags));
+    assert.deepEqual(d.takeDiagnostics(), [], 'diagnostics are taken once');
+    assert.deepEqual(d.feed('{"type":"x"}\n'), [], 'feed after finish is a no-op');
+  }
+});
+
+test('Decoder: stats keys are camelCase and every counter is a number', () => {
+  const s = new Decoder('codex').stats;
+  assert.deepEqual(Object.keys(s).sort(), [
+    'blankLines', 'bytes', 'events', 'invalidJson', 'invalidUtf8Lines', 'lines', 'nonObject', 'oversizeLines', 'unexpectedShape', 'unknownType',
+  ]);
+  for (const v of Object.values(s)) assert.equal(typeof v, 'number');
+});
+
+test('Decoder: accepts string, Buffer, Uint8Array, ArrayBuffer and other views alike', () => {
+  const bytes = Buffer.from(CLAUDE_LINES, 'utf8');
+  const want = parse('claude', CLAUDE_LINES);
+  const inputs = [
+    CLAUDE_LINES,
+    bytes,
+    new Uint8Array(bytes),
+    bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length),
+    new DataView(bytes.buffer, bytes.byteOffset, bytes.length),
+  ];
+  for (const input of inputs) {
+    const d = new Decoder('claude');
+    assert.deepStrictEqual([...d.feed(input), ...d.finish()], want);
+    assert.deepStrictEqual(parse('claude', input), want);
+  }
+});
+
+test('Decoder: a UTF-8 character split across chunks survives', () => {
+  const bytes = Buffer.from(CLAUDE_LINES, 'utf8');
+  const split = bytes.indexOf(Buffer.from('é')) + 1; // inside the 2-byte character
+  const d = new Decoder('claude');
+  const got = [...d.feed(bytes.subarray(0, split)), ...d.feed(bytes.subarray(split)), ...d.finish()];
+  assert.deepStrictEqual(got, parse('claude', bytes));
+  assert.equal(d.stats.invalidUtf8Lines, 0);
+});
+
+test('Decoder: a final line without a newline is decoded by finish()', () => {
+  const d = new Decoder('claude');
+  const body = CLAUDE_LINES.trimEnd();
+  const early = d.feed(body);
+  assert.equal(d.hasPartialLine, true);
+  const late = d.finish();
+  assert.equal(d.hasPartialLine, false);
+  assert.deepStrictEqual([...early, ...late], parse('claude', CLAUDE_LINES));
+  assert.deepStrictEqual(d.finish(), [], 'finish twice is a no-op');
+});
+
+test('Decoder: maxLineBytes skips over-long lines with a diagnostic, never throws', () => {
+  const d = new Decoder('claude', { maxLineBytes: 64 });
+  d.feed(`{"type":"system","x":"${'a'.repeat(200)}"}\n{"type":"x"}\n`);
+  d.finish();
+  assert.equal(d.stats.oversizeLines, 1);
+  assert.equal(d.stats.lines, 2);
+  assert.match(d.takeDiagnostics()[0].message, /maximum line length/);
+  for (const bad of [0, -1, 1.5, NaN, Infinity, 'big']) {
+    assert.throws(() => new Decoder('claude', { maxLineBytes: bad }), (e) => e instanceof TypeError && e.code === 'INVALID_ARGUMENT', String(bad));
+  }
+});
+
+test('unknown agent: TypeError with code INVALID_ARGUMENT listing the valid names', () => {
+  for (const make of [() => new Decoder('cursor'), () => parse('cursor', ''), () => new Evolve({ config: { type: 'cursor' } })]) {
+    assert.throws(make, (e) => {
+      assert.ok(e instanceof TypeError);
+      assert.ok(e instanceof InvalidArgumentError);
+      assert.ok(isAgentStreamError(e));
+      assert.equal(e.code, 'INVALID_ARGUMENT');
+      assert.equal(e.kind, 'invalid_argument');
+      assert.match(e.message, /claude, codex, gemini, qwen, kimi, opencode, droid/);
+      return true;
+    });
+  }
+  assert.equal(new Decoder('Claude-Code').agent, 'claude', 'aliases and case are the core rule');
+  assert.throws(() => new Decoder(42), { name: 'TypeError', code: 'INVALID_ARGUMENT' });
+  assert.throws(() => new Decoder(), { name: 'TypeError', code: 'INVALID_ARGUMENT' });
+});
+
+test('wrong input types: TypeError with code INVALID_ARGUMENT', () => {
+  const d = new Decoder('claude');
+  for (const bad of [42, null, undefined, {}, [1, 2], true]) {
+    assert.throws(() => d.feed(bad), { name: 'TypeError', code: 'INVALID_ARGUMENT' }, String(bad));
+    assert.throws(() => parse('claude', bad), { name: 'TypeError', code: 'INVALID_ARGUMENT' }, String(bad));
+  }
+});
+
+test('Evolve.on(): the four channels, chaining, and TypeError for anything else', () => {
+  const evolve = new Evolve({ config: { type: 'claude' } });
+  assert.equal(evolve.config.type, 'claude');
+  assert.ok(Object.isFrozen(evolve.config));
+  const handler = () => {};
+  for (const name of ['content', 'lifecycle', 'stdout', 'stderr']) {
+    assert.equal(evolve.on(name, handler), evolve, 'on() chains');
+    assert.equal(evolve.listenerCount(name), 1);
+  }
+  evolve.off('stdout', handler);
+  assert.equal(evolve.listenerCount('stdout'), 0);
+  for (const name of ['message', 'Content', 'error', '', 'data', ' content', 'hooks']) {
+    assert.throws(
+      () => evolve.on(name, handler),
+      (e) => {
+        assert.ok(e instanceof TypeError, `${name}: ${e}`);
+        assert.equal(e.code, 'INVALID_ARGUMENT');
+        // The core's Channel message, which lists the four names.
+        for (const n of ['"content"', '"lifecycle"', '"stdout"', '"stderr"']) assert.ok(e.message.includes(n), e.message);
+        assert.ok(e.message.includes(JSON.stringify(name)), e.message);
+        return true;
+      },
+    );
+  }
+  for (const bad of [undefined, null, 42, Symbol.iterator]) {
+    assert.throws(() => evolve.on(bad, handler), { name: 'TypeError', code: 'INVALID_ARGUMENT' });
+  }
+  assert.throws(() => evolve.on('content', 'not a function'), { name: 'TypeError', code: 'INVALID_ARGUMENT' });
+  assert.throws(() => new Evolve(), { name: 'TypeError', code: 'INVALID_ARGUMENT' });
+  assert.throws(() => new Evolve({}), { name: 'TypeError', code: 'INVALID_ARGUMENT' });
+  assert.equal(new Evolve({ config: { type: 'claude-code', model: 'm' } }).config.type, 'claude');
+});
+
+test('a Rust panic becomes an AgentStreamError with code INTERNAL, and the process lives on', () => {
+  for (let i = 0; i < 3; i++) {
+    assert.throws(
+      () => agentstream.__testPanic('boom ' + i),
+      (e) => {
+        assert.ok(e instanceof AgentStreamError);
+        assert.ok(isAgentStreamError(e));
+        assert.equal(e.code, 'INTERNAL');
+        assert.equal(e.kind, 'internal');
+        assert.match(e.message, new RegExp(`boom ${i}`));
+        assert.match(e.message, /lib\.rs:\d+/, 'names where it panicked');
+        return true;
+      },
+    );
+  }
+  // The addon still works after the panics.
+  assert.ok(Array.isArray(parse('claude', CLAUDE_LINES)));
+});
+
+test('didWork: error and usage are not work', () => {
+  assert.equal(didWork([]), false);
+  assert.equal(didWork([{ update: { sessionUpdate: 'error', message: 'x', fatal: true } }, { update: { sessionUpdate: 'usage', scope: 'run', usage: {} } }]), false);
+  assert.equal(didWork([{ update: { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: 'hi' } } }]), true);
+});
+
+test('hookFromCanonical: flat camelCase with the envelope first, harness records verbatim', () => {
+  const hook = hookFromCanonical({
+    type: 'tool.started',
+    run_id: 'r1',
+    agent_id: 'claude',
+    timestamp: '2026-12-02T00:00:00.000Z',
+    status: 'running',
+    sequence: 7,
+    details: { step_index: 0, tool_call_id: 't1', tool_name: 'Read', kind: 'read', title: 'Read /a', arguments: { file_path: '/a' } },
+  });
+  assert.deepStrictEqual(hook, {
+    type: 'tool.started',
+    runId: 'r1',
+    agentId: 'claude',
+    timestamp: '2026-12-02T00:00:00.000Z',
+    status: 'running',
+    sequence: 7,
+    stepIndex: 0,
+    toolCallId: 't1',
+    toolName: 'Read',
+    kind: 'read',
+    title: 'Read /a',
+    arguments: { file_path: '/a' },
+  });
+  assert.throws(() => hookFromCanonical('{"nope":1}'), { name: 'TypeError', code: 'INVALID_ARGUMENT' });
+});
+
+test('lifecycleFromCanonical: sandboxId and browser keys camelCase, null sandbox id kept', () => {
+  const ev = lifecycleFromCanonical({
+    sandbox_id: null,
+    sandbox: 'ready',
+    agent: 'idle',
+    timestamp: '2026-12-02T00:00:00.000Z',
+    browser: { live_url: 'http://x', session_id: 's' },
+    reason: 'browser_ready',
+  });
+  assert.deepStrictEqual(ev, {
+    sandboxId: null,
+    sandbox: 'ready',
+    agent: 'idle',
+    timestamp: '2026-12-02T00:00:00.000Z',
+    browser: { liveUrl: 'http://x', sessionId: 's' },
+    reason: 'browser_ready',
+  });
+});
