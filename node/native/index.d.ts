@@ -24,8 +24,11 @@ export declare class NativeDecoder {
   /** Feed text (encoded as UTF-8); returns a JSON array like `feed`. */
   feedString(text: string): string
   /**
-   * Benchmark only: like `feed`, but builds the JavaScript objects through napi instead of
-   * returning JSON (see `benches/node_decode.mjs`, which compares the two).
+   * Benchmark only: like `feed`, but builds the JavaScript objects through napi (from a
+   * `serde_json::Value` tree) instead of returning JSON. Slower than `feed` + `JSON.parse`
+   * (see `benches/node_decode.mjs`) and lossy: napi turns integers above 2^32 that do not fit
+   * an i64 into strings, and typed structs with such u64s fail to convert at all (toolchain.md
+   * pitfall N3). Never used by the wrapper.
    */
   feedObjects(bytes: Uint8Array): unknown[]
   /**
