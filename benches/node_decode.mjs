@@ -12,7 +12,9 @@
 //   plain JS JSON.parse normalizer per line JSON.parse + a hand-written normalization to OutputEvent
 //                                  shapes (a typical pure-JS implementation; less complete than the core)
 // Each runs on whole traces (one feed per trace, as a pipe read delivers them) and in --chunk
-// byte chunks (the JS baseline then frames lines itself with a StringDecoder).
+// byte chunks (the JS baseline then frames lines itself with a StringDecoder). Two more rows
+// measure forwarding: the callback gets the events as JSON text (Decoder.feedJson, versus the
+// plain-JS normalizer followed by JSON.stringify).
 import { readFileSync, readdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -283,6 +285,20 @@ function decoderChunked(t, cb) {
   for (const e of d.finish()) cb(e);
 }
 
+// Forwarding (a log, a socket, another process): the callback gets JSON text, not objects.
+function decoderForwardWhole(t, cb) {
+  const d = new Decoder(t.agent);
+  cb(d.feedJson(t.bytes));
+  cb(d.finishJson());
+}
+
+function baselineForwardWhole(t, cb) {
+  const norm = makeNormalizer(t.agent);
+  const out = [];
+  for (const line of t.bytes.toString('utf8').split('\n')) norm(line, out);
+  cb(JSON.stringify(out));
+}
+
 function objectsWhole(t, cb) {
   const d = new native.NativeDecoder(t.agent);
   for (const e of d.feedObjects(t.bytes)) cb(e);
@@ -299,15 +315,16 @@ function objectsChunked(t, cb) {
 // Measurement
 
 let sink = 0;
-/** The callback every variant delivers to: reads the discriminator, as a UI would. */
+/** The callback every variant delivers to: reads the discriminator, as a UI would (or, for the
+ *  forwarding variants, takes the JSON text's length, as a writer would). */
 function cb(e) {
-  sink += e.update.sessionUpdate.length;
+  sink += typeof e === 'string' ? e.length : e.update.sessionUpdate.length;
 }
 
 function measure(run) {
   let events = 0;
   const count = (e) => {
-    events++;
+    events += typeof e === 'string' ? JSON.parse(e).length : 1;
     cb(e);
   };
   for (const t of corpus) run(t, count);
@@ -342,6 +359,8 @@ const variants = [
   ['agentstream Decoder (JSON array + JSON.parse)', `${CHUNK} B chunks`, decoderChunked],
   ['native objects via napi (not used)', `${CHUNK} B chunks`, objectsChunked],
   ['plain JS JSON.parse normalizer', `${CHUNK} B chunks`, baselineChunked],
+  ['agentstream Decoder.feedJson (JSON text)', 'forwarding', decoderForwardWhole],
+  ['plain JS normalizer + JSON.stringify', 'forwarding', baselineForwardWhole],
 ];
 
 console.log(`agentstream ${VERSION} on Node ${process.version}: ${corpus.length} traces (${[...new Set(corpus.map((t) => t.agent))].join(', ')}), ${(corpusBytes / 1024).toFixed(1)} KiB per pass`);
@@ -360,4 +379,6 @@ for (const mode of ['whole', `${CHUNK} B chunks`]) {
   const [dec, obj, base] = rows.filter((r) => r.mode === mode);
   console.log(`${pad(mode + ':', 16)} Decoder / plain JS = ${(dec.mbPerSec / base.mbPerSec).toFixed(2)}x MB/s (target >= 1.5x); JSON path / napi objects = ${(dec.mbPerSec / obj.mbPerSec).toFixed(2)}x`);
 }
+const [fwd, fwdBase] = rows.filter((r) => r.mode === 'forwarding');
+console.log(`${pad('forwarding:', 16)} Decoder.feedJson / plain JS + JSON.stringify = ${(fwd.mbPerSec / fwdBase.mbPerSec).toFixed(2)}x MB/s`);
 if (sink === 42) console.log(''); // keep the callback's work observable

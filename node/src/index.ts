@@ -136,6 +136,21 @@ export class Decoder {
     return events(call(() => this.#native.finish()));
   }
 
+  /**
+   * Like {@link Decoder.feed}, but returns the events as the text of a JSON array (`"[]"` when
+   * none), exactly as the core serialises them: for forwarding events (a log, a socket, another
+   * process) without parsing them in JavaScript.
+   */
+  feedJson(chunk: DecoderInput): string {
+    const bytes = bytesOf(chunk, 'Decoder.feedJson()');
+    return call(() => (bytes ? this.#native.feed(bytes) : this.#native.feedString(chunk as string)));
+  }
+
+  /** Like {@link Decoder.finish}, as the text of a JSON array (see {@link Decoder.feedJson}). */
+  finishJson(): string {
+    return call(() => this.#native.finish());
+  }
+
   /** Decode statistics so far. */
   get stats(): DecodeStats {
     return JSON.parse(call(() => this.#native.statsJson())) as DecodeStats;

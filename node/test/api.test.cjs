@@ -241,3 +241,15 @@ test('lifecycleFromCanonical: sandboxId and browser keys camelCase, null sandbox
     reason: 'browser_ready',
   });
 });
+
+test('feedJson/finishJson: the same events as JSON text', () => {
+  const bytes = Buffer.from(CLAUDE_LINES, 'utf8');
+  const a = new Decoder('claude');
+  const b = new Decoder('claude');
+  const split = 40;
+  const text = [a.feedJson(bytes.subarray(0, split)), a.feedJson(CLAUDE_LINES.slice(split)), a.finishJson()];
+  for (const t of text) assert.equal(typeof t, 'string');
+  assert.deepStrictEqual(text.flatMap((t) => JSON.parse(t)), [...b.feed(bytes.subarray(0, split)), ...b.feed(CLAUDE_LINES.slice(split)), ...b.finish()]);
+  assert.equal(new Decoder('codex').finishJson(), '[]');
+  assert.throws(() => new Decoder('codex').feedJson(7), { name: 'TypeError', code: 'INVALID_ARGUMENT' });
+});

@@ -285,12 +285,13 @@ const options: DecoderOptions = { maxLineBytes: 1 << 20 };
 const decoder = new Decoder('gemini', options);
 const chunk: DecoderInput = Buffer.from('{"type":"init","session_id":"s"}\n');
 const events: OutputEvent[] = [...decoder.feed(chunk), ...decoder.feed(new Uint8Array(0)), ...decoder.feed(''), ...decoder.finish()];
+const forwarded: string = new Decoder('codex').feedJson(chunk) + new Decoder('codex').finishJson();
 const stats: DecodeStats = decoder.stats;
 const diagnostics: Diagnostic[] = decoder.takeDiagnostics();
 const session: string | undefined = decoder.sessionId;
 const agent: AgentName = decoder.agent;
 console.log(events.map(handle), stats.lines + stats.invalidJson, diagnostics.length, session, agent, decoder.hasPartialLine, didWork(events));
-console.log(parse('claude', '').length, VERSION, AGENTS.length, CHANNELS.length);
+console.log(forwarded, parse('claude', '').length, VERSION, AGENTS.length, CHANNELS.length);
 
 const config: AgentConfig = { type: 'claude', model: 'sonnet', extraArgs: ['--verbose'], env: { A: 'b' } };
 const evolveOptions: EvolveOptions = { config };
