@@ -4,7 +4,12 @@ use std::io::{self, BufWriter, Read, Write};
 use std::process::ExitCode;
 
 use agentstream_core::{Agent, Decoder};
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
+
+mod demo;
+mod fake_harness;
+mod render;
+mod run;
 
 /// One typed, ordered stream of events from any coding-agent CLI.
 #[derive(Parser)]
@@ -31,12 +36,108 @@ enum Command {
         /// The recorded stdout (JSONL); `-` or absent for standard input.
         file: Option<String>,
     },
+    /// Run a real harness and render its stream (or print it as JSONL with --json / --hooks).
+    ///
+    /// Everything after `--` is the prompt (joined with spaces), unless --prompt is given, in
+    /// which case it is passed to the harness as extra arguments. Exit code: 0 completed,
+    /// 1 failed, 130 cancelled (Ctrl-C interrupts the harness's whole process group).
+    Run {
+        /// The harness: claude, codex, gemini, qwen, kimi, opencode, droid.
+        #[arg(long, short)]
+        agent: String,
+        /// Replace the harness executable (e.g. with the fake harness).
+        #[arg(long)]
+        bin: Option<std::path::PathBuf>,
+        /// The prompt (otherwise the words after `--`).
+        #[arg(long, short)]
+        prompt: Option<String>,
+        /// The model, passed with the harness's own flag.
+        #[arg(long, short)]
+        model: Option<String>,
+        /// Extra argument for the harness (repeatable).
+        #[arg(long = "arg", allow_hyphen_values = true)]
+        extra_args: Vec<String>,
+        #[command(flatten)]
+        common: RunFlags,
+        /// The prompt, or extra harness arguments when --prompt is given.
+        #[arg(last = true)]
+        rest: Vec<String>,
+    },
+    /// Run any command with the same streaming, lifecycle and hooks (no content decoding).
+    Exec {
+        #[command(flatten)]
+        common: RunFlags,
+        /// The command and its arguments.
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
+    /// Replay the bundled real traces through the full runtime via the fake harness: see the
+    /// product work with no agent installed.
+    Demo {
+        /// Only this agent (default: all seven).
+        #[arg(long, short)]
+        agent: Option<String>,
+        /// Which recorded scenario: s1-text, s2-bash or s3-read-edit (default s2-bash).
+        #[arg(long, default_value = "s2-bash")]
+        scenario: String,
+        /// Pause between replayed lines, in milliseconds.
+        #[arg(long, default_value_t = 40)]
+        delay_ms: u64,
+        #[command(flatten)]
+        common: RunFlags,
+    },
+}
+
+/// Flags shared by `run`, `exec` and `demo`.
+#[derive(Args, Clone)]
+struct RunFlags {
+    /// Working directory of the process.
+    #[arg(long)]
+    cwd: Option<std::path::PathBuf>,
+    /// Cancel after this many seconds.
+    #[arg(long)]
+    timeout: Option<f64>,
+    /// Print the run's sequenced stream (all four channels), one envelope per line, as JSONL.
+    #[arg(long, conflicts_with = "hooks")]
+    json: bool,
+    /// Print the on_event hook events as JSONL instead.
+    #[arg(long)]
+    hooks: bool,
+    /// Show the harness's stderr (dimmed) in the human view.
+    #[arg(long)]
+    show_stderr: bool,
+    /// Do not mask secret shapes in tool-call inputs.
+    #[arg(long)]
+    no_redact: bool,
 }
 
 fn main() -> ExitCode {
+    // The demo re-executes this binary as the fake harness (see `demo.rs`).
+    if std::env::var_os(demo::FAKE_HARNESS_ENV).is_some() {
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        return ExitCode::from(fake_harness::main_with_args(&args).clamp(0, 255) as u8);
+    }
     let cli = Cli::parse();
     match cli.command {
         Command::Parse { agent, max_line_bytes, file } => parse_command(&agent, max_line_bytes, file.as_deref()),
+        Command::Run { agent, bin, prompt, model, extra_args, common, rest } => {
+            run::run_command(&agent, bin, prompt, model, extra_args, rest, &common.into())
+        }
+        Command::Exec { common, command } => run::exec_command(command, &common.into()),
+        Command::Demo { agent, scenario, delay_ms, common } => demo::demo(agent.as_deref(), &scenario, delay_ms, &common.into()),
+    }
+}
+
+impl From<RunFlags> for run::Flags {
+    fn from(f: RunFlags) -> Self {
+        run::Flags {
+            cwd: f.cwd,
+            timeout: f.timeout,
+            json: f.json,
+            hooks: f.hooks,
+            show_stderr: f.show_stderr,
+            redact: !f.no_redact,
+        }
     }
 }
 

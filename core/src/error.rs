@@ -1,80 +1,102 @@
-//! The error kinds every binding maps to its own error types (decisions.md §7).
+//! The one error table of the API edge: every binding maps [`ErrorKind`] to its native error
+//! (a Python exception subclass, a JS `Error` with `.code`, a C enum value, ...), so the names,
+//! numeric codes and advice are the same in every language.
 //!
-//! One table, stable snake_case names: Python picks an exception class per kind, JavaScript sets
-//! `err.code` to [`ErrorKind::code`] (`"INVALID_ARGUMENT"`), C returns a status, Go/C#/Java
-//! carry the kind on their error type. The kinds are those of the runner's `RunError` plus
-//! `invalid_argument` for bad input at the API edge (an unknown agent or channel name) and
-//! `internal` for a bug (a caught panic).
-//!
-//! Decoding itself never fails (decisions.md §2): bad lines and over-long lines are counted
-//! in `DecodeStats` and reported as diagnostics, not raised.
+//! Names are stable snake_case; codes are stable numbers in a private range (1000+) so they never
+//! collide with errno or exit codes. Never renumber: add at the end.
 
-use std::any::Any;
 use std::fmt;
-use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::channel::UnknownChannel;
-use crate::decode::UnknownAgent;
-
-/// What went wrong, in categories stable across every language.
+/// What kind of failure an API call reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorKind {
-    /// A bad value from the caller: an unknown agent or channel name, an invalid option.
-    InvalidArgument,
-    /// The harness executable was not found.
+    /// The harness executable could not be found.
     HarnessNotFound,
-    /// The session already has a run in progress.
+    /// A run or command is already going on in this session.
     AlreadyRunning,
-    /// The harness process could not be started.
+    /// The harness was found but could not be started.
     SpawnFailed,
+    /// An argument is not valid (an unknown agent or channel name, a bad option value).
+    InvalidArgument,
     /// The run was cancelled.
     Cancelled,
-    /// The run exceeded its timeout.
+    /// The run went past its time limit.
     Timeout,
-    /// A bug in agentstream (e.g. a caught panic). Please report it.
+    /// Input went past a configured decode limit (a line longer than `max_line_bytes`).
+    DecodeLimit,
+    /// A bug in agentstream (a Rust panic caught at the boundary).
     Internal,
+    /// Nothing is running (pause, resume or interrupt without an active run).
+    NotRunning,
 }
 
 impl ErrorKind {
-    /// Every kind, in documentation order.
-    pub const ALL: [ErrorKind; 7] = [
-        ErrorKind::InvalidArgument,
+    /// Every kind, in code order.
+    pub const ALL: [ErrorKind; 9] = [
         ErrorKind::HarnessNotFound,
         ErrorKind::AlreadyRunning,
         ErrorKind::SpawnFailed,
+        ErrorKind::InvalidArgument,
         ErrorKind::Cancelled,
         ErrorKind::Timeout,
+        ErrorKind::DecodeLimit,
         ErrorKind::Internal,
+        ErrorKind::NotRunning,
     ];
 
-    /// The snake_case name, e.g. `invalid_argument` (the serde form).
+    /// The stable snake_case name (`harness_not_found`, ...).
     pub fn name(self) -> &'static str {
         match self {
-            ErrorKind::InvalidArgument => "invalid_argument",
             ErrorKind::HarnessNotFound => "harness_not_found",
             ErrorKind::AlreadyRunning => "already_running",
             ErrorKind::SpawnFailed => "spawn_failed",
+            ErrorKind::InvalidArgument => "invalid_argument",
             ErrorKind::Cancelled => "cancelled",
             ErrorKind::Timeout => "timeout",
+            ErrorKind::DecodeLimit => "decode_limit",
             ErrorKind::Internal => "internal",
+            ErrorKind::NotRunning => "not_running",
         }
     }
 
-    /// The SCREAMING_SNAKE_CASE code, e.g. `INVALID_ARGUMENT` (JavaScript's `err.code`, C's
-    /// enum constant suffix).
-    pub fn code(self) -> &'static str {
+    /// The stable numeric code (1001, 1002, ...).
+    pub fn code(self) -> u32 {
         match self {
-            ErrorKind::InvalidArgument => "INVALID_ARGUMENT",
-            ErrorKind::HarnessNotFound => "HARNESS_NOT_FOUND",
-            ErrorKind::AlreadyRunning => "ALREADY_RUNNING",
-            ErrorKind::SpawnFailed => "SPAWN_FAILED",
-            ErrorKind::Cancelled => "CANCELLED",
-            ErrorKind::Timeout => "TIMEOUT",
-            ErrorKind::Internal => "INTERNAL",
+            ErrorKind::HarnessNotFound => 1001,
+            ErrorKind::AlreadyRunning => 1002,
+            ErrorKind::SpawnFailed => 1003,
+            ErrorKind::InvalidArgument => 1004,
+            ErrorKind::Cancelled => 1005,
+            ErrorKind::Timeout => 1006,
+            ErrorKind::DecodeLimit => 1007,
+            ErrorKind::Internal => 1008,
+            ErrorKind::NotRunning => 1009,
+        }
+    }
+
+    /// The kind with this name, if any.
+    pub fn from_name(name: &str) -> Option<ErrorKind> {
+        ErrorKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// What the caller can do about it, in one sentence (appended to messages by [`Error`]).
+    pub fn advice(self) -> &'static str {
+        match self {
+            ErrorKind::HarnessNotFound => {
+                "install the harness CLI and put it on PATH, or set the config's `bin` to its path"
+            }
+            ErrorKind::AlreadyRunning => "wait for the current run to finish, or cancel it, before starting another",
+            ErrorKind::SpawnFailed => "check that the harness binary is executable and the working directory exists",
+            ErrorKind::InvalidArgument => "fix the argument named in the message",
+            ErrorKind::Cancelled => "the run was stopped on request; start a new run to continue",
+            ErrorKind::Timeout => "raise the run's timeout, or give the agent a smaller task",
+            ErrorKind::DecodeLimit => "raise max_line_bytes, or let the decoder skip oversize lines",
+            ErrorKind::Internal => "this is a bug in agentstream; please report it with the message",
+            ErrorKind::NotRunning => "start a run first",
         }
     }
 }
@@ -85,64 +107,52 @@ impl fmt::Display for ErrorKind {
     }
 }
 
-impl FromStr for ErrorKind {
-    type Err = ();
-
-    /// Accepts the name (`invalid_argument`) or the code (`INVALID_ARGUMENT`).
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        ErrorKind::ALL.into_iter().find(|k| k.name() == s || k.code() == s).ok_or(())
-    }
-}
-
 /// An error at the API edge: a kind plus a message for people.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Error {
-    /// The category.
+    /// What kind of failure.
     pub kind: ErrorKind,
-    /// What happened, for people.
+    /// What happened (the advice of the kind is appended by `Display` unless already there).
     pub message: String,
 }
 
 impl Error {
-    /// An error of `kind`.
+    /// An error of `kind` with `message`.
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         Error { kind, message: message.into() }
     }
 
-    /// An `invalid_argument` error.
-    pub fn invalid_argument(message: impl Into<String>) -> Self {
-        Error::new(ErrorKind::InvalidArgument, message)
-    }
-
-    /// The `internal` error for a caught panic, with the panic's message when it has one.
-    pub fn from_panic(payload: &(dyn Any + Send)) -> Self {
-        let what = payload
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| payload.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "unknown panic payload".to_string());
-        Error::new(ErrorKind::Internal, format!("internal error in agentstream (a bug, please report it): {what}"))
+    /// The message followed by the kind's advice: `<message>; <advice>`.
+    pub fn message_with_advice(&self) -> String {
+        let advice = self.kind.advice();
+        if self.message.is_empty() {
+            advice.to_string()
+        } else if self.message.contains(advice) || self.kind == ErrorKind::InvalidArgument {
+            // Invalid-argument messages already say what is valid (they list the names).
+            self.message.clone()
+        } else {
+            format!("{}; {}", self.message, advice)
+        }
     }
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
+        f.write_str(&self.message_with_advice())
     }
 }
 
 impl std::error::Error for Error {}
 
-impl From<UnknownAgent> for Error {
-    fn from(e: UnknownAgent) -> Self {
-        Error::invalid_argument(e.to_string())
+impl From<crate::decode::UnknownAgent> for Error {
+    fn from(e: crate::decode::UnknownAgent) -> Self {
+        Error::new(ErrorKind::InvalidArgument, e.to_string())
     }
 }
 
-impl From<UnknownChannel> for Error {
-    fn from(e: UnknownChannel) -> Self {
-        Error::invalid_argument(e.to_string())
+impl From<crate::channel::UnknownChannel> for Error {
+    fn from(e: crate::channel::UnknownChannel) -> Self {
+        Error::new(ErrorKind::InvalidArgument, e.to_string())
     }
 }
 
@@ -151,27 +161,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_codes_and_serde_agree() {
+    fn names_and_codes_are_unique_and_round_trip() {
+        let mut codes = std::collections::HashSet::new();
         for k in ErrorKind::ALL {
-            assert_eq!(serde_json::to_value(k).unwrap(), serde_json::Value::String(k.name().into()));
-            assert_eq!(k.code(), k.name().to_ascii_uppercase());
-            assert_eq!(k.name().parse::<ErrorKind>(), Ok(k));
-            assert_eq!(k.code().parse::<ErrorKind>(), Ok(k));
+            assert!(codes.insert(k.code()), "duplicate code {}", k.code());
+            assert_eq!(ErrorKind::from_name(k.name()), Some(k));
+            assert_eq!(serde_json::to_value(k).unwrap(), serde_json::json!(k.name()));
+            assert!(!k.advice().is_empty());
         }
-        assert!("nope".parse::<ErrorKind>().is_err());
+        assert_eq!(ErrorKind::from_name("nope"), None);
     }
 
     #[test]
-    fn edge_errors_map_to_invalid_argument_and_panics_to_internal() {
-        let e: Error = "cursor".parse::<crate::Agent>().unwrap_err().into();
+    fn messages_say_what_to_do() {
+        let e = Error::new(ErrorKind::Timeout, "the run took longer than 5s");
+        assert_eq!(e.to_string(), format!("the run took longer than 5s; {}", ErrorKind::Timeout.advice()));
+        let e: Error = "nope".parse::<crate::Agent>().unwrap_err().into();
         assert_eq!(e.kind, ErrorKind::InvalidArgument);
-        assert!(e.message.contains("claude"), "{e}");
-        let e: Error = "message".parse::<crate::Channel>().unwrap_err().into();
-        assert_eq!(e.kind, ErrorKind::InvalidArgument);
-        assert!(e.message.contains("lifecycle"), "{e}");
-        let payload = std::panic::catch_unwind(|| panic!("boom {}", 1)).unwrap_err();
-        let e = Error::from_panic(payload.as_ref());
-        assert_eq!(e.kind, ErrorKind::Internal);
-        assert!(e.message.ends_with("boom 1"), "{e}");
+        assert!(e.to_string().contains("claude"), "{e}");
+        let e: Error = "nope".parse::<crate::Channel>().unwrap_err().into();
+        assert!(e.to_string().contains("lifecycle"), "{e}");
     }
 }

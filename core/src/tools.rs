@@ -4,12 +4,12 @@
 //! |---|---|---|---|---|---|---|---|
 //! | read | Read, NotebookRead | – | read_file, read_many_files | Read, read_file, read_many_files | Read, ReadFile, ReadMediaFile | read | read |
 //! | edit | Edit, MultiEdit, Write, NotebookEdit | file_change | write_file, replace, edit, edit_file | Write, Edit, write_file, edit, edit_file, replace | Write, WriteFile, Edit, StrReplaceFile | write, edit, multiedit, patch, apply_patch | create, edit, multiedit, write, applypatch |
-//! | execute | Bash, BashOutput, KillShell | command_execution | run_shell_command, shell, read_background_output, list_background_processes | Bash, BashOutput, KillShell, shell, run_shell_command, monitor | Bash, Shell, TaskOutput, TaskStop | bash | execute, executecli, bash, taskoutput, taskstop |
+//! | execute | Bash, BashOutput, KillShell, TaskOutput, TaskStop | command_execution | run_shell_command, shell, read_background_output, list_background_processes | Bash, BashOutput, KillShell, shell, run_shell_command, monitor | Bash, Shell, TaskOutput, TaskStop | bash | execute, executecli, bash, taskoutput, taskstop |
 //! | search | Glob, Grep, LS | – | glob, grep, grep_search, search_file_content, list_directory | Glob, Grep, LS, glob, grep, grep_search, list_directory | Glob, Grep | glob, grep, list, codesearch, lsp | grep, glob, ls |
 //! | fetch | WebFetch, WebSearch | web_search | google_web_search, web_search, brave_web_search, web_fetch | WebFetch, WebSearch, web_fetch, web_search, brave_web_search | WebSearch, SearchWeb, FetchURL | webfetch, websearch | fetchurl, webfetch, websearch |
 //! | think | Task, Agent | – | delegate_to_agent, invoke_agent | Task, task, agent | Agent, AgentSwarm, Task, Think, CreateSubagent | task, batch | task |
-//! | switch_mode | ExitPlanMode, EnterPlanMode | – | enter_plan_mode, exit_plan_mode | ExitPlanMode, exit_plan_mode | ExitPlanMode, EnterPlanMode | plan_enter, plan_exit | exitplanmode |
-//! | other | MCP tools (`mcp__*`), todo tools, anything else | mcp_tool_call | MCP tools, write_todos, save_memory, anything else | MCP tools, todo_write, TodoWrite, anything else | TodoList, SetTodoList, anything else | todowrite, todoread, skill, anything else | todowrite, skill, MCP tools, anything else |
+//! | switch_mode | ExitPlanMode, EnterPlanMode | – | enter_plan_mode, exit_plan_mode | ExitPlanMode, exit_plan_mode | ExitPlanMode, EnterPlanMode | plan_enter, plan_exit | exitplanmode, exitspecmode |
+//! | other | MCP tools (`mcp__*`), todo tools, anything else | mcp_tool_call (toolName `mcp__<server>__<tool>`, or codex's own list_mcp_resources, list_mcp_resource_templates, read_mcp_resource) | MCP tools (`mcp_<server>_<tool>`), write_todos, save_memory, update_topic, activate_skill, anything else | MCP tools, todo_write, TodoWrite, anything else | TodoList, SetTodoList, anything else | MCP tools (`<server>_<tool>`), todowrite, todoread, skill, question, invalid, anything else | todowrite, skill, MCP tools, anything else |
 //!
 //! Matching: claude, gemini, qwen and kimi names are matched exactly (so `bash` in claude is
 //! `other`); opencode names are lowercased first; droid names are lowercased with `-`, `_` and
@@ -31,6 +31,8 @@ const CLAUDE: &[(&str, ToolKind)] = &[
     ("Bash", Execute),
     ("BashOutput", Execute),
     ("KillShell", Execute),
+    ("TaskOutput", Execute),
+    ("TaskStop", Execute),
     ("Glob", Search),
     ("Grep", Search),
     ("LS", Search),
@@ -177,6 +179,7 @@ const DROID: &[(&str, ToolKind)] = &[
     ("websearch", Fetch),
     ("task", Think),
     ("exitplanmode", SwitchMode),
+    ("exitspecmode", SwitchMode),
 ];
 
 /// The table of one agent: `(name as matched, kind)`; names not listed are [`ToolKind::Other`].
@@ -203,8 +206,12 @@ pub fn normalize_name(agent: Agent, name: &str) -> String {
 
 /// The kind of tool `name` for `agent`.
 pub fn tool_kind(agent: Agent, name: &str) -> ToolKind {
-    let key = normalize_name(agent, name);
-    kind_table(agent).iter().find(|(n, _)| *n == key).map(|(_, k)| *k).unwrap_or(Other)
+    let table = kind_table(agent);
+    let find = |key: &str| table.iter().find(|(n, _)| *n == key).map(|(_, k)| *k).unwrap_or(Other);
+    match agent {
+        Agent::Opencode | Agent::Droid => find(&normalize_name(agent, name)),
+        _ => find(name), // matched exactly: no allocation
+    }
 }
 
 /// Wrap a shell command in backticks for a title, escaping backticks inside it so the markdown
@@ -216,6 +223,11 @@ pub fn command_title(command: &str) -> String {
 
 /// Titles are for people: longer text is cut at this many characters with an ellipsis.
 pub const MAX_TITLE_CHARS: usize = 200;
+
+/// `title` cut at [`MAX_TITLE_CHARS`] like [`truncate_chars`], without copying a short one.
+pub fn bound_title(title: String) -> String {
+    if title.len() <= MAX_TITLE_CHARS { title } else { truncate_chars(&title, MAX_TITLE_CHARS) }
+}
 
 /// Cut `s` to at most `max` characters (on a char boundary), appending `…` when cut.
 pub fn truncate_chars(s: &str, max: usize) -> String {

@@ -11,6 +11,9 @@ use serde_json::Value;
 /// Our documented additions to the ACP shapes.
 const ALLOWED_ADDITIONS: &[&str] = &["toolName"];
 
+/// Fields ACP leaves out when they hold its default (`kind: other`, `status: pending`).
+const ACP_DEFAULTS: &[(&str, &str)] = &[("kind", "other"), ("status", "pending")];
+
 /// ACP kinds we emit with the same shape; `error` and `usage` are our own additions.
 const ACP_KINDS: &[&str] =
     &["agent_message_chunk", "agent_thought_chunk", "user_message_chunk", "tool_call", "tool_call_update", "plan"];
@@ -28,9 +31,11 @@ fn contained(acp: &Value, ours: &Value, path: &str, problems: &mut Vec<String>) 
                 }
             }
             for (k, ov) in o {
-                // ACP omits empty lists when it writes; an empty list of ours is not an addition.
-                let empty = ov.as_array().is_some_and(Vec::is_empty);
-                if !a.contains_key(k) && !empty && !ALLOWED_ADDITIONS.contains(&k.as_str()) {
+                // ACP omits empty lists and default values when it writes: ours are not additions.
+                let omitted_default = ov.as_array().is_some_and(Vec::is_empty)
+                    || ov.is_null()
+                    || ACP_DEFAULTS.iter().any(|(dk, dv)| dk == k && ov == dv);
+                if !a.contains_key(k) && !omitted_default && !ALLOWED_ADDITIONS.contains(&k.as_str()) {
                     problems.push(format!("{path}.{k}: not an ACP field and not a documented addition"));
                 }
             }

@@ -1,11 +1,16 @@
 //! Golden replay: every `tests/golden/<agent>/<case>.input.jsonl` decoded whole, byte by byte
 //! and in seeded random chunks gives exactly `<case>.expected.jsonl` (one OutputEvent per line).
 //!
+//! The same inputs replayed through the whole pipeline (run stream + hook derivation, fixed run
+//! id `golden` and timestamp) give exactly `<case>.hooks.jsonl`: the hook sequence every
+//! binding must reproduce.
+//!
 //! To (re)write the expected files after a deliberate change: `UPDATE_GOLDEN=1 cargo test -p
 //! agentstream-core --test golden`, then review the diff like code.
 
 use std::path::{Path, PathBuf};
 
+use agentstream_core::replay::{ReplayOptions, replay};
 use agentstream_core::{Agent, Decoder, OutputEvent};
 
 fn golden_root() -> PathBuf {
@@ -90,6 +95,37 @@ fn golden_cases_replay_identically_at_any_chunking() {
         }
     }
     assert!(failures.is_empty(), "golden output differs for {failures:?}; inspect with `agentstream parse`");
+}
+
+/// The options every language's golden hook replay uses.
+fn golden_replay_options() -> ReplayOptions {
+    ReplayOptions { run_id: "golden".into(), ..ReplayOptions::default() }
+}
+
+#[test]
+fn golden_hooks_replay_identically() {
+    let update = std::env::var_os("UPDATE_GOLDEN").is_some();
+    let mut failures = Vec::new();
+    for (agent, case, input_path) in cases() {
+        let input = std::fs::read(&input_path).unwrap();
+        let r = replay(agent, &input, &golden_replay_options());
+        let got: String = r.hooks.iter().map(|h| serde_json::to_string(h).unwrap() + "\n").collect();
+        let path = input_path.with_file_name(format!("{case}.hooks.jsonl"));
+        if update {
+            std::fs::write(&path, &got).unwrap();
+            continue;
+        }
+        let expected = std::fs::read_to_string(&path)
+            .unwrap_or_else(|_| panic!("{} is missing: run with UPDATE_GOLDEN=1", path.display()));
+        if got != expected {
+            failures.push(format!("{agent}/{case}"));
+        }
+        let terminals = r.hooks.iter().filter(|h| h.is_terminal()).count();
+        assert_eq!(terminals, 1, "{agent}/{case}: exactly one terminal hook");
+        assert!(r.hooks.last().unwrap().is_terminal(), "{agent}/{case}: the terminal hook is last");
+        assert!(r.hooks.windows(2).all(|w| w[0].sequence <= w[1].sequence), "{agent}/{case}: hooks in order");
+    }
+    assert!(failures.is_empty(), "golden hooks differ for {failures:?}");
 }
 
 #[test]

@@ -12,7 +12,16 @@ use agentstream_core::{Agent, Decoder};
 
 /// Cases allowed to fail, each with the decision that overrides the peer. Keep this list exact:
 /// the test also fails when a listed case starts passing.
-const EXCEPTIONS: &[(&str, &str)] = &[];
+const EXCEPTIONS: &[(&str, &str)] = &[
+    // Its line 0 is a plain-text line (`/private/tmp/evolve-kimi-parser.…`) before the JSON. The
+    // peer drops it; decisions.md §2 makes kimi's plain-text stdout lines an `error` update
+    // (consecutive lines joined), flushed when the next JSON line arrives, so line 1 starts with
+    // that error and its tool_call is `$[1]`, not `$[0]`.
+    (
+        "kimi__testKimiCodeStreamJsonFixture.json",
+        "decisions.md §2: kimi plain-text stdout is an error update, emitted before the next JSON line's events",
+    ),
+];
 
 fn peer_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/conformance/evolve-peer")

@@ -78,7 +78,10 @@ export declare function checkChannel(name: string): string
 /** The version of the core this addon was built from. */
 export declare function coreVersion(): string
 
-/** The error table: JSON array of `{kind, code}` (`invalid_argument` / `INVALID_ARGUMENT`, …). */
+/**
+ * The core's error table: JSON array of `{kind, code, number, advice}` (`invalid_argument`,
+ * `INVALID_ARGUMENT`, 1004, …), in code order.
+ */
 export declare function errorKindsJson(): string
 
 /**
@@ -98,3 +101,12 @@ export declare function parse(agent: string, bytes: Uint8Array): string
 
 /** Decode a whole recorded output (text) at once; returns a JSON array of events. */
 export declare function parseString(agent: string, text: string): string
+
+/**
+ * Replay a recorded output through the whole sans-IO pipeline (decoder, run stream, terminal
+ * and hook derivation), as a live run would deliver it. Returns JSON
+ * `{"items": [Envelope…], "hooks": [HookEvent…], "outcome": RunOutcome, "stats": DecodeStats}`
+ * in the TypeScript shapes: envelopes in their wire form with camelCase lifecycle events, hook
+ * events flat camelCase, stats camelCase.
+ */
+export declare function replayJson(agent: string, bytes: Uint8Array, runId?: string | undefined | null, agentId?: string | undefined | null, timestamp?: string | undefined | null): string

@@ -847,3 +847,4 @@ module.exports.hookToCamelJson = nativeBinding.hookToCamelJson
 module.exports.lifecycleToCamelJson = nativeBinding.lifecycleToCamelJson
 module.exports.parse = nativeBinding.parse
 module.exports.parseString = nativeBinding.parseString
+module.exports.replayJson = nativeBinding.replayJson

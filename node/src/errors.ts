@@ -1,11 +1,13 @@
 /**
  * Errors at the API edge, one `code` per core error kind (`core/src/error.rs`).
+ * Every error has `code` (`'TIMEOUT'`), `kind` (`'timeout'`) and `numericCode` (`1006`).
  *
  * - Bad arguments (an unknown agent or channel name, a wrong input type) throw a `TypeError`
  *   ({@link InvalidArgumentError}) with `code === 'INVALID_ARGUMENT'`.
  * - Everything else throws an {@link AgentStreamError} with the kind's `code`
  *   (`HARNESS_NOT_FOUND`, `SPAWN_FAILED`, `TIMEOUT`, …; `INTERNAL` for a bug, e.g. a caught
- *   Rust panic, which never takes the process down).
+ *   Rust panic, which never takes the process down); {@link DecodeLimitError} for an over-long
+ *   line when the decoder was asked to raise.
  *
  * Decoding never throws for bad input lines: they are counted in `Decoder.stats`.
  *
@@ -14,37 +16,48 @@
 
 /** The core's error kinds (snake_case names). */
 export type ErrorKind =
-  | 'invalid_argument'
   | 'harness_not_found'
   | 'already_running'
   | 'spawn_failed'
+  | 'invalid_argument'
   | 'cancelled'
   | 'timeout'
-  | 'internal';
+  | 'decode_limit'
+  | 'internal'
+  | 'not_running';
 
 /** The `code` of an agentstream error: the kind in SCREAMING_SNAKE_CASE. */
 export type ErrorCode =
-  | 'INVALID_ARGUMENT'
   | 'HARNESS_NOT_FOUND'
   | 'ALREADY_RUNNING'
   | 'SPAWN_FAILED'
+  | 'INVALID_ARGUMENT'
   | 'CANCELLED'
   | 'TIMEOUT'
-  | 'INTERNAL';
+  | 'DECODE_LIMIT'
+  | 'INTERNAL'
+  | 'NOT_RUNNING';
 
-/** Every code, in the core's order. */
+/** Every code, in the core's order (its numbers are 1001, 1002, …). */
 export const ERROR_CODES: readonly ErrorCode[] = Object.freeze([
-  'INVALID_ARGUMENT',
   'HARNESS_NOT_FOUND',
   'ALREADY_RUNNING',
   'SPAWN_FAILED',
+  'INVALID_ARGUMENT',
   'CANCELLED',
   'TIMEOUT',
+  'DECODE_LIMIT',
   'INTERNAL',
+  'NOT_RUNNING',
 ] as const);
 
 function kindOf(code: ErrorCode): ErrorKind {
   return code.toLowerCase() as ErrorKind;
+}
+
+/** The core's stable number of a code (1001 `HARNESS_NOT_FOUND` … 1009 `NOT_RUNNING`). */
+function numberOf(code: ErrorCode): number {
+  return 1001 + ERROR_CODES.indexOf(code);
 }
 
 /** An agentstream error other than a bad argument: `code` says which kind. */
@@ -53,12 +66,35 @@ export class AgentStreamError extends Error {
   readonly code: ErrorCode;
   /** The kind, snake_case (`'timeout'`), as the core and the other languages name it. */
   readonly kind: ErrorKind;
+  /** The core's stable number for the kind (`1006` for `TIMEOUT`), as C and Python report it. */
+  readonly numericCode: number;
 
   constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = 'AgentStreamError';
     this.code = code;
     this.kind = kindOf(code);
+    this.numericCode = numberOf(code);
+  }
+}
+
+/**
+ * A line was longer than `maxLineBytes` and the decoder was created with `onOversize: 'raise'`.
+ * `events` holds the events decoded from the other lines of the same call, so nothing is lost;
+ * `line` is the 1-based number of the oversize line. The decoder stays usable.
+ */
+export class DecodeLimitError<E = unknown> extends AgentStreamError {
+  declare readonly code: 'DECODE_LIMIT';
+  /** The events of the call's other lines. */
+  readonly events: E[];
+  /** The 1-based line number of the (last) oversize line. */
+  readonly line: number;
+
+  constructor(message: string, events: E[], line: number) {
+    super('DECODE_LIMIT', message);
+    this.name = 'DecodeLimitError';
+    this.events = events;
+    this.line = line;
   }
 }
 
@@ -66,6 +102,7 @@ export class AgentStreamError extends Error {
 export class InvalidArgumentError extends TypeError {
   readonly code: 'INVALID_ARGUMENT' = 'INVALID_ARGUMENT';
   readonly kind: 'invalid_argument' = 'invalid_argument';
+  readonly numericCode: number = 1004;
 
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);

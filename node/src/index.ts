@@ -17,7 +17,7 @@
 
 import native = require('../native/index.js');
 
-import { AgentStreamError, InvalidArgumentError, fromNative } from './errors';
+import { AgentStreamError, DecodeLimitError, InvalidArgumentError, fromNative } from './errors';
 import type {
   AgentConfig,
   AgentName,
@@ -31,11 +31,14 @@ import type {
   HookEvent,
   LifecycleEvent,
   OutputEvent,
+  Replay,
+  ReplayOptions,
 } from './types';
 
 export * from './types';
 export {
   AgentStreamError,
+  DecodeLimitError,
   ERROR_CODES,
   InvalidArgumentError,
   isAgentStreamError,
@@ -99,19 +102,43 @@ function agentName(agent: unknown, what: string): string {
  */
 export class Decoder {
   readonly #native: InstanceType<typeof native.NativeDecoder>;
+  readonly #raiseOnOversize: boolean;
+  /** Diagnostics read by `onOversize: 'raise'` and not yet taken by the caller. */
+  #pending: Diagnostic[] = [];
 
   /**
    * @param agent `claude`, `codex`, `gemini`, `qwen`, `kimi`, `opencode` or `droid`
    *   (`claude-code` and any letter case are accepted).
-   * @throws {InvalidArgumentError} for an unknown agent (the message lists the valid names).
+   * @throws {InvalidArgumentError} for an unknown agent (the message lists the valid names) or a
+   *   bad option.
    */
   constructor(agent: AgentName | string, options: DecoderOptions = {}) {
     const name = agentName(agent, 'new Decoder()');
     if (options === null || typeof options !== 'object') {
       throw new InvalidArgumentError(`new Decoder(): options must be an object, got ${describe(options)}`);
     }
+    const onOversize = options.onOversize ?? 'skip';
+    if (onOversize !== 'skip' && onOversize !== 'raise') {
+      throw new InvalidArgumentError(`new Decoder(): onOversize must be "skip" or "raise", not ${JSON.stringify(onOversize)}`);
+    }
+    this.#raiseOnOversize = onOversize === 'raise';
     const max = options.maxLineBytes;
     this.#native = call(() => new native.NativeDecoder(name, max));
+  }
+
+  /** Events from a native JSON array; with `onOversize: 'raise'`, throws if a line was skipped. */
+  #deliver(json: string): OutputEvent[] {
+    const out = events(json);
+    if (this.#raiseOnOversize) {
+      const diags = JSON.parse(call(() => this.#native.takeDiagnosticsJson())) as Diagnostic[];
+      this.#pending.push(...diags);
+      const oversize = diags.filter((d) => d.message.includes('max_line_bytes'));
+      const last = oversize[oversize.length - 1];
+      if (last !== undefined) {
+        throw new DecodeLimitError<OutputEvent>(`line ${last.line}: ${last.message}`, out, last.line);
+      }
+    }
+    return out;
   }
 
   /** The agent this decoder reads (canonical name). */
@@ -125,7 +152,7 @@ export class Decoder {
    */
   feed(chunk: DecoderInput): OutputEvent[] {
     const bytes = bytesOf(chunk, 'Decoder.feed()');
-    return events(call(() => (bytes ? this.#native.feed(bytes) : this.#native.feedString(chunk as string))));
+    return this.#deliver(call(() => (bytes ? this.#native.feed(bytes) : this.#native.feedString(chunk as string))));
   }
 
   /**
@@ -133,13 +160,14 @@ export class Decoder {
    * multi-line errors). Later `feed`/`finish` calls return `[]`.
    */
   finish(): OutputEvent[] {
-    return events(call(() => this.#native.finish()));
+    return this.#deliver(call(() => this.#native.finish()));
   }
 
   /**
    * Like {@link Decoder.feed}, but returns the events as the text of a JSON array (`"[]"` when
    * none), exactly as the core serialises them: for forwarding events (a log, a socket, another
-   * process) without parsing them in JavaScript.
+   * process) without parsing them in JavaScript. Over-long lines are always skipped here
+   * (`onOversize` applies to `feed`/`finish`).
    */
   feedJson(chunk: DecoderInput): string {
     const bytes = bytesOf(chunk, 'Decoder.feedJson()');
@@ -168,7 +196,9 @@ export class Decoder {
 
   /** Diagnostics since the last call (oversize lines skipped, invalid UTF-8 replaced). */
   takeDiagnostics(): Diagnostic[] {
-    return JSON.parse(call(() => this.#native.takeDiagnosticsJson())) as Diagnostic[];
+    const taken = [...this.#pending, ...(JSON.parse(call(() => this.#native.takeDiagnosticsJson())) as Diagnostic[])];
+    this.#pending = [];
+    return taken;
   }
 }
 
@@ -180,6 +210,27 @@ export function parse(agent: AgentName | string, input: DecoderInput): OutputEve
   const name = agentName(agent, 'parse()');
   const bytes = bytesOf(input, 'parse()');
   return events(call(() => (bytes ? native.parse(name, bytes) : native.parseString(name, input as string))));
+}
+
+/**
+ * Replay a recorded output (a harness's stdout) through the whole pipeline — decoder, run
+ * stream, terminal derivation, hook derivation — exactly as a live run would deliver it, minus
+ * the process. Deterministic: a fixed run id (`replay`) and timestamp unless given.
+ * @throws {InvalidArgumentError} for an unknown agent or an input of the wrong type.
+ */
+export function replay(agent: AgentName | string, input: DecoderInput, options: ReplayOptions = {}): Replay {
+  const name = agentName(agent, 'replay()');
+  const bytes = bytesOf(input, 'replay()') ?? Buffer.from(input as string, 'utf8');
+  if (options === null || typeof options !== 'object') {
+    throw new InvalidArgumentError(`replay(): options must be an object, got ${describe(options)}`);
+  }
+  for (const key of ['runId', 'agentId', 'timestamp'] as const) {
+    const v = options[key];
+    if (v !== undefined && typeof v !== 'string') {
+      throw new InvalidArgumentError(`replay(): options.${key} must be a string, got ${describe(v)}`);
+    }
+  }
+  return JSON.parse(call(() => native.replayJson(name, bytes, options.runId, options.agentId, options.timestamp))) as Replay;
 }
 
 /**

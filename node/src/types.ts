@@ -179,6 +179,14 @@ export interface TokenUsage {
   extra?: JsonObject;
 }
 
+/** A run's token totals (summed over its calls, or the harness's own run total). */
+export interface UsageTotals {
+  promptTokens?: number;
+  completionTokens?: number;
+  cachedTokens?: number;
+  costUsd?: number;
+}
+
 /** Whether a usage update covers one LLM call or the harness's whole run. */
 export type UsageScope = 'call' | 'run';
 
@@ -311,6 +319,25 @@ export type Envelope = {
   };
 }[Channel];
 
+/** Why a run was cancelled: the first reason given stands. */
+export type CancelReason =
+  | { kind: 'caller'; detail: string }
+  | { kind: 'reader_left' }
+  | { kind: 'stalled' }
+  | { kind: 'timeout' };
+
+/** How a run ended. */
+export type RunOutcome =
+  | { state: 'completed' }
+  | {
+      state: 'failed';
+      /** A short machine-readable cause: `exit_status`, `killed`, `harness_error`, `truncated_output`, … */
+      error: string;
+      /** A sentence for people. */
+      detail: string;
+    }
+  | { state: 'cancelled'; reason: CancelReason };
+
 // =============================================================================
 // Hook events (`onEvent`)
 // =============================================================================
@@ -427,7 +454,8 @@ export interface ResponseReasoningDeltaEvent extends HookEventBase<'response.rea
 export interface RunCompletedEvent extends HookEventBase<'run.completed', 'completed'> {
   /** The final answer: the message text of the last step that had any. */
   output: string;
-  usage?: TokenUsage;
+  /** The run's token totals, when the harness reported any. */
+  usage?: UsageTotals;
 }
 
 /** Terminal: the run failed. */
@@ -440,7 +468,7 @@ export interface RunCancelledEvent extends HookEventBase<'run.cancelled', 'cance
   reason: string;
   /** The sequence of the last item before the terminal one (-1 when none). */
   lastSequence: number;
-  usage?: TokenUsage;
+  usage?: UsageTotals;
 }
 
 /** Terminal: a stop condition (timeout) ended the run. */
@@ -506,6 +534,32 @@ export interface Diagnostic {
 export interface DecoderOptions {
   /** Lines longer than this many bytes are skipped and reported (default 16 MiB). */
   maxLineBytes?: number;
+  /**
+   * What an over-long line does: `skip` (default: counted in `stats.oversizeLines` and reported
+   * by `takeDiagnostics()`), or `raise`: `feed`/`finish` throw a `DecodeLimitError` (code
+   * `DECODE_LIMIT`) carrying the events of the other lines of that call; the decoder stays usable.
+   */
+  onOversize?: 'skip' | 'raise';
+}
+
+/** Options of `replay`. */
+export interface ReplayOptions {
+  /** The run id stamped on every item (default `replay`). */
+  runId?: string;
+  /** The agent id of hook events (default: the agent's name). */
+  agentId?: string;
+  /** The timestamp of lifecycle and hook events (default `1970-01-01T00:00:00.000Z`). */
+  timestamp?: string;
+}
+
+/** Everything a replayed run delivers. */
+export interface Replay {
+  /** The ordered stream: `run_start`, each stdout line followed by its content events, the terminal lifecycle event last. */
+  items: Envelope[];
+  /** The hook events derived from it, in order; exactly one terminal hook, last. */
+  hooks: HookEvent[];
+  outcome: RunOutcome;
+  stats: DecodeStats;
 }
 
 /** What `feed` and `parse` accept: text, or bytes. */

@@ -19,6 +19,7 @@ const {
   isAgentStreamError,
   lifecycleFromCanonical,
   parse,
+  replay,
 } = agentstream;
 
 const CLAUDE_LINES = [
@@ -30,7 +31,13 @@ const CLAUDE_LINES = [
 test('constants come from the core', () => {
   assert.deepEqual([...AGENTS], ['claude', 'codex', 'gemini', 'qwen', 'kimi', 'opencode', 'droid']);
   assert.deepEqual([...CHANNELS], ['content', 'lifecycle', 'stdout', 'stderr']);
-  assert.deepEqual([...ERROR_CODES], ['INVALID_ARGUMENT', 'HARNESS_NOT_FOUND', 'ALREADY_RUNNING', 'SPAWN_FAILED', 'CANCELLED', 'TIMEOUT', 'INTERNAL']);
+  const table = JSON.parse(require('../native/index.js').errorKindsJson());
+  assert.deepEqual([...ERROR_CODES], table.map((k) => k.code), 'the codes are the core table, in order');
+  for (const k of table) {
+    const e = new AgentStreamError(k.code, 'x');
+    assert.equal(e.kind, k.kind);
+    assert.equal(e.numericCode, k.number);
+  }
   assert.match(VERSION, /^\d+\.\d+\.\d+/);
   assert.equal(VERSION, require('agentstream/package.json').version, 'npm version = core version');
 });
@@ -111,6 +118,55 @@ test('Decoder: maxLineBytes skips over-long lines with a diagnostic, never throw
   for (const bad of [0, -1, 1.5, NaN, Infinity, 'big']) {
     assert.throws(() => new Decoder('claude', { maxLineBytes: bad }), (e) => e instanceof TypeError && e.code === 'INVALID_ARGUMENT', String(bad));
   }
+});
+
+test("Decoder: onOversize 'raise' throws DecodeLimitError with the call's other events", () => {
+  const d = new Decoder('claude', { maxLineBytes: 150, onOversize: 'raise' });
+  const good = '{"type":"system","subtype":"init","session_id":"s1","model":"m"}\n';
+  const text = '{"type":"assistant","message":{"id":"m1","role":"assistant","content":[{"type":"text","text":"hi"}]}}\n';
+  const long = `{"type":"system","x":"${'a'.repeat(200)}"}\n`;
+  assert.deepStrictEqual(d.feed(good), []);
+  assert.throws(
+    () => d.feed(text + long),
+    (e) => {
+      assert.ok(e instanceof agentstream.DecodeLimitError);
+      assert.ok(e instanceof AgentStreamError);
+      assert.equal(e.code, 'DECODE_LIMIT');
+      assert.equal(e.kind, 'decode_limit');
+      assert.equal(e.numericCode, 1007);
+      assert.equal(e.line, 3);
+      assert.match(e.message, /^line 3: /);
+      assert.deepStrictEqual(e.events, parse('claude', good + text).slice(-e.events.length));
+      assert.ok(e.events.length > 0);
+      return true;
+    },
+  );
+  assert.equal(d.feed(text).length > 0, true, 'the decoder stays usable');
+  assert.equal(d.takeDiagnostics().length, 1, 'the diagnostic is still reported');
+  assert.throws(() => new Decoder('claude', { onOversize: 'explode' }), { name: 'TypeError', code: 'INVALID_ARGUMENT' });
+  // skip (the default) never throws
+  const s = new Decoder('claude', { maxLineBytes: 150 });
+  assert.ok(Array.isArray(s.feed(long)));
+});
+
+test('replay: a whole run from recorded output, deterministic', () => {
+  const r = replay('claude', CLAUDE_LINES);
+  assert.equal(r.items[0].runId, 'replay');
+  assert.deepStrictEqual(r.items.map((e) => e.channel), ['lifecycle', 'stdout', 'stdout', 'content', 'lifecycle']);
+  assert.equal(r.items[1].event, CLAUDE_LINES.split('\n')[0] + '\n', 'stdout carries each raw line');
+  assert.equal(r.items[0].event.timestamp, '1970-01-01T00:00:00.000Z');
+  assert.deepStrictEqual(r.outcome, { state: 'completed' });
+  assert.equal(r.hooks[0].type, 'run.started');
+  assert.equal(r.hooks.at(-1).type, 'run.completed');
+  assert.equal(r.hooks.at(-1).output, 'héllo ✓');
+  assert.equal(r.stats.lines, 2);
+  assert.deepStrictEqual(replay('claude', Buffer.from(CLAUDE_LINES)), r, 'text and bytes alike, deterministic');
+  const custom = replay('claude', CLAUDE_LINES, { runId: 'r-9', agentId: 'bot', timestamp: '2026-12-02T00:00:00.000Z' });
+  assert.equal(custom.hooks[0].runId, 'r-9');
+  assert.equal(custom.hooks[0].agentId, 'bot');
+  assert.equal(custom.hooks[0].timestamp, '2026-12-02T00:00:00.000Z');
+  assert.throws(() => replay('claude', CLAUDE_LINES, { runId: 7 }), { name: 'TypeError', code: 'INVALID_ARGUMENT' });
+  assert.throws(() => replay('nope', ''), { name: 'TypeError', code: 'INVALID_ARGUMENT' });
 });
 
 test('unknown agent: TypeError with code INVALID_ARGUMENT listing the valid names', () => {

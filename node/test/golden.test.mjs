@@ -1,14 +1,16 @@
 // Golden content replay: every tests/golden/<agent>/<case>.input.jsonl through the Node binding's
 // Decoder — whole, byte by byte, and in seeded random chunks, as Buffer and as text, and through
-// parse() — must give exactly <case>.expected.jsonl (compared as parsed JSON). Cases are
-// discovered by globbing, so new ones are picked up without touching this file.
+// parse() — must give exactly <case>.expected.jsonl (compared as parsed JSON); and replay()
+// through the whole pipeline must give <case>.hooks.jsonl (the core's canonical hook events, in
+// the TypeScript shape) and a well-formed run stream. Cases are discovered by globbing, so new
+// ones are picked up without touching this file.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync, existsSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { Decoder, parse, AGENTS } from 'agentstream';
+import { Decoder, parse, replay, hookFromCanonical, AGENTS } from 'agentstream';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'tests', 'golden');
 
@@ -100,4 +102,30 @@ for (const c of all) {
     assert.deepStrictEqual(parse(c.agent, bytes), want, 'parse(Buffer)');
     assert.deepStrictEqual(parse(c.agent, new Uint8Array(bytes)), want, 'parse(Uint8Array)');
   });
+
+  const hooksPath = join(root, c.agent, `${c.name}.hooks.jsonl`);
+  if (existsSync(hooksPath)) {
+    test(`golden hooks ${c.agent}/${c.name}`, () => {
+      const r = replay(c.agent, readFileSync(c.input), { runId: 'golden' });
+      const want = readFileSync(hooksPath, 'utf8').split('\n').filter((l) => l.trim() !== '').map((l) => hookFromCanonical(l));
+      assert.deepStrictEqual(r.hooks, want);
+      // The run stream: gapless from 0, run_start first, exactly one terminal (last), content
+      // events exactly the expected ones, in order.
+      r.items.forEach((env, i) => {
+        assert.equal(env.sequence, i);
+        assert.equal(env.runId, 'golden');
+        assert.equal(env.coalesced, undefined);
+      });
+      assert.equal(r.items[0].channel, 'lifecycle');
+      assert.equal(r.items[0].event.reason, 'run_start');
+      assert.equal(r.items[0].event.sandboxId, null, 'lifecycle events are camelCase');
+      const terminal = r.items[r.items.length - 1];
+      assert.equal(terminal.channel, 'lifecycle');
+      assert.match(terminal.event.reason, /^run_(complete|failed|interrupted)$/);
+      assert.deepStrictEqual(r.items.filter((e) => e.channel === 'content').map((e) => e.event), expected(c));
+      assert.equal(r.hooks.filter((h) => /^run\.(completed|failed|cancelled|stopped)$/.test(h.type)).length, 1);
+      assert.equal(r.outcome.state, { run_complete: 'completed', run_failed: 'failed', run_interrupted: 'cancelled' }[terminal.event.reason]);
+      assert.equal(r.stats.bytes, readFileSync(c.input).length);
+    });
+  }
 }

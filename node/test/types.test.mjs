@@ -4,8 +4,9 @@
 //     members and the same union discriminants (read with the TypeScript compiler API);
 //  2. `tsc --noEmit` (strict) accepts test/types/example.ts and example.mts, which use every
 //     public type, plus a generated file that types every golden expected event as OutputEvent,
-//     a hook event of every type (converted by the core) as HookEvent and lifecycle events as
-//     LifecycleEvent.
+//     a hook event of every type and every golden input's replay (hooks, stream items, outcome,
+//     stats) as HookEvent / Envelope / RunOutcome / DecodeStats, and lifecycle events as
+//     LifecycleEvent (one representative of each distinct shape, to keep tsc fast).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -14,7 +15,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { hookFromCanonical, lifecycleFromCanonical } from 'agentstream';
+import { hookFromCanonical, lifecycleFromCanonical, replay } from 'agentstream';
 
 const require = createRequire(import.meta.url);
 const ts = require('typescript');
@@ -192,13 +193,25 @@ test('tagged unions: same discriminants as the schema', () => {
  * replaced by its type, arrays reduced to their distinct element shapes. Events with the same
  * skeleton type-check alike, so tsc sees one representative of each (it is slow on big literals).
  */
-const TAGS = new Set(['sessionUpdate', 'type', 'kind', 'status', 'scope', 'priority']);
+const TAGS = new Set(['sessionUpdate', 'type', 'kind', 'status', 'scope', 'priority', 'channel', 'state', 'reason']);
 function skeleton(value, key) {
   if (Array.isArray(value)) return [...new Set(value.map((v) => JSON.stringify(skeleton(v))))].sort();
   if (value !== null && typeof value === 'object') {
     return Object.fromEntries(Object.keys(value).sort().map((k) => [k, skeleton(value[k], k)]));
   }
   return TAGS.has(key) ? value : value === null ? null : typeof value;
+}
+
+function goldenInputs() {
+  const root = join(repo, 'tests', 'golden');
+  const out = [];
+  for (const agent of readdirSync(root, { withFileTypes: true })) {
+    if (!agent.isDirectory()) continue;
+    for (const file of readdirSync(join(root, agent.name)).sort()) {
+      if (file.endsWith('.input.jsonl')) out.push({ agent: agent.name, bytes: readFileSync(join(root, agent.name, file)) });
+    }
+  }
+  return out;
 }
 
 function goldenEvents() {
@@ -217,6 +230,7 @@ function goldenEvents() {
 
 const base = { run_id: 'run-1', agent_id: 'claude', timestamp: '2026-12-02T00:00:00.000Z', status: 'running' };
 const usage = { promptTokens: 10, completionTokens: 2, cachedTokens: 4, extra: { service_tier: 'standard' } };
+const totals = { promptTokens: 10, completionTokens: 2, cachedTokens: 4, costUsd: 0.01 };
 const tool = { step_index: 0, tool_call_id: 't1', tool_name: 'Bash' };
 /** One canonical hook of every type the core derives (core/src/hooks.rs table). */
 const CANONICAL_HOOKS = [
@@ -231,9 +245,9 @@ const CANONICAL_HOOKS = [
   { type: 'run.waiting_for_human', details: { step_index: 0, pause: { kind: 'permission', tool_call_id: 't1', tool_name: null, reason: 'requires permission to use Bash' } } },
   { type: 'response.output_text.delta', details: { step_index: 0, delta: 'Hel' } },
   { type: 'response.reasoning.delta', details: { step_index: 0, delta: 'hmm' } },
-  { type: 'run.completed', status: 'completed', details: { output: 'Hello', usage } },
+  { type: 'run.completed', status: 'completed', details: { output: 'Hello', usage: totals } },
   { type: 'run.failed', status: 'failed', details: { error: 'exit code 1' } },
-  { type: 'run.cancelled', status: 'cancelled', details: { reason: 'stalled', last_sequence: -1 } },
+  { type: 'run.cancelled', status: 'cancelled', details: { reason: 'stalled', last_sequence: -1, usage: totals } },
   { type: 'run.stopped', status: 'stopped', details: { stop_reason: 'timeout' } },
 ].map((h, i) => ({ ...base, sequence: i, ...h }));
 
@@ -253,11 +267,11 @@ test('hook events converted by the core carry the flat camelCase envelope', () =
   }
 });
 
-test('tsc --noEmit (strict): examples, every golden event, every hook type, lifecycle events', () => {
+test('tsc --noEmit (strict): examples, every golden event, hook, stream item and outcome', () => {
   const dir = join(here, 'types', '.generated');
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
-  const lines = ["import type { HookEvent, LifecycleEvent, OutputEvent } from 'agentstream';", ''];
+  const lines = ["import type { DecodeStats, Envelope, HookEvent, LifecycleEvent, OutputEvent, RunOutcome } from 'agentstream';", ''];
   const seen = new Set();
   let total = 0;
   goldenEvents().forEach((g, i) => {
@@ -269,7 +283,20 @@ test('tsc --noEmit (strict): examples, every golden event, every hook type, life
     if (fresh.length) lines.push(`// ${g.name}`, `export const golden${i}: OutputEvent[] = ${JSON.stringify(fresh, null, 1)};`);
   });
   lines.push(`// ${seen.size} distinct event shapes of ${total} golden events`);
-  lines.push(`export const hooks: HookEvent[] = ${JSON.stringify(CANONICAL_HOOKS.map((h) => hookFromCanonical(h)), null, 1)};`);
+  // Every golden input replayed: its hook events, stream items and outcome, one of each shape.
+  const replays = goldenInputs().map((g) => replay(g.agent, g.bytes, { runId: 'golden' }));
+  const distinct = (values) => {
+    const shapes = new Set();
+    return values.filter((v) => {
+      const k = JSON.stringify(skeleton(v));
+      return shapes.has(k) ? false : (shapes.add(k), true);
+    });
+  };
+  const hooks = distinct([...CANONICAL_HOOKS.map((h) => hookFromCanonical(h)), ...replays.flatMap((r) => r.hooks)]);
+  lines.push(`export const hooks: HookEvent[] = ${JSON.stringify(hooks, null, 1)};`);
+  lines.push(`export const items: Envelope[] = ${JSON.stringify(distinct(replays.flatMap((r) => r.items)), null, 1)};`);
+  lines.push(`export const outcomes: RunOutcome[] = ${JSON.stringify(distinct(replays.map((r) => r.outcome)), null, 1)};`);
+  lines.push(`export const stats: DecodeStats[] = ${JSON.stringify(distinct(replays.map((r) => r.stats)), null, 1)};`);
   lines.push(`export const lifecycle: LifecycleEvent[] = ${JSON.stringify(CANONICAL_LIFECYCLE.map((e) => lifecycleFromCanonical(e)), null, 1)};`);
   writeFileSync(join(dir, 'data.ts'), lines.join('\n') + '\n');
   const tsc = require.resolve('typescript/bin/tsc');

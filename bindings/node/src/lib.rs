@@ -21,25 +21,37 @@ use std::cell::RefCell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Once;
 
+use agentstream_core::casing::camel_case_keys;
+use agentstream_core::replay::{ReplayOptions, replay};
 use agentstream_core::{Agent, Channel, Decoder, DecoderOptions, ErrorKind, HookEvent, OutputEvent};
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-/// The `code` of a JavaScript error thrown by this addon: an [`ErrorKind::code`].
-pub struct Code(&'static str);
+/// The `code` of a JavaScript error thrown by this addon: the core's [`ErrorKind`] name in
+/// SCREAMING_SNAKE_CASE (`INVALID_ARGUMENT`); the wrapper maps it to its error classes.
+pub struct Code(String);
 
 impl AsRef<str> for Code {
     fn as_ref(&self) -> &str {
-        self.0
+        &self.0
     }
 }
 
+/// The JavaScript `code` of a kind: `invalid_argument` → `INVALID_ARGUMENT`.
+fn js_code(kind: ErrorKind) -> String {
+    kind.name().to_ascii_uppercase()
+}
+
 fn js_error(e: agentstream_core::Error) -> napi::Error<Code> {
-    napi::Error::new(Code(e.kind.code()), e.message)
+    napi::Error::new(Code(js_code(e.kind)), e.message_with_advice())
 }
 
 fn invalid(message: impl Into<String>) -> napi::Error<Code> {
-    js_error(agentstream_core::Error::invalid_argument(message))
+    js_error(agentstream_core::Error::new(ErrorKind::InvalidArgument, message))
+}
+
+fn internal(message: impl std::fmt::Display) -> napi::Error<Code> {
+    js_error(agentstream_core::Error::new(ErrorKind::Internal, format!("internal error in agentstream: {message}")))
 }
 
 thread_local! {
@@ -65,11 +77,16 @@ fn guard<T>(f: impl FnOnce() -> Result<T, Code>) -> Result<T, Code> {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(result) => result,
         Err(payload) => {
-            let mut error = agentstream_core::Error::from_panic(payload.as_ref());
-            if let Some(at) = LAST_PANIC_LOCATION.with(|cell| cell.borrow_mut().take()) {
-                error.message.push_str(&format!(" (at {at})"));
-            }
-            Err(js_error(error))
+            let what = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic payload".to_string());
+            let at = LAST_PANIC_LOCATION.with(|cell| cell.borrow_mut().take());
+            Err(internal(match at {
+                Some(at) => format!("panic at {at}: {what}"),
+                None => format!("panic: {what}"),
+            }))
         }
     }
 }
@@ -79,12 +96,11 @@ fn parse_agent(name: &str) -> Result<Agent, Code> {
 }
 
 fn events_json(events: &[OutputEvent]) -> Result<String, Code> {
-    serde_json::to_string(events)
-        .map_err(|e| js_error(agentstream_core::Error::new(ErrorKind::Internal, e.to_string())))
+    serde_json::to_string(events).map_err(internal)
 }
 
 fn to_json<T: serde::Serialize>(value: &T) -> Result<String, Code> {
-    serde_json::to_string(value).map_err(|e| js_error(agentstream_core::Error::new(ErrorKind::Internal, e.to_string())))
+    serde_json::to_string(value).map_err(internal)
 }
 
 /// The stateful decoder of one run (the core's `Decoder`). Events are returned as a JSON array.
@@ -132,10 +148,7 @@ impl NativeDecoder {
     /// pitfall N3). Never used by the wrapper.
     #[napi(catch_unwind, ts_return_type = "unknown[]")]
     pub fn feed_objects(&mut self, bytes: &[u8]) -> Result<serde_json::Value, Code> {
-        guard(|| {
-            serde_json::to_value(self.inner.feed(bytes))
-                .map_err(|e| js_error(agentstream_core::Error::new(ErrorKind::Internal, e.to_string())))
-        })
+        guard(|| serde_json::to_value(self.inner.feed(bytes)).map_err(internal))
     }
 
     /// End of input: decodes a final line without a newline and flushes held-back events
@@ -150,7 +163,7 @@ impl NativeDecoder {
     pub fn stats_json(&self) -> Result<String, Code> {
         guard(|| {
             let value = serde_json::to_value(self.inner.stats()).map_err(|e| invalid(e.to_string()))?;
-            to_json(&agentstream_core::casing::camel_case_keys(value))
+            to_json(&camel_case_keys(value))
         })
     }
 
@@ -192,6 +205,50 @@ pub fn parse_string(agent: String, text: String) -> Result<String, Code> {
     guard(|| events_json(&agentstream_core::parse(parse_agent(&agent)?, text.as_bytes())))
 }
 
+/// Replay a recorded output through the whole sans-IO pipeline (decoder, run stream, terminal
+/// and hook derivation), as a live run would deliver it. Returns JSON
+/// `{"items": [Envelope…], "hooks": [HookEvent…], "outcome": RunOutcome, "stats": DecodeStats}`
+/// in the TypeScript shapes: envelopes in their wire form with camelCase lifecycle events, hook
+/// events flat camelCase, stats camelCase.
+#[napi(catch_unwind)]
+pub fn replay_json(
+    agent: String,
+    bytes: &[u8],
+    run_id: Option<String>,
+    agent_id: Option<String>,
+    timestamp: Option<String>,
+) -> Result<String, Code> {
+    guard(|| {
+        let agent = parse_agent(&agent)?;
+        let mut options = ReplayOptions::default();
+        if let Some(run_id) = run_id {
+            options.run_id = run_id;
+        }
+        options.agent_id = agent_id;
+        if let Some(ts) = timestamp {
+            options.timestamp = ts;
+        }
+        let r = replay(agent, bytes, &options);
+        let items = r
+            .items
+            .iter()
+            .map(|env| {
+                let mut v = serde_json::to_value(env).map_err(internal)?;
+                if env.channel() == Channel::Lifecycle {
+                    if let Some(event) = v.get_mut("event") {
+                        *event = camel_case_keys(event.take());
+                    }
+                }
+                Ok(v)
+            })
+            .collect::<Result<Vec<_>, Code>>()?;
+        let hooks: Vec<_> = r.hooks.iter().map(|h| serde_json::Value::Object(h.to_flat_camel())).collect();
+        let outcome = camel_case_keys(serde_json::to_value(&r.outcome).map_err(internal)?);
+        let stats = camel_case_keys(serde_json::to_value(r.stats).map_err(internal)?);
+        to_json(&serde_json::json!({"items": items, "hooks": hooks, "outcome": outcome, "stats": stats}))
+    })
+}
+
 /// The canonical agent name for `name` (accepts `claude-code`, any case); throws
 /// `INVALID_ARGUMENT` listing the valid names otherwise.
 #[napi(catch_unwind)]
@@ -218,12 +275,15 @@ pub fn channel_names() -> Result<Vec<String>, Code> {
     guard(|| Ok(Channel::ALL.iter().map(|c| c.name().to_string()).collect()))
 }
 
-/// The error table: JSON array of `{kind, code}` (`invalid_argument` / `INVALID_ARGUMENT`, …).
+/// The core's error table: JSON array of `{kind, code, number, advice}` (`invalid_argument`,
+/// `INVALID_ARGUMENT`, 1004, …), in code order.
 #[napi(catch_unwind)]
 pub fn error_kinds_json() -> Result<String, Code> {
     guard(|| {
-        let table: Vec<_> =
-            ErrorKind::ALL.iter().map(|k| serde_json::json!({"kind": k.name(), "code": k.code()})).collect();
+        let table: Vec<_> = ErrorKind::ALL
+            .iter()
+            .map(|k| serde_json::json!({"kind": k.name(), "code": js_code(*k), "number": k.code(), "advice": k.advice()}))
+            .collect();
         to_json(&table)
     })
 }
@@ -247,7 +307,7 @@ pub fn lifecycle_to_camel_json(core_json: String) -> Result<String, Code> {
         let event: agentstream_core::LifecycleEvent =
             serde_json::from_str(&core_json).map_err(|e| invalid(format!("not a lifecycle event: {e}")))?;
         let value = serde_json::to_value(&event).map_err(|e| invalid(e.to_string()))?;
-        to_json(&agentstream_core::casing::camel_case_keys(value))
+        to_json(&camel_case_keys(value))
     })
 }
 

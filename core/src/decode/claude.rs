@@ -1,27 +1,578 @@
-//! Claude decoder (stub: every object line counts as an unknown type until implemented).
+//! Claude Code (`claude -p … --output-format stream-json --verbose`, with or without
+//! `--include-partial-messages`).
+//!
+//! The common Claude-protocol mapping (content blocks, tool results, partial messages, result
+//! lines) is in [`super::anthropic`]; this module holds what is Claude Code's own.
+//!
+//! | line | events |
+//! |---|---|
+//! | `system` `init` | none; `session_id` becomes the run's session id (its `model` is not stamped: every claude line that names a model carries its own `message.model`) |
+//! | `system` `api_retry` | `error{fatal:false}`, message built from the line's own fields (`API error: <error> (HTTP <error_status>); retry <attempt>/<max_retries> in <retry_delay_ms> ms`), `extra` = those fields verbatim |
+//! | other `system` subtypes (`status`, `thinking_tokens`, `task_*`, hooks, …) | none |
+//! | `assistant` (one line per content block, lines of one API message share `message.id`) | the block's event (common table), then `usage{scope:"call"}` for the line |
+//! | `assistant` with a top-level `error` (the CLI's synthetic `model:"<synthetic>"` message standing in for an API failure; also an unmarked `<synthetic>` message whose text starts with `API Error`) | `error{fatal:true}` with the message text (the `result` with `is_error` follows); no chunk, no usage; `extra.error` = the error code |
+//! | `user` | prompt echo (a subagent's prompt, with `parentToolCallId`) → `user_message_chunk`; `tool_result` → `tool_call_update`, `rawOutput` = the line's `tool_use_result` verbatim (object, list or string) |
+//! | `result` | `is_error:true` → `error{fatal:true}` with the result text; `usage{scope:"run"}`; facts (incl. `permission_denials`) in `extra` |
+//! | `stream_event` | deltas streamed at once; complete lines reconciled (common docs); `message_delta` usage → one more call usage |
+//!
+//! Usage: `promptTokens` = `input_tokens` + `cache_read_input_tokens` +
+//! `cache_creation_input_tokens` (Claude's `input_tokens` excludes both cache shares),
+//! `cachedTokens` = `cache_read_input_tokens`, `completionTokens` = `output_tokens`, every other
+//! counter (`cache_creation_input_tokens`, `service_tier`, `server_tool_use`, …) in `extra`. The
+//! run total also has `costUsd` = `total_cost_usd` and `extra.modelUsage`; when `result.usage`
+//! is all zeros but `modelUsage` counted the calls (the CLI's non-streaming fallback), the
+//! counters are the `modelUsage` totals.
+//!
+//! Plans: `TodoWrite` (a `todos` list) → `plan` at once, no `tool_call`, its result swallowed.
+//! The task tools keep a task list keyed by task id, and each change emits the whole list as a
+//! `plan` when the tool's result confirms it: `TaskCreate` adds `{subject, pending}` under the
+//! id from `tool_use_result.task.id` (or `Task #N` in the text), `TaskUpdate` changes
+//! `status`/`subject` (`deleted` removes), `TaskList`'s `tool_use_result.tasks` replaces the list.
+//! These calls emit no `tool_call`; a failed result is still surfaced as a failed
+//! `tool_call_update`.
+//!
+//! | tool | title | content | locations |
+//! |---|---|---|---|
+//! | Task, Agent | `description` (else the name) | `prompt` | – |
+//! | Bash | the command in backticks (`tools::command_title`), else `Terminal` | `description` | – |
+//! | BashOutput / KillShell / TaskOutput / TaskStop | `Tail Logs` / `Kill Process` / `Task Output` / `Stop Task` | – | – |
+//! | Read | `Read <file_path>` + ` (A - B)` / ` (from line N)` | – | `{path, line: offset}` |
+//! | NotebookRead / NotebookEdit | `Read Notebook <path>` / `Edit Notebook <path>` | – / `new_source` | `{path}` |
+//! | LS | ``List `<path>` directory`` | – | `{path}` |
+//! | Edit / MultiEdit | ``Edit `<file_path>` `` | diff(s) `old_string` → `new_string` | `{path}` |
+//! | Write | `Write <file_path>` | diff `null` → `content` | `{path}` |
+//! | Glob | ``Find `<path>` `<pattern>` `` | – | `{path}` |
+//! | Grep | `grep` + flags + `"pattern"` + path | – | – |
+//! | WebFetch / WebSearch | `Fetch <url>` / `"query" (allowed: …) (blocked: …)` | `prompt` / – | – |
+//! | ExitPlanMode / EnterPlanMode | `Ready to code?` / `Enter plan mode` | `plan` / – | – |
+//! | Skill | `Skill <skill>` | – | – |
+//! | `mcp__<server>__<tool>` | `<server>: <tool>` | – | – |
+//! | anything else | the tool name | – | – |
+//!
+//! Hand-written golden cases (`tests/golden/claude/e-*.input.jsonl`, shapes from the captured CLI):
+//!
+//! | case | pins |
+//! |---|---|
+//! | `e-partial-stream` | `--include-partial-messages`: thinking and text deltas streamed once (complete lines add nothing), tool call from the complete line, `message_delta` usage as the message's last call usage |
+//! | `e-api-error-401` | `api_retry` lines → non-fatal errors; the synthetic `<synthetic>` message → fatal error (no chunk, no usage); failed `result` → fatal error + zero run usage |
+//! | `e-hangup` | ECONNRESET synthetic message with `error:"server_error"`, no retry line |
+//! | `e-reset-recover-usage` | `api_retry` with `error:"unknown"` and no status; non-streaming fallback whose `result.usage` is zero → run usage from `modelUsage` |
+//! | `e-subagent` | Agent call, `task_*` system lines ignored, the subagent's prompt echo and its own tool call/result with `parentToolCallId`, the parent's two-block result |
+//! | `e-task-plan` | TaskCreate/TaskUpdate/TaskList → plans keyed by task id, results swallowed, a failed TaskUpdate surfaced |
+//! | `e-todowrite` | TodoWrite → plans, results swallowed; non-list `todos` → an ordinary tool call |
+//! | `e-mcp` | `mcp__kb__lookup` list result without `is_error` (completed, `rawOutput` list), `fail_op` error; `tool_use_meta` in `extra` |
+//! | `e-image-read` | Read of a PNG → image tool content, `rawOutput` image record |
+//! | `e-tool-failures` | Bash exit 3, Read of a missing file, an unavailable tool, a permission denial (`permission_denials` in the result's `extra`) — all `failed`, text verbatim |
+//! | `e-parallel-orphan` | parallel calls of one message, results out of order, an orphan, a result before its call, two results on one line (no `rawOutput`) |
+//! | `e-multi-turn-usage` | three messages with cache reads/writes: call usage per line, run total = sum |
+//! | `e-thinking` | thinking block → thought; `redacted_thinking` skipped; `thinking_tokens` ignored |
+//! | `e-bad-lines` | `null`, numbers, arrays, invalid JSON, unknown/missing `type`, null/odd blocks, non-string fields, a result with `errors` |
 
-use serde::Deserialize;
+use std::collections::HashMap;
 
-use super::context::DecodeContext;
-use super::json::parse_line;
-use super::{HarnessDecoder, LineOutcome};
-use crate::event::OutputEvent;
+use serde_json::Value;
+
+use super::anthropic::{
+    Dialect, Line, Message, Prompt, Protocol, ToolResult, ToolUse, Updates, Usage, counter, diff, glob_title,
+    joined_text, mcp_title, non_empty, plan_from_todos, plan_status, put, read_title, token_usage, value,
+    web_search_title,
+};
+use super::context::{DecodeContext, Envelope};
+use super::json::display_text;
+use super::{Agent, HarnessDecoder, LineOutcome};
+use crate::event::{
+    JsonObject, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus, SessionUpdate, TokenUsage, ToolCallContent,
+    ToolCallLocation, ToolCallStatus,
+};
+use crate::tools::{command_title, tool_kind};
 
 /// Stateful claude line decoder.
 #[derive(Debug, Default)]
-pub(crate) struct ClaudeDecoder {}
-
-#[derive(Deserialize)]
-struct Line<'a> {
-    #[serde(rename = "type", default, borrow, with = "super::json::opt_string")]
-    _kind: Option<std::borrow::Cow<'a, str>>,
+pub(crate) struct ClaudeDecoder {
+    proto: Protocol<Claude>,
 }
 
 impl HarnessDecoder for ClaudeDecoder {
-    fn decode_line(&mut self, line: &str, _ctx: &mut DecodeContext, _out: &mut Vec<OutputEvent>) -> LineOutcome {
-        match parse_line::<Line<'_>>(line) {
-            Ok(_) => LineOutcome::UnknownType,
-            Err(outcome) => outcome,
+    fn decode_line(&mut self, line: &str, ctx: &mut DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
+        self.proto.decode_line(line, ctx, out)
+    }
+}
+
+/// A plan tool call waiting for its result.
+#[derive(Debug)]
+enum PlanCall {
+    Todo,
+    TaskCreate { subject: String },
+    TaskUpdate { task_id: String, status: Option<String>, subject: Option<String> },
+    TaskList,
+}
+
+/// One task of the task tools' list.
+#[derive(Debug, Clone, PartialEq)]
+struct Task {
+    id: String,
+    subject: String,
+    status: PlanEntryStatus,
+}
+
+/// Claude Code's dialect state.
+#[derive(Debug, Default)]
+pub(crate) struct Claude {
+    plan_calls: HashMap<String, PlanCall>,
+    tasks: Vec<Task>,
+}
+
+impl Dialect for Claude {
+    const LINE_ENDS_MESSAGE: bool = false;
+
+    fn call_usage(&self, usage: Usage) -> TokenUsage {
+        token_usage(usage, Prompt::PlusCache)
+    }
+
+    fn run_usage(&self, line: &mut Line<'_>) -> Option<TokenUsage> {
+        let usage = line.usage.0.take();
+        let model_usage = line.model_usage.0.take();
+        let cost = value(line.total_cost_usd).and_then(|v| v.as_f64());
+        if usage.is_none() && model_usage.is_none() && cost.is_none() {
+            return None;
         }
+        let mut total = usage.map(|u| token_usage(u, Prompt::PlusCache)).unwrap_or_default();
+        if let Some(models) = model_usage.as_ref() {
+            let zero = |v: Option<u64>| v.unwrap_or(0) == 0;
+            if zero(total.prompt_tokens) && zero(total.completion_tokens) && zero(total.cached_tokens) {
+                let sum = |key: &str| -> Option<u64> {
+                    let vals: Vec<u64> =
+                        models.values().filter_map(|m| m.as_object()).filter_map(|m| counter(m, key)).collect();
+                    (!vals.is_empty()).then(|| vals.iter().sum())
+                };
+                let prompt: Vec<u64> =
+                    ["inputTokens", "cacheReadInputTokens", "cacheCreationInputTokens"].iter().filter_map(|k| sum(k)).collect();
+                if prompt.iter().chain(sum("outputTokens").iter()).any(|n| *n > 0) {
+                    total.prompt_tokens = (!prompt.is_empty()).then(|| prompt.iter().sum());
+                    total.completion_tokens = sum("outputTokens");
+                    total.cached_tokens = sum("cacheReadInputTokens");
+                }
+            }
+            let mut extra = total.extra.take().unwrap_or_default();
+            extra.insert("modelUsage".into(), Value::Object(model_usage.unwrap_or_default()));
+            total.extra = non_empty(extra);
+        }
+        total.cost_usd = cost;
+        Some(total)
+    }
+
+    fn system(&mut self, line: &Line<'_>, env: &mut Envelope, out: &mut Updates) {
+        if line.subtype.get() != Some("api_retry") {
+            return;
+        }
+        let mut extra = JsonObject::new();
+        put(&mut extra, "attempt", line.attempt);
+        put(&mut extra, "max_retries", line.max_retries);
+        put(&mut extra, "retry_delay_ms", line.retry_delay_ms);
+        put(&mut extra, "error_status", line.error_status);
+        put(&mut extra, "error", line.error);
+        let text = |k: &str| extra.get(k).map(display_text);
+        let mut message = String::from("API error");
+        if let Some(e) = text("error") {
+            message.push_str(&format!(": {e}"));
+        }
+        if let Some(s) = text("error_status") {
+            message.push_str(&format!(" (HTTP {s})"));
+        }
+        if let Some(a) = text("attempt") {
+            message.push_str(&format!("; retry {a}"));
+            if let Some(m) = text("max_retries") {
+                message.push_str(&format!("/{m}"));
+            }
+        }
+        if let Some(d) = text("retry_delay_ms") {
+            message.push_str(&format!(" in {d} ms"));
+        }
+        env.extra = non_empty(extra);
+        out.push(SessionUpdate::error(message, false));
+    }
+
+    fn is_failure(&self, line: &Line<'_>, message: &Message<'_>) -> bool {
+        // The CLI marks its stand-in message with a top-level `error` code; an unmarked
+        // `<synthetic>` message is a failure only when it says so ("API Error: …").
+        value(line.error).is_some()
+            || (message.model.get() == Some("<synthetic>") && joined_text(&message.content).starts_with("API Error"))
+    }
+
+    fn tool_use(&mut self, call: ToolUse<'_>, out: &mut Updates) {
+        let plan_call = match call.name {
+            "TodoWrite" => match plan_from_todos(&call) {
+                Some(entries) => {
+                    self.plan_calls.insert(call.id.to_string(), PlanCall::Todo);
+                    out.push(SessionUpdate::Plan { entries });
+                    return;
+                }
+                None => None,
+            },
+            "TaskCreate" => {
+                Some(PlanCall::TaskCreate { subject: call.str("subject").unwrap_or_default().to_string() })
+            }
+            "TaskUpdate" => call.args().get("taskId").or_else(|| call.args().get("task_id")).and_then(id_string).map(
+                |task_id| PlanCall::TaskUpdate {
+                    task_id,
+                    status: call.str("status").map(str::to_string),
+                    subject: call.str("subject").map(str::to_string),
+                },
+            ),
+            "TaskList" => Some(PlanCall::TaskList),
+            _ => None,
+        };
+        if let Some(p) = plan_call {
+            self.plan_calls.insert(call.id.to_string(), p);
+            return;
+        }
+        out.push(SessionUpdate::ToolCall(tool_call(call)));
+    }
+
+    fn tool_result(&mut self, result: ToolResult, out: &mut Updates) {
+        let Some(plan_call) = self.plan_calls.remove(&result.id) else {
+            out.push(result.update());
+            return;
+        };
+        if result.status == ToolCallStatus::Failed {
+            out.push(result.update());
+            return;
+        }
+        let before = self.tasks.clone();
+        match plan_call {
+            PlanCall::Todo => return,
+            PlanCall::TaskCreate { subject } => {
+                let id = result
+                    .raw_output
+                    .as_ref()
+                    .and_then(|r| r.get("task"))
+                    .and_then(|t| t.get("id"))
+                    .and_then(id_string)
+                    .or_else(|| result.text().and_then(task_number))
+                    // Internal key only: the CLI numbers tasks 1, 2, … in creation order.
+                    .unwrap_or_else(|| {
+                        let last = self.tasks.iter().filter_map(|t| t.id.parse::<u64>().ok()).max().unwrap_or(0);
+                        (last + 1).to_string()
+                    });
+                let subject = if subject.is_empty() {
+                    result
+                        .raw_output
+                        .as_ref()
+                        .and_then(|r| r.get("task"))
+                        .and_then(|t| t.get("subject"))
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string()
+                } else {
+                    subject
+                };
+                self.tasks.retain(|t| t.id != id);
+                self.tasks.push(Task { id, subject, status: PlanEntryStatus::Pending });
+            }
+            PlanCall::TaskUpdate { task_id, status, subject } => {
+                if status.as_deref() == Some("deleted") {
+                    self.tasks.retain(|t| t.id != task_id);
+                } else if let Some(task) = self.tasks.iter_mut().find(|t| t.id == task_id) {
+                    if let Some(s) = status {
+                        task.status = plan_status(Some(&s));
+                    }
+                    if let Some(s) = subject {
+                        task.subject = s;
+                    }
+                } else if let Some(subject) = subject {
+                    self.tasks.push(Task { id: task_id, subject, status: plan_status(status.as_deref()) });
+                }
+            }
+            PlanCall::TaskList => {
+                let listed = result.raw_output.as_ref().and_then(|r| r.get("tasks")).and_then(Value::as_array);
+                if let Some(listed) = listed {
+                    self.tasks = listed
+                        .iter()
+                        .filter_map(Value::as_object)
+                        .filter_map(|t| {
+                            let id = t.get("id").and_then(id_string)?;
+                            let status = t.get("status").and_then(Value::as_str);
+                            (status != Some("deleted")).then(|| Task {
+                                id,
+                                subject: t.get("subject").and_then(Value::as_str).unwrap_or_default().to_string(),
+                                status: plan_status(status),
+                            })
+                        })
+                        .collect();
+                }
+            }
+        }
+        if self.tasks != before {
+            let entries = self
+                .tasks
+                .iter()
+                .map(|t| PlanEntry { content: t.subject.clone(), status: t.status, priority: PlanEntryPriority::Medium })
+                .collect();
+            out.push(SessionUpdate::Plan { entries });
+        }
+    }
+}
+
+/// A task id printed as a string or a number.
+fn id_string(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) if !s.is_empty() => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// `N` of the first `#N` in a result text (`Task #3 created successfully: …`).
+fn task_number(text: &str) -> Option<String> {
+    let at = text.find('#')?;
+    let digits: String = text[at + 1..].chars().take_while(char::is_ascii_digit).collect();
+    (!digits.is_empty()).then_some(digits)
+}
+
+/// Push the non-empty string argument `key` as text content.
+fn text_content(key: &str, call: &ToolUse<'_>, content: &mut Vec<ToolCallContent>) {
+    if let Some(t) = call.str(key) {
+        content.push(ToolCallContent::text(t));
+    }
+}
+
+/// The `tool_call` of a non-plan tool (see the module table).
+fn tool_call(call: ToolUse<'_>) -> crate::event::ToolCall {
+    let name = call.name;
+    let kind = tool_kind(Agent::Claude, name);
+    let mut content = Vec::new();
+    let mut locations = Vec::new();
+    let title = match name {
+        "Task" | "Agent" => {
+            text_content("prompt", &call, &mut content);
+            call.str("description").unwrap_or(name).to_string()
+        }
+        "Bash" => {
+            text_content("description", &call, &mut content);
+            call.str("command").map(command_title).unwrap_or_else(|| "Terminal".into())
+        }
+        "BashOutput" => "Tail Logs".into(),
+        "KillShell" => "Kill Process".into(),
+        "TaskOutput" => "Task Output".into(),
+        "TaskStop" => "Stop Task".into(),
+        "Read" => {
+            let path = call.str("file_path");
+            let offset = call.uint("offset");
+            if let Some(p) = path {
+                locations.push(ToolCallLocation { path: p.to_string(), line: offset });
+            }
+            read_title(path, offset, call.uint("limit"), "File")
+        }
+        "NotebookRead" | "NotebookEdit" => {
+            let path = call.str("notebook_path");
+            if let Some(p) = path {
+                locations.push(ToolCallLocation::path(p));
+            }
+            let verb = if name == "NotebookRead" { "Read" } else { "Edit" };
+            if name == "NotebookEdit" {
+                text_content("new_source", &call, &mut content);
+            }
+            match path {
+                Some(p) => format!("{verb} Notebook {p}"),
+                None => format!("{verb} Notebook"),
+            }
+        }
+        "LS" => match call.str("path") {
+            Some(p) => {
+                locations.push(ToolCallLocation::path(p));
+                format!("List `{p}` directory")
+            }
+            None => "List current directory".into(),
+        },
+        "Edit" | "MultiEdit" => {
+            let path = call.str("file_path");
+            if let Some(p) = path {
+                if name == "Edit" {
+                    content.push(diff(p, call.str("old_string"), call.str("new_string")));
+                } else if let Some(edits) = call.args().get("edits").and_then(Value::as_array) {
+                    for e in edits.iter().filter_map(Value::as_object) {
+                        let s = |k: &str| e.get(k).and_then(Value::as_str);
+                        content.push(diff(p, s("old_string"), s("new_string")));
+                    }
+                }
+                locations.push(ToolCallLocation::path(p));
+            }
+            path.map(|p| format!("Edit `{p}`")).unwrap_or_else(|| "Edit".into())
+        }
+        "Write" => {
+            let path = call.str("file_path");
+            if let Some(p) = path {
+                content.push(diff(p, None, call.args().get("content").and_then(Value::as_str)));
+                locations.push(ToolCallLocation::path(p));
+            }
+            path.map(|p| format!("Write {p}")).unwrap_or_else(|| "Write".into())
+        }
+        "Glob" => {
+            let path = call.str("path");
+            if let Some(p) = path {
+                locations.push(ToolCallLocation::path(p));
+            }
+            glob_title(path, call.str("pattern"))
+        }
+        "Grep" => grep_title(&call),
+        "WebFetch" => {
+            text_content("prompt", &call, &mut content);
+            call.str("url").map(|u| format!("Fetch {u}")).unwrap_or_else(|| "Fetch".into())
+        }
+        "WebSearch" => web_search_title(&call),
+        "TodoWrite" => "Update TODOs".into(),
+        "ExitPlanMode" => {
+            text_content("plan", &call, &mut content);
+            "Ready to code?".into()
+        }
+        "EnterPlanMode" => "Enter plan mode".into(),
+        "Skill" => call.str("skill").map(|s| format!("Skill {s}")).unwrap_or_else(|| name.into()),
+        _ => mcp_title(name).unwrap_or_else(|| if name.is_empty() { "Unknown Tool".into() } else { name.into() }),
+    };
+    call.call(title, kind, content, locations)
+}
+
+/// `grep` with the Grep tool's flags, the quoted pattern and the path.
+fn grep_title(call: &ToolUse<'_>) -> String {
+    let mut title = String::from("grep");
+    let args = call.args();
+    let flag = |k: &str| args.get(k).and_then(Value::as_bool).unwrap_or(false);
+    if flag("-i") {
+        title.push_str(" -i");
+    }
+    if flag("-n") {
+        title.push_str(" -n");
+    }
+    for k in ["-A", "-B", "-C"] {
+        if let Some(v) = args.get(k).filter(|v| !v.is_null()) {
+            title.push_str(&format!(" {k} {}", display_text(v)));
+        }
+    }
+    match call.str("output_mode") {
+        Some("files_with_matches") => title.push_str(" -l"),
+        Some("count") => title.push_str(" -c"),
+        _ => {}
+    }
+    if let Some(g) = call.str("glob") {
+        title.push_str(&format!(" --include=\"{g}\""));
+    }
+    if let Some(t) = call.str("type") {
+        title.push_str(&format!(" --type={t}"));
+    }
+    if flag("multiline") {
+        title.push_str(" -P");
+    }
+    title.push_str(&format!(" \"{}\"", call.str("pattern").unwrap_or_default()));
+    if let Some(p) = call.str("path") {
+        title.push_str(&format!(" {p}"));
+    }
+    if let Some(n) = call.uint("head_limit") {
+        title.push_str(&format!(" | head -{n}"));
+    }
+    title
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::parse;
+
+    fn run(input: &str) -> Vec<OutputEvent> {
+        parse(Agent::Claude, input.as_bytes())
+    }
+
+    #[test]
+    fn session_id_is_stamped_from_init_on_every_event() {
+        let evs = run(concat!(
+            r#"{"type":"system","subtype":"init","session_id":"S","model":"m[1m]","tools":["Bash"]}"#,
+            "\n",
+            r#"{"type":"assistant","message":{"id":"m1","model":"m","content":[{"type":"text","text":"hi"}],"usage":{"input_tokens":1,"output_tokens":2}}}"#,
+            "\n"
+        ));
+        assert_eq!(evs.len(), 2);
+        assert!(evs.iter().all(|e| e.session_id.as_deref() == Some("S")));
+        assert_eq!(evs[0].model.as_deref(), Some("m"));
+    }
+
+    #[test]
+    fn todo_write_becomes_a_plan_and_its_result_is_swallowed() {
+        let evs = run(concat!(
+            r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t1","name":"TodoWrite","input":{"todos":[{"content":"A","status":"in_progress","activeForm":"Doing A"}]}}]}}"#,
+            "\n",
+            r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]}}"#,
+            "\n"
+        ));
+        assert_eq!(evs.len(), 1);
+        assert!(matches!(&evs[0].update, SessionUpdate::Plan { entries } if entries[0].status == PlanEntryStatus::InProgress));
+    }
+
+    #[test]
+    fn task_tools_keep_a_list() {
+        let evs = run(concat!(
+            r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"c1","name":"TaskCreate","input":{"subject":"A","description":"a"}}]}}"#,
+            "\n",
+            r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"c1","content":"Task #1 created successfully: A"}]}}"#,
+            "\n",
+            r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"c2","name":"TaskUpdate","input":{"taskId":"1","status":"completed"}}]}}"#,
+            "\n",
+            r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"c2","content":"Updated task #1 status"}]}}"#,
+            "\n"
+        ));
+        let plans: Vec<_> = evs
+            .iter()
+            .filter_map(|e| match &e.update {
+                SessionUpdate::Plan { entries } => Some(entries.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(plans.len(), 2);
+        assert_eq!(plans[1][0].status, PlanEntryStatus::Completed);
+        assert_eq!(plans[1][0].content, "A");
+    }
+
+    #[test]
+    fn grep_titles() {
+        let call = ToolUse {
+            id: "t",
+            name: "Grep",
+            input: serde_json::from_str(r#"{"pattern":"foo","path":"/src","-i":true,"output_mode":"count","head_limit":5}"#)
+                .ok(),
+        };
+        assert_eq!(grep_title(&call), "grep -i -c \"foo\" /src | head -5");
+    }
+
+    #[test]
+    fn synthetic_api_errors_are_errors_not_text() {
+        let evs = run(concat!(
+            r#"{"type":"assistant","message":{"id":"x","model":"<synthetic>","content":[{"type":"text","text":"API Error: API returned an empty or malformed response (HTTP 200)"}],"usage":{"input_tokens":0,"output_tokens":0}}}"#,
+            "\n",
+            r#"{"type":"assistant","message":{"id":"y","model":"<synthetic>","content":[{"type":"text","text":"No response requested."}]}}"#,
+            "\n"
+        ));
+        assert_eq!(evs.len(), 2);
+        assert_eq!(evs[0].update, SessionUpdate::error("API Error: API returned an empty or malformed response (HTTP 200)", true));
+        assert_eq!(evs[1].update, SessionUpdate::message("No response requested."));
+    }
+
+    #[test]
+    fn api_retry_is_a_non_fatal_error() {
+        let evs = run(
+            r#"{"type":"system","subtype":"api_retry","attempt":2,"max_retries":10,"retry_delay_ms":1200,"error_status":401,"error":"authentication_failed","session_id":"S"}"#,
+        );
+        assert_eq!(
+            evs[0].update,
+            SessionUpdate::error("API error: authentication_failed (HTTP 401); retry 2/10 in 1200 ms", false)
+        );
+    }
+
+    #[test]
+    fn a_tool_result_is_never_fenced_and_keeps_raw_output() {
+        let evs = run(
+            r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"x","content":"a\n```\nb","is_error":true}]},"tool_use_result":"Error: a"}"#,
+        );
+        let SessionUpdate::ToolCallUpdate(u) = &evs[0].update else { panic!() };
+        assert_eq!(u.status, Some(ToolCallStatus::Failed));
+        assert_eq!(u.content.as_ref().unwrap()[0], ToolCallContent::text("a\n```\nb"));
+        assert_eq!(u.raw_output, Some(Value::String("Error: a".into())));
     }
 }

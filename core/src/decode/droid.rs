@@ -1,27 +1,1290 @@
-//! Droid decoder (stub: every object line counts as an unknown type until implemented).
+//! Factory Droid decoder (`droid exec --output-format stream-json`, and the `stream-jsonrpc`
+//! envelope of `droid exec --input-format stream-jsonrpc --output-format stream-jsonrpc`).
+//!
+//! Every stream-json line carries `session_id` (captured once, stamped on every later event) and
+//! most carry `timestamp` in epoch milliseconds, which becomes the event's ISO 8601 UTC
+//! `timestamp` (a number below 10^11 is read as seconds; a string is kept as printed). Lines name
+//! no model: the `system/init` line's `model` is stamped on every event.
+//!
+//! | wire line | events |
+//! |---|---|
+//! | `system` (`subtype: "init"`: `session_id`, `model`, `tools`) | nothing; captures the session id and the model |
+//! | `message` role `user` (the prompt echo) | nothing (as the peer: `droid__testUserEchoIgnored`) |
+//! | `message` / `assistant` role `assistant` (`id`, `text` or text blocks) | `agent_message_chunk`, `messageId` = `id` |
+//! | `reasoning` (`id`, `text`) | `agent_thought_chunk`, `messageId` = `id`. Droid prints every reasoning block TWICE with the same id: a reasoning line whose (id, text) was already emitted since the last non-thought event is dropped. A line without an id is never dropped; the same thought after other output is emitted again |
+//! | `tool_call`, `tool_use`: nested `toolUse {id, name, input}` or flat `{id, messageId, toolId, toolName, parameters}` | `tool_call` (status `pending`, `toolName` = `toolName`/`name` verbatim, `kind` from `tools.rs`, `rawInput` = the input object, title / locations / diffs below, `messageId`). A call id already announced is not announced again |
+//! | `tool_call` of `TodoWrite` with `todos` as an array, or as a numbered text list `1. [in_progress] …` | `plan` (status `in_progress`/`completed`/`done` kept, else pending; priority `high`/`low` kept, else medium) instead of `tool_call`; its successful result is swallowed, a failed one is emitted. A `todos` that does not parse stays a `tool_call` |
+//! | `tool_result` (`id` / `toolUseId`, `isError`, `value` / `content` / `error {type, message}`) | `tool_call_update`: status `failed` when `isError` (or an `error` object without `isError`), else `completed`; content = the text verbatim: `error.message` of a failure, else `value` (a string as is; other JSON as compact text), else `content` (string, or text/image blocks); `rawOutput` below. No title: the call's title stays |
+//! | `tool_progress_update` / `tool_progress` | `tool_call_update` `in_progress` with the progress text |
+//! | `completion` (`finalText`, `numTurns`, `durationMs`, `usage`) | `agent_message_chunk` with `finalText` ONLY when it differs (ignoring surrounding whitespace) from the last assistant text already emitted; then `usage` scope `run` (below) |
+//! | `result` (`droid exec -o json`: `result`, `is_error`, `usage`) | like `completion`; with `is_error: true` an `error` (`fatal: true`) instead of the message |
+//! | `error` (`source`: `agent_loop` / `cli`, `message`) | `error`, `fatal: true`, `extra: {"source": …}` |
+//! | `create_message` (`message {id, role, content[]}`) | role assistant only, blocks in order: `text` → `agent_message_chunk` unless that message's text was already streamed as deltas or equals the last assistant text; `tool_use` → `tool_call` (deduplicated by id); `thinking` → `agent_thought_chunk` unless streamed as deltas |
+//! | `assistant_text_delta` (`messageId`, `blockIndex`, `textDelta`) | `agent_message_chunk` |
+//! | `thinking_text_delta` | `agent_thought_chunk`; an exact repeat (same messageId, blockIndex and text) of the thought emitted just before is dropped (droid re-sends them) |
+//! | `session_token_usage_changed` (`tokenUsage`, `lastCallTokenUsage`) | `usage` scope `call` from `lastCallTokenUsage` when printed; the cumulative `tokenUsage` is held and emitted once as scope `run` at the end of input (unless a `completion` already gave the run total) |
+//! | `error` notification (`message`, `errorType`) | `error`, `fatal: false` (the session stays open and droid retries; the run's outcome is its response/exit), `extra: {"errorType": …}` |
+//! | JSON-RPC `response` (`result.sessionId`, `error`) | nothing, captures the session id; an `error` becomes `error` `fatal: true` (a failed request: that turn never ran) |
+//! | JSON-RPC `notification` `droid.session_notification` | `params.notification` decoded as the bare line types above (`params.sessionId` captured) |
+//! | JSON-RPC `request` (permission prompts), `assistant_text_complete`, `thinking_text_complete`, `droid_working_state_changed`, `permission_resolved`, `settings_updated`, `session_title_updated`, `mcp_status_changed`, `mission_*`, `mcp_auth_*`, `structured_output`, `hook` | nothing |
+//!
+//! **Usage.** Droid's `input_tokens` EXCLUDES cache reads and writes (s16: input 1100 = the sum of
+//! the prompts minus the cached share), so `promptTokens` = `input_tokens` +
+//! `cache_read_input_tokens` + `cache_creation_input_tokens`, `completionTokens` =
+//! `output_tokens`, `cachedTokens` = `cache_read_input_tokens`; `extra` keeps every other counter
+//! of `usage` under its own name (`cache_creation_input_tokens`, `factory_credits`, `ttft_ms`)
+//! plus the line's `numTurns` and `durationMs`. The JSON-RPC counters are the same arithmetic
+//! over `inputTokens`, `cacheReadTokens`, `cacheCreationTokens`, `outputTokens` (others, such as
+//! `thinkingTokens`, go to `extra`).
+//!
+//! **rawOutput** is droid's structured record of the result where it prints one beyond the text:
+//! the `error` object of a failure (`{type, message}`); the parsed `value` when `value` is JSON
+//! text of an object or array (Create `{success, file_path}`, Edit `{diffLines, linesAdded, …}`)
+//! or is itself non-string JSON; a `content` that is neither text nor a list of blocks. A plain text `value` (command output,
+//! a file's text) has no structured record, so no `rawOutput`.
+//!
+//! **Errors.** Droid prints an `agent_loop` error only after its retries are exhausted (a
+//! recovered failure prints nothing, s14-hangup-recover), followed by the `cli` line
+//! `Exec failed` and exit code 1, so both are terminal: `fatal: true`.
+//!
+//! **Titles** (cut at [`crate::tools::MAX_TITLE_CHARS`]): Read `Read <file_path>`; LS
+//! `List <directory_path>`; Glob `Find <patterns>`; Grep `grep "<pattern>"`; Create
+//! `Create <file_path>` (+ diff, `oldText: null`); Edit `Edit <file_path>` (+ diff
+//! `old_str` → `new_str`); Execute the command in backticks; FetchUrl `Fetch <url>`; WebSearch
+//! `"<query>"`; Task the description; ToolSearch `Search tools: <query>`; Skill `Skill <name>`;
+//! TaskOutput / TaskStop `Task output <id>` / `Stop task <id>`; MCP `<server>___<tool>` →
+//! `<server>: <tool>`; anything else its name, with the path, command or URL when one is given.
+//! Locations from `file_path` / `path` / `directory_path` / `folder`.
+//!
+//! **Golden cases** (`tests/golden/droid/`; `s*` are real captures, `e-*` hand-written from the
+//! captured shapes):
+//!
+//! | case | pins |
+//! |---|---|
+//! | `e-reasoning-duplicated` | s5/s10: every reasoning printed twice → once; the same thought under a new id emits |
+//! | `e-parallel-tools` | s7: both calls, then both results |
+//! | `e-failing-execute` | s9: exit 2 → `failed`, `error.message` verbatim, the error object as `rawOutput` |
+//! | `e-mcp` | s12 (+ wrong name): ToolSearch, `kb___lookup` ok, `kb___lookup_fail` failed |
+//! | `e-todo-plan` | s4: TodoWrite with a text list → plan + its failed result; the array shape → plan, success swallowed; unparsable text stays a tool call |
+//! | `e-completion-repeats-text` | the completion's text is not repeated (whitespace ignored); run usage |
+//! | `e-completion-only-text` | a completion whose text was never printed is emitted; no usage printed, none emitted |
+//! | `e-errors-401`, `e-errors-stream-broken` | s6/s14: `agent_loop` then `cli` `Exec failed`, both fatal, `source` in `extra`; a line without a timestamp has none |
+//! | `e-image` | s13: `[object Object],[object Object]` kept as text; content blocks with a base64 image → image block |
+//! | `e-many-tools` | s15: LS, Glob, Grep, Create, TaskOutput, Skill, Task, ApplyPatch, `execute_cli` (execute) |
+//! | `e-multi-turn-usage` | s16: one run total, input excluding the cached share |
+//! | `e-result-json` | `droid exec -o json`: result success (message + usage) and failure (fatal error) |
+//! | `e-jsonrpc` | stream-jsonrpc: session response, deltas, re-sent thinking delta dropped, create_message repeating streamed text and tool_use, progress, result, per-call usage, non-fatal error notification, permission request, error response, run total at the end |
+//! | `e-odd-lines` | non-objects, invalid JSON, unknown type, orphan and early results, a call without id, a null `toolUse`, a message without text, an empty result value |
 
-use serde::Deserialize;
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::fmt;
 
-use super::context::DecodeContext;
-use super::json::parse_line;
-use super::{HarnessDecoder, LineOutcome};
-use crate::event::OutputEvent;
+use serde::de::{self, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer};
+use serde_json::value::RawValue;
+use serde_json::{Map, Number, Value};
+
+use super::context::{DecodeContext, Envelope};
+use super::json::{Obj, ObjList, parse_line};
+use super::{Agent, HarnessDecoder, LineOutcome};
+use crate::event::{
+    ContentBlock, DiffContent, ImageContent, JsonObject, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus,
+    SessionUpdate, TokenUsage, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, UsageScope,
+};
+use crate::tools::{bound_title, command_title, normalize_name, tool_kind};
+
+/// How deep JSON-RPC envelopes are unwrapped.
+const MAX_DEPTH: usize = 4;
 
 /// Stateful droid line decoder.
 #[derive(Debug, Default)]
-pub(crate) struct DroidDecoder {}
+pub(crate) struct DroidDecoder {
+    /// Announced tool calls by id: `true` when the call became a plan (TodoWrite).
+    calls: HashMap<String, bool>,
+    /// The last assistant text emitted: a whole message, or the deltas of a streamed message.
+    last_text: String,
+    /// While `last_text` accumulates deltas: the message they belong to.
+    streaming: Option<Option<String>>,
+    /// The message whose thinking was streamed as deltas.
+    thinking_streamed: Option<String>,
+    /// Keys of the thoughts emitted since the last other event (reasoning dedupe).
+    thought_keys: Vec<ThoughtKey>,
+    /// The run total came from a `completion`/`result` line.
+    run_usage_emitted: bool,
+    /// The latest cumulative session usage from JSON-RPC notifications, emitted at the end.
+    session_usage: Option<TokenUsage>,
+}
 
+/// (id or messageId, blockIndex, text) of an emitted thought.
+type ThoughtKey = (String, String, String);
+
+/// A polymorphic field, decoded in the line's single pass: a string, or any other JSON value.
+#[derive(Debug)]
+enum Val<'a> {
+    Str(Cow<'a, str>),
+    Json(Value),
+}
+
+/// `message`: the text of an `error` line, or the message object of `create_message`.
+enum MessageField<'a> {
+    Str(Cow<'a, str>),
+    Msg(CreatedMessage<'a>),
+    Odd,
+}
+
+/// Every droid line shape: stream-json lines, JSON-RPC envelopes and their notifications.
 #[derive(Deserialize)]
 struct Line<'a> {
     #[serde(rename = "type", default, borrow, with = "super::json::opt_string")]
-    _kind: Option<std::borrow::Cow<'a, str>>,
+    kind: Option<Cow<'a, str>>,
+    #[serde(default, borrow, with = "super::json::opt_string")]
+    subtype: Option<Cow<'a, str>>,
+    #[serde(default, borrow, with = "super::json::opt_string")]
+    role: Option<Cow<'a, str>>,
+    #[serde(default, borrow, with = "super::json::opt_string")]
+    id: Option<Cow<'a, str>>,
+    #[serde(rename = "messageId", default, borrow, with = "super::json::opt_string")]
+    message_id: Option<Cow<'a, str>>,
+    #[serde(default, borrow, with = "super::json::opt_string")]
+    text: Option<Cow<'a, str>>,
+    #[serde(rename = "textDelta", default, borrow, with = "super::json::opt_string")]
+    text_delta: Option<Cow<'a, str>>,
+    #[serde(rename = "blockIndex", default, borrow)]
+    block_index: Option<&'a RawValue>,
+    #[serde(default, borrow, with = "super::json::opt_string")]
+    session_id: Option<Cow<'a, str>>,
+    #[serde(rename = "sessionId", default, borrow, with = "super::json::opt_string")]
+    session_id_camel: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    timestamp: Option<&'a RawValue>,
+    #[serde(default, borrow, with = "super::json::opt_string")]
+    model: Option<Cow<'a, str>>,
+    // Tool calls: nested `toolUse` / `tool_use`, or the flat fields of the line itself.
+    #[serde(rename = "toolUse", default, borrow)]
+    tool_use: Obj<ToolUse<'a>>,
+    #[serde(rename = "tool_use", default, borrow)]
+    tool_use_snake: Obj<ToolUse<'a>>,
+    #[serde(rename = "toolUseId", default, borrow, with = "super::json::opt_string")]
+    tool_use_id: Option<Cow<'a, str>>,
+    #[serde(rename = "tool_use_id", default, borrow, with = "super::json::opt_string")]
+    tool_use_id_snake: Option<Cow<'a, str>>,
+    #[serde(default, borrow, with = "super::json::opt_string")]
+    name: Option<Cow<'a, str>>,
+    #[serde(rename = "toolName", default, borrow, with = "super::json::opt_string")]
+    tool_name: Option<Cow<'a, str>>,
+    #[serde(rename = "tool_name", default, borrow, with = "super::json::opt_string")]
+    tool_name_snake: Option<Cow<'a, str>>,
+    #[serde(rename = "toolId", default, borrow, with = "super::json::opt_string")]
+    tool_id: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    input: Option<Val<'a>>,
+    #[serde(rename = "toolInput", default, borrow)]
+    tool_input: Option<Val<'a>>,
+    #[serde(default, borrow)]
+    arguments: Option<Val<'a>>,
+    #[serde(default, borrow)]
+    parameters: Option<Val<'a>>,
+    // Tool results.
+    #[serde(rename = "isError", default, borrow)]
+    is_error: Option<&'a RawValue>,
+    #[serde(rename = "is_error", default, borrow)]
+    is_error_snake: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    value: Option<Val<'a>>,
+    #[serde(default, borrow)]
+    content: Option<Val<'a>>,
+    #[serde(default, borrow)]
+    error: Option<Val<'a>>,
+    #[serde(default, borrow)]
+    update: Option<Val<'a>>,
+    // Run end.
+    #[serde(rename = "finalText", default, borrow, with = "super::json::opt_string")]
+    final_text: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    result: Option<Val<'a>>,
+    #[serde(default, borrow)]
+    usage: Option<Val<'a>>,
+    #[serde(rename = "numTurns", default, borrow)]
+    num_turns: Option<Val<'a>>,
+    #[serde(rename = "durationMs", default, borrow)]
+    duration_ms: Option<Val<'a>>,
+    #[serde(rename = "num_turns", default, borrow)]
+    num_turns_snake: Option<Val<'a>>,
+    #[serde(rename = "duration_ms", default, borrow)]
+    duration_ms_snake: Option<Val<'a>>,
+    // Errors and messages.
+    #[serde(default, borrow, with = "super::json::opt_string")]
+    source: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    message: Option<MessageField<'a>>,
+    #[serde(rename = "errorType", default, borrow, with = "super::json::opt_string")]
+    error_type: Option<Cow<'a, str>>,
+    // JSON-RPC.
+    #[serde(default, borrow)]
+    jsonrpc: Option<&'a RawValue>,
+    #[serde(default, borrow, with = "super::json::opt_string")]
+    method: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    params: Obj<Params<'a>>,
+    #[serde(rename = "tokenUsage", default, borrow)]
+    token_usage: Option<Val<'a>>,
+    #[serde(rename = "lastCallTokenUsage", default, borrow)]
+    last_call_token_usage: Option<Val<'a>>,
+}
+
+/// The fields that name a tool call (nested `toolUse`, or flat on the line).
+#[derive(Deserialize)]
+struct ToolUse<'a> {
+    #[serde(default, borrow, with = "super::json::opt_string")]
+    id: Option<Cow<'a, str>>,
+    #[serde(rename = "toolUseId", default, borrow, with = "super::json::opt_string")]
+    tool_use_id: Option<Cow<'a, str>>,
+    #[serde(rename = "tool_use_id", default, borrow, with = "super::json::opt_string")]
+    tool_use_id_snake: Option<Cow<'a, str>>,
+    #[serde(default, borrow, with = "super::json::opt_string")]
+    name: Option<Cow<'a, str>>,
+    #[serde(rename = "toolName", default, borrow, with = "super::json::opt_string")]
+    tool_name: Option<Cow<'a, str>>,
+    #[serde(rename = "tool_name", default, borrow, with = "super::json::opt_string")]
+    tool_name_snake: Option<Cow<'a, str>>,
+    #[serde(rename = "toolId", default, borrow, with = "super::json::opt_string")]
+    tool_id: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    input: Option<Val<'a>>,
+    #[serde(rename = "toolInput", default, borrow)]
+    tool_input: Option<Val<'a>>,
+    #[serde(default, borrow)]
+    arguments: Option<Val<'a>>,
+    #[serde(default, borrow)]
+    parameters: Option<Val<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Params<'a> {
+    #[serde(default, borrow)]
+    notification: Obj<Box<Line<'a>>>,
+    #[serde(rename = "sessionId", default, borrow, with = "super::json::opt_string")]
+    session_id: Option<Cow<'a, str>>,
+}
+
+/// `create_message`'s `message`.
+#[derive(Deserialize)]
+struct CreatedMessage<'a> {
+    #[serde(default, borrow, with = "super::json::opt_string")]
+    id: Option<Cow<'a, str>>,
+    #[serde(default, borrow, with = "super::json::opt_string")]
+    role: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    content: ObjList<Block<'a>>,
+}
+
+/// A content block of a message.
+#[derive(Deserialize)]
+struct Block<'a> {
+    #[serde(rename = "type", default, borrow, with = "super::json::opt_string")]
+    kind: Option<Cow<'a, str>>,
+    #[serde(default, borrow, with = "super::json::opt_string")]
+    text: Option<Cow<'a, str>>,
+    #[serde(default, borrow, with = "super::json::opt_string")]
+    thinking: Option<Cow<'a, str>>,
+    #[serde(default, borrow, with = "super::json::opt_string")]
+    id: Option<Cow<'a, str>>,
+    #[serde(default, borrow, with = "super::json::opt_string")]
+    name: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    input: Option<Val<'a>>,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Val<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Val<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Val::Str(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Val::Str(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Val::Str(Cow::Owned(v)))
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
+                Ok(Val::Json(Value::Bool(v)))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+                Ok(Val::Json(Value::from(v)))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+                Ok(Val::Json(Value::from(v)))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+                Ok(Val::Json(Number::from_f64(v).map_or(Value::Null, Value::Number)))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(Val::Json(Value::Null))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+                Value::deserialize(de::value::SeqAccessDeserializer::new(seq)).map(Val::Json)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                Value::deserialize(de::value::MapAccessDeserializer::new(map)).map(Val::Json)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for MessageField<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = MessageField<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string or a message object")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(MessageField::Str(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(MessageField::Str(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(MessageField::Str(Cow::Owned(v)))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                CreatedMessage::deserialize(de::value::MapAccessDeserializer::new(map)).map(MessageField::Msg)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                while seq.next_element::<de::IgnoredAny>()?.is_some() {}
+                Ok(MessageField::Odd)
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(MessageField::Odd)
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(MessageField::Odd)
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(MessageField::Odd)
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(MessageField::Odd)
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(MessageField::Odd)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl<'a> Line<'a> {
+    /// The tool-call fields printed flat on the line (droid ≥ 0.24 `tool_call` shape).
+    fn take_flat_tool_use(&mut self) -> ToolUse<'a> {
+        ToolUse {
+            id: self.id.take(),
+            tool_use_id: self.tool_use_id.take(),
+            tool_use_id_snake: self.tool_use_id_snake.take(),
+            name: self.name.take(),
+            tool_name: self.tool_name.take(),
+            tool_name_snake: self.tool_name_snake.take(),
+            tool_id: self.tool_id.take(),
+            input: self.input.take(),
+            tool_input: self.tool_input.take(),
+            arguments: self.arguments.take(),
+            parameters: self.parameters.take(),
+        }
+    }
+
+    /// The id a result or progress line refers to.
+    fn take_result_id(&mut self) -> Option<Cow<'a, str>> {
+        self.tool_use_id.take().or(self.tool_use_id_snake.take()).or(self.id.take()).filter(|s| !s.is_empty())
+    }
+}
+
+impl<'a> Val<'a> {
+    fn into_object(self) -> Option<Map<String, Value>> {
+        match self {
+            Val::Json(Value::Object(m)) => Some(m),
+            _ => None,
+        }
+    }
+    fn into_value(self) -> Value {
+        match self {
+            Val::Str(s) => Value::String(s.into_owned()),
+            Val::Json(v) => v,
+        }
+    }
 }
 
 impl HarnessDecoder for DroidDecoder {
-    fn decode_line(&mut self, line: &str, _ctx: &mut DecodeContext, _out: &mut Vec<OutputEvent>) -> LineOutcome {
+    fn decode_line(&mut self, line: &str, ctx: &mut DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
         match parse_line::<Line<'_>>(line) {
-            Ok(_) => LineOutcome::UnknownType,
+            Ok(mut parsed) => self.decode(&mut parsed, line, ctx, 0, out),
             Err(outcome) => outcome,
         }
+    }
+
+    fn finish(&mut self, ctx: &mut DecodeContext, out: &mut Vec<OutputEvent>) {
+        if let Some(usage) = self.session_usage.take() {
+            if !self.run_usage_emitted {
+                self.run_usage_emitted = true;
+                let update = SessionUpdate::Usage { scope: UsageScope::Run, usage };
+                Envelope::default().emit(ctx, update, out);
+            }
+        }
+    }
+}
+
+impl DroidDecoder {
+    /// Push an event; any event but a thought ends the reasoning-dedupe window.
+    fn push(&mut self, env: &Envelope, ctx: &DecodeContext, update: SessionUpdate, out: &mut Vec<OutputEvent>) {
+        if !matches!(update, SessionUpdate::AgentThoughtChunk { .. }) {
+            self.thought_keys.clear();
+        }
+        env.emit(ctx, update, out);
+    }
+
+    fn decode(
+        &mut self,
+        l: &mut Line<'_>,
+        raw_line: &str,
+        ctx: &mut DecodeContext,
+        depth: usize,
+        out: &mut Vec<OutputEvent>,
+    ) -> LineOutcome {
+        ctx.see_session(l.session_id.as_deref().or(l.session_id_camel.as_deref()));
+        if l.jsonrpc.is_some() {
+            return self.jsonrpc(l, ctx, depth, out);
+        }
+        let Some(kind) = l.kind.take() else { return LineOutcome::UnknownType };
+        let mut env = Envelope { timestamp: timestamp(l.timestamp), ..Envelope::default() };
+        env.message_id = match kind.as_ref() {
+            "message" | "assistant" | "reasoning" | "thinking" => l.id.as_deref().or(l.message_id.as_deref()),
+            _ => l.message_id.as_deref(),
+        }
+        .filter(|s| !s.is_empty())
+        .map(str::to_string);
+        match kind.as_ref() {
+            "system" => {
+                if l.subtype.as_deref() == Some("init") && ctx.init_model.is_none() {
+                    ctx.init_model = l.model.as_deref().filter(|m| !m.is_empty()).map(str::to_string);
+                }
+                LineOutcome::Decoded
+            }
+            "message" | "assistant" => {
+                if l.role.as_deref().is_some_and(|r| r != "assistant") {
+                    return LineOutcome::Decoded; // the prompt echo: ignored, as the peer does
+                }
+                let text = match l.text.take() {
+                    Some(t) => Some(t.into_owned()),
+                    None => message_text(l.content.take()),
+                };
+                match text {
+                    Some(text) => {
+                        if !text.is_empty() {
+                            self.last_text.clear();
+                            self.last_text.push_str(&text);
+                            self.streaming = None;
+                            self.push(&env, ctx, SessionUpdate::message(text), out);
+                        }
+                        LineOutcome::Decoded
+                    }
+                    None => LineOutcome::UnexpectedShape,
+                }
+            }
+            "user" => LineOutcome::Decoded,
+            "reasoning" | "thinking" => {
+                let Some(text) = l.text.take().filter(|t| !t.is_empty()) else { return LineOutcome::Decoded };
+                let id = l.id.as_deref().or(l.message_id.as_deref());
+                if let Some(id) = id {
+                    let key = (id.to_string(), raw_text(l.block_index), text.to_string());
+                    if self.thought_keys.contains(&key) {
+                        return LineOutcome::Decoded; // droid prints each reasoning block twice
+                    }
+                    self.thought_keys.push(key);
+                }
+                self.push(&env, ctx, SessionUpdate::thought(text), out);
+                LineOutcome::Decoded
+            }
+            "assistant_text_delta" => {
+                let Some(delta) = l.text_delta.take().or(l.text.take()).filter(|t| !t.is_empty()) else {
+                    return LineOutcome::Decoded;
+                };
+                let msg = l.message_id.as_deref().map(str::to_string);
+                if self.streaming.as_ref() != Some(&msg) {
+                    self.last_text.clear();
+                    self.streaming = Some(msg);
+                }
+                self.last_text.push_str(&delta);
+                self.push(&env, ctx, SessionUpdate::message(delta), out);
+                LineOutcome::Decoded
+            }
+            "thinking_text_delta" => {
+                let Some(delta) = l.text_delta.take().or(l.text.take()).filter(|t| !t.is_empty()) else {
+                    return LineOutcome::Decoded;
+                };
+                if let Some(msg) = l.message_id.as_deref() {
+                    let key = (msg.to_string(), raw_text(l.block_index), delta.to_string());
+                    if self.thought_keys.last() == Some(&key) {
+                        return LineOutcome::Decoded; // a re-sent delta
+                    }
+                    self.thought_keys.push(key);
+                    self.thinking_streamed = Some(msg.to_string());
+                }
+                self.push(&env, ctx, SessionUpdate::thought(delta), out);
+                LineOutcome::Decoded
+            }
+            "tool_call" | "tool_use" => self.tool_call_line(l, &env, ctx, out),
+            "tool_result" => self.tool_result(l, &env, ctx, out),
+            "tool_progress_update" | "tool_progress" => self.tool_progress(l, &env, ctx, out),
+            "create_message" => self.create_message(l, &mut env, ctx, out),
+            "completion" => {
+                let final_text = l.final_text.take();
+                self.run_end(l, final_text.as_deref(), &env, ctx, out);
+                LineOutcome::Decoded
+            }
+            "result" => {
+                let text = match l.result.take() {
+                    Some(Val::Str(s)) => Some(s),
+                    _ => None,
+                };
+                if flag(l.is_error_snake).or(flag(l.is_error)) == Some(true) {
+                    let message = text
+                        .map(Cow::into_owned)
+                        .filter(|t| !t.is_empty())
+                        .or_else(|| l.error.take().and_then(|e| error_parts(e).0))
+                        .unwrap_or_else(|| raw_line.to_string());
+                    self.push(&env, ctx, SessionUpdate::error(message, true), out);
+                    self.run_end(l, None, &env, ctx, out);
+                } else {
+                    self.run_end(l, text.as_deref(), &env, ctx, out);
+                }
+                LineOutcome::Decoded
+            }
+            "error" => {
+                let message = match l.message.take() {
+                    Some(MessageField::Str(m)) if !m.is_empty() => Some(m.into_owned()),
+                    _ => None,
+                }
+                .or_else(|| l.error.take().and_then(|e| error_parts(e).0))
+                .unwrap_or_else(|| raw_line.to_string());
+                let mut extra = JsonObject::new();
+                if let Some(source) = l.source.as_deref() {
+                    extra.insert("source".to_string(), Value::String(source.to_string()));
+                }
+                if let Some(error_type) = l.error_type.as_deref() {
+                    extra.insert("errorType".to_string(), Value::String(error_type.to_string()));
+                }
+                env.extra = (!extra.is_empty()).then_some(extra);
+                // A stream-json error ends the run (exit 1); a JSON-RPC session reports errors
+                // while it retries and stays open.
+                let fatal = depth == 0;
+                self.push(&env, ctx, SessionUpdate::error(message, fatal), out);
+                LineOutcome::Decoded
+            }
+            "session_token_usage_changed" | "token_usage_update" => {
+                if let Some(last) = l.last_call_token_usage.take().and_then(Val::into_object) {
+                    let usage = rpc_usage(last);
+                    self.push(&env, ctx, SessionUpdate::Usage { scope: UsageScope::Call, usage }, out);
+                }
+                if let Some(total) = l.token_usage.take().and_then(Val::into_object) {
+                    self.session_usage = Some(rpc_usage(total));
+                }
+                LineOutcome::Decoded
+            }
+            "assistant_text_complete"
+            | "thinking_text_complete"
+            | "droid_working_state_changed"
+            | "working_state_changed"
+            | "permission_resolved"
+            | "settings_updated"
+            | "session_title_updated"
+            | "mcp_status_changed"
+            | "structured_output"
+            | "hook"
+            | "turn_complete" => LineOutcome::Decoded,
+            k if k.starts_with("mission_") || k.starts_with("mcp_auth_") => LineOutcome::Decoded,
+            _ => LineOutcome::UnknownType,
+        }
+    }
+
+    fn jsonrpc(
+        &mut self,
+        l: &mut Line<'_>,
+        ctx: &mut DecodeContext,
+        depth: usize,
+        out: &mut Vec<OutputEvent>,
+    ) -> LineOutcome {
+        let kind = match l.kind.as_deref() {
+            Some(k) => k,
+            None if l.method.is_some() && l.id.is_some() => "request",
+            None if l.method.is_some() => "notification",
+            None => "response",
+        };
+        match kind {
+            "response" => {
+                let result = l.result.take().and_then(Val::into_object);
+                if let Some(r) = &result {
+                    let sid = r.get("sessionId").or_else(|| r.get("session_id")).and_then(Value::as_str);
+                    ctx.see_session(sid);
+                }
+                let env = Envelope::default();
+                if let Some(error) = l.error.take().filter(|e| !matches!(e, Val::Json(Value::Null))) {
+                    let (message, raw) = error_parts(error);
+                    let message = message.or_else(|| raw.map(|r| r.to_string())).unwrap_or_default();
+                    self.push(&env, ctx, SessionUpdate::error(message, true), out);
+                }
+                if let Some(text) = result.as_ref().and_then(|r| r.get("finalText")).and_then(Value::as_str) {
+                    self.final_message(text, &env, ctx, out);
+                }
+                LineOutcome::Decoded
+            }
+            "notification" => {
+                if l.method.as_deref() != Some("droid.session_notification") {
+                    return LineOutcome::Decoded;
+                }
+                let Some(params) = l.params.0.take() else { return LineOutcome::UnexpectedShape };
+                ctx.see_session(params.session_id.as_deref());
+                let Some(inner) = params.notification.0 else { return LineOutcome::UnexpectedShape };
+                if depth >= MAX_DEPTH {
+                    return LineOutcome::UnexpectedShape;
+                }
+                // An error notification without a message falls back to the whole envelope.
+                let mut inner = inner;
+                self.decode(&mut inner, "", ctx, depth + 1, out)
+            }
+            "request" => LineOutcome::Decoded,
+            _ => LineOutcome::UnknownType,
+        }
+    }
+
+    /// `completion` / `result`: the final text when new, then the run total.
+    fn run_end(
+        &mut self,
+        l: &mut Line<'_>,
+        final_text: Option<&str>,
+        env: &Envelope,
+        ctx: &DecodeContext,
+        out: &mut Vec<OutputEvent>,
+    ) {
+        if let Some(text) = final_text {
+            self.final_message(text, env, ctx, out);
+        }
+        if let Some(mut usage) = l.usage.take().and_then(Val::into_object) {
+            for (key, value) in [
+                ("numTurns", l.num_turns.take()),
+                ("durationMs", l.duration_ms.take()),
+                ("num_turns", l.num_turns_snake.take()),
+                ("duration_ms", l.duration_ms_snake.take()),
+            ] {
+                if let Some(v) = value {
+                    usage.insert(key.to_string(), v.into_value());
+                }
+            }
+            let usage = run_usage(usage);
+            self.run_usage_emitted = true;
+            self.push(env, ctx, SessionUpdate::Usage { scope: UsageScope::Run, usage }, out);
+        }
+    }
+
+    /// The run's final text, unless it repeats the assistant text already emitted.
+    fn final_message(&mut self, text: &str, env: &Envelope, ctx: &DecodeContext, out: &mut Vec<OutputEvent>) {
+        if text.trim().is_empty() || text.trim() == self.last_text.trim() {
+            return;
+        }
+        self.push(env, ctx, SessionUpdate::message(text), out);
+        self.last_text = text.to_string();
+        self.streaming = None;
+    }
+
+    fn tool_call_line(
+        &mut self,
+        l: &mut Line<'_>,
+        env: &Envelope,
+        ctx: &DecodeContext,
+        out: &mut Vec<OutputEvent>,
+    ) -> LineOutcome {
+        let src = match l.tool_use.0.take().or_else(|| l.tool_use_snake.0.take()) {
+            Some(nested) => nested,
+            None => l.take_flat_tool_use(),
+        };
+        let ToolUse {
+            id,
+            tool_use_id,
+            tool_use_id_snake,
+            name,
+            tool_name,
+            tool_name_snake,
+            tool_id,
+            input,
+            tool_input,
+            arguments,
+            parameters,
+        } = src;
+        let Some(id) = id.or(tool_use_id).or(tool_use_id_snake).filter(|s| !s.is_empty()) else {
+            return LineOutcome::UnexpectedShape;
+        };
+        let name = tool_name.or(name).or(tool_name_snake).or(tool_id).filter(|s| !s.is_empty());
+        let input = input.or(tool_input).or(arguments).or(parameters);
+        self.tool_call(&id, name.as_deref(), input, env, ctx, out);
+        LineOutcome::Decoded
+    }
+
+    fn tool_call(
+        &mut self,
+        id: &str,
+        name: Option<&str>,
+        input: Option<Val<'_>>,
+        env: &Envelope,
+        ctx: &DecodeContext,
+        out: &mut Vec<OutputEvent>,
+    ) {
+        if self.calls.contains_key(id) {
+            return; // announced already (a create_message repeats the streamed tool_use)
+        }
+        let raw_input = input.and_then(parse_input);
+        let args = raw_input.as_ref().and_then(Value::as_object);
+        let name_str = name.unwrap_or("");
+        if normalize_name(Agent::Droid, name_str) == "todowrite" {
+            if let Some(entries) = args.and_then(|a| todo_plan(a.get("todos"))) {
+                self.calls.insert(id.to_string(), true);
+                self.push(env, ctx, SessionUpdate::Plan { entries }, out);
+                return;
+            }
+        }
+        self.calls.insert(id.to_string(), false);
+        let (title, content, locations) = describe(name_str, args);
+        let call = ToolCall {
+            tool_call_id: id.to_string(),
+            title,
+            tool_name: name.map(str::to_string),
+            kind: tool_kind(Agent::Droid, name_str),
+            status: ToolCallStatus::Pending,
+            raw_input,
+            content: (!content.is_empty()).then_some(content),
+            locations: (!locations.is_empty()).then_some(locations),
+        };
+        self.push(env, ctx, SessionUpdate::ToolCall(call), out);
+    }
+
+    fn tool_result(
+        &mut self,
+        l: &mut Line<'_>,
+        env: &Envelope,
+        ctx: &DecodeContext,
+        out: &mut Vec<OutputEvent>,
+    ) -> LineOutcome {
+        let Some(id) = l.take_result_id() else { return LineOutcome::UnexpectedShape };
+        let not_null = |v: &Val<'_>| !matches!(v, Val::Json(Value::Null));
+        let error = l.error.take().filter(not_null);
+        let failed = flag(l.is_error).or(flag(l.is_error_snake)).unwrap_or(error.is_some());
+        let (error_text, error_raw) = error.map(error_parts).unwrap_or((None, None));
+        let value = l.value.take().filter(not_null);
+        let content = l.content.take().filter(not_null);
+        let (blocks, raw_output) = if let (true, Some(text)) = (failed, &error_text) {
+            (vec![ToolCallContent::text(text.clone())], error_raw)
+        } else if let Some(value) = value {
+            match value {
+                Val::Str(text) => {
+                    let raw = structured(&text);
+                    (text_blocks(text), raw)
+                }
+                Val::Json(v) => (vec![ToolCallContent::text(v.to_string())], Some(v)),
+            }
+        } else if let Some(content) = content {
+            result_blocks(content)
+        } else if let Some(text) = error_text {
+            (vec![ToolCallContent::text(text)], error_raw)
+        } else {
+            (Vec::new(), None)
+        };
+        if self.calls.get(id.as_ref()) == Some(&true) && !failed {
+            return LineOutcome::Decoded; // the plan already said it
+        }
+        let mut update = ToolCallUpdate::new(id);
+        update.status = Some(if failed { ToolCallStatus::Failed } else { ToolCallStatus::Completed });
+        update.content = (!blocks.is_empty()).then_some(blocks);
+        update.raw_output = raw_output;
+        self.push(env, ctx, SessionUpdate::ToolCallUpdate(update), out);
+        LineOutcome::Decoded
+    }
+
+    fn tool_progress(
+        &mut self,
+        l: &mut Line<'_>,
+        env: &Envelope,
+        ctx: &DecodeContext,
+        out: &mut Vec<OutputEvent>,
+    ) -> LineOutcome {
+        let Some(id) = l.take_result_id() else { return LineOutcome::UnexpectedShape };
+        let text = match l.content.take() {
+            Some(Val::Str(s)) if !s.is_empty() => Some(s.into_owned()),
+            _ => l.update.take().and_then(Val::into_object).and_then(|update| {
+                ["text", "status", "details"]
+                    .iter()
+                    .find_map(|k| update.get(*k).and_then(Value::as_str).filter(|s| !s.is_empty()))
+                    .map(str::to_string)
+            }),
+        };
+        let mut update = ToolCallUpdate::new(id);
+        update.status = Some(ToolCallStatus::InProgress);
+        update.content = text.map(|t| vec![ToolCallContent::text(t)]);
+        self.push(env, ctx, SessionUpdate::ToolCallUpdate(update), out);
+        LineOutcome::Decoded
+    }
+
+    fn create_message(
+        &mut self,
+        l: &mut Line<'_>,
+        env: &mut Envelope,
+        ctx: &DecodeContext,
+        out: &mut Vec<OutputEvent>,
+    ) -> LineOutcome {
+        let Some(MessageField::Msg(message)) = l.message.take() else { return LineOutcome::UnexpectedShape };
+        if message.role.as_deref() != Some("assistant") {
+            return LineOutcome::Decoded; // the user's message: ignored, as the peer does
+        }
+        let msg_id = message.id.as_deref().or(l.message_id.as_deref()).filter(|s| !s.is_empty()).map(str::to_string);
+        if msg_id.is_some() {
+            env.message_id = msg_id.clone();
+        }
+        let text_streamed = msg_id.is_some() && self.streaming.as_ref() == Some(&msg_id);
+        let thinking_streamed = msg_id.is_some() && self.thinking_streamed == msg_id;
+        let mut texts = String::new();
+        for block in message.content.0.unwrap_or_default().into_iter().filter_map(|b| b.0) {
+            match block.kind.as_deref() {
+                Some("text") => {
+                    if let Some(text) = block.text.as_deref().filter(|t| !t.is_empty()) {
+                        texts.push_str(text);
+                        if !text_streamed && text.trim() != self.last_text.trim() {
+                            self.push(env, ctx, SessionUpdate::message(text), out);
+                        }
+                    }
+                }
+                Some("thinking") => {
+                    let text = block.thinking.or(block.text).filter(|t| !t.is_empty());
+                    if let (Some(text), false) = (text, thinking_streamed) {
+                        self.push(env, ctx, SessionUpdate::thought(text), out);
+                    }
+                }
+                Some("tool_use") => {
+                    if let Some(id) = block.id.as_deref().filter(|s| !s.is_empty()) {
+                        self.tool_call(id, block.name.as_deref(), block.input, env, ctx, out);
+                    }
+                }
+                _ => {}
+            }
+        }
+        if !texts.is_empty() {
+            self.last_text = texts;
+            self.streaming = None;
+        }
+        LineOutcome::Decoded
+    }
+}
+
+/// `true` / `false` of a raw JSON boolean.
+fn flag(raw: Option<&RawValue>) -> Option<bool> {
+    raw.and_then(|r| r.get().parse::<bool>().ok())
+}
+
+/// A raw value as text for a dedupe key (`""` when absent).
+fn raw_text(raw: Option<&RawValue>) -> String {
+    raw.map(|r| r.get().to_string()).unwrap_or_default()
+}
+
+/// An `error` field: its text (a string, or an object's `message`) and, for an object, the object.
+fn error_parts(error: Val<'_>) -> (Option<String>, Option<Value>) {
+    match error {
+        Val::Str(s) => ((!s.is_empty()).then(|| s.into_owned()), None),
+        Val::Json(v) => {
+            let message = v.get("message").and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_string);
+            (message, Some(v))
+        }
+    }
+}
+
+/// The text of a message's `content`: a string, or its text blocks joined.
+fn message_text(content: Option<Val<'_>>) -> Option<String> {
+    match content? {
+        Val::Str(s) => Some(s.into_owned()),
+        Val::Json(Value::Array(blocks)) => Some(
+            blocks
+                .iter()
+                .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .concat(),
+        ),
+        Val::Json(_) => None,
+    }
+}
+
+/// A text result as content (no block for an empty text).
+fn text_blocks(text: Cow<'_, str>) -> Vec<ToolCallContent> {
+    if text.is_empty() { Vec::new() } else { vec![ToolCallContent::text(text)] }
+}
+
+/// `value` text that is JSON of an object or array: droid's structured record.
+fn structured(text: &str) -> Option<Value> {
+    let t = text.trim_start();
+    if !(t.starts_with('{') || t.starts_with('[')) {
+        return None;
+    }
+    serde_json::from_str::<Value>(text).ok().filter(|v| v.is_object() || v.is_array())
+}
+
+/// A tool result's `content`: a string, text/image blocks, or other JSON (kept as `rawOutput`).
+fn result_blocks(content: Val<'_>) -> (Vec<ToolCallContent>, Option<Value>) {
+    match content {
+        Val::Str(text) => (text_blocks(text), None),
+        Val::Json(Value::Array(items)) => {
+            let mut blocks = Vec::new();
+            for block in &items {
+                let text_of = |k: &str| block.get(k).and_then(Value::as_str);
+                match text_of("type") {
+                    Some("text") => {
+                        if let Some(text) = text_of("text").filter(|t| !t.is_empty()) {
+                            blocks.push(ToolCallContent::text(text));
+                        }
+                    }
+                    Some("image") => {
+                        let source = block.get("source");
+                        let src = |k: &str| source.and_then(|s| s.get(k)).and_then(Value::as_str);
+                        let data = text_of("data").or_else(|| src("data"));
+                        let mime = text_of("mimeType").or_else(|| src("media_type"));
+                        let uri = src("url");
+                        if data.is_some() || uri.is_some() {
+                            blocks.push(ToolCallContent::Content {
+                                content: ContentBlock::Image(ImageContent {
+                                    data: data.unwrap_or_default().to_string(),
+                                    mime_type: mime.unwrap_or_default().to_string(),
+                                    uri: uri.map(str::to_string),
+                                }),
+                            });
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            (blocks, None)
+        }
+        Val::Json(v) => (vec![ToolCallContent::text(v.to_string())], Some(v)),
+    }
+}
+
+/// The tool input: an object, or a JSON string holding one (else the string itself).
+fn parse_input(input: Val<'_>) -> Option<Value> {
+    match input {
+        Val::Str(text) => Some(match serde_json::from_str::<Value>(&text) {
+            Ok(v @ Value::Object(_)) => v,
+            _ => Value::String(text.into_owned()),
+        }),
+        Val::Json(Value::Null) => None,
+        Val::Json(v) => Some(v),
+    }
+}
+
+/// A line's timestamp as ISO 8601: epoch milliseconds (seconds below 10^11) are converted, a
+/// string is kept as printed.
+fn timestamp(raw: Option<&RawValue>) -> Option<String> {
+    let raw = raw?.get();
+    if raw.starts_with('"') {
+        return serde_json::from_str::<String>(raw).ok().filter(|s| !s.is_empty());
+    }
+    iso_from_epoch(raw.parse::<f64>().ok()?)
+}
+
+/// Epoch milliseconds (or seconds, below 10^11) as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+fn iso_from_epoch(n: f64) -> Option<String> {
+    if !(0.0..=1e15).contains(&n) {
+        return None;
+    }
+    let ms = if n < 1e11 { (n * 1000.0).round() } else { n.round() } as i64;
+    let (secs, milli) = (ms.div_euclid(1000), ms.rem_euclid(1000));
+    let (days, sod) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Howard Hinnant's days → civil date.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    // Written digit by digit: `format!` costs more than the rest of a droid line's decoding.
+    fn push_digits(s: &mut String, v: i64, width: u32) {
+        for p in (0..width).rev() {
+            s.push(char::from(b'0' + (v / 10_i64.pow(p) % 10) as u8));
+        }
+    }
+    let mut s = String::with_capacity(24);
+    push_digits(&mut s, year, 4);
+    for (sep, v, width) in [
+        ('-', month, 2),
+        ('-', day, 2),
+        ('T', sod / 3600, 2),
+        (':', sod % 3600 / 60, 2),
+        (':', sod % 60, 2),
+        ('.', milli, 3),
+    ] {
+        s.push(sep);
+        push_digits(&mut s, v, width);
+    }
+    s.push('Z');
+    Some(s)
+}
+
+/// The `completion` / `result` usage (see the module docs for the arithmetic).
+fn run_usage(mut usage: Map<String, Value>) -> TokenUsage {
+    let mut take = |k: &str| usage.remove(k).and_then(|v| v.as_u64());
+    let input = take("input_tokens");
+    let output = take("output_tokens");
+    let read = take("cache_read_input_tokens");
+    let write = usage.get("cache_creation_input_tokens").and_then(Value::as_u64);
+    TokenUsage {
+        prompt_tokens: input.map(|i| i + read.unwrap_or(0) + write.unwrap_or(0)),
+        completion_tokens: output,
+        cached_tokens: read,
+        cost_usd: None,
+        extra: (!usage.is_empty()).then_some(usage),
+    }
+}
+
+/// A JSON-RPC `tokenUsage` / `lastCallTokenUsage` (camelCase counters, same arithmetic).
+fn rpc_usage(mut usage: Map<String, Value>) -> TokenUsage {
+    let mut take = |k: &str| usage.remove(k).and_then(|v| v.as_u64());
+    let (input, output, read) = (take("inputTokens"), take("outputTokens"), take("cacheReadTokens"));
+    let write = usage.get("cacheCreationTokens").and_then(Value::as_u64);
+    TokenUsage {
+        prompt_tokens: input.map(|i| i + read.unwrap_or(0) + write.unwrap_or(0)),
+        completion_tokens: output,
+        cached_tokens: read,
+        cost_usd: None,
+        extra: (!usage.is_empty()).then_some(usage),
+    }
+}
+
+/// A TodoWrite `todos`: an array of `{content, status, priority}`, or droid's numbered text list
+/// `1. [in_progress] Do x`. `None` when it does not parse (the call stays a tool call).
+fn todo_plan(todos: Option<&Value>) -> Option<Vec<PlanEntry>> {
+    match todos? {
+        Value::Array(items) => {
+            let entries: Vec<PlanEntry> = items
+                .iter()
+                .filter_map(|t| {
+                    let t = t.as_object()?;
+                    let content = t.get("content").and_then(Value::as_str).filter(|s| !s.is_empty())?;
+                    let status = plan_status(t.get("status").and_then(Value::as_str).unwrap_or(""));
+                    let priority = match t.get("priority").and_then(Value::as_str) {
+                        Some("high") => PlanEntryPriority::High,
+                        Some("low") => PlanEntryPriority::Low,
+                        _ => PlanEntryPriority::Medium,
+                    };
+                    Some(PlanEntry { content: content.to_string(), status, priority })
+                })
+                .collect();
+            (items.is_empty() || !entries.is_empty()).then_some(entries)
+        }
+        Value::String(text) => plan_from_text(text),
+        _ => None,
+    }
+}
+
+fn plan_status(s: &str) -> PlanEntryStatus {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "in_progress" | "in-progress" | "in progress" => PlanEntryStatus::InProgress,
+        "completed" | "done" | "x" => PlanEntryStatus::Completed,
+        _ => PlanEntryStatus::Pending,
+    }
+}
+
+/// `1. [in_progress] Write the plan` lines (numbered, bulleted or bare); every non-empty line
+/// must have the `[status]` form.
+fn plan_from_text(text: &str) -> Option<Vec<PlanEntry>> {
+    let mut entries = Vec::new();
+    for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        let rest = line.trim_start_matches(|c: char| c.is_ascii_digit());
+        let rest = if rest.len() < line.len() {
+            rest.strip_prefix('.').or_else(|| rest.strip_prefix(')'))?
+        } else {
+            rest.strip_prefix("- ").or_else(|| rest.strip_prefix("* ")).unwrap_or(rest)
+        };
+        let rest = rest.trim_start().strip_prefix('[')?;
+        let (status, content) = rest.split_once(']')?;
+        let content = content.trim();
+        if content.is_empty() {
+            return None;
+        }
+        entries.push(PlanEntry {
+            content: content.to_string(),
+            status: plan_status(status),
+            priority: PlanEntryPriority::Medium,
+        });
+    }
+    (!entries.is_empty()).then_some(entries)
+}
+
+/// Title, content (diffs) and locations of a call from its name and input.
+fn describe(name: &str, args: Option<&Map<String, Value>>) -> (String, Vec<ToolCallContent>, Vec<ToolCallLocation>) {
+    let get = |k: &str| args.and_then(|a| a.get(k)).and_then(Value::as_str).filter(|s| !s.is_empty());
+    let path = get("file_path").or_else(|| get("path")).or_else(|| get("filePath")).or_else(|| get("absolute_path"));
+    let dir = get("directory_path").or_else(|| get("folder"));
+    let mut content = Vec::new();
+    let mut locations = Vec::new();
+    if let Some(p) = path.or(dir) {
+        locations.push(ToolCallLocation::path(p));
+    }
+    let file = path.unwrap_or("file");
+    let key = normalize_name(Agent::Droid, name);
+    let title = match key.as_str() {
+        "read" => format!("Read {file}"),
+        "ls" => dir.or(path).map(|d| format!("List {d}")).unwrap_or_else(|| "List directory".to_string()),
+        "glob" => {
+            let patterns = match args.and_then(|a| a.get("patterns")) {
+                Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", "),
+                _ => get("pattern").unwrap_or("").to_string(),
+            };
+            if patterns.is_empty() { "Find files".to_string() } else { format!("Find {patterns}") }
+        }
+        "grep" => get("pattern").map(|p| format!("grep \"{p}\"")).unwrap_or_else(|| "grep".to_string()),
+        "create" | "write" => {
+            if let (Some(p), Some(text)) = (path, get_any_str(args, "content")) {
+                content.push(ToolCallContent::Diff(DiffContent {
+                    path: p.to_string(),
+                    old_text: None,
+                    new_text: text,
+                }));
+            }
+            format!("{} {file}", if key == "create" { "Create" } else { "Write" })
+        }
+        "edit" | "multiedit" => {
+            if let Some(p) = path {
+                let list: Vec<&Map<String, Value>> = match args.and_then(|a| a.get("edits")) {
+                    Some(Value::Array(items)) => items.iter().filter_map(Value::as_object).collect(),
+                    _ => args.into_iter().collect(),
+                };
+                for edit in list {
+                    let old = edit.get("old_str").or_else(|| edit.get("old_string")).and_then(Value::as_str);
+                    let new = edit.get("new_str").or_else(|| edit.get("new_string")).and_then(Value::as_str);
+                    if let (Some(old), Some(new)) = (old, new) {
+                        content.push(ToolCallContent::Diff(DiffContent {
+                            path: p.to_string(),
+                            old_text: Some(old.to_string()),
+                            new_text: new.to_string(),
+                        }));
+                    }
+                }
+            }
+            format!("Edit {file}")
+        }
+        "applypatch" => "Apply patch".to_string(),
+        "execute" | "executecli" | "bash" => {
+            get("command").map(command_title).unwrap_or_else(|| "Run command".to_string())
+        }
+        "fetchurl" | "webfetch" => get("url").map(|u| format!("Fetch {u}")).unwrap_or_else(|| "Web fetch".to_string()),
+        "websearch" => get("query").map(|q| format!("\"{q}\"")).unwrap_or_else(|| "Web search".to_string()),
+        "task" => get("description").unwrap_or("Subagent task").to_string(),
+        "todowrite" => "Update todos".to_string(),
+        "toolsearch" => {
+            get("query").map(|q| format!("Search tools: {q}")).unwrap_or_else(|| "Search tools".to_string())
+        }
+        "skill" => {
+            get("skill").or_else(|| get("name")).map(|s| format!("Skill {s}")).unwrap_or_else(|| "Skill".to_string())
+        }
+        "taskoutput" => task_title("Task output", args),
+        "taskstop" => task_title("Stop task", args),
+        "exitspecmode" => "Exit spec mode".to_string(),
+        "exitplanmode" => "Exit plan mode".to_string(),
+        _ => match name.split_once("___") {
+            Some((server, tool)) if !server.is_empty() && !tool.is_empty() => format!("{server}: {tool}"),
+            _ if name.is_empty() => "Tool call".to_string(),
+            _ => match path.or_else(|| get("command")).or_else(|| get("url")) {
+                Some(what) => format!("{name} {what}"),
+                None => name.to_string(),
+            },
+        },
+    };
+    (bound_title(title), content, locations)
+}
+
+fn get_any_str(args: Option<&Map<String, Value>>, key: &str) -> Option<String> {
+    args.and_then(|a| a.get(key)).and_then(Value::as_str).map(str::to_string)
+}
+
+fn task_title(label: &str, args: Option<&Map<String, Value>>) -> String {
+    let id = args.and_then(|a| ["task_id", "taskId", "id"].iter().find_map(|k| a.get(*k).and_then(Value::as_str)));
+    match id {
+        Some(id) if !id.is_empty() => format!("{label} {id}"),
+        _ => label.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::{Agent, Decoder};
+
+    fn run(input: &str) -> Vec<serde_json::Value> {
+        let mut d = Decoder::new(Agent::Droid);
+        let mut events = d.feed(input.as_bytes());
+        events.extend(d.finish());
+        events.iter().map(|e| serde_json::to_value(e).unwrap()).collect()
+    }
+
+    #[test]
+    fn epoch_milliseconds_become_iso_8601() {
+        assert_eq!(iso_from_epoch(1_796_221_399_731.0).unwrap(), "2026-12-02T14:23:19.731Z");
+        assert_eq!(iso_from_epoch(0.0).unwrap(), "1970-01-01T00:00:00.000Z");
+        assert_eq!(iso_from_epoch(951_782_400.0).unwrap(), "2000-02-29T00:00:00.000Z");
+        assert_eq!(iso_from_epoch(f64::NAN), None);
+    }
+
+    #[test]
+    fn numbered_todo_text_parses_into_a_plan() {
+        let entries =
+            plan_from_text("1. [in_progress] Write the plan\n2. [pending] Ship it\n3. [completed] Read docs").unwrap();
+        assert_eq!(entries.len(), 3);
+        assert_eq!(entries[0].status, PlanEntryStatus::InProgress);
+        assert_eq!(entries[1].content, "Ship it");
+        assert_eq!(entries[2].status, PlanEntryStatus::Completed);
+        assert!(plan_from_text("just some words").is_none());
+        assert!(plan_from_text("1. [pending]").is_none());
+    }
+
+    #[test]
+    fn reasoning_printed_twice_is_emitted_once_but_a_new_id_emits() {
+        let ev = run(concat!(
+            r#"{"type":"reasoning","id":"m1","text":"think","session_id":"s"}"#,
+            "\n",
+            r#"{"type":"reasoning","id":"m1","text":"think","session_id":"s"}"#,
+            "\n",
+            r#"{"type":"reasoning","id":"m2","text":"think","session_id":"s"}"#,
+            "\n"
+        ));
+        assert_eq!(ev.len(), 2);
+        assert_eq!(ev[1]["messageId"], "m2");
+    }
+
+    #[test]
+    fn completion_usage_adds_cache_to_the_prompt() {
+        let ev = run(concat!(
+            r#"{"type":"completion","finalText":"x","numTurns":4,"durationMs":9,"session_id":"s","usage":{"input_tokens":1100,"output_tokens":270,"cache_read_input_tokens":4300,"cache_creation_input_tokens":5,"factory_credits":0,"ttft_ms":1.5}}"#,
+            "\n"
+        ));
+        let usage = &ev[1]["update"]["usage"];
+        assert_eq!(usage["promptTokens"], 5405);
+        assert_eq!(usage["cachedTokens"], 4300);
+        assert_eq!(usage["completionTokens"], 270);
+        assert_eq!(usage["extra"]["numTurns"], 4);
+        assert_eq!(usage["extra"]["cache_creation_input_tokens"], 5);
+        assert_eq!(usage["extra"]["ttft_ms"], 1.5);
     }
 }

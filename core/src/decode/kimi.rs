@@ -1,27 +1,936 @@
-//! Kimi decoder (stub: every object line counts as an unknown type until implemented).
+//! Kimi CLI decoder (`kimi --print --output-format stream-json`).
+//!
+//! Kimi prints OpenAI-chat-style message objects, one per line, with no session, usage, id or
+//! timestamp fields (so kimi events carry no `timestamp`, `model`, `messageId` and no `usage`
+//! update exists), plus `role:"meta"` lines in the newer Kimi Code CLI and the older wire
+//! envelopes `{type, payload}`. Its failures are NOT JSON: kimi prints them as plain text on
+//! stdout, wrapped at 80 columns, and exits non-zero.
+//!
+//! | wire line | events |
+//! |---|---|
+//! | `{"role":"assistant","content":"text"}` | `agent_message_chunk` (empty text: nothing) |
+//! | `{"role":"assistant","content":[parts]}` | per part, in order: `think` → `agent_thought_chunk`; `text` → `agent_message_chunk`; `image_url` → image `agent_message_chunk` (`data:` URL → `data` + `mimeType`, else `uri`); `video_url` / `audio_url` → `agent_message_chunk` `"[video] <url>"` / `"[audio] <url>"` |
+//! | `… "tool_calls":[{id, function:{name, arguments}}]` | after the content: one `tool_call` per call (status `pending`, `toolName` = name, `kind` from `tools.rs`, `rawInput` = the parsed `arguments` object, or the raw string when it is not a JSON object, titles/locations/diffs below) |
+//! | `SetTodoList` / `TodoList` call | `plan` instead of `tool_call` (`title` → content; `done`/`completed` → completed, `in_progress` kept, else pending; priority `medium`); the matching successful result is swallowed, a failed one is still emitted |
+//! | `{"role":"tool","tool_call_id":…,"content":…}` | `tool_call_update` with the content verbatim (string → one text block; parts → text / image blocks, `video_url`/`audio_url` → `"[video] <url>"` text), status `failed` when the FIRST text part starts with the error marker (below), else `completed`; no `rawOutput` (kimi prints none) |
+//! | `{"role":"user","content":…}` | `user_message_chunk` (text parts) |
+//! | `{"role":"meta","type":"session.resume_hint","session_id":…}` | nothing; the session id is captured and stamped on every later event |
+//! | other `role:"meta"` lines | nothing |
+//! | `{"type":"TextPart"\|"ThinkPart"\|"ImageURLPart"\|"AudioURLPart"\|"VideoURLPart","payload":part}` | as the assistant part above |
+//! | `{"type":"ToolCall","payload":{id, function}}` | `tool_call` as above |
+//! | `{"type":"ToolResult","payload":{tool_call_id, return_value:{is_error, output, message, …}}}` | `tool_call_update`: content = `message` (when non-empty) then `output` (string or parts); status from `is_error` (payload or return value), else `return_value.type == "ToolError"`, else the text marker; `rawOutput` = `return_value` verbatim |
+//! | `{"type":"SubagentEvent","payload":{task_tool_call_id, event:{type, payload}}}` | the inner event decoded as above, with `parentToolCallId` = `task_tool_call_id` |
+//! | `TurnBegin`, `TurnEnd`, `StepBegin`, `StepInterrupted`, `CompactionBegin`, `CompactionEnd`, `StatusUpdate`, `ToolCallPart`, `ApprovalRequest`, `ApprovalRequestResolved` envelopes | nothing (control flow, no content) |
+//! | non-JSON text lines | ONE `error` update (`fatal: true`) per message: consecutive non-JSON lines are joined with `"\n"`, verbatim, and flushed when the next JSON object line arrives or at end of input; each line still counts as invalid JSON in the decode statistics. A valid non-object value (`404`) continues a message already started |
+//! | a JSON object cut short (starts with `{"`, does not parse) | nothing; counted as invalid JSON (a killed process, not a failure message: kimi's failure text is prose or a Python repr with single quotes) |
+//! | blank lines (e.g. after a hung-up assistant line) | nothing (the framer counts them as blank) |
+//!
+//! **Failure marker.** kimi renders a failed tool call as the message `<system>ERROR: …</system>`
+//! put FIRST in the tool message, followed by the tool's output (kimi-cli `tool_result_to_message`;
+//! MCP `isError` results too). So a result is `failed` exactly when its first text (the string
+//! content, or the first text part) begins, after optional whitespace, with `<system>`, optional
+//! whitespace, `ERROR` (any case), optional whitespace and `:`. The marker is not searched for
+//! anywhere else: output that merely quotes `ToolError`, `<error>` or even `<system>ERROR:` in its
+//! body (a log file, a grep hit) is not a failure — the peer's substring heuristic flags those.
+//!
+//! **Calls without an id** get a synthetic id `kimi_<name>_<n>` (non-alphanumerics of the name
+//! replaced by `_`, `n` counting per run). Kimi prints tool results in call order, so a result
+//! that has no `tool_call_id` takes the OLDEST id-less call that has not been answered yet; a
+//! result without an id and with no such call is an unexpected shape (no event: there is no
+//! call it could update).
+//!
+//! **Titles** (cut at [`crate::tools::MAX_TITLE_CHARS`]): `Read <path>` (+ location, `line` from
+//! `line_offset`); `Read media <path>`; `Write <path>` (+ diff with `oldText: null` unless
+//! `mode` is `append`); `Edit <path>` (+ one diff per `edit {old, new}`); Bash/Shell: the command
+//! in backticks ([`crate::tools::command_title`]) or `Run command`; `Find <pattern>`;
+//! `grep "<pattern>"`; `"<query>"` / `Web search`; `Fetch <url>` / `Web fetch`; the description or
+//! `Subagent task` for Agent/AgentSwarm/Task; the thought or `Thinking`; `Subagent: <name>`;
+//! `Update todos`; `Task output <id>`, `Stop task <id>`, `List tasks`; `Enter plan mode` /
+//! `Exit plan mode`; anything else (MCP tools are bare names such as `lookup`): the name.
+//! Locations come from `path` / `file_path` (Glob also `directory`).
+//!
+//! **Golden cases** (`tests/golden/kimi/`; `s*` are real captures, `e-*` hand-written from the
+//! captured shapes):
+//!
+//! | case | pins |
+//! |---|---|
+//! | `e-error-401-at-end` | the 401 failure wrapped over two lines, last line without a newline: one fatal `error` at end of input |
+//! | `e-error-between-json` | a wrapped 429 failure between JSON lines: flushed before the next line's events; a later failure after the resume hint carries the session id |
+//! | `e-hangup-stream-broken` | s6-stream-broken: the partial text of both attempts (kept), a blank line, then the wrapped `peer closed connection …` error |
+//! | `e-hangup-empty-error` | s14-hangup: partial text and only a blank line: the message, no error (nothing was printed) |
+//! | `e-retry-recover` | s14-hangup-recover: the failed attempt's text is not rolled back |
+//! | `e-parallel-tools` | s7: two calls on one line, then both results |
+//! | `e-tool-failure` | s9: `<system>ERROR: Command failed with exit code: 2.` and a failing Grep |
+//! | `e-quoted-tool-error` | output quoting `ToolError`, `<error>` and `<system>ERROR:` in its body stays `completed` |
+//! | `e-todo-plan` | SetTodoList → plans, successful results swallowed, failed ones emitted, an unusable list stays a tool call, an empty list is an empty plan |
+//! | `e-thinking-tool` | s10: think → tool → think → answer |
+//! | `e-image` | s13: ReadMediaFile's image part; assistant image / video / audio URLs |
+//! | `e-mcp` | s12: bare MCP tool names, the isError marker |
+//! | `e-wire-envelopes` | the legacy envelopes, ignored control flow, `SubagentEvent` → `parentToolCallId`, `ToolResult` `rawOutput` and `is_error` |
+//! | `e-meta-resume-hint` | meta lines emit nothing; the session id is stamped from the hint on |
+//! | `e-odd-lines` | non-objects, unknown roles and types, user echo, orphan and early results, id-less calls answered in order, unparsable arguments, a JSON line cut short |
+//! | `e-many-tools` | s15/s16: Glob, FetchURL, SearchWeb failure, Agent, TaskOutput failure, WriteFile append (no diff), text + tool call on one line |
 
-use serde::Deserialize;
+use std::borrow::Cow;
+use std::collections::{HashSet, VecDeque};
 
-use super::context::DecodeContext;
-use super::json::parse_line;
-use super::{HarnessDecoder, LineOutcome};
-use crate::event::OutputEvent;
+use std::fmt;
+
+use serde::de::{self, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+use super::context::{DecodeContext, Envelope};
+use super::json::{Obj, ObjList, lenient, parse_line};
+use super::{Agent, HarnessDecoder, LineOutcome};
+use crate::event::{
+    ContentBlock, DiffContent, ImageContent, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus, SessionUpdate,
+    ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate,
+};
+use crate::tools::{bound_title, command_title, tool_kind};
+
+/// How deep `SubagentEvent` envelopes are followed (a subagent of a subagent …).
+const MAX_SUBAGENT_DEPTH: usize = 8;
 
 /// Stateful kimi line decoder.
 #[derive(Debug, Default)]
-pub(crate) struct KimiDecoder {}
+pub(crate) struct KimiDecoder {
+    /// The lines of a plain-text failure message, joined with `\n`, until the message ends.
+    pending_error: Option<String>,
+    /// Ids of todo calls turned into plans: their successful results are swallowed.
+    plan_calls: HashSet<String>,
+    /// Synthetic ids of id-less calls not yet answered, oldest first.
+    unanswered_synthetic: VecDeque<String>,
+    /// Counter for synthetic ids.
+    synthetic_count: u64,
+}
 
+/// Every line shape kimi prints: role-based messages and `{type, payload}` envelopes.
 #[derive(Deserialize)]
 struct Line<'a> {
+    #[serde(default, borrow, with = "super::json::opt_string")]
+    role: Option<Cow<'a, str>>,
     #[serde(rename = "type", default, borrow, with = "super::json::opt_string")]
-    _kind: Option<std::borrow::Cow<'a, str>>,
+    kind: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    content: Option<Content<'a>>,
+    #[serde(default, borrow)]
+    tool_calls: Option<ObjList<RawToolCall<'a>>>,
+    #[serde(default, borrow, with = "super::json::opt_string")]
+    tool_call_id: Option<Cow<'a, str>>,
+    #[serde(default, borrow, with = "super::json::opt_string")]
+    session_id: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    payload: Option<&'a RawValue>,
+}
+
+/// A content part: `{type, text | think | image_url | audio_url | video_url}`.
+#[derive(Deserialize)]
+struct Part<'a> {
+    #[serde(rename = "type", default, borrow, with = "super::json::opt_string")]
+    kind: Option<Cow<'a, str>>,
+    #[serde(default, borrow, with = "super::json::opt_string")]
+    text: Option<Cow<'a, str>>,
+    #[serde(default, borrow, with = "super::json::opt_string")]
+    think: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    image_url: Option<Url<'a>>,
+    #[serde(default, borrow)]
+    audio_url: Option<Url<'a>>,
+    #[serde(default, borrow)]
+    video_url: Option<Url<'a>>,
+}
+
+/// `{url}` of a media part (some writers print the URL as a bare string).
+#[derive(Deserialize)]
+struct MediaUrl<'a> {
+    #[serde(default, borrow, with = "super::json::opt_string")]
+    url: Option<Cow<'a, str>>,
+}
+
+/// A media part's URL: `{"url": …}` or a bare string; `None` for anything else.
+struct Url<'a>(Option<Cow<'a, str>>);
+
+/// A message's `content`: a string, a list of parts, or something unusable (`Odd`). Decoded in
+/// the same pass as the line.
+enum Content<'a> {
+    Text(Cow<'a, str>),
+    Parts(Vec<Obj<Part<'a>>>),
+    Odd,
+}
+
+/// `function.arguments`: normally a string of JSON; some writers print the object itself.
+enum Args<'a> {
+    Text(Cow<'a, str>),
+    Object(Value),
+    Odd,
+}
+
+/// One entry of `tool_calls`, and the wire `ToolCall` payload.
+#[derive(Deserialize)]
+struct RawToolCall<'a> {
+    #[serde(default, borrow, with = "super::json::opt_string")]
+    id: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    function: Obj<Function<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Function<'a> {
+    #[serde(default, borrow, with = "super::json::opt_string")]
+    name: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    arguments: Option<Args<'a>>,
+}
+
+/// The wire `ToolResult` payload.
+#[derive(Deserialize)]
+struct WireToolResult<'a> {
+    #[serde(default, borrow, with = "super::json::opt_string")]
+    tool_call_id: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    return_value: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    content: Option<Content<'a>>,
+    #[serde(default, borrow)]
+    is_error: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct ReturnValue<'a> {
+    #[serde(default, borrow)]
+    is_error: Option<&'a RawValue>,
+    #[serde(rename = "type", default, borrow, with = "super::json::opt_string")]
+    kind: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    output: Option<Content<'a>>,
+    #[serde(default, borrow, with = "super::json::opt_string")]
+    message: Option<Cow<'a, str>>,
+}
+
+/// The wire `SubagentEvent` payload.
+#[derive(Deserialize)]
+struct SubagentEvent<'a> {
+    #[serde(default, borrow, with = "super::json::opt_string")]
+    task_tool_call_id: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    event: Option<&'a RawValue>,
+}
+
+/// A borrowed-when-possible JSON string.
+#[derive(Deserialize)]
+struct Str<'a>(#[serde(borrow)] Cow<'a, str>);
+
+/// Implements the visitor methods that give `$other` for value kinds a type does not use
+/// (consuming lists and objects whole).
+macro_rules! other_values {
+    ($other:expr, $($skip:ident),*) => {
+        $(other_values!(@one $skip, $other);)*
+    };
+    (@one bool, $other:expr) => {
+        fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> { Ok($other) }
+    };
+    (@one num, $other:expr) => {
+        fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> { Ok($other) }
+        fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> { Ok($other) }
+        fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> { Ok($other) }
+    };
+    (@one unit, $other:expr) => {
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> { Ok($other) }
+        fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> { Ok($other) }
+    };
+    (@one str, $other:expr) => {
+        fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> { Ok($other) }
+    };
+    (@one seq, $other:expr) => {
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            Ok($other)
+        }
+    };
+    (@one map, $other:expr) => {
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+            Ok($other)
+        }
+    };
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Content<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Content<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string or a list of parts")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Content::Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Content::Text(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Content::Text(Cow::Owned(v)))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut parts = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(16));
+                while let Some(part) = seq.next_element::<Obj<Part<'de>>>()? {
+                    parts.push(part);
+                }
+                Ok(Content::Parts(parts))
+            }
+            other_values!(Content::Odd, bool, num, unit, map);
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Args<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Args<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string of JSON or an object")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Args::Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Args::Text(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Args::Text(Cow::Owned(v)))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                Value::deserialize(de::value::MapAccessDeserializer::new(map)).map(Args::Object)
+            }
+            other_values!(Args::Odd, bool, num, unit, seq);
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Url<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Url<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("{url} or a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Url(Some(Cow::Borrowed(v))))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Url(Some(Cow::Owned(v.to_owned()))))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Url(Some(Cow::Owned(v))))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                MediaUrl::deserialize(de::value::MapAccessDeserializer::new(map)).map(|m| Url(m.url))
+            }
+            other_values!(Url(None), bool, num, unit, seq);
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// What a role:tool / ToolResult content turned into.
+struct ResultContent {
+    blocks: Vec<ToolCallContent>,
+    /// Whether the first text of the result carries the failure marker (`None`: no text).
+    marker: Option<bool>,
 }
 
 impl HarnessDecoder for KimiDecoder {
-    fn decode_line(&mut self, line: &str, _ctx: &mut DecodeContext, _out: &mut Vec<OutputEvent>) -> LineOutcome {
+    fn decode_line(&mut self, line: &str, ctx: &mut DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
         match parse_line::<Line<'_>>(line) {
-            Ok(_) => LineOutcome::UnknownType,
-            Err(outcome) => outcome,
+            Ok(parsed) => {
+                self.flush_error(ctx, out);
+                self.decode(parsed, ctx, &Envelope::default(), 0, out)
+            }
+            // A JSON object cut short (`{"role":…` of a killed process) is not failure text:
+            // kimi's failures are prose or Python reprs (`{'error': …}`, single quotes).
+            Err(LineOutcome::InvalidJson) if line.trim_start().starts_with("{\"") => {
+                self.flush_error(ctx, out);
+                LineOutcome::InvalidJson
+            }
+            Err(LineOutcome::InvalidJson) => {
+                self.hold_error_text(line);
+                LineOutcome::InvalidJson
+            }
+            // A line of plain text that happens to be valid JSON (`404`, `true`) continues a
+            // failure message already being printed; on its own it is just a stray value.
+            Err(LineOutcome::NotObject) if self.pending_error.is_some() => {
+                self.hold_error_text(line);
+                LineOutcome::NotObject
+            }
+            Err(outcome) => {
+                self.flush_error(ctx, out);
+                outcome
+            }
         }
+    }
+
+    fn finish(&mut self, ctx: &mut DecodeContext, out: &mut Vec<OutputEvent>) {
+        self.flush_error(ctx, out);
+    }
+}
+
+impl KimiDecoder {
+    fn hold_error_text(&mut self, line: &str) {
+        match &mut self.pending_error {
+            Some(text) => {
+                text.push('\n');
+                text.push_str(line);
+            }
+            None => self.pending_error = Some(line.to_string()),
+        }
+    }
+
+    /// Kimi exits non-zero right after printing a failure, so it is fatal.
+    fn flush_error(&mut self, ctx: &DecodeContext, out: &mut Vec<OutputEvent>) {
+        if let Some(text) = self.pending_error.take() {
+            Envelope::default().emit(ctx, SessionUpdate::error(text, true), out);
+        }
+    }
+
+    fn decode(
+        &mut self,
+        line: Line<'_>,
+        ctx: &mut DecodeContext,
+        env: &Envelope,
+        depth: usize,
+        out: &mut Vec<OutputEvent>,
+    ) -> LineOutcome {
+        if let Some(role) = line.role.as_deref() {
+            return match role {
+                "assistant" => self.assistant(line, ctx, env, out),
+                "tool" => {
+                    let content = result_content(line.content);
+                    let failed = content.marker.unwrap_or(false);
+                    self.result(line.tool_call_id.as_deref(), content.blocks, failed, None, ctx, env, out)
+                }
+                "user" => {
+                    for text in user_texts(line.content) {
+                        env.emit(ctx, SessionUpdate::user_message(text), out);
+                    }
+                    LineOutcome::Decoded
+                }
+                "meta" => {
+                    if line.kind.as_deref() == Some("session.resume_hint") {
+                        ctx.see_session(line.session_id.as_deref());
+                    }
+                    LineOutcome::Decoded
+                }
+                _ => LineOutcome::UnknownType,
+            };
+        }
+        let Some(kind) = line.kind.as_deref() else { return LineOutcome::UnknownType };
+        match kind {
+            "TextPart" | "ThinkPart" | "ImageURLPart" | "AudioURLPart" | "VideoURLPart" => {
+                match lenient::<Part<'_>>(line.payload) {
+                    Some(part) => {
+                        if let Some(update) = assistant_part(part) {
+                            env.emit(ctx, update, out);
+                        }
+                        LineOutcome::Decoded
+                    }
+                    None => LineOutcome::UnexpectedShape,
+                }
+            }
+            "ToolCall" => match lenient::<RawToolCall<'_>>(line.payload) {
+                Some(call) => {
+                    self.tool_call(&call, ctx, env, out);
+                    LineOutcome::Decoded
+                }
+                None => LineOutcome::UnexpectedShape,
+            },
+            "ToolResult" => match lenient::<WireToolResult<'_>>(line.payload) {
+                Some(mut result) => self.wire_result(&mut result, ctx, env, out),
+                None => LineOutcome::UnexpectedShape,
+            },
+            "SubagentEvent" => {
+                let Some(sub) = lenient::<SubagentEvent<'_>>(line.payload) else {
+                    return LineOutcome::UnexpectedShape;
+                };
+                let Some(inner) = lenient::<Line<'_>>(sub.event) else { return LineOutcome::UnexpectedShape };
+                if depth >= MAX_SUBAGENT_DEPTH {
+                    return LineOutcome::UnexpectedShape;
+                }
+                let mut sub_env = env.clone();
+                if let Some(parent) = sub.task_tool_call_id.filter(|s| !s.is_empty()) {
+                    sub_env.parent_tool_call_id = Some(parent.into_owned());
+                }
+                self.decode(inner, ctx, &sub_env, depth + 1, out)
+            }
+            "TurnBegin"
+            | "TurnEnd"
+            | "StepBegin"
+            | "StepInterrupted"
+            | "CompactionBegin"
+            | "CompactionEnd"
+            | "StatusUpdate"
+            | "ToolCallPart"
+            | "ApprovalRequest"
+            | "ApprovalRequestResolved" => LineOutcome::Decoded,
+            _ => LineOutcome::UnknownType,
+        }
+    }
+
+    fn assistant(
+        &mut self,
+        line: Line<'_>,
+        ctx: &DecodeContext,
+        env: &Envelope,
+        out: &mut Vec<OutputEvent>,
+    ) -> LineOutcome {
+        let mut odd = false;
+        match line.content {
+            Some(Content::Text(text)) if !text.is_empty() => env.emit(ctx, SessionUpdate::message(text), out),
+            Some(Content::Text(_)) => {}
+            Some(Content::Parts(parts)) => {
+                for part in parts {
+                    match part.0 {
+                        Some(part) => {
+                            if let Some(update) = assistant_part(part) {
+                                env.emit(ctx, update, out);
+                            }
+                        }
+                        None => odd = true,
+                    }
+                }
+            }
+            Some(Content::Odd) => odd = true,
+            None => {} // null: a message with only tool calls
+        }
+        if let Some(ObjList(calls)) = &line.tool_calls {
+            match calls {
+                Some(calls) => {
+                    for call in calls {
+                        match &call.0 {
+                            Some(call) => self.tool_call(call, ctx, env, out),
+                            None => odd = true,
+                        }
+                    }
+                }
+                None => odd = true,
+            }
+        }
+        if odd { LineOutcome::UnexpectedShape } else { LineOutcome::Decoded }
+    }
+
+    fn tool_call(&mut self, call: &RawToolCall<'_>, ctx: &DecodeContext, env: &Envelope, out: &mut Vec<OutputEvent>) {
+        let function = call.function.0.as_ref();
+        let name = function.and_then(|f| f.name.as_deref()).filter(|n| !n.is_empty());
+        let id = match call.id.as_deref().filter(|id| !id.is_empty()) {
+            Some(id) => id.to_string(),
+            None => {
+                self.synthetic_count += 1;
+                let sanitized: String =
+                    name.unwrap_or("tool").chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
+                let id = format!("kimi_{sanitized}_{}", self.synthetic_count);
+                self.unanswered_synthetic.push_back(id.clone());
+                id
+            }
+        };
+        let raw_input = parse_arguments(function.and_then(|f| f.arguments.as_ref()));
+        let args = raw_input.as_ref().and_then(Value::as_object);
+        if matches!(name, Some("SetTodoList" | "TodoList")) {
+            if let Some(entries) = args.and_then(|a| todo_plan(a.get("todos"))) {
+                self.plan_calls.insert(id);
+                env.emit(ctx, SessionUpdate::Plan { entries }, out);
+                return;
+            }
+        }
+        let (title, content, locations) = describe(name.unwrap_or(""), args);
+        let call = ToolCall {
+            tool_call_id: id,
+            title,
+            tool_name: name.map(str::to_string),
+            kind: tool_kind(Agent::Kimi, name.unwrap_or("")),
+            status: ToolCallStatus::Pending,
+            raw_input,
+            content: (!content.is_empty()).then_some(content),
+            locations: (!locations.is_empty()).then_some(locations),
+        };
+        env.emit(ctx, SessionUpdate::ToolCall(call), out);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn result(
+        &mut self,
+        id: Option<&str>,
+        blocks: Vec<ToolCallContent>,
+        failed: bool,
+        raw_output: Option<Value>,
+        ctx: &DecodeContext,
+        env: &Envelope,
+        out: &mut Vec<OutputEvent>,
+    ) -> LineOutcome {
+        let id = match id.filter(|id| !id.is_empty()) {
+            Some(id) => {
+                // A real id may still be one we made up when the call came without one.
+                if let Some(pos) = self.unanswered_synthetic.iter().position(|s| s == id) {
+                    self.unanswered_synthetic.remove(pos);
+                }
+                id.to_string()
+            }
+            None => match self.unanswered_synthetic.pop_front() {
+                Some(id) => id,
+                None => return LineOutcome::UnexpectedShape,
+            },
+        };
+        if self.plan_calls.remove(&id) && !failed {
+            return LineOutcome::Decoded; // the plan already said it
+        }
+        let mut update = ToolCallUpdate::new(id);
+        update.status = Some(if failed { ToolCallStatus::Failed } else { ToolCallStatus::Completed });
+        update.content = Some(blocks);
+        update.raw_output = raw_output;
+        env.emit(ctx, SessionUpdate::ToolCallUpdate(update), out);
+        LineOutcome::Decoded
+    }
+
+    fn wire_result(
+        &mut self,
+        result: &mut WireToolResult<'_>,
+        ctx: &DecodeContext,
+        env: &Envelope,
+        out: &mut Vec<OutputEvent>,
+    ) -> LineOutcome {
+        let mut ret = lenient::<ReturnValue<'_>>(result.return_value);
+        let mut blocks = Vec::new();
+        let mut marker = None;
+        if let Some(message) = ret.as_ref().and_then(|r| r.message.as_deref()).filter(|m| !m.is_empty()) {
+            marker = Some(is_error_marker(message));
+            blocks.push(ToolCallContent::text(message));
+        }
+        // The output; a bare string return value is the output itself.
+        let bare = lenient::<Str<'_>>(result.return_value.filter(|raw| raw.get().starts_with('"')))
+            .map(|s| Content::Text(s.0));
+        let output = ret.as_mut().and_then(|r| r.output.take()).or(result.content.take()).or(bare);
+        let content = result_content(output);
+        blocks.extend(content.blocks);
+        let flag = |raw: Option<&RawValue>| raw.and_then(|r| r.get().parse::<bool>().ok());
+        let failed = flag(result.is_error)
+            .or_else(|| ret.as_ref().and_then(|r| flag(r.is_error)))
+            .or_else(|| ret.as_ref().and_then(|r| r.kind.as_deref()).map(|k| k == "ToolError"))
+            .unwrap_or_else(|| marker.or(content.marker).unwrap_or(false));
+        let raw_output = result.return_value.and_then(|r| serde_json::from_str::<Value>(r.get()).ok());
+        self.result(result.tool_call_id.as_deref(), blocks, failed, raw_output, ctx, env, out)
+    }
+}
+
+/// A tool result's content: a string, or a list of parts (owned text is moved, not copied).
+fn result_content(content: Option<Content<'_>>) -> ResultContent {
+    let mut blocks = Vec::new();
+    let mut marker = None;
+    match content {
+        Some(Content::Text(text)) if !text.is_empty() => {
+            marker = Some(is_error_marker(&text));
+            blocks.push(ToolCallContent::text(text));
+        }
+        Some(Content::Parts(parts)) => {
+            blocks.reserve(parts.len());
+            for part in parts.into_iter().filter_map(|p| p.0) {
+                let block = match part.kind.as_deref() {
+                    Some("image_url") => media_url(&part.image_url).map(image_block),
+                    Some("video_url") => media_url(&part.video_url).map(|u| ContentBlock::text(format!("[video] {u}"))),
+                    Some("audio_url") => media_url(&part.audio_url).map(|u| ContentBlock::text(format!("[audio] {u}"))),
+                    Some("think") => None,
+                    _ => part.text.filter(|t| !t.is_empty()).map(|t| {
+                        if marker.is_none() {
+                            marker = Some(is_error_marker(&t));
+                        }
+                        ContentBlock::text(t)
+                    }),
+                };
+                if let Some(content) = block {
+                    blocks.push(ToolCallContent::Content { content });
+                }
+            }
+        }
+        _ => {}
+    }
+    ResultContent { blocks, marker }
+}
+
+/// The update for one assistant content part (none for empty text or unknown parts).
+fn assistant_part(part: Part<'_>) -> Option<SessionUpdate> {
+    match part.kind.as_deref() {
+        Some("think") => part.think.filter(|t| !t.is_empty()).map(SessionUpdate::thought),
+        Some("text") => part.text.filter(|t| !t.is_empty()).map(SessionUpdate::message),
+        Some("image_url") => {
+            media_url(&part.image_url).map(|u| SessionUpdate::AgentMessageChunk { content: image_block(u) })
+        }
+        Some("video_url") => media_url(&part.video_url).map(|u| SessionUpdate::message(format!("[video] {u}"))),
+        Some("audio_url") => media_url(&part.audio_url).map(|u| SessionUpdate::message(format!("[audio] {u}"))),
+        _ => None,
+    }
+}
+
+/// The texts of a `role:"user"` line.
+fn user_texts(content: Option<Content<'_>>) -> Vec<String> {
+    match content {
+        Some(Content::Text(text)) if !text.is_empty() => vec![text.into_owned()],
+        Some(Content::Parts(parts)) => parts
+            .into_iter()
+            .filter_map(|p| p.0)
+            .filter(|p| p.kind.as_deref() == Some("text"))
+            .filter_map(|p| p.text.map(Cow::into_owned))
+            .filter(|t| !t.is_empty())
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The URL of a media part; `None` when absent or empty.
+fn media_url<'u>(url: &'u Option<Url<'_>>) -> Option<&'u str> {
+    url.as_ref().and_then(|u| u.0.as_deref()).filter(|u| !u.is_empty())
+}
+
+/// An image block: a `data:<mime>;base64,<data>` URL is inlined, anything else is a `uri`.
+fn image_block(url: &str) -> ContentBlock {
+    if let Some(rest) = url.strip_prefix("data:") {
+        if let Some((meta, data)) = rest.split_once(',') {
+            let mut params = meta.split(';');
+            let mime = params.next().unwrap_or("");
+            if params.any(|p| p.eq_ignore_ascii_case("base64")) {
+                return ContentBlock::Image(ImageContent {
+                    data: data.to_string(),
+                    mime_type: mime.to_string(),
+                    uri: None,
+                });
+            }
+        }
+    }
+    ContentBlock::Image(ImageContent { data: String::new(), mime_type: String::new(), uri: Some(url.to_string()) })
+}
+
+/// `<system>ERROR:` at the start of a result's first text (case-insensitive, whitespace allowed).
+fn is_error_marker(text: &str) -> bool {
+    fn strip_ci<'t>(s: &'t str, prefix: &str) -> Option<&'t str> {
+        let head = s.get(..prefix.len())?;
+        head.eq_ignore_ascii_case(prefix).then(|| &s[prefix.len()..])
+    }
+    let Some(rest) = strip_ci(text.trim_start(), "<system>") else { return false };
+    let Some(rest) = strip_ci(rest.trim_start(), "error") else { return false };
+    rest.trim_start().starts_with(':')
+}
+
+/// `function.arguments`: a JSON string holding the input object. The parsed object, or the raw
+/// string when it is not a JSON object; `None` when absent or empty.
+fn parse_arguments(args: Option<&Args<'_>>) -> Option<Value> {
+    match args? {
+        Args::Text(text) => {
+            if text.trim().is_empty() {
+                return None;
+            }
+            match serde_json::from_str::<Value>(text) {
+                Ok(v @ Value::Object(_)) => Some(v),
+                _ => Some(Value::String(text.to_string())),
+            }
+        }
+        Args::Object(v) => Some(v.clone()),
+        Args::Odd => None,
+    }
+}
+
+/// A SetTodoList / TodoList `todos` array as plan entries; `None` when it is not an array or no
+/// entry has a title (then the call is shown as an ordinary tool call).
+fn todo_plan(todos: Option<&Value>) -> Option<Vec<PlanEntry>> {
+    let todos = todos?.as_array()?;
+    let entries: Vec<PlanEntry> = todos
+        .iter()
+        .filter_map(|t| {
+            let t = t.as_object()?;
+            let content =
+                t.get("title").or_else(|| t.get("content")).and_then(Value::as_str).filter(|s| !s.is_empty())?;
+            let status = match t.get("status").and_then(Value::as_str).unwrap_or("") {
+                "in_progress" | "in-progress" => PlanEntryStatus::InProgress,
+                "done" | "completed" => PlanEntryStatus::Completed,
+                _ => PlanEntryStatus::Pending,
+            };
+            Some(PlanEntry { content: content.to_string(), status, priority: PlanEntryPriority::Medium })
+        })
+        .collect();
+    (todos.is_empty() || !entries.is_empty()).then_some(entries)
+}
+
+/// Title, content (diffs) and locations of a call from its name and input.
+fn describe(name: &str, args: Option<&Map<String, Value>>) -> (String, Vec<ToolCallContent>, Vec<ToolCallLocation>) {
+    let get = |k: &str| args.and_then(|a| a.get(k)).and_then(Value::as_str).filter(|s| !s.is_empty());
+    let path = get("path").or_else(|| get("file_path"));
+    let mut content = Vec::new();
+    let mut locations = Vec::new();
+    if let Some(p) = path {
+        let line = if matches!(name, "Read" | "ReadFile") {
+            args.and_then(|a| a.get("line_offset")).and_then(Value::as_u64).filter(|n| *n >= 1)
+        } else {
+            None
+        };
+        locations.push(ToolCallLocation { path: p.to_string(), line });
+    }
+    let file = path.unwrap_or("file");
+    let title = match name {
+        "Read" | "ReadFile" => format!("Read {file}"),
+        "ReadMediaFile" => format!("Read media {file}"),
+        "Write" | "WriteFile" => {
+            if let (Some(p), Some(text)) = (path, args.and_then(|a| a.get("content")).and_then(Value::as_str)) {
+                if get("mode") != Some("append") {
+                    content.push(ToolCallContent::Diff(DiffContent {
+                        path: p.to_string(),
+                        old_text: None,
+                        new_text: text.to_string(),
+                    }));
+                }
+            }
+            format!("Write {file}")
+        }
+        "Edit" | "StrReplaceFile" => {
+            if let Some(p) = path {
+                // StrReplaceFile: `edit` is one `{old, new}` or a list of them; an Edit in the
+                // Claude style carries `old_string` / `new_string` at the top level.
+                let edits = args.and_then(|a| a.get("edit").or_else(|| a.get("edits")));
+                let list: Vec<&Map<String, Value>> = match edits {
+                    Some(Value::Array(items)) => items.iter().filter_map(Value::as_object).collect(),
+                    Some(Value::Object(one)) => vec![one],
+                    _ => args.into_iter().collect(),
+                };
+                for edit in list {
+                    let old = edit.get("old").or_else(|| edit.get("old_string")).and_then(Value::as_str);
+                    let new = edit.get("new").or_else(|| edit.get("new_string")).and_then(Value::as_str);
+                    if let (Some(old), Some(new)) = (old, new) {
+                        content.push(ToolCallContent::Diff(DiffContent {
+                            path: p.to_string(),
+                            old_text: Some(old.to_string()),
+                            new_text: new.to_string(),
+                        }));
+                    }
+                }
+            }
+            format!("Edit {file}")
+        }
+        "Bash" | "Shell" => get("command").map(command_title).unwrap_or_else(|| "Run command".to_string()),
+        "Glob" => {
+            if locations.is_empty() {
+                if let Some(dir) = get("directory") {
+                    locations.push(ToolCallLocation::path(dir));
+                }
+            }
+            get("pattern").map(|p| format!("Find {p}")).unwrap_or_else(|| "Find files".to_string())
+        }
+        "Grep" => get("pattern").map(|p| format!("grep \"{p}\"")).unwrap_or_else(|| "grep".to_string()),
+        "WebSearch" | "SearchWeb" => {
+            get("query").map(|q| format!("\"{q}\"")).unwrap_or_else(|| "Web search".to_string())
+        }
+        "FetchURL" => get("url").map(|u| format!("Fetch {u}")).unwrap_or_else(|| "Web fetch".to_string()),
+        "Agent" | "AgentSwarm" | "Task" => get("description").unwrap_or("Subagent task").to_string(),
+        "Think" => get("thought").unwrap_or("Thinking").to_string(),
+        "CreateSubagent" => {
+            get("name").map(|n| format!("Subagent: {n}")).unwrap_or_else(|| "Create subagent".to_string())
+        }
+        "SetTodoList" | "TodoList" => "Update todos".to_string(),
+        "TaskOutput" => get("task_id").map(|t| format!("Task output {t}")).unwrap_or_else(|| "Task output".to_string()),
+        "TaskStop" => get("task_id").map(|t| format!("Stop task {t}")).unwrap_or_else(|| "Stop task".to_string()),
+        "TaskList" => "List tasks".to_string(),
+        "EnterPlanMode" => "Enter plan mode".to_string(),
+        "ExitPlanMode" => "Exit plan mode".to_string(),
+        "" => "Tool call".to_string(),
+        other => other.to_string(),
+    };
+    (bound_title(title), content, locations)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::{Agent, Decoder};
+
+    fn run(input: &str) -> Vec<serde_json::Value> {
+        let mut d = Decoder::new(Agent::Kimi);
+        let mut events = d.feed(input.as_bytes());
+        events.extend(d.finish());
+        events.iter().map(|e| serde_json::to_value(e).unwrap()).collect()
+    }
+
+    #[test]
+    fn error_marker_only_at_the_start() {
+        assert!(is_error_marker("<system>ERROR: Command failed with exit code: 2.</system>"));
+        assert!(is_error_marker("  <SYSTEM> error : x"));
+        assert!(!is_error_marker("<system>Command executed successfully.</system>"));
+        assert!(!is_error_marker("raise ToolError('x') # <error> <system>ERROR: y"));
+        assert!(!is_error_marker("<system>ERRORS are fine</system>"));
+        assert!(!is_error_marker("<sys"));
+    }
+
+    #[test]
+    fn quoted_tool_error_is_not_a_failure() {
+        let ev = run(concat!(
+            r#"{"role":"tool","content":[{"type":"text","text":"<system>Command executed successfully.</system>"},"#,
+            r#"{"type":"text","text":"class ToolError(Exception): <error> <system>ERROR: no\n"}],"tool_call_id":"c1"}"#,
+            "\n"
+        ));
+        assert_eq!(ev[0]["update"]["status"], "completed");
+    }
+
+    #[test]
+    fn plain_text_failure_lines_join_into_one_fatal_error() {
+        let mut d = Decoder::new(Agent::Kimi);
+        let input = "Error code: 401 - {'error': {'message': 'Incorrect API key provided: sk-test-dum\nmy (mock)', 'type': 'x'}}\n";
+        let mut ev = d.feed(input.as_bytes());
+        assert!(ev.is_empty(), "held until the message ends");
+        ev.extend(d.finish());
+        assert_eq!(ev.len(), 1);
+        assert_eq!(
+            ev[0].update,
+            SessionUpdate::error(
+                "Error code: 401 - {'error': {'message': 'Incorrect API key provided: sk-test-dum\nmy (mock)', 'type': 'x'}}",
+                true
+            )
+        );
+        assert_eq!(d.stats().invalid_json, 2);
+    }
+
+    #[test]
+    fn id_less_calls_are_answered_in_order() {
+        let ev = run(concat!(
+            r#"{"role":"assistant","content":[],"tool_calls":[{"type":"function","function":{"name":"Shell","arguments":"{\"command\":\"a\"}"}},{"type":"function","function":{"name":"Shell","arguments":"{\"command\":\"b\"}"}}]}"#,
+            "\n",
+            r#"{"role":"tool","content":"one"}"#,
+            "\n",
+            r#"{"role":"tool","content":"two"}"#,
+            "\n"
+        ));
+        assert_eq!(ev[0]["update"]["toolCallId"], "kimi_Shell_1");
+        assert_eq!(ev[1]["update"]["toolCallId"], "kimi_Shell_2");
+        assert_eq!(ev[2]["update"]["toolCallId"], "kimi_Shell_1");
+        assert_eq!(ev[3]["update"]["toolCallId"], "kimi_Shell_2");
+    }
+
+    #[test]
+    fn unparsable_arguments_stay_a_raw_string() {
+        let ev = run(
+            "{\"role\":\"assistant\",\"tool_calls\":[{\"id\":\"b1\",\"function\":{\"name\":\"Shell\",\"arguments\":\"not json\"}}]}\n",
+        );
+        assert_eq!(ev[0]["update"]["rawInput"], "not json");
+        assert_eq!(ev[0]["update"]["title"], "Run command");
+    }
+
+    #[test]
+    fn resume_hint_sets_the_session_for_later_events() {
+        let ev = run(concat!(
+            r#"{"role":"meta","type":"session.resume_hint","session_id":"session_1","content":"To resume"}"#,
+            "\n",
+            r#"{"role":"assistant","content":"hi"}"#,
+            "\n"
+        ));
+        assert_eq!(ev.len(), 1);
+        assert_eq!(ev[0]["sessionId"], "session_1");
     }
 }

@@ -21,6 +21,7 @@ use crate::framing::{DEFAULT_MAX_LINE_BYTES, Frame, LineFramer, to_text};
 pub mod context;
 pub(crate) mod json;
 
+mod anthropic;
 mod claude;
 mod codex;
 mod droid;
@@ -287,10 +288,10 @@ impl Decoder {
         self.feed_lines(bytes, &mut |_, events| out.append(events));
     }
 
-    /// Feed bytes; `on_line` gets each completed line's text (lossy UTF-8, no line ending; empty
+    /// Feed bytes; `on_line` gets each completed line's text (lossy UTF-8, no line ending; `None`
     /// for a skipped oversize line) and the events decoded from it, in order. The runner uses
     /// this to put each raw line on `stdout` right before its content events.
-    pub fn feed_lines(&mut self, bytes: &[u8], on_line: &mut dyn FnMut(&str, &mut Vec<OutputEvent>)) {
+    pub fn feed_lines(&mut self, bytes: &[u8], on_line: &mut dyn FnMut(Option<&str>, &mut Vec<OutputEvent>)) {
         if self.finished {
             return;
         }
@@ -299,7 +300,7 @@ impl Decoder {
         let mut events = Vec::new();
         framer.push(bytes, &mut |frame| {
             let text = Self::decode_frame(frame, harness.as_mut(), ctx, stats, diagnostics, &mut events);
-            on_line(&text, &mut events);
+            on_line(text.as_deref(), &mut events);
             events.clear();
         });
     }
@@ -312,8 +313,8 @@ impl Decoder {
     }
 
     /// Like [`Decoder::finish`], with the per-line callback of [`Decoder::feed_lines`]. Events
-    /// held back until the end are reported with an empty line text.
-    pub fn finish_lines(&mut self, on_line: &mut dyn FnMut(&str, &mut Vec<OutputEvent>)) {
+    /// held back until the end are reported with no line text (`None`).
+    pub fn finish_lines(&mut self, on_line: &mut dyn FnMut(Option<&str>, &mut Vec<OutputEvent>)) {
         if self.finished {
             return;
         }
@@ -322,13 +323,13 @@ impl Decoder {
         let mut events = Vec::new();
         framer.finish(&mut |frame| {
             let text = Self::decode_frame(frame, harness.as_mut(), ctx, stats, diagnostics, &mut events);
-            on_line(&text, &mut events);
+            on_line(text.as_deref(), &mut events);
             events.clear();
         });
         harness.finish(ctx, &mut events);
         if !events.is_empty() {
             stats.events += events.len() as u64;
-            on_line("", &mut events);
+            on_line(None, &mut events);
         }
     }
 
@@ -339,7 +340,7 @@ impl Decoder {
         stats: &mut DecodeStats,
         diagnostics: &mut Vec<Diagnostic>,
         events: &mut Vec<OutputEvent>,
-    ) -> std::borrow::Cow<'f, str> {
+    ) -> Option<std::borrow::Cow<'f, str>> {
         stats.lines += 1;
         match frame {
             Frame::Oversize { len, terminated } => {
@@ -351,7 +352,7 @@ impl Decoder {
                         if terminated { "" } else { " (input ended inside it)" }
                     ),
                 });
-                std::borrow::Cow::Borrowed("")
+                None
             }
             Frame::Line(bytes) => {
                 let text = to_text(bytes);
@@ -364,7 +365,7 @@ impl Decoder {
                 }
                 if text.trim().is_empty() {
                     stats.blank_lines += 1;
-                    return text;
+                    return Some(text);
                 }
                 let before = events.len();
                 let outcome = decode_guarded(harness, &text, ctx, events);
@@ -376,7 +377,7 @@ impl Decoder {
                     LineOutcome::UnknownType => stats.unknown_type += 1,
                     LineOutcome::UnexpectedShape => stats.unexpected_shape += 1,
                 }
-                text
+                Some(text)
             }
         }
     }

@@ -3,6 +3,7 @@
 import {
   AGENTS,
   AgentStreamError,
+  DecodeLimitError,
   CHANNELS,
   Decoder,
   ERROR_CODES,
@@ -14,6 +15,7 @@ import {
   isAgentStreamError,
   lifecycleFromCanonical,
   parse,
+  replay,
 } from 'agentstream';
 import type {
   AgentConfig,
@@ -25,6 +27,7 @@ import type {
   AgentUsage,
   AnyAgentStreamError,
   BrowserInfo,
+  CancelReason,
   Channel,
   ChannelHandler,
   ChannelPayloads,
@@ -54,11 +57,14 @@ import type {
   PlanEntry,
   PlanEntryPriority,
   PlanEntryStatus,
+  Replay,
+  ReplayOptions,
   ResponseOutputTextDeltaEvent,
   ResponseReasoningDeltaEvent,
   RunCancelledEvent,
   RunCompletedEvent,
   RunFailedEvent,
+  RunOutcome,
   RunStartedEvent,
   RunStoppedEvent,
   RunWaitingForHumanEvent,
@@ -80,6 +86,7 @@ import type {
   ToolPreliminaryResultEvent,
   ToolStartedEvent,
   UsageScope,
+  UsageTotals,
   UserMessageChunk,
   WrappedContent,
 } from 'agentstream';
@@ -260,7 +267,8 @@ function onEvent(event: HookEvent): string {
     case 'run.completed': {
       const e: RunCompletedEvent = event;
       const done: 'completed' = e.status;
-      return `${head} ${done} ${e.output}`;
+      const totals: UsageTotals | undefined = e.usage;
+      return `${head} ${done} ${e.output} ${totals?.costUsd ?? 0}`;
     }
     case 'run.failed': {
       const e: RunFailedEvent = event;
@@ -322,6 +330,29 @@ try {
 const hook: HookEvent = hookFromCanonical('{}');
 const lifecycle: LifecycleEvent = lifecycleFromCanonical({});
 console.log(onEvent(hook), hookStatuses, sandboxStates, agentStates, deliver({ runId: 'r', sequence: 0, channel: 'lifecycle', event: lifecycle }));
+
+function describeOutcome(o: RunOutcome): string {
+  switch (o.state) {
+    case 'completed':
+      return 'ok';
+    case 'failed':
+      return `${o.error}: ${o.detail}`;
+    case 'cancelled': {
+      const r: CancelReason = o.reason;
+      return r.kind === 'caller' ? `cancelled: ${r.detail}` : `cancelled (${r.kind})`;
+    }
+    default:
+      return assertNever(o);
+  }
+}
+const replayOptions: ReplayOptions = { runId: 'r1', agentId: 'a', timestamp: '2026-12-02T00:00:00.000Z' };
+const replayed: Replay = replay('codex', chunk, replayOptions);
+console.log(replayed.items.map(deliver), replayed.hooks.map(onEvent), describeOutcome(replayed.outcome), replayed.stats.events);
+try {
+  new Decoder('claude', { maxLineBytes: 10, onOversize: 'raise' }).feed(chunk);
+} catch (e) {
+  if (e instanceof DecodeLimitError) console.log(e.line, e.events.length, e.code, e.numericCode);
+}
 
 // Negative checks: these must NOT compile.
 // @ts-expect-error not a channel name

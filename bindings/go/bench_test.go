@@ -1,0 +1,169 @@
+package agentstream
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Decoder throughput on the mixed corpus (every golden s* trace), events delivered to Go,
+// side by side with a plain Go JSON normalizer over the same bytes (each line
+// json.Unmarshal'ed into map[string]any and json.Marshal'ed back):
+//
+//	go test -run '^$' -bench . -benchtime 2s
+//
+// Each iteration decodes every trace with a fresh Decoder. Metrics: events/s, MB/s of input.
+
+type benchTrace struct {
+	agent string
+	data  []byte
+}
+
+func benchCorpus(b *testing.B) ([]benchTrace, int) {
+	paths, _ := filepath.Glob(filepath.Join(goldenDir, "*", "s*.input.jsonl"))
+	sort.Strings(paths)
+	var out []benchTrace
+	total := 0
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		out = append(out, benchTrace{agent: filepath.Base(filepath.Dir(p)), data: data})
+		total += len(data)
+	}
+	if len(out) == 0 {
+		b.Skip("no traces")
+	}
+	return out, total
+}
+
+// report adds items/s (b.Elapsed needs Go 1.20; the module builds with older Go too).
+func report(b *testing.B, start time.Time, items int, unit string, bytesPerOp int) {
+	b.SetBytes(int64(bytesPerOp))
+	if s := time.Since(start).Seconds(); s > 0 {
+		b.ReportMetric(float64(items)/s, unit+"/s")
+	}
+}
+
+// Feed returning []OutputEvent.
+func BenchmarkDecoderFeed(b *testing.B) {
+	corpus, total := benchCorpus(b)
+	events := 0
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		for _, t := range corpus {
+			d, _ := NewDecoder(t.agent)
+			evs, _ := d.Feed(t.data)
+			tail, _ := d.Finish()
+			events += len(evs) + len(tail)
+			d.Close()
+		}
+	}
+	report(b, start, events, "events", total)
+}
+
+// The same through agentstream_decoder_feed_json: one JSON array per call, decoded with
+// encoding/json.
+func BenchmarkDecoderFeedJSONArray(b *testing.B) {
+	corpus, total := benchCorpus(b)
+	events := 0
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		for _, t := range corpus {
+			d, _ := NewDecoder(t.agent)
+			evs, _ := d.feedJSONArray(t.data)
+			tail, _ := d.finishJSONArray()
+			events += len(evs) + len(tail)
+			d.Close()
+		}
+	}
+	report(b, start, events, "events", total)
+}
+
+// FeedFunc: one callback from the library into Go per event, on the calling goroutine.
+func BenchmarkDecoderFeedFunc(b *testing.B) {
+	corpus, total := benchCorpus(b)
+	events := 0
+	count := func(OutputEvent) { events++ }
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		for _, t := range corpus {
+			d, _ := NewDecoder(t.agent)
+			_ = d.FeedFunc(t.data, count)
+			_ = d.FinishFunc(count)
+			d.Close()
+		}
+	}
+	report(b, start, events, "events", total)
+}
+
+// The baseline: a plain Go JSON normalizer over the same lines.
+func BenchmarkBaselineGoJSONNormalize(b *testing.B) {
+	corpus, total := benchCorpus(b)
+	lines := 0
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		for _, t := range corpus {
+			for _, line := range bytes.Split(t.data, []byte("\n")) {
+				if len(line) == 0 {
+					continue
+				}
+				var v map[string]any
+				if json.Unmarshal(line, &v) == nil {
+					if _, err := json.Marshal(v); err == nil {
+						lines++
+					}
+				}
+			}
+		}
+	}
+	report(b, start, lines, "lines", total)
+}
+
+// A session handler called from a Rust thread (how a run will deliver): the cost of the
+// thread crossing plus decoding the OutputEvent, per event.
+func BenchmarkHandlerFromRustThread(b *testing.B) {
+	benchHandler(b, true)
+}
+
+// The same on the calling thread.
+func BenchmarkHandlerSameThread(b *testing.B) {
+	benchHandler(b, false)
+}
+
+func benchHandler(b *testing.B, fromThread bool) {
+	s, err := New(Config{Type: "claude"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	n := 0
+	if err := s.On("content", func(OutputEvent) { n++ }); err != nil {
+		b.Fatal(err)
+	}
+	ev := []byte(`{"sessionId":"S","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"` +
+		strings.Repeat("word ", 20) + `"}},"messageId":"msg_1"}`)
+	const batch = 1000
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		if _, err := testingSessionEmit(s.ptr, "content", ev, batch, fromThread); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	if s := time.Since(start).Seconds(); s > 0 && n > 0 {
+		b.ReportMetric(float64(n)/s, "events/s")
+		b.ReportMetric(s*1e9/float64(n), "ns/event")
+	}
+}

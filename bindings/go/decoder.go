@@ -1,0 +1,226 @@
+package agentstream
+
+import (
+	"encoding/json"
+	"runtime"
+	"runtime/cgo"
+	"sync"
+)
+
+// DecoderOptions configures a Decoder.
+type DecoderOptions struct {
+	// MaxLineBytes: a longer line is skipped, counted (DecodeStats.OversizeLines) and reported
+	// as a Diagnostic, so memory stays bounded. 0 means the default (16 MiB).
+	MaxLineBytes int
+}
+
+// Decoder turns one harness CLI's stdout (one run) into OutputEvents. Feed it bytes at any
+// chunking, then call Finish at end of input. Bad lines are never an error: they are counted
+// in Stats. A Decoder is safe for concurrent use (calls are serialized); Close it when done
+// (a finalizer frees a forgotten one).
+type Decoder struct {
+	mu    sync.Mutex
+	ptr   decoderPtr
+	agent string
+}
+
+// NewDecoder returns a decoder for agent: "claude", "codex", "gemini", "qwen", "kimi",
+// "opencode" or "droid" (case-insensitive). An unknown name is an *Error with
+// StatusInvalidArgument whose message lists the valid names.
+func NewDecoder(agent string) (*Decoder, error) {
+	return NewDecoderWithOptions(agent, DecoderOptions{})
+}
+
+// NewDecoderWithOptions is NewDecoder with options.
+func NewDecoderWithOptions(agent string, opts DecoderOptions) (*Decoder, error) {
+	if opts.MaxLineBytes < 0 {
+		return nil, &Error{Status: StatusInvalidArgument, Message: "MaxLineBytes must not be negative"}
+	}
+	p, err := decoderNew(agent, opts.MaxLineBytes)
+	if err != nil {
+		return nil, err
+	}
+	d := &Decoder{ptr: p, agent: agent}
+	runtime.SetFinalizer(d, (*Decoder).Close)
+	return d, nil
+}
+
+// Parse decodes a whole recorded output at once.
+func Parse(agent string, data []byte) ([]OutputEvent, error) {
+	d, err := NewDecoder(agent)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	events, err := d.Feed(data)
+	if err != nil {
+		return nil, err
+	}
+	tail, err := d.Finish()
+	return append(events, tail...), err
+}
+
+// Feed decodes data and returns the events of every line it completed, in order (nil when
+// none). A line may span calls.
+//
+// (Implementation note: one library callback per event measured faster than one JSON array
+// per call decoded by encoding/json, which scans every byte several times; see
+// BenchmarkDecoderFeed and BenchmarkDecoderFeedJSONArray.)
+func (d *Decoder) Feed(data []byte) ([]OutputEvent, error) {
+	var out []OutputEvent
+	err := d.FeedFunc(data, func(ev OutputEvent) { out = append(out, ev) })
+	return out, err
+}
+
+// Finish ends the input: it decodes a final line without a newline and flushes events held
+// back until the end. Later Feeds decode nothing.
+func (d *Decoder) Finish() ([]OutputEvent, error) {
+	var out []OutputEvent
+	err := d.FinishFunc(func(ev OutputEvent) { out = append(out, ev) })
+	return out, err
+}
+
+// feedJSONArray is Feed through agentstream_decoder_feed_json (one JSON array per call).
+func (d *Decoder) feedJSONArray(data []byte) ([]OutputEvent, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.ptr == nil {
+		return nil, ErrClosed
+	}
+	js, err := decoderFeedJSON(d.ptr, data)
+	runtime.KeepAlive(data)
+	if err != nil {
+		return nil, err
+	}
+	return decodeEvents(js)
+}
+
+// finishJSONArray is Finish through agentstream_decoder_finish_json.
+func (d *Decoder) finishJSONArray() ([]OutputEvent, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.ptr == nil {
+		return nil, ErrClosed
+	}
+	js, err := decoderFinishJSON(d.ptr)
+	if err != nil {
+		return nil, err
+	}
+	return decodeEvents(js)
+}
+
+// FeedFunc is Feed delivering each event to fn as soon as its line is decoded (one callback
+// from the library per event, on this goroutine) instead of returning a slice. A panic in fn
+// stops delivery for this call and is re-raised from FeedFunc once the library returned. fn
+// must not call methods of the same Decoder (they wait for this call: a deadlock).
+func (d *Decoder) FeedFunc(data []byte, fn func(OutputEvent)) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.ptr == nil {
+		return ErrClosed
+	}
+	st := &feedState{fn: fn}
+	h := cgo.NewHandle(st)
+	err := decoderFeedCallback(d.ptr, data, uintptr(h))
+	h.Delete()
+	runtime.KeepAlive(data)
+	return st.finish(err)
+}
+
+// FinishFunc is Finish with the delivery of FeedFunc.
+func (d *Decoder) FinishFunc(fn func(OutputEvent)) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.ptr == nil {
+		return ErrClosed
+	}
+	st := &feedState{fn: fn}
+	h := cgo.NewHandle(st)
+	err := decoderFinishCallback(d.ptr, uintptr(h))
+	h.Delete()
+	return st.finish(err)
+}
+
+// Stats returns the decode statistics so far.
+func (d *Decoder) Stats() (DecodeStats, error) {
+	var s DecodeStats
+	js, err := d.withPtr(decoderStatsJSON)
+	if err == nil {
+		err = json.Unmarshal(js, &s)
+	}
+	return s, err
+}
+
+// Diagnostics returns (and clears) the problems found since the last call: over-long lines,
+// invalid UTF-8.
+func (d *Decoder) Diagnostics() ([]Diagnostic, error) {
+	var out []Diagnostic
+	js, err := d.withPtr(decoderDiagnosticsJSON)
+	if err == nil {
+		err = json.Unmarshal(js, &out)
+	}
+	return out, err
+}
+
+// SessionID returns the harness's session id and true once one was seen.
+func (d *Decoder) SessionID() (string, bool, error) {
+	b, err := d.withPtr(decoderSessionID)
+	if err != nil || b == nil {
+		return "", false, err
+	}
+	return string(b), true, nil
+}
+
+// Agent is the agent name the decoder was created with.
+func (d *Decoder) Agent() string { return d.agent }
+
+// Close frees the decoder. Calling it again is a no-op; other methods then return ErrClosed.
+func (d *Decoder) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.ptr != nil {
+		decoderFree(d.ptr)
+		d.ptr = nil
+		runtime.SetFinalizer(d, nil)
+	}
+	return nil
+}
+
+func (d *Decoder) withPtr(f func(decoderPtr) ([]byte, error)) ([]byte, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.ptr == nil {
+		return nil, ErrClosed
+	}
+	return f(d.ptr)
+}
+
+func decodeEvents(js []byte) ([]OutputEvent, error) {
+	if len(js) <= 2 { // "[]"
+		return nil, nil
+	}
+	var events []OutputEvent
+	if err := json.Unmarshal(js, &events); err != nil {
+		return nil, err
+	}
+	return events, nil
+}
+
+// feedState is what a FeedFunc callback reaches through its cgo.Handle.
+type feedState struct {
+	fn         func(OutputEvent)
+	stopped    bool
+	err        error
+	panicked   bool
+	panicValue any
+}
+
+func (st *feedState) finish(callErr error) error {
+	if st.panicked {
+		panic(st.panicValue)
+	}
+	if callErr != nil {
+		return callErr
+	}
+	return st.err
+}

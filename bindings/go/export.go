@@ -1,0 +1,50 @@
+package agentstream
+
+// Go functions called from C (the library's callbacks). Kept apart from ffi.go: a file with
+// //export may only DECLARE C functions in its preamble.
+//
+// user_data is always a runtime/cgo.Handle: a C-held integer, never a Go pointer. A Go panic
+// must not unwind through the library's (Rust) frames, so every callback recovers; the panic
+// is parked and re-raised (decoder) or reported (session handlers) on the Go side.
+
+/*
+#include <stddef.h>
+*/
+import "C"
+
+import (
+	"runtime/cgo"
+	"unsafe"
+)
+
+//export goAgentstreamDecoderEvent
+func goAgentstreamDecoderEvent(userData unsafe.Pointer, data *C.char, n C.size_t) {
+	st := cgo.Handle(uintptr(userData)).Value().(*feedState)
+	if st.stopped {
+		return
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			st.panicked, st.panicValue, st.stopped = true, r, true
+		}
+	}()
+	// Copy: the JSON is borrowed from the library only for the duration of this call.
+	b := C.GoBytes(unsafe.Pointer(data), C.int(n))
+	var ev OutputEvent
+	if err := ev.UnmarshalJSON(b); err != nil {
+		st.err, st.stopped = err, true
+		return
+	}
+	st.fn(ev)
+}
+
+//export goAgentstreamHandler
+func goAgentstreamHandler(userData unsafe.Pointer, data *C.char, n C.size_t) {
+	h := cgo.Handle(uintptr(userData)).Value().(*handlerEntry)
+	h.deliver(C.GoBytes(unsafe.Pointer(data), C.int(n)))
+}
+
+//export goAgentstreamRelease
+func goAgentstreamRelease(userData unsafe.Pointer) {
+	cgo.Handle(uintptr(userData)).Delete()
+}

@@ -1,0 +1,3 @@
+module example.invalid/agentstream/bindings/go
+
+go 1.21

@@ -1,0 +1,257 @@
+//! The process runner with REAL processes: the fake harness replays recorded traces and can be
+//! told to fail, die mid-line, hang, ignore SIGTERM or flood its output.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use agentstream_core::runner::{
+    AgentConfig, CommandOptions, Delivery, FinalState, Next, RunHandle, RunOptions, Session,
+};
+use agentstream_core::stream::{Envelope, SequenceCheck, StreamItem};
+use agentstream_core::{Agent, ErrorKind, HookEvent, LifecycleReason, SessionUpdate};
+
+fn golden(agent: &str, case: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/golden").join(agent).join(case).to_string_lossy().into_owned()
+}
+
+fn fake(agent: Agent, env: &[(&str, String)]) -> Session {
+    let mut config = AgentConfig::new(agent);
+    config.bin = Some(PathBuf::from(env!("CARGO_BIN_EXE_fake-harness")));
+    config.env = env.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
+    Session::new(config)
+}
+
+fn trace(agent: &str, case: &str) -> (&'static str, String) {
+    ("AGENTSTREAM_FAKE_TRACE", golden(agent, case))
+}
+
+/// Read everything (with a safety deadline), returning items and hooks in delivery order.
+fn drain(h: &RunHandle) -> (Vec<Envelope>, Vec<HookEvent>) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let (mut items, mut hooks) = (Vec::new(), Vec::new());
+    loop {
+        assert!(Instant::now() < deadline, "run did not end");
+        match h.next_blocking(Some(Duration::from_millis(200))) {
+            Next::Item(Delivery::Item(e)) => items.push(e),
+            Next::Item(Delivery::Hook(x)) => hooks.push(x),
+            Next::Timeout => {}
+            Next::End => break,
+        }
+    }
+    (items, hooks)
+}
+
+fn lifecycle_reasons(items: &[Envelope]) -> Vec<LifecycleReason> {
+    items.iter().filter_map(|e| match &e.item {
+        StreamItem::Lifecycle(l) => Some(l.reason),
+        _ => None,
+    }).collect()
+}
+
+fn assert_one_terminal_last_and_gapless(items: &[Envelope]) {
+    let terminals = items.iter().filter(|e| matches!(&e.item, StreamItem::Lifecycle(l) if l.reason.is_terminal())).count();
+    assert_eq!(terminals, 1, "exactly one terminal");
+    assert!(matches!(&items.last().unwrap().item, StreamItem::Lifecycle(l) if l.reason.is_terminal()), "terminal is last");
+    let mut check = SequenceCheck::new();
+    for e in items {
+        assert!(check.accept(e), "sequence {} accepted", e.sequence);
+    }
+    assert_eq!(check.missing(), 0, "no gaps");
+    assert_eq!(items[0].sequence, 0);
+}
+
+#[test]
+fn a_replayed_trace_streams_lines_then_their_events_in_order() {
+    let s = fake(Agent::Claude, &[trace("claude", "s2-bash")]);
+    let mut opts = RunOptions::new("List the files");
+    opts.hooks = true;
+    let h = s.start_run(opts).unwrap();
+    let (items, hooks) = drain(&h);
+    let r = h.wait_blocking();
+    assert_eq!(r.state, FinalState::Completed, "{r:?}");
+    assert_eq!(lifecycle_reasons(&items).first(), Some(&LifecycleReason::RunStart));
+    assert_eq!(lifecycle_reasons(&items).last(), Some(&LifecycleReason::RunComplete));
+    assert_one_terminal_last_and_gapless(&items);
+    // Every content event comes right after the stdout line it was decoded from.
+    let mut last_was_stdout_or_content = false;
+    for e in &items {
+        if let StreamItem::Content(_) = e.item {
+            assert!(last_was_stdout_or_content, "content at {} follows its line", e.sequence);
+        }
+        last_was_stdout_or_content = matches!(e.item, StreamItem::Stdout(_) | StreamItem::Content(_));
+    }
+    let stdout: String = items.iter().filter_map(|e| e.item.as_raw_text().filter(|_| matches!(e.item, StreamItem::Stdout(_)))).collect();
+    assert_eq!(stdout, std::fs::read_to_string(golden("claude", "s2-bash.input.jsonl")).unwrap(), "stdout as printed");
+    let stderr: String = items.iter().filter_map(|e| match &e.item { StreamItem::Stderr(t) => Some(t.as_str()), _ => None }).collect();
+    assert_eq!(stderr, std::fs::read_to_string(golden("claude", "s2-bash.stderr.txt")).unwrap());
+    assert_eq!(hooks.first().unwrap().event_type, "run.started");
+    assert_eq!(hooks.last().unwrap().event_type, "run.completed");
+    assert!(hooks.iter().any(|x| x.event_type == "tool.started"));
+    assert!(hooks.windows(2).all(|w| w[0].sequence <= w[1].sequence), "hooks in sequence order");
+    assert!(r.final_text.as_deref().is_some_and(|t| !t.is_empty()));
+    assert_eq!(r.session_id.as_deref(), Some("66c0abf3-0bc5-46a7-8e73-4fef192280ea"));
+}
+
+#[test]
+fn a_non_zero_exit_fails_the_run() {
+    let s = fake(Agent::Codex, &[trace("codex", "s1-text"), ("AGENTSTREAM_FAKE_EXIT", "3".into())]);
+    let h = s.start_run(RunOptions::new("x")).unwrap();
+    let (items, _) = drain(&h);
+    let r = h.wait_blocking();
+    assert_eq!(r.state, FinalState::Failed);
+    assert_eq!(r.exit_code, Some(3));
+    assert!(r.final_text.is_none(), "partial text is never an answer");
+    assert_eq!(lifecycle_reasons(&items).last(), Some(&LifecycleReason::RunFailed));
+    assert_one_terminal_last_and_gapless(&items);
+}
+
+#[test]
+fn a_harness_killed_mid_line_fails_after_its_partial_line_is_decoded() {
+    let s = fake(Agent::Gemini, &[trace("gemini", "s1-text"), ("AGENTSTREAM_FAKE_DIE_MID_LINE", "1".into())]);
+    let h = s.start_run(RunOptions::new("x")).unwrap();
+    let (items, _) = drain(&h);
+    let r = h.wait_blocking();
+    assert_eq!(r.state, FinalState::Failed);
+    assert_eq!(r.signal, Some(9));
+    assert_one_terminal_last_and_gapless(&items);
+    let last_stdout = items.iter().rev().find_map(|e| match &e.item { StreamItem::Stdout(t) => Some(t.clone()), _ => None }).unwrap();
+    assert!(last_stdout.starts_with("{\"type\":\"result\""), "the partial final line is delivered before the terminal: {last_stdout}");
+}
+
+#[test]
+fn cancel_terminates_the_group_and_escalates_to_sigkill() {
+    for ignore_term in ["0", "1"] {
+        let s = fake(Agent::Claude, &[
+            trace("claude", "s1-text"),
+            ("AGENTSTREAM_FAKE_HANG", "1".into()),
+            ("AGENTSTREAM_FAKE_IGNORE_SIGTERM", ignore_term.into()),
+        ]);
+        let mut opts = RunOptions::new("x");
+        opts.kill_grace = Duration::from_millis(300);
+        opts.hooks = true;
+        let h = s.start_run(opts).unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        h.cancel("the client pressed stop");
+        h.cancel("a second stop");
+        let (items, hooks) = drain(&h);
+        let r = h.wait_blocking();
+        assert_eq!(r.state, FinalState::Cancelled);
+        assert!(r.cancel_reason.as_deref().unwrap().contains("the client pressed stop"), "first reason stands: {r:?}");
+        assert_eq!(r.signal, Some(if ignore_term == "1" { 9 } else { 15 }));
+        assert_eq!(lifecycle_reasons(&items).last(), Some(&LifecycleReason::RunInterrupted));
+        assert_one_terminal_last_and_gapless(&items);
+        assert_eq!(hooks.last().unwrap().event_type, "run.cancelled");
+    }
+}
+
+#[test]
+fn a_timeout_stops_the_run() {
+    let s = fake(Agent::Claude, &[trace("claude", "s1-text"), ("AGENTSTREAM_FAKE_HANG", "1".into())]);
+    let mut opts = RunOptions::new("x");
+    opts.timeout = Some(Duration::from_millis(400));
+    opts.kill_grace = Duration::from_millis(200);
+    opts.hooks = true;
+    let h = s.start_run(opts).unwrap();
+    let (_, hooks) = drain(&h);
+    assert_eq!(h.wait_blocking().state, FinalState::Cancelled);
+    assert_eq!(hooks.last().unwrap().event_type, "run.stopped");
+}
+
+#[test]
+fn pause_and_resume_stop_and_continue_the_process() {
+    let s = fake(Agent::Gemini, &[trace("gemini", "s2-bash"), ("AGENTSTREAM_FAKE_DELAY_MS", "60".into())]);
+    let h = s.start_run(RunOptions::new("x")).unwrap();
+    std::thread::sleep(Duration::from_millis(150));
+    s.pause().unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    let before = h.try_next_batch(10_000);
+    std::thread::sleep(Duration::from_millis(400));
+    let during: Vec<_> = h.try_next_batch(10_000);
+    assert!(
+        during.iter().all(|d| !matches!(d, Delivery::Item(Envelope { item: StreamItem::Stdout(_), .. }))),
+        "no output while paused"
+    );
+    s.resume().unwrap();
+    let (rest, _) = drain(&h);
+    assert_eq!(h.wait_blocking().state, FinalState::Completed);
+    let all: Vec<Envelope> = before
+        .into_iter()
+        .chain(during)
+        .filter_map(|d| if let Delivery::Item(e) = d { Some(e) } else { None })
+        .chain(rest)
+        .collect();
+    let reasons = lifecycle_reasons(&all);
+    assert!(reasons.contains(&LifecycleReason::SandboxPause) && reasons.contains(&LifecycleReason::SandboxResume), "{reasons:?}");
+    assert_one_terminal_last_and_gapless(&all);
+}
+
+#[test]
+fn one_operation_at_a_time_and_a_clear_error_for_a_missing_harness() {
+    let s = fake(Agent::Claude, &[trace("claude", "s1-text"), ("AGENTSTREAM_FAKE_HANG", "1".into())]);
+    let h = s.start_run(RunOptions::new("x")).unwrap();
+    let err = s.start_run(RunOptions::new("y")).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::AlreadyRunning);
+    assert!(err.message.contains("already running"), "{err}");
+    s.kill().unwrap();
+    let (items, _) = drain(&h);
+    assert!(lifecycle_reasons(&items).contains(&LifecycleReason::SandboxKilled));
+    assert_one_terminal_last_and_gapless(&items);
+
+    let mut config = AgentConfig::new(Agent::Codex);
+    config.bin = Some(PathBuf::from("/nonexistent/codex-not-installed"));
+    let err = Session::new(config).start_run(RunOptions::new("x")).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::HarnessNotFound);
+    assert!(err.message.contains("not found"), "{err}");
+}
+
+#[test]
+fn execute_command_streams_any_command_with_command_lifecycle() {
+    let s = Session::new(AgentConfig::new(Agent::Claude));
+    let cmd = vec!["sh".into(), "-c".into(), "echo one; echo oops >&2; printf 'two'; exit 4".into()];
+    let h = s.start_command(CommandOptions::new(cmd)).unwrap();
+    let (items, _) = drain(&h);
+    let r = h.wait_blocking();
+    assert_eq!(r.state, FinalState::Failed);
+    assert_eq!(r.exit_code, Some(4));
+    let reasons = lifecycle_reasons(&items);
+    assert_eq!(reasons, [LifecycleReason::CommandStart, LifecycleReason::CommandFailed]);
+    let stdout: String = items.iter().filter_map(|e| match &e.item { StreamItem::Stdout(t) => Some(t.as_str()), _ => None }).collect();
+    assert_eq!(stdout, "one\ntwo\n");
+    assert!(items.iter().all(|e| !matches!(e.item, StreamItem::Content(_))), "commands are not decoded");
+    assert_one_terminal_last_and_gapless(&items);
+}
+
+#[test]
+fn a_flood_into_a_slow_reader_coalesces_without_losing_a_character() {
+    let s = fake(Agent::Claude, &[trace("claude", "s1-text"), ("AGENTSTREAM_FAKE_FLOOD", "20000".into())]);
+    let mut opts = RunOptions::new("x");
+    opts.backpressure = opts.backpressure.with_high_water(16);
+    let h = s.start_run(opts).unwrap();
+    std::thread::sleep(Duration::from_millis(500)); // let the flood pile up unread
+    let (items, _) = drain(&h);
+    let r = h.wait_blocking();
+    assert_eq!(r.state, FinalState::Completed, "{r:?}");
+    let stdout: String = items.iter().filter_map(|e| match &e.item { StreamItem::Stdout(t) => Some(t.as_str()), _ => None }).collect();
+    let mut expected = std::fs::read_to_string(golden("claude", "s1-text.input.jsonl")).unwrap();
+    for i in 0..20000 {
+        expected.push_str(&format!("{{\"type\":\"flood\",\"n\":{i}}}\n"));
+    }
+    assert_eq!(stdout.len(), expected.len());
+    assert_eq!(stdout, expected);
+    assert!(r.pressure.coalesced > 0, "the slow reader saw merged deltas: {:?}", r.pressure);
+    assert_one_terminal_last_and_gapless(&items);
+    let _ = SessionUpdate::message("");
+}
+
+#[test]
+fn a_reader_that_leaves_cancels_the_run() {
+    let s = fake(Agent::Claude, &[trace("claude", "s1-text"), ("AGENTSTREAM_FAKE_HANG", "1".into())]);
+    let mut opts = RunOptions::new("x");
+    opts.kill_grace = Duration::from_millis(200);
+    let h = s.start_run(opts).unwrap();
+    let _first = h.next_blocking(Some(Duration::from_secs(5)));
+    h.reader_left();
+    let r = h.wait_timeout(Duration::from_secs(10)).expect("the run ended");
+    assert_eq!(r.state, FinalState::Cancelled);
+    assert!(r.cancel_reason.unwrap().contains("read"));
+}

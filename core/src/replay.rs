@@ -1,0 +1,134 @@
+//! Replaying recorded harness output through the whole sans-IO pipeline — decoder, run stream,
+//! terminal derivation and hook derivation — exactly as a live run would deliver it, minus the
+//! process. Deterministic: a fixed timestamp and run id, so every binding can compare its
+//! replay of a golden input with the same `<case>.hooks.jsonl` file.
+
+use std::sync::Arc;
+
+use crate::answer::AnswerTracker;
+use crate::decode::{Agent, DecodeStats, Decoder};
+use crate::event::OutputEvent;
+use crate::hooks::{HookDeriver, HookEvent, HookInput};
+use crate::lifecycle::{AgentState, LifecycleEvent, SandboxState};
+use crate::stream::{Backpressure, Envelope, ManualClock, RunEnd, RunOutcome, RunStream, StreamItem, derive_outcome};
+
+/// Options of a replay.
+#[derive(Debug, Clone)]
+pub struct ReplayOptions {
+    /// The run id stamped on every item (default `replay`).
+    pub run_id: String,
+    /// The agent id on hook events (default: the agent's name).
+    pub agent_id: Option<String>,
+    /// The timestamp of lifecycle and hook events (default `1970-01-01T00:00:00.000Z`, so output
+    /// is byte-for-byte reproducible).
+    pub timestamp: String,
+}
+
+impl Default for ReplayOptions {
+    fn default() -> Self {
+        ReplayOptions {
+            run_id: "replay".to_string(),
+            agent_id: None,
+            timestamp: crate::time::iso8601_from_millis(0),
+        }
+    }
+}
+
+/// Everything a replayed run delivers.
+#[derive(Debug, Clone)]
+pub struct Replay {
+    /// The sequenced stream: `run_start`, each stdout line followed by its content events, the
+    /// terminal lifecycle event last.
+    pub items: Vec<Envelope>,
+    /// The hook events derived from it, in order.
+    pub hooks: Vec<HookEvent>,
+    /// How the run ended (a clean end of input, judged like a process that exited 0).
+    pub outcome: RunOutcome,
+    /// Decode statistics.
+    pub stats: DecodeStats,
+}
+
+/// Post one decoded stdout line and its events: the raw line first (as printed; an oversize
+/// line has no text to deliver), then each content event. Shared by the live runner.
+pub fn post_line(
+    post: &mut dyn FnMut(StreamItem),
+    line: Option<&str>,
+    events: &mut Vec<OutputEvent>,
+    observe: &mut dyn FnMut(&OutputEvent),
+) {
+    if let Some(line) = line {
+        post(StreamItem::Stdout(format!("{line}\n")));
+    }
+    for ev in events.drain(..) {
+        observe(&ev);
+        post(StreamItem::Content(ev));
+    }
+}
+
+/// Replay `input` (a harness's recorded stdout) as `agent`.
+pub fn replay(agent: Agent, input: &[u8], options: &ReplayOptions) -> Replay {
+    let ts = options.timestamp.clone();
+    // Everything is read at the end, so nothing may merge: marks that are never reached.
+    let policy = Backpressure::default().with_high_water(usize::MAX).with_byte_budget(usize::MAX);
+    let mut stream =
+        RunStream::new(options.run_id.clone(), policy, Arc::new(ManualClock::new())).expect("a valid policy");
+    stream.attach_reader().expect("a fresh stream has no reader");
+    let lifecycle = |reason| LifecycleEvent {
+        sandbox_id: None,
+        sandbox: SandboxState::Running,
+        agent: AgentState::Running,
+        timestamp: ts.clone(),
+        browser: None,
+        reason,
+    };
+    stream.post(StreamItem::Lifecycle(lifecycle(stream.kind().start_reason())));
+    let mut decoder = Decoder::new(agent);
+    let mut answer = AnswerTracker::default();
+    {
+        let mut post = |item| {
+            stream.post(item);
+        };
+        decoder.feed_lines(input, &mut |line, events| post_line(&mut post, line, events, &mut |e| answer.observe(e)));
+        decoder.finish_lines(&mut |line, events| post_line(&mut post, line, events, &mut |e| answer.observe(e)));
+    }
+    let end = RunEnd {
+        truncated_mid_line: false,
+        open_tool_calls: stream.open_tool_calls().len(),
+        fatal_error: answer.fatal_error().map(str::to_string),
+        ..RunEnd::default()
+    };
+    let outcome = derive_outcome(&end);
+    stream.finish(outcome, |ctx| ctx.default_event(ts.clone()));
+    let facts = stream.terminal_facts();
+    let agent_id = options.agent_id.clone().unwrap_or_else(|| agent.name().to_string());
+    let mut deriver = HookDeriver::new(options.run_id.clone(), agent_id);
+    let (mut items, mut hooks) = (Vec::new(), Vec::new());
+    while let Some(env) = stream.pop() {
+        let input = match &env.item {
+            StreamItem::Content(ev) => HookInput::Content(ev),
+            StreamItem::Lifecycle(l) => HookInput::Lifecycle(l, facts.as_ref().filter(|_| l.reason.is_terminal())),
+            _ => HookInput::Raw,
+        };
+        deriver.observe(env.sequence, input, &options.timestamp, &mut hooks);
+        items.push(env);
+    }
+    let outcome = stream.record().map(|r| r.outcome.clone()).unwrap_or(RunOutcome::Completed);
+    Replay { items, hooks, outcome, stats: *decoder.stats() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_replay_is_a_whole_run() {
+        let input = b"{\"type\":\"thread.started\",\"thread_id\":\"t\"}\n{\"type\":\"turn.started\"}\n";
+        let r = replay(Agent::Codex, input, &ReplayOptions::default());
+        assert!(matches!(&r.items[0].item, StreamItem::Lifecycle(l) if l.reason == crate::LifecycleReason::RunStart));
+        assert!(r.items.last().unwrap().is_terminal());
+        assert!(r.items.windows(2).all(|w| w[1].sequence == w[0].sequence + 1));
+        assert_eq!(r.hooks.first().unwrap().event_type, "run.started");
+        assert!(r.hooks.last().unwrap().is_terminal());
+        assert_eq!(r.outcome, RunOutcome::Completed);
+    }
+}

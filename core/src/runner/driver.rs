@@ -1,0 +1,394 @@
+//! The driving task of one operation: moves bytes and time between the child process and the
+//! sans-IO core (decoder, run stream). All decisions about events live in the core.
+
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::io::AsyncReadExt;
+use tokio::process::{Child, Command};
+
+use super::argv::AgentConfig;
+use super::handle::{RunHandle, Shared};
+use super::process::{exit_parts, signal_group, signals};
+use super::session::{CommandOptions, RunOptions, SessionState};
+use super::{FinalState, RunResult, runtime};
+use crate::error::{Error, ErrorKind};
+use crate::answer::AnswerTracker;
+use crate::decode::Decoder;
+use crate::event::OutputEvent;
+use crate::framing::{LineFramer, Utf8Decoder};
+use crate::hooks::HookDeriver;
+use crate::lifecycle::{AgentState, LifecycleEvent, LifecycleReason, SandboxState};
+use crate::redact::RedactionPolicy;
+use crate::stream::{
+    Backpressure, CancelReason, CancellationToken, RunEnd, RunKind, RunOutcome, RunStream, StreamItem, SystemClock,
+    derive_outcome, new_run_id,
+};
+
+pub(crate) enum Operation {
+    Harness { config: Arc<AgentConfig>, options: RunOptions },
+    Command { config: Arc<AgentConfig>, options: CommandOptions },
+}
+
+struct Plan {
+    program: std::ffi::OsString,
+    args: Vec<String>,
+    cwd: Option<std::path::PathBuf>,
+    env: Vec<(String, String)>,
+    timeout: Option<Duration>,
+    backpressure: Backpressure,
+    hooks: bool,
+    attach_reader: bool,
+    background: bool,
+    kill_grace: Duration,
+    redact: bool,
+    idempotent: Vec<String>,
+    decoder: Option<Decoder>,
+    agent_id: String,
+}
+
+fn plan(op: Operation) -> Plan {
+    match op {
+        Operation::Harness { config, options } => Plan {
+            program: config.program(),
+            args: config.args(&options.prompt),
+            cwd: config.cwd.clone(),
+            env: config.env.clone(),
+            timeout: options.timeout,
+            backpressure: options.backpressure,
+            hooks: options.hooks,
+            attach_reader: options.attach_reader,
+            background: options.background,
+            kill_grace: options.kill_grace,
+            redact: options.redact,
+            idempotent: options.idempotent_tools.into_iter().collect(),
+            decoder: Some(Decoder::new(config.agent)),
+            agent_id: config.agent_id(),
+        },
+        Operation::Command { config, options } => {
+            let mut env = config.env.clone();
+            env.extend(options.env);
+            Plan {
+                program: options.argv[0].clone().into(),
+                args: options.argv[1..].to_vec(),
+                cwd: options.cwd.or_else(|| config.cwd.clone()),
+                env,
+                timeout: options.timeout,
+                backpressure: options.backpressure,
+                hooks: options.hooks,
+                attach_reader: options.attach_reader,
+                background: options.background,
+                kill_grace: options.kill_grace,
+                redact: false,
+                idempotent: Vec::new(),
+                decoder: None,
+                agent_id: config.agent_id(),
+            }
+        }
+    }
+}
+
+fn lifecycle(reason: LifecycleReason, sandbox: SandboxState, agent: AgentState) -> LifecycleEvent {
+    LifecycleEvent { sandbox_id: None, sandbox, agent, timestamp: crate::time::now_iso8601(), browser: None, reason }
+}
+
+/// Spawn the process and the task that drives it.
+pub(crate) fn start(op: Operation, session: Arc<Mutex<SessionState>>) -> Result<RunHandle, Error> {
+    let plan = plan(op);
+    let command_run = plan.decoder.is_none();
+    let run_id = new_run_id();
+    let kind = match (command_run, plan.background) {
+        (false, false) => RunKind::Run,
+        (false, true) => RunKind::BackgroundRun,
+        (true, false) => RunKind::Command,
+        (true, true) => RunKind::BackgroundCommand,
+    };
+    let token = CancellationToken::new();
+    let mut stream = RunStream::new(run_id.clone(), plan.backpressure, Arc::new(SystemClock::new()))
+        .map_err(|e| Error::new(ErrorKind::InvalidArgument, format!("invalid backpressure: {e}")))?
+        .with_kind(kind)
+        .with_redaction(RedactionPolicy { enabled: plan.redact })
+        .with_token(token.clone());
+    if plan.attach_reader {
+        stream.attach_reader().map_err(|e| Error::new(ErrorKind::Internal, e.to_string()))?;
+    }
+    let shared = Arc::new(Shared {
+        run_id: run_id.clone(),
+        stream: Mutex::new(stream),
+        readable: Condvar::new(),
+        readable_async: tokio::sync::Notify::new(),
+        cancel: token,
+        cancel_async: tokio::sync::Notify::new(),
+        kill_now: AtomicBool::new(false),
+        pgid: AtomicI32::new(0),
+        result: Mutex::new(None),
+        done: Condvar::new(),
+        done_async: tokio::sync::Notify::new(),
+        finished: AtomicBool::new(false),
+    });
+    let deriver = plan
+        .hooks
+        .then(|| HookDeriver::new(run_id.clone(), plan.agent_id.clone()).with_idempotent_tools(plan.idempotent.clone()));
+    let handle = RunHandle::new(shared.clone(), deriver);
+
+    let mut cmd = Command::new(&plan.program);
+    cmd.args(&plan.args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    if let Some(cwd) = &plan.cwd {
+        cmd.current_dir(cwd);
+    }
+    for (k, v) in &plan.env {
+        cmd.env(k, v);
+    }
+    let child = {
+        let _enter = runtime().enter();
+        cmd.spawn()
+    };
+    let program = plan.program.to_string_lossy().into_owned();
+    let child = child.map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => Error::new(
+            ErrorKind::HarnessNotFound,
+            format!("{program} not found"),
+        ),
+        std::io::ErrorKind::PermissionDenied => {
+            Error::new(ErrorKind::SpawnFailed, format!("{program} is not executable: {e}"))
+        }
+        _ => Error::new(ErrorKind::SpawnFailed, format!("cannot start {program}: {e}")),
+    })?;
+    shared.pgid.store(child.id().map(|p| p as i32).unwrap_or(0), Ordering::SeqCst);
+    // The caller holds the session lock (it claimed the session) and marks it running.
+    shared.post(StreamItem::Lifecycle(lifecycle(kind.start_reason(), SandboxState::Running, AgentState::Running)));
+    runtime().spawn(drive(shared, plan, child, session));
+    Ok(handle)
+}
+
+/// What the result needs beyond the stream's own record: the answer text, the first fatal
+/// harness error, and diagnostics about the input.
+#[derive(Default)]
+struct Accounting {
+    answer: AnswerTracker,
+    diagnostics: Vec<String>,
+}
+
+async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Child, session: Arc<Mutex<SessionState>>) {
+    let started = Instant::now();
+    let mut stdout = child.stdout.take().expect("piped stdout");
+    let mut stderr = child.stderr.take().expect("piped stderr");
+    let mut acct = Accounting::default();
+    let mut raw_framer = LineFramer::default();
+    let mut err_text = Utf8Decoder::default();
+    let mut out_buf = vec![0u8; 64 * 1024];
+    let mut err_buf = vec![0u8; 16 * 1024];
+    let (mut out_open, mut err_open) = (true, true);
+    let deadline = plan.timeout.map(|t| tokio::time::Instant::now() + t);
+    let mut kill_at: Option<tokio::time::Instant> = None;
+    let mut stall_tick = tokio::time::interval(Duration::from_millis(500));
+    stall_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut exit_status = None;
+
+    loop {
+        if !out_open && !err_open {
+            break;
+        }
+        tokio::select! {
+            n = stdout.read(&mut out_buf), if out_open => match n {
+                Ok(0) | Err(_) => out_open = false,
+                Ok(n) => post_stdout(&shared, &mut plan, &mut raw_framer, &mut acct, &out_buf[..n]),
+            },
+            n = stderr.read(&mut err_buf), if err_open => match n {
+                Ok(0) | Err(_) => err_open = false,
+                Ok(n) => {
+                    let text = err_text.push(&err_buf[..n]);
+                    if !text.is_empty() {
+                        shared.post(StreamItem::Stderr(text));
+                    }
+                }
+            },
+            _ = shared.cancel_async.notified(), if kill_at.is_none() => {}
+            _ = sleep_until(deadline), if deadline.is_some() && kill_at.is_none() => {
+                shared.stream.lock().expect("stream").cancel(CancelReason::Timeout);
+            }
+            _ = sleep_until(kill_at), if kill_at.is_some() => {
+                signal_group(shared.pgid.load(Ordering::SeqCst), signals::KILL);
+                kill_at = Some(tokio::time::Instant::now() + Duration::from_secs(3600));
+            }
+            _ = stall_tick.tick() => {
+                // The stall clock runs only while something is unread (see RunStream::check_stall).
+                shared.stream.lock().expect("stream").check_stall();
+            }
+        }
+        if shared.cancel.is_cancelled() && kill_at.is_none() {
+            let pgid = shared.pgid.load(Ordering::SeqCst);
+            if shared.kill_now.load(Ordering::SeqCst) {
+                signal_group(pgid, signals::KILL);
+            } else {
+                signal_group(pgid, signals::CONT); // a paused group cannot act on SIGTERM
+                signal_group(pgid, signals::TERM);
+            }
+            kill_at = Some(tokio::time::Instant::now() + plan.kill_grace);
+        }
+        if exit_status.is_none() && !out_open && !err_open {
+            break;
+        }
+    }
+    // Output is closed; the process may still be running (it closed its pipes) or hang.
+    while exit_status.is_none() {
+        tokio::select! {
+            st = child.wait() => { exit_status = st.ok(); break; }
+            _ = shared.cancel_async.notified(), if kill_at.is_none() => {}
+            _ = sleep_until(deadline), if deadline.is_some() && kill_at.is_none() => {
+                shared.stream.lock().expect("stream").cancel(CancelReason::Timeout);
+            }
+            _ = sleep_until(kill_at), if kill_at.is_some() => {
+                signal_group(shared.pgid.load(Ordering::SeqCst), signals::KILL);
+                let _ = child.start_kill();
+                kill_at = Some(tokio::time::Instant::now() + Duration::from_secs(3600));
+            }
+        }
+        if shared.cancel.is_cancelled() && kill_at.is_none() {
+            let pgid = shared.pgid.load(Ordering::SeqCst);
+            signal_group(pgid, signals::CONT);
+            signal_group(pgid, if shared.kill_now.load(Ordering::SeqCst) { signals::KILL } else { signals::TERM });
+            kill_at = Some(tokio::time::Instant::now() + plan.kill_grace);
+        }
+    }
+
+    // Everything printed is decoded BEFORE the terminal item, a final partial line included.
+    let cut_mid_line = finish_stdout(&shared, &mut plan, &mut raw_framer, &mut acct);
+    let tail = err_text.finish();
+    if !tail.is_empty() {
+        shared.post(StreamItem::Stderr(tail));
+    }
+    let (exit_code, signal) = exit_status.as_ref().map(exit_parts).unwrap_or((None, None));
+    let stats = plan.decoder.as_ref().map(|d| *d.stats()).unwrap_or_default();
+    let session_id = plan.decoder.as_ref().and_then(|d| d.session_id().map(str::to_string));
+    let harness = plan.decoder.is_some();
+
+    let (outcome, record, pressure, state) = {
+        let mut stream = shared.stream.lock().expect("stream");
+        let end = RunEnd {
+            exit_code,
+            signal,
+            // A harness interrupted by Ctrl-C on its own exits 130: that is an interruption too.
+            cancel: stream.cancel_reason().or_else(|| {
+                (exit_code == Some(130)).then(|| CancelReason::caller("the harness was interrupted (exit status 130)"))
+            }),
+            truncated_mid_line: harness && cut_mid_line,
+            open_tool_calls: if harness { stream.open_tool_calls().len() } else { 0 },
+            fatal_error: acct.answer.fatal_error().map(str::to_string),
+        };
+        let outcome = derive_outcome(&end);
+        let state = match &outcome {
+            RunOutcome::Completed => FinalState::Completed,
+            RunOutcome::Failed { .. } => FinalState::Failed,
+            RunOutcome::Cancelled { .. } => FinalState::Cancelled,
+        };
+        let killed_session = session.lock().expect("session state").sandbox == SandboxState::Stopped;
+        stream.finish(outcome, |ctx| {
+            let mut ev = ctx.default_event(crate::time::now_iso8601());
+            if killed_session {
+                ev.sandbox = SandboxState::Stopped;
+            }
+            ev
+        });
+        let record = stream.record().cloned().expect("a finished stream has a record");
+        (record.outcome.clone(), record, stream.pressure(), state)
+    };
+    {
+        let mut st = session.lock().expect("session state");
+        if st.sandbox != SandboxState::Stopped {
+            st.sandbox = SandboxState::Ready;
+        }
+        st.agent = match state {
+            FinalState::Completed => AgentState::Idle,
+            FinalState::Failed => AgentState::Error,
+            FinalState::Cancelled => AgentState::Interrupted,
+        };
+        st.paused = false;
+    }
+    shared.pgid.store(0, Ordering::SeqCst);
+    let result = RunResult {
+        run_id: shared.run_id.clone(),
+        state,
+        exit_code,
+        signal,
+        session_id,
+        usage: record.usage.clone(),
+        final_text: (state == FinalState::Completed && harness).then(|| acct.answer.answer().to_string()),
+        error: match &outcome {
+            RunOutcome::Failed { detail, .. } => Some(detail.clone()),
+            _ => None,
+        },
+        cancel_reason: outcome.cancel_reason().map(ToString::to_string),
+        pressure,
+        stats,
+        last_sequence: record.terminal_sequence,
+        diagnostics: std::mem::take(&mut acct.diagnostics),
+        duration_ms: started.elapsed().as_millis() as u64,
+    };
+    *shared.result.lock().expect("result") = Some(result);
+    shared.finished.store(true, Ordering::SeqCst);
+    shared.done.notify_all();
+    shared.done_async.notify_waiters();
+    shared.wake_readers();
+}
+
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(t) => tokio::time::sleep_until(t).await,
+        None => std::future::pending().await,
+    }
+}
+
+fn post_stdout(shared: &Shared, plan: &mut Plan, raw: &mut LineFramer, acct: &mut Accounting, bytes: &[u8]) {
+    match plan.decoder.as_mut() {
+        Some(decoder) => {
+            decoder.feed_lines(bytes, &mut |line, events| post_line(shared, acct, line, events));
+            collect_diagnostics(decoder, acct);
+        }
+        None => raw.push(bytes, &mut |frame| post_raw_frame(shared, frame)),
+    }
+}
+
+fn post_line(shared: &Shared, acct: &mut Accounting, line: Option<&str>, events: &mut Vec<OutputEvent>) {
+    crate::replay::post_line(&mut |item| {
+        shared.post(item);
+    }, line, events, &mut |ev| acct.answer.observe(ev));
+}
+
+fn post_raw_frame(shared: &Shared, frame: crate::framing::Frame<'_>) {
+    if let crate::framing::Frame::Line(l) = frame {
+        shared.post(StreamItem::Stdout(format!("{}\n", crate::framing::to_text(l))));
+    }
+}
+
+fn collect_diagnostics(decoder: &mut Decoder, acct: &mut Accounting) {
+    for d in decoder.take_diagnostics() {
+        acct.diagnostics.push(format!("stdout line {}: {}", d.line, d.message));
+    }
+}
+
+/// Flush the final partial line; returns true when stdout ended mid-line.
+fn finish_stdout(shared: &Shared, plan: &mut Plan, raw: &mut LineFramer, acct: &mut Accounting) -> bool {
+    match plan.decoder.as_mut() {
+        Some(decoder) => {
+            let cut = decoder.has_partial_line();
+            decoder.finish_lines(&mut |line, events| post_line(shared, acct, line, events));
+            collect_diagnostics(decoder, acct);
+            cut
+        }
+        None => {
+            let cut = raw.has_partial();
+            raw.finish(&mut |frame| post_raw_frame(shared, frame));
+            cut
+        }
+    }
+}
+
+
+

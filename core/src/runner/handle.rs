@@ -1,0 +1,299 @@
+//! [`RunHandle`]: the reader side of one operation.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use super::RunResult;
+use crate::hooks::{HookDeriver, HookEvent, HookInput};
+use crate::lifecycle::{AgentState, LifecycleEvent, LifecycleReason, SandboxState};
+use crate::stream::{CancelReason, CancellationToken, Envelope, Pressure, RunStream, StreamItem};
+
+/// One thing a reader receives, in order.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+#[allow(clippy::large_enum_variant)] // deliveries are moved once each; boxing would cost an allocation per event
+pub enum Delivery {
+    /// A sequenced stream item (content, lifecycle, stdout or stderr).
+    Item(Envelope),
+    /// A hook event derived from the item delivered just before it.
+    Hook(HookEvent),
+}
+
+/// The result of a blocking read.
+#[derive(Debug, Clone, PartialEq)]
+#[allow(clippy::large_enum_variant)]
+pub enum Next {
+    /// The next delivery.
+    Item(Delivery),
+    /// Nothing arrived within the timeout; the run goes on.
+    Timeout,
+    /// The stream is over (the terminal item was delivered).
+    End,
+}
+
+pub(crate) struct Shared {
+    pub run_id: String,
+    pub stream: Mutex<RunStream>,
+    pub readable: Condvar,
+    pub readable_async: tokio::sync::Notify,
+    pub cancel: CancellationToken,
+    pub cancel_async: tokio::sync::Notify,
+    pub kill_now: AtomicBool,
+    pub pgid: AtomicI32,
+    pub result: Mutex<Option<RunResult>>,
+    pub done: Condvar,
+    pub done_async: tokio::sync::Notify,
+    pub finished: AtomicBool,
+}
+
+impl Shared {
+    /// Post an item and wake readers; `None` when the stream is closed.
+    pub fn post(&self, item: StreamItem) -> Option<u64> {
+        let seq = self.stream.lock().expect("stream").post(item);
+        self.readable.notify_all();
+        self.readable_async.notify_one();
+        seq
+    }
+
+    pub fn wake_readers(&self) {
+        self.readable.notify_all();
+        self.readable_async.notify_one();
+    }
+}
+
+struct ReaderState {
+    deriver: Option<HookDeriver>,
+    pending: VecDeque<Delivery>,
+    ended: bool,
+}
+
+/// One operation's handle. Cheap to clone; all clones share one reader position.
+#[derive(Clone)]
+pub struct RunHandle {
+    pub(crate) shared: Arc<Shared>,
+    reader: Arc<Mutex<ReaderState>>,
+}
+
+impl std::fmt::Debug for RunHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunHandle").field("run_id", &self.shared.run_id).finish_non_exhaustive()
+    }
+}
+
+impl RunHandle {
+    pub(crate) fn new(shared: Arc<Shared>, deriver: Option<HookDeriver>) -> Self {
+        RunHandle { shared, reader: Arc::new(Mutex::new(ReaderState { deriver, pending: VecDeque::new(), ended: false })) }
+    }
+
+    /// The run's id.
+    pub fn run_id(&self) -> &str {
+        &self.shared.run_id
+    }
+
+    /// The harness's process group id (0 before spawn or for a finished run).
+    pub fn pgid(&self) -> i32 {
+        self.shared.pgid.load(Ordering::SeqCst)
+    }
+
+    /// True once the result is known.
+    pub fn is_finished(&self) -> bool {
+        self.shared.finished.load(Ordering::SeqCst)
+    }
+
+    /// Live backpressure statistics.
+    pub fn pressure(&self) -> Pressure {
+        self.shared.stream.lock().expect("stream").pressure()
+    }
+
+    /// Cancel the run (first reason stands; later calls are no-ops). SIGTERM to the group, then
+    /// SIGKILL after the grace period.
+    pub fn cancel(&self, reason: &str) {
+        self.cancel_with(CancelReason::Caller(reason.to_string()));
+    }
+
+    pub(crate) fn cancel_with(&self, reason: CancelReason) {
+        // Through the stream: a stop racing completion never rewrites a recorded outcome.
+        self.shared.stream.lock().expect("stream").cancel(reason);
+        self.shared.cancel_async.notify_one();
+    }
+
+    /// Cancel and SIGKILL at once, without a grace period.
+    pub(crate) fn kill_now(&self, reason: &str) {
+        self.shared.kill_now.store(true, Ordering::SeqCst);
+        self.cancel(reason);
+    }
+
+    /// The reader leaves early (an iterator dropped before the end): the run is cancelled
+    /// through the same path, with reason "the reader left".
+    pub fn reader_left(&self) {
+        if !self.reader.lock().expect("reader").ended {
+            self.cancel_with(CancelReason::ReaderLeft);
+        }
+    }
+
+    pub(crate) fn post_lifecycle(&self, reason: LifecycleReason, sandbox: SandboxState, agent: AgentState) {
+        self.shared.post(StreamItem::Lifecycle(LifecycleEvent {
+            sandbox_id: None,
+            sandbox,
+            agent,
+            timestamp: crate::time::now_iso8601(),
+            browser: None,
+            reason,
+        }));
+    }
+
+    /// Take what is ready without waiting (at most `max`).
+    pub fn try_next_batch(&self, max: usize) -> Vec<Delivery> {
+        let mut reader = self.reader.lock().expect("reader");
+        let mut out = Vec::new();
+        while out.len() < max.max(1) {
+            if let Some(d) = reader.pending.pop_front() {
+                out.push(d);
+                continue;
+            }
+            if reader.ended {
+                break;
+            }
+            let popped = self.shared.stream.lock().expect("stream").pop();
+            match popped {
+                Some(env) => self.expand(&mut reader, env),
+                None => break,
+            }
+        }
+        out
+    }
+
+    fn expand(&self, reader: &mut ReaderState, env: Envelope) {
+        let terminal = matches!(&env.item, StreamItem::Lifecycle(l) if l.reason.is_terminal());
+        let mut hooks = Vec::new();
+        if let Some(deriver) = reader.deriver.as_mut() {
+            let ts = crate::time::now_iso8601();
+            let facts = if terminal { self.shared.stream.lock().expect("stream").terminal_facts() } else { None };
+            let input = match &env.item {
+                StreamItem::Content(ev) => HookInput::Content(ev),
+                StreamItem::Lifecycle(l) => HookInput::Lifecycle(l, facts.as_ref()),
+                _ => HookInput::Raw,
+            };
+            deriver.observe(env.sequence, input, &ts, &mut hooks);
+        }
+        reader.pending.push_back(Delivery::Item(env));
+        reader.pending.extend(hooks.into_iter().map(Delivery::Hook));
+        if terminal {
+            reader.ended = true;
+        }
+    }
+
+    fn stream_over(&self) -> bool {
+        let stream = self.shared.stream.lock().expect("stream");
+        // Without a reader nothing is buffered: the stream is over once the run is.
+        stream.is_drained() || (!stream.has_reader() && stream.is_closed())
+    }
+
+    /// Wait up to `timeout` (forever when `None`) for the next delivery.
+    pub fn next_blocking(&self, timeout: Option<Duration>) -> Next {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        loop {
+            if let Some(d) = self.try_next_batch(1).pop() {
+                return Next::Item(d);
+            }
+            if self.reader.lock().expect("reader").ended || self.stream_over() {
+                return Next::End;
+            }
+            let guard = self.shared.stream.lock().expect("stream");
+            if guard.pressure().buffered > 0 || (guard.is_closed() && !guard.is_drained()) {
+                continue;
+            }
+            let wait = match deadline {
+                Some(d) => {
+                    let now = Instant::now();
+                    if now >= d {
+                        return Next::Timeout;
+                    }
+                    (d - now).min(Duration::from_millis(250))
+                }
+                None => Duration::from_millis(250),
+            };
+            let _ = self.shared.readable.wait_timeout(guard, wait).expect("stream");
+        }
+    }
+
+    /// Wait up to `timeout` for at least one delivery, then take up to `max` that are ready.
+    /// An empty batch means the timeout passed; check [`RunHandle::is_ended`].
+    pub fn next_batch_blocking(&self, max: usize, timeout: Option<Duration>) -> Vec<Delivery> {
+        match self.next_blocking(timeout) {
+            Next::Item(first) => {
+                let mut out = vec![first];
+                out.extend(self.try_next_batch(max.saturating_sub(1)));
+                out
+            }
+            Next::Timeout | Next::End => Vec::new(),
+        }
+    }
+
+    /// True once the terminal item (and its hooks) were handed out.
+    pub fn is_ended(&self) -> bool {
+        let reader = self.reader.lock().expect("reader");
+        reader.ended && reader.pending.is_empty()
+    }
+
+    /// The next delivery, or `None` at the end of the stream.
+    pub async fn next(&self) -> Option<Delivery> {
+        loop {
+            let notified = self.shared.readable_async.notified();
+            if let Some(d) = self.try_next_batch(1).pop() {
+                return Some(d);
+            }
+            if self.reader.lock().expect("reader").ended || self.stream_over() {
+                return None;
+            }
+            let _ = tokio::time::timeout(Duration::from_millis(250), notified).await;
+        }
+    }
+
+    /// Wait for the result (blocking the thread).
+    pub fn wait_blocking(&self) -> RunResult {
+        let mut guard = self.shared.result.lock().expect("result");
+        loop {
+            if let Some(r) = guard.as_ref() {
+                return r.clone();
+            }
+            guard = self.shared.done.wait_timeout(guard, Duration::from_millis(250)).expect("result").0;
+        }
+    }
+
+    /// Wait up to `timeout` for the result.
+    pub fn wait_timeout(&self, timeout: Duration) -> Option<RunResult> {
+        let deadline = Instant::now() + timeout;
+        let mut guard = self.shared.result.lock().expect("result");
+        loop {
+            if let Some(r) = guard.as_ref() {
+                return Some(r.clone());
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return None;
+            }
+            guard = self.shared.done.wait_timeout(guard, deadline - now).expect("result").0;
+        }
+    }
+
+    /// Wait for the result.
+    pub async fn wait(&self) -> RunResult {
+        loop {
+            let notified = self.shared.done_async.notified();
+            if let Some(r) = self.shared.result.lock().expect("result").as_ref() {
+                return r.clone();
+            }
+            let _ = tokio::time::timeout(Duration::from_millis(250), notified).await;
+        }
+    }
+
+    /// The result, if the run has finished.
+    pub fn result(&self) -> Option<RunResult> {
+        self.shared.result.lock().expect("result").clone()
+    }
+}

@@ -1,0 +1,102 @@
+//! The tokio process runner (feature `runner`): spawns a harness CLI (or any command) as a real
+//! child process in its own process group and drives the sans-IO core with its output.
+//!
+//! * [`Session`] is one agent configuration (the "sandbox" is the local working environment):
+//!   one operation at a time (`start_run`, `start_command`), `pause`/`resume` (SIGSTOP/SIGCONT
+//!   to the group), `interrupt` (SIGTERM, then SIGKILL after a grace period) and `kill`.
+//! * [`RunHandle`] is one operation: pull its sequenced stream (`next`, `next_blocking`,
+//!   `next_batch_blocking`), with hook events interleaved when asked for, cancel it, read its
+//!   backpressure, and wait for its [`RunResult`].
+//!
+//! Every stdout line goes out on `stdout` as printed, immediately followed by the content
+//! events decoded from it; stderr text goes out as received; lifecycle events mark the start
+//! and exactly one terminal, last, after every byte of stdout was decoded (a final line without
+//! a newline included). The runner owns a small global tokio runtime, so callers (bindings)
+//! need none of their own.
+
+mod argv;
+mod driver;
+mod handle;
+pub mod process;
+mod session;
+
+pub use argv::{AgentConfig, default_program, harness_args};
+pub use handle::{Delivery, Next, RunHandle};
+pub use session::{CommandOptions, RunOptions, Session};
+
+use std::sync::OnceLock;
+
+use serde::{Deserialize, Serialize};
+
+use crate::decode::DecodeStats;
+use crate::stream::Pressure;
+use crate::usage::UsageTotals;
+
+/// The runner's tokio runtime (two worker threads, created on first use).
+pub fn runtime() -> &'static tokio::runtime::Runtime {
+    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RT.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("agentstream-runner")
+            .enable_all()
+            .build()
+            .expect("agentstream: cannot start the tokio runtime")
+    })
+}
+
+/// How an operation ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum FinalState {
+    /// The harness finished its work and exited 0.
+    Completed,
+    /// Non-zero exit, death by signal, a harness-reported fatal error, or output cut mid-line
+    /// or mid tool call.
+    Failed,
+    /// Cancelled (caller, reader left, stall, timeout, interrupt, kill).
+    Cancelled,
+}
+
+/// The authoritative record of a finished operation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct RunResult {
+    /// The run's id.
+    pub run_id: String,
+    /// How it ended.
+    pub state: FinalState,
+    /// The process exit code, when it exited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// The signal that ended the process, when one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
+    /// The harness's session id, once seen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// Token usage totals (see [`UsageTotals`]).
+    pub usage: UsageTotals,
+    /// The final answer: the message text after the last tool result. Only for a completed run:
+    /// partial text is never presented as an answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_text: Option<String>,
+    /// Why it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Why it was cancelled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancel_reason: Option<String>,
+    /// Backpressure statistics at the end.
+    pub pressure: Pressure,
+    /// Decode statistics of the harness's stdout.
+    pub stats: DecodeStats,
+    /// The sequence of the terminal item.
+    pub last_sequence: u64,
+    /// Problems with the input (oversize lines, invalid UTF-8), for people.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub diagnostics: Vec<String>,
+    /// Wall-clock duration in milliseconds.
+    pub duration_ms: u64,
+}

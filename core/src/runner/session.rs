@@ -1,0 +1,257 @@
+//! A [`Session`]: one agent configuration, one operation at a time.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::argv::AgentConfig;
+use super::driver::{self, Operation};
+use super::handle::RunHandle;
+use super::process::{signal_group, signals};
+use crate::error::{Error, ErrorKind};
+use crate::lifecycle::{AgentState, LifecycleEvent, LifecycleReason, SandboxState};
+use crate::stream::Backpressure;
+
+/// Options of one harness run.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// The prompt.
+    pub prompt: String,
+    /// Cancel the run after this long (reported as a stop: `run.stopped`).
+    pub timeout: Option<Duration>,
+    /// The bounded buffer between the run and its reader.
+    pub backpressure: Backpressure,
+    /// Mask secret shapes in tool-call inputs (default true; answer text is never altered).
+    pub redact: bool,
+    /// Tools whose in-flight calls are safe to retry when the run is cancelled.
+    pub idempotent_tools: HashSet<String>,
+    /// Interleave `on_event` hook events with the stream items.
+    pub hooks: bool,
+    /// Attach a reader: items are buffered for `next()`. Without one (await-only), items are
+    /// numbered and discarded, and only the result is kept.
+    pub attach_reader: bool,
+    /// A background run (terminal reasons `run_background_*`).
+    pub background: bool,
+    /// Grace period between SIGTERM and SIGKILL when cancelling.
+    pub kill_grace: Duration,
+}
+
+impl RunOptions {
+    /// Options for `prompt` with every default (reader attached, hooks off, redaction on).
+    pub fn new(prompt: impl Into<String>) -> Self {
+        RunOptions {
+            prompt: prompt.into(),
+            timeout: None,
+            backpressure: Backpressure::default(),
+            redact: true,
+            idempotent_tools: HashSet::new(),
+            hooks: false,
+            attach_reader: true,
+            background: false,
+            kill_grace: Duration::from_secs(5),
+        }
+    }
+}
+
+/// Options of one command run (`execute_command`): no content decoding, same lifecycle.
+#[derive(Debug, Clone)]
+pub struct CommandOptions {
+    /// The program and its arguments (not a shell string: use `["sh", "-c", "…"]` for one).
+    pub argv: Vec<String>,
+    /// Working directory (default: the session's, else the current one).
+    pub cwd: Option<PathBuf>,
+    /// Extra environment.
+    pub env: Vec<(String, String)>,
+    /// Cancel after this long.
+    pub timeout: Option<Duration>,
+    /// The bounded buffer between the run and its reader.
+    pub backpressure: Backpressure,
+    /// Interleave hook events.
+    pub hooks: bool,
+    /// Attach a reader (see [`RunOptions::attach_reader`]).
+    pub attach_reader: bool,
+    /// A background command (terminal reasons `command_background_*`).
+    pub background: bool,
+    /// Grace period between SIGTERM and SIGKILL when cancelling.
+    pub kill_grace: Duration,
+}
+
+impl CommandOptions {
+    /// Options for `argv` with every default.
+    pub fn new(argv: Vec<String>) -> Self {
+        CommandOptions {
+            argv,
+            cwd: None,
+            env: Vec::new(),
+            timeout: None,
+            backpressure: Backpressure::default(),
+            hooks: false,
+            attach_reader: true,
+            background: false,
+            kill_grace: Duration::from_secs(5),
+        }
+    }
+}
+
+pub(crate) struct SessionState {
+    pub sandbox: SandboxState,
+    pub agent: AgentState,
+    pub active: Option<RunHandle>,
+    pub paused: bool,
+}
+
+/// One agent configuration; runs one operation at a time. Cheap to clone (shared state).
+#[derive(Clone)]
+pub struct Session {
+    config: Arc<AgentConfig>,
+    state: Arc<Mutex<SessionState>>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session").field("agent", &self.config.agent).finish_non_exhaustive()
+    }
+}
+
+impl Session {
+    /// A session for `config`. The local environment is ready at once (`sandbox_ready`).
+    pub fn new(config: AgentConfig) -> Self {
+        Session {
+            config: Arc::new(config),
+            state: Arc::new(Mutex::new(SessionState {
+                sandbox: SandboxState::Ready,
+                agent: AgentState::Idle,
+                active: None,
+                paused: false,
+            })),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &AgentConfig {
+        &self.config
+    }
+
+    /// The lifecycle event describing the session now (reason `sandbox_ready`), for callers
+    /// that announce readiness before the first run.
+    pub fn ready_event(&self) -> LifecycleEvent {
+        let st = self.state.lock().expect("session state");
+        LifecycleEvent {
+            sandbox_id: None,
+            sandbox: st.sandbox,
+            agent: st.agent,
+            timestamp: crate::time::now_iso8601(),
+            browser: None,
+            reason: LifecycleReason::SandboxReady,
+        }
+    }
+
+    /// The active operation, if any.
+    pub fn active(&self) -> Option<RunHandle> {
+        let st = self.state.lock().expect("session state");
+        st.active.clone().filter(|h| !h.is_finished())
+    }
+
+    fn claim(&self) -> Result<std::sync::MutexGuard<'_, SessionState>, Error> {
+        let st = self.state.lock().expect("session state");
+        if let Some(h) = st.active.as_ref().filter(|h| !h.is_finished()) {
+            return Err(Error::new(
+                ErrorKind::AlreadyRunning,
+                format!("the agent is already running ({}); use another session for parallel runs", h.run_id()),
+            ));
+        }
+        Ok(st)
+    }
+
+    /// Start a harness run. Returns once the process is spawned; drive it with the handle.
+    pub fn start_run(&self, options: RunOptions) -> Result<RunHandle, Error> {
+        let mut st = self.claim()?;
+        let op = Operation::Harness { config: self.config.clone(), options };
+        let handle = driver::start(op, self.state.clone())?;
+        st.active = Some(handle.clone());
+        st.sandbox = SandboxState::Running;
+        st.agent = AgentState::Running;
+        Ok(handle)
+    }
+
+    /// Start any command with the same streaming and lifecycle (no content decoding).
+    pub fn start_command(&self, options: CommandOptions) -> Result<RunHandle, Error> {
+        if options.argv.is_empty() {
+            return Err(Error::new(ErrorKind::InvalidArgument, "execute_command needs a command: argv is empty"));
+        }
+        let mut st = self.claim()?;
+        let op = Operation::Command { config: self.config.clone(), options };
+        let handle = driver::start(op, self.state.clone())?;
+        st.active = Some(handle.clone());
+        st.sandbox = SandboxState::Running;
+        st.agent = AgentState::Running;
+        Ok(handle)
+    }
+
+    fn active_or_err(&self, what: &str) -> Result<RunHandle, Error> {
+        self.active().ok_or_else(|| Error::new(ErrorKind::NotRunning, format!("nothing to {what}: no run is active")))
+    }
+
+    /// Pause the active operation (SIGSTOP to its process group; lifecycle `sandbox_pause`).
+    pub fn pause(&self) -> Result<(), Error> {
+        let h = self.active_or_err("pause")?;
+        {
+            let mut st = self.state.lock().expect("session state");
+            if st.paused {
+                return Ok(());
+            }
+            st.paused = true;
+            st.sandbox = SandboxState::Paused;
+        }
+        signal_group(h.pgid(), signals::STOP);
+        h.post_lifecycle(LifecycleReason::SandboxPause, SandboxState::Paused, AgentState::Running);
+        Ok(())
+    }
+
+    /// Resume a paused operation (SIGCONT; lifecycle `sandbox_resume`).
+    pub fn resume(&self) -> Result<(), Error> {
+        let h = self.active_or_err("resume")?;
+        {
+            let mut st = self.state.lock().expect("session state");
+            if !st.paused {
+                return Ok(());
+            }
+            st.paused = false;
+            st.sandbox = SandboxState::Running;
+        }
+        signal_group(h.pgid(), signals::CONT);
+        h.post_lifecycle(LifecycleReason::SandboxResume, SandboxState::Running, AgentState::Running);
+        Ok(())
+    }
+
+    /// Interrupt the active operation: SIGTERM to the group, SIGKILL after the grace period;
+    /// it ends `run_interrupted` with `reason`.
+    pub fn interrupt(&self, reason: &str) -> Result<(), Error> {
+        let h = self.active_or_err("interrupt")?;
+        self.resume_if_paused(&h);
+        h.cancel(reason);
+        Ok(())
+    }
+
+    /// Kill the active operation at once (SIGKILL; lifecycle `sandbox_killed`, then the
+    /// terminal `run_interrupted`). Without an active operation this is a no-op.
+    pub fn kill(&self) -> Result<(), Error> {
+        if let Some(h) = self.active() {
+            h.post_lifecycle(LifecycleReason::SandboxKilled, SandboxState::Stopped, AgentState::Interrupted);
+            h.kill_now("killed");
+            self.resume_if_paused(&h);
+        }
+        let mut st = self.state.lock().expect("session state");
+        st.sandbox = SandboxState::Stopped;
+        Ok(())
+    }
+
+    fn resume_if_paused(&self, h: &RunHandle) {
+        let mut st = self.state.lock().expect("session state");
+        if st.paused {
+            st.paused = false;
+            signal_group(h.pgid(), signals::CONT);
+        }
+    }
+}

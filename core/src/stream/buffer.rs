@@ -1,0 +1,143 @@
+//! The bounded, coalescing buffer between a run and its one reader, and its [`Pressure`]
+//! statistics.
+//!
+//! Admission of an arriving item (decisions.md §3, evaluated BEFORE adding it):
+//!
+//! 1. Under pressure — `len >= high_water` OR `bytes >= byte_budget` — a text delta that can
+//!    merge into the TAIL item (see [`coalesce`](super::coalesce)) is merged: the tail keeps its
+//!    sequence, its `coalesced` grows by one, its text grows exactly. Only the tail is a merge
+//!    target, so the numbers a merged envelope absorbs are always `sequence + 1 ..=
+//!    sequence + coalesced` and a sequence checker can account for them.
+//! 2. Otherwise the item is appended, whatever it is: nothing but text deltas ever merges,
+//!    nothing is ever dropped, and the producer never waits. An item heavier than the whole
+//!    budget is admitted and counted in `oversize` — dropping it could lose a tool call.
+//!
+//! What this bounds: below the marks items queue one by one; at a mark, a run of same-kind
+//! deltas becomes ONE item that grows, instead of many. What it cannot bound: the text itself.
+//! Merging is lossless and the producer never blocks, so text printed while nobody reads is
+//! held until it is read, and non-delta items (and deltas whose tail is another kind) are
+//! appended past the marks. That growth is capped in time, not space: a reader that leaves
+//! items unread for `stall_seconds` gets the run cancelled.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use super::backpressure::Backpressure;
+use super::coalesce::try_merge;
+use super::envelope::Envelope;
+use super::item::StreamItem;
+use super::weight::item_weight;
+
+/// Live statistics of a run's buffer, readable at any time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct Pressure {
+    /// Items waiting unread now (the terminal item is not counted).
+    pub buffered: usize,
+    /// Bytes waiting unread now (each item's weight: the JSON length of its `event`).
+    pub bytes: usize,
+    /// The most items ever waiting at once.
+    pub peak: usize,
+    /// The most bytes ever waiting at once.
+    pub peak_bytes: usize,
+    /// Deltas merged into an earlier buffered delta (= the sum of delivered `coalesced`, when
+    /// everything is read).
+    pub coalesced: u64,
+    /// Items admitted although each alone exceeded the whole byte budget.
+    pub oversize: u64,
+    /// Whether the run was cancelled because its reader stalled.
+    pub stalled: bool,
+    /// Items posted after the terminal item: dropped, never numbered.
+    pub dropped_after_terminal: u64,
+    /// Terminal lifecycle items posted as ordinary items: refused, never numbered (only
+    /// [`RunStream::finish`](super::RunStream::finish) makes the terminal).
+    pub refused_terminals: u64,
+}
+
+#[derive(Debug)]
+struct Slot {
+    env: Envelope,
+    weight: usize,
+}
+
+/// What admission did with an item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Admitted {
+    /// Queued as a new item.
+    Appended,
+    /// Merged into the tail delta.
+    Merged,
+}
+
+/// The queue of unread envelopes with byte accounting.
+#[derive(Debug, Default)]
+pub(crate) struct Buffer {
+    slots: VecDeque<Slot>,
+    bytes: usize,
+    peak: usize,
+    peak_bytes: usize,
+    coalesced: u64,
+    oversize: u64,
+}
+
+impl Buffer {
+    pub(crate) fn admit(
+        &mut self,
+        policy: &Backpressure,
+        run_id: &Arc<str>,
+        sequence: u64,
+        item: StreamItem,
+    ) -> Admitted {
+        let under_pressure = self.slots.len() >= policy.high_water || self.bytes >= policy.byte_budget;
+        if under_pressure {
+            if let Some(tail) = self.slots.back_mut() {
+                if let Some(added) = try_merge(&mut tail.env.item, &item) {
+                    tail.env.coalesced += 1;
+                    tail.weight += added;
+                    self.bytes += added;
+                    self.peak_bytes = self.peak_bytes.max(self.bytes);
+                    self.coalesced += 1;
+                    return Admitted::Merged;
+                }
+            }
+        }
+        let weight = item_weight(&item);
+        if weight > policy.byte_budget {
+            self.oversize += 1;
+        }
+        self.slots
+            .push_back(Slot { env: Envelope { run_id: Arc::clone(run_id), sequence, coalesced: 0, item }, weight });
+        self.bytes += weight;
+        self.peak = self.peak.max(self.slots.len());
+        self.peak_bytes = self.peak_bytes.max(self.bytes);
+        Admitted::Appended
+    }
+
+    pub(crate) fn pop(&mut self) -> Option<Envelope> {
+        let slot = self.slots.pop_front()?;
+        self.bytes -= slot.weight;
+        Some(slot.env)
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.slots.clear();
+        self.bytes = 0;
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// Fill the buffer's share of a [`Pressure`].
+    pub(crate) fn pressure(&self) -> Pressure {
+        Pressure {
+            buffered: self.slots.len(),
+            bytes: self.bytes,
+            peak: self.peak,
+            peak_bytes: self.peak_bytes,
+            coalesced: self.coalesced,
+            oversize: self.oversize,
+            ..Pressure::default()
+        }
+    }
+}

@@ -1,0 +1,157 @@
+//! One cancellation path for every cause (decisions.md §4).
+//!
+//! A caller's stop, a reader that left, a reader that stalled and a timeout all end up as one
+//! [`CancellationToken::cancel`] call carrying a [`CancelReason`]. The token is a one-way
+//! switch: the first reason stands, later cancels are no-ops that return `false` and never
+//! rewrite it — so a client sending stop twice gets one cancelled run and one explanation.
+
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use serde::{Deserialize, Serialize};
+
+/// Why a run was cancelled. Serialized as `{"kind": "caller", "detail": "…"}`,
+/// `{"kind": "reader_left"}`, `{"kind": "stalled"}` or `{"kind": "timeout"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(tag = "kind", content = "detail", rename_all = "snake_case")]
+pub enum CancelReason {
+    /// The caller asked, with its own explanation (e.g. "the client pressed stop").
+    Caller(String),
+    /// The reader left before the run ended (an iterator dropped, a peer vanished).
+    ReaderLeft,
+    /// The reader held unread events for longer than `stall_seconds`.
+    Stalled,
+    /// The run exceeded its time limit.
+    Timeout,
+}
+
+impl CancelReason {
+    /// A caller reason when the caller gave none: `Caller("no reason given")`.
+    pub fn by_caller() -> Self {
+        CancelReason::Caller("no reason given".to_string())
+    }
+
+    /// A caller reason with the given explanation.
+    pub fn caller(detail: impl Into<String>) -> Self {
+        CancelReason::Caller(detail.into())
+    }
+
+    /// The machine-readable kind: `caller`, `reader_left`, `stalled` or `timeout`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            CancelReason::Caller(_) => "caller",
+            CancelReason::ReaderLeft => "reader_left",
+            CancelReason::Stalled => "stalled",
+            CancelReason::Timeout => "timeout",
+        }
+    }
+}
+
+impl fmt::Display for CancelReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CancelReason::Caller(detail) => write!(f, "cancelled by the caller: {detail}"),
+            CancelReason::ReaderLeft => f.write_str("cancelled: the consumer stopped reading the stream (reader left)"),
+            CancelReason::Stalled => {
+                f.write_str("cancelled: the reader stopped reading; unread events waited longer than stall_seconds")
+            }
+            CancelReason::Timeout => f.write_str("cancelled: the run exceeded its time limit"),
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    cancelled: AtomicBool,
+    reason: Mutex<Option<CancelReason>>,
+}
+
+/// A one-way, thread-safe cancellation switch. Clones share the switch.
+///
+/// ```
+/// use agentstream_core::stream::{CancellationToken, CancelReason};
+/// let token = CancellationToken::new();
+/// assert!(token.cancel(CancelReason::caller("the client pressed stop")));
+/// assert!(!token.cancel(CancelReason::Timeout)); // the first reason stands
+/// assert_eq!(token.reason(), Some(CancelReason::caller("the client pressed stop")));
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct CancellationToken {
+    inner: Arc<Inner>,
+}
+
+impl CancellationToken {
+    /// A token not yet cancelled.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Option<CancelReason>> {
+        // A panic while holding this lock cannot leave the Option half-written.
+        self.inner.reason.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Cancel with `reason`. True only for the call that flipped the switch; every later call
+    /// is a no-op returning false, and the first reason stands.
+    pub fn cancel(&self, reason: CancelReason) -> bool {
+        let mut slot = self.lock();
+        if slot.is_some() {
+            return false;
+        }
+        *slot = Some(reason);
+        self.inner.cancelled.store(true, Ordering::Release);
+        true
+    }
+
+    /// Whether the switch was flipped (lock-free).
+    pub fn is_cancelled(&self) -> bool {
+        self.inner.cancelled.load(Ordering::Acquire)
+    }
+
+    /// The reason that flipped the switch, if any.
+    pub fn reason(&self) -> Option<CancelReason> {
+        self.lock().clone()
+    }
+
+    /// True when both handles share one switch.
+    pub fn same_as(&self, other: &CancellationToken) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_reason_stands_across_clones_and_threads() {
+        let t = CancellationToken::new();
+        assert!(!t.is_cancelled() && t.reason().is_none());
+        let winners: usize = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..8)
+                .map(|i| {
+                    let t = t.clone();
+                    s.spawn(move || t.cancel(CancelReason::caller(format!("stop {i}"))) as usize)
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).sum()
+        });
+        assert_eq!(winners, 1);
+        assert!(t.is_cancelled());
+        let first = t.reason().unwrap();
+        assert!(!t.cancel(CancelReason::Stalled));
+        assert_eq!(t.reason().unwrap(), first);
+    }
+
+    #[test]
+    fn reasons_display_and_serialize() {
+        assert_eq!(CancelReason::by_caller().to_string(), "cancelled by the caller: no reason given");
+        assert!(CancelReason::Stalled.to_string().contains("stopped reading"));
+        assert!(CancelReason::ReaderLeft.to_string().contains("stopped reading"));
+        assert_eq!(serde_json::to_string(&CancelReason::Stalled).unwrap(), r#"{"kind":"stalled"}"#);
+        assert_eq!(serde_json::to_string(&CancelReason::caller("x")).unwrap(), r#"{"kind":"caller","detail":"x"}"#);
+        assert_eq!(CancelReason::Timeout.code(), "timeout");
+    }
+}
