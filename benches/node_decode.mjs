@@ -3,9 +3,11 @@
 // mixed corpus of every golden `s*` trace (real captures of all seven harnesses), side by side in
 // one run with a plain-JavaScript `JSON.parse` normalizer of the same corpus.
 //
-//   node benches/node_decode.mjs [--seconds 1] [--rounds 5] [--chunk 1024]
+//   node benches/node_decode.mjs [--seconds 0.3] [--rounds 7] [--chunk 1024]
 //
-// Variants (each round decodes the whole corpus repeatedly for --seconds; best round reported):
+// Variants (interleaved: each round gives every variant a --seconds slice of passes over the
+// whole corpus; the best round's CPU time per pass is reported, so a busy shared machine
+// disturbs the comparison less):
 //   agentstream Decoder            the public API: one JSON array per feed() from Rust, JSON.parse in JS
 //   native objects (napi)          the same decoder, events built as JS objects through napi
 //                                  (kept only for this comparison: see toolchain.md, "Node")
@@ -32,8 +34,8 @@ const opt = (name, dflt) => {
   const i = args.indexOf(`--${name}`);
   return i >= 0 ? Number(args[i + 1]) : dflt;
 };
-const SECONDS = opt('seconds', 1);
-const ROUNDS = opt('rounds', 5);
+const SECONDS = opt('seconds', 0.3);
+const ROUNDS = opt('rounds', 7);
 const CHUNK = opt('chunk', 1024);
 
 // ---------------------------------------------------------------------------------------------
@@ -321,35 +323,50 @@ function cb(e) {
   sink += typeof e === 'string' ? e.length : e.update.sessionUpdate.length;
 }
 
-function measure(run) {
+/** Events per pass of a variant (the callback counts; forwarding variants parse to count). */
+function eventsPerPass(run) {
   let events = 0;
   const count = (e) => {
     events += typeof e === 'string' ? JSON.parse(e).length : 1;
     cb(e);
   };
   for (const t of corpus) run(t, count);
-  const perPass = events;
-  for (let i = 0; i < 200; i++) for (const t of corpus) run(t, cb); // warm up
-  let best = Infinity;
-  let bestPasses = 0;
+  return events;
+}
+
+/** CPU nanoseconds of this process (user + system): unlike wall time, not inflated while other
+ *  processes on this shared machine hold the CPU. */
+function cpuNs() {
+  const u = process.cpuUsage();
+  return (u.user + u.system) * 1000;
+}
+
+/** One slice: passes over the corpus for about `seconds` of wall time; CPU ns per pass. */
+function slice(run, seconds) {
+  const deadline = process.hrtime.bigint() + BigInt(Math.round(seconds * 1e9));
+  const start = cpuNs();
+  let passes = 0;
+  do {
+    for (const t of corpus) run(t, cb);
+    passes++;
+  } while (process.hrtime.bigint() < deadline);
+  return (cpuNs() - start) / passes;
+}
+
+/** Interleaved: every round gives each variant one slice, so load changes hit all alike. */
+function measureAll(variants) {
+  const best = variants.map(() => Infinity);
+  variants.forEach(([, , run]) => slice(run, 0.2)); // warm up
   for (let r = 0; r < ROUNDS; r++) {
-    const deadline = process.hrtime.bigint() + BigInt(Math.round(SECONDS * 1e9));
-    const start = process.hrtime.bigint();
-    let passes = 0;
-    let now;
-    do {
-      for (const t of corpus) run(t, cb);
-      passes++;
-      now = process.hrtime.bigint();
-    } while (now < deadline);
-    const perPassNs = Number(now - start) / passes;
-    if (perPassNs < best) {
-      best = perPassNs;
-      bestPasses = passes;
-    }
+    variants.forEach(([, , run], i) => {
+      best[i] = Math.min(best[i], slice(run, SECONDS));
+    });
   }
-  const seconds = best / 1e9;
-  return { perPass, passes: bestPasses, eventsPerSec: perPass / seconds, mbPerSec: corpusBytes / 1e6 / seconds, nsPerEvent: best / perPass };
+  return variants.map(([name, mode, run], i) => {
+    const perPass = eventsPerPass(run);
+    const seconds = best[i] / 1e9;
+    return { name, mode, perPass, eventsPerSec: perPass / seconds, mbPerSec: corpusBytes / 1e6 / seconds, nsPerEvent: best[i] / perPass };
+  });
 }
 
 const variants = [
@@ -364,9 +381,8 @@ const variants = [
 ];
 
 console.log(`agentstream ${VERSION} on Node ${process.version}: ${corpus.length} traces (${[...new Set(corpus.map((t) => t.agent))].join(', ')}), ${(corpusBytes / 1024).toFixed(1)} KiB per pass`);
-console.log(`best of ${ROUNDS} rounds of ${SECONDS}s each\n`);
-const rows = [];
-for (const [name, mode, run] of variants) rows.push({ name, mode, ...measure(run) });
+console.log(`CPU time per pass, best of ${ROUNDS} interleaved rounds of ${SECONDS}s per variant\n`);
+const rows = measureAll(variants);
 
 const pad = (s, n) => String(s).padEnd(n);
 const lpad = (s, n) => String(s).padStart(n);
