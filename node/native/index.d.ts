@@ -57,9 +57,11 @@ export declare class NativeRun {
   get runId(): string
   /**
    * Up to `max` deliveries as a JSON array, as soon as at least one is ready; `null` once the
-   * stream is over (after the terminal item and its hook events).
+   * stream is over (after the terminal item and its hook events). `mask` selects what is
+   * serialized (bits: 1 content, 2 lifecycle, 4 stdout, 8 stderr, 16 hook events; default
+   * all): the others are consumed unseen, so the array may be empty (`"[]"`).
    */
-  nextBatch(max: number): Promise<string | null>
+  nextBatch(max: number, mask?: number | undefined | null): Promise<string | null>
   /**
    * The run's result (camelCase JSON), once it has finished. Resolves for every outcome:
    * a failed or cancelled run is a result, not an error.

@@ -44,6 +44,8 @@ type Delivery = Envelope | HookEvent;
 
 type AnyHandler = (payload: unknown) => unknown;
 
+const EMPTY: readonly AnyHandler[] = Object.freeze([]);
+
 function isThenable(value: unknown): value is PromiseLike<unknown> {
   return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function';
 }
@@ -55,11 +57,13 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
 class Sink {
   readonly #lists: Readonly<Record<Channel, readonly AnyHandler[]>>;
   readonly #onEvent: HookHandler | undefined;
+  readonly #hookList: readonly AnyHandler[];
   runId = '';
 
   constructor(lists: Readonly<Record<Channel, readonly AnyHandler[]>>, onEvent: HookHandler | undefined) {
     this.#lists = lists;
     this.#onEvent = onEvent;
+    this.#hookList = onEvent === undefined ? EMPTY : [onEvent as AnyHandler];
   }
 
   /** Whether anything listens (else the run is await-only: no reader is attached). */
@@ -68,14 +72,25 @@ class Sink {
     return this.#onEvent !== undefined || l.content.length + l.lifecycle.length + l.stdout.length + l.stderr.length > 0;
   }
 
+  /** What the handlers listen to now, as `nextBatch`'s mask (1 content, 2 lifecycle, 4 stdout, 8 stderr, 16 hooks). */
+  get mask(): number {
+    const l = this.#lists;
+    return (
+      (l.content.length > 0 ? 1 : 0) |
+      (l.lifecycle.length > 0 ? 2 : 0) |
+      (l.stdout.length > 0 ? 4 : 0) |
+      (l.stderr.length > 0 ? 8 : 0) |
+      (this.#onEvent !== undefined ? 16 : 0)
+    );
+  }
+
   /** Deliver one; returns a promise only when a handler returned one. */
   deliver(d: Delivery): Promise<void> | undefined {
     if ('channel' in d) {
       const list = this.#lists[d.channel];
       return list.length === 0 ? undefined : this.#each(list, d.channel, d.event, d.sequence);
     }
-    const onEvent = this.#onEvent;
-    return onEvent === undefined ? undefined : this.#each([onEvent as AnyHandler], 'onEvent', d, d.sequence);
+    return this.#hookList.length === 0 ? undefined : this.#each(this.#hookList, 'onEvent', d, d.sequence);
   }
 
   #each(list: readonly AnyHandler[], channel: HandlerWarning['channel'], payload: unknown, sequence: number): Promise<void> | undefined {
@@ -127,10 +142,13 @@ function batch(json: string): Delivery[] {
   return JSON.parse(json) as Delivery[];
 }
 
-/** Read `run` to its end, delivering everything to `sink`. */
+/**
+ * Read `run` to its end, delivering to `sink`. Only what a handler listens to is serialized by
+ * the addon (the mask is re-read at every pull, so `on()` during a run takes effect).
+ */
 async function pump(run: NativeRun, sink: Sink): Promise<void> {
   for (;;) {
-    const json = await pull(run);
+    const json = await pull(run, sink.mask);
     if (json === null) return;
     const items = batch(json);
     for (let i = 0; i < items.length; i++) {
@@ -140,9 +158,9 @@ async function pump(run: NativeRun, sink: Sink): Promise<void> {
   }
 }
 
-async function pull(run: NativeRun): Promise<string | null> {
+async function pull(run: NativeRun, mask?: number): Promise<string | null> {
   try {
-    return await run.nextBatch(BATCH);
+    return await run.nextBatch(BATCH, mask);
   } catch (e) {
     throw fromNative(e);
   }
@@ -267,8 +285,6 @@ function commandArgv(command: unknown, what: string): string[] {
   }
   throw new InvalidArgumentError(`${what} needs { command: string | string[] } (a non-empty array), got ${describe(command)}`);
 }
-
-const EMPTY: readonly AnyHandler[] = Object.freeze([]);
 
 /**
  * An agent you run: one harness configuration, one operation at a time.
@@ -419,7 +435,14 @@ export class Evolve {
 
   async #drive(run: NativeRun, sink: Sink, attached: boolean): Promise<RunResult> {
     sink.runId = run.runId;
-    if (attached) await pump(run, sink);
+    if (attached) {
+      try {
+        await pump(run, sink);
+      } catch (e) {
+        run.readerLeft(); // an internal error while reading: cancel through the one path
+        throw e;
+      }
+    }
     return waitResult(run);
   }
 

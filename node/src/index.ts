@@ -1,12 +1,16 @@
 /**
- * agentstream for Node.js: decode the stdout JSONL of coding-agent CLIs (claude, codex, gemini,
- * qwen, kimi, opencode, droid) into ACP-style events.
+ * agentstream for Node.js: run coding-agent CLIs (claude, codex, gemini, qwen, kimi, opencode,
+ * droid) and receive their output as ACP-style events in real time, or decode recorded output.
  *
  * This wrapper holds no behaviour: every decision is made by the Rust core (through the native
- * addon in `../native/`); this file only converts shapes and errors.
+ * addon in `../native/`); this package only converts shapes and errors and calls handlers.
  *
  * ```ts
- * import { Decoder, parse } from 'agentstream';
+ * import { Evolve, Decoder } from 'agentstream';
+ * const evolve = new Evolve({ config: { type: 'claude' } });
+ * evolve.on('content', (event) => console.log(event.update.sessionUpdate));
+ * const run = await evolve.run({ prompt: 'Hello', onEvent: (e) => console.log(e.type) });
+ *
  * const decoder = new Decoder('gemini');
  * for (const event of decoder.feed(chunk)) console.log(event.update.sessionUpdate);
  * decoder.finish();

@@ -233,15 +233,38 @@ pub(crate) fn write_envelope(out: &mut Vec<u8>, env: &Envelope) -> serde_json::R
     }
 }
 
+/// Bits of the `mask` of `nextBatch`: which deliveries JavaScript wants serialized.
+const MASK_CONTENT: u32 = 1;
+const MASK_LIFECYCLE: u32 = 2;
+const MASK_STDOUT: u32 = 4;
+const MASK_STDERR: u32 = 8;
+const MASK_HOOKS: u32 = 16;
+
+fn wanted(d: &Delivery, mask: u32) -> bool {
+    let bit = match d {
+        Delivery::Item(env) => match env.channel() {
+            Channel::Content => MASK_CONTENT,
+            Channel::Lifecycle => MASK_LIFECYCLE,
+            Channel::Stdout => MASK_STDOUT,
+            Channel::Stderr => MASK_STDERR,
+        },
+        Delivery::Hook(_) => MASK_HOOKS,
+    };
+    mask & bit != 0
+}
+
 /// A batch of deliveries as one JSON array: envelopes (they have `channel`) and hook events
-/// (flat camelCase; they have `type` and no `channel`), in delivery order.
-fn batch_json(batch: &[Delivery]) -> JsResult<String> {
+/// (flat camelCase; they have `type` and no `channel`), in delivery order. Deliveries outside
+/// `mask` (channels nobody listens to) are read — the stream moves on — but not serialized.
+fn batch_json(batch: &[Delivery], mask: u32) -> JsResult<String> {
     let mut out = Vec::with_capacity(batch.len() * 256);
     out.push(b'[');
-    for (i, d) in batch.iter().enumerate() {
-        if i > 0 {
+    let mut first = true;
+    for d in batch.iter().filter(|d| wanted(d, mask)) {
+        if !first {
             out.push(b',');
         }
+        first = false;
         match d {
             Delivery::Item(env) => write_envelope(&mut out, env),
             Delivery::Hook(hook) => serde_json::to_writer(&mut out, &hook.to_flat_camel()),
@@ -298,16 +321,19 @@ impl NativeRun {
     }
 
     /// Up to `max` deliveries as a JSON array, as soon as at least one is ready; `null` once the
-    /// stream is over (after the terminal item and its hook events).
+    /// stream is over (after the terminal item and its hook events). `mask` selects what is
+    /// serialized (bits: 1 content, 2 lifecycle, 4 stdout, 8 stderr, 16 hook events; default
+    /// all): the others are consumed unseen, so the array may be empty (`"[]"`).
     #[napi(ts_return_type = "Promise<string | null>")]
-    pub fn next_batch<'env>(&self, env: &'env Env, max: u32) -> napi::Result<Object<'env>> {
+    pub fn next_batch<'env>(&self, env: &'env Env, max: u32, mask: Option<u32>) -> napi::Result<Object<'env>> {
+        let mask = mask.unwrap_or(u32::MAX);
         let (deferred, promise) = env.create_deferred::<Option<String>, Settle<Option<String>>>()?;
         let max = (max as usize).max(1);
         let handle = self.handle.clone();
         // Ready now: settle at once, without a hop through the runtime.
         let ready = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handle.try_next_batch(max)));
         match ready {
-            Ok(batch) if !batch.is_empty() => match batch_json(&batch) {
+            Ok(batch) if !batch.is_empty() => match batch_json(&batch, mask) {
                 Ok(json) => deferred.resolve(Box::new(move |_| Ok(Some(json)))),
                 Err(e) => deferred.reject(napi::Error::from_reason(e.to_string())),
             },
@@ -317,7 +343,7 @@ impl NativeRun {
                     Some(first) => {
                         let mut batch = vec![first];
                         batch.extend(handle.try_next_batch(max - 1));
-                        batch_json(&batch).map(Some)
+                        batch_json(&batch, mask).map(Some)
                     }
                 }
             }),
