@@ -71,8 +71,11 @@ pub struct NativeRunOptions {
     pub kill_grace_ms: Option<f64>,
 }
 
+/// `Number.MAX_SAFE_INTEGER`.
+const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
+
 fn count(value: f64, what: &str) -> Result<usize, Code> {
-    if value.is_finite() && value >= 0.0 && value.fract() == 0.0 && value <= u32::MAX as f64 * 4096.0 {
+    if (0.0..=MAX_SAFE_INTEGER).contains(&value) && value.fract() == 0.0 {
         Ok(value as usize)
     } else {
         Err(invalid(format!("{what} must be a non-negative integer, got {value}")))
@@ -80,7 +83,7 @@ fn count(value: f64, what: &str) -> Result<usize, Code> {
 }
 
 fn millis(value: f64, what: &str) -> Result<Duration, Code> {
-    if value.is_finite() && value >= 0.0 && value < 1e15 {
+    if (0.0..MAX_SAFE_INTEGER).contains(&value) {
         Ok(Duration::from_secs_f64(value / 1000.0))
     } else {
         Err(invalid(format!("{what} must be a non-negative number of milliseconds, got {value}")))
