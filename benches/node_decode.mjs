@@ -17,7 +17,21 @@
 // byte chunks (the JS baseline then frames lines itself with a StringDecoder). Two more rows
 // measure forwarding: the callback gets the events as JSON text (Decoder.feedJson, versus the
 // plain-JS normalizer followed by JSON.stringify).
-import { readFileSync, readdirSync } from 'node:fs';
+//
+// Then end to end through REAL processes: the fake harness (target/release/fake-harness, built by
+// `make bench-node`) prints each agent's corpus (its s* traces repeated to --run-mb MiB) on its
+// stdout line by line, as the real CLI would, one process per agent per pass:
+//   agentstream run (on content)   await evolve.run(...) with an on('content', callback) handler:
+//                                  the core's runner reads the pipe, decodes, sequences, buffers;
+//                                  JS pulls JSON batches of the channels it listens to
+//   agentstream stream (for await) for await over evolve.stream(...): every envelope (stdout lines
+//                                  included) is yielded; the callback gets the content events
+//   plain JS run                   child_process.spawn of the same harness, 'data' chunks framed
+//                                  with a StringDecoder and the plain-JS normalizer
+//   harness alone                  the same process, its output read and discarded (the ceiling)
+// CPU time is this process's (the runner's threads included, never the harness's); wall time too.
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
@@ -26,7 +40,7 @@ import { fileURLToPath } from 'node:url';
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = join(here, '..');
 const require = createRequire(join(repo, 'node', 'package.json'));
-const { Decoder, VERSION } = require('agentstream');
+const { Decoder, Evolve, VERSION } = require('agentstream');
 const native = require('./native/index.js');
 
 const args = process.argv.slice(2);
@@ -37,6 +51,8 @@ const opt = (name, dflt) => {
 const SECONDS = opt('seconds', 0.3);
 const ROUNDS = opt('rounds', 7);
 const CHUNK = opt('chunk', 1024);
+const RUN_MB = opt('run-mb', 1);
+const RUN_ROUNDS = opt('run-rounds', 5);
 
 // ---------------------------------------------------------------------------------------------
 // Corpus
@@ -397,4 +413,125 @@ for (const mode of ['whole', `${CHUNK} B chunks`]) {
 }
 const [fwd, fwdBase] = rows.filter((r) => r.mode === 'forwarding');
 console.log(`${pad('forwarding:', 16)} Decoder.feedJson / plain JS + JSON.stringify = ${(fwd.mbPerSec / fwdBase.mbPerSec).toFixed(2)}x MB/s`);
+
+// ---------------------------------------------------------------------------------------------
+// End to end: real processes
+
+const FAKE = join(process.env.CARGO_TARGET_DIR ? join(repo, process.env.CARGO_TARGET_DIR) : join(repo, 'target'), 'release', 'fake-harness');
+
+/** Each agent's corpus on disk, repeated to RUN_MB MiB: what the fake harness prints. */
+function runCorpus() {
+  const dir = join(repo, 'bench-corpus', 'node');
+  mkdirSync(dir, { recursive: true });
+  const out = [];
+  for (const agent of [...new Set(corpus.map((t) => t.agent))]) {
+    const one = Buffer.concat(corpus.filter((t) => t.agent === agent).map((t) => t.bytes));
+    const times = Math.max(1, Math.floor((RUN_MB * 1024 * 1024) / one.length));
+    const bytes = Buffer.concat(Array.from({ length: times }, () => one));
+    const prefix = join(dir, agent);
+    writeFileSync(`${prefix}.input.jsonl`, bytes);
+    out.push({ agent, prefix, bytes });
+  }
+  return out;
+}
+
+function harnessEnv(t) {
+  return { AGENTSTREAM_FAKE_TRACE: t.prefix };
+}
+
+async function runOn(t, cb) {
+  const evolve = new Evolve({ config: { type: t.agent, bin: FAKE, env: harnessEnv(t) } });
+  evolve.on('content', cb);
+  const r = await evolve.run({ prompt: 'bench' });
+  if (r.state === 'cancelled') throw new Error(`run ${r.state}: ${r.cancelReason}`);
+}
+
+async function runStream(t, cb) {
+  const evolve = new Evolve({ config: { type: t.agent, bin: FAKE, env: harnessEnv(t) } });
+  const s = evolve.stream({ prompt: 'bench' });
+  for await (const e of s) if (e.channel === 'content') cb(e.event);
+  const r = await s.result;
+  if (r.state === 'cancelled') throw new Error(`run ${r.state}: ${r.cancelReason}`);
+}
+
+function spawned(t, onData) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(FAKE, ['-p', 'bench'], { env: { ...process.env, ...harnessEnv(t) }, stdio: ['ignore', 'pipe', 'ignore'] });
+    child.stdout.on('data', onData);
+    child.on('error', reject);
+    child.on('close', resolve);
+  });
+}
+
+async function runPlain(t, cb) {
+  const norm = makeNormalizer(t.agent);
+  const dec = new StringDecoder('utf8');
+  let pending = '';
+  const out = [];
+  await spawned(t, (c) => {
+    const lines = (pending + dec.write(c)).split('\n');
+    pending = lines.pop();
+    for (const line of lines) norm(line, out);
+    for (const e of out) cb(e);
+    out.length = 0;
+  });
+  norm(pending + dec.end(), out);
+  for (const e of out) cb(e);
+}
+
+async function runAlone(t) {
+  await spawned(t, () => {});
+}
+
+async function runPass(run, traces, callback) {
+  for (const t of traces) await run(t, callback);
+}
+
+async function measureRuns(variants, traces) {
+  const bytes = traces.reduce((n, t) => n + t.bytes.length, 0);
+  const best = variants.map(() => ({ cpu: Infinity, wall: Infinity }));
+  for (const [, run] of variants) await runPass(run, traces, cb); // warm up
+  for (let r = 0; r < RUN_ROUNDS; r++) {
+    for (let i = 0; i < variants.length; i++) {
+      const cpu0 = cpuNs();
+      const wall0 = process.hrtime.bigint();
+      await runPass(variants[i][1], traces, cb);
+      best[i].cpu = Math.min(best[i].cpu, cpuNs() - cpu0);
+      best[i].wall = Math.min(best[i].wall, Number(process.hrtime.bigint() - wall0));
+    }
+  }
+  const rowsOut = [];
+  for (let i = 0; i < variants.length; i++) {
+    let events = 0;
+    await runPass(variants[i][1], traces, () => events++);
+    rowsOut.push({ name: variants[i][0], events, bytes, ...best[i] });
+  }
+  return rowsOut;
+}
+
+if (!existsSync(FAKE)) {
+  console.log(`\n(no ${FAKE}: build it with cargo build --release -p agentstream-cli --bins for the run rows)`);
+} else {
+  const traces = runCorpus();
+  const runVariants = [
+    ['agentstream run (on content)', runOn],
+    ['agentstream stream (for await)', runStream],
+    ['plain JS run (spawn + normalizer)', runPlain],
+    ['harness alone (read, discard)', runAlone],
+  ];
+  const totalBytes = traces.reduce((n, t) => n + t.bytes.length, 0);
+  console.log(`\nReal runs: the fake harness prints ${traces.length} agents' corpora (${(totalBytes / 1048576).toFixed(1)} MiB per pass, line by line); best of ${RUN_ROUNDS} interleaved passes`);
+  const runRows = await measureRuns(runVariants, traces);
+  console.log(`${pad('variant', 48)}${lpad('events', 10)}${lpad('CPU events/s', 14)}${lpad('CPU MB/s', 10)}${lpad('wall events/s', 15)}${lpad('wall MB/s', 11)}`);
+  for (const r of runRows) {
+    const cpuS = r.cpu / 1e9;
+    const wallS = r.wall / 1e9;
+    console.log(`${pad(r.name, 48)}${lpad(r.events, 10)}${lpad(Math.round(r.events / cpuS).toLocaleString('en'), 14)}${lpad((r.bytes / 1e6 / cpuS).toFixed(1), 10)}${lpad(Math.round(r.events / wallS).toLocaleString('en'), 15)}${lpad((r.bytes / 1e6 / wallS).toFixed(1), 11)}`);
+  }
+  const [on, st, plain] = runRows;
+  console.log('');
+  console.log(`run:     agentstream run / plain JS run = ${(plain.cpu / on.cpu).toFixed(2)}x (CPU), ${(plain.wall / on.wall).toFixed(2)}x (wall); stream / plain JS = ${(plain.cpu / st.cpu).toFixed(2)}x (CPU), ${(plain.wall / st.wall).toFixed(2)}x (wall)`);
+  const [dec, , base] = rows.filter((r) => r.mode === 'whole');
+  console.log(`decoder: Decoder / plain JS = ${(dec.eventsPerSec / base.eventsPerSec).toFixed(2)}x (CPU, whole traces)`);
+}
 if (sink === 42) console.log(''); // keep the callback's work observable

@@ -1,9 +1,11 @@
 # Node binding (npm package `agentstream` in node/, addon crate bindings/node: napi-rs 3).
-#   make test-node     npm ci (when the lock changed), then the root `npm test` a user runs from a
-#                      fresh clone: napi build --release + tsc, node --test node/test/ (golden
-#                      replay, API, ESM + CommonJS, panic safety, types vs schema, tsc strict);
-#                      then fails if the generated node/native/index.{js,d.ts} differ from git
-#   make bench-node    benches/node_decode.mjs (Decoder vs a plain-JS JSON.parse normalizer)
+#   make test-node     npm ci (when the lock changed), the fake harness (release, shared target/:
+#                      the real-run tests start it as the harness), then the root `npm test` a
+#                      user runs from a fresh clone: napi build --release + tsc, node --test
+#                      node/test/ (golden replay, real runs, API, ESM + CommonJS, panic safety,
+#                      types vs schema, tsc strict); then fails if the generated
+#                      node/native/index.{js,d.ts} differ from git
+#   make bench-node    benches/node_decode.mjs (Decoder and real runs vs plain-JS baselines)
 # `napi build` always passes --target <host triple> (toolchain.md N1), so the addon and its
 # dependencies build in target/<triple>/release of the shared workspace target dir.
 
@@ -11,7 +13,7 @@ NPM ?= npm
 NODE_STAMP := node_modules/.package-lock.json
 
 LANG_TESTS += test-node
-.PHONY: build-node test-node check-node-generated bench-node
+.PHONY: build-node node-fake-harness test-node check-node-generated bench-node
 
 # npm ci only when the lock file or a manifest is newer than the last install.
 $(NODE_STAMP): package-lock.json package.json node/package.json
@@ -21,7 +23,11 @@ $(NODE_STAMP): package-lock.json package.json node/package.json
 build-node: $(NODE_STAMP)
 	$(NPM) run build
 
-test-node: $(NODE_STAMP)
+# The same command as mk/python.mk's: one build, whichever language's tests run first.
+node-fake-harness:
+	$(CARGO) build --release -p agentstream-cli --bins
+
+test-node: $(NODE_STAMP) node-fake-harness
 	$(NPM) test
 	$(MAKE) --no-print-directory check-node-generated
 
@@ -32,5 +38,5 @@ check-node-generated:
 	    || { echo "node/native/index.{js,d.ts} changed: commit the regenerated files" >&2; exit 1; }; \
 	fi
 
-bench-node: build-node
+bench-node: build-node node-fake-harness
 	node benches/node_decode.mjs

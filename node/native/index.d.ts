@@ -51,11 +51,69 @@ export declare class NativeDecoder {
   get hasPartialLine(): boolean
 }
 
+/** One operation: pull its deliveries, cancel it, await its result. */
+export declare class NativeRun {
+  /** The run's id. */
+  get runId(): string
+  /**
+   * Up to `max` deliveries as a JSON array, as soon as at least one is ready; `null` once the
+   * stream is over (after the terminal item and its hook events). `mask` selects what is
+   * serialized (bits: 1 content, 2 lifecycle, 4 stdout, 8 stderr, 16 hook events; default
+   * all): the others are consumed unseen, so the array may be empty (`"[]"`).
+   */
+  nextBatch(max: number, mask?: number | undefined | null): Promise<string | null>
+  /**
+   * The run's result (camelCase JSON), once it has finished. Resolves for every outcome:
+   * a failed or cancelled run is a result, not an error.
+   */
+  wait(): Promise<string>
+  /** The result (camelCase JSON) if the run has finished, else `null`. */
+  resultJson(): string | null
+  /** Cancel the run (the first reason stands). */
+  cancel(reason: string): void
+  /** The reader left early (`break` out of `for await`): cancels through the one path. */
+  readerLeft(): void
+  /** Live backpressure statistics (camelCase JSON). */
+  pressureJson(): string
+  /** True once the result is known. */
+  get isFinished(): boolean
+}
+
+/** One agent configuration; one operation at a time (the core's [`Session`]). */
+export declare class NativeSession {
+  constructor(config: NativeAgentConfig)
+  /**
+   * Start a harness run with `options.prompt`. Throws `HARNESS_NOT_FOUND`,
+   * `ALREADY_RUNNING`, `SPAWN_FAILED` or `INVALID_ARGUMENT`.
+   */
+  startRun(options: NativeRunOptions): NativeRun
+  /** Start any command (`options.argv`) with the same streaming and lifecycle. */
+  startCommand(options: NativeRunOptions): NativeRun
+  /** Pause the active operation (SIGSTOP; lifecycle `sandbox_pause`). `NOT_RUNNING` without one. */
+  pause(): void
+  /** Resume a paused operation (SIGCONT; lifecycle `sandbox_resume`). */
+  resume(): void
+  /** Interrupt the active operation (SIGTERM, SIGKILL after the grace period). */
+  interrupt(reason: string): void
+  /** Kill the active operation at once (lifecycle `sandbox_killed`); a no-op without one. */
+  kill(): void
+  /** The run id of the active operation, if any. */
+  get activeRunId(): string | null
+  /** The `sandbox_ready` lifecycle event describing the session now (camelCase JSON). */
+  readyEventJson(): string
+}
+
 /**
  * Test only: panics inside the guard, to prove a panic becomes an `INTERNAL` error and never
  * aborts the process.
  */
 export declare function __testPanic(message: string): void
+
+/**
+ * Test only: a promise whose task panics on the core's runtime, to prove the panic becomes a
+ * rejection (never a hang or an abort).
+ */
+export declare function __testPanicAsync(message: string): Promise<string>
 
 /** Every agent name, in documentation order. */
 export declare function agentNames(): Array<string>
@@ -95,6 +153,41 @@ export declare function hookToCamelJson(canonicalJson: string): string
  * keys: `sandboxId`, `browser.liveUrl`, …), as JSON.
  */
 export declare function lifecycleToCamelJson(coreJson: string): string
+
+/** How to start a harness (the wrapper's `AgentConfig`, validated there). */
+export interface NativeAgentConfig {
+  agent: string
+  agentId?: string
+  bin?: string
+  model?: string
+  extraArgs?: Array<string>
+  cwd?: string
+  env?: Record<string, string>
+}
+
+/** Options shared by runs and commands (milliseconds, and the core's backpressure marks). */
+export interface NativeRunOptions {
+  /** The prompt (a harness run). */
+  prompt?: string
+  /** The program and its arguments (a command run). */
+  argv?: Array<string>
+  /** Working directory of a command. */
+  cwd?: string
+  /** Extra environment of a command. */
+  env?: Record<string, string>
+  timeoutMs?: number
+  highWater?: number
+  byteBudget?: number
+  stallSeconds?: number
+  redact?: boolean
+  idempotentTools?: Array<string>
+  /** Interleave hook events (`onEvent`). */
+  hooks: boolean
+  /** Attach a reader (false = await-only). */
+  attachReader: boolean
+  background?: boolean
+  killGraceMs?: number
+}
 
 /** Decode a whole recorded output (bytes) at once; returns a JSON array of events. */
 export declare function parse(agent: string, bytes: Uint8Array): string

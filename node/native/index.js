@@ -836,7 +836,10 @@ function __napiStampBindingTarget(exportsObject, target) {
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
 module.exports.NativeDecoder = nativeBinding.NativeDecoder
+module.exports.NativeRun = nativeBinding.NativeRun
+module.exports.NativeSession = nativeBinding.NativeSession
 module.exports.__testPanic = nativeBinding.__testPanic
+module.exports.__testPanicAsync = nativeBinding.__testPanicAsync
 module.exports.agentNames = nativeBinding.agentNames
 module.exports.channelNames = nativeBinding.channelNames
 module.exports.checkAgent = nativeBinding.checkAgent

@@ -110,6 +110,49 @@ export class InvalidArgumentError extends TypeError {
   }
 }
 
+/**
+ * A handler (`on(...)` or `onEvent`) threw or rejected while a run delivered an event. It is
+ * REPORTED, not thrown: agentstream passes it to `process.emitWarning` once per failure, so
+ * `process.on('warning', (w) => …)` receives it (and Node prints it unless warnings are
+ * silenced), and the run goes on with the next handler and the next event.
+ *
+ * ```ts
+ * process.on('warning', (w) => {
+ *   if (w instanceof HandlerWarning) log(w.channel, w.sequence, w.event, w.cause);
+ * });
+ * ```
+ */
+export class HandlerWarning extends Error {
+  /** `process.emitWarning` code. */
+  readonly code = 'AGENTSTREAM_HANDLER_FAILED' as const;
+  /** The handler's channel: `content`, `lifecycle`, `stdout`, `stderr`, or `onEvent`. */
+  readonly channel: 'content' | 'lifecycle' | 'stdout' | 'stderr' | 'onEvent';
+  /** The run the event belongs to. */
+  readonly runId: string;
+  /** The sequence of the stream item the event is (or, for a hook event, was derived from). */
+  readonly sequence: number;
+  /** The event the handler failed on, exactly as it was passed to the handler. */
+  readonly event: unknown;
+  /** What the handler threw (or rejected with). */
+  declare readonly cause: unknown;
+
+  constructor(
+    channel: HandlerWarning['channel'],
+    runId: string,
+    sequence: number,
+    event: unknown,
+    cause: unknown,
+  ) {
+    const what = cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause);
+    super(`an ${channel === 'onEvent' ? 'onEvent' : `on('${channel}')`} handler failed on sequence ${sequence} of run ${runId}: ${what}`, { cause });
+    this.name = 'AgentStreamHandlerWarning';
+    this.channel = channel;
+    this.runId = runId;
+    this.sequence = sequence;
+    this.event = event;
+  }
+}
+
 /** Any error agentstream throws. */
 export type AnyAgentStreamError = AgentStreamError | InvalidArgumentError;
 

@@ -1,12 +1,16 @@
 /**
- * agentstream for Node.js: decode the stdout JSONL of coding-agent CLIs (claude, codex, gemini,
- * qwen, kimi, opencode, droid) into ACP-style events.
+ * agentstream for Node.js: run coding-agent CLIs (claude, codex, gemini, qwen, kimi, opencode,
+ * droid) and receive their output as ACP-style events in real time, or decode recorded output.
  *
  * This wrapper holds no behaviour: every decision is made by the Rust core (through the native
- * addon in `../native/`); this file only converts shapes and errors.
+ * addon in `../native/`); this package only converts shapes and errors and calls handlers.
  *
  * ```ts
- * import { Decoder, parse } from 'agentstream';
+ * import { Evolve, Decoder } from 'agentstream';
+ * const evolve = new Evolve({ config: { type: 'claude' } });
+ * evolve.on('content', (event) => console.log(event.update.sessionUpdate));
+ * const run = await evolve.run({ prompt: 'Hello', onEvent: (e) => console.log(e.type) });
+ *
  * const decoder = new Decoder('gemini');
  * for (const event of decoder.feed(chunk)) console.log(event.update.sessionUpdate);
  * decoder.finish();
@@ -15,19 +19,15 @@
  * @module
  */
 
-import native = require('../native/index.js');
-
-import { AgentStreamError, DecodeLimitError, InvalidArgumentError, fromNative } from './errors';
+import { AgentStreamError, DecodeLimitError, InvalidArgumentError } from './errors';
+import { agentName, call, describe, native } from './internal';
 import type {
-  AgentConfig,
   AgentName,
   Channel,
-  ChannelHandler,
   DecodeStats,
   DecoderInput,
   DecoderOptions,
   Diagnostic,
-  EvolveOptions,
   HookEvent,
   LifecycleEvent,
   OutputEvent,
@@ -36,10 +36,12 @@ import type {
 } from './types';
 
 export * from './types';
+export { Evolve, RunStream, __testPanicAsync } from './evolve';
 export {
   AgentStreamError,
   DecodeLimitError,
   ERROR_CODES,
+  HandlerWarning,
   InvalidArgumentError,
   isAgentStreamError,
   type AnyAgentStreamError,
@@ -56,15 +58,6 @@ export const AGENTS: readonly AgentName[] = Object.freeze(call(() => native.agen
 /** The four channel names `on(...)` accepts. */
 export const CHANNELS: readonly Channel[] = Object.freeze(call(() => native.channelNames()) as Channel[]);
 
-/** Run a native call; its errors become {@link AgentStreamError} / {@link InvalidArgumentError}. */
-function call<T>(f: () => T): T {
-  try {
-    return f();
-  } catch (e) {
-    throw fromNative(e);
-  }
-}
-
 /** A JSON array of events from the addon → events. */
 function events(json: string): OutputEvent[] {
   return json === '[]' ? [] : (JSON.parse(json) as OutputEvent[]);
@@ -79,19 +72,6 @@ function bytesOf(input: DecoderInput, what: string): Uint8Array | undefined {
   throw new InvalidArgumentError(
     `${what} expects a string, Buffer, Uint8Array, ArrayBuffer or ArrayBufferView, got ${describe(input)}`,
   );
-}
-
-function describe(value: unknown): string {
-  if (value === null) return 'null';
-  if (typeof value === 'object') return (value as object).constructor?.name ?? 'object';
-  return typeof value;
-}
-
-function agentName(agent: unknown, what: string): string {
-  if (typeof agent !== 'string') {
-    throw new InvalidArgumentError(`${what}: agent must be a string (one of ${AGENTS.join(', ')}), got ${describe(agent)}`);
-  }
-  return agent;
 }
 
 /**
@@ -262,66 +242,6 @@ export function hookFromCanonical(canonical: string | object): HookEvent {
 export function lifecycleFromCanonical(canonical: string | object): LifecycleEvent {
   const json = typeof canonical === 'string' ? canonical : JSON.stringify(canonical);
   return JSON.parse(call(() => native.lifecycleToCamelJson(json))) as LifecycleEvent;
-}
-
-type Handlers = { [C in Channel]: Set<ChannelHandler<C>> };
-
-/**
- * An agent you can run (the runner arrives in the next release; today `Evolve` validates its
- * configuration and collects channel handlers).
- *
- * ```ts
- * const evolve = new Evolve({ config: { type: 'claude' } });
- * evolve.on('content', (event) => console.log(event.update.sessionUpdate));
- * evolve.on('lifecycle', (event) => console.log(event.reason, event.sandbox));
- * ```
- */
-export class Evolve {
-  /** The configuration, with `type` normalised to the canonical agent name. */
-  readonly config: Readonly<AgentConfig & { type: AgentName }>;
-  readonly #handlers: Handlers = { content: new Set(), lifecycle: new Set(), stdout: new Set(), stderr: new Set() };
-
-  /** @throws {InvalidArgumentError} when `config.type` is not a known agent. */
-  constructor(options: EvolveOptions) {
-    if (options === null || typeof options !== 'object' || options.config === null || typeof options.config !== 'object') {
-      throw new InvalidArgumentError("new Evolve() expects { config: { type: '<agent>' } }");
-    }
-    const type = call(() => native.checkAgent(agentName(options.config.type, 'new Evolve()'))) as AgentName;
-    this.config = Object.freeze({ ...options.config, type });
-  }
-
-  /**
-   * Subscribe to a channel: `content` (OutputEvent), `lifecycle` (LifecycleEvent), `stdout` and
-   * `stderr` (raw text). Handlers are called in stream order, one at a time.
-   * @throws {InvalidArgumentError} (a `TypeError`) for any other name; the message lists the four.
-   */
-  on<C extends Channel>(name: C, handler: ChannelHandler<C>): this {
-    const channel = this.#channel(name);
-    if (typeof handler !== 'function') {
-      throw new InvalidArgumentError(`on('${channel}', handler): handler must be a function, got ${describe(handler)}`);
-    }
-    (this.#handlers[channel] as Set<ChannelHandler<C>>).add(handler);
-    return this;
-  }
-
-  /** Remove a handler added with {@link Evolve.on}. */
-  off<C extends Channel>(name: C, handler: ChannelHandler<C>): this {
-    (this.#handlers[this.#channel(name)] as Set<ChannelHandler<C>>).delete(handler);
-    return this;
-  }
-
-  /** How many handlers a channel has. */
-  listenerCount(name: Channel): number {
-    return this.#handlers[this.#channel(name)].size;
-  }
-
-  #channel<C extends Channel>(name: C): C {
-    if (typeof name !== 'string') {
-      // The core's Channel rule names the four; reuse its message for non-strings too.
-      return call(() => native.checkChannel(String(name))) as C;
-    }
-    return call(() => native.checkChannel(name)) as C;
-  }
 }
 
 /** @internal Test-only: makes the addon panic, to prove it surfaces as an `INTERNAL` error. */

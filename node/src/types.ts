@@ -304,8 +304,19 @@ export interface ChannelPayloads {
   stderr: string;
 }
 
-/** A handler for channel `C`. */
-export type ChannelHandler<C extends Channel> = (payload: ChannelPayloads[C]) => void;
+/**
+ * A handler for channel `C`. Called in sequence order, one at a time; if it returns a promise
+ * (an `async` handler), that is awaited before the next event is delivered; any other return
+ * value is ignored. A handler that throws (or rejects) is reported through
+ * `process.emitWarning` (a `HandlerWarning`) and the run goes on.
+ */
+export type ChannelHandler<C extends Channel> = (payload: ChannelPayloads[C]) => unknown;
+
+/**
+ * An `onEvent` hook handler: receives each hook event in order; a returned promise is awaited
+ * before the run's next event is delivered (the seed's TypeScript rule).
+ */
+export type HookHandler = (event: HookEvent) => unknown;
 
 /** One delivery of a run's ordered stream (iterator API): gapless `sequence` from 0 per run. */
 export type Envelope = {
@@ -474,6 +485,8 @@ export interface RunCancelledEvent extends HookEventBase<'run.cancelled', 'cance
 /** Terminal: a stop condition (timeout) ended the run. */
 export interface RunStoppedEvent extends HookEventBase<'run.stopped', 'stopped'> {
   stopReason: string;
+  /** The run's token totals, when the harness reported any. */
+  usage?: UsageTotals;
 }
 
 /** An `onEvent` hook event: flat, camelCase, discriminated by `type`. */
@@ -566,7 +579,7 @@ export interface Replay {
 export type DecoderInput = string | Uint8Array | ArrayBuffer | ArrayBufferView;
 
 // =============================================================================
-// Evolve (the agent runner; `run` arrives in the next release)
+// Evolve: running agents
 // =============================================================================
 
 /** How to start a harness. */
@@ -590,4 +603,117 @@ export interface AgentConfig {
 /** Options of `Evolve`. */
 export interface EvolveOptions {
   config: AgentConfig;
+}
+
+/**
+ * The bounded buffer between a run and its reader (the core's defaults: 256 items, 8 MiB, 30 s).
+ * Above either mark, arriving text deltas merge into the newest buffered one (`coalesced`);
+ * nothing else is ever merged or dropped. Unread items waiting longer than `stallSeconds` get
+ * the run cancelled (`cancelKind: 'stalled'`).
+ */
+export interface BackpressureOptions {
+  /** Unread items before text deltas merge (0 = from the first delta). */
+  highWater?: number;
+  /** Unread bytes (JSON length of each event) before text deltas merge; > 0. */
+  byteBudget?: number;
+  /** Seconds unread items may wait before the run is cancelled as stalled; > 0. */
+  stallSeconds?: number;
+}
+
+/** Options every operation takes. */
+export interface OperationOptions {
+  /** Hook events of the run (`run.started`, `tool.started`, …, one terminal), awaited in order. */
+  onEvent?: HookHandler;
+  /** Stop the run after this many MILLISECONDS (it ends `cancelled`, `cancelKind: 'timeout'`; hook `run.stopped`). */
+  timeout?: number;
+  /** The buffer between the run and its reader. */
+  backpressure?: BackpressureOptions;
+  /** A background operation (terminal reasons `run_background_*` / `command_background_*`). */
+  background?: boolean;
+  /** Milliseconds between SIGTERM and SIGKILL when the run is cancelled (default 5000). */
+  killGrace?: number;
+}
+
+/** Options of `evolve.run(…)` and `evolve.stream(…)`. */
+export interface RunOptions extends OperationOptions {
+  /** The prompt. */
+  prompt: string;
+  /** Mask secret shapes in tool-call inputs (default `true`; answer text is never altered). */
+  redact?: boolean;
+  /** Tools whose in-flight calls are safe to retry when the run is cancelled (hook `tool.failed` with `retryable`). */
+  idempotentTools?: string[];
+}
+
+/** Options of `evolve.executeCommand(…)`. */
+export interface ExecuteCommandOptions extends OperationOptions {
+  /** A shell command (run with `sh -c`), or the program and its arguments. */
+  command: string | readonly string[];
+  /** Working directory (default: the config's, else the current one). */
+  cwd?: string;
+  /** Extra environment, on top of the config's. */
+  env?: Record<string, string>;
+}
+
+/** How an operation ended. */
+export type RunState = 'completed' | 'failed' | 'cancelled';
+
+/** Why a run was cancelled, machine-readable. */
+export type CancelKind = 'caller' | 'reader_left' | 'stalled' | 'timeout';
+
+/** Backpressure statistics of a run (live from a stream, final in its result). */
+export interface Pressure {
+  /** Items waiting unread now. */
+  buffered: number;
+  /** Bytes waiting unread now. */
+  bytes: number;
+  /** The most items ever waiting at once. */
+  peak: number;
+  /** The most bytes ever waiting at once. */
+  peakBytes: number;
+  /** Deltas merged into an earlier buffered delta. */
+  coalesced: number;
+  /** Items admitted although each alone exceeded the byte budget. */
+  oversize: number;
+  /** Whether the run was cancelled because its reader stalled. */
+  stalled: boolean;
+  /** Items posted after the terminal item: dropped, never numbered. */
+  droppedAfterTerminal: number;
+  /** Terminal items posted as ordinary items: refused. */
+  refusedTerminals: number;
+}
+
+/**
+ * The record of a finished operation. A failed or cancelled run RESOLVES with this record
+ * (`state` says how it ended); only errors at the API edge (harness not found, already running,
+ * bad options) reject.
+ */
+export interface RunResult {
+  runId: string;
+  state: RunState;
+  /** The process exit code, when it exited. */
+  exitCode?: number;
+  /** The signal that ended the process, when one did. */
+  signal?: number;
+  /** The harness's session id, once seen. */
+  sessionId?: string;
+  /** Token usage totals. */
+  usage: UsageTotals;
+  /** The final answer (the message text after the last tool result); only for a completed run. */
+  finalText?: string;
+  /** Why it failed. */
+  error?: string;
+  /** Why it was cancelled, in words. */
+  cancelReason?: string;
+  /** Why it was cancelled, machine-readable. */
+  cancelKind?: CancelKind;
+  /** Backpressure statistics at the end. */
+  pressure: Pressure;
+  /** Decode statistics of the harness's stdout. */
+  stats: DecodeStats;
+  /** The sequence of the terminal item. */
+  lastSequence: number;
+  /** Problems with the input (oversize lines, invalid UTF-8), for people. */
+  diagnostics?: string[];
+  /** Wall-clock duration in milliseconds. */
+  durationMs: number;
 }

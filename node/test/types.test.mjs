@@ -17,6 +17,8 @@ import { fileURLToPath } from 'node:url';
 
 import { hookFromCanonical, lifecycleFromCanonical, replay } from 'agentstream';
 
+import { fakeEvolve } from './fake.mjs';
+
 const require = createRequire(import.meta.url);
 const ts = require('typescript');
 
@@ -267,11 +269,31 @@ test('hook events converted by the core carry the flat camelCase envelope', () =
   }
 });
 
-test('tsc --noEmit (strict): examples, every golden event, hook, stream item and outcome', () => {
+/** Results, envelopes and hook events of real runs (fake harness) of every outcome. */
+async function liveRuns() {
+  const runs = [
+    [fakeEvolve('claude', 's2-bash'), { prompt: 'x' }],
+    [fakeEvolve('codex', 's1-text', { AGENTSTREAM_FAKE_EXIT: '3' }), { prompt: 'x' }],
+    [fakeEvolve('gemini', 's1-text', { AGENTSTREAM_FAKE_DIE_MID_LINE: '1' }), { prompt: 'x' }],
+    [fakeEvolve('claude', 's1-text', { AGENTSTREAM_FAKE_HANG: '1' }), { prompt: 'x', timeout: 100, killGrace: 100 }],
+    [fakeEvolve('claude', 's1-text', { AGENTSTREAM_FAKE_FLOOD: '3000' }), { prompt: 'x', backpressure: { highWater: 0 } }],
+  ];
+  const results = [];
+  const items = [];
+  const hooks = [];
+  for (const [evolve, options] of runs) {
+    const s = evolve.stream({ ...options, onEvent: (h) => void hooks.push(h) });
+    for await (const e of s) items.push(e);
+    results.push(await s.result);
+  }
+  return { results, items, hooks };
+}
+
+test('tsc --noEmit (strict): examples, every golden event, hook, stream item and outcome', async () => {
   const dir = join(here, 'types', '.generated');
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
-  const lines = ["import type { DecodeStats, Envelope, HookEvent, LifecycleEvent, OutputEvent, RunOutcome } from 'agentstream';", ''];
+  const lines = ["import type { DecodeStats, Envelope, HookEvent, LifecycleEvent, OutputEvent, RunOutcome, RunResult } from 'agentstream';", ''];
   const seen = new Set();
   let total = 0;
   goldenEvents().forEach((g, i) => {
@@ -298,6 +320,11 @@ test('tsc --noEmit (strict): examples, every golden event, hook, stream item and
   lines.push(`export const outcomes: RunOutcome[] = ${JSON.stringify(distinct(replays.map((r) => r.outcome)), null, 1)};`);
   lines.push(`export const stats: DecodeStats[] = ${JSON.stringify(distinct(replays.map((r) => r.stats)), null, 1)};`);
   lines.push(`export const lifecycle: LifecycleEvent[] = ${JSON.stringify(CANONICAL_LIFECYCLE.map((e) => lifecycleFromCanonical(e)), null, 1)};`);
+  const live = await liveRuns();
+  assert.deepEqual([...new Set(live.results.map((r) => r.state))].sort(), ['cancelled', 'completed', 'failed']);
+  lines.push(`export const results: RunResult[] = ${JSON.stringify(distinct(live.results), null, 1)};`);
+  lines.push(`export const liveItems: Envelope[] = ${JSON.stringify(distinct(live.items), null, 1)};`);
+  lines.push(`export const liveHooks: HookEvent[] = ${JSON.stringify(distinct(live.hooks), null, 1)};`);
   writeFileSync(join(dir, 'data.ts'), lines.join('\n') + '\n');
   const tsc = require.resolve('typescript/bin/tsc');
   try {

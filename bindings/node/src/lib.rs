@@ -22,6 +22,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Once;
 
 use agentstream_core::casing::camel_case_keys;
+mod run;
+
 use agentstream_core::replay::{ReplayOptions, replay};
 use agentstream_core::{Agent, Channel, Decoder, DecoderOptions, ErrorKind, HookEvent, OutputEvent};
 use napi::bindgen_prelude::*;

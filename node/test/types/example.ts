@@ -11,6 +11,8 @@ import {
   InvalidArgumentError,
   VERSION,
   didWork,
+  HandlerWarning,
+  RunStream,
   hookFromCanonical,
   isAgentStreamError,
   lifecycleFromCanonical,
@@ -26,7 +28,9 @@ import type {
   AgentThoughtChunk,
   AgentUsage,
   AnyAgentStreamError,
+  BackpressureOptions,
   BrowserInfo,
+  CancelKind,
   CancelReason,
   Channel,
   ChannelHandler,
@@ -41,9 +45,11 @@ import type {
   ErrorCode,
   ErrorKind,
   EvolveOptions,
+  ExecuteCommandOptions,
   HookEvent,
   HookEventBase,
   HookEventType,
+  HookHandler,
   HookPause,
   HookStatus,
   ImageContent,
@@ -52,11 +58,13 @@ import type {
   LifecycleEvent,
   LifecycleReason,
   ModelCompletedEvent,
+  OperationOptions,
   OutputEvent,
   Plan,
   PlanEntry,
   PlanEntryPriority,
   PlanEntryStatus,
+  Pressure,
   Replay,
   ReplayOptions,
   ResponseOutputTextDeltaEvent,
@@ -64,8 +72,11 @@ import type {
   RunCancelledEvent,
   RunCompletedEvent,
   RunFailedEvent,
+  RunOptions,
   RunOutcome,
+  RunResult,
   RunStartedEvent,
+  RunState,
   RunStoppedEvent,
   RunWaitingForHumanEvent,
   SandboxState,
@@ -354,6 +365,70 @@ try {
   if (e instanceof DecodeLimitError) console.log(e.line, e.events.length, e.code, e.numericCode);
 }
 
+// --- running -----------------------------------------------------------------------------------
+
+const cancelKinds: Record<CancelKind, string> = { caller: 'stopped', reader_left: 'left', stalled: 'stalled', timeout: 'timed out' };
+const states: Record<RunState, number> = { completed: 0, failed: 1, cancelled: 2 };
+
+function report(r: RunResult): string {
+  const p: Pressure = r.pressure;
+  const cancel = r.cancelKind !== undefined ? cancelKinds[r.cancelKind] : '';
+  return [
+    r.runId, states[r.state], r.exitCode ?? '', r.signal ?? '', r.sessionId ?? '', r.usage.promptTokens ?? 0, r.finalText ?? '',
+    r.error ?? '', r.cancelReason ?? '', cancel, p.buffered, p.bytes, p.peak, p.peakBytes, p.coalesced, p.oversize, p.stalled,
+    p.droppedAfterTerminal, p.refusedTerminals, r.stats.lines, r.lastSequence, (r.diagnostics ?? []).join(), r.durationMs,
+  ].join(' ');
+}
+
+async function running(): Promise<void> {
+  const onHook: HookHandler = async (event) => {
+    await new Promise((r) => setTimeout(r, 1));
+    console.log(onEvent(event));
+  };
+  const backpressure: BackpressureOptions = { highWater: 64, byteBudget: 1 << 20, stallSeconds: 10 };
+  const common: OperationOptions = { onEvent: onHook, timeout: 60_000, backpressure, background: false, killGrace: 2000 };
+  const runOptions: RunOptions = { ...common, prompt: 'Fix the failing test', redact: true, idempotentTools: ['Read'] };
+  const result: RunResult = await evolve.run(runOptions);
+  console.log(report(result));
+
+  const command: ExecuteCommandOptions = { command: ['ls', '-la'], cwd: '/tmp', env: { LC_ALL: 'C' }, timeout: 5000 };
+  console.log(report(await evolve.executeCommand(command)), report(await evolve.executeCommand({ command: 'echo hi' })));
+
+  const stream: RunStream = evolve.stream({ prompt: 'Hello', onEvent: (e) => void console.log(e.type) });
+  const id: string = stream.runId;
+  const live: Pressure = stream.pressure;
+  for await (const envelope of stream) {
+    const e: Envelope = envelope;
+    console.log(deliver(e), id, live.buffered);
+    if (e.channel === 'content' && e.event.update.sessionUpdate === 'error') break;
+    if (e.sequence > 1000) stream.cancel('too long');
+  }
+  const final: RunResult = await stream.result;
+  console.log(report(final));
+
+  await evolve.pause();
+  await evolve.resume();
+  await evolve.interrupt('the user pressed stop');
+  await evolve.kill();
+  const active: string | undefined = evolve.activeRunId;
+  console.log(active);
+
+  // Async channel handlers are awaited in order too.
+  evolve.on('content', async (event) => {
+    await new Promise((r) => setTimeout(r, 1));
+    console.log(handle(event));
+  });
+  evolve.off('content', onContent);
+}
+
+process.on('warning', (w) => {
+  if (w instanceof HandlerWarning) {
+    const ch: 'content' | 'lifecycle' | 'stdout' | 'stderr' | 'onEvent' = w.channel;
+    console.log(ch, w.runId, w.sequence, w.event, w.cause, w.code);
+  }
+});
+void running();
+
 // Negative checks: these must NOT compile.
 // @ts-expect-error not a channel name
 evolve.on('message', () => {});
@@ -363,4 +438,12 @@ evolve.on('content', (text: string) => text.length);
 const badConfig: AgentConfig = { type: 'cursor' };
 // @ts-expect-error optional fields are absent, never null
 const badEvent: OutputEvent = { update: { sessionUpdate: 'plan', entries: [] }, sessionId: null };
-console.log(badConfig, badEvent);
+// @ts-expect-error run() needs a prompt
+void evolve.run({ timeout: 5 });
+// @ts-expect-error a command is a string or an array of strings
+void evolve.executeCommand({ command: 42 });
+// @ts-expect-error a result's state is one of three
+const badState: RunState = 'running';
+// @ts-expect-error onEvent receives hook events, not strings
+void evolve.run({ prompt: 'x', onEvent: (e: string) => e });
+console.log(badConfig, badEvent, badState);
