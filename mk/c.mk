@@ -88,9 +88,9 @@ test-c-run: build-c build-fake-harness $(C_TEST_SRC)
 	@echo "== C tests under valgrind"
 	AGENTSTREAM_TEST_UNDER_VALGRIND=1 $(VALGRIND) $(C_OUT)/test_capi $(C_GOLDEN) $(FAKE_HARNESS) -q
 
-test-go: build-c
+test-go: build-c build-fake-harness
 	cd bindings/go && GOTOOLCHAIN=local CGO_ENABLED=1 $(GO) vet ./...
-	cd bindings/go && GOTOOLCHAIN=local CGO_ENABLED=1 $(GO) test -race -count=1 ./...
+	cd bindings/go && GOTOOLCHAIN=local CGO_ENABLED=1 AGENTSTREAM_FAKE_HARNESS=$(FAKE_HARNESS) $(GO) test -race -count=1 ./...
 
 bench-c: build-c
 	@mkdir -p $(C_OUT)

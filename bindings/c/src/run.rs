@@ -657,6 +657,25 @@ pub unsafe extern "C" fn agentstream_run_cancel(run: *mut agentstream_run, reaso
     })
 }
 
+/// The reader of a run started with `"iterate": true` leaves early (stops reading before the
+/// end): the run is cancelled with reason `reader_left`, through the same path as every other
+/// cancellation, and the handle stays valid for `agentstream_run_wait`. After the end (or for a
+/// run that is not pulled) this does nothing. `agentstream_run_free` of an unfinished pulled
+/// run does the same.
+///
+/// # Safety
+/// None beyond passing any value: handles are checked.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn agentstream_run_leave(run: *mut agentstream_run) -> agentstream_status {
+    boundary(|| {
+        let r = RUNS.get(run, "run")?;
+        if let Mode::Pull = r.mode {
+            r.handle.reader_left();
+        }
+        Ok(())
+    })
+}
+
 /// The run's id (e.g. `"run_…"`) as an owned string (free with `agentstream_string_free`).
 ///
 /// # Safety
