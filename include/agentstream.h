@@ -629,6 +629,18 @@ agentstream_status agentstream_run_next_batch_json(struct agentstream_run *run, 
 agentstream_status agentstream_run_cancel(struct agentstream_run *run, const char *reason);
 
 /**
+ * The reader of a run started with `"iterate": true` leaves early (stops reading before the
+ * end): the run is cancelled with reason `reader_left`, through the same path as every other
+ * cancellation, and the handle stays valid for `agentstream_run_wait`. After the end (or for a
+ * run that is not pulled) this does nothing. `agentstream_run_free` of an unfinished pulled
+ * run does the same.
+ *
+ * # Safety
+ * None beyond passing any value: handles are checked.
+ */
+agentstream_status agentstream_run_leave(struct agentstream_run *run);
+
+/**
  * The run's id (e.g. `"run_…"`) as an owned string (free with `agentstream_string_free`).
  *
  * # Safety
