@@ -92,11 +92,11 @@ test-go: build-c build-fake-harness
 	cd bindings/go && GOTOOLCHAIN=local CGO_ENABLED=1 $(GO) vet ./...
 	cd bindings/go && GOTOOLCHAIN=local CGO_ENABLED=1 AGENTSTREAM_FAKE_HARNESS=$(FAKE_HARNESS) $(GO) test -race -count=1 ./...
 
-bench-c: build-c
+bench-c: build-c build-fake-harness
 	@mkdir -p $(C_OUT)
 	$(CC) -std=c11 $(C_WARN) -O2 -I$(C_INCLUDE) -I$(C_DIR)/tests $(C_DIR)/bench/bench.c \
 	  $(C_LIB_DIR)/libagentstream.a $(C_STATIC_LIBS) -o $(C_OUT)/bench
-	$(C_OUT)/bench $(C_GOLDEN)
+	$(C_OUT)/bench $(C_GOLDEN) 2 $(FAKE_HARNESS)
 
-bench-go: build-c
-	cd bindings/go && GOTOOLCHAIN=local $(GO) test -run '^$$' -bench . -benchtime 2s ./...
+bench-go: build-c build-fake-harness
+	cd bindings/go && GOTOOLCHAIN=local AGENTSTREAM_FAKE_HARNESS=$(FAKE_HARNESS) $(GO) test -run '^$$' -bench . -benchtime 2s ./...
