@@ -928,6 +928,35 @@ static int test_run_callbacks(void) {
     return 1;
 }
 
+static void sleep_ms(int ms) {
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* A reader that leaves a pulled run early cancels it ("reader left"); the handle still waits. */
+static int test_run_leave(void) {
+    const char *env[] = {"AGENTSTREAM_FAKE_HANG", "1", NULL};
+    agentstream_session *s = fake_session("claude", "s1-text", env);
+    CHECK(s != NULL);
+    agentstream_run *run = NULL;
+    CHECK(agentstream_session_start_run(s, "x", "{\"iterate\":true,\"kill_grace_ms\":200}", NULL, NULL, NULL, &run) ==
+          AGENTSTREAM_STATUS_OK);
+    agentstream_next kind;
+    char *json = NULL;
+    CHECK(agentstream_run_next(run, 5000, &kind, &json, NULL) == AGENTSTREAM_STATUS_OK && kind == AGENTSTREAM_NEXT_ITEM);
+    CHECK(strstr(json, "\"run_start\"") != NULL);
+    agentstream_string_free(json);
+    CHECK(agentstream_run_leave(run) == AGENTSTREAM_STATUS_OK);
+    jt_value *r = wait_result(run);
+    CHECK(r && result_is(r, "state", "cancelled") && strstr(jt_get(r, "cancel_reason")->text, "reader left"));
+    jt_free(r);
+    CHECK(agentstream_run_leave(run) == AGENTSTREAM_STATUS_OK); /* after the end: nothing */
+    agentstream_run_free(run);
+    CHECK(agentstream_run_leave(run) == AGENTSTREAM_STATUS_INVALID_HANDLE);
+    agentstream_session_free(s);
+    return 1;
+}
+
 /* The same trace pulled, one delivery at a time and in batches: gapless sequence from 0, hooks
  * right after their item, one terminal last, then END; the pulled run never calls handlers. */
 static int test_run_iterate(void) {
@@ -1008,10 +1037,6 @@ static int test_run_iterate(void) {
     return 1;
 }
 
-static void sleep_ms(int ms) {
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
 
 /* Cancel: SIGTERM (or SIGKILL when the harness ignores SIGTERM), the first reason stands,
  * run_interrupted last, hook run.cancelled last. wait with a short timeout says NOT_READY. */
@@ -1440,6 +1465,7 @@ int main(int argc, char **argv) {
     run("misuse/runs", test_run_misuse);
     run("run/callbacks", test_run_callbacks);
     run("run/iterate", test_run_iterate);
+    run("run/leave", test_run_leave);
     run("run/cancel", test_run_cancel);
     run("run/dies_mid_line", test_run_dies_mid_line);
     run("run/pause_resume", test_run_pause_resume);
