@@ -264,7 +264,8 @@ func TestRunDeliversInSequenceOrderWithOneTerminal(t *testing.T) {
 	if len(res.HandlerErrors) != 0 {
 		t.Fatal(res.HandlerErrors)
 	}
-	if got := rec.reasons(); !reflect.DeepEqual(got, []LifecycleReason{ReasonRunStart, ReasonRunComplete}) {
+	// The session's first run announces the environment (sandbox_ready) before run_start.
+	if got := rec.reasons(); !reflect.DeepEqual(got, []LifecycleReason{ReasonSandboxReady, ReasonRunStart, ReasonRunComplete}) {
 		t.Fatal(got)
 	}
 	rec.oneTerminalLast(t)
@@ -343,7 +344,7 @@ func TestRunContextCancelCancelsTheRun(t *testing.T) {
 	if res == nil || res.State != RunCancelled || !strings.Contains(res.CancelReason, "context canceled") {
 		t.Fatalf("%+v", res)
 	}
-	if got := rec.reasons(); !reflect.DeepEqual(got, []LifecycleReason{ReasonRunStart, ReasonRunInterrupted}) {
+	if got := rec.reasons(); !reflect.DeepEqual(got, []LifecycleReason{ReasonSandboxReady, ReasonRunStart, ReasonRunInterrupted}) {
 		t.Fatal(got)
 	}
 	rec.oneTerminalLast(t)
@@ -406,7 +407,7 @@ func TestRunHarnessKilledMidLineFails(t *testing.T) {
 		t.Fatalf("%+v", res)
 	}
 	rec.oneTerminalLast(t)
-	if got := rec.reasons(); !reflect.DeepEqual(got, []LifecycleReason{ReasonRunStart, ReasonRunFailed}) {
+	if got := rec.reasons(); !reflect.DeepEqual(got, []LifecycleReason{ReasonSandboxReady, ReasonRunStart, ReasonRunFailed}) {
 		t.Fatal(got)
 	}
 	var last string
@@ -466,7 +467,7 @@ func TestPauseAndResume(t *testing.T) {
 	if res == nil || res.State != RunCompleted || rec.count(ChannelStdout) != 12 {
 		t.Fatalf("%+v", res)
 	}
-	want := []LifecycleReason{ReasonRunStart, ReasonSandboxPause, ReasonSandboxResume, ReasonRunComplete}
+	want := []LifecycleReason{ReasonSandboxReady, ReasonRunStart, ReasonSandboxPause, ReasonSandboxResume, ReasonRunComplete}
 	if got := rec.reasons(); !reflect.DeepEqual(got, want) {
 		t.Fatal(got)
 	}
@@ -520,7 +521,7 @@ func TestExecuteCommand(t *testing.T) {
 	if err != nil || res.State != RunFailed || res.ExitCode == nil || *res.ExitCode != 4 {
 		t.Fatalf("%+v %v", res, err)
 	}
-	if got := rec.reasons(); !reflect.DeepEqual(got, []LifecycleReason{ReasonCommandStart, ReasonCommandFailed}) {
+	if got := rec.reasons(); !reflect.DeepEqual(got, []LifecycleReason{ReasonSandboxReady, ReasonCommandStart, ReasonCommandFailed}) {
 		t.Fatal(got)
 	}
 	if rec.text(ChannelStdout) != "one\ntwo\n" || rec.text(ChannelStderr) != "oops\n" || rec.count(ChannelContent) != 0 {
@@ -607,7 +608,7 @@ func TestStreamContextCancelAndCloseCancelTheRun(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		<-st.Deliveries() // run_start
+		<-st.Deliveries() // sandbox_ready
 		if byClose {
 			st.Close()
 		} else {
@@ -668,7 +669,7 @@ func TestStreamCommandAndSessionClosedDuringARun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	<-st.Deliveries() // command_start
+	<-st.Deliveries() // sandbox_ready
 	s.Close()         // kills the run; the stream still ends with its terminal
 	items, _ := drainFrom(t, st, 1)
 	res, err := st.Result()

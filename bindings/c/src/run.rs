@@ -9,7 +9,9 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use agentstream_core::runner::{CommandOptions, Delivery, Next, RunHandle, RunOptions, RunResult, write_deliveries_json};
+use agentstream_core::runner::{
+    CommandOptions, Delivery, Dispatcher, Next, RunHandle, RunOptions, RunResult, write_deliveries_json,
+};
 use agentstream_core::stream::{Backpressure, StreamItem};
 use agentstream_core::Channel;
 use serde::Deserialize;
@@ -124,7 +126,21 @@ impl Dispatch {
     }
 }
 
-/// Delivers one run to its handlers, in order, from its own thread.
+/// Append the payload a C handler receives for `item` (the event's JSON, or the raw text of
+/// stdout/stderr) and a NUL to `buf`.
+fn item_payload(item: &StreamItem, buf: &mut Vec<u8>) -> serde_json::Result<()> {
+    buf.clear();
+    match item {
+        StreamItem::Content(ev) => serde_json::to_writer(&mut *buf, ev)?,
+        StreamItem::Lifecycle(ev) => serde_json::to_writer(&mut *buf, ev)?,
+        StreamItem::Stdout(t) | StreamItem::Stderr(t) => buf.extend_from_slice(t.as_bytes()),
+    }
+    buf.push(0);
+    Ok(())
+}
+
+/// Delivers one run to its handlers from its own thread, through the core's [`Dispatcher`]
+/// (sequence order, one at a time, handlers of a channel in registration order).
 fn dispatch_loop(handle: RunHandle, handlers: Vec<(Channel, Arc<Handler>)>, dispatch: Arc<Dispatch>) {
     struct Done(Arc<Dispatch>);
     impl Drop for Done {
@@ -135,60 +151,29 @@ fn dispatch_loop(handle: RunHandle, handlers: Vec<(Channel, Arc<Handler>)>, disp
     }
     DISPATCHING.with(|d| d.set(Arc::as_ptr(&dispatch)));
     let _done = Done(dispatch.clone());
-    let by_channel: Vec<Vec<Arc<Handler>>> = Channel::ALL
-        .iter()
-        .map(|c| handlers.iter().filter(|(hc, _)| hc == c).map(|(_, h)| h.clone()).collect())
-        .collect();
-    let index = |c: Channel| Channel::ALL.iter().position(|x| *x == c).unwrap_or(0);
-    let mut buf: Vec<u8> = Vec::with_capacity(4096);
-    let deliver = |d: Delivery, buf: &mut Vec<u8>| {
-        buf.clear();
-        match d {
-            Delivery::Item(env) => {
-                let targets = &by_channel[index(env.channel())];
-                if targets.is_empty() {
-                    return;
-                }
-                let written = match &env.item {
-                    StreamItem::Content(ev) => serde_json::to_writer(&mut *buf, ev),
-                    StreamItem::Lifecycle(ev) => serde_json::to_writer(&mut *buf, ev),
-                    StreamItem::Stdout(t) | StreamItem::Stderr(t) => {
-                        buf.extend_from_slice(t.as_bytes());
-                        Ok(())
-                    }
-                };
-                if written.is_err() {
-                    return;
-                }
-                buf.push(0);
-                for h in targets {
-                    h.call_nul(buf);
-                }
-            }
-            Delivery::Hook(hook) => {
-                let Some(h) = dispatch.on_event.as_ref() else { return };
-                if serde_json::to_writer(&mut *buf, &hook).is_ok() {
-                    buf.push(0);
-                    h.call_nul(buf);
-                }
-            }
-        }
-    };
-    // A panic here (a bug) must not leave waiters hanging: `_done` marks the end either way.
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        loop {
-            match handle.next_blocking(Some(Duration::from_millis(250))) {
-                Next::End => break,
-                Next::Timeout => continue,
-                Next::Item(first) => {
-                    deliver(first, &mut buf);
-                    for d in handle.try_next_batch(255) {
-                        deliver(d, &mut buf);
-                    }
-                }
-            }
-        }
-    }));
+    let mut dispatcher = Dispatcher::new();
+    for (channel, h) in handlers {
+        let mut buf = Vec::with_capacity(1024);
+        let registered = dispatcher.on(channel.name(), move |item| {
+            item_payload(item, &mut buf).map_err(|e| e.to_string())?;
+            h.call_nul(&buf);
+            Ok(())
+        });
+        debug_assert!(registered.is_ok(), "a channel name always parses");
+    }
+    if let Some(h) = dispatch.on_event.clone() {
+        let mut buf = Vec::with_capacity(1024);
+        dispatcher.on_event(move |hook| {
+            buf.clear();
+            serde_json::to_writer(&mut buf, hook).map_err(|e| e.to_string())?;
+            buf.push(0);
+            h.call_nul(&buf);
+            Ok(())
+        });
+    }
+    // C callbacks cannot fail (they must not unwind), so there are no handler failures to
+    // report. A panic here (a bug) must not leave waiters hanging: `_done` marks the end.
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| dispatcher.drive(&handle)));
 }
 
 /// The options JSON of `agentstream_session_start_run`.

@@ -837,7 +837,7 @@ static int test_run_callbacks(void) {
 
     char rs[512];
     reasons(&log, rs, sizeof rs);
-    CHECK(strcmp(rs, "run_start,run_complete") == 0);
+    CHECK(strcmp(rs, "sandbox_ready,run_start,run_complete") == 0); /* the session's first run announces the environment */
     CHECK(one_terminal_last(&log));
     /* One delivering thread, not this one. */
     CHECK(log.n > 0);
@@ -944,7 +944,7 @@ static int test_run_leave(void) {
     agentstream_next kind;
     char *json = NULL;
     CHECK(agentstream_run_next(run, 5000, &kind, &json, NULL) == AGENTSTREAM_STATUS_OK && kind == AGENTSTREAM_NEXT_ITEM);
-    CHECK(strstr(json, "\"run_start\"") != NULL);
+    CHECK(strstr(json, "\"sandbox_ready\"") != NULL);
     agentstream_string_free(json);
     CHECK(agentstream_run_leave(run) == AGENTSTREAM_STATUS_OK);
     jt_value *r = wait_result(run);
@@ -1066,7 +1066,7 @@ static int test_run_cancel(void) {
         CHECK(one_terminal_last(&log));
         char rs[512];
         reasons(&log, rs, sizeof rs);
-        CHECK(strcmp(rs, "run_start,run_interrupted") == 0);
+        CHECK(strcmp(rs, "sandbox_ready,run_start,run_interrupted") == 0);
         CHECK(log.n > 0 && log.e[log.n - 1].kind == 'h' && strstr(log.e[log.n - 1].text, "\"run.cancelled\""));
         CHECK(agentstream_run_cancel(run, "after the end") == AGENTSTREAM_STATUS_OK);
         agentstream_run_free(run);
@@ -1095,7 +1095,7 @@ static int test_run_dies_mid_line(void) {
     CHECK(one_terminal_last(&log));
     char rs[512];
     reasons(&log, rs, sizeof rs);
-    CHECK(strcmp(rs, "run_start,run_failed") == 0);
+    CHECK(strcmp(rs, "sandbox_ready,run_start,run_failed") == 0);
     const char *last_stdout = NULL;
     for (size_t i = 0; i < log.n; i++)
         if (log.e[i].kind == 'o') last_stdout = log.e[i].text;
@@ -1135,7 +1135,7 @@ static int test_run_pause_resume(void) {
     CHECK(log_count(&log, 'o') == 12);
     char rs[512];
     reasons(&log, rs, sizeof rs);
-    CHECK(strcmp(rs, "run_start,sandbox_pause,sandbox_resume,run_complete") == 0);
+    CHECK(strcmp(rs, "sandbox_ready,run_start,sandbox_pause,sandbox_resume,run_complete") == 0);
     CHECK(one_terminal_last(&log));
     agentstream_run_free(run);
     agentstream_session_free(s);
@@ -1175,7 +1175,7 @@ static int test_run_session_control(void) {
     CHECK(agentstream_session_kill(s) == AGENTSTREAM_STATUS_OK); /* nothing running: nothing to do */
     char rs[1024];
     reasons(&log, rs, sizeof rs);
-    CHECK(strcmp(rs, "run_start,run_interrupted,run_start,sandbox_killed,run_interrupted") == 0);
+    CHECK(strcmp(rs, "sandbox_ready,run_start,run_interrupted,run_start,sandbox_killed,run_interrupted") == 0);
 
     CHECK(agentstream_session_set_bin(s, "/nonexistent/claude-not-installed") == AGENTSTREAM_STATUS_OK);
     run = (agentstream_run *)1;
@@ -1215,7 +1215,7 @@ static int test_command(void) {
     jt_free(r);
     char rs[512];
     reasons(&log, rs, sizeof rs);
-    CHECK(strcmp(rs, "command_start,command_failed") == 0);
+    CHECK(strcmp(rs, "sandbox_ready,command_start,command_failed") == 0);
     char out[64] = "", err[64] = "";
     for (size_t i = 0; i < log.n; i++) {
         CHECK(log.e[i].kind != 'c');

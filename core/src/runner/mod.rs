@@ -16,6 +16,7 @@
 
 mod argv;
 mod batch;
+mod dispatch;
 mod driver;
 mod handle;
 pub mod process;
@@ -23,6 +24,7 @@ mod session;
 
 pub use argv::{AgentConfig, default_program, harness_args};
 pub use batch::{deliveries_to_json, write_deliveries_json};
+pub use dispatch::{Dispatcher, HandlerFailure, HandlerResult};
 pub use handle::{Delivery, Next, RunHandle};
 pub use session::{CommandOptions, RunOptions, Session};
 

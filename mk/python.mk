@@ -1,0 +1,40 @@
+# Python binding (agentstream: pyo3 + maturin, abi3 wheel for CPython >= 3.11).
+#   make test-python          venv at .venv (created if absent), maturin develop --release, pytest
+#   make test-python-install  `pip install .` through PEP 517 (maturin from PyPI) into a scratch venv
+#   make bench-python         benches/python_decode.py (Decoder vs a pure-Python normalizer)
+# Cargo builds into the workspace target/ dir, shared with every other crate.
+
+PYTHON ?= python3
+PY_VENV := .venv
+PY := $(PY_VENV)/bin/python
+PY_DEPS := maturin==1.16.0 pytest==9.2.0 mypy==2.4.1
+PY_DEPS_STAMP := $(PY_VENV)/.agentstream-deps-installed
+
+LANG_TESTS += test-python test-python-install
+.PHONY: python-develop test-python test-python-install bench-python
+
+$(PY):
+	$(PYTHON) -m venv $(PY_VENV)
+
+$(PY_DEPS_STAMP): mk/python.mk | $(PY)
+	$(PY) -m pip install --quiet --disable-pip-version-check $(PY_DEPS)
+	touch $@
+
+python-develop: $(PY_DEPS_STAMP)
+	VIRTUAL_ENV=$(abspath $(PY_VENV)) $(PY_VENV)/bin/maturin develop --release
+
+test-python: python-develop
+	CI=$${CI:-} $(PY) -m pytest -q python/tests
+
+# From-scratch install as a user does it: nothing but pip (maturin comes from PyPI, PEP 517).
+test-python-install: $(PY)
+	rm -rf target/python-install-check
+	$(PY) -m venv target/python-install-check
+	target/python-install-check/bin/pip install --quiet --disable-pip-version-check .
+	cd target && python-install-check/bin/python -c 'import agentstream, sys; \
+	  e = agentstream.parse("codex", b"{\"type\":\"thread.started\",\"thread_id\":\"t\"}\n"); \
+	  print("pip install .: agentstream", agentstream.__version__, "from", agentstream.__file__); \
+	  sys.exit(0 if agentstream.Decoder("claude").stats["lines"] == 0 else 1)'
+
+bench-python: python-develop
+	$(PY) benches/python_decode.py

@@ -1,0 +1,130 @@
+"""The exceptions agentstream raises: one class per kind of the core's error table.
+
+Every class derives from :class:`AgentstreamError`, and each also derives from the built-in
+exception a Python programmer would reach for (``ValueError`` for bad arguments,
+``TimeoutError`` for a timeout, ``FileNotFoundError`` for a missing harness), so both
+``except agentstream.AgentstreamError`` and the idiomatic built-in ``except`` work.
+
+``kind`` and ``code`` are the core's stable name and number for the error (the same in every
+language binding). Messages say what happened and what to do about it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+__all__ = [
+    "AgentstreamError",
+    "HarnessNotFoundError",
+    "AlreadyRunningError",
+    "SpawnFailedError",
+    "InvalidArgumentError",
+    "InvalidAgentError",
+    "InvalidChannelError",
+    "RunCancelledError",
+    "RunTimeoutError",
+    "DecodeLimitError",
+    "InternalError",
+    "NotRunningError",
+]
+
+
+class AgentstreamError(Exception):
+    """Base class of every error agentstream raises."""
+
+    kind: ClassVar[str] = "internal"
+    code: ClassVar[int] = 1008
+
+
+class HarnessNotFoundError(AgentstreamError, FileNotFoundError):
+    """The harness CLI executable was not found (install it or set ``AgentConfig.bin``)."""
+
+    kind = "harness_not_found"
+    code = 1001
+
+
+class AlreadyRunningError(AgentstreamError, RuntimeError):
+    """A run is already going on for this ``Evolve``; wait for it or cancel it first."""
+
+    kind = "already_running"
+    code = 1002
+
+
+class SpawnFailedError(AgentstreamError, OSError):
+    """The harness was found but could not be started."""
+
+    kind = "spawn_failed"
+    code = 1003
+
+
+class InvalidArgumentError(AgentstreamError, ValueError):
+    """An argument is not valid; the message says which values are."""
+
+    kind = "invalid_argument"
+    code = 1004
+
+
+class InvalidAgentError(InvalidArgumentError):
+    """An agent name that is not one of ``agentstream.AGENTS``."""
+
+
+class InvalidChannelError(InvalidArgumentError):
+    """An ``on()`` event name other than content, lifecycle, stdout or stderr."""
+
+
+class RunCancelledError(AgentstreamError):
+    """The run was cancelled (by the caller, a stall, or leaving an iterator early)."""
+
+    kind = "cancelled"
+    code = 1005
+
+
+class RunTimeoutError(AgentstreamError, TimeoutError):
+    """The run went past its time limit."""
+
+    kind = "timeout"
+    code = 1006
+
+
+class DecodeLimitError(AgentstreamError):
+    """A line was longer than ``max_line_bytes`` and the decoder was told to raise.
+
+    ``events`` holds the events decoded from the other lines of the same call, so nothing is
+    lost; ``line`` is the 1-based number of the oversize line. The decoder stays usable.
+    """
+
+    kind = "decode_limit"
+    code = 1007
+    events: list[Any]
+    line: int
+
+
+class InternalError(AgentstreamError):
+    """A bug in agentstream (a Rust panic caught at the boundary); please report it."""
+
+    kind = "internal"
+    code = 1008
+
+
+class NotRunningError(AgentstreamError, RuntimeError):
+    """Nothing is running: pause, resume or interrupt without an active run. Start a run first."""
+
+    kind = "not_running"
+    code = 1009
+
+
+# Looked up by the native module by the core's ErrorKind name.
+_BY_KIND: dict[str, type[AgentstreamError]] = {
+    cls.kind: cls
+    for cls in (
+        HarnessNotFoundError,
+        AlreadyRunningError,
+        SpawnFailedError,
+        InvalidArgumentError,
+        RunCancelledError,
+        RunTimeoutError,
+        DecodeLimitError,
+        InternalError,
+        NotRunningError,
+    )
+}

@@ -1,0 +1,96 @@
+"""Decoder behaviour at the Python edge: inputs, stats, diagnostics, threads and the GIL."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+
+import agentstream
+
+LINE = b'{"type":"assistant","message":{"content":[{"type":"text","text":"hello world"}]}}\n'
+
+
+def test_stats_count_every_kind_of_bad_line() -> None:
+    d = agentstream.Decoder("codex")
+    assert d.feed(b"null\n42\n[1]\n{not json\n\n   \n") == []
+    d.feed(b'{"type":"never-heard-of-it"}\n\xff\xfe\n')
+    assert d.finish() == []
+    s = d.stats
+    assert (s["lines"], s["blank_lines"], s["non_object"], s["invalid_json"]) == (8, 2, 3, 2)
+    assert s["invalid_utf8_lines"] == 1
+    assert [x["line"] for x in d.diagnostics] == [8]
+    assert "U+FFFD" in d.diagnostics[0]["message"]
+    assert d.session_id is None
+    assert "8 lines" in repr(d)
+
+
+def test_partial_lines_wait_for_finish() -> None:
+    d = agentstream.Decoder("claude")
+    d.feed(b'{"type":')
+    assert d.has_partial_line
+    assert d.stats["lines"] == 0
+    d.finish()
+    assert d.stats["lines"] == 1 and not d.has_partial_line
+    assert d.feed(b"{}\n") == [] and d.stats["lines"] == 1, "nothing is decoded after finish()"
+
+
+def test_str_input_is_utf8() -> None:
+    d = agentstream.Decoder("claude")
+    d.feed("{\"x\": \"héllo ✓\"}\n")
+    assert d.stats["bytes"] == len("{\"x\": \"héllo ✓\"}\n".encode())
+    assert d.stats["invalid_utf8_lines"] == 0
+
+
+def test_large_inputs_release_the_gil() -> None:
+    data = LINE * 200_000  # ~16 MB: decoded with the GIL released
+    ticks: list[float] = []
+    stop = threading.Event()
+
+    def spin() -> None:
+        while not stop.is_set():
+            ticks.append(time.perf_counter())
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(0.0005)
+    t = threading.Thread(target=spin)
+    t.start()
+    try:
+        time.sleep(0.01)
+        d = agentstream.Decoder("claude")
+        runs = []
+        for _ in range(3):
+            start = time.perf_counter()
+            d.feed(data)
+            end = time.perf_counter()
+            runs.append(sum(1 for x in ticks if start < x < end) / max(end - start, 1e-9))
+    finally:
+        stop.set()
+        t.join()
+        sys.setswitchinterval(old)
+    # Another Python thread keeps running while Rust decodes (thousands of ticks per second);
+    # with the GIL held it would get at most a tick or two at the edges of each call.
+    assert max(runs) > 1000, runs
+
+
+def test_threads_sharing_a_decoder_do_not_deadlock() -> None:
+    d = agentstream.Decoder("claude")
+    big = LINE * 2000  # above the detach threshold
+    errors: list[BaseException] = []
+
+    def work(chunk: bytes) -> None:
+        try:
+            for _ in range(20):
+                d.feed(chunk)
+                _ = d.stats
+        except BaseException as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(c,)) for c in (big, LINE, big, LINE * 3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in threads), "deadlock"
+    assert not errors
+    assert d.stats["lines"] == 20 * (2000 + 1 + 2000 + 3)
