@@ -401,11 +401,6 @@ func (st *Stream) Result() (*RunResult, error) {
 	return st.result, st.err
 }
 
-type taggedDelivery struct {
-	Item *Envelope   `json:"item"`
-	Hook *AgentEvent `json:"hook"`
-}
-
 func (st *Stream) pump(ctx context.Context) {
 	defer close(st.finished)
 	defer runFree(st.run)
@@ -443,8 +438,8 @@ func (st *Stream) pump(ctx context.Context) {
 		if kind == nextTimeout {
 			continue
 		}
-		var batch []taggedDelivery
-		if err := json.Unmarshal(data, &batch); err != nil {
+		batch, err := parseBatch(data)
+		if err != nil {
 			stop(func() { _ = runCancel(st.run, "agentstream: undecodable batch") })
 			st.err = fmt.Errorf("agentstream: delivery batch: %w", err)
 			return

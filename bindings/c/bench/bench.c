@@ -3,18 +3,19 @@
  * agent), side by side with a plain C JSON normalizer over the same bytes (each line parsed
  * and re-serialized by tests/json_tiny.h): the floor any JSONL consumer pays.
  *
- *   bench <repo>/tests/golden [seconds per mode, default 2] [fake-harness [repetitions, default 100]]
+ *   bench <repo>/tests/golden [seconds per mode, default 2] [fake-harness [repetitions, default 300]]
  *
  * Modes: "callback" = agentstream_decoder_feed with one C callback per event (the callback
  * touches every byte of the JSON); "json-array" = agentstream_decoder_feed_json (one owned
  * JSON array per feed). Each pass decodes every trace with a fresh decoder.
  *
  * With the fake harness: the same corpus through REAL runs. Each agent's s* traces are joined
- * and repeated (100 times: about 5 MB of stdout in all), written to a temporary trace, and
+ * and repeated (300 times: about 16 MB of stdout in all), written to a temporary trace, and
  * played by the fake harness as a child process, one run per agent: "run-callback" counts the
  * content events a C `on("content")` handler receives from the run's thread; "run-pull" pulls
- * the run with agentstream_run_next_batch_json (256 per call). The buffer's marks are raised so
- * no text delta is merged and every event is delivered. Best of 3 rounds; the time includes
+ * the run with agentstream_run_next_batch_json (256 per call); "run-await" delivers nothing (no
+ * reader: the process, the decoder and the run stream alone). The buffer's marks are raised so
+ * no text delta is merged and every event is delivered. Best of 5 rounds; the time includes
  * spawning the processes.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -207,7 +208,9 @@ static size_t count_substr(const char *s, size_t len, const char *needle) {
     return n;
 }
 
-/* One round: every agent's trace as one run. Returns content events delivered. */
+/* One round: every agent's trace as one run. Returns content events delivered. pull: 0 = a C
+ * on("content") handler, 1 = pulled in batches, 2 = awaited only (nothing delivered: the cost of
+ * the process, the decoder and the run stream alone). */
 static size_t run_round(const char *fake, int pull, sink *s) {
     size_t events = 0;
     for (size_t k = 0; k < nrun_traces; k++) {
@@ -217,12 +220,12 @@ static size_t run_round(const char *fake, int pull, sink *s) {
             agentstream_session_set_bin(session, fake) != AGENTSTREAM_STATUS_OK ||
             agentstream_session_set_env(session, "AGENTSTREAM_FAKE_TRACE", run_traces[k].path) != AGENTSTREAM_STATUS_OK)
             abort();
-        if (!pull && agentstream_session_on(session, "content", on_event, s, NULL) != AGENTSTREAM_STATUS_OK) abort();
+        if (pull == 0 && agentstream_session_on(session, "content", on_event, s, NULL) != AGENTSTREAM_STATUS_OK) abort();
         size_t before = s->events;
-        if (agentstream_session_start_run(session, "bench", pull ? NO_MERGE_PULL : NO_MERGE, NULL, NULL, NULL, &run) !=
+        if (agentstream_session_start_run(session, "bench", pull == 1 ? NO_MERGE_PULL : NO_MERGE, NULL, NULL, NULL, &run) !=
             AGENTSTREAM_STATUS_OK)
             abort();
-        if (pull) {
+        if (pull == 1) {
             for (;;) {
                 agentstream_next kind;
                 char *json = NULL;
@@ -248,17 +251,21 @@ static size_t run_round(const char *fake, int pull, sink *s) {
     return events;
 }
 
+static size_t events_per_round;
+
 static double run_mode_runs(const char *name, const char *fake, int pull, size_t run_bytes) {
     sink s = {0, 0, 0};
     double best = 1e300;
     size_t events = 0;
-    for (int round = 0; round < 3; round++) {
+    for (int round = 0; round < 5; round++) {
         double t0 = now();
         events = run_round(fake, pull, &s);
         double t = now() - t0;
         if (t < best) best = t;
     }
-    printf("%-12s %10.0f event/s  %8.1f MB/s input  %7.0f ns/event  (%zu events per round, best of 3: %.3f s)\n", name,
+    if (pull == 2) events = events_per_round; /* nothing was delivered: the same events were decoded */
+    else events_per_round = events;
+    printf("%-12s %10.0f event/s  %8.1f MB/s input  %7.0f ns/event  (%zu events per round, best of 5: %.3f s)\n", name,
            (double)events / best, (double)run_bytes / best / 1e6, best * 1e9 / (double)events, events, best);
     return (double)events / best;
 }
@@ -305,7 +312,7 @@ int main(int argc, char **argv) {
     printf("ratio to the plain C normalizer (input MB/s): callback %.2fx, json-array %.2fx\n", mb_cb / mb_base,
            mb_arr / mb_base);
     if (argc > 3) {
-        int reps = argc > 4 ? atoi(argv[4]) : 100;
+        int reps = argc > 4 ? atoi(argv[4]) : 300;
         char dir[] = "/tmp/agentstream-bench-XXXXXX";
         if (!mkdtemp(dir) || !write_run_traces(dir, reps)) {
             fprintf(stderr, "cannot write the run traces\n");
@@ -318,8 +325,9 @@ int main(int argc, char **argv) {
         double cb_events_per_s = (double)events * (double)(mb_cb * 1e6 / (double)corpus_bytes);
         double r_cb = run_mode_runs("run-callback", argv[3], 0, run_bytes);
         double r_pull = run_mode_runs("run-pull", argv[3], 1, run_bytes);
-        printf("ratio to the decoder callback (events/s): run-callback %.2fx, run-pull %.2fx\n", r_cb / cb_events_per_s,
-               r_pull / cb_events_per_s);
+        double r_await = run_mode_runs("run-await", argv[3], 2, run_bytes);
+        printf("ratio to the decoder callback (events/s): run-callback %.2fx, run-pull %.2fx, run-await (no delivery) %.2fx\n",
+               r_cb / cb_events_per_s, r_pull / cb_events_per_s, r_await / cb_events_per_s);
         for (size_t k = 0; k < nrun_traces; k++) {
             char file[4200];
             snprintf(file, sizeof file, "%s.input.jsonl", run_traces[k].path);
