@@ -323,7 +323,8 @@ type Delivery struct {
 // the terminal item and its hooks), then Result. Backpressure comes from the run's own buffer:
 // a goroutine pulls batches from it only as fast as Deliveries is read; a reader that stops
 // reading for Backpressure.StallSeconds (default 30 s) cancels the run. Cancelling ctx, or
-// Close, cancels the run and closes the channel early.
+// Close, cancels the run and closes the channel early. A Stream whose channel is abandoned
+// unread keeps its goroutine waiting to hand over the next delivery: Close it (or cancel ctx).
 type Stream struct {
 	ch      chan Delivery
 	run     runPtr
