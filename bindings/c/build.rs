@@ -1,4 +1,4 @@
-//! Generates `include/agentstream.h` with cbindgen (a pinned build-dependency, so no tool has
+//! Generates the top-level `include/agentstream.h` with cbindgen (a pinned build-dependency, so no tool has
 //! to be installed). The header is checked in; it is rewritten only when its content changes,
 //! and `make check-header` fails when the checked-in copy is stale.
 
@@ -28,5 +28,6 @@ fn main() {
         .with_config(config)
         .generate()
         .expect("cbindgen could not generate include/agentstream.h");
-    bindings.write_to_file(crate_dir.join("include/agentstream.h"));
+    // The repository's fixed layout: the public header lives in the top-level include/.
+    bindings.write_to_file(crate_dir.join("../../include/agentstream.h"));
 }

@@ -2,6 +2,7 @@ package agentstream
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -166,4 +167,109 @@ func benchHandler(b *testing.B, fromThread bool) {
 		b.ReportMetric(float64(n)/s, "events/s")
 		b.ReportMetric(s*1e9/float64(n), "ns/event")
 	}
+}
+
+// ---- the same corpus through REAL runs of the fake harness ----
+//
+// Each agent's s* traces are joined and repeated 100 times (about 5 MB of stdout in all) and
+// played by the fake harness as a child process, one run per agent per iteration. The
+// buffer's marks are raised so no text delta is merged: every content event is delivered.
+// The time includes spawning the processes.
+
+var noMerge = Backpressure{HighWater: 1_000_000_000, ByteBudget: 4_000_000_000, StallSeconds: 600}
+
+type runTrace struct {
+	agent, prefix string
+	bytes         int
+}
+
+func runCorpus(b *testing.B) []runTrace {
+	corpus, _ := benchCorpus(b)
+	dir := b.TempDir()
+	byAgent := map[string]*bytes.Buffer{}
+	var order []string
+	for _, t := range corpus {
+		if byAgent[t.agent] == nil {
+			byAgent[t.agent] = &bytes.Buffer{}
+			order = append(order, t.agent)
+		}
+	}
+	for r := 0; r < 100; r++ {
+		for _, t := range corpus {
+			byAgent[t.agent].Write(t.data)
+		}
+	}
+	var out []runTrace
+	for _, a := range order {
+		prefix := filepath.Join(dir, a)
+		if err := os.WriteFile(prefix+".input.jsonl", byAgent[a].Bytes(), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		out = append(out, runTrace{agent: a, prefix: prefix, bytes: byAgent[a].Len()})
+	}
+	return out
+}
+
+func benchRuns(b *testing.B, run func(s *Session) int) {
+	fake := fakeHarness(b)
+	traces := runCorpus(b)
+	total := 0
+	for _, t := range traces {
+		total += t.bytes
+	}
+	events := 0
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		for _, t := range traces {
+			s, err := New(Config{Type: t.agent, Bin: fake, Env: map[string]string{"AGENTSTREAM_FAKE_TRACE": t.prefix}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			events += run(s)
+			s.Close()
+		}
+	}
+	b.StopTimer()
+	report(b, start, events, "events", total)
+}
+
+// Run with an On("content") handler: one call per event from the run's (Rust) thread into Go
+// through cgo.Handle, the OutputEvent decoded for the handler.
+func BenchmarkRunCallback(b *testing.B) {
+	benchRuns(b, func(s *Session) int {
+		n := 0
+		if err := s.On("content", func(OutputEvent) { n++ }); err != nil {
+			b.Fatal(err)
+		}
+		res, err := s.Run(context.Background(), RunOptions{Prompt: "bench", Backpressure: noMerge})
+		if err != nil || res.Pressure.Coalesced != 0 {
+			b.Fatalf("%+v %v", res, err)
+		}
+		return n
+	})
+}
+
+// Stream: a goroutine pulls batches of 256 deliveries (one cgo call and one JSON array per
+// batch) and hands them over a channel; the reader decodes each content event.
+func BenchmarkRunStream(b *testing.B) {
+	benchRuns(b, func(s *Session) int {
+		st, err := s.Stream(context.Background(), RunOptions{Prompt: "bench", Backpressure: noMerge})
+		if err != nil {
+			b.Fatal(err)
+		}
+		n := 0
+		for d := range st.Deliveries() {
+			if d.Item != nil && d.Item.Channel == ChannelContent {
+				if _, err := d.Item.Content(); err != nil {
+					b.Fatal(err)
+				}
+				n++
+			}
+		}
+		if res, err := st.Result(); err != nil || res.Pressure.Coalesced != 0 {
+			b.Fatalf("%+v %v", res, err)
+		}
+		return n
+	})
 }

@@ -23,6 +23,10 @@ const (
 	StatusSpawnFailed     Status = 9
 	StatusCancelled       Status = 10
 	StatusTimeout         Status = 11
+	StatusDecodeLimit     Status = 12
+	StatusNotRunning      Status = 13
+	StatusInvalidHandle   Status = 14
+	StatusNotReady        Status = 15
 )
 
 // String is the library's name for the status ("invalid_argument", "panic", ...).
@@ -58,6 +62,15 @@ var (
 	// ErrPanic: a Rust panic was caught inside the library (a bug; the object involved should
 	// be closed).
 	ErrPanic = &Error{Status: StatusPanic, Message: "panic"}
+	// ErrHarnessNotFound: the harness executable (Config.Bin, or the harness's usual command on
+	// PATH) was not found.
+	ErrHarnessNotFound = &Error{Status: StatusHarnessNotFound, Message: "harness not found"}
+	// ErrAlreadyRunning: the session already runs something (one operation at a time).
+	ErrAlreadyRunning = &Error{Status: StatusAlreadyRunning, Message: "already running"}
+	// ErrSpawnFailed: the harness could not be started.
+	ErrSpawnFailed = &Error{Status: StatusSpawnFailed, Message: "spawn failed"}
+	// ErrNotRunning: Pause, Resume or Interrupt without an active run.
+	ErrNotRunning = &Error{Status: StatusNotRunning, Message: "not running"}
 )
 
 // ErrClosed is returned by methods of a Decoder or Session after Close.

@@ -7,7 +7,7 @@ package agentstream
 // a header installed elsewhere).
 
 /*
-#cgo CFLAGS: -I${SRCDIR}/../c/include
+#cgo CFLAGS: -I${SRCDIR}/../../include
 #cgo LDFLAGS: -lagentstream
 */
 import "C"

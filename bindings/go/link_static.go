@@ -7,7 +7,7 @@ package agentstream
 // time. Build with `-tags agentstream_dynamic` to link a system libagentstream instead.
 
 /*
-#cgo CFLAGS: -I${SRCDIR}/../c/include
+#cgo CFLAGS: -I${SRCDIR}/../../include
 #cgo LDFLAGS: ${SRCDIR}/../../target/release/libagentstream.a -lgcc_s -lutil -lrt -lpthread -lm -ldl
 */
 import "C"

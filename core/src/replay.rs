@@ -34,8 +34,11 @@ impl Default for ReplayOptions {
     }
 }
 
-/// Everything a replayed run delivers.
-#[derive(Debug, Clone)]
+/// Everything a replayed run delivers. Serializes as
+/// `{"items": [<envelope>…], "hooks": [<hook event>…], "outcome": {"state": …}, "stats": {…}}`
+/// (envelopes in their wire form, hooks in the canonical C/Go form), for bindings that hand a
+/// replay across a boundary as one JSON text.
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct Replay {
     /// The sequenced stream: `run_start`, each stdout line followed by its content events, the
     /// terminal lifecycle event last.
@@ -130,5 +133,18 @@ mod tests {
         assert_eq!(r.hooks.first().unwrap().event_type, "run.started");
         assert!(r.hooks.last().unwrap().is_terminal());
         assert_eq!(r.outcome, RunOutcome::Completed);
+    }
+
+    #[test]
+    fn a_replay_serializes_as_items_hooks_outcome_and_stats() {
+        let input = b"{\"type\":\"thread.started\",\"thread_id\":\"t\"}\n";
+        let r = replay(Agent::Codex, input, &ReplayOptions::default());
+        let v = serde_json::to_value(&r).unwrap();
+        let items = v["items"].as_array().unwrap();
+        assert_eq!(items.len(), r.items.len());
+        assert_eq!(items[0], serde_json::from_str::<serde_json::Value>(&r.items[0].to_json()).unwrap());
+        assert_eq!(v["hooks"][0]["type"], "run.started");
+        assert_eq!(v["outcome"]["state"], "completed");
+        assert_eq!(v["stats"]["lines"], 1);
     }
 }

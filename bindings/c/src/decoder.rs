@@ -2,11 +2,13 @@
 
 use std::cell::UnsafeCell;
 use std::ffi::{c_char, c_void};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use agentstream_core::{Agent, Decoder, DecoderOptions, OutputEvent};
 
-use crate::error::{Error, Result, agentstream_status, boundary, boundary_void};
+use crate::error::{Error, Result, agentstream_status, boundary};
+use crate::handles::{Table, not_live_message};
 use crate::util::{bytes_arg, give_string, out_arg, reset_out, str_arg, to_json};
 
 /// Receives one item as UTF-8 JSON: `json` points to `len` bytes followed by a NUL byte (so it
@@ -24,16 +26,30 @@ pub type agentstream_event_cb = Option<unsafe extern "C" fn(user_data: *mut c_vo
 pub type agentstream_free_cb = Option<unsafe extern "C" fn(user_data: *mut c_void)>;
 
 /// A stateful decoder of one harness's stdout (one run). Opaque; create with
-/// `agentstream_decoder_new`, free with `agentstream_decoder_free`.
+/// `agentstream_decoder_new`, free with `agentstream_decoder_free`. The handle is a checked
+/// number, never an address: a freed or foreign handle is refused with
+/// `AGENTSTREAM_STATUS_INVALID_HANDLE`.
 ///
 /// Not thread-safe: use one decoder from one thread at a time. Calling a decoder function on
-/// the same decoder from inside one of its own callbacks returns `AGENTSTREAM_STATUS_BUSY`.
+/// the same decoder from inside one of its own callbacks, or from two threads at once, returns
+/// `AGENTSTREAM_STATUS_BUSY`.
 #[allow(non_camel_case_types)]
 pub struct agentstream_decoder {
+    _opaque: [u8; 0],
+}
+
+struct DecoderObj {
     busy: AtomicBool,
-    free_requested: AtomicBool,
+    freed: AtomicBool,
     inner: UnsafeCell<Inner>,
 }
+
+// SAFETY: `inner` is only reached through a Guard, and the busy flag admits one Guard at a time.
+unsafe impl Send for DecoderObj {}
+// SAFETY: as above.
+unsafe impl Sync for DecoderObj {}
+
+static DECODERS: Table<DecoderObj> = Table::new("agentstream_decoder");
 
 struct Inner {
     decoder: Decoder,
@@ -41,45 +57,33 @@ struct Inner {
     scratch: Vec<u8>,
 }
 
-/// Exclusive access to a decoder for one call; releases it (and performs a free requested
-/// from a callback) when dropped.
+/// Exclusive access to a decoder for one call. Holds a reference, so a free during the call
+/// (from a callback or another thread) takes effect when the call returns.
 struct Guard {
-    ptr: *mut agentstream_decoder,
+    obj: Arc<DecoderObj>,
 }
 
 impl Guard {
-    /// # Safety
-    /// `ptr` must be NULL or a live decoder from `agentstream_decoder_new`.
-    unsafe fn enter(ptr: *mut agentstream_decoder) -> Result<Guard> {
-        // SAFETY: live or NULL per the contract.
-        let d = unsafe { ptr.as_ref() }.ok_or_else(|| Error::null("decoder"))?;
-        if d.busy.swap(true, Ordering::Acquire) {
+    fn enter(handle: *mut agentstream_decoder) -> Result<Guard> {
+        let obj = DECODERS.get(handle, "decoder")?;
+        if obj.busy.swap(true, Ordering::Acquire) {
             return Err(Error::new(
                 agentstream_status::Busy,
                 "the decoder is busy: it was called from one of its own callbacks or from two threads at once",
             ));
         }
-        Ok(Guard { ptr })
+        Ok(Guard { obj })
     }
 
     fn inner(&mut self) -> &mut Inner {
-        // SAFETY: the busy flag gives this guard exclusive access; the decoder is live until
-        // the guard is dropped (a free during the call is deferred to the drop).
-        unsafe { &mut *(*self.ptr).inner.get() }
+        // SAFETY: the busy flag gives this guard exclusive access.
+        unsafe { &mut *self.obj.inner.get() }
     }
-
 }
 
 impl Drop for Guard {
     fn drop(&mut self) {
-        // SAFETY: live until here.
-        let d = unsafe { &*self.ptr };
-        d.busy.store(false, Ordering::Release);
-        if d.free_requested.load(Ordering::Acquire) {
-            // SAFETY: created by Box::into_raw in agentstream_decoder_new; the free was
-            // requested by the owner, and nobody else holds the decoder now.
-            drop(unsafe { Box::from_raw(self.ptr) });
-        }
+        self.obj.busy.store(false, Ordering::Release);
     }
 }
 
@@ -88,11 +92,11 @@ fn parse_agent(name: &str) -> Result<Agent> {
 }
 
 fn new_decoder(agent: Agent, options: DecoderOptions) -> *mut agentstream_decoder {
-    Box::into_raw(Box::new(agentstream_decoder {
+    DECODERS.insert(DecoderObj {
         busy: AtomicBool::new(false),
-        free_requested: AtomicBool::new(false),
+        freed: AtomicBool::new(false),
         inner: UnsafeCell::new(Inner { decoder: Decoder::with_options(agent, options), scratch: Vec::new() }),
-    }))
+    })
 }
 
 /// Deliver each event to `cb`, one call per event, in order. Stops delivering (but keeps
@@ -200,16 +204,12 @@ pub unsafe extern "C" fn agentstream_decoder_feed(
     user_data: *mut c_void,
 ) -> agentstream_status {
     boundary(|| {
-        // SAFETY: forwarded contract.
-        let mut guard = unsafe { Guard::enter(decoder) }?;
+        let mut guard = Guard::enter(decoder)?;
         let cb = cb.ok_or_else(|| Error::null("cb"))?;
         // SAFETY: forwarded contract.
         let bytes = unsafe { bytes_arg(bytes, len, "bytes") }?;
-        let free_requested = {
-            let ptr = guard.ptr;
-            // SAFETY: live while the guard is.
-            move || unsafe { (*ptr).free_requested.load(Ordering::Acquire) }
-        };
+        let obj = guard.obj.clone();
+        let free_requested = move || obj.freed.load(Ordering::Acquire);
         let Inner { decoder, scratch } = guard.inner();
         let mut failure = None;
         decoder.feed_lines(bytes, &mut |_line, events| {
@@ -241,8 +241,7 @@ pub unsafe extern "C" fn agentstream_decoder_feed_json(
         unsafe { reset_out(out_json, out_len) };
         // SAFETY: forwarded contract.
         let out = unsafe { out_arg(out_json, "out_json") }?;
-        // SAFETY: forwarded contract.
-        let mut guard = unsafe { Guard::enter(decoder) }?;
+        let mut guard = Guard::enter(decoder)?;
         // SAFETY: forwarded contract.
         let bytes = unsafe { bytes_arg(bytes, len, "bytes") }?;
         let events = guard.inner().decoder.feed(bytes);
@@ -264,14 +263,10 @@ pub unsafe extern "C" fn agentstream_decoder_finish(
     user_data: *mut c_void,
 ) -> agentstream_status {
     boundary(|| {
-        // SAFETY: forwarded contract.
-        let mut guard = unsafe { Guard::enter(decoder) }?;
+        let mut guard = Guard::enter(decoder)?;
         let cb = cb.ok_or_else(|| Error::null("cb"))?;
-        let free_requested = {
-            let ptr = guard.ptr;
-            // SAFETY: live while the guard is.
-            move || unsafe { (*ptr).free_requested.load(Ordering::Acquire) }
-        };
+        let obj = guard.obj.clone();
+        let free_requested = move || obj.freed.load(Ordering::Acquire);
         let Inner { decoder, scratch } = guard.inner();
         let mut failure = None;
         decoder.finish_lines(&mut |_line, events| deliver(&free_requested, scratch, events, cb, user_data, &mut failure));
@@ -295,8 +290,7 @@ pub unsafe extern "C" fn agentstream_decoder_finish_json(
         unsafe { reset_out(out_json, out_len) };
         // SAFETY: forwarded contract.
         let out = unsafe { out_arg(out_json, "out_json") }?;
-        // SAFETY: forwarded contract.
-        let mut guard = unsafe { Guard::enter(decoder) }?;
+        let mut guard = Guard::enter(decoder)?;
         let events = guard.inner().decoder.finish();
         // SAFETY: forwarded contract.
         unsafe { give_string(json_array(&events)?, out, out_len) }
@@ -320,8 +314,7 @@ pub unsafe extern "C" fn agentstream_decoder_stats_json(
         unsafe { reset_out(out_json, out_len) };
         // SAFETY: forwarded contract.
         let out = unsafe { out_arg(out_json, "out_json") }?;
-        // SAFETY: forwarded contract.
-        let mut guard = unsafe { Guard::enter(decoder) }?;
+        let mut guard = Guard::enter(decoder)?;
         let json = to_json(guard.inner().decoder.stats())?;
         // SAFETY: forwarded contract.
         unsafe { give_string(json, out, out_len) }
@@ -345,8 +338,7 @@ pub unsafe extern "C" fn agentstream_decoder_take_diagnostics_json(
         unsafe { reset_out(out_json, out_len) };
         // SAFETY: forwarded contract.
         let out = unsafe { out_arg(out_json, "out_json") }?;
-        // SAFETY: forwarded contract.
-        let mut guard = unsafe { Guard::enter(decoder) }?;
+        let mut guard = Guard::enter(decoder)?;
         let json = to_json(&guard.inner().decoder.take_diagnostics())?;
         // SAFETY: forwarded contract.
         unsafe { give_string(json, out, out_len) }
@@ -369,8 +361,7 @@ pub unsafe extern "C" fn agentstream_decoder_session_id(
         unsafe { reset_out(out, out_len) };
         // SAFETY: forwarded contract.
         let out = unsafe { out_arg(out, "out") }?;
-        // SAFETY: forwarded contract.
-        let mut guard = unsafe { Guard::enter(decoder) }?;
+        let mut guard = Guard::enter(decoder)?;
         match guard.inner().decoder.session_id() {
             // SAFETY: forwarded contract.
             Some(id) => unsafe { give_string(id.as_bytes().to_vec(), out, out_len) },
@@ -379,24 +370,30 @@ pub unsafe extern "C" fn agentstream_decoder_session_id(
     })
 }
 
-/// Free a decoder. NULL is a no-op. Called from inside one of the decoder's own callbacks, the
-/// free happens when the call that invoked the callback returns (and no further events are
-/// delivered to callbacks of that call).
+/// Free a decoder. NULL is a no-op, and so is a handle that is not live (a second free: the
+/// last error then says so). Called from inside one of the decoder's own callbacks, or while
+/// another thread is inside a call on it, the memory is released when that call returns, and
+/// no further events are delivered to that call's callback.
 ///
 /// # Safety
-/// `decoder` NULL or live; not used again afterwards.
+/// None beyond passing any value: handles are checked.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn agentstream_decoder_free(decoder: *mut agentstream_decoder) {
-    boundary_void(|| {
-        // SAFETY: live or NULL per the contract.
-        let Some(d) = (unsafe { decoder.as_ref() }) else { return };
-        if d.busy.load(Ordering::Acquire) {
-            d.free_requested.store(true, Ordering::Release);
-            return;
+    let _ = boundary(|| {
+        if decoder.is_null() {
+            return Ok(());
         }
-        // SAFETY: created by Box::into_raw; the owner gives it up now.
-        drop(unsafe { Box::from_raw(decoder) });
-    })
+        match DECODERS.remove(decoder) {
+            Some(obj) => {
+                obj.freed.store(true, Ordering::Release);
+                Ok(())
+            }
+            None => Err(Error::new(
+                agentstream_status::InvalidHandle,
+                not_live_message("agentstream_decoder", decoder as usize),
+            )),
+        }
+    });
 }
 
 #[cfg(test)]

@@ -33,20 +33,32 @@ pub enum agentstream_status {
     /// A Rust panic was caught at the boundary (a bug in agentstream: please report it). The
     /// object involved may be in an inconsistent state; free it.
     Panic = 6,
-    /// (runner, phase 2) The harness executable was not found.
+    /// The harness executable was not found (`bin`, or the harness's usual command on PATH).
     HarnessNotFound = 7,
-    /// (runner, phase 2) The session already has a run in progress.
+    /// The session already has a run or command in progress (one operation at a time per
+    /// session; use another session for parallel runs).
     AlreadyRunning = 8,
-    /// (runner, phase 2) The harness process could not be started.
+    /// The harness process could not be started.
     SpawnFailed = 9,
-    /// (runner, phase 2) The run was cancelled.
+    /// The operation was cancelled.
     Cancelled = 10,
-    /// (runner, phase 2) The run exceeded its timeout.
+    /// The operation exceeded its time limit.
     Timeout = 11,
+    /// Input went past a configured decode limit.
+    DecodeLimit = 12,
+    /// Nothing is running: `pause`, `resume` or `interrupt` without an active run.
+    NotRunning = 13,
+    /// The handle is not live: already freed, never returned by the library, or a handle of
+    /// another type. Handles are checked numbers, never dereferenced, so this is an error
+    /// rather than a crash.
+    InvalidHandle = 14,
+    /// `agentstream_run_wait`: the run did not finish within the timeout (not a failure of the
+    /// run; wait again).
+    NotReady = 15,
 }
 
 /// Every status, in numeric order (not exported to C: cbindgen would render it as a macro).
-pub(crate) const ALL_STATUSES: [agentstream_status; 12] = [
+pub(crate) const ALL_STATUSES: [agentstream_status; 16] = [
     agentstream_status::Ok,
     agentstream_status::NullArgument,
     agentstream_status::InvalidArgument,
@@ -59,6 +71,10 @@ pub(crate) const ALL_STATUSES: [agentstream_status; 12] = [
     agentstream_status::SpawnFailed,
     agentstream_status::Cancelled,
     agentstream_status::Timeout,
+    agentstream_status::DecodeLimit,
+    agentstream_status::NotRunning,
+    agentstream_status::InvalidHandle,
+    agentstream_status::NotReady,
 ];
 
 impl agentstream_status {
@@ -82,6 +98,10 @@ impl agentstream_status {
             agentstream_status::SpawnFailed => "spawn_failed\0",
             agentstream_status::Cancelled => "cancelled\0",
             agentstream_status::Timeout => "timeout\0",
+            agentstream_status::DecodeLimit => "decode_limit\0",
+            agentstream_status::NotRunning => "not_running\0",
+            agentstream_status::InvalidHandle => "invalid_handle\0",
+            agentstream_status::NotReady => "not_ready\0",
         }
     }
 
@@ -114,6 +134,26 @@ impl Error {
     /// `INVALID_ARGUMENT`.
     pub fn invalid(message: impl Into<String>) -> Self {
         Error::new(agentstream_status::InvalidArgument, message)
+    }
+}
+
+impl From<agentstream_core::Error> for Error {
+    /// The core's error kinds map one to one onto statuses (same snake_case names); the message
+    /// carries the core's advice.
+    fn from(e: agentstream_core::Error) -> Self {
+        use agentstream_core::ErrorKind as K;
+        let status = match e.kind {
+            K::HarnessNotFound => agentstream_status::HarnessNotFound,
+            K::AlreadyRunning => agentstream_status::AlreadyRunning,
+            K::SpawnFailed => agentstream_status::SpawnFailed,
+            K::InvalidArgument => agentstream_status::InvalidArgument,
+            K::Cancelled => agentstream_status::Cancelled,
+            K::Timeout => agentstream_status::Timeout,
+            K::DecodeLimit => agentstream_status::DecodeLimit,
+            K::Internal => agentstream_status::Internal,
+            K::NotRunning => agentstream_status::NotRunning,
+        };
+        Error::new(status, e.message_with_advice())
     }
 }
 
@@ -259,6 +299,14 @@ mod tests {
             assert!(s.name().chars().all(|c| c.is_ascii_lowercase() || c == '_'), "{}", s.name());
         }
         assert_eq!(agentstream_status::from_u32(999), None);
+    }
+
+    #[test]
+    fn every_core_error_kind_has_the_status_of_the_same_name() {
+        for kind in agentstream_core::ErrorKind::ALL {
+            let e: Error = agentstream_core::Error::new(kind, "x").into();
+            assert_eq!(e.status.name(), kind.name());
+        }
     }
 
     #[test]

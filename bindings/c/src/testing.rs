@@ -4,7 +4,7 @@
 use std::ffi::c_char;
 
 use crate::error::{Error, agentstream_status, boundary};
-use crate::session::{agentstream_session, parse_channel};
+use crate::session::{SESSIONS, agentstream_session, parse_channel};
 use crate::util::{bytes_arg, str_arg};
 
 /// TEST ONLY. Panics inside the library; returns `AGENTSTREAM_STATUS_PANIC` with the panic
@@ -23,7 +23,7 @@ pub extern "C" fn agentstream_testing_panic() -> agentstream_status {
 /// `INVALID_ARGUMENT` (channel name), `PANIC`.
 ///
 /// # Safety
-/// `session` NULL or live; `channel` NULL or NUL-terminated; `payload` valid for `len` bytes;
+/// `channel` NULL or NUL-terminated; `payload` valid for `len` bytes;
 /// `out_delivered` NULL or valid for a write.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn agentstream_testing_session_emit(
@@ -40,20 +40,21 @@ pub unsafe extern "C" fn agentstream_testing_session_emit(
             // SAFETY: valid per the contract.
             unsafe { *out_delivered = 0 };
         }
-        // SAFETY: live or NULL per the contract.
-        let s = unsafe { session.as_ref() }.ok_or_else(|| Error::null("session"))?;
+        let s = SESSIONS.get(session, "session")?;
         // SAFETY: forwarded contract.
         let channel = parse_channel(unsafe { str_arg(channel, "channel") }?)?;
         // SAFETY: forwarded contract.
         let mut bytes = unsafe { bytes_arg(payload, len, "payload") }?.to_vec();
         bytes.push(0);
         let handlers = s.handlers(channel);
+        drop(s);
         let work = move || {
             let mut n = 0usize;
             for _ in 0..repeat {
                 for h in &handlers {
-                    h.call(&bytes);
-                    n += 1;
+                    if h.call_nul(&bytes) {
+                        n += 1;
+                    }
                 }
             }
             n

@@ -79,3 +79,20 @@ pub unsafe fn reset_out(out: *mut *mut c_char, out_len: *mut usize) {
 pub fn to_json<T: serde::Serialize>(value: &T) -> Result<Vec<u8>> {
     serde_json::to_vec(value).map_err(|e| Error::new(agentstream_status::Internal, format!("serialization failed: {e}")))
 }
+
+/// An optional JSON-object argument parsed into `T` (NULL: `T::default()`). Unknown keys and
+/// wrong types are `INVALID_ARGUMENT`, with serde's message (it names the known keys).
+///
+/// # Safety
+/// `p` must be NULL or point to a NUL-terminated string that outlives the call.
+pub unsafe fn json_options<T: serde::de::DeserializeOwned + Default>(p: *const c_char, name: &str) -> Result<T> {
+    if p.is_null() {
+        return Ok(T::default());
+    }
+    // SAFETY: forwarded contract.
+    let text = unsafe { str_arg(p, name) }?;
+    if text.trim().is_empty() {
+        return Ok(T::default());
+    }
+    serde_json::from_str(text).map_err(|e| Error::invalid(format!("argument `{name}`: {e}")))
+}

@@ -4,6 +4,7 @@
 
 _Static_assert(sizeof(agentstream_status) == 4, "agentstream_status is a uint32_t");
 _Static_assert(AGENTSTREAM_STATUS_OK == 0, "OK is 0");
+_Static_assert(sizeof(agentstream_next) == 4, "agentstream_next is a uint32_t");
 
 int main(void) {
     agentstream_status st = agentstream_channel_validate("content");

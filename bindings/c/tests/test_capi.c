@@ -1,11 +1,15 @@
 /*
  * C tests of libagentstream through the REAL generated header.
  *
- *   test_capi <repo>/tests/golden [-q]      (-q: print failures and the closing line only)
+ *   test_capi <repo>/tests/golden <target>/<profile>/fake-harness [-q]
  *
  * Golden replay (every <agent>/<case>.input.jsonl, whole, byte by byte, in seeded random chunks
- * and through the JSON-array variant, compared semantically with .expected.jsonl), misuse
- * (NULL handles, unknown agent/channel names, free(NULL), reentrancy), panics, the session's
+ * and through the JSON-array variant, compared semantically with .expected.jsonl; and through
+ * agentstream_replay_json, comparing the content events AND the hook events with .hooks.jsonl),
+ * real runs of the fake harness (callbacks from the run's thread in sequence order, pulling with
+ * and without batches, lifecycle order, one terminal, cancel, a harness dying mid-line,
+ * pause/resume, interrupt/kill, commands), misuse (NULL, freed and foreign handles, double
+ * frees, unknown agent/channel names, bad options, reentrancy, callbacks after free), panics,
  * handler ownership and delivery from a Rust thread. Closing line: "C: N passed, N failed".
  * Run under AddressSanitizer and valgrind by `make test-c`.
  */
@@ -18,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static int passed, failed, skipped, quiet;
@@ -535,13 +540,908 @@ static int test_session(void) {
     return 1;
 }
 
+
+/* ---------- golden replay through agentstream_replay_json: content AND hooks ---------- */
+
+/* The agent directory name of a golden input path <dir>/<agent>/<case>.input.jsonl. */
+static void golden_agent(const char *path, char *agent, size_t cap) {
+    const char *slash = strrchr(path, '/'), *prev = slash;
+    if (!slash) {
+        agent[0] = 0;
+        return;
+    }
+    while (prev > path && prev[-1] != '/') prev--;
+    snprintf(agent, cap, "%.*s", (int)(slash - prev), prev);
+}
+
+static int golden_replay_case(void) {
+    const char *path = golden.gl_pathv[golden_index];
+    char agent[64], other[4096];
+    golden_agent(path, agent, sizeof agent);
+    size_t plen = strlen(path) - strlen(".input.jsonl");
+    size_t in_len = 0, ex_len = 0, hk_len = 0;
+    char *input = read_file(path, &in_len);
+    snprintf(other, sizeof other, "%.*s.expected.jsonl", (int)plen, path);
+    char *expected_text = read_file(other, &ex_len);
+    snprintf(other, sizeof other, "%.*s.hooks.jsonl", (int)plen, path);
+    char *hooks_text = read_file(other, &hk_len);
+    CHECK(input && expected_text && hooks_text);
+    strlist want = {0}, want_hooks = {0};
+    split_lines(expected_text, ex_len, &want);
+    split_lines(hooks_text, hk_len, &want_hooks);
+
+    char *json = NULL;
+    size_t len = 0;
+    CHECK(agentstream_replay_json(agent, (const uint8_t *)input, in_len, "{\"run_id\":\"golden\"}", &json, &len) ==
+          AGENTSTREAM_STATUS_OK);
+    jt_value *r = jt_parse(json, len);
+    int ok = r != NULL;
+    const jt_value *items = jt_get(r, "items"), *hooks = jt_get(r, "hooks");
+    ok = ok && items && hooks && items->kind == JT_ARRAY && hooks->kind == JT_ARRAY;
+    /* Content: the content envelopes' events, in order, are the expected events. */
+    strlist got = {0}, got_hooks = {0};
+    uint64_t next_seq = 0;
+    for (size_t i = 0; ok && i < items->count; i++) {
+        const jt_value *env = items->items[i];
+        const jt_value *seq = jt_get(env, "sequence"), *ch = jt_get(env, "channel"), *rid = jt_get(env, "runId");
+        ok = seq && ch && rid && strcmp(rid->text, "golden") == 0 && strtoull(seq->text, NULL, 10) == next_seq;
+        next_seq++;
+        if (ok && strcmp(ch->text, "content") == 0) {
+            jt_out o = {0};
+            jt_write(&o, jt_get(env, "event"));
+            strlist_push(&got, o.buf, o.len);
+            free(o.buf);
+        }
+    }
+    if (ok) ok = same_events(&got, &want);
+    /* The last item is the one terminal lifecycle event. */
+    if (ok) {
+        const jt_value *last = items->items[items->count - 1];
+        const jt_value *reason = jt_get(jt_get(last, "event"), "reason");
+        ok = strcmp(jt_get(last, "channel")->text, "lifecycle") == 0 && reason &&
+             (strcmp(reason->text, "run_complete") == 0 || strcmp(reason->text, "run_failed") == 0);
+        if (!ok) fprintf(stderr, "  last item is not the terminal\n");
+    }
+    /* Hooks: exactly the golden hook file (canonical shape), in order. */
+    for (size_t i = 0; ok && i < hooks->count; i++) {
+        jt_out o = {0};
+        jt_write(&o, hooks->items[i]);
+        strlist_push(&got_hooks, o.buf, o.len);
+        free(o.buf);
+    }
+    if (ok) {
+        ok = same_events(&got_hooks, &want_hooks);
+        if (!ok) fprintf(stderr, "  (hooks)\n");
+    }
+    jt_free(r);
+    agentstream_string_free(json);
+    strlist_free(&got);
+    strlist_free(&got_hooks);
+    strlist_free(&want);
+    strlist_free(&want_hooks);
+    free(input);
+    free(expected_text);
+    free(hooks_text);
+    return ok;
+}
+
+static int test_replay_misuse(void) {
+    char *json = (char *)1;
+    CHECK(agentstream_replay_json("cursor", (const uint8_t *)"", 0, NULL, &json, NULL) == AGENTSTREAM_STATUS_INVALID_ARGUMENT);
+    CHECK(json == NULL);
+    CHECK(last_error_contains("opencode"));
+    CHECK(agentstream_replay_json("codex", NULL, 5, NULL, &json, NULL) == AGENTSTREAM_STATUS_NULL_ARGUMENT);
+    CHECK(agentstream_replay_json("codex", NULL, 0, "{\"runid\":\"x\"}", &json, NULL) == AGENTSTREAM_STATUS_INVALID_ARGUMENT);
+    CHECK(last_error_contains("run_id"));
+    CHECK(agentstream_replay_json("codex", NULL, 0, NULL, NULL, NULL) == AGENTSTREAM_STATUS_NULL_ARGUMENT);
+    /* Empty input is still a whole run: run_start, then the terminal. */
+    size_t len = 0;
+    CHECK(agentstream_replay_json("codex", NULL, 0, NULL, &json, &len) == AGENTSTREAM_STATUS_OK);
+    jt_value *r = jt_parse(json, len);
+    CHECK(r && jt_get(r, "items")->count == 2);
+    CHECK(strcmp(jt_get(jt_get(r, "items")->items[0], "runId")->text, "replay") == 0);
+    jt_free(r);
+    agentstream_string_free(json);
+    return 1;
+}
+
+/* ---------- runs through the fake harness ---------- */
+
+static const char *fake_harness;
+
+typedef struct {
+    char kind; /* 'c' content, 'l' lifecycle, 'o' stdout, 'e' stderr, 'h' hook */
+    char *text;
+    size_t len;
+    pthread_t thread;
+} log_entry;
+
+typedef struct {
+    pthread_mutex_t mu;
+    log_entry *e;
+    size_t n, cap;
+    int destroyed; /* handler destructors run for this log */
+    int after_free; /* calls that arrived after the owner said it freed */
+    int freed_flag;
+} run_log;
+
+typedef struct {
+    run_log *log;
+    char kind;
+} tap;
+
+static void log_init(run_log *l) {
+    memset(l, 0, sizeof *l);
+    pthread_mutex_init(&l->mu, NULL);
+}
+
+static void log_free(run_log *l) {
+    for (size_t i = 0; i < l->n; i++) free(l->e[i].text);
+    free(l->e);
+    pthread_mutex_destroy(&l->mu);
+}
+
+static void tap_cb(void *user_data, const char *json, size_t len) {
+    tap *t = (tap *)user_data;
+    run_log *l = t->log;
+    pthread_mutex_lock(&l->mu);
+    if (l->freed_flag) l->after_free++;
+    if (l->n == l->cap) {
+        l->cap = l->cap ? l->cap * 2 : 64;
+        l->e = (log_entry *)realloc(l->e, l->cap * sizeof *l->e);
+    }
+    log_entry *e = &l->e[l->n++];
+    e->kind = t->kind;
+    e->text = (char *)malloc(len + 1);
+    memcpy(e->text, json, len);
+    e->text[len] = 0;
+    e->len = len;
+    e->thread = pthread_self();
+    pthread_mutex_unlock(&l->mu);
+}
+
+static void tap_free(void *user_data) {
+    tap *t = (tap *)user_data;
+    pthread_mutex_lock(&t->log->mu);
+    t->log->destroyed++;
+    pthread_mutex_unlock(&t->log->mu);
+    free(t);
+}
+
+static tap *new_tap(run_log *l, char kind) {
+    tap *t = (tap *)malloc(sizeof *t);
+    t->log = l;
+    t->kind = kind;
+    return t;
+}
+
+static size_t log_count(run_log *l, char kind) {
+    pthread_mutex_lock(&l->mu);
+    size_t n = 0;
+    for (size_t i = 0; i < l->n; i++) n += l->e[i].kind == kind;
+    pthread_mutex_unlock(&l->mu);
+    return n;
+}
+
+/* Register a tap on all four channels. */
+static int tap_all(agentstream_session *s, run_log *l) {
+    const char *names[] = {"content", "lifecycle", "stdout", "stderr"};
+    const char kinds[] = {'c', 'l', 'o', 'e'};
+    for (int i = 0; i < 4; i++) {
+        tap *t = new_tap(l, kinds[i]);
+        if (agentstream_session_on(s, names[i], tap_cb, t, tap_free) != AGENTSTREAM_STATUS_OK) {
+            free(t);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* A session whose harness is the fake one replaying tests/golden/<agent>/<trace_case>, plus
+ * extra environment variables (NULL-terminated name/value pairs). */
+static agentstream_session *fake_session(const char *agent, const char *trace_case, const char *const *env) {
+    agentstream_session *s = NULL;
+    if (agentstream_session_new(agent, &s) != AGENTSTREAM_STATUS_OK) return NULL;
+    char trace[4096];
+    snprintf(trace, sizeof trace, "%s/%s/%s", golden_dir, agent, trace_case);
+    int ok = agentstream_session_set_bin(s, fake_harness) == AGENTSTREAM_STATUS_OK &&
+             agentstream_session_set_env(s, "AGENTSTREAM_FAKE_TRACE", trace) == AGENTSTREAM_STATUS_OK;
+    for (size_t i = 0; ok && env && env[i]; i += 2) ok = agentstream_session_set_env(s, env[i], env[i + 1]) == AGENTSTREAM_STATUS_OK;
+    if (!ok) {
+        agentstream_session_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+/* The run's result (parsed), waiting up to 30 s. */
+static jt_value *wait_result(agentstream_run *run) {
+    char *json = NULL;
+    size_t len = 0;
+    if (agentstream_run_wait(run, 30000, &json, &len) != AGENTSTREAM_STATUS_OK) return NULL;
+    jt_value *v = jt_parse(json, len);
+    agentstream_string_free(json);
+    return v;
+}
+
+static int result_is(const jt_value *r, const char *key, const char *value) {
+    const jt_value *v = jt_get(r, key);
+    return v && strcmp(v->text, value) == 0;
+}
+
+/* The lifecycle reasons in the log, joined by ',' into buf. */
+static void reasons(run_log *l, char *buf, size_t cap) {
+    buf[0] = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        if (l->e[i].kind != 'l') continue;
+        jt_value *v = jt_parse(l->e[i].text, l->e[i].len);
+        const jt_value *r = jt_get(v, "reason");
+        size_t used = strlen(buf);
+        snprintf(buf + used, cap - used, "%s%s", used ? "," : "", r ? r->text : "?");
+        jt_free(v);
+    }
+}
+
+static int is_terminal_reason(const char *r) {
+    const char *t[] = {"run_complete", "run_failed", "run_interrupted", "command_complete", "command_failed",
+                       "command_interrupted", "run_background_complete", "run_background_failed"};
+    for (size_t i = 0; i < sizeof t / sizeof *t; i++)
+        if (strcmp(r, t[i]) == 0) return 1;
+    return 0;
+}
+
+/* Exactly one terminal lifecycle item, and it is the last item delivered (hooks may follow). */
+static int one_terminal_last(run_log *l) {
+    size_t terminals = 0, last_item = 0, terminal_at = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        if (l->e[i].kind == 'h') continue;
+        last_item = i;
+        if (l->e[i].kind != 'l') continue;
+        jt_value *v = jt_parse(l->e[i].text, l->e[i].len);
+        const jt_value *r = jt_get(v, "reason");
+        if (r && is_terminal_reason(r->text)) {
+            terminals++;
+            terminal_at = i;
+        }
+        jt_free(v);
+    }
+    if (terminals != 1 || terminal_at != last_item) {
+        fprintf(stderr, "  %zu terminal(s); terminal at %zu, last item at %zu\n", terminals, terminal_at, last_item);
+        return 0;
+    }
+    return 1;
+}
+
+/* A whole run in callback mode: lifecycle order, one terminal last, the handlers called from one
+ * thread (not the caller's) in sequence order, content = the golden events, stdout = the input,
+ * stderr = the recorded stderr, hooks = the golden hooks (bar run id, timestamps, sequence). */
+static int test_run_callbacks(void) {
+    run_log log;
+    log_init(&log);
+    agentstream_session *s = fake_session("claude", "s2-bash", NULL);
+    CHECK(s != NULL);
+    CHECK(tap_all(s, &log));
+    tap *hooks = new_tap(&log, 'h');
+    agentstream_run *run = NULL;
+    CHECK(agentstream_session_start_run(s, "List the files", NULL, tap_cb, hooks, tap_free, &run) == AGENTSTREAM_STATUS_OK);
+    char *id = NULL;
+    CHECK(agentstream_run_id(run, &id, NULL) == AGENTSTREAM_STATUS_OK && strncmp(id, "run_", 4) == 0);
+    jt_value *r = wait_result(run);
+    CHECK(r != NULL);
+    CHECK(result_is(r, "state", "completed"));
+    CHECK(result_is(r, "run_id", id));
+    CHECK(result_is(r, "session_id", "66c0abf3-0bc5-46a7-8e73-4fef192280ea"));
+    CHECK(jt_get(r, "final_text") && jt_get(r, "final_text")->len > 0);
+    jt_free(r);
+    agentstream_string_free(id);
+
+    char rs[512];
+    reasons(&log, rs, sizeof rs);
+    CHECK(strcmp(rs, "sandbox_ready,run_start,run_complete") == 0); /* the session's first run announces the environment */
+    CHECK(one_terminal_last(&log));
+    /* One delivering thread, not this one. */
+    CHECK(log.n > 0);
+    for (size_t i = 0; i < log.n; i++) {
+        CHECK(pthread_equal(log.e[i].thread, log.e[0].thread));
+        CHECK(!pthread_equal(log.e[i].thread, pthread_self()));
+    }
+    /* Sequence order: every channel has a handler here, so the n-th item callback is sequence
+     * n-1 (no text was merged: the reader keeps up); each hook carries the sequence of an item
+     * already delivered (the one it was derived from); every content event follows its stdout
+     * line. */
+    size_t items = 0;
+    char prev = 0;
+    for (size_t i = 0; i < log.n; i++) {
+        log_entry *e = &log.e[i];
+        if (e->kind == 'h') {
+            jt_value *h = jt_parse(e->text, e->len);
+            const jt_value *seq = jt_get(h, "sequence");
+            int ok = seq && items > 0 && strtoull(seq->text, NULL, 10) <= items - 1;
+            if (!ok) fprintf(stderr, "  hook %s has sequence %s after %zu items\n", e->text, seq ? seq->text : "?", items);
+            jt_free(h);
+            CHECK(ok);
+            continue;
+        }
+        if (e->kind == 'c') CHECK(prev == 'o' || prev == 'c');
+        prev = e->kind;
+        items++;
+    }
+    /* Content, stdout and stderr are the trace's. */
+    char path[4096];
+    size_t n = 0;
+    snprintf(path, sizeof path, "%s/claude/s2-bash.expected.jsonl", golden_dir);
+    char *text = read_file(path, &n);
+    strlist want = {0}, got = {0};
+    split_lines(text, n, &want);
+    free(text);
+    for (size_t i = 0; i < log.n; i++)
+        if (log.e[i].kind == 'c') strlist_push(&got, log.e[i].text, log.e[i].len);
+    int same = same_events(&got, &want);
+    strlist_free(&got);
+    strlist_free(&want);
+    CHECK(same);
+    const char kinds[] = {'o', 'e'};
+    const char *files[] = {"input.jsonl", "stderr.txt"};
+    for (int k = 0; k < 2; k++) {
+        snprintf(path, sizeof path, "%s/claude/s2-bash.%s", golden_dir, files[k]);
+        text = read_file(path, &n);
+        CHECK(text != NULL);
+        size_t off = 0;
+        int match = 1;
+        for (size_t i = 0; i < log.n && match; i++) {
+            if (log.e[i].kind != kinds[k]) continue;
+            match = off + log.e[i].len <= n && memcmp(text + off, log.e[i].text, log.e[i].len) == 0;
+            off += log.e[i].len;
+        }
+        free(text);
+        CHECK(match && off == n);
+    }
+    /* Hooks: the golden hook file's types, statuses and details, in order. */
+    snprintf(path, sizeof path, "%s/claude/s2-bash.hooks.jsonl", golden_dir);
+    text = read_file(path, &n);
+    split_lines(text, n, &want);
+    free(text);
+    size_t h = 0;
+    int hooks_ok = 1;
+    for (size_t i = 0; i < log.n && hooks_ok; i++) {
+        if (log.e[i].kind != 'h') continue;
+        hooks_ok = h < want.count;
+        if (!hooks_ok) break;
+        jt_value *a = jt_parse(log.e[i].text, log.e[i].len), *b = jt_parse(want.items[h], want.lens[h]);
+        const char *keys[] = {"type", "status", "details", "agent_id"};
+        for (int k = 0; k < 4 && hooks_ok; k++) hooks_ok = jt_equal(jt_get(a, keys[k]), jt_get(b, keys[k]));
+        if (!hooks_ok) fprintf(stderr, "  hook %zu:\n    got      %s\n    expected %s\n", h, log.e[i].text, want.items[h]);
+        jt_free(a);
+        jt_free(b);
+        h++;
+    }
+    size_t want_hooks = want.count;
+    strlist_free(&want);
+    CHECK(hooks_ok && h == want_hooks);
+
+    CHECK(log.destroyed == 0);
+    agentstream_run_free(run);
+    CHECK(log.destroyed == 1); /* on_event's user_data, at run_free */
+    agentstream_session_free(s);
+    CHECK(log.destroyed == 5); /* the four handlers, at session_free */
+    log_free(&log);
+    return 1;
+}
+
+static void sleep_ms(int ms) {
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* A reader that leaves a pulled run early cancels it ("reader left"); the handle still waits. */
+static int test_run_leave(void) {
+    const char *env[] = {"AGENTSTREAM_FAKE_HANG", "1", NULL};
+    agentstream_session *s = fake_session("claude", "s1-text", env);
+    CHECK(s != NULL);
+    agentstream_run *run = NULL;
+    CHECK(agentstream_session_start_run(s, "x", "{\"iterate\":true,\"kill_grace_ms\":200}", NULL, NULL, NULL, &run) ==
+          AGENTSTREAM_STATUS_OK);
+    agentstream_next kind;
+    char *json = NULL;
+    CHECK(agentstream_run_next(run, 5000, &kind, &json, NULL) == AGENTSTREAM_STATUS_OK && kind == AGENTSTREAM_NEXT_ITEM);
+    CHECK(strstr(json, "\"sandbox_ready\"") != NULL);
+    agentstream_string_free(json);
+    CHECK(agentstream_run_leave(run) == AGENTSTREAM_STATUS_OK);
+    jt_value *r = wait_result(run);
+    CHECK(r && result_is(r, "state", "cancelled") && strstr(jt_get(r, "cancel_reason")->text, "reader left"));
+    jt_free(r);
+    CHECK(agentstream_run_leave(run) == AGENTSTREAM_STATUS_OK); /* after the end: nothing */
+    agentstream_run_free(run);
+    CHECK(agentstream_run_leave(run) == AGENTSTREAM_STATUS_INVALID_HANDLE);
+    agentstream_session_free(s);
+    return 1;
+}
+
+/* The same trace pulled, one delivery at a time and in batches: gapless sequence from 0, hooks
+ * right after their item, one terminal last, then END; the pulled run never calls handlers. */
+static int test_run_iterate(void) {
+    for (int batch = 0; batch < 2; batch++) {
+        run_log log;
+        log_init(&log);
+        agentstream_session *s = fake_session("claude", "s2-bash", NULL);
+        CHECK(s != NULL);
+        CHECK(tap_all(s, &log));
+        agentstream_run *run = NULL;
+        CHECK(agentstream_session_start_run(s, "x", "{\"iterate\":true,\"hooks\":true}", NULL, NULL, NULL, &run) ==
+              AGENTSTREAM_STATUS_OK);
+        uint64_t next_seq = 0;
+        size_t hooks = 0, terminals = 0, pulls = 0;
+        int ended = 0, after_terminal = 0;
+        while (!ended && pulls++ < 100000) {
+            agentstream_next kind = AGENTSTREAM_NEXT_TIMEOUT;
+            char *json = NULL;
+            size_t len = 0;
+            agentstream_status st = batch ? agentstream_run_next_batch_json(run, 4, 1000, &kind, &json, &len)
+                                          : agentstream_run_next(run, 1000, &kind, &json, &len);
+            CHECK(st == AGENTSTREAM_STATUS_OK);
+            if (kind == AGENTSTREAM_NEXT_END) {
+                CHECK(batch ? strcmp(json, "[]") == 0 : json == NULL);
+                agentstream_string_free(json);
+                ended = 1;
+                break;
+            }
+            if (kind == AGENTSTREAM_NEXT_TIMEOUT) {
+                agentstream_string_free(json);
+                continue;
+            }
+            jt_value *v = jt_parse(json, len);
+            agentstream_string_free(json);
+            CHECK(v != NULL);
+            /* Normalize: a list of (tag, value). */
+            size_t count = batch ? v->count : 1;
+            CHECK(!batch || (kind == AGENTSTREAM_NEXT_BATCH && v->kind == JT_ARRAY && count >= 1 && count <= 4));
+            for (size_t i = 0; i < count; i++) {
+                const jt_value *d = batch ? v->items[i] : v;
+                int is_hook = batch ? jt_get(d, "hook") != NULL : kind == AGENTSTREAM_NEXT_HOOK;
+                const jt_value *x = batch ? (is_hook ? jt_get(d, "hook") : jt_get(d, "item")) : d;
+                CHECK(x != NULL);
+                if (is_hook) {
+                    CHECK(strtoull(jt_get(x, "sequence")->text, NULL, 10) < next_seq);
+                    hooks++;
+                    continue;
+                }
+                if (terminals) after_terminal++;
+                CHECK(strtoull(jt_get(x, "sequence")->text, NULL, 10) == next_seq);
+                next_seq += 1 + (jt_get(x, "coalesced") ? strtoull(jt_get(x, "coalesced")->text, NULL, 10) : 0);
+                if (strcmp(jt_get(x, "channel")->text, "lifecycle") == 0 &&
+                    is_terminal_reason(jt_get(jt_get(x, "event"), "reason")->text))
+                    terminals++;
+            }
+            jt_free(v);
+        }
+        CHECK(ended && terminals == 1 && after_terminal == 0 && hooks > 3 && next_seq > 10);
+        /* After the end: END again, at once. */
+        agentstream_next kind = AGENTSTREAM_NEXT_ITEM;
+        char *json = NULL;
+        CHECK(agentstream_run_next(run, -1, &kind, &json, NULL) == AGENTSTREAM_STATUS_OK && kind == AGENTSTREAM_NEXT_END);
+        jt_value *r = wait_result(run);
+        CHECK(r && result_is(r, "state", "completed"));
+        char seq[32];
+        snprintf(seq, sizeof seq, "%llu", (unsigned long long)(next_seq - 1));
+        CHECK(result_is(r, "last_sequence", seq));
+        jt_free(r);
+        char *pressure = NULL;
+        CHECK(agentstream_run_pressure_json(run, &pressure, NULL) == AGENTSTREAM_STATUS_OK && strstr(pressure, "\"peak\""));
+        agentstream_string_free(pressure);
+        CHECK(log.n == 0); /* handlers are not called for a pulled run */
+        agentstream_run_free(run);
+        agentstream_session_free(s);
+        CHECK(log.destroyed == 4);
+        log_free(&log);
+    }
+    return 1;
+}
+
+
+/* Cancel: SIGTERM (or SIGKILL when the harness ignores SIGTERM), the first reason stands,
+ * run_interrupted last, hook run.cancelled last. wait with a short timeout says NOT_READY. */
+static int test_run_cancel(void) {
+    const char *ignore[] = {"0", "1"};
+    for (int k = 0; k < 2; k++) {
+        run_log log;
+        log_init(&log);
+        const char *env[] = {"AGENTSTREAM_FAKE_HANG", "1", "AGENTSTREAM_FAKE_IGNORE_SIGTERM", ignore[k], NULL};
+        agentstream_session *s = fake_session("claude", "s1-text", env);
+        CHECK(s != NULL);
+        CHECK(tap_all(s, &log));
+        agentstream_run *run = NULL;
+        CHECK(agentstream_session_start_run(s, "x", "{\"kill_grace_ms\":300}", tap_cb, new_tap(&log, 'h'), tap_free, &run) ==
+              AGENTSTREAM_STATUS_OK);
+        char *json = (char *)1;
+        CHECK(agentstream_run_wait(run, 200, &json, NULL) == AGENTSTREAM_STATUS_NOT_READY);
+        CHECK(json == NULL);
+        CHECK(last_error_contains("not finished"));
+        CHECK(agentstream_run_cancel(run, "the client pressed stop") == AGENTSTREAM_STATUS_OK);
+        CHECK(agentstream_run_cancel(run, "a second stop") == AGENTSTREAM_STATUS_OK);
+        jt_value *r = wait_result(run);
+        CHECK(r && result_is(r, "state", "cancelled"));
+        CHECK(strstr(jt_get(r, "cancel_reason")->text, "the client pressed stop") != NULL);
+        CHECK(result_is(r, "signal", k ? "9" : "15"));
+        jt_free(r);
+        CHECK(one_terminal_last(&log));
+        char rs[512];
+        reasons(&log, rs, sizeof rs);
+        CHECK(strcmp(rs, "sandbox_ready,run_start,run_interrupted") == 0);
+        CHECK(log.n > 0 && log.e[log.n - 1].kind == 'h' && strstr(log.e[log.n - 1].text, "\"run.cancelled\""));
+        CHECK(agentstream_run_cancel(run, "after the end") == AGENTSTREAM_STATUS_OK);
+        agentstream_run_free(run);
+        agentstream_session_free(s);
+        CHECK(log.destroyed == 5);
+        log_free(&log);
+    }
+    return 1;
+}
+
+/* A harness killed in the middle of a line: the partial line is delivered and decoded before
+ * the terminal, and the run failed (signal 9). */
+static int test_run_dies_mid_line(void) {
+    run_log log;
+    log_init(&log);
+    const char *env[] = {"AGENTSTREAM_FAKE_DIE_MID_LINE", "1", NULL};
+    agentstream_session *s = fake_session("gemini", "s1-text", env);
+    CHECK(s != NULL);
+    CHECK(tap_all(s, &log));
+    agentstream_run *run = NULL;
+    CHECK(agentstream_session_start_run(s, "x", NULL, NULL, NULL, NULL, &run) == AGENTSTREAM_STATUS_OK);
+    jt_value *r = wait_result(run);
+    CHECK(r && result_is(r, "state", "failed") && result_is(r, "signal", "9"));
+    CHECK(jt_get(r, "final_text") == NULL); /* partial output is never an answer */
+    jt_free(r);
+    CHECK(one_terminal_last(&log));
+    char rs[512];
+    reasons(&log, rs, sizeof rs);
+    CHECK(strcmp(rs, "sandbox_ready,run_start,run_failed") == 0);
+    const char *last_stdout = NULL;
+    for (size_t i = 0; i < log.n; i++)
+        if (log.e[i].kind == 'o') last_stdout = log.e[i].text;
+    CHECK(last_stdout && strncmp(last_stdout, "{\"type\":\"result\"", 16) == 0);
+    agentstream_run_free(run);
+    agentstream_session_free(s);
+    log_free(&log);
+    return 1;
+}
+
+/* Pause (SIGSTOP) stops the output, resume (SIGCONT) continues it; both are lifecycle items. */
+static int test_run_pause_resume(void) {
+    run_log log;
+    log_init(&log);
+    const char *env[] = {"AGENTSTREAM_FAKE_DELAY_MS", "60", NULL};
+    agentstream_session *s = fake_session("gemini", "s2-bash", env);
+    CHECK(s != NULL);
+    CHECK(tap_all(s, &log));
+    CHECK(agentstream_session_pause(s) == AGENTSTREAM_STATUS_NOT_RUNNING);
+    CHECK(last_error_contains("no run is active"));
+    CHECK(agentstream_session_resume(s) == AGENTSTREAM_STATUS_NOT_RUNNING);
+    agentstream_run *run = NULL;
+    CHECK(agentstream_session_start_run(s, "x", NULL, NULL, NULL, NULL, &run) == AGENTSTREAM_STATUS_OK);
+    sleep_ms(150);
+    CHECK(agentstream_session_pause(s) == AGENTSTREAM_STATUS_OK);
+    CHECK(agentstream_session_pause(s) == AGENTSTREAM_STATUS_OK); /* pausing a paused run: nothing */
+    sleep_ms(150);
+    size_t before = log_count(&log, 'o');
+    sleep_ms(400);
+    size_t during = log_count(&log, 'o');
+    CHECK(before == during);
+    CHECK(before < 12);
+    CHECK(agentstream_session_resume(s) == AGENTSTREAM_STATUS_OK);
+    jt_value *r = wait_result(run);
+    CHECK(r && result_is(r, "state", "completed"));
+    jt_free(r);
+    CHECK(log_count(&log, 'o') == 12);
+    char rs[512];
+    reasons(&log, rs, sizeof rs);
+    CHECK(strcmp(rs, "sandbox_ready,run_start,sandbox_pause,sandbox_resume,run_complete") == 0);
+    CHECK(one_terminal_last(&log));
+    agentstream_run_free(run);
+    agentstream_session_free(s);
+    log_free(&log);
+    return 1;
+}
+
+/* Interrupt and kill through the session; one operation at a time; the configuration cannot
+ * change while a run is active; a missing harness is HARNESS_NOT_FOUND. */
+static int test_run_session_control(void) {
+    run_log log;
+    log_init(&log);
+    const char *env[] = {"AGENTSTREAM_FAKE_HANG", "1", NULL};
+    agentstream_session *s = fake_session("claude", "s1-text", env);
+    CHECK(s != NULL);
+    CHECK(tap_all(s, &log));
+    agentstream_run *run = NULL, *second = (agentstream_run *)1;
+    CHECK(agentstream_session_start_run(s, "x", "{\"kill_grace_ms\":200}", NULL, NULL, NULL, &run) == AGENTSTREAM_STATUS_OK);
+    CHECK(agentstream_session_start_run(s, "y", NULL, NULL, NULL, NULL, &second) == AGENTSTREAM_STATUS_ALREADY_RUNNING);
+    CHECK(second == NULL);
+    CHECK(last_error_contains("already running"));
+    CHECK(agentstream_session_set_model(s, "m") == AGENTSTREAM_STATUS_ALREADY_RUNNING);
+    CHECK(agentstream_session_interrupt(s, "enough") == AGENTSTREAM_STATUS_OK);
+    jt_value *r = wait_result(run);
+    CHECK(r && result_is(r, "state", "cancelled") && strstr(jt_get(r, "cancel_reason")->text, "enough"));
+    jt_free(r);
+    agentstream_run_free(run);
+
+    /* The session runs again after the first ended; kill ends it at once. */
+    CHECK(agentstream_session_start_run(s, "x", NULL, NULL, NULL, NULL, &run) == AGENTSTREAM_STATUS_OK);
+    sleep_ms(100);
+    CHECK(agentstream_session_kill(s) == AGENTSTREAM_STATUS_OK);
+    r = wait_result(run);
+    CHECK(r && result_is(r, "state", "cancelled") && result_is(r, "signal", "9"));
+    jt_free(r);
+    agentstream_run_free(run);
+    CHECK(agentstream_session_kill(s) == AGENTSTREAM_STATUS_OK); /* nothing running: nothing to do */
+    char rs[1024];
+    reasons(&log, rs, sizeof rs);
+    CHECK(strcmp(rs, "sandbox_ready,run_start,run_interrupted,run_start,sandbox_killed,run_interrupted") == 0);
+
+    CHECK(agentstream_session_set_bin(s, "/nonexistent/claude-not-installed") == AGENTSTREAM_STATUS_OK);
+    run = (agentstream_run *)1;
+    agentstream_status st = agentstream_session_start_run(s, "x", NULL, NULL, NULL, NULL, &run);
+    if (getenv("AGENTSTREAM_TEST_UNDER_VALGRIND") && st == AGENTSTREAM_STATUS_OK) {
+        /* valgrind emulates the spawn with fork+exec: the missing program becomes a child that
+         * exits 127 instead of a spawn error. */
+        jt_value *failed = wait_result(run);
+        if (failed && !result_is(failed, "state", "failed")) fprintf(stderr, "  state %s\n", jt_get(failed, "state")->text);
+        CHECK(failed && result_is(failed, "state", "failed"));
+        jt_free(failed);
+        agentstream_run_free(run);
+    } else {
+        CHECK(st == AGENTSTREAM_STATUS_HARNESS_NOT_FOUND);
+        CHECK(run == NULL);
+        CHECK(last_error_contains("not found"));
+    }
+    CHECK(strcmp(agentstream_status_name(AGENTSTREAM_STATUS_HARNESS_NOT_FOUND), "harness_not_found") == 0);
+    agentstream_session_free(s);
+    log_free(&log);
+    return 1;
+}
+
+/* execute_command: any program, streamed with command lifecycle, no content decoding. */
+static int test_command(void) {
+    run_log log;
+    log_init(&log);
+    agentstream_session *s = NULL;
+    CHECK(agentstream_session_new("claude", &s) == AGENTSTREAM_STATUS_OK);
+    CHECK(tap_all(s, &log));
+    const char *argv[] = {"sh", "-c", "echo one; echo \"$GREETING\" >&2; printf 'two'; exit 4"};
+    agentstream_run *run = NULL;
+    CHECK(agentstream_session_start_command(s, argv, 3, "{\"env\":{\"GREETING\":\"oops\"}}", tap_cb, new_tap(&log, 'h'),
+                                            tap_free, &run) == AGENTSTREAM_STATUS_OK);
+    jt_value *r = wait_result(run);
+    CHECK(r && result_is(r, "state", "failed") && result_is(r, "exit_code", "4"));
+    jt_free(r);
+    char rs[512];
+    reasons(&log, rs, sizeof rs);
+    CHECK(strcmp(rs, "sandbox_ready,command_start,command_failed") == 0);
+    char out[64] = "", err[64] = "";
+    for (size_t i = 0; i < log.n; i++) {
+        CHECK(log.e[i].kind != 'c');
+        if (log.e[i].kind == 'o') strncat(out, log.e[i].text, sizeof out - strlen(out) - 1);
+        if (log.e[i].kind == 'e') strncat(err, log.e[i].text, sizeof err - strlen(err) - 1);
+    }
+    CHECK(strcmp(out, "one\ntwo\n") == 0);
+    CHECK(strcmp(err, "oops\n") == 0);
+    CHECK(strstr(log.e[log.n - 1].text, "\"run.failed\"") != NULL);
+    agentstream_run_free(run);
+    CHECK(agentstream_session_start_command(s, argv, 0, NULL, NULL, NULL, NULL, &run) == AGENTSTREAM_STATUS_INVALID_ARGUMENT);
+    CHECK(agentstream_session_start_command(s, NULL, 2, NULL, NULL, NULL, NULL, &run) == AGENTSTREAM_STATUS_NULL_ARGUMENT);
+    agentstream_session_free(s);
+    log_free(&log);
+    return 1;
+}
+
+/* An await-only run (no handler, no on_event): nothing is delivered, the result is kept. */
+static int test_run_await_only(void) {
+    agentstream_session *s = fake_session("codex", "s2-bash", NULL);
+    CHECK(s != NULL);
+    agentstream_run *run = NULL;
+    CHECK(agentstream_session_start_run(s, "x", NULL, NULL, NULL, NULL, &run) == AGENTSTREAM_STATUS_OK);
+    jt_value *r = wait_result(run);
+    CHECK(r && result_is(r, "state", "completed") && jt_get(r, "final_text"));
+    jt_free(r);
+    agentstream_next kind;
+    char *json = NULL;
+    CHECK(agentstream_run_next(run, 0, &kind, &json, NULL) == AGENTSTREAM_STATUS_INVALID_ARGUMENT);
+    CHECK(last_error_contains("iterate"));
+    agentstream_run_free(run);
+    agentstream_session_free(s);
+    return 1;
+}
+
+/* ---- misuse of runs ---- */
+
+typedef struct {
+    agentstream_run *run; /* published by the test thread with an atomic store */
+    agentstream_session **session;
+    agentstream_status wait_status;
+    int tried;
+    int calls;
+    int free_session_at; /* free the session from inside the content handler at this call */
+} reentry;
+
+static void reentry_cb(void *user_data, const char *json, size_t len) {
+    (void)json;
+    (void)len;
+    reentry *r = (reentry *)user_data;
+    r->calls++;
+    agentstream_run *run = __atomic_load_n(&r->run, __ATOMIC_SEQ_CST);
+    if (!r->tried && run) {
+        char *out = NULL;
+        r->tried = 1;
+        r->wait_status = agentstream_run_wait(run, -1, &out, NULL); /* would wait for itself */
+        agentstream_string_free(out);
+    }
+    if (r->free_session_at && r->calls == r->free_session_at) {
+        agentstream_session_free(*r->session);
+        *r->session = NULL;
+    }
+}
+
+static int destroyed_count;
+static void count_destroy(void *user_data) {
+    (void)user_data;
+    destroyed_count++;
+}
+
+static int test_run_misuse(void) {
+    agentstream_run *run = (agentstream_run *)1;
+    /* NULL and bogus handles. */
+    CHECK(agentstream_session_start_run(NULL, "x", NULL, NULL, NULL, NULL, &run) == AGENTSTREAM_STATUS_NULL_ARGUMENT);
+    CHECK(run == NULL);
+    CHECK(agentstream_session_start_run((agentstream_session *)0x12345678, "x", NULL, NULL, NULL, NULL, &run) ==
+          AGENTSTREAM_STATUS_INVALID_HANDLE);
+    CHECK(last_error_contains("agentstream_session"));
+    CHECK(agentstream_run_cancel(NULL, NULL) == AGENTSTREAM_STATUS_NULL_ARGUMENT);
+    CHECK(agentstream_run_wait((agentstream_run *)0x777770, 0, (char **)&run, NULL) == AGENTSTREAM_STATUS_INVALID_HANDLE);
+    CHECK(agentstream_session_pause(NULL) == AGENTSTREAM_STATUS_NULL_ARGUMENT);
+    CHECK(agentstream_session_set_bin(NULL, "x") == AGENTSTREAM_STATUS_NULL_ARGUMENT);
+    agentstream_run_free(NULL);
+
+    agentstream_session *s = fake_session("claude", "s2-bash", NULL);
+    CHECK(s != NULL);
+    /* A decoder handle is not a session. */
+    agentstream_decoder *d = NULL;
+    CHECK(agentstream_decoder_new("claude", &d) == AGENTSTREAM_STATUS_OK);
+    CHECK(agentstream_session_pause((agentstream_session *)d) == AGENTSTREAM_STATUS_INVALID_HANDLE);
+    CHECK(agentstream_decoder_stats_json((agentstream_decoder *)s, (char **)&run, NULL) == AGENTSTREAM_STATUS_INVALID_HANDLE);
+    agentstream_decoder_free(d);
+    /* Free twice: the second is refused, harmlessly; use after free is an error. */
+    agentstream_decoder_free(d);
+    CHECK(last_error_contains("not live"));
+    char *json = NULL;
+    CHECK(agentstream_decoder_feed_json(d, (const uint8_t *)"x", 1, &json, NULL) == AGENTSTREAM_STATUS_INVALID_HANDLE);
+
+    /* Bad options; on failure the caller keeps on_event's user_data (no destructor). */
+    destroyed_count = 0;
+    CHECK(agentstream_session_start_run(s, "x", "{\"timeout\":5}", NULL, NULL, NULL, &run) == AGENTSTREAM_STATUS_INVALID_ARGUMENT);
+    CHECK(last_error_contains("timeout_ms"));
+    CHECK(agentstream_session_start_run(s, "x", "[1]", NULL, NULL, NULL, &run) == AGENTSTREAM_STATUS_INVALID_ARGUMENT);
+    CHECK(agentstream_session_start_run(s, "x", "{\"hooks\":true}", NULL, NULL, NULL, &run) == AGENTSTREAM_STATUS_INVALID_ARGUMENT);
+    CHECK(last_error_contains("on_event"));
+    CHECK(agentstream_session_start_run(s, "x", "{\"iterate\":true}", reentry_cb, NULL, count_destroy, &run) ==
+          AGENTSTREAM_STATUS_INVALID_ARGUMENT);
+    CHECK(agentstream_session_start_run(s, "x", "{\"byte_budget\":0}", reentry_cb, NULL, count_destroy, &run) ==
+          AGENTSTREAM_STATUS_INVALID_ARGUMENT);
+    CHECK(last_error_contains("byte_budget"));
+    CHECK(agentstream_session_start_run(s, NULL, NULL, NULL, NULL, NULL, &run) == AGENTSTREAM_STATUS_NULL_ARGUMENT);
+    CHECK(agentstream_session_start_run(s, "x", NULL, NULL, NULL, NULL, NULL) == AGENTSTREAM_STATUS_NULL_ARGUMENT);
+    CHECK(destroyed_count == 0);
+    CHECK(agentstream_session_set_env(s, "", "x") == AGENTSTREAM_STATUS_INVALID_ARGUMENT);
+    CHECK(agentstream_session_set_env(s, "A=B", "x") == AGENTSTREAM_STATUS_INVALID_ARGUMENT);
+    CHECK(agentstream_session_on(s, "message", reentry_cb, NULL, count_destroy) == AGENTSTREAM_STATUS_INVALID_ARGUMENT);
+    CHECK(last_error_contains("content") && last_error_contains("lifecycle") && last_error_contains("stdout") &&
+          last_error_contains("stderr"));
+    CHECK(destroyed_count == 0);
+
+    /* wait from inside the run's own callback is BUSY, not a deadlock. */
+    CHECK(agentstream_session_set_env(s, "AGENTSTREAM_FAKE_DELAY_MS", "30") == AGENTSTREAM_STATUS_OK);
+    reentry re = {NULL, &s, AGENTSTREAM_STATUS_OK, 0, 0, 0};
+    run = NULL;
+    CHECK(agentstream_session_start_run(s, "x", NULL, reentry_cb, &re, count_destroy, &run) == AGENTSTREAM_STATUS_OK);
+    __atomic_store_n(&re.run, run, __ATOMIC_SEQ_CST);
+    jt_value *r = wait_result(run);
+    CHECK(r && result_is(r, "state", "completed"));
+    jt_free(r);
+    CHECK(re.tried && re.calls > 3 && re.wait_status == AGENTSTREAM_STATUS_BUSY);
+    agentstream_run_free(run);
+    CHECK(destroyed_count == 1);
+    agentstream_run_free(run); /* twice: refused, harmlessly */
+    CHECK(last_error_contains("not live"));
+    CHECK(agentstream_run_cancel(run, NULL) == AGENTSTREAM_STATUS_INVALID_HANDLE);
+    CHECK(agentstream_run_wait(run, 0, &json, NULL) == AGENTSTREAM_STATUS_INVALID_HANDLE);
+    agentstream_session_free(s);
+    agentstream_session_free(s); /* twice */
+    CHECK(last_error_contains("not live"));
+    CHECK(agentstream_session_pause(s) == AGENTSTREAM_STATUS_INVALID_HANDLE);
+    CHECK(agentstream_session_agent(s) == NULL);
+    return 1;
+}
+
+/* Callback after free: once agentstream_run_free returns, on_event is never called again (and
+ * its destructor ran once); once agentstream_session_free returns, no handler is called. Also a
+ * session freed from inside its own handler during a run. */
+static int test_run_callback_after_free(void) {
+    /* A trickle of output that does not end by itself. */
+    const char *env[] = {"AGENTSTREAM_FAKE_DELAY_MS", "20", "AGENTSTREAM_FAKE_HANG", "1", NULL};
+    /* run_free in the middle of a run. */
+    {
+        run_log log;
+        log_init(&log);
+        agentstream_session *s = fake_session("gemini", "s3-read-edit", env);
+        CHECK(s != NULL);
+        agentstream_run *run = NULL;
+        CHECK(agentstream_session_start_run(s, "x", "{\"kill_grace_ms\":100}", tap_cb, new_tap(&log, 'h'), tap_free, &run) ==
+              AGENTSTREAM_STATUS_OK);
+        while (log_count(&log, 'h') < 3) sleep_ms(5);
+        agentstream_run_free(run); /* cancels it; on_event released */
+        pthread_mutex_lock(&log.mu);
+        log.freed_flag = 1;
+        int destroyed = log.destroyed;
+        pthread_mutex_unlock(&log.mu);
+        CHECK(destroyed == 1);
+        sleep_ms(200);
+        CHECK(log.after_free == 0);
+        agentstream_session_free(s);
+        log_free(&log);
+    }
+    /* session_free in the middle of a run (from another thread than the deliverer). */
+    {
+        run_log log;
+        log_init(&log);
+        agentstream_session *s = fake_session("gemini", "s3-read-edit", env);
+        CHECK(s != NULL);
+        CHECK(tap_all(s, &log));
+        agentstream_run *run = NULL;
+        CHECK(agentstream_session_start_run(s, "x", NULL, NULL, NULL, NULL, &run) == AGENTSTREAM_STATUS_OK);
+        while (log_count(&log, 'o') < 5) sleep_ms(5);
+        agentstream_session_free(s); /* kills the run; handlers released */
+        pthread_mutex_lock(&log.mu);
+        log.freed_flag = 1;
+        int destroyed = log.destroyed;
+        pthread_mutex_unlock(&log.mu);
+        CHECK(destroyed == 4);
+        jt_value *r = wait_result(run); /* the run handle outlives its session */
+        CHECK(r && result_is(r, "state", "cancelled"));
+        jt_free(r);
+        CHECK(log.after_free == 0);
+        agentstream_run_free(run);
+        log_free(&log);
+    }
+    /* session_free from inside its own content handler. */
+    {
+        agentstream_session *s = fake_session("claude", "s2-bash", NULL);
+        CHECK(s != NULL);
+        reentry re = {NULL, &s, AGENTSTREAM_STATUS_OK, 1, 0, 2};
+        destroyed_count = 0;
+        CHECK(agentstream_session_on(s, "content", reentry_cb, &re, count_destroy) == AGENTSTREAM_STATUS_OK);
+        agentstream_run *run = NULL;
+        CHECK(agentstream_session_start_run(s, "x", NULL, NULL, NULL, NULL, &run) == AGENTSTREAM_STATUS_OK);
+        jt_value *r = wait_result(run);
+        CHECK(r != NULL);
+        jt_free(r);
+        CHECK(s == NULL);
+        CHECK(re.calls == 2); /* nothing after the free */
+        CHECK(destroyed_count == 1);
+        agentstream_run_free(run);
+    }
+    return 1;
+}
+
 int main(int argc, char **argv) {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s <repo>/tests/golden\n", argv[0]);
+    if (argc < 3) {
+        fprintf(stderr, "usage: %s <repo>/tests/golden <target>/<profile>/fake-harness [-q]\n", argv[0]);
         return 2;
     }
     golden_dir = argv[1];
-    quiet = argc > 2 && strcmp(argv[2], "-q") == 0;
+    fake_harness = argv[2];
+    quiet = argc > 3 && strcmp(argv[3], "-q") == 0;
+    if (access(fake_harness, X_OK) != 0) {
+        fprintf(stderr, "the fake harness %s is missing: cargo build --release -p agentstream-cli --bins\n", fake_harness);
+        return 2;
+    }
     char pattern[4096];
     snprintf(pattern, sizeof pattern, "%s/*/*.input.jsonl", golden_dir);
     if (glob(pattern, 0, NULL, &golden) != 0 || golden.gl_pathc == 0) {
@@ -561,11 +1461,25 @@ int main(int argc, char **argv) {
         printf("skip bridging/reentrancy (no golden case produces an event yet)\n");
     }
     run("bridging/session_on", test_session);
+    run("misuse/replay", test_replay_misuse);
+    run("misuse/runs", test_run_misuse);
+    run("run/callbacks", test_run_callbacks);
+    run("run/iterate", test_run_iterate);
+    run("run/leave", test_run_leave);
+    run("run/cancel", test_run_cancel);
+    run("run/dies_mid_line", test_run_dies_mid_line);
+    run("run/pause_resume", test_run_pause_resume);
+    run("run/session_control", test_run_session_control);
+    run("run/await_only", test_run_await_only);
+    run("run/command", test_command);
+    run("misuse/callback_after_free", test_run_callback_after_free);
     char name[512];
     for (golden_index = 0; golden_index < golden.gl_pathc; golden_index++) {
         const char *p = golden.gl_pathv[golden_index] + strlen(golden_dir) + 1;
         snprintf(name, sizeof name, "golden/%.*s", (int)(strlen(p) - strlen(".input.jsonl")), p);
         run(name, golden_case);
+        snprintf(name, sizeof name, "golden-replay/%.*s", (int)(strlen(p) - strlen(".input.jsonl")), p);
+        run(name, golden_replay_case);
     }
     globfree(&golden);
     if (skipped)

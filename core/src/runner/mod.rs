@@ -15,6 +15,7 @@
 //! need none of their own.
 
 mod argv;
+mod batch;
 mod dispatch;
 mod driver;
 mod handle;
@@ -22,6 +23,7 @@ pub mod process;
 mod session;
 
 pub use argv::{AgentConfig, default_program, harness_args};
+pub use batch::{deliveries_to_json, write_deliveries_json};
 pub use dispatch::{Dispatcher, HandlerFailure, HandlerResult};
 pub use handle::{Delivery, Next, RunHandle};
 pub use session::{CommandOptions, RunOptions, Session};
