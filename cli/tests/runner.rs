@@ -153,7 +153,9 @@ fn a_timeout_stops_the_run() {
     opts.hooks = true;
     let h = s.start_run(opts).unwrap();
     let (_, hooks) = drain(&h);
-    assert_eq!(h.wait_blocking().state, FinalState::Cancelled);
+    let r = h.wait_blocking();
+    assert_eq!(r.state, FinalState::Cancelled);
+    assert_eq!(r.cancel_kind.as_deref(), Some("timeout"), "{r:?}");
     assert_eq!(hooks.last().unwrap().event_type, "run.stopped");
 }
 

@@ -325,6 +325,7 @@ async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Child, session: A
             _ => None,
         },
         cancel_reason: outcome.cancel_reason().map(ToString::to_string),
+        cancel_kind: outcome.cancel_reason().map(|r| r.code().to_string()),
         pressure,
         stats,
         last_sequence: record.terminal_sequence,

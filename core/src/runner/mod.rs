@@ -88,6 +88,10 @@ pub struct RunResult {
     /// Why it was cancelled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cancel_reason: Option<String>,
+    /// The machine-readable kind of the cancellation ([`CancelReason::code`](crate::stream::CancelReason::code):
+    /// `caller`, `reader_left`, `stalled` or `timeout`), so callers need not parse `cancel_reason`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancel_kind: Option<String>,
     /// Backpressure statistics at the end.
     pub pressure: Pressure,
     /// Decode statistics of the harness's stdout.
