@@ -188,7 +188,7 @@ class Evolve:
             raise TypeError(f"on_event must be callable, not {type(on_event).__name__}")
         dispatch = Dispatch(self, on_event)
         channels = dispatch.mask() | (_ALL_ITEMS if iterate else 0)
-        common = dict(hooks=on_event is not None, attach_reader=channels != 0, channels=channels)
+        common: dict[str, Any] = dict(hooks=on_event is not None, attach_reader=channels != 0, channels=channels)
         session = self._native_session()
         if mode == "run":
             run = session.start_run(spec.pop("prompt"), **spec, **common)

@@ -442,7 +442,7 @@ class _StreamBase:
     @property
     def pressure(self) -> Pressure:
         """Live backpressure statistics of the run (zeros before it starts)."""
-        return cast(Pressure, self._op.run.pressure) if self._op is not None else _zero_pressure()
+        return self._op.run.pressure if self._op is not None else _zero_pressure()
 
     @property
     def result(self) -> RunResult | None:
