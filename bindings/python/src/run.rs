@@ -39,6 +39,10 @@ pub const STDERR: u8 = 8;
 pub const HOOKS: u8 = 16;
 pub const ALL: u8 = CONTENT | LIFECYCLE | STDOUT | STDERR | HOOKS;
 
+/// How long a pull that got a partial batch waits for more (`RunHandle::next_batch_lingering`):
+/// the extra latency of a delivery is at most this, and a fast run is read in batches.
+const LINGER: Duration = Duration::from_millis(1);
+
 fn bit(d: &Delivery) -> u8 {
     match d {
         Delivery::Hook(_) => HOOKS,
@@ -369,7 +373,7 @@ impl PyRun {
                 let deadline = Instant::now() + timeout;
                 loop {
                     let left = deadline.saturating_duration_since(Instant::now());
-                    let mut batch = handle.next_batch_blocking(max, Some(left));
+                    let mut batch = handle.next_batch_lingering(max, Some(left), LINGER);
                     batch.retain(|d| bit(d) & mask != 0);
                     if !batch.is_empty() || handle.is_ended() || left.is_zero() {
                         return batch;
