@@ -15,6 +15,10 @@
 //! two Python threads sharing a decoder serialize instead of deadlocking.
 
 mod convert;
+
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod run;
 
 use std::cell::{Cell, RefCell};
