@@ -31,7 +31,7 @@ Replay recorded output through the whole pipeline (sans-IO): ``agentstream.repla
 from . import types
 from ._evolve import AgentConfig, Evolve, Handler
 from ._native import AGENTS, CHANNELS, Decoder, __version__, parse
-from ._run import Backpressure, Done, Replay, RunResult, RunStream, SyncRunStream, replay
+from ._run import Backpressure, Done, HookHandler, Replay, RunResult, RunStream, SyncRunStream, replay
 from .errors import (
     AgentstreamError,
     AlreadyRunningError,
@@ -89,6 +89,7 @@ __all__ = [
     "Done",
     "Evolve",
     "Handler",
+    "HookHandler",
     "Replay",
     "RunResult",
     "RunStream",

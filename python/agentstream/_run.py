@@ -49,6 +49,7 @@ __all__ = [
     "Replay",
     "replay",
     "Done",
+    "HookHandler",
 ]
 
 BATCH = 256
@@ -57,6 +58,7 @@ WAIT = 0.25
 """Seconds a blocking pull waits before returning to Python (signals, cancellation)."""
 
 HookHandler = Callable[[HookEvent], object]
+"""An ``on_event`` handler: gets each hook event (a flat snake_case dict); may be ``async def``."""
 Timeout = float | int | timedelta | None
 
 _ITEMS = _native.CH_CONTENT | _native.CH_LIFECYCLE | _native.CH_STDOUT | _native.CH_STDERR

@@ -41,6 +41,7 @@ from agentstream import (
     HandlerWarning,
     HarnessNotFoundError,
     HookEvent,
+    HookHandler,
     ImageContent,
     InternalError,
     InvalidAgentError,
@@ -266,7 +267,8 @@ async def run_demo(trace: Path, agent: str, fake_harness: Path) -> None:
     evolve = Evolve(config=AgentConfig(type=agent, bin=fake_harness, env={"AGENTSTREAM_FAKE_TRACE": prefix}))
     evolve.on("content", on_content_async)
     evolve.on("lifecycle", on_lifecycle)
-    result = await evolve.run(prompt="List the files", on_event=on_hook, timeout=timedelta(minutes=1),
+    hook_handler: HookHandler = on_hook
+    result = await evolve.run(prompt="List the files", on_event=hook_handler, timeout=timedelta(minutes=1),
                               backpressure=Backpressure(high_water=64))
     report(result)
     stream: RunStream = evolve.stream(prompt="again", timeout=60.0)

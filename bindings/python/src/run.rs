@@ -386,8 +386,8 @@ impl PyRun {
 
     /// True once the terminal item (and its hooks) were pulled.
     #[getter]
-    fn ended(&self) -> bool {
-        self.handle.is_ended()
+    fn ended(&self, py: Python<'_>) -> PyResult<bool> {
+        guard(py, || Ok(self.handle.is_ended()))
     }
 
     /// True once the result is known.
