@@ -56,6 +56,8 @@ BATCH = 256
 """Deliveries taken per pull."""
 WAIT = 0.25
 """Seconds a blocking pull waits before returning to Python (signals, cancellation)."""
+ABORT_WAIT = 2.0
+"""Seconds a blocking call waits for a run it cancelled because the caller's code raised."""
 
 HookHandler = Callable[[HookEvent], object]
 """An ``on_event`` handler: gets each hook event (a flat snake_case dict); may be ``async def``."""
@@ -385,11 +387,15 @@ class Op:
             self.evolve._forget(self)
         return self.result
 
-    def abort(self, why: str) -> None:
+    def abort(self, why: str, wait: float = 0.0) -> None:
         """The caller's code raised (or its task was cancelled) in the middle of the run: cancel
-        it through the one path. The run ends in the background within its kill grace."""
+        it through the one path. The run ends in the background within its kill grace; a
+        blocking caller waits up to ``wait`` seconds for that (so that Ctrl-C in a script does
+        not leave the harness behind when the interpreter exits right after)."""
         if not self.run.finished:
             self.run.cancel(why)
+            if wait > 0:
+                self.run.wait(wait)
         self.dispatch.close()
 
 
@@ -409,7 +415,7 @@ def run_sync(op: Op) -> RunResult:
             op.drain_sync()
         return op.finish_sync()
     except BaseException as exc:
-        op.abort(f"the caller stopped waiting ({type(exc).__name__})")
+        op.abort(f"the caller stopped waiting ({type(exc).__name__})", wait=ABORT_WAIT)
         raise
 
 
@@ -594,7 +600,7 @@ class SyncRunStream(_StreamBase):
             self._exhausted = True
             return op.finish_sync()
         except BaseException as exc:
-            op.abort(f"the caller stopped waiting ({type(exc).__name__})")
+            op.abort(f"the caller stopped waiting ({type(exc).__name__})", wait=ABORT_WAIT)
             raise
 
     def close(self) -> None:

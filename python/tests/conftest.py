@@ -47,15 +47,22 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 
 def fake_harness_path() -> Path:
-    """``target/release/fake-harness`` (``make test-python`` builds it; built here if absent)."""
+    """``$AGENTSTREAM_FAKE_HARNESS`` (``make test-python`` sets it to ``target/debug/fake-harness``,
+    which it builds); otherwise an existing ``target/{debug,release}/fake-harness``, built (debug)
+    when there is none."""
     override = os.environ.get("AGENTSTREAM_FAKE_HARNESS")
     if override:
-        return Path(override)
+        path = Path(override)
+        if not path.exists():
+            raise RuntimeError(f"AGENTSTREAM_FAKE_HARNESS={override} does not exist: cargo build -p agentstream-cli --bins")
+        return path
     target = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
-    path = target / "release" / "fake-harness"
-    if not path.exists():
-        subprocess.run(["cargo", "build", "--release", "-p", "agentstream-cli", "--bins"], cwd=REPO, check=True)
-    return path
+    for profile in ("debug", "release"):
+        path = target / profile / "fake-harness"
+        if path.exists():
+            return path
+    subprocess.run(["cargo", "build", "-p", "agentstream-cli", "--bins"], cwd=REPO, check=True)
+    return target / "debug" / "fake-harness"
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,4 @@
-"""Real runs through the fake harness (``target/release/fake-harness``, a real process replaying a
+"""Real runs through the fake harness (``target/debug/fake-harness``, a real process replaying a
 golden trace): the Python mirror of cli/tests/runner.rs, plus what only the binding does —
 handler dispatch (sync and async, exceptions), streams, the sync variants, error mapping."""
 
