@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import os
 import threading
 import warnings
 from collections import deque
@@ -298,6 +299,16 @@ class Dispatch:
 
 _POOL: concurrent.futures.ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
+
+
+def _forget_pool_after_fork() -> None:
+    # A child made by fork() has none of the pool's threads: start afresh (the core's runner
+    # does the same with its runtime).
+    global _POOL, _POOL_LOCK
+    _POOL, _POOL_LOCK = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_pool_after_fork)
 
 
 def _pool() -> concurrent.futures.ThreadPoolExecutor:

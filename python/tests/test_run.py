@@ -611,3 +611,39 @@ def test_execute_command_streams_with_command_lifecycle(fake_harness: Path) -> N
     result = evolve.execute_command_sync(["sh", "-c", "pwd; echo $GREETING"], cwd="/tmp", env={"GREETING": "hi"})
     assert result.state == "completed" and result.final_text is None
     assert "".join(out) == "/tmp\nhi\n"
+
+
+def test_runs_work_in_a_forked_child(fake_harness: Path) -> None:
+    """multiprocessing forks by default on Linux: the child inherits the runner's runtime and the
+    reader pool without their threads; both are rebuilt there."""
+    import os
+    import signal
+
+    evolve = fake(fake_harness, "codex", "s1-text")
+    evolve.on("content", lambda e: None)
+    assert evolve.run_sync(prompt="x").ok
+    assert go(evolve.run(prompt="x")).ok  # the parent's reader pool has threads now
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # fork() of a multi-threaded process
+        pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        code = 1
+        try:
+            signal.alarm(20)
+            child = fake(fake_harness, "codex", "s1-text")
+            child.on("content", lambda e: None)
+            if child.run_sync(prompt="x").ok and asyncio.run(child.run(prompt="x")).ok:
+                code = 0
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + 30
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail("a run in the forked child never ended")
+        time.sleep(0.05)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
