@@ -159,6 +159,7 @@ pub struct PySession {
 }
 
 #[pymethods]
+#[allow(clippy::too_many_arguments)] // Python keyword arguments
 impl PySession {
     #[new]
     #[pyo3(signature = (agent, *, agent_id = None, bin = None, model = None, extra_args = Vec::new(), cwd = None, env = Vec::new()))]
