@@ -69,7 +69,7 @@ fn a_replayed_trace_streams_lines_then_their_events_in_order() {
     let (items, hooks) = drain(&h);
     let r = h.wait_blocking();
     assert_eq!(r.state, FinalState::Completed, "{r:?}");
-    assert_eq!(lifecycle_reasons(&items).first(), Some(&LifecycleReason::RunStart));
+    assert_eq!(lifecycle_reasons(&items)[..2], [LifecycleReason::SandboxReady, LifecycleReason::RunStart]);
     assert_eq!(lifecycle_reasons(&items).last(), Some(&LifecycleReason::RunComplete));
     assert_one_terminal_last_and_gapless(&items);
     // Every content event comes right after the stdout line it was decoded from.
@@ -216,7 +216,7 @@ fn execute_command_streams_any_command_with_command_lifecycle() {
     assert_eq!(r.state, FinalState::Failed);
     assert_eq!(r.exit_code, Some(4));
     let reasons = lifecycle_reasons(&items);
-    assert_eq!(reasons, [LifecycleReason::CommandStart, LifecycleReason::CommandFailed]);
+    assert_eq!(reasons, [LifecycleReason::SandboxReady, LifecycleReason::CommandStart, LifecycleReason::CommandFailed]);
     let stdout: String = items.iter().filter_map(|e| match &e.item { StreamItem::Stdout(t) => Some(t.as_str()), _ => None }).collect();
     assert_eq!(stdout, "one\ntwo\n");
     assert!(items.iter().all(|e| !matches!(e.item, StreamItem::Content(_))), "commands are not decoded");
@@ -256,6 +256,41 @@ fn a_reader_that_leaves_cancels_the_run() {
     let r = h.wait_timeout(Duration::from_secs(10)).expect("the run ended");
     assert_eq!(r.state, FinalState::Cancelled);
     assert!(r.cancel_reason.unwrap().contains("read"));
+}
+
+#[test]
+fn on_handlers_get_every_channel_in_order_and_a_failing_handler_does_not_stop_the_run() {
+    use agentstream_core::runner::Dispatcher;
+    use std::sync::{Arc, Mutex};
+    let s = fake(Agent::Qwen, &[trace("qwen", "s3-read-edit")]);
+    let seen: Arc<Mutex<Vec<(String, u64)>>> = Arc::default();
+    let mut d = Dispatcher::new();
+    for channel in ["content", "lifecycle", "stdout", "stderr"] {
+        let seen = seen.clone();
+        d.on(channel, move |item| {
+            seen.lock().unwrap().push((item.channel().name().to_string(), 0));
+            Ok(())
+        })
+        .unwrap();
+    }
+    d.on("content", |_| Err("this handler always fails".into())).unwrap();
+    let hooks = seen.clone();
+    d.on_event(move |h| {
+        hooks.lock().unwrap().push((h.event_type.clone(), h.sequence));
+        Ok(())
+    });
+    let mut opts = RunOptions::new("x");
+    opts.hooks = d.wants_hooks();
+    let run = s.start_run(opts).unwrap();
+    let (result, failures) = d.drive(&run);
+    assert_eq!(result.state, FinalState::Completed);
+    let seen = seen.lock().unwrap();
+    let contents = seen.iter().filter(|(c, _)| c == "content").count();
+    assert!(contents > 0);
+    assert_eq!(failures.len(), contents, "each failure reported once, with its event");
+    assert!(failures.iter().all(|f| f.channel == "content" && f.event.contains("sessionUpdate")));
+    assert_eq!(seen.iter().filter(|(c, _)| c == "run.completed").count(), 1);
+    assert!(seen.iter().any(|(c, _)| c == "stdout") && seen.iter().any(|(c, _)| c == "lifecycle"));
 }
 
 #[test]

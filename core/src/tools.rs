@@ -217,6 +217,14 @@ pub fn tool_kind(agent: Agent, name: &str) -> ToolKind {
 /// Wrap a shell command in backticks for a title, escaping backticks inside it so the markdown
 /// stays intact, and cut titles at a sane length (a heredoc must not become the title).
 pub fn command_title(command: &str) -> String {
+    // Common case: nothing to escape and short enough that no cut is possible (bytes >= chars).
+    if command.len() <= MAX_TITLE_CHARS && !command.contains('`') {
+        let mut title = String::with_capacity(command.len() + 2);
+        title.push('`');
+        title.push_str(command);
+        title.push('`');
+        return title;
+    }
     let escaped = command.replace('`', "\\`");
     format!("`{}`", truncate_chars(&escaped, MAX_TITLE_CHARS))
 }

@@ -964,15 +964,7 @@ fn stamp(env: Envelope, ctx: &DecodeContext, updates: &mut Updates, out: &mut Ve
         if updates.peek().is_some() {
             out.push(env.event(ctx, update));
         } else {
-            out.push(OutputEvent {
-                session_id: ctx.session_id.clone(),
-                update,
-                timestamp: env.timestamp,
-                model: env.model.or_else(|| ctx.init_model.clone()),
-                message_id: env.message_id,
-                parent_tool_call_id: env.parent_tool_call_id,
-                extra: env.extra,
-            });
+            out.push(env.into_event(ctx, update));
             break;
         }
     }

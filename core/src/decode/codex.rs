@@ -188,6 +188,10 @@ impl<'a> RawItem<'a> {
         if !text.starts_with('"') {
             return None;
         }
+        // A raw value is valid JSON: a string without a backslash is its own text, quoted.
+        if text.len() >= 2 && !text.as_bytes().contains(&b'\\') {
+            return Some(Cow::Borrowed(&text[1..text.len() - 1]));
+        }
         match serde_json::from_str::<&'a str>(text) {
             Ok(s) => Some(Cow::Borrowed(s)),
             Err(_) => serde_json::from_str::<String>(text).ok().map(Cow::Owned),
@@ -197,9 +201,10 @@ impl<'a> RawItem<'a> {
     /// The item as values: every field (`keys` = None, for `rawOutput`), or only `keys`. A key
     /// printed twice keeps its last value there, as any JSON reader would.
     fn to_item(&self, keys: Option<&[&str]>) -> Item {
-        let mut map = Map::new();
+        let wanted = |key: &str| keys.is_none_or(|ks| ks.contains(&key));
+        let mut map = Map::with_capacity(self.fields.iter().filter(|(k, _)| wanted(k)).count());
         for (key, raw) in &self.fields {
-            if keys.is_some_and(|ks| !ks.contains(&key.as_ref())) {
+            if !wanted(key) {
                 continue;
             }
             if let Ok(value) = serde_json::from_str::<Value>(raw.get()) {
@@ -387,8 +392,8 @@ impl CodexDecoder {
         match phase {
             Phase::Started | Phase::Updated => {
                 if !self.open.contains(id.as_ref()) {
-                    let item = raw.to_item(Some(CALL_FIELDS));
-                    env.emit(ctx, SessionUpdate::ToolCall(tool_call(kind, &id, &item)), out);
+                    let mut item = raw.to_item(Some(CALL_FIELDS));
+                    env.emit(ctx, SessionUpdate::ToolCall(tool_call(kind, &id, &mut item, true)), out);
                     self.open.insert(id.into_owned());
                 } else if phase == Phase::Updated && kind == "command_execution" {
                     if let Some(output) = raw.str("aggregated_output").filter(|o| !o.is_empty()) {
@@ -400,9 +405,9 @@ impl CodexDecoder {
                 }
             }
             Phase::Completed => {
-                let item = raw.to_item(None);
+                let mut item = raw.to_item(None);
                 if !self.open.remove(id.as_ref()) {
-                    env.emit(ctx, SessionUpdate::ToolCall(tool_call(kind, &id, &item)), out);
+                    env.emit(ctx, SessionUpdate::ToolCall(tool_call(kind, &id, &mut item, false)), out);
                 }
                 env.emit(ctx, SessionUpdate::ToolCallUpdate(completion(kind, id.into_owned(), item)), out);
             }
@@ -539,15 +544,26 @@ fn unwrap_shell(command: &str) -> Cow<'_, str> {
     Cow::Borrowed(command)
 }
 
-/// An object with the given fields of the item, cloned (for `rawInput`).
-fn pick(item: &Item, keys: &[&str]) -> Option<Value> {
-    let picked: Map<String, Value> =
-        keys.iter().filter_map(|k| Some(((*k).to_string(), item.map.get(*k)?.clone()))).collect();
+/// An object with the given fields of the item (for `rawInput`): moved out of the item when
+/// `take` (the item is not needed afterwards), else cloned.
+fn pick(item: &mut Item, keys: &[&str], take: bool) -> Option<Value> {
+    let mut picked = Map::with_capacity(keys.len());
+    for k in keys {
+        if let Some(v) = grab(item, k, take) {
+            picked.insert((*k).to_string(), v);
+        }
+    }
     (!picked.is_empty()).then_some(Value::Object(picked))
 }
 
+/// A field of the item, moved out when `take`, else cloned.
+fn grab(item: &mut Item, key: &str, take: bool) -> Option<Value> {
+    if take { item.map.swap_remove(key) } else { item.map.get(key).cloned() }
+}
+
 /// The `tool_call` for a tool item (from its started line, or from a completion seen alone).
-fn tool_call(kind: &str, id: &str, item: &Item) -> ToolCall {
+/// With `take`, the fields that become `rawInput` are moved out of `item`.
+fn tool_call(kind: &str, id: &str, item: &mut Item, take: bool) -> ToolCall {
     let mut call = ToolCall {
         tool_call_id: id.to_string(),
         title: String::new(),
@@ -564,13 +580,17 @@ fn tool_call(kind: &str, id: &str, item: &Item) -> ToolCall {
                 Some(c) => command_title(&unwrap_shell(c)),
                 None => "Run command".to_string(),
             };
-            call.raw_input = item.str("command").and_then(|_| pick(item, &["command"]));
+            if item.str("command").is_some() {
+                call.raw_input = pick(item, &["command"], take);
+            }
         }
         "file_change" => {
             let changes = changes(item);
             call.title = change_title(&changes);
             call.locations = change_locations(&changes);
-            call.raw_input = item.get("changes").and_then(|_| pick(item, &["changes"]));
+            if item.get("changes").is_some() {
+                call.raw_input = pick(item, &["changes"], take);
+            }
         }
         "mcp_tool_call" => {
             let server = item.str("server").filter(|s| !s.is_empty());
@@ -585,12 +605,14 @@ fn tool_call(kind: &str, id: &str, item: &Item) -> ToolCall {
                 (Some(s), None) => format!("{s}: MCP tool"),
                 (None, None) => "MCP tool".to_string(),
             };
-            call.raw_input = item.get("arguments").cloned();
+            if item.get("arguments").is_some() {
+                call.raw_input = grab(item, "arguments", take);
+            }
         }
         _ => {
             // web_search
             call.title = search_title(search_query(item));
-            call.raw_input = pick(item, &["query", "action"]);
+            call.raw_input = pick(item, &["query", "action"], take);
         }
     }
     call

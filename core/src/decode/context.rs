@@ -51,6 +51,24 @@ impl Envelope {
         }
     }
 
+    /// Build the event for `update`, moving this envelope's facts into it (for a line's last event).
+    pub fn into_event(self, ctx: &DecodeContext, update: SessionUpdate) -> OutputEvent {
+        OutputEvent {
+            session_id: ctx.session_id.clone(),
+            update,
+            timestamp: self.timestamp,
+            model: self.model.or_else(|| ctx.init_model.clone()),
+            message_id: self.message_id,
+            parent_tool_call_id: self.parent_tool_call_id,
+            extra: self.extra,
+        }
+    }
+
+    /// Push the event for `update` onto `out`, moving this envelope into it (a line's last event).
+    pub fn emit_last(self, ctx: &DecodeContext, update: SessionUpdate, out: &mut Vec<OutputEvent>) {
+        out.push(self.into_event(ctx, update));
+    }
+
     /// Push the event for `update` onto `out`.
     pub fn emit(&self, ctx: &DecodeContext, update: SessionUpdate, out: &mut Vec<OutputEvent>) {
         out.push(self.event(ctx, update));

@@ -195,20 +195,20 @@ impl HarnessDecoder for GeminiDecoder {
             Some("message") => {
                 let Some(text) = l.content.filter(|c| !c.is_empty()) else { return LineOutcome::Decoded };
                 match l.role.as_deref() {
-                    Some("user") => env.emit(ctx, SessionUpdate::user_message(text), out),
-                    Some("assistant") | None => env.emit(ctx, SessionUpdate::message(text), out),
+                    Some("user") => env.emit_last(ctx, SessionUpdate::user_message(text), out),
+                    Some("assistant") | None => env.emit_last(ctx, SessionUpdate::message(text), out),
                     Some(_) => return LineOutcome::UnexpectedShape,
                 }
                 LineOutcome::Decoded
             }
-            Some("tool_use") => tool_use(l, &env, ctx, out),
-            Some("tool_result") => tool_result(l, &env, ctx, out),
+            Some("tool_use") => tool_use(l, env, ctx, out),
+            Some("tool_result") => tool_result(l, env, ctx, out),
             Some("error") => {
                 let fatal = l.severity.as_deref() == Some("error");
                 let message =
                     l.message.filter(|m| !m.is_empty()).map(Cow::into_owned).unwrap_or_else(|| line.trim().into());
                 self.fatal_reported |= fatal;
-                env.emit(ctx, SessionUpdate::error(message, fatal), out);
+                env.emit_last(ctx, SessionUpdate::error(message, fatal), out);
                 LineOutcome::Decoded
             }
             Some("result") => {
@@ -273,7 +273,7 @@ fn stats_usage(stats: Option<Value>) -> Option<TokenUsage> {
     })
 }
 
-fn tool_use(l: Line<'_>, env: &Envelope, ctx: &DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
+fn tool_use(l: Line<'_>, env: Envelope, ctx: &DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
     let Some(id) = l.tool_id.as_deref().filter(|id| !id.is_empty()) else { return LineOutcome::UnexpectedShape };
     let name = l.tool_name.as_deref().filter(|n| !n.is_empty());
     let input = l.parameters.filter(|p| !p.is_null());
@@ -291,14 +291,17 @@ fn tool_use(l: Line<'_>, env: &Envelope, ctx: &DecodeContext, out: &mut Vec<Outp
         content: (!shape.content.is_empty()).then_some(shape.content),
         locations: (!shape.locations.is_empty()).then_some(shape.locations),
     };
-    env.emit(ctx, SessionUpdate::ToolCall(call), out);
-    if let Some(entries) = plan {
-        env.emit(ctx, SessionUpdate::Plan { entries }, out);
+    match plan {
+        Some(entries) => {
+            env.emit(ctx, SessionUpdate::ToolCall(call), out);
+            env.emit_last(ctx, SessionUpdate::Plan { entries }, out);
+        }
+        None => env.emit_last(ctx, SessionUpdate::ToolCall(call), out),
     }
     LineOutcome::Decoded
 }
 
-fn tool_result(l: Line<'_>, env: &Envelope, ctx: &DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
+fn tool_result(l: Line<'_>, env: Envelope, ctx: &DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
     let Some(id) = l.tool_id.as_deref().filter(|id| !id.is_empty()) else { return LineOutcome::UnexpectedShape };
     let mut update = ToolCallUpdate::new(id);
     let success = l.status.as_deref() == Some("success");
@@ -331,7 +334,7 @@ fn tool_result(l: Line<'_>, env: &Envelope, ctx: &DecodeContext, out: &mut Vec<O
         raw.insert("error".into(), error);
     }
     update.raw_output = Some(Value::Object(raw));
-    env.emit(ctx, SessionUpdate::ToolCallUpdate(update), out);
+    env.emit_last(ctx, SessionUpdate::ToolCallUpdate(update), out);
     LineOutcome::Decoded
 }
 

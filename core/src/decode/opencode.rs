@@ -152,7 +152,7 @@ impl HarnessDecoder for OpencodeDecoder {
                 if let Some(text) = part.text.filter(|t| !t.is_empty()) {
                     let update =
                         if kind == "text" { SessionUpdate::message(text) } else { SessionUpdate::thought(text) };
-                    env.emit(ctx, update, out);
+                    env.emit_last(ctx, update, out);
                 }
                 LineOutcome::Decoded
             }
@@ -168,7 +168,7 @@ impl HarnessDecoder for OpencodeDecoder {
                     env.extra = Some(extra);
                 }
                 if let Some(usage) = step_usage(part.tokens, part.cost) {
-                    env.emit(ctx, SessionUpdate::Usage { scope: UsageScope::Call, usage }, out);
+                    env.emit_last(ctx, SessionUpdate::Usage { scope: UsageScope::Call, usage }, out);
                 }
                 LineOutcome::Decoded
             }
@@ -193,7 +193,7 @@ impl HarnessDecoder for OpencodeDecoder {
                     }
                 }
                 env.extra = (!extra.is_empty()).then_some(extra);
-                env.emit(ctx, SessionUpdate::error(message, true), out);
+                env.emit_last(ctx, SessionUpdate::error(message, true), out);
                 LineOutcome::Decoded
             }
             _ => LineOutcome::UnknownType,

@@ -93,8 +93,9 @@ fn lifecycle(reason: LifecycleReason, sandbox: SandboxState, agent: AgentState) 
     LifecycleEvent { sandbox_id: None, sandbox, agent, timestamp: crate::time::now_iso8601(), browser: None, reason }
 }
 
-/// Spawn the process and the task that drives it.
-pub(crate) fn start(op: Operation, session: Arc<Mutex<SessionState>>) -> Result<RunHandle, Error> {
+/// Spawn the process and the task that drives it. The session's first operation announces the
+/// local environment first (`sandbox_ready`), then `run_start` / `command_start`.
+pub(crate) fn start(op: Operation, session: Arc<Mutex<SessionState>>, announce_ready: bool) -> Result<RunHandle, Error> {
     let plan = plan(op);
     let command_run = plan.decoder.is_none();
     let run_id = new_run_id();
@@ -163,6 +164,9 @@ pub(crate) fn start(op: Operation, session: Arc<Mutex<SessionState>>) -> Result<
     })?;
     shared.pgid.store(child.id().map(|p| p as i32).unwrap_or(0), Ordering::SeqCst);
     // The caller holds the session lock (it claimed the session) and marks it running.
+    if announce_ready {
+        shared.post(StreamItem::Lifecycle(lifecycle(LifecycleReason::SandboxReady, SandboxState::Ready, AgentState::Idle)));
+    }
     shared.post(StreamItem::Lifecycle(lifecycle(kind.start_reason(), SandboxState::Running, AgentState::Running)));
     runtime().spawn(drive(shared, plan, child, session));
     Ok(handle)

@@ -15,12 +15,14 @@
 //! need none of their own.
 
 mod argv;
+mod dispatch;
 mod driver;
 mod handle;
 pub mod process;
 mod session;
 
 pub use argv::{AgentConfig, default_program, harness_args};
+pub use dispatch::{Dispatcher, HandlerFailure, HandlerResult};
 pub use handle::{Delivery, Next, RunHandle};
 pub use session::{CommandOptions, RunOptions, Session};
 

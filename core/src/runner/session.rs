@@ -99,6 +99,8 @@ pub(crate) struct SessionState {
     pub agent: AgentState,
     pub active: Option<RunHandle>,
     pub paused: bool,
+    /// Whether `sandbox_ready` was delivered yet (on the session's first operation).
+    pub ready_announced: bool,
 }
 
 /// One agent configuration; runs one operation at a time. Cheap to clone (shared state).
@@ -124,6 +126,7 @@ impl Session {
                 agent: AgentState::Idle,
                 active: None,
                 paused: false,
+                ready_announced: false,
             })),
         }
     }
@@ -168,7 +171,8 @@ impl Session {
     pub fn start_run(&self, options: RunOptions) -> Result<RunHandle, Error> {
         let mut st = self.claim()?;
         let op = Operation::Harness { config: self.config.clone(), options };
-        let handle = driver::start(op, self.state.clone())?;
+        let handle = driver::start(op, self.state.clone(), !st.ready_announced)?;
+        st.ready_announced = true;
         st.active = Some(handle.clone());
         st.sandbox = SandboxState::Running;
         st.agent = AgentState::Running;
@@ -182,7 +186,8 @@ impl Session {
         }
         let mut st = self.claim()?;
         let op = Operation::Command { config: self.config.clone(), options };
-        let handle = driver::start(op, self.state.clone())?;
+        let handle = driver::start(op, self.state.clone(), !st.ready_announced)?;
+        st.ready_announced = true;
         st.active = Some(handle.clone());
         st.sandbox = SandboxState::Running;
         st.agent = AgentState::Running;

@@ -1,0 +1,325 @@
+//! The native half of the `agentstream` npm package (napi-rs 3).
+//!
+//! This crate holds NO behaviour: it converts JavaScript values to the core's inputs and the
+//! core's outputs to JavaScript values, and nothing else. Its JavaScript API is private; users
+//! import the hand-written TypeScript wrapper in `node/src/`, which gives the idiomatic shapes.
+//!
+//! Conventions:
+//! * Events cross as ONE JSON string per call (a JSON array for `feed`/`finish`/`parse`), which
+//!   the wrapper `JSON.parse`s: the serde form of the core types IS the wire shape, and V8's
+//!   `JSON.parse` is faster than building objects through napi (measured by
+//!   `benches/node_decode.mjs`; `feedObjects` is kept only for that comparison).
+//! * Errors carry `code` = the core's [`ErrorKind::code`] (`INVALID_ARGUMENT`, `INTERNAL`, …);
+//!   the wrapper turns them into `TypeError` / `AgentStreamError`.
+//! * No Rust panic crosses into Node: every export runs inside [`guard`] (and is marked
+//!   `#[napi(catch_unwind)]` as well), and a panic becomes an `INTERNAL` error whose message
+//!   names the panic and its location.
+
+#![deny(clippy::all)]
+
+use std::cell::RefCell;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Once;
+
+use agentstream_core::casing::camel_case_keys;
+use agentstream_core::replay::{ReplayOptions, replay};
+use agentstream_core::{Agent, Channel, Decoder, DecoderOptions, ErrorKind, HookEvent, OutputEvent};
+use napi::bindgen_prelude::*;
+use napi_derive::napi;
+
+/// The `code` of a JavaScript error thrown by this addon: the core's [`ErrorKind`] name in
+/// SCREAMING_SNAKE_CASE (`INVALID_ARGUMENT`); the wrapper maps it to its error classes.
+pub struct Code(String);
+
+impl AsRef<str> for Code {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+/// The JavaScript `code` of a kind: `invalid_argument` → `INVALID_ARGUMENT`.
+fn js_code(kind: ErrorKind) -> String {
+    kind.name().to_ascii_uppercase()
+}
+
+fn js_error(e: agentstream_core::Error) -> napi::Error<Code> {
+    napi::Error::new(Code(js_code(e.kind)), e.message_with_advice())
+}
+
+fn invalid(message: impl Into<String>) -> napi::Error<Code> {
+    js_error(agentstream_core::Error::new(ErrorKind::InvalidArgument, message))
+}
+
+fn internal(message: impl std::fmt::Display) -> napi::Error<Code> {
+    js_error(agentstream_core::Error::new(ErrorKind::Internal, format!("internal error in agentstream: {message}")))
+}
+
+thread_local! {
+    /// Where the last panic on this thread happened (filled by the quiet panic hook).
+    static LAST_PANIC_LOCATION: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// Replace the default panic hook of this addon's copy of std: a caught panic becomes a
+/// JavaScript error carrying the message and location, so nothing is printed to stderr.
+fn install_quiet_panic_hook() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        std::panic::set_hook(Box::new(|info| {
+            let location = info.location().map(|l| format!("{}:{}", l.file(), l.line()));
+            LAST_PANIC_LOCATION.with(|cell| *cell.borrow_mut() = location);
+        }));
+    });
+}
+
+/// Run `f`; a panic inside becomes an `INTERNAL` error instead of unwinding into Node.
+fn guard<T>(f: impl FnOnce() -> Result<T, Code>) -> Result<T, Code> {
+    install_quiet_panic_hook();
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(result) => result,
+        Err(payload) => {
+            let what = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic payload".to_string());
+            let at = LAST_PANIC_LOCATION.with(|cell| cell.borrow_mut().take());
+            Err(internal(match at {
+                Some(at) => format!("panic at {at}: {what}"),
+                None => format!("panic: {what}"),
+            }))
+        }
+    }
+}
+
+fn parse_agent(name: &str) -> Result<Agent, Code> {
+    name.parse::<Agent>().map_err(|e| js_error(e.into()))
+}
+
+fn events_json(events: &[OutputEvent]) -> Result<String, Code> {
+    serde_json::to_string(events).map_err(internal)
+}
+
+fn to_json<T: serde::Serialize>(value: &T) -> Result<String, Code> {
+    serde_json::to_string(value).map_err(internal)
+}
+
+/// The stateful decoder of one run (the core's `Decoder`). Events are returned as a JSON array.
+#[napi]
+pub struct NativeDecoder {
+    inner: Decoder,
+}
+
+#[napi]
+impl NativeDecoder {
+    /// A decoder for `agent` (`claude`, `codex`, `gemini`, `qwen`, `kimi`, `opencode`, `droid`).
+    /// `maxLineBytes` (default 16 MiB): longer lines are skipped and reported.
+    #[napi(constructor, catch_unwind)]
+    pub fn new(agent: String, max_line_bytes: Option<f64>) -> Result<Self, Code> {
+        guard(|| {
+            let agent = parse_agent(&agent)?;
+            let mut options = DecoderOptions::default();
+            if let Some(max) = max_line_bytes {
+                if !(max.is_finite() && max >= 1.0 && max.fract() == 0.0 && max <= usize::MAX as f64) {
+                    return Err(invalid(format!("maxLineBytes must be a positive integer, got {max}")));
+                }
+                options.max_line_bytes = max as usize;
+            }
+            Ok(NativeDecoder { inner: Decoder::with_options(agent, options) })
+        })
+    }
+
+    /// Feed bytes (a `Buffer` or `Uint8Array`); returns the JSON array of the events of every
+    /// line they complete.
+    #[napi(catch_unwind)]
+    pub fn feed(&mut self, bytes: &[u8]) -> Result<String, Code> {
+        guard(|| events_json(&self.inner.feed(bytes)))
+    }
+
+    /// Feed text (encoded as UTF-8); returns a JSON array like `feed`.
+    #[napi(catch_unwind)]
+    pub fn feed_string(&mut self, text: String) -> Result<String, Code> {
+        guard(|| events_json(&self.inner.feed(text.as_bytes())))
+    }
+
+    /// Benchmark only: like `feed`, but builds the JavaScript objects through napi (from a
+    /// `serde_json::Value` tree) instead of returning JSON. Slower than `feed` + `JSON.parse`
+    /// (see `benches/node_decode.mjs`) and lossy: napi turns integers above 2^32 that do not fit
+    /// an i64 into strings, and typed structs with such u64s fail to convert at all (toolchain.md
+    /// pitfall N3). Never used by the wrapper.
+    #[napi(catch_unwind, ts_return_type = "unknown[]")]
+    pub fn feed_objects(&mut self, bytes: &[u8]) -> Result<serde_json::Value, Code> {
+        guard(|| serde_json::to_value(self.inner.feed(bytes)).map_err(internal))
+    }
+
+    /// End of input: decodes a final line without a newline and flushes held-back events
+    /// (JSON array). Later calls return `[]`.
+    #[napi(catch_unwind)]
+    pub fn finish(&mut self) -> Result<String, Code> {
+        guard(|| events_json(&self.inner.finish()))
+    }
+
+    /// Decode statistics so far, as a JSON object (`DecodeStats`, camelCase keys).
+    #[napi(catch_unwind)]
+    pub fn stats_json(&self) -> Result<String, Code> {
+        guard(|| {
+            let value = serde_json::to_value(self.inner.stats()).map_err(|e| invalid(e.to_string()))?;
+            to_json(&camel_case_keys(value))
+        })
+    }
+
+    /// Diagnostics since the last call (oversize lines, invalid UTF-8), as a JSON array of
+    /// `{line, message}`.
+    #[napi(catch_unwind)]
+    pub fn take_diagnostics_json(&mut self) -> Result<String, Code> {
+        guard(|| to_json(&self.inner.take_diagnostics()))
+    }
+
+    /// The harness session id, once seen.
+    #[napi(getter, catch_unwind)]
+    pub fn session_id(&self) -> Result<Option<String>, Code> {
+        guard(|| Ok(self.inner.session_id().map(str::to_string)))
+    }
+
+    /// The agent this decoder reads (its canonical name).
+    #[napi(getter, catch_unwind)]
+    pub fn agent(&self) -> Result<String, Code> {
+        guard(|| Ok(self.inner.agent().name().to_string()))
+    }
+
+    /// True when bytes of an unfinished line are held.
+    #[napi(getter, catch_unwind)]
+    pub fn has_partial_line(&self) -> Result<bool, Code> {
+        guard(|| Ok(self.inner.has_partial_line()))
+    }
+}
+
+/// Decode a whole recorded output (bytes) at once; returns a JSON array of events.
+#[napi(catch_unwind)]
+pub fn parse(agent: String, bytes: &[u8]) -> Result<String, Code> {
+    guard(|| events_json(&agentstream_core::parse(parse_agent(&agent)?, bytes)))
+}
+
+/// Decode a whole recorded output (text) at once; returns a JSON array of events.
+#[napi(catch_unwind)]
+pub fn parse_string(agent: String, text: String) -> Result<String, Code> {
+    guard(|| events_json(&agentstream_core::parse(parse_agent(&agent)?, text.as_bytes())))
+}
+
+/// Replay a recorded output through the whole sans-IO pipeline (decoder, run stream, terminal
+/// and hook derivation), as a live run would deliver it. Returns JSON
+/// `{"items": [Envelope…], "hooks": [HookEvent…], "outcome": RunOutcome, "stats": DecodeStats}`
+/// in the TypeScript shapes: envelopes in their wire form with camelCase lifecycle events, hook
+/// events flat camelCase, stats camelCase.
+#[napi(catch_unwind)]
+pub fn replay_json(
+    agent: String,
+    bytes: &[u8],
+    run_id: Option<String>,
+    agent_id: Option<String>,
+    timestamp: Option<String>,
+) -> Result<String, Code> {
+    guard(|| {
+        let agent = parse_agent(&agent)?;
+        let mut options = ReplayOptions::default();
+        if let Some(run_id) = run_id {
+            options.run_id = run_id;
+        }
+        options.agent_id = agent_id;
+        if let Some(ts) = timestamp {
+            options.timestamp = ts;
+        }
+        let r = replay(agent, bytes, &options);
+        let items = r
+            .items
+            .iter()
+            .map(|env| {
+                let mut v = serde_json::to_value(env).map_err(internal)?;
+                if env.channel() == Channel::Lifecycle {
+                    if let Some(event) = v.get_mut("event") {
+                        *event = camel_case_keys(event.take());
+                    }
+                }
+                Ok(v)
+            })
+            .collect::<Result<Vec<_>, Code>>()?;
+        let hooks: Vec<_> = r.hooks.iter().map(|h| serde_json::Value::Object(h.to_flat_camel())).collect();
+        let outcome = camel_case_keys(serde_json::to_value(&r.outcome).map_err(internal)?);
+        let stats = camel_case_keys(serde_json::to_value(r.stats).map_err(internal)?);
+        to_json(&serde_json::json!({"items": items, "hooks": hooks, "outcome": outcome, "stats": stats}))
+    })
+}
+
+/// The canonical agent name for `name` (accepts `claude-code`, any case); throws
+/// `INVALID_ARGUMENT` listing the valid names otherwise.
+#[napi(catch_unwind)]
+pub fn check_agent(name: String) -> Result<String, Code> {
+    guard(|| Ok(parse_agent(&name)?.name().to_string()))
+}
+
+/// `name` if it is one of the four channels; throws `INVALID_ARGUMENT` (the core's message,
+/// which lists the four) otherwise.
+#[napi(catch_unwind)]
+pub fn check_channel(name: String) -> Result<String, Code> {
+    guard(|| name.parse::<Channel>().map(|c| c.name().to_string()).map_err(|e| js_error(e.into())))
+}
+
+/// Every agent name, in documentation order.
+#[napi(catch_unwind)]
+pub fn agent_names() -> Result<Vec<String>, Code> {
+    guard(|| Ok(Agent::ALL.iter().map(|a| a.name().to_string()).collect()))
+}
+
+/// The four channel names, in documentation order.
+#[napi(catch_unwind)]
+pub fn channel_names() -> Result<Vec<String>, Code> {
+    guard(|| Ok(Channel::ALL.iter().map(|c| c.name().to_string()).collect()))
+}
+
+/// The core's error table: JSON array of `{kind, code, number, advice}` (`invalid_argument`,
+/// `INVALID_ARGUMENT`, 1004, …), in code order.
+#[napi(catch_unwind)]
+pub fn error_kinds_json() -> Result<String, Code> {
+    guard(|| {
+        let table: Vec<_> = ErrorKind::ALL
+            .iter()
+            .map(|k| serde_json::json!({"kind": k.name(), "code": js_code(*k), "number": k.code(), "advice": k.advice()}))
+            .collect();
+        to_json(&table)
+    })
+}
+
+/// A canonical hook event (the core's `HookEvent` JSON: `type`, `run_id`, …, `details`) in the
+/// TypeScript shape: flat, camelCase keys (`runId`, `stepIndex`, …), as JSON.
+#[napi(catch_unwind)]
+pub fn hook_to_camel_json(canonical_json: String) -> Result<String, Code> {
+    guard(|| {
+        let hook: HookEvent =
+            serde_json::from_str(&canonical_json).map_err(|e| invalid(format!("not a hook event: {e}")))?;
+        to_json(&hook.to_flat_camel())
+    })
+}
+
+/// A lifecycle event in the core's JSON form (snake_case) in the TypeScript shape (camelCase
+/// keys: `sandboxId`, `browser.liveUrl`, …), as JSON.
+#[napi(catch_unwind)]
+pub fn lifecycle_to_camel_json(core_json: String) -> Result<String, Code> {
+    guard(|| {
+        let event: agentstream_core::LifecycleEvent =
+            serde_json::from_str(&core_json).map_err(|e| invalid(format!("not a lifecycle event: {e}")))?;
+        let value = serde_json::to_value(&event).map_err(|e| invalid(e.to_string()))?;
+        to_json(&camel_case_keys(value))
+    })
+}
+
+/// The version of the core this addon was built from.
+#[napi(catch_unwind)]
+pub fn core_version() -> Result<String, Code> {
+    guard(|| Ok(agentstream_core::VERSION.to_string()))
+}
+
+/// Test only: panics inside the guard, to prove a panic becomes an `INTERNAL` error and never
+/// aborts the process.
+#[napi(js_name = "__testPanic", catch_unwind)]
+pub fn test_panic(message: String) -> Result<(), Code> {
+    guard(|| panic!("{message}"))
+}

@@ -1,0 +1,51 @@
+//! Instruction-count harness (run under valgrind): decode the decode bench's corpus for one agent
+//! (`decode`), or run the serde_json validate-only floor over it (`floor`), or only build it
+//! (`none`, the fixed cost to subtract).
+//! `valgrind --tool=cachegrind --cache-sim=no target/release/examples/count_decode codex decode`
+use std::hint::black_box;
+use std::path::Path;
+
+use agentstream_core::{Agent, Decoder};
+use serde::de::IgnoredAny;
+
+const TARGET_BYTES: usize = 1 << 20;
+
+fn corpus(agent: Agent) -> Vec<u8> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/golden").join(agent.name());
+    let mut one = Vec::new();
+    let mut names: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().map(|e| e.path()).collect();
+    names.sort();
+    for p in names {
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        if name.ends_with(".input.jsonl") && name.starts_with('s') {
+            one.extend(std::fs::read(&p).unwrap());
+        }
+    }
+    let mut out = Vec::with_capacity(TARGET_BYTES + one.len());
+    while out.len() < TARGET_BYTES {
+        out.extend_from_slice(&one);
+    }
+    out
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let agent: Agent = args[1].parse().expect("agent");
+    let bytes = corpus(agent);
+    let n = match args[2].as_str() {
+        "decode" => {
+            let mut d = Decoder::new(agent);
+            let mut n = 0;
+            for chunk in bytes.chunks(64 * 1024) {
+                n += d.feed(black_box(chunk)).len();
+            }
+            n + d.finish().len()
+        }
+        "floor" => black_box(&bytes)
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty() && serde_json::from_slice::<IgnoredAny>(l).is_ok())
+            .count(),
+        _ => 0,
+    };
+    println!("{} bytes {n}", bytes.len());
+}

@@ -1,0 +1,177 @@
+//! `on(channel, handler)` and `on_event(hook)` for Rust callers: deliveries routed to handlers
+//! in sequence order, one at a time; a failing (or panicking) handler is reported once, with
+//! the event it failed on, and the run goes on.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::time::Duration;
+
+use super::handle::{Delivery, RunHandle};
+use super::RunResult;
+use crate::channel::{Channel, UnknownChannel};
+use crate::hooks::HookEvent;
+use crate::stream::StreamItem;
+
+/// What a handler returns: `Err(message)` reports a failure (the run goes on).
+pub type HandlerResult = Result<(), String>;
+
+type ItemHandler = Box<dyn FnMut(&StreamItem) -> HandlerResult + Send>;
+type HookHandler = Box<dyn FnMut(&HookEvent) -> HandlerResult + Send>;
+
+/// A handler that failed, reported once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HandlerFailure {
+    /// `content`, `lifecycle`, `stdout`, `stderr`, or `on_event`.
+    pub channel: String,
+    /// The sequence of the item it failed on.
+    pub sequence: u64,
+    /// The handler's error (or panic message).
+    pub message: String,
+    /// The event it failed on, as JSON.
+    pub event: String,
+}
+
+/// Routes a run's deliveries to handlers. Handlers registered for a channel are called in
+/// registration order; items in sequence order; never concurrently.
+#[derive(Default)]
+pub struct Dispatcher {
+    handlers: Vec<(Channel, ItemHandler)>,
+    hooks: Vec<HookHandler>,
+}
+
+impl std::fmt::Debug for Dispatcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Dispatcher").field("handlers", &self.handlers.len()).field("hooks", &self.hooks.len()).finish()
+    }
+}
+
+impl Dispatcher {
+    /// An empty dispatcher.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Register `handler` for the channel `name` (`content`, `lifecycle`, `stdout`, `stderr`;
+    /// any other name is an error that lists the four).
+    pub fn on(
+        &mut self,
+        name: &str,
+        handler: impl FnMut(&StreamItem) -> HandlerResult + Send + 'static,
+    ) -> Result<&mut Self, UnknownChannel> {
+        let channel: Channel = name.parse()?;
+        self.handlers.push((channel, Box::new(handler)));
+        Ok(self)
+    }
+
+    /// Register an `on_event` hook handler (the run must be started with `hooks: true`).
+    pub fn on_event(&mut self, handler: impl FnMut(&HookEvent) -> HandlerResult + Send + 'static) -> &mut Self {
+        self.hooks.push(Box::new(handler));
+        self
+    }
+
+    /// True when a hook handler is registered.
+    pub fn wants_hooks(&self) -> bool {
+        !self.hooks.is_empty()
+    }
+
+    /// Deliver one item or hook to its handlers; returns the failures (each reported once).
+    pub fn dispatch(&mut self, delivery: &Delivery) -> Vec<HandlerFailure> {
+        let mut failures = Vec::new();
+        match delivery {
+            Delivery::Item(env) => {
+                let channel = env.channel();
+                for (c, handler) in self.handlers.iter_mut().filter(|(c, _)| *c == channel) {
+                    if let Some(message) = call(|| handler(&env.item)) {
+                        failures.push(HandlerFailure {
+                            channel: c.name().to_string(),
+                            sequence: env.sequence,
+                            message,
+                            event: env.item.event_json(),
+                        });
+                    }
+                }
+            }
+            Delivery::Hook(hook) => {
+                for handler in &mut self.hooks {
+                    if let Some(message) = call(|| handler(hook)) {
+                        failures.push(HandlerFailure {
+                            channel: "on_event".to_string(),
+                            sequence: hook.sequence,
+                            message,
+                            event: serde_json::to_string(hook).unwrap_or_default(),
+                        });
+                    }
+                }
+            }
+        }
+        failures
+    }
+
+    /// Read `run` to its end, dispatching every delivery; returns its result and the handler
+    /// failures. Blocks the calling thread.
+    pub fn drive(&mut self, run: &RunHandle) -> (RunResult, Vec<HandlerFailure>) {
+        let mut failures = Vec::new();
+        loop {
+            let batch = run.next_batch_blocking(256, Some(Duration::from_millis(200)));
+            if batch.is_empty() && run.is_ended() {
+                break;
+            }
+            for d in &batch {
+                failures.extend(self.dispatch(d));
+            }
+        }
+        (run.wait_blocking(), failures)
+    }
+}
+
+/// Run a handler, turning an error or a panic into its message.
+fn call(f: impl FnOnce() -> HandlerResult) -> Option<String> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(())) => None,
+        Ok(Err(message)) => Some(message),
+        Err(panic) => Some(
+            panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .map(|m| format!("the handler panicked: {m}"))
+                .unwrap_or_else(|| "the handler panicked".to_string()),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stream::Envelope;
+    use std::sync::{Arc, Mutex};
+
+    #[test]
+    fn routes_by_channel_in_order_and_reports_failures_once() {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let mut d = Dispatcher::new();
+        let s1 = seen.clone();
+        d.on("stdout", move |item| {
+            s1.lock().unwrap().push(format!("a:{}", item.as_raw_text().unwrap_or("")));
+            Ok(())
+        })
+        .unwrap();
+        let s2 = seen.clone();
+        d.on("stdout", move |_| {
+            s2.lock().unwrap().push("b".into());
+            Err("boom".into())
+        })
+        .unwrap();
+        d.on("stderr", |_| panic!("no stderr expected")).unwrap();
+        let err = d.on("message", |_| Ok(())).err().unwrap().to_string();
+        assert!(err.contains("content") && err.contains("stderr"), "{err}");
+
+        let out = Delivery::Item(Envelope::new("r", 3, StreamItem::Stdout("x\n".into())));
+        let failures = d.dispatch(&out);
+        assert_eq!(*seen.lock().unwrap(), ["a:x\n", "b"]);
+        assert_eq!(failures.len(), 1);
+        assert_eq!((failures[0].channel.as_str(), failures[0].sequence, failures[0].message.as_str()), ("stdout", 3, "boom"));
+        let err = Delivery::Item(Envelope::new("r", 4, StreamItem::Stderr("e".into())));
+        let failures = d.dispatch(&err);
+        assert!(failures[0].message.contains("panicked"), "{failures:?}");
+    }
+}

@@ -1,0 +1,331 @@
+/**
+ * agentstream for Node.js: decode the stdout JSONL of coding-agent CLIs (claude, codex, gemini,
+ * qwen, kimi, opencode, droid) into ACP-style events.
+ *
+ * This wrapper holds no behaviour: every decision is made by the Rust core (through the native
+ * addon in `../native/`); this file only converts shapes and errors.
+ *
+ * ```ts
+ * import { Decoder, parse } from 'agentstream';
+ * const decoder = new Decoder('gemini');
+ * for (const event of decoder.feed(chunk)) console.log(event.update.sessionUpdate);
+ * decoder.finish();
+ * ```
+ *
+ * @module
+ */
+
+import native = require('../native/index.js');
+
+import { AgentStreamError, DecodeLimitError, InvalidArgumentError, fromNative } from './errors';
+import type {
+  AgentConfig,
+  AgentName,
+  Channel,
+  ChannelHandler,
+  DecodeStats,
+  DecoderInput,
+  DecoderOptions,
+  Diagnostic,
+  EvolveOptions,
+  HookEvent,
+  LifecycleEvent,
+  OutputEvent,
+  Replay,
+  ReplayOptions,
+} from './types';
+
+export * from './types';
+export {
+  AgentStreamError,
+  DecodeLimitError,
+  ERROR_CODES,
+  InvalidArgumentError,
+  isAgentStreamError,
+  type AnyAgentStreamError,
+  type ErrorCode,
+  type ErrorKind,
+} from './errors';
+
+/** The version of this package (and of the Rust core it was built from). */
+export const VERSION: string = call(() => native.coreVersion());
+
+/** Every agent name, in documentation order. */
+export const AGENTS: readonly AgentName[] = Object.freeze(call(() => native.agentNames()) as AgentName[]);
+
+/** The four channel names `on(...)` accepts. */
+export const CHANNELS: readonly Channel[] = Object.freeze(call(() => native.channelNames()) as Channel[]);
+
+/** Run a native call; its errors become {@link AgentStreamError} / {@link InvalidArgumentError}. */
+function call<T>(f: () => T): T {
+  try {
+    return f();
+  } catch (e) {
+    throw fromNative(e);
+  }
+}
+
+/** A JSON array of events from the addon → events. */
+function events(json: string): OutputEvent[] {
+  return json === '[]' ? [] : (JSON.parse(json) as OutputEvent[]);
+}
+
+/** Bytes of any binary input, without copying; `undefined` for text. */
+function bytesOf(input: DecoderInput, what: string): Uint8Array | undefined {
+  if (typeof input === 'string') return undefined;
+  if (input instanceof Uint8Array) return input;
+  if (ArrayBuffer.isView(input)) return new Uint8Array(input.buffer, input.byteOffset, input.byteLength);
+  if (input instanceof ArrayBuffer) return new Uint8Array(input);
+  throw new InvalidArgumentError(
+    `${what} expects a string, Buffer, Uint8Array, ArrayBuffer or ArrayBufferView, got ${describe(input)}`,
+  );
+}
+
+function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (typeof value === 'object') return (value as object).constructor?.name ?? 'object';
+  return typeof value;
+}
+
+function agentName(agent: unknown, what: string): string {
+  if (typeof agent !== 'string') {
+    throw new InvalidArgumentError(`${what}: agent must be a string (one of ${AGENTS.join(', ')}), got ${describe(agent)}`);
+  }
+  return agent;
+}
+
+/**
+ * The stateful decoder of one run of one harness. Feed it the harness's stdout at any chunking;
+ * it returns the events of every line completed so far. Never throws for bad input: lines that
+ * are not JSON, not objects or of unknown types yield no event and are counted in
+ * {@link Decoder.stats}.
+ */
+export class Decoder {
+  readonly #native: InstanceType<typeof native.NativeDecoder>;
+  readonly #raiseOnOversize: boolean;
+  /** Diagnostics read by `onOversize: 'raise'` and not yet taken by the caller. */
+  #pending: Diagnostic[] = [];
+
+  /**
+   * @param agent `claude`, `codex`, `gemini`, `qwen`, `kimi`, `opencode` or `droid`
+   *   (`claude-code` and any letter case are accepted).
+   * @throws {InvalidArgumentError} for an unknown agent (the message lists the valid names) or a
+   *   bad option.
+   */
+  constructor(agent: AgentName | string, options: DecoderOptions = {}) {
+    const name = agentName(agent, 'new Decoder()');
+    if (options === null || typeof options !== 'object') {
+      throw new InvalidArgumentError(`new Decoder(): options must be an object, got ${describe(options)}`);
+    }
+    const onOversize = options.onOversize ?? 'skip';
+    if (onOversize !== 'skip' && onOversize !== 'raise') {
+      throw new InvalidArgumentError(`new Decoder(): onOversize must be "skip" or "raise", not ${JSON.stringify(onOversize)}`);
+    }
+    this.#raiseOnOversize = onOversize === 'raise';
+    const max = options.maxLineBytes;
+    this.#native = call(() => new native.NativeDecoder(name, max));
+  }
+
+  /** Events from a native JSON array; with `onOversize: 'raise'`, throws if a line was skipped. */
+  #deliver(json: string): OutputEvent[] {
+    const out = events(json);
+    if (this.#raiseOnOversize) {
+      const diags = JSON.parse(call(() => this.#native.takeDiagnosticsJson())) as Diagnostic[];
+      this.#pending.push(...diags);
+      const oversize = diags.filter((d) => d.message.includes('max_line_bytes'));
+      const last = oversize[oversize.length - 1];
+      if (last !== undefined) {
+        throw new DecodeLimitError<OutputEvent>(`line ${last.line}: ${last.message}`, out, last.line);
+      }
+    }
+    return out;
+  }
+
+  /** The agent this decoder reads (canonical name). */
+  get agent(): AgentName {
+    return call(() => this.#native.agent) as AgentName;
+  }
+
+  /**
+   * Feed a chunk of stdout (text or bytes, split anywhere, even inside a UTF-8 character);
+   * returns the events of every line it completes, in order.
+   */
+  feed(chunk: DecoderInput): OutputEvent[] {
+    const bytes = bytesOf(chunk, 'Decoder.feed()');
+    return this.#deliver(call(() => (bytes ? this.#native.feed(bytes) : this.#native.feedString(chunk as string))));
+  }
+
+  /**
+   * End of input: decodes a final line that has no newline and flushes held-back events (kimi's
+   * multi-line errors). Later `feed`/`finish` calls return `[]`.
+   */
+  finish(): OutputEvent[] {
+    return this.#deliver(call(() => this.#native.finish()));
+  }
+
+  /**
+   * Like {@link Decoder.feed}, but returns the events as the text of a JSON array (`"[]"` when
+   * none), exactly as the core serialises them: for forwarding events (a log, a socket, another
+   * process) without parsing them in JavaScript. Over-long lines are always skipped here
+   * (`onOversize` applies to `feed`/`finish`).
+   */
+  feedJson(chunk: DecoderInput): string {
+    const bytes = bytesOf(chunk, 'Decoder.feedJson()');
+    return call(() => (bytes ? this.#native.feed(bytes) : this.#native.feedString(chunk as string)));
+  }
+
+  /** Like {@link Decoder.finish}, as the text of a JSON array (see {@link Decoder.feedJson}). */
+  finishJson(): string {
+    return call(() => this.#native.finish());
+  }
+
+  /** Decode statistics so far. */
+  get stats(): DecodeStats {
+    return JSON.parse(call(() => this.#native.statsJson())) as DecodeStats;
+  }
+
+  /** The harness's session id, once seen (`undefined` before). */
+  get sessionId(): string | undefined {
+    return call(() => this.#native.sessionId) ?? undefined;
+  }
+
+  /** True while bytes of an unfinished line are held. */
+  get hasPartialLine(): boolean {
+    return call(() => this.#native.hasPartialLine);
+  }
+
+  /** Diagnostics since the last call (oversize lines skipped, invalid UTF-8 replaced). */
+  takeDiagnostics(): Diagnostic[] {
+    const taken = [...this.#pending, ...(JSON.parse(call(() => this.#native.takeDiagnosticsJson())) as Diagnostic[])];
+    this.#pending = [];
+    return taken;
+  }
+}
+
+/**
+ * Decode a whole recorded output at once (text or bytes).
+ * @throws {InvalidArgumentError} for an unknown agent or an input of the wrong type.
+ */
+export function parse(agent: AgentName | string, input: DecoderInput): OutputEvent[] {
+  const name = agentName(agent, 'parse()');
+  const bytes = bytesOf(input, 'parse()');
+  return events(call(() => (bytes ? native.parse(name, bytes) : native.parseString(name, input as string))));
+}
+
+/**
+ * Replay a recorded output (a harness's stdout) through the whole pipeline — decoder, run
+ * stream, terminal derivation, hook derivation — exactly as a live run would deliver it, minus
+ * the process. Deterministic: a fixed run id (`replay`) and timestamp unless given.
+ * @throws {InvalidArgumentError} for an unknown agent or an input of the wrong type.
+ */
+export function replay(agent: AgentName | string, input: DecoderInput, options: ReplayOptions = {}): Replay {
+  const name = agentName(agent, 'replay()');
+  const bytes = bytesOf(input, 'replay()') ?? Buffer.from(input as string, 'utf8');
+  if (options === null || typeof options !== 'object') {
+    throw new InvalidArgumentError(`replay(): options must be an object, got ${describe(options)}`);
+  }
+  for (const key of ['runId', 'agentId', 'timestamp'] as const) {
+    const v = options[key];
+    if (v !== undefined && typeof v !== 'string') {
+      throw new InvalidArgumentError(`replay(): options.${key} must be a string, got ${describe(v)}`);
+    }
+  }
+  return JSON.parse(call(() => native.replayJson(name, bytes, options.runId, options.agentId, options.timestamp))) as Replay;
+}
+
+/**
+ * True when an event list contains agent work: any update other than `error` and `usage`
+ * (a run that only reported failures or accounting did nothing).
+ */
+export function didWork(events: Iterable<OutputEvent>): boolean {
+  for (const e of events) {
+    const kind = e.update.sessionUpdate;
+    if (kind !== 'error' && kind !== 'usage') return true;
+  }
+  return false;
+}
+
+/**
+ * Convert a hook event from the core's canonical JSON (`type`, `run_id`, …, `details`) into the
+ * TypeScript shape (flat, camelCase). Used by the runner; exposed for tools that read recorded
+ * hook files.
+ */
+export function hookFromCanonical(canonical: string | object): HookEvent {
+  const json = typeof canonical === 'string' ? canonical : JSON.stringify(canonical);
+  return JSON.parse(call(() => native.hookToCamelJson(json))) as HookEvent;
+}
+
+/**
+ * Convert a lifecycle event from the core's JSON form (snake_case, as the Python binding and
+ * recorded files carry it) into the TypeScript shape (camelCase: `sandboxId`, …).
+ */
+export function lifecycleFromCanonical(canonical: string | object): LifecycleEvent {
+  const json = typeof canonical === 'string' ? canonical : JSON.stringify(canonical);
+  return JSON.parse(call(() => native.lifecycleToCamelJson(json))) as LifecycleEvent;
+}
+
+type Handlers = { [C in Channel]: Set<ChannelHandler<C>> };
+
+/**
+ * An agent you can run (the runner arrives in the next release; today `Evolve` validates its
+ * configuration and collects channel handlers).
+ *
+ * ```ts
+ * const evolve = new Evolve({ config: { type: 'claude' } });
+ * evolve.on('content', (event) => console.log(event.update.sessionUpdate));
+ * evolve.on('lifecycle', (event) => console.log(event.reason, event.sandbox));
+ * ```
+ */
+export class Evolve {
+  /** The configuration, with `type` normalised to the canonical agent name. */
+  readonly config: Readonly<AgentConfig & { type: AgentName }>;
+  readonly #handlers: Handlers = { content: new Set(), lifecycle: new Set(), stdout: new Set(), stderr: new Set() };
+
+  /** @throws {InvalidArgumentError} when `config.type` is not a known agent. */
+  constructor(options: EvolveOptions) {
+    if (options === null || typeof options !== 'object' || options.config === null || typeof options.config !== 'object') {
+      throw new InvalidArgumentError("new Evolve() expects { config: { type: '<agent>' } }");
+    }
+    const type = call(() => native.checkAgent(agentName(options.config.type, 'new Evolve()'))) as AgentName;
+    this.config = Object.freeze({ ...options.config, type });
+  }
+
+  /**
+   * Subscribe to a channel: `content` (OutputEvent), `lifecycle` (LifecycleEvent), `stdout` and
+   * `stderr` (raw text). Handlers are called in stream order, one at a time.
+   * @throws {InvalidArgumentError} (a `TypeError`) for any other name; the message lists the four.
+   */
+  on<C extends Channel>(name: C, handler: ChannelHandler<C>): this {
+    const channel = this.#channel(name);
+    if (typeof handler !== 'function') {
+      throw new InvalidArgumentError(`on('${channel}', handler): handler must be a function, got ${describe(handler)}`);
+    }
+    (this.#handlers[channel] as Set<ChannelHandler<C>>).add(handler);
+    return this;
+  }
+
+  /** Remove a handler added with {@link Evolve.on}. */
+  off<C extends Channel>(name: C, handler: ChannelHandler<C>): this {
+    (this.#handlers[this.#channel(name)] as Set<ChannelHandler<C>>).delete(handler);
+    return this;
+  }
+
+  /** How many handlers a channel has. */
+  listenerCount(name: Channel): number {
+    return this.#handlers[this.#channel(name)].size;
+  }
+
+  #channel<C extends Channel>(name: C): C {
+    if (typeof name !== 'string') {
+      // The core's Channel rule names the four; reuse its message for non-strings too.
+      return call(() => native.checkChannel(String(name))) as C;
+    }
+    return call(() => native.checkChannel(name)) as C;
+  }
+}
+
+/** @internal Test-only: makes the addon panic, to prove it surfaces as an `INTERNAL` error. */
+export function __testPanic(message: string): never {
+  call(() => native.__testPanic(message));
+  throw new AgentStreamError('INTERNAL', 'the test panic did not panic');
+}
