@@ -106,7 +106,8 @@ def test_a_run_streams_every_channel_in_order(fake_harness: Path) -> None:
     assert result.final_text and "README.md" in result.final_text
     assert result.usage["promptTokens"] > 0
     assert result.handler_errors == 0
-    assert rec.reasons()[0] == "run_start" and rec.reasons()[-1] == "run_complete"
+    # A session's first operation announces the environment first.
+    assert rec.reasons()[:2] == ["sandbox_ready", "run_start"] and rec.reasons()[-1] == "run_complete"
     assert_one_terminal_last(rec, result)
     case = GOLDEN / "claude" / "s2-bash"
     assert rec.of("content") == read_jsonl(case.with_name("s2-bash.expected.jsonl"))
@@ -600,7 +601,7 @@ def test_execute_command_streams_with_command_lifecycle(fake_harness: Path) -> N
     rec = Recorder(evolve)
     result = go(evolve.execute_command("echo one; echo oops >&2; printf 'two'; exit 4", on_event=rec.on_event))
     assert result.state == "failed" and result.exit_code == 4
-    assert rec.reasons() == ["command_start", "command_failed"]
+    assert rec.reasons() == ["sandbox_ready", "command_start", "command_failed"]
     assert "".join(rec.of("stdout")) == "one\ntwo\n"
     assert "".join(rec.of("stderr")) == "oops\n"
     assert rec.of("content") == []
@@ -608,9 +609,11 @@ def test_execute_command_streams_with_command_lifecycle(fake_harness: Path) -> N
     assert rec.of("hook")[0]["operation"] == "command"
     out: list[str] = []
     evolve.off("stdout").on("stdout", out.append)
+    rec.log.clear()
     result = evolve.execute_command_sync(["sh", "-c", "pwd; echo $GREETING"], cwd="/tmp", env={"GREETING": "hi"})
     assert result.state == "completed" and result.final_text is None
     assert "".join(out) == "/tmp\nhi\n"
+    assert rec.reasons() == ["command_start", "command_complete"], "sandbox_ready only once per session"
 
 
 def test_runs_work_in_a_forked_child(fake_harness: Path) -> None:
