@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# What the Python binding needs on a fresh Debian machine: a python3 (>= 3.11) with venv and pip.
+# What the Python binding needs on a fresh Debian machine: a python3 (>= 3.11) with venv and pip,
+# and a C compiler (`cc`: Rust links with it, and the extension's allocator, mimalloc, is C).
 # Everything else (maturin, pytest, mypy) is installed from PyPI into .venv by mk/python.mk.
 # Idempotent, and fast when everything is already there.
 set -euo pipefail
@@ -9,13 +10,14 @@ have_python() {
     python3 -c 'import sys, venv, ensurepip; sys.exit(0 if sys.version_info >= (3, 11) else 1)' >/dev/null 2>&1
 }
 
-if have_python; then
-  echo "python: $(python3 --version) with venv/ensurepip"
-  exit 0
-fi
+need=()
+have_python || need+=(python3 python3-venv python3-pip)
+command -v cc >/dev/null 2>&1 || need+=(gcc libc6-dev)
 
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends python3 python3-venv python3-pip >/dev/null
+if [ ${#need[@]} -gt 0 ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
 have_python || { echo "python3 >= 3.11 with venv is required; found: $(python3 --version 2>&1)" >&2; exit 1; }
-echo "python: $(python3 --version) installed from apt"
+echo "python: $(python3 --version) with venv/ensurepip; cc: $(cc --version | head -1)"

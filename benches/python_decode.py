@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Decode throughput delivered to a Python callback: agentstream.Decoder vs pure Python.
+"""Throughput delivered to a Python callback: agentstream (Decoder, and a real run) vs pure Python.
 
 The corpus is the mixed corpus of every real golden capture (``tests/golden/<agent>/s*.input.jsonl``),
 repeated in memory to about ``--mb`` MiB per agent (nothing large is committed). Both sides get the
@@ -11,17 +11,31 @@ event, in one run:
   dicts (message/thought chunks, tool calls and results, usage) - much less than the real decoders
   do, so the ratio is conservative.
 
-Prints events/s and MB/s for each side and the ratio (target: agentstream >= 2x MB/s), plus the
-Rust-only floor (decoding the same chunks without building any Python object) to show what the
-conversion to dicts costs.
-``python benches/python_decode.py [--mb 2] [--repeat 5]``; ``--json`` prints one JSON object.
+And end to end, through a real process: the fake harness (``target/release/fake-harness``)
+prints each agent's corpus on its stdout, line by line, as the real CLI would:
+
+* ``agentstream run``: ``Evolve.run_sync`` with an ``on("content", callback)`` handler (the core's
+  runner reads the pipe, decodes, sequences and buffers; Python pulls batches and dispatches).
+* ``agentstream run async``: the same through ``await Evolve.run(...)`` under asyncio.
+* ``pure python run``: ``subprocess.Popen`` of the same harness, 64 KiB ``read1`` from the pipe,
+  then the same pure-Python normalizer and callback.
+* ``harness alone``: the same process, its output read and discarded: the ceiling of the runs.
+
+Prints events/s and MB/s for each (CPU time of this process, which for the runs includes the
+runner's threads but never the harness; and wall-clock time), the ratios (target: agentstream >=
+2x the pure-Python MB/s), plus the Rust-only floor (decoding without building any Python object).
+``python benches/python_decode.py [--mb 2] [--repeat 7]``; ``--json`` prints one JSON object.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
+import os
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -32,9 +46,9 @@ from agentstream import _native
 
 REPO = Path(__file__).resolve().parents[1]
 CHUNK = 64 * 1024
-# CPU time of this process (everything runs on the calling thread): on a shared, busy machine it
-# is far steadier than wall-clock time. `--wall` switches to time.perf_counter.
-CLOCK = time.process_time
+FAKE_HARNESS = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target")) / "release" / "fake-harness"
+TRACES: dict[str, str] = {}
+"""agent -> trace prefix of its corpus on disk (what the fake harness plays)."""
 
 Event = dict[str, Any]
 Emit = Callable[[Event], None]
@@ -241,7 +255,7 @@ class PyNormalizer:
             emit(usage("run", o.get("usage") or {}, self.sid))
 
 
-# --- the two contenders -------------------------------------------------------------------------
+# --- the contenders -----------------------------------------------------------------------------
 
 
 def run_agentstream(data: list[tuple[str, bytes]], callback: Emit) -> None:
@@ -267,19 +281,75 @@ def run_rust_only(data: list[tuple[str, bytes]], callback: Emit) -> int:
     return sum(_native._decode_count(agent, bytes_) for agent, bytes_ in data)
 
 
-CONTENDERS: list[tuple[str, Callable[[list[tuple[str, bytes]], Emit], Any]]] = [
+def harness_env(agent: str) -> dict[str, str]:
+    return {"AGENTSTREAM_FAKE_TRACE": TRACES[agent]}
+
+
+def run_agentstream_process(data: list[tuple[str, bytes]], callback: Emit) -> None:
+    for agent, _ in data:
+        evolve = agentstream.Evolve(agentstream.AgentConfig(type=agent, bin=FAKE_HARNESS, env=harness_env(agent)))
+        evolve.on("content", callback)
+        result = evolve.run_sync(prompt="bench")
+        assert result.handler_errors == 0 and result.state in ("completed", "failed"), result
+
+
+def run_agentstream_process_async(data: list[tuple[str, bytes]], callback: Emit) -> None:
+    async def main() -> None:
+        for agent, _ in data:
+            evolve = agentstream.Evolve(agentstream.AgentConfig(type=agent, bin=FAKE_HARNESS, env=harness_env(agent)))
+            evolve.on("content", callback)
+            result = await evolve.run(prompt="bench")
+            assert result.handler_errors == 0, result
+
+    asyncio.run(main())
+
+
+def run_python_process(data: list[tuple[str, bytes]], callback: Emit) -> None:
+    for agent, _ in data:
+        normalizer = PyNormalizer(agent)
+        env = {**os.environ, **harness_env(agent)}
+        with subprocess.Popen([str(FAKE_HARNESS), "-p", "bench"], stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env=env) as proc:
+            assert proc.stdout is not None
+            while chunk := proc.stdout.read1(CHUNK):
+                normalizer.feed(chunk, callback)
+            normalizer.finish(callback)
+
+
+def run_pipe_only(data: list[tuple[str, bytes]], callback: Emit) -> int:
+    """The ceiling of the run contenders: the harness's output read and discarded (no decoding,
+    no callback). The fake harness writes and flushes line by line, like the real CLIs."""
+    for agent, _ in data:
+        env = {**os.environ, **harness_env(agent)}
+        with subprocess.Popen([str(FAKE_HARNESS)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                              stdin=subprocess.DEVNULL, env=env) as proc:
+            assert proc.stdout is not None
+            while proc.stdout.read1(CHUNK):
+                pass
+    return 0
+
+
+Contender = Callable[[list[tuple[str, bytes]], Emit], Any]
+DECODE: list[tuple[str, Contender]] = [
     ("agentstream", run_agentstream),
     ("pure python", run_python),
     ("rust only", run_rust_only),
 ]
+RUNS: list[tuple[str, Contender]] = [
+    ("agentstream run", run_agentstream_process),
+    ("agentstream run async", run_agentstream_process_async),
+    ("pure python run", run_python_process),
+    ("harness alone", run_pipe_only),
+]
 
 
-def measure(data: list[tuple[str, bytes]], repeat: int) -> dict[str, tuple[float, int]]:
-    """Best time and event count per contender. Runs are interleaved (A, B, C, A, B, C, ...) so
-    that load from other processes hits every contender alike."""
-    best = {name: (float("inf"), 0) for name, _ in CONTENDERS}
+def measure(data: list[tuple[str, bytes]], repeat: int, contenders: list[tuple[str, Contender]]
+            ) -> dict[str, dict[str, float]]:
+    """Best CPU and best wall-clock time and the event count per contender. Runs are interleaved
+    (A, B, C, A, B, C, ...) so that load from other processes hits every contender alike."""
+    best = {name: {"cpu": float("inf"), "wall": float("inf"), "events": 0.0} for name, _ in contenders}
     for _ in range(repeat):
-        for name, fn in CONTENDERS:
+        for name, fn in contenders:
             seen = [0]
 
             def callback(event: Event) -> None:
@@ -287,12 +357,15 @@ def measure(data: list[tuple[str, bytes]], repeat: int) -> dict[str, tuple[float
                 if event["update"]["sessionUpdate"]:
                     seen[0] += 1
 
-            t0 = CLOCK()
+            c0, w0 = time.process_time(), time.perf_counter()
             returned = fn(data, callback)
-            elapsed = CLOCK() - t0
+            cpu, wall = time.process_time() - c0, time.perf_counter() - w0
             count = returned if isinstance(returned, int) else seen[0]
-            if elapsed < best[name][0]:
-                best[name] = (elapsed, count)
+            b = best[name]
+            b["cpu"], b["wall"] = min(b["cpu"], cpu), min(b["wall"], wall)
+            if b["events"] and b["events"] != count:
+                raise SystemExit(f"{name}: {count} events this time, {b['events']:.0f} before")
+            b["events"] = count
     return best
 
 
@@ -301,32 +374,64 @@ def main() -> int:
     ap.add_argument("--mb", type=float, default=2.0, help="MiB of corpus per agent (default 2)")
     ap.add_argument("--repeat", type=int, default=7, help="runs per contender, interleaved; the best counts (default 7)")
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
-    ap.add_argument("--wall", action="store_true", help="measure wall-clock time instead of CPU time")
+    ap.add_argument("--no-runs", action="store_true", help="only the in-memory Decoder path (no fake harness)")
     args = ap.parse_args()
-    global CLOCK
-    if args.wall:
-        CLOCK = time.perf_counter
 
     data = corpus(args.mb)
     total = sum(len(b) for _, b in data)
+    contenders = list(DECODE)
+    with tempfile.TemporaryDirectory(prefix="agentstream-bench-") as tmp:
+        if not args.no_runs:
+            if not FAKE_HARNESS.exists():
+                sys.exit(f"{FAKE_HARNESS} is missing: cargo build --release -p agentstream-cli --bins")
+            for agent, bytes_ in data:
+                (Path(tmp) / f"{agent}.input.jsonl").write_bytes(bytes_)
+                TRACES[agent] = str(Path(tmp) / agent)
+            contenders += RUNS
+        best = measure(data, args.repeat, contenders)
+
     results = {
-        name: {"seconds": secs, "events": events, "events_per_s": events / secs, "mb_per_s": total / secs / 1e6}
-        for name, (secs, events) in measure(data, args.repeat).items()
+        name: {
+            "cpu_seconds": b["cpu"],
+            "wall_seconds": b["wall"],
+            "events": int(b["events"]),
+            "events_per_s_cpu": b["events"] / b["cpu"],
+            "mb_per_s_cpu": total / b["cpu"] / 1e6,
+            "events_per_s_wall": b["events"] / b["wall"],
+            "mb_per_s_wall": total / b["wall"] / 1e6,
+        }
+        for name, b in best.items()
     }
-    ratio_mb = results["agentstream"]["mb_per_s"] / results["pure python"]["mb_per_s"]
+
+    def ratio(a: str, b: str, clock: str) -> float:
+        return results[a][f"mb_per_s_{clock}"] / results[b][f"mb_per_s_{clock}"]
+
+    ratios = {f"decoder/{clock}": ratio("agentstream", "pure python", clock) for clock in ("cpu", "wall")}
+    if not args.no_runs:
+        for clock in ("cpu", "wall"):
+            ratios[f"run/{clock}"] = ratio("agentstream run", "pure python run", clock)
+            ratios[f"run async/{clock}"] = ratio("agentstream run async", "pure python run", clock)
     if args.json:
-        print(json.dumps({"clock": "wall" if args.wall else "cpu", "bytes": total, "agents": [a for a, _ in data], "results": results, "ratio_mb_per_s": ratio_mb}))
+        print(json.dumps({"bytes": total, "agents": [a for a, _ in data], "results": results, "ratios": ratios}))
         return 0
-    clock = "wall-clock" if args.wall else "CPU"
-    print(f"mixed corpus: {total / 1e6:.1f} MB, {len(data)} agents, 64 KiB chunks, best of {args.repeat} ({clock} time)")
-    print(f"{'':14}{'events':>10}{'events/s':>14}{'MB/s':>10}")
+    print(f"mixed corpus: {total / 1e6:.1f} MB, {len(data)} agents, 64 KiB chunks, best of {args.repeat}, interleaved")
+    print(f"{'':23}{'events':>9}{'events/s cpu':>14}{'MB/s cpu':>10}{'events/s wall':>15}{'MB/s wall':>11}")
     for name, r in results.items():
-        print(f"{name:14}{r['events']:>10}{r['events_per_s']:>14,.0f}{r['mb_per_s']:>10.1f}")
-    print(f"ratio agentstream / pure python: {ratio_mb:.2f}x MB/s (target >= 2x)")
-    share = max(0.0, 1 - results["rust only"]["seconds"] / results["agentstream"]["seconds"])
-    print(f"(rust only = decoding without Python objects; dicts + callback take {share:.0%} of agentstream's time)")
+        print(f"{name:23}{r['events']:>9}{r['events_per_s_cpu']:>14,.0f}{r['mb_per_s_cpu']:>10.1f}"
+              f"{r['events_per_s_wall']:>15,.0f}{r['mb_per_s_wall']:>11.1f}")
+    if "harness alone" in results:
+        print("(harness alone = the fake harness's output read and discarded: the ceiling of every run contender)")
+    print("ratios of MB/s (target >= 2x):")
+    for key, value in ratios.items():
+        what, clock = key.split("/")
+        label = {"decoder": "agentstream / pure python", "run": "agentstream run / pure python run",
+                 "run async": "agentstream run async / pure python run"}[what]
+        print(f"  {label:42} {value:5.2f}x ({clock})")
+    share = max(0.0, 1 - results["rust only"]["cpu_seconds"] / results["agentstream"]["cpu_seconds"])
+    print(f"(rust only = decoding without Python objects; dicts + callback take {share:.0%} of agentstream's CPU time;"
+          " run CPU time counts the runner's threads, not the harness process)")
     if results["agentstream"]["events"] == 0:
-        print("note: the agentstream decoders produced no events for this corpus (decoders not merged yet?)")
+        print("note: the agentstream decoders produced no events for this corpus")
     return 0
 
 

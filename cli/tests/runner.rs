@@ -292,3 +292,22 @@ fn on_handlers_get_every_channel_in_order_and_a_failing_handler_does_not_stop_th
     assert_eq!(seen.iter().filter(|(c, _)| c == "run.completed").count(), 1);
     assert!(seen.iter().any(|(c, _)| c == "stdout") && seen.iter().any(|(c, _)| c == "lifecycle"));
 }
+
+#[test]
+fn a_lingering_reader_gets_every_delivery_in_fuller_batches() {
+    let s = fake(Agent::Claude, &[trace("claude", "s2-bash"), ("AGENTSTREAM_FAKE_FLOOD", "3000".into())]);
+    let mut opts = RunOptions::new("x");
+    opts.hooks = true;
+    let h = s.start_run(opts).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let (mut items, mut batches) = (Vec::new(), 0usize);
+    while !h.is_ended() {
+        assert!(Instant::now() < deadline, "run did not end");
+        let batch = h.next_batch_lingering(256, Some(Duration::from_millis(200)), Duration::from_millis(2));
+        batches += usize::from(!batch.is_empty());
+        items.extend(batch.into_iter().filter_map(|d| if let Delivery::Item(e) = d { Some(e) } else { None }));
+    }
+    assert_eq!(h.wait_blocking().state, FinalState::Completed);
+    assert_one_terminal_last_and_gapless(&items);
+    assert!(batches * 4 < items.len(), "{batches} batches for {} items", items.len());
+}

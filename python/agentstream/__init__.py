@@ -12,17 +12,31 @@ Sans-IO decoding (no process is started)::
 
     events = agentstream.parse("claude", open("trace.jsonl", "rb").read())
 
-The client object of the seed: ``Evolve(config=AgentConfig(type="claude"))`` with
-``on("content" | "lifecycle" | "stdout" | "stderr", handler)``.
+Runs (the seed's client object)::
+
+    from agentstream import Evolve, AgentConfig
+
+    evolve = Evolve(config=AgentConfig(type="claude"))
+    evolve.on("content", lambda event: print(event["update"]["sessionUpdate"]))
+    result = await evolve.run(prompt="Hello", on_event=lambda e: print(e["type"]))
+
+    async with evolve.stream(prompt="Hello") as stream:
+        async for envelope in stream:          # {"run_id", "sequence", "channel", "event"}
+            ...
+    result = await stream
+
+Replay recorded output through the whole pipeline (sans-IO): ``agentstream.replay(agent, data)``.
 """
 
 from . import types
 from ._evolve import AgentConfig, Evolve, Handler
 from ._native import AGENTS, CHANNELS, Decoder, __version__, parse
+from ._run import Backpressure, Done, HookHandler, Replay, RunResult, RunStream, SyncRunStream, replay
 from .errors import (
     AgentstreamError,
     AlreadyRunningError,
     DecodeLimitError,
+    HandlerWarning,
     HarnessNotFoundError,
     InternalError,
     InvalidAgentError,
@@ -38,6 +52,7 @@ from .types import (
     AgentMessageChunk,
     AgentThoughtChunk,
     AgentUsage,
+    CancelKind,
     ContentBlock,
     DecodeStats,
     Diagnostic,
@@ -49,6 +64,9 @@ from .types import (
     OutputEvent,
     Plan,
     PlanEntry,
+    Pressure,
+    ReplayOutcome,
+    RunState,
     SessionUpdate,
     TextContent,
     TokenUsage,
@@ -56,6 +74,7 @@ from .types import (
     ToolCallContent,
     ToolCallLocation,
     ToolCallUpdate,
+    UsageTotals,
     UserMessageChunk,
     WrappedContent,
 )
@@ -65,15 +84,24 @@ __all__ = [
     "CHANNELS",
     "__version__",
     "AgentConfig",
+    "Backpressure",
     "Decoder",
+    "Done",
     "Evolve",
     "Handler",
+    "HookHandler",
+    "Replay",
+    "RunResult",
+    "RunStream",
+    "SyncRunStream",
     "parse",
+    "replay",
     "types",
     # errors
     "AgentstreamError",
     "AlreadyRunningError",
     "DecodeLimitError",
+    "HandlerWarning",
     "HarnessNotFoundError",
     "InternalError",
     "InvalidAgentError",
@@ -88,6 +116,7 @@ __all__ = [
     "AgentMessageChunk",
     "AgentThoughtChunk",
     "AgentUsage",
+    "CancelKind",
     "ContentBlock",
     "DecodeStats",
     "Diagnostic",
@@ -99,6 +128,9 @@ __all__ = [
     "OutputEvent",
     "Plan",
     "PlanEntry",
+    "Pressure",
+    "ReplayOutcome",
+    "RunState",
     "SessionUpdate",
     "TextContent",
     "TokenUsage",
@@ -106,6 +138,7 @@ __all__ = [
     "ToolCallContent",
     "ToolCallLocation",
     "ToolCallUpdate",
+    "UsageTotals",
     "UserMessageChunk",
     "WrappedContent",
 ]

@@ -1,15 +1,18 @@
 """Stubs of the native extension module (Rust, pyo3). Import from ``agentstream`` instead."""
 
-from typing import Final, Literal, final
+from typing import Any, Final, Literal, TypedDict, final
 
 from agentstream.types import (
     AgentName,
     ChannelName,
     DecodeStats,
     Diagnostic,
+    Envelope,
     HookEvent,
     LifecycleEvent,
     OutputEvent,
+    Pressure,
+    ReplayOutcome,
 )
 
 __all__ = [
@@ -17,8 +20,17 @@ __all__ = [
     "AGENTS",
     "CHANNELS",
     "ERROR_KINDS",
+    "CH_CONTENT",
+    "CH_LIFECYCLE",
+    "CH_STDOUT",
+    "CH_STDERR",
+    "CH_HOOKS",
     "Decoder",
+    "Session",
+    "Run",
     "parse",
+    "replay",
+    "_raise_error_kind",
     "agent_name",
     "channel_name",
     "_hook_to_flat_snake",
@@ -34,6 +46,20 @@ __version__: Final[str]
 AGENTS: Final[tuple[AgentName, ...]]
 CHANNELS: Final[tuple[ChannelName, ...]]
 ERROR_KINDS: Final[dict[str, tuple[int, str]]]
+CH_CONTENT: Final[int]
+CH_LIFECYCLE: Final[int]
+CH_STDOUT: Final[int]
+CH_STDERR: Final[int]
+CH_HOOKS: Final[int]
+
+_Delivery = tuple[str, Any, int, int]
+"""``(channel, payload, sequence, coalesced)``; channel ``content``/``lifecycle``/``stdout``/``stderr``/``hook``."""
+
+class _ReplayDict(TypedDict):
+    items: list[Envelope]
+    hooks: list[HookEvent]
+    outcome: ReplayOutcome
+    stats: DecodeStats
 
 @final
 class Decoder:
@@ -75,3 +101,93 @@ def _debug_panic(detached: bool = False) -> None: ...
 def _output_event_from_json(json: str) -> OutputEvent: ...
 def _output_event_canonical_json(json: str) -> str: ...
 def _lifecycle_event_from_json(json: str) -> LifecycleEvent: ...
+
+@final
+class Session:
+    """One agent configuration of the core's runner; one operation at a time."""
+
+    def __new__(
+        cls,
+        agent: str,
+        *,
+        agent_id: str | None = None,
+        bin: str | None = None,
+        model: str | None = None,
+        extra_args: list[str] = ...,
+        cwd: str | None = None,
+        env: list[tuple[str, str]] = ...,
+    ) -> Session: ...
+    def start_run(
+        self,
+        prompt: str,
+        *,
+        timeout: float | None = None,
+        high_water: int | None = None,
+        byte_budget: int | None = None,
+        stall_seconds: float | None = None,
+        redact: bool = True,
+        idempotent_tools: list[str] = ...,
+        hooks: bool = False,
+        attach_reader: bool = True,
+        background: bool = False,
+        kill_grace: float | None = None,
+        channels: int = ...,
+    ) -> Run: ...
+    def start_command(
+        self,
+        argv: list[str],
+        *,
+        cwd: str | None = None,
+        env: list[tuple[str, str]] = ...,
+        timeout: float | None = None,
+        high_water: int | None = None,
+        byte_budget: int | None = None,
+        stall_seconds: float | None = None,
+        hooks: bool = False,
+        attach_reader: bool = True,
+        background: bool = False,
+        kill_grace: float | None = None,
+        channels: int = ...,
+    ) -> Run: ...
+    def pause(self) -> None: ...
+    def resume(self) -> None: ...
+    def interrupt(self, reason: str = "interrupted by the caller") -> None: ...
+    def kill(self) -> None: ...
+    def ready_event(self) -> LifecycleEvent: ...
+    @property
+    def active_run_id(self) -> str | None: ...
+    @property
+    def agent(self) -> AgentName: ...
+
+@final
+class Run:
+    """The reader side of one operation: pull batches of deliveries."""
+
+    @property
+    def run_id(self) -> str: ...
+    @property
+    def channels(self) -> int: ...
+    @channels.setter
+    def channels(self, mask: int) -> None: ...
+    def try_pull(self, max: int = 256) -> list[_Delivery]: ...
+    def pull(self, max: int = 256, timeout: float = 0.25) -> list[_Delivery]: ...
+    @property
+    def ended(self) -> bool: ...
+    @property
+    def finished(self) -> bool: ...
+    def cancel(self, reason: str = "cancelled by the caller") -> None: ...
+    def reader_left(self) -> None: ...
+    @property
+    def pressure(self) -> Pressure: ...
+    def result(self) -> dict[str, Any] | None: ...
+    def wait(self, timeout: float | None = None) -> dict[str, Any] | None: ...
+
+def replay(
+    agent: str,
+    data: bytes | bytearray | memoryview | str,
+    *,
+    run_id: str | None = None,
+    agent_id: str | None = None,
+    timestamp: str | None = None,
+) -> _ReplayDict: ...
+def _raise_error_kind(kind: str, message: str) -> None: ...

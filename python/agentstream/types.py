@@ -52,6 +52,11 @@ __all__ = [
     "Envelope",
     "DecodeStats",
     "Diagnostic",
+    "Pressure",
+    "UsageTotals",
+    "RunState",
+    "CancelKind",
+    "ReplayOutcome",
 ]
 
 # =============================================================================
@@ -382,3 +387,52 @@ class DecodeStats(TypedDict):
 class Diagnostic(TypedDict):
     line: int  # 1-based line number in the input
     message: str
+
+
+# =============================================================================
+# Runs
+# =============================================================================
+
+RunState = Literal["completed", "failed", "cancelled"]
+"""How a run ended (``RunResult.state``)."""
+
+CancelKind = Literal["caller", "reader_left", "stalled", "timeout"]
+"""Why a run was cancelled (``RunResult.cancel_kind``)."""
+
+
+class Pressure(TypedDict):
+    """Live backpressure statistics of a run (``stream.pressure``, ``RunResult.pressure``)."""
+
+    buffered: int  # items waiting unread now
+    bytes: int  # bytes waiting unread now
+    peak: int  # the most items ever waiting at once
+    peak_bytes: int  # the most bytes ever waiting at once
+    coalesced: int  # deltas merged into an earlier buffered delta
+    oversize: int  # items admitted although each alone exceeded the byte budget
+    stalled: bool  # the run was cancelled because its reader stalled
+    dropped_after_terminal: int  # items posted after the terminal: dropped
+    refused_terminals: int  # terminal items posted as ordinary items: refused
+
+
+class UsageTotals(TypedDict, total=False):
+    """Token totals of a run (``RunResult.usage``); a counter never reported is absent."""
+
+    promptTokens: int  # input INCLUDING the cached and cache-written shares
+    completionTokens: int
+    cachedTokens: int  # the cache-read share of promptTokens
+    costUsd: float  # only when the harness priced it
+
+
+class _CancelReasonDict(TypedDict):
+    kind: CancelKind
+    detail: NotRequired[str]
+
+
+class ReplayOutcome(TypedDict):
+    """How a replay ended: ``{"state": "completed"}``, ``{"state": "failed", "error": ...,
+    "detail": ...}`` (``error``: ``harness_error``, ``truncated_output``, ...)."""
+
+    state: RunState
+    error: NotRequired[str]  # failed: a short machine-readable cause
+    detail: NotRequired[str]  # failed: a sentence for people
+    reason: NotRequired[_CancelReasonDict]  # cancelled

@@ -1,6 +1,8 @@
 """Every public name of agentstream, used the way an application would, under ``mypy --strict``.
 
-Run it: ``python python/examples/typed_usage.py tests/golden/claude/s2-bash.input.jsonl claude``.
+Run it: ``python python/examples/typed_usage.py tests/golden/claude/s2-bash.input.jsonl claude``;
+add the path of ``target/release/fake-harness`` as a third argument to also run the trace as a real
+process (run, stream, commands, hooks).
 Type-check it: ``mypy --strict python/examples/typed_usage.py`` (the test suite does).
 """
 
@@ -8,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import warnings
+from datetime import timedelta
 from pathlib import Path
 from typing import cast
 
@@ -22,17 +26,22 @@ from agentstream import (
     AgentThoughtChunk,
     AgentUsage,
     AlreadyRunningError,
+    Backpressure,
+    CancelKind,
     ContentBlock,
     DecodeLimitError,
     Decoder,
     DecodeStats,
     Diagnostic,
     DiffContent,
+    Done,
     Envelope,
     Evolve,
     Handler,
+    HandlerWarning,
     HarnessNotFoundError,
     HookEvent,
+    HookHandler,
     ImageContent,
     InternalError,
     InvalidAgentError,
@@ -43,19 +52,28 @@ from agentstream import (
     OutputEvent,
     Plan,
     PlanEntry,
+    Pressure,
+    Replay,
+    ReplayOutcome,
     RunCancelledError,
+    RunResult,
+    RunState,
+    RunStream,
     RunTimeoutError,
     SessionUpdate,
     SpawnFailedError,
+    SyncRunStream,
     TextContent,
     TokenUsage,
     ToolCall,
     ToolCallContent,
     ToolCallLocation,
     ToolCallUpdate,
+    UsageTotals,
     UserMessageChunk,
     WrappedContent,
     parse,
+    replay,
 )
 from agentstream.types import (
     AgentName,
@@ -223,16 +241,89 @@ def errors_demo() -> None:
         print(e)
 
 
+def report(result: RunResult) -> None:
+    state: RunState = result.state
+    kind: CancelKind | None = result.cancel_kind
+    usage: UsageTotals = result.usage
+    pressure: Pressure = result.pressure
+    print(result.run_id, state, result.ok, result.timed_out, kind, result.exit_code, result.signal,
+          result.error, result.cancel_reason, usage.get("promptTokens"), pressure["peak"], result.stats["events"],
+          result.last_sequence, result.duration_ms, result.handler_errors, result.diagnostics,
+          (result.final_text or "")[:40])
+
+
+def replay_demo(path: Path, agent: str) -> None:
+    r: Replay = replay(agent, path.read_bytes(), run_id="demo")
+    outcome: ReplayOutcome = r.outcome
+    for item in r.items:
+        on_envelope(item)
+    for hook in r.hooks:
+        on_hook(hook)
+    print(outcome["state"], outcome.get("error"), r.state, len(r.events), r.stats["lines"])
+
+
+async def run_demo(trace: Path, agent: str, fake_harness: Path) -> None:
+    prefix = str(trace).removesuffix(".input.jsonl")
+    evolve = Evolve(config=AgentConfig(type=agent, bin=fake_harness, env={"AGENTSTREAM_FAKE_TRACE": prefix}))
+    evolve.on("content", on_content_async)
+    evolve.on("lifecycle", on_lifecycle)
+    hook_handler: HookHandler = on_hook
+    result = await evolve.run(prompt="List the files", on_event=hook_handler, timeout=timedelta(minutes=1),
+                              backpressure=Backpressure(high_water=64))
+    report(result)
+    stream: RunStream = evolve.stream(prompt="again", timeout=60.0)
+    async with stream:
+        async for envelope in stream:
+            on_envelope(envelope)
+            print(stream.run_id, stream.pressure["buffered"])
+    report(await stream)
+    report(await evolve.execute_command(["echo", "hello"]))
+    try:
+        done: Done = evolve.pause()
+        await done
+    except NotRunningError as e:
+        print(e.kind, e)
+
+
+def sync_demo(trace: Path, agent: str, fake_harness: Path) -> None:
+    prefix = str(trace).removesuffix(".input.jsonl")
+    evolve = Evolve(config=AgentConfig(type=agent, bin=fake_harness, env={"AGENTSTREAM_FAKE_TRACE": prefix}))
+
+    def broken(event: OutputEvent) -> None:
+        raise RuntimeError("a bug in a handler")
+
+    evolve.on("content", broken)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        report(evolve.run_sync(prompt="x"))
+    for w in caught:
+        if isinstance(w.message, HandlerWarning):
+            print(w.message.channel, w.message.sequence, type(w.message.exception).__name__)
+    evolve.off("content")
+    stream: SyncRunStream = evolve.stream_sync(prompt="x")
+    with stream:
+        for envelope in stream:
+            on_envelope(envelope)
+    report(stream.wait())
+    report(evolve.execute_command_sync("echo hi", cwd="/tmp", env={"A": "b"}))
+
+
 def main(argv: list[str]) -> int:
     first: AgentName = AGENTS[0]
     print(agentstream.__version__, first, AGENTS, CHANNELS)
     configure()
     errors_demo()
-    if len(argv) == 3:
+    if len(argv) >= 3:
         agent: AgentName | str = argv[2]
         for event in decode_file(Path(argv[1]), agent):
             print(describe(event))
         assert parse(agent, Path(argv[1]).read_bytes()) is not None
+    if len(argv) >= 3:
+        replay_demo(Path(argv[1]), argv[2])
+    if len(argv) == 4:
+        asyncio.run(run_demo(Path(argv[1]), argv[2], Path(argv[3])))
+        sync_demo(Path(argv[1]), argv[2], Path(argv[3]))
+        print("runs: ok")
     return 0
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,10 +28,46 @@ class GoldenCase:
     def input(self) -> bytes:
         return self.input_path.read_bytes()
 
+    @property
+    def prefix(self) -> Path:
+        """The trace prefix the fake harness plays (``AGENTSTREAM_FAKE_TRACE``)."""
+        return self.input_path.with_name(self.name)
+
     def expected(self) -> list[dict[str, Any]]:
-        path = self.input_path.with_name(f"{self.name}.expected.jsonl")
-        text = path.read_text(encoding="utf-8")
-        return [json.loads(line) for line in text.splitlines() if line.strip()]
+        return read_jsonl(self.input_path.with_name(f"{self.name}.expected.jsonl"))
+
+    def hooks(self) -> list[dict[str, Any]]:
+        """The canonical hook events (``{type, run_id, ..., details}``) of the golden file."""
+        return read_jsonl(self.input_path.with_name(f"{self.name}.hooks.jsonl"))
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    text = path.read_text(encoding="utf-8")
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def fake_harness_path() -> Path:
+    """``$AGENTSTREAM_FAKE_HARNESS`` (``make test-python`` sets it to ``target/debug/fake-harness``,
+    which it builds); otherwise an existing ``target/{debug,release}/fake-harness``, built (debug)
+    when there is none."""
+    override = os.environ.get("AGENTSTREAM_FAKE_HARNESS")
+    if override:
+        path = Path(override)
+        if not path.exists():
+            raise RuntimeError(f"AGENTSTREAM_FAKE_HARNESS={override} does not exist: cargo build -p agentstream-cli --bins")
+        return path
+    target = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
+    for profile in ("debug", "release"):
+        path = target / profile / "fake-harness"
+        if path.exists():
+            return path
+    subprocess.run(["cargo", "build", "-p", "agentstream-cli", "--bins"], cwd=REPO, check=True)
+    return target / "debug" / "fake-harness"
+
+
+@pytest.fixture(scope="session")
+def fake_harness() -> Path:
+    return fake_harness_path()
 
 
 def golden_cases() -> list[GoldenCase]:
@@ -46,6 +84,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "golden" in metafunc.fixturenames:
         cases = golden_cases()
         metafunc.parametrize("golden", cases, ids=[c.id for c in cases])
+    if "capture" in metafunc.fixturenames:
+        # The real captures (s*): they come with the harness's stderr and exit code.
+        cases = [c for c in golden_cases() if c.name.startswith("s")]
+        metafunc.parametrize("capture", cases, ids=[c.id for c in cases])
 
 
 def assert_conforms(value: Any, tp: Any, path: str = "$") -> None:

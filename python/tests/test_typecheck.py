@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 
+from pathlib import Path
+
 import pytest
 
 from conftest import REPO
@@ -44,9 +46,10 @@ def test_stubs_match_the_native_module() -> None:
     assert r.returncode == 0, r.stdout + r.stderr
 
 
-def test_the_example_runs(tmp_path: object) -> None:
+def test_the_example_runs(fake_harness: Path) -> None:
     trace = REPO / "tests" / "golden" / "claude" / "s2-bash.input.jsonl"
-    r = subprocess.run([sys.executable, str(REPO / "python/examples/typed_usage.py"), str(trace), "claude"],
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run([sys.executable, str(REPO / "python/examples/typed_usage.py"), str(trace), "claude",
+                        str(fake_harness)], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "invalid_argument 1004" in r.stdout
+    assert "runs: ok" in r.stdout

@@ -102,7 +102,7 @@ pub fn value<'py>(py: Python<'py>, v: &Value, keys: &mut Keys) -> PyResult<Obj<'
     })
 }
 
-fn object<'py>(py: Python<'py>, map: &JsonObject, keys: &mut Keys) -> PyResult<Bound<'py, PyDict>> {
+pub fn object<'py>(py: Python<'py>, map: &JsonObject, keys: &mut Keys) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     for (k, v) in map {
         d.set_item(keys.get(py, k), value(py, v, keys)?)?;
@@ -346,6 +346,13 @@ pub struct Strings {
     message_id: Last,
     parent_tool_call_id: Last,
     keys: Keys,
+}
+
+impl Strings {
+    /// The cache of JSON object keys (for other JSON objects of the same run, e.g. hook details).
+    pub fn keys(&mut self) -> &mut Keys {
+        &mut self.keys
+    }
 }
 
 /// One content event as the seed's `OutputEvent` dict.

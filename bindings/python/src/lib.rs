@@ -16,6 +16,11 @@
 
 mod convert;
 
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+mod run;
+
 use std::cell::{Cell, RefCell};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Mutex, MutexGuard, Once};
@@ -472,6 +477,15 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     }
     m.add("ERROR_KINDS", kinds)?;
     m.add_class::<PyDecoder>()?;
+    m.add_class::<run::PySession>()?;
+    m.add_class::<run::PyRun>()?;
+    m.add_function(wrap_pyfunction!(run::replay, m)?)?;
+    m.add_function(wrap_pyfunction!(run::_raise_error_kind, m)?)?;
+    m.add("CH_CONTENT", run::CONTENT)?;
+    m.add("CH_LIFECYCLE", run::LIFECYCLE)?;
+    m.add("CH_STDOUT", run::STDOUT)?;
+    m.add("CH_STDERR", run::STDERR)?;
+    m.add("CH_HOOKS", run::HOOKS)?;
     m.add_function(wrap_pyfunction!(parse, m)?)?;
     m.add_function(wrap_pyfunction!(agent_name, m)?)?;
     m.add_function(wrap_pyfunction!(channel_name, m)?)?;

@@ -118,6 +118,7 @@ pub(crate) fn start(op: Operation, session: Arc<Mutex<SessionState>>, announce_r
         run_id: run_id.clone(),
         stream: Mutex::new(stream),
         readable: Condvar::new(),
+        sleepers: std::sync::atomic::AtomicUsize::new(0),
         readable_async: tokio::sync::Notify::new(),
         cancel: token,
         cancel_async: tokio::sync::Notify::new(),

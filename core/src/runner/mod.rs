@@ -28,7 +28,7 @@ pub use dispatch::{Dispatcher, HandlerFailure, HandlerResult};
 pub use handle::{Delivery, Next, RunHandle};
 pub use session::{CommandOptions, RunOptions, Session};
 
-use std::sync::OnceLock;
+use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
@@ -37,16 +37,30 @@ use crate::stream::Pressure;
 use crate::usage::UsageTotals;
 
 /// The runner's tokio runtime (two worker threads, created on first use).
+///
+/// One per PROCESS: a child created by `fork()` (Python's `multiprocessing` does that by
+/// default on Linux) inherits the parent's runtime object but none of its threads, so a run
+/// started there would never be driven. The first call in a new process builds that process's
+/// own runtime (the inherited one is left alone: dropping it could touch the parent's threads).
 pub fn runtime() -> &'static tokio::runtime::Runtime {
-    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
-    RT.get_or_init(|| {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("agentstream-runner")
-            .enable_all()
-            .build()
-            .expect("agentstream: cannot start the tokio runtime")
-    })
+    static RT: Mutex<Option<(u32, &'static tokio::runtime::Runtime)>> = Mutex::new(None);
+    let pid = std::process::id();
+    let mut current = RT.lock().unwrap_or_else(|p| p.into_inner());
+    match *current {
+        Some((owner, rt)) if owner == pid => rt,
+        _ => {
+            let rt: &'static tokio::runtime::Runtime = Box::leak(Box::new(
+                tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(2)
+                    .thread_name("agentstream-runner")
+                    .enable_all()
+                    .build()
+                    .expect("agentstream: cannot start the tokio runtime"),
+            ));
+            *current = Some((pid, rt));
+            rt
+        }
+    }
 }
 
 /// How an operation ended.

@@ -1,0 +1,652 @@
+"""Real runs through the fake harness (``target/debug/fake-harness``, a real process replaying a
+golden trace): the Python mirror of cli/tests/runner.rs, plus what only the binding does —
+handler dispatch (sync and async, exceptions), streams, the sync variants, error mapping."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+import warnings
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+import agentstream
+from agentstream import AgentConfig, Backpressure, Evolve, RunResult
+from conftest import GOLDEN, GoldenCase, read_jsonl
+
+T = TypeVar("T")
+TERMINAL_REASONS = {"run_complete", "run_failed", "run_interrupted", "command_complete", "command_failed",
+                    "command_interrupted"}
+TERMINAL_HOOKS = {"run.completed", "run.failed", "run.cancelled", "run.stopped"}
+
+
+def go(coro: Awaitable[T], timeout: float = 60) -> T:
+    async def bounded() -> T:
+        return await asyncio.wait_for(coro, timeout)
+    return asyncio.run(bounded())
+
+
+def fake(fake_harness: Path, agent: str = "claude", case: str | None = "s1-text", **env: str) -> Evolve:
+    variables = {f"AGENTSTREAM_FAKE_{k.upper()}": v for k, v in env.items()}
+    if case is not None:
+        variables["AGENTSTREAM_FAKE_TRACE"] = str(GOLDEN / agent / case)
+    return Evolve(config=AgentConfig(type=agent, bin=fake_harness, env=variables))
+
+
+class Recorder:
+    """Every delivery in order: (channel, payload)."""
+
+    def __init__(self, evolve: Evolve | None = None) -> None:
+        self.log: list[tuple[str, Any]] = []
+        if evolve is not None:
+            for ch in ("content", "lifecycle", "stdout", "stderr"):
+                evolve.on(ch, self.handler(ch))  # type: ignore[call-overload]
+
+    def handler(self, channel: str) -> Callable[[Any], None]:
+        def record(payload: Any) -> None:
+            self.log.append((channel, payload))
+        record.__qualname__ = f"record_{channel}"
+        return record
+
+    def on_event(self, hook: Any) -> None:
+        self.log.append(("hook", hook))
+
+    def of(self, channel: str) -> list[Any]:
+        return [p for c, p in self.log if c == channel]
+
+    def reasons(self) -> list[str]:
+        return [p["reason"] for p in self.of("lifecycle")]
+
+    def hook_types(self) -> list[str]:
+        return [p["type"] for p in self.of("hook")]
+
+
+def assert_one_terminal_last(rec: Recorder, result: RunResult) -> None:
+    reasons = rec.reasons()
+    assert sum(r in TERMINAL_REASONS for r in reasons) == 1, reasons
+    assert reasons[-1] in TERMINAL_REASONS
+    # No delivery after the terminal one except the hooks derived from it.
+    last_lifecycle = max(i for i, (c, _) in enumerate(rec.log) if c == "lifecycle")
+    assert all(c == "hook" for c, _ in rec.log[last_lifecycle + 1 :])
+    hooks = rec.hook_types()
+    if hooks:
+        assert hooks[0] == "run.started"
+        assert sum(h in TERMINAL_HOOKS for h in hooks) == 1 and hooks[-1] in TERMINAL_HOOKS
+        seqs = [p["sequence"] for p in rec.of("hook")]
+        assert seqs == sorted(seqs)
+        assert rec.of("hook")[-1]["sequence"] == result.last_sequence
+
+
+def assert_gapless(envelopes: list[dict[str, Any]]) -> None:
+    expected = 0
+    for e in envelopes:
+        assert e["sequence"] == expected, (e["sequence"], expected)
+        expected = e["sequence"] + e.get("coalesced", 0) + 1
+    terminals = [e for e in envelopes if e["channel"] == "lifecycle" and e["event"]["reason"] in TERMINAL_REASONS]
+    assert len(terminals) == 1 and terminals[0] is envelopes[-1]
+
+
+# -------------------------------------------------------------------------------------------------
+# A whole run
+# -------------------------------------------------------------------------------------------------
+
+
+def test_a_run_streams_every_channel_in_order(fake_harness: Path) -> None:
+    evolve = fake(fake_harness, "claude", "s2-bash")
+    rec = Recorder(evolve)
+    result = go(evolve.run(prompt="List the files", on_event=rec.on_event))
+    assert isinstance(result, RunResult)
+    assert result.state == "completed" and result.ok, result
+    assert result.exit_code == 0 and result.signal is None
+    assert result.session_id == "66c0abf3-0bc5-46a7-8e73-4fef192280ea"
+    assert result.final_text and "README.md" in result.final_text
+    assert result.usage["promptTokens"] > 0
+    assert result.handler_errors == 0
+    # A session's first operation announces the environment first.
+    assert rec.reasons()[:2] == ["sandbox_ready", "run_start"] and rec.reasons()[-1] == "run_complete"
+    assert_one_terminal_last(rec, result)
+    case = GOLDEN / "claude" / "s2-bash"
+    assert rec.of("content") == read_jsonl(case.with_name("s2-bash.expected.jsonl"))
+    assert "".join(rec.of("stdout")) == case.with_name("s2-bash.input.jsonl").read_text()
+    assert "".join(rec.of("stderr")) == case.with_name("s2-bash.stderr.txt").read_text()
+    # Each content event comes right after the stdout line it was decoded from.
+    previous = None
+    for channel, _ in rec.log:
+        if channel == "content":
+            assert previous in ("stdout", "content", "hook")
+        if channel != "hook":
+            previous = channel
+    hooks = rec.hook_types()
+    assert hooks[0] == "run.started" and hooks[-1] == "run.completed" and "tool.started" in hooks
+    for hook in rec.of("hook"):
+        assert tuple(hook)[:6] == ("type", "run_id", "agent_id", "timestamp", "status", "sequence")
+        assert hook["run_id"] == result.run_id and hook["agent_id"] == "claude"
+    lifecycle = rec.of("lifecycle")[0]
+    assert set(lifecycle) == {"sandbox_id", "sandbox", "agent", "timestamp", "reason"}
+    assert lifecycle["sandbox_id"] is None
+
+
+def test_every_capture_through_a_real_run_gives_the_golden_content(fake_harness: Path, capture: GoldenCase) -> None:
+    evolve = fake(fake_harness, capture.agent, capture.name)
+    contents: list[Any] = []
+    evolve.on("content", contents.append)
+    result = evolve.run_sync(prompt="x")
+    assert contents == capture.expected()
+    meta = capture.prefix.with_name(f"{capture.name}.meta.json")
+    assert result.state in ("completed", "failed")
+    assert result.stats["bytes"] == len(capture.input()), meta
+
+
+def test_hooks_of_a_real_run_match_the_golden_replay(fake_harness: Path) -> None:
+    """The same derivation live and replayed: identical hooks but for run id, timestamp and
+    the sequence numbers (a real process also prints stderr)."""
+    evolve = fake(fake_harness, "claude", "s3-read-edit", exit="0")
+    hooks: list[dict[str, Any]] = []
+    evolve.run_sync(prompt="x", on_event=hooks.append)
+    golden = agentstream.replay("claude", (GOLDEN / "claude" / "s3-read-edit.input.jsonl").read_bytes()).hooks
+    strip = lambda h: {k: v for k, v in h.items() if k not in ("run_id", "timestamp", "sequence", "last_sequence")}  # noqa: E731
+    assert [strip(h) for h in hooks] == [strip(h) for h in golden]
+
+
+def test_the_stream_iterator_yields_every_envelope_gapless(fake_harness: Path) -> None:
+    evolve = fake(fake_harness, "codex", "s2-bash")
+    rec = Recorder(evolve)
+
+    async def main() -> tuple[list[Any], RunResult]:
+        envelopes = []
+        async with evolve.stream(prompt="x", on_event=rec.on_event) as stream:
+            async for envelope in stream:
+                envelopes.append(envelope)
+                assert set(stream.pressure) >= {"buffered", "bytes", "peak", "coalesced", "stalled"}
+        return envelopes, await stream
+
+    envelopes, result = go(main())
+    assert result.state == "completed"
+    assert_gapless(envelopes)
+    for e in envelopes:
+        assert set(e) <= {"run_id", "sequence", "channel", "event", "coalesced"}
+        assert e["run_id"] == result.run_id
+    # The handlers got exactly what the iterator yielded, in the same order.
+    assert [p for c, p in rec.log if c != "hook"] == [e["event"] for e in envelopes]
+    assert [e["event"] for e in envelopes if e["channel"] == "content"] == read_jsonl(
+        GOLDEN / "codex" / "s2-bash.expected.jsonl")
+    assert_one_terminal_last(rec, result)
+
+
+def test_await_stream_without_iterating_drains_it(fake_harness: Path) -> None:
+    evolve = fake(fake_harness, "gemini", "s1-text")
+    rec = Recorder(evolve)
+    result = go(evolve.stream(prompt="x", on_event=rec.on_event))  # type: ignore[arg-type]
+    assert result.state == "completed"
+    assert rec.reasons()[-1] == "run_complete"
+    assert_one_terminal_last(rec, result)
+    # Await-only: no handler at all, nothing is read (items are numbered and discarded).
+    bare = fake(fake_harness, "gemini", "s1-text")
+    result = go(bare.run(prompt="x"))
+    assert result.state == "completed" and result.final_text
+
+
+def test_sync_variants(fake_harness: Path) -> None:
+    evolve = fake(fake_harness, "qwen", "s2-bash")
+    rec = Recorder(evolve)
+    result = evolve.run_sync(prompt="x", on_event=rec.on_event)
+    assert result.state == "completed"
+    assert_one_terminal_last(rec, result)
+    with evolve.stream_sync(prompt="x") as stream:
+        envelopes = list(stream)
+    assert_gapless(envelopes)
+    assert stream.wait().state == "completed"
+    result = evolve.execute_command_sync("echo hi; echo err >&2")
+    assert result.state == "completed"
+
+
+# -------------------------------------------------------------------------------------------------
+# How runs end
+# -------------------------------------------------------------------------------------------------
+
+
+def test_a_non_zero_exit_returns_a_failed_result(fake_harness: Path) -> None:
+    evolve = fake(fake_harness, "codex", "s1-text", exit="3")
+    rec = Recorder(evolve)
+    result = go(evolve.run(prompt="x", on_event=rec.on_event))
+    assert result.state == "failed" and not result.ok
+    assert result.exit_code == 3
+    assert result.error and "3" in result.error
+    assert result.final_text is None, "partial text is never an answer"
+    assert rec.reasons()[-1] == "run_failed"
+    assert rec.hook_types()[-1] == "run.failed"
+    assert_one_terminal_last(rec, result)
+
+
+def test_a_harness_killed_mid_line_fails_after_its_partial_line(fake_harness: Path) -> None:
+    evolve = fake(fake_harness, "gemini", "s1-text", die_mid_line="1")
+    rec = Recorder(evolve)
+    result = go(evolve.run(prompt="x", on_event=rec.on_event))
+    assert result.state == "failed"
+    assert result.signal == 9
+    assert rec.of("stdout")[-1].startswith('{"type":"result"'), "the partial line comes before the terminal"
+    assert_one_terminal_last(rec, result)
+
+
+def test_a_timeout_stops_the_run(fake_harness: Path) -> None:
+    evolve = fake(fake_harness, "claude", "s1-text", hang="1")
+    rec = Recorder(evolve)
+    started = time.monotonic()
+    result = go(evolve.run(prompt="x", on_event=rec.on_event, timeout=0.4, kill_grace=0.2))
+    assert time.monotonic() - started < 10
+    assert result.state == "cancelled"
+    assert result.cancel_kind == "timeout" and result.timed_out
+    assert result.cancel_reason and "time limit" in result.cancel_reason
+    assert rec.reasons()[-1] == "run_interrupted"
+    assert rec.hook_types()[-1] == "run.stopped"
+    assert_one_terminal_last(rec, result)
+
+
+@pytest.mark.parametrize("ignore_sigterm", ["0", "1"])
+def test_interrupt_terminates_and_escalates(fake_harness: Path, ignore_sigterm: str) -> None:
+    evolve = fake(fake_harness, "claude", "s1-text", hang="1", ignore_sigterm=ignore_sigterm)
+    rec = Recorder(evolve)
+
+    async def main() -> RunResult:
+        task = asyncio.create_task(evolve.run(prompt="x", on_event=rec.on_event, kill_grace=0.3))
+        while "run_start" not in rec.reasons():
+            await asyncio.sleep(0.02)
+        await evolve.interrupt("the client pressed stop")
+        try:
+            evolve.interrupt("a second stop")  # a no-op: the first reason stands
+        except agentstream.NotRunningError:
+            pass  # ... or the run already ended
+        return await task
+
+    result = go(main())
+    assert result.state == "cancelled" and result.cancel_kind == "caller"
+    assert result.cancel_reason and "the client pressed stop" in result.cancel_reason
+    assert result.signal == (9 if ignore_sigterm == "1" else 15)
+    assert rec.hook_types()[-1] == "run.cancelled"
+    assert_one_terminal_last(rec, result)
+
+
+def test_breaking_out_of_the_stream_cancels_the_run(fake_harness: Path) -> None:
+    evolve = fake(fake_harness, "claude", "s1-text", hang="1")
+    rec = Recorder(evolve)
+
+    async def main() -> tuple[list[Any], RunResult]:
+        seen = []
+        async with evolve.stream(prompt="x", on_event=rec.on_event, kill_grace=0.2) as stream:
+            async for envelope in stream:
+                seen.append(envelope)
+                if envelope["channel"] == "content":
+                    break
+        assert stream.result is not None, "leaving the block waits for the end"
+        return seen, await stream
+
+    seen, result = go(main())
+    assert seen[-1]["channel"] == "content"
+    assert result.state == "cancelled" and result.cancel_kind == "reader_left", result
+    assert evolve.active_run_id is None
+    # The handlers still got the rest, the one terminal included.
+    assert rec.reasons()[-1] == "run_interrupted"
+    assert rec.hook_types()[-1] == "run.cancelled"
+    assert_one_terminal_last(rec, result)
+
+
+def test_breaking_out_of_a_sync_stream_cancels_the_run(fake_harness: Path) -> None:
+    evolve = fake(fake_harness, "claude", "s1-text", hang="1")
+    with evolve.stream_sync(prompt="x", kill_grace=0.2) as stream:
+        for envelope in stream:
+            if envelope["channel"] == "stdout":
+                break
+    result = stream.wait()
+    assert result.state == "cancelled" and result.cancel_kind == "reader_left"
+
+
+def test_cancelling_the_awaiting_task_cancels_the_run(fake_harness: Path) -> None:
+    evolve = fake(fake_harness, "claude", "s1-text", hang="1")
+    rec = Recorder(evolve)
+
+    async def main() -> None:
+        task = asyncio.create_task(evolve.run(prompt="x", kill_grace=0.2))
+        while "run_start" not in rec.reasons():
+            await asyncio.sleep(0.02)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        deadline = time.monotonic() + 10
+        while evolve.active_run_id is not None:
+            assert time.monotonic() < deadline, "the run did not end"
+            await asyncio.sleep(0.05)
+
+    go(main())
+    # The session is free again.
+    assert go(fake(fake_harness, "claude", "s1-text").run(prompt="x")).state == "completed"
+
+
+def test_kill_and_already_running(fake_harness: Path) -> None:
+    evolve = fake(fake_harness, "claude", "s1-text", hang="1")
+    rec = Recorder(evolve)
+
+    async def main() -> RunResult:
+        task = asyncio.create_task(evolve.run(prompt="x"))
+        while "run_start" not in rec.reasons():
+            await asyncio.sleep(0.02)
+        assert evolve.active_run_id is not None
+        with pytest.raises(agentstream.AlreadyRunningError) as info:
+            await evolve.run(prompt="y")
+        assert isinstance(info.value, RuntimeError)
+        assert "already running" in str(info.value) and info.value.code == 1002
+        with pytest.raises(agentstream.AlreadyRunningError):
+            evolve.run_sync(prompt="y")
+        with pytest.raises(agentstream.AlreadyRunningError):
+            async with evolve.stream(prompt="y"):
+                pass
+        await evolve.kill()
+        return await task
+
+    result = go(main())
+    assert result.state == "cancelled"
+    assert "sandbox_killed" in rec.reasons()
+    assert_one_terminal_last(rec, result)
+    evolve.kill()  # idle: a no-op
+    with pytest.raises(agentstream.NotRunningError):
+        evolve.pause()
+
+
+def test_a_missing_harness_raises_at_the_edge(tmp_path: Path) -> None:
+    evolve = Evolve(config=AgentConfig(type="codex", bin=tmp_path / "codex-not-installed"))
+    with pytest.raises(agentstream.HarnessNotFoundError) as info:
+        go(evolve.run(prompt="x"))
+    assert isinstance(info.value, FileNotFoundError)
+    assert info.value.kind == "harness_not_found" and info.value.code == 1001
+    assert "not found" in str(info.value) and "bin" in str(info.value)
+    with pytest.raises(agentstream.HarnessNotFoundError):
+        evolve.run_sync(prompt="x")
+
+    async def stream() -> None:
+        async with evolve.stream(prompt="x"):
+            pass
+
+    with pytest.raises(agentstream.HarnessNotFoundError):
+        go(stream())
+    with pytest.raises(agentstream.HarnessNotFoundError):
+        evolve.execute_command_sync(["/nonexistent/tool"])
+    assert evolve.active_run_id is None
+
+
+def test_bad_options_raise_invalid_argument(fake_harness: Path) -> None:
+    evolve = fake(fake_harness)
+    with pytest.raises(agentstream.InvalidArgumentError, match="timeout"):
+        evolve.run_sync(prompt="x", timeout=-1)
+    with pytest.raises(agentstream.InvalidArgumentError, match="byte_budget"):
+        evolve.run_sync(prompt="x", backpressure=Backpressure(byte_budget=0))
+    with pytest.raises(agentstream.InvalidArgumentError, match="stall_seconds"):
+        evolve.run_sync(prompt="x", backpressure=Backpressure(stall_seconds=float("nan")))
+    with pytest.raises(TypeError):
+        evolve.run_sync(prompt="x", timeout="soon")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        evolve.run_sync(prompt=["x"])  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        evolve.execute_command_sync("   ")
+    with pytest.raises(TypeError):
+        evolve.run_sync(prompt="x", on_event=42)  # type: ignore[arg-type]
+    assert evolve.active_run_id is None
+
+
+def test_every_runner_error_kind_maps_to_its_class() -> None:
+    for kind, (code, _) in agentstream._native.ERROR_KINDS.items():
+        with pytest.raises(agentstream.AgentstreamError) as info:
+            agentstream._native._raise_error_kind(kind, "boom")
+        assert info.value.kind == kind and info.value.code == code
+        assert str(info.value).startswith("boom")
+
+
+# -------------------------------------------------------------------------------------------------
+# Handlers
+# -------------------------------------------------------------------------------------------------
+
+
+def test_a_raising_handler_is_reported_once_and_the_run_goes_on(fake_harness: Path) -> None:
+    evolve = fake(fake_harness, "claude", "s2-bash")
+    calls: list[int] = []
+
+    def flaky(event: Any) -> None:
+        calls.append(1)
+        if len(calls) % 2 == 0:
+            raise RuntimeError(f"bad event {len(calls)}")
+
+    def bad_hook(hook: Any) -> None:
+        if hook["type"] == "tool.started":
+            raise KeyError("nope")
+
+    after: list[Any] = []
+    evolve.on("content", flaky).on("content", after.append)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = go(evolve.run(prompt="x", on_event=bad_hook))
+    assert result.state == "completed"
+    n_content = len(read_jsonl(GOLDEN / "claude" / "s2-bash.expected.jsonl"))
+    assert len(calls) == n_content and len(after) == n_content, "every handler still gets every event"
+    reported = [w.message for w in caught if isinstance(w.message, agentstream.HandlerWarning)]
+    assert len(reported) == n_content // 2 + 1 == result.handler_errors
+    content_warnings = [w for w in reported if w.channel == "content"]
+    for w in content_warnings:
+        assert isinstance(w.exception, RuntimeError)
+        assert isinstance(w.event, dict) and "update" in w.event
+        assert f"sequence {w.sequence}" in str(w) and "flaky" in str(w)
+    (hook_warning,) = [w for w in reported if w.channel == "hook"]
+    assert hook_warning.event["type"] == "tool.started" and isinstance(hook_warning.exception, KeyError)
+
+
+def test_handler_warnings_can_be_made_errors(fake_harness: Path) -> None:
+    evolve = fake(fake_harness, "claude", "s1-text", hang="1")
+
+    def boom(event: Any) -> None:
+        raise ValueError("stop everything")
+
+    evolve.on("content", boom)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", agentstream.HandlerWarning)
+        with pytest.raises(agentstream.HandlerWarning):
+            evolve.run_sync(prompt="x", kill_grace=0.2)
+    deadline = time.monotonic() + 10
+    while evolve.active_run_id is not None:  # the run was cancelled through the one path
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+
+
+def test_async_handlers_are_awaited_in_order(fake_harness: Path) -> None:
+    evolve = fake(fake_harness, "claude", "s2-bash")
+    order: list[tuple[str, int]] = []
+    expected_count = len(read_jsonl(GOLDEN / "claude" / "s2-bash.expected.jsonl"))
+
+    async def slow_content(event: Any) -> None:
+        order.append(("async-start", len(order)))
+        await asyncio.sleep(0.01)
+        order.append(("async-end", len(order)))
+
+    def sync_content(event: Any) -> None:
+        order.append(("sync", len(order)))
+
+    class CallableObject:
+        async def __call__(self, event: Any) -> None:
+            await asyncio.sleep(0)
+            order.append(("object", len(order)))
+
+    hooks: list[str] = []
+
+    async def on_event(hook: Any) -> None:
+        await asyncio.sleep(0)
+        hooks.append(hook["type"])
+
+    evolve.on("content", slow_content).on("content", sync_content).on("content", CallableObject())
+    result = go(evolve.run(prompt="x", on_event=on_event))
+    assert result.state == "completed" and result.handler_errors == 0
+    names = [n for n, _ in order]
+    assert names == ["async-start", "async-end", "sync", "object"] * expected_count
+    assert hooks[0] == "run.started" and hooks[-1] == "run.completed"
+    # The same in the blocking variant (async handlers run on a private loop there).
+    order.clear()
+    hooks.clear()
+    assert evolve.run_sync(prompt="x", on_event=on_event).state == "completed"
+    assert [n for n, _ in order] == ["async-start", "async-end", "sync", "object"] * expected_count
+    assert hooks[-1] == "run.completed"
+
+
+def test_a_handler_added_during_a_run_gets_the_rest(fake_harness: Path) -> None:
+    evolve = fake(fake_harness, "gemini", "s2-bash", delay_ms="30")
+    late: list[Any] = []
+
+    def first(event: Any) -> None:
+        if event["reason"] == "run_start":
+            evolve.on("stdout", late.append)
+
+    evolve.on("lifecycle", first)
+    assert evolve.run_sync(prompt="x").state == "completed"
+    assert late and "".join(late) in (GOLDEN / "gemini" / "s2-bash.input.jsonl").read_text()
+
+
+def test_pause_and_resume_stop_and_continue_the_process(fake_harness: Path) -> None:
+    evolve = fake(fake_harness, "gemini", "s2-bash", delay_ms="60")
+    stamps: list[tuple[float, str]] = []
+    evolve.on("stdout", lambda line: stamps.append((time.monotonic(), "stdout")))
+    rec = Recorder(evolve)
+    window: dict[str, float] = {}
+
+    async def main() -> RunResult:
+        task = asyncio.create_task(evolve.run(prompt="x"))
+        await asyncio.sleep(0.15)
+        await evolve.pause()
+        evolve.pause()  # already paused: a no-op
+        window["quiet_from"] = time.monotonic() + 0.1  # what was already in the pipe may still arrive
+        await asyncio.sleep(0.5)
+        window["quiet_to"] = time.monotonic()
+        await evolve.resume()
+        return await task
+
+    result = go(main())
+    assert result.state == "completed"
+    reasons = rec.reasons()
+    assert reasons.count("sandbox_pause") == 1 and reasons.count("sandbox_resume") == 1, reasons
+    assert reasons.index("sandbox_pause") < reasons.index("sandbox_resume")
+    during = [t for t, _ in stamps if window["quiet_from"] <= t <= window["quiet_to"]]
+    assert not during, "no output while paused"
+    assert "".join(rec.of("stdout")) == (GOLDEN / "gemini" / "s2-bash.input.jsonl").read_text()
+    assert_one_terminal_last(rec, result)
+
+
+def test_the_gil_is_released_while_waiting(fake_harness: Path) -> None:
+    evolve = fake(fake_harness, "claude", "s1-text", hang="1")
+    evolve.on("content", lambda e: None)
+    ticks = 0
+    stop = threading.Event()
+
+    def spin() -> None:
+        nonlocal ticks
+        while not stop.is_set():
+            ticks += 1
+            time.sleep(0.001)
+
+    t = threading.Thread(target=spin)
+    t.start()
+    try:
+        result = evolve.run_sync(prompt="x", timeout=0.6, kill_grace=0.2)
+    finally:
+        stop.set()
+        t.join()
+    assert result.timed_out
+    assert ticks > 100, ticks
+
+
+# -------------------------------------------------------------------------------------------------
+# Backpressure and commands
+# -------------------------------------------------------------------------------------------------
+
+
+def test_a_flood_into_a_slow_reader_coalesces_without_losing_a_character(fake_harness: Path) -> None:
+    evolve = fake(fake_harness, "claude", "s1-text", flood="20000")
+    chunks: list[str] = []
+    first = True
+
+    def slow(text: str) -> None:
+        nonlocal first
+        if first:
+            first = False
+            time.sleep(0.5)  # let the flood pile up unread
+        chunks.append(text)
+
+    evolve.on("stdout", slow)
+    envelopes: list[Any] = []
+
+    async def main() -> RunResult:
+        async with evolve.stream(prompt="x", backpressure=Backpressure(high_water=16)) as stream:
+            async for envelope in stream:
+                envelopes.append(envelope)
+        return await stream
+
+    result = go(main())
+    assert result.state == "completed", result
+    expected = (GOLDEN / "claude" / "s1-text.input.jsonl").read_text()
+    expected += "".join(f'{{"type":"flood","n":{i}}}\n' for i in range(20000))
+    assert "".join(chunks) == expected
+    assert result.pressure["coalesced"] > 0
+    assert any(e.get("coalesced", 0) > 0 for e in envelopes)
+    assert_gapless(envelopes)
+
+
+def test_execute_command_streams_with_command_lifecycle(fake_harness: Path) -> None:
+    evolve = Evolve(config=AgentConfig(type="claude"))
+    rec = Recorder(evolve)
+    result = go(evolve.execute_command("echo one; echo oops >&2; printf 'two'; exit 4", on_event=rec.on_event))
+    assert result.state == "failed" and result.exit_code == 4
+    assert rec.reasons() == ["sandbox_ready", "command_start", "command_failed"]
+    assert "".join(rec.of("stdout")) == "one\ntwo\n"
+    assert "".join(rec.of("stderr")) == "oops\n"
+    assert rec.of("content") == []
+    assert rec.hook_types()[0] == "run.started" and rec.hook_types()[-1] == "run.failed"
+    assert rec.of("hook")[0]["operation"] == "command"
+    out: list[str] = []
+    evolve.off("stdout").on("stdout", out.append)
+    rec.log.clear()
+    result = evolve.execute_command_sync(["sh", "-c", "pwd; echo $GREETING"], cwd="/tmp", env={"GREETING": "hi"})
+    assert result.state == "completed" and result.final_text is None
+    assert "".join(out) == "/tmp\nhi\n"
+    assert rec.reasons() == ["command_start", "command_complete"], "sandbox_ready only once per session"
+
+
+def test_runs_work_in_a_forked_child(fake_harness: Path) -> None:
+    """multiprocessing forks by default on Linux: the child inherits the runner's runtime and the
+    reader pool without their threads; both are rebuilt there."""
+    import os
+    import signal
+
+    evolve = fake(fake_harness, "codex", "s1-text")
+    evolve.on("content", lambda e: None)
+    assert evolve.run_sync(prompt="x").ok
+    assert go(evolve.run(prompt="x")).ok  # the parent's reader pool has threads now
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # fork() of a multi-threaded process
+        pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        code = 1
+        try:
+            signal.alarm(20)
+            child = fake(fake_harness, "codex", "s1-text")
+            child.on("content", lambda e: None)
+            if child.run_sync(prompt="x").ok and asyncio.run(child.run(prompt="x")).ok:
+                code = 0
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + 30
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail("a run in the forked child never ended")
+        time.sleep(0.05)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
