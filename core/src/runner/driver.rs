@@ -96,6 +96,7 @@ fn lifecycle(reason: LifecycleReason, sandbox: SandboxState, agent: AgentState) 
 /// Spawn the process and the task that drives it. The session's first operation announces the
 /// local environment first (`sandbox_ready`), then `run_start` / `command_start`.
 pub(crate) fn start(op: Operation, session: Arc<Mutex<SessionState>>, announce_ready: bool) -> Result<RunHandle, Error> {
+    let started_at = Instant::now();
     let plan = plan(op);
     let command_run = plan.decoder.is_none();
     let run_id = new_run_id();
@@ -168,8 +169,65 @@ pub(crate) fn start(op: Operation, session: Arc<Mutex<SessionState>>, announce_r
         shared.post(StreamItem::Lifecycle(lifecycle(LifecycleReason::SandboxReady, SandboxState::Ready, AgentState::Idle)));
     }
     shared.post(StreamItem::Lifecycle(lifecycle(kind.start_reason(), SandboxState::Running, AgentState::Running)));
-    runtime().spawn(drive(shared, plan, child, session));
+    let task = runtime().spawn(drive(shared.clone(), plan, child, session.clone()));
+    // A bug that panics the driving task must not leave readers and waiters hanging forever:
+    // the watcher ends the run as failed (internal error) with its terminal item.
+    runtime().spawn(async move {
+        if let Err(e) = task.await {
+            if e.is_panic() {
+                end_after_driver_panic(&shared, &session, started_at);
+            }
+        }
+    });
     Ok(handle)
+}
+
+/// Finish a run whose driving task panicked: terminal `run_failed`, a failed result.
+fn end_after_driver_panic(shared: &Shared, session: &Mutex<SessionState>, started: Instant) {
+    shared.stream.clear_poison();
+    shared.result.clear_poison();
+    session.clear_poison();
+    signal_group(shared.pgid.load(Ordering::SeqCst), signals::KILL);
+    let detail = "the agentstream runner failed internally (a bug: please report it); the harness was killed";
+    let (record, pressure) = {
+        let mut stream = shared.stream.lock().unwrap_or_else(|e| e.into_inner());
+        stream.finish(RunOutcome::failed("internal", detail), |ctx| ctx.default_event(crate::time::now_iso8601()));
+        (stream.record().cloned(), stream.pressure())
+    };
+    if let Ok(mut st) = session.lock() {
+        st.agent = AgentState::Error;
+        if st.sandbox != SandboxState::Stopped {
+            st.sandbox = SandboxState::Ready;
+        }
+        st.paused = false;
+    }
+    let result = RunResult {
+        run_id: shared.run_id.clone(),
+        state: FinalState::Failed,
+        exit_code: None,
+        signal: None,
+        session_id: None,
+        usage: record.as_ref().map(|r| r.usage.clone()).unwrap_or_default(),
+        final_text: None,
+        error: Some(detail.to_string()),
+        cancel_reason: None,
+        cancel_kind: None,
+        pressure,
+        stats: Default::default(),
+        last_sequence: record.map(|r| r.terminal_sequence).unwrap_or(0),
+        diagnostics: Vec::new(),
+        duration_ms: started.elapsed().as_millis() as u64,
+    };
+    let mut slot = shared.result.lock().unwrap_or_else(|e| e.into_inner());
+    if slot.is_none() {
+        *slot = Some(result);
+    }
+    drop(slot);
+    shared.pgid.store(0, Ordering::SeqCst);
+    shared.finished.store(true, Ordering::SeqCst);
+    shared.done.notify_all();
+    shared.done_async.notify_waiters();
+    shared.wake_readers();
 }
 
 /// What the result needs beyond the stream's own record: the answer text, the first fatal
