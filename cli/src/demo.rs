@@ -19,27 +19,153 @@ type Trace = (&'static str, &'static str, &'static [u8], &'static [u8], &'static
 
 /// Every bundled trace.
 const TRACES: &[Trace] = &[
-    ("claude", "s1-text", include_bytes!("../../tests/golden/claude/s1-text.input.jsonl"), include_bytes!("../../tests/golden/claude/s1-text.stderr.txt"), include_bytes!("../../tests/golden/claude/s1-text.meta.json")),
-    ("claude", "s2-bash", include_bytes!("../../tests/golden/claude/s2-bash.input.jsonl"), include_bytes!("../../tests/golden/claude/s2-bash.stderr.txt"), include_bytes!("../../tests/golden/claude/s2-bash.meta.json")),
-    ("claude", "s3-read-edit", include_bytes!("../../tests/golden/claude/s3-read-edit.input.jsonl"), include_bytes!("../../tests/golden/claude/s3-read-edit.stderr.txt"), include_bytes!("../../tests/golden/claude/s3-read-edit.meta.json")),
-    ("codex", "s1-text", include_bytes!("../../tests/golden/codex/s1-text.input.jsonl"), include_bytes!("../../tests/golden/codex/s1-text.stderr.txt"), include_bytes!("../../tests/golden/codex/s1-text.meta.json")),
-    ("codex", "s2-bash", include_bytes!("../../tests/golden/codex/s2-bash.input.jsonl"), include_bytes!("../../tests/golden/codex/s2-bash.stderr.txt"), include_bytes!("../../tests/golden/codex/s2-bash.meta.json")),
-    ("codex", "s3-read-edit", include_bytes!("../../tests/golden/codex/s3-read-edit.input.jsonl"), include_bytes!("../../tests/golden/codex/s3-read-edit.stderr.txt"), include_bytes!("../../tests/golden/codex/s3-read-edit.meta.json")),
-    ("gemini", "s1-text", include_bytes!("../../tests/golden/gemini/s1-text.input.jsonl"), include_bytes!("../../tests/golden/gemini/s1-text.stderr.txt"), include_bytes!("../../tests/golden/gemini/s1-text.meta.json")),
-    ("gemini", "s2-bash", include_bytes!("../../tests/golden/gemini/s2-bash.input.jsonl"), include_bytes!("../../tests/golden/gemini/s2-bash.stderr.txt"), include_bytes!("../../tests/golden/gemini/s2-bash.meta.json")),
-    ("gemini", "s3-read-edit", include_bytes!("../../tests/golden/gemini/s3-read-edit.input.jsonl"), include_bytes!("../../tests/golden/gemini/s3-read-edit.stderr.txt"), include_bytes!("../../tests/golden/gemini/s3-read-edit.meta.json")),
-    ("qwen", "s1-text", include_bytes!("../../tests/golden/qwen/s1-text.input.jsonl"), include_bytes!("../../tests/golden/qwen/s1-text.stderr.txt"), include_bytes!("../../tests/golden/qwen/s1-text.meta.json")),
-    ("qwen", "s2-bash", include_bytes!("../../tests/golden/qwen/s2-bash.input.jsonl"), include_bytes!("../../tests/golden/qwen/s2-bash.stderr.txt"), include_bytes!("../../tests/golden/qwen/s2-bash.meta.json")),
-    ("qwen", "s3-read-edit", include_bytes!("../../tests/golden/qwen/s3-read-edit.input.jsonl"), include_bytes!("../../tests/golden/qwen/s3-read-edit.stderr.txt"), include_bytes!("../../tests/golden/qwen/s3-read-edit.meta.json")),
-    ("kimi", "s1-text", include_bytes!("../../tests/golden/kimi/s1-text.input.jsonl"), include_bytes!("../../tests/golden/kimi/s1-text.stderr.txt"), include_bytes!("../../tests/golden/kimi/s1-text.meta.json")),
-    ("kimi", "s2-bash", include_bytes!("../../tests/golden/kimi/s2-bash.input.jsonl"), include_bytes!("../../tests/golden/kimi/s2-bash.stderr.txt"), include_bytes!("../../tests/golden/kimi/s2-bash.meta.json")),
-    ("kimi", "s3-read-edit", include_bytes!("../../tests/golden/kimi/s3-read-edit.input.jsonl"), include_bytes!("../../tests/golden/kimi/s3-read-edit.stderr.txt"), include_bytes!("../../tests/golden/kimi/s3-read-edit.meta.json")),
-    ("opencode", "s1-text", include_bytes!("../../tests/golden/opencode/s1-text.input.jsonl"), include_bytes!("../../tests/golden/opencode/s1-text.stderr.txt"), include_bytes!("../../tests/golden/opencode/s1-text.meta.json")),
-    ("opencode", "s2-bash", include_bytes!("../../tests/golden/opencode/s2-bash.input.jsonl"), include_bytes!("../../tests/golden/opencode/s2-bash.stderr.txt"), include_bytes!("../../tests/golden/opencode/s2-bash.meta.json")),
-    ("opencode", "s3-read-edit", include_bytes!("../../tests/golden/opencode/s3-read-edit.input.jsonl"), include_bytes!("../../tests/golden/opencode/s3-read-edit.stderr.txt"), include_bytes!("../../tests/golden/opencode/s3-read-edit.meta.json")),
-    ("droid", "s1-text", include_bytes!("../../tests/golden/droid/s1-text.input.jsonl"), include_bytes!("../../tests/golden/droid/s1-text.stderr.txt"), include_bytes!("../../tests/golden/droid/s1-text.meta.json")),
-    ("droid", "s2-bash", include_bytes!("../../tests/golden/droid/s2-bash.input.jsonl"), include_bytes!("../../tests/golden/droid/s2-bash.stderr.txt"), include_bytes!("../../tests/golden/droid/s2-bash.meta.json")),
-    ("droid", "s3-read-edit", include_bytes!("../../tests/golden/droid/s3-read-edit.input.jsonl"), include_bytes!("../../tests/golden/droid/s3-read-edit.stderr.txt"), include_bytes!("../../tests/golden/droid/s3-read-edit.meta.json")),
+    (
+        "claude",
+        "s1-text",
+        include_bytes!("../../tests/golden/claude/s1-text.input.jsonl"),
+        include_bytes!("../../tests/golden/claude/s1-text.stderr.txt"),
+        include_bytes!("../../tests/golden/claude/s1-text.meta.json"),
+    ),
+    (
+        "claude",
+        "s2-bash",
+        include_bytes!("../../tests/golden/claude/s2-bash.input.jsonl"),
+        include_bytes!("../../tests/golden/claude/s2-bash.stderr.txt"),
+        include_bytes!("../../tests/golden/claude/s2-bash.meta.json"),
+    ),
+    (
+        "claude",
+        "s3-read-edit",
+        include_bytes!("../../tests/golden/claude/s3-read-edit.input.jsonl"),
+        include_bytes!("../../tests/golden/claude/s3-read-edit.stderr.txt"),
+        include_bytes!("../../tests/golden/claude/s3-read-edit.meta.json"),
+    ),
+    (
+        "codex",
+        "s1-text",
+        include_bytes!("../../tests/golden/codex/s1-text.input.jsonl"),
+        include_bytes!("../../tests/golden/codex/s1-text.stderr.txt"),
+        include_bytes!("../../tests/golden/codex/s1-text.meta.json"),
+    ),
+    (
+        "codex",
+        "s2-bash",
+        include_bytes!("../../tests/golden/codex/s2-bash.input.jsonl"),
+        include_bytes!("../../tests/golden/codex/s2-bash.stderr.txt"),
+        include_bytes!("../../tests/golden/codex/s2-bash.meta.json"),
+    ),
+    (
+        "codex",
+        "s3-read-edit",
+        include_bytes!("../../tests/golden/codex/s3-read-edit.input.jsonl"),
+        include_bytes!("../../tests/golden/codex/s3-read-edit.stderr.txt"),
+        include_bytes!("../../tests/golden/codex/s3-read-edit.meta.json"),
+    ),
+    (
+        "gemini",
+        "s1-text",
+        include_bytes!("../../tests/golden/gemini/s1-text.input.jsonl"),
+        include_bytes!("../../tests/golden/gemini/s1-text.stderr.txt"),
+        include_bytes!("../../tests/golden/gemini/s1-text.meta.json"),
+    ),
+    (
+        "gemini",
+        "s2-bash",
+        include_bytes!("../../tests/golden/gemini/s2-bash.input.jsonl"),
+        include_bytes!("../../tests/golden/gemini/s2-bash.stderr.txt"),
+        include_bytes!("../../tests/golden/gemini/s2-bash.meta.json"),
+    ),
+    (
+        "gemini",
+        "s3-read-edit",
+        include_bytes!("../../tests/golden/gemini/s3-read-edit.input.jsonl"),
+        include_bytes!("../../tests/golden/gemini/s3-read-edit.stderr.txt"),
+        include_bytes!("../../tests/golden/gemini/s3-read-edit.meta.json"),
+    ),
+    (
+        "qwen",
+        "s1-text",
+        include_bytes!("../../tests/golden/qwen/s1-text.input.jsonl"),
+        include_bytes!("../../tests/golden/qwen/s1-text.stderr.txt"),
+        include_bytes!("../../tests/golden/qwen/s1-text.meta.json"),
+    ),
+    (
+        "qwen",
+        "s2-bash",
+        include_bytes!("../../tests/golden/qwen/s2-bash.input.jsonl"),
+        include_bytes!("../../tests/golden/qwen/s2-bash.stderr.txt"),
+        include_bytes!("../../tests/golden/qwen/s2-bash.meta.json"),
+    ),
+    (
+        "qwen",
+        "s3-read-edit",
+        include_bytes!("../../tests/golden/qwen/s3-read-edit.input.jsonl"),
+        include_bytes!("../../tests/golden/qwen/s3-read-edit.stderr.txt"),
+        include_bytes!("../../tests/golden/qwen/s3-read-edit.meta.json"),
+    ),
+    (
+        "kimi",
+        "s1-text",
+        include_bytes!("../../tests/golden/kimi/s1-text.input.jsonl"),
+        include_bytes!("../../tests/golden/kimi/s1-text.stderr.txt"),
+        include_bytes!("../../tests/golden/kimi/s1-text.meta.json"),
+    ),
+    (
+        "kimi",
+        "s2-bash",
+        include_bytes!("../../tests/golden/kimi/s2-bash.input.jsonl"),
+        include_bytes!("../../tests/golden/kimi/s2-bash.stderr.txt"),
+        include_bytes!("../../tests/golden/kimi/s2-bash.meta.json"),
+    ),
+    (
+        "kimi",
+        "s3-read-edit",
+        include_bytes!("../../tests/golden/kimi/s3-read-edit.input.jsonl"),
+        include_bytes!("../../tests/golden/kimi/s3-read-edit.stderr.txt"),
+        include_bytes!("../../tests/golden/kimi/s3-read-edit.meta.json"),
+    ),
+    (
+        "opencode",
+        "s1-text",
+        include_bytes!("../../tests/golden/opencode/s1-text.input.jsonl"),
+        include_bytes!("../../tests/golden/opencode/s1-text.stderr.txt"),
+        include_bytes!("../../tests/golden/opencode/s1-text.meta.json"),
+    ),
+    (
+        "opencode",
+        "s2-bash",
+        include_bytes!("../../tests/golden/opencode/s2-bash.input.jsonl"),
+        include_bytes!("../../tests/golden/opencode/s2-bash.stderr.txt"),
+        include_bytes!("../../tests/golden/opencode/s2-bash.meta.json"),
+    ),
+    (
+        "opencode",
+        "s3-read-edit",
+        include_bytes!("../../tests/golden/opencode/s3-read-edit.input.jsonl"),
+        include_bytes!("../../tests/golden/opencode/s3-read-edit.stderr.txt"),
+        include_bytes!("../../tests/golden/opencode/s3-read-edit.meta.json"),
+    ),
+    (
+        "droid",
+        "s1-text",
+        include_bytes!("../../tests/golden/droid/s1-text.input.jsonl"),
+        include_bytes!("../../tests/golden/droid/s1-text.stderr.txt"),
+        include_bytes!("../../tests/golden/droid/s1-text.meta.json"),
+    ),
+    (
+        "droid",
+        "s2-bash",
+        include_bytes!("../../tests/golden/droid/s2-bash.input.jsonl"),
+        include_bytes!("../../tests/golden/droid/s2-bash.stderr.txt"),
+        include_bytes!("../../tests/golden/droid/s2-bash.meta.json"),
+    ),
+    (
+        "droid",
+        "s3-read-edit",
+        include_bytes!("../../tests/golden/droid/s3-read-edit.input.jsonl"),
+        include_bytes!("../../tests/golden/droid/s3-read-edit.stderr.txt"),
+        include_bytes!("../../tests/golden/droid/s3-read-edit.meta.json"),
+    ),
 ];
 
 pub fn demo(agent: Option<&str>, scenario: &str, delay_ms: u64, flags: &Flags) -> ExitCode {
@@ -97,7 +223,14 @@ pub fn demo(agent: Option<&str>, scenario: &str, delay_ms: u64, flags: &Flags) -
     worst
 }
 
-fn write_trace(dir: &PathBuf, agent: Agent, scenario: &str, stdout: &[u8], stderr: &[u8], meta: &[u8]) -> std::io::Result<PathBuf> {
+fn write_trace(
+    dir: &PathBuf,
+    agent: Agent,
+    scenario: &str,
+    stdout: &[u8],
+    stderr: &[u8],
+    meta: &[u8],
+) -> std::io::Result<PathBuf> {
     std::fs::create_dir_all(dir)?;
     let prefix = dir.join(format!("{}-{scenario}", agent.name()));
     let with = |suffix: &str| PathBuf::from(format!("{}{suffix}", prefix.display()));
@@ -110,7 +243,8 @@ fn write_trace(dir: &PathBuf, agent: Agent, scenario: &str, stdout: &[u8], stder
 /// The prompt the trace was recorded with (from its argv), for the header and the run.
 fn prompt_of(meta: &[u8]) -> String {
     let meta: serde_json::Value = serde_json::from_slice(meta).unwrap_or_default();
-    let argv: Vec<&str> = meta["argv"].as_array().map(|a| a.iter().filter_map(|v| v.as_str()).collect()).unwrap_or_default();
+    let argv: Vec<&str> =
+        meta["argv"].as_array().map(|a| a.iter().filter_map(|v| v.as_str()).collect()).unwrap_or_default();
     argv.iter()
         .position(|a| *a == "-p")
         .and_then(|i| argv.get(i + 1))

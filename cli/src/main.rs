@@ -124,7 +124,9 @@ fn main() -> ExitCode {
             run::run_command(&agent, bin, prompt, model, extra_args, rest, &common.into())
         }
         Command::Exec { common, command } => run::exec_command(command, &common.into()),
-        Command::Demo { agent, scenario, delay_ms, common } => demo::demo(agent.as_deref(), &scenario, delay_ms, &common.into()),
+        Command::Demo { agent, scenario, delay_ms, common } => {
+            demo::demo(agent.as_deref(), &scenario, delay_ms, &common.into())
+        }
     }
 }
 

@@ -107,7 +107,9 @@ impl<W: Write> Renderer<W> {
                 }
                 match content {
                     ContentBlock::Text { text } => write!(self.out, "{text}")?,
-                    ContentBlock::Image(img) => write!(self.out, "{}", self.style.dim(&format!("[image {}]", img.mime_type)))?,
+                    ContentBlock::Image(img) => {
+                        write!(self.out, "{}", self.style.dim(&format!("[image {}]", img.mime_type)))?
+                    }
                 }
                 self.mid_text = true;
             }
@@ -178,7 +180,12 @@ impl<W: Write> Renderer<W> {
         self.out.flush()
     }
 
-    fn finished_line(&mut self, id: &str, status: ToolCallStatus, content: Option<&[ToolCallContent]>) -> io::Result<()> {
+    fn finished_line(
+        &mut self,
+        id: &str,
+        status: ToolCallStatus,
+        content: Option<&[ToolCallContent]>,
+    ) -> io::Result<()> {
         let (name, title) = match self.tools.get(id) {
             Some(t) => (t.name.clone(), t.title.clone()),
             None => ("tool".to_string(), id.to_string()),

@@ -5,9 +5,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use agentstream_core::runner::{AgentConfig, CommandOptions, Delivery, FinalState, RunHandle, RunOptions, RunResult, Session};
-use agentstream_core::stream::StreamItem;
 use agentstream_core::Agent;
+use agentstream_core::runner::{
+    AgentConfig, CommandOptions, Delivery, FinalState, RunHandle, RunOptions, RunResult, Session,
+};
+use agentstream_core::stream::StreamItem;
 
 use crate::render::{Renderer, Style};
 
@@ -110,7 +112,8 @@ fn show(handle: &RunHandle, flags: &Flags) -> ExitCode {
     let stdout = io::stdout();
     let tty = stdout.is_terminal();
     let mut out = stdout.lock();
-    let mut renderer = (!flags.json && !flags.hooks).then(|| Renderer::new(io::stdout(), Style::detect(tty), tty, flags.show_stderr));
+    let mut renderer =
+        (!flags.json && !flags.hooks).then(|| Renderer::new(io::stdout(), Style::detect(tty), tty, flags.show_stderr));
     loop {
         let batch = handle.next_batch_blocking(256, Some(Duration::from_millis(200)));
         if batch.is_empty() && handle.is_ended() {
@@ -118,8 +121,12 @@ fn show(handle: &RunHandle, flags: &Flags) -> ExitCode {
         }
         for d in batch {
             let written = match (&d, renderer.as_mut()) {
-                (Delivery::Item(env), None) if flags.json => writeln!(out, "{}", serde_json::to_string(env).unwrap_or_default()),
-                (Delivery::Hook(h), None) if flags.hooks => writeln!(out, "{}", serde_json::to_string(h).unwrap_or_default()),
+                (Delivery::Item(env), None) if flags.json => {
+                    writeln!(out, "{}", serde_json::to_string(env).unwrap_or_default())
+                }
+                (Delivery::Hook(h), None) if flags.hooks => {
+                    writeln!(out, "{}", serde_json::to_string(h).unwrap_or_default())
+                }
                 (Delivery::Item(env), Some(r)) => match &env.item {
                     StreamItem::Content(ev) => r.content(ev),
                     StreamItem::Lifecycle(ev) => r.lifecycle(ev),
@@ -153,8 +160,14 @@ fn show(handle: &RunHandle, flags: &Flags) -> ExitCode {
 pub fn summary_line(r: &RunResult, tools: usize, failed_tools: usize) -> String {
     let mut parts = vec![match r.state {
         FinalState::Completed => format!("completed in {:.1}s", r.duration_ms as f64 / 1000.0),
-        FinalState::Failed => format!("failed after {:.1}s: {}", r.duration_ms as f64 / 1000.0, r.error.clone().unwrap_or_default()),
-        FinalState::Cancelled => format!("cancelled after {:.1}s: {}", r.duration_ms as f64 / 1000.0, r.cancel_reason.clone().unwrap_or_default()),
+        FinalState::Failed => {
+            format!("failed after {:.1}s: {}", r.duration_ms as f64 / 1000.0, r.error.clone().unwrap_or_default())
+        }
+        FinalState::Cancelled => format!(
+            "cancelled after {:.1}s: {}",
+            r.duration_ms as f64 / 1000.0,
+            r.cancel_reason.clone().unwrap_or_default()
+        ),
     }];
     if tools > 0 {
         let failed = if failed_tools > 0 { format!(" ({failed_tools} failed)") } else { String::new() };

@@ -42,16 +42,23 @@ fn drain(h: &RunHandle) -> (Vec<Envelope>, Vec<HookEvent>) {
 }
 
 fn lifecycle_reasons(items: &[Envelope]) -> Vec<LifecycleReason> {
-    items.iter().filter_map(|e| match &e.item {
-        StreamItem::Lifecycle(l) => Some(l.reason),
-        _ => None,
-    }).collect()
+    items
+        .iter()
+        .filter_map(|e| match &e.item {
+            StreamItem::Lifecycle(l) => Some(l.reason),
+            _ => None,
+        })
+        .collect()
 }
 
 fn assert_one_terminal_last_and_gapless(items: &[Envelope]) {
-    let terminals = items.iter().filter(|e| matches!(&e.item, StreamItem::Lifecycle(l) if l.reason.is_terminal())).count();
+    let terminals =
+        items.iter().filter(|e| matches!(&e.item, StreamItem::Lifecycle(l) if l.reason.is_terminal())).count();
     assert_eq!(terminals, 1, "exactly one terminal");
-    assert!(matches!(&items.last().unwrap().item, StreamItem::Lifecycle(l) if l.reason.is_terminal()), "terminal is last");
+    assert!(
+        matches!(&items.last().unwrap().item, StreamItem::Lifecycle(l) if l.reason.is_terminal()),
+        "terminal is last"
+    );
     let mut check = SequenceCheck::new();
     for e in items {
         assert!(check.accept(e), "sequence {} accepted", e.sequence);
@@ -80,9 +87,16 @@ fn a_replayed_trace_streams_lines_then_their_events_in_order() {
         }
         last_was_stdout_or_content = matches!(e.item, StreamItem::Stdout(_) | StreamItem::Content(_));
     }
-    let stdout: String = items.iter().filter_map(|e| e.item.as_raw_text().filter(|_| matches!(e.item, StreamItem::Stdout(_)))).collect();
+    let stdout: String =
+        items.iter().filter_map(|e| e.item.as_raw_text().filter(|_| matches!(e.item, StreamItem::Stdout(_)))).collect();
     assert_eq!(stdout, std::fs::read_to_string(golden("claude", "s2-bash.input.jsonl")).unwrap(), "stdout as printed");
-    let stderr: String = items.iter().filter_map(|e| match &e.item { StreamItem::Stderr(t) => Some(t.as_str()), _ => None }).collect();
+    let stderr: String = items
+        .iter()
+        .filter_map(|e| match &e.item {
+            StreamItem::Stderr(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect();
     assert_eq!(stderr, std::fs::read_to_string(golden("claude", "s2-bash.stderr.txt")).unwrap());
     assert_eq!(hooks.first().unwrap().event_type, "run.started");
     assert_eq!(hooks.last().unwrap().event_type, "run.completed");
@@ -114,18 +128,31 @@ fn a_harness_killed_mid_line_fails_after_its_partial_line_is_decoded() {
     assert_eq!(r.state, FinalState::Failed);
     assert_eq!(r.signal, Some(9));
     assert_one_terminal_last_and_gapless(&items);
-    let last_stdout = items.iter().rev().find_map(|e| match &e.item { StreamItem::Stdout(t) => Some(t.clone()), _ => None }).unwrap();
-    assert!(last_stdout.starts_with("{\"type\":\"result\""), "the partial final line is delivered before the terminal: {last_stdout}");
+    let last_stdout = items
+        .iter()
+        .rev()
+        .find_map(|e| match &e.item {
+            StreamItem::Stdout(t) => Some(t.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert!(
+        last_stdout.starts_with("{\"type\":\"result\""),
+        "the partial final line is delivered before the terminal: {last_stdout}"
+    );
 }
 
 #[test]
 fn cancel_terminates_the_group_and_escalates_to_sigkill() {
     for ignore_term in ["0", "1"] {
-        let s = fake(Agent::Claude, &[
-            trace("claude", "s1-text"),
-            ("AGENTSTREAM_FAKE_HANG", "1".into()),
-            ("AGENTSTREAM_FAKE_IGNORE_SIGTERM", ignore_term.into()),
-        ]);
+        let s = fake(
+            Agent::Claude,
+            &[
+                trace("claude", "s1-text"),
+                ("AGENTSTREAM_FAKE_HANG", "1".into()),
+                ("AGENTSTREAM_FAKE_IGNORE_SIGTERM", ignore_term.into()),
+            ],
+        );
         let mut opts = RunOptions::new("x");
         opts.kill_grace = Duration::from_millis(300);
         opts.hooks = true;
@@ -183,7 +210,10 @@ fn pause_and_resume_stop_and_continue_the_process() {
         .chain(rest)
         .collect();
     let reasons = lifecycle_reasons(&all);
-    assert!(reasons.contains(&LifecycleReason::SandboxPause) && reasons.contains(&LifecycleReason::SandboxResume), "{reasons:?}");
+    assert!(
+        reasons.contains(&LifecycleReason::SandboxPause) && reasons.contains(&LifecycleReason::SandboxResume),
+        "{reasons:?}"
+    );
     assert_one_terminal_last_and_gapless(&all);
 }
 
@@ -217,7 +247,13 @@ fn execute_command_streams_any_command_with_command_lifecycle() {
     assert_eq!(r.exit_code, Some(4));
     let reasons = lifecycle_reasons(&items);
     assert_eq!(reasons, [LifecycleReason::SandboxReady, LifecycleReason::CommandStart, LifecycleReason::CommandFailed]);
-    let stdout: String = items.iter().filter_map(|e| match &e.item { StreamItem::Stdout(t) => Some(t.as_str()), _ => None }).collect();
+    let stdout: String = items
+        .iter()
+        .filter_map(|e| match &e.item {
+            StreamItem::Stdout(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect();
     assert_eq!(stdout, "one\ntwo\n");
     assert!(items.iter().all(|e| !matches!(e.item, StreamItem::Content(_))), "commands are not decoded");
     assert_one_terminal_last_and_gapless(&items);
@@ -233,7 +269,13 @@ fn a_flood_into_a_slow_reader_coalesces_without_losing_a_character() {
     let (items, _) = drain(&h);
     let r = h.wait_blocking();
     assert_eq!(r.state, FinalState::Completed, "{r:?}");
-    let stdout: String = items.iter().filter_map(|e| match &e.item { StreamItem::Stdout(t) => Some(t.as_str()), _ => None }).collect();
+    let stdout: String = items
+        .iter()
+        .filter_map(|e| match &e.item {
+            StreamItem::Stdout(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect();
     let mut expected = std::fs::read_to_string(golden("claude", "s1-text.input.jsonl")).unwrap();
     for i in 0..20000 {
         expected.push_str(&format!("{{\"type\":\"flood\",\"n\":{i}}}\n"));

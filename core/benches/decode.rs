@@ -80,7 +80,8 @@ fn main() {
     c.final_summary();
 
     println!("\n{:<10} {:>10} {:>12} {:>14} {:>8}", "agent", "MB/s", "floor MB/s", "events/s", "ratio");
-    let (mut total_bytes, mut total_decode, mut total_floor, mut total_events) = (0usize, Duration::ZERO, Duration::ZERO, 0usize);
+    let (mut total_bytes, mut total_decode, mut total_floor, mut total_events) =
+        (0usize, Duration::ZERO, Duration::ZERO, 0usize);
     for (agent, bytes) in &corpora {
         let (td, events) = best_of(5, &mut || decode(*agent, bytes));
         let (tf, _) = best_of(5, &mut || floor(bytes));

@@ -235,13 +235,10 @@ mod tests {
     #[test]
     fn oversize_lines_are_skipped_with_their_length() {
         let mut f = LineFramer::new(4);
-        assert_eq!(frames(&mut f, &[b"1234\n12345\nok\n", b"123", b"456", b"7\nend"]), vec![
-            "1234",
-            "<oversize 5 true>",
-            "ok",
-            "<oversize 7 true>",
-            "end"
-        ]);
+        assert_eq!(
+            frames(&mut f, &[b"1234\n12345\nok\n", b"123", b"456", b"7\nend"]),
+            vec!["1234", "<oversize 5 true>", "ok", "<oversize 7 true>", "end"]
+        );
         let mut f = LineFramer::new(4);
         assert_eq!(frames(&mut f, &[b"12", b"3456789"]), vec!["<oversize 9 false>"]);
         assert_eq!(f.buffered_bytes(), 0);

@@ -251,13 +251,17 @@ impl HookDeriver {
                 let facts = facts.unwrap_or(&default_facts);
                 self.end_step(ts, out);
                 let interrupted = matches!(reason, RunInterrupted | CommandInterrupted);
-                let failed = matches!(reason, RunFailed | CommandFailed | RunBackgroundFailed | CommandBackgroundFailed);
+                let failed =
+                    matches!(reason, RunFailed | CommandFailed | RunBackgroundFailed | CommandBackgroundFailed);
                 if interrupted || failed {
                     self.settle_open_tools(sequence, ts, out);
                 }
                 let (ty, status, mut d) = if interrupted && facts.stopped_by_timeout {
                     let mut d = Map::new();
-                    d.insert("stop_reason".into(), json!(facts.cancel_reason.clone().unwrap_or_else(|| "timeout".into())));
+                    d.insert(
+                        "stop_reason".into(),
+                        json!(facts.cancel_reason.clone().unwrap_or_else(|| "timeout".into())),
+                    );
                     ("run.stopped", HookStatus::Stopped, d)
                 } else if interrupted {
                     let mut d = Map::new();
@@ -297,14 +301,14 @@ impl HookDeriver {
             }
             let idempotent = tool.name.as_ref().is_some_and(|n| self.idempotent_tools.contains(n));
             if idempotent {
-                d.insert("error".into(), json!("stopped while running; the tool is idempotent, so it is safe to retry"));
+                d.insert(
+                    "error".into(),
+                    json!("stopped while running; the tool is idempotent, so it is safe to retry"),
+                );
                 d.insert("retryable".into(), json!(true));
                 out.push(self.hook("tool.failed", HookStatus::Running, sequence, ts, d));
             } else {
-                d.insert(
-                    "detail".into(),
-                    json!("stopped after dispatch: whether its effect landed cannot be known"),
-                );
+                d.insert("detail".into(), json!("stopped after dispatch: whether its effect landed cannot be known"));
                 out.push(self.hook("tool.indeterminate", HookStatus::Running, sequence, ts, d));
             }
         }
@@ -391,7 +395,8 @@ impl HookDeriver {
                 if !self.tools.contains_key(&call.tool_call_id) {
                     self.open_order.push(call.tool_call_id.clone());
                 }
-                self.tools.insert(call.tool_call_id.clone(), OpenTool { name: call.tool_name.clone(), step_index: step });
+                self.tools
+                    .insert(call.tool_call_id.clone(), OpenTool { name: call.tool_name.clone(), step_index: step });
                 let mut d = Map::new();
                 d.insert("step_index".into(), json!(step));
                 d.insert("tool_call_id".into(), json!(call.tool_call_id));

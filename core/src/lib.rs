@@ -41,8 +41,8 @@ pub mod tools;
 pub mod usage;
 
 pub use channel::{Channel, UnknownChannel};
-pub use error::{Error, ErrorKind};
 pub use decode::{Agent, DecodeStats, Decoder, DecoderOptions, Diagnostic, LineOutcome, UnknownAgent, parse};
+pub use error::{Error, ErrorKind};
 pub use event::{
     ContentBlock, DiffContent, ImageContent, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus, SessionUpdate,
     TokenUsage, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolKind, UsageScope,
@@ -52,9 +52,9 @@ pub use hooks::{HookDeriver, HookEvent, HookInput, HookStatus, TerminalFacts};
 pub use lifecycle::{AgentState, LifecycleEvent, LifecycleReason, SandboxState};
 pub use redact::{RedactionPolicy, redact, redact_tool_input, redact_value};
 pub use stream::{
-    Backpressure, CancelReason, CancellationToken, Clock, Envelope, ManualClock, Pressure, RunEnd, RunKind,
-    RunOutcome, RunRecord, RunStream, SequenceCheck, SharedBudget, StreamError, StreamItem, SystemClock,
-    decode_envelope, derive_outcome, new_run_id,
+    Backpressure, CancelReason, CancellationToken, Clock, Envelope, ManualClock, Pressure, RunEnd, RunKind, RunOutcome,
+    RunRecord, RunStream, SequenceCheck, SharedBudget, StreamError, StreamItem, SystemClock, decode_envelope,
+    derive_outcome, new_run_id,
 };
 pub use usage::{UsageAccumulator, UsageTotals};
 

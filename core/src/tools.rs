@@ -44,12 +44,8 @@ const CLAUDE: &[(&str, ToolKind)] = &[
     ("EnterPlanMode", SwitchMode),
 ];
 
-const CODEX: &[(&str, ToolKind)] = &[
-    ("command_execution", Execute),
-    ("file_change", Edit),
-    ("web_search", Fetch),
-    ("mcp_tool_call", Other),
-];
+const CODEX: &[(&str, ToolKind)] =
+    &[("command_execution", Execute), ("file_change", Edit), ("web_search", Fetch), ("mcp_tool_call", Other)];
 
 const GEMINI: &[(&str, ToolKind)] = &[
     ("read_file", Read),

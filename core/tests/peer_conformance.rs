@@ -81,8 +81,7 @@ fn peer_cases_pass_except_documented_overrides() {
     let report = String::from_utf8_lossy(&run.stdout).into_owned();
     let failing: Vec<&str> = report.lines().filter_map(|l| l.strip_prefix("FAIL ")).map(str::trim).collect();
     let unexpected: Vec<&&str> = failing.iter().filter(|f| !EXCEPTIONS.iter().any(|(e, _)| e == *f)).collect();
-    let now_passing: Vec<&str> =
-        EXCEPTIONS.iter().map(|(e, _)| *e).filter(|e| !failing.contains(e)).collect();
+    let now_passing: Vec<&str> = EXCEPTIONS.iter().map(|(e, _)| *e).filter(|e| !failing.contains(e)).collect();
     assert!(unexpected.is_empty(), "peer cases failing without a documented override: {unexpected:?}\n{report}");
     assert!(now_passing.is_empty(), "these cases pass now; drop them from EXCEPTIONS: {now_passing:?}");
 }

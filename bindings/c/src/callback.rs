@@ -57,7 +57,10 @@ impl Handler {
         arg: &str,
     ) -> Result<Handler> {
         let cb = cb.ok_or_else(|| Error::null(arg))?;
-        Ok(Handler { slot: Mutex::new(Some(Callback { cb, user_data, free_user_data })), release_pending: AtomicBool::new(false) })
+        Ok(Handler {
+            slot: Mutex::new(Some(Callback { cb, user_data, free_user_data })),
+            release_pending: AtomicBool::new(false),
+        })
     }
 
     /// Call the handler with `payload` (the text, then a NUL byte: `payload.last() == Some(&0)`).

@@ -269,7 +269,8 @@ pub unsafe extern "C" fn agentstream_decoder_finish(
         let free_requested = move || obj.freed.load(Ordering::Acquire);
         let Inner { decoder, scratch } = guard.inner();
         let mut failure = None;
-        decoder.finish_lines(&mut |_line, events| deliver(&free_requested, scratch, events, cb, user_data, &mut failure));
+        decoder
+            .finish_lines(&mut |_line, events| deliver(&free_requested, scratch, events, cb, user_data, &mut failure));
         failure.map_or(Ok(()), Err)
     })
 }
@@ -444,11 +445,16 @@ mod tests {
         let mut d = std::ptr::null_mut();
         assert_eq!(unsafe { agentstream_decoder_new(c"KIMI".as_ptr(), &mut d) }, agentstream_status::Ok);
         let (mut a, mut alen) = (std::ptr::null_mut(), 0usize);
-        assert_eq!(unsafe { agentstream_decoder_feed_json(d, input.as_ptr(), input.len(), &mut a, &mut alen) }, agentstream_status::Ok);
+        assert_eq!(
+            unsafe { agentstream_decoder_feed_json(d, input.as_ptr(), input.len(), &mut a, &mut alen) },
+            agentstream_status::Ok
+        );
         let (mut b, mut blen) = (std::ptr::null_mut(), 0usize);
         assert_eq!(unsafe { agentstream_decoder_finish_json(d, &mut b, &mut blen) }, agentstream_status::Ok);
-        let mut all: Vec<serde_json::Value> = serde_json::from_slice(unsafe { std::slice::from_raw_parts(a as *const u8, alen) }).unwrap();
-        let tail: Vec<serde_json::Value> = serde_json::from_slice(unsafe { std::slice::from_raw_parts(b as *const u8, blen) }).unwrap();
+        let mut all: Vec<serde_json::Value> =
+            serde_json::from_slice(unsafe { std::slice::from_raw_parts(a as *const u8, alen) }).unwrap();
+        let tail: Vec<serde_json::Value> =
+            serde_json::from_slice(unsafe { std::slice::from_raw_parts(b as *const u8, blen) }).unwrap();
         all.extend(tail);
         let want: Vec<serde_json::Value> = expected.iter().map(|s| serde_json::from_str(s).unwrap()).collect();
         assert_eq!(all, want);

@@ -23,14 +23,14 @@ use std::ffi::{CString, c_char};
 
 // Declaration order is the header's order: decoder, session, run, replay, testing.
 mod callback;
+pub mod decoder;
 pub mod error;
 mod handles;
-mod util;
-pub mod decoder;
-pub mod session;
-pub mod run;
 pub mod replay;
+pub mod run;
+pub mod session;
 pub mod testing;
+mod util;
 
 pub use decoder::{agentstream_decoder, agentstream_event_cb, agentstream_free_cb};
 pub use error::agentstream_status;
@@ -137,14 +137,20 @@ mod tests {
 
     #[test]
     fn last_error_is_per_thread_and_read_without_clearing() {
-        assert_eq!(unsafe { session::agentstream_channel_validate(c"message".as_ptr()) }, agentstream_status::InvalidArgument);
+        assert_eq!(
+            unsafe { session::agentstream_channel_validate(c"message".as_ptr()) },
+            agentstream_status::InvalidArgument
+        );
         let mut len = 0usize;
         assert_eq!(
             unsafe { agentstream_last_error_message(std::ptr::null_mut(), 0, &mut len) },
             agentstream_status::BufferTooSmall
         );
         let mut buf = vec![0 as c_char; len + 1];
-        assert_eq!(unsafe { agentstream_last_error_message(buf.as_mut_ptr(), buf.len(), &mut len) }, agentstream_status::Ok);
+        assert_eq!(
+            unsafe { agentstream_last_error_message(buf.as_mut_ptr(), buf.len(), &mut len) },
+            agentstream_status::Ok
+        );
         let msg = unsafe { CStr::from_ptr(buf.as_ptr()) }.to_str().unwrap().to_string();
         for name in ["content", "lifecycle", "stdout", "stderr"] {
             assert!(msg.contains(name), "{msg}");

@@ -9,11 +9,11 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use agentstream_core::Channel;
 use agentstream_core::runner::{
     CommandOptions, Delivery, Dispatcher, Next, RunHandle, RunOptions, RunResult, write_deliveries_json,
 };
 use agentstream_core::stream::{Backpressure, StreamItem};
-use agentstream_core::Channel;
 use serde::Deserialize;
 
 use crate::callback::Handler;
@@ -628,7 +628,10 @@ pub unsafe extern "C" fn agentstream_run_next_batch_json(
 /// # Safety
 /// `reason` NULL or NUL-terminated.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn agentstream_run_cancel(run: *mut agentstream_run, reason: *const c_char) -> agentstream_status {
+pub unsafe extern "C" fn agentstream_run_cancel(
+    run: *mut agentstream_run,
+    reason: *const c_char,
+) -> agentstream_status {
     boundary(|| {
         let r = RUNS.get(run, "run")?;
         let reason = if reason.is_null() {
@@ -722,7 +725,10 @@ pub unsafe extern "C" fn agentstream_run_free(run: *mut agentstream_run) {
             return Ok(());
         }
         let Some(r) = RUNS.remove(run) else {
-            return Err(Error::new(agentstream_status::InvalidHandle, not_live_message("agentstream_run", run as usize)));
+            return Err(Error::new(
+                agentstream_status::InvalidHandle,
+                not_live_message("agentstream_run", run as usize),
+            ));
         };
         match &r.mode {
             Mode::Pull => r.handle.reader_left(),

@@ -236,7 +236,9 @@ pub unsafe extern "C" fn agentstream_session_set_env(
         // SAFETY: forwarded contract.
         let name = unsafe { str_arg(name, "name") }?.to_string();
         if name.is_empty() || name.contains('=') {
-            return Err(Error::invalid(format!("environment variable name {name:?} must be non-empty and contain no '='")));
+            return Err(Error::invalid(format!(
+                "environment variable name {name:?} must be non-empty and contain no '='"
+            )));
         }
         let value = if value.is_null() {
             None

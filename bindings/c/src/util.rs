@@ -50,8 +50,9 @@ pub unsafe fn give_string(bytes: Vec<u8>, out: &mut *mut c_char, out_len: *mut u
     let len = bytes.len();
     // JSON from serde_json never contains a raw NUL (it escapes U+0000), so this only fails
     // on a bug; check anyway, since `agentstream_string_free` finds the end by the NUL.
-    let c = CString::new(bytes)
-        .map_err(|_| Error::new(agentstream_status::Internal, "output contained a NUL byte (a bug, please report it)"))?;
+    let c = CString::new(bytes).map_err(|_| {
+        Error::new(agentstream_status::Internal, "output contained a NUL byte (a bug, please report it)")
+    })?;
     *out = c.into_raw();
     if !out_len.is_null() {
         // SAFETY: valid per the contract.
@@ -77,7 +78,8 @@ pub unsafe fn reset_out(out: *mut *mut c_char, out_len: *mut usize) {
 
 /// Serialize to JSON bytes; a failure (impossible for the core's types) is `INTERNAL`.
 pub fn to_json<T: serde::Serialize>(value: &T) -> Result<Vec<u8>> {
-    serde_json::to_vec(value).map_err(|e| Error::new(agentstream_status::Internal, format!("serialization failed: {e}")))
+    serde_json::to_vec(value)
+        .map_err(|e| Error::new(agentstream_status::Internal, format!("serialization failed: {e}")))
 }
 
 /// An optional JSON-object argument parsed into `T` (NULL: `T::default()`). Unknown keys and

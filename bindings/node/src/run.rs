@@ -22,10 +22,10 @@ use std::future::Future;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use agentstream_core::Channel;
 use agentstream_core::casing::camel_case_keys;
 use agentstream_core::runner::{self, AgentConfig, CommandOptions, Delivery, RunHandle, RunOptions, Session};
 use agentstream_core::stream::{Backpressure, Envelope};
-use agentstream_core::Channel;
 use napi::bindgen_prelude::*;
 use napi::{Env, JsDeferred};
 use napi_derive::napi;

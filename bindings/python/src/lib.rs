@@ -136,7 +136,10 @@ fn invalid_argument(py: Python<'_>, message: impl Into<String>) -> PyErr {
 /// The serde form of `value` as Python objects (dicts, lists, str, int, float, bool, None).
 fn to_py<'py, T: Serialize + ?Sized>(py: Python<'py>, value: &T) -> PyResult<Bound<'py, PyAny>> {
     pythonize::pythonize(py, value).map_err(|e| {
-        raise(py, &CoreError::new(ErrorKind::Internal, format!("internal error in agentstream: conversion failed: {e}")))
+        raise(
+            py,
+            &CoreError::new(ErrorKind::Internal, format!("internal error in agentstream: conversion failed: {e}")),
+        )
     })
 }
 
@@ -281,7 +284,10 @@ impl PyDecoder {
                 "skip" => false,
                 "raise" => true,
                 other => {
-                    return Err(invalid_argument(py, format!("on_oversize must be \"skip\" or \"raise\", not {other:?}")));
+                    return Err(invalid_argument(
+                        py,
+                        format!("on_oversize must be \"skip\" or \"raise\", not {other:?}"),
+                    ));
                 }
             };
             Ok(PyDecoder {

@@ -16,8 +16,8 @@
 //! snake_case hook dict.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
 use agentstream_core::replay::{ReplayOptions, replay as core_replay};
@@ -98,7 +98,11 @@ fn channel_str<'py>(py: Python<'py>, item: &StreamItem) -> &'py Bound<'py, PyStr
     }
 }
 
-fn item_payload<'py>(py: Python<'py>, item: &StreamItem, strings: &mut convert::Strings) -> PyResult<Bound<'py, PyAny>> {
+fn item_payload<'py>(
+    py: Python<'py>,
+    item: &StreamItem,
+    strings: &mut convert::Strings,
+) -> PyResult<Bound<'py, PyAny>> {
     Ok(match item {
         StreamItem::Content(ev) => convert::output_event(py, ev, strings)?,
         StreamItem::Lifecycle(l) => to_py(py, l)?,

@@ -521,9 +521,7 @@ pub(crate) fn result_content(content: Content<'_>) -> Option<Vec<ToolCallContent
             .into_iter()
             .filter_map(|b| match BlockKind::of(&b) {
                 BlockKind::Text => b.text.0.filter(|t| !t.is_empty()).map(|t| ToolCallContent::text(t.into_owned())),
-                BlockKind::Image => {
-                    image(&b).map(|img| ToolCallContent::Content { content: ContentBlock::Image(img) })
-                }
+                BlockKind::Image => image(&b).map(|img| ToolCallContent::Content { content: ContentBlock::Image(img) }),
                 _ => None,
             })
             .collect(),

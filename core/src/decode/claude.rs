@@ -145,8 +145,10 @@ impl Dialect for Claude {
                         models.values().filter_map(|m| m.as_object()).filter_map(|m| counter(m, key)).collect();
                     (!vals.is_empty()).then(|| vals.iter().sum())
                 };
-                let prompt: Vec<u64> =
-                    ["inputTokens", "cacheReadInputTokens", "cacheCreationInputTokens"].iter().filter_map(|k| sum(k)).collect();
+                let prompt: Vec<u64> = ["inputTokens", "cacheReadInputTokens", "cacheCreationInputTokens"]
+                    .iter()
+                    .filter_map(|k| sum(k))
+                    .collect();
                 if prompt.iter().chain(sum("outputTokens").iter()).any(|n| *n > 0) {
                     total.prompt_tokens = (!prompt.is_empty()).then(|| prompt.iter().sum());
                     total.completion_tokens = sum("outputTokens");
@@ -209,16 +211,16 @@ impl Dialect for Claude {
                 }
                 None => None,
             },
-            "TaskCreate" => {
-                Some(PlanCall::TaskCreate { subject: call.str("subject").unwrap_or_default().to_string() })
+            "TaskCreate" => Some(PlanCall::TaskCreate { subject: call.str("subject").unwrap_or_default().to_string() }),
+            "TaskUpdate" => {
+                call.args().get("taskId").or_else(|| call.args().get("task_id")).and_then(id_string).map(|task_id| {
+                    PlanCall::TaskUpdate {
+                        task_id,
+                        status: call.str("status").map(str::to_string),
+                        subject: call.str("subject").map(str::to_string),
+                    }
+                })
             }
-            "TaskUpdate" => call.args().get("taskId").or_else(|| call.args().get("task_id")).and_then(id_string).map(
-                |task_id| PlanCall::TaskUpdate {
-                    task_id,
-                    status: call.str("status").map(str::to_string),
-                    subject: call.str("subject").map(str::to_string),
-                },
-            ),
             "TaskList" => Some(PlanCall::TaskList),
             _ => None,
         };
@@ -306,7 +308,11 @@ impl Dialect for Claude {
             let entries = self
                 .tasks
                 .iter()
-                .map(|t| PlanEntry { content: t.subject.clone(), status: t.status, priority: PlanEntryPriority::Medium })
+                .map(|t| PlanEntry {
+                    content: t.subject.clone(),
+                    status: t.status,
+                    priority: PlanEntryPriority::Medium,
+                })
                 .collect();
             out.push(SessionUpdate::Plan { entries });
         }
@@ -503,7 +509,9 @@ mod tests {
             "\n"
         ));
         assert_eq!(evs.len(), 1);
-        assert!(matches!(&evs[0].update, SessionUpdate::Plan { entries } if entries[0].status == PlanEntryStatus::InProgress));
+        assert!(
+            matches!(&evs[0].update, SessionUpdate::Plan { entries } if entries[0].status == PlanEntryStatus::InProgress)
+        );
     }
 
     #[test]
@@ -535,8 +543,10 @@ mod tests {
         let call = ToolUse {
             id: "t",
             name: "Grep",
-            input: serde_json::from_str(r#"{"pattern":"foo","path":"/src","-i":true,"output_mode":"count","head_limit":5}"#)
-                .ok(),
+            input: serde_json::from_str(
+                r#"{"pattern":"foo","path":"/src","-i":true,"output_mode":"count","head_limit":5}"#,
+            )
+            .ok(),
         };
         assert_eq!(grep_title(&call), "grep -i -c \"foo\" /src | head -5");
     }
@@ -550,7 +560,10 @@ mod tests {
             "\n"
         ));
         assert_eq!(evs.len(), 2);
-        assert_eq!(evs[0].update, SessionUpdate::error("API Error: API returned an empty or malformed response (HTTP 200)", true));
+        assert_eq!(
+            evs[0].update,
+            SessionUpdate::error("API Error: API returned an empty or malformed response (HTTP 200)", true)
+        );
         assert_eq!(evs[1].update, SessionUpdate::message("No response requested."));
     }
 

@@ -182,7 +182,11 @@ fn tool_call(call: ToolUse<'_>) -> ToolCall {
         "edit" | "replace" | "edit_file" | "Edit" => {
             if let Some(p) = path {
                 if call.args().contains_key("old_string") || call.args().contains_key("new_string") {
-                    content.push(diff(p, call.str("old_string"), call.args().get("new_string").and_then(Value::as_str)));
+                    content.push(diff(
+                        p,
+                        call.str("old_string"),
+                        call.args().get("new_string").and_then(Value::as_str),
+                    ));
                 }
                 locations.push(ToolCallLocation::path(p));
             }
@@ -252,7 +256,10 @@ mod tests {
             r#"{"type":"assistant","session_id":"Q","message":{"id":"m","model":"q","content":[{"type":"text","text":"Partial[API Error: Unterminated string in JSON at position 57]"}],"usage":{"input_tokens":0,"output_tokens":0}}}"#,
         );
         assert_eq!(evs[0].update, SessionUpdate::message("Partial"));
-        assert_eq!(evs[1].update, SessionUpdate::error("[API Error: Unterminated string in JSON at position 57]", true));
+        assert_eq!(
+            evs[1].update,
+            SessionUpdate::error("[API Error: Unterminated string in JSON at position 57]", true)
+        );
         assert!(matches!(evs[2].update, SessionUpdate::Usage { .. }));
     }
 
@@ -269,7 +276,10 @@ mod tests {
             r#"{"type":"result","session_id":"Q","usage":{"input_tokens":1200,"output_tokens":35,"cache_read_input_tokens":800,"total_tokens":1235}}"#,
         );
         let SessionUpdate::Usage { usage, .. } = &evs[0].update else { panic!() };
-        assert_eq!((usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens), (Some(1200), Some(35), Some(800)));
+        assert_eq!(
+            (usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens),
+            (Some(1200), Some(35), Some(800))
+        );
         assert_eq!(usage.extra.as_ref().unwrap()["total_tokens"], 1235);
     }
 }
