@@ -412,10 +412,23 @@ async fn sleep_until(at: Option<tokio::time::Instant>) {
 fn post_stdout(shared: &Shared, plan: &mut Plan, raw: &mut LineFramer, acct: &mut Accounting, bytes: &[u8]) {
     match plan.decoder.as_mut() {
         Some(decoder) => {
-            decoder.feed_lines(bytes, &mut |line, events| post_line(shared, acct, line, events));
+            // One lock and one wake per chunk, not per item.
+            let mut batch = Vec::new();
+            decoder.feed_lines(bytes, &mut |line, events| {
+                crate::replay::post_line(&mut |item| batch.push(item), line, events, &mut |ev| acct.answer.observe(ev))
+            });
+            shared.post_all(&mut batch);
             collect_diagnostics(decoder, acct);
         }
-        None => raw.push(bytes, &mut |frame| post_raw_frame(shared, frame)),
+        None => {
+            let mut batch = Vec::new();
+            raw.push(bytes, &mut |frame| {
+                if let crate::framing::Frame::Line(l) = frame {
+                    batch.push(StreamItem::Stdout(format!("{}\n", crate::framing::to_text(l))));
+                }
+            });
+            shared.post_all(&mut batch);
+        }
     }
 }
 

@@ -67,6 +67,24 @@ impl Shared {
         seq
     }
 
+    /// Post several items (one stdout chunk's worth) under a single stream lock and wake
+    /// readers once, instead of locking and waking per item.
+    pub fn post_all(&self, items: &mut Vec<StreamItem>) {
+        if items.is_empty() {
+            return;
+        }
+        {
+            let mut stream = self.stream.lock().expect("stream");
+            for item in items.drain(..) {
+                stream.post(item);
+            }
+        }
+        if self.sleepers.load(Ordering::SeqCst) > 0 {
+            self.readable.notify_all();
+        }
+        self.readable_async.notify_one();
+    }
+
     pub fn wake_readers(&self) {
         self.readable.notify_all();
         self.readable_async.notify_one();
