@@ -362,6 +362,178 @@ agentstream_status agentstream_decoder_session_id(struct agentstream_decoder *de
 void agentstream_decoder_free(struct agentstream_decoder *decoder);
 
 /**
+ * Replay `len` bytes of a harness's recorded stdout as `agent` and return everything the run
+ * would deliver as one owned JSON object in `*out_json` (free with `agentstream_string_free`):
+ * `{"items": [<envelope>…], "hooks": [<hook event>…], "outcome": {"state": …}, "stats": {…}}`
+ * — the sequenced stream (`run_start`, each stdout line followed by its content events, the
+ * terminal lifecycle event last), the hook events derived from it (canonical shape), how it
+ * ended, and the decode statistics. The same input always gives the same output.
+ *
+ * `options_json` (NULL for the defaults) may set `"run_id"` (default `"replay"`), `"agent_id"`
+ * (default: the agent's name) and `"timestamp"` of lifecycle and hook events (default
+ * `"1970-01-01T00:00:00.000Z"`). The golden `tests/golden/<agent>/<case>.hooks.jsonl` files are
+ * the hooks of a replay with `{"run_id": "golden"}`.
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_ARGUMENT` (unknown agent; bad options).
+ *
+ * # Safety
+ * `agent` NUL-terminated; `bytes` valid for `len` bytes (NULL when 0); `options_json` NULL or
+ * NUL-terminated; `out_json` valid for a write; `out_len` NULL or valid for a write.
+ */
+agentstream_status agentstream_replay_json(const char *agent, const uint8_t *bytes, size_t len, const char *options_json, char **out_json, size_t *out_len);
+
+/**
+ * Start a harness run of `prompt` on the session's agent. Returns once the process is spawned;
+ * `*out_run` is the run, freed with `agentstream_run_free` (NULL on failure).
+ *
+ * `options_json` (NULL for every default) is a JSON object with any of:
+ * `"iterate"` (bool, default false: see below), `"hooks"` (bool: interleave hook events when
+ * iterating), `"timeout_ms"` (stop the run after this long: it ends `run_interrupted`, hook
+ * `run.stopped`), `"redact"` (bool, default true: mask secrets in tool inputs),
+ * `"idempotent_tools"` (array of tool names safe to retry), `"background"` (bool),
+ * `"kill_grace_ms"` (SIGTERM→SIGKILL grace on cancel, default 5000), `"high_water"`,
+ * `"byte_budget"`, `"stall_seconds"` (the backpressure buffer: defaults 256 items, 8 MiB, 30 s).
+ * An unknown key is `INVALID_ARGUMENT` (the message lists the known ones).
+ *
+ * Delivery, one of:
+ * * callbacks (default): the session's `on` handlers (registered before this call) and
+ *   `on_event` (hook events, canonical JSON; NULL for none) are called from the run's own
+ *   thread, one at a time, in sequence order; the last call returns before
+ *   `agentstream_run_wait` reports the result. `on_event_user_data` is owned by the run from
+ *   a successful call on, destroyed with `on_event_free` (if not NULL) exactly once, after its
+ *   last call (at `agentstream_run_free` at the latest); on failure the caller keeps it. With
+ *   no handler and no `on_event`, nothing is buffered: the run is only awaited.
+ * * `"iterate": true`: the caller pulls with `agentstream_run_next` or
+ *   `agentstream_run_next_batch_json` (with backpressure: unread text deltas merge above the
+ *   high-water mark, and a reader that stops reading for `stall_seconds` cancels the run);
+ *   `on_event` must be NULL and the session's handlers are not called.
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_HANDLE`, `INVALID_ARGUMENT` (options), `HARNESS_NOT_FOUND`,
+ * `SPAWN_FAILED`, `ALREADY_RUNNING` (one operation at a time per session).
+ *
+ * # Safety
+ * `prompt` NUL-terminated; `options_json` NULL or NUL-terminated; `on_event`/`on_event_free`
+ * valid functions or NULL; `out_run` valid for a write.
+ */
+agentstream_status agentstream_session_start_run(struct agentstream_session *session, const char *prompt, const char *options_json, agentstream_event_cb on_event, void *on_event_user_data, agentstream_free_cb on_event_free, struct agentstream_run **out_run);
+
+/**
+ * Start a command (`execute_command`): `argv[0..argc]` is the program and its arguments (not a
+ * shell string: use `{"sh", "-c", "…"}` for one), run with the session's environment, streamed
+ * like a run (stdout/stderr, lifecycle `command_start` … `command_complete`/`_failed`/
+ * `_interrupted`; no content decoding). `options_json` takes the keys of
+ * `agentstream_session_start_run` that apply (`iterate`, `hooks`, `timeout_ms`, `background`,
+ * `kill_grace_ms`, `high_water`, `byte_budget`, `stall_seconds`) plus `"cwd"` (string) and
+ * `"env"` (object of strings). Delivery, ownership and errors as
+ * `agentstream_session_start_run`; `INVALID_ARGUMENT` for `argc == 0`.
+ *
+ * # Safety
+ * `argv` valid for `argc` NUL-terminated strings; the rest as `agentstream_session_start_run`.
+ */
+agentstream_status agentstream_session_start_command(struct agentstream_session *session, const char *const *argv, size_t argc, const char *options_json, agentstream_event_cb on_event, void *on_event_user_data, agentstream_free_cb on_event_free, struct agentstream_run **out_run);
+
+/**
+ * Wait for the run's result, up to `timeout_ms` milliseconds (negative: as long as it takes;
+ * 0: just look). On `OK`, `*out_json` is the `RunResult` as an owned JSON object
+ * (`{"run_id", "state": "completed"|"failed"|"cancelled", "exit_code"?, "signal"?,
+ * "session_id"?, "usage", "final_text"?, "error"?, "cancel_reason"?, "pressure", "stats",
+ * "last_sequence", "diagnostics"?, "duration_ms"}`; free with `agentstream_string_free`); in
+ * callback mode the run's last callback has returned by then. A run that failed or was
+ * cancelled is still `OK` here: read `"state"`.
+ *
+ * Errors: `NOT_READY` when the timeout passed first (wait again), `BUSY` when called from one
+ * of the run's own callbacks, `NULL_ARGUMENT`, `INVALID_HANDLE`.
+ *
+ * # Safety
+ * `out_json` valid for a write; `out_len` NULL or valid for a write.
+ */
+agentstream_status agentstream_run_wait(struct agentstream_run *run, int64_t timeout_ms, char **out_json, size_t *out_len);
+
+/**
+ * Pull the next delivery of a run started with `"iterate": true`, waiting up to `timeout_ms`
+ * (negative: as long as it takes; 0: just look). `*out_kind` says what came
+ * (`AGENTSTREAM_NEXT_ITEM` with an envelope in `*out_json`, `AGENTSTREAM_NEXT_HOOK` with a
+ * hook event, `AGENTSTREAM_NEXT_TIMEOUT` or `AGENTSTREAM_NEXT_END` with `*out_json` NULL).
+ * Owned JSON; free with `agentstream_string_free`. Deliveries come in sequence order, each
+ * hook right after the item it was derived from; after the terminal item and its hooks, END.
+ *
+ * Errors: `INVALID_ARGUMENT` (the run was not started with `"iterate": true`), `NULL_ARGUMENT`,
+ * `INVALID_HANDLE`.
+ *
+ * # Safety
+ * `out_kind` and `out_json` valid for a write; `out_len` NULL or valid for a write.
+ */
+agentstream_status agentstream_run_next(struct agentstream_run *run, int64_t timeout_ms, agentstream_next *out_kind, char **out_json, size_t *out_len);
+
+/**
+ * Pull up to `max` deliveries at once (`0` means 256) of a run started with
+ * `"iterate": true`: waits up to `timeout_ms` for the first, then takes what is ready.
+ * `*out_json` is always an owned JSON array (free with `agentstream_string_free`) of tagged
+ * deliveries in order, `[{"item": <envelope>}, {"hook": <hook event>}, …]`, and `*out_kind`
+ * is `AGENTSTREAM_NEXT_BATCH` (non-empty), `AGENTSTREAM_NEXT_TIMEOUT` or `AGENTSTREAM_NEXT_END`
+ * (both with `[]`). One call per batch: the cheapest way for hosts whose calls into C cost
+ * (Go, Java, C#). Errors as `agentstream_run_next`.
+ *
+ * # Safety
+ * As `agentstream_run_next`.
+ */
+agentstream_status agentstream_run_next_batch_json(struct agentstream_run *run, size_t max, int64_t timeout_ms, agentstream_next *out_kind, char **out_json, size_t *out_len);
+
+/**
+ * Cancel the run: SIGTERM to its process group, SIGKILL after the grace period; it ends
+ * `run_interrupted` (hook `run.cancelled`) with `reason` (NULL: "no reason given"). The first
+ * reason stands; cancelling again, or after the run finished, does nothing and returns `OK`.
+ *
+ * # Safety
+ * `reason` NULL or NUL-terminated.
+ */
+agentstream_status agentstream_run_cancel(struct agentstream_run *run, const char *reason);
+
+/**
+ * The reader of a run started with `"iterate": true` leaves early (stops reading before the
+ * end): the run is cancelled with reason `reader_left`, through the same path as every other
+ * cancellation, and the handle stays valid for `agentstream_run_wait`. After the end (or for a
+ * run that is not pulled) this does nothing. `agentstream_run_free` of an unfinished pulled
+ * run does the same.
+ *
+ * # Safety
+ * None beyond passing any value: handles are checked.
+ */
+agentstream_status agentstream_run_leave(struct agentstream_run *run);
+
+/**
+ * The run's id (e.g. `"run_…"`) as an owned string (free with `agentstream_string_free`).
+ *
+ * # Safety
+ * `out` valid for a write; `out_len` NULL or valid for a write.
+ */
+agentstream_status agentstream_run_id(struct agentstream_run *run, char **out, size_t *out_len);
+
+/**
+ * Live backpressure statistics as an owned JSON object (`buffered`, `bytes`, `peak`,
+ * `peak_bytes`, `coalesced`, `oversize`, `stalled`, `dropped_after_terminal`,
+ * `refused_terminals`). Free with `agentstream_string_free`.
+ *
+ * # Safety
+ * `out_json` valid for a write; `out_len` NULL or valid for a write.
+ */
+agentstream_status agentstream_run_pressure_json(struct agentstream_run *run, char **out_json, size_t *out_len);
+
+/**
+ * Free a run. A run that has not finished is cancelled ("the run handle was freed"; for a
+ * pulled run: "reader left"). Its `on_event` is released: not called after this returns (a
+ * call in flight on another thread is waited for; freed from inside its own `on_event`, the
+ * destructor runs right after that call returns), and `on_event_free` runs exactly once. The
+ * session's handlers stay registered and may still receive the rest of a cancelled run until
+ * its terminal item. NULL is a no-op, and so is a handle that is not live (a second free: the
+ * last error then says so).
+ *
+ * # Safety
+ * None beyond passing any value: handles are checked.
+ */
+void agentstream_run_free(struct agentstream_run *run);
+
+/**
  * Create a session for `agent` (the names of `agentstream_decoder_new`) with the default
  * configuration: the harness's usual command on PATH, the current directory, the inherited
  * environment. Change it with the `agentstream_session_set_*` functions. `*out` is freed with
@@ -520,178 +692,6 @@ void agentstream_session_free(struct agentstream_session *session);
  * `name` NULL or NUL-terminated.
  */
 agentstream_status agentstream_channel_validate(const char *name);
-
-/**
- * Start a harness run of `prompt` on the session's agent. Returns once the process is spawned;
- * `*out_run` is the run, freed with `agentstream_run_free` (NULL on failure).
- *
- * `options_json` (NULL for every default) is a JSON object with any of:
- * `"iterate"` (bool, default false: see below), `"hooks"` (bool: interleave hook events when
- * iterating), `"timeout_ms"` (stop the run after this long: it ends `run_interrupted`, hook
- * `run.stopped`), `"redact"` (bool, default true: mask secrets in tool inputs),
- * `"idempotent_tools"` (array of tool names safe to retry), `"background"` (bool),
- * `"kill_grace_ms"` (SIGTERM→SIGKILL grace on cancel, default 5000), `"high_water"`,
- * `"byte_budget"`, `"stall_seconds"` (the backpressure buffer: defaults 256 items, 8 MiB, 30 s).
- * An unknown key is `INVALID_ARGUMENT` (the message lists the known ones).
- *
- * Delivery, one of:
- * * callbacks (default): the session's `on` handlers (registered before this call) and
- *   `on_event` (hook events, canonical JSON; NULL for none) are called from the run's own
- *   thread, one at a time, in sequence order; the last call returns before
- *   `agentstream_run_wait` reports the result. `on_event_user_data` is owned by the run from
- *   a successful call on, destroyed with `on_event_free` (if not NULL) exactly once, after its
- *   last call (at `agentstream_run_free` at the latest); on failure the caller keeps it. With
- *   no handler and no `on_event`, nothing is buffered: the run is only awaited.
- * * `"iterate": true`: the caller pulls with `agentstream_run_next` or
- *   `agentstream_run_next_batch_json` (with backpressure: unread text deltas merge above the
- *   high-water mark, and a reader that stops reading for `stall_seconds` cancels the run);
- *   `on_event` must be NULL and the session's handlers are not called.
- *
- * Errors: `NULL_ARGUMENT`, `INVALID_HANDLE`, `INVALID_ARGUMENT` (options), `HARNESS_NOT_FOUND`,
- * `SPAWN_FAILED`, `ALREADY_RUNNING` (one operation at a time per session).
- *
- * # Safety
- * `prompt` NUL-terminated; `options_json` NULL or NUL-terminated; `on_event`/`on_event_free`
- * valid functions or NULL; `out_run` valid for a write.
- */
-agentstream_status agentstream_session_start_run(struct agentstream_session *session, const char *prompt, const char *options_json, agentstream_event_cb on_event, void *on_event_user_data, agentstream_free_cb on_event_free, struct agentstream_run **out_run);
-
-/**
- * Start a command (`execute_command`): `argv[0..argc]` is the program and its arguments (not a
- * shell string: use `{"sh", "-c", "…"}` for one), run with the session's environment, streamed
- * like a run (stdout/stderr, lifecycle `command_start` … `command_complete`/`_failed`/
- * `_interrupted`; no content decoding). `options_json` takes the keys of
- * `agentstream_session_start_run` that apply (`iterate`, `hooks`, `timeout_ms`, `background`,
- * `kill_grace_ms`, `high_water`, `byte_budget`, `stall_seconds`) plus `"cwd"` (string) and
- * `"env"` (object of strings). Delivery, ownership and errors as
- * `agentstream_session_start_run`; `INVALID_ARGUMENT` for `argc == 0`.
- *
- * # Safety
- * `argv` valid for `argc` NUL-terminated strings; the rest as `agentstream_session_start_run`.
- */
-agentstream_status agentstream_session_start_command(struct agentstream_session *session, const char *const *argv, size_t argc, const char *options_json, agentstream_event_cb on_event, void *on_event_user_data, agentstream_free_cb on_event_free, struct agentstream_run **out_run);
-
-/**
- * Wait for the run's result, up to `timeout_ms` milliseconds (negative: as long as it takes;
- * 0: just look). On `OK`, `*out_json` is the `RunResult` as an owned JSON object
- * (`{"run_id", "state": "completed"|"failed"|"cancelled", "exit_code"?, "signal"?,
- * "session_id"?, "usage", "final_text"?, "error"?, "cancel_reason"?, "pressure", "stats",
- * "last_sequence", "diagnostics"?, "duration_ms"}`; free with `agentstream_string_free`); in
- * callback mode the run's last callback has returned by then. A run that failed or was
- * cancelled is still `OK` here: read `"state"`.
- *
- * Errors: `NOT_READY` when the timeout passed first (wait again), `BUSY` when called from one
- * of the run's own callbacks, `NULL_ARGUMENT`, `INVALID_HANDLE`.
- *
- * # Safety
- * `out_json` valid for a write; `out_len` NULL or valid for a write.
- */
-agentstream_status agentstream_run_wait(struct agentstream_run *run, int64_t timeout_ms, char **out_json, size_t *out_len);
-
-/**
- * Pull the next delivery of a run started with `"iterate": true`, waiting up to `timeout_ms`
- * (negative: as long as it takes; 0: just look). `*out_kind` says what came
- * (`AGENTSTREAM_NEXT_ITEM` with an envelope in `*out_json`, `AGENTSTREAM_NEXT_HOOK` with a
- * hook event, `AGENTSTREAM_NEXT_TIMEOUT` or `AGENTSTREAM_NEXT_END` with `*out_json` NULL).
- * Owned JSON; free with `agentstream_string_free`. Deliveries come in sequence order, each
- * hook right after the item it was derived from; after the terminal item and its hooks, END.
- *
- * Errors: `INVALID_ARGUMENT` (the run was not started with `"iterate": true`), `NULL_ARGUMENT`,
- * `INVALID_HANDLE`.
- *
- * # Safety
- * `out_kind` and `out_json` valid for a write; `out_len` NULL or valid for a write.
- */
-agentstream_status agentstream_run_next(struct agentstream_run *run, int64_t timeout_ms, agentstream_next *out_kind, char **out_json, size_t *out_len);
-
-/**
- * Pull up to `max` deliveries at once (`0` means 256) of a run started with
- * `"iterate": true`: waits up to `timeout_ms` for the first, then takes what is ready.
- * `*out_json` is always an owned JSON array (free with `agentstream_string_free`) of tagged
- * deliveries in order, `[{"item": <envelope>}, {"hook": <hook event>}, …]`, and `*out_kind`
- * is `AGENTSTREAM_NEXT_BATCH` (non-empty), `AGENTSTREAM_NEXT_TIMEOUT` or `AGENTSTREAM_NEXT_END`
- * (both with `[]`). One call per batch: the cheapest way for hosts whose calls into C cost
- * (Go, Java, C#). Errors as `agentstream_run_next`.
- *
- * # Safety
- * As `agentstream_run_next`.
- */
-agentstream_status agentstream_run_next_batch_json(struct agentstream_run *run, size_t max, int64_t timeout_ms, agentstream_next *out_kind, char **out_json, size_t *out_len);
-
-/**
- * Cancel the run: SIGTERM to its process group, SIGKILL after the grace period; it ends
- * `run_interrupted` (hook `run.cancelled`) with `reason` (NULL: "no reason given"). The first
- * reason stands; cancelling again, or after the run finished, does nothing and returns `OK`.
- *
- * # Safety
- * `reason` NULL or NUL-terminated.
- */
-agentstream_status agentstream_run_cancel(struct agentstream_run *run, const char *reason);
-
-/**
- * The reader of a run started with `"iterate": true` leaves early (stops reading before the
- * end): the run is cancelled with reason `reader_left`, through the same path as every other
- * cancellation, and the handle stays valid for `agentstream_run_wait`. After the end (or for a
- * run that is not pulled) this does nothing. `agentstream_run_free` of an unfinished pulled
- * run does the same.
- *
- * # Safety
- * None beyond passing any value: handles are checked.
- */
-agentstream_status agentstream_run_leave(struct agentstream_run *run);
-
-/**
- * The run's id (e.g. `"run_…"`) as an owned string (free with `agentstream_string_free`).
- *
- * # Safety
- * `out` valid for a write; `out_len` NULL or valid for a write.
- */
-agentstream_status agentstream_run_id(struct agentstream_run *run, char **out, size_t *out_len);
-
-/**
- * Live backpressure statistics as an owned JSON object (`buffered`, `bytes`, `peak`,
- * `peak_bytes`, `coalesced`, `oversize`, `stalled`, `dropped_after_terminal`,
- * `refused_terminals`). Free with `agentstream_string_free`.
- *
- * # Safety
- * `out_json` valid for a write; `out_len` NULL or valid for a write.
- */
-agentstream_status agentstream_run_pressure_json(struct agentstream_run *run, char **out_json, size_t *out_len);
-
-/**
- * Free a run. A run that has not finished is cancelled ("the run handle was freed"; for a
- * pulled run: "reader left"). Its `on_event` is released: not called after this returns (a
- * call in flight on another thread is waited for; freed from inside its own `on_event`, the
- * destructor runs right after that call returns), and `on_event_free` runs exactly once. The
- * session's handlers stay registered and may still receive the rest of a cancelled run until
- * its terminal item. NULL is a no-op, and so is a handle that is not live (a second free: the
- * last error then says so).
- *
- * # Safety
- * None beyond passing any value: handles are checked.
- */
-void agentstream_run_free(struct agentstream_run *run);
-
-/**
- * Replay `len` bytes of a harness's recorded stdout as `agent` and return everything the run
- * would deliver as one owned JSON object in `*out_json` (free with `agentstream_string_free`):
- * `{"items": [<envelope>…], "hooks": [<hook event>…], "outcome": {"state": …}, "stats": {…}}`
- * — the sequenced stream (`run_start`, each stdout line followed by its content events, the
- * terminal lifecycle event last), the hook events derived from it (canonical shape), how it
- * ended, and the decode statistics. The same input always gives the same output.
- *
- * `options_json` (NULL for the defaults) may set `"run_id"` (default `"replay"`), `"agent_id"`
- * (default: the agent's name) and `"timestamp"` of lifecycle and hook events (default
- * `"1970-01-01T00:00:00.000Z"`). The golden `tests/golden/<agent>/<case>.hooks.jsonl` files are
- * the hooks of a replay with `{"run_id": "golden"}`.
- *
- * Errors: `NULL_ARGUMENT`, `INVALID_ARGUMENT` (unknown agent; bad options).
- *
- * # Safety
- * `agent` NUL-terminated; `bytes` valid for `len` bytes (NULL when 0); `options_json` NULL or
- * NUL-terminated; `out_json` valid for a write; `out_len` NULL or valid for a write.
- */
-agentstream_status agentstream_replay_json(const char *agent, const uint8_t *bytes, size_t len, const char *options_json, char **out_json, size_t *out_len);
 
 /**
  * TEST ONLY. Panics inside the library; returns `AGENTSTREAM_STATUS_PANIC` with the panic

@@ -26,11 +26,7 @@ pub struct ReplayOptions {
 
 impl Default for ReplayOptions {
     fn default() -> Self {
-        ReplayOptions {
-            run_id: "replay".to_string(),
-            agent_id: None,
-            timestamp: crate::time::iso8601_from_millis(0),
-        }
+        ReplayOptions { run_id: "replay".to_string(), agent_id: None, timestamp: crate::time::iso8601_from_millis(0) }
     }
 }
 

@@ -27,7 +27,15 @@ pub struct AgentConfig {
 impl AgentConfig {
     /// A config for `agent` with every default.
     pub fn new(agent: Agent) -> Self {
-        AgentConfig { agent, agent_id: None, bin: None, model: None, extra_args: Vec::new(), cwd: None, env: Vec::new() }
+        AgentConfig {
+            agent,
+            agent_id: None,
+            bin: None,
+            model: None,
+            extra_args: Vec::new(),
+            cwd: None,
+            env: Vec::new(),
+        }
     }
 
     /// The id hooks report: the configured one, or the agent's name.
@@ -99,9 +107,18 @@ mod tests {
 
     #[test]
     fn headless_streaming_argv_per_harness() {
-        assert_eq!(harness_args(Agent::Claude, "hi", None, &[]), ["--output-format", "stream-json", "--verbose", "-p", "hi"]);
-        assert_eq!(harness_args(Agent::Codex, "hi", Some("gpt"), &["--yolo".into()]), ["exec", "--json", "-m", "gpt", "--yolo", "--", "hi"]);
-        assert_eq!(harness_args(Agent::Kimi, "hi", None, &[]), ["--print", "--output-format", "stream-json", "-p", "hi"]);
+        assert_eq!(
+            harness_args(Agent::Claude, "hi", None, &[]),
+            ["--output-format", "stream-json", "--verbose", "-p", "hi"]
+        );
+        assert_eq!(
+            harness_args(Agent::Codex, "hi", Some("gpt"), &["--yolo".into()]),
+            ["exec", "--json", "-m", "gpt", "--yolo", "--", "hi"]
+        );
+        assert_eq!(
+            harness_args(Agent::Kimi, "hi", None, &[]),
+            ["--print", "--output-format", "stream-json", "-p", "hi"]
+        );
         assert_eq!(AgentConfig::new(Agent::Opencode).program(), "opencode");
     }
 }

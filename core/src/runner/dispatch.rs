@@ -5,8 +5,8 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Duration;
 
-use super::handle::{Delivery, RunHandle};
 use super::RunResult;
+use super::handle::{Delivery, RunHandle};
 use crate::channel::{Channel, UnknownChannel};
 use crate::hooks::HookEvent;
 use crate::stream::StreamItem;
@@ -169,7 +169,10 @@ mod tests {
         let failures = d.dispatch(&out);
         assert_eq!(*seen.lock().unwrap(), ["a:x\n", "b"]);
         assert_eq!(failures.len(), 1);
-        assert_eq!((failures[0].channel.as_str(), failures[0].sequence, failures[0].message.as_str()), ("stdout", 3, "boom"));
+        assert_eq!(
+            (failures[0].channel.as_str(), failures[0].sequence, failures[0].message.as_str()),
+            ("stdout", 3, "boom")
+        );
         let err = Delivery::Item(Envelope::new("r", 4, StreamItem::Stderr("e".into())));
         let failures = d.dispatch(&err);
         assert!(failures[0].message.contains("panicked"), "{failures:?}");

@@ -13,9 +13,9 @@ use super::handle::{RunHandle, Shared};
 use super::process::{exit_parts, signal_group, signals};
 use super::session::{CommandOptions, RunOptions, SessionState};
 use super::{FinalState, RunResult, runtime};
-use crate::error::{Error, ErrorKind};
 use crate::answer::AnswerTracker;
 use crate::decode::Decoder;
+use crate::error::{Error, ErrorKind};
 use crate::event::OutputEvent;
 use crate::framing::{LineFramer, Utf8Decoder};
 use crate::hooks::HookDeriver;
@@ -95,7 +95,11 @@ fn lifecycle(reason: LifecycleReason, sandbox: SandboxState, agent: AgentState) 
 
 /// Spawn the process and the task that drives it. The session's first operation announces the
 /// local environment first (`sandbox_ready`), then `run_start` / `command_start`.
-pub(crate) fn start(op: Operation, session: Arc<Mutex<SessionState>>, announce_ready: bool) -> Result<RunHandle, Error> {
+pub(crate) fn start(
+    op: Operation,
+    session: Arc<Mutex<SessionState>>,
+    announce_ready: bool,
+) -> Result<RunHandle, Error> {
     let started_at = Instant::now();
     let plan = plan(op);
     let command_run = plan.decoder.is_none();
@@ -130,9 +134,9 @@ pub(crate) fn start(op: Operation, session: Arc<Mutex<SessionState>>, announce_r
         done_async: tokio::sync::Notify::new(),
         finished: AtomicBool::new(false),
     });
-    let deriver = plan
-        .hooks
-        .then(|| HookDeriver::new(run_id.clone(), plan.agent_id.clone()).with_idempotent_tools(plan.idempotent.clone()));
+    let deriver = plan.hooks.then(|| {
+        HookDeriver::new(run_id.clone(), plan.agent_id.clone()).with_idempotent_tools(plan.idempotent.clone())
+    });
     let handle = RunHandle::new(shared.clone(), deriver);
 
     let mut cmd = Command::new(&plan.program);
@@ -154,10 +158,7 @@ pub(crate) fn start(op: Operation, session: Arc<Mutex<SessionState>>, announce_r
     };
     let program = plan.program.to_string_lossy().into_owned();
     let child = child.map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => Error::new(
-            ErrorKind::HarnessNotFound,
-            format!("{program} not found"),
-        ),
+        std::io::ErrorKind::NotFound => Error::new(ErrorKind::HarnessNotFound, format!("{program} not found")),
         std::io::ErrorKind::PermissionDenied => {
             Error::new(ErrorKind::SpawnFailed, format!("{program} is not executable: {e}"))
         }
@@ -166,7 +167,11 @@ pub(crate) fn start(op: Operation, session: Arc<Mutex<SessionState>>, announce_r
     shared.pgid.store(child.id().map(|p| p as i32).unwrap_or(0), Ordering::SeqCst);
     // The caller holds the session lock (it claimed the session) and marks it running.
     if announce_ready {
-        shared.post(StreamItem::Lifecycle(lifecycle(LifecycleReason::SandboxReady, SandboxState::Ready, AgentState::Idle)));
+        shared.post(StreamItem::Lifecycle(lifecycle(
+            LifecycleReason::SandboxReady,
+            SandboxState::Ready,
+            AgentState::Idle,
+        )));
     }
     shared.post(StreamItem::Lifecycle(lifecycle(kind.start_reason(), SandboxState::Running, AgentState::Running)));
     let task = runtime().spawn(drive(shared.clone(), plan, child, session.clone()));
@@ -433,9 +438,14 @@ fn post_stdout(shared: &Shared, plan: &mut Plan, raw: &mut LineFramer, acct: &mu
 }
 
 fn post_line(shared: &Shared, acct: &mut Accounting, line: Option<&str>, events: &mut Vec<OutputEvent>) {
-    crate::replay::post_line(&mut |item| {
-        shared.post(item);
-    }, line, events, &mut |ev| acct.answer.observe(ev));
+    crate::replay::post_line(
+        &mut |item| {
+            shared.post(item);
+        },
+        line,
+        events,
+        &mut |ev| acct.answer.observe(ev),
+    );
 }
 
 fn post_raw_frame(shared: &Shared, frame: crate::framing::Frame<'_>) {
@@ -466,6 +476,3 @@ fn finish_stdout(shared: &Shared, plan: &mut Plan, raw: &mut LineFramer, acct: &
         }
     }
 }
-
-
-

@@ -112,7 +112,10 @@ impl std::fmt::Debug for RunHandle {
 
 impl RunHandle {
     pub(crate) fn new(shared: Arc<Shared>, deriver: Option<HookDeriver>) -> Self {
-        RunHandle { shared, reader: Arc::new(Mutex::new(ReaderState { deriver, pending: VecDeque::new(), ended: false })) }
+        RunHandle {
+            shared,
+            reader: Arc::new(Mutex::new(ReaderState { deriver, pending: VecDeque::new(), ended: false })),
+        }
     }
 
     /// The run's id.
