@@ -364,6 +364,17 @@ pub struct PlanEntry {
     pub priority: PlanEntryPriority,
 }
 
+impl PlanEntryPriority {
+    /// A harness's priority word: `high` and `low` as printed, anything else (or none) `medium`.
+    pub fn from_wire(priority: Option<&str>) -> Self {
+        match priority {
+            Some("high") => PlanEntryPriority::High,
+            Some("low") => PlanEntryPriority::Low,
+            _ => PlanEntryPriority::Medium,
+        }
+    }
+}
+
 /// Status of a plan entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]

@@ -701,15 +701,6 @@ pub(crate) fn plan_status(status: Option<&str>) -> PlanEntryStatus {
     }
 }
 
-/// A plan entry priority (`medium` when not given or unknown).
-pub(crate) fn plan_priority(priority: Option<&str>) -> PlanEntryPriority {
-    match priority {
-        Some("high") => PlanEntryPriority::High,
-        Some("low") => PlanEntryPriority::Low,
-        _ => PlanEntryPriority::Medium,
-    }
-}
-
 /// The plan of a TodoWrite-style input (`{todos: [{content, status, priority?}]}`); `None`
 /// when `todos` is not a list. Items that are not objects are skipped.
 pub(crate) fn plan_from_todos(call: &ToolUse<'_>) -> Option<Vec<PlanEntry>> {
@@ -726,7 +717,7 @@ pub(crate) fn plan_from_todos(call: &ToolUse<'_>) -> Option<Vec<PlanEntry>> {
                     .unwrap_or_default()
                     .to_string(),
                 status: plan_status(t.get("status").and_then(Value::as_str)),
-                priority: plan_priority(t.get("priority").and_then(Value::as_str)),
+                priority: PlanEntryPriority::from_wire(t.get("priority").and_then(Value::as_str)),
             })
             .collect(),
     )

@@ -1083,11 +1083,7 @@ fn todo_plan(todos: Option<&Value>) -> Option<Vec<PlanEntry>> {
                     let t = t.as_object()?;
                     let content = t.get("content").and_then(Value::as_str).filter(|s| !s.is_empty())?;
                     let status = plan_status(t.get("status").and_then(Value::as_str).unwrap_or(""));
-                    let priority = match t.get("priority").and_then(Value::as_str) {
-                        Some("high") => PlanEntryPriority::High,
-                        Some("low") => PlanEntryPriority::Low,
-                        _ => PlanEntryPriority::Medium,
-                    };
+                    let priority = PlanEntryPriority::from_wire(t.get("priority").and_then(Value::as_str));
                     Some(PlanEntry { content: content.to_string(), status, priority })
                 })
                 .collect();

@@ -495,11 +495,7 @@ fn todo_plan(args: &Map<String, Value>, state: &Map<String, Value>) -> Option<Ve
                     Some("completed" | "done" | "cancelled") => PlanEntryStatus::Completed,
                     _ => PlanEntryStatus::Pending,
                 };
-                let priority = match str_field(t, "priority") {
-                    Some("high") => PlanEntryPriority::High,
-                    Some("low") => PlanEntryPriority::Low,
-                    _ => PlanEntryPriority::Medium,
-                };
+                let priority = PlanEntryPriority::from_wire(str_field(t, "priority"));
                 Some(PlanEntry { content: content.to_string(), status, priority })
             })
             .collect(),
