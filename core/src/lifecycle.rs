@@ -25,6 +25,18 @@ pub struct LifecycleEvent {
     pub reason: LifecycleReason,
 }
 
+impl LifecycleEvent {
+    /// An event of the local environment (no sandbox id, no browser) stamped `timestamp`.
+    pub fn local(
+        reason: LifecycleReason,
+        sandbox: SandboxState,
+        agent: AgentState,
+        timestamp: impl Into<String>,
+    ) -> Self {
+        LifecycleEvent { sandbox_id: None, sandbox, agent, timestamp: timestamp.into(), browser: None, reason }
+    }
+}
+
 /// The sandbox (local environment) state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]

@@ -72,15 +72,9 @@ pub fn replay(agent: Agent, input: &[u8], options: &ReplayOptions) -> Replay {
     let mut stream =
         RunStream::new(options.run_id.clone(), policy, Arc::new(ManualClock::new())).expect("a valid policy");
     stream.attach_reader().expect("a fresh stream has no reader");
-    let lifecycle = |reason| LifecycleEvent {
-        sandbox_id: None,
-        sandbox: SandboxState::Running,
-        agent: AgentState::Running,
-        timestamp: ts.clone(),
-        browser: None,
-        reason,
-    };
-    stream.post(StreamItem::Lifecycle(lifecycle(stream.kind().start_reason())));
+    let start =
+        LifecycleEvent::local(stream.kind().start_reason(), SandboxState::Running, AgentState::Running, ts.clone());
+    stream.post(StreamItem::Lifecycle(start));
     let mut decoder = Decoder::new(agent);
     let mut answer = AnswerTracker::default();
     {

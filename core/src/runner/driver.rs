@@ -90,7 +90,7 @@ fn plan(op: Operation) -> Plan {
 }
 
 fn lifecycle(reason: LifecycleReason, sandbox: SandboxState, agent: AgentState) -> LifecycleEvent {
-    LifecycleEvent { sandbox_id: None, sandbox, agent, timestamp: crate::time::now_iso8601(), browser: None, reason }
+    LifecycleEvent::local(reason, sandbox, agent, crate::time::now_iso8601())
 }
 
 /// Spawn the process and the task that drives it. The session's first operation announces the

@@ -165,14 +165,12 @@ impl RunHandle {
     }
 
     pub(crate) fn post_lifecycle(&self, reason: LifecycleReason, sandbox: SandboxState, agent: AgentState) {
-        self.shared.post(StreamItem::Lifecycle(LifecycleEvent {
-            sandbox_id: None,
+        self.shared.post(StreamItem::Lifecycle(LifecycleEvent::local(
+            reason,
             sandbox,
             agent,
-            timestamp: crate::time::now_iso8601(),
-            browser: None,
-            reason,
-        }));
+            crate::time::now_iso8601(),
+        )));
     }
 
     /// Take what is ready without waiting (at most `max`).

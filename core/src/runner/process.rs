@@ -31,17 +31,3 @@ pub fn exit_parts(status: &ExitStatus) -> (Option<i32>, Option<i32>) {
     use std::os::unix::process::ExitStatusExt;
     (status.code(), status.signal())
 }
-
-/// The usual name of a signal number, for messages.
-pub fn signal_name(sig: i32) -> String {
-    match sig {
-        libc::SIGTERM => "SIGTERM".into(),
-        libc::SIGKILL => "SIGKILL".into(),
-        libc::SIGINT => "SIGINT".into(),
-        libc::SIGSEGV => "SIGSEGV".into(),
-        libc::SIGABRT => "SIGABRT".into(),
-        libc::SIGPIPE => "SIGPIPE".into(),
-        libc::SIGHUP => "SIGHUP".into(),
-        other => format!("signal {other}"),
-    }
-}

@@ -140,14 +140,7 @@ impl Session {
     /// that announce readiness before the first run.
     pub fn ready_event(&self) -> LifecycleEvent {
         let st = self.state.lock().expect("session state");
-        LifecycleEvent {
-            sandbox_id: None,
-            sandbox: st.sandbox,
-            agent: st.agent,
-            timestamp: crate::time::now_iso8601(),
-            browser: None,
-            reason: LifecycleReason::SandboxReady,
-        }
+        LifecycleEvent::local(LifecycleReason::SandboxReady, st.sandbox, st.agent, crate::time::now_iso8601())
     }
 
     /// The active operation, if any.

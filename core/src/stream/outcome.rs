@@ -178,18 +178,12 @@ impl TerminalContext<'_> {
     /// A sensible terminal event for a local run: no sandbox id, sandbox `ready`, agent `idle`
     /// (completed), `error` (failed) or `interrupted` (cancelled).
     pub fn default_event(&self, timestamp: impl Into<String>) -> LifecycleEvent {
-        LifecycleEvent {
-            sandbox_id: None,
-            sandbox: SandboxState::Ready,
-            agent: match self.outcome {
-                RunOutcome::Completed => AgentState::Idle,
-                RunOutcome::Failed { .. } => AgentState::Error,
-                RunOutcome::Cancelled { .. } => AgentState::Interrupted,
-            },
-            timestamp: timestamp.into(),
-            browser: None,
-            reason: self.reason,
-        }
+        let agent = match self.outcome {
+            RunOutcome::Completed => AgentState::Idle,
+            RunOutcome::Failed { .. } => AgentState::Error,
+            RunOutcome::Cancelled { .. } => AgentState::Interrupted,
+        };
+        LifecycleEvent::local(self.reason, SandboxState::Ready, agent, timestamp)
     }
 }
 
