@@ -33,6 +33,7 @@ use serde_json::{Map, Value, json};
 
 use crate::event::{OutputEvent, SessionUpdate, ToolCallContent, ToolCallStatus, UsageScope};
 use crate::lifecycle::{LifecycleEvent, LifecycleReason};
+use crate::stream::InterruptedToolCall;
 
 /// One hook event, in the canonical (C/Go) shape: envelope fields plus `details`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -299,8 +300,8 @@ impl HookDeriver {
             if let Some(n) = &tool.name {
                 d.insert("tool_name".into(), json!(n));
             }
-            let idempotent = tool.name.as_ref().is_some_and(|n| self.idempotent_tools.contains(n));
-            if idempotent {
+            let fate = InterruptedToolCall::of(tool.name.as_deref(), &self.idempotent_tools);
+            if fate == InterruptedToolCall::FailedRetryable {
                 d.insert(
                     "error".into(),
                     json!("stopped while running; the tool is idempotent, so it is safe to retry"),

@@ -42,7 +42,14 @@ impl OpenToolCall {
     /// [`InterruptedToolCall::Indeterminate`]. Matching is on the harness-native tool name,
     /// exactly; a call whose name is unknown is indeterminate.
     pub fn fate(&self, idempotent_tools: &HashSet<String>) -> InterruptedToolCall {
-        match &self.tool_name {
+        InterruptedToolCall::of(self.tool_name.as_deref(), idempotent_tools)
+    }
+}
+
+impl InterruptedToolCall {
+    /// The fate of an interrupted call of the tool `tool_name` (the rule of [`OpenToolCall::fate`]).
+    pub fn of(tool_name: Option<&str>, idempotent_tools: &HashSet<String>) -> Self {
+        match tool_name {
             Some(n) if idempotent_tools.contains(n) => InterruptedToolCall::FailedRetryable,
             _ => InterruptedToolCall::Indeterminate,
         }
