@@ -8,6 +8,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+pub use crate::raw_json::RawJson;
+
 /// A JSON object with the harness's own key names, kept verbatim.
 pub type JsonObject = Map<String, Value>;
 
@@ -305,7 +307,7 @@ pub struct ToolCall {
     pub status: ToolCallStatus,
     /// The tool input as the harness printed it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub raw_input: Option<Value>,
+    pub raw_input: Option<RawJson>,
     /// Content of the call (a command's description, a diff, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content: Option<Vec<ToolCallContent>>,
@@ -335,7 +337,7 @@ pub struct ToolCallUpdate {
     pub locations: Option<Vec<ToolCallLocation>>,
     /// The harness's own structured record of the result, verbatim.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub raw_output: Option<Value>,
+    pub raw_output: Option<RawJson>,
 }
 
 impl ToolCallUpdate {

@@ -407,7 +407,7 @@ impl HookDeriver {
                 d.insert("kind".into(), serde_json::to_value(call.kind).unwrap_or(Value::Null));
                 d.insert("title".into(), json!(call.title));
                 if let Some(input) = &call.raw_input {
-                    d.insert("arguments".into(), input.clone());
+                    d.insert("arguments".into(), input.to_value());
                 }
                 out.push(self.hook("tool.started", HookStatus::Running, sequence, ts, d));
                 if matches!(call.status, ToolCallStatus::Completed | ToolCallStatus::Failed) {
@@ -432,7 +432,7 @@ impl HookDeriver {
                     Some(ToolCallStatus::Completed) => {
                         d.insert("output".into(), json!(text));
                         if let Some(raw) = &update.raw_output {
-                            d.insert("raw_output".into(), raw.clone());
+                            d.insert("raw_output".into(), raw.to_value());
                         }
                         self.close_tool(&update.tool_call_id);
                         self.after_tool_result = true;

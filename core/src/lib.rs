@@ -29,6 +29,7 @@ pub mod event;
 pub mod framing;
 pub mod hooks;
 pub mod lifecycle;
+pub mod raw_json;
 pub mod redact;
 pub mod replay;
 #[cfg(feature = "runner")]
@@ -50,6 +51,7 @@ pub use event::{
 };
 pub use hooks::{HookDeriver, HookEvent, HookInput, HookStatus, TerminalFacts};
 pub use lifecycle::{AgentState, LifecycleEvent, LifecycleReason, SandboxState};
+pub use raw_json::RawJson;
 pub use redact::{RedactionPolicy, redact, redact_tool_input, redact_value};
 pub use stream::{
     Backpressure, CancelReason, CancellationToken, Clock, Envelope, ManualClock, Pressure, RunEnd, RunKind, RunOutcome,

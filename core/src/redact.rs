@@ -43,7 +43,7 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use crate::event::{OutputEvent, SessionUpdate};
+use crate::event::{OutputEvent, RawJson, SessionUpdate};
 
 /// The mask that replaces each secret.
 pub const REDACTED: &str = "[redacted]";
@@ -84,7 +84,7 @@ pub fn redact_tool_input(event: &mut OutputEvent) {
         SessionUpdate::ToolCall(call) => {
             replace_if_owned(&mut call.title);
             if let Some(raw) = &mut call.raw_input {
-                redact_value(raw);
+                redact_raw(raw);
             }
         }
         SessionUpdate::ToolCallUpdate(update) => {
@@ -96,29 +96,46 @@ pub fn redact_tool_input(event: &mut OutputEvent) {
     }
 }
 
-fn replace_if_owned(s: &mut String) {
+fn replace_if_owned(s: &mut String) -> bool {
     if let Cow::Owned(masked) = redact(s) {
         *s = masked;
+        return true;
+    }
+    false
+}
+
+/// [`redact_value`] for a record kept as text: rewritten only when something was masked.
+pub fn redact_raw(raw: &mut RawJson) {
+    let mut value = raw.to_value();
+    if redact_value_changed(&mut value) {
+        *raw = RawJson::from_value(&value);
     }
 }
 
 /// Mask every string inside a JSON value in place ([`redact`] on each), and mask whole the
 /// string value of an object member whose key is secret-named (see the module docs).
 pub fn redact_value(value: &mut Value) {
+    redact_value_changed(value);
+}
+
+fn redact_value_changed(value: &mut Value) -> bool {
     match value {
         Value::String(s) => replace_if_owned(s),
-        Value::Array(items) => items.iter_mut().for_each(redact_value),
+        Value::Array(items) => items.iter_mut().fold(false, |changed, v| redact_value_changed(v) | changed),
         Value::Object(members) => {
+            let mut changed = false;
             for (key, v) in members.iter_mut() {
                 match v {
                     Value::String(s) if key_class(key.as_bytes()).is_some_and(|c| value_is_secret(c, s.as_bytes())) => {
                         *s = REDACTED.to_string();
+                        changed = true;
                     }
-                    other => redact_value(other),
+                    other => changed |= redact_value_changed(other),
                 }
             }
+            changed
         }
-        Value::Null | Value::Bool(_) | Value::Number(_) => {}
+        Value::Null | Value::Bool(_) | Value::Number(_) => false,
     }
 }
 
@@ -686,14 +703,14 @@ mod tests {
             tool_name: Some("Bash".into()),
             kind: ToolKind::Execute,
             status: ToolCallStatus::Pending,
-            raw_input: Some(json!({"token": "sk-live-01234567890abcdef"})),
+            raw_input: Some(json!({"token": "sk-live-01234567890abcdef"}).into()),
             content: None,
             locations: None,
         }));
         redact_tool_input(&mut call);
         let SessionUpdate::ToolCall(c) = &call.update else { unreachable!() };
         assert_eq!(c.title, "echo [redacted]");
-        assert_eq!(c.raw_input, Some(json!({"token": "[redacted]"})));
+        assert_eq!(c.raw_input.as_ref().map(|r| r.to_value()), Some(json!({"token": "[redacted]"})));
         assert_eq!(c.tool_call_id, "sk-live-01234567890abcdef", "ids are not inputs");
 
         let mut up = ToolCallUpdate::new("t");

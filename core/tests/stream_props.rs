@@ -106,7 +106,7 @@ fn item_for(op: &Op, seq: u64) -> Option<StreamItem> {
             tool_name: Some(if *n == 0 { "Read".into() } else { "Bash".into() }),
             kind: ToolKind::Execute,
             status: ToolCallStatus::InProgress,
-            raw_input: Some(serde_json::json!({"n": n})),
+            raw_input: Some(serde_json::json!({"n": n}).into()),
             content: None,
             locations: None,
         })),

@@ -35,7 +35,7 @@ fn tool_call(id: &str, name: &str, input: serde_json::Value) -> StreamItem {
         tool_name: Some(name.into()),
         kind: ToolKind::Execute,
         status: ToolCallStatus::InProgress,
-        raw_input: Some(input),
+        raw_input: Some(input.into()),
         content: None,
         locations: None,
     })))

@@ -257,7 +257,7 @@ fn update<'py>(py: Python<'py>, update: &SessionUpdate, keys: &mut Keys) -> PyRe
             d.set_item(intern!(py, "kind"), tool_kind(py, *kind))?;
             d.set_item(intern!(py, "status"), tool_status(py, *status))?;
             if let Some(v) = raw_input {
-                d.set_item(intern!(py, "rawInput"), value(py, v, keys)?)?;
+                d.set_item(intern!(py, "rawInput"), value(py, &v.to_value(), keys)?)?;
             }
             if let Some(c) = content {
                 d.set_item(intern!(py, "content"), tool_call_content(py, c)?)?;
@@ -281,7 +281,7 @@ fn update<'py>(py: Python<'py>, update: &SessionUpdate, keys: &mut Keys) -> PyRe
                 d.set_item(intern!(py, "locations"), locations(py, l)?)?;
             }
             if let Some(v) = raw_output {
-                d.set_item(intern!(py, "rawOutput"), value(py, v, keys)?)?;
+                d.set_item(intern!(py, "rawOutput"), value(py, &v.to_value(), keys)?)?;
             }
         }
         SessionUpdate::Plan { entries } => {

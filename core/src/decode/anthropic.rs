@@ -58,7 +58,8 @@ use super::context::{DecodeContext, Envelope};
 use super::json::parse_line;
 use crate::event::{
     ContentBlock, DiffContent, ImageContent, JsonObject, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus,
-    SessionUpdate, TokenUsage, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, UsageScope,
+    RawJson, SessionUpdate, TokenUsage, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate,
+    UsageScope,
 };
 
 // ------------------------------------------------------------------------------------------
@@ -632,7 +633,7 @@ impl ToolUse<'_> {
             tool_name: Some(self.name.to_string()),
             kind,
             status: ToolCallStatus::Pending,
-            raw_input: self.input,
+            raw_input: self.input.map(RawJson::from),
             content: (!content.is_empty()).then_some(content),
             locations: (!locations.is_empty()).then_some(locations),
         }
@@ -904,7 +905,7 @@ impl ToolResult {
             title: None,
             content: self.content,
             locations: None,
-            raw_output: self.raw_output,
+            raw_output: self.raw_output.map(RawJson::from),
         })
     }
 }

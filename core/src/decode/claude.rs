@@ -586,6 +586,6 @@ mod tests {
         let SessionUpdate::ToolCallUpdate(u) = &evs[0].update else { panic!() };
         assert_eq!(u.status, Some(ToolCallStatus::Failed));
         assert_eq!(u.content.as_ref().unwrap()[0], ToolCallContent::text("a\n```\nb"));
-        assert_eq!(u.raw_output, Some(Value::String("Error: a".into())));
+        assert_eq!(u.raw_output.as_ref().map(|r| r.to_value()), Some(Value::String("Error: a".into())));
     }
 }

@@ -71,8 +71,8 @@ use super::context::{DecodeContext, Envelope};
 use super::json::{opt_string, parse_line, str_field};
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::{
-    ContentBlock, ImageContent, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus, SessionUpdate, TokenUsage,
-    ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, UsageScope,
+    ContentBlock, ImageContent, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus, RawJson, SessionUpdate,
+    TokenUsage, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, UsageScope,
 };
 use crate::tools::{MAX_TITLE_CHARS, command_title, tool_kind, truncate_chars};
 
@@ -581,7 +581,7 @@ fn tool_call(kind: &str, id: &str, item: &mut Item, take: bool) -> ToolCall {
                 None => "Run command".to_string(),
             };
             if item.str("command").is_some() {
-                call.raw_input = pick(item, &["command"], take);
+                call.raw_input = pick(item, &["command"], take).map(RawJson::from);
             }
         }
         "file_change" => {
@@ -589,7 +589,7 @@ fn tool_call(kind: &str, id: &str, item: &mut Item, take: bool) -> ToolCall {
             call.title = change_title(&changes);
             call.locations = change_locations(&changes);
             if item.get("changes").is_some() {
-                call.raw_input = pick(item, &["changes"], take);
+                call.raw_input = pick(item, &["changes"], take).map(RawJson::from);
             }
         }
         "mcp_tool_call" => {
@@ -606,13 +606,13 @@ fn tool_call(kind: &str, id: &str, item: &mut Item, take: bool) -> ToolCall {
                 (None, None) => "MCP tool".to_string(),
             };
             if item.get("arguments").is_some() {
-                call.raw_input = grab(item, "arguments", take);
+                call.raw_input = grab(item, "arguments", take).map(RawJson::from);
             }
         }
         _ => {
             // web_search
             call.title = search_title(search_query(item));
-            call.raw_input = pick(item, &["query", "action"], take);
+            call.raw_input = pick(item, &["query", "action"], take).map(RawJson::from);
         }
     }
     call
@@ -655,7 +655,7 @@ fn completion(kind: &str, id: String, item: Item) -> ToolCallUpdate {
         _ => update.title = search_query(&item).map(|q| search_title(Some(q))),
     }
     update.content = (!content.is_empty()).then_some(content);
-    update.raw_output = Some(Value::Object(item.map));
+    update.raw_output = Some(RawJson::from(Value::Object(item.map)));
     update
 }
 

@@ -90,7 +90,8 @@ use super::json::{Obj, ObjList, parse_line};
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::{
     ContentBlock, DiffContent, ImageContent, JsonObject, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus,
-    SessionUpdate, TokenUsage, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, UsageScope,
+    RawJson, SessionUpdate, TokenUsage, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate,
+    UsageScope,
 };
 use crate::tools::{bound_title, command_title, normalize_name, tool_kind};
 
@@ -766,7 +767,7 @@ impl DroidDecoder {
             tool_name: name.map(str::to_string),
             kind: tool_kind(Agent::Droid, name_str),
             status: ToolCallStatus::Pending,
-            raw_input,
+            raw_input: raw_input.map(RawJson::from),
             content: (!content.is_empty()).then_some(content),
             locations: (!locations.is_empty()).then_some(locations),
         };
@@ -810,7 +811,7 @@ impl DroidDecoder {
         let mut update = ToolCallUpdate::new(id);
         update.status = Some(if failed { ToolCallStatus::Failed } else { ToolCallStatus::Completed });
         update.content = (!blocks.is_empty()).then_some(blocks);
-        update.raw_output = raw_output;
+        update.raw_output = raw_output.map(RawJson::from);
         self.push(env, ctx, SessionUpdate::ToolCallUpdate(update), out);
         LineOutcome::Decoded
     }

@@ -68,8 +68,8 @@ use super::context::{DecodeContext, Envelope};
 use super::json::{first_str, opt_string, parse_line, str_field};
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::{
-    DiffContent, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus, SessionUpdate, TokenUsage, ToolCall,
-    ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, UsageScope,
+    DiffContent, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus, RawJson, SessionUpdate, TokenUsage,
+    ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, UsageScope,
 };
 use crate::tools::{MAX_TITLE_CHARS, command_title, tool_kind, truncate_chars};
 
@@ -287,7 +287,7 @@ fn tool_use(l: Line<'_>, env: Envelope, ctx: &DecodeContext, out: &mut Vec<Outpu
         tool_name: name.map(str::to_string),
         kind: tool_kind(Agent::Gemini, name.unwrap_or_default()),
         status: ToolCallStatus::Pending,
-        raw_input: input,
+        raw_input: input.map(RawJson::from),
         content: (!shape.content.is_empty()).then_some(shape.content),
         locations: (!shape.locations.is_empty()).then_some(shape.locations),
     };
@@ -333,7 +333,7 @@ fn tool_result(l: Line<'_>, env: Envelope, ctx: &DecodeContext, out: &mut Vec<Ou
     if let Some(error) = error {
         raw.insert("error".into(), error);
     }
-    update.raw_output = Some(Value::Object(raw));
+    update.raw_output = Some(RawJson::from(Value::Object(raw)));
     env.emit_last(ctx, SessionUpdate::ToolCallUpdate(update), out);
     LineOutcome::Decoded
 }

@@ -85,8 +85,8 @@ use super::context::{DecodeContext, Envelope};
 use super::json::{Obj, ObjList, lenient, parse_line};
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::{
-    ContentBlock, DiffContent, ImageContent, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus, SessionUpdate,
-    ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate,
+    ContentBlock, DiffContent, ImageContent, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus, RawJson,
+    SessionUpdate, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate,
 };
 use crate::tools::{bound_title, command_title, tool_kind};
 
@@ -554,7 +554,7 @@ impl KimiDecoder {
             tool_name: name.map(str::to_string),
             kind: tool_kind(Agent::Kimi, name.unwrap_or("")),
             status: ToolCallStatus::Pending,
-            raw_input,
+            raw_input: raw_input.map(RawJson::from),
             content: (!content.is_empty()).then_some(content),
             locations: (!locations.is_empty()).then_some(locations),
         };
@@ -591,7 +591,7 @@ impl KimiDecoder {
         let mut update = ToolCallUpdate::new(id);
         update.status = Some(if failed { ToolCallStatus::Failed } else { ToolCallStatus::Completed });
         update.content = Some(blocks);
-        update.raw_output = raw_output;
+        update.raw_output = raw_output.map(RawJson::from);
         env.emit(ctx, SessionUpdate::ToolCallUpdate(update), out);
         LineOutcome::Decoded
     }

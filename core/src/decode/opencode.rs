@@ -77,8 +77,8 @@ use super::context::{DecodeContext, Envelope};
 use super::json::{first_str, opt_string, parse_line, str_field};
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::{
-    ContentBlock, DiffContent, ImageContent, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus, SessionUpdate,
-    TokenUsage, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, UsageScope,
+    ContentBlock, DiffContent, ImageContent, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus, RawJson,
+    SessionUpdate, TokenUsage, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, UsageScope,
 };
 use crate::tools::{MAX_TITLE_CHARS, command_title, tool_kind, truncate_chars};
 
@@ -307,7 +307,7 @@ fn tool_use(
         tool_name: tool.map(str::to_string),
         kind: tool_kind(Agent::Opencode, tool.unwrap_or_default()),
         status: if status == Some("pending") { ToolCallStatus::Pending } else { ToolCallStatus::InProgress },
-        raw_input: input.clone(),
+        raw_input: input.clone().map(RawJson::from),
         content: (!content.is_empty()).then_some(content),
         locations: (!locations.is_empty()).then_some(locations),
     };
@@ -361,7 +361,7 @@ fn tool_use(
         }
         attachments(state.get("attachments"), &mut content);
         update.content = (!content.is_empty()).then_some(content);
-        update.raw_output = Some(Value::Object(state));
+        update.raw_output = Some(RawJson::from(Value::Object(state)));
         env.emit(ctx, SessionUpdate::ToolCallUpdate(update), out);
     }
     LineOutcome::Decoded
