@@ -4,7 +4,8 @@
 //! The corpus is generated in memory from the golden traces (`tests/golden/<agent>/*.input.jsonl`,
 //! repeated to about 4 MiB per agent); nothing large is committed. Besides criterion's own
 //! report, a summary table (MB/s, events/s, ratio to the floor) is printed at the end: that
-//! table is what goes into issue notes. `cargo bench -p agentstream-core --bench decode`.
+//! table is what goes into issue notes. `cargo bench -p agentstream-core --bench decode`
+//! (`BENCH_AGENTS=codex,kimi` for a subset).
 
 use std::hint::black_box;
 use std::path::Path;
@@ -68,7 +69,13 @@ fn best_of(runs: usize, f: &mut dyn FnMut() -> usize) -> (Duration, usize) {
 }
 
 fn main() {
-    let corpora: Vec<(Agent, Vec<u8>)> = Agent::ALL.iter().map(|a| (*a, corpus(*a))).collect();
+    // `BENCH_AGENTS=codex,gemini` limits the run (and the summary) to those agents.
+    let only = std::env::var("BENCH_AGENTS").unwrap_or_default();
+    let corpora: Vec<(Agent, Vec<u8>)> = Agent::ALL
+        .iter()
+        .filter(|a| only.is_empty() || only.split(',').any(|n| n.trim() == a.name()))
+        .map(|a| (*a, corpus(*a)))
+        .collect();
     let mut c = Criterion::default().sample_size(10).measurement_time(Duration::from_secs(2)).configure_from_args();
     for (agent, bytes) in &corpora {
         let mut g = c.benchmark_group(format!("decode/{agent}"));
