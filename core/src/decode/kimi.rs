@@ -78,10 +78,11 @@ use std::fmt;
 
 use serde::de::{self, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
+use serde_json::Value;
 use serde_json::value::RawValue;
-use serde_json::{Map, Value};
 
 use super::context::{DecodeContext, Envelope};
+use super::fast_b::{Json, Text, checked_raw, lenient_text};
 use super::json::{Obj, ObjList, lenient, parse_line};
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::{
@@ -130,10 +131,10 @@ struct Line<'a> {
 struct Part<'a> {
     #[serde(rename = "type", default, borrow, with = "super::json::opt_string")]
     kind: Option<Cow<'a, str>>,
-    #[serde(default, borrow, with = "super::json::opt_string")]
-    text: Option<Cow<'a, str>>,
-    #[serde(default, borrow, with = "super::json::opt_string")]
-    think: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    text: Text<'a>,
+    #[serde(default, borrow)]
+    think: Text<'a>,
     #[serde(default, borrow)]
     image_url: Option<Url<'a>>,
     #[serde(default, borrow)]
@@ -163,7 +164,7 @@ enum Content<'a> {
 /// `function.arguments`: normally a string of JSON; some writers print the object itself.
 enum Args<'a> {
     Text(Cow<'a, str>),
-    Object(Value),
+    Object(Json<'a>),
     Odd,
 }
 
@@ -289,27 +290,17 @@ impl<'de: 'a, 'a> Deserialize<'de> for Content<'a> {
 
 impl<'de: 'a, 'a> Deserialize<'de> for Args<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Args<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string of JSON or an object")
-            }
-            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(Args::Text(Cow::Borrowed(v)))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(Args::Text(Cow::Owned(v.to_owned())))
-            }
-            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
-                Ok(Args::Text(Cow::Owned(v)))
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-                Value::deserialize(de::value::MapAccessDeserializer::new(map)).map(Args::Object)
-            }
-            other_values!(Args::Odd, bool, num, unit, seq);
+        // Captured verbatim, then read: the string (the usual case, full of escaped quotes) is
+        // unescaped once into a string of its exact size, bypassing serde_json's scratch buffer.
+        let raw = <&'de RawValue>::deserialize(d)?;
+        let text = raw.get();
+        if text.starts_with('{') {
+            return serde_json::from_str::<Json<'de>>(text).map(Args::Object).map_err(de::Error::custom);
         }
-        d.deserialize_any(V)
+        Ok(match lenient_text(text)? {
+            Some(text) => Args::Text(text),
+            None => Args::Odd,
+        })
     }
 }
 
@@ -445,7 +436,7 @@ impl KimiDecoder {
             }
             "ToolCall" => match lenient::<RawToolCall<'_>>(line.payload) {
                 Some(call) => {
-                    self.tool_call(&call, ctx, env, out);
+                    self.tool_call(call, ctx, env, out);
                     LineOutcome::Decoded
                 }
                 None => LineOutcome::UnexpectedShape,
@@ -508,11 +499,11 @@ impl KimiDecoder {
             Some(Content::Odd) => odd = true,
             None => {} // null: a message with only tool calls
         }
-        if let Some(ObjList(calls)) = &line.tool_calls {
+        if let Some(ObjList(calls)) = line.tool_calls {
             match calls {
                 Some(calls) => {
                     for call in calls {
-                        match &call.0 {
+                        match call.0 {
                             Some(call) => self.tool_call(call, ctx, env, out),
                             None => odd = true,
                         }
@@ -524,11 +515,15 @@ impl KimiDecoder {
         if odd { LineOutcome::UnexpectedShape } else { LineOutcome::Decoded }
     }
 
-    fn tool_call(&mut self, call: &RawToolCall<'_>, ctx: &DecodeContext, env: &Envelope, out: &mut Vec<OutputEvent>) {
-        let function = call.function.0.as_ref();
-        let name = function.and_then(|f| f.name.as_deref()).filter(|n| !n.is_empty());
-        let id = match call.id.as_deref().filter(|id| !id.is_empty()) {
-            Some(id) => id.to_string(),
+    fn tool_call(&mut self, call: RawToolCall<'_>, ctx: &DecodeContext, env: &Envelope, out: &mut Vec<OutputEvent>) {
+        let RawToolCall { id, function } = call;
+        let (name, arguments) = match function.0 {
+            Some(f) => (f.name.filter(|n| !n.is_empty()), f.arguments),
+            None => (None, None),
+        };
+        let name = name.as_deref();
+        let id = match id.filter(|id| !id.is_empty()) {
+            Some(id) => id.into_owned(),
             None => {
                 self.synthetic_count += 1;
                 let sanitized: String =
@@ -538,8 +533,24 @@ impl KimiDecoder {
                 id
             }
         };
-        let raw_input = parse_arguments(function.and_then(|f| f.arguments.as_ref()));
-        let args = raw_input.as_ref().and_then(Value::as_object);
+        // `arguments` is JSON text of the input object: read it once into a borrowed tree for
+        // the title, and keep the text itself as `rawInput`.
+        let mut input = Input::None;
+        match arguments {
+            Some(Args::Text(text)) if !text.trim().is_empty() => {
+                input = Input::Text(text);
+            }
+            Some(Args::Object(object)) => input = Input::Object(object),
+            _ => {}
+        }
+        let parsed = match &input {
+            Input::Text(text) => serde_json::from_str::<Json<'_>>(text).ok().filter(Json::is_object),
+            _ => None,
+        };
+        let args = match &input {
+            Input::Object(object) => Some(object),
+            _ => parsed.as_ref(),
+        };
         if matches!(name, Some("SetTodoList" | "TodoList")) {
             if let Some(entries) = args.and_then(|a| todo_plan(a.get("todos"))) {
                 self.plan_calls.insert(id);
@@ -548,13 +559,23 @@ impl KimiDecoder {
             }
         }
         let (title, content, locations) = describe(name.unwrap_or(""), args);
+        let is_object = parsed.is_some();
+        drop(parsed);
+        let raw_input = match input {
+            // An object: its text verbatim (already validated by the parse above).
+            Input::Text(text) if is_object => RawJson::from_text(text.into_owned()),
+            // Not a JSON object: the raw string itself.
+            Input::Text(text) => Some(RawJson::from_value(&Value::String(text.into_owned()))),
+            Input::Object(object) => Some(object.to_raw_json()),
+            Input::None => None,
+        };
         let call = ToolCall {
             tool_call_id: id,
             title,
             tool_name: name.map(str::to_string),
             kind: tool_kind(Agent::Kimi, name.unwrap_or("")),
             status: ToolCallStatus::Pending,
-            raw_input: raw_input.map(RawJson::from),
+            raw_input,
             content: (!content.is_empty()).then_some(content),
             locations: (!locations.is_empty()).then_some(locations),
         };
@@ -567,7 +588,7 @@ impl KimiDecoder {
         id: Option<&str>,
         blocks: Vec<ToolCallContent>,
         failed: bool,
-        raw_output: Option<Value>,
+        raw_output: Option<RawJson>,
         ctx: &DecodeContext,
         env: &Envelope,
         out: &mut Vec<OutputEvent>,
@@ -585,13 +606,13 @@ impl KimiDecoder {
                 None => return LineOutcome::UnexpectedShape,
             },
         };
-        if self.plan_calls.remove(&id) && !failed {
+        if !self.plan_calls.is_empty() && self.plan_calls.remove(&id) && !failed {
             return LineOutcome::Decoded; // the plan already said it
         }
         let mut update = ToolCallUpdate::new(id);
         update.status = Some(if failed { ToolCallStatus::Failed } else { ToolCallStatus::Completed });
         update.content = Some(blocks);
-        update.raw_output = raw_output.map(RawJson::from);
+        update.raw_output = raw_output;
         env.emit(ctx, SessionUpdate::ToolCallUpdate(update), out);
         LineOutcome::Decoded
     }
@@ -621,7 +642,7 @@ impl KimiDecoder {
             .or_else(|| ret.as_ref().and_then(|r| flag(r.is_error)))
             .or_else(|| ret.as_ref().and_then(|r| r.kind.as_deref()).map(|k| k == "ToolError"))
             .unwrap_or_else(|| marker.or(content.marker).unwrap_or(false));
-        let raw_output = result.return_value.and_then(|r| serde_json::from_str::<Value>(r.get()).ok());
+        let raw_output = result.return_value.and_then(checked_raw);
         self.result(result.tool_call_id.as_deref(), blocks, failed, raw_output, ctx, env, out)
     }
 }
@@ -643,7 +664,7 @@ fn result_content(content: Option<Content<'_>>) -> ResultContent {
                     Some("video_url") => media_url(&part.video_url).map(|u| ContentBlock::text(format!("[video] {u}"))),
                     Some("audio_url") => media_url(&part.audio_url).map(|u| ContentBlock::text(format!("[audio] {u}"))),
                     Some("think") => None,
-                    _ => part.text.filter(|t| !t.is_empty()).map(|t| {
+                    _ => part.text.0.filter(|t| !t.is_empty()).map(|t| {
                         if marker.is_none() {
                             marker = Some(is_error_marker(&t));
                         }
@@ -663,8 +684,8 @@ fn result_content(content: Option<Content<'_>>) -> ResultContent {
 /// The update for one assistant content part (none for empty text or unknown parts).
 fn assistant_part(part: Part<'_>) -> Option<SessionUpdate> {
     match part.kind.as_deref() {
-        Some("think") => part.think.filter(|t| !t.is_empty()).map(SessionUpdate::thought),
-        Some("text") => part.text.filter(|t| !t.is_empty()).map(SessionUpdate::message),
+        Some("think") => part.think.0.filter(|t| !t.is_empty()).map(SessionUpdate::thought),
+        Some("text") => part.text.0.filter(|t| !t.is_empty()).map(SessionUpdate::message),
         Some("image_url") => {
             media_url(&part.image_url).map(|u| SessionUpdate::AgentMessageChunk { content: image_block(u) })
         }
@@ -682,7 +703,7 @@ fn user_texts(content: Option<Content<'_>>) -> Vec<String> {
             .into_iter()
             .filter_map(|p| p.0)
             .filter(|p| p.kind.as_deref() == Some("text"))
-            .filter_map(|p| p.text.map(Cow::into_owned))
+            .filter_map(|p| p.text.0.map(Cow::into_owned))
             .filter(|t| !t.is_empty())
             .collect(),
         _ => Vec::new(),
@@ -723,35 +744,28 @@ fn is_error_marker(text: &str) -> bool {
     rest.trim_start().starts_with(':')
 }
 
-/// `function.arguments`: a JSON string holding the input object. The parsed object, or the raw
-/// string when it is not a JSON object; `None` when absent or empty.
-fn parse_arguments(args: Option<&Args<'_>>) -> Option<Value> {
-    match args? {
-        Args::Text(text) => {
-            if text.trim().is_empty() {
-                return None;
-            }
-            match serde_json::from_str::<Value>(text) {
-                Ok(v @ Value::Object(_)) => Some(v),
-                _ => Some(Value::String(text.to_string())),
-            }
-        }
-        Args::Object(v) => Some(v.clone()),
-        Args::Odd => None,
-    }
+/// `function.arguments` of a call: JSON text holding the input object (kept for `rawInput`: the
+/// parsed object when it is one, else the raw string), an object printed as is, or nothing (absent,
+/// empty or of another type).
+enum Input<'a> {
+    Text(Cow<'a, str>),
+    Object(Json<'a>),
+    None,
 }
 
 /// A SetTodoList / TodoList `todos` array as plan entries; `None` when it is not an array or no
 /// entry has a title (then the call is shown as an ordinary tool call).
-fn todo_plan(todos: Option<&Value>) -> Option<Vec<PlanEntry>> {
+fn todo_plan(todos: Option<&Json<'_>>) -> Option<Vec<PlanEntry>> {
     let todos = todos?.as_array()?;
     let entries: Vec<PlanEntry> = todos
         .iter()
         .filter_map(|t| {
-            let t = t.as_object()?;
+            if !t.is_object() {
+                return None;
+            }
             let content =
-                t.get("title").or_else(|| t.get("content")).and_then(Value::as_str).filter(|s| !s.is_empty())?;
-            let status = match t.get("status").and_then(Value::as_str).unwrap_or("") {
+                t.get("title").or_else(|| t.get("content")).and_then(Json::as_str).filter(|s| !s.is_empty())?;
+            let status = match t.get("status").and_then(Json::as_str).unwrap_or("") {
                 "in_progress" | "in-progress" => PlanEntryStatus::InProgress,
                 "done" | "completed" => PlanEntryStatus::Completed,
                 _ => PlanEntryStatus::Pending,
@@ -763,14 +777,14 @@ fn todo_plan(todos: Option<&Value>) -> Option<Vec<PlanEntry>> {
 }
 
 /// Title, content (diffs) and locations of a call from its name and input.
-fn describe(name: &str, args: Option<&Map<String, Value>>) -> (String, Vec<ToolCallContent>, Vec<ToolCallLocation>) {
-    let get = |k: &str| args.and_then(|a| a.get(k)).and_then(Value::as_str).filter(|s| !s.is_empty());
+fn describe(name: &str, args: Option<&Json<'_>>) -> (String, Vec<ToolCallContent>, Vec<ToolCallLocation>) {
+    let get = |k: &str| args.and_then(|a| a.str_of(k));
     let path = get("path").or_else(|| get("file_path"));
     let mut content = Vec::new();
     let mut locations = Vec::new();
     if let Some(p) = path {
         let line = if matches!(name, "Read" | "ReadFile") {
-            args.and_then(|a| a.get("line_offset")).and_then(Value::as_u64).filter(|n| *n >= 1)
+            args.and_then(|a| a.get("line_offset")).and_then(Json::as_u64).filter(|n| *n >= 1)
         } else {
             None
         };
@@ -781,7 +795,7 @@ fn describe(name: &str, args: Option<&Map<String, Value>>) -> (String, Vec<ToolC
         "Read" | "ReadFile" => format!("Read {file}"),
         "ReadMediaFile" => format!("Read media {file}"),
         "Write" | "WriteFile" => {
-            if let (Some(p), Some(text)) = (path, args.and_then(|a| a.get("content")).and_then(Value::as_str)) {
+            if let (Some(p), Some(text)) = (path, args.and_then(|a| a.get("content")).and_then(Json::as_str)) {
                 if get("mode") != Some("append") {
                     content.push(ToolCallContent::Diff(DiffContent {
                         path: p.to_string(),
@@ -797,14 +811,15 @@ fn describe(name: &str, args: Option<&Map<String, Value>>) -> (String, Vec<ToolC
                 // StrReplaceFile: `edit` is one `{old, new}` or a list of them; an Edit in the
                 // Claude style carries `old_string` / `new_string` at the top level.
                 let edits = args.and_then(|a| a.get("edit").or_else(|| a.get("edits")));
-                let list: Vec<&Map<String, Value>> = match edits {
-                    Some(Value::Array(items)) => items.iter().filter_map(Value::as_object).collect(),
-                    Some(Value::Object(one)) => vec![one],
-                    _ => args.into_iter().collect(),
+                let list: &[Json<'_>] = match edits {
+                    Some(Json::Arr(items)) => items,
+                    Some(one @ Json::Obj(_)) => std::slice::from_ref(one),
+                    _ => args.map(std::slice::from_ref).unwrap_or_default(),
                 };
-                for edit in list {
-                    let old = edit.get("old").or_else(|| edit.get("old_string")).and_then(Value::as_str);
-                    let new = edit.get("new").or_else(|| edit.get("new_string")).and_then(Value::as_str);
+                content.reserve(list.len());
+                for edit in list.iter().filter(|e| e.is_object()) {
+                    let old = edit.get("old").or_else(|| edit.get("old_string")).and_then(Json::as_str);
+                    let new = edit.get("new").or_else(|| edit.get("new_string")).and_then(Json::as_str);
                     if let (Some(old), Some(new)) = (old, new) {
                         content.push(ToolCallContent::Diff(DiffContent {
                             path: p.to_string(),

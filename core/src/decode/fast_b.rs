@@ -1,0 +1,496 @@
+//! Allocation-light JSON helpers for the kimi and droid decoders (could be shared by any decoder).
+//!
+//! [`Json`] is a borrowed JSON tree: strings borrow from the parsed text when they hold no escape,
+//! objects are plain vectors of entries (no hashing, no map), and it accepts exactly what
+//! [`serde_json::Value`] accepts (it reads numbers and strings the same way), so swapping one
+//! for the other never changes which lines decode. Its accessors follow `Value`'s: a key printed
+//! twice reads as its last value. [`Raw`] keeps a field's verbatim text (including `null`) for a
+//! [`crate::event::RawJson`] copied straight out of the line.
+#![allow(dead_code)] // shared helpers: not every decoder uses every one
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::{self, MapAccess, SeqAccess, Visitor};
+use serde::ser::{SerializeMap, SerializeSeq};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::Number;
+use serde_json::value::RawValue;
+
+use crate::event::RawJson;
+
+/// A JSON value whose strings borrow from the text it was read from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Json<'a> {
+    Null,
+    Bool(bool),
+    Num(Number),
+    Str(Cow<'a, str>),
+    Arr(Vec<Json<'a>>),
+    /// Entries in printed order; a repeated key is kept (lookups read the last one).
+    Obj(Vec<(Cow<'a, str>, Json<'a>)>),
+}
+
+impl<'a> Json<'a> {
+    /// The value of `key` in an object (the last one printed, as `Value` reads it).
+    pub fn get(&self, key: &str) -> Option<&Json<'a>> {
+        match self {
+            Json::Obj(entries) => entries.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Json::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// A non-negative integer (as [`serde_json::Value::as_u64`]).
+    pub fn as_u64(&self) -> Option<u64> {
+        match self {
+            Json::Num(n) => n.as_u64(),
+            _ => None,
+        }
+    }
+
+    pub fn as_array(&self) -> Option<&[Json<'a>]> {
+        match self {
+            Json::Arr(items) => Some(items),
+            _ => None,
+        }
+    }
+
+    pub fn is_object(&self) -> bool {
+        matches!(self, Json::Obj(_))
+    }
+
+    pub fn is_null(&self) -> bool {
+        matches!(self, Json::Null)
+    }
+
+    /// The string value of `key` when it is a non-empty string.
+    pub fn str_of(&self, key: &str) -> Option<&str> {
+        self.get(key).and_then(Json::as_str).filter(|s| !s.is_empty())
+    }
+
+    /// The record as [`RawJson`], written as `Value` would write it (a repeated key once, at its
+    /// first place, with its last value).
+    pub fn to_raw_json(&self) -> RawJson {
+        match serde_json::value::to_raw_value(self) {
+            Ok(raw) => RawJson::from_raw(&raw),
+            Err(_) => RawJson::from_value(&serde_json::Value::Null),
+        }
+    }
+}
+
+impl Serialize for Json<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Json::Null => s.serialize_unit(),
+            Json::Bool(b) => s.serialize_bool(*b),
+            Json::Num(n) => n.serialize(s),
+            Json::Str(text) => s.serialize_str(text),
+            Json::Arr(items) => {
+                let mut seq = s.serialize_seq(Some(items.len()))?;
+                for item in items {
+                    seq.serialize_element(item)?;
+                }
+                seq.end()
+            }
+            Json::Obj(entries) => {
+                // `Value` keeps one entry per key: the first place, the last value.
+                let unique = |i: usize| !entries[..i].iter().any(|(k, _)| *k == entries[i].0);
+                let count = (0..entries.len()).filter(|&i| unique(i)).count();
+                let mut map = s.serialize_map(Some(count))?;
+                for (i, (key, value)) in entries.iter().enumerate() {
+                    if unique(i) {
+                        let last = entries[i..].iter().rev().find(|(k, _)| k == key).map_or(value, |(_, v)| v);
+                        map.serialize_entry(key.as_ref(), last)?;
+                    }
+                }
+                map.end()
+            }
+        }
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Json<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(JsonVisitor)
+    }
+}
+
+struct JsonVisitor;
+
+impl<'de> Visitor<'de> for JsonVisitor {
+    type Value = Json<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
+        Ok(Json::Bool(v))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+        Ok(Json::Num(v.into()))
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+        Ok(Json::Num(v.into()))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+        Ok(Number::from_f64(v).map_or(Json::Null, Json::Num))
+    }
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+        Ok(Json::Str(Cow::Borrowed(v)))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(Json::Str(Cow::Owned(v.to_owned())))
+    }
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+        Ok(Json::Str(Cow::Owned(v)))
+    }
+    fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(Json::Null)
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        Json::deserialize(d)
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(Json::Null)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(16));
+        while let Some(item) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(Json::Arr(items))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(0).min(16));
+        while let Some(key) = map.next_key::<Key<'de>>()? {
+            entries.push((key.0, map.next_value()?));
+        }
+        Ok(Json::Obj(entries))
+    }
+}
+
+/// An object key, borrowed when it holds no escape.
+struct Key<'a>(Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Key<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Key(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Key(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Key(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// A field's verbatim JSON text, `null` included (`#[serde(default)]` gives `Raw(None)` when the
+/// field is absent, where `Option<&RawValue>` would also read `null` as absent).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Raw<'a>(pub Option<&'a RawValue>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Raw<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        <&'a RawValue>::deserialize(d).map(|r| Raw(Some(r)))
+    }
+}
+
+impl<'a> Raw<'a> {
+    pub fn get(&self) -> Option<&'a str> {
+        self.0.map(RawValue::get)
+    }
+
+    pub fn is_some(&self) -> bool {
+        self.0.is_some()
+    }
+
+    /// Present and not `null`.
+    pub fn is_value(&self) -> bool {
+        self.0.is_some_and(|r| r.get() != "null")
+    }
+
+    /// The text parsed as a [`Json`] tree (borrowing from the line), `None` when absent or when
+    /// `Value` would not accept it either.
+    pub fn json(&self) -> Option<Json<'a>> {
+        serde_json::from_str(self.0?.get()).ok()
+    }
+}
+
+/// Reads any JSON value and keeps nothing, accepting exactly what [`serde_json::Value`] accepts
+/// (unlike `IgnoredAny`, numbers and strings are read, not skipped: `1e400` is refused). Checks
+/// that a verbatim record is one a `Value` would have held, without building it.
+pub struct Checked;
+
+impl<'de> Deserialize<'de> for Checked {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(CheckedVisitor)
+    }
+}
+
+struct CheckedVisitor;
+
+impl<'de> Visitor<'de> for CheckedVisitor {
+    type Value = Checked;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_none<E: de::Error>(self) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Checked, D::Error> {
+        Checked::deserialize(d)
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Checked, A::Error> {
+        while seq.next_element::<Checked>()?.is_some() {}
+        Ok(Checked)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Checked, A::Error> {
+        while map.next_key::<Checked>()?.is_some() {
+            map.next_value::<Checked>()?;
+        }
+        Ok(Checked)
+    }
+}
+
+/// `raw` as [`RawJson`] (its text copied verbatim) when a [`serde_json::Value`] would hold it.
+pub fn checked_raw(raw: &RawValue) -> Option<RawJson> {
+    serde_json::from_str::<Checked>(raw.get()).is_ok().then(|| RawJson::from_raw(raw))
+}
+
+/// A string field read leniently (anything else, `null` included, is `None`, as
+/// [`super::json::opt_string`]), scanned without serde_json's scratch buffer: the literal is
+/// captured verbatim, then borrowed when it holds no escape or unescaped into a string of its
+/// exact size. Refuses what serde_json's string reader refuses, so a line fails exactly when it did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Text<'a>(pub Option<Cow<'a, str>>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw = <&'de RawValue>::deserialize(d)?;
+        lenient_text(raw.get()).map(Text)
+    }
+}
+
+impl<'a> Text<'a> {
+    pub fn as_deref(&self) -> Option<&str> {
+        self.0.as_deref()
+    }
+}
+
+/// The string a captured JSON value holds (`None` for other values); an error where reading the
+/// value with serde_json's own visitors would have failed (a lone surrogate, a number out of range).
+pub fn lenient_text<E: de::Error>(raw: &str) -> Result<Option<Cow<'_, str>>, E> {
+    match raw.as_bytes().first() {
+        Some(b'"') => unescape_literal(raw).map(Some).ok_or_else(|| E::custom("lone surrogate in a string")),
+        Some(b'-' | b'0'..=b'9') => check_number(raw).map(|()| None),
+        _ => Ok(None),
+    }
+}
+
+/// A captured number is one serde_json's number reader takes (`1e400` is not).
+pub fn check_number<E: de::Error>(raw: &str) -> Result<(), E> {
+    serde_json::from_str::<Checked>(raw).map(|_| ()).map_err(E::custom)
+}
+
+/// The text of a JSON string literal `raw` (quotes included) that serde_json has already scanned
+/// (so its escapes are well formed and it holds no control character): borrowed when it holds no
+/// escape, else unescaped into a string of its exact size. `None` for a lone surrogate escape,
+/// which serde_json refuses in a string.
+pub fn unescape_literal(raw: &str) -> Option<Cow<'_, str>> {
+    let inner = raw.get(1..raw.len().checked_sub(1)?)?;
+    let bytes = inner.as_bytes();
+    let Some(mut at) = memchr::memchr(b'\\', bytes) else { return Some(Cow::Borrowed(inner)) };
+    let mut out = String::with_capacity(inner.len());
+    let mut start = 0;
+    loop {
+        out.push_str(&inner[start..at]);
+        let esc = *bytes.get(at + 1)?;
+        at += 2;
+        match esc {
+            b'"' => out.push('"'),
+            b'\\' => out.push('\\'),
+            b'/' => out.push('/'),
+            b'b' => out.push('\u{8}'),
+            b'f' => out.push('\u{c}'),
+            b'n' => out.push('\n'),
+            b'r' => out.push('\r'),
+            b't' => out.push('\t'),
+            b'u' => {
+                let n = hex4(bytes.get(at..at + 4)?)?;
+                at += 4;
+                let c = match n {
+                    0xDC00..=0xDFFF => return None,
+                    0xD800..=0xDBFF => {
+                        if bytes.get(at..at + 2)? != b"\\u" {
+                            return None;
+                        }
+                        let n2 = hex4(bytes.get(at + 2..at + 6)?)?;
+                        if !(0xDC00..=0xDFFF).contains(&n2) {
+                            return None;
+                        }
+                        at += 6;
+                        char::from_u32(((u32::from(n) - 0xD800) << 10 | (u32::from(n2) - 0xDC00)) + 0x1_0000)?
+                    }
+                    _ => char::from_u32(u32::from(n))?,
+                };
+                out.push(c);
+            }
+            _ => return None,
+        }
+        start = at;
+        match memchr::memchr(b'\\', &bytes[at..]) {
+            Some(next) => at += next,
+            None => {
+                out.push_str(&inner[start..]);
+                return Some(Cow::Owned(out));
+            }
+        }
+    }
+}
+
+fn hex4(digits: &[u8]) -> Option<u16> {
+    let mut n = 0u16;
+    for &d in digits {
+        n = n << 4 | (d as char).to_digit(16)? as u16;
+    }
+    Some(n)
+}
+
+/// A JSON string's text: borrowed when it holds no escape.
+pub fn unescape(raw: &str) -> Option<Cow<'_, str>> {
+    struct S<'a>(Cow<'a, str>);
+    impl<'de: 'a, 'a> Deserialize<'de> for S<'a> {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            Key::deserialize(d).map(|k| S(k.0))
+        }
+    }
+    serde_json::from_str::<S<'_>>(raw).ok().map(|s| s.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+
+    #[test]
+    fn accepts_what_value_accepts() {
+        for text in [
+            r#"{"a":1,"b":[true,null,-2,3.5,"x\n"],"c":{"d":"e"}}"#,
+            r#"{"a":1,"a":2}"#,
+            "[1e400]",
+            r#""\ud800""#,
+            "{\"a\":1",
+            "-0",
+            "18446744073709551616",
+        ] {
+            let ours = serde_json::from_str::<Json>(text).ok().map(|j| serde_json::to_value(&j).unwrap());
+            let theirs = serde_json::from_str::<Value>(text).ok();
+            assert_eq!(ours, theirs, "{text}");
+            assert_eq!(serde_json::from_str::<Checked>(text).is_ok(), theirs.is_some(), "{text}");
+        }
+    }
+
+    #[test]
+    fn repeated_keys_read_and_write_like_value() {
+        let j: Json = serde_json::from_str(r#"{"a":1,"b":2,"a":3}"#).unwrap();
+        assert_eq!(j.get("a").and_then(Json::as_u64), Some(3));
+        assert_eq!(j.to_raw_json().get(), r#"{"a":3,"b":2}"#);
+        assert_eq!(j.to_raw_json(), json!({"b": 2, "a": 3}));
+    }
+
+    #[test]
+    fn strings_borrow_without_escapes() {
+        let j: Json = serde_json::from_str(r#"{"a":"plain","b":"esc\n"}"#).unwrap();
+        assert!(matches!(j.get("a"), Some(Json::Str(Cow::Borrowed("plain")))));
+        assert!(matches!(j.get("b"), Some(Json::Str(Cow::Owned(_)))));
+        assert_eq!(unescape(r#""x\"y""#).as_deref(), Some("x\"y"));
+        assert!(matches!(unescape(r#""xy""#), Some(Cow::Borrowed("xy"))));
+    }
+
+    #[test]
+    fn unescapes_like_serde_json() {
+        for text in [
+            r#""plain""#,
+            r#""a\"b\\c\/d\be\ff\ng\rh\ti""#,
+            r#""\u00e9\u4e2d\ud83d\ude00 end""#,
+            r#""\ud800""#,
+            r#""\udc00x""#,
+            r#""\ud800\n""#,
+            r#""\ud800\u0041""#,
+            r#""\ud800\ud800""#,
+            r#""x\u0000y""#,
+            r#""""#,
+        ] {
+            let theirs = serde_json::from_str::<String>(text).ok();
+            assert_eq!(unescape_literal(text).map(Cow::into_owned), theirs, "{text}");
+        }
+    }
+
+    #[test]
+    fn text_is_lenient_but_fails_where_serde_json_fails() {
+        #[derive(Deserialize)]
+        struct L<'a> {
+            #[serde(default, borrow)]
+            t: Text<'a>,
+        }
+        let get = |json: &str| serde_json::from_str::<L>(json).map(|l| l.t.0.map(Cow::into_owned)).ok();
+        assert_eq!(get(r#"{"t":"x\ny"}"#), Some(Some("x\ny".to_string())));
+        for other in ["null", "1", "true", "[1]", r#"{"a":"\ud800"}"#] {
+            assert_eq!(get(&format!(r#"{{"t":{other}}}"#)), Some(None), "{other}");
+        }
+        assert_eq!(get(r#"{"t":"\ud800"}"#), None);
+        assert_eq!(get(r#"{"t":1e400}"#), None);
+        assert_eq!(get(r#"{}"#), Some(None));
+    }
+
+    #[test]
+    fn raw_keeps_null() {
+        #[derive(Deserialize)]
+        struct L<'a> {
+            #[serde(default, borrow)]
+            a: Raw<'a>,
+            #[serde(default, borrow)]
+            b: Raw<'a>,
+        }
+        let l: L = serde_json::from_str(r#"{"a":null}"#).unwrap();
+        assert_eq!(l.a.get(), Some("null"));
+        assert!(!l.a.is_value());
+        assert!(!l.b.is_some());
+    }
+}
