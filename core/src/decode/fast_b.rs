@@ -335,22 +335,48 @@ pub fn check_number<E: de::Error>(raw: &str) -> Result<(), E> {
 pub fn unescape_literal(raw: &str) -> Option<Cow<'_, str>> {
     let inner = raw.get(1..raw.len().checked_sub(1)?)?;
     let bytes = inner.as_bytes();
-    let Some(mut at) = memchr::memchr(b'\\', bytes) else { return Some(Cow::Borrowed(inner)) };
-    let mut out = String::with_capacity(inner.len());
-    let mut start = 0;
+    let Some(first) = memchr::memchr(b'\\', bytes) else { return Some(Cow::Borrowed(inner)) };
+    let mut out: Vec<u8> = Vec::with_capacity(bytes.len());
+    out.extend_from_slice(&bytes[..first]);
+    let mut at = first;
     loop {
-        out.push_str(&inner[start..at]);
-        let esc = *bytes.get(at + 1)?;
-        at += 2;
-        match esc {
-            b'"' => out.push('"'),
-            b'\\' => out.push('\\'),
-            b'/' => out.push('/'),
-            b'b' => out.push('\u{8}'),
-            b'f' => out.push('\u{c}'),
-            b'n' => out.push('\n'),
-            b'r' => out.push('\r'),
-            b't' => out.push('\t'),
+        // Copy up to the next backslash, eight bytes at a time.
+        while let Some(word) = bytes.get(at..at + 8) {
+            let w = u64::from_le_bytes(word.try_into().ok()?);
+            let x = w ^ 0x5c5c_5c5c_5c5c_5c5c;
+            let found = x.wrapping_sub(0x0101_0101_0101_0101) & !x & 0x8080_8080_8080_8080;
+            if found == 0 {
+                out.extend_from_slice(word);
+                at += 8;
+            } else {
+                let n = (found.trailing_zeros() / 8) as usize;
+                out.extend_from_slice(&word[..n]);
+                at += n;
+                break;
+            }
+        }
+        while let Some(&b) = bytes.get(at) {
+            if b == b'\\' {
+                break;
+            }
+            out.push(b);
+            at += 1;
+        }
+        if at >= bytes.len() {
+            break;
+        }
+        at += 1;
+        let esc = *bytes.get(at)?;
+        at += 1;
+        let byte = match esc {
+            b'"' => b'"',
+            b'\\' => b'\\',
+            b'/' => b'/',
+            b'b' => 0x08,
+            b'f' => 0x0c,
+            b'n' => b'\n',
+            b'r' => b'\r',
+            b't' => b'\t',
             b'u' => {
                 let n = hex4(bytes.get(at..at + 4)?)?;
                 at += 4;
@@ -369,19 +395,14 @@ pub fn unescape_literal(raw: &str) -> Option<Cow<'_, str>> {
                     }
                     _ => char::from_u32(u32::from(n))?,
                 };
-                out.push(c);
+                out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
+                continue;
             }
             _ => return None,
-        }
-        start = at;
-        match memchr::memchr(b'\\', &bytes[at..]) {
-            Some(next) => at += next,
-            None => {
-                out.push_str(&inner[start..]);
-                return Some(Cow::Owned(out));
-            }
-        }
+        };
+        out.push(byte);
     }
+    String::from_utf8(out).ok().map(Cow::Owned)
 }
 
 fn hex4(digits: &[u8]) -> Option<u16> {
@@ -406,6 +427,7 @@ pub fn unescape(raw: &str) -> Option<Cow<'_, str>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::Strategy;
     use serde_json::{Value, json};
 
     #[test]
@@ -459,6 +481,29 @@ mod tests {
         ] {
             let theirs = serde_json::from_str::<String>(text).ok();
             assert_eq!(unescape_literal(text).map(Cow::into_owned), theirs, "{text}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn unescape_agrees_with_serde_json(
+            parts in proptest::collection::vec(
+                proptest::prop_oneof![
+                    "[a-z \"\\\\/\n\té€😀]{0,12}".prop_map(|s| {
+                        let quoted = serde_json::to_string(&s).unwrap();
+                        quoted[1..quoted.len() - 1].to_string()
+                    }),
+                    "\\\\u[0-9a-fA-F]{4}",
+                    "\\\\u[dD][89abAB][0-9a-f]{2}",
+                    "\\\\u[dD][c-fC-F][0-9a-f]{2}",
+                    "\\\\[bfnrt/\"\\\\]",
+                ],
+                0..12,
+            )
+        ) {
+            let text = format!("\"{}\"", parts.concat());
+            let theirs = serde_json::from_str::<String>(&text).ok();
+            proptest::prop_assert_eq!(unescape_literal(&text).map(Cow::into_owned), theirs, "{}", text);
         }
     }
 
