@@ -83,9 +83,10 @@ use std::fmt;
 use serde::de::{self, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
-use serde_json::{Map, Number, Value};
+use serde_json::{Map, Value};
 
 use super::context::{DecodeContext, Envelope};
+use super::fast_b::{Checked, Json, unescape_literal};
 use super::json::{Obj, ObjList, parse_line};
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::{
@@ -120,17 +121,26 @@ pub(crate) struct DroidDecoder {
 /// (id or messageId, blockIndex, text) of an emitted thought.
 type ThoughtKey = (String, String, String);
 
-/// A polymorphic field, decoded in the line's single pass: a string, or any other JSON value.
+/// A polymorphic field: a string (unescaped once, borrowed when it holds no escape), or any
+/// other JSON value, kept as its verbatim text and read into a borrowed [`Json`] tree (no `Value`,
+/// no hashing). Both are read exactly as strictly as a `Value` would read them.
 #[derive(Debug)]
 enum Val<'a> {
     Str(Cow<'a, str>),
-    Json(Value),
+    Json(Box<RawVal<'a>>),
+}
+
+/// A non-string value: its text as printed, and the text read.
+#[derive(Debug)]
+struct RawVal<'a> {
+    raw: &'a RawValue,
+    json: Json<'a>,
 }
 
 /// `message`: the text of an `error` line, or the message object of `create_message`.
 enum MessageField<'a> {
     Str(Cow<'a, str>),
-    Msg(CreatedMessage<'a>),
+    Msg(Box<CreatedMessage<'a>>),
     Odd,
 }
 
@@ -163,9 +173,9 @@ struct Line<'a> {
     model: Option<Cow<'a, str>>,
     // Tool calls: nested `toolUse` / `tool_use`, or the flat fields of the line itself.
     #[serde(rename = "toolUse", default, borrow)]
-    tool_use: Obj<ToolUse<'a>>,
+    tool_use: Obj<Box<ToolUse<'a>>>,
     #[serde(rename = "tool_use", default, borrow)]
-    tool_use_snake: Obj<ToolUse<'a>>,
+    tool_use_snake: Obj<Box<ToolUse<'a>>>,
     #[serde(rename = "toolUseId", default, borrow, with = "super::json::opt_string")]
     tool_use_id: Option<Cow<'a, str>>,
     #[serde(rename = "tool_use_id", default, borrow, with = "super::json::opt_string")]
@@ -299,44 +309,13 @@ struct Block<'a> {
 
 impl<'de: 'a, 'a> Deserialize<'de> for Val<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Val<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(Val::Str(Cow::Borrowed(v)))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(Val::Str(Cow::Owned(v.to_owned())))
-            }
-            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
-                Ok(Val::Str(Cow::Owned(v)))
-            }
-            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
-                Ok(Val::Json(Value::Bool(v)))
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
-                Ok(Val::Json(Value::from(v)))
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
-                Ok(Val::Json(Value::from(v)))
-            }
-            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
-                Ok(Val::Json(Number::from_f64(v).map_or(Value::Null, Value::Number)))
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-                Ok(Val::Json(Value::Null))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-                Value::deserialize(de::value::SeqAccessDeserializer::new(seq)).map(Val::Json)
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-                Value::deserialize(de::value::MapAccessDeserializer::new(map)).map(Val::Json)
-            }
+        let raw = <&'de RawValue>::deserialize(d)?;
+        let text = raw.get();
+        if text.starts_with('"') {
+            return unescape_literal(text).map(Val::Str).ok_or_else(|| de::Error::custom("lone surrogate in a string"));
         }
-        d.deserialize_any(V)
+        let json = serde_json::from_str::<Json<'de>>(text).map_err(de::Error::custom)?;
+        Ok(Val::Json(Box::new(RawVal { raw, json })))
     }
 }
 
@@ -358,7 +337,8 @@ impl<'de: 'a, 'a> Deserialize<'de> for MessageField<'a> {
                 Ok(MessageField::Str(Cow::Owned(v)))
             }
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-                CreatedMessage::deserialize(de::value::MapAccessDeserializer::new(map)).map(MessageField::Msg)
+                CreatedMessage::deserialize(de::value::MapAccessDeserializer::new(map))
+                    .map(|m| MessageField::Msg(Box::new(m)))
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
                 while seq.next_element::<de::IgnoredAny>()?.is_some() {}
@@ -409,17 +389,21 @@ impl<'a> Line<'a> {
 }
 
 impl<'a> Val<'a> {
-    fn into_object(self) -> Option<Map<String, Value>> {
+    /// An object value (a [`Json::Obj`]).
+    fn into_object(self) -> Option<Json<'a>> {
         match self {
-            Val::Json(Value::Object(m)) => Some(m),
+            Val::Json(v) if v.json.is_object() => Some(v.json),
             _ => None,
         }
     }
     fn into_value(self) -> Value {
         match self {
             Val::Str(s) => Value::String(s.into_owned()),
-            Val::Json(v) => v,
+            Val::Json(v) => v.json.into_value(),
         }
+    }
+    fn is_null(&self) -> bool {
+        matches!(self, Val::Json(v) if v.json.is_null())
     }
 }
 
@@ -591,11 +575,11 @@ impl DroidDecoder {
             }
             "session_token_usage_changed" | "token_usage_update" => {
                 if let Some(last) = l.last_call_token_usage.take().and_then(Val::into_object) {
-                    let usage = rpc_usage(last);
+                    let usage = rpc_usage(object_map(last));
                     self.push(&env, ctx, SessionUpdate::Usage { scope: UsageScope::Call, usage }, out);
                 }
                 if let Some(total) = l.token_usage.take().and_then(Val::into_object) {
-                    self.session_usage = Some(rpc_usage(total));
+                    self.session_usage = Some(rpc_usage(object_map(total)));
                 }
                 LineOutcome::Decoded
             }
@@ -632,16 +616,16 @@ impl DroidDecoder {
             "response" => {
                 let result = l.result.take().and_then(Val::into_object);
                 if let Some(r) = &result {
-                    let sid = r.get("sessionId").or_else(|| r.get("session_id")).and_then(Value::as_str);
+                    let sid = r.get("sessionId").or_else(|| r.get("session_id")).and_then(Json::as_str);
                     ctx.see_session(sid);
                 }
                 let env = Envelope::default();
-                if let Some(error) = l.error.take().filter(|e| !matches!(e, Val::Json(Value::Null))) {
+                if let Some(error) = l.error.take().filter(|e| !e.is_null()) {
                     let (message, raw) = error_parts(error);
-                    let message = message.or_else(|| raw.map(|r| r.to_string())).unwrap_or_default();
+                    let message = message.or_else(|| raw.map(|r| r.json.to_compact())).unwrap_or_default();
                     self.push(&env, ctx, SessionUpdate::error(message, true), out);
                 }
-                if let Some(text) = result.as_ref().and_then(|r| r.get("finalText")).and_then(Value::as_str) {
+                if let Some(text) = result.as_ref().and_then(|r| r.get("finalText")).and_then(Json::as_str) {
                     self.final_message(text, &env, ctx, out);
                 }
                 LineOutcome::Decoded
@@ -677,7 +661,7 @@ impl DroidDecoder {
         if let Some(text) = final_text {
             self.final_message(text, env, ctx, out);
         }
-        if let Some(mut usage) = l.usage.take().and_then(Val::into_object) {
+        if let Some(mut usage) = l.usage.take().and_then(Val::into_object).map(object_map) {
             for (key, value) in [
                 ("numTurns", l.num_turns.take()),
                 ("durationMs", l.duration_ms.take()),
@@ -712,7 +696,7 @@ impl DroidDecoder {
         out: &mut Vec<OutputEvent>,
     ) -> LineOutcome {
         let src = match l.tool_use.0.take().or_else(|| l.tool_use_snake.0.take()) {
-            Some(nested) => nested,
+            Some(nested) => *nested,
             None => l.take_flat_tool_use(),
         };
         let ToolUse {
@@ -749,8 +733,16 @@ impl DroidDecoder {
         if self.calls.contains_key(id) {
             return; // announced already (a create_message repeats the streamed tool_use)
         }
-        let raw_input = input.and_then(parse_input);
-        let args = raw_input.as_ref().and_then(Value::as_object);
+        // A string input is JSON text of the input object: read it for the title and keep the text
+        // itself as `rawInput`; any other input is kept as printed.
+        let from_text = match &input {
+            Some(Val::Str(text)) => serde_json::from_str::<Json<'_>>(text).ok().filter(Json::is_object),
+            _ => None,
+        };
+        let args = match &input {
+            Some(Val::Json(v)) if v.json.is_object() => Some(&v.json),
+            _ => from_text.as_ref(),
+        };
         let name_str = name.unwrap_or("");
         if normalize_name(Agent::Droid, name_str) == "todowrite" {
             if let Some(entries) = args.and_then(|a| todo_plan(a.get("todos"))) {
@@ -761,13 +753,22 @@ impl DroidDecoder {
         }
         self.calls.insert(id.to_string(), false);
         let (title, content, locations) = describe(name_str, args);
+        let text_is_object = from_text.is_some();
+        drop(from_text);
+        let raw_input = match input {
+            Some(Val::Str(text)) if text_is_object => RawJson::from_text(text.into_owned()),
+            Some(Val::Str(text)) => Some(RawJson::from_value(&Value::String(text.into_owned()))),
+            Some(Val::Json(v)) if v.json.is_null() => None,
+            Some(Val::Json(v)) => Some(RawJson::from_raw(v.raw)),
+            None => None,
+        };
         let call = ToolCall {
             tool_call_id: id.to_string(),
             title,
             tool_name: name.map(str::to_string),
             kind: tool_kind(Agent::Droid, name_str),
             status: ToolCallStatus::Pending,
-            raw_input: raw_input.map(RawJson::from),
+            raw_input,
             content: (!content.is_empty()).then_some(content),
             locations: (!locations.is_empty()).then_some(locations),
         };
@@ -782,26 +783,26 @@ impl DroidDecoder {
         out: &mut Vec<OutputEvent>,
     ) -> LineOutcome {
         let Some(id) = l.take_result_id() else { return LineOutcome::UnexpectedShape };
-        let not_null = |v: &Val<'_>| !matches!(v, Val::Json(Value::Null));
+        let not_null = |v: &Val<'_>| !v.is_null();
         let error = l.error.take().filter(not_null);
         let failed = flag(l.is_error).or(flag(l.is_error_snake)).unwrap_or(error.is_some());
         let (error_text, error_raw) = error.map(error_parts).unwrap_or((None, None));
         let value = l.value.take().filter(not_null);
         let content = l.content.take().filter(not_null);
         let (blocks, raw_output) = if let (true, Some(text)) = (failed, &error_text) {
-            (vec![ToolCallContent::text(text.clone())], error_raw)
+            (vec![ToolCallContent::text(text.clone())], error_raw.map(|r| RawJson::from_raw(r.raw)))
         } else if let Some(value) = value {
             match value {
                 Val::Str(text) => {
                     let raw = structured(&text);
                     (text_blocks(text), raw)
                 }
-                Val::Json(v) => (vec![ToolCallContent::text(v.to_string())], Some(v)),
+                Val::Json(v) => (vec![ToolCallContent::text(v.json.to_compact())], Some(RawJson::from_raw(v.raw))),
             }
         } else if let Some(content) = content {
             result_blocks(content)
         } else if let Some(text) = error_text {
-            (vec![ToolCallContent::text(text)], error_raw)
+            (vec![ToolCallContent::text(text)], error_raw.map(|r| RawJson::from_raw(r.raw)))
         } else {
             (Vec::new(), None)
         };
@@ -811,7 +812,7 @@ impl DroidDecoder {
         let mut update = ToolCallUpdate::new(id);
         update.status = Some(if failed { ToolCallStatus::Failed } else { ToolCallStatus::Completed });
         update.content = (!blocks.is_empty()).then_some(blocks);
-        update.raw_output = raw_output.map(RawJson::from);
+        update.raw_output = raw_output;
         self.push(env, ctx, SessionUpdate::ToolCallUpdate(update), out);
         LineOutcome::Decoded
     }
@@ -829,7 +830,7 @@ impl DroidDecoder {
             _ => l.update.take().and_then(Val::into_object).and_then(|update| {
                 ["text", "status", "details"]
                     .iter()
-                    .find_map(|k| update.get(*k).and_then(Value::as_str).filter(|s| !s.is_empty()))
+                    .find_map(|k| update.get(k).and_then(Json::as_str).filter(|s| !s.is_empty()))
                     .map(str::to_string)
             }),
         };
@@ -900,14 +901,23 @@ fn raw_text(raw: Option<&RawValue>) -> String {
     raw.map(|r| r.get().to_string()).unwrap_or_default()
 }
 
-/// An `error` field: its text (a string, or an object's `message`) and, for an object, the object.
-fn error_parts(error: Val<'_>) -> (Option<String>, Option<Value>) {
+/// An `error` field: its text (a string, or an object's `message`) and, for any other value, the
+/// value itself.
+fn error_parts(error: Val<'_>) -> (Option<String>, Option<Box<RawVal<'_>>>) {
     match error {
         Val::Str(s) => ((!s.is_empty()).then(|| s.into_owned()), None),
         Val::Json(v) => {
-            let message = v.get("message").and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_string);
+            let message = v.json.get("message").and_then(Json::as_str).filter(|s| !s.is_empty()).map(str::to_string);
             (message, Some(v))
         }
+    }
+}
+
+/// An object's entries as a [`JsonObject`] (for `usage` records kept in `extra`).
+fn object_map(object: Json<'_>) -> JsonObject {
+    match object {
+        Json::Obj(entries) => Json::into_map(entries),
+        _ => JsonObject::new(),
     }
 }
 
@@ -915,15 +925,17 @@ fn error_parts(error: Val<'_>) -> (Option<String>, Option<Value>) {
 fn message_text(content: Option<Val<'_>>) -> Option<String> {
     match content? {
         Val::Str(s) => Some(s.into_owned()),
-        Val::Json(Value::Array(blocks)) => Some(
-            blocks
-                .iter()
-                .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
-                .filter_map(|b| b.get("text").and_then(Value::as_str))
-                .collect::<Vec<_>>()
-                .concat(),
-        ),
-        Val::Json(_) => None,
+        Val::Json(v) => match &v.json {
+            Json::Arr(blocks) => Some(
+                blocks
+                    .iter()
+                    .filter(|b| b.get("type").and_then(Json::as_str) == Some("text"))
+                    .filter_map(|b| b.get("text").and_then(Json::as_str))
+                    .collect::<Vec<_>>()
+                    .concat(),
+            ),
+            _ => None,
+        },
     }
 }
 
@@ -932,64 +944,55 @@ fn text_blocks(text: Cow<'_, str>) -> Vec<ToolCallContent> {
     if text.is_empty() { Vec::new() } else { vec![ToolCallContent::text(text)] }
 }
 
-/// `value` text that is JSON of an object or array: droid's structured record.
-fn structured(text: &str) -> Option<Value> {
+/// `value` text that is JSON of an object or array: droid's structured record, kept as printed.
+fn structured(text: &str) -> Option<RawJson> {
     let t = text.trim_start();
     if !(t.starts_with('{') || t.starts_with('[')) {
         return None;
     }
-    serde_json::from_str::<Value>(text).ok().filter(|v| v.is_object() || v.is_array())
+    // Only what a `Value` would read (starting with `{` or `[`, it is an object or an array).
+    serde_json::from_str::<Checked>(text).ok()?;
+    RawJson::from_text(text)
 }
 
 /// A tool result's `content`: a string, text/image blocks, or other JSON (kept as `rawOutput`).
-fn result_blocks(content: Val<'_>) -> (Vec<ToolCallContent>, Option<Value>) {
-    match content {
-        Val::Str(text) => (text_blocks(text), None),
-        Val::Json(Value::Array(items)) => {
-            let mut blocks = Vec::new();
-            for block in &items {
-                let text_of = |k: &str| block.get(k).and_then(Value::as_str);
-                match text_of("type") {
-                    Some("text") => {
-                        if let Some(text) = text_of("text").filter(|t| !t.is_empty()) {
-                            blocks.push(ToolCallContent::text(text));
-                        }
-                    }
-                    Some("image") => {
-                        let source = block.get("source");
-                        let src = |k: &str| source.and_then(|s| s.get(k)).and_then(Value::as_str);
-                        let data = text_of("data").or_else(|| src("data"));
-                        let mime = text_of("mimeType").or_else(|| src("media_type"));
-                        let uri = src("url");
-                        if data.is_some() || uri.is_some() {
-                            blocks.push(ToolCallContent::Content {
-                                content: ContentBlock::Image(ImageContent {
-                                    data: data.unwrap_or_default().to_string(),
-                                    mime_type: mime.unwrap_or_default().to_string(),
-                                    uri: uri.map(str::to_string),
-                                }),
-                            });
-                        }
-                    }
-                    _ => {}
+fn result_blocks(content: Val<'_>) -> (Vec<ToolCallContent>, Option<RawJson>) {
+    let v = match content {
+        Val::Str(text) => return (text_blocks(text), None),
+        Val::Json(v) => v,
+    };
+    let Json::Arr(items) = &v.json else {
+        return (vec![ToolCallContent::text(v.json.to_compact())], Some(RawJson::from_raw(v.raw)));
+    };
+    let mut blocks = Vec::new();
+    for block in items {
+        let text_of = |k: &str| block.get(k).and_then(Json::as_str);
+        match text_of("type") {
+            Some("text") => {
+                if let Some(text) = text_of("text").filter(|t| !t.is_empty()) {
+                    blocks.push(ToolCallContent::text(text));
                 }
             }
-            (blocks, None)
+            Some("image") => {
+                let source = block.get("source");
+                let src = |k: &str| source.and_then(|s| s.get(k)).and_then(Json::as_str);
+                let data = text_of("data").or_else(|| src("data"));
+                let mime = text_of("mimeType").or_else(|| src("media_type"));
+                let uri = src("url");
+                if data.is_some() || uri.is_some() {
+                    blocks.push(ToolCallContent::Content {
+                        content: ContentBlock::Image(ImageContent {
+                            data: data.unwrap_or_default().to_string(),
+                            mime_type: mime.unwrap_or_default().to_string(),
+                            uri: uri.map(str::to_string),
+                        }),
+                    });
+                }
+            }
+            _ => {}
         }
-        Val::Json(v) => (vec![ToolCallContent::text(v.to_string())], Some(v)),
     }
-}
-
-/// The tool input: an object, or a JSON string holding one (else the string itself).
-fn parse_input(input: Val<'_>) -> Option<Value> {
-    match input {
-        Val::Str(text) => Some(match serde_json::from_str::<Value>(&text) {
-            Ok(v @ Value::Object(_)) => v,
-            _ => Value::String(text.into_owned()),
-        }),
-        Val::Json(Value::Null) => None,
-        Val::Json(v) => Some(v),
-    }
+    (blocks, None)
 }
 
 /// A line's timestamp as ISO 8601: epoch milliseconds (seconds below 10^11) are converted, a
@@ -1075,22 +1078,24 @@ fn rpc_usage(mut usage: Map<String, Value>) -> TokenUsage {
 
 /// A TodoWrite `todos`: an array of `{content, status, priority}`, or droid's numbered text list
 /// `1. [in_progress] Do x`. `None` when it does not parse (the call stays a tool call).
-fn todo_plan(todos: Option<&Value>) -> Option<Vec<PlanEntry>> {
+fn todo_plan(todos: Option<&Json<'_>>) -> Option<Vec<PlanEntry>> {
     match todos? {
-        Value::Array(items) => {
+        Json::Arr(items) => {
             let entries: Vec<PlanEntry> = items
                 .iter()
                 .filter_map(|t| {
-                    let t = t.as_object()?;
-                    let content = t.get("content").and_then(Value::as_str).filter(|s| !s.is_empty())?;
-                    let status = plan_status(t.get("status").and_then(Value::as_str).unwrap_or(""));
-                    let priority = PlanEntryPriority::from_wire(t.get("priority").and_then(Value::as_str));
+                    if !t.is_object() {
+                        return None;
+                    }
+                    let content = t.get("content").and_then(Json::as_str).filter(|s| !s.is_empty())?;
+                    let status = plan_status(t.get("status").and_then(Json::as_str).unwrap_or(""));
+                    let priority = PlanEntryPriority::from_wire(t.get("priority").and_then(Json::as_str));
                     Some(PlanEntry { content: content.to_string(), status, priority })
                 })
                 .collect();
             (items.is_empty() || !entries.is_empty()).then_some(entries)
         }
-        Value::String(text) => plan_from_text(text),
+        Json::Str(text) => plan_from_text(text),
         _ => None,
     }
 }
@@ -1130,8 +1135,8 @@ fn plan_from_text(text: &str) -> Option<Vec<PlanEntry>> {
 }
 
 /// Title, content (diffs) and locations of a call from its name and input.
-fn describe(name: &str, args: Option<&Map<String, Value>>) -> (String, Vec<ToolCallContent>, Vec<ToolCallLocation>) {
-    let get = |k: &str| args.and_then(|a| a.get(k)).and_then(Value::as_str).filter(|s| !s.is_empty());
+fn describe(name: &str, args: Option<&Json<'_>>) -> (String, Vec<ToolCallContent>, Vec<ToolCallLocation>) {
+    let get = |k: &str| args.and_then(|a| a.str_of(k));
     let path = get("file_path").or_else(|| get("path")).or_else(|| get("filePath")).or_else(|| get("absolute_path"));
     let dir = get("directory_path").or_else(|| get("folder"));
     let mut content = Vec::new();
@@ -1146,7 +1151,7 @@ fn describe(name: &str, args: Option<&Map<String, Value>>) -> (String, Vec<ToolC
         "ls" => dir.or(path).map(|d| format!("List {d}")).unwrap_or_else(|| "List directory".to_string()),
         "glob" => {
             let patterns = match args.and_then(|a| a.get("patterns")) {
-                Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", "),
+                Some(Json::Arr(items)) => items.iter().filter_map(Json::as_str).collect::<Vec<_>>().join(", "),
                 _ => get("pattern").unwrap_or("").to_string(),
             };
             if patterns.is_empty() { "Find files".to_string() } else { format!("Find {patterns}") }
@@ -1164,13 +1169,13 @@ fn describe(name: &str, args: Option<&Map<String, Value>>) -> (String, Vec<ToolC
         }
         "edit" | "multiedit" => {
             if let Some(p) = path {
-                let list: Vec<&Map<String, Value>> = match args.and_then(|a| a.get("edits")) {
-                    Some(Value::Array(items)) => items.iter().filter_map(Value::as_object).collect(),
-                    _ => args.into_iter().collect(),
+                let list: &[Json<'_>] = match args.and_then(|a| a.get("edits")) {
+                    Some(Json::Arr(items)) => items,
+                    _ => args.map(std::slice::from_ref).unwrap_or_default(),
                 };
-                for edit in list {
-                    let old = edit.get("old_str").or_else(|| edit.get("old_string")).and_then(Value::as_str);
-                    let new = edit.get("new_str").or_else(|| edit.get("new_string")).and_then(Value::as_str);
+                for edit in list.iter().filter(|e| e.is_object()) {
+                    let old = edit.get("old_str").or_else(|| edit.get("old_string")).and_then(Json::as_str);
+                    let new = edit.get("new_str").or_else(|| edit.get("new_string")).and_then(Json::as_str);
                     if let (Some(old), Some(new)) = (old, new) {
                         content.push(ToolCallContent::Diff(DiffContent {
                             path: p.to_string(),
@@ -1212,12 +1217,12 @@ fn describe(name: &str, args: Option<&Map<String, Value>>) -> (String, Vec<ToolC
     (bound_title(title), content, locations)
 }
 
-fn get_any_str(args: Option<&Map<String, Value>>, key: &str) -> Option<String> {
-    args.and_then(|a| a.get(key)).and_then(Value::as_str).map(str::to_string)
+fn get_any_str(args: Option<&Json<'_>>, key: &str) -> Option<String> {
+    args.and_then(|a| a.get(key)).and_then(Json::as_str).map(str::to_string)
 }
 
-fn task_title(label: &str, args: Option<&Map<String, Value>>) -> String {
-    let id = args.and_then(|a| ["task_id", "taskId", "id"].iter().find_map(|k| a.get(*k).and_then(Value::as_str)));
+fn task_title(label: &str, args: Option<&Json<'_>>) -> String {
+    let id = args.and_then(|a| ["task_id", "taskId", "id"].iter().find_map(|k| a.get(k).and_then(Json::as_str)));
     match id {
         Some(id) if !id.is_empty() => format!("{label} {id}"),
         _ => label.to_string(),

@@ -85,6 +85,36 @@ impl<'a> Json<'a> {
     }
 }
 
+impl Json<'_> {
+    /// The value as a [`serde_json::Value`] (a repeated key keeps its first place and last value,
+    /// as when `Value` reads the text).
+    pub fn into_value(self) -> serde_json::Value {
+        use serde_json::Value;
+        match self {
+            Json::Null => Value::Null,
+            Json::Bool(b) => Value::Bool(b),
+            Json::Num(n) => Value::Number(n),
+            Json::Str(s) => Value::String(s.into_owned()),
+            Json::Arr(items) => Value::Array(items.into_iter().map(Json::into_value).collect()),
+            Json::Obj(entries) => Value::Object(Json::into_map(entries)),
+        }
+    }
+
+    /// Object entries as a [`serde_json::Map`] (inserted in order, as `Value` reads them).
+    pub fn into_map(entries: Vec<(Cow<'_, str>, Json<'_>)>) -> serde_json::Map<String, serde_json::Value> {
+        let mut map = serde_json::Map::with_capacity(entries.len());
+        for (k, v) in entries {
+            map.insert(k.into_owned(), v.into_value());
+        }
+        map
+    }
+
+    /// Compact JSON text, as `Value::to_string` writes it.
+    pub fn to_compact(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
 impl Serialize for Json<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
@@ -441,9 +471,12 @@ mod tests {
             "-0",
             "18446744073709551616",
         ] {
-            let ours = serde_json::from_str::<Json>(text).ok().map(|j| serde_json::to_value(&j).unwrap());
+            let json = serde_json::from_str::<Json>(text).ok();
+            let ours = json.as_ref().map(|j| serde_json::to_value(j).unwrap());
             let theirs = serde_json::from_str::<Value>(text).ok();
             assert_eq!(ours, theirs, "{text}");
+            assert_eq!(json.as_ref().map(Json::to_compact), theirs.as_ref().map(Value::to_string), "{text}");
+            assert_eq!(json.map(Json::into_value), theirs, "{text}");
             assert_eq!(serde_json::from_str::<Checked>(text).is_ok(), theirs.is_some(), "{text}");
         }
     }
