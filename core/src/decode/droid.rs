@@ -86,7 +86,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::context::{DecodeContext, Envelope};
-use super::fast_b::{Checked, Json, unescape_literal};
+use super::fast_b::{Json, unescape_literal, value_text};
 use super::json::{Obj, ObjList, parse_line};
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::{
@@ -950,9 +950,8 @@ fn structured(text: &str) -> Option<RawJson> {
     if !(t.starts_with('{') || t.starts_with('[')) {
         return None;
     }
-    // Only what a `Value` would read (starting with `{` or `[`, it is an object or an array).
-    serde_json::from_str::<Checked>(text).ok()?;
-    RawJson::from_text(text)
+    // Starting with `{` or `[`, what parses is an object or an array.
+    value_text(text)
 }
 
 /// A tool result's `content`: a string, text/image blocks, or other JSON (kept as `rawOutput`).

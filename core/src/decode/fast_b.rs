@@ -318,6 +318,39 @@ impl<'de> Visitor<'de> for CheckedVisitor {
     }
 }
 
+/// JSON `text` as [`RawJson`] (kept verbatim) when a [`serde_json::Value`] would read it.
+///
+/// `RawJson` checks the syntax; `Value` refuses two more things: a string holding a lone
+/// surrogate escape and a number beyond `f64`. The strict read runs only when the text could hold
+/// one of those (a `\u` escape, a digit followed by an exponent, or a run of 300+ digits), which
+/// ordinary records never do.
+pub fn value_text(text: &str) -> Option<RawJson> {
+    if could_be_refused_by_value(text.as_bytes()) {
+        serde_json::from_str::<Checked>(text).ok()?;
+    }
+    RawJson::from_text(text)
+}
+
+fn could_be_refused_by_value(bytes: &[u8]) -> bool {
+    let mut digits = 0usize;
+    let mut prev = 0u8;
+    for &b in bytes {
+        if b.is_ascii_digit() {
+            digits += 1;
+            if digits >= 300 {
+                return true;
+            }
+        } else {
+            digits = 0;
+            if (b | 0x20 == b'e' && (prev.is_ascii_digit() || prev == b'.')) || (prev == b'\\' && b == b'u') {
+                return true;
+            }
+        }
+        prev = b;
+    }
+    false
+}
+
 /// `raw` as [`RawJson`] (its text copied verbatim) when a [`serde_json::Value`] would hold it.
 pub fn checked_raw(raw: &RawValue) -> Option<RawJson> {
     serde_json::from_str::<Checked>(raw.get()).is_ok().then(|| RawJson::from_raw(raw))
@@ -555,6 +588,25 @@ mod tests {
         assert_eq!(get(r#"{"t":"\ud800"}"#), None);
         assert_eq!(get(r#"{"t":1e400}"#), None);
         assert_eq!(get(r#"{}"#), Some(None));
+    }
+
+    #[test]
+    fn value_text_refuses_what_value_refuses() {
+        for text in [
+            r#"{"a":[1,2.5,-3e2],"b":"x"}"#,
+            r#"{"a":1e400}"#,
+            r#"[1E400]"#,
+            r#"{"s":"\ud800"}"#,
+            r#"{"s":"\u00e9"}"#,
+            r#"{"name":"file2e"}"#,
+            r#"{"a":1"#,
+        ] {
+            let theirs = serde_json::from_str::<Value>(text).ok();
+            assert_eq!(value_text(text).map(|r| r.to_value()), theirs, "{text}");
+        }
+        let long = format!("[{}]", "9".repeat(400));
+        assert!(value_text(&long).is_none());
+        assert!(serde_json::from_str::<Value>(&long).is_err());
     }
 
     #[test]
