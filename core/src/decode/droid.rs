@@ -83,10 +83,10 @@ use std::fmt;
 use serde::de::{self, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::context::{DecodeContext, Envelope};
-use super::fast_b::{Json, unescape_literal, value_text};
+use super::fast_b::{Entries, Json, unescape_literal, value_text};
 use super::json::{Obj, ObjList, parse_line};
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::{
@@ -396,10 +396,10 @@ impl<'a> Val<'a> {
             _ => None,
         }
     }
-    fn into_value(self) -> Value {
+    fn into_json(self) -> Json<'a> {
         match self {
-            Val::Str(s) => Value::String(s.into_owned()),
-            Val::Json(v) => v.json.into_value(),
+            Val::Str(s) => Json::Str(s),
+            Val::Json(v) => v.json,
         }
     }
     fn is_null(&self) -> bool {
@@ -575,11 +575,11 @@ impl DroidDecoder {
             }
             "session_token_usage_changed" | "token_usage_update" => {
                 if let Some(last) = l.last_call_token_usage.take().and_then(Val::into_object) {
-                    let usage = rpc_usage(object_map(last));
+                    let usage = rpc_usage(Entries::of(last));
                     self.push(&env, ctx, SessionUpdate::Usage { scope: UsageScope::Call, usage }, out);
                 }
                 if let Some(total) = l.token_usage.take().and_then(Val::into_object) {
-                    self.session_usage = Some(rpc_usage(object_map(total)));
+                    self.session_usage = Some(rpc_usage(Entries::of(total)));
                 }
                 LineOutcome::Decoded
             }
@@ -661,7 +661,7 @@ impl DroidDecoder {
         if let Some(text) = final_text {
             self.final_message(text, env, ctx, out);
         }
-        if let Some(mut usage) = l.usage.take().and_then(Val::into_object).map(object_map) {
+        if let Some(mut usage) = l.usage.take().and_then(Val::into_object).map(Entries::of) {
             for (key, value) in [
                 ("numTurns", l.num_turns.take()),
                 ("durationMs", l.duration_ms.take()),
@@ -669,7 +669,7 @@ impl DroidDecoder {
                 ("duration_ms", l.duration_ms_snake.take()),
             ] {
                 if let Some(v) = value {
-                    usage.insert(key.to_string(), v.into_value());
+                    usage.insert(key, v.into_json());
                 }
             }
             let usage = run_usage(usage);
@@ -913,14 +913,6 @@ fn error_parts(error: Val<'_>) -> (Option<String>, Option<Box<RawVal<'_>>>) {
     }
 }
 
-/// An object's entries as a [`JsonObject`] (for `usage` records kept in `extra`).
-fn object_map(object: Json<'_>) -> JsonObject {
-    match object {
-        Json::Obj(entries) => Json::into_map(entries),
-        _ => JsonObject::new(),
-    }
-}
-
 /// The text of a message's `content`: a string, or its text blocks joined.
 fn message_text(content: Option<Val<'_>>) -> Option<String> {
     match content? {
@@ -1046,32 +1038,32 @@ fn iso_from_epoch(n: f64) -> Option<String> {
 }
 
 /// The `completion` / `result` usage (see the module docs for the arithmetic).
-fn run_usage(mut usage: Map<String, Value>) -> TokenUsage {
-    let mut take = |k: &str| usage.remove(k).and_then(|v| v.as_u64());
+fn run_usage(mut usage: Entries<'_>) -> TokenUsage {
+    let mut take = |k: &str| usage.swap_remove(k).and_then(|v| v.as_u64());
     let input = take("input_tokens");
     let output = take("output_tokens");
     let read = take("cache_read_input_tokens");
-    let write = usage.get("cache_creation_input_tokens").and_then(Value::as_u64);
+    let write = usage.get("cache_creation_input_tokens").and_then(Json::as_u64);
     TokenUsage {
         prompt_tokens: input.map(|i| i + read.unwrap_or(0) + write.unwrap_or(0)),
         completion_tokens: output,
         cached_tokens: read,
         cost_usd: None,
-        extra: (!usage.is_empty()).then_some(usage),
+        extra: (!usage.is_empty()).then(|| usage.into_map()),
     }
 }
 
 /// A JSON-RPC `tokenUsage` / `lastCallTokenUsage` (camelCase counters, same arithmetic).
-fn rpc_usage(mut usage: Map<String, Value>) -> TokenUsage {
-    let mut take = |k: &str| usage.remove(k).and_then(|v| v.as_u64());
+fn rpc_usage(mut usage: Entries<'_>) -> TokenUsage {
+    let mut take = |k: &str| usage.swap_remove(k).and_then(|v| v.as_u64());
     let (input, output, read) = (take("inputTokens"), take("outputTokens"), take("cacheReadTokens"));
-    let write = usage.get("cacheCreationTokens").and_then(Value::as_u64);
+    let write = usage.get("cacheCreationTokens").and_then(Json::as_u64);
     TokenUsage {
         prompt_tokens: input.map(|i| i + read.unwrap_or(0) + write.unwrap_or(0)),
         completion_tokens: output,
         cached_tokens: read,
         cost_usd: None,
-        extra: (!usage.is_empty()).then_some(usage),
+        extra: (!usage.is_empty()).then(|| usage.into_map()),
     }
 }
 

@@ -115,6 +115,53 @@ impl Json<'_> {
     }
 }
 
+/// An object's entries with the semantics of a [`serde_json::Map`] read from it (one entry per
+/// key, at its first place, with its last value; `swap_remove` as the map's `remove`), to pick
+/// fields out of a record before building the map of what is left.
+#[derive(Debug, Default)]
+pub struct Entries<'a>(Vec<(Cow<'a, str>, Json<'a>)>);
+
+impl<'a> Entries<'a> {
+    /// The entries of an object (empty for any other value).
+    pub fn of(object: Json<'a>) -> Self {
+        let Json::Obj(entries) = object else { return Entries::default() };
+        let mut out: Vec<(Cow<'a, str>, Json<'a>)> = Vec::with_capacity(entries.len());
+        for (key, value) in entries {
+            match out.iter_mut().find(|(k, _)| *k == key) {
+                Some(slot) => slot.1 = value,
+                None => out.push((key, value)),
+            }
+        }
+        Entries(out)
+    }
+
+    /// Set `key` (in place when present, else at the end).
+    pub fn insert(&mut self, key: &'a str, value: Json<'a>) {
+        match self.0.iter_mut().find(|(k, _)| k == key) {
+            Some(slot) => slot.1 = value,
+            None => self.0.push((Cow::Borrowed(key), value)),
+        }
+    }
+
+    /// Remove `key`, moving the last entry into its place (as `Map::remove` does).
+    pub fn swap_remove(&mut self, key: &str) -> Option<Json<'a>> {
+        let at = self.0.iter().position(|(k, _)| k == key)?;
+        Some(self.0.swap_remove(at).1)
+    }
+
+    pub fn get(&self, key: &str) -> Option<&Json<'a>> {
+        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn into_map(self) -> serde_json::Map<String, serde_json::Value> {
+        Json::into_map(self.0)
+    }
+}
+
 impl Serialize for Json<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
@@ -607,6 +654,23 @@ mod tests {
         let long = format!("[{}]", "9".repeat(400));
         assert!(value_text(&long).is_none());
         assert!(serde_json::from_str::<Value>(&long).is_err());
+    }
+
+    #[test]
+    fn entries_behave_like_a_map() {
+        let text = r#"{"a":1,"b":2,"a":3,"c":4,"d":5}"#;
+        let mut map: serde_json::Map<String, Value> = serde_json::from_str(text).unwrap();
+        let mut entries = Entries::of(serde_json::from_str(text).unwrap());
+        map.insert("e".into(), json!(6));
+        entries.insert("e", Json::Num(6.into()));
+        map.insert("b".into(), json!(7));
+        entries.insert("b", Json::Num(7.into()));
+        assert_eq!(map.remove("a"), entries.swap_remove("a").map(Json::into_value));
+        assert_eq!(map.remove("x"), entries.swap_remove("x").map(Json::into_value));
+        assert_eq!(map.remove("c"), entries.swap_remove("c").map(Json::into_value));
+        let ours = entries.into_map();
+        assert_eq!(ours.keys().collect::<Vec<_>>(), map.keys().collect::<Vec<_>>());
+        assert_eq!(ours, map);
     }
 
     #[test]
