@@ -82,8 +82,8 @@ use std::fmt;
 
 use serde::de::{self, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
-use serde_json::value::RawValue;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use super::context::{DecodeContext, Envelope};
 use super::fast_b::{Entries, Json, unescape_literal, value_text};
@@ -426,13 +426,32 @@ impl HarnessDecoder for DroidDecoder {
     }
 }
 
+/// The envelope of an event: shared while the line may emit more, or the line's own (moved into
+/// its last event instead of copied).
+enum Env<'e> {
+    Last(Envelope),
+    Shared(&'e Envelope),
+}
+
 impl DroidDecoder {
     /// Push an event; any event but a thought ends the reasoning-dedupe window.
     fn push(&mut self, env: &Envelope, ctx: &DecodeContext, update: SessionUpdate, out: &mut Vec<OutputEvent>) {
+        self.push_env(Env::Shared(env), ctx, update, out);
+    }
+
+    /// Push a line's last event, moving the envelope into it.
+    fn push_last(&mut self, env: Envelope, ctx: &DecodeContext, update: SessionUpdate, out: &mut Vec<OutputEvent>) {
+        self.push_env(Env::Last(env), ctx, update, out);
+    }
+
+    fn push_env(&mut self, env: Env<'_>, ctx: &DecodeContext, update: SessionUpdate, out: &mut Vec<OutputEvent>) {
         if !matches!(update, SessionUpdate::AgentThoughtChunk { .. }) {
             self.thought_keys.clear();
         }
-        env.emit(ctx, update, out);
+        match env {
+            Env::Last(env) => env.emit_last(ctx, update, out),
+            Env::Shared(env) => env.emit(ctx, update, out),
+        }
     }
 
     fn decode(
@@ -476,7 +495,7 @@ impl DroidDecoder {
                             self.last_text.clear();
                             self.last_text.push_str(&text);
                             self.streaming = None;
-                            self.push(&env, ctx, SessionUpdate::message(text), out);
+                            self.push_last(env, ctx, SessionUpdate::message(text), out);
                         }
                         LineOutcome::Decoded
                     }
@@ -494,7 +513,7 @@ impl DroidDecoder {
                     }
                     self.thought_keys.push(key);
                 }
-                self.push(&env, ctx, SessionUpdate::thought(text), out);
+                self.push_last(env, ctx, SessionUpdate::thought(text), out);
                 LineOutcome::Decoded
             }
             "assistant_text_delta" => {
@@ -507,7 +526,7 @@ impl DroidDecoder {
                     self.streaming = Some(msg);
                 }
                 self.last_text.push_str(&delta);
-                self.push(&env, ctx, SessionUpdate::message(delta), out);
+                self.push_last(env, ctx, SessionUpdate::message(delta), out);
                 LineOutcome::Decoded
             }
             "thinking_text_delta" => {
@@ -522,16 +541,16 @@ impl DroidDecoder {
                     self.thought_keys.push(key);
                     self.thinking_streamed = Some(msg.to_string());
                 }
-                self.push(&env, ctx, SessionUpdate::thought(delta), out);
+                self.push_last(env, ctx, SessionUpdate::thought(delta), out);
                 LineOutcome::Decoded
             }
-            "tool_call" | "tool_use" => self.tool_call_line(l, &env, ctx, out),
-            "tool_result" => self.tool_result(l, &env, ctx, out),
-            "tool_progress_update" | "tool_progress" => self.tool_progress(l, &env, ctx, out),
+            "tool_call" | "tool_use" => self.tool_call_line(l, env, ctx, out),
+            "tool_result" => self.tool_result(l, env, ctx, out),
+            "tool_progress_update" | "tool_progress" => self.tool_progress(l, env, ctx, out),
             "create_message" => self.create_message(l, &mut env, ctx, out),
             "completion" => {
                 let final_text = l.final_text.take();
-                self.run_end(l, final_text.as_deref(), &env, ctx, out);
+                self.run_end(l, final_text.as_deref(), env, ctx, out);
                 LineOutcome::Decoded
             }
             "result" => {
@@ -546,9 +565,9 @@ impl DroidDecoder {
                         .or_else(|| l.error.take().and_then(|e| error_parts(e).0))
                         .unwrap_or_else(|| raw_line.to_string());
                     self.push(&env, ctx, SessionUpdate::error(message, true), out);
-                    self.run_end(l, None, &env, ctx, out);
+                    self.run_end(l, None, env, ctx, out);
                 } else {
-                    self.run_end(l, text.as_deref(), &env, ctx, out);
+                    self.run_end(l, text.as_deref(), env, ctx, out);
                 }
                 LineOutcome::Decoded
             }
@@ -570,7 +589,7 @@ impl DroidDecoder {
                 // A stream-json error ends the run (exit 1); a JSON-RPC session reports errors
                 // while it retries and stays open.
                 let fatal = depth == 0;
-                self.push(&env, ctx, SessionUpdate::error(message, fatal), out);
+                self.push_last(env, ctx, SessionUpdate::error(message, fatal), out);
                 LineOutcome::Decoded
             }
             "session_token_usage_changed" | "token_usage_update" => {
@@ -654,12 +673,12 @@ impl DroidDecoder {
         &mut self,
         l: &mut Line<'_>,
         final_text: Option<&str>,
-        env: &Envelope,
+        env: Envelope,
         ctx: &DecodeContext,
         out: &mut Vec<OutputEvent>,
     ) {
         if let Some(text) = final_text {
-            self.final_message(text, env, ctx, out);
+            self.final_message(text, &env, ctx, out);
         }
         if let Some(mut usage) = l.usage.take().and_then(Val::into_object).map(Entries::of) {
             for (key, value) in [
@@ -674,7 +693,7 @@ impl DroidDecoder {
             }
             let usage = run_usage(usage);
             self.run_usage_emitted = true;
-            self.push(env, ctx, SessionUpdate::Usage { scope: UsageScope::Run, usage }, out);
+            self.push_last(env, ctx, SessionUpdate::Usage { scope: UsageScope::Run, usage }, out);
         }
     }
 
@@ -691,7 +710,7 @@ impl DroidDecoder {
     fn tool_call_line(
         &mut self,
         l: &mut Line<'_>,
-        env: &Envelope,
+        env: Envelope,
         ctx: &DecodeContext,
         out: &mut Vec<OutputEvent>,
     ) -> LineOutcome {
@@ -717,7 +736,7 @@ impl DroidDecoder {
         };
         let name = tool_name.or(name).or(tool_name_snake).or(tool_id).filter(|s| !s.is_empty());
         let input = input.or(tool_input).or(arguments).or(parameters);
-        self.tool_call(&id, name.as_deref(), input, env, ctx, out);
+        self.tool_call(&id, name.as_deref(), input, Env::Last(env), ctx, out);
         LineOutcome::Decoded
     }
 
@@ -726,7 +745,7 @@ impl DroidDecoder {
         id: &str,
         name: Option<&str>,
         input: Option<Val<'_>>,
-        env: &Envelope,
+        env: Env<'_>,
         ctx: &DecodeContext,
         out: &mut Vec<OutputEvent>,
     ) {
@@ -747,7 +766,7 @@ impl DroidDecoder {
         if normalize_name(Agent::Droid, name_str) == "todowrite" {
             if let Some(entries) = args.and_then(|a| todo_plan(a.get("todos"))) {
                 self.calls.insert(id.to_string(), true);
-                self.push(env, ctx, SessionUpdate::Plan { entries }, out);
+                self.push_env(env, ctx, SessionUpdate::Plan { entries }, out);
                 return;
             }
         }
@@ -772,13 +791,13 @@ impl DroidDecoder {
             content: (!content.is_empty()).then_some(content),
             locations: (!locations.is_empty()).then_some(locations),
         };
-        self.push(env, ctx, SessionUpdate::ToolCall(call), out);
+        self.push_env(env, ctx, SessionUpdate::ToolCall(call), out);
     }
 
     fn tool_result(
         &mut self,
         l: &mut Line<'_>,
-        env: &Envelope,
+        env: Envelope,
         ctx: &DecodeContext,
         out: &mut Vec<OutputEvent>,
     ) -> LineOutcome {
@@ -813,14 +832,14 @@ impl DroidDecoder {
         update.status = Some(if failed { ToolCallStatus::Failed } else { ToolCallStatus::Completed });
         update.content = (!blocks.is_empty()).then_some(blocks);
         update.raw_output = raw_output;
-        self.push(env, ctx, SessionUpdate::ToolCallUpdate(update), out);
+        self.push_last(env, ctx, SessionUpdate::ToolCallUpdate(update), out);
         LineOutcome::Decoded
     }
 
     fn tool_progress(
         &mut self,
         l: &mut Line<'_>,
-        env: &Envelope,
+        env: Envelope,
         ctx: &DecodeContext,
         out: &mut Vec<OutputEvent>,
     ) -> LineOutcome {
@@ -837,7 +856,7 @@ impl DroidDecoder {
         let mut update = ToolCallUpdate::new(id);
         update.status = Some(ToolCallStatus::InProgress);
         update.content = text.map(|t| vec![ToolCallContent::text(t)]);
-        self.push(env, ctx, SessionUpdate::ToolCallUpdate(update), out);
+        self.push_last(env, ctx, SessionUpdate::ToolCallUpdate(update), out);
         LineOutcome::Decoded
     }
 
@@ -877,7 +896,7 @@ impl DroidDecoder {
                 }
                 Some("tool_use") => {
                     if let Some(id) = block.id.as_deref().filter(|s| !s.is_empty()) {
-                        self.tool_call(id, block.name.as_deref(), block.input, env, ctx, out);
+                        self.tool_call(id, block.name.as_deref(), block.input, Env::Shared(env), ctx, out);
                     }
                 }
                 _ => {}
@@ -991,9 +1010,16 @@ fn result_blocks(content: Val<'_>) -> (Vec<ToolCallContent>, Option<RawJson>) {
 fn timestamp(raw: Option<&RawValue>) -> Option<String> {
     let raw = raw?.get();
     if raw.starts_with('"') {
-        return serde_json::from_str::<String>(raw).ok().filter(|s| !s.is_empty());
+        return unescape_literal(raw).filter(|s| !s.is_empty()).map(Cow::into_owned);
     }
-    iso_from_epoch(raw.parse::<f64>().ok()?)
+    // Epoch milliseconds are plain integers: read them without the float parser.
+    let n = match raw.len() {
+        1..=15 if raw.bytes().all(|b| b.is_ascii_digit()) => {
+            raw.bytes().fold(0u64, |n, b| n * 10 + u64::from(b - b'0')) as f64
+        }
+        _ => raw.parse::<f64>().ok()?,
+    };
+    iso_from_epoch(n)
 }
 
 /// Epoch milliseconds (or seconds, below 10^11) as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
@@ -1014,27 +1040,24 @@ fn iso_from_epoch(n: f64) -> Option<String> {
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
-    // Written digit by digit: `format!` costs more than the rest of a droid line's decoding.
-    fn push_digits(s: &mut String, v: i64, width: u32) {
-        for p in (0..width).rev() {
-            s.push(char::from(b'0' + (v / 10_i64.pow(p) % 10) as u8));
+    // Written digit by digit (the last `width` digits of each field): `format!` costs more than
+    // the rest of a droid line's decoding.
+    let mut b = *b"0000-00-00T00:00:00.000Z";
+    let mut put = |end: usize, v: i64, width: usize| {
+        let mut v = v;
+        for at in (end - width..end).rev() {
+            b[at] = b'0' + (v % 10) as u8;
+            v /= 10;
         }
-    }
-    let mut s = String::with_capacity(24);
-    push_digits(&mut s, year, 4);
-    for (sep, v, width) in [
-        ('-', month, 2),
-        ('-', day, 2),
-        ('T', sod / 3600, 2),
-        (':', sod % 3600 / 60, 2),
-        (':', sod % 60, 2),
-        ('.', milli, 3),
-    ] {
-        s.push(sep);
-        push_digits(&mut s, v, width);
-    }
-    s.push('Z');
-    Some(s)
+    };
+    put(4, year, 4);
+    put(7, month, 2);
+    put(10, day, 2);
+    put(13, sod / 3600, 2);
+    put(16, sod % 3600 / 60, 2);
+    put(19, sod % 60, 2);
+    put(23, milli, 3);
+    std::str::from_utf8(&b).ok().map(str::to_string)
 }
 
 /// The `completion` / `result` usage (see the module docs for the arithmetic).
@@ -1238,6 +1261,17 @@ mod tests {
         assert_eq!(iso_from_epoch(0.0).unwrap(), "1970-01-01T00:00:00.000Z");
         assert_eq!(iso_from_epoch(951_782_400.0).unwrap(), "2000-02-29T00:00:00.000Z");
         assert_eq!(iso_from_epoch(f64::NAN), None);
+    }
+
+    #[test]
+    fn timestamps_read_as_integers_or_floats_agree() {
+        let ts = |raw: &str| timestamp(Some(&RawValue::from_string(raw.to_string()).unwrap()));
+        for raw in ["1796221399731", "1796221399731.4", "0", "951782400", "1e12", "99999999999999", "999999999999999"] {
+            assert_eq!(ts(raw), iso_from_epoch(raw.parse::<f64>().unwrap()), "{raw}");
+        }
+        assert_eq!(ts("-1"), None);
+        assert_eq!(ts(r#""2026-01-02T03:04:05Z""#).as_deref(), Some("2026-01-02T03:04:05Z"));
+        assert_eq!(ts(r#""""#), None);
     }
 
     #[test]
