@@ -86,8 +86,8 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::context::{DecodeContext, Envelope};
-use super::fast_b::{Entries, Json, unescape_literal, value_text};
-use super::json::{Obj, ObjList, parse_line};
+use super::fast_b::{Entries, Json, opt_str, parse_line_into, read_in_place, unescape_literal, value, value_text};
+use super::json::{Obj, ObjList};
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::{
     ContentBlock, DiffContent, ImageContent, JsonObject, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus,
@@ -145,104 +145,110 @@ enum MessageField<'a> {
 }
 
 /// Every droid line shape: stream-json lines, JSON-RPC envelopes and their notifications.
-#[derive(Deserialize)]
+///
+/// Read in place (see [`InPlace`]): at 1 KB, copying it through serde's layers cost more than
+/// reading most lines.
+#[derive(Default)]
 struct Line<'a> {
-    #[serde(rename = "type", default, borrow, with = "super::json::opt_string")]
     kind: Option<Cow<'a, str>>,
-    #[serde(default, borrow, with = "super::json::opt_string")]
     subtype: Option<Cow<'a, str>>,
-    #[serde(default, borrow, with = "super::json::opt_string")]
     role: Option<Cow<'a, str>>,
-    #[serde(default, borrow, with = "super::json::opt_string")]
     id: Option<Cow<'a, str>>,
-    #[serde(rename = "messageId", default, borrow, with = "super::json::opt_string")]
     message_id: Option<Cow<'a, str>>,
-    #[serde(default, borrow, with = "super::json::opt_string")]
     text: Option<Cow<'a, str>>,
-    #[serde(rename = "textDelta", default, borrow, with = "super::json::opt_string")]
     text_delta: Option<Cow<'a, str>>,
-    #[serde(rename = "blockIndex", default, borrow)]
     block_index: Option<&'a RawValue>,
-    #[serde(default, borrow, with = "super::json::opt_string")]
     session_id: Option<Cow<'a, str>>,
-    #[serde(rename = "sessionId", default, borrow, with = "super::json::opt_string")]
     session_id_camel: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
     timestamp: Option<&'a RawValue>,
-    #[serde(default, borrow, with = "super::json::opt_string")]
     model: Option<Cow<'a, str>>,
     // Tool calls: nested `toolUse` / `tool_use`, or the flat fields of the line itself.
-    #[serde(rename = "toolUse", default, borrow)]
     tool_use: Obj<Box<ToolUse<'a>>>,
-    #[serde(rename = "tool_use", default, borrow)]
     tool_use_snake: Obj<Box<ToolUse<'a>>>,
-    #[serde(rename = "toolUseId", default, borrow, with = "super::json::opt_string")]
     tool_use_id: Option<Cow<'a, str>>,
-    #[serde(rename = "tool_use_id", default, borrow, with = "super::json::opt_string")]
     tool_use_id_snake: Option<Cow<'a, str>>,
-    #[serde(default, borrow, with = "super::json::opt_string")]
     name: Option<Cow<'a, str>>,
-    #[serde(rename = "toolName", default, borrow, with = "super::json::opt_string")]
     tool_name: Option<Cow<'a, str>>,
-    #[serde(rename = "tool_name", default, borrow, with = "super::json::opt_string")]
     tool_name_snake: Option<Cow<'a, str>>,
-    #[serde(rename = "toolId", default, borrow, with = "super::json::opt_string")]
     tool_id: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
     input: Option<Val<'a>>,
-    #[serde(rename = "toolInput", default, borrow)]
     tool_input: Option<Val<'a>>,
-    #[serde(default, borrow)]
     arguments: Option<Val<'a>>,
-    #[serde(default, borrow)]
     parameters: Option<Val<'a>>,
     // Tool results.
-    #[serde(rename = "isError", default, borrow)]
     is_error: Option<&'a RawValue>,
-    #[serde(rename = "is_error", default, borrow)]
     is_error_snake: Option<&'a RawValue>,
-    #[serde(default, borrow)]
     value: Option<Val<'a>>,
-    #[serde(default, borrow)]
     content: Option<Val<'a>>,
-    #[serde(default, borrow)]
     error: Option<Val<'a>>,
-    #[serde(default, borrow)]
     update: Option<Val<'a>>,
     // Run end.
-    #[serde(rename = "finalText", default, borrow, with = "super::json::opt_string")]
     final_text: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
     result: Option<Val<'a>>,
-    #[serde(default, borrow)]
     usage: Option<Val<'a>>,
-    #[serde(rename = "numTurns", default, borrow)]
     num_turns: Option<Val<'a>>,
-    #[serde(rename = "durationMs", default, borrow)]
     duration_ms: Option<Val<'a>>,
-    #[serde(rename = "num_turns", default, borrow)]
     num_turns_snake: Option<Val<'a>>,
-    #[serde(rename = "duration_ms", default, borrow)]
     duration_ms_snake: Option<Val<'a>>,
     // Errors and messages.
-    #[serde(default, borrow, with = "super::json::opt_string")]
     source: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
     message: Option<MessageField<'a>>,
-    #[serde(rename = "errorType", default, borrow, with = "super::json::opt_string")]
     error_type: Option<Cow<'a, str>>,
     // JSON-RPC.
-    #[serde(default, borrow)]
     jsonrpc: Option<&'a RawValue>,
-    #[serde(default, borrow, with = "super::json::opt_string")]
     method: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
     params: Obj<Params<'a>>,
-    #[serde(rename = "tokenUsage", default, borrow)]
     token_usage: Option<Val<'a>>,
-    #[serde(rename = "lastCallTokenUsage", default, borrow)]
     last_call_token_usage: Option<Val<'a>>,
 }
+
+read_in_place!(Line {
+    kind: "type" => opt_str,
+    subtype: "subtype" => opt_str,
+    role: "role" => opt_str,
+    id: "id" => opt_str,
+    message_id: "messageId" => opt_str,
+    text: "text" => opt_str,
+    text_delta: "textDelta" => opt_str,
+    block_index: "blockIndex" => value,
+    session_id: "session_id" => opt_str,
+    session_id_camel: "sessionId" => opt_str,
+    timestamp: "timestamp" => value,
+    model: "model" => opt_str,
+    tool_use: "toolUse" => value,
+    tool_use_snake: "tool_use" => value,
+    tool_use_id: "toolUseId" => opt_str,
+    tool_use_id_snake: "tool_use_id" => opt_str,
+    name: "name" => opt_str,
+    tool_name: "toolName" => opt_str,
+    tool_name_snake: "tool_name" => opt_str,
+    tool_id: "toolId" => opt_str,
+    input: "input" => value,
+    tool_input: "toolInput" => value,
+    arguments: "arguments" => value,
+    parameters: "parameters" => value,
+    is_error: "isError" => value,
+    is_error_snake: "is_error" => value,
+    value: "value" => value,
+    content: "content" => value,
+    error: "error" => value,
+    update: "update" => value,
+    final_text: "finalText" => opt_str,
+    result: "result" => value,
+    usage: "usage" => value,
+    num_turns: "numTurns" => value,
+    duration_ms: "durationMs" => value,
+    num_turns_snake: "num_turns" => value,
+    duration_ms_snake: "duration_ms" => value,
+    source: "source" => opt_str,
+    message: "message" => value,
+    error_type: "errorType" => opt_str,
+    jsonrpc: "jsonrpc" => value,
+    method: "method" => opt_str,
+    params: "params" => value,
+    token_usage: "tokenUsage" => value,
+    last_call_token_usage: "lastCallTokenUsage" => value,
+});
 
 /// The fields that name a tool call (nested `toolUse`, or flat on the line).
 #[derive(Deserialize)]
@@ -409,8 +415,9 @@ impl<'a> Val<'a> {
 
 impl HarnessDecoder for DroidDecoder {
     fn decode_line(&mut self, line: &str, ctx: &mut DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
-        match parse_line::<Line<'_>>(line) {
-            Ok(mut parsed) => self.decode(&mut parsed, line, ctx, 0, out),
+        let mut parsed = Line::default();
+        match parse_line_into(line, &mut parsed) {
+            Ok(()) => self.decode(&mut parsed, line, ctx, 0, out),
             Err(outcome) => outcome,
         }
     }
@@ -1272,6 +1279,24 @@ mod tests {
         assert_eq!(ts("-1"), None);
         assert_eq!(ts(r#""2026-01-02T03:04:05Z""#).as_deref(), Some("2026-01-02T03:04:05Z"));
         assert_eq!(ts(r#""""#), None);
+    }
+
+    #[test]
+    fn a_key_printed_twice_makes_the_line_unusable_as_before() {
+        for line in [
+            r#"{"type":"message","role":"assistant","text":"a","text":"b","session_id":"s"}"#,
+            r#"{"type":"message","role":"assistant","text":null,"text":"b"}"#,
+            r#"{"type":"notification","jsonrpc":"2.0","method":"droid.session_notification","params":{"notification":{"type":"assistant_text_delta","textDelta":"x","textDelta":"y"}}}"#,
+        ] {
+            let mut d = Decoder::new(Agent::Droid);
+            let events = d.feed(format!("{line}\n").as_bytes());
+            assert!(events.is_empty(), "{line}");
+            assert_eq!(d.stats().unexpected_shape, 1, "{line}");
+            assert_eq!(d.session_id(), None);
+        }
+        // Unknown keys, twice or not, are skipped.
+        let ev = run("{\"type\":\"message\",\"role\":\"assistant\",\"text\":\"a\",\"x\":1,\"x\":[2]}\n");
+        assert_eq!(ev.len(), 1);
     }
 
     #[test]

@@ -254,7 +254,7 @@ impl<'de> Visitor<'de> for JsonVisitor {
 }
 
 /// An object key, borrowed when it holds no escape.
-struct Key<'a>(Cow<'a, str>);
+pub struct Key<'a>(pub Cow<'a, str>);
 
 impl<'de: 'a, 'a> Deserialize<'de> for Key<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -277,6 +277,111 @@ impl<'de: 'a, 'a> Deserialize<'de> for Key<'a> {
         d.deserialize_str(V)
     }
 }
+
+/// Reads a line's object straight into a struct the caller holds (`Line::default()` on its stack):
+/// a large line struct is then never moved (serde's derive builds the struct and returns it by
+/// value through every layer, one copy each). `read_in_place!` implements it for a struct with
+/// `Default`: every listed field is read by its reader (`opt_str`: a string or `None` for anything
+/// else, as [`super::json::opt_string`]; `value`: the field type's own `Deserialize`); unknown keys
+/// are skipped; a key printed twice is an error, as with serde's derive.
+pub struct InPlace<'p, T>(pub &'p mut T);
+
+/// Parse `line` into `place` (see [`InPlace`]), as [`super::json::parse_line`] would parse it.
+pub fn parse_line_into<'a, T>(line: &'a str, place: &mut T) -> Result<(), super::LineOutcome>
+where
+    for<'p> InPlace<'p, T>: de::DeserializeSeed<'a, Value = ()>,
+{
+    use serde::de::DeserializeSeed;
+    if !line.trim_start().starts_with('{') {
+        return Err(super::json::classify_failure(line));
+    }
+    let mut de = serde_json::Deserializer::from_str(line);
+    InPlace(place).deserialize(&mut de).and_then(|()| de.end()).map_err(|_| super::json::classify_failure(line))
+}
+
+/// Reader of a lenient string field (see [`InPlace`]).
+pub fn opt_str<'de, A: MapAccess<'de>>(map: &mut A) -> Result<Option<Cow<'de, str>>, A::Error> {
+    struct S<'a>(Option<Cow<'a, str>>);
+    impl<'de: 'a, 'a> Deserialize<'de> for S<'a> {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            super::json::opt_string::deserialize(d).map(S)
+        }
+    }
+    map.next_value::<S<'de>>().map(|s| s.0)
+}
+
+/// Reader of a field by its type's own `Deserialize` (see [`InPlace`]).
+pub fn value<'de, T: Deserialize<'de>, A: MapAccess<'de>>(map: &mut A) -> Result<T, A::Error> {
+    map.next_value()
+}
+
+/// Position of `key` in `keys` (compile time).
+pub const fn key_index(keys: &[&str], key: &str) -> usize {
+    let mut i = 0;
+    while i < keys.len() {
+        let (a, b) = (keys[i].as_bytes(), key.as_bytes());
+        if a.len() == b.len() {
+            let mut j = 0;
+            while j < a.len() && a[j] == b[j] {
+                j += 1;
+            }
+            if j == a.len() {
+                return i;
+            }
+        }
+        i += 1;
+    }
+    panic!("key not listed")
+}
+
+/// See [`InPlace`]: `read_in_place!(Line { field: "key" => reader, ... });`
+macro_rules! read_in_place {
+    ($name:ident { $($field:ident : $key:literal => $reader:path),* $(,)? }) => {
+        impl<'p, 'de: 'a, 'a> serde::de::DeserializeSeed<'de> for $crate::decode::fast_b::InPlace<'p, $name<'a>> {
+            type Value = ();
+            fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+                struct V<'p, 'a>(&'p mut $name<'a>);
+                const KEYS: &[&str] = &[$($key),*];
+                impl<'p, 'de: 'a, 'a> serde::de::Visitor<'de> for V<'p, 'a> {
+                    type Value = ();
+                    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                        f.write_str(concat!("struct ", stringify!($name)))
+                    }
+                    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+                        let mut seen = [false; KEYS.len()];
+                        while let Some(key) = map.next_key::<$crate::decode::fast_b::Key<'de>>()? {
+                            match key.0.as_ref() {
+                                $($key => {
+                                    const AT: usize = $crate::decode::fast_b::key_index(KEYS, $key);
+                                    if seen[AT] {
+                                        return Err(<A::Error as serde::de::Error>::duplicate_field($key));
+                                    }
+                                    seen[AT] = true;
+                                    self.0.$field = $reader(&mut map)?;
+                                })*
+                                _ => {
+                                    map.next_value::<serde::de::IgnoredAny>()?;
+                                }
+                            }
+                        }
+                        Ok(())
+                    }
+                }
+                d.deserialize_struct(stringify!($name), KEYS, V(self.0))
+            }
+        }
+
+        impl<'de: 'a, 'a> serde::Deserialize<'de> for $name<'a> {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                use serde::de::DeserializeSeed;
+                let mut out = $name::default();
+                $crate::decode::fast_b::InPlace(&mut out).deserialize(d)?;
+                Ok(out)
+            }
+        }
+    };
+}
+pub(crate) use read_in_place;
 
 /// A field's verbatim JSON text, `null` included (`#[serde(default)]` gives `Raw(None)` when the
 /// field is absent, where `Option<&RawValue>` would also read `null` as absent).
