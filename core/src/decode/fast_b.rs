@@ -556,16 +556,18 @@ pub fn unescape_literal(raw: &str) -> Option<Cow<'_, str>> {
     let mut at = first;
     loop {
         // Copy up to the next backslash, eight bytes at a time.
+        // (Whole words are copied, then the bytes from the backslash on are dropped: a copy of
+        // a known size is a few instructions, a call to memcpy is not.)
         while let Some(word) = bytes.get(at..at + 8) {
-            let w = u64::from_le_bytes(word.try_into().ok()?);
-            let x = w ^ 0x5c5c_5c5c_5c5c_5c5c;
+            let word: [u8; 8] = word.try_into().ok()?;
+            let x = u64::from_le_bytes(word) ^ 0x5c5c_5c5c_5c5c_5c5c;
             let found = x.wrapping_sub(0x0101_0101_0101_0101) & !x & 0x8080_8080_8080_8080;
+            out.extend_from_slice(&word);
             if found == 0 {
-                out.extend_from_slice(word);
                 at += 8;
             } else {
                 let n = (found.trailing_zeros() / 8) as usize;
-                out.extend_from_slice(&word[..n]);
+                out.truncate(out.len() - 8 + n);
                 at += n;
                 break;
             }
