@@ -86,7 +86,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::context::{DecodeContext, Envelope};
-use super::fast_b::{Entries, Json, opt_str, parse_line_into, read_in_place, unescape_literal, value, value_text};
+use super::fast_b::{Entries, Json, cat, opt_str, parse_line_into, read_in_place, unescape_literal, value, value_text};
 use super::json::{Obj, ObjList};
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::{
@@ -1168,16 +1168,16 @@ fn describe(name: &str, args: Option<&Json<'_>>) -> (String, Vec<ToolCallContent
     let file = path.unwrap_or("file");
     let key = normalize_name(Agent::Droid, name);
     let title = match key.as_str() {
-        "read" => format!("Read {file}"),
-        "ls" => dir.or(path).map(|d| format!("List {d}")).unwrap_or_else(|| "List directory".to_string()),
+        "read" => cat(&["Read ", file]),
+        "ls" => dir.or(path).map(|d| cat(&["List ", d])).unwrap_or_else(|| "List directory".to_string()),
         "glob" => {
             let patterns = match args.and_then(|a| a.get("patterns")) {
                 Some(Json::Arr(items)) => items.iter().filter_map(Json::as_str).collect::<Vec<_>>().join(", "),
                 _ => get("pattern").unwrap_or("").to_string(),
             };
-            if patterns.is_empty() { "Find files".to_string() } else { format!("Find {patterns}") }
+            if patterns.is_empty() { "Find files".to_string() } else { cat(&["Find ", &patterns]) }
         }
-        "grep" => get("pattern").map(|p| format!("grep \"{p}\"")).unwrap_or_else(|| "grep".to_string()),
+        "grep" => get("pattern").map(|p| cat(&["grep \"", p, "\""])).unwrap_or_else(|| "grep".to_string()),
         "create" | "write" => {
             if let (Some(p), Some(text)) = (path, get_any_str(args, "content")) {
                 content.push(ToolCallContent::Diff(DiffContent {
@@ -1186,7 +1186,7 @@ fn describe(name: &str, args: Option<&Json<'_>>) -> (String, Vec<ToolCallContent
                     new_text: text,
                 }));
             }
-            format!("{} {file}", if key == "create" { "Create" } else { "Write" })
+            cat(&[if key == "create" { "Create " } else { "Write " }, file])
         }
         "edit" | "multiedit" => {
             if let Some(p) = path {
@@ -1206,31 +1206,29 @@ fn describe(name: &str, args: Option<&Json<'_>>) -> (String, Vec<ToolCallContent
                     }
                 }
             }
-            format!("Edit {file}")
+            cat(&["Edit ", file])
         }
         "applypatch" => "Apply patch".to_string(),
         "execute" | "executecli" | "bash" => {
             get("command").map(command_title).unwrap_or_else(|| "Run command".to_string())
         }
-        "fetchurl" | "webfetch" => get("url").map(|u| format!("Fetch {u}")).unwrap_or_else(|| "Web fetch".to_string()),
-        "websearch" => get("query").map(|q| format!("\"{q}\"")).unwrap_or_else(|| "Web search".to_string()),
+        "fetchurl" | "webfetch" => get("url").map(|u| cat(&["Fetch ", u])).unwrap_or_else(|| "Web fetch".to_string()),
+        "websearch" => get("query").map(|q| cat(&["\"", q, "\""])).unwrap_or_else(|| "Web search".to_string()),
         "task" => get("description").unwrap_or("Subagent task").to_string(),
         "todowrite" => "Update todos".to_string(),
-        "toolsearch" => {
-            get("query").map(|q| format!("Search tools: {q}")).unwrap_or_else(|| "Search tools".to_string())
-        }
+        "toolsearch" => get("query").map(|q| cat(&["Search tools: ", q])).unwrap_or_else(|| "Search tools".to_string()),
         "skill" => {
-            get("skill").or_else(|| get("name")).map(|s| format!("Skill {s}")).unwrap_or_else(|| "Skill".to_string())
+            get("skill").or_else(|| get("name")).map(|s| cat(&["Skill ", s])).unwrap_or_else(|| "Skill".to_string())
         }
         "taskoutput" => task_title("Task output", args),
         "taskstop" => task_title("Stop task", args),
         "exitspecmode" => "Exit spec mode".to_string(),
         "exitplanmode" => "Exit plan mode".to_string(),
         _ => match name.split_once("___") {
-            Some((server, tool)) if !server.is_empty() && !tool.is_empty() => format!("{server}: {tool}"),
+            Some((server, tool)) if !server.is_empty() && !tool.is_empty() => cat(&[server, ": ", tool]),
             _ if name.is_empty() => "Tool call".to_string(),
             _ => match path.or_else(|| get("command")).or_else(|| get("url")) {
-                Some(what) => format!("{name} {what}"),
+                Some(what) => cat(&[name, " ", what]),
                 None => name.to_string(),
             },
         },
@@ -1245,7 +1243,7 @@ fn get_any_str(args: Option<&Json<'_>>, key: &str) -> Option<String> {
 fn task_title(label: &str, args: Option<&Json<'_>>) -> String {
     let id = args.and_then(|a| ["task_id", "taskId", "id"].iter().find_map(|k| a.get(k).and_then(Json::as_str)));
     match id {
-        Some(id) if !id.is_empty() => format!("{label} {id}"),
+        Some(id) if !id.is_empty() => cat(&[label, " ", id]),
         _ => label.to_string(),
     }
 }

@@ -82,7 +82,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::context::{DecodeContext, Envelope};
-use super::fast_b::{Json, Text, checked_raw, lenient_text};
+use super::fast_b::{Json, Text, cat, checked_raw, lenient_text};
 use super::json::{Obj, ObjList, lenient, parse_line};
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::{
@@ -792,8 +792,8 @@ fn describe(name: &str, args: Option<&Json<'_>>) -> (String, Vec<ToolCallContent
     }
     let file = path.unwrap_or("file");
     let title = match name {
-        "Read" | "ReadFile" => format!("Read {file}"),
-        "ReadMediaFile" => format!("Read media {file}"),
+        "Read" | "ReadFile" => cat(&["Read ", file]),
+        "ReadMediaFile" => cat(&["Read media ", file]),
         "Write" | "WriteFile" => {
             if let (Some(p), Some(text)) = (path, args.and_then(|a| a.get("content")).and_then(Json::as_str)) {
                 if get("mode") != Some("append") {
@@ -804,7 +804,7 @@ fn describe(name: &str, args: Option<&Json<'_>>) -> (String, Vec<ToolCallContent
                     }));
                 }
             }
-            format!("Write {file}")
+            cat(&["Write ", file])
         }
         "Edit" | "StrReplaceFile" => {
             if let Some(p) = path {
@@ -829,7 +829,7 @@ fn describe(name: &str, args: Option<&Json<'_>>) -> (String, Vec<ToolCallContent
                     }
                 }
             }
-            format!("Edit {file}")
+            cat(&["Edit ", file])
         }
         "Bash" | "Shell" => get("command").map(command_title).unwrap_or_else(|| "Run command".to_string()),
         "Glob" => {
@@ -838,21 +838,21 @@ fn describe(name: &str, args: Option<&Json<'_>>) -> (String, Vec<ToolCallContent
                     locations.push(ToolCallLocation::path(dir));
                 }
             }
-            get("pattern").map(|p| format!("Find {p}")).unwrap_or_else(|| "Find files".to_string())
+            get("pattern").map(|p| cat(&["Find ", p])).unwrap_or_else(|| "Find files".to_string())
         }
-        "Grep" => get("pattern").map(|p| format!("grep \"{p}\"")).unwrap_or_else(|| "grep".to_string()),
+        "Grep" => get("pattern").map(|p| cat(&["grep \"", p, "\""])).unwrap_or_else(|| "grep".to_string()),
         "WebSearch" | "SearchWeb" => {
-            get("query").map(|q| format!("\"{q}\"")).unwrap_or_else(|| "Web search".to_string())
+            get("query").map(|q| cat(&["\"", q, "\""])).unwrap_or_else(|| "Web search".to_string())
         }
-        "FetchURL" => get("url").map(|u| format!("Fetch {u}")).unwrap_or_else(|| "Web fetch".to_string()),
+        "FetchURL" => get("url").map(|u| cat(&["Fetch ", u])).unwrap_or_else(|| "Web fetch".to_string()),
         "Agent" | "AgentSwarm" | "Task" => get("description").unwrap_or("Subagent task").to_string(),
         "Think" => get("thought").unwrap_or("Thinking").to_string(),
         "CreateSubagent" => {
-            get("name").map(|n| format!("Subagent: {n}")).unwrap_or_else(|| "Create subagent".to_string())
+            get("name").map(|n| cat(&["Subagent: ", n])).unwrap_or_else(|| "Create subagent".to_string())
         }
         "SetTodoList" | "TodoList" => "Update todos".to_string(),
-        "TaskOutput" => get("task_id").map(|t| format!("Task output {t}")).unwrap_or_else(|| "Task output".to_string()),
-        "TaskStop" => get("task_id").map(|t| format!("Stop task {t}")).unwrap_or_else(|| "Stop task".to_string()),
+        "TaskOutput" => get("task_id").map(|t| cat(&["Task output ", t])).unwrap_or_else(|| "Task output".to_string()),
+        "TaskStop" => get("task_id").map(|t| cat(&["Stop task ", t])).unwrap_or_else(|| "Stop task".to_string()),
         "TaskList" => "List tasks".to_string(),
         "EnterPlanMode" => "Enter plan mode".to_string(),
         "ExitPlanMode" => "Exit plan mode".to_string(),
