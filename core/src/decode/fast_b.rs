@@ -534,6 +534,17 @@ pub fn lenient_text<E: de::Error>(raw: &str) -> Result<Option<Cow<'_, str>>, E> 
     match raw.as_bytes().first() {
         Some(b'"') => unescape_literal(raw).map(Some).ok_or_else(|| E::custom("lone surrogate in a string")),
         Some(b'-' | b'0'..=b'9') => check_number(raw).map(|()| None),
+        // An object is visited (its keys read as strings, its values skipped), as
+        // `json::opt_string` does: a key serde_json refuses fails the line there too.
+        Some(b'{') => {
+            struct Probe;
+            impl<'de> Deserialize<'de> for Probe {
+                fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                    super::json::opt_string::deserialize(d).map(|_| Probe)
+                }
+            }
+            serde_json::from_str::<Probe>(raw).map(|_| None).map_err(E::custom)
+        }
         _ => Ok(None),
     }
 }
@@ -745,12 +756,38 @@ mod tests {
         }
         let get = |json: &str| serde_json::from_str::<L>(json).map(|l| l.t.0.map(Cow::into_owned)).ok();
         assert_eq!(get(r#"{"t":"x\ny"}"#), Some(Some("x\ny".to_string())));
-        for other in ["null", "1", "true", "[1]", r#"{"a":"\ud800"}"#] {
+        for other in ["null", "1", "true", "[1]", r#"{"a":"\ud800"}"#, r#"["\ud800"]"#] {
             assert_eq!(get(&format!(r#"{{"t":{other}}}"#)), Some(None), "{other}");
         }
         assert_eq!(get(r#"{"t":"\ud800"}"#), None);
         assert_eq!(get(r#"{"t":1e400}"#), None);
+        assert_eq!(get(r#"{"t":{"\ud800":1}}"#), None);
         assert_eq!(get(r#"{}"#), Some(None));
+        // Exactly as `json::opt_string`.
+        #[derive(Deserialize)]
+        struct O<'a> {
+            #[serde(default, borrow, with = "super::super::json::opt_string")]
+            t: Option<Cow<'a, str>>,
+        }
+        let oracle = |json: &str| serde_json::from_str::<O>(json).map(|l| l.t.map(Cow::into_owned)).ok();
+        for value in [
+            r#""x""#,
+            r#""\ud800""#,
+            "null",
+            "1",
+            "-0.5e3",
+            "1e400",
+            "true",
+            "[1,{}]",
+            r#"["\ud800"]"#,
+            r#"{"a":"\ud800"}"#,
+            r#"{"\ud800":1}"#,
+            r#"{"a":[1e400]}"#,
+            "[1e400]",
+        ] {
+            let json = format!(r#"{{"t":{value}}}"#);
+            assert_eq!(get(&json), oracle(&json), "{value}");
+        }
     }
 
     #[test]
