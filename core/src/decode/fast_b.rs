@@ -661,6 +661,426 @@ pub fn unescape(raw: &str) -> Option<Cow<'_, str>> {
     serde_json::from_str::<S<'_>>(raw).ok().map(|s| s.0)
 }
 
+// ---------------------------------------------------------------------------------------------
+// Reader: one pass over a line, with serde_json's acceptance rules.
+// ---------------------------------------------------------------------------------------------
+
+/// A pull reader over one JSON text that accepts exactly what serde_json accepts, read the way
+/// serde's typed deserialization reads it: [`Reader::skip`] is serde_json's `IgnoredAny` (syntax
+/// only: any string escape that is well formed, any number that is well formed, nesting without
+/// limit); the typed reads ([`Reader::str`], [`Reader::object`], [`Reader::check`], …) are its
+/// typed reads (a lone surrogate escape or a number beyond `f64` is refused; every object or
+/// array entered counts towards serde_json's nesting limit of 128). A decoder drives it field by
+/// field, so a line is scanned once, with no serde layers, and a struct is filled in place.
+///
+/// Any error is a [`Fail`]: the caller classifies the line as serde would
+/// ([`super::json::classify_failure`]).
+pub struct Reader<'a> {
+    s: &'a str,
+    pos: usize,
+    /// serde_json's `remaining_depth`.
+    depth_left: u8,
+}
+
+/// The text is not one serde_json would read (see [`Reader`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fail;
+
+pub type Read<T> = Result<T, Fail>;
+
+impl<'a> Reader<'a> {
+    pub fn new(s: &'a str) -> Self {
+        Reader { s, pos: 0, depth_left: 128 }
+    }
+
+    #[inline]
+    fn bytes(&self) -> &'a [u8] {
+        self.s.as_bytes()
+    }
+
+    /// The next byte after whitespace (not consumed).
+    #[inline]
+    pub fn peek(&mut self) -> Option<u8> {
+        let b = self.bytes();
+        while let Some(&c) = b.get(self.pos) {
+            if matches!(c, b' ' | b'\n' | b'\t' | b'\r') {
+                self.pos += 1;
+            } else {
+                return Some(c);
+            }
+        }
+        None
+    }
+
+    /// Only whitespace is left.
+    pub fn finish(mut self) -> Read<()> {
+        if self.peek().is_none() { Ok(()) } else { Err(Fail) }
+    }
+
+    #[inline]
+    fn eat(&mut self, c: u8) -> Read<()> {
+        if self.peek() == Some(c) {
+            self.pos += 1;
+            Ok(())
+        } else {
+            Err(Fail)
+        }
+    }
+
+    /// Enter a container read by type (serde_json's recursion check).
+    #[inline]
+    fn enter(&mut self) -> Read<()> {
+        self.depth_left -= 1;
+        if self.depth_left == 0 { Err(Fail) } else { Ok(()) }
+    }
+
+    #[inline]
+    fn leave(&mut self) {
+        self.depth_left += 1;
+    }
+
+    fn literal(&mut self, word: &[u8]) -> Read<()> {
+        if self.bytes()[self.pos..].starts_with(word) {
+            self.pos += word.len();
+            Ok(())
+        } else {
+            Err(Fail)
+        }
+    }
+
+    /// Past a string literal (at its opening quote), checking its syntax; `(start, end)` of the
+    /// literal, quotes included, and whether it holds an escape.
+    fn scan_str(&mut self) -> Read<(usize, usize, bool)> {
+        let b = self.bytes();
+        let start = self.pos;
+        let mut i = start + 1;
+        let mut escaped = false;
+        loop {
+            i = plain_run(b, i);
+            match b.get(i) {
+                Some(b'"') => {
+                    self.pos = i + 1;
+                    return Ok((start, i + 1, escaped));
+                }
+                Some(b'\\') => {
+                    escaped = true;
+                    match b.get(i + 1) {
+                        Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => i += 2,
+                        Some(b'u') => {
+                            let hex = b.get(i + 2..i + 6).ok_or(Fail)?;
+                            if !hex.iter().all(u8::is_ascii_hexdigit) {
+                                return Err(Fail);
+                            }
+                            i += 6;
+                        }
+                        _ => return Err(Fail),
+                    }
+                }
+                // A control character, or the end of the text.
+                _ => return Err(Fail),
+            }
+        }
+    }
+
+    /// A string, read by type: borrowed when it holds no escape; a lone surrogate is refused.
+    pub fn str(&mut self) -> Read<Cow<'a, str>> {
+        if self.peek() != Some(b'"') {
+            return Err(Fail);
+        }
+        let (start, end, escaped) = self.scan_str()?;
+        if escaped {
+            unescape_literal(&self.s[start..end]).ok_or(Fail)
+        } else {
+            Ok(Cow::Borrowed(&self.s[start + 1..end - 1]))
+        }
+    }
+
+    /// Past a number, checking its syntax; `(start, end)`.
+    fn scan_number(&mut self) -> Read<(usize, usize)> {
+        let b = self.bytes();
+        let start = self.pos;
+        let mut i = start;
+        let digits = |i: &mut usize| {
+            let from = *i;
+            while b.get(*i).is_some_and(u8::is_ascii_digit) {
+                *i += 1;
+            }
+            *i > from
+        };
+        if b.get(i) == Some(&b'-') {
+            i += 1;
+        }
+        match b.get(i) {
+            Some(b'0') => {
+                i += 1;
+                if b.get(i).is_some_and(u8::is_ascii_digit) {
+                    return Err(Fail);
+                }
+            }
+            Some(b'1'..=b'9') => {
+                digits(&mut i);
+            }
+            _ => return Err(Fail),
+        }
+        if b.get(i) == Some(&b'.') {
+            i += 1;
+            if !digits(&mut i) {
+                return Err(Fail);
+            }
+        }
+        if matches!(b.get(i), Some(b'e' | b'E')) {
+            i += 1;
+            if matches!(b.get(i), Some(b'+' | b'-')) {
+                i += 1;
+            }
+            if !digits(&mut i) {
+                return Err(Fail);
+            }
+        }
+        self.pos = i;
+        Ok((start, i))
+    }
+
+    /// A number read by type: beyond `f64` is refused (only a number with an exponent or of 300+
+    /// characters can be; serde_json itself decides those).
+    fn typed_number(&mut self) -> Read<&'a str> {
+        let (start, end) = self.scan_number()?;
+        let text = &self.s[start..end];
+        if (text.len() >= 300 || text.bytes().any(|c| c | 0x20 == b'e'))
+            && serde_json::from_str::<Checked>(text).is_err()
+        {
+            return Err(Fail);
+        }
+        Ok(text)
+    }
+
+    /// Skip one value as serde_json's `IgnoredAny` does (syntax only, no nesting limit).
+    pub fn skip(&mut self) -> Read<()> {
+        // Open containers, innermost last: `true` for an object. No recursion: any depth.
+        let mut open: Vec<bool> = Vec::new();
+        loop {
+            // A value.
+            match self.peek() {
+                Some(b'"') => {
+                    self.scan_str()?;
+                }
+                Some(b'n') => self.literal(b"null")?,
+                Some(b't') => self.literal(b"true")?,
+                Some(b'f') => self.literal(b"false")?,
+                Some(b'-' | b'0'..=b'9') => {
+                    self.scan_number()?;
+                }
+                Some(b'[') => {
+                    self.pos += 1;
+                    if self.peek() == Some(b']') {
+                        self.pos += 1;
+                    } else {
+                        open.push(false);
+                        continue;
+                    }
+                }
+                Some(b'{') => {
+                    self.pos += 1;
+                    if self.peek() == Some(b'}') {
+                        self.pos += 1;
+                    } else {
+                        open.push(true);
+                        self.skip_key()?;
+                        continue;
+                    }
+                }
+                _ => return Err(Fail),
+            }
+            // After a value: close what ends here, or go on after a comma.
+            loop {
+                let Some(&object) = open.last() else { return Ok(()) };
+                match self.peek() {
+                    Some(b',') => {
+                        self.pos += 1;
+                        if object {
+                            self.skip_key()?;
+                        }
+                        break;
+                    }
+                    Some(b']') if !object => {
+                        self.pos += 1;
+                        open.pop();
+                    }
+                    Some(b'}') if object => {
+                        self.pos += 1;
+                        open.pop();
+                    }
+                    _ => return Err(Fail),
+                }
+            }
+        }
+    }
+
+    /// A key and its colon, skipped.
+    fn skip_key(&mut self) -> Read<()> {
+        if self.peek() != Some(b'"') {
+            return Err(Fail);
+        }
+        self.scan_str()?;
+        self.eat(b':')
+    }
+
+    /// Skip one value, returning its text (as serde_json captures a `&RawValue`).
+    pub fn raw(&mut self) -> Read<&'a str> {
+        self.peek();
+        let start = self.pos;
+        self.skip()?;
+        Ok(&self.s[start..self.pos])
+    }
+
+    /// Read one value by type and keep nothing: what a `serde_json::Value` accepts, with the
+    /// nesting counted from here.
+    pub fn check(&mut self) -> Read<()> {
+        match self.peek() {
+            Some(b'"') => self.str().map(drop),
+            Some(b'n') => self.literal(b"null"),
+            Some(b't') => self.literal(b"true"),
+            Some(b'f') => self.literal(b"false"),
+            Some(b'-' | b'0'..=b'9') => self.typed_number().map(drop),
+            Some(b'[') => self.array(|r| r.check()),
+            Some(b'{') => self.object(|r, _| r.check()),
+            _ => Err(Fail),
+        }
+    }
+
+    /// Read one value by type and return its text.
+    pub fn checked_raw(&mut self) -> Read<&'a str> {
+        self.peek();
+        let start = self.pos;
+        self.check()?;
+        Ok(&self.s[start..self.pos])
+    }
+
+    /// An object read by type (at `{`): `entry` is called with each key (read by type) and must
+    /// read or skip its value.
+    pub fn object(&mut self, mut entry: impl FnMut(&mut Self, Cow<'a, str>) -> Read<()>) -> Read<()> {
+        self.eat(b'{')?;
+        self.enter()?;
+        if self.peek() == Some(b'}') {
+            self.pos += 1;
+            self.leave();
+            return Ok(());
+        }
+        loop {
+            let key = self.str()?;
+            self.eat(b':')?;
+            entry(self, key)?;
+            match self.peek() {
+                Some(b',') => self.pos += 1,
+                Some(b'}') => {
+                    self.pos += 1;
+                    self.leave();
+                    return Ok(());
+                }
+                _ => return Err(Fail),
+            }
+        }
+    }
+
+    /// An array read by type (at `[`): `item` must read or skip each element.
+    pub fn array(&mut self, mut item: impl FnMut(&mut Self) -> Read<()>) -> Read<()> {
+        self.eat(b'[')?;
+        self.enter()?;
+        if self.peek() == Some(b']') {
+            self.pos += 1;
+            self.leave();
+            return Ok(());
+        }
+        loop {
+            item(self)?;
+            match self.peek() {
+                Some(b',') => self.pos += 1,
+                Some(b']') => {
+                    self.pos += 1;
+                    self.leave();
+                    return Ok(());
+                }
+                _ => return Err(Fail),
+            }
+        }
+    }
+
+    /// A value read leniently as a string, as [`super::json::opt_string`] reads it: the string,
+    /// or `None` for anything else (a number still read by type, a list's items skipped, an
+    /// object's keys read and its values skipped).
+    pub fn opt_str(&mut self) -> Read<Option<Cow<'a, str>>> {
+        match self.peek() {
+            Some(b'"') => self.str().map(Some),
+            Some(b'[') => self.array(|r| r.skip()).map(|()| None),
+            Some(b'{') => self.object(|r, _| r.skip()).map(|()| None),
+            Some(b'-' | b'0'..=b'9') => self.typed_number().map(|_| None),
+            _ => self.skip().map(|()| None),
+        }
+    }
+
+    /// `null` (consumed: `true`), or anything else (left: `false`), as serde reads an `Option`.
+    pub fn null(&mut self) -> Read<bool> {
+        if self.peek() == Some(b'n') {
+            self.literal(b"null")?;
+            Ok(true)
+        } else {
+            Ok(false)
+        }
+    }
+
+    /// A value read by type into a [`Json`] tree (what a `serde_json::Value` accepts).
+    pub fn json(&mut self) -> Read<Json<'a>> {
+        match self.peek() {
+            Some(b'"') => self.str().map(Json::Str),
+            Some(b'n') => self.literal(b"null").map(|()| Json::Null),
+            Some(b't') => self.literal(b"true").map(|()| Json::Bool(true)),
+            Some(b'f') => self.literal(b"false").map(|()| Json::Bool(false)),
+            Some(b'-' | b'0'..=b'9') => {
+                let text = self.typed_number()?;
+                serde_json::from_str::<Json<'_>>(text).map_err(|_| Fail)
+            }
+            Some(b'[') => {
+                let mut items = Vec::new();
+                self.array(|r| r.json().map(|v| items.push(v)))?;
+                Ok(Json::Arr(items))
+            }
+            Some(b'{') => {
+                let mut entries = Vec::new();
+                self.object(|r, k| r.json().map(|v| entries.push((k, v))))?;
+                Ok(Json::Obj(entries))
+            }
+            _ => Err(Fail),
+        }
+    }
+}
+
+/// The index of the first `"`, `\` or control character at or after `i` (or the length).
+#[inline]
+fn plain_run(b: &[u8], mut i: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    while let Some(chunk) = b.get(i..i + 8) {
+        let w = u64::from_le_bytes(chunk.try_into().unwrap_or_default());
+        let ctrl = w.wrapping_sub(ONES * 0x20) & !w;
+        let q = w ^ (ONES * u64::from(b'"'));
+        let quote = q.wrapping_sub(ONES) & !q;
+        let s = w ^ (ONES * u64::from(b'\\'));
+        let slash = s.wrapping_sub(ONES) & !s;
+        let found = (ctrl | quote | slash) & HIGH;
+        if found != 0 {
+            return i + (found.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while let Some(&c) = b.get(i) {
+        if c == b'"' || c == b'\\' || c < 0x20 {
+            return i;
+        }
+        i += 1;
+    }
+    i
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -824,6 +1244,137 @@ mod tests {
         let ours = entries.into_map();
         assert_eq!(ours.keys().collect::<Vec<_>>(), map.keys().collect::<Vec<_>>());
         assert_eq!(ours, map);
+    }
+
+    /// Random JSON-ish text: mostly valid, with the corner cases serde_json treats specially,
+    /// sometimes cut short or with a stray byte.
+    fn json_text() -> impl Strategy<Value = String> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just("null".to_string()),
+            Just("true".to_string()),
+            Just("nul".to_string()),
+            proptest::sample::select(vec![
+                "0",
+                "-0",
+                "12",
+                "-3.25",
+                "1e5",
+                "1E+2",
+                "2.5e-3",
+                "1e400",
+                "-1e400",
+                "0e999",
+                "01",
+                "1.",
+                "-",
+                "2e",
+                "18446744073709551616",
+                ".5",
+                "1.5e",
+                "+1",
+            ])
+            .prop_map(str::to_string),
+            proptest::sample::select(vec![
+                r#""""#,
+                r#""plain""#,
+                r#""a\"b""#,
+                r#""\\""#,
+                r#""\n\t\/""#,
+                r#""\u00e9""#,
+                r#""\ud83d\ude00""#,
+                r#""\ud800""#,
+                r#""\udc00""#,
+                r#""\ud800\u0041""#,
+                r#""\x""#,
+                "\"a\u{1}b\"",
+                r#""\u12G4""#,
+                r#""é€""#,
+                r#""unterminated"#,
+            ])
+            .prop_map(str::to_string),
+        ];
+        let value = leaf.prop_recursive(4, 40, 5, |inner| {
+            let key =
+                proptest::sample::select(vec![r#""t""#, r#""a""#, r#""b""#, r#""\ud800""#, r#""k\n""#, "1", r#""t""#]);
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(|v| format!("[{}]", v.join(","))),
+                proptest::collection::vec((key, inner), 0..4).prop_map(|v| {
+                    let body: Vec<String> = v.into_iter().map(|(k, v)| format!("{k}:{v}")).collect();
+                    format!("{{{}}}", body.join(" , "))
+                }),
+            ]
+        });
+        (value, 0..40usize, proptest::sample::select(vec!["", "", "", "x", ",", "}", "]", " ", "\""])).prop_map(
+            |(v, cut, junk)| match junk {
+                "" => v,
+                " " => format!(" {v}\n"),
+                junk => {
+                    let at = v.char_indices().map(|(i, _)| i).nth(cut % (v.chars().count() + 1)).unwrap_or(v.len());
+                    format!("{}{junk}{}", &v[..at], &v[at..])
+                }
+            },
+        )
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+        #[test]
+        fn reader_accepts_what_serde_json_accepts(text in json_text()) {
+            use proptest::prop_assert_eq;
+            let skip = { let mut r = Reader::new(&text); r.skip().and_then(|()| r.finish()).is_ok() };
+            prop_assert_eq!(skip, serde_json::from_str::<serde::de::IgnoredAny>(&text).is_ok(), "skip {}", text);
+            let raw = { let mut r = Reader::new(&text); r.raw().and_then(|t| r.finish().map(|()| t)).ok() };
+            prop_assert_eq!(raw, serde_json::from_str::<&RawValue>(&text).ok().map(RawValue::get), "raw {}", text);
+            let value = serde_json::from_str::<Value>(&text).ok();
+            let check = { let mut r = Reader::new(&text); r.check().and_then(|()| r.finish()).is_ok() };
+            prop_assert_eq!(check, value.is_some(), "check {}", text);
+            let json = { let mut r = Reader::new(&text); r.json().and_then(|j| r.finish().map(|()| j)).ok() };
+            prop_assert_eq!(json.map(Json::into_value), value, "json {}", text);
+            // A lenient string field, as `json::opt_string` reads it inside a struct.
+            #[derive(Deserialize)]
+            struct O<'a> {
+                #[serde(default, borrow, with = "super::super::json::opt_string")]
+                t: Option<Cow<'a, str>>,
+            }
+            let line = format!(r#"{{"t":{text}}}"#);
+            let ours = {
+                let mut r = Reader::new(&line);
+                let mut t = None;
+                r.object(|r, k| if k == "t" { r.opt_str().map(|v| t = v) } else { r.skip() })
+                    .and_then(|()| r.finish())
+                    .map(|()| t.map(Cow::into_owned))
+                    .ok()
+            };
+            let theirs = serde_json::from_str::<O>(&line).ok().map(|o| o.t.map(Cow::into_owned));
+            prop_assert_eq!(ours, theirs, "opt_str {}", line);
+        }
+    }
+
+    #[test]
+    fn generator_mixes_valid_and_invalid() {
+        use proptest::strategy::ValueTree;
+        let mut runner = proptest::test_runner::TestRunner::deterministic();
+        let (mut valid, mut strict, mut n) = (0, 0, 0);
+        for _ in 0..2000 {
+            let text = json_text().new_tree(&mut runner).unwrap().current();
+            n += 1;
+            valid += usize::from(serde_json::from_str::<serde::de::IgnoredAny>(&text).is_ok());
+            strict += usize::from(serde_json::from_str::<Value>(&text).is_ok());
+        }
+        eprintln!("{n} texts: {valid} valid, {strict} valid for Value");
+        assert!(valid > n / 5 && valid < n * 4 / 5 && strict < valid);
+    }
+
+    #[test]
+    fn reader_nesting_limit_is_serde_jsons() {
+        for depth in [126, 127, 128, 129, 2000] {
+            let text = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+            let check = Reader::new(&text).check().is_ok();
+            assert_eq!(check, serde_json::from_str::<Value>(&text).is_ok(), "{depth}");
+            let skip = Reader::new(&text).skip().is_ok();
+            assert_eq!(skip, serde_json::from_str::<serde::de::IgnoredAny>(&text).is_ok(), "{depth}");
+        }
     }
 
     #[test]

@@ -82,8 +82,8 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::context::{DecodeContext, Envelope};
-use super::fast_b::{Json, Text, cat, checked_raw, lenient_text};
-use super::json::{Obj, ObjList, lenient, parse_line};
+use super::fast_b::{Fail, Json, Read, Reader, Text, cat, checked_raw, lenient_text};
+use super::json::{Obj, ObjList, classify_failure, lenient};
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::{
     ContentBlock, DiffContent, ImageContent, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus, RawJson,
@@ -108,7 +108,11 @@ pub(crate) struct KimiDecoder {
 }
 
 /// Every line shape kimi prints: role-based messages and `{type, payload}` envelopes.
-#[derive(Deserialize)]
+///
+/// A line is read in one pass by [`read_line`]; the derived `Deserialize` (the same fields, the
+/// same leniency) reads the wire envelopes' payloads.
+#[derive(Deserialize, Default)]
+#[cfg_attr(test, derive(Debug))]
 struct Line<'a> {
     #[serde(default, borrow, with = "super::json::opt_string")]
     role: Option<Cow<'a, str>>,
@@ -127,7 +131,8 @@ struct Line<'a> {
 }
 
 /// A content part: `{type, text | think | image_url | audio_url | video_url}`.
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
+#[cfg_attr(test, derive(Debug))]
 struct Part<'a> {
     #[serde(rename = "type", default, borrow, with = "super::json::opt_string")]
     kind: Option<Cow<'a, str>>,
@@ -151,10 +156,12 @@ struct MediaUrl<'a> {
 }
 
 /// A media part's URL: `{"url": …}` or a bare string; `None` for anything else.
+#[cfg_attr(test, derive(Debug))]
 struct Url<'a>(Option<Cow<'a, str>>);
 
 /// A message's `content`: a string, a list of parts, or something unusable (`Odd`). Decoded in
 /// the same pass as the line.
+#[cfg_attr(test, derive(Debug))]
 enum Content<'a> {
     Text(Cow<'a, str>),
     Parts(Vec<Obj<Part<'a>>>),
@@ -162,6 +169,7 @@ enum Content<'a> {
 }
 
 /// `function.arguments`: normally a string of JSON; some writers print the object itself.
+#[cfg_attr(test, derive(Debug))]
 enum Args<'a> {
     Text(Cow<'a, str>),
     Object(Json<'a>),
@@ -169,7 +177,8 @@ enum Args<'a> {
 }
 
 /// One entry of `tool_calls`, and the wire `ToolCall` payload.
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
+#[cfg_attr(test, derive(Debug))]
 struct RawToolCall<'a> {
     #[serde(default, borrow, with = "super::json::opt_string")]
     id: Option<Cow<'a, str>>,
@@ -177,7 +186,8 @@ struct RawToolCall<'a> {
     function: Obj<Function<'a>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
+#[cfg_attr(test, derive(Debug))]
 struct Function<'a> {
     #[serde(default, borrow, with = "super::json::opt_string")]
     name: Option<Cow<'a, str>>,
@@ -330,6 +340,155 @@ impl<'de: 'a, 'a> Deserialize<'de> for Url<'a> {
     }
 }
 
+/// A line read in one pass with [`Reader`] (serde_json's acceptance rules, no serde layers):
+/// exactly what `parse_line::<Line>` gives, faster.
+fn parse_one_pass(line: &str) -> Result<Line<'_>, LineOutcome> {
+    if !line.trim_start().starts_with('{') {
+        return Err(classify_failure(line));
+    }
+    let mut r = Reader::new(line);
+    read_line(&mut r).and_then(|l| r.finish().map(|()| l)).map_err(|_| classify_failure(line))
+}
+
+/// Mark `bit` of `seen`: a key printed twice fails the line, as with serde's derive.
+fn once(seen: &mut u32, bit: u32) -> Read<()> {
+    if *seen & bit != 0 {
+        return Err(Fail);
+    }
+    *seen |= bit;
+    Ok(())
+}
+
+fn read_line<'a>(r: &mut Reader<'a>) -> Read<Line<'a>> {
+    let mut l = Line::default();
+    let mut seen = 0;
+    r.object(|r, key| {
+        match key.as_ref() {
+            "role" => once(&mut seen, 1).and_then(|()| r.opt_str()).map(|v| l.role = v),
+            "type" => once(&mut seen, 2).and_then(|()| r.opt_str()).map(|v| l.kind = v),
+            "content" => {
+                once(&mut seen, 4)?;
+                l.content = if r.null()? { None } else { Some(read_content(r)?) };
+                Ok(())
+            }
+            "tool_calls" => {
+                once(&mut seen, 8)?;
+                l.tool_calls = if r.null()? { None } else { Some(ObjList(read_obj_list(r, read_tool_call)?)) };
+                Ok(())
+            }
+            "tool_call_id" => once(&mut seen, 16).and_then(|()| r.opt_str()).map(|v| l.tool_call_id = v),
+            "session_id" => once(&mut seen, 32).and_then(|()| r.opt_str()).map(|v| l.session_id = v),
+            "payload" => {
+                once(&mut seen, 64)?;
+                if !r.null()? {
+                    // Only the wire envelopes carry one: captured, then read by their own types.
+                    l.payload = Some(serde_json::from_str::<&RawValue>(r.raw()?).map_err(|_| Fail)?);
+                }
+                Ok(())
+            }
+            _ => r.skip(),
+        }
+    })?;
+    Ok(l)
+}
+
+/// `content`: a string, a list of parts, or anything else (`Odd`).
+fn read_content<'a>(r: &mut Reader<'a>) -> Read<Content<'a>> {
+    match r.peek() {
+        Some(b'"') => r.str().map(Content::Text),
+        Some(b'[') => {
+            let mut parts = Vec::new();
+            r.array(|r| read_obj(r, read_part).map(|p| parts.push(Obj(p))))?;
+            Ok(Content::Parts(parts))
+        }
+        _ => r.opt_str().map(|_| Content::Odd),
+    }
+}
+
+/// An [`Obj`]: an object read by `read`, or `None` for any other value (read as `Obj` reads it).
+fn read_obj<'a, T>(r: &mut Reader<'a>, read: fn(&mut Reader<'a>) -> Read<T>) -> Read<Option<T>> {
+    if r.peek() == Some(b'{') { read(r).map(Some) } else { r.opt_str().map(|_| None) }
+}
+
+/// An [`ObjList`]: a list of [`Obj`]s, or `None` for any other value.
+fn read_obj_list<'a, T>(r: &mut Reader<'a>, read: fn(&mut Reader<'a>) -> Read<T>) -> Read<Option<Vec<Obj<T>>>> {
+    if r.peek() != Some(b'[') {
+        return r.opt_str().map(|_| None);
+    }
+    let mut items = Vec::new();
+    r.array(|r| read_obj(r, read).map(|t| items.push(Obj(t))))?;
+    Ok(Some(items))
+}
+
+fn read_part<'a>(r: &mut Reader<'a>) -> Read<Part<'a>> {
+    let mut p = Part::default();
+    let mut seen = 0;
+    r.object(|r, key| match key.as_ref() {
+        "type" => once(&mut seen, 1).and_then(|()| r.opt_str()).map(|v| p.kind = v),
+        "text" => once(&mut seen, 2).and_then(|()| r.opt_str()).map(|v| p.text = Text(v)),
+        "think" => once(&mut seen, 4).and_then(|()| r.opt_str()).map(|v| p.think = Text(v)),
+        "image_url" => once(&mut seen, 8).and_then(|()| read_opt_url(r)).map(|v| p.image_url = v),
+        "audio_url" => once(&mut seen, 16).and_then(|()| read_opt_url(r)).map(|v| p.audio_url = v),
+        "video_url" => once(&mut seen, 32).and_then(|()| read_opt_url(r)).map(|v| p.video_url = v),
+        _ => r.skip(),
+    })?;
+    Ok(p)
+}
+
+/// `Option<Url>`: `null`, a string, `{url}`, or anything else (`Url(None)`).
+fn read_opt_url<'a>(r: &mut Reader<'a>) -> Read<Option<Url<'a>>> {
+    if r.null()? {
+        return Ok(None);
+    }
+    match r.peek() {
+        Some(b'"') => r.str().map(|u| Some(Url(Some(u)))),
+        Some(b'{') => {
+            let mut url = None;
+            let mut seen = 0;
+            r.object(|r, key| match key.as_ref() {
+                "url" => once(&mut seen, 1).and_then(|()| r.opt_str()).map(|v| url = v),
+                _ => r.skip(),
+            })?;
+            Ok(Some(Url(url)))
+        }
+        _ => r.opt_str().map(|_| Some(Url(None))),
+    }
+}
+
+fn read_tool_call<'a>(r: &mut Reader<'a>) -> Read<RawToolCall<'a>> {
+    let mut call = RawToolCall::default();
+    let mut seen = 0;
+    r.object(|r, key| match key.as_ref() {
+        "id" => once(&mut seen, 1).and_then(|()| r.opt_str()).map(|v| call.id = v),
+        "function" => once(&mut seen, 2).and_then(|()| read_obj(r, read_function)).map(|v| call.function = Obj(v)),
+        _ => r.skip(),
+    })?;
+    Ok(call)
+}
+
+fn read_function<'a>(r: &mut Reader<'a>) -> Read<Function<'a>> {
+    let mut f = Function::default();
+    let mut seen = 0;
+    r.object(|r, key| match key.as_ref() {
+        "name" => once(&mut seen, 1).and_then(|()| r.opt_str()).map(|v| f.name = v),
+        "arguments" => {
+            once(&mut seen, 2)?;
+            f.arguments = if r.null()? {
+                None
+            } else {
+                Some(match r.peek() {
+                    Some(b'"') => Args::Text(r.str()?),
+                    Some(b'{') => Args::Object(r.json()?),
+                    _ => r.opt_str().map(|_| Args::Odd)?,
+                })
+            };
+            Ok(())
+        }
+        _ => r.skip(),
+    })?;
+    Ok(f)
+}
+
 /// What a role:tool / ToolResult content turned into.
 struct ResultContent {
     blocks: Vec<ToolCallContent>,
@@ -339,7 +498,7 @@ struct ResultContent {
 
 impl HarnessDecoder for KimiDecoder {
     fn decode_line(&mut self, line: &str, ctx: &mut DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
-        match parse_line::<Line<'_>>(line) {
+        match parse_one_pass(line) {
             Ok(parsed) => {
                 self.flush_error(ctx, out);
                 self.decode(parsed, ctx, &Envelope::default(), 0, out)
@@ -872,6 +1031,109 @@ mod tests {
         let mut events = d.feed(input.as_bytes());
         events.extend(d.finish());
         events.iter().map(|e| serde_json::to_value(e).unwrap()).collect()
+    }
+
+    /// Random kimi-shaped lines: the real keys with values of every shape (odd ones, repeated
+    /// keys, strings serde_json refuses, cut-short text).
+    fn kimi_line() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let scalar = proptest::sample::select(vec![
+            "null",
+            "true",
+            "1",
+            "-2.5",
+            "1e400",
+            r#""""#,
+            r#""assistant""#,
+            r#""tool""#,
+            r#""user""#,
+            r#""text""#,
+            r#""think""#,
+            r#""image_url""#,
+            r#""a\nb\"c""#,
+            r#""\ud800""#,
+            r#""\u00e9""#,
+            r#""{\"path\": \"/a\"}""#,
+            r#""{\"command\":\"ls\",\"command\":1}""#,
+            r#""data:image/png;base64,QUJD""#,
+            "[]",
+            "{}",
+            "[1,[2]]",
+            r#"{"\ud800":1}"#,
+            r#"{"url":"http://x"}"#,
+            r#"{"url":1,"url":2}"#,
+            r#"{"x":1e400}"#,
+        ])
+        .prop_map(str::to_string);
+        let key = proptest::sample::select(vec![
+            "role",
+            "type",
+            "content",
+            "tool_calls",
+            "tool_call_id",
+            "session_id",
+            "payload",
+            "text",
+            "think",
+            "image_url",
+            "audio_url",
+            "video_url",
+            "url",
+            "id",
+            "function",
+            "name",
+            "arguments",
+            "other",
+        ]);
+        let value = scalar.prop_recursive(4, 48, 5, move |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(|v| format!("[{}]", v.join(","))),
+                proptest::collection::vec((key.clone(), inner), 0..5).prop_map(|v| {
+                    let body: Vec<String> = v.into_iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
+                    format!("{{{}}}", body.join(","))
+                }),
+            ]
+        });
+        let shaped = (value.clone(), value.clone(), value.clone(), value.clone(), 0..3usize).prop_map(|(a, b, c, d, which)| {
+            match which {
+                0 => format!(
+                    r#"{{"role":"assistant","content":[],"tool_calls":[{{"type":"function","id":{a},"function":{{"name":{b},"arguments":{c}}}}},{d}]}}"#
+                ),
+                1 => format!(r#"{{"role":"tool","tool_call_id":{a},"content":[{{"type":{b},"text":{c}}},{{"type":"image_url","image_url":{d}}}]}}"#),
+                _ => format!(r#"{{"role":"assistant","tool_calls":[{{"function":{{"arguments":{a},"name":"Shell"}},"id":"x"}}],"content":{b}}}"#),
+            }
+        });
+        (prop_oneof![value, shaped], 0..400usize, proptest::bool::weighted(0.1)).prop_map(|(v, cut, cut_it)| {
+            let v = if v.starts_with('{') { v } else { format!(r#"{{"role":"assistant","content":{v}}}"#) };
+            if cut_it { v.chars().take(cut % (v.chars().count() + 1)).collect() } else { v }
+        })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
+        #[test]
+        fn one_pass_read_is_the_derived_read(line in kimi_line()) {
+            let ours = format!("{:?}", parse_one_pass(&line));
+            let theirs = format!("{:?}", super::super::json::parse_line::<Line<'_>>(&line));
+            proptest::prop_assert_eq!(ours, theirs, "{}", line);
+        }
+    }
+
+    #[test]
+    fn kimi_line_generator_mixes_outcomes() {
+        use proptest::strategy::{Strategy, ValueTree};
+        let mut runner = proptest::test_runner::TestRunner::deterministic();
+        let mut counts = std::collections::BTreeMap::new();
+        for _ in 0..3000 {
+            let line = kimi_line().new_tree(&mut runner).unwrap().current();
+            let outcome = match parse_one_pass(&line) {
+                Ok(l) => format!("ok tool_calls={} content={}", l.tool_calls.is_some(), l.content.is_some()),
+                Err(e) => format!("{e:?}"),
+            };
+            *counts.entry(outcome).or_insert(0) += 1;
+        }
+        eprintln!("{counts:?}");
+        assert!(counts.len() >= 4);
     }
 
     #[test]
