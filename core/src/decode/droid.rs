@@ -86,7 +86,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::context::{DecodeContext, Envelope};
-use super::fast_b::{Entries, Json, cat, opt_str, parse_line_into, read_in_place, unescape_literal, value, value_text};
+use super::fast_b::{Entries, Json, cat, json_of, opt_str, parse_line_into, read_in_place, unescape_literal, value, value_text};
 use super::json::{Obj, ObjList};
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::{
@@ -762,7 +762,7 @@ impl DroidDecoder {
         // A string input is JSON text of the input object: read it for the title and keep the text
         // itself as `rawInput`; any other input is kept as printed.
         let from_text = match &input {
-            Some(Val::Str(text)) => serde_json::from_str::<Json<'_>>(text).ok().filter(Json::is_object),
+            Some(Val::Str(text)) => json_of(text).filter(Json::is_object),
             _ => None,
         };
         let args = match &input {

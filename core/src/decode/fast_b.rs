@@ -750,6 +750,7 @@ impl<'a> Reader<'a> {
 
     /// Past a string literal (at its opening quote), checking its syntax; `(start, end)` of the
     /// literal, quotes included, and whether it holds an escape.
+    #[inline]
     fn scan_str(&mut self) -> Read<(usize, usize, bool)> {
         let b = self.bytes();
         let start = self.pos;
@@ -783,6 +784,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A string, read by type: borrowed when it holds no escape; a lone surrogate is refused.
+    #[inline]
     pub fn str(&mut self) -> Read<Cow<'a, str>> {
         if self.peek() != Some(b'"') {
             return Err(Fail);
@@ -1008,6 +1010,7 @@ impl<'a> Reader<'a> {
     /// A value read leniently as a string, as [`super::json::opt_string`] reads it: the string,
     /// or `None` for anything else (a number still read by type, a list's items skipped, an
     /// object's keys read and its values skipped).
+    #[inline]
     pub fn opt_str(&mut self) -> Read<Option<Cow<'a, str>>> {
         match self.peek() {
             Some(b'"') => self.str().map(Some),
@@ -1019,6 +1022,7 @@ impl<'a> Reader<'a> {
     }
 
     /// `null` (consumed: `true`), or anything else (left: `false`), as serde reads an `Option`.
+    #[inline]
     pub fn null(&mut self) -> Read<bool> {
         if self.peek() == Some(b'n') {
             self.literal(b"null")?;
@@ -1052,6 +1056,13 @@ impl<'a> Reader<'a> {
             _ => Err(Fail),
         }
     }
+}
+
+/// `text` read whole into a [`Json`] tree, exactly as `serde_json::from_str::<Json>` (and
+/// `Value`) would read it.
+pub fn json_of(text: &str) -> Option<Json<'_>> {
+    let mut r = Reader::new(text);
+    r.json().and_then(|j| r.finish().map(|()| j)).ok()
 }
 
 /// The index of the first `"`, `\` or control character at or after `i` (or the length).

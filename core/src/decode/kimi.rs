@@ -82,7 +82,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::context::{DecodeContext, Envelope};
-use super::fast_b::{Fail, Json, Read, Reader, Text, cat, checked_raw, lenient_text};
+use super::fast_b::{Fail, Json, Read, Reader, Text, cat, checked_raw, json_of, lenient_text};
 use super::json::{Obj, ObjList, classify_failure, lenient};
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::{
@@ -703,7 +703,7 @@ impl KimiDecoder {
             _ => {}
         }
         let parsed = match &input {
-            Input::Text(text) => serde_json::from_str::<Json<'_>>(text).ok().filter(Json::is_object),
+            Input::Text(text) => json_of(text).filter(Json::is_object),
             _ => None,
         };
         let args = match &input {
