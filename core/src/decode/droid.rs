@@ -78,16 +78,24 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+#[cfg(test)]
 use std::fmt;
 
+#[cfg(test)]
 use serde::de::{self, MapAccess, SeqAccess, Visitor};
+#[cfg(test)]
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
+#[cfg(test)]
 use serde_json::value::RawValue;
 
 use super::context::{DecodeContext, Envelope};
-use super::fast_b::{Entries, Json, cat, json_of, opt_str, parse_line_into, read_in_place, unescape_literal, value, value_text};
-use super::json::{Obj, ObjList};
+use super::fast_b::{
+    Entries, Json, Read, Reader, cat, json_of, read_obj, read_obj_list, read_object, unescape_literal, value_text,
+};
+#[cfg(test)]
+use super::fast_b::{opt_str, parse_line_into, raw_str, read_in_place, value};
+use super::json::{Obj, ObjList, classify_failure};
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::{
     ContentBlock, DiffContent, ImageContent, JsonObject, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus,
@@ -133,11 +141,12 @@ enum Val<'a> {
 /// A non-string value: its text as printed, and the text read.
 #[derive(Debug)]
 struct RawVal<'a> {
-    raw: &'a RawValue,
+    raw: &'a str,
     json: Json<'a>,
 }
 
 /// `message`: the text of an `error` line, or the message object of `create_message`.
+#[cfg_attr(test, derive(Debug))]
 enum MessageField<'a> {
     Str(Cow<'a, str>),
     Msg(Box<CreatedMessage<'a>>),
@@ -149,6 +158,7 @@ enum MessageField<'a> {
 /// Read in place (see [`InPlace`]): at 1 KB, copying it through serde's layers cost more than
 /// reading most lines.
 #[derive(Default)]
+#[cfg_attr(test, derive(Debug))]
 struct Line<'a> {
     kind: Option<Cow<'a, str>>,
     subtype: Option<Cow<'a, str>>,
@@ -157,10 +167,10 @@ struct Line<'a> {
     message_id: Option<Cow<'a, str>>,
     text: Option<Cow<'a, str>>,
     text_delta: Option<Cow<'a, str>>,
-    block_index: Option<&'a RawValue>,
+    block_index: Option<&'a str>,
     session_id: Option<Cow<'a, str>>,
     session_id_camel: Option<Cow<'a, str>>,
-    timestamp: Option<&'a RawValue>,
+    timestamp: Option<&'a str>,
     model: Option<Cow<'a, str>>,
     // Tool calls: nested `toolUse` / `tool_use`, or the flat fields of the line itself.
     tool_use: Obj<Box<ToolUse<'a>>>,
@@ -176,8 +186,8 @@ struct Line<'a> {
     arguments: Option<Val<'a>>,
     parameters: Option<Val<'a>>,
     // Tool results.
-    is_error: Option<&'a RawValue>,
-    is_error_snake: Option<&'a RawValue>,
+    is_error: Option<&'a str>,
+    is_error_snake: Option<&'a str>,
     value: Option<Val<'a>>,
     content: Option<Val<'a>>,
     error: Option<Val<'a>>,
@@ -195,13 +205,15 @@ struct Line<'a> {
     message: Option<MessageField<'a>>,
     error_type: Option<Cow<'a, str>>,
     // JSON-RPC.
-    jsonrpc: Option<&'a RawValue>,
+    jsonrpc: Option<&'a str>,
     method: Option<Cow<'a, str>>,
     params: Obj<Params<'a>>,
     token_usage: Option<Val<'a>>,
     last_call_token_usage: Option<Val<'a>>,
 }
 
+// The same fields read with serde: the property test's oracle for `read_line`.
+#[cfg(test)]
 read_in_place!(Line {
     kind: "type" => opt_str,
     subtype: "subtype" => opt_str,
@@ -210,10 +222,10 @@ read_in_place!(Line {
     message_id: "messageId" => opt_str,
     text: "text" => opt_str,
     text_delta: "textDelta" => opt_str,
-    block_index: "blockIndex" => value,
+    block_index: "blockIndex" => raw_str,
     session_id: "session_id" => opt_str,
     session_id_camel: "sessionId" => opt_str,
-    timestamp: "timestamp" => value,
+    timestamp: "timestamp" => raw_str,
     model: "model" => opt_str,
     tool_use: "toolUse" => value,
     tool_use_snake: "tool_use" => value,
@@ -227,8 +239,8 @@ read_in_place!(Line {
     tool_input: "toolInput" => value,
     arguments: "arguments" => value,
     parameters: "parameters" => value,
-    is_error: "isError" => value,
-    is_error_snake: "is_error" => value,
+    is_error: "isError" => raw_str,
+    is_error_snake: "is_error" => raw_str,
     value: "value" => value,
     content: "content" => value,
     error: "error" => value,
@@ -243,7 +255,7 @@ read_in_place!(Line {
     source: "source" => opt_str,
     message: "message" => value,
     error_type: "errorType" => opt_str,
-    jsonrpc: "jsonrpc" => value,
+    jsonrpc: "jsonrpc" => raw_str,
     method: "method" => opt_str,
     params: "params" => value,
     token_usage: "tokenUsage" => value,
@@ -251,80 +263,85 @@ read_in_place!(Line {
 });
 
 /// The fields that name a tool call (nested `toolUse`, or flat on the line).
-#[derive(Deserialize)]
+#[derive(Default)]
+#[cfg_attr(test, derive(Deserialize, Debug))]
 struct ToolUse<'a> {
-    #[serde(default, borrow, with = "super::json::opt_string")]
+    #[cfg_attr(test, serde(default, borrow, with = "super::json::opt_string"))]
     id: Option<Cow<'a, str>>,
-    #[serde(rename = "toolUseId", default, borrow, with = "super::json::opt_string")]
+    #[cfg_attr(test, serde(rename = "toolUseId", default, borrow, with = "super::json::opt_string"))]
     tool_use_id: Option<Cow<'a, str>>,
-    #[serde(rename = "tool_use_id", default, borrow, with = "super::json::opt_string")]
+    #[cfg_attr(test, serde(rename = "tool_use_id", default, borrow, with = "super::json::opt_string"))]
     tool_use_id_snake: Option<Cow<'a, str>>,
-    #[serde(default, borrow, with = "super::json::opt_string")]
+    #[cfg_attr(test, serde(default, borrow, with = "super::json::opt_string"))]
     name: Option<Cow<'a, str>>,
-    #[serde(rename = "toolName", default, borrow, with = "super::json::opt_string")]
+    #[cfg_attr(test, serde(rename = "toolName", default, borrow, with = "super::json::opt_string"))]
     tool_name: Option<Cow<'a, str>>,
-    #[serde(rename = "tool_name", default, borrow, with = "super::json::opt_string")]
+    #[cfg_attr(test, serde(rename = "tool_name", default, borrow, with = "super::json::opt_string"))]
     tool_name_snake: Option<Cow<'a, str>>,
-    #[serde(rename = "toolId", default, borrow, with = "super::json::opt_string")]
+    #[cfg_attr(test, serde(rename = "toolId", default, borrow, with = "super::json::opt_string"))]
     tool_id: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
+    #[cfg_attr(test, serde(default, borrow))]
     input: Option<Val<'a>>,
-    #[serde(rename = "toolInput", default, borrow)]
+    #[cfg_attr(test, serde(rename = "toolInput", default, borrow))]
     tool_input: Option<Val<'a>>,
-    #[serde(default, borrow)]
+    #[cfg_attr(test, serde(default, borrow))]
     arguments: Option<Val<'a>>,
-    #[serde(default, borrow)]
+    #[cfg_attr(test, serde(default, borrow))]
     parameters: Option<Val<'a>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Default)]
+#[cfg_attr(test, derive(Deserialize, Debug))]
 struct Params<'a> {
-    #[serde(default, borrow)]
+    #[cfg_attr(test, serde(default, borrow))]
     notification: Obj<Box<Line<'a>>>,
-    #[serde(rename = "sessionId", default, borrow, with = "super::json::opt_string")]
+    #[cfg_attr(test, serde(rename = "sessionId", default, borrow, with = "super::json::opt_string"))]
     session_id: Option<Cow<'a, str>>,
 }
 
 /// `create_message`'s `message`.
-#[derive(Deserialize)]
+#[derive(Default)]
+#[cfg_attr(test, derive(Deserialize, Debug))]
 struct CreatedMessage<'a> {
-    #[serde(default, borrow, with = "super::json::opt_string")]
+    #[cfg_attr(test, serde(default, borrow, with = "super::json::opt_string"))]
     id: Option<Cow<'a, str>>,
-    #[serde(default, borrow, with = "super::json::opt_string")]
+    #[cfg_attr(test, serde(default, borrow, with = "super::json::opt_string"))]
     role: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
+    #[cfg_attr(test, serde(default, borrow))]
     content: ObjList<Block<'a>>,
 }
 
 /// A content block of a message.
-#[derive(Deserialize)]
+#[derive(Default)]
+#[cfg_attr(test, derive(Deserialize, Debug))]
 struct Block<'a> {
-    #[serde(rename = "type", default, borrow, with = "super::json::opt_string")]
+    #[cfg_attr(test, serde(rename = "type", default, borrow, with = "super::json::opt_string"))]
     kind: Option<Cow<'a, str>>,
-    #[serde(default, borrow, with = "super::json::opt_string")]
+    #[cfg_attr(test, serde(default, borrow, with = "super::json::opt_string"))]
     text: Option<Cow<'a, str>>,
-    #[serde(default, borrow, with = "super::json::opt_string")]
+    #[cfg_attr(test, serde(default, borrow, with = "super::json::opt_string"))]
     thinking: Option<Cow<'a, str>>,
-    #[serde(default, borrow, with = "super::json::opt_string")]
+    #[cfg_attr(test, serde(default, borrow, with = "super::json::opt_string"))]
     id: Option<Cow<'a, str>>,
-    #[serde(default, borrow, with = "super::json::opt_string")]
+    #[cfg_attr(test, serde(default, borrow, with = "super::json::opt_string"))]
     name: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
+    #[cfg_attr(test, serde(default, borrow))]
     input: Option<Val<'a>>,
 }
 
+#[cfg(test)]
 impl<'de: 'a, 'a> Deserialize<'de> for Val<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let raw = <&'de RawValue>::deserialize(d)?;
-        let text = raw.get();
-        if text.starts_with('"') {
-            return unescape_literal(text).map(Val::Str).ok_or_else(|| de::Error::custom("lone surrogate in a string"));
+        let raw = <&'de RawValue>::deserialize(d)?.get();
+        if raw.starts_with('"') {
+            return unescape_literal(raw).map(Val::Str).ok_or_else(|| de::Error::custom("lone surrogate in a string"));
         }
-        let json = serde_json::from_str::<Json<'de>>(text).map_err(de::Error::custom)?;
+        let json = serde_json::from_str::<Json<'de>>(raw).map_err(de::Error::custom)?;
         Ok(Val::Json(Box::new(RawVal { raw, json })))
     }
 }
 
+#[cfg(test)]
 impl<'de: 'a, 'a> Deserialize<'de> for MessageField<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct V;
@@ -368,6 +385,156 @@ impl<'de: 'a, 'a> Deserialize<'de> for MessageField<'a> {
         }
         d.deserialize_any(V)
     }
+}
+
+/// A line read in one pass with [`Reader`] (serde_json's acceptance rules, no serde layers),
+/// into `l`: exactly what reading it with serde gives (the property test checks that).
+fn parse_one_pass<'a>(line: &'a str, l: &mut Line<'a>) -> Result<(), LineOutcome> {
+    if !line.trim_start().starts_with('{') {
+        return Err(classify_failure(line));
+    }
+    let mut r = Reader::new(line);
+    read_line(&mut r, l).and_then(|()| r.finish()).map_err(|_| classify_failure(line))
+}
+
+fn read_line<'a>(r: &mut Reader<'a>, l: &mut Line<'a>) -> Read<()> {
+    read_object!(r, l, {
+        "type" => kind: Reader::opt_str,
+        "subtype" => subtype: Reader::opt_str,
+        "role" => role: Reader::opt_str,
+        "id" => id: Reader::opt_str,
+        "messageId" => message_id: Reader::opt_str,
+        "text" => text: Reader::opt_str,
+        "textDelta" => text_delta: Reader::opt_str,
+        "blockIndex" => block_index: read_raw,
+        "session_id" => session_id: Reader::opt_str,
+        "sessionId" => session_id_camel: Reader::opt_str,
+        "timestamp" => timestamp: read_raw,
+        "model" => model: Reader::opt_str,
+        "toolUse" => tool_use: read_tool_use,
+        "tool_use" => tool_use_snake: read_tool_use,
+        "toolUseId" => tool_use_id: Reader::opt_str,
+        "tool_use_id" => tool_use_id_snake: Reader::opt_str,
+        "name" => name: Reader::opt_str,
+        "toolName" => tool_name: Reader::opt_str,
+        "tool_name" => tool_name_snake: Reader::opt_str,
+        "toolId" => tool_id: Reader::opt_str,
+        "input" => input: read_val,
+        "toolInput" => tool_input: read_val,
+        "arguments" => arguments: read_val,
+        "parameters" => parameters: read_val,
+        "isError" => is_error: read_raw,
+        "is_error" => is_error_snake: read_raw,
+        "value" => value: read_val,
+        "content" => content: read_val,
+        "error" => error: read_val,
+        "update" => update: read_val,
+        "finalText" => final_text: Reader::opt_str,
+        "result" => result: read_val,
+        "usage" => usage: read_val,
+        "numTurns" => num_turns: read_val,
+        "durationMs" => duration_ms: read_val,
+        "num_turns" => num_turns_snake: read_val,
+        "duration_ms" => duration_ms_snake: read_val,
+        "source" => source: Reader::opt_str,
+        "message" => message: read_message,
+        "errorType" => error_type: Reader::opt_str,
+        "jsonrpc" => jsonrpc: read_raw,
+        "method" => method: Reader::opt_str,
+        "params" => params: read_params,
+        "tokenUsage" => token_usage: read_val,
+        "lastCallTokenUsage" => last_call_token_usage: read_val,
+    })
+}
+
+/// A field kept as its text (`null` is absent).
+fn read_raw<'a>(r: &mut Reader<'a>) -> Read<Option<&'a str>> {
+    if r.null()? { Ok(None) } else { r.raw().map(Some) }
+}
+
+/// A polymorphic field ([`Val`]; `null` is absent).
+fn read_val<'a>(r: &mut Reader<'a>) -> Read<Option<Val<'a>>> {
+    if r.null()? {
+        return Ok(None);
+    }
+    if r.peek() == Some(b'"') {
+        return r.str().map(|s| Some(Val::Str(s)));
+    }
+    let mut json = Json::Null;
+    let raw = r.read_with_text(|r| r.json().map(|j| json = j))?;
+    Ok(Some(Val::Json(Box::new(RawVal { raw, json }))))
+}
+
+fn read_tool_use<'a>(r: &mut Reader<'a>) -> Read<Obj<Box<ToolUse<'a>>>> {
+    read_obj(r, |r| {
+        let mut t = Box::<ToolUse<'a>>::default();
+        read_object!(r, &mut *t, {
+            "id" => id: Reader::opt_str,
+            "toolUseId" => tool_use_id: Reader::opt_str,
+            "tool_use_id" => tool_use_id_snake: Reader::opt_str,
+            "name" => name: Reader::opt_str,
+            "toolName" => tool_name: Reader::opt_str,
+            "tool_name" => tool_name_snake: Reader::opt_str,
+            "toolId" => tool_id: Reader::opt_str,
+            "input" => input: read_val,
+            "toolInput" => tool_input: read_val,
+            "arguments" => arguments: read_val,
+            "parameters" => parameters: read_val,
+        })
+        .map(|()| t)
+    })
+    .map(Obj)
+}
+
+fn read_params<'a>(r: &mut Reader<'a>) -> Read<Obj<Params<'a>>> {
+    read_obj(r, |r| {
+        let mut p = Params::default();
+        read_object!(r, &mut p, {
+            "notification" => notification: |r: &mut Reader<'a>| {
+                read_obj(r, |r| {
+                    let mut inner = Box::<Line<'a>>::default();
+                    read_line(r, &mut inner).map(|()| inner)
+                })
+                .map(Obj)
+            },
+            "sessionId" => session_id: Reader::opt_str,
+        })
+        .map(|()| p)
+    })
+    .map(Obj)
+}
+
+/// `message`: a string, `create_message`'s message object, or anything else (`Odd`).
+fn read_message<'a>(r: &mut Reader<'a>) -> Read<Option<MessageField<'a>>> {
+    if r.null()? {
+        return Ok(None);
+    }
+    Ok(Some(match r.peek() {
+        Some(b'"') => MessageField::Str(r.str()?),
+        Some(b'{') => {
+            let mut m = Box::<CreatedMessage<'a>>::default();
+            read_object!(r, &mut *m, {
+                "id" => id: Reader::opt_str,
+                "role" => role: Reader::opt_str,
+                "content" => content: |r: &mut Reader<'a>| read_obj_list(r, read_block).map(ObjList),
+            })?;
+            MessageField::Msg(m)
+        }
+        _ => r.opt_str().map(|_| MessageField::Odd)?,
+    }))
+}
+
+fn read_block<'a>(r: &mut Reader<'a>) -> Read<Block<'a>> {
+    let mut b = Block::default();
+    read_object!(r, &mut b, {
+        "type" => kind: Reader::opt_str,
+        "text" => text: Reader::opt_str,
+        "thinking" => thinking: Reader::opt_str,
+        "id" => id: Reader::opt_str,
+        "name" => name: Reader::opt_str,
+        "input" => input: read_val,
+    })?;
+    Ok(b)
 }
 
 impl<'a> Line<'a> {
@@ -416,7 +583,7 @@ impl<'a> Val<'a> {
 impl HarnessDecoder for DroidDecoder {
     fn decode_line(&mut self, line: &str, ctx: &mut DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
         let mut parsed = Line::default();
-        match parse_line_into(line, &mut parsed) {
+        match parse_one_pass(line, &mut parsed) {
             Ok(()) => self.decode(&mut parsed, line, ctx, 0, out),
             Err(outcome) => outcome,
         }
@@ -785,7 +952,7 @@ impl DroidDecoder {
             Some(Val::Str(text)) if text_is_object => RawJson::from_text(text.into_owned()),
             Some(Val::Str(text)) => Some(RawJson::from_value(&Value::String(text.into_owned()))),
             Some(Val::Json(v)) if v.json.is_null() => None,
-            Some(Val::Json(v)) => Some(RawJson::from_raw(v.raw)),
+            Some(Val::Json(v)) => RawJson::from_text(v.raw),
             None => None,
         };
         let call = ToolCall {
@@ -816,19 +983,19 @@ impl DroidDecoder {
         let value = l.value.take().filter(not_null);
         let content = l.content.take().filter(not_null);
         let (blocks, raw_output) = if let (true, Some(text)) = (failed, &error_text) {
-            (vec![ToolCallContent::text(text.clone())], error_raw.map(|r| RawJson::from_raw(r.raw)))
+            (vec![ToolCallContent::text(text.clone())], error_raw.and_then(|r| RawJson::from_text(r.raw)))
         } else if let Some(value) = value {
             match value {
                 Val::Str(text) => {
                     let raw = structured(&text);
                     (text_blocks(text), raw)
                 }
-                Val::Json(v) => (vec![ToolCallContent::text(v.json.to_compact())], Some(RawJson::from_raw(v.raw))),
+                Val::Json(v) => (vec![ToolCallContent::text(v.json.to_compact())], RawJson::from_text(v.raw)),
             }
         } else if let Some(content) = content {
             result_blocks(content)
         } else if let Some(text) = error_text {
-            (vec![ToolCallContent::text(text)], error_raw.map(|r| RawJson::from_raw(r.raw)))
+            (vec![ToolCallContent::text(text)], error_raw.and_then(|r| RawJson::from_text(r.raw)))
         } else {
             (Vec::new(), None)
         };
@@ -918,13 +1085,13 @@ impl DroidDecoder {
 }
 
 /// `true` / `false` of a raw JSON boolean.
-fn flag(raw: Option<&RawValue>) -> Option<bool> {
-    raw.and_then(|r| r.get().parse::<bool>().ok())
+fn flag(raw: Option<&str>) -> Option<bool> {
+    raw.and_then(|r| r.parse::<bool>().ok())
 }
 
 /// A raw value as text for a dedupe key (`""` when absent).
-fn raw_text(raw: Option<&RawValue>) -> String {
-    raw.map(|r| r.get().to_string()).unwrap_or_default()
+fn raw_text(raw: Option<&str>) -> String {
+    raw.map(str::to_string).unwrap_or_default()
 }
 
 /// An `error` field: its text (a string, or an object's `message`) and, for any other value, the
@@ -979,7 +1146,7 @@ fn result_blocks(content: Val<'_>) -> (Vec<ToolCallContent>, Option<RawJson>) {
         Val::Json(v) => v,
     };
     let Json::Arr(items) = &v.json else {
-        return (vec![ToolCallContent::text(v.json.to_compact())], Some(RawJson::from_raw(v.raw)));
+        return (vec![ToolCallContent::text(v.json.to_compact())], RawJson::from_text(v.raw));
     };
     let mut blocks = Vec::new();
     for block in items {
@@ -1014,8 +1181,8 @@ fn result_blocks(content: Val<'_>) -> (Vec<ToolCallContent>, Option<RawJson>) {
 
 /// A line's timestamp as ISO 8601: epoch milliseconds (seconds below 10^11) are converted, a
 /// string is kept as printed.
-fn timestamp(raw: Option<&RawValue>) -> Option<String> {
-    let raw = raw?.get();
+fn timestamp(raw: Option<&str>) -> Option<String> {
+    let raw = raw?;
     if raw.starts_with('"') {
         return unescape_literal(raw).filter(|s| !s.is_empty()).map(Cow::into_owned);
     }
@@ -1260,6 +1427,135 @@ mod tests {
         events.iter().map(|e| serde_json::to_value(e).unwrap()).collect()
     }
 
+    /// Random droid-shaped lines: the real keys with values of every shape (odd ones, repeated
+    /// keys, strings and numbers serde_json refuses, cut-short text).
+    fn droid_line() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let scalar = proptest::sample::select(vec![
+            "null",
+            "true",
+            "false",
+            "1796221399731",
+            "-2.5",
+            "1e400",
+            r#""""#,
+            r#""message""#,
+            r#""assistant""#,
+            r#""tool_call""#,
+            r#""tool_result""#,
+            r#""completion""#,
+            r#""create_message""#,
+            r#""a\nb\"c""#,
+            r#""\ud800""#,
+            r#""\u00e9""#,
+            r#""{\"command\": \"ls\"}""#,
+            r#""[1,2]""#,
+            "[]",
+            "{}",
+            "[1,[2]]",
+            r#"{"\ud800":1}"#,
+            r#"{"input_tokens":3,"input_tokens":4,"x":1e400}"#,
+            r#"{"message":"boom","type":"x"}"#,
+            r#""2.0""#,
+            r#""droid.session_notification""#,
+        ])
+        .prop_map(str::to_string);
+        let key = proptest::sample::select(vec![
+            "type",
+            "subtype",
+            "role",
+            "id",
+            "messageId",
+            "text",
+            "textDelta",
+            "blockIndex",
+            "session_id",
+            "sessionId",
+            "timestamp",
+            "model",
+            "toolUse",
+            "tool_use",
+            "toolUseId",
+            "name",
+            "toolName",
+            "toolId",
+            "input",
+            "parameters",
+            "isError",
+            "value",
+            "content",
+            "error",
+            "update",
+            "finalText",
+            "result",
+            "usage",
+            "numTurns",
+            "message",
+            "errorType",
+            "jsonrpc",
+            "method",
+            "params",
+            "notification",
+            "tokenUsage",
+            "thinking",
+            "other",
+        ]);
+        let value = scalar.prop_recursive(4, 48, 6, move |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(|v| format!("[{}]", v.join(","))),
+                proptest::collection::vec((key.clone(), inner), 0..6).prop_map(|v| {
+                    let body: Vec<String> = v.into_iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
+                    format!("{{{}}}", body.join(","))
+                }),
+            ]
+        });
+        let shaped = (value.clone(), value.clone(), value.clone(), 0..4usize).prop_map(|(a, b, c, which)| match which {
+            0 => format!(r#"{{"type":"tool_call","id":{a},"toolName":{b},"parameters":{c},"timestamp":1796221399731}}"#),
+            1 => format!(r#"{{"type":"create_message","message":{{"id":{a},"role":"assistant","content":[{{"type":"tool_use","id":"t","name":{b},"input":{c}}}]}}}}"#),
+            2 => format!(r#"{{"jsonrpc":"2.0","method":"droid.session_notification","params":{{"sessionId":{a},"notification":{{"type":{b},"textDelta":{c}}}}}}}"#),
+            _ => format!(r#"{{"type":"tool_call","toolUse":{{"id":{a},"name":{b},"input":{c}}}}}"#),
+        });
+        (prop_oneof![value, shaped], 0..400usize, proptest::bool::weighted(0.1)).prop_map(|(v, cut, cut_it)| {
+            let v = if v.starts_with('{') { v } else { format!(r#"{{"type":"message","text":{v}}}"#) };
+            if cut_it { v.chars().take(cut % (v.chars().count() + 1)).collect() } else { v }
+        })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
+        #[test]
+        fn one_pass_read_is_the_serde_read(line in droid_line()) {
+            let mut ours = Line::default();
+            let ours = parse_one_pass(&line, &mut ours).map(|()| format!("{ours:?}"));
+            let mut theirs = Line::default();
+            let theirs = parse_line_into(&line, &mut theirs).map(|()| format!("{theirs:?}"));
+            proptest::prop_assert_eq!(ours, theirs, "{}", line);
+        }
+    }
+
+    #[test]
+    fn droid_line_generator_mixes_outcomes() {
+        use proptest::strategy::{Strategy, ValueTree};
+        let mut runner = proptest::test_runner::TestRunner::deterministic();
+        let mut counts = std::collections::BTreeMap::new();
+        for _ in 0..3000 {
+            let line = droid_line().new_tree(&mut runner).unwrap().current();
+            let mut l = Line::default();
+            let outcome = match parse_one_pass(&line, &mut l) {
+                Ok(()) => format!(
+                    "ok params={} message={} parameters={}",
+                    l.params.0.is_some(),
+                    l.message.is_some(),
+                    l.parameters.is_some()
+                ),
+                Err(e) => format!("{e:?}"),
+            };
+            *counts.entry(outcome).or_insert(0) += 1;
+        }
+        eprintln!("{counts:?}");
+        assert!(counts.len() >= 5);
+    }
+
     #[test]
     fn epoch_milliseconds_become_iso_8601() {
         assert_eq!(iso_from_epoch(1_796_221_399_731.0).unwrap(), "2026-12-02T14:23:19.731Z");
@@ -1270,7 +1566,7 @@ mod tests {
 
     #[test]
     fn timestamps_read_as_integers_or_floats_agree() {
-        let ts = |raw: &str| timestamp(Some(&RawValue::from_string(raw.to_string()).unwrap()));
+        let ts = |raw: &str| timestamp(Some(raw));
         for raw in ["1796221399731", "1796221399731.4", "0", "951782400", "1e12", "99999999999999", "999999999999999"] {
             assert_eq!(ts(raw), iso_from_epoch(raw.parse::<f64>().unwrap()), "{raw}");
         }

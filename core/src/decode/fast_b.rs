@@ -310,6 +310,11 @@ pub fn opt_str<'de, A: MapAccess<'de>>(map: &mut A) -> Result<Option<Cow<'de, st
     map.next_value::<S<'de>>().map(|s| s.0)
 }
 
+/// Reader of a field kept as its text, `null` being absent (see [`InPlace`]).
+pub fn raw_str<'de, A: MapAccess<'de>>(map: &mut A) -> Result<Option<&'de str>, A::Error> {
+    map.next_value::<Option<&'de RawValue>>().map(|r| r.map(RawValue::get))
+}
+
 /// Reader of a field by its type's own `Deserialize` (see [`InPlace`]).
 pub fn value<'de, T: Deserialize<'de>, A: MapAccess<'de>>(map: &mut A) -> Result<T, A::Error> {
     map.next_value()
@@ -335,6 +340,7 @@ pub const fn key_index(keys: &[&str], key: &str) -> usize {
 }
 
 /// See [`InPlace`]: `read_in_place!(Line { field: "key" => reader, ... });`
+#[allow(unused_macros)] // droid's property test uses it; the one-pass `Reader` reads lines
 macro_rules! read_in_place {
     ($name:ident { $($field:ident : $key:literal => $reader:path),* $(,)? }) => {
         impl<'p, 'de: 'a, 'a> serde::de::DeserializeSeed<'de> for $crate::decode::fast_b::InPlace<'p, $name<'a>> {
@@ -381,6 +387,7 @@ macro_rules! read_in_place {
         }
     };
 }
+#[allow(unused_imports)]
 pub(crate) use read_in_place;
 
 /// A field's verbatim JSON text, `null` included (`#[serde(default)]` gives `Raw(None)` when the
@@ -950,6 +957,14 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// Run `read` on the next value and return that value's text.
+    pub fn read_with_text(&mut self, read: impl FnOnce(&mut Self) -> Read<()>) -> Read<&'a str> {
+        self.peek();
+        let start = self.pos;
+        read(self)?;
+        Ok(&self.s[start..self.pos])
+    }
+
     /// Read one value by type and return its text.
     pub fn checked_raw(&mut self) -> Read<&'a str> {
         self.peek();
@@ -1057,6 +1072,50 @@ impl<'a> Reader<'a> {
         }
     }
 }
+
+/// An [`super::json::Obj`] field: an object read by `read`, or `None` for any other value (read
+/// as `Obj` reads it).
+pub fn read_obj<'a, T>(r: &mut Reader<'a>, read: impl FnOnce(&mut Reader<'a>) -> Read<T>) -> Read<Option<T>> {
+    if r.peek() == Some(b'{') { read(r).map(Some) } else { r.opt_str().map(|_| None) }
+}
+
+/// An [`super::json::ObjList`] field: a list of objects each read by `read` (`None` for an item
+/// that is not an object), or `None` for any other value.
+pub fn read_obj_list<'a, T>(
+    r: &mut Reader<'a>,
+    mut read: impl FnMut(&mut Reader<'a>) -> Read<T>,
+) -> Read<Option<Vec<super::json::Obj<T>>>> {
+    if r.peek() != Some(b'[') {
+        return r.opt_str().map(|_| None);
+    }
+    let mut items = Vec::new();
+    r.array(|r| read_obj(r, &mut read).map(|t| items.push(super::json::Obj(t))))?;
+    Ok(Some(items))
+}
+
+/// Fill the fields of `$target` from the object at `$r`: `"key" => field: reader` (a reader is
+/// `fn(&mut Reader) -> Read<FieldType>`); other keys are skipped; a listed key printed twice
+/// fails, as with serde's derive.
+macro_rules! read_object {
+    ($r:expr, $target:expr, { $($key:literal => $field:ident : $reader:expr),* $(,)? }) => {{
+        const KEYS: &[&str] = &[$($key),*];
+        let mut seen = [false; KEYS.len()];
+        let target = $target;
+        $r.object(|r, key| match key.as_ref() {
+            $($key => {
+                const AT: usize = $crate::decode::fast_b::key_index(KEYS, $key);
+                if seen[AT] {
+                    return Err($crate::decode::fast_b::Fail);
+                }
+                seen[AT] = true;
+                target.$field = ($reader)(r)?;
+                Ok(())
+            })*
+            _ => r.skip(),
+        })
+    }};
+}
+pub(crate) use read_object;
 
 /// `text` read whole into a [`Json`] tree, exactly as `serde_json::from_str::<Json>` (and
 /// `Value`) would read it.

@@ -82,7 +82,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::context::{DecodeContext, Envelope};
-use super::fast_b::{Fail, Json, Read, Reader, Text, cat, checked_raw, json_of, lenient_text};
+use super::fast_b::{Fail, Json, Read, Reader, Text, cat, checked_raw, json_of, lenient_text, read_obj, read_obj_list};
 use super::json::{Obj, ObjList, classify_failure, lenient};
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::{
@@ -403,21 +403,6 @@ fn read_content<'a>(r: &mut Reader<'a>) -> Read<Content<'a>> {
         }
         _ => r.opt_str().map(|_| Content::Odd),
     }
-}
-
-/// An [`Obj`]: an object read by `read`, or `None` for any other value (read as `Obj` reads it).
-fn read_obj<'a, T>(r: &mut Reader<'a>, read: fn(&mut Reader<'a>) -> Read<T>) -> Read<Option<T>> {
-    if r.peek() == Some(b'{') { read(r).map(Some) } else { r.opt_str().map(|_| None) }
-}
-
-/// An [`ObjList`]: a list of [`Obj`]s, or `None` for any other value.
-fn read_obj_list<'a, T>(r: &mut Reader<'a>, read: fn(&mut Reader<'a>) -> Read<T>) -> Read<Option<Vec<Obj<T>>>> {
-    if r.peek() != Some(b'[') {
-        return r.opt_str().map(|_| None);
-    }
-    let mut items = Vec::new();
-    r.array(|r| read_obj(r, read).map(|t| items.push(Obj(t))))?;
-    Ok(Some(items))
 }
 
 fn read_part<'a>(r: &mut Reader<'a>) -> Read<Part<'a>> {
