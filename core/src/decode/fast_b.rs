@@ -790,17 +790,81 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// A string, read by type: borrowed when it holds no escape; a lone surrogate is refused.
+    /// A string, read by type: borrowed when it holds no escape, else unescaped in the same pass;
+    /// a lone surrogate is refused.
     #[inline]
     pub fn str(&mut self) -> Read<Cow<'a, str>> {
         if self.peek() != Some(b'"') {
             return Err(Fail);
         }
-        let (start, end, escaped) = self.scan_str()?;
-        if escaped {
-            unescape_literal(&self.s[start..end]).ok_or(Fail)
-        } else {
-            Ok(Cow::Borrowed(&self.s[start + 1..end - 1]))
+        let b = self.bytes();
+        let start = self.pos + 1;
+        let i = plain_run(b, start);
+        match b.get(i) {
+            Some(b'"') => {
+                self.pos = i + 1;
+                Ok(Cow::Borrowed(&self.s[start..i]))
+            }
+            Some(b'\\') => self.str_escaped(start, i).map(Cow::Owned),
+            _ => Err(Fail),
+        }
+    }
+
+    /// The rest of a string from its first escape (at `i`), unescaped as it is read.
+    fn str_escaped(&mut self, start: usize, mut i: usize) -> Read<String> {
+        let b = self.bytes();
+        let mut out: Vec<u8> = Vec::with_capacity((i - start + 64).min(b.len() - start));
+        out.extend_from_slice(&b[start..i]);
+        loop {
+            // At a backslash.
+            let esc = *b.get(i + 1).ok_or(Fail)?;
+            i += 2;
+            let byte = match esc {
+                b'"' => b'"',
+                b'\\' => b'\\',
+                b'/' => b'/',
+                b'b' => 0x08,
+                b'f' => 0x0c,
+                b'n' => b'\n',
+                b'r' => b'\r',
+                b't' => b'\t',
+                b'u' => {
+                    let n = hex4(b.get(i..i + 4).ok_or(Fail)?).ok_or(Fail)?;
+                    i += 4;
+                    let c = match n {
+                        0xDC00..=0xDFFF => return Err(Fail),
+                        0xD800..=0xDBFF => {
+                            if b.get(i..i + 2) != Some(b"\\u") {
+                                return Err(Fail);
+                            }
+                            let n2 = hex4(b.get(i + 2..i + 6).ok_or(Fail)?).ok_or(Fail)?;
+                            if !(0xDC00..=0xDFFF).contains(&n2) {
+                                return Err(Fail);
+                            }
+                            i += 6;
+                            char::from_u32(((u32::from(n) - 0xD800) << 10 | (u32::from(n2) - 0xDC00)) + 0x1_0000)
+                        }
+                        _ => char::from_u32(u32::from(n)),
+                    };
+                    out.extend_from_slice(c.ok_or(Fail)?.encode_utf8(&mut [0; 4]).as_bytes());
+                    0
+                }
+                _ => return Err(Fail),
+            };
+            if esc != b'u' {
+                out.push(byte);
+            }
+            let j = plain_run(b, i);
+            out.extend_from_slice(&b[i..j]);
+            i = j;
+            match b.get(i) {
+                Some(b'"') => {
+                    self.pos = i + 1;
+                    return String::from_utf8(out).map_err(|_| Fail);
+                }
+                Some(b'\\') => {}
+                _ => return Err(Fail),
+            }
         }
     }
 
