@@ -813,7 +813,9 @@ impl<'a> Reader<'a> {
     /// The rest of a string from its first escape (at `i`), unescaped as it is read.
     fn str_escaped(&mut self, start: usize, mut i: usize) -> Read<String> {
         let b = self.bytes();
-        let mut out: Vec<u8> = Vec::with_capacity((i - start + 64).min(b.len() - start));
+        // The string's length is not known yet: room for the rest of the line up to 4 KiB (one
+        // allocation for nearly every string; the spare room is given back at the end).
+        let mut out: Vec<u8> = Vec::with_capacity((b.len() - start).min(4096.max(2 * (i - start))));
         out.extend_from_slice(&b[start..i]);
         loop {
             // At a backslash.
@@ -860,6 +862,9 @@ impl<'a> Reader<'a> {
             match b.get(i) {
                 Some(b'"') => {
                     self.pos = i + 1;
+                    if out.capacity() - out.len() > 64 {
+                        out.shrink_to_fit();
+                    }
                     return String::from_utf8(out).map_err(|_| Fail);
                 }
                 Some(b'\\') => {}
