@@ -91,7 +91,8 @@ use serde_json::value::RawValue;
 
 use super::context::{DecodeContext, Envelope};
 use super::fast_b::{
-    Entries, Json, Read, Reader, cat, json_of, read_obj, read_obj_list, read_object, unescape_literal, value_text,
+    Entries, Json, Read, Reader, cat, json_of, read_obj, read_obj_list, read_object, read_raw_json, unescape_literal,
+    value_raw_json,
 };
 #[cfg(test)]
 use super::fast_b::{opt_str, parse_line_into, raw_str, read_in_place, value};
@@ -949,10 +950,11 @@ impl DroidDecoder {
         let text_is_object = from_text.is_some();
         drop(from_text);
         let raw_input = match input {
-            Some(Val::Str(text)) if text_is_object => RawJson::from_text(text.into_owned()),
+            // Read whole just above.
+            Some(Val::Str(text)) if text_is_object => Some(read_raw_json(text.into_owned())),
             Some(Val::Str(text)) => Some(RawJson::from_value(&Value::String(text.into_owned()))),
             Some(Val::Json(v)) if v.json.is_null() => None,
-            Some(Val::Json(v)) => RawJson::from_text(v.raw),
+            Some(Val::Json(v)) => Some(read_raw_json(v.raw.to_string())),
             None => None,
         };
         let call = ToolCall {
@@ -983,19 +985,21 @@ impl DroidDecoder {
         let value = l.value.take().filter(not_null);
         let content = l.content.take().filter(not_null);
         let (blocks, raw_output) = if let (true, Some(text)) = (failed, &error_text) {
-            (vec![ToolCallContent::text(text.clone())], error_raw.and_then(|r| RawJson::from_text(r.raw)))
+            (vec![ToolCallContent::text(text.clone())], error_raw.map(|r| read_raw_json(r.raw.to_string())))
         } else if let Some(value) = value {
             match value {
                 Val::Str(text) => {
                     let raw = structured(&text);
                     (text_blocks(text), raw)
                 }
-                Val::Json(v) => (vec![ToolCallContent::text(v.json.to_compact())], RawJson::from_text(v.raw)),
+                Val::Json(v) => {
+                    (vec![ToolCallContent::text(v.json.to_compact())], Some(read_raw_json(v.raw.to_string())))
+                }
             }
         } else if let Some(content) = content {
             result_blocks(content)
         } else if let Some(text) = error_text {
-            (vec![ToolCallContent::text(text)], error_raw.and_then(|r| RawJson::from_text(r.raw)))
+            (vec![ToolCallContent::text(text)], error_raw.map(|r| read_raw_json(r.raw.to_string())))
         } else {
             (Vec::new(), None)
         };
@@ -1136,7 +1140,7 @@ fn structured(text: &str) -> Option<RawJson> {
         return None;
     }
     // Starting with `{` or `[`, what parses is an object or an array.
-    value_text(text)
+    value_raw_json(text)
 }
 
 /// A tool result's `content`: a string, text/image blocks, or other JSON (kept as `rawOutput`).
@@ -1146,7 +1150,7 @@ fn result_blocks(content: Val<'_>) -> (Vec<ToolCallContent>, Option<RawJson>) {
         Val::Json(v) => v,
     };
     let Json::Arr(items) = &v.json else {
-        return (vec![ToolCallContent::text(v.json.to_compact())], RawJson::from_text(v.raw));
+        return (vec![ToolCallContent::text(v.json.to_compact())], Some(read_raw_json(v.raw.to_string())));
     };
     let mut blocks = Vec::new();
     for block in items {

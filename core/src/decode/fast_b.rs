@@ -477,39 +477,6 @@ impl<'de> Visitor<'de> for CheckedVisitor {
     }
 }
 
-/// JSON `text` as [`RawJson`] (kept verbatim) when a [`serde_json::Value`] would read it.
-///
-/// `RawJson` checks the syntax; `Value` refuses two more things: a string holding a lone
-/// surrogate escape and a number beyond `f64`. The strict read runs only when the text could hold
-/// one of those (a `\u` escape, a digit followed by an exponent, or a run of 300+ digits), which
-/// ordinary records never do.
-pub fn value_text(text: &str) -> Option<RawJson> {
-    if could_be_refused_by_value(text.as_bytes()) {
-        serde_json::from_str::<Checked>(text).ok()?;
-    }
-    RawJson::from_text(text)
-}
-
-fn could_be_refused_by_value(bytes: &[u8]) -> bool {
-    let mut digits = 0usize;
-    let mut prev = 0u8;
-    for &b in bytes {
-        if b.is_ascii_digit() {
-            digits += 1;
-            if digits >= 300 {
-                return true;
-            }
-        } else {
-            digits = 0;
-            if (b | 0x20 == b'e' && (prev.is_ascii_digit() || prev == b'.')) || (prev == b'\\' && b == b'u') {
-                return true;
-            }
-        }
-        prev = b;
-    }
-    false
-}
-
 /// `raw` as [`RawJson`] (its text copied verbatim) when a [`serde_json::Value`] would hold it.
 pub fn checked_raw(raw: &RawValue) -> Option<RawJson> {
     serde_json::from_str::<Checked>(raw.get()).is_ok().then(|| RawJson::from_raw(raw))
@@ -1186,6 +1153,31 @@ macro_rules! read_object {
 }
 pub(crate) use read_object;
 
+/// JSON text that a [`Reader`] has read whole (so it is one well-formed value, possibly with
+/// whitespace around it) as [`RawJson`], kept verbatim, without serde_json reading it a second
+/// time (`RawJson::from_text` would: about as long as reading it).
+///
+/// Callers pass only text that `json_of`, `Reader::check`/`checked_raw`/`raw` or
+/// `Reader::read_with_text` accepted whole; debug builds re-check it (serde_json's own
+/// `debug_assert` in `from_string_unchecked`).
+pub fn read_raw_json(text: String) -> RawJson {
+    let value = text.trim_matches(|c| matches!(c, ' ' | '\t' | '\n' | '\r'));
+    let text = if value.len() == text.len() { text } else { value.to_string() };
+    // SAFETY: `text` is one well-formed JSON value without surrounding whitespace: a `Reader`
+    // (which accepts only what serde_json accepts, property-tested against it) has read it
+    // whole, and the whitespace around it was trimmed above.
+    let raw = unsafe { RawValue::from_string_unchecked(text) };
+    RawJson::from_raw(&raw)
+}
+
+/// JSON `text` as [`RawJson`] (kept verbatim) when a [`serde_json::Value`] would read it whole.
+pub fn value_raw_json(text: &str) -> Option<RawJson> {
+    let mut r = Reader::new(text);
+    let value = r.checked_raw().ok()?;
+    r.finish().ok()?;
+    Some(read_raw_json(value.to_string()))
+}
+
 /// `text` read whole into a [`Json`] tree, exactly as `serde_json::from_str::<Json>` (and
 /// `Value`) would read it.
 pub fn json_of(text: &str) -> Option<Json<'_>> {
@@ -1350,25 +1342,6 @@ mod tests {
     }
 
     #[test]
-    fn value_text_refuses_what_value_refuses() {
-        for text in [
-            r#"{"a":[1,2.5,-3e2],"b":"x"}"#,
-            r#"{"a":1e400}"#,
-            r#"[1E400]"#,
-            r#"{"s":"\ud800"}"#,
-            r#"{"s":"\u00e9"}"#,
-            r#"{"name":"file2e"}"#,
-            r#"{"a":1"#,
-        ] {
-            let theirs = serde_json::from_str::<Value>(text).ok();
-            assert_eq!(value_text(text).map(|r| r.to_value()), theirs, "{text}");
-        }
-        let long = format!("[{}]", "9".repeat(400));
-        assert!(value_text(&long).is_none());
-        assert!(serde_json::from_str::<Value>(&long).is_err());
-    }
-
-    #[test]
     fn entries_behave_like_a_map() {
         let text = r#"{"a":1,"b":2,"a":3,"c":4,"d":5}"#;
         let mut map: serde_json::Map<String, Value> = serde_json::from_str(text).unwrap();
@@ -1514,6 +1487,27 @@ mod tests {
             let skip = Reader::new(&text).skip().is_ok();
             assert_eq!(skip, serde_json::from_str::<serde::de::IgnoredAny>(&text).is_ok(), "{depth}");
         }
+    }
+
+    #[test]
+    fn value_raw_json_is_what_value_reads_kept_verbatim() {
+        for text in [
+            r#" {"a": [1, 2.5], "b": "x\n"} "#,
+            r#"{"a":1e400}"#,
+            r#"{"s":"\ud800"}"#,
+            r#"{"a":1"#,
+            "[1,2]",
+            r#""s""#,
+            "\n[]\t",
+        ] {
+            let theirs = serde_json::from_str::<Value>(text).ok();
+            let ours = value_raw_json(text);
+            assert_eq!(ours.as_ref().map(RawJson::to_value), theirs, "{text}");
+            if let Some(raw) = ours {
+                assert_eq!(raw.get(), text.trim(), "{text}");
+            }
+        }
+        assert_eq!(read_raw_json(" {\"a\": 1}\n".to_string()).get(), r#"{"a": 1}"#);
     }
 
     #[test]

@@ -82,7 +82,9 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::context::{DecodeContext, Envelope};
-use super::fast_b::{Fail, Json, Read, Reader, Text, cat, checked_raw, json_of, lenient_text, read_obj, read_obj_list};
+use super::fast_b::{
+    Fail, Json, Read, Reader, Text, cat, checked_raw, json_of, lenient_text, read_obj, read_obj_list, read_raw_json,
+};
 use super::json::{Obj, ObjList, classify_failure, lenient};
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::{
@@ -707,7 +709,8 @@ impl KimiDecoder {
         drop(parsed);
         let raw_input = match input {
             // An object: its text verbatim (already validated by the parse above).
-            Input::Text(text) if is_object => RawJson::from_text(text.into_owned()),
+            // Read whole just above.
+            Input::Text(text) if is_object => Some(read_raw_json(text.into_owned())),
             // Not a JSON object: the raw string itself.
             Input::Text(text) => Some(RawJson::from_value(&Value::String(text.into_owned()))),
             Input::Object(object) => Some(object.to_raw_json()),
