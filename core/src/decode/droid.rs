@@ -642,6 +642,21 @@ impl DroidDecoder {
             return self.jsonrpc(l, ctx, depth, out);
         }
         let Some(kind) = l.kind.take() else { return LineOutcome::UnknownType };
+        // Lines that never emit an event: no envelope built for them.
+        match kind.as_ref() {
+            "system" => {
+                if l.subtype.as_deref() == Some("init") && ctx.init_model.is_none() {
+                    ctx.init_model = l.model.as_deref().filter(|m| !m.is_empty()).map(str::to_string);
+                }
+                return LineOutcome::Decoded;
+            }
+            // The prompt echo: ignored, as the peer does.
+            "message" | "assistant" if l.role.as_deref().is_some_and(|r| r != "assistant") => {
+                return LineOutcome::Decoded;
+            }
+            "user" => return LineOutcome::Decoded,
+            _ => {}
+        }
         let mut env = Envelope { timestamp: timestamp(l.timestamp), ..Envelope::default() };
         env.message_id = match kind.as_ref() {
             "message" | "assistant" | "reasoning" | "thinking" => l.id.as_deref().or(l.message_id.as_deref()),
@@ -650,16 +665,7 @@ impl DroidDecoder {
         .filter(|s| !s.is_empty())
         .map(str::to_string);
         match kind.as_ref() {
-            "system" => {
-                if l.subtype.as_deref() == Some("init") && ctx.init_model.is_none() {
-                    ctx.init_model = l.model.as_deref().filter(|m| !m.is_empty()).map(str::to_string);
-                }
-                LineOutcome::Decoded
-            }
             "message" | "assistant" => {
-                if l.role.as_deref().is_some_and(|r| r != "assistant") {
-                    return LineOutcome::Decoded; // the prompt echo: ignored, as the peer does
-                }
                 let text = match l.text.take() {
                     Some(t) => Some(t.into_owned()),
                     None => message_text(l.content.take()),
@@ -677,7 +683,6 @@ impl DroidDecoder {
                     None => LineOutcome::UnexpectedShape,
                 }
             }
-            "user" => LineOutcome::Decoded,
             "reasoning" | "thinking" => {
                 let Some(text) = l.text.take().filter(|t| !t.is_empty()) else { return LineOutcome::Decoded };
                 let id = l.id.as_deref().or(l.message_id.as_deref());
