@@ -156,8 +156,8 @@ enum MessageField<'a> {
 
 /// Every droid line shape: stream-json lines, JSON-RPC envelopes and their notifications.
 ///
-/// Read in place (see [`InPlace`]): at 1 KB, copying it through serde's layers cost more than
-/// reading most lines.
+/// Read in one pass by [`read_line`] ([`Reader`]) into a struct the decoder holds (at 1 KB, the
+/// struct is filled in place, never copied).
 #[derive(Default)]
 #[cfg_attr(test, derive(Debug))]
 struct Line<'a> {

@@ -1,11 +1,17 @@
-//! Allocation-light JSON helpers for the kimi and droid decoders (could be shared by any decoder).
+//! Allocation-light JSON helpers for the kimi and droid decoders (any decoder could use them).
 //!
-//! [`Json`] is a borrowed JSON tree: strings borrow from the parsed text when they hold no escape,
-//! objects are plain vectors of entries (no hashing, no map), and it accepts exactly what
-//! [`serde_json::Value`] accepts (it reads numbers and strings the same way), so swapping one
-//! for the other never changes which lines decode. Its accessors follow `Value`'s: a key printed
-//! twice reads as its last value. [`Raw`] keeps a field's verbatim text (including `null`) for a
-//! [`crate::event::RawJson`] copied straight out of the line.
+//! - [`Reader`]: a one-pass JSON reader with serde_json's exact acceptance rules (what its
+//!   `IgnoredAny` skips, what its typed reads refuse, its nesting limit), property-tested against
+//!   serde_json. A decoder drives it field by field (`read_object!`), so a line is scanned once,
+//!   with no serde layers, into a struct the decoder holds; strings borrow from the line unless
+//!   they hold an escape, and are then unescaped in the same pass.
+//! - [`Json`]: a borrowed JSON tree (objects are plain vectors: no map, no hashing) that accepts
+//!   exactly what [`serde_json::Value`] accepts and reads like it (a key printed twice reads as
+//!   its last value). [`Entries`] picks fields out of a record with `Map`'s semantics.
+//! - [`read_raw_json`]: JSON text the reader has read whole becomes a [`RawJson`] without serde_json
+//!   reading it again.
+//! - The serde-side helpers ([`Text`], [`Checked`], [`InPlace`] / `read_in_place!`,
+//!   [`unescape_literal`]) serve the wire-envelope payloads and the property tests' oracles.
 #![allow(dead_code)] // shared helpers: not every decoder uses every one
 
 use std::borrow::Cow;
@@ -390,38 +396,6 @@ macro_rules! read_in_place {
 #[allow(unused_imports)]
 pub(crate) use read_in_place;
 
-/// A field's verbatim JSON text, `null` included (`#[serde(default)]` gives `Raw(None)` when the
-/// field is absent, where `Option<&RawValue>` would also read `null` as absent).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Raw<'a>(pub Option<&'a RawValue>);
-
-impl<'de: 'a, 'a> Deserialize<'de> for Raw<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        <&'a RawValue>::deserialize(d).map(|r| Raw(Some(r)))
-    }
-}
-
-impl<'a> Raw<'a> {
-    pub fn get(&self) -> Option<&'a str> {
-        self.0.map(RawValue::get)
-    }
-
-    pub fn is_some(&self) -> bool {
-        self.0.is_some()
-    }
-
-    /// Present and not `null`.
-    pub fn is_value(&self) -> bool {
-        self.0.is_some_and(|r| r.get() != "null")
-    }
-
-    /// The text parsed as a [`Json`] tree (borrowing from the line), `None` when absent or when
-    /// `Value` would not accept it either.
-    pub fn json(&self) -> Option<Json<'a>> {
-        serde_json::from_str(self.0?.get()).ok()
-    }
-}
-
 /// Reads any JSON value and keeps nothing, accepting exactly what [`serde_json::Value`] accepts
 /// (unlike `IgnoredAny`, numbers and strings are read, not skipped: `1e400` is refused). Checks
 /// that a verbatim record is one a `Value` would have held, without building it.
@@ -493,12 +467,6 @@ impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let raw = <&'de RawValue>::deserialize(d)?;
         lenient_text(raw.get()).map(Text)
-    }
-}
-
-impl<'a> Text<'a> {
-    pub fn as_deref(&self) -> Option<&str> {
-        self.0.as_deref()
     }
 }
 
@@ -622,17 +590,6 @@ pub fn cat(parts: &[&str]) -> String {
         out.push_str(part);
     }
     out
-}
-
-/// A JSON string's text: borrowed when it holds no escape.
-pub fn unescape(raw: &str) -> Option<Cow<'_, str>> {
-    struct S<'a>(Cow<'a, str>);
-    impl<'de: 'a, 'a> Deserialize<'de> for S<'a> {
-        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-            Key::deserialize(d).map(|k| S(k.0))
-        }
-    }
-    serde_json::from_str::<S<'_>>(raw).ok().map(|s| s.0)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1252,8 +1209,8 @@ mod tests {
         let j: Json = serde_json::from_str(r#"{"a":"plain","b":"esc\n"}"#).unwrap();
         assert!(matches!(j.get("a"), Some(Json::Str(Cow::Borrowed("plain")))));
         assert!(matches!(j.get("b"), Some(Json::Str(Cow::Owned(_)))));
-        assert_eq!(unescape(r#""x\"y""#).as_deref(), Some("x\"y"));
-        assert!(matches!(unescape(r#""xy""#), Some(Cow::Borrowed("xy"))));
+        assert_eq!(unescape_literal(r#""x\"y""#).as_deref(), Some("x\"y"));
+        assert!(matches!(unescape_literal(r#""xy""#), Some(Cow::Borrowed("xy"))));
     }
 
     #[test]
@@ -1508,20 +1465,5 @@ mod tests {
             }
         }
         assert_eq!(read_raw_json(" {\"a\": 1}\n".to_string()).get(), r#"{"a": 1}"#);
-    }
-
-    #[test]
-    fn raw_keeps_null() {
-        #[derive(Deserialize)]
-        struct L<'a> {
-            #[serde(default, borrow)]
-            a: Raw<'a>,
-            #[serde(default, borrow)]
-            b: Raw<'a>,
-        }
-        let l: L = serde_json::from_str(r#"{"a":null}"#).unwrap();
-        assert_eq!(l.a.get(), Some("null"));
-        assert!(!l.a.is_value());
-        assert!(!l.b.is_some());
     }
 }

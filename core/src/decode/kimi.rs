@@ -681,14 +681,11 @@ impl KimiDecoder {
         };
         // `arguments` is JSON text of the input object: read it once into a borrowed tree for
         // the title, and keep the text itself as `rawInput`.
-        let mut input = Input::None;
-        match arguments {
-            Some(Args::Text(text)) if !text.trim().is_empty() => {
-                input = Input::Text(text);
-            }
-            Some(Args::Object(object)) => input = Input::Object(object),
-            _ => {}
-        }
+        let input = match arguments {
+            Some(Args::Text(text)) if !text.trim().is_empty() => Input::Text(text),
+            Some(Args::Object(object)) => Input::Object(object),
+            _ => Input::None,
+        };
         let parsed = match &input {
             Input::Text(text) => json_of(text).filter(Json::is_object),
             _ => None,
@@ -708,8 +705,7 @@ impl KimiDecoder {
         let is_object = parsed.is_some();
         drop(parsed);
         let raw_input = match input {
-            // An object: its text verbatim (already validated by the parse above).
-            // Read whole just above.
+            // An object: its text verbatim (read whole just above).
             Input::Text(text) if is_object => Some(read_raw_json(text.into_owned())),
             // Not a JSON object: the raw string itself.
             Input::Text(text) => Some(RawJson::from_value(&Value::String(text.into_owned()))),
