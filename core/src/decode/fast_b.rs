@@ -131,7 +131,8 @@ impl<'a> Entries<'a> {
     /// The entries of an object (empty for any other value).
     pub fn of(object: Json<'a>) -> Self {
         let Json::Obj(entries) = object else { return Entries::default() };
-        let mut out: Vec<(Cow<'a, str>, Json<'a>)> = Vec::with_capacity(entries.len());
+        // (Room for a couple of inserts: usage records get the line's counters added.)
+        let mut out: Vec<(Cow<'a, str>, Json<'a>)> = Vec::with_capacity(entries.len() + 2);
         for (key, value) in entries {
             match out.iter_mut().find(|(k, _)| *k == key) {
                 Some(slot) => slot.1 = value,
@@ -859,7 +860,7 @@ impl<'a> Reader<'a> {
     /// Skip one value as serde_json's `IgnoredAny` does (syntax only, no nesting limit).
     pub fn skip(&mut self) -> Read<()> {
         // Open containers, innermost last: `true` for an object. No recursion: any depth.
-        let mut open: Vec<bool> = Vec::new();
+        let mut open = Open::default();
         loop {
             // A value.
             match self.peek() {
@@ -1140,6 +1141,44 @@ pub fn value_raw_json(text: &str) -> Option<RawJson> {
 pub fn json_of(text: &str) -> Option<Json<'_>> {
     let mut r = Reader::new(text);
     r.json().and_then(|j| r.finish().map(|()| j)).ok()
+}
+
+/// The stack of containers [`Reader::skip`] is inside: the first 64 levels in a word, deeper
+/// ones in a vector (allocated only for such nesting).
+#[derive(Default)]
+struct Open {
+    bits: u64,
+    len: usize,
+    deep: Vec<bool>,
+}
+
+impl Open {
+    #[inline]
+    fn push(&mut self, object: bool) {
+        if self.len < 64 {
+            self.bits = (self.bits & !(1 << self.len)) | (u64::from(object) << self.len);
+        } else {
+            self.deep.push(object);
+        }
+        self.len += 1;
+    }
+
+    #[inline]
+    fn last(&self) -> Option<&bool> {
+        match self.len {
+            0 => None,
+            n if n <= 64 => Some(if self.bits >> (n - 1) & 1 == 1 { &true } else { &false }),
+            _ => self.deep.last(),
+        }
+    }
+
+    #[inline]
+    fn pop(&mut self) {
+        if self.len > 64 {
+            self.deep.pop();
+        }
+        self.len = self.len.saturating_sub(1);
+    }
 }
 
 /// The index of the first `"`, `\` or control character at or after `i` (or the length).
@@ -1433,6 +1472,30 @@ mod tests {
         }
         eprintln!("{n} texts: {valid} valid, {strict} valid for Value");
         assert!(valid > n / 5 && valid < n * 4 / 5 && strict < valid);
+    }
+
+    #[test]
+    fn reader_skips_deep_mixed_nesting_like_serde_json() {
+        for depth in [1usize, 63, 64, 65, 66, 130, 300] {
+            let open: String = (0..depth).map(|i| if i % 3 == 0 { r#"{"k":"# } else { "[" }).collect();
+            let close: String = (0..depth).rev().map(|i| if i % 3 == 0 { "}" } else { "]" }).collect();
+            let good = format!("{open}1{close}");
+            let mut variants = vec![good.clone()];
+            // A wrong closer at a few depths.
+            for at in [0, depth / 2, depth.saturating_sub(1)] {
+                let mut bytes = good.clone().into_bytes();
+                let pos = open.len() + 1 + at;
+                bytes[pos] = if bytes[pos] == b'}' { b']' } else { b'}' };
+                variants.push(String::from_utf8(bytes).unwrap());
+            }
+            for text in variants {
+                let skip = {
+                    let mut r = Reader::new(&text);
+                    r.skip().and_then(|()| r.finish()).is_ok()
+                };
+                assert_eq!(skip, serde_json::from_str::<serde::de::IgnoredAny>(&text).is_ok(), "{depth}: {text}");
+            }
+        }
     }
 
     #[test]
