@@ -25,6 +25,7 @@ mod anthropic;
 mod claude;
 mod codex;
 mod droid;
+mod fast_a;
 mod gemini;
 mod kimi;
 mod opencode;

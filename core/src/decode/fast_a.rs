@@ -1,0 +1,358 @@
+//! Fast-path helpers of the codex, gemini and opencode decoders (nothing harness-specific: any
+//! decoder could share them).
+//!
+//! * [`IdSet`]: the open-tool-call bookkeeping, hashed with FxHash instead of SipHash (tool ids
+//!   come from the harness we run, not from an attacker racing our hash table).
+//! * [`Str`] / [`RawStr`]: lenient string fields read in the line's one pass, borrowed when the
+//!   text has no escapes.
+//! * [`raw_object`]: a `rawInput` / `rawOutput` object composed of verbatim members, without
+//!   building a [`Value`] tree and without re-validating the text.
+//! * [`session_event`]: an event stamped with only the run's session id (no envelope to clone).
+
+use std::borrow::Cow;
+use std::collections::HashSet;
+use std::fmt;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde_json::value::RawValue;
+
+use super::LineOutcome;
+use super::context::DecodeContext;
+use super::json::classify_failure;
+use crate::event::{OutputEvent, RawJson, SessionUpdate};
+
+/// Like `json::parse_line`, with a seed (so a decoder can fill its per-line state in place
+/// instead of moving a large struct out of the parser): only objects are accepted, and on
+/// failure the line is classified.
+pub(crate) fn parse_line_seed<'a, S: DeserializeSeed<'a>>(line: &'a str, seed: S) -> Result<S::Value, LineOutcome> {
+    if !line.trim_start().starts_with('{') {
+        return Err(classify_failure(line));
+    }
+    let mut de = serde_json::Deserializer::from_str(line);
+    match seed.deserialize(&mut de).and_then(|v| de.end().map(|()| v)) {
+        Ok(v) => Ok(v),
+        Err(_) => Err(classify_failure(line)),
+    }
+}
+
+/// FxHash (the hasher of rustc): one multiply per word.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct FxHasher {
+    hash: u64,
+}
+
+const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+
+impl FxHasher {
+    #[inline]
+    fn add(&mut self, word: u64) {
+        self.hash = (self.hash.rotate_left(5) ^ word).wrapping_mul(SEED);
+    }
+}
+
+impl Hasher for FxHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.add(u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut word = [0u8; 8];
+            word[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(word));
+        }
+    }
+
+    #[inline]
+    fn write_u8(&mut self, n: u8) {
+        self.add(u64::from(n));
+    }
+
+    #[inline]
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
+    }
+
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.hash
+    }
+}
+
+/// A set of tool call ids (look up with `&str`, insert owned).
+pub(crate) type IdSet = HashSet<String, BuildHasherDefault<FxHasher>>;
+
+/// The event for `update`, carrying only the run's session id (harnesses whose lines have no
+/// timestamp, model or message id).
+#[inline]
+pub(crate) fn session_event(ctx: &DecodeContext, update: SessionUpdate) -> OutputEvent {
+    let mut event = OutputEvent::new(update);
+    event.session_id = ctx.session_id.clone();
+    event.model = ctx.init_model.clone();
+    event
+}
+
+/// A lenient string: a JSON string (borrowed when it has no escapes), `None` for any other value
+/// (consumed whole, never an error). The same rule as `json::opt_string`, as a type.
+#[derive(Default)]
+pub(crate) struct Str<'a>(pub Option<Cow<'a, str>>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        super::json::opt_string::deserialize(d).map(Str)
+    }
+}
+
+/// The string a raw JSON value holds, borrowed when it has no escapes; `None` when it is not a
+/// string.
+pub(crate) fn raw_str(raw: &RawValue) -> Option<Cow<'_, str>> {
+    let text = raw.get();
+    if !text.starts_with('"') {
+        return None;
+    }
+    // A raw value is valid JSON: a string without a backslash is its own text, quoted.
+    if !text.as_bytes().contains(&b'\\') {
+        return Some(Cow::Borrowed(&text[1..text.len() - 1]));
+    }
+    serde_json::from_str::<Str<'_>>(text).ok().and_then(|s| s.0)
+}
+
+/// A raw value that is not JSON `null`.
+pub(crate) fn non_null(raw: Option<&RawValue>) -> Option<&RawValue> {
+    raw.filter(|r| r.get() != "null")
+}
+
+/// Members of an object, each value verbatim.
+struct Members<'m, 'a>(&'m [(&'m str, &'a RawValue)]);
+
+impl Serialize for Members<'_, '_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (key, value) in self.0 {
+            map.serialize_entry(key, value)?;
+        }
+        map.end()
+    }
+}
+
+/// The JSON object `{"key": value, …}` of verbatim members, as a [`RawJson`]. serde_json writes
+/// raw values as they are, so the text is valid without parsing it again; small objects (a key
+/// and a short string) are cheaper to validate once than to copy twice.
+pub(crate) fn raw_object(members: &[(&str, &RawValue)]) -> RawJson {
+    let len: usize = members.iter().map(|(k, v)| k.len() + v.get().len() + 4).sum::<usize>() + 1;
+    if len <= 96 && members.iter().all(|(k, _)| !k.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20)) {
+        let mut text = String::with_capacity(len);
+        text.push('{');
+        for (i, (key, value)) in members.iter().enumerate() {
+            if i > 0 {
+                text.push(',');
+            }
+            text.push('"');
+            text.push_str(key);
+            text.push_str("\":");
+            text.push_str(value.get());
+        }
+        text.push('}');
+        if let Some(raw) = RawJson::from_text(text) {
+            return raw;
+        }
+    }
+    match serde_json::value::to_raw_value(&Members(members)) {
+        Ok(raw) => RawJson::from_raw(&raw),
+        // Unreachable: string keys and raw values always serialize.
+        Err(_) => RawJson::from_value(&serde_json::Value::Null),
+    }
+}
+
+/// A map key, borrowed from the line when it has no escapes.
+pub(crate) struct Key<'a>(pub Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Key<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct K;
+        impl<'de> Visitor<'de> for K {
+            type Value = Cow<'de, str>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Cow<'de, str>, E> {
+                Ok(Cow::Borrowed(v))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Cow<'de, str>, E> {
+                Ok(Cow::Owned(v.to_string()))
+            }
+        }
+        d.deserialize_str(K).map(Key)
+    }
+}
+
+/// The text of a key borrowed from the line, `None` when it had escapes (see [`SeenKeys::other`]).
+pub(crate) fn key_text<'a>(key: &Cow<'a, str>) -> Option<&'a str> {
+    match key {
+        Cow::Borrowed(k) => Some(k),
+        Cow::Owned(_) => None,
+    }
+}
+
+/// Which keys of an object were seen, to notice a key printed twice: known keys by index in a
+/// bit set, other keys by their (borrowed) text. A key that cannot be tracked counts as a
+/// duplicate: callers then take their exact (slow) path.
+///
+/// (No `dup` flag updated in `known`: rustc 1.95.0 miscompiles `self.flag |= seen; seen` once
+/// inlined twice (MIR reads an unset local), so the verdict is computed at the end instead.)
+pub(crate) struct SeenKeys<'a> {
+    known: u64,
+    hits: u32,
+    others: [&'a str; 8],
+    n_others: usize,
+    untracked: bool,
+}
+
+impl<'a> SeenKeys<'a> {
+    pub(crate) fn new() -> Self {
+        SeenKeys { known: 0, hits: 0, others: [""; 8], n_others: 0, untracked: false }
+    }
+
+    /// A known key, by its index (< 64). True when it was seen before.
+    #[inline]
+    pub(crate) fn known(&mut self, index: u32) -> bool {
+        let bit = 1u64 << index;
+        let seen = self.known & bit != 0;
+        self.known |= bit;
+        self.hits += 1;
+        seen
+    }
+
+    /// Any other key: its text when borrowed from the line (`None`: it cannot be tracked).
+    #[inline]
+    pub(crate) fn other(&mut self, key: Option<&'a str>) {
+        match key {
+            Some(k) if self.n_others < self.others.len() => {
+                self.others[self.n_others] = k;
+                self.n_others += 1;
+            }
+            _ => self.untracked = true,
+        }
+    }
+
+    /// True when some key was printed twice (or could not be tracked).
+    pub(crate) fn dup(&self) -> bool {
+        if self.untracked || self.hits != self.known.count_ones() {
+            return true;
+        }
+        let others = &self.others[..self.n_others];
+        others.iter().enumerate().any(|(i, k)| others[..i].contains(k))
+    }
+}
+
+/// A visitor helper: a value that should be an object, read by `visit_map`; any other value is
+/// consumed whole and gives `T::default()` (never an error).
+pub(crate) trait ObjectVisitor<'de>: Sized {
+    /// The result.
+    type Out: Default;
+    /// Read the object's entries.
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Out, A::Error>;
+}
+
+/// Drive an [`ObjectVisitor`]: objects go to it, anything else is skipped.
+pub(crate) fn object_or_default<'de, D: Deserializer<'de>, V: ObjectVisitor<'de>>(
+    d: D,
+    v: V,
+) -> Result<V::Out, D::Error> {
+    struct Any<V>(V);
+    impl<'de, V: ObjectVisitor<'de>> Visitor<'de> for Any<V> {
+        type Value = V::Out;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("any JSON value")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+            self.0.visit_map(map)
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            Ok(V::Out::default())
+        }
+        fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_any(self)
+        }
+        fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(V::Out::default())
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(V::Out::default())
+        }
+        fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+            Ok(V::Out::default())
+        }
+        fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+            Ok(V::Out::default())
+        }
+        fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+            Ok(V::Out::default())
+        }
+        fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+            Ok(V::Out::default())
+        }
+        fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+            Ok(V::Out::default())
+        }
+    }
+    d.deserialize_any(Any(v))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn raw_objects_are_valid_json_with_the_members_verbatim() {
+        let a = RawValue::from_string(r#""x \"q\"""#.into()).unwrap();
+        let b = RawValue::from_string(r#"[1, {"k": null}]"#.into()).unwrap();
+        let small = raw_object(&[("command", &a)]);
+        assert_eq!(small.get(), r#"{"command":"x \"q\""}"#);
+        let long = "y".repeat(200);
+        let c = RawValue::from_string(format!("\"{long}\"")).unwrap();
+        let big = raw_object(&[("a", &b), ("we\"ird", &c)]);
+        assert_eq!(big.get(), format!(r#"{{"a":[1, {{"k": null}}],"we\"ird":"{long}"}}"#));
+        assert_eq!(raw_object(&[]).get(), "{}");
+    }
+
+    #[test]
+    fn raw_strings_borrow_unless_escaped() {
+        let plain = RawValue::from_string(r#""abc""#.into()).unwrap();
+        assert!(matches!(raw_str(&plain), Some(Cow::Borrowed("abc"))));
+        let esc = RawValue::from_string(r#""a\nb""#.into()).unwrap();
+        assert_eq!(raw_str(&esc).as_deref(), Some("a\nb"));
+        let num = RawValue::from_string("1".into()).unwrap();
+        assert_eq!(raw_str(&num), None);
+    }
+
+    #[test]
+    fn seen_keys_notice_duplicates() {
+        let mut s = SeenKeys::new();
+        assert!(!s.known(3));
+        s.other(Some("a"));
+        s.other(Some("b"));
+        assert!(!s.dup());
+        s.other(Some("a"));
+        assert!(s.dup());
+        let mut t = SeenKeys::new();
+        t.known(1);
+        assert!(t.known(1) && t.dup());
+        let mut u = SeenKeys::new();
+        u.other(key_text(&Cow::Owned("escaped".into())));
+        assert!(u.dup());
+    }
+
+    #[test]
+    fn fx_ids_hash_consistently() {
+        let mut set = IdSet::default();
+        set.insert("item_1".to_string());
+        assert!(set.contains("item_1"));
+        assert!(!set.contains("item_2"));
+    }
+}
