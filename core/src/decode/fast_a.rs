@@ -111,14 +111,71 @@ impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
 /// string.
 pub(crate) fn raw_str(raw: &RawValue) -> Option<Cow<'_, str>> {
     let text = raw.get();
-    if !text.starts_with('"') {
+    if text.len() < 2 || !text.starts_with('"') {
         return None;
     }
     // A raw value is valid JSON: a string without a backslash is its own text, quoted.
-    if !text.as_bytes().contains(&b'\\') {
-        return Some(Cow::Borrowed(&text[1..text.len() - 1]));
+    let inner = &text[1..text.len() - 1];
+    match memchr::memchr(b'\\', inner.as_bytes()) {
+        None => Some(Cow::Borrowed(inner)),
+        Some(at) => unescape(inner, at).map(Cow::Owned),
     }
-    serde_json::from_str::<Str<'_>>(text).ok().and_then(|s| s.0)
+}
+
+/// The inside of a JSON string (valid JSON, as a raw value is) with its escapes resolved, the
+/// first backslash being at `at`: one allocation of the right size, one copy. `None` for an
+/// unpaired surrogate escape, which serde_json refuses in a string too.
+fn unescape(inner: &str, mut at: usize) -> Option<String> {
+    let bytes = inner.as_bytes();
+    let hex4 = |i: usize| -> Option<u32> {
+        let digits = bytes.get(i..i + 4)?;
+        let mut n = 0;
+        for d in digits {
+            n = n * 16 + char::from(*d).to_digit(16)?;
+        }
+        Some(n)
+    };
+    let mut out = String::with_capacity(inner.len());
+    let mut start = 0;
+    loop {
+        out.push_str(&inner[start..at]);
+        start = at + 2;
+        let c = match *bytes.get(at + 1)? {
+            b'"' => '"',
+            b'\\' => '\\',
+            b'/' => '/',
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            b'u' => {
+                let n = hex4(at + 2)?;
+                start = at + 6;
+                match n {
+                    0xD800..=0xDBFF => {
+                        if bytes.get(start..start + 2) != Some(b"\\u") {
+                            return None;
+                        }
+                        let low = hex4(start + 2).filter(|l| (0xDC00..=0xDFFF).contains(l))?;
+                        start += 6;
+                        char::from_u32(0x1_0000 + ((n - 0xD800) << 10) + (low - 0xDC00))?
+                    }
+                    0xDC00..=0xDFFF => return None,
+                    _ => char::from_u32(n)?,
+                }
+            }
+            _ => return None,
+        };
+        out.push(c);
+        match memchr::memchr(b'\\', &bytes[start..]) {
+            Some(i) => at = start + i,
+            None => {
+                out.push_str(&inner[start..]);
+                return Some(out);
+            }
+        }
+    }
 }
 
 /// A raw value that is not JSON `null`.
@@ -327,6 +384,19 @@ mod tests {
         assert!(matches!(raw_str(&plain), Some(Cow::Borrowed("abc"))));
         let esc = RawValue::from_string(r#""a\nb""#.into()).unwrap();
         assert_eq!(raw_str(&esc).as_deref(), Some("a\nb"));
+        for text in [
+            r#""\"\\\/\b\f\n\r\t x""#,
+            r#""\u00e9\u20AC \ud83d\ude00 end\\""#,
+            r#""\\u0041\u0041""#,
+            r#""\ud800""#,
+            r#""\udc00 x""#,
+            r#""\ud800\u0041""#,
+            r#""\ud800\n""#,
+        ] {
+            let raw = RawValue::from_string(text.into()).unwrap();
+            let expected = serde_json::from_str::<String>(text).ok();
+            assert_eq!(raw_str(&raw).map(Cow::into_owned), expected, "{text}");
+        }
         let num = RawValue::from_string("1".into()).unwrap();
         assert_eq!(raw_str(&num), None);
     }
