@@ -68,8 +68,8 @@ use serde_json::{Map, Value};
 
 use super::context::DecodeContext;
 use super::fast_a::{
-    IdSet, Key, ObjectVisitor, SeenKeys, Str, key_text, non_null, object_or_default, parse_line_seed, raw_object,
-    raw_str,
+    IdSet, Key, ObjectVisitor, SeenKeys, Str, key_text, may_hold_surrogates, non_null, object_or_default,
+    parse_line_seed, raw_object, raw_str,
 };
 use super::json::{ObjList, opt_string, str_field};
 use super::{Agent, HarnessDecoder, LineOutcome};
@@ -502,15 +502,6 @@ impl HarnessDecoder for CodexDecoder {
         item.exact = Some(Box::new(exact));
         self.line(&mut l, &mut item, line, ctx, out)
     }
-}
-
-/// True when `text` may hold a `\u` escape of a surrogate (`\uD800`-`\uDFFF`), which a JSON
-/// reader refuses when unpaired (the fast path's string fields would fail on one; the fields
-/// kept verbatim are checked with this, and then take the exact path).
-fn may_hold_surrogates(text: &str) -> bool {
-    let bytes = text.as_bytes();
-    memchr::memchr_iter(b'\\', bytes)
-        .any(|i| bytes.get(i + 1) == Some(&b'u') && matches!(bytes.get(i + 2), Some(b'd' | b'D')))
 }
 
 impl CodexDecoder {

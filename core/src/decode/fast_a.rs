@@ -178,15 +178,97 @@ fn unescape(inner: &str, mut at: usize) -> Option<String> {
     }
 }
 
+/// True when `text` may hold a `\u` escape of a surrogate (`\uD800`-`\uDFFF`), which a JSON
+/// reader refuses when unpaired (a decoder checks the parts it keeps verbatim with this).
+pub(crate) fn may_hold_surrogates(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    memchr::memchr_iter(b'\\', bytes)
+        .any(|i| bytes.get(i + 1) == Some(&b'u') && matches!(bytes.get(i + 2), Some(b'd' | b'D')))
+}
+
 /// A raw value that is not JSON `null`.
 pub(crate) fn non_null(raw: Option<&RawValue>) -> Option<&RawValue> {
     raw.filter(|r| r.get() != "null")
 }
 
-/// Members of an object, each value verbatim.
-struct Members<'m, 'a>(&'m [(&'m str, &'a RawValue)]);
+/// A member value of a composed record: a raw value (written verbatim) or a string.
+pub(crate) trait Piece: Serialize {
+    /// Append the JSON text of the value.
+    fn write(&self, out: &mut String);
+    /// About how many bytes `write` appends.
+    fn len_hint(&self) -> usize;
+}
 
-impl Serialize for Members<'_, '_> {
+impl Piece for &RawValue {
+    fn write(&self, out: &mut String) {
+        out.push_str(self.get());
+    }
+    fn len_hint(&self) -> usize {
+        self.get().len()
+    }
+}
+
+/// A member value that is a raw value or a plain string (written as a JSON string).
+#[derive(Clone, Copy)]
+pub(crate) enum Member<'a> {
+    Raw(&'a RawValue),
+    Str(&'a str),
+}
+
+impl Serialize for Member<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Member::Raw(raw) => raw.serialize(serializer),
+            Member::Str(s) => serializer.serialize_str(s),
+        }
+    }
+}
+
+impl Piece for Member<'_> {
+    fn write(&self, out: &mut String) {
+        match self {
+            Member::Raw(raw) => out.push_str(raw.get()),
+            Member::Str(s) => write_json_str(out, s),
+        }
+    }
+    fn len_hint(&self) -> usize {
+        match self {
+            Member::Raw(raw) => raw.get().len(),
+            Member::Str(s) => s.len() + 2,
+        }
+    }
+}
+
+/// `s` as a JSON string.
+fn write_json_str(out: &mut String, s: &str) {
+    out.push('"');
+    let mut start = 0;
+    for (i, b) in s.bytes().enumerate() {
+        let esc = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0..=0x1f => "",
+            _ => continue,
+        };
+        out.push_str(&s[start..i]);
+        if esc.is_empty() {
+            out.push_str(&format!("\\u{b:04x}"));
+        } else {
+            out.push_str(esc);
+        }
+        start = i + 1;
+    }
+    out.push_str(&s[start..]);
+    out.push('"');
+}
+
+/// Members of an object, each value as its [`Piece`].
+struct Members<'m, P>(&'m [(&'m str, P)]);
+
+impl<P: Piece> Serialize for Members<'_, P> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut map = serializer.serialize_map(Some(self.0.len()))?;
         for (key, value) in self.0 {
@@ -199,8 +281,8 @@ impl Serialize for Members<'_, '_> {
 /// The JSON object `{"key": value, …}` of verbatim members, as a [`RawJson`]. serde_json writes
 /// raw values as they are, so the text is valid without parsing it again; small objects (a key
 /// and a short string) are cheaper to validate once than to copy twice.
-pub(crate) fn raw_object(members: &[(&str, &RawValue)]) -> RawJson {
-    let len: usize = members.iter().map(|(k, v)| k.len() + v.get().len() + 4).sum::<usize>() + 1;
+pub(crate) fn raw_object<P: Piece>(members: &[(&str, P)]) -> RawJson {
+    let len: usize = members.iter().map(|(k, v)| k.len() + v.len_hint() + 4).sum::<usize>() + 1;
     if len <= 96 && members.iter().all(|(k, _)| !k.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20)) {
         let mut text = String::with_capacity(len);
         text.push('{');
@@ -211,7 +293,7 @@ pub(crate) fn raw_object(members: &[(&str, &RawValue)]) -> RawJson {
             text.push('"');
             text.push_str(key);
             text.push_str("\":");
-            text.push_str(value.get());
+            value.write(&mut text);
         }
         text.push('}');
         if let Some(raw) = RawJson::from_text(text) {
@@ -369,13 +451,16 @@ mod tests {
     fn raw_objects_are_valid_json_with_the_members_verbatim() {
         let a = RawValue::from_string(r#""x \"q\"""#.into()).unwrap();
         let b = RawValue::from_string(r#"[1, {"k": null}]"#.into()).unwrap();
-        let small = raw_object(&[("command", &a)]);
+        let small = raw_object(&[("command", &*a)]);
         assert_eq!(small.get(), r#"{"command":"x \"q\""}"#);
         let long = "y".repeat(200);
         let c = RawValue::from_string(format!("\"{long}\"")).unwrap();
-        let big = raw_object(&[("a", &b), ("we\"ird", &c)]);
+        let big = raw_object(&[("a", &*b), ("we\"ird", &*c)]);
         assert_eq!(big.get(), format!(r#"{{"a":[1, {{"k": null}}],"we\"ird":"{long}"}}"#));
-        assert_eq!(raw_object(&[]).get(), "{}");
+        assert_eq!(raw_object::<&RawValue>(&[]).get(), "{}");
+        let odd = "q\"\\\n\u{1}é";
+        let rec = raw_object(&[("status", Member::Str(odd)), ("output", Member::Raw(&a))]);
+        assert_eq!(rec.to_value(), serde_json::json!({"status": odd, "output": "x \"q\""}));
     }
 
     #[test]
