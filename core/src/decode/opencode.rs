@@ -121,7 +121,7 @@ struct Part<'a> {
     #[serde(default, borrow)]
     state: Option<State<'a>>,
     #[serde(default)]
-    tokens: Option<Value>,
+    tokens: Option<Tokens>,
     #[serde(default, borrow)]
     cost: Option<&'a RawValue>,
     #[serde(default, borrow, with = "opt_string")]
@@ -241,28 +241,83 @@ fn iso_millis(ms: i64) -> Option<String> {
     if !(0..=9999).contains(&year) {
         return None;
     }
-    Some(format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
-        of_day / 3600,
-        of_day % 3600 / 60,
-        of_day % 60
-    ))
+    // `{year:04}-{month:02}-{day:02}T{hh:02}:{mm:02}:{ss:02}.{millis:03}Z`, without `format!`.
+    let mut text = String::with_capacity(24);
+    let mut digits = |n: i64, width: u32, sep: Option<char>| {
+        for i in (0..width).rev() {
+            text.push(char::from(b'0' + (n / 10_i64.pow(i) % 10) as u8));
+        }
+        text.extend(sep);
+    };
+    digits(year, 4, Some('-'));
+    digits(month, 2, Some('-'));
+    digits(day, 2, Some('T'));
+    digits(of_day / 3600, 2, Some(':'));
+    digits(of_day % 3600 / 60, 2, Some(':'));
+    digits(of_day % 60, 2, Some('.'));
+    digits(millis, 3, Some('Z'));
+    Some(text)
 }
 
 /// `step_finish` tokens and cost → call usage (see the module docs).
-fn step_usage(tokens: Option<Value>, cost: Option<&RawValue>) -> Option<TokenUsage> {
-    let tokens = match tokens {
-        Some(Value::Object(t)) => Some(t),
-        _ => None,
-    };
+/// `part.tokens` as the map it is (the usage's `extra`), sized for opencode's counters up front;
+/// `None` for any other value (read as a value all the same).
+struct Tokens(Option<Map<String, Value>>);
+
+impl<'de> Deserialize<'de> for Tokens {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Tokens;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Tokens, A::Error> {
+                let mut tokens = Map::with_capacity(8);
+                while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+                    let value = map.next_value::<Value>()?;
+                    tokens.insert(key.into_owned(), value);
+                }
+                Ok(Tokens(Some(tokens)))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Tokens, A::Error> {
+                Value::deserialize(de::value::SeqAccessDeserializer::new(seq))?;
+                Ok(Tokens(None))
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<Tokens, E> {
+                Ok(Tokens(None))
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Tokens, E> {
+                Ok(Tokens(None))
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Tokens, E> {
+                Ok(Tokens(None))
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Tokens, E> {
+                Ok(Tokens(None))
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Tokens, E> {
+                Ok(Tokens(None))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Tokens, E> {
+                Ok(Tokens(None))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+fn step_usage(tokens: Option<Tokens>, cost: Option<&RawValue>) -> Option<TokenUsage> {
+    let tokens = tokens.and_then(|t| t.0);
     let cost = cost.and_then(|c| c.get().parse::<f64>().ok()).filter(|c| c.is_finite());
     if tokens.is_none() && cost.is_none() {
         return None;
     }
     let empty = Map::new();
     let t = tokens.as_ref().unwrap_or(&empty);
-    let count = |m: &Map<String, Value>, k: &str| m.get(k).and_then(Value::as_u64);
-    let cache = t.get("cache").and_then(Value::as_object).unwrap_or(&empty);
+    // A few keys each: found by comparing names rather than hashing them.
+    let count = |m: &Map<String, Value>, k: &str| m.iter().find(|(key, _)| *key == k).and_then(|(_, v)| v.as_u64());
+    let cache = t.iter().find(|(k, _)| *k == "cache").and_then(|(_, v)| v.as_object()).unwrap_or(&empty);
     let cache_read = count(cache, "read");
     let cache_write = count(cache, "write");
     let prompt = count(t, "input").map(|i| i + cache_read.unwrap_or(0) + cache_write.unwrap_or(0));
@@ -801,7 +856,7 @@ mod tests {
         let tokens =
             serde_json::json!({"total":1359,"input":250,"output":49,"reasoning":10,"cache":{"read":1050,"write":5}});
         let cost = RawValue::from_string("0.25".into()).unwrap();
-        let u = step_usage(Some(tokens), Some(&*cost)).unwrap();
+        let u = step_usage(Some(serde_json::from_value::<Tokens>(tokens).unwrap()), Some(&*cost)).unwrap();
         assert_eq!(u.prompt_tokens, Some(1305));
         assert_eq!(u.cached_tokens, Some(1050));
         assert_eq!(u.completion_tokens, Some(59));
