@@ -70,13 +70,13 @@ use std::borrow::Cow;
 use std::fmt;
 
 use serde::Deserialize;
-use serde::de::{self, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::context::{DecodeContext, Envelope};
-use super::fast_a::{IdSet, Key, SeenKeys, key_text, may_hold_surrogates, raw_object, raw_str};
-use super::json::{ObjList, first_str, opt_string, parse_line, str_field};
+use super::fast_a::{IdSet, Key, SeenKeys, Str, key_text, may_hold_surrogates, parse_line_seed, raw_object, raw_str};
+use super::json::{ObjList, first_str, opt_string, str_field};
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::ToolKind;
 use crate::event::{
@@ -92,21 +92,150 @@ pub(crate) struct OpencodeDecoder {
     open: IdSet,
 }
 
-#[derive(Deserialize)]
+/// One line, read in one pass and in place (no large struct moved out of the parser). A known
+/// key printed twice makes the line unusable, as a derived struct would.
+#[derive(Default)]
 struct Line<'a> {
-    #[serde(rename = "type", default, borrow, with = "opt_string")]
     kind: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
     timestamp: Option<&'a RawValue>,
-    #[serde(rename = "sessionID", default, borrow, with = "opt_string")]
     session_id: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
     part: Option<Part<'a>>,
-    #[serde(default)]
     error: Option<Value>,
 }
 
-#[derive(Deserialize)]
+struct LineSeed<'l, 'a>(&'l mut Line<'a>);
+
+impl<'de: 'a, 'a> de::DeserializeSeed<'de> for LineSeed<'_, 'a> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de: 'a, 'a> Visitor<'de> for LineSeed<'_, 'a> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an opencode line")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let l = self.0;
+        let mut seen = 0u8;
+        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+            let bit = match key.as_ref() {
+                "type" => 1,
+                "timestamp" => 2,
+                "sessionID" => 4,
+                "part" => 8,
+                "error" => 16,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                    continue;
+                }
+            };
+            if seen & bit != 0 {
+                return Err(de::Error::custom("duplicate field"));
+            }
+            seen |= bit;
+            match bit {
+                1 => l.kind = map.next_value::<Str<'de>>()?.0,
+                2 => l.timestamp = map.next_value()?,
+                4 => l.session_id = map.next_value::<Str<'de>>()?.0,
+                8 => map.next_value_seed(PartSeed(&mut l.part))?,
+                _ => l.error = map.next_value()?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Reads a line's `part` in place: `null` is none; an object fills the part field by field; a
+/// list fills it by position, and anything else fails the line (as a derived struct does).
+struct PartSeed<'p, 'a>(&'p mut Option<Part<'a>>);
+
+impl<'de: 'a, 'a> de::DeserializeSeed<'de> for PartSeed<'_, 'a> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_option(self)
+    }
+}
+
+impl<'de: 'a, 'a> Visitor<'de> for PartSeed<'_, 'a> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an opencode part")
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        struct Fields<'p, 'a>(&'p mut Part<'a>);
+        impl<'de: 'a, 'a> Visitor<'de> for Fields<'_, 'a> {
+            type Value = ();
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("struct Part")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+                let p = self.0;
+                let mut seen = 0u16;
+                while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+                    let bit: u16 = match key.as_ref() {
+                        "text" => 1,
+                        "messageID" => 2,
+                        "callID" => 4,
+                        "id" => 8,
+                        "tool" => 16,
+                        "reason" => 32,
+                        "state" => 64,
+                        "tokens" => 128,
+                        "cost" => 256,
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                            continue;
+                        }
+                    };
+                    if seen & bit != 0 {
+                        return Err(de::Error::custom("duplicate field"));
+                    }
+                    seen |= bit;
+                    match bit {
+                        1 => p.text = map.next_value::<Str<'de>>()?.0,
+                        2 => p.message_id = map.next_value::<Str<'de>>()?.0,
+                        4 => p.call_id = map.next_value::<Str<'de>>()?.0,
+                        8 => p.id = map.next_value::<Str<'de>>()?.0,
+                        16 => p.tool = map.next_value::<Str<'de>>()?.0,
+                        32 => p.reason = map.next_value::<Str<'de>>()?.0,
+                        64 => p.state = map.next_value()?,
+                        128 => p.tokens = map.next_value()?,
+                        _ => p.cost = map.next_value()?,
+                    }
+                }
+                Ok(())
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<(), A::Error> {
+                *self.0 = Part::deserialize(de::value::SeqAccessDeserializer::new(seq))?;
+                Ok(())
+            }
+        }
+        let part = self.0.insert(Part::default());
+        d.deserialize_struct("Part", PART_FIELDS, Fields(part))
+    }
+}
+
+const PART_FIELDS: &[&str] = &["text", "messageID", "callID", "id", "tool", "state", "tokens", "cost", "reason"];
+
+/// A line's part (see [`PartSeed`]; derived for a part printed as a list).
+#[derive(Deserialize, Default)]
 struct Part<'a> {
     #[serde(default, borrow, with = "opt_string")]
     text: Option<Cow<'a, str>>,
@@ -130,10 +259,10 @@ struct Part<'a> {
 
 impl HarnessDecoder for OpencodeDecoder {
     fn decode_line(&mut self, line: &str, ctx: &mut DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
-        let l: Line<'_> = match parse_line(line) {
-            Ok(l) => l,
-            Err(outcome) => return outcome,
-        };
+        let mut l = Line::default();
+        if let Err(outcome) = parse_line_seed(line, LineSeed(&mut l)) {
+            return outcome;
+        }
         ctx.see_session(l.session_id.as_deref());
         if l.kind.as_deref() == Some("step_start") {
             // Nothing to say: skip building an envelope (half of all opencode lines).
