@@ -394,7 +394,11 @@ impl<'de: 'a, 'a> ObjectVisitor<'de> for ItemSeed<'_, 'a> {
                 "error" => raw!(18, error),
                 _ => {
                     seen.other(key_text(&key));
-                    map.next_value::<IgnoredAny>()?;
+                    // Not read, but part of `rawOutput`: it must read as a JSON reader reads it.
+                    let raw = map.next_value::<&'de RawValue>()?;
+                    if may_hold_surrogates(raw.get()) {
+                        item.suspicious = true;
+                    }
                 }
             }
         }
@@ -652,11 +656,11 @@ impl CodexDecoder {
                     emit(ctx, SessionUpdate::ToolCall(tool_call(kind, &id, item)), out);
                 }
                 // `rawOutput`: the item as printed (on the exact path: as its fields read).
+                // (Every field of a fast-path item was read or checked, see `Item`.)
                 let raw_output = match (&item.exact, item_text(line)) {
                     (Some(exact), _) => RawJson::from_value(&exact.value),
-                    (None, Some(raw)) if !may_hold_surrogates(raw.get()) => RawJson::from_raw(raw),
-                    // A field the fast path skipped may hold a surrogate escape.
-                    (None, _) => RawJson::from_value(&item_value(line)),
+                    (None, Some(raw)) => RawJson::from_raw(raw),
+                    (None, None) => RawJson::from_value(&Value::Null),
                 };
                 emit(ctx, SessionUpdate::ToolCallUpdate(completion(kind, id.into_owned(), item, raw_output)), out);
             }

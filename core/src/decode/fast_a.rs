@@ -16,6 +16,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::LineOutcome;
@@ -307,6 +308,61 @@ pub(crate) fn raw_object<P: Piece>(members: &[(&str, P)]) -> RawJson {
     }
 }
 
+/// A JSON value read into a [`Value`] as serde_json reads it, with objects presized for a few
+/// keys (a harness's counters), so small maps do not grow (and rehash) key by key.
+pub(crate) struct SizedValue(pub Value);
+
+impl<'de> Deserialize<'de> for SizedValue {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Value;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+                let mut out = serde_json::Map::with_capacity(8);
+                while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+                    let SizedValue(value) = map.next_value()?;
+                    out.insert(key.into_owned(), value);
+                }
+                Ok(Value::Object(out))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Value, A::Error> {
+                Value::deserialize(de::value::SeqAccessDeserializer::new(seq))
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Value, E> {
+                Ok(Value::Bool(v))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Value, E> {
+                Ok(Value::from(v))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Value, E> {
+                Ok(Value::from(v))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
+                Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Value, E> {
+                Ok(Value::String(v.to_owned()))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Value, E> {
+                Ok(Value::String(v))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
+                Ok(Value::Null)
+            }
+            fn visit_none<E: de::Error>(self) -> Result<Value, E> {
+                Ok(Value::Null)
+            }
+            fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+                d.deserialize_any(self)
+            }
+        }
+        d.deserialize_any(V).map(SizedValue)
+    }
+}
+
 /// A map key, borrowed from the line when it has no escapes.
 pub(crate) struct Key<'a>(pub Cow<'a, str>);
 
@@ -501,6 +557,14 @@ mod tests {
         let mut u = SeenKeys::new();
         u.other(key_text(&Cow::Owned("escaped".into())));
         assert!(u.dup());
+    }
+
+    #[test]
+    fn sized_values_read_as_values() {
+        let text = r#"{"a":[1,-2,3.5,"s\n",null,true,{"k":{}}],"b":{"c":18446744073709551615},"a":0}"#;
+        let SizedValue(v) = serde_json::from_str(text).unwrap();
+        assert_eq!(v, serde_json::from_str::<serde_json::Value>(text).unwrap());
+        assert_eq!(v.to_string(), serde_json::from_str::<serde_json::Value>(text).unwrap().to_string());
     }
 
     #[test]

@@ -67,7 +67,8 @@ use serde_json::{Map, Value};
 
 use super::context::{DecodeContext, Envelope};
 use super::fast_a::{
-    Key, Member, ObjectVisitor, Str, may_hold_surrogates, object_or_default, parse_line_seed, raw_object, raw_str,
+    Key, Member, ObjectVisitor, SizedValue, Str, may_hold_surrogates, object_or_default, parse_line_seed, raw_object,
+    raw_str,
 };
 use super::json::{ObjList, opt_string, str_field};
 use super::{Agent, HarnessDecoder, LineOutcome};
@@ -273,14 +274,14 @@ impl<'de> Deserialize<'de> for Stats {
         impl<'de> ObjectVisitor<'de> for V {
             type Out = Option<TokenUsage>;
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<TokenUsage>, A::Error> {
-                let mut extra = Map::new();
+                let mut extra = Map::with_capacity(8);
                 let (mut input_tokens, mut output_tokens, mut cached, mut input) = (None, None, None, None);
                 let mut any = false;
                 // Counters kept in `extra` because their value was not a count (bit per slot).
                 let mut odd = 0u8;
                 while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
                     any = true;
-                    let value = map.next_value::<Value>()?;
+                    let SizedValue(value) = map.next_value()?;
                     let (bit, slot) = match key.as_ref() {
                         "input_tokens" => (1, &mut input_tokens),
                         "output_tokens" => (2, &mut output_tokens),
