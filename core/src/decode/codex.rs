@@ -69,7 +69,7 @@ use serde_json::{Map, Value};
 use super::context::DecodeContext;
 use super::fast_a::{
     IdSet, Key, ObjectVisitor, SeenKeys, Str, key_text, may_hold_surrogates, non_null, object_or_default,
-    parse_line_seed, raw_object, raw_str,
+    parse_line_seed, raw_object, raw_str, title,
 };
 use super::json::{ObjList, opt_string, str_field};
 use super::{Agent, HarnessDecoder, LineOutcome};
@@ -77,7 +77,7 @@ use crate::event::{
     ContentBlock, ImageContent, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus, RawJson, SessionUpdate,
     TokenUsage, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, UsageScope,
 };
-use crate::tools::{MAX_TITLE_CHARS, command_title, tool_kind, truncate_chars};
+use crate::tools::{MAX_TITLE_CHARS, command_title, tool_kind};
 
 /// Stateful codex line decoder.
 #[derive(Debug, Default)]
@@ -799,7 +799,7 @@ fn search_query<'a>(item: &Item<'a>) -> Option<Cow<'a, str>> {
 
 fn search_title(query: Option<&str>) -> String {
     match query {
-        Some(q) => format!("Search: {}", truncate_chars(q, MAX_TITLE_CHARS)),
+        Some(q) => title("Search: ", q, MAX_TITLE_CHARS, ""),
         None => "Web search".to_string(),
     }
 }

@@ -68,7 +68,7 @@ use serde_json::{Map, Value};
 use super::context::{DecodeContext, Envelope};
 use super::fast_a::{
     Key, Member, ObjectVisitor, SizedValue, Str, may_hold_surrogates, object_or_default, parse_line_seed, raw_object,
-    raw_str,
+    raw_str, title,
 };
 use super::json::{ObjList, opt_string, str_field};
 use super::{Agent, HarnessDecoder, LineOutcome};
@@ -76,7 +76,7 @@ use crate::event::{
     DiffContent, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus, RawJson, SessionUpdate, TokenUsage,
     ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, UsageScope,
 };
-use crate::tools::{MAX_TITLE_CHARS, command_title, tool_kind, truncate_chars};
+use crate::tools::{MAX_TITLE_CHARS, command_title, tool_kind};
 
 /// Stateful gemini line decoder.
 #[derive(Debug, Default)]
@@ -595,11 +595,10 @@ fn describe(name: &str, mut p: Params<'_>) -> Shape {
     let mut locations = Vec::new();
     let path = first(&[&p.file_path, &p.absolute_path, &p.path]);
     let dir = first(&[&p.dir_path, &p.path, &p.directory]);
-    let short = |s: &str| truncate_chars(s, MAX_TITLE_CHARS);
     let title = match name {
         "read_file" => {
             locations.extend(path.map(ToolCallLocation::path));
-            path.map_or("Read file".into(), |f| format!("Read {}", short(f)))
+            path.map_or("Read file".into(), |f| title("Read ", f, MAX_TITLE_CHARS, ""))
         }
         "read_many_files" => {
             let patterns: Vec<&str> = [&p.include, &p.paths, &p.file_paths]
@@ -622,22 +621,20 @@ fn describe(name: &str, mut p: Params<'_>) -> Shape {
                     }));
                 }
             }
-            path.map_or("Write file".into(), |f| format!("Write {}", short(f)))
+            path.map_or("Write file".into(), |f| title("Write ", f, MAX_TITLE_CHARS, ""))
         }
         "replace" | "edit" | "edit_file" => {
             if let Some(f) = path {
                 locations.push(ToolCallLocation::path(f));
-                let old = p.old_string.as_deref();
-                let new = p.new_string.as_deref();
-                if old.is_some() || new.is_some() {
+                if p.old_string.is_some() || p.new_string.is_some() {
                     content.push(ToolCallContent::Diff(DiffContent {
                         path: f.to_string(),
-                        old_text: Some(old.unwrap_or_default().to_string()),
-                        new_text: new.unwrap_or_default().to_string(),
+                        old_text: Some(p.old_string.take().map(Cow::into_owned).unwrap_or_default()),
+                        new_text: p.new_string.take().map(Cow::into_owned).unwrap_or_default(),
                     }));
                 }
             }
-            path.map_or("Edit file".into(), |f| format!("Edit {}", short(f)))
+            path.map_or("Edit file".into(), |f| title("Edit ", f, MAX_TITLE_CHARS, ""))
         }
         "run_shell_command" | "shell" => {
             if let Some(d) = first(&[&p.description]) {
@@ -647,36 +644,30 @@ fn describe(name: &str, mut p: Params<'_>) -> Shape {
         }
         "glob" => {
             locations.extend(dir.map(ToolCallLocation::path));
-            first(&[&p.pattern]).map_or("Find files".into(), |s| format!("Find {}", short(s)))
+            first(&[&p.pattern]).map_or("Find files".into(), |s| title("Find ", s, MAX_TITLE_CHARS, ""))
         }
         "grep_search" | "grep" | "search_file_content" => {
             locations.extend(dir.map(ToolCallLocation::path));
-            first(&[&p.pattern, &p.query]).map_or("Search files".into(), |s| format!("grep \"{}\"", short(s)))
+            first(&[&p.pattern, &p.query]).map_or("Search files".into(), |s| title("grep \"", s, MAX_TITLE_CHARS, "\""))
         }
         "list_directory" => {
             locations.extend(dir.map(ToolCallLocation::path));
-            dir.map_or("List directory".into(), |d| format!("List {}", short(d)))
+            dir.map_or("List directory".into(), |d| title("List ", d, MAX_TITLE_CHARS, ""))
         }
         "google_web_search" | "web_search" | "brave_web_search" => {
-            first(&[&p.query]).map_or("Web search".into(), |q| format!("Search: {}", short(q)))
+            first(&[&p.query]).map_or("Web search".into(), |q| title("Search: ", q, MAX_TITLE_CHARS, ""))
         }
-        "web_fetch" => {
-            first(&[&p.prompt, &p.url]).map_or("Web fetch".into(), |s| format!("Fetch: {}", truncate_chars(s, 50)))
-        }
+        "web_fetch" => first(&[&p.prompt, &p.url]).map_or("Web fetch".into(), |s| title("Fetch: ", s, 50, "")),
         "invoke_agent" | "delegate_to_agent" => {
             first(&[&p.agent_name, &p.agent_name_camel, &p.agent, &p.name, &p.subagent_type])
-                .map_or("Invoke agent".into(), |a| format!("Agent: {}", short(a)))
+                .map_or("Invoke agent".into(), |a| title("Agent: ", a, MAX_TITLE_CHARS, ""))
         }
         "write_todos" => "Update todos".into(),
-        "update_topic" => {
-            first(&[&p.title, &p.topic, &p.name]).map_or("Update topic".into(), |t| format!("Topic: {}", short(t)))
-        }
-        "save_memory" => {
-            first(&[&p.fact]).map_or("Save memory".into(), |f| format!("Remember: \"{}\"", truncate_chars(f, 40)))
-        }
-        "activate_skill" => {
-            first(&[&p.name, &p.skill]).map_or("Activate skill".into(), |s| format!("Activate skill: {}", short(s)))
-        }
+        "update_topic" => first(&[&p.title, &p.topic, &p.name])
+            .map_or("Update topic".into(), |t| title("Topic: ", t, MAX_TITLE_CHARS, "")),
+        "save_memory" => first(&[&p.fact]).map_or("Save memory".into(), |f| title("Remember: \"", f, 40, "\"")),
+        "activate_skill" => first(&[&p.name, &p.skill])
+            .map_or("Activate skill".into(), |s| title("Activate skill: ", s, MAX_TITLE_CHARS, "")),
         "enter_plan_mode" => "Enter plan mode".into(),
         "exit_plan_mode" => "Exit plan mode".into(),
         "list_background_processes" => "List background processes".into(),
@@ -736,12 +727,12 @@ mod tests {
 
     #[test]
     fn web_fetch_titles_are_cut_only_when_long() {
-        let title = |s: &str| {
+        let fetch_title = |s: &str| {
             let raw = RawValue::from_string(format!(r#"{{"prompt":"{s}"}}"#)).unwrap();
             describe("web_fetch", Params::read(&raw)).title
         };
-        assert_eq!(title("short"), "Fetch: short");
-        assert_eq!(title(&"x".repeat(60)), format!("Fetch: {}…", "x".repeat(50)));
+        assert_eq!(fetch_title("short"), "Fetch: short");
+        assert_eq!(fetch_title(&"x".repeat(60)), format!("Fetch: {}…", "x".repeat(50)));
     }
 
     #[test]

@@ -75,7 +75,9 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::context::{DecodeContext, Envelope};
-use super::fast_a::{IdSet, Key, SeenKeys, Str, key_text, may_hold_surrogates, parse_line_seed, raw_object, raw_str};
+use super::fast_a::{
+    IdSet, Key, SeenKeys, Str, key_text, may_hold_surrogates, parse_line_seed, raw_object, raw_str, title,
+};
 use super::json::{ObjList, first_str, opt_string, str_field};
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::ToolKind;
@@ -857,7 +859,6 @@ fn describe(
     content: &mut Vec<ToolCallContent>,
     locations: &mut Vec<ToolCallLocation>,
 ) -> Option<String> {
-    let short = |s: &str| truncate_chars(s, MAX_TITLE_CHARS);
     let file = first(&[&args.file_path, &args.path]);
     let dir = first(&[&args.path]);
     match tool {
@@ -872,7 +873,7 @@ fn describe(
                 let line = args.offset.0.filter(|n| *n > 0);
                 locations.push(ToolCallLocation { path: f.to_string(), line });
             }
-            file.map(|f| format!("Read {}", short(f)))
+            file.map(|f| title("Read ", f, MAX_TITLE_CHARS, ""))
         }
         "write" => {
             if let Some(f) = file {
@@ -885,44 +886,43 @@ fn describe(
                     }));
                 }
             }
-            file.map(|f| format!("Write {}", short(f)))
+            file.map(|f| title("Write ", f, MAX_TITLE_CHARS, ""))
         }
         "edit" | "multiedit" => {
             if let Some(f) = file {
                 locations.push(ToolCallLocation::path(f));
-                let old = args.old_string.as_deref();
-                let new = args.new_string.as_deref();
-                if tool == "edit" && (old.is_some() || new.is_some()) {
+                if tool == "edit" && (args.old_string.is_some() || args.new_string.is_some()) {
                     content.push(ToolCallContent::Diff(DiffContent {
                         path: f.to_string(),
-                        old_text: Some(old.unwrap_or_default().to_string()),
-                        new_text: new.unwrap_or_default().to_string(),
+                        old_text: Some(args.old_string.take().map(Cow::into_owned).unwrap_or_default()),
+                        new_text: args.new_string.take().map(Cow::into_owned).unwrap_or_default(),
                     }));
                 }
             }
-            file.map(|f| format!("Edit {}", short(f)))
+            file.map(|f| title("Edit ", f, MAX_TITLE_CHARS, ""))
         }
         "glob" => {
             locations.extend(dir.map(ToolCallLocation::path));
-            first(&[&args.pattern]).map(|p| format!("Find {}", short(p)))
+            first(&[&args.pattern]).map(|p| title("Find ", p, MAX_TITLE_CHARS, ""))
         }
         "grep" => {
             locations.extend(dir.map(ToolCallLocation::path));
-            first(&[&args.pattern]).map(|p| format!("grep \"{}\"", short(p)))
+            first(&[&args.pattern]).map(|p| title("grep \"", p, MAX_TITLE_CHARS, "\""))
         }
         "list" => {
             locations.extend(dir.map(ToolCallLocation::path));
-            Some(dir.map_or("List directory".into(), |d| format!("List {}", short(d))))
+            Some(dir.map_or("List directory".into(), |d| title("List ", d, MAX_TITLE_CHARS, "")))
         }
-        "webfetch" => first(&[&args.url]).map(|u| format!("Fetch {}", short(u))),
-        "websearch" | "codesearch" => first(&[&args.query]).map(|q| format!("Search: {}", short(q))),
-        "task" => Some(first(&[&args.description]).map_or("Task".into(), |d| format!("Task: {}", short(d)))),
+        "webfetch" => first(&[&args.url]).map(|u| title("Fetch ", u, MAX_TITLE_CHARS, "")),
+        "websearch" | "codesearch" => first(&[&args.query]).map(|q| title("Search: ", q, MAX_TITLE_CHARS, "")),
+        "task" => Some(first(&[&args.description]).map_or("Task".into(), |d| title("Task: ", d, MAX_TITLE_CHARS, ""))),
         "todowrite" => Some("Update todos".into()),
         "todoread" => Some("Read todos".into()),
         "invalid" => Some(
-            first(&[&args.tool]).map_or("Invalid tool call".into(), |t| format!("Invalid tool call: {}", short(t))),
+            first(&[&args.tool])
+                .map_or("Invalid tool call".into(), |t| title("Invalid tool call: ", t, MAX_TITLE_CHARS, "")),
         ),
-        "skill" => first(&[&args.name]).map(|n| format!("Skill: {}", short(n))),
+        "skill" => first(&[&args.name]).map(|n| title("Skill: ", n, MAX_TITLE_CHARS, "")),
         "plan_enter" => Some("Enter plan mode".into()),
         "plan_exit" => Some("Exit plan mode".into()),
         _ => None,
