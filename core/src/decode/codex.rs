@@ -68,7 +68,7 @@ use serde_json::{Map, Value};
 
 use super::context::DecodeContext;
 use super::fast_a::{
-    IdSet, Key, ObjectVisitor, SeenKeys, Str, key_text, may_hold_surrogates, non_null, object_or_default,
+    CheckedStr, IdSet, Key, ObjectVisitor, SeenKeys, Str, key_text, may_hold_surrogates, non_null, object_or_default,
     parse_line_seed, raw_object, raw_str, title,
 };
 use super::json::{ObjList, opt_string, str_field};
@@ -320,13 +320,12 @@ impl<'de> Deserialize<'de> for ExitCode {
             fn visit_unit<E: de::Error>(self) -> Result<ExitCode, E> {
                 Ok(ExitCode::Absent)
             }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ExitCode, A::Error> {
-                while seq.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(ExitCode::Other)
+            // Read as values, so unreadable text fails the fast read (see `Item`).
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<ExitCode, A::Error> {
+                Value::deserialize(de::value::SeqAccessDeserializer::new(seq)).map(|_| ExitCode::Other)
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ExitCode, A::Error> {
-                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                Ok(ExitCode::Other)
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<ExitCode, A::Error> {
+                Value::deserialize(de::value::MapAccessDeserializer::new(map)).map(|_| ExitCode::Other)
             }
         }
         d.deserialize_any(V)
@@ -366,7 +365,7 @@ impl<'de: 'a, 'a> ObjectVisitor<'de> for ItemSeed<'_, 'a> {
             macro_rules! last_str {
                 ($i:expr, $field:ident) => {{
                     seen.known($i);
-                    item.$field = map.next_value::<Str<'de>>()?.0;
+                    item.$field = map.next_value::<CheckedStr<'de>>()?.0;
                 }};
             }
             match key.as_ref() {
@@ -427,6 +426,7 @@ impl<'de> Deserialize<'de> for Usage {
         struct V;
         impl<'de> ObjectVisitor<'de> for V {
             type Out = Option<TokenUsage>;
+            const LISTS_AS_VALUES: bool = true;
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<TokenUsage>, A::Error> {
                 let mut usage = TokenUsage::default();
                 let mut extra = Map::new();

@@ -108,6 +108,55 @@ impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
     }
 }
 
+/// Like [`Str`], but a value that is not a string is read as a [`Value`] (and dropped), so text no
+/// JSON reader takes (an unpaired surrogate escape inside a list or object) fails the read, as it
+/// did where the field was read as a `Value`.
+#[derive(Default)]
+pub(crate) struct CheckedStr<'a>(pub Option<Cow<'a, str>>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for CheckedStr<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Option<Cow<'de, str>>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Some(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Some(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Some(Cow::Owned(v)))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(None)
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(None)
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(None)
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(None)
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(None)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+                Value::deserialize(de::value::SeqAccessDeserializer::new(seq)).map(|_| None)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                Value::deserialize(de::value::MapAccessDeserializer::new(map)).map(|_| None)
+            }
+        }
+        d.deserialize_any(V).map(CheckedStr)
+    }
+}
+
 /// The string a raw JSON value holds, borrowed when it has no escapes; `None` when it is not a
 /// string.
 pub(crate) fn raw_str(raw: &RawValue) -> Option<Cow<'_, str>> {
@@ -465,6 +514,9 @@ impl<'a> SeenKeys<'a> {
 pub(crate) trait ObjectVisitor<'de>: Sized {
     /// The result.
     type Out: Default;
+    /// Read a list as a [`Value`] (rather than skip it), so text no JSON reader takes (an
+    /// unpaired surrogate escape) fails the read, as it did where the field was a `Value`.
+    const LISTS_AS_VALUES: bool = false;
     /// Read the object's entries.
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Out, A::Error>;
 }
@@ -484,7 +536,11 @@ pub(crate) fn object_or_default<'de, D: Deserializer<'de>, V: ObjectVisitor<'de>
             self.0.visit_map(map)
         }
         fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            if V::LISTS_AS_VALUES {
+                Value::deserialize(de::value::SeqAccessDeserializer::new(seq))?;
+            } else {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+            }
             Ok(V::Out::default())
         }
         fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {

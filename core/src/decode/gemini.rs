@@ -273,6 +273,7 @@ impl<'de> Deserialize<'de> for Stats {
         struct V;
         impl<'de> ObjectVisitor<'de> for V {
             type Out = Option<TokenUsage>;
+            const LISTS_AS_VALUES: bool = true;
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<TokenUsage>, A::Error> {
                 let mut extra = Map::with_capacity(8);
                 let (mut input_tokens, mut output_tokens, mut cached, mut input) = (None, None, None, None);
