@@ -469,12 +469,14 @@ pub(crate) struct SeenKeys<'a> {
     hits: u32,
     others: [&'a str; 8],
     n_others: usize,
+    /// Other keys past the eighth (allocated only then).
+    more: Vec<&'a str>,
     untracked: bool,
 }
 
 impl<'a> SeenKeys<'a> {
     pub(crate) fn new() -> Self {
-        SeenKeys { known: 0, hits: 0, others: [""; 8], n_others: 0, untracked: false }
+        SeenKeys { known: 0, hits: 0, others: [""; 8], n_others: 0, more: Vec::new(), untracked: false }
     }
 
     /// A known key, by its index (< 64). True when it was seen before.
@@ -495,7 +497,8 @@ impl<'a> SeenKeys<'a> {
                 self.others[self.n_others] = k;
                 self.n_others += 1;
             }
-            _ => self.untracked = true,
+            Some(k) => self.more.push(k),
+            None => self.untracked = true,
         }
     }
 
@@ -506,6 +509,7 @@ impl<'a> SeenKeys<'a> {
         }
         let others = &self.others[..self.n_others];
         others.iter().enumerate().any(|(i, k)| others[..i].contains(k))
+            || self.more.iter().enumerate().any(|(i, k)| others.contains(k) || self.more[..i].contains(k))
     }
 }
 
@@ -626,6 +630,14 @@ mod tests {
         let mut t = SeenKeys::new();
         t.known(1);
         assert!(t.known(1) && t.dup());
+        let mut many = SeenKeys::new();
+        let keys = ["k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7", "k8", "k9"];
+        for k in keys {
+            many.other(Some(k));
+        }
+        assert!(!many.dup());
+        many.other(Some("k9"));
+        assert!(many.dup());
         let mut u = SeenKeys::new();
         u.other(key_text(&Cow::Owned("escaped".into())));
         assert!(u.dup());
