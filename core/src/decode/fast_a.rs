@@ -172,6 +172,31 @@ pub(crate) fn raw_str(raw: &RawValue) -> Option<Cow<'_, str>> {
     }
 }
 
+/// The next `\\` at or after `from`: eight bytes at a time for the first 64 (escapes in text
+/// come close together, where a `memchr` call costs more than it saves), then `memchr`.
+#[inline]
+fn next_backslash(bytes: &[u8], from: usize) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let near = bytes.len().min(from.saturating_add(64));
+    let mut i = from;
+    while i + 8 <= near {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(&bytes[i..i + 8]);
+        // A zero byte of `x` is a backslash; the lowest flagged byte is the first one.
+        let x = u64::from_le_bytes(word) ^ (ONES * u64::from(b'\\'));
+        let found = x.wrapping_sub(ONES) & !x & HIGHS;
+        if found != 0 {
+            return Some(i + (found.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    if let Some(p) = bytes.get(i..near)?.iter().position(|b| *b == b'\\') {
+        return Some(i + p);
+    }
+    memchr::memchr(b'\\', bytes.get(near..)?).map(|p| near + p)
+}
+
 /// The inside of a JSON string (valid JSON, as a raw value is) with its escapes resolved, the
 /// first backslash being at `at`: one allocation of the right size, one copy. `None` for an
 /// unpaired surrogate escape, which serde_json refuses in a string too.
@@ -181,14 +206,20 @@ fn unescape(inner: &str, mut at: usize) -> Option<String> {
         let digits = bytes.get(i..i + 4)?;
         let mut n = 0;
         for d in digits {
-            n = n * 16 + char::from(*d).to_digit(16)?;
+            let v = match d {
+                b'0'..=b'9' => d - b'0',
+                b'a'..=b'f' => d - b'a' + 10,
+                b'A'..=b'F' => d - b'A' + 10,
+                _ => return None,
+            };
+            n = n * 16 + u32::from(v);
         }
         Some(n)
     };
     let mut out = String::with_capacity(inner.len());
     let mut start = 0;
     loop {
-        out.push_str(&inner[start..at]);
+        out.push_str(inner.get(start..at)?);
         start = at + 2;
         let c = match *bytes.get(at + 1)? {
             b'"' => '"',
@@ -218,10 +249,10 @@ fn unescape(inner: &str, mut at: usize) -> Option<String> {
             _ => return None,
         };
         out.push(c);
-        match memchr::memchr(b'\\', &bytes[start..]) {
-            Some(i) => at = start + i,
+        match next_backslash(bytes, start) {
+            Some(i) => at = i,
             None => {
-                out.push_str(&inner[start..]);
+                out.push_str(inner.get(start..)?);
                 return Some(out);
             }
         }
@@ -232,8 +263,15 @@ fn unescape(inner: &str, mut at: usize) -> Option<String> {
 /// reader refuses when unpaired (a decoder checks the parts it keeps verbatim with this).
 pub(crate) fn may_hold_surrogates(text: &str) -> bool {
     let bytes = text.as_bytes();
-    memchr::memchr_iter(b'\\', bytes)
-        .any(|i| bytes.get(i + 1) == Some(&b'u') && matches!(bytes.get(i + 2), Some(b'd' | b'D')))
+    let mut from = 0;
+    while let Some(i) = next_backslash(bytes, from) {
+        if bytes.get(i + 1) == Some(&b'u') && matches!(bytes.get(i + 2), Some(b'd' | b'D')) {
+            return true;
+        }
+        // Past the escaped character (`\\\\` is one escape, not the start of another).
+        from = i + 2;
+    }
+    false
 }
 
 /// A raw value that is not JSON `null`.
@@ -616,6 +654,34 @@ mod tests {
         }
         let num = RawValue::from_string("1".into()).unwrap();
         assert_eq!(raw_str(&num), None);
+    }
+
+    #[test]
+    fn backslashes_are_found_at_any_distance() {
+        for len in 0..200 {
+            for at in [0, 1, 7, 8, 9, 63, 64, 65, 100, 150, 199] {
+                let mut text = vec![b'x'; len];
+                if at < len {
+                    text[at] = b'\\';
+                }
+                let expected = (at < len).then_some(at);
+                assert_eq!(next_backslash(&text, 0), expected, "{len} {at}");
+                if at < len && at > 3 {
+                    assert_eq!(next_backslash(&text, 3), Some(at));
+                }
+            }
+        }
+        assert_eq!(next_backslash(b"ab", 5), None);
+    }
+
+    #[test]
+    fn surrogate_escapes_are_noticed() {
+        assert!(may_hold_surrogates(r#""a\ud800""#));
+        assert!(may_hold_surrogates(r#"{"k":"\uDC00"}"#));
+        assert!(!may_hold_surrogates(r#""\\ud800 is a path""#));
+        assert!(!may_hold_surrogates(r#""\u00e9\n\"""#));
+        let long = format!(r#""{}\ud83d\ude00""#, "x\\n".repeat(100));
+        assert!(may_hold_surrogates(&long));
     }
 
     #[test]
