@@ -59,186 +59,408 @@
 //! | e-bad-lines | `null`, non-objects, invalid JSON, unknown types, odd item shapes, messages that are not strings |
 
 use std::borrow::Cow;
-use std::collections::HashSet;
 use std::fmt;
 
 use serde::Deserialize;
-use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
+use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::context::{DecodeContext, Envelope};
-use super::json::{opt_string, parse_line, str_field};
+use super::context::DecodeContext;
+use super::fast_a::{
+    CheckedStr, IdSet, Key, ObjectVisitor, SeenKeys, Str, key_text, may_hold_surrogates, non_null, object_or_default,
+    parse_line_seed, raw_object, raw_str, title,
+};
+use super::json::{ObjList, opt_string, str_field};
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::{
     ContentBlock, ImageContent, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus, RawJson, SessionUpdate,
     TokenUsage, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, UsageScope,
 };
-use crate::tools::{MAX_TITLE_CHARS, command_title, tool_kind, truncate_chars};
+use crate::tools::{MAX_TITLE_CHARS, command_title, tool_kind};
 
 /// Stateful codex line decoder.
 #[derive(Debug, Default)]
 pub(crate) struct CodexDecoder {
     /// Tool items whose `tool_call` was emitted and whose completion has not been seen yet.
-    open: HashSet<String>,
+    open: IdSet,
 }
 
-/// One line. Small polymorphic parts are read straight into [`Value`]s; the item is kept as
-/// borrowed raw fields and turned into values only as far as the events need them.
-#[derive(Deserialize)]
-struct Line<'a> {
-    #[serde(rename = "type", default, borrow, with = "opt_string")]
-    kind: Option<Cow<'a, str>>,
-    #[serde(default, borrow, with = "opt_string")]
-    thread_id: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    item: Option<RawItem<'a>>,
-    #[serde(default)]
-    usage: Option<Value>,
-    #[serde(default)]
-    error: Option<Value>,
-    #[serde(default)]
-    message: Option<Value>,
-}
-
-/// An item's fields in wire order, unparsed. Anything that is not an object reads as an item
-/// with `is_object` false.
+/// One line, read in one pass: the item's fields land in [`Item`] (filled in place) as borrowed
+/// strings, raw slices (the parts kept verbatim) or small flags; no [`Value`] is built on the
+/// common paths. A known key printed twice makes the line unusable (as a derived struct would).
 #[derive(Default)]
-struct RawItem<'a> {
-    fields: Vec<(Cow<'a, str>, &'a RawValue)>,
-    is_object: bool,
+struct Line<'a> {
+    /// On the exact path: the item as printed, unparsed.
+    item_raw: Option<&'a RawValue>,
+    kind: Option<Cow<'a, str>>,
+    thread_id: Option<Cow<'a, str>>,
+    usage: Option<TokenUsage>,
+    error: Option<Value>,
+    message: Option<Cow<'a, str>>,
 }
 
-/// A map key, borrowed from the line when it has no escapes.
-struct KeySeed;
+/// Reads a [`Line`] and its item in place (no large struct is moved out of the parser).
+struct LineSeed<'i, 'a> {
+    line: &'i mut Line<'a>,
+    /// The fast path: the item is read field by field (`None`: it is kept raw, see [`Exact`]).
+    item: Option<&'i mut Item<'a>>,
+}
 
-impl<'de> DeserializeSeed<'de> for KeySeed {
-    type Value = Cow<'de, str>;
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Cow<'de, str>, D::Error> {
-        struct K;
-        impl<'de> Visitor<'de> for K {
-            type Value = Cow<'de, str>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a key")
-            }
-            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Cow<'de, str>, E> {
-                Ok(Cow::Borrowed(v))
-            }
-            fn visit_str<E>(self, v: &str) -> Result<Cow<'de, str>, E> {
-                Ok(Cow::Owned(v.to_string()))
-            }
-        }
-        d.deserialize_str(K)
+impl<'de: 'a, 'a> DeserializeSeed<'de> for LineSeed<'_, 'a> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
     }
 }
 
-impl<'de: 'a, 'a> Deserialize<'de> for RawItem<'a> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<'a>(std::marker::PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
-            type Value = RawItem<'a>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a codex item")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<RawItem<'a>, A::Error> {
-                let mut item = RawItem { fields: Vec::with_capacity(8), is_object: true };
-                while let Some(key) = access.next_key_seed(KeySeed)? {
-                    let value: &'de RawValue = access.next_value()?;
-                    item.fields.push((key, value));
+impl<'de: 'a, 'a> Visitor<'de> for LineSeed<'_, 'a> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a codex line")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> Result<(), A::Error> {
+        let line = &mut *self.line;
+        let mut seen = 0u8;
+        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+            let (bit, name) = match key.as_ref() {
+                "type" => (1, "type"),
+                "thread_id" => (2, "thread_id"),
+                "item" => (4, "item"),
+                "usage" => (8, "usage"),
+                "error" => (16, "error"),
+                "message" => (32, "message"),
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                    continue;
                 }
-                Ok(item)
+            };
+            if seen & bit != 0 {
+                return Err(de::Error::duplicate_field(name));
             }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut access: A) -> Result<RawItem<'a>, A::Error> {
-                while access.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(RawItem::default())
-            }
-            fn visit_bool<E>(self, _: bool) -> Result<RawItem<'a>, E> {
-                Ok(RawItem::default())
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<RawItem<'a>, E> {
-                Ok(RawItem::default())
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<RawItem<'a>, E> {
-                Ok(RawItem::default())
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<RawItem<'a>, E> {
-                Ok(RawItem::default())
-            }
-            fn visit_str<E>(self, _: &str) -> Result<RawItem<'a>, E> {
-                Ok(RawItem::default())
-            }
-            fn visit_unit<E>(self) -> Result<RawItem<'a>, E> {
-                Ok(RawItem::default())
+            seen |= bit;
+            match bit {
+                1 => line.kind = map.next_value::<Str<'de>>()?.0,
+                2 => line.thread_id = map.next_value::<Str<'de>>()?.0,
+                4 => match self.item.as_deref_mut() {
+                    Some(item) => map.next_value_seed(ItemSeed(item))?,
+                    None => line.item_raw = Some(map.next_value()?),
+                },
+                8 => line.usage = map.next_value::<Usage>()?.0,
+                16 => line.error = map.next_value()?,
+                // A value, as any JSON reader takes it (so unreadable text fails the line).
+                _ => {
+                    line.message = match map.next_value::<Value>()? {
+                        Value::String(m) => Some(Cow::Owned(m)),
+                        _ => None,
+                    }
+                }
             }
         }
-        d.deserialize_any(V(std::marker::PhantomData))
+        Ok(())
     }
 }
 
-impl<'a> RawItem<'a> {
-    /// The FIRST value printed under `key` (codex's `web_search` items print `id` twice: its
-    /// `item_N`, then the provider's id).
-    fn raw(&self, key: &str) -> Option<&'a RawValue> {
-        self.fields.iter().find(|(k, _)| k == key).map(|(_, v)| *v)
+/// The line's `item` as printed (for `rawOutput`): a second, skimming pass, only for completions.
+#[derive(Deserialize)]
+struct ItemText<'a> {
+    #[serde(default, borrow)]
+    item: Option<&'a RawValue>,
+}
+
+/// The item of a line, as far as any event needs it. Anything that is not an object reads as an
+/// item with `is_object` false.
+///
+/// The fast path reads a printed item once. An item printing a key twice, or holding a `\u`
+/// escape of a surrogate (which a JSON reader may refuse), or failing the fast read, takes the
+/// exact path instead ([`Exact`]), which reproduces the reading rules the events are defined by:
+/// every field is read on its own (a field that does not parse is left out), a key printed
+/// twice keeps its last value, except `id` and `type`, which keep the FIRST (codex's
+/// `web_search` items print `id` twice: its `item_N`, then the provider's id), and the
+/// completed `text` and `message` and the running `aggregated_output`, read from the first too.
+#[derive(Default)]
+struct Item<'a> {
+    is_object: bool,
+    /// Some key was printed twice (the fast path then gives way to the exact one).
+    dup: bool,
+    /// A field kept raw may hold a surrogate escape (the same).
+    suspicious: bool,
+    id: Option<Cow<'a, str>>,
+    kind: Option<Cow<'a, str>>,
+    text: Option<Cow<'a, str>>,
+    message: Option<Cow<'a, str>>,
+    aggregated_output: Option<Cow<'a, str>>,
+    command: Option<&'a RawValue>,
+    exit_code: ExitCode,
+    status: Option<Cow<'a, str>>,
+    changes: Option<&'a RawValue>,
+    server: Option<Cow<'a, str>>,
+    tool: Option<Cow<'a, str>>,
+    arguments: Option<&'a RawValue>,
+    query: Option<&'a RawValue>,
+    action: Option<&'a RawValue>,
+    summary: Option<&'a RawValue>,
+    content: Option<&'a RawValue>,
+    items: Option<&'a RawValue>,
+    result: Option<&'a RawValue>,
+    error: Option<&'a RawValue>,
+    /// Set on the exact path.
+    exact: Option<Box<Exact>>,
+}
+
+/// What the exact path knows beyond the fields: the FIRST printed `text`, `message` and
+/// `aggregated_output`, and the item as its fields read one by one (for `rawOutput`).
+struct Exact {
+    text: Option<String>,
+    message: Option<String>,
+    aggregated_output: Option<String>,
+    value: Value,
+}
+
+impl<'a> Item<'a> {
+    /// The first printed `text`.
+    fn take_first_text(&mut self) -> Option<Cow<'a, str>> {
+        match &mut self.exact {
+            Some(exact) => exact.text.take().map(Cow::Owned),
+            None => self.text.take(),
+        }
     }
 
-    /// The first value under `key` as a string, borrowed when it has no escapes.
-    fn str(&self, key: &str) -> Option<Cow<'a, str>> {
-        let text = self.raw(key)?.get();
-        if !text.starts_with('"') {
-            return None;
-        }
-        // A raw value is valid JSON: a string without a backslash is its own text, quoted.
-        if text.len() >= 2 && !text.as_bytes().contains(&b'\\') {
-            return Some(Cow::Borrowed(&text[1..text.len() - 1]));
-        }
-        match serde_json::from_str::<&'a str>(text) {
-            Ok(s) => Some(Cow::Borrowed(s)),
-            Err(_) => serde_json::from_str::<String>(text).ok().map(Cow::Owned),
+    /// The first printed `message`.
+    fn take_first_message(&mut self) -> Option<Cow<'a, str>> {
+        match &mut self.exact {
+            Some(exact) => exact.message.take().map(Cow::Owned),
+            None => self.message.take(),
         }
     }
 
-    /// The item as values: every field (`keys` = None, for `rawOutput`), or only `keys`. A key
-    /// printed twice keeps its last value there, as any JSON reader would.
-    fn to_item(&self, keys: Option<&[&str]>) -> Item {
-        let wanted = |key: &str| keys.is_none_or(|ks| ks.contains(&key));
-        let mut map = Map::with_capacity(self.fields.iter().filter(|(k, _)| wanted(k)).count());
-        for (key, raw) in &self.fields {
-            if !wanted(key) {
-                continue;
-            }
-            if let Ok(value) = serde_json::from_str::<Value>(raw.get()) {
-                map.insert(key.to_string(), value);
-            }
+    /// The first printed `aggregated_output`.
+    fn first_output(&self) -> Option<&str> {
+        match &self.exact {
+            Some(exact) => exact.aggregated_output.as_deref(),
+            None => self.aggregated_output.as_deref(),
         }
-        Item { map }
     }
 }
 
-/// An item's fields (all of them, or the ones an event needs) as values.
-struct Item {
-    map: Map<String, Value>,
+/// The exact reading of a printed item (see [`Item`]): the item's fields as a JSON text without
+/// duplicates or unreadable values (to be read by the fast path), its `id` and `type` as FIRST
+/// printed, and the [`Exact`] facts. `Ok(None)` when the item is not an object; an error when
+/// even its keys (or, for a scalar, its value) cannot be read, which makes the line unusable.
+type ExactItem = (String, Option<String>, Option<String>, Exact);
+
+fn exact_item(raw: &RawValue) -> Result<Option<ExactItem>, serde_json::Error> {
+    struct Members<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
+    impl<'de: 'a, 'a> ObjectVisitor<'de> for &mut Members<'a> {
+        type Out = bool;
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
+            while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+                let value: &'de RawValue = map.next_value()?;
+                self.0.push((key, value));
+            }
+            Ok(true)
+        }
+    }
+    let mut members = Members(Vec::new());
+    let mut de = serde_json::Deserializer::from_str(raw.get());
+    if !object_or_default(&mut de, &mut members)? {
+        return Ok(None);
+    }
+    let first = |key: &str| {
+        let raw = members.0.iter().find(|(k, _)| k == key)?.1;
+        serde_json::from_str::<String>(raw.get()).ok()
+    };
+    let (id, kind) = (first("id"), first("type"));
+    let (text, message, aggregated_output) = (first("text"), first("message"), first("aggregated_output"));
+    let mut map = Map::new();
+    for (key, raw) in &members.0 {
+        if let Ok(value) = serde_json::from_str::<Value>(raw.get()) {
+            map.insert(key.to_string(), value);
+        }
+    }
+    let value = Value::Object(map);
+    Ok(Some((value.to_string(), id, kind, Exact { text, message, aggregated_output, value })))
 }
 
-impl Item {
-    fn str(&self, key: &str) -> Option<&str> {
-        str_field(&self.map, key)
+/// `exit_code` as far as a status needs it: absent (or `null`), the integer 0, or anything else.
+#[derive(Default, Clone, Copy, PartialEq, Eq)]
+enum ExitCode {
+    #[default]
+    Absent,
+    Zero,
+    Other,
+}
+
+impl<'de> Deserialize<'de> for ExitCode {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = ExitCode;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<ExitCode, E> {
+                Ok(if v == 0 { ExitCode::Zero } else { ExitCode::Other })
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<ExitCode, E> {
+                Ok(if v == 0 { ExitCode::Zero } else { ExitCode::Other })
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<ExitCode, E> {
+                Ok(ExitCode::Other)
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<ExitCode, E> {
+                Ok(ExitCode::Other)
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<ExitCode, E> {
+                Ok(ExitCode::Other)
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<ExitCode, E> {
+                Ok(ExitCode::Absent)
+            }
+            // Read as values, so unreadable text fails the fast read (see `Item`).
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<ExitCode, A::Error> {
+                Value::deserialize(de::value::SeqAccessDeserializer::new(seq)).map(|_| ExitCode::Other)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<ExitCode, A::Error> {
+                Value::deserialize(de::value::MapAccessDeserializer::new(map)).map(|_| ExitCode::Other)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Reads the line's item into an [`Item`] in place; a value that is not an object leaves it
+/// with `is_object` false.
+struct ItemSeed<'i, 'a>(&'i mut Item<'a>);
+
+impl<'de: 'a, 'a> DeserializeSeed<'de> for ItemSeed<'_, 'a> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        object_or_default(d, self)
+    }
+}
+
+impl<'de: 'a, 'a> ObjectVisitor<'de> for ItemSeed<'_, 'a> {
+    type Out = ();
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let item = self.0;
+        item.is_object = true;
+        let mut seen = SeenKeys::new();
+        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+            macro_rules! raw {
+                ($i:expr, $field:ident) => {{
+                    seen.known($i);
+                    let raw = map.next_value::<&'de RawValue>()?;
+                    // Kept verbatim, so it must read as a JSON reader reads it (see `Item`).
+                    if may_hold_surrogates(raw.get()) {
+                        item.suspicious = true;
+                    }
+                    item.$field = Some(raw);
+                }};
+            }
+            macro_rules! last_str {
+                ($i:expr, $field:ident) => {{
+                    seen.known($i);
+                    item.$field = map.next_value::<CheckedStr<'de>>()?.0;
+                }};
+            }
+            match key.as_ref() {
+                "id" => last_str!(0, id),
+                "type" => last_str!(1, kind),
+                "text" => last_str!(2, text),
+                "message" => last_str!(3, message),
+                "aggregated_output" => last_str!(4, aggregated_output),
+                "command" => raw!(5, command),
+                "exit_code" => {
+                    seen.known(6);
+                    item.exit_code = map.next_value()?;
+                }
+                "status" => last_str!(7, status),
+                "changes" => raw!(8, changes),
+                "server" => last_str!(9, server),
+                "tool" => last_str!(10, tool),
+                "arguments" => raw!(11, arguments),
+                "query" => raw!(12, query),
+                "action" => raw!(13, action),
+                "summary" => raw!(14, summary),
+                "content" => raw!(15, content),
+                "items" => raw!(16, items),
+                "result" => raw!(17, result),
+                "error" => raw!(18, error),
+                _ => {
+                    seen.other(key_text(&key));
+                    // Not read, but part of `rawOutput`: it must read as a JSON reader reads it.
+                    let raw = map.next_value::<&'de RawValue>()?;
+                    if may_hold_surrogates(raw.get()) {
+                        item.suspicious = true;
+                    }
+                }
+            }
+        }
+        item.dup = seen.dup();
+        Ok(())
+    }
+}
+
+impl<'a> Item<'a> {
+    /// The last value of a raw field, unless it is `null`.
+    fn get(raw: Option<&'a RawValue>) -> Option<&'a RawValue> {
+        non_null(raw)
     }
 
-    /// A non-empty string field, taken out of the item (no copy).
-    fn take_text(&mut self, key: &str) -> Option<String> {
-        if !matches!(self.map.get(key), Some(Value::String(s)) if !s.is_empty()) {
-            return None;
-        }
-        match self.map.remove(key) {
-            Some(Value::String(s)) => Some(s),
-            _ => None,
-        }
+    /// `command` when it is a string.
+    fn command(&self) -> Option<Cow<'a, str>> {
+        self.command.and_then(raw_str)
     }
+}
 
-    /// A field that is present and not `null`.
-    fn get(&self, key: &str) -> Option<&Value> {
-        self.map.get(key).filter(|v| !v.is_null())
+/// `turn.completed.usage` → run usage (see the module table), read in the line's pass.
+struct Usage(Option<TokenUsage>);
+
+impl<'de> Deserialize<'de> for Usage {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> ObjectVisitor<'de> for V {
+            type Out = Option<TokenUsage>;
+            const LISTS_AS_VALUES: bool = true;
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<TokenUsage>, A::Error> {
+                let mut usage = TokenUsage::default();
+                let mut extra = Map::new();
+                let mut any = false;
+                // Counters kept in `extra` because their value was not a count (bit per slot).
+                let mut odd = 0u8;
+                while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+                    any = true;
+                    let (bit, slot) = match key.as_ref() {
+                        "input_tokens" => (1, &mut usage.prompt_tokens),
+                        "cached_input_tokens" => (2, &mut usage.cached_tokens),
+                        "output_tokens" => (4, &mut usage.completion_tokens),
+                        _ => {
+                            extra.insert(key.into_owned(), map.next_value::<Value>()?);
+                            continue;
+                        }
+                    };
+                    // A key printed twice counts with its last value, as in a JSON reader.
+                    let value = map.next_value::<Value>()?;
+                    *slot = value.as_u64();
+                    if slot.is_none() && !value.is_null() {
+                        // Not a count we can read: keep it verbatim rather than drop it.
+                        odd |= bit;
+                        extra.insert(key.into_owned(), value);
+                    } else if odd & bit != 0 {
+                        odd &= !bit;
+                        extra.shift_remove(key.as_ref());
+                    }
+                }
+                usage.extra = (!extra.is_empty()).then_some(extra);
+                Ok(any.then_some(usage))
+            }
+        }
+        object_or_default(d, V).map(Usage)
     }
 }
 
@@ -249,13 +471,52 @@ enum Phase {
     Completed,
 }
 
+/// Push the event for `update` (codex lines carry no envelope facts besides the session).
+fn emit(ctx: &DecodeContext, update: SessionUpdate, out: &mut Vec<OutputEvent>) {
+    out.push(super::fast_a::session_event(ctx, update));
+}
+
 impl HarnessDecoder for CodexDecoder {
     fn decode_line(&mut self, line: &str, ctx: &mut DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
-        let l: Line<'_> = match parse_line(line) {
-            Ok(l) => l,
-            Err(outcome) => return outcome,
+        let mut item = Item::default();
+        let mut l = Line::default();
+        let fast = parse_line_seed(line, LineSeed { line: &mut l, item: Some(&mut item) }).is_ok()
+            && !item.dup
+            && !item.suspicious;
+        if fast {
+            return self.line(&mut l, &mut item, line, ctx, out);
+        }
+        // The exact path: the item kept raw, then read field by field.
+        let mut l = Line::default();
+        if let Err(outcome) = parse_line_seed(line, LineSeed { line: &mut l, item: None }) {
+            return outcome;
+        }
+        let (text, id, kind, exact) = match l.item_raw.map(exact_item) {
+            None | Some(Ok(None)) => return self.line(&mut l, &mut Item::default(), line, ctx, out),
+            Some(Ok(Some(exact))) => exact,
+            Some(Err(_)) => return LineOutcome::UnexpectedShape,
         };
-        let env = Envelope::default();
+        let mut item = Item::default();
+        let mut de = serde_json::Deserializer::from_str(&text);
+        if ItemSeed(&mut item).deserialize(&mut de).is_err() {
+            return LineOutcome::UnexpectedShape; // unreachable: `text` was written by serde_json
+        }
+        item.id = id.map(Cow::Owned);
+        item.kind = kind.map(Cow::Owned);
+        item.exact = Some(Box::new(exact));
+        self.line(&mut l, &mut item, line, ctx, out)
+    }
+}
+
+impl CodexDecoder {
+    fn line(
+        &mut self,
+        l: &mut Line<'_>,
+        item: &mut Item<'_>,
+        line: &str,
+        ctx: &mut DecodeContext,
+        out: &mut Vec<OutputEvent>,
+    ) -> LineOutcome {
         match l.kind.as_deref() {
             Some("thread.started") => {
                 ctx.see_session(l.thread_id.as_deref());
@@ -263,13 +524,13 @@ impl HarnessDecoder for CodexDecoder {
             }
             Some("turn.started") => LineOutcome::Decoded,
             Some("turn.completed") => {
-                if let Some(usage) = l.usage.and_then(usage) {
-                    env.emit(ctx, SessionUpdate::Usage { scope: UsageScope::Run, usage }, out);
+                if let Some(usage) = l.usage.take() {
+                    emit(ctx, SessionUpdate::Usage { scope: UsageScope::Run, usage }, out);
                 }
                 LineOutcome::Decoded
             }
             Some("turn.failed") => {
-                let error = l.error.filter(|e| !e.is_null());
+                let error = l.error.take().filter(|e| !e.is_null());
                 let message = match &error {
                     Some(Value::String(m)) => Some(m.as_str()),
                     Some(e) => e.get("message").and_then(Value::as_str),
@@ -279,101 +540,88 @@ impl HarnessDecoder for CodexDecoder {
                 .map(str::to_string)
                 .or_else(|| error.as_ref().map(Value::to_string))
                 .unwrap_or_else(|| line.trim().to_string());
-                env.emit(ctx, SessionUpdate::error(message, true), out);
+                emit(ctx, SessionUpdate::error(message, true), out);
                 LineOutcome::Decoded
             }
             Some("error") => {
-                let message = match l.message {
-                    Some(Value::String(m)) if !m.is_empty() => m,
+                let message = match l.message.take() {
+                    Some(m) if !m.is_empty() => m.into_owned(),
                     _ => line.trim().to_string(),
                 };
-                env.emit(ctx, SessionUpdate::error(message, false), out);
+                emit(ctx, SessionUpdate::error(message, false), out);
                 LineOutcome::Decoded
             }
-            Some("item.started") => self.item(Phase::Started, l.item, &env, ctx, out),
-            Some("item.updated") => self.item(Phase::Updated, l.item, &env, ctx, out),
-            Some("item.completed") => self.item(Phase::Completed, l.item, &env, ctx, out),
+            Some("item.started") => self.item(Phase::Started, item, line, ctx, out),
+            Some("item.updated") => self.item(Phase::Updated, item, line, ctx, out),
+            Some("item.completed") => self.item(Phase::Completed, item, line, ctx, out),
             _ => LineOutcome::UnknownType,
         }
     }
 }
 
-/// `turn.completed.usage` → run usage (see the module table).
-fn usage(value: Value) -> Option<TokenUsage> {
-    let Value::Object(map) = value else { return None };
-    if map.is_empty() {
-        return None;
+/// The item of `line` as printed (`None` if the line has none, which a decoded item rules out).
+fn item_text(line: &str) -> Option<&RawValue> {
+    serde_json::from_str::<ItemText<'_>>(line).ok()?.item
+}
+
+/// The item of `line` as its fields read one by one (see [`Item`]).
+fn item_value(line: &str) -> Value {
+    match item_text(line).map(exact_item) {
+        Some(Ok(Some((_, _, _, exact)))) => exact.value,
+        _ => Value::Null,
     }
-    let mut usage = TokenUsage::default();
-    let mut extra = Map::new();
-    for (key, value) in map {
-        let slot = match key.as_str() {
-            "input_tokens" => &mut usage.prompt_tokens,
-            "cached_input_tokens" => &mut usage.cached_tokens,
-            "output_tokens" => &mut usage.completion_tokens,
-            _ => {
-                extra.insert(key, value);
-                continue;
-            }
-        };
-        match value.as_u64() {
-            Some(n) => *slot = Some(n),
-            // Not a count we can read: keep it verbatim rather than drop it.
-            None if !value.is_null() => {
-                extra.insert(key, value);
-            }
-            None => {}
-        }
-    }
-    usage.extra = (!extra.is_empty()).then_some(extra);
-    Some(usage)
 }
 
 impl CodexDecoder {
     fn item(
         &mut self,
         phase: Phase,
-        item: Option<RawItem<'_>>,
-        env: &Envelope,
+        item: &mut Item<'_>,
+        line: &str,
         ctx: &DecodeContext,
         out: &mut Vec<OutputEvent>,
     ) -> LineOutcome {
-        let Some(raw) = item.filter(|i| i.is_object) else { return LineOutcome::UnexpectedShape };
-        let Some(kind) = raw.str("type") else { return LineOutcome::UnknownType };
+        if !item.is_object {
+            return LineOutcome::UnexpectedShape;
+        }
+        let Some(kind) = item.kind.take() else { return LineOutcome::UnknownType };
         match kind.as_ref() {
             "agent_message" => {
                 if phase == Phase::Completed {
-                    if let Some(text) = raw.str("text").filter(|t| !t.is_empty()) {
-                        env.emit(ctx, SessionUpdate::message(text), out);
+                    if let Some(text) = item.take_first_text().filter(|t| !t.is_empty()) {
+                        emit(ctx, SessionUpdate::message(text), out);
                     }
                 }
                 LineOutcome::Decoded
             }
             "reasoning" => {
                 if phase == Phase::Completed {
-                    if let Some(text) = reasoning_text(&mut raw.to_item(Some(&["text", "summary", "content"]))) {
-                        env.emit(ctx, SessionUpdate::thought(text), out);
+                    if let Some(text) = reasoning_text(item) {
+                        emit(ctx, SessionUpdate::thought(text), out);
                     }
                 }
                 LineOutcome::Decoded
             }
             "todo_list" => {
-                let item = raw.to_item(Some(&["items"]));
-                env.emit(ctx, SessionUpdate::Plan { entries: todo_entries(item.get("items")) }, out);
+                let items = Item::get(item.items).and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok());
+                emit(ctx, SessionUpdate::Plan { entries: todo_entries(items.as_ref()) }, out);
                 LineOutcome::Decoded
             }
             "error" => {
                 if phase == Phase::Completed {
-                    let message = match raw.str("message").filter(|m| !m.is_empty()) {
+                    let message = match item.take_first_message().filter(|m| !m.is_empty()) {
                         Some(m) => m.into_owned(),
-                        None => Value::Object(raw.to_item(None).map).to_string(),
+                        None => match &item.exact {
+                            Some(exact) => exact.value.to_string(),
+                            None => item_value(line).to_string(),
+                        },
                     };
-                    env.emit(ctx, SessionUpdate::error(message, false), out);
+                    emit(ctx, SessionUpdate::error(message, false), out);
                 }
                 LineOutcome::Decoded
             }
             "command_execution" | "file_change" | "mcp_tool_call" | "web_search" => {
-                self.tool_item(phase, &kind, &raw, env, ctx, out)
+                self.tool_item(phase, &kind, item, line, ctx, out)
             }
             _ => LineOutcome::UnknownType,
         }
@@ -383,49 +631,53 @@ impl CodexDecoder {
         &mut self,
         phase: Phase,
         kind: &str,
-        raw: &RawItem<'_>,
-        env: &Envelope,
+        item: &mut Item<'_>,
+        line: &str,
         ctx: &DecodeContext,
         out: &mut Vec<OutputEvent>,
     ) -> LineOutcome {
-        let Some(id) = raw.str("id").filter(|id| !id.is_empty()) else { return LineOutcome::UnexpectedShape };
+        let Some(id) = item.id.take().filter(|id| !id.is_empty()) else { return LineOutcome::UnexpectedShape };
         match phase {
             Phase::Started | Phase::Updated => {
                 if !self.open.contains(id.as_ref()) {
-                    let mut item = raw.to_item(Some(CALL_FIELDS));
-                    env.emit(ctx, SessionUpdate::ToolCall(tool_call(kind, &id, &mut item, true)), out);
+                    emit(ctx, SessionUpdate::ToolCall(tool_call(kind, &id, item)), out);
                     self.open.insert(id.into_owned());
                 } else if phase == Phase::Updated && kind == "command_execution" {
-                    if let Some(output) = raw.str("aggregated_output").filter(|o| !o.is_empty()) {
+                    if let Some(output) = item.first_output().filter(|o| !o.is_empty()) {
                         let mut update = ToolCallUpdate::new(id);
                         update.status = Some(ToolCallStatus::InProgress);
                         update.content = Some(vec![ToolCallContent::text(output)]);
-                        env.emit(ctx, SessionUpdate::ToolCallUpdate(update), out);
+                        emit(ctx, SessionUpdate::ToolCallUpdate(update), out);
                     }
                 }
             }
             Phase::Completed => {
-                let mut item = raw.to_item(None);
                 if !self.open.remove(id.as_ref()) {
-                    env.emit(ctx, SessionUpdate::ToolCall(tool_call(kind, &id, &mut item, false)), out);
+                    emit(ctx, SessionUpdate::ToolCall(tool_call(kind, &id, item)), out);
                 }
-                env.emit(ctx, SessionUpdate::ToolCallUpdate(completion(kind, id.into_owned(), item)), out);
+                // `rawOutput`: the item as printed (on the exact path: as its fields read).
+                // (Every field of a fast-path item was read or checked, see `Item`.)
+                let raw_output = match (&item.exact, item_text(line)) {
+                    (Some(exact), _) => RawJson::from_value(&exact.value),
+                    (None, Some(raw)) => RawJson::from_raw(raw),
+                    (None, None) => RawJson::from_value(&Value::Null),
+                };
+                emit(ctx, SessionUpdate::ToolCallUpdate(completion(kind, id.into_owned(), item, raw_output)), out);
             }
         }
         LineOutcome::Decoded
     }
 }
 
-/// The fields a `tool_call` is built from.
-const CALL_FIELDS: &[&str] = &["command", "changes", "server", "tool", "arguments", "query", "action"];
-
 /// The text of a completed reasoning item: `text`, else `summary` / `content` entries joined.
-fn reasoning_text(item: &mut Item) -> Option<String> {
-    if let Some(text) = item.take_text("text") {
-        return Some(text);
+fn reasoning_text(item: &mut Item<'_>) -> Option<String> {
+    if let Some(text) = item.text.take().filter(|t| !t.is_empty()) {
+        return Some(text.into_owned());
     }
-    for key in ["summary", "content"] {
-        let Some(Value::Array(parts)) = item.get(key) else { continue };
+    for raw in [item.summary, item.content] {
+        let Some(Value::Array(parts)) = Item::get(raw).and_then(|r| serde_json::from_str::<Value>(r.get()).ok()) else {
+            continue;
+        };
         let texts: Vec<&str> = parts
             .iter()
             .filter_map(|p| match p {
@@ -464,31 +716,61 @@ fn todo_entries(items: Option<&Value>) -> Vec<PlanEntry> {
         .collect()
 }
 
+/// One change of a `file_change` item.
+#[derive(Deserialize)]
+struct Change<'a> {
+    #[serde(default, borrow, with = "opt_string")]
+    path: Option<Cow<'a, str>>,
+    #[serde(default, borrow, with = "opt_string")]
+    kind: Option<Cow<'a, str>>,
+}
+
+/// A change's `(path, kind)`.
+type PathKind<'a> = (Cow<'a, str>, Option<Cow<'a, str>>);
+
 /// The `(path, kind)` of each change of a `file_change` item that names a path.
-fn changes(item: &Item) -> Vec<(&str, Option<&str>)> {
-    let Some(Value::Array(changes)) = item.get("changes") else { return Vec::new() };
-    changes
-        .iter()
-        .filter_map(Value::as_object)
-        .filter_map(|c| Some((str_field(c, "path").filter(|p| !p.is_empty())?, str_field(c, "kind"))))
-        .collect()
+fn changes<'a>(raw: Option<&'a RawValue>) -> Vec<PathKind<'a>> {
+    let Some(raw) = Item::get(raw) else { return Vec::new() };
+    let keep = |path: Option<Cow<'a, str>>, kind| Some((path.filter(|p| !p.is_empty())?, kind));
+    match serde_json::from_str::<ObjList<Change<'a>>>(raw.get()) {
+        Ok(ObjList(list)) => {
+            list.unwrap_or_default().into_iter().filter_map(|c| c.0).filter_map(|c| keep(c.path, c.kind)).collect()
+        }
+        // A change printing a key twice: read it the way a JSON reader would (last value).
+        Err(_) => {
+            let Ok(Value::Array(list)) = serde_json::from_str::<Value>(raw.get()) else { return Vec::new() };
+            list.iter()
+                .filter_map(Value::as_object)
+                .filter_map(|c| {
+                    let owned = |k: &str| str_field(c, k).map(|s| Cow::Owned(s.to_string()));
+                    keep(owned("path"), owned("kind"))
+                })
+                .collect()
+        }
+    }
 }
 
-fn change_locations(changes: &[(&str, Option<&str>)]) -> Option<Vec<ToolCallLocation>> {
-    let locations: Vec<ToolCallLocation> = changes.iter().map(|(p, _)| ToolCallLocation::path(*p)).collect();
-    (!locations.is_empty()).then_some(locations)
+fn change_locations(changes: &[PathKind<'_>]) -> Option<Vec<ToolCallLocation>> {
+    if changes.is_empty() {
+        return None;
+    }
+    Some(changes.iter().map(|(p, _)| ToolCallLocation::path(p.as_ref())).collect())
 }
 
-fn change_title(changes: &[(&str, Option<&str>)]) -> String {
+fn change_title(changes: &[PathKind<'_>]) -> String {
     match changes {
         [] => "Edit files".to_string(),
         [(path, kind)] => {
-            let verb = match kind {
+            let verb = match kind.as_deref() {
                 Some("add") => "Create",
                 Some("delete") => "Delete",
                 _ => "Edit",
             };
-            format!("{verb} {path}")
+            let mut title = String::with_capacity(verb.len() + 1 + path.len());
+            title.push_str(verb);
+            title.push(' ');
+            title.push_str(path);
+            title
         }
         many => format!("Edit {} files", many.len()),
     }
@@ -506,15 +788,18 @@ fn mcp_tool_name(server: Option<&str>, tool: Option<&str>) -> Option<String> {
 }
 
 /// The search query of a `web_search` item: `query`, else `action.query`.
-fn search_query(item: &Item) -> Option<&str> {
-    item.str("query")
-        .filter(|q| !q.is_empty())
-        .or_else(|| item.get("action")?.get("query")?.as_str().filter(|q| !q.is_empty()))
+fn search_query<'a>(item: &Item<'a>) -> Option<Cow<'a, str>> {
+    if let Some(q) = item.query.and_then(raw_str).filter(|q| !q.is_empty()) {
+        return Some(q);
+    }
+    let action = serde_json::from_str::<Value>(Item::get(item.action)?.get()).ok()?;
+    let query = action.get("query")?.as_str().filter(|q| !q.is_empty())?;
+    Some(Cow::Owned(query.to_string()))
 }
 
 fn search_title(query: Option<&str>) -> String {
     match query {
-        Some(q) => format!("Search: {}", truncate_chars(q, MAX_TITLE_CHARS)),
+        Some(q) => title("Search: ", q, MAX_TITLE_CHARS, ""),
         None => "Web search".to_string(),
     }
 }
@@ -531,6 +816,9 @@ fn unwrap_shell(command: &str) -> Cow<'_, str> {
         let rest = rest.trim();
         if let Some(inner) = rest.strip_prefix('\'').and_then(|r| r.strip_suffix('\'')) {
             // POSIX single quotes: `'\''` is an escaped quote; any other quote means several words.
+            if !inner.contains('\'') {
+                return Cow::Borrowed(inner);
+            }
             if inner.replace("'\\''", "").contains('\'') {
                 return Cow::Borrowed(command);
             }
@@ -544,26 +832,8 @@ fn unwrap_shell(command: &str) -> Cow<'_, str> {
     Cow::Borrowed(command)
 }
 
-/// An object with the given fields of the item (for `rawInput`): moved out of the item when
-/// `take` (the item is not needed afterwards), else cloned.
-fn pick(item: &mut Item, keys: &[&str], take: bool) -> Option<Value> {
-    let mut picked = Map::with_capacity(keys.len());
-    for k in keys {
-        if let Some(v) = grab(item, k, take) {
-            picked.insert((*k).to_string(), v);
-        }
-    }
-    (!picked.is_empty()).then_some(Value::Object(picked))
-}
-
-/// A field of the item, moved out when `take`, else cloned.
-fn grab(item: &mut Item, key: &str, take: bool) -> Option<Value> {
-    if take { item.map.swap_remove(key) } else { item.map.get(key).cloned() }
-}
-
 /// The `tool_call` for a tool item (from its started line, or from a completion seen alone).
-/// With `take`, the fields that become `rawInput` are moved out of `item`.
-fn tool_call(kind: &str, id: &str, item: &mut Item, take: bool) -> ToolCall {
+fn tool_call(kind: &str, id: &str, item: &Item<'_>) -> ToolCall {
     let mut call = ToolCall {
         tool_call_id: id.to_string(),
         title: String::new(),
@@ -576,25 +846,26 @@ fn tool_call(kind: &str, id: &str, item: &mut Item, take: bool) -> ToolCall {
     };
     match kind {
         "command_execution" => {
-            call.title = match item.str("command").filter(|c| !c.trim().is_empty()) {
+            let command = item.command();
+            call.title = match command.as_deref().filter(|c| !c.trim().is_empty()) {
                 Some(c) => command_title(&unwrap_shell(c)),
                 None => "Run command".to_string(),
             };
-            if item.str("command").is_some() {
-                call.raw_input = pick(item, &["command"], take).map(RawJson::from);
+            if let (Some(_), Some(raw)) = (&command, item.command) {
+                call.raw_input = Some(raw_object(&[("command", raw)]));
             }
         }
         "file_change" => {
-            let changes = changes(item);
+            let changes = changes(item.changes);
             call.title = change_title(&changes);
             call.locations = change_locations(&changes);
-            if item.get("changes").is_some() {
-                call.raw_input = pick(item, &["changes"], take).map(RawJson::from);
+            if let Some(raw) = Item::get(item.changes) {
+                call.raw_input = Some(raw_object(&[("changes", raw)]));
             }
         }
         "mcp_tool_call" => {
-            let server = item.str("server").filter(|s| !s.is_empty());
-            let tool = item.str("tool").filter(|t| !t.is_empty());
+            let server = item.server.as_deref().filter(|s| !s.is_empty());
+            let tool = item.tool.as_deref().filter(|t| !t.is_empty());
             call.tool_name = mcp_tool_name(server, tool);
             if let Some(name) = &call.tool_name {
                 call.kind = tool_kind(Agent::Codex, name);
@@ -605,29 +876,33 @@ fn tool_call(kind: &str, id: &str, item: &mut Item, take: bool) -> ToolCall {
                 (Some(s), None) => format!("{s}: MCP tool"),
                 (None, None) => "MCP tool".to_string(),
             };
-            if item.get("arguments").is_some() {
-                call.raw_input = grab(item, "arguments", take).map(RawJson::from);
-            }
+            call.raw_input = Item::get(item.arguments).map(RawJson::from_raw);
         }
         _ => {
             // web_search
-            call.title = search_title(search_query(item));
-            call.raw_input = pick(item, &["query", "action"], take).map(RawJson::from);
+            call.title = search_title(search_query(item).as_deref());
+            let members: Vec<(&str, &RawValue)> = [("query", item.query), ("action", item.action)]
+                .into_iter()
+                .filter_map(|(k, v)| Some((k, v?)))
+                .collect();
+            if !members.is_empty() {
+                call.raw_input = Some(raw_object(&members));
+            }
         }
     }
     call
 }
 
-/// The `tool_call_update` for a completed tool item; the item becomes its `rawOutput`.
-fn completion(kind: &str, id: String, item: Item) -> ToolCallUpdate {
+/// The `tool_call_update` for a completed tool item.
+fn completion(kind: &str, id: String, item: &mut Item<'_>, raw_output: RawJson) -> ToolCallUpdate {
     let mut update = ToolCallUpdate::new(id);
-    let status = item.str("status");
-    let error = item.get("error");
+    let status = item.status.as_deref();
+    let error = Item::get(item.error);
     let failed = match kind {
         "command_execution" => match status {
             Some("completed") => false,
             Some(_) => true,
-            None => item.get("exit_code").is_some_and(|c| c.as_i64() != Some(0)),
+            None => item.exit_code == ExitCode::Other,
         },
         "mcp_tool_call" => status == Some("failed") || error.is_some(),
         _ => status.is_some_and(|s| s != "completed"),
@@ -636,14 +911,16 @@ fn completion(kind: &str, id: String, item: Item) -> ToolCallUpdate {
     let mut content = Vec::new();
     match kind {
         "command_execution" => {
-            if let Some(output) = item.str("aggregated_output").filter(|o| !o.is_empty()) {
+            if let Some(output) = item.aggregated_output.take().filter(|o| !o.is_empty()) {
                 content.push(ToolCallContent::text(output));
             }
         }
-        "file_change" => update.locations = change_locations(&changes(&item)),
+        "file_change" => update.locations = change_locations(&changes(item.changes)),
         "mcp_tool_call" => {
-            mcp_result_content(item.get("result"), &mut content);
-            let message = match error {
+            let result = Item::get(item.result).and_then(|r| serde_json::from_str::<Value>(r.get()).ok());
+            mcp_result_content(result.as_ref(), &mut content);
+            let error = error.and_then(|e| serde_json::from_str::<Value>(e.get()).ok());
+            let message = match &error {
                 Some(Value::String(m)) => Some(m.as_str()),
                 Some(Value::Object(e)) => str_field(e, "message"),
                 _ => None,
@@ -652,10 +929,10 @@ fn completion(kind: &str, id: String, item: Item) -> ToolCallUpdate {
                 content.push(ToolCallContent::text(m));
             }
         }
-        _ => update.title = search_query(&item).map(|q| search_title(Some(q))),
+        _ => update.title = search_query(item).map(|q| search_title(Some(&q))),
     }
     update.content = (!content.is_empty()).then_some(content);
-    update.raw_output = Some(RawJson::from(Value::Object(item.map)));
+    update.raw_output = Some(raw_output);
     update
 }
 

@@ -61,17 +61,22 @@ use std::borrow::Cow;
 use std::fmt;
 
 use serde::Deserialize;
-use serde::de::{self, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::context::{DecodeContext, Envelope};
-use super::json::{first_str, opt_string, parse_line, str_field};
+use super::fast_a::{
+    Key, Member, ObjectVisitor, SizedValue, Str, may_hold_surrogates, object_or_default, parse_line_seed, raw_object,
+    raw_str, title,
+};
+use super::json::{ObjList, opt_string, str_field};
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::{
     DiffContent, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus, RawJson, SessionUpdate, TokenUsage,
     ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, UsageScope,
 };
-use crate::tools::{MAX_TITLE_CHARS, command_title, tool_kind, truncate_chars};
+use crate::tools::{MAX_TITLE_CHARS, command_title, tool_kind};
 
 /// Stateful gemini line decoder.
 #[derive(Debug, Default)]
@@ -80,120 +85,132 @@ pub(crate) struct GeminiDecoder {
     fatal_reported: bool,
 }
 
-#[derive(Deserialize)]
+/// One line, read in one pass and in place: strings borrowed from the line, the parts kept
+/// verbatim (`parameters`, `output`, `error`) as raw slices, `stats` straight into the usage.
+/// A known key printed twice makes the line unusable (as a derived struct would), and so does a
+/// value no JSON reader takes in the parts that are values (`parameters`, `output`, `error`,
+/// `stats`: an unpaired surrogate escape).
+#[derive(Default)]
 struct Line<'a> {
-    #[serde(rename = "type", default, borrow, with = "opt_string")]
     kind: Option<Cow<'a, str>>,
-    #[serde(default, borrow, with = "opt_string")]
     timestamp: Option<Cow<'a, str>>,
-    #[serde(default, borrow, with = "opt_string")]
     session_id: Option<Cow<'a, str>>,
-    #[serde(default, borrow, with = "opt_string")]
     model: Option<Cow<'a, str>>,
-    #[serde(default, borrow, with = "opt_string")]
     role: Option<Cow<'a, str>>,
-    #[serde(default, borrow, with = "opt_string")]
     content: Option<Cow<'a, str>>,
-    #[serde(default, borrow, with = "opt_string")]
     tool_name: Option<Cow<'a, str>>,
-    #[serde(default, borrow, with = "opt_string")]
     tool_id: Option<Cow<'a, str>>,
-    #[serde(default)]
-    parameters: Option<Value>,
-    #[serde(default, borrow, with = "opt_string")]
     status: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    output: Option<TextOrValue<'a>>,
-    #[serde(default)]
-    error: Option<Value>,
-    #[serde(default, borrow, with = "opt_string")]
     severity: Option<Cow<'a, str>>,
-    #[serde(default, borrow, with = "opt_string")]
     message: Option<Cow<'a, str>>,
-    #[serde(default)]
-    stats: Option<Value>,
+    /// Not `null`.
+    parameters: Option<&'a RawValue>,
+    /// Not `null`.
+    output: Option<&'a RawValue>,
+    /// Not `null`.
+    error: Option<&'a RawValue>,
+    stats: Option<TokenUsage>,
 }
 
-/// A value read in one pass: a string stays borrowed (tool outputs can be ~200 KB), anything
-/// else becomes a [`Value`]. `null` is `None` at the field level.
-enum TextOrValue<'a> {
-    Text(Cow<'a, str>),
-    Value(Value),
-}
+struct LineSeed<'l, 'a>(&'l mut Line<'a>);
 
-impl<'de: 'a, 'a> Deserialize<'de> for TextOrValue<'a> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<'a>(std::marker::PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
-            type Value = TextOrValue<'a>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(TextOrValue::Text(Cow::Borrowed(v)))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(TextOrValue::Text(Cow::Owned(v.to_string())))
-            }
-            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
-                Ok(TextOrValue::Text(Cow::Owned(v)))
-            }
-            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
-                Ok(TextOrValue::Value(Value::Bool(v)))
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
-                Ok(TextOrValue::Value(Value::from(v)))
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
-                Ok(TextOrValue::Value(Value::from(v)))
-            }
-            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
-                Ok(TextOrValue::Value(Value::from(v)))
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-                Ok(TextOrValue::Value(Value::Null))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-                Value::deserialize(de::value::SeqAccessDeserializer::new(seq)).map(TextOrValue::Value)
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-                Value::deserialize(de::value::MapAccessDeserializer::new(map)).map(TextOrValue::Value)
-            }
-        }
-        d.deserialize_any(V(std::marker::PhantomData))
+impl<'de: 'a, 'a> DeserializeSeed<'de> for LineSeed<'_, 'a> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
     }
 }
 
-impl TextOrValue<'_> {
-    fn into_value(self) -> Value {
-        match self {
-            TextOrValue::Text(t) => Value::String(t.into_owned()),
-            TextOrValue::Value(v) => v,
+/// A raw value that must read as a JSON value (see [`Line`]); `None` for `null`.
+fn value_raw<E: de::Error>(raw: &RawValue) -> Result<Option<&RawValue>, E> {
+    if raw.get() == "null" {
+        return Ok(None);
+    }
+    if may_hold_surrogates(raw.get()) && serde_json::from_str::<Value>(raw.get()).is_err() {
+        return Err(E::custom("unreadable value"));
+    }
+    Ok(Some(raw))
+}
+
+impl<'de: 'a, 'a> Visitor<'de> for LineSeed<'_, 'a> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a gemini line")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let l = self.0;
+        let mut seen = 0u32;
+        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+            let (bit, slot) = match key.as_ref() {
+                "type" => (0, &mut l.kind),
+                "timestamp" => (1, &mut l.timestamp),
+                "session_id" => (2, &mut l.session_id),
+                "model" => (3, &mut l.model),
+                "role" => (4, &mut l.role),
+                "content" => (5, &mut l.content),
+                "tool_name" => (6, &mut l.tool_name),
+                "tool_id" => (7, &mut l.tool_id),
+                "status" => (8, &mut l.status),
+                "severity" => (9, &mut l.severity),
+                "message" => (10, &mut l.message),
+                other => {
+                    let bit = match other {
+                        "parameters" => 11,
+                        "output" => 12,
+                        "error" => 13,
+                        "stats" => 14,
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                            continue;
+                        }
+                    };
+                    if seen & (1 << bit) != 0 {
+                        return Err(de::Error::custom("duplicate field"));
+                    }
+                    seen |= 1 << bit;
+                    match bit {
+                        11 => l.parameters = value_raw::<A::Error>(map.next_value()?)?,
+                        12 => l.output = value_raw::<A::Error>(map.next_value()?)?,
+                        13 => l.error = value_raw::<A::Error>(map.next_value()?)?,
+                        _ => l.stats = map.next_value::<Stats>()?.0,
+                    }
+                    continue;
+                }
+            };
+            if seen & (1 << bit) != 0 {
+                return Err(de::Error::custom("duplicate field"));
+            }
+            seen |= 1 << bit;
+            *slot = map.next_value::<Str<'de>>()?.0;
         }
+        Ok(())
     }
 }
 
 impl HarnessDecoder for GeminiDecoder {
     fn decode_line(&mut self, line: &str, ctx: &mut DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
-        let l: Line<'_> = match parse_line(line) {
-            Ok(l) => l,
-            Err(outcome) => return outcome,
-        };
+        let mut l = Line::default();
+        if let Err(outcome) = parse_line_seed(line, LineSeed(&mut l)) {
+            return outcome;
+        }
         let env = Envelope {
-            timestamp: l.timestamp.as_deref().filter(|t| !t.is_empty()).map(str::to_string),
-            model: l.model.as_deref().filter(|m| !m.is_empty()).map(str::to_string),
+            timestamp: l.timestamp.take().filter(|t| !t.is_empty()).map(Cow::into_owned),
+            model: l.model.take().filter(|m| !m.is_empty()).map(Cow::into_owned),
             ..Envelope::default()
         };
         match l.kind.as_deref() {
             Some("init") => {
                 ctx.see_session(l.session_id.as_deref());
                 if ctx.init_model.is_none() {
-                    ctx.init_model = env.model.clone();
+                    ctx.init_model = env.model;
                 }
                 LineOutcome::Decoded
             }
             Some("message") => {
-                let Some(text) = l.content.filter(|c| !c.is_empty()) else { return LineOutcome::Decoded };
+                let Some(text) = l.content.take().filter(|c| !c.is_empty()) else { return LineOutcome::Decoded };
                 match l.role.as_deref() {
                     Some("user") => env.emit_last(ctx, SessionUpdate::user_message(text), out),
                     Some("assistant") | None => env.emit_last(ctx, SessionUpdate::message(text), out),
@@ -201,23 +218,23 @@ impl HarnessDecoder for GeminiDecoder {
                 }
                 LineOutcome::Decoded
             }
-            Some("tool_use") => tool_use(l, env, ctx, out),
-            Some("tool_result") => tool_result(l, env, ctx, out),
+            Some("tool_use") => tool_use(&mut l, env, ctx, out),
+            Some("tool_result") => tool_result(&mut l, env, ctx, out),
             Some("error") => {
                 let fatal = l.severity.as_deref() == Some("error");
                 let message =
-                    l.message.filter(|m| !m.is_empty()).map(Cow::into_owned).unwrap_or_else(|| line.trim().into());
+                    l.message.take().filter(|m| !m.is_empty()).map_or_else(|| line.trim().into(), Cow::into_owned);
                 self.fatal_reported |= fatal;
                 env.emit_last(ctx, SessionUpdate::error(message, fatal), out);
                 LineOutcome::Decoded
             }
             Some("result") => {
-                if let Some(usage) = stats_usage(l.stats) {
+                if let Some(usage) = l.stats.take() {
                     env.emit(ctx, SessionUpdate::Usage { scope: UsageScope::Run, usage }, out);
                 }
                 if l.status.as_deref().is_some_and(|s| s != "success") {
-                    let message = error_message(l.error.as_ref());
-                    let message = match message {
+                    let error = l.error.and_then(|e| serde_json::from_str::<Value>(e.get()).ok());
+                    let message = match error_message(error.as_ref()) {
                         Some(m) => Some(m.to_string()),
                         None if !self.fatal_reported => {
                             Some(format!("gemini reported status {}", l.status.as_deref().unwrap_or_default()))
@@ -246,48 +263,77 @@ fn error_message(error: Option<&Value>) -> Option<&str> {
     .filter(|m| !m.is_empty())
 }
 
-/// `result.stats` → run usage (see the module docs).
-fn stats_usage(stats: Option<Value>) -> Option<TokenUsage> {
-    let Some(Value::Object(map)) = stats else { return None };
-    if map.is_empty() {
-        return None;
+/// `result.stats` → run usage (see the module docs), read in the line's pass: the counters
+/// that are used leave `extra`, every other key stays there verbatim (a key printed twice
+/// counts with its last value, as in a JSON reader).
+struct Stats(Option<TokenUsage>);
+
+impl<'de> Deserialize<'de> for Stats {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> ObjectVisitor<'de> for V {
+            type Out = Option<TokenUsage>;
+            const LISTS_AS_VALUES: bool = true;
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<TokenUsage>, A::Error> {
+                let mut extra = Map::with_capacity(8);
+                let (mut input_tokens, mut output_tokens, mut cached, mut input) = (None, None, None, None);
+                let mut any = false;
+                // Counters kept in `extra` because their value was not a count (bit per slot).
+                let mut odd = 0u8;
+                while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+                    any = true;
+                    let SizedValue(value) = map.next_value()?;
+                    let (bit, slot) = match key.as_ref() {
+                        "input_tokens" => (1, &mut input_tokens),
+                        "output_tokens" => (2, &mut output_tokens),
+                        "cached" => (4, &mut cached),
+                        other => {
+                            if other == "input" {
+                                input = value.as_u64();
+                            }
+                            extra.insert(key.into_owned(), value);
+                            continue;
+                        }
+                    };
+                    *slot = value.as_u64();
+                    if slot.is_none() {
+                        odd |= bit;
+                        extra.insert(key.into_owned(), value);
+                    } else if odd & bit != 0 {
+                        odd &= !bit;
+                        extra.shift_remove(key.as_ref());
+                    }
+                }
+                if !any {
+                    return Ok(None);
+                }
+                let prompt = input_tokens.or_else(|| Some(input? + cached.unwrap_or(0)));
+                Ok(Some(TokenUsage {
+                    prompt_tokens: prompt,
+                    completion_tokens: output_tokens,
+                    cached_tokens: cached,
+                    cost_usd: None,
+                    extra: (!extra.is_empty()).then_some(extra),
+                }))
+            }
+        }
+        object_or_default(d, V).map(Stats)
     }
-    let count = |k: &str| map.get(k).and_then(Value::as_u64);
-    let cached = count("cached");
-    let prompt = count("input_tokens").or_else(|| Some(count("input")? + cached.unwrap_or(0)));
-    let completion = count("output_tokens");
-    let input_tokens_used = count("input_tokens").is_some();
-    let mapped = |k: &str| match k {
-        "input_tokens" => input_tokens_used,
-        "output_tokens" => completion.is_some(),
-        "cached" => cached.is_some(),
-        _ => false,
-    };
-    let extra: Map<String, Value> = map.into_iter().filter(|(k, _)| !mapped(k)).collect();
-    Some(TokenUsage {
-        prompt_tokens: prompt,
-        completion_tokens: completion,
-        cached_tokens: cached,
-        cost_usd: None,
-        extra: (!extra.is_empty()).then_some(extra),
-    })
 }
 
-fn tool_use(l: Line<'_>, env: Envelope, ctx: &DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
+fn tool_use(l: &mut Line<'_>, env: Envelope, ctx: &DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
     let Some(id) = l.tool_id.as_deref().filter(|id| !id.is_empty()) else { return LineOutcome::UnexpectedShape };
     let name = l.tool_name.as_deref().filter(|n| !n.is_empty());
-    let input = l.parameters.filter(|p| !p.is_null());
-    let empty = Map::new();
-    let params = input.as_ref().and_then(Value::as_object).unwrap_or(&empty);
+    let params = l.parameters.map(Params::read).unwrap_or_default();
+    let plan = (name == Some("write_todos")).then(|| todo_plan(&params)).flatten();
     let shape = describe(name.unwrap_or_default(), params);
-    let plan = (name == Some("write_todos")).then(|| todo_plan(params)).flatten();
     let call = ToolCall {
         tool_call_id: id.to_string(),
         title: shape.title,
         tool_name: name.map(str::to_string),
         kind: tool_kind(Agent::Gemini, name.unwrap_or_default()),
         status: ToolCallStatus::Pending,
-        raw_input: input.map(RawJson::from),
+        raw_input: l.parameters.map(RawJson::from_raw),
         content: (!shape.content.is_empty()).then_some(shape.content),
         locations: (!shape.locations.is_empty()).then_some(shape.locations),
     };
@@ -301,41 +347,241 @@ fn tool_use(l: Line<'_>, env: Envelope, ctx: &DecodeContext, out: &mut Vec<Outpu
     LineOutcome::Decoded
 }
 
-fn tool_result(l: Line<'_>, env: Envelope, ctx: &DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
+fn tool_result(l: &mut Line<'_>, env: Envelope, ctx: &DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
     let Some(id) = l.tool_id.as_deref().filter(|id| !id.is_empty()) else { return LineOutcome::UnexpectedShape };
     let mut update = ToolCallUpdate::new(id);
     let success = l.status.as_deref() == Some("success");
     update.status = Some(if success { ToolCallStatus::Completed } else { ToolCallStatus::Failed });
-    let error = l.error.filter(|e| !e.is_null());
-    let error_text = error_message(error.as_ref());
-    let output = l.output.map(TextOrValue::into_value).filter(|v| !v.is_null());
-    let output_text: Option<Cow<'_, str>> = output.as_ref().map(|v| match v {
-        Value::String(s) => Cow::Borrowed(s.as_str()),
-        other => Cow::Owned(other.to_string()),
+    // The output as text: a string as is, any other value as its JSON text.
+    let output_text: Option<Cow<'_, str>> = l.output.and_then(|raw| match raw_str(raw) {
+        Some(text) => Some(text),
+        None => serde_json::from_str::<Value>(raw.get()).ok().map(|v| Cow::Owned(v.to_string())),
     });
     let mut content = Vec::new();
-    if let Some(text) = output_text.as_deref().filter(|t| !t.is_empty()) {
-        content.push(ToolCallContent::text(text));
-    }
     if !success {
-        if let Some(text) = error_text.filter(|t| !t.is_empty() && Some(*t) != output_text.as_deref()) {
+        let error = l.error.and_then(|e| serde_json::from_str::<Value>(e.get()).ok());
+        if let Some(text) = output_text.as_deref().filter(|t| !t.is_empty()) {
             content.push(ToolCallContent::text(text));
         }
+        if let Some(text) = error_message(error.as_ref()).filter(|t| Some(*t) != output_text.as_deref()) {
+            content.push(ToolCallContent::text(text));
+        }
+    } else if let Some(text) = output_text.filter(|t| !t.is_empty()) {
+        content.push(ToolCallContent::text(text));
     }
     update.content = (!content.is_empty()).then_some(content);
-    let mut raw = Map::new();
-    if let Some(status) = l.status {
-        raw.insert("status".into(), Value::String(status.into_owned()));
+    // `rawOutput`: `{status, output, error}` as printed.
+    let mut record: [(&str, Member<'_>); 3] = [("", Member::Str("")); 3];
+    let mut n = 0;
+    for (key, member) in [
+        ("status", l.status.as_deref().map(Member::Str)),
+        ("output", l.output.map(Member::Raw)),
+        ("error", l.error.map(Member::Raw)),
+    ] {
+        if let Some(member) = member {
+            record[n] = (key, member);
+            n += 1;
+        }
     }
-    if let Some(output) = output {
-        raw.insert("output".into(), output);
-    }
-    if let Some(error) = error {
-        raw.insert("error".into(), error);
-    }
-    update.raw_output = Some(RawJson::from(Value::Object(raw)));
+    update.raw_output = Some(raw_object(&record[..n]));
     env.emit_last(ctx, SessionUpdate::ToolCallUpdate(update), out);
     LineOutcome::Decoded
+}
+
+/// A list of strings: the strings of a JSON array (other elements skipped); `None` when the
+/// value is not an array.
+#[derive(Default)]
+struct StrList<'a>(Option<Vec<Cow<'a, str>>>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for StrList<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = StrList<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<StrList<'a>, A::Error> {
+                let mut list = Vec::new();
+                while let Some(Str(s)) = seq.next_element::<Str<'de>>()? {
+                    list.extend(s);
+                }
+                Ok(StrList(Some(list)))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<StrList<'a>, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(StrList(None))
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<StrList<'a>, E> {
+                Ok(StrList(None))
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<StrList<'a>, E> {
+                Ok(StrList(None))
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<StrList<'a>, E> {
+                Ok(StrList(None))
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<StrList<'a>, E> {
+                Ok(StrList(None))
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<StrList<'a>, E> {
+                Ok(StrList(None))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<StrList<'a>, E> {
+                Ok(StrList(None))
+            }
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
+    }
+}
+
+/// One todo of `write_todos`.
+#[derive(Deserialize)]
+struct Todo<'a> {
+    #[serde(default, borrow, with = "opt_string")]
+    description: Option<Cow<'a, str>>,
+    #[serde(default, borrow, with = "opt_string")]
+    content: Option<Cow<'a, str>>,
+    #[serde(default, borrow, with = "opt_string")]
+    text: Option<Cow<'a, str>>,
+    #[serde(default, borrow, with = "opt_string")]
+    status: Option<Cow<'a, str>>,
+    #[serde(default, borrow, with = "opt_string")]
+    priority: Option<Cow<'a, str>>,
+}
+
+/// The tool parameters any title, location, diff or plan is made of (strings only where the
+/// table reads strings). Read from the raw `parameters` in one pass; a parameter printed twice
+/// makes the pass fail, and the parameters are then read as a JSON reader reads them (last
+/// value) through a [`Value`].
+#[derive(Deserialize, Default)]
+struct Params<'a> {
+    #[serde(default, borrow, with = "opt_string")]
+    file_path: Option<Cow<'a, str>>,
+    #[serde(default, borrow, with = "opt_string")]
+    absolute_path: Option<Cow<'a, str>>,
+    #[serde(default, borrow, with = "opt_string")]
+    path: Option<Cow<'a, str>>,
+    #[serde(default, borrow, with = "opt_string")]
+    dir_path: Option<Cow<'a, str>>,
+    #[serde(default, borrow, with = "opt_string")]
+    directory: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    include: StrList<'a>,
+    #[serde(default, borrow)]
+    paths: StrList<'a>,
+    #[serde(default, borrow)]
+    file_paths: StrList<'a>,
+    #[serde(default, borrow, with = "opt_string")]
+    content: Option<Cow<'a, str>>,
+    #[serde(default, borrow, with = "opt_string")]
+    old_string: Option<Cow<'a, str>>,
+    #[serde(default, borrow, with = "opt_string")]
+    new_string: Option<Cow<'a, str>>,
+    #[serde(default, borrow, with = "opt_string")]
+    description: Option<Cow<'a, str>>,
+    #[serde(default, borrow, with = "opt_string")]
+    command: Option<Cow<'a, str>>,
+    #[serde(default, borrow, with = "opt_string")]
+    pattern: Option<Cow<'a, str>>,
+    #[serde(default, borrow, with = "opt_string")]
+    query: Option<Cow<'a, str>>,
+    #[serde(default, borrow, with = "opt_string")]
+    prompt: Option<Cow<'a, str>>,
+    #[serde(default, borrow, with = "opt_string")]
+    url: Option<Cow<'a, str>>,
+    #[serde(default, borrow, with = "opt_string")]
+    agent_name: Option<Cow<'a, str>>,
+    #[serde(rename = "agentName", default, borrow, with = "opt_string")]
+    agent_name_camel: Option<Cow<'a, str>>,
+    #[serde(default, borrow, with = "opt_string")]
+    agent: Option<Cow<'a, str>>,
+    #[serde(default, borrow, with = "opt_string")]
+    name: Option<Cow<'a, str>>,
+    #[serde(default, borrow, with = "opt_string")]
+    subagent_type: Option<Cow<'a, str>>,
+    #[serde(default, borrow, with = "opt_string")]
+    title: Option<Cow<'a, str>>,
+    #[serde(default, borrow, with = "opt_string")]
+    topic: Option<Cow<'a, str>>,
+    #[serde(default, borrow, with = "opt_string")]
+    fact: Option<Cow<'a, str>>,
+    #[serde(default, borrow, with = "opt_string")]
+    skill: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    todos: ObjList<Todo<'a>>,
+}
+
+impl<'a> Params<'a> {
+    /// The parameters of a `tool_use` (not an object: none).
+    fn read(raw: &'a RawValue) -> Params<'a> {
+        if !raw.get().starts_with('{') {
+            return Params::default();
+        }
+        if let Ok(params) = serde_json::from_str::<Params<'a>>(raw.get()) {
+            return params;
+        }
+        // A parameter printed twice: what a JSON reader makes of them (owned copies).
+        match serde_json::from_str::<Value>(raw.get()) {
+            Ok(value) => Params::deserialize(&value).map(Params::into_owned).unwrap_or_default(),
+            Err(_) => Params::default(),
+        }
+    }
+
+    fn into_owned(self) -> Params<'static> {
+        fn own(s: Option<Cow<'_, str>>) -> Option<Cow<'static, str>> {
+            s.map(|s| Cow::Owned(s.into_owned()))
+        }
+        fn own_list(l: StrList<'_>) -> StrList<'static> {
+            StrList(l.0.map(|v| v.into_iter().map(|s| Cow::Owned(s.into_owned())).collect()))
+        }
+        Params {
+            file_path: own(self.file_path),
+            absolute_path: own(self.absolute_path),
+            path: own(self.path),
+            dir_path: own(self.dir_path),
+            directory: own(self.directory),
+            include: own_list(self.include),
+            paths: own_list(self.paths),
+            file_paths: own_list(self.file_paths),
+            content: own(self.content),
+            old_string: own(self.old_string),
+            new_string: own(self.new_string),
+            description: own(self.description),
+            command: own(self.command),
+            pattern: own(self.pattern),
+            query: own(self.query),
+            prompt: own(self.prompt),
+            url: own(self.url),
+            agent_name: own(self.agent_name),
+            agent_name_camel: own(self.agent_name_camel),
+            agent: own(self.agent),
+            name: own(self.name),
+            subagent_type: own(self.subagent_type),
+            title: own(self.title),
+            topic: own(self.topic),
+            fact: own(self.fact),
+            skill: own(self.skill),
+            todos: crate::decode::json::ObjList(self.todos.0.map(|list| {
+                list.into_iter()
+                    .map(|t| {
+                        crate::decode::json::Obj(t.0.map(|t| Todo {
+                            description: own(t.description),
+                            content: own(t.content),
+                            text: own(t.text),
+                            status: own(t.status),
+                            priority: own(t.priority),
+                        }))
+                    })
+                    .collect()
+            })),
+        }
+    }
+}
+
+/// The first of `fields` that holds a non-empty string.
+fn first<'p>(fields: &[&'p Option<Cow<'_, str>>]) -> Option<&'p str> {
+    fields.iter().find_map(|f| f.as_deref().filter(|s| !s.is_empty()))
 }
 
 /// Title, content and locations of a call, from its name and parameters.
@@ -345,23 +591,22 @@ struct Shape {
     locations: Vec<ToolCallLocation>,
 }
 
-fn describe(name: &str, p: &Map<String, Value>) -> Shape {
+fn describe(name: &str, mut p: Params<'_>) -> Shape {
     let mut content = Vec::new();
     let mut locations = Vec::new();
-    let path = first_str(p, &["file_path", "absolute_path", "path"]);
-    let dir = first_str(p, &["dir_path", "path", "directory"]);
-    let short = |s: &str| truncate_chars(s, MAX_TITLE_CHARS);
+    let path = first(&[&p.file_path, &p.absolute_path, &p.path]);
+    let dir = first(&[&p.dir_path, &p.path, &p.directory]);
     let title = match name {
         "read_file" => {
             locations.extend(path.map(ToolCallLocation::path));
-            path.map_or("Read file".into(), |f| format!("Read {}", short(f)))
+            path.map_or("Read file".into(), |f| title("Read ", f, MAX_TITLE_CHARS, ""))
         }
         "read_many_files" => {
-            let patterns: Vec<&str> = ["include", "paths", "file_paths"]
-                .iter()
-                .filter_map(|k| p.get(*k).and_then(Value::as_array))
+            let patterns: Vec<&str> = [&p.include, &p.paths, &p.file_paths]
+                .into_iter()
+                .filter_map(|l| l.0.as_ref())
                 .flatten()
-                .filter_map(Value::as_str)
+                .map(|s| s.as_ref())
                 .collect();
             locations.extend(patterns.iter().copied().map(ToolCallLocation::path));
             if patterns.is_empty() { "Read multiple files".into() } else { format!("Read {} files", patterns.len()) }
@@ -369,68 +614,61 @@ fn describe(name: &str, p: &Map<String, Value>) -> Shape {
         "write_file" => {
             if let Some(f) = path {
                 locations.push(ToolCallLocation::path(f));
-                if let Some(text) = str_field(p, "content") {
+                if let Some(text) = p.content.take() {
                     content.push(ToolCallContent::Diff(DiffContent {
                         path: f.to_string(),
                         old_text: None,
-                        new_text: text.to_string(),
+                        new_text: text.into_owned(),
                     }));
                 }
             }
-            path.map_or("Write file".into(), |f| format!("Write {}", short(f)))
+            path.map_or("Write file".into(), |f| title("Write ", f, MAX_TITLE_CHARS, ""))
         }
         "replace" | "edit" | "edit_file" => {
             if let Some(f) = path {
                 locations.push(ToolCallLocation::path(f));
-                let old = str_field(p, "old_string");
-                let new = str_field(p, "new_string");
-                if old.is_some() || new.is_some() {
+                if p.old_string.is_some() || p.new_string.is_some() {
                     content.push(ToolCallContent::Diff(DiffContent {
                         path: f.to_string(),
-                        old_text: Some(old.unwrap_or_default().to_string()),
-                        new_text: new.unwrap_or_default().to_string(),
+                        old_text: Some(p.old_string.take().map(Cow::into_owned).unwrap_or_default()),
+                        new_text: p.new_string.take().map(Cow::into_owned).unwrap_or_default(),
                     }));
                 }
             }
-            path.map_or("Edit file".into(), |f| format!("Edit {}", short(f)))
+            path.map_or("Edit file".into(), |f| title("Edit ", f, MAX_TITLE_CHARS, ""))
         }
         "run_shell_command" | "shell" => {
-            if let Some(d) = first_str(p, &["description"]) {
+            if let Some(d) = first(&[&p.description]) {
                 content.push(ToolCallContent::text(d));
             }
-            first_str(p, &["command"]).map_or("Run command".into(), command_title)
+            first(&[&p.command]).map_or("Run command".into(), command_title)
         }
         "glob" => {
             locations.extend(dir.map(ToolCallLocation::path));
-            first_str(p, &["pattern"]).map_or("Find files".into(), |s| format!("Find {}", short(s)))
+            first(&[&p.pattern]).map_or("Find files".into(), |s| title("Find ", s, MAX_TITLE_CHARS, ""))
         }
         "grep_search" | "grep" | "search_file_content" => {
             locations.extend(dir.map(ToolCallLocation::path));
-            first_str(p, &["pattern", "query"]).map_or("Search files".into(), |s| format!("grep \"{}\"", short(s)))
+            first(&[&p.pattern, &p.query]).map_or("Search files".into(), |s| title("grep \"", s, MAX_TITLE_CHARS, "\""))
         }
         "list_directory" => {
             locations.extend(dir.map(ToolCallLocation::path));
-            dir.map_or("List directory".into(), |d| format!("List {}", short(d)))
+            dir.map_or("List directory".into(), |d| title("List ", d, MAX_TITLE_CHARS, ""))
         }
         "google_web_search" | "web_search" | "brave_web_search" => {
-            first_str(p, &["query"]).map_or("Web search".into(), |q| format!("Search: {}", short(q)))
+            first(&[&p.query]).map_or("Web search".into(), |q| title("Search: ", q, MAX_TITLE_CHARS, ""))
         }
-        "web_fetch" => {
-            first_str(p, &["prompt", "url"]).map_or("Web fetch".into(), |s| format!("Fetch: {}", truncate_chars(s, 50)))
-        }
+        "web_fetch" => first(&[&p.prompt, &p.url]).map_or("Web fetch".into(), |s| title("Fetch: ", s, 50, "")),
         "invoke_agent" | "delegate_to_agent" => {
-            first_str(p, &["agent_name", "agentName", "agent", "name", "subagent_type"])
-                .map_or("Invoke agent".into(), |a| format!("Agent: {}", short(a)))
+            first(&[&p.agent_name, &p.agent_name_camel, &p.agent, &p.name, &p.subagent_type])
+                .map_or("Invoke agent".into(), |a| title("Agent: ", a, MAX_TITLE_CHARS, ""))
         }
         "write_todos" => "Update todos".into(),
-        "update_topic" => {
-            first_str(p, &["title", "topic", "name"]).map_or("Update topic".into(), |t| format!("Topic: {}", short(t)))
-        }
-        "save_memory" => {
-            first_str(p, &["fact"]).map_or("Save memory".into(), |f| format!("Remember: \"{}\"", truncate_chars(f, 40)))
-        }
-        "activate_skill" => first_str(p, &["name", "skill"])
-            .map_or("Activate skill".into(), |s| format!("Activate skill: {}", short(s))),
+        "update_topic" => first(&[&p.title, &p.topic, &p.name])
+            .map_or("Update topic".into(), |t| title("Topic: ", t, MAX_TITLE_CHARS, "")),
+        "save_memory" => first(&[&p.fact]).map_or("Save memory".into(), |f| title("Remember: \"", f, 40, "\"")),
+        "activate_skill" => first(&[&p.name, &p.skill])
+            .map_or("Activate skill".into(), |s| title("Activate skill: ", s, MAX_TITLE_CHARS, "")),
         "enter_plan_mode" => "Enter plan mode".into(),
         "exit_plan_mode" => "Exit plan mode".into(),
         "list_background_processes" => "List background processes".into(),
@@ -442,20 +680,20 @@ fn describe(name: &str, p: &Map<String, Value>) -> Shape {
 }
 
 /// `write_todos` parameters → plan entries, or `None` when there is no todo list to show.
-fn todo_plan(p: &Map<String, Value>) -> Option<Vec<PlanEntry>> {
-    let todos = p.get("todos")?.as_array()?;
+fn todo_plan(p: &Params<'_>) -> Option<Vec<PlanEntry>> {
+    let todos = p.todos.0.as_ref()?;
     Some(
         todos
             .iter()
-            .filter_map(Value::as_object)
+            .filter_map(|t| t.0.as_ref())
             .filter_map(|t| {
-                let content = first_str(t, &["description", "content", "text"])?;
-                let status = match str_field(t, "status") {
+                let content = first(&[&t.description, &t.content, &t.text])?;
+                let status = match t.status.as_deref() {
                     Some("in_progress" | "in-progress") => PlanEntryStatus::InProgress,
                     Some("completed" | "done" | "cancelled") => PlanEntryStatus::Completed,
                     _ => PlanEntryStatus::Pending,
                 };
-                let priority = PlanEntryPriority::from_wire(str_field(t, "priority"));
+                let priority = PlanEntryPriority::from_wire(t.priority.as_deref());
                 Some(PlanEntry { content: content.to_string(), status, priority })
             })
             .collect(),
@@ -490,10 +728,22 @@ mod tests {
 
     #[test]
     fn web_fetch_titles_are_cut_only_when_long() {
-        let p = |s: &str| serde_json::from_str::<Map<String, Value>>(&format!(r#"{{"prompt":"{s}"}}"#)).unwrap();
-        assert_eq!(describe("web_fetch", &p("short")).title, "Fetch: short");
-        let long = "x".repeat(60);
-        assert_eq!(describe("web_fetch", &p(&long)).title, format!("Fetch: {}…", "x".repeat(50)));
+        let fetch_title = |s: &str| {
+            let raw = RawValue::from_string(format!(r#"{{"prompt":"{s}"}}"#)).unwrap();
+            describe("web_fetch", Params::read(&raw)).title
+        };
+        assert_eq!(fetch_title("short"), "Fetch: short");
+        assert_eq!(fetch_title(&"x".repeat(60)), format!("Fetch: {}…", "x".repeat(50)));
+    }
+
+    #[test]
+    fn parameters_printed_twice_read_as_a_json_reader_reads_them() {
+        let raw =
+            RawValue::from_string(r#"{"file_path":"/a","file_path":"/b","todos":[{"text":"t","text":"u"}]}"#.into())
+                .unwrap();
+        let p = Params::read(&raw);
+        assert_eq!(p.file_path.as_deref(), Some("/b"));
+        assert_eq!(todo_plan(&p).unwrap()[0].content, "u");
     }
 
     #[test]
@@ -505,7 +755,7 @@ mod tests {
 
     #[test]
     fn stats_without_input_tokens_add_cached_to_input() {
-        let u = stats_usage(Some(serde_json::json!({"input":5,"cached":3,"output_tokens":2}))).unwrap();
+        let u = serde_json::from_str::<Stats>(r#"{"input":5,"cached":3,"output_tokens":2}"#).unwrap().0.unwrap();
         assert_eq!(u.prompt_tokens, Some(8));
         assert_eq!(u.cached_tokens, Some(3));
         assert_eq!(u.extra.unwrap().get("input"), Some(&Value::from(5)));

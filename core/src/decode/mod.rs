@@ -25,6 +25,7 @@ mod anthropic;
 mod claude;
 mod codex;
 mod droid;
+mod fast_a;
 mod fast_b;
 mod gemini;
 mod kimi;

@@ -67,43 +67,177 @@
 //! | e-bad-lines | `null`, non-objects, invalid JSON, unknown types, missing parts and call ids, odd timestamps, null tokens |
 
 use std::borrow::Cow;
-use std::collections::HashSet;
+use std::fmt;
 
 use serde::Deserialize;
+use serde::de::{self, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::context::{DecodeContext, Envelope};
-use super::json::{first_str, opt_string, parse_line, str_field};
+use super::fast_a::{
+    IdSet, Key, SeenKeys, Str, key_text, may_hold_surrogates, parse_line_seed, raw_object, raw_str, title,
+};
+use super::json::{ObjList, first_str, opt_string, str_field};
 use super::{Agent, HarnessDecoder, LineOutcome};
+use crate::event::ToolKind;
 use crate::event::{
     ContentBlock, DiffContent, ImageContent, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus, RawJson,
     SessionUpdate, TokenUsage, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, UsageScope,
 };
-use crate::tools::{MAX_TITLE_CHARS, command_title, tool_kind, truncate_chars};
+use crate::tools::{MAX_TITLE_CHARS, command_title, kind_table, truncate_chars};
 
 /// Opencode line decoder.
 #[derive(Debug, Default)]
 pub(crate) struct OpencodeDecoder {
     /// Calls announced by an earlier line whose state was not final yet (pending/running).
-    open: HashSet<String>,
+    open: IdSet,
 }
 
-#[derive(Deserialize)]
+/// One line, read in one pass and in place (no large struct moved out of the parser). A known
+/// key printed twice makes the line unusable, as a derived struct would.
+#[derive(Default)]
 struct Line<'a> {
-    #[serde(rename = "type", default, borrow, with = "opt_string")]
     kind: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
     timestamp: Option<&'a RawValue>,
-    #[serde(rename = "sessionID", default, borrow, with = "opt_string")]
     session_id: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
     part: Option<Part<'a>>,
-    #[serde(default)]
     error: Option<Value>,
 }
 
-#[derive(Deserialize)]
+struct LineSeed<'l, 'a>(&'l mut Line<'a>);
+
+impl<'de: 'a, 'a> de::DeserializeSeed<'de> for LineSeed<'_, 'a> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de: 'a, 'a> Visitor<'de> for LineSeed<'_, 'a> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an opencode line")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let l = self.0;
+        let mut seen = 0u8;
+        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+            let bit = match key.as_ref() {
+                "type" => 1,
+                "timestamp" => 2,
+                "sessionID" => 4,
+                "part" => 8,
+                "error" => 16,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                    continue;
+                }
+            };
+            if seen & bit != 0 {
+                return Err(de::Error::custom("duplicate field"));
+            }
+            seen |= bit;
+            match bit {
+                1 => l.kind = map.next_value::<Str<'de>>()?.0,
+                2 => l.timestamp = map.next_value()?,
+                4 => l.session_id = map.next_value::<Str<'de>>()?.0,
+                8 => map.next_value_seed(PartSeed(&mut l.part))?,
+                _ => l.error = map.next_value()?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Reads a line's `part` in place: `null` is none; an object fills the part field by field; a
+/// list fills it by position, and anything else fails the line (as a derived struct does).
+struct PartSeed<'p, 'a>(&'p mut Option<Part<'a>>);
+
+impl<'de: 'a, 'a> de::DeserializeSeed<'de> for PartSeed<'_, 'a> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_option(self)
+    }
+}
+
+impl<'de: 'a, 'a> Visitor<'de> for PartSeed<'_, 'a> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an opencode part")
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        struct Fields<'p, 'a>(&'p mut Part<'a>);
+        impl<'de: 'a, 'a> Visitor<'de> for Fields<'_, 'a> {
+            type Value = ();
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("struct Part")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+                let p = self.0;
+                let mut seen = 0u16;
+                while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+                    let bit: u16 = match key.as_ref() {
+                        "text" => 1,
+                        "messageID" => 2,
+                        "callID" => 4,
+                        "id" => 8,
+                        "tool" => 16,
+                        "reason" => 32,
+                        "state" => 64,
+                        "tokens" => 128,
+                        "cost" => 256,
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                            continue;
+                        }
+                    };
+                    if seen & bit != 0 {
+                        return Err(de::Error::custom("duplicate field"));
+                    }
+                    seen |= bit;
+                    match bit {
+                        1 => p.text = map.next_value::<Str<'de>>()?.0,
+                        2 => p.message_id = map.next_value::<Str<'de>>()?.0,
+                        4 => p.call_id = map.next_value::<Str<'de>>()?.0,
+                        8 => p.id = map.next_value::<Str<'de>>()?.0,
+                        16 => p.tool = map.next_value::<Str<'de>>()?.0,
+                        32 => p.reason = map.next_value::<Str<'de>>()?.0,
+                        64 => p.state = map.next_value()?,
+                        128 => p.tokens = map.next_value()?,
+                        _ => p.cost = map.next_value()?,
+                    }
+                }
+                Ok(())
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<(), A::Error> {
+                *self.0 = Part::deserialize(de::value::SeqAccessDeserializer::new(seq))?;
+                Ok(())
+            }
+        }
+        let part = self.0.insert(Part::default());
+        d.deserialize_struct("Part", PART_FIELDS, Fields(part))
+    }
+}
+
+const PART_FIELDS: &[&str] = &["text", "messageID", "callID", "id", "tool", "state", "tokens", "cost", "reason"];
+
+/// A line's part (see [`PartSeed`]; derived for a part printed as a list).
+#[derive(Deserialize, Default)]
 struct Part<'a> {
     #[serde(default, borrow, with = "opt_string")]
     text: Option<Cow<'a, str>>,
@@ -115,10 +249,10 @@ struct Part<'a> {
     id: Option<Cow<'a, str>>,
     #[serde(default, borrow, with = "opt_string")]
     tool: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    state: Option<State<'a>>,
     #[serde(default)]
-    state: Option<Value>,
-    #[serde(default)]
-    tokens: Option<Value>,
+    tokens: Option<Tokens>,
     #[serde(default, borrow)]
     cost: Option<&'a RawValue>,
     #[serde(default, borrow, with = "opt_string")]
@@ -127,10 +261,10 @@ struct Part<'a> {
 
 impl HarnessDecoder for OpencodeDecoder {
     fn decode_line(&mut self, line: &str, ctx: &mut DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
-        let l: Line<'_> = match parse_line(line) {
-            Ok(l) => l,
-            Err(outcome) => return outcome,
-        };
+        let mut l = Line::default();
+        if let Err(outcome) = parse_line_seed(line, LineSeed(&mut l)) {
+            return outcome;
+        }
         ctx.see_session(l.session_id.as_deref());
         if l.kind.as_deref() == Some("step_start") {
             // Nothing to say: skip building an envelope (half of all opencode lines).
@@ -238,28 +372,83 @@ fn iso_millis(ms: i64) -> Option<String> {
     if !(0..=9999).contains(&year) {
         return None;
     }
-    Some(format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
-        of_day / 3600,
-        of_day % 3600 / 60,
-        of_day % 60
-    ))
+    // `{year:04}-{month:02}-{day:02}T{hh:02}:{mm:02}:{ss:02}.{millis:03}Z`, without `format!`.
+    let mut text = String::with_capacity(24);
+    let mut digits = |n: i64, width: u32, sep: Option<char>| {
+        for i in (0..width).rev() {
+            text.push(char::from(b'0' + (n / 10_i64.pow(i) % 10) as u8));
+        }
+        text.extend(sep);
+    };
+    digits(year, 4, Some('-'));
+    digits(month, 2, Some('-'));
+    digits(day, 2, Some('T'));
+    digits(of_day / 3600, 2, Some(':'));
+    digits(of_day % 3600 / 60, 2, Some(':'));
+    digits(of_day % 60, 2, Some('.'));
+    digits(millis, 3, Some('Z'));
+    Some(text)
 }
 
 /// `step_finish` tokens and cost → call usage (see the module docs).
-fn step_usage(tokens: Option<Value>, cost: Option<&RawValue>) -> Option<TokenUsage> {
-    let tokens = match tokens {
-        Some(Value::Object(t)) => Some(t),
-        _ => None,
-    };
+/// `part.tokens` as the map it is (the usage's `extra`), sized for opencode's counters up front;
+/// `None` for any other value (read as a value all the same).
+struct Tokens(Option<Map<String, Value>>);
+
+impl<'de> Deserialize<'de> for Tokens {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Tokens;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Tokens, A::Error> {
+                let mut tokens = Map::with_capacity(8);
+                while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+                    let value = map.next_value::<Value>()?;
+                    tokens.insert(key.into_owned(), value);
+                }
+                Ok(Tokens(Some(tokens)))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Tokens, A::Error> {
+                Value::deserialize(de::value::SeqAccessDeserializer::new(seq))?;
+                Ok(Tokens(None))
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<Tokens, E> {
+                Ok(Tokens(None))
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Tokens, E> {
+                Ok(Tokens(None))
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Tokens, E> {
+                Ok(Tokens(None))
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Tokens, E> {
+                Ok(Tokens(None))
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Tokens, E> {
+                Ok(Tokens(None))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Tokens, E> {
+                Ok(Tokens(None))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+fn step_usage(tokens: Option<Tokens>, cost: Option<&RawValue>) -> Option<TokenUsage> {
+    let tokens = tokens.and_then(|t| t.0);
     let cost = cost.and_then(|c| c.get().parse::<f64>().ok()).filter(|c| c.is_finite());
     if tokens.is_none() && cost.is_none() {
         return None;
     }
     let empty = Map::new();
     let t = tokens.as_ref().unwrap_or(&empty);
-    let count = |m: &Map<String, Value>, k: &str| m.get(k).and_then(Value::as_u64);
-    let cache = t.get("cache").and_then(Value::as_object).unwrap_or(&empty);
+    // A few keys each: found by comparing names rather than hashing them.
+    let count = |m: &Map<String, Value>, k: &str| m.iter().find(|(key, _)| *key == k).and_then(|(_, v)| v.as_u64());
+    let cache = t.iter().find(|(k, _)| *k == "cache").and_then(|(_, v)| v.as_object()).unwrap_or(&empty);
     let cache_read = count(cache, "read");
     let cache_write = count(cache, "write");
     let prompt = count(t, "input").map(|i| i + cache_read.unwrap_or(0) + cache_write.unwrap_or(0));
@@ -273,8 +462,274 @@ fn step_usage(tokens: Option<Value>, cost: Option<&RawValue>) -> Option<TokenUsa
     })
 }
 
+/// A part's `state`, read in the line's pass: an object's members kept as printed (key, raw
+/// value), so `rawOutput` can be the state again without its `input`, and the fields a call
+/// needs read from them on demand. Anything else reads as an empty state. A value no JSON reader
+/// takes (an unpaired surrogate escape) makes the line unusable, as reading it as a value did.
+#[derive(Default)]
+struct State<'a> {
+    members: Vec<(Cow<'a, str>, &'a RawValue)>,
+    /// Some key was printed twice: the state is then read as a JSON reader reads it.
+    dup: bool,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for State<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = State<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<State<'a>, A::Error> {
+                let mut state = State { members: Vec::with_capacity(8), dup: false };
+                let mut seen = SeenKeys::new();
+                while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+                    let raw: &'de RawValue = map.next_value()?;
+                    if may_hold_surrogates(raw.get()) && serde_json::from_str::<Value>(raw.get()).is_err() {
+                        return Err(de::Error::custom("unreadable value"));
+                    }
+                    seen.other(key_text(&key));
+                    state.members.push((key, raw));
+                }
+                state.dup = seen.dup();
+                Ok(state)
+            }
+            // Not an object: an empty state, read as a value all the same (see `State`).
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<State<'a>, A::Error> {
+                Value::deserialize(de::value::SeqAccessDeserializer::new(seq))?;
+                Ok(State::default())
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<State<'a>, E> {
+                Ok(State::default())
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<State<'a>, E> {
+                Ok(State::default())
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<State<'a>, E> {
+                Ok(State::default())
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<State<'a>, E> {
+                Ok(State::default())
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<State<'a>, E> {
+                Ok(State::default())
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<State<'a>, E> {
+                Ok(State::default())
+            }
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
+    }
+}
+
+impl<'a> State<'a> {
+    /// The last value printed under `key`.
+    fn get(&self, key: &str) -> Option<&'a RawValue> {
+        self.members.iter().rev().find(|(k, _)| k == key).map(|(_, v)| *v)
+    }
+
+    /// The last value under `key`, unless it is `null`.
+    fn non_null(&self, key: &str) -> Option<&'a RawValue> {
+        self.get(key).filter(|v| v.get() != "null")
+    }
+
+    /// The state without `input`, as a JSON reader reads it (for a key printed twice).
+    fn value_without_input(&self) -> Value {
+        let mut map = Map::new();
+        for (key, raw) in &self.members {
+            if let Ok(value) = serde_json::from_str::<Value>(raw.get()) {
+                map.insert(key.to_string(), value);
+            }
+        }
+        map.swap_remove("input");
+        Value::Object(map)
+    }
+
+    /// `rawOutput`: the state as printed, without `input` (already in `rawInput`). The last
+    /// member takes the place of `input`, as removing it from a JSON reader's map does (the
+    /// order every earlier record was printed in).
+    fn raw_output(&self) -> RawJson {
+        let n = self.members.len();
+        if self.dup || n > 16 {
+            return RawJson::from_value(&self.value_without_input());
+        }
+        let mut members: [(&str, &RawValue); 16] = [("", RawValue::NULL); 16];
+        for (slot, (key, raw)) in members.iter_mut().zip(&self.members) {
+            *slot = (key.as_ref(), raw);
+        }
+        let mut n = n;
+        if let Some(i) = members[..n].iter().position(|(k, _)| *k == "input") {
+            members.swap(i, n - 1);
+            n -= 1;
+        }
+        raw_object(&members[..n])
+    }
+}
+
+/// A count or nothing: a non-negative integer, `None` for any other value (as `Value::as_u64`).
+#[derive(Default)]
+struct Count(Option<u64>);
+
+impl<'de> Deserialize<'de> for Count {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(Count(Value::deserialize(d)?.as_u64()))
+    }
+}
+
+/// One todo of `todowrite`.
+#[derive(Deserialize)]
+struct Todo<'a> {
+    #[serde(default, borrow, with = "opt_string")]
+    content: Option<Cow<'a, str>>,
+    #[serde(default, borrow, with = "opt_string")]
+    status: Option<Cow<'a, str>>,
+    #[serde(default, borrow, with = "opt_string")]
+    priority: Option<Cow<'a, str>>,
+}
+
+/// The tool input fields a title, location, diff or plan is made of, read from the raw input in
+/// one pass (an input printing a key twice: read through a [`Value`], last value, as before).
+#[derive(Deserialize, Default)]
+struct Args<'a> {
+    #[serde(rename = "filePath", default, borrow, with = "opt_string")]
+    file_path: Option<Cow<'a, str>>,
+    #[serde(default, borrow, with = "opt_string")]
+    path: Option<Cow<'a, str>>,
+    #[serde(default, borrow, with = "opt_string")]
+    description: Option<Cow<'a, str>>,
+    #[serde(default, borrow, with = "opt_string")]
+    command: Option<Cow<'a, str>>,
+    #[serde(default)]
+    offset: Count,
+    #[serde(default, borrow, with = "opt_string")]
+    content: Option<Cow<'a, str>>,
+    #[serde(rename = "oldString", default, borrow, with = "opt_string")]
+    old_string: Option<Cow<'a, str>>,
+    #[serde(rename = "newString", default, borrow, with = "opt_string")]
+    new_string: Option<Cow<'a, str>>,
+    #[serde(default, borrow, with = "opt_string")]
+    pattern: Option<Cow<'a, str>>,
+    #[serde(default, borrow, with = "opt_string")]
+    url: Option<Cow<'a, str>>,
+    #[serde(default, borrow, with = "opt_string")]
+    query: Option<Cow<'a, str>>,
+    #[serde(default, borrow, with = "opt_string")]
+    tool: Option<Cow<'a, str>>,
+    #[serde(default, borrow, with = "opt_string")]
+    name: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    todos: ObjList<Todo<'a>>,
+}
+
+impl<'a> Args<'a> {
+    /// The input's fields (an input that is not an object: none).
+    fn read(raw: &'a RawValue) -> Args<'a> {
+        if !raw.get().starts_with('{') {
+            return Args::default();
+        }
+        if let Ok(args) = serde_json::from_str::<Args<'a>>(raw.get()) {
+            return args;
+        }
+        match serde_json::from_str::<Value>(raw.get()) {
+            Ok(value) => Args::deserialize(&value).map(Args::into_owned).unwrap_or_default(),
+            Err(_) => Args::default(),
+        }
+    }
+
+    fn into_owned(self) -> Args<'static> {
+        fn own(s: Option<Cow<'_, str>>) -> Option<Cow<'static, str>> {
+            s.map(|s| Cow::Owned(s.into_owned()))
+        }
+        Args {
+            file_path: own(self.file_path),
+            path: own(self.path),
+            description: own(self.description),
+            command: own(self.command),
+            offset: self.offset,
+            content: own(self.content),
+            old_string: own(self.old_string),
+            new_string: own(self.new_string),
+            pattern: own(self.pattern),
+            url: own(self.url),
+            query: own(self.query),
+            tool: own(self.tool),
+            name: own(self.name),
+            todos: ObjList(self.todos.0.map(|list| {
+                list.into_iter()
+                    .map(|t| {
+                        super::json::Obj(t.0.map(|t| Todo {
+                            content: own(t.content),
+                            status: own(t.status),
+                            priority: own(t.priority),
+                        }))
+                    })
+                    .collect()
+            })),
+        }
+    }
+}
+
+/// `metadata.exit` as far as a status needs it: a number (0 or not), or anything else.
+#[derive(Default, Clone, Copy)]
+struct Exit(Option<f64>);
+
+impl<'de> Deserialize<'de> for Exit {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(Exit(match Value::deserialize(d)? {
+            Value::Number(n) => n.as_f64(),
+            _ => None,
+        }))
+    }
+}
+
+/// The `metadata` facts a call needs.
+#[derive(Deserialize, Default)]
+struct Meta {
+    #[serde(default)]
+    exit: Exit,
+    #[serde(default)]
+    exists: Option<Value>,
+}
+
+impl Meta {
+    /// Read from the raw `metadata` (often large: previews and diffs), skipping the read when
+    /// neither key can be in it.
+    fn read(raw: Option<&RawValue>) -> Meta {
+        let Some(raw) = raw.filter(|r| r.get().starts_with('{')) else { return Meta::default() };
+        let text = raw.get().as_bytes();
+        if memchr::memmem::find(text, b"\"exi").is_none() && memchr::memmem::find(text, b"\\u").is_none() {
+            return Meta::default();
+        }
+        if let Ok(meta) = serde_json::from_str::<Meta>(raw.get()) {
+            return meta;
+        }
+        match serde_json::from_str::<Value>(raw.get()) {
+            Ok(value) => Meta::deserialize(&value).unwrap_or_default(),
+            Err(_) => Meta::default(),
+        }
+    }
+
+    /// `completed`, or `failed` when `exit` is a non-zero number.
+    fn exit_status(&self) -> ToolCallStatus {
+        match self.exit.0 {
+            Some(n) if n != 0.0 => ToolCallStatus::Failed,
+            _ => ToolCallStatus::Completed,
+        }
+    }
+
+    fn existed(&self) -> bool {
+        self.exists == Some(Value::Bool(true))
+    }
+}
+
+/// The kind of an opencode tool, from its lowercased name (the table in `tools.rs`).
+fn kind_of(lower: &str) -> ToolKind {
+    kind_table(Agent::Opencode).iter().find(|(n, _)| *n == lower).map_or(ToolKind::Other, |(_, k)| *k)
+}
+
 fn tool_use(
-    open: &mut HashSet<String>,
+    open: &mut IdSet,
     part: Part<'_>,
     env: &Envelope,
     ctx: &DecodeContext,
@@ -284,30 +739,33 @@ fn tool_use(
         return LineOutcome::UnexpectedShape;
     };
     let tool = part.tool.as_deref().filter(|t| !t.is_empty());
-    let lower = tool.unwrap_or_default().to_lowercase();
-    let mut state = match part.state {
-        Some(Value::Object(state)) => state,
-        _ => Map::new(),
+    let name = tool.unwrap_or_default();
+    let lower: Cow<'_, str> = if name.bytes().any(|b| b.is_ascii_uppercase() || !b.is_ascii()) {
+        Cow::Owned(name.to_lowercase())
+    } else {
+        Cow::Borrowed(name)
     };
-    let input = state.remove("input").filter(|v| !v.is_null());
-    let empty = Map::new();
-    let args = input.as_ref().and_then(Value::as_object).unwrap_or(&empty);
-    let metadata = state.get("metadata").and_then(Value::as_object).unwrap_or(&empty);
-    let status = str_field(&state, "status");
+    let state = part.state.unwrap_or_default();
+    let input = state.non_null("input");
+    let args = input.map(Args::read).unwrap_or_default();
+    let meta = Meta::read(state.get("metadata"));
+    let status = state.get("status").and_then(raw_str);
+    let status = status.as_deref();
 
     let mut content = Vec::new();
     let mut locations = Vec::new();
-    let title = describe(&lower, args, metadata, &mut content, &mut locations);
+    let plan = if lower == "todowrite" { todo_plan(&args, &state) } else { None };
+    let title = describe(&lower, args, &meta, &mut content, &mut locations);
     let call = ToolCall {
         tool_call_id: id.to_string(),
-        title: title.unwrap_or_else(|| match str_field(&state, "title").filter(|t| !t.is_empty()) {
-            Some(t) => truncate_chars(t, MAX_TITLE_CHARS),
+        title: title.unwrap_or_else(|| match state.get("title").and_then(raw_str).filter(|t| !t.is_empty()) {
+            Some(t) => truncate_chars(&t, MAX_TITLE_CHARS),
             None => tool.unwrap_or("Tool call").to_string(),
         }),
         tool_name: tool.map(str::to_string),
-        kind: tool_kind(Agent::Opencode, tool.unwrap_or_default()),
+        kind: kind_of(&lower),
         status: if status == Some("pending") { ToolCallStatus::Pending } else { ToolCallStatus::InProgress },
-        raw_input: input.clone().map(RawJson::from),
+        raw_input: input.map(RawJson::from_raw),
         content: (!content.is_empty()).then_some(content),
         locations: (!locations.is_empty()).then_some(locations),
     };
@@ -316,21 +774,18 @@ fn tool_use(
     if !announced {
         env.emit(ctx, SessionUpdate::ToolCall(call), out);
     }
-
-    if lower == "todowrite" {
-        if let Some(entries) = todo_plan(args, &state) {
-            env.emit(ctx, SessionUpdate::Plan { entries }, out);
-        }
+    if let Some(entries) = plan {
+        env.emit(ctx, SessionUpdate::Plan { entries }, out);
     }
 
     let outcome = match status {
         Some("pending") => None,
         Some("running") => Some(ToolCallStatus::InProgress),
         Some("error") => Some(ToolCallStatus::Failed),
-        Some("completed") => Some(exit_status(metadata)),
+        Some("completed") => Some(meta.exit_status()),
         // No (known) status: a result is there when output or error is.
-        _ if state.contains_key("error") => Some(ToolCallStatus::Failed),
-        _ if state.contains_key("output") => Some(exit_status(metadata)),
+        _ if state.get("error").is_some() => Some(ToolCallStatus::Failed),
+        _ if state.get("output").is_some() => Some(meta.exit_status()),
         _ => None,
     };
     match outcome {
@@ -349,30 +804,29 @@ fn tool_use(
         let mut update = ToolCallUpdate::new(id);
         update.status = Some(status);
         let mut content = Vec::new();
-        let text = match (status, state.get("error"), state.get("output")) {
-            (ToolCallStatus::Failed, Some(e), _) if !e.is_null() => Some(e),
-            (_, _, Some(o)) if !o.is_null() => Some(o),
-            _ => None,
+        let text = match (status, state.non_null("error")) {
+            (ToolCallStatus::Failed, Some(e)) => Some(e),
+            _ => state.non_null("output"),
         };
-        match text {
-            Some(Value::String(s)) if !s.is_empty() => content.push(ToolCallContent::text(s.as_str())),
-            Some(Value::String(_)) | None => {}
-            Some(other) => content.push(ToolCallContent::text(other.to_string())),
+        if let Some(raw) = text {
+            match raw_str(raw) {
+                Some(s) if !s.is_empty() => content.push(ToolCallContent::text(s)),
+                Some(_) => {}
+                None => {
+                    if let Ok(value) = serde_json::from_str::<Value>(raw.get()) {
+                        content.push(ToolCallContent::text(value.to_string()));
+                    }
+                }
+            }
         }
-        attachments(state.get("attachments"), &mut content);
+        if let Some(raw) = state.get("attachments") {
+            attachments(serde_json::from_str::<Value>(raw.get()).ok().as_ref(), &mut content);
+        }
         update.content = (!content.is_empty()).then_some(content);
-        update.raw_output = Some(RawJson::from(Value::Object(state)));
+        update.raw_output = Some(state.raw_output());
         env.emit(ctx, SessionUpdate::ToolCallUpdate(update), out);
     }
     LineOutcome::Decoded
-}
-
-/// `completed`, or `failed` when `metadata.exit` is a non-zero number.
-fn exit_status(metadata: &Map<String, Value>) -> ToolCallStatus {
-    match metadata.get("exit") {
-        Some(Value::Number(n)) if n.as_f64() != Some(0.0) => ToolCallStatus::Failed,
-        _ => ToolCallStatus::Completed,
-    }
 }
 
 /// Image attachments → image blocks; other files stay in `rawOutput` only.
@@ -392,82 +846,83 @@ fn attachments(raw: Option<&Value>, out: &mut Vec<ToolCallContent>) {
     }
 }
 
+/// The first of `fields` that holds a non-empty string.
+fn first<'p>(fields: &[&'p Option<Cow<'_, str>>]) -> Option<&'p str> {
+    fields.iter().find_map(|f| f.as_deref().filter(|s| !s.is_empty()))
+}
+
 /// Title (None = fall back to `state.title`), call content and locations per tool.
 fn describe(
     tool: &str,
-    args: &Map<String, Value>,
-    metadata: &Map<String, Value>,
+    mut args: Args<'_>,
+    meta: &Meta,
     content: &mut Vec<ToolCallContent>,
     locations: &mut Vec<ToolCallLocation>,
 ) -> Option<String> {
-    let short = |s: &str| truncate_chars(s, MAX_TITLE_CHARS);
-    let file = first_str(args, &["filePath", "path"]);
-    let dir = first_str(args, &["path"]);
+    let file = first(&[&args.file_path, &args.path]);
+    let dir = first(&[&args.path]);
     match tool {
         "bash" => {
-            if let Some(d) = first_str(args, &["description"]) {
+            if let Some(d) = first(&[&args.description]) {
                 content.push(ToolCallContent::text(d));
             }
-            first_str(args, &["command"]).map(command_title)
+            first(&[&args.command]).map(command_title)
         }
         "read" => {
             if let Some(f) = file {
-                let line = args.get("offset").and_then(Value::as_u64).filter(|n| *n > 0);
+                let line = args.offset.0.filter(|n| *n > 0);
                 locations.push(ToolCallLocation { path: f.to_string(), line });
             }
-            file.map(|f| format!("Read {}", short(f)))
+            file.map(|f| title("Read ", f, MAX_TITLE_CHARS, ""))
         }
         "write" => {
             if let Some(f) = file {
                 locations.push(ToolCallLocation::path(f));
-                let existed = metadata.get("exists").and_then(Value::as_bool) == Some(true);
-                if let (Some(text), false) = (str_field(args, "content"), existed) {
+                if let (Some(text), false) = (args.content.take(), meta.existed()) {
                     content.push(ToolCallContent::Diff(DiffContent {
                         path: f.to_string(),
                         old_text: None,
-                        new_text: text.to_string(),
+                        new_text: text.into_owned(),
                     }));
                 }
             }
-            file.map(|f| format!("Write {}", short(f)))
+            file.map(|f| title("Write ", f, MAX_TITLE_CHARS, ""))
         }
         "edit" | "multiedit" => {
             if let Some(f) = file {
                 locations.push(ToolCallLocation::path(f));
-                let old = str_field(args, "oldString");
-                let new = str_field(args, "newString");
-                if tool == "edit" && (old.is_some() || new.is_some()) {
+                if tool == "edit" && (args.old_string.is_some() || args.new_string.is_some()) {
                     content.push(ToolCallContent::Diff(DiffContent {
                         path: f.to_string(),
-                        old_text: Some(old.unwrap_or_default().to_string()),
-                        new_text: new.unwrap_or_default().to_string(),
+                        old_text: Some(args.old_string.take().map(Cow::into_owned).unwrap_or_default()),
+                        new_text: args.new_string.take().map(Cow::into_owned).unwrap_or_default(),
                     }));
                 }
             }
-            file.map(|f| format!("Edit {}", short(f)))
+            file.map(|f| title("Edit ", f, MAX_TITLE_CHARS, ""))
         }
         "glob" => {
             locations.extend(dir.map(ToolCallLocation::path));
-            first_str(args, &["pattern"]).map(|p| format!("Find {}", short(p)))
+            first(&[&args.pattern]).map(|p| title("Find ", p, MAX_TITLE_CHARS, ""))
         }
         "grep" => {
             locations.extend(dir.map(ToolCallLocation::path));
-            first_str(args, &["pattern"]).map(|p| format!("grep \"{}\"", short(p)))
+            first(&[&args.pattern]).map(|p| title("grep \"", p, MAX_TITLE_CHARS, "\""))
         }
         "list" => {
             locations.extend(dir.map(ToolCallLocation::path));
-            Some(dir.map_or("List directory".into(), |d| format!("List {}", short(d))))
+            Some(dir.map_or("List directory".into(), |d| title("List ", d, MAX_TITLE_CHARS, "")))
         }
-        "webfetch" => first_str(args, &["url"]).map(|u| format!("Fetch {}", short(u))),
-        "websearch" | "codesearch" => first_str(args, &["query"]).map(|q| format!("Search: {}", short(q))),
-        "task" => Some(first_str(args, &["description"]).map_or("Task".into(), |d| format!("Task: {}", short(d)))),
+        "webfetch" => first(&[&args.url]).map(|u| title("Fetch ", u, MAX_TITLE_CHARS, "")),
+        "websearch" | "codesearch" => first(&[&args.query]).map(|q| title("Search: ", q, MAX_TITLE_CHARS, "")),
+        "task" => Some(first(&[&args.description]).map_or("Task".into(), |d| title("Task: ", d, MAX_TITLE_CHARS, ""))),
         "todowrite" => Some("Update todos".into()),
         "todoread" => Some("Read todos".into()),
         "invalid" => Some(
-            first_str(args, &["tool"])
-                .map_or("Invalid tool call".into(), |t| format!("Invalid tool call: {}", short(t))),
+            first(&[&args.tool])
+                .map_or("Invalid tool call".into(), |t| title("Invalid tool call: ", t, MAX_TITLE_CHARS, "")),
         ),
-        "skill" => first_str(args, &["name"]).map(|n| format!("Skill: {}", short(n))),
+        "skill" => first(&[&args.name]).map(|n| title("Skill: ", n, MAX_TITLE_CHARS, "")),
         "plan_enter" => Some("Enter plan mode".into()),
         "plan_exit" => Some("Exit plan mode".into()),
         _ => None,
@@ -475,28 +930,35 @@ fn describe(
 }
 
 /// `todowrite` → plan entries from `input.todos`, else from `output` parsed as a JSON list.
-fn todo_plan(args: &Map<String, Value>, state: &Map<String, Value>) -> Option<Vec<PlanEntry>> {
-    let parsed;
-    let todos = match args.get("todos") {
-        Some(Value::Array(t)) => t,
-        _ => {
-            parsed = serde_json::from_str::<Vec<Value>>(str_field(state, "output")?).ok()?;
-            &parsed
-        }
+fn todo_plan(args: &Args<'_>, state: &State<'_>) -> Option<Vec<PlanEntry>> {
+    let status_of = |status: Option<&str>| match status {
+        Some("in_progress" | "in-progress" | "running") => PlanEntryStatus::InProgress,
+        Some("completed" | "done" | "cancelled") => PlanEntryStatus::Completed,
+        _ => PlanEntryStatus::Pending,
     };
+    if let Some(todos) = &args.todos.0 {
+        return Some(
+            todos
+                .iter()
+                .filter_map(|t| t.0.as_ref())
+                .filter_map(|t| {
+                    let content = first(&[&t.content])?;
+                    let priority = PlanEntryPriority::from_wire(t.priority.as_deref());
+                    Some(PlanEntry { content: content.to_string(), status: status_of(t.status.as_deref()), priority })
+                })
+                .collect(),
+        );
+    }
+    let output = state.get("output").and_then(raw_str)?;
+    let todos = serde_json::from_str::<Vec<Value>>(&output).ok()?;
     Some(
         todos
             .iter()
             .filter_map(Value::as_object)
             .filter_map(|t| {
                 let content = first_str(t, &["content"])?;
-                let status = match str_field(t, "status") {
-                    Some("in_progress" | "in-progress" | "running") => PlanEntryStatus::InProgress,
-                    Some("completed" | "done" | "cancelled") => PlanEntryStatus::Completed,
-                    _ => PlanEntryStatus::Pending,
-                };
                 let priority = PlanEntryPriority::from_wire(str_field(t, "priority"));
-                Some(PlanEntry { content: content.to_string(), status, priority })
+                Some(PlanEntry { content: content.to_string(), status: status_of(str_field(t, "status")), priority })
             })
             .collect(),
     )
@@ -523,7 +985,7 @@ mod tests {
         let tokens =
             serde_json::json!({"total":1359,"input":250,"output":49,"reasoning":10,"cache":{"read":1050,"write":5}});
         let cost = RawValue::from_string("0.25".into()).unwrap();
-        let u = step_usage(Some(tokens), Some(&*cost)).unwrap();
+        let u = step_usage(Some(serde_json::from_value::<Tokens>(tokens).unwrap()), Some(&*cost)).unwrap();
         assert_eq!(u.prompt_tokens, Some(1305));
         assert_eq!(u.cached_tokens, Some(1050));
         assert_eq!(u.completion_tokens, Some(59));
