@@ -44,14 +44,15 @@
 //! the line's envelope once, the envelope moving into the last event.
 
 use std::borrow::Cow;
+use std::cell::OnceCell;
 use std::fmt;
 use std::marker::PhantomData;
 
 use serde::Deserialize;
 use serde::de::value::MapAccessDeserializer;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
 use serde_json::value::RawValue;
-use serde_json::{Map, Value};
 
 use super::LineOutcome;
 use super::context::{DecodeContext, Envelope};
@@ -250,8 +251,8 @@ pub(crate) struct Line<'a> {
     pub message: Obj<Message<'a>>,
     #[serde(default, borrow)]
     pub event: Obj<Box<StreamEvent<'a>>>,
-    #[serde(default)]
-    pub tool_use_result: Option<Value>,
+    #[serde(default, borrow)]
+    pub tool_use_result: Option<&'a RawValue>,
     #[serde(default, borrow)]
     pub error: Option<&'a RawValue>,
     #[serde(default, borrow)]
@@ -326,8 +327,8 @@ pub(crate) struct Block<'a> {
     pub id: Str<'a>,
     #[serde(default, borrow)]
     pub name: Str<'a>,
-    #[serde(default)]
-    pub input: Option<Value>,
+    #[serde(default, borrow)]
+    pub input: Option<&'a RawValue>,
     #[serde(default, borrow)]
     pub tool_use_id: Str<'a>,
     #[serde(default, borrow)]
@@ -589,20 +590,103 @@ pub(crate) struct ToolUse<'l> {
     pub id: &'l str,
     /// The harness-native tool name.
     pub name: &'l str,
-    /// The input as printed (usually an object).
-    pub input: Option<Value>,
+    /// The input as printed (usually an object), `None` when absent or `null`.
+    pub input: Option<&'l RawValue>,
+    /// The input's top-level arguments, read on first use.
+    args: OnceCell<Args<'l>>,
 }
 
-impl ToolUse<'_> {
-    /// The input object (an empty map when the input is absent or not an object).
-    pub fn args(&self) -> &Map<String, Value> {
-        static EMPTY: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
-        self.input.as_ref().and_then(Value::as_object).unwrap_or_else(|| EMPTY.get_or_init(Map::new))
+/// One top-level argument of a tool input: a string (decoded, borrowed from the line when it
+/// has no escapes), or any other value as printed.
+enum Arg<'l> {
+    Str(Cow<'l, str>),
+    Other(&'l RawValue),
+}
+
+/// The top-level arguments of a tool input object, in printed order (empty when the input is
+/// not an object). Lookups take a key's last occurrence, as a JSON object reader does.
+#[derive(Default)]
+pub(crate) struct Args<'l>(Vec<(Cow<'l, str>, Arg<'l>)>);
+
+impl<'l> Args<'l> {
+    /// Read the arguments of `raw` (one scan of the input; nothing is built for values that are
+    /// not strings).
+    fn read(raw: Option<&'l RawValue>) -> Args<'l> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Args<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            accept_other_values!(Args::default());
+            fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+                Ok(Args::default())
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+                drain_seq(seq).map(|_| Args::default())
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut args = Vec::with_capacity(4);
+                while let Some(key) = map.next_key::<Str<'de>>()? {
+                    let raw: &'de RawValue = map.next_value()?;
+                    let Some(key) = key.0 else { continue };
+                    let arg = match json_str(raw) {
+                        Some(s) => Arg::Str(s),
+                        None => Arg::Other(raw),
+                    };
+                    args.push((key, arg));
+                }
+                Ok(Args(args))
+            }
+        }
+        let Some(raw) = raw else { return Args::default() };
+        let mut de = serde_json::Deserializer::from_str(raw.get());
+        de.deserialize_any(V).unwrap_or_default()
+    }
+
+    fn get(&self, key: &str) -> Option<&Arg<'l>> {
+        self.0.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+}
+
+/// The decoded text of a raw JSON string (`None` for any other value): borrowed when it holds
+/// no escape.
+pub(crate) fn json_str(raw: &RawValue) -> Option<Cow<'_, str>> {
+    let text = raw.get();
+    let inner = text.strip_prefix('"')?.strip_suffix('"')?;
+    if inner.contains('\\') {
+        serde_json::from_str::<String>(text).ok().map(Cow::Owned)
+    } else {
+        Some(Cow::Borrowed(inner))
+    }
+}
+
+impl<'l> ToolUse<'l> {
+    /// A call; `input` is kept as printed.
+    pub fn new(id: &'l str, name: &'l str, input: Option<&'l RawValue>) -> Self {
+        ToolUse { id, name, input, args: OnceCell::new() }
+    }
+
+    fn args(&self) -> &Args<'l> {
+        self.args.get_or_init(|| Args::read(self.input))
+    }
+
+    /// True when the input has the argument `key` (any value, `null` included).
+    pub fn has(&self, key: &str) -> bool {
+        self.args().get(key).is_some()
+    }
+
+    /// A string argument, possibly empty.
+    pub fn str_any(&self, key: &str) -> Option<&str> {
+        match self.args().get(key)? {
+            Arg::Str(s) => Some(s),
+            Arg::Other(_) => None,
+        }
     }
 
     /// A non-empty string argument.
     pub fn str(&self, key: &str) -> Option<&str> {
-        self.args().get(key).and_then(Value::as_str).filter(|s| !s.is_empty())
+        self.str_any(key).filter(|s| !s.is_empty())
     }
 
     /// The first non-empty string argument of `keys`.
@@ -610,12 +694,27 @@ impl ToolUse<'_> {
         keys.iter().find_map(|k| self.str(k))
     }
 
+    /// True when the argument `key` is JSON `true`.
+    pub fn flag(&self, key: &str) -> bool {
+        matches!(self.args().get(key), Some(Arg::Other(raw)) if raw.get() == "true")
+    }
+
+    /// The argument `key` as a [`Value`] (`Value::Null` for a printed `null`); `None` when absent.
+    pub fn value(&self, key: &str) -> Option<Value> {
+        match self.args().get(key)? {
+            Arg::Str(s) => Some(Value::String(s.to_string())),
+            Arg::Other(raw) => serde_json::from_str(raw.get()).ok(),
+        }
+    }
+
     /// An unsigned integer argument (a JSON number, or a string of digits).
     pub fn uint(&self, key: &str) -> Option<u64> {
         match self.args().get(key)? {
-            Value::Number(n) => n.as_u64().or_else(|| n.as_f64().filter(|f| *f >= 0.0).map(|f| f as u64)),
-            Value::String(s) => s.trim().parse().ok(),
-            _ => None,
+            Arg::Str(s) => s.trim().parse().ok(),
+            Arg::Other(raw) => match serde_json::from_str::<Value>(raw.get()).ok()? {
+                Value::Number(n) => n.as_u64().or_else(|| n.as_f64().filter(|f| *f >= 0.0).map(|f| f as u64)),
+                _ => None,
+            },
         }
     }
 
@@ -633,7 +732,7 @@ impl ToolUse<'_> {
             tool_name: Some(self.name.to_string()),
             kind,
             status: ToolCallStatus::Pending,
-            raw_input: self.input.map(RawJson::from),
+            raw_input: self.input.map(RawJson::from_raw),
             content: (!content.is_empty()).then_some(content),
             locations: (!locations.is_empty()).then_some(locations),
         }
@@ -665,7 +764,7 @@ pub(crate) fn mcp_title(name: &str) -> Option<String> {
 pub(crate) fn web_search_title(call: &ToolUse<'_>) -> String {
     let mut title = format!("\"{}\"", call.str("query").unwrap_or_default());
     for (key, label) in [("allowed_domains", "allowed"), ("blocked_domains", "blocked")] {
-        if let Some(list) = call.args().get(key).and_then(Value::as_array) {
+        if let Some(Value::Array(list)) = call.value(key) {
             let names: Vec<&str> = list.iter().filter_map(Value::as_str).collect();
             if !names.is_empty() {
                 title.push_str(&format!(" ({label}: {})", names.join(", ")));
@@ -705,7 +804,7 @@ pub(crate) fn plan_status(status: Option<&str>) -> PlanEntryStatus {
 /// The plan of a TodoWrite-style input (`{todos: [{content, status, priority?}]}`); `None`
 /// when `todos` is not a list. Items that are not objects are skipped.
 pub(crate) fn plan_from_todos(call: &ToolUse<'_>) -> Option<Vec<PlanEntry>> {
-    let todos = call.args().get("todos")?.as_array()?;
+    let Value::Array(todos) = call.value("todos")? else { return None };
     Some(
         todos
             .iter()
@@ -877,18 +976,23 @@ impl Streams {
 pub(crate) type Updates = Vec<SessionUpdate>;
 
 /// A finished tool result, before the dialect decides how to surface it.
-pub(crate) struct ToolResult {
+pub(crate) struct ToolResult<'l> {
     /// The call it answers.
     pub id: String,
     /// `failed` when the harness flagged `is_error: true`, else `completed`.
     pub status: ToolCallStatus,
     /// The result content verbatim.
     pub content: Option<Vec<ToolCallContent>>,
-    /// The harness's structured record (claude `tool_use_result`).
-    pub raw_output: Option<Value>,
+    /// The harness's structured record (claude `tool_use_result`), as printed.
+    pub raw_output: Option<&'l RawValue>,
 }
 
-impl ToolResult {
+impl ToolResult<'_> {
+    /// The structured record parsed (for the few dialect rules that look inside it).
+    pub fn raw_output_value(&self) -> Option<Value> {
+        self.raw_output.and_then(|r| serde_json::from_str(r.get()).ok())
+    }
+
     /// The first text of the content.
     pub fn text(&self) -> Option<&str> {
         self.content.iter().flatten().find_map(|c| match c {
@@ -905,7 +1009,7 @@ impl ToolResult {
             title: None,
             content: self.content,
             locations: None,
-            raw_output: self.raw_output.map(RawJson::from),
+            raw_output: self.raw_output.map(RawJson::from_raw),
         })
     }
 }
@@ -941,7 +1045,7 @@ pub(crate) trait Dialect: Send {
     fn tool_use(&mut self, call: ToolUse<'_>, out: &mut Updates);
 
     /// A tool result block.
-    fn tool_result(&mut self, result: ToolResult, out: &mut Updates) {
+    fn tool_result(&mut self, result: ToolResult<'_>, out: &mut Updates) {
         out.push(result.update());
     }
 }
@@ -1100,14 +1204,14 @@ impl<D: Dialect> Protocol<D> {
             BlockKind::Call => {
                 let Block { id, name, input, .. } = block;
                 let (Some(id), Some(name)) = (id.get(), name.get()) else { return };
-                self.dialect.tool_use(ToolUse { id, name, input: input.filter(|v| !v.is_null()) }, out);
+                self.dialect.tool_use(ToolUse::new(id, name, input.filter(|v| v.get() != "null")), out);
             }
             BlockKind::Result => self.tool_result(block, None, out),
             BlockKind::Other => {}
         }
     }
 
-    fn tool_result(&mut self, block: Block<'_>, raw_output: Option<Value>, out: &mut Updates) {
+    fn tool_result<'l>(&mut self, block: Block<'l>, raw_output: Option<&'l RawValue>, out: &mut Updates) {
         let Block { tool_use_id, is_error, content, .. } = block;
         let Some(id) = tool_use_id.0 else { return };
         let status = if is_true(is_error) { ToolCallStatus::Failed } else { ToolCallStatus::Completed };
@@ -1129,7 +1233,7 @@ impl<D: Dialect> Protocol<D> {
             Content::Blocks(blocks) => {
                 let results = blocks.iter().filter(|b| BlockKind::of(b) == BlockKind::Result).count();
                 // `tool_use_result` describes the line's one result; with several it is ambiguous.
-                let mut raw_output = raw_output.filter(|v| results == 1 && !v.is_null());
+                let mut raw_output = raw_output.filter(|v| results == 1 && v.get() != "null");
                 for block in blocks {
                     match BlockKind::of(&block) {
                         BlockKind::Text => {

@@ -58,8 +58,6 @@
 
 use std::collections::HashSet;
 
-use serde_json::Value;
-
 use super::anthropic::{
     Dialect, Line, Prompt, Protocol, ToolResult, ToolUse, Updates, Usage, diff, glob_title, mcp_title, non_empty,
     plan_from_todos, read_title, token_usage, value, web_search_title,
@@ -141,7 +139,7 @@ impl Dialect for Qwen {
         out.push(SessionUpdate::ToolCall(tool_call(call)));
     }
 
-    fn tool_result(&mut self, result: ToolResult, out: &mut Updates) {
+    fn tool_result(&mut self, result: ToolResult<'_>, out: &mut Updates) {
         if self.plan_calls.remove(&result.id) && result.status != ToolCallStatus::Failed {
             return;
         }
@@ -174,19 +172,15 @@ fn tool_call(call: ToolUse<'_>) -> ToolCall {
         }
         "write_file" | "Write" => {
             if let Some(p) = path {
-                content.push(diff(p, None, call.args().get("content").and_then(Value::as_str)));
+                content.push(diff(p, None, call.str_any("content")));
                 locations.push(ToolCallLocation::path(p));
             }
             format!("Write {}", path.unwrap_or("file"))
         }
         "edit" | "replace" | "edit_file" | "Edit" => {
             if let Some(p) = path {
-                if call.args().contains_key("old_string") || call.args().contains_key("new_string") {
-                    content.push(diff(
-                        p,
-                        call.str("old_string"),
-                        call.args().get("new_string").and_then(Value::as_str),
-                    ));
+                if call.has("old_string") || call.has("new_string") {
+                    content.push(diff(p, call.str("old_string"), call.str_any("new_string")));
                 }
                 locations.push(ToolCallLocation::path(p));
             }
