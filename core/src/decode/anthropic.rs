@@ -45,18 +45,14 @@
 
 use std::borrow::Cow;
 use std::cell::OnceCell;
-use std::fmt;
-use std::marker::PhantomData;
 
-use serde::Deserialize;
-use serde::de::value::MapAccessDeserializer;
-use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::LineOutcome;
 use super::context::{DecodeContext, Envelope};
-use super::json::parse_line;
+use super::fast_c::{Bad, Res, Scan};
+use super::json::classify_failure;
 use crate::event::{
     ContentBlock, DiffContent, ImageContent, JsonObject, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus,
     RawJson, SessionUpdate, TokenUsage, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate,
@@ -64,42 +60,8 @@ use crate::event::{
 };
 
 // ------------------------------------------------------------------------------------------
-// Lenient wire types
+// Lenient wire types, read in one pass with the `fast_c` scanner
 // ------------------------------------------------------------------------------------------
-
-fn drain_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<(), A::Error> {
-    while seq.next_element::<IgnoredAny>()?.is_some() {}
-    Ok(())
-}
-
-fn drain_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<(), A::Error> {
-    while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-    Ok(())
-}
-
-/// Visitor methods that accept any non-matching JSON value and yield `$none`.
-macro_rules! accept_other_values {
-    ($none:expr) => {
-        fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-            Ok($none)
-        }
-        fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-            Ok($none)
-        }
-        fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-            Ok($none)
-        }
-        fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-            Ok($none)
-        }
-        fn visit_unit<E>(self) -> Result<Self::Value, E> {
-            Ok($none)
-        }
-        fn visit_none<E>(self) -> Result<Self::Value, E> {
-            Ok($none)
-        }
-    };
-}
 
 /// A string field that may be absent, `null` or of another type (then `None`). Borrowed from
 /// the line when it has no escapes.
@@ -121,38 +83,15 @@ impl<'a> Str<'a> {
     pub fn owned(&self) -> Option<String> {
         self.non_empty().map(str::to_string)
     }
-}
 
-impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<'a>(PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
-            type Value = Str<'a>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(Str(Some(Cow::Borrowed(v))))
-            }
-            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(Str(Some(Cow::Owned(v.to_string()))))
-            }
-            fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
-                Ok(Str(Some(Cow::Owned(v))))
-            }
-            accept_other_values!(Str(None));
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-                drain_seq(seq).map(|_| Str(None))
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-                drain_map(map).map(|_| Str(None))
-            }
-        }
-        d.deserialize_any(V(PhantomData))
+    /// Read the next value: a string, or any other value (skipped) as `None`.
+    #[inline]
+    fn read(sc: &mut Scan<'a>) -> Res<Self> {
+        if sc.peek() == Some(b'"') { Ok(Str(Some(sc.string()?.decode()?))) } else { sc.skip().map(|_| Str(None)) }
     }
 }
 
-/// An object field decoded as `T`; absent, `null` or a non-object value gives `None`.
+/// An object field read as `T`; absent, `null` or a non-object value gives `None`.
 #[derive(Debug)]
 pub(crate) struct Obj<T>(pub Option<T>);
 
@@ -162,27 +101,42 @@ impl<T> Default for Obj<T> {
     }
 }
 
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<T>(PhantomData<T>);
-        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
-            type Value = Obj<T>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-                T::deserialize(MapAccessDeserializer::new(map)).map(|t| Obj(Some(t)))
-            }
-            fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
-                Ok(Obj(None))
-            }
-            accept_other_values!(Obj(None));
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-                drain_seq(seq).map(|_| Obj(None))
-            }
-        }
-        d.deserialize_any(V(PhantomData))
+impl<T> Obj<T> {
+    /// Read the next value with `read` when it is an object; skip any other value.
+    #[inline]
+    fn read<'a>(sc: &mut Scan<'a>, read: impl FnOnce(&mut Scan<'a>) -> Res<T>) -> Res<Self> {
+        if sc.peek() == Some(b'{') { read(sc).map(|t| Obj(Some(t))) } else { sc.skip().map(|_| Obj(None)) }
     }
+}
+
+/// A field kept as its JSON text (validated), `None` when absent or `null`.
+pub(crate) type Raw<'a> = Option<&'a str>;
+
+#[inline]
+fn raw<'a>(sc: &mut Scan<'a>) -> Res<Raw<'a>> {
+    let text = sc.raw()?;
+    Ok((text != "null").then_some(text))
+}
+
+/// Read the fields of the object that is the next value: `field` reads the value of a key it
+/// knows and returns the key's bit (each known key has its own), or skips the value and returns
+/// 0. A known key printed twice makes the line unusable, as serde's derived structs decide.
+#[inline]
+fn read_fields<'a>(sc: &mut Scan<'a>, mut field: impl FnMut(&str, &mut Scan<'a>) -> Res<u64>) -> Res<()> {
+    sc.object()?;
+    let mut first = true;
+    let mut seen = 0u64;
+    while let Some(key) = sc.next_key(&mut first)? {
+        let bit = match key.plain() {
+            Some(name) => field(name, sc)?,
+            None => field(&key.decode()?, sc)?,
+        };
+        if seen & bit != 0 {
+            return Err(Bad);
+        }
+        seen |= bit;
+    }
+    Ok(())
 }
 
 /// Message or tool-result content: a string, or a list of blocks (non-object items dropped).
@@ -197,191 +151,276 @@ pub(crate) enum Content<'a> {
     Blocks(Vec<Block<'a>>),
 }
 
-impl<'de: 'a, 'a> Deserialize<'de> for Content<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<'a>(PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
-            type Value = Content<'a>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(Content::Text(Cow::Borrowed(v)))
-            }
-            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(Content::Text(Cow::Owned(v.to_string())))
-            }
-            fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
-                Ok(Content::Text(Cow::Owned(v)))
-            }
-            accept_other_values!(Content::None);
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                // Most messages hold one block: start small (a block is a few hundred bytes).
+impl<'a> Content<'a> {
+    fn read(sc: &mut Scan<'a>) -> Res<Self> {
+        match sc.peek() {
+            Some(b'"') => Ok(Content::Text(sc.string()?.decode()?)),
+            Some(b'[') => {
+                sc.array()?;
+                // Most messages hold one block.
                 let mut blocks = Vec::with_capacity(1);
-                while let Some(item) = seq.next_element::<Obj<Block<'a>>>()? {
-                    if let Some(block) = item.0 {
-                        blocks.push(block);
+                let mut first = true;
+                while sc.next_element(&mut first)? {
+                    if sc.peek() == Some(b'{') {
+                        blocks.push(Block::read(sc)?);
+                    } else {
+                        sc.skip()?;
                     }
                 }
                 Ok(Content::Blocks(blocks))
             }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-                drain_map(map).map(|_| Content::None)
-            }
+            _ => sc.skip().map(|_| Content::None),
         }
-        d.deserialize_any(V(PhantomData))
     }
 }
 
 /// One wire line. Only the fields either CLI prints that the decoders use; the rest (init tool
 /// lists, slash commands, …) is skipped without being built.
-#[derive(Deserialize, Default)]
+#[derive(Default)]
 pub(crate) struct Line<'a> {
-    #[serde(rename = "type", default, borrow)]
     pub kind: Str<'a>,
-    #[serde(default, borrow)]
     pub subtype: Str<'a>,
-    #[serde(default, borrow)]
     pub session_id: Str<'a>,
-    #[serde(default, borrow)]
     pub parent_tool_use_id: Str<'a>,
-    #[serde(default, borrow)]
     pub timestamp: Str<'a>,
-    #[serde(default, borrow)]
     pub message: Obj<Message<'a>>,
-    #[serde(default, borrow)]
     pub event: Obj<Box<StreamEvent<'a>>>,
-    #[serde(default, borrow)]
     pub tool_use_result: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    pub error: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    pub is_error: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    pub result: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    pub errors: Option<&'a RawValue>,
-    #[serde(default)]
+    pub error: Raw<'a>,
+    pub is_error: Raw<'a>,
+    pub result: Raw<'a>,
+    pub errors: Raw<'a>,
     pub usage: Obj<Usage>,
-    #[serde(default, rename = "modelUsage")]
     pub model_usage: Obj<JsonObject>,
-    #[serde(default, borrow)]
-    pub total_cost_usd: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    pub stats: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    pub num_turns: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    pub duration_ms: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    pub duration_api_ms: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    pub stop_reason: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    pub terminal_reason: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    pub api_error_status: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    pub permission_denials: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    pub attempt: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    pub max_retries: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    pub retry_delay_ms: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    pub error_status: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    pub tool_use_meta: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    pub subagent_type: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    pub task_description: Option<&'a RawValue>,
+    pub total_cost_usd: Raw<'a>,
+    pub stats: Raw<'a>,
+    pub num_turns: Raw<'a>,
+    pub duration_ms: Raw<'a>,
+    pub duration_api_ms: Raw<'a>,
+    pub stop_reason: Raw<'a>,
+    pub terminal_reason: Raw<'a>,
+    pub api_error_status: Raw<'a>,
+    pub permission_denials: Raw<'a>,
+    pub attempt: Raw<'a>,
+    pub max_retries: Raw<'a>,
+    pub retry_delay_ms: Raw<'a>,
+    pub error_status: Raw<'a>,
+    pub tool_use_meta: Raw<'a>,
+    pub subagent_type: Raw<'a>,
+    pub task_description: Raw<'a>,
+}
+
+impl<'a> Line<'a> {
+    /// Parse a whole line; on failure tell why the line could not be used.
+    pub fn parse(text: &'a str) -> Result<Self, LineOutcome> {
+        // Only objects (as serde would otherwise read a JSON array into a struct by position).
+        if !text.trim_start().starts_with('{') {
+            return Err(classify_failure(text));
+        }
+        let mut sc = Scan::new(text);
+        match Line::read(&mut sc).and_then(|line| sc.end().map(|_| line)) {
+            Ok(line) => Ok(line),
+            Err(Bad) => Err(classify_failure(text)),
+        }
+    }
+
+    fn read(sc: &mut Scan<'a>) -> Res<Self> {
+        let mut l = Line::default();
+        read_fields(sc, |name, sc| {
+            Ok(match name {
+                "type" => set(&mut l.kind, Str::read(sc)?, 1 << 0),
+                "subtype" => set(&mut l.subtype, Str::read(sc)?, 1 << 1),
+                "session_id" => set(&mut l.session_id, Str::read(sc)?, 1 << 2),
+                "parent_tool_use_id" => set(&mut l.parent_tool_use_id, Str::read(sc)?, 1 << 3),
+                "timestamp" => set(&mut l.timestamp, Str::read(sc)?, 1 << 4),
+                "message" => set(&mut l.message, Obj::read(sc, Message::read)?, 1 << 5),
+                "event" => set(&mut l.event, Obj::read(sc, |sc| StreamEvent::read(sc).map(Box::new))?, 1 << 6),
+                "tool_use_result" => set(&mut l.tool_use_result, sc.raw_value()?, 1 << 7),
+                "error" => set(&mut l.error, raw(sc)?, 1 << 8),
+                "is_error" => set(&mut l.is_error, raw(sc)?, 1 << 9),
+                "result" => set(&mut l.result, raw(sc)?, 1 << 10),
+                "errors" => set(&mut l.errors, raw(sc)?, 1 << 11),
+                "usage" => set(&mut l.usage, Obj::read(sc, Usage::read)?, 1 << 12),
+                "modelUsage" => set(&mut l.model_usage, Obj::read(sc, Scan::json_object)?, 1 << 13),
+                "total_cost_usd" => set(&mut l.total_cost_usd, raw(sc)?, 1 << 14),
+                "stats" => set(&mut l.stats, raw(sc)?, 1 << 15),
+                "num_turns" => set(&mut l.num_turns, raw(sc)?, 1 << 16),
+                "duration_ms" => set(&mut l.duration_ms, raw(sc)?, 1 << 17),
+                "duration_api_ms" => set(&mut l.duration_api_ms, raw(sc)?, 1 << 18),
+                "stop_reason" => set(&mut l.stop_reason, raw(sc)?, 1 << 19),
+                "terminal_reason" => set(&mut l.terminal_reason, raw(sc)?, 1 << 20),
+                "api_error_status" => set(&mut l.api_error_status, raw(sc)?, 1 << 21),
+                "permission_denials" => set(&mut l.permission_denials, raw(sc)?, 1 << 22),
+                "attempt" => set(&mut l.attempt, raw(sc)?, 1 << 23),
+                "max_retries" => set(&mut l.max_retries, raw(sc)?, 1 << 24),
+                "retry_delay_ms" => set(&mut l.retry_delay_ms, raw(sc)?, 1 << 25),
+                "error_status" => set(&mut l.error_status, raw(sc)?, 1 << 26),
+                "tool_use_meta" => set(&mut l.tool_use_meta, raw(sc)?, 1 << 27),
+                "subagent_type" => set(&mut l.subagent_type, raw(sc)?, 1 << 28),
+                "task_description" => set(&mut l.task_description, raw(sc)?, 1 << 29),
+                _ => skip(sc)?,
+            })
+        })?;
+        Ok(l)
+    }
+}
+
+/// Store a field's value; its bit for the duplicate check.
+#[inline]
+fn set<T>(slot: &mut T, value: T, bit: u64) -> u64 {
+    *slot = value;
+    bit
+}
+
+/// Skip an unknown field's value (no bit).
+#[inline]
+fn skip(sc: &mut Scan<'_>) -> Res<u64> {
+    sc.skip().map(|_| 0)
 }
 
 /// An API message (`assistant`/`user` lines, `message_start`).
-#[derive(Deserialize, Default)]
+#[derive(Default)]
 pub(crate) struct Message<'a> {
-    #[serde(default, borrow)]
     pub id: Str<'a>,
-    #[serde(default, borrow)]
     pub model: Str<'a>,
-    #[serde(default, borrow)]
     pub content: Content<'a>,
-    #[serde(default, borrow)]
-    pub stop_reason: Option<&'a RawValue>,
-    #[serde(default)]
+    pub stop_reason: Raw<'a>,
     pub usage: Obj<Usage>,
+}
+
+impl<'a> Message<'a> {
+    fn read(sc: &mut Scan<'a>) -> Res<Self> {
+        let mut m = Message::default();
+        read_fields(sc, |name, sc| {
+            Ok(match name {
+                "id" => set(&mut m.id, Str::read(sc)?, 1 << 0),
+                "model" => set(&mut m.model, Str::read(sc)?, 1 << 1),
+                "content" => set(&mut m.content, Content::read(sc)?, 1 << 2),
+                "stop_reason" => set(&mut m.stop_reason, raw(sc)?, 1 << 3),
+                "usage" => set(&mut m.usage, Obj::read(sc, Usage::read)?, 1 << 4),
+                _ => skip(sc)?,
+            })
+        })?;
+        Ok(m)
+    }
 }
 
 /// A content block of any kind (text, thinking, image, tool_use, tool_result, …).
-#[derive(Deserialize, Default, Debug)]
+#[derive(Default, Debug)]
 pub(crate) struct Block<'a> {
-    #[serde(rename = "type", default, borrow)]
     pub kind: Str<'a>,
-    #[serde(default, borrow)]
     pub text: Str<'a>,
-    #[serde(default, borrow)]
     pub thinking: Str<'a>,
-    #[serde(default, borrow)]
     pub id: Str<'a>,
-    #[serde(default, borrow)]
     pub name: Str<'a>,
-    #[serde(default, borrow)]
     pub input: Option<&'a RawValue>,
-    #[serde(default, borrow)]
     pub tool_use_id: Str<'a>,
-    #[serde(default, borrow)]
     pub content: Content<'a>,
-    #[serde(default, borrow)]
-    pub is_error: Option<&'a RawValue>,
-    #[serde(default, borrow)]
+    pub is_error: Raw<'a>,
     pub source: Obj<Box<Source<'a>>>,
-    #[serde(default, borrow)]
     pub data: Str<'a>,
-    #[serde(default, borrow, rename = "mimeType")]
     pub mime_type: Str<'a>,
 }
 
+impl<'a> Block<'a> {
+    fn read(sc: &mut Scan<'a>) -> Res<Self> {
+        let mut b = Block::default();
+        read_fields(sc, |name, sc| {
+            Ok(match name {
+                "type" => set(&mut b.kind, Str::read(sc)?, 1 << 0),
+                "text" => set(&mut b.text, Str::read(sc)?, 1 << 1),
+                "thinking" => set(&mut b.thinking, Str::read(sc)?, 1 << 2),
+                "id" => set(&mut b.id, Str::read(sc)?, 1 << 3),
+                "name" => set(&mut b.name, Str::read(sc)?, 1 << 4),
+                "input" => set(&mut b.input, sc.raw_value()?, 1 << 5),
+                "tool_use_id" => set(&mut b.tool_use_id, Str::read(sc)?, 1 << 6),
+                "content" => set(&mut b.content, Content::read(sc)?, 1 << 7),
+                "is_error" => set(&mut b.is_error, raw(sc)?, 1 << 8),
+                "source" => set(&mut b.source, Obj::read(sc, |sc| Source::read(sc).map(Box::new))?, 1 << 9),
+                "data" => set(&mut b.data, Str::read(sc)?, 1 << 10),
+                "mimeType" => set(&mut b.mime_type, Str::read(sc)?, 1 << 11),
+                _ => skip(sc)?,
+            })
+        })?;
+        Ok(b)
+    }
+}
+
 /// An image block's `source`.
-#[derive(Deserialize, Default, Debug)]
+#[derive(Default, Debug)]
 pub(crate) struct Source<'a> {
-    #[serde(rename = "type", default, borrow)]
     pub kind: Str<'a>,
-    #[serde(default, borrow)]
     pub data: Str<'a>,
-    #[serde(default, borrow)]
     pub media_type: Str<'a>,
-    #[serde(default, borrow)]
     pub url: Str<'a>,
 }
 
+impl<'a> Source<'a> {
+    fn read(sc: &mut Scan<'a>) -> Res<Self> {
+        let mut s = Source::default();
+        read_fields(sc, |name, sc| {
+            Ok(match name {
+                "type" => set(&mut s.kind, Str::read(sc)?, 1 << 0),
+                "data" => set(&mut s.data, Str::read(sc)?, 1 << 1),
+                "media_type" => set(&mut s.media_type, Str::read(sc)?, 1 << 2),
+                "url" => set(&mut s.url, Str::read(sc)?, 1 << 3),
+                _ => skip(sc)?,
+            })
+        })?;
+        Ok(s)
+    }
+}
+
 /// The raw SSE event of a `stream_event` line.
-#[derive(Deserialize, Default)]
+#[derive(Default)]
 pub(crate) struct StreamEvent<'a> {
-    #[serde(rename = "type", default, borrow)]
     pub kind: Str<'a>,
-    #[serde(default, borrow)]
     pub message: Obj<Message<'a>>,
-    #[serde(default, borrow)]
     pub content_block: Obj<Block<'a>>,
-    #[serde(default, borrow)]
     pub delta: Obj<Delta<'a>>,
-    #[serde(default)]
     pub usage: Obj<Usage>,
 }
 
+impl<'a> StreamEvent<'a> {
+    fn read(sc: &mut Scan<'a>) -> Res<Self> {
+        let mut e = StreamEvent::default();
+        read_fields(sc, |name, sc| {
+            Ok(match name {
+                "type" => set(&mut e.kind, Str::read(sc)?, 1 << 0),
+                "message" => set(&mut e.message, Obj::read(sc, Message::read)?, 1 << 1),
+                "content_block" => set(&mut e.content_block, Obj::read(sc, Block::read)?, 1 << 2),
+                "delta" => set(&mut e.delta, Obj::read(sc, Delta::read)?, 1 << 3),
+                "usage" => set(&mut e.usage, Obj::read(sc, Usage::read)?, 1 << 4),
+                _ => skip(sc)?,
+            })
+        })?;
+        Ok(e)
+    }
+}
+
 /// A `content_block_delta` / `message_delta` delta.
-#[derive(Deserialize, Default)]
+#[derive(Default)]
 pub(crate) struct Delta<'a> {
-    #[serde(rename = "type", default, borrow)]
     pub kind: Str<'a>,
-    #[serde(default, borrow)]
     pub text: Str<'a>,
-    #[serde(default, borrow)]
     pub thinking: Str<'a>,
-    #[serde(default, borrow)]
-    pub stop_reason: Option<&'a RawValue>,
+    pub stop_reason: Raw<'a>,
+}
+
+impl<'a> Delta<'a> {
+    fn read(sc: &mut Scan<'a>) -> Res<Self> {
+        let mut d = Delta::default();
+        read_fields(sc, |name, sc| {
+            Ok(match name {
+                "type" => set(&mut d.kind, Str::read(sc)?, 1 << 0),
+                "text" => set(&mut d.text, Str::read(sc)?, 1 << 1),
+                "thinking" => set(&mut d.thinking, Str::read(sc)?, 1 << 2),
+                "stop_reason" => set(&mut d.stop_reason, raw(sc)?, 1 << 3),
+                _ => skip(sc)?,
+            })
+        })?;
+        Ok(d)
+    }
 }
 
 /// A `usage` object: the counters the dialects read, and every other key verbatim in `rest`
@@ -418,64 +457,58 @@ impl Usage {
             }
         }
     }
-}
 
-impl<'de> Deserialize<'de> for Usage {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Usage;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a usage object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Usage, A::Error> {
-                let mut u = Usage::default();
-                while let Some(key) = map.next_key::<Str<'de>>()? {
-                    let Some(key) = key.0 else {
-                        map.next_value::<IgnoredAny>()?;
-                        continue;
-                    };
-                    let value: Value = map.next_value()?;
-                    let slot = match key.as_ref() {
-                        "input_tokens" => &mut u.input,
-                        "output_tokens" => &mut u.output,
-                        "cache_read_input_tokens" => &mut u.cache_read,
-                        "cache_creation_input_tokens" => {
-                            u.cache_creation = value.as_u64();
-                            u.rest.insert(key.into_owned(), value);
-                            continue;
-                        }
-                        _ => {
-                            u.rest.insert(key.into_owned(), value);
-                            continue;
-                        }
-                    };
-                    match value.as_u64() {
-                        Some(n) => *slot = Some(n),
-                        None => {
-                            u.rest.insert(key.into_owned(), value);
-                        }
-                    }
+    /// Read a usage object (the next value must be an object).
+    pub fn read(sc: &mut Scan<'_>) -> Res<Usage> {
+        let mut u = Usage::default();
+        sc.object()?;
+        let mut first = true;
+        while let Some(key) = sc.next_key(&mut first)? {
+            let key = key.decode()?;
+            let value = sc.json_value()?;
+            let slot = match &*key {
+                "input_tokens" => &mut u.input,
+                "output_tokens" => &mut u.output,
+                "cache_read_input_tokens" => &mut u.cache_read,
+                "cache_creation_input_tokens" => {
+                    u.cache_creation = value.as_u64();
+                    u.rest.insert(key.into_owned(), value);
+                    continue;
                 }
-                Ok(u)
+                _ => {
+                    u.rest.insert(key.into_owned(), value);
+                    continue;
+                }
+            };
+            match value.as_u64() {
+                Some(n) => *slot = Some(n),
+                None => {
+                    u.rest.insert(key.into_owned(), value);
+                }
             }
         }
-        d.deserialize_map(V)
+        Ok(u)
+    }
+
+    /// Parse a usage object from its JSON text (tests).
+    #[cfg(test)]
+    pub fn from_json(text: &str) -> Usage {
+        Usage::read(&mut Scan::new(text)).expect("a usage object")
     }
 }
 
 /// True when the raw value is JSON `true`.
-pub(crate) fn is_true(raw: Option<&RawValue>) -> bool {
-    raw.is_some_and(|r| r.get() == "true")
+pub(crate) fn is_true(raw: Raw<'_>) -> bool {
+    raw == Some("true")
 }
 
 /// A raw value as a [`Value`], `None` when absent or `null`.
-pub(crate) fn value(raw: Option<&RawValue>) -> Option<Value> {
-    raw.filter(|r| r.get() != "null").and_then(|r| serde_json::from_str(r.get()).ok())
+pub(crate) fn value(raw: Raw<'_>) -> Option<Value> {
+    raw.filter(|r| *r != "null").and_then(|r| Scan::new(r).json_value().ok())
 }
 
 /// Insert `raw` into `extra` under `key` unless it is absent or `null`.
-pub(crate) fn put(extra: &mut JsonObject, key: &str, raw: Option<&RawValue>) {
+pub(crate) fn put(extra: &mut JsonObject, key: &str, raw: Raw<'_>) {
     if let Some(v) = value(raw) {
         extra.insert(key.to_string(), v);
     }
@@ -600,7 +633,7 @@ pub(crate) struct ToolUse<'l> {
 /// has no escapes), or any other value as printed.
 enum Arg<'l> {
     Str(Cow<'l, str>),
-    Other(&'l RawValue),
+    Other(&'l str),
 }
 
 /// The top-level arguments of a tool input object, in printed order (empty when the input is
@@ -612,52 +645,31 @@ impl<'l> Args<'l> {
     /// Read the arguments of `raw` (one scan of the input; nothing is built for values that are
     /// not strings).
     fn read(raw: Option<&'l RawValue>) -> Args<'l> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Args<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("any JSON value")
-            }
-            accept_other_values!(Args::default());
-            fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
-                Ok(Args::default())
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-                drain_seq(seq).map(|_| Args::default())
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                let mut args = Vec::with_capacity(4);
-                while let Some(key) = map.next_key::<Str<'de>>()? {
-                    let raw: &'de RawValue = map.next_value()?;
-                    let Some(key) = key.0 else { continue };
-                    let arg = match json_str(raw) {
-                        Some(s) => Arg::Str(s),
-                        None => Arg::Other(raw),
-                    };
-                    args.push((key, arg));
-                }
-                Ok(Args(args))
-            }
-        }
         let Some(raw) = raw else { return Args::default() };
-        let mut de = serde_json::Deserializer::from_str(raw.get());
-        de.deserialize_any(V).unwrap_or_default()
+        let mut sc = Scan::new(raw.get());
+        if sc.peek() != Some(b'{') {
+            return Args::default();
+        }
+        let mut args = Vec::with_capacity(4);
+        let mut read = |args: &mut Vec<_>| -> Res<()> {
+            sc.object()?;
+            let mut first = true;
+            while let Some(key) = sc.next_key(&mut first)? {
+                let key = key.decode()?;
+                let arg =
+                    if sc.peek() == Some(b'"') { Arg::Str(sc.string()?.decode()?) } else { Arg::Other(sc.raw()?) };
+                args.push((key, arg));
+            }
+            Ok(())
+        };
+        match read(&mut args) {
+            Ok(()) => Args(args),
+            Err(Bad) => Args::default(),
+        }
     }
 
     fn get(&self, key: &str) -> Option<&Arg<'l>> {
         self.0.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v)
-    }
-}
-
-/// The decoded text of a raw JSON string (`None` for any other value): borrowed when it holds
-/// no escape.
-pub(crate) fn json_str(raw: &RawValue) -> Option<Cow<'_, str>> {
-    let text = raw.get();
-    let inner = text.strip_prefix('"')?.strip_suffix('"')?;
-    if inner.contains('\\') {
-        serde_json::from_str::<String>(text).ok().map(Cow::Owned)
-    } else {
-        Some(Cow::Borrowed(inner))
     }
 }
 
@@ -696,14 +708,14 @@ impl<'l> ToolUse<'l> {
 
     /// True when the argument `key` is JSON `true`.
     pub fn flag(&self, key: &str) -> bool {
-        matches!(self.args().get(key), Some(Arg::Other(raw)) if raw.get() == "true")
+        matches!(self.args().get(key), Some(Arg::Other("true")))
     }
 
     /// The argument `key` as a [`Value`] (`Value::Null` for a printed `null`); `None` when absent.
     pub fn value(&self, key: &str) -> Option<Value> {
         match self.args().get(key)? {
             Arg::Str(s) => Some(Value::String(s.to_string())),
-            Arg::Other(raw) => serde_json::from_str(raw.get()).ok(),
+            Arg::Other(raw) => Scan::new(raw).json_value().ok(),
         }
     }
 
@@ -711,7 +723,7 @@ impl<'l> ToolUse<'l> {
     pub fn uint(&self, key: &str) -> Option<u64> {
         match self.args().get(key)? {
             Arg::Str(s) => s.trim().parse().ok(),
-            Arg::Other(raw) => match serde_json::from_str::<Value>(raw.get()).ok()? {
+            Arg::Other(raw) => match Scan::new(raw).json_value().ok()? {
                 Value::Number(n) => n.as_u64().or_else(|| n.as_f64().filter(|f| *f >= 0.0).map(|f| f as u64)),
                 _ => None,
             },
@@ -1088,7 +1100,7 @@ pub(crate) struct Protocol<D> {
 impl<D: Dialect> Protocol<D> {
     /// Decode one line.
     pub fn decode_line(&mut self, text: &str, ctx: &mut DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
-        let mut line: Line<'_> = match parse_line(text) {
+        let mut line = match Line::parse(text) {
             Ok(line) => line,
             Err(outcome) => return outcome,
         };
@@ -1385,7 +1397,7 @@ mod tests {
 
     #[test]
     fn lenient_fields_tolerate_odd_shapes() {
-        let line: Line = parse_line(
+        let line = Line::parse(
             r#"{"type":"assistant","session_id":5,"message":{"id":null,"content":[null,1,"x",{"type":"text","text":"hi"},[2]]}}"#,
         )
         .ok()
@@ -1400,7 +1412,7 @@ mod tests {
 
     #[test]
     fn strings_borrow_when_unescaped() {
-        let line: Line = parse_line(r#"{"type":"user","session_id":"abc","timestamp":"a\nb"}"#).ok().unwrap();
+        let line = Line::parse(r#"{"type":"user","session_id":"abc","timestamp":"a\nb"}"#).ok().unwrap();
         assert!(matches!(line.session_id.0, Some(Cow::Borrowed("abc"))));
         assert!(matches!(line.timestamp.0, Some(Cow::Owned(_))));
     }
@@ -1421,10 +1433,8 @@ mod tests {
 
     #[test]
     fn message_delta_usage_merges_cumulatively() {
-        let mut start: Usage =
-            serde_json::from_str(r#"{"input_tokens":1523,"output_tokens":1,"cache_creation_input_tokens":5}"#).unwrap();
-        let delta: Usage =
-            serde_json::from_str(r#"{"input_tokens":0,"output_tokens":42,"cache_creation_input_tokens":0}"#).unwrap();
+        let mut start = Usage::from_json(r#"{"input_tokens":1523,"output_tokens":1,"cache_creation_input_tokens":5}"#);
+        let delta = Usage::from_json(r#"{"input_tokens":0,"output_tokens":42,"cache_creation_input_tokens":0}"#);
         start.merge(delta);
         assert_eq!((start.input, start.output, start.cache_creation), (Some(1523), Some(42), Some(5)));
         assert_eq!(start.rest["cache_creation_input_tokens"], 5);
@@ -1480,10 +1490,9 @@ mod tests {
 
     #[test]
     fn usage_arithmetic_keeps_other_counters() {
-        let u: Usage = serde_json::from_str(
+        let u = Usage::from_json(
             r#"{"input_tokens":100,"cache_read_input_tokens":30,"cache_creation_input_tokens":20,"output_tokens":7,"service_tier":"standard"}"#,
-        )
-        .unwrap();
+        );
         let t = token_usage(u.clone(), Prompt::PlusCache);
         assert_eq!((t.prompt_tokens, t.completion_tokens, t.cached_tokens), (Some(150), Some(7), Some(30)));
         let extra = t.extra.unwrap();
@@ -1491,7 +1500,7 @@ mod tests {
         assert!(extra.contains_key("cache_creation_input_tokens") && extra.contains_key("service_tier"));
         assert_eq!(token_usage(u, Prompt::InputOnly).prompt_tokens, Some(100));
         assert_eq!(token_usage(Usage::default(), Prompt::InputOnly), TokenUsage::default());
-        let odd: Usage = serde_json::from_str(r#"{"input_tokens":"many","output_tokens":2}"#).unwrap();
+        let odd = Usage::from_json(r#"{"input_tokens":"many","output_tokens":2}"#);
         let t = token_usage(odd, Prompt::PlusCache);
         assert_eq!((t.prompt_tokens, t.completion_tokens), (None, Some(2)));
         assert_eq!(t.extra.unwrap()["input_tokens"], "many");
