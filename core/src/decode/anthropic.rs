@@ -186,12 +186,23 @@ pub(crate) struct Line<'a> {
     pub message: Obj<Message<'a>>,
     pub event: Obj<Box<StreamEvent<'a>>>,
     pub tool_use_result: Option<&'a RawValue>,
+    pub usage: Obj<Usage>,
+    pub model_usage: Obj<JsonObject>,
+    pub tool_use_meta: Raw<'a>,
+    pub subagent_type: Raw<'a>,
+    pub task_description: Raw<'a>,
+    /// The facts of `result` and `system` lines (and a synthetic message's `error`), boxed:
+    /// most lines print none of them.
+    facts: Option<Box<Facts<'a>>>,
+}
+
+/// See [`Line::facts`].
+#[derive(Default)]
+pub(crate) struct Facts<'a> {
     pub error: Raw<'a>,
     pub is_error: Raw<'a>,
     pub result: Raw<'a>,
     pub errors: Raw<'a>,
-    pub usage: Obj<Usage>,
-    pub model_usage: Obj<JsonObject>,
     pub total_cost_usd: Raw<'a>,
     pub stats: Raw<'a>,
     pub num_turns: Raw<'a>,
@@ -205,27 +216,49 @@ pub(crate) struct Line<'a> {
     pub max_retries: Raw<'a>,
     pub retry_delay_ms: Raw<'a>,
     pub error_status: Raw<'a>,
-    pub tool_use_meta: Raw<'a>,
-    pub subagent_type: Raw<'a>,
-    pub task_description: Raw<'a>,
 }
 
+static NO_FACTS: Facts<'static> = Facts {
+    error: None,
+    is_error: None,
+    result: None,
+    errors: None,
+    total_cost_usd: None,
+    stats: None,
+    num_turns: None,
+    duration_ms: None,
+    duration_api_ms: None,
+    stop_reason: None,
+    terminal_reason: None,
+    api_error_status: None,
+    permission_denials: None,
+    attempt: None,
+    max_retries: None,
+    retry_delay_ms: None,
+    error_status: None,
+};
+
 impl<'a> Line<'a> {
-    /// Parse a whole line; on failure tell why the line could not be used.
-    pub fn parse(text: &'a str) -> Result<Self, LineOutcome> {
+    /// Parse a whole line into `self` (a default line); on failure tell why the line could not
+    /// be used. `scratch` is a buffer the scanner reuses from line to line.
+    pub fn parse(&mut self, text: &'a str, scratch: &mut Vec<(String, Value)>) -> Result<(), LineOutcome> {
         // Only objects (as serde would otherwise read a JSON array into a struct by position).
         if !text.trim_start().starts_with('{') {
             return Err(classify_failure(text));
         }
-        let mut sc = Scan::new(text);
-        match Line::read(&mut sc).and_then(|line| sc.end().map(|_| line)) {
-            Ok(line) => Ok(line),
-            Err(Bad) => Err(classify_failure(text)),
-        }
+        let mut sc = Scan::with_scratch(text, std::mem::take(scratch));
+        let read = self.read(&mut sc).and_then(|_| sc.end());
+        *scratch = sc.into_scratch();
+        read.map_err(|Bad| classify_failure(text))
     }
 
-    fn read(sc: &mut Scan<'a>) -> Res<Self> {
-        let mut l = Line::default();
+    /// The facts of a `result` or `system` line (all `None` on other lines).
+    pub fn facts(&self) -> &Facts<'a> {
+        self.facts.as_deref().unwrap_or(&NO_FACTS)
+    }
+
+    fn read(&mut self, sc: &mut Scan<'a>) -> Res<()> {
+        let l = self;
         read_fields(sc, |name, sc| {
             Ok(match name {
                 "type" => set(&mut l.kind, Str::read(sc)?, 1 << 0),
@@ -236,33 +269,38 @@ impl<'a> Line<'a> {
                 "message" => set(&mut l.message, Obj::read(sc, Message::read)?, 1 << 5),
                 "event" => set(&mut l.event, Obj::read(sc, |sc| StreamEvent::read(sc).map(Box::new))?, 1 << 6),
                 "tool_use_result" => set(&mut l.tool_use_result, sc.raw_value()?, 1 << 7),
-                "error" => set(&mut l.error, raw(sc)?, 1 << 8),
-                "is_error" => set(&mut l.is_error, raw(sc)?, 1 << 9),
-                "result" => set(&mut l.result, raw(sc)?, 1 << 10),
-                "errors" => set(&mut l.errors, raw(sc)?, 1 << 11),
+                "error" => set(&mut fact(&mut l.facts).error, raw(sc)?, 1 << 8),
+                "is_error" => set(&mut fact(&mut l.facts).is_error, raw(sc)?, 1 << 9),
+                "result" => set(&mut fact(&mut l.facts).result, raw(sc)?, 1 << 10),
+                "errors" => set(&mut fact(&mut l.facts).errors, raw(sc)?, 1 << 11),
                 "usage" => set(&mut l.usage, Obj::read(sc, Usage::read)?, 1 << 12),
                 "modelUsage" => set(&mut l.model_usage, Obj::read(sc, Scan::json_object)?, 1 << 13),
-                "total_cost_usd" => set(&mut l.total_cost_usd, raw(sc)?, 1 << 14),
-                "stats" => set(&mut l.stats, raw(sc)?, 1 << 15),
-                "num_turns" => set(&mut l.num_turns, raw(sc)?, 1 << 16),
-                "duration_ms" => set(&mut l.duration_ms, raw(sc)?, 1 << 17),
-                "duration_api_ms" => set(&mut l.duration_api_ms, raw(sc)?, 1 << 18),
-                "stop_reason" => set(&mut l.stop_reason, raw(sc)?, 1 << 19),
-                "terminal_reason" => set(&mut l.terminal_reason, raw(sc)?, 1 << 20),
-                "api_error_status" => set(&mut l.api_error_status, raw(sc)?, 1 << 21),
-                "permission_denials" => set(&mut l.permission_denials, raw(sc)?, 1 << 22),
-                "attempt" => set(&mut l.attempt, raw(sc)?, 1 << 23),
-                "max_retries" => set(&mut l.max_retries, raw(sc)?, 1 << 24),
-                "retry_delay_ms" => set(&mut l.retry_delay_ms, raw(sc)?, 1 << 25),
-                "error_status" => set(&mut l.error_status, raw(sc)?, 1 << 26),
+                "total_cost_usd" => set(&mut fact(&mut l.facts).total_cost_usd, raw(sc)?, 1 << 14),
+                "stats" => set(&mut fact(&mut l.facts).stats, raw(sc)?, 1 << 15),
+                "num_turns" => set(&mut fact(&mut l.facts).num_turns, raw(sc)?, 1 << 16),
+                "duration_ms" => set(&mut fact(&mut l.facts).duration_ms, raw(sc)?, 1 << 17),
+                "duration_api_ms" => set(&mut fact(&mut l.facts).duration_api_ms, raw(sc)?, 1 << 18),
+                "stop_reason" => set(&mut fact(&mut l.facts).stop_reason, raw(sc)?, 1 << 19),
+                "terminal_reason" => set(&mut fact(&mut l.facts).terminal_reason, raw(sc)?, 1 << 20),
+                "api_error_status" => set(&mut fact(&mut l.facts).api_error_status, raw(sc)?, 1 << 21),
+                "permission_denials" => set(&mut fact(&mut l.facts).permission_denials, raw(sc)?, 1 << 22),
+                "attempt" => set(&mut fact(&mut l.facts).attempt, raw(sc)?, 1 << 23),
+                "max_retries" => set(&mut fact(&mut l.facts).max_retries, raw(sc)?, 1 << 24),
+                "retry_delay_ms" => set(&mut fact(&mut l.facts).retry_delay_ms, raw(sc)?, 1 << 25),
+                "error_status" => set(&mut fact(&mut l.facts).error_status, raw(sc)?, 1 << 26),
                 "tool_use_meta" => set(&mut l.tool_use_meta, raw(sc)?, 1 << 27),
                 "subagent_type" => set(&mut l.subagent_type, raw(sc)?, 1 << 28),
                 "task_description" => set(&mut l.task_description, raw(sc)?, 1 << 29),
                 _ => skip(sc)?,
             })
-        })?;
-        Ok(l)
+        })
     }
+}
+
+/// The line's facts, created on the first one.
+#[inline]
+fn fact<'b, 'a>(facts: &'b mut Option<Box<Facts<'a>>>) -> &'b mut Facts<'a> {
+    facts.get_or_insert_with(Box::default)
 }
 
 /// Store a field's value; its bit for the duplicate check.
@@ -460,34 +498,28 @@ impl Usage {
 
     /// Read a usage object (the next value must be an object).
     pub fn read(sc: &mut Scan<'_>) -> Res<Usage> {
-        let mut u = Usage::default();
-        sc.object()?;
-        let mut first = true;
-        while let Some(key) = sc.next_key(&mut first)? {
-            let key = key.decode()?;
-            let value = sc.json_value()?;
-            let slot = match &*key {
-                "input_tokens" => &mut u.input,
-                "output_tokens" => &mut u.output,
-                "cache_read_input_tokens" => &mut u.cache_read,
+        let (mut input, mut output, mut cache_read, mut cache_creation) = (None, None, None, None);
+        // Room for one more key: a run total adds `modelUsage`.
+        let rest = sc.json_object_where(1, |key, value| {
+            let slot = match key {
+                "input_tokens" => &mut input,
+                "output_tokens" => &mut output,
+                "cache_read_input_tokens" => &mut cache_read,
                 "cache_creation_input_tokens" => {
-                    u.cache_creation = value.as_u64();
-                    u.rest.insert(key.into_owned(), value);
-                    continue;
+                    cache_creation = value.as_u64();
+                    return true;
                 }
-                _ => {
-                    u.rest.insert(key.into_owned(), value);
-                    continue;
-                }
+                _ => return true,
             };
             match value.as_u64() {
-                Some(n) => *slot = Some(n),
-                None => {
-                    u.rest.insert(key.into_owned(), value);
+                Some(n) => {
+                    *slot = Some(n);
+                    false
                 }
+                None => true,
             }
-        }
-        Ok(u)
+        })?;
+        Ok(Usage { input, output, cache_read, cache_creation, rest })
     }
 
     /// Parse a usage object from its JSON text (tests).
@@ -1095,15 +1127,17 @@ pub(crate) struct Protocol<D> {
     streams: Streams,
     /// The current line's updates (a reused buffer).
     updates: Updates,
+    /// The scanner's buffer for building objects (reused).
+    scratch: Vec<(String, Value)>,
 }
 
 impl<D: Dialect> Protocol<D> {
     /// Decode one line.
     pub fn decode_line(&mut self, text: &str, ctx: &mut DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
-        let mut line = match Line::parse(text) {
-            Ok(line) => line,
-            Err(outcome) => return outcome,
-        };
+        let mut line = Line::default();
+        if let Err(outcome) = line.parse(text, &mut self.scratch) {
+            return outcome;
+        }
         ctx.see_session(line.session_id.get());
         let kind = match line.kind.get() {
             Some("system") => LineKind::System,
@@ -1148,7 +1182,7 @@ impl<D: Dialect> Protocol<D> {
         put(&mut extra, "task_description", line.task_description);
         let failure = self.dialect.is_failure(line, &msg);
         if failure {
-            put(&mut extra, "error", line.error);
+            put(&mut extra, "error", line.facts().error);
         }
         env.model = msg.model.owned();
         env.message_id = msg.id.owned();
@@ -1158,7 +1192,7 @@ impl<D: Dialect> Protocol<D> {
             // and no LLM call to meter.
             let mut message = joined_text(&msg.content);
             if message.is_empty() {
-                message = value(line.error).map(|v| super::json::display_text(&v)).unwrap_or_default();
+                message = value(line.facts().error).map(|v| super::json::display_text(&v)).unwrap_or_default();
             }
             out.push(SessionUpdate::error(message, true));
             self.streams.clear_text(parent);
@@ -1270,21 +1304,24 @@ impl<D: Dialect> Protocol<D> {
 
     fn result(&mut self, line: &mut Line<'_>, env: &mut Envelope, out: &mut Updates) -> LineOutcome {
         self.streams.clear();
-        let mut extra = JsonObject::new();
+        // At most eight facts: one allocation each for the map's table and entries.
+        let mut extra = JsonObject::with_capacity(8);
         if let Some(s) = line.subtype.get() {
             extra.insert("subtype".into(), Value::String(s.to_string()));
         }
-        put(&mut extra, "num_turns", line.num_turns);
-        put(&mut extra, "duration_ms", line.duration_ms);
-        put(&mut extra, "duration_api_ms", line.duration_api_ms);
-        put(&mut extra, "stop_reason", line.stop_reason);
-        put(&mut extra, "terminal_reason", line.terminal_reason);
-        put(&mut extra, "api_error_status", line.api_error_status);
-        if let Some(denials) = value(line.permission_denials).filter(|v| v.as_array().is_some_and(|a| !a.is_empty())) {
+        put(&mut extra, "num_turns", line.facts().num_turns);
+        put(&mut extra, "duration_ms", line.facts().duration_ms);
+        put(&mut extra, "duration_api_ms", line.facts().duration_api_ms);
+        put(&mut extra, "stop_reason", line.facts().stop_reason);
+        put(&mut extra, "terminal_reason", line.facts().terminal_reason);
+        put(&mut extra, "api_error_status", line.facts().api_error_status);
+        if let Some(denials) =
+            value(line.facts().permission_denials).filter(|v| v.as_array().is_some_and(|a| !a.is_empty()))
+        {
             extra.insert("permission_denials".into(), denials);
         }
         env.extra = non_empty(extra);
-        if is_true(line.is_error) {
+        if is_true(line.facts().is_error) {
             out.push(SessionUpdate::error(result_error(line), true));
         }
         if let Some(usage) = self.dialect.run_usage(line) {
@@ -1369,16 +1406,16 @@ impl<D: Dialect> Protocol<D> {
 /// The message of a failed `result`: its `result` text, else `errors`, else `error.message` (or
 /// a string `error`), else its `subtype`.
 fn result_error(line: &Line<'_>) -> String {
-    if let Some(Value::String(s)) = value(line.result).filter(|v| v.as_str().is_some_and(|s| !s.is_empty())) {
+    if let Some(Value::String(s)) = value(line.facts().result).filter(|v| v.as_str().is_some_and(|s| !s.is_empty())) {
         return s;
     }
-    if let Some(Value::Array(errors)) = value(line.errors) {
+    if let Some(Value::Array(errors)) = value(line.facts().errors) {
         let texts: Vec<String> = errors.iter().map(super::json::display_text).collect();
         if !texts.is_empty() {
             return texts.join("\n");
         }
     }
-    match value(line.error) {
+    match value(line.facts().error) {
         Some(Value::Object(o)) => {
             if let Some(m) = o.get("message").and_then(Value::as_str) {
                 return m.to_string();
@@ -1397,10 +1434,11 @@ mod tests {
 
     #[test]
     fn lenient_fields_tolerate_odd_shapes() {
-        let line = Line::parse(
+        let mut line = Line::default();
+        line.parse(
             r#"{"type":"assistant","session_id":5,"message":{"id":null,"content":[null,1,"x",{"type":"text","text":"hi"},[2]]}}"#,
+            &mut Vec::new(),
         )
-        .ok()
         .unwrap();
         assert_eq!(line.kind.get(), Some("assistant"));
         assert_eq!(line.session_id.get(), None);
@@ -1412,7 +1450,8 @@ mod tests {
 
     #[test]
     fn strings_borrow_when_unescaped() {
-        let line = Line::parse(r#"{"type":"user","session_id":"abc","timestamp":"a\nb"}"#).ok().unwrap();
+        let mut line = Line::default();
+        line.parse(r#"{"type":"user","session_id":"abc","timestamp":"a\nb"}"#, &mut Vec::new()).unwrap();
         assert!(matches!(line.session_id.0, Some(Cow::Borrowed("abc"))));
         assert!(matches!(line.timestamp.0, Some(Cow::Owned(_))));
     }

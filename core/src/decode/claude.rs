@@ -132,7 +132,7 @@ impl Dialect for Claude {
     fn run_usage(&self, line: &mut Line<'_>) -> Option<TokenUsage> {
         let usage = line.usage.0.take();
         let model_usage = line.model_usage.0.take();
-        let cost = value(line.total_cost_usd).and_then(|v| v.as_f64());
+        let cost = value(line.facts().total_cost_usd).and_then(|v| v.as_f64());
         if usage.is_none() && model_usage.is_none() && cost.is_none() {
             return None;
         }
@@ -168,11 +168,11 @@ impl Dialect for Claude {
             return;
         }
         let mut extra = JsonObject::new();
-        put(&mut extra, "attempt", line.attempt);
-        put(&mut extra, "max_retries", line.max_retries);
-        put(&mut extra, "retry_delay_ms", line.retry_delay_ms);
-        put(&mut extra, "error_status", line.error_status);
-        put(&mut extra, "error", line.error);
+        put(&mut extra, "attempt", line.facts().attempt);
+        put(&mut extra, "max_retries", line.facts().max_retries);
+        put(&mut extra, "retry_delay_ms", line.facts().retry_delay_ms);
+        put(&mut extra, "error_status", line.facts().error_status);
+        put(&mut extra, "error", line.facts().error);
         let text = |k: &str| extra.get(k).map(display_text);
         let mut message = String::from("API error");
         if let Some(e) = text("error") {
@@ -197,7 +197,7 @@ impl Dialect for Claude {
     fn is_failure(&self, line: &Line<'_>, message: &Message<'_>) -> bool {
         // The CLI marks its stand-in message with a top-level `error` code; an unmarked
         // `<synthetic>` message is a failure only when it says so ("API Error: …").
-        value(line.error).is_some()
+        value(line.facts().error).is_some()
             || (message.model.get() == Some("<synthetic>") && joined_text(&message.content).starts_with("API Error"))
     }
 

@@ -66,6 +66,9 @@ pub(crate) struct Scan<'a> {
     src: &'a str,
     b: &'a [u8],
     pos: usize,
+    /// The entries of the objects being built (a stack: an object's entries are collected here,
+    /// then moved into a map of exactly their number).
+    entries: Vec<(String, Value)>,
 }
 
 #[inline]
@@ -76,7 +79,18 @@ fn is_ws(c: u8) -> bool {
 impl<'a> Scan<'a> {
     /// A scanner at the start of `src`.
     pub fn new(src: &'a str) -> Self {
-        Scan { src, b: src.as_bytes(), pos: 0 }
+        Scan::with_scratch(src, Vec::new())
+    }
+
+    /// A scanner reusing a buffer for building objects (see [`Scan::into_scratch`]).
+    pub fn with_scratch(src: &'a str, mut entries: Vec<(String, Value)>) -> Self {
+        entries.clear();
+        Scan { src, b: src.as_bytes(), pos: 0, entries }
+    }
+
+    /// The buffer, to reuse for the next line.
+    pub fn into_scratch(self) -> Vec<(String, Value)> {
+        self.entries
     }
 
     #[inline]
@@ -356,16 +370,42 @@ impl<'a> Scan<'a> {
     }
 
     fn object_at(&mut self, depth: usize) -> Res<Map<String, Value>> {
+        self.object_where(depth, 0, |_, _| true)
+    }
+
+    /// The next value, which must be an object, as a JSON object of the entries `keep` accepts
+    /// (it sees every entry in order), with room for `spare` more.
+    pub fn json_object_where(
+        &mut self,
+        spare: usize,
+        keep: impl FnMut(&str, &Value) -> bool,
+    ) -> Res<Map<String, Value>> {
+        self.object_where(0, spare, keep)
+    }
+
+    fn object_where(
+        &mut self,
+        depth: usize,
+        spare: usize,
+        mut keep: impl FnMut(&str, &Value) -> bool,
+    ) -> Res<Map<String, Value>> {
         if depth >= MAX_DEPTH {
             return Err(Bad);
         }
         self.object()?;
-        let mut map = Map::new();
+        let start = self.entries.len();
         let mut first = true;
         while let Some(key) = self.next_key(&mut first)? {
-            let key = key.decode()?.into_owned();
+            let key = key.decode()?;
             let value = self.value_at(depth + 1)?;
-            map.insert(key, value);
+            if keep(&key, &value) {
+                self.entries.push((key.into_owned(), value));
+            }
+        }
+        let n = self.entries.len() - start;
+        let mut map = if n + spare == 0 { Map::new() } else { Map::with_capacity(n + spare) };
+        for (k, v) in self.entries.drain(start..) {
+            map.insert(k, v);
         }
         Ok(map)
     }

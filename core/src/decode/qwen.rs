@@ -100,8 +100,8 @@ impl Dialect for Qwen {
 
     fn run_usage(&self, line: &mut Line<'_>) -> Option<TokenUsage> {
         let usage = line.usage.0.take();
-        let stats = value(line.stats);
-        let cost = value(line.total_cost_usd).and_then(|v| v.as_f64());
+        let stats = value(line.facts().stats);
+        let cost = value(line.facts().total_cost_usd).and_then(|v| v.as_f64());
         if usage.is_none() && stats.is_none() && cost.is_none() {
             return None;
         }
