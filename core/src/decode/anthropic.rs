@@ -85,7 +85,7 @@ impl<'a> Str<'a> {
     }
 
     /// Read the next value: a string, or any other value (skipped) as `None`.
-    #[inline]
+    #[inline(always)]
     fn read(sc: &mut Scan<'a>) -> Res<Self> {
         if sc.peek() == Some(b'"') { Ok(Str(Some(sc.string()?.decode()?))) } else { sc.skip().map(|_| Str(None)) }
     }
@@ -103,7 +103,7 @@ impl<T> Default for Obj<T> {
 
 impl<T> Obj<T> {
     /// Read the next value with `read` when it is an object; skip any other value.
-    #[inline]
+    #[inline(always)]
     fn read<'a>(sc: &mut Scan<'a>, read: impl FnOnce(&mut Scan<'a>) -> Res<T>) -> Res<Self> {
         if sc.peek() == Some(b'{') { read(sc).map(|t| Obj(Some(t))) } else { sc.skip().map(|_| Obj(None)) }
     }
@@ -112,7 +112,7 @@ impl<T> Obj<T> {
 /// A field kept as its JSON text (validated), `None` when absent or `null`.
 pub(crate) type Raw<'a> = Option<&'a str>;
 
-#[inline]
+#[inline(always)]
 fn raw<'a>(sc: &mut Scan<'a>) -> Res<Raw<'a>> {
     let text = sc.raw()?;
     Ok((text != "null").then_some(text))
@@ -121,7 +121,7 @@ fn raw<'a>(sc: &mut Scan<'a>) -> Res<Raw<'a>> {
 /// Read the fields of the object that is the next value: `field` reads the value of a key it
 /// knows and returns the key's bit (each known key has its own), or skips the value and returns
 /// 0. A known key printed twice makes the line unusable, as serde's derived structs decide.
-#[inline]
+#[inline(always)]
 fn read_fields<'a>(sc: &mut Scan<'a>, mut field: impl FnMut(&str, &mut Scan<'a>) -> Res<u64>) -> Res<()> {
     sc.object()?;
     let mut first = true;
@@ -298,20 +298,20 @@ impl<'a> Line<'a> {
 }
 
 /// The line's facts, created on the first one.
-#[inline]
+#[inline(always)]
 fn fact<'b, 'a>(facts: &'b mut Option<Box<Facts<'a>>>) -> &'b mut Facts<'a> {
     facts.get_or_insert_with(Box::default)
 }
 
 /// Store a field's value; its bit for the duplicate check.
-#[inline]
+#[inline(always)]
 fn set<T>(slot: &mut T, value: T, bit: u64) -> u64 {
     *slot = value;
     bit
 }
 
 /// Skip an unknown field's value (no bit).
-#[inline]
+#[inline(always)]
 fn skip(sc: &mut Scan<'_>) -> Res<u64> {
     sc.skip().map(|_| 0)
 }

@@ -36,26 +36,26 @@ pub(crate) struct JStr<'a> {
 impl<'a> JStr<'a> {
     /// True when the printed text is exactly `s` (no escapes in it). Keys are compared this way:
     /// a key spelled with escapes is decoded first ([`JStr::decode`]).
-    #[inline]
+    #[inline(always)]
     pub fn is(&self, s: &str) -> bool {
         !self.escaped && self.src.as_bytes().get(self.start..self.end) == Some(s.as_bytes())
     }
 
     /// The text between the quotes, as printed.
-    #[inline]
+    #[inline(always)]
     pub fn printed(&self) -> &'a str {
         // Both ends are next to a quote, so on character boundaries.
         self.src.get(self.start..self.end).unwrap_or_default()
     }
 
     /// The printed text, when it holds no escape.
-    #[inline]
+    #[inline(always)]
     pub fn plain(&self) -> Option<&'a str> {
         (!self.escaped).then(|| self.printed())
     }
 
     /// The decoded string: borrowed when it holds no escape.
-    #[inline]
+    #[inline(always)]
     pub fn decode(&self) -> Res<Cow<'a, str>> {
         if self.escaped { unescape(self.printed()).map(Cow::Owned) } else { Ok(Cow::Borrowed(self.printed())) }
     }
@@ -93,7 +93,7 @@ impl<'a> Scan<'a> {
         self.entries
     }
 
-    #[inline]
+    #[inline(always)]
     fn ws(&mut self) {
         while let Some(&c) = self.b.get(self.pos) {
             if !is_ws(c) {
@@ -104,13 +104,13 @@ impl<'a> Scan<'a> {
     }
 
     /// The next non-whitespace byte, not consumed.
-    #[inline]
+    #[inline(always)]
     pub fn peek(&mut self) -> Option<u8> {
         self.ws();
         self.b.get(self.pos).copied()
     }
 
-    #[inline]
+    #[inline(always)]
     fn eat(&mut self, c: u8) -> Res<()> {
         if self.peek() == Some(c) {
             self.pos += 1;
@@ -126,14 +126,14 @@ impl<'a> Scan<'a> {
     }
 
     /// Enter the object that is the next value (`Bad` when it is not one).
-    #[inline]
+    #[inline(always)]
     pub fn object(&mut self) -> Res<()> {
         self.eat(b'{')
     }
 
     /// The next key of the object being read and its `:`, or `None` at its end (`first`: no key
     /// read yet; the caller keeps it).
-    #[inline]
+    #[inline(always)]
     pub fn next_key(&mut self, first: &mut bool) -> Res<Option<JStr<'a>>> {
         match self.peek() {
             Some(b'}') => {
@@ -157,14 +157,14 @@ impl<'a> Scan<'a> {
     }
 
     /// Enter the array that is the next value.
-    #[inline]
+    #[inline(always)]
     pub fn array(&mut self) -> Res<()> {
         self.eat(b'[')
     }
 
     /// Before the next element of the array being read: true when there is one, false at its
     /// end (`]` consumed).
-    #[inline]
+    #[inline(always)]
     pub fn next_element(&mut self, first: &mut bool) -> Res<bool> {
         match self.peek() {
             Some(b']') => {
@@ -184,7 +184,7 @@ impl<'a> Scan<'a> {
     }
 
     /// The next value, which must be a string.
-    #[inline]
+    #[inline(always)]
     pub fn string(&mut self) -> Res<JStr<'a>> {
         self.eat(b'"')?;
         self.string_body()
@@ -192,7 +192,7 @@ impl<'a> Scan<'a> {
 
     /// After an opening quote: the string up to its closing quote (validated like serde_json's
     /// `ignore_str`: no control characters, only valid escapes).
-    #[inline]
+    #[inline(always)]
     fn string_body(&mut self) -> Res<JStr<'a>> {
         let start = self.pos;
         let mut escaped = false;
@@ -489,7 +489,7 @@ fn eq_bytes(w: u64, c: u8) -> u64 {
 
 /// The index of the first `"`, `\\` or control character at or after `from` (`b.len()` when
 /// none), eight bytes at a time.
-#[inline]
+#[inline(always)]
 fn find_special(b: &[u8], from: usize) -> usize {
     let mut i = from;
     while i + 8 <= b.len() {
