@@ -1001,7 +1001,7 @@ impl Streams {
         let scope = self.scope(parent);
         scope.message_id = None;
         scope.start_usage = None;
-        if let Some(m) = model {
+        if let Some(m) = model.filter(|m| scope.model.as_deref() != Some(*m)) {
             scope.model = Some(m.to_string());
         }
     }

@@ -116,7 +116,7 @@ impl Dialect for Qwen {
     }
 
     fn text(&mut self, mut text: String, out: &mut Updates) {
-        match text.find(API_ERROR) {
+        match api_error_at(&text) {
             Some(at) => {
                 let error = text.split_off(at);
                 if !text.is_empty() {
@@ -147,6 +147,12 @@ impl Dialect for Qwen {
     }
 }
 
+/// Where `text` holds [`API_ERROR`] (a search for its `[` first: most text has none).
+fn api_error_at(text: &str) -> Option<usize> {
+    let first = memchr::memchr(b'[', text.as_bytes())?;
+    text[first..].find(API_ERROR).map(|at| first + at)
+}
+
 /// Push the non-empty string argument `key` as text content.
 fn text_arg(call: &ToolUse<'_>, key: &str, content: &mut Vec<ToolCallContent>) {
     if let Some(t) = call.str(key) {
@@ -160,9 +166,10 @@ fn tool_call(call: ToolUse<'_>) -> ToolCall {
     let kind = tool_kind(Agent::Qwen, name);
     let mut content = Vec::new();
     let mut locations = Vec::new();
-    let path = call.first_str(&["file_path", "absolute_path", "path"]);
+    let path = || call.first_str(&["file_path", "absolute_path", "path"]);
     let title = match name {
         "read_file" | "Read" => {
+            let path = path();
             // Qwen's `offset` is 0-based; a location's line is 1-based.
             let offset = call.uint("offset");
             if let Some(p) = path {
@@ -171,6 +178,7 @@ fn tool_call(call: ToolUse<'_>) -> ToolCall {
             read_title(path, offset, call.uint("limit"), "file")
         }
         "write_file" | "Write" => {
+            let path = path();
             if let Some(p) = path {
                 content.push(diff(p, None, call.str_any("content")));
                 locations.push(ToolCallLocation::path(p));
@@ -178,6 +186,7 @@ fn tool_call(call: ToolUse<'_>) -> ToolCall {
             format!("Write {}", path.unwrap_or("file"))
         }
         "edit" | "replace" | "edit_file" | "Edit" => {
+            let path = path();
             if let Some(p) = path {
                 if call.has("old_string") || call.has("new_string") {
                     content.push(diff(p, call.str("old_string"), call.str_any("new_string")));
