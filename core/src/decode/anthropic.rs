@@ -546,6 +546,16 @@ pub(crate) fn put(extra: &mut JsonObject, key: &str, raw: Raw<'_>) {
     }
 }
 
+/// A harness record kept as printed ([`RawJson::from_raw`]), unless its text holds a carriage
+/// return between tokens: that record is written compactly instead, so that an event never holds
+/// a raw CR (a reader splitting lines on CR, as Python's text mode does, would cut it).
+pub(crate) fn raw_json(raw: &RawValue) -> RawJson {
+    if memchr::memchr(b'\r', raw.get().as_bytes()).is_none() {
+        return RawJson::from_raw(raw);
+    }
+    serde_json::from_str::<Value>(raw.get()).map_or_else(|_| RawJson::from_raw(raw), |v| RawJson::from_value(&v))
+}
+
 /// `Some(map)` unless empty.
 pub(crate) fn non_empty(map: JsonObject) -> Option<JsonObject> {
     (!map.is_empty()).then_some(map)
@@ -776,7 +786,7 @@ impl<'l> ToolUse<'l> {
             tool_name: Some(self.name.to_string()),
             kind,
             status: ToolCallStatus::Pending,
-            raw_input: self.input.map(RawJson::from_raw),
+            raw_input: self.input.map(raw_json),
             content: (!content.is_empty()).then_some(content),
             locations: (!locations.is_empty()).then_some(locations),
         }
@@ -1053,7 +1063,7 @@ impl ToolResult<'_> {
             title: None,
             content: self.content,
             locations: None,
-            raw_output: self.raw_output.map(RawJson::from_raw),
+            raw_output: self.raw_output.map(raw_json),
         })
     }
 }
