@@ -37,11 +37,21 @@
 //!
 //! ## Decoding cost
 //!
-//! Each line is parsed once into the structs below: strings borrow from the line unless they
-//! hold escapes, big irrelevant values (init tool lists, slash commands) are skipped without
-//! being built, and only what an event carries verbatim (`rawInput`, `rawOutput`, usage
-//! `extra`) becomes a `serde_json::Value`. The updates of a line are collected and stamped with
-//! the line's envelope once, the envelope moving into the last event.
+//! Each line is read once, by the validating scanner of [`super::fast_c`], into the structs
+//! below: keys are matched as printed, strings borrow from the line unless they hold escapes,
+//! big irrelevant values (init tool lists, slash commands, uuids) are skipped without being
+//! built. `rawInput` / `rawOutput` are the printed text of the tool input and of
+//! `tool_use_result` ([`RawJson`], one copy, no tree); a tool's arguments are read from that
+//! text once, into borrowed strings, when its title or content needs them. Only what an event
+//! holds as a `serde_json::Value` (usage and envelope `extra`) is built as one, in the same pass
+//! and at its exact size. The updates of a line are collected and stamped with the line's
+//! envelope once, the envelope moving into the last event.
+//!
+//! The scanner accepts exactly the lines serde_json accepts, and a known key printed twice still
+//! makes the line unusable, as serde's derived structs did. Where a value is now kept as printed
+//! or skipped instead of being built (tool inputs, `tool_use_result`, a non-string value in a
+//! string field), a number beyond `f64` or a lone surrogate escape in it no longer makes the
+//! whole line unusable.
 
 use std::borrow::Cow;
 use std::cell::OnceCell;

@@ -9,8 +9,6 @@
 //! accepts is a line `serde_json::from_str::<IgnoredAny>` accepts and the other way round.
 //! Decoding a string is as strict as serde_json's (a lone surrogate escape is an error).
 
-#![allow(dead_code)] // a shared helper: not every decoder uses every method
-
 use std::borrow::Cow;
 
 use serde::Deserialize;
@@ -37,6 +35,7 @@ impl<'a> JStr<'a> {
     /// True when the printed text is exactly `s` (no escapes in it). Keys are compared this way:
     /// a key spelled with escapes is decoded first ([`JStr::decode`]).
     #[inline(always)]
+    #[allow(dead_code)] // for decoders that match keys without decoding them
     pub fn is(&self, s: &str) -> bool {
         !self.escaped && self.src.as_bytes().get(self.start..self.end) == Some(s.as_bytes())
     }
