@@ -232,7 +232,9 @@ impl Dialect for Claude {
     }
 
     fn tool_result(&mut self, result: ToolResult<'_>, out: &mut Updates) {
-        let Some(plan_call) = self.plan_calls.remove(&result.id) else {
+        // Most results answer no plan call: no hashing of their id then.
+        let plan_call = if self.plan_calls.is_empty() { None } else { self.plan_calls.remove(&result.id) };
+        let Some(plan_call) = plan_call else {
             out.push(result.update());
             return;
         };

@@ -638,6 +638,67 @@ mod tests {
         }
     }
 
+    /// Random token soup (a fixed seed): the scanner and serde_json agree on every string, and
+    /// `json_value` builds what serde_json builds.
+    #[test]
+    fn agrees_with_serde_json_on_random_token_soup() {
+        const TOKENS: &[&str] = &[
+            "{",
+            "}",
+            "[",
+            "]",
+            ",",
+            ":",
+            " ",
+            "\t",
+            "\r",
+            "\"a\"",
+            "\"k\":",
+            "\"\\n\"",
+            "\"\\u00e9\"",
+            "\"\\ud83d\\ude00\"",
+            "\"\\ud83d\"",
+            "\"\\x\"",
+            "\"\u{1}\"",
+            "0",
+            "-1",
+            "1.5",
+            "2e9",
+            "01",
+            "1.",
+            "-",
+            "true",
+            "false",
+            "null",
+            "nul",
+            "1e400",
+            "18446744073709551616",
+            "\"é\"",
+        ];
+        let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let mut valid = 0;
+        for _ in 0..20_000 {
+            let n = (next() % 12) as usize + 1;
+            let mut s = String::new();
+            for _ in 0..n {
+                s.push_str(TOKENS[(next() % TOKENS.len() as u64) as usize]);
+            }
+            let serde_ok = serde_json::from_str::<IgnoredAny>(&s).is_ok();
+            assert_eq!(scans(&s), serde_ok, "{s:?}");
+            valid += serde_ok as usize;
+            let mut sc = Scan::new(&s);
+            let ours = sc.json_value().and_then(|v| sc.end().map(|_| v)).ok();
+            assert_eq!(ours, serde_json::from_str::<Value>(&s).ok(), "{s:?}");
+        }
+        assert!(valid > 1000, "the soup should hold valid JSON too ({valid})");
+    }
+
     #[test]
     fn unescapes_like_serde_json() {
         for s in [

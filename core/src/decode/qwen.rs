@@ -140,7 +140,8 @@ impl Dialect for Qwen {
     }
 
     fn tool_result(&mut self, result: ToolResult<'_>, out: &mut Updates) {
-        if self.plan_calls.remove(&result.id) && result.status != ToolCallStatus::Failed {
+        let swallowed = !self.plan_calls.is_empty() && self.plan_calls.remove(&result.id);
+        if swallowed && result.status != ToolCallStatus::Failed {
             return;
         }
         out.push(result.update());
