@@ -232,7 +232,20 @@ impl<'a> Scan<'a> {
     }
 
     /// Skip the next value (validated), whatever it is.
+    #[inline(always)]
     pub fn skip(&mut self) -> Res<()> {
+        // Most skipped values are strings or `null`.
+        match self.peek() {
+            Some(b'"') => {
+                self.pos += 1;
+                self.string_body().map(|_| ())
+            }
+            Some(b'n') => self.literal(b"null"),
+            _ => self.skip_any(),
+        }
+    }
+
+    fn skip_any(&mut self) -> Res<()> {
         // Nesting is tracked as a bit stack (1 = object), spilling past 64 levels.
         let mut stack: u64 = 0;
         let mut depth: usize = 0;
