@@ -234,13 +234,14 @@ impl<'a> Scan<'a> {
     /// Skip the next value (validated), whatever it is.
     #[inline(always)]
     pub fn skip(&mut self) -> Res<()> {
-        // Most skipped values are strings or `null`.
+        // Scalars directly; containers in the loop of `skip_any`.
         match self.peek() {
             Some(b'"') => {
                 self.pos += 1;
                 self.string_body().map(|_| ())
             }
             Some(b'n') => self.literal(b"null"),
+            Some(b'-' | b'0'..=b'9') => self.number(),
             _ => self.skip_any(),
         }
     }
