@@ -149,6 +149,10 @@ fn read_fields<'a>(sc: &mut Scan<'a>, mut field: impl FnMut(&str, &mut Scan<'a>)
     Ok(())
 }
 
+/// How deep content lists and blocks may nest, counting every container from the line's own
+/// object (1): serde_json's recursion limit, which made deeper lines unusable before.
+const MAX_NESTING: usize = 128;
+
 /// Message or tool-result content: a string, or a list of blocks (non-object items dropped).
 #[derive(Debug, Default)]
 pub(crate) enum Content<'a> {
@@ -162,23 +166,28 @@ pub(crate) enum Content<'a> {
 }
 
 impl<'a> Content<'a> {
-    fn read(sc: &mut Scan<'a>) -> Res<Self> {
+    /// Read content whose list (if it is one) is the `depth`-th nested container of the line.
+    fn read(sc: &mut Scan<'a>, depth: usize) -> Res<Self> {
         match sc.peek() {
             Some(b'"') => Ok(Content::Text(sc.string()?.decode()?)),
             Some(b'[') => {
+                if depth >= MAX_NESTING {
+                    return Err(Bad);
+                }
                 sc.array()?;
                 // Most messages hold one block.
                 let mut blocks = Vec::with_capacity(1);
                 let mut first = true;
                 while sc.next_element(&mut first)? {
                     if sc.peek() == Some(b'{') {
-                        blocks.push(Block::read(sc)?);
+                        blocks.push(Block::read(sc, depth + 1)?);
                     } else {
                         sc.skip()?;
                     }
                 }
                 Ok(Content::Blocks(blocks))
             }
+            Some(b'{') if depth >= MAX_NESTING => Err(Bad),
             _ => sc.skip().map(|_| Content::None),
         }
     }
@@ -276,7 +285,7 @@ impl<'a> Line<'a> {
                 "session_id" => set(&mut l.session_id, Str::read(sc)?, 1 << 2),
                 "parent_tool_use_id" => set(&mut l.parent_tool_use_id, Str::read(sc)?, 1 << 3),
                 "timestamp" => set(&mut l.timestamp, Str::read(sc)?, 1 << 4),
-                "message" => set(&mut l.message, Obj::read(sc, Message::read)?, 1 << 5),
+                "message" => set(&mut l.message, Obj::read(sc, |sc| Message::read(sc, 2))?, 1 << 5),
                 "event" => set(&mut l.event, Obj::read(sc, |sc| StreamEvent::read(sc).map(Box::new))?, 1 << 6),
                 "tool_use_result" => set(&mut l.tool_use_result, sc.raw_value()?, 1 << 7),
                 "error" => set(&mut fact(&mut l.facts).error, raw(sc)?, 1 << 8),
@@ -337,13 +346,14 @@ pub(crate) struct Message<'a> {
 }
 
 impl<'a> Message<'a> {
-    fn read(sc: &mut Scan<'a>) -> Res<Self> {
+    /// Read a message that is the `depth`-th nested container of the line.
+    fn read(sc: &mut Scan<'a>, depth: usize) -> Res<Self> {
         let mut m = Message::default();
         read_fields(sc, |name, sc| {
             Ok(match name {
                 "id" => set(&mut m.id, Str::read(sc)?, 1 << 0),
                 "model" => set(&mut m.model, Str::read(sc)?, 1 << 1),
-                "content" => set(&mut m.content, Content::read(sc)?, 1 << 2),
+                "content" => set(&mut m.content, Content::read(sc, depth + 1)?, 1 << 2),
                 "stop_reason" => set(&mut m.stop_reason, raw(sc)?, 1 << 3),
                 "usage" => set(&mut m.usage, Obj::read(sc, Usage::read)?, 1 << 4),
                 _ => skip(sc)?,
@@ -371,7 +381,12 @@ pub(crate) struct Block<'a> {
 }
 
 impl<'a> Block<'a> {
-    fn read(sc: &mut Scan<'a>) -> Res<Self> {
+    /// Read a block that is the `depth`-th nested container of the line (blocks nest through
+    /// tool-result content).
+    fn read(sc: &mut Scan<'a>, depth: usize) -> Res<Self> {
+        if depth >= MAX_NESTING {
+            return Err(Bad);
+        }
         let mut b = Block::default();
         read_fields(sc, |name, sc| {
             Ok(match name {
@@ -382,7 +397,7 @@ impl<'a> Block<'a> {
                 "name" => set(&mut b.name, Str::read(sc)?, 1 << 4),
                 "input" => set(&mut b.input, sc.raw_value()?, 1 << 5),
                 "tool_use_id" => set(&mut b.tool_use_id, Str::read(sc)?, 1 << 6),
-                "content" => set(&mut b.content, Content::read(sc)?, 1 << 7),
+                "content" => set(&mut b.content, Content::read(sc, depth + 1)?, 1 << 7),
                 "is_error" => set(&mut b.is_error, raw(sc)?, 1 << 8),
                 "source" => set(&mut b.source, Obj::read(sc, |sc| Source::read(sc).map(Box::new))?, 1 << 9),
                 "data" => set(&mut b.data, Str::read(sc)?, 1 << 10),
@@ -435,8 +450,8 @@ impl<'a> StreamEvent<'a> {
         read_fields(sc, |name, sc| {
             Ok(match name {
                 "type" => set(&mut e.kind, Str::read(sc)?, 1 << 0),
-                "message" => set(&mut e.message, Obj::read(sc, Message::read)?, 1 << 1),
-                "content_block" => set(&mut e.content_block, Obj::read(sc, Block::read)?, 1 << 2),
+                "message" => set(&mut e.message, Obj::read(sc, |sc| Message::read(sc, 3))?, 1 << 1),
+                "content_block" => set(&mut e.content_block, Obj::read(sc, |sc| Block::read(sc, 3))?, 1 << 2),
                 "delta" => set(&mut e.delta, Obj::read(sc, Delta::read)?, 1 << 3),
                 "usage" => set(&mut e.usage, Obj::read(sc, Usage::read)?, 1 << 4),
                 _ => skip(sc)?,
