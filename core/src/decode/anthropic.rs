@@ -1492,6 +1492,21 @@ mod tests {
     }
 
     #[test]
+    fn deeply_nested_content_is_unusable_not_a_crash() {
+        let nested = |n: usize| {
+            let open = r#"[{"type":"tool_result","tool_use_id":"t","content":"#.repeat(n);
+            format!(r#"{{"type":"user","message":{{"content":{open}"x"{}}}}}"#, "}]".repeat(n))
+        };
+        let mut p = Protocol::<crate::decode::claude::Claude>::default();
+        let mut ctx = DecodeContext::default();
+        let mut out = Vec::new();
+        // Blocks at depth 4, 6, …: the 62nd is the 126th container, the 63rd would be the 128th.
+        assert_eq!(p.decode_line(&nested(62), &mut ctx, &mut out), LineOutcome::Decoded);
+        assert_eq!(p.decode_line(&nested(63), &mut ctx, &mut out), LineOutcome::UnexpectedShape);
+        assert_eq!(p.decode_line(&nested(100_000), &mut ctx, &mut out), LineOutcome::UnexpectedShape);
+    }
+
+    #[test]
     fn reconcile_consumes_streamed_prefixes() {
         let mut s = Streams::default();
         s.scope(None).text.push_str("Hello wor");
