@@ -8,7 +8,8 @@
 //! valgrind --tool=callgrind target/release/examples/profile_run target/release/fake-harness 2
 //! ```
 //!
-//! Arguments: the fake harness binary, MiB per agent (default 2), optionally agent names.
+//! Arguments: the fake harness binary, MiB per agent (default 2), `--content` to read only the
+//! content channel (as a Python `on("content", ...)` run does), optionally agent names.
 //! Prints items and content events per agent and the time taken.
 
 #[cfg(feature = "runner")]
@@ -16,10 +17,13 @@ fn main() {
     use std::time::{Duration, Instant};
 
     use agentstream_core::Agent;
+    use agentstream_core::Channel;
     use agentstream_core::runner::{AgentConfig, Delivery, RunOptions, Session};
-    use agentstream_core::stream::StreamItem;
+    use agentstream_core::stream::{ChannelSet, StreamItem};
 
-    let args: Vec<String> = std::env::args().collect();
+    let mut args: Vec<String> = std::env::args().collect();
+    let content_only = args.iter().any(|a| a == "--content");
+    args.retain(|a| a != "--content");
     let harness = args.get(1).expect("usage: profile_run FAKE_HARNESS [MB] [AGENT...]").clone();
     let mb: f64 = args.get(2).and_then(|n| n.parse().ok()).unwrap_or(2.0);
     let agents: Vec<Agent> = if args.len() > 3 {
@@ -55,7 +59,11 @@ fn main() {
         let mut config = AgentConfig::new(agent);
         config.bin = Some(harness.clone().into());
         config.env = vec![("AGENTSTREAM_FAKE_TRACE".into(), prefix.to_string_lossy().into_owned())];
-        let handle = Session::new(config).start_run(RunOptions::new("bench")).expect("start");
+        let mut options = RunOptions::new("bench");
+        if content_only {
+            options.channels = ChannelSet::of([Channel::Content]);
+        }
+        let handle = Session::new(config).start_run(options).expect("start");
         let (mut items, mut content) = (0usize, 0usize);
         loop {
             let batch = handle.next_batch_lingering(256, Some(Duration::from_millis(250)), Duration::from_millis(1));

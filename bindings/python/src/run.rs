@@ -7,8 +7,10 @@
 //! into Python, so there is no per-event GIL hand-off (toolchain.md P3): one attach per batch,
 //! on the thread that asked for it.
 //!
-//! Items on channels nobody listens to are skipped here, before any Python object is built
-//! (they were still sequenced by the core; the mask is the `channels` bit set of the run).
+//! Items on channels nobody listens to are not buffered by the core (`RunOptions::channels`,
+//! `RunHandle::set_channels`: they are still sequenced, and raw lines nobody reads are never
+//! copied); any already buffered when the mask changes are skipped here, before any Python
+//! object is built (the mask is the `channels` bit set of the run).
 //!
 //! A pulled delivery is the tuple `(channel, payload, sequence, coalesced)`: `channel` is one of
 //! the interned strings `content`, `lifecycle`, `stdout`, `stderr` or `hook`; `payload` is the
@@ -22,8 +24,8 @@ use std::time::{Duration, Instant};
 
 use agentstream_core::replay::{ReplayOptions, replay as core_replay};
 use agentstream_core::runner::{AgentConfig, CommandOptions, Delivery, RunHandle, RunOptions, Session};
-use agentstream_core::stream::{Backpressure, Envelope, StreamItem};
-use agentstream_core::{Error as CoreError, ErrorKind, HookEvent};
+use agentstream_core::stream::{Backpressure, ChannelSet, Envelope, StreamItem};
+use agentstream_core::{Channel, Error as CoreError, ErrorKind, HookEvent};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
@@ -42,6 +44,15 @@ pub const ALL: u8 = CONTENT | LIFECYCLE | STDOUT | STDERR | HOOKS;
 /// How long a pull that got a partial batch waits for more (`RunHandle::next_batch_lingering`):
 /// the extra latency of a delivery is at most this, and a fast run is read in batches.
 const LINGER: Duration = Duration::from_millis(1);
+
+/// The core's reader channels for a mask: items of the other channels are then not even
+/// buffered (the core keeps content and lifecycle when hooks are on: hooks derive from them).
+fn core_channels(mask: u8) -> ChannelSet {
+    [(CONTENT, Channel::Content), (LIFECYCLE, Channel::Lifecycle), (STDOUT, Channel::Stdout), (STDERR, Channel::Stderr)]
+        .into_iter()
+        .filter(|(b, _)| mask & b != 0)
+        .fold(ChannelSet::NONE, |set, (_, c)| set.with(c))
+}
 
 fn bit(d: &Delivery) -> u8 {
     match d {
@@ -217,6 +228,7 @@ impl PySession {
             options.idempotent_tools = idempotent_tools.into_iter().collect();
             options.hooks = hooks;
             options.attach_reader = attach_reader;
+            options.channels = core_channels(channels);
             options.background = background;
             if let Some(g) = seconds(py, "kill_grace", kill_grace)? {
                 options.kill_grace = g;
@@ -256,6 +268,7 @@ impl PySession {
             options.backpressure = backpressure(py, high_water, byte_budget, stall_seconds)?;
             options.hooks = hooks;
             options.attach_reader = attach_reader;
+            options.channels = core_channels(channels);
             options.background = background;
             if let Some(g) = seconds(py, "kill_grace", kill_grace)? {
                 options.kill_grace = g;
@@ -344,7 +357,9 @@ impl PyRun {
         self.handle.run_id()
     }
 
-    /// The channel bit set: which deliveries `pull` returns (the rest are skipped unconverted).
+    /// The channel bit set: which deliveries `pull` returns. The core does not buffer items of
+    /// the other channels (nor copy raw lines nobody reads); what is already buffered is skipped
+    /// here unconverted.
     #[getter]
     fn get_channels(&self) -> u8 {
         self.channels.load(Ordering::Relaxed)
@@ -353,6 +368,7 @@ impl PyRun {
     #[setter]
     fn set_channels(&self, mask: u8) {
         self.channels.store(mask, Ordering::Relaxed);
+        self.handle.set_channels(core_channels(mask));
     }
 
     /// Up to `max` deliveries that are ready now, without waiting.

@@ -14,6 +14,7 @@ use super::process::{exit_parts, signal_group, signals};
 use super::session::{CommandOptions, RunOptions, SessionState};
 use super::{FinalState, RunResult, runtime};
 use crate::answer::AnswerTracker;
+use crate::channel::Channel;
 use crate::decode::Decoder;
 use crate::error::{Error, ErrorKind};
 use crate::event::OutputEvent;
@@ -22,8 +23,8 @@ use crate::hooks::HookDeriver;
 use crate::lifecycle::{AgentState, LifecycleEvent, LifecycleReason, SandboxState};
 use crate::redact::RedactionPolicy;
 use crate::stream::{
-    Backpressure, CancelReason, CancellationToken, RunEnd, RunKind, RunOutcome, RunStream, StreamItem, SystemClock,
-    derive_outcome, new_run_id,
+    Backpressure, CancelReason, CancellationToken, ChannelSet, Post, RunEnd, RunKind, RunOutcome, RunStream,
+    StreamItem, SystemClock, derive_outcome, new_run_id,
 };
 
 pub(crate) enum Operation {
@@ -40,12 +41,15 @@ struct Plan {
     backpressure: Backpressure,
     hooks: bool,
     attach_reader: bool,
+    channels: ChannelSet,
     background: bool,
     kill_grace: Duration,
     redact: bool,
     idempotent: Vec<String>,
     decoder: Option<Decoder>,
     agent_id: String,
+    /// The posts of one stdout chunk (kept to reuse its allocation).
+    batch: Vec<Post>,
 }
 
 fn plan(op: Operation) -> Plan {
@@ -59,12 +63,14 @@ fn plan(op: Operation) -> Plan {
             backpressure: options.backpressure,
             hooks: options.hooks,
             attach_reader: options.attach_reader,
+            channels: options.channels,
             background: options.background,
             kill_grace: options.kill_grace,
             redact: options.redact,
             idempotent: options.idempotent_tools.into_iter().collect(),
             decoder: Some(Decoder::new(config.agent)),
             agent_id: config.agent_id(),
+            batch: Vec::new(),
         },
         Operation::Command { config, options } => {
             let mut env = config.env.clone();
@@ -78,12 +84,14 @@ fn plan(op: Operation) -> Plan {
                 backpressure: options.backpressure,
                 hooks: options.hooks,
                 attach_reader: options.attach_reader,
+                channels: options.channels,
                 background: options.background,
                 kill_grace: options.kill_grace,
                 redact: false,
                 idempotent: Vec::new(),
                 decoder: None,
                 agent_id: config.agent_id(),
+                batch: Vec::new(),
             }
         }
     }
@@ -116,12 +124,16 @@ pub(crate) fn start(
         .with_kind(kind)
         .with_redaction(RedactionPolicy { enabled: plan.redact })
         .with_token(token.clone());
+    let channels = reader_channels(plan.channels, plan.hooks);
+    stream.set_reader_channels(channels);
     if plan.attach_reader {
         stream.attach_reader().map_err(|e| Error::new(ErrorKind::Internal, e.to_string()))?;
     }
     let shared = Arc::new(Shared {
         run_id: run_id.clone(),
         stream: Mutex::new(stream),
+        channels: std::sync::atomic::AtomicU8::new(channels.bits()),
+        hooks: plan.hooks,
         readable: Condvar::new(),
         sleepers: std::sync::atomic::AtomicUsize::new(0),
         readable_async: tokio::sync::Notify::new(),
@@ -414,44 +426,59 @@ async fn sleep_until(at: Option<tokio::time::Instant>) {
     }
 }
 
+/// The channels a run's stream buffers for its reader: the ones it asked for, plus content and
+/// lifecycle when hook events are derived (they come from those items).
+pub(crate) fn reader_channels(asked: ChannelSet, hooks: bool) -> ChannelSet {
+    if hooks { asked.with(Channel::Content).with(Channel::Lifecycle) } else { asked }
+}
+
+/// A raw stdout line as its item: the text and its `"\n"`, or only a number when nobody reads stdout.
+fn raw_post(stdout: bool, line: &str) -> Post {
+    if !stdout {
+        return Post::UnreadRaw;
+    }
+    let mut s = String::with_capacity(line.len() + 1);
+    s.push_str(line);
+    s.push('\n');
+    Post::Item(StreamItem::Stdout(s))
+}
+
+/// A decoded line's posts: its raw text, then its events (which the answer tracker sees first).
+fn push_line(
+    batch: &mut Vec<Post>,
+    stdout: bool,
+    acct: &mut Accounting,
+    line: Option<&str>,
+    events: &mut Vec<OutputEvent>,
+) {
+    if let Some(line) = line {
+        batch.push(raw_post(stdout, line));
+    }
+    for ev in events.drain(..) {
+        acct.answer.observe(&ev);
+        batch.push(Post::Item(StreamItem::Content(ev)));
+    }
+}
+
 fn post_stdout(shared: &Shared, plan: &mut Plan, raw: &mut LineFramer, acct: &mut Accounting, bytes: &[u8]) {
+    // Read once per chunk: a reader that subscribes to stdout meanwhile gets the lines of the
+    // next chunk on (these are numbered all the same).
+    let stdout = shared.wants(Channel::Stdout);
+    // One lock, one clock reading and one wake per chunk, not per item.
+    let mut batch = std::mem::take(&mut plan.batch);
     match plan.decoder.as_mut() {
         Some(decoder) => {
-            // One lock and one wake per chunk, not per item.
-            let mut batch = Vec::new();
-            decoder.feed_lines(bytes, &mut |line, events| {
-                crate::replay::post_line(&mut |item| batch.push(item), line, events, &mut |ev| acct.answer.observe(ev))
-            });
-            shared.post_all(&mut batch);
+            decoder.feed_lines(bytes, &mut |line, events| push_line(&mut batch, stdout, acct, line, events));
             collect_diagnostics(decoder, acct);
         }
-        None => {
-            let mut batch = Vec::new();
-            raw.push(bytes, &mut |frame| {
-                if let crate::framing::Frame::Line(l) = frame {
-                    batch.push(StreamItem::Stdout(format!("{}\n", crate::framing::to_text(l))));
-                }
-            });
-            shared.post_all(&mut batch);
-        }
+        None => raw.push(bytes, &mut |frame| {
+            if let crate::framing::Frame::Line(l) = frame {
+                batch.push(raw_post(stdout, &crate::framing::to_text(l)));
+            }
+        }),
     }
-}
-
-fn post_line(shared: &Shared, acct: &mut Accounting, line: Option<&str>, events: &mut Vec<OutputEvent>) {
-    crate::replay::post_line(
-        &mut |item| {
-            shared.post(item);
-        },
-        line,
-        events,
-        &mut |ev| acct.answer.observe(ev),
-    );
-}
-
-fn post_raw_frame(shared: &Shared, frame: crate::framing::Frame<'_>) {
-    if let crate::framing::Frame::Line(l) = frame {
-        shared.post(StreamItem::Stdout(format!("{}\n", crate::framing::to_text(l))));
-    }
+    shared.post_all(&mut batch);
+    plan.batch = batch;
 }
 
 fn collect_diagnostics(decoder: &mut Decoder, acct: &mut Accounting) {
@@ -462,17 +489,25 @@ fn collect_diagnostics(decoder: &mut Decoder, acct: &mut Accounting) {
 
 /// Flush the final partial line; returns true when stdout ended mid-line.
 fn finish_stdout(shared: &Shared, plan: &mut Plan, raw: &mut LineFramer, acct: &mut Accounting) -> bool {
-    match plan.decoder.as_mut() {
+    let stdout = shared.wants(Channel::Stdout);
+    let mut batch = std::mem::take(&mut plan.batch);
+    let cut = match plan.decoder.as_mut() {
         Some(decoder) => {
             let cut = decoder.has_partial_line();
-            decoder.finish_lines(&mut |line, events| post_line(shared, acct, line, events));
+            decoder.finish_lines(&mut |line, events| push_line(&mut batch, stdout, acct, line, events));
             collect_diagnostics(decoder, acct);
             cut
         }
         None => {
             let cut = raw.has_partial();
-            raw.finish(&mut |frame| post_raw_frame(shared, frame));
+            raw.finish(&mut |frame| {
+                if let crate::framing::Frame::Line(l) = frame {
+                    batch.push(raw_post(stdout, &crate::framing::to_text(l)));
+                }
+            });
             cut
         }
-    }
+    };
+    shared.post_all(&mut batch);
+    cut
 }

@@ -1,16 +1,17 @@
 //! [`RunHandle`]: the reader side of one operation.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
 use super::RunResult;
+use crate::channel::Channel;
 use crate::hooks::{HookDeriver, HookEvent, HookInput};
 use crate::lifecycle::{AgentState, LifecycleEvent, LifecycleReason, SandboxState};
-use crate::stream::{CancelReason, CancellationToken, Envelope, Pressure, RunStream, StreamItem};
+use crate::stream::{CancelReason, CancellationToken, ChannelSet, Envelope, Post, Pressure, RunStream, StreamItem};
 
 /// One thing a reader receives, in order.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -38,6 +39,11 @@ pub enum Next {
 pub(crate) struct Shared {
     pub run_id: String,
     pub stream: Mutex<RunStream>,
+    /// The stream's reader channels ([`ChannelSet::bits`]), for the producer to check without
+    /// the lock (written with the lock held, by [`RunHandle::set_channels`]).
+    pub channels: AtomicU8,
+    /// Whether hook events are derived (then content and lifecycle are always read).
+    pub hooks: bool,
     pub readable: Condvar,
     /// Readers blocked on `readable` (changed only with the stream lock held, before waiting):
     /// a post wakes the condition variable only when somebody waits, so a run read by a busy
@@ -67,18 +73,18 @@ impl Shared {
         seq
     }
 
+    /// Whether the reader reads `channel` (see [`RunHandle::set_channels`]).
+    pub fn wants(&self, channel: Channel) -> bool {
+        ChannelSet::from_bits(self.channels.load(Ordering::Relaxed)).contains(channel)
+    }
+
     /// Post several items (one stdout chunk's worth) under a single stream lock and wake
     /// readers once, instead of locking and waking per item.
-    pub fn post_all(&self, items: &mut Vec<StreamItem>) {
+    pub fn post_all(&self, items: &mut Vec<Post>) {
         if items.is_empty() {
             return;
         }
-        {
-            let mut stream = self.stream.lock().expect("stream");
-            for item in items.drain(..) {
-                stream.post(item);
-            }
-        }
+        self.stream.lock().expect("stream").post_batch(items.drain(..));
         if self.sleepers.load(Ordering::SeqCst) > 0 {
             self.readable.notify_all();
         }
@@ -154,6 +160,23 @@ impl RunHandle {
     pub(crate) fn kill_now(&self, reason: &str) {
         self.shared.kill_now.store(true, Ordering::SeqCst);
         self.cancel(reason);
+    }
+
+    /// The channels the reader reads from now on (the run's `channels` option at first). Items
+    /// of the other channels are numbered and discarded, not buffered; raw lines nobody reads
+    /// are not even copied. With hook events on, content and lifecycle are always read (hooks
+    /// derive from them). The terminal item is always delivered. Already buffered items stay;
+    /// the producer sees the change from its next chunk of output on.
+    pub fn set_channels(&self, channels: ChannelSet) {
+        let channels = super::driver::reader_channels(channels, self.shared.hooks);
+        let mut stream = self.shared.stream.lock().expect("stream");
+        stream.set_reader_channels(channels);
+        self.shared.channels.store(channels.bits(), Ordering::Relaxed);
+    }
+
+    /// The channels the reader reads now.
+    pub fn channels(&self) -> ChannelSet {
+        self.shared.stream.lock().expect("stream").reader_channels()
     }
 
     /// The reader leaves early (an iterator dropped before the end): the run is cancelled

@@ -11,8 +11,10 @@
 //! Every stdout line goes out on `stdout` as printed, immediately followed by the content
 //! events decoded from it; stderr text goes out as received; lifecycle events mark the start
 //! and exactly one terminal, last, after every byte of stdout was decoded (a final line without
-//! a newline included). The runner owns a small global tokio runtime, so callers (bindings)
-//! need none of their own.
+//! a newline included). A reader that reads only some channels says so
+//! ([`RunOptions::channels`], [`RunHandle::set_channels`]): the others are numbered and not
+//! buffered, and raw lines nobody reads are never copied. The runner owns a small global tokio
+//! runtime, so callers (bindings) need none of their own.
 
 mod argv;
 mod batch;
@@ -21,6 +23,8 @@ mod driver;
 mod handle;
 pub mod process;
 mod session;
+#[cfg(test)]
+mod tests;
 
 pub use argv::{AgentConfig, default_program, harness_args};
 pub use batch::{deliveries_to_json, write_deliveries_json};

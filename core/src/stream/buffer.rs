@@ -7,7 +7,9 @@
 //!    merge into the TAIL item (see [`coalesce`](super::coalesce)) is merged: the tail keeps its
 //!    sequence, its `coalesced` grows by one, its text grows exactly. Only the tail is a merge
 //!    target, so the numbers a merged envelope absorbs are always `sequence + 1 ..=
-//!    sequence + coalesced` and a sequence checker can account for them.
+//!    sequence + coalesced` and a sequence checker can account for them. For the same reason
+//!    an item numbered without being buffered (its channel is not read) closes the tail to
+//!    merging until the next append.
 //! 2. Otherwise the item is appended, whatever it is: nothing but text deltas ever merges,
 //!    nothing is ever dropped, and the producer never waits. An item heavier than the whole
 //!    budget is admitted and counted in `oversize` — dropping it could lose a tool call.
@@ -78,9 +80,18 @@ pub(crate) struct Buffer {
     peak_bytes: usize,
     coalesced: u64,
     oversize: u64,
+    /// An item was numbered after the tail without being buffered (the reader does not read
+    /// its channel): the tail may not absorb later deltas, whose numbers would no longer
+    /// follow its own.
+    sealed: bool,
 }
 
 impl Buffer {
+    /// Close the tail to merging until the next append (see `sealed`).
+    pub(crate) fn seal_tail(&mut self) {
+        self.sealed = true;
+    }
+
     pub(crate) fn admit(
         &mut self,
         policy: &Backpressure,
@@ -89,7 +100,7 @@ impl Buffer {
         item: StreamItem,
     ) -> Admitted {
         let under_pressure = self.slots.len() >= policy.high_water || self.bytes >= policy.byte_budget;
-        if under_pressure {
+        if under_pressure && !self.sealed {
             if let Some(tail) = self.slots.back_mut() {
                 if let Some(added) = try_merge(&mut tail.env.item, &item) {
                     tail.env.coalesced += 1;
@@ -108,6 +119,7 @@ impl Buffer {
         self.slots
             .push_back(Slot { env: Envelope { run_id: Arc::clone(run_id), sequence, coalesced: 0, item }, weight });
         self.bytes += weight;
+        self.sealed = false;
         self.peak = self.peak.max(self.slots.len());
         self.peak_bytes = self.peak_bytes.max(self.bytes);
         Admitted::Appended
