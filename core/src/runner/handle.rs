@@ -196,33 +196,64 @@ impl RunHandle {
         )));
     }
 
-    /// Take what is ready without waiting (at most `max`).
+    /// Take what is ready without waiting (at most `max`). The envelopes are popped under ONE
+    /// stream lock, so a reader that is behind takes a full batch for the price of one lock.
     pub fn try_next_batch(&self, max: usize) -> Vec<Delivery> {
+        let max = max.max(1);
         let mut reader = self.reader.lock().expect("reader");
         let mut out = Vec::new();
-        while out.len() < max.max(1) {
-            if let Some(d) = reader.pending.pop_front() {
-                out.push(d);
-                continue;
-            }
-            if reader.ended {
-                break;
-            }
-            let popped = self.shared.stream.lock().expect("stream").pop();
-            match popped {
-                Some(env) => self.expand(&mut reader, env),
+        while out.len() < max {
+            match reader.pending.pop_front() {
+                Some(d) => out.push(d),
                 None => break,
+            }
+        }
+        if out.len() == max || reader.ended {
+            return out;
+        }
+        // Each envelope makes at least one delivery: pop no more than the batch still takes.
+        let mut envs = Vec::with_capacity((max - out.len()).min(256));
+        let mut facts = None;
+        {
+            let mut stream = self.shared.stream.lock().expect("stream");
+            while envs.len() < max - out.len() {
+                let Some(env) = stream.pop() else { break };
+                let terminal = env.is_terminal();
+                if terminal && reader.deriver.is_some() {
+                    facts = stream.terminal_facts();
+                }
+                envs.push(env);
+                if terminal {
+                    break;
+                }
+            }
+        }
+        if reader.deriver.is_none() {
+            // Without hooks a delivery is its envelope: nothing to expand or queue.
+            reader.ended = envs.last().is_some_and(Envelope::is_terminal);
+            out.extend(envs.into_iter().map(Delivery::Item));
+            return out;
+        }
+        for env in envs {
+            let facts = if env.is_terminal() { facts.take() } else { None };
+            Self::expand(&mut reader, env, facts);
+            while out.len() < max {
+                match reader.pending.pop_front() {
+                    Some(d) => out.push(d),
+                    None => break,
+                }
             }
         }
         out
     }
 
-    fn expand(&self, reader: &mut ReaderState, env: Envelope) {
-        let terminal = matches!(&env.item, StreamItem::Lifecycle(l) if l.reason.is_terminal());
+    /// Queue an envelope and the hook events derived from it (`facts`: the run's terminal
+    /// facts, for the terminal envelope).
+    fn expand(reader: &mut ReaderState, env: Envelope, facts: Option<crate::hooks::TerminalFacts>) {
+        let terminal = env.is_terminal();
         let mut hooks = Vec::new();
         if let Some(deriver) = reader.deriver.as_mut() {
             let ts = crate::time::now_iso8601();
-            let facts = if terminal { self.shared.stream.lock().expect("stream").terminal_facts() } else { None };
             let input = match &env.item {
                 StreamItem::Content(ev) => HookInput::Content(ev),
                 StreamItem::Lifecycle(l) => HookInput::Lifecycle(l, facts.as_ref()),

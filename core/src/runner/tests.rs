@@ -38,6 +38,22 @@ fn drain(h: &RunHandle) -> (Vec<Envelope>, Vec<HookEvent>) {
     (items, hooks)
 }
 
+/// Read everything in batches of up to 256, as the bindings do.
+fn drain_batches(h: &RunHandle) -> (Vec<Envelope>, Vec<HookEvent>) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let (mut items, mut hooks) = (Vec::new(), Vec::new());
+    while !h.is_ended() {
+        assert!(Instant::now() < deadline, "run did not end");
+        for d in h.next_batch_lingering(256, Some(Duration::from_millis(200)), Duration::from_millis(1)) {
+            match d {
+                Delivery::Item(e) => items.push(e),
+                Delivery::Hook(x) => hooks.push(x),
+            }
+        }
+    }
+    (items, hooks)
+}
+
 fn run(agent: Agent, trace: &Path, channels: ChannelSet, hooks: bool) -> (Vec<Envelope>, Vec<HookEvent>) {
     let dir = std::env::temp_dir().join(format!("agentstream-runner-test-{}-{}", std::process::id(), rand_suffix()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -137,4 +153,38 @@ fn set_channels_changes_what_is_buffered() {
     let got: Vec<_> = items.iter().map(|e| (e.sequence, e.channel())).collect();
     assert_eq!(got, [(3, Channel::Stdout), (4, Channel::Lifecycle)], "only the line printed after the change");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn hooks_read_in_batches_match_the_replay() {
+    let trace = golden("claude", "s3-read-edit");
+    let dir = std::env::temp_dir().join(format!("agentstream-runner-test-{}-{}", std::process::id(), rand_suffix()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut config = AgentConfig::new(Agent::Claude);
+    config.bin = Some(harness(&dir, &trace));
+    let mut options = RunOptions::new("p");
+    options.hooks = true;
+    let h = Session::new(config).start_run(options).unwrap();
+    // Let the whole output arrive first, so that batches are full.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while h.result().is_none() {
+        assert!(Instant::now() < deadline, "run did not end");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let (items, hooks) = drain_batches(&h);
+    let _ = std::fs::remove_dir_all(&dir);
+    let replayed = crate::replay::replay(Agent::Claude, &std::fs::read(&trace).unwrap(), &Default::default());
+    let strip = |hs: &[HookEvent]| {
+        hs.iter()
+            .map(|h| {
+                let mut v = h.to_flat_snake();
+                for k in ["run_id", "timestamp", "sequence", "last_sequence"] {
+                    v.remove(k);
+                }
+                v
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(strip(&hooks), strip(&replayed.hooks));
+    assert!(items.last().unwrap().is_terminal());
 }
