@@ -238,7 +238,7 @@ class Dispatch:
 
     # -- sync --------------------------------------------------------------------------------
 
-    def call_sync(self, batch: list[tuple[str, Any, int, int]]) -> None:
+    def call_sync(self, batch: Iterable[tuple[str, Any, int, int]]) -> None:
         table = self.table()
         for channel, payload, sequence, _ in batch:
             for handler in table[channel]:
@@ -263,7 +263,7 @@ class Dispatch:
 
     # -- async -------------------------------------------------------------------------------
 
-    async def call_async(self, batch: list[tuple[str, Any, int, int]]) -> None:
+    async def call_async(self, batch: Iterable[tuple[str, Any, int, int]]) -> None:
         table = self.table()
         for channel, payload, sequence, _ in batch:
             for handler in table[channel]:
@@ -320,7 +320,8 @@ def _pool() -> concurrent.futures.ThreadPoolExecutor:
         return _POOL
 
 
-Batch = list[tuple[str, Any, int, int]]
+Batch = _native.Batch
+"""Pulled deliveries ``(channel, payload, sequence, coalesced)``, converted as they are iterated."""
 
 
 class Op:

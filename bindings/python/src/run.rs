@@ -18,8 +18,8 @@
 //! snake_case hook dict.
 
 use std::path::PathBuf;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use agentstream_core::replay::{ReplayOptions, replay as core_replay};
@@ -327,26 +327,61 @@ pub struct PyRun {
     handle: RunHandle,
     channels: AtomicU8,
     /// Strings shared between the events of this run (only used with the GIL held).
-    strings: Mutex<convert::Strings>,
+    strings: Arc<Mutex<convert::Strings>>,
 }
 
 impl PyRun {
     fn new(handle: RunHandle, channels: u8) -> Self {
-        PyRun { handle, channels: AtomicU8::new(channels), strings: Mutex::new(convert::Strings::default()) }
+        PyRun { handle, channels: AtomicU8::new(channels), strings: Arc::default() }
     }
 
-    fn convert<'py>(&self, py: Python<'py>, batch: &[Delivery]) -> PyResult<Bound<'py, PyList>> {
-        let mut fresh;
-        let mut guard = self.strings.try_lock();
-        let strings = match guard.as_deref_mut() {
-            Ok(s) => s,
-            Err(_) => {
-                fresh = convert::Strings::default();
-                &mut fresh
-            }
-        };
-        let items = batch.iter().map(|d| delivery_tuple(py, d, strings)).collect::<PyResult<Vec<_>>>()?;
-        PyList::new(py, items)
+    fn batch(&self, deliveries: Vec<Delivery>) -> PyBatch {
+        PyBatch { items: Mutex::new(deliveries.into_iter()), strings: Arc::clone(&self.strings) }
+    }
+}
+
+/// Pulled deliveries, converted to Python one at a time as they are iterated.
+///
+/// Converting a whole batch up front would keep up to `max` events' dicts alive together until
+/// the last handler ran, and every collection of Python's young generation would walk (and
+/// promote) all of them; converted on demand, an event's objects are garbage as soon as its
+/// handlers are done with it, as with any other source of events.
+#[pyclass(module = "agentstream._native", name = "Batch", frozen)]
+pub struct PyBatch {
+    items: Mutex<std::vec::IntoIter<Delivery>>,
+    strings: Arc<Mutex<convert::Strings>>,
+}
+
+#[pymethods]
+impl PyBatch {
+    /// Deliveries not iterated yet.
+    fn __len__(&self) -> usize {
+        self.items.lock().map(|i| i.len()).unwrap_or(0)
+    }
+
+    fn __iter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
+        slf
+    }
+
+    /// The next delivery as `(channel, payload, sequence, coalesced)`.
+    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyTuple>>> {
+        guard(py, || {
+            let Some(d) = self.items.lock().ok().and_then(|mut i| i.next()) else { return Ok(None) };
+            let mut fresh;
+            let mut held = self.strings.try_lock();
+            let strings = match held.as_deref_mut() {
+                Ok(s) => s,
+                Err(_) => {
+                    fresh = convert::Strings::default();
+                    &mut fresh
+                }
+            };
+            delivery_tuple(py, &d, strings).map(Some)
+        })
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<agentstream._native.Batch of {} deliveries>", self.__len__())
     }
 }
 
@@ -373,19 +408,19 @@ impl PyRun {
 
     /// Up to `max` deliveries that are ready now, without waiting.
     #[pyo3(signature = (max = 256))]
-    fn try_pull<'py>(&self, py: Python<'py>, max: usize) -> PyResult<Bound<'py, PyList>> {
+    fn try_pull(&self, py: Python<'_>, max: usize) -> PyResult<PyBatch> {
         guard(py, || {
             let mask = self.channels.load(Ordering::Relaxed);
             let mut batch = self.handle.try_next_batch(max);
             batch.retain(|d| bit(d) & mask != 0);
-            self.convert(py, &batch)
+            Ok(self.batch(batch))
         })
     }
 
     /// Wait up to `timeout` seconds (GIL released) for deliveries, then take up to `max`.
-    /// An empty list means the time passed or the stream ended (see `ended`).
+    /// An empty batch means the time passed or the stream ended (see `ended`).
     #[pyo3(signature = (max = 256, timeout = 0.25))]
-    fn pull<'py>(&self, py: Python<'py>, max: usize, timeout: f64) -> PyResult<Bound<'py, PyList>> {
+    fn pull(&self, py: Python<'_>, max: usize, timeout: f64) -> PyResult<PyBatch> {
         guard(py, || {
             let timeout = seconds(py, "timeout", Some(timeout))?.unwrap_or_default();
             let mask = self.channels.load(Ordering::Relaxed);
@@ -401,7 +436,7 @@ impl PyRun {
                     }
                 }
             });
-            self.convert(py, &batch)
+            Ok(self.batch(batch))
         })
     }
 
