@@ -336,7 +336,7 @@ impl PyRun {
     }
 
     fn batch(&self, deliveries: Vec<Delivery>) -> PyBatch {
-        PyBatch { items: Mutex::new(deliveries.into_iter()), strings: Arc::clone(&self.strings) }
+        PyBatch { items: Mutex::new((deliveries, 0)), strings: Arc::clone(&self.strings) }
     }
 }
 
@@ -348,7 +348,9 @@ impl PyRun {
 /// handlers are done with it, as with any other source of events.
 #[pyclass(module = "agentstream._native", name = "Batch", frozen)]
 pub struct PyBatch {
-    items: Mutex<std::vec::IntoIter<Delivery>>,
+    /// The deliveries and how many were iterated (converted in place, dropped all together
+    /// once the last was: no delivery is moved).
+    items: Mutex<(Vec<Delivery>, usize)>,
     strings: Arc<Mutex<convert::Strings>>,
 }
 
@@ -356,7 +358,7 @@ pub struct PyBatch {
 impl PyBatch {
     /// Deliveries not iterated yet.
     fn __len__(&self) -> usize {
-        self.items.lock().map(|i| i.len()).unwrap_or(0)
+        self.items.lock().map(|i| i.0.len() - i.1).unwrap_or(0)
     }
 
     fn __iter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
@@ -366,7 +368,17 @@ impl PyBatch {
     /// The next delivery as `(channel, payload, sequence, coalesced)`.
     fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyTuple>>> {
         guard(py, || {
-            let Some(d) = self.items.lock().ok().and_then(|mut i| i.next()) else { return Ok(None) };
+            // Held while converting (Python code may run then, e.g. a finalizer): another thread
+            // iterating the same batch meanwhile gets an error rather than waiting with the GIL.
+            let Ok(mut items) = self.items.try_lock() else {
+                return Err(pyo3::exceptions::PyRuntimeError::new_err("a Batch is iterated by one thread at a time"));
+            };
+            let (deliveries, next) = &mut *items;
+            let Some(d) = deliveries.get(*next) else {
+                *deliveries = Vec::new();
+                return Ok(None);
+            };
+            *next += 1;
             let mut fresh;
             let mut held = self.strings.try_lock();
             let strings = match held.as_deref_mut() {
@@ -376,7 +388,12 @@ impl PyBatch {
                     &mut fresh
                 }
             };
-            delivery_tuple(py, &d, strings).map(Some)
+            let tuple = delivery_tuple(py, d, strings).map(Some);
+            if *next == deliveries.len() {
+                *deliveries = Vec::new(); // the Rust side of the batch, freed once converted
+                *next = 0;
+            }
+            tuple
         })
     }
 

@@ -199,27 +199,48 @@ impl RunHandle {
     /// Take what is ready without waiting (at most `max`). The envelopes are popped under ONE
     /// stream lock, so a reader that is behind takes a full batch for the price of one lock.
     pub fn try_next_batch(&self, max: usize) -> Vec<Delivery> {
-        let max = max.max(1);
-        let mut reader = self.reader.lock().expect("reader");
         let mut out = Vec::new();
+        self.take_ready(max.max(1), &mut out);
+        out
+    }
+
+    /// Append to `out` what is ready, until `out` holds `max` deliveries.
+    fn take_ready(&self, max: usize, out: &mut Vec<Delivery>) {
+        let mut reader = self.reader.lock().expect("reader");
         while out.len() < max {
             match reader.pending.pop_front() {
                 Some(d) => out.push(d),
                 None => break,
             }
         }
-        if out.len() == max || reader.ended {
-            return out;
+        if out.len() >= max || reader.ended {
+            return;
+        }
+        if reader.deriver.is_none() {
+            // Without hooks a delivery is its envelope: popped straight into `out`.
+            let mut stream = self.shared.stream.lock().expect("stream");
+            out.reserve((max - out.len()).min(stream.pressure().buffered + 1));
+            while out.len() < max {
+                let Some(env) = stream.pop() else { break };
+                let terminal = env.is_terminal();
+                out.push(Delivery::Item(env));
+                if terminal {
+                    reader.ended = true;
+                    break;
+                }
+            }
+            return;
         }
         // Each envelope makes at least one delivery: pop no more than the batch still takes.
-        let mut envs = Vec::with_capacity((max - out.len()).min(256));
+        let mut envs = Vec::new();
         let mut facts = None;
         {
             let mut stream = self.shared.stream.lock().expect("stream");
+            envs.reserve((max - out.len()).min(stream.pressure().buffered + 1));
             while envs.len() < max - out.len() {
                 let Some(env) = stream.pop() else { break };
                 let terminal = env.is_terminal();
-                if terminal && reader.deriver.is_some() {
+                if terminal {
                     facts = stream.terminal_facts();
                 }
                 envs.push(env);
@@ -227,12 +248,6 @@ impl RunHandle {
                     break;
                 }
             }
-        }
-        if reader.deriver.is_none() {
-            // Without hooks a delivery is its envelope: nothing to expand or queue.
-            reader.ended = envs.last().is_some_and(Envelope::is_terminal);
-            out.extend(envs.into_iter().map(Delivery::Item));
-            return out;
         }
         for env in envs {
             let facts = if env.is_terminal() { facts.take() } else { None };
@@ -244,7 +259,6 @@ impl RunHandle {
                 }
             }
         }
-        out
     }
 
     /// Queue an envelope and the hook events derived from it (`facts`: the run's terminal
@@ -311,7 +325,7 @@ impl RunHandle {
         match self.next_blocking(timeout) {
             Next::Item(first) => {
                 let mut out = vec![first];
-                out.extend(self.try_next_batch(max.saturating_sub(1)));
+                self.take_ready(max.max(1), &mut out);
                 out
             }
             Next::Timeout | Next::End => Vec::new(),
@@ -330,7 +344,7 @@ impl RunHandle {
         let mut batch = self.next_batch_blocking(max, timeout);
         if !linger.is_zero() && !batch.is_empty() && batch.len() < max && !self.reader.lock().expect("reader").ended {
             std::thread::sleep(linger);
-            batch.extend(self.try_next_batch(max - batch.len()));
+            self.take_ready(max, &mut batch);
         }
         batch
     }

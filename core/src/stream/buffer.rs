@@ -71,10 +71,63 @@ pub(crate) enum Admitted {
     Merged,
 }
 
+/// A FIFO of slots in fixed-size chunks: a reader that falls far behind makes the queue long,
+/// and one contiguous deque would then grow by doubling, copying every slot (a few hundred bytes
+/// each) and touching fresh memory each time. Chunks never move; an emptied chunk is kept for
+/// reuse, so a queue that fills and drains allocates nothing in the steady state.
+#[derive(Debug, Default)]
+struct Slots {
+    chunks: VecDeque<VecDeque<Slot>>,
+    len: usize,
+    spare: Option<VecDeque<Slot>>,
+}
+
+impl Slots {
+    const CHUNK: usize = 64;
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn push_back(&mut self, slot: Slot) {
+        if self.chunks.back().is_none_or(|c| c.len() == Self::CHUNK) {
+            let chunk = self.spare.take().unwrap_or_else(|| VecDeque::with_capacity(Self::CHUNK));
+            self.chunks.push_back(chunk);
+        }
+        if let Some(chunk) = self.chunks.back_mut() {
+            chunk.push_back(slot);
+            self.len += 1;
+        }
+    }
+
+    fn back_mut(&mut self) -> Option<&mut Slot> {
+        self.chunks.back_mut().and_then(VecDeque::back_mut)
+    }
+
+    fn pop_front(&mut self) -> Option<Slot> {
+        let first = self.chunks.front_mut()?;
+        let slot = first.pop_front()?;
+        self.len -= 1;
+        if first.is_empty() {
+            self.spare = self.chunks.pop_front();
+        }
+        Some(slot)
+    }
+
+    fn clear(&mut self) {
+        self.chunks.clear();
+        self.len = 0;
+    }
+}
+
 /// The queue of unread envelopes with byte accounting.
 #[derive(Debug, Default)]
 pub(crate) struct Buffer {
-    slots: VecDeque<Slot>,
+    slots: Slots,
     bytes: usize,
     peak: usize,
     peak_bytes: usize,
@@ -151,5 +204,39 @@ impl Buffer {
             oversize: self.oversize,
             ..Pressure::default()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn slot(n: u64) -> Slot {
+        Slot { env: Envelope::new("r", n, StreamItem::Stdout(String::new())), weight: n as usize }
+    }
+
+    /// The chunked queue is a FIFO: same order, lengths and tails as a plain deque, across chunk
+    /// boundaries, drains to empty and refills.
+    #[test]
+    fn chunked_slots_are_a_fifo() {
+        let (mut q, mut model) = (Slots::default(), VecDeque::new());
+        let mut next = 0u64;
+        // A deterministic walk: bursts of pushes and pops of varying sizes.
+        for round in 0..400u64 {
+            for _ in 0..(round * 7919 % 150) {
+                q.push_back(slot(next));
+                model.push_back(next);
+                next += 1;
+            }
+            assert_eq!(q.back_mut().map(|s| s.env.sequence), model.back().copied());
+            for _ in 0..(round * 104729 % 170) {
+                assert_eq!(q.pop_front().map(|s| s.env.sequence), model.pop_front());
+            }
+            assert_eq!((q.len(), q.is_empty()), (model.len(), model.is_empty()));
+        }
+        q.clear();
+        assert!(q.is_empty() && q.pop_front().is_none() && q.back_mut().is_none());
+        q.push_back(slot(1));
+        assert_eq!(q.pop_front().map(|s| s.env.sequence), Some(1));
     }
 }

@@ -40,52 +40,27 @@ const EXTRA: [u8; 256] = {
     t
 };
 
-const ONES: u64 = 0x0101_0101_0101_0101;
-const HIGHS: u64 = 0x8080_8080_8080_8080;
-const LOWS: u64 = 0x7f7f_7f7f_7f7f_7f7f;
-
-/// High bit set in exactly the bytes of `w` that are zero.
-#[inline]
-fn zero_bytes(w: u64) -> u64 {
-    !(((w & LOWS).wrapping_add(LOWS)) | w | LOWS)
-}
-
 /// Length of `s` as serde_json writes it inside a JSON string, without the quotes.
 ///
-/// Eight bytes at a time (SWAR): quotes and backslashes are counted exactly with zero-byte
-/// masks, summed per byte lane and folded every 255 words; a word holding a control character
-/// (a newline in message text, say) is counted byte by byte from the table.
+/// Counted in blocks of 255 bytes with byte-wide counters, which the compiler turns into
+/// 16-bytes-at-a-time vector code (about 1.5 instructions per byte, a third of a table lookup
+/// per byte); a block holding a control character (a newline in message text, say) is
+/// counted again from the table.
 pub fn escaped_len(s: &str) -> usize {
-    let b = s.as_bytes();
     let mut extra = 0usize;
-    let mut lanes = 0u64; // per-byte counts of quotes and backslashes, < 256 each
-    let mut words = 0u32;
-    let mut chunks = b.chunks_exact(8);
-    for c in &mut chunks {
-        let w = u64::from_le_bytes(c.try_into().unwrap_or([0; 8]));
-        // Any byte < 0x20 (exact as an "any" test: no borrow happens without such a byte).
-        if w.wrapping_sub(ONES * 0x20) & !w & HIGHS != 0 {
-            extra += c.iter().map(|&x| EXTRA[x as usize] as usize).sum::<usize>();
-            continue;
+    for block in s.as_bytes().chunks(255) {
+        let (mut specials, mut controls) = (0u8, 0u8);
+        for &c in block {
+            specials = specials.wrapping_add(u8::from((c == b'"') | (c == b'\\')));
+            controls |= u8::from(c < 0x20);
         }
-        lanes += (zero_bytes(w ^ (ONES * u64::from(b'"'))) | zero_bytes(w ^ (ONES * u64::from(b'\\')))) >> 7;
-        words += 1;
-        if words == 255 {
-            extra += fold_lanes(lanes);
-            (lanes, words) = (0, 0);
-        }
+        extra += if controls == 0 {
+            usize::from(specials)
+        } else {
+            block.iter().map(|&c| usize::from(EXTRA[usize::from(c)])).sum::<usize>()
+        };
     }
-    extra += fold_lanes(lanes);
-    extra += chunks.remainder().iter().map(|&x| EXTRA[x as usize] as usize).sum::<usize>();
-    b.len() + extra
-}
-
-/// The sum of the eight byte lanes of `lanes`.
-#[inline]
-fn fold_lanes(lanes: u64) -> usize {
-    const EVEN: u64 = 0x00ff_00ff_00ff_00ff;
-    let pairs = (lanes & EVEN) + ((lanes >> 8) & EVEN); // four 16-bit lanes, each < 512
-    (pairs.wrapping_mul(0x0001_0001_0001_0001) >> 48) as usize
+    s.len() + extra
 }
 
 /// `"s"` as JSON.
@@ -602,7 +577,7 @@ mod tests {
 
     #[test]
     fn escaped_len_of_long_texts() {
-        // Past the 255-word fold of the lane counters, with and without control characters.
+        // Across the 255-byte blocks of the counters, with and without control characters.
         for unit in ["\"\\", "ab\"cdefg\\", "x\ny\"", "\u{1}\"\u{7f}é\\"] {
             for n in [1, 100, 255 * 8, 5000] {
                 let s = unit.repeat(n);
