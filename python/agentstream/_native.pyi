@@ -1,5 +1,6 @@
 """Stubs of the native extension module (Rust, pyo3). Import from ``agentstream`` instead."""
 
+from collections.abc import Callable
 from typing import Any, Final, Literal, TypedDict, final
 
 from agentstream.types import (
@@ -169,6 +170,9 @@ class Batch:
     def __len__(self) -> int: ...
     def __iter__(self) -> Batch: ...
     def __next__(self) -> _Delivery: ...
+    def call(
+        self, table: dict[str, tuple[Callable[[Any], object], ...]]
+    ) -> tuple[str, Any, int, int, object, Exception | None] | None: ...
 
 @final
 class Run:

@@ -126,27 +126,29 @@ fn hook_payload<'py>(py: Python<'py>, hook: &HookEvent, strings: &mut convert::S
     Ok(convert::object(py, &hook.to_flat_snake(), strings.keys())?.into_any())
 }
 
-fn delivery_tuple<'py>(py: Python<'py>, d: &Delivery, strings: &mut convert::Strings) -> PyResult<Bound<'py, PyTuple>> {
-    match d {
-        Delivery::Item(env) => PyTuple::new(
-            py,
-            [
-                channel_str(py, &env.item).clone().into_any(),
-                item_payload(py, &env.item, strings)?,
-                env.sequence.into_pyobject(py)?.into_any(),
-                env.coalesced.into_pyobject(py)?.into_any(),
-            ],
-        ),
-        Delivery::Hook(h) => PyTuple::new(
-            py,
-            [
-                intern!(py, "hook").clone().into_any(),
-                hook_payload(py, h, strings)?,
-                h.sequence.into_pyobject(py)?.into_any(),
-                0u64.into_pyobject(py)?.into_any(),
-            ],
-        ),
-    }
+/// A delivery's channel name, payload, sequence and coalesced count.
+struct Parts<'py> {
+    channel: Bound<'py, PyString>,
+    payload: Bound<'py, PyAny>,
+    sequence: u64,
+    coalesced: u64,
+}
+
+fn delivery_parts<'py>(py: Python<'py>, d: &Delivery, strings: &mut convert::Strings) -> PyResult<Parts<'py>> {
+    Ok(match d {
+        Delivery::Item(env) => Parts {
+            channel: channel_str(py, &env.item).clone(),
+            payload: item_payload(py, &env.item, strings)?,
+            sequence: env.sequence,
+            coalesced: env.coalesced,
+        },
+        Delivery::Hook(h) => Parts {
+            channel: intern!(py, "hook").clone(),
+            payload: hook_payload(py, h, strings)?,
+            sequence: h.sequence,
+            coalesced: 0,
+        },
+    })
 }
 
 /// One envelope as the Python dict `{run_id, sequence, channel, event, coalesced?}` (snake_case
@@ -368,37 +370,87 @@ impl PyBatch {
     /// The next delivery as `(channel, payload, sequence, coalesced)`.
     fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyTuple>>> {
         guard(py, || {
-            // Held while converting (Python code may run then, e.g. a finalizer): another thread
-            // iterating the same batch meanwhile gets an error rather than waiting with the GIL.
-            let Ok(mut items) = self.items.try_lock() else {
-                return Err(pyo3::exceptions::PyRuntimeError::new_err("a Batch is iterated by one thread at a time"));
-            };
-            let (deliveries, next) = &mut *items;
-            let Some(d) = deliveries.get(*next) else {
-                *deliveries = Vec::new();
-                return Ok(None);
-            };
-            *next += 1;
-            let mut fresh;
-            let mut held = self.strings.try_lock();
-            let strings = match held.as_deref_mut() {
-                Ok(s) => s,
-                Err(_) => {
-                    fresh = convert::Strings::default();
-                    &mut fresh
+            let Some(p) = self.take(py)? else { return Ok(None) };
+            let items = [
+                p.channel.into_any(),
+                p.payload,
+                p.sequence.into_pyobject(py)?.into_any(),
+                p.coalesced.into_pyobject(py)?.into_any(),
+            ];
+            Ok(Some(PyTuple::new(py, items)?))
+        })
+    }
+
+    /// Call the handlers of each delivery left, in order: `table[channel]` (a tuple of callables)
+    /// with the payload, one after the other, as the Python dispatcher would, without building
+    /// a tuple per delivery or running a Python loop. Stops at the first handler that returns
+    /// something other than `None` (it may be an awaitable) or raises an `Exception`, and
+    /// returns `(channel, payload, sequence, index, result, exception)` so that the caller
+    /// finishes that delivery (from handler `index`) and calls again; `None` once the batch is
+    /// done. A `BaseException` that is not an `Exception` propagates.
+    fn call<'py>(&self, py: Python<'py>, table: &Bound<'py, PyDict>) -> PyResult<Option<Bound<'py, PyTuple>>> {
+        guard(py, || {
+            while let Some(p) = self.take(py)? {
+                let Some(handlers) = table.get_item(&p.channel)? else { continue };
+                let handlers = handlers.cast_into::<PyTuple>()?;
+                for (index, handler) in handlers.iter().enumerate() {
+                    let (result, exception) = match handler.call1((&p.payload,)) {
+                        Ok(r) if r.is_none() => continue,
+                        Ok(r) => (r, py.None().into_bound(py)),
+                        Err(e) if e.is_instance_of::<pyo3::exceptions::PyException>(py) => {
+                            (py.None().into_bound(py), e.into_value(py).into_bound(py).into_any())
+                        }
+                        Err(e) => return Err(e),
+                    };
+                    let items = [
+                        p.channel.into_any(),
+                        p.payload,
+                        p.sequence.into_pyobject(py)?.into_any(),
+                        index.into_pyobject(py)?.into_any(),
+                        result,
+                        exception,
+                    ];
+                    return Ok(Some(PyTuple::new(py, items)?));
                 }
-            };
-            let tuple = delivery_tuple(py, d, strings).map(Some);
-            if *next == deliveries.len() {
-                *deliveries = Vec::new(); // the Rust side of the batch, freed once converted
-                *next = 0;
             }
-            tuple
+            Ok(None)
         })
     }
 
     fn __repr__(&self) -> String {
         format!("<agentstream._native.Batch of {} deliveries>", self.__len__())
+    }
+}
+
+impl PyBatch {
+    /// Convert the next delivery. The batch is locked only while converting (Python code may
+    /// run then, e.g. a finalizer): another thread taking from the same batch meanwhile gets an
+    /// error rather than waiting with the GIL held.
+    fn take<'py>(&self, py: Python<'py>) -> PyResult<Option<Parts<'py>>> {
+        let Ok(mut items) = self.items.try_lock() else {
+            return Err(pyo3::exceptions::PyRuntimeError::new_err("a Batch is iterated by one thread at a time"));
+        };
+        let (deliveries, next) = &mut *items;
+        let Some(d) = deliveries.get(*next) else {
+            *deliveries = Vec::new();
+            return Ok(None);
+        };
+        *next += 1;
+        let mut fresh;
+        let mut held = self.strings.try_lock();
+        let strings = match held.as_deref_mut() {
+            Ok(s) => s,
+            Err(_) => {
+                fresh = convert::Strings::default();
+                &mut fresh
+            }
+        };
+        let parts = delivery_parts(py, d, strings)?;
+        if *next == deliveries.len() {
+            *deliveries = Vec::new(); // the Rust side of the batch, freed once converted
+            *next = 0;
+        }
+        Ok(Some(parts))
     }
 }
 
