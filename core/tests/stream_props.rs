@@ -330,6 +330,20 @@ fn run_case(
             }
         } else {
             match op {
+                Op::Pop(n) if batched => {
+                    // The batch read: the same envelopes as n pops, the same bytes freed.
+                    let mut got = Vec::new();
+                    let read = s.pop_up_to(*n as usize, |e| got.push(e));
+                    prop_assert_eq!(read, got.len());
+                    for env in got {
+                        prop_assert_eq!(Some(&env), model.queue.front());
+                        model.bytes -= json_weight(&env.item);
+                        model.queue.pop_front();
+                        model.last_read = clock.now();
+                        delivered.push(env);
+                    }
+                    prop_assert_eq!(s.pressure().bytes, model.bytes);
+                }
                 Op::Pop(n) => {
                     for _ in 0..*n {
                         pop(&mut s, &mut model, &mut delivered)?;

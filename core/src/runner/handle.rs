@@ -220,15 +220,11 @@ impl RunHandle {
             // Without hooks a delivery is its envelope: popped straight into `out`.
             let mut stream = self.shared.stream.lock().expect("stream");
             out.reserve((max - out.len()).min(stream.pressure().buffered + 1));
-            while out.len() < max {
-                let Some(env) = stream.pop() else { break };
-                let terminal = env.is_terminal();
+            // The terminal is the last envelope there is: nothing follows it to over-take.
+            stream.pop_up_to(max - out.len(), |env| {
+                reader.ended |= env.is_terminal();
                 out.push(Delivery::Item(env));
-                if terminal {
-                    reader.ended = true;
-                    break;
-                }
-            }
+            });
             return;
         }
         // Each envelope makes at least one delivery: pop no more than the batch still takes.
@@ -237,16 +233,13 @@ impl RunHandle {
         {
             let mut stream = self.shared.stream.lock().expect("stream");
             envs.reserve((max - out.len()).min(stream.pressure().buffered + 1));
-            while envs.len() < max - out.len() {
-                let Some(env) = stream.pop() else { break };
-                let terminal = env.is_terminal();
-                if terminal {
-                    facts = stream.terminal_facts();
-                }
+            let mut terminal = false;
+            stream.pop_up_to(max - out.len(), |env| {
+                terminal |= env.is_terminal();
                 envs.push(env);
-                if terminal {
-                    break;
-                }
+            });
+            if terminal {
+                facts = stream.terminal_facts();
             }
         }
         for env in envs {

@@ -231,6 +231,24 @@ impl RunStream {
         Some(env)
     }
 
+    /// Read up to `max` envelopes, in order, handing each to `take`: [`pop`](Self::pop) `max`
+    /// times, with the clock read once for all of them (one read). Returns how many were read.
+    pub fn pop_up_to(&mut self, max: usize, mut take: impl FnMut(Envelope)) -> usize {
+        if self.reader != Reader::Attached {
+            return 0;
+        }
+        let mut n = 0;
+        while n < max {
+            let Some(env) = self.buffer.pop().or_else(|| self.pending_terminal.take()) else { break };
+            take(env);
+            n += 1;
+        }
+        if n > 0 {
+            self.last_read_at = self.clock.now();
+        }
+        n
+    }
+
     // -- the producer ----------------------------------------------------------------------
 
     /// Post one item. Returns its sequence number, or `None` when it was not numbered:
