@@ -70,7 +70,7 @@ fn plan(op: Operation) -> Plan {
             idempotent: options.idempotent_tools.into_iter().collect(),
             decoder: Some(Decoder::new(config.agent)),
             agent_id: config.agent_id(),
-            batch: Vec::new(),
+            batch: Vec::with_capacity(BATCH + 8),
         },
         Operation::Command { config, options } => {
             let mut env = config.env.clone();
@@ -91,7 +91,7 @@ fn plan(op: Operation) -> Plan {
                 idempotent: Vec::new(),
                 decoder: None,
                 agent_id: config.agent_id(),
-                batch: Vec::new(),
+                batch: Vec::with_capacity(BATCH + 8),
             }
         }
     }
@@ -460,20 +460,35 @@ fn push_line(
     }
 }
 
+/// Posts are handed to the stream in batches of at most this many: one lock and one wake per
+/// batch, a batch small enough to stay in cache (a post is a few hundred bytes), and a reader
+/// gets the first items of a big chunk before its last line is decoded.
+const BATCH: usize = 64;
+
+fn flush_if_full(shared: &Shared, batch: &mut Vec<Post>) {
+    if batch.len() >= BATCH {
+        shared.post_all(batch);
+    }
+}
+
 fn post_stdout(shared: &Shared, plan: &mut Plan, raw: &mut LineFramer, acct: &mut Accounting, bytes: &[u8]) {
     // Read once per chunk: a reader that subscribes to stdout meanwhile gets the lines of the
     // next chunk on (these are numbered all the same).
     let stdout = shared.wants(Channel::Stdout);
-    // One lock, one clock reading and one wake per chunk, not per item.
+    // One lock, one clock reading and one wake per batch of posts, not per item.
     let mut batch = std::mem::take(&mut plan.batch);
     match plan.decoder.as_mut() {
         Some(decoder) => {
-            decoder.feed_lines(bytes, &mut |line, events| push_line(&mut batch, stdout, acct, line, events));
+            decoder.feed_lines(bytes, &mut |line, events| {
+                push_line(&mut batch, stdout, acct, line, events);
+                flush_if_full(shared, &mut batch);
+            });
             collect_diagnostics(decoder, acct);
         }
         None => raw.push(bytes, &mut |frame| {
             if let crate::framing::Frame::Line(l) = frame {
                 batch.push(raw_post(stdout, &crate::framing::to_text(l)));
+                flush_if_full(shared, &mut batch);
             }
         }),
     }

@@ -24,6 +24,16 @@ pub enum Delivery {
     Hook(HookEvent),
 }
 
+/// What waiting for the stream found.
+enum Wait {
+    /// Something may be ready to take.
+    Ready,
+    /// The stream is over.
+    End,
+    /// The deadline passed.
+    Timeout,
+}
+
 /// The result of a blocking read.
 #[derive(Debug, Clone, PartialEq)]
 #[allow(clippy::large_enum_variant)]
@@ -204,6 +214,12 @@ impl RunHandle {
         out
     }
 
+    /// [`try_next_batch`](Self::try_next_batch) appending to `out` (see
+    /// [`next_batch_into`](Self::next_batch_into)).
+    pub fn try_next_batch_into(&self, out: &mut Vec<Delivery>, max: usize) {
+        self.take_ready(out.len() + max.max(1), out);
+    }
+
     /// Append to `out` what is ready, until `out` holds `max` deliveries.
     fn take_ready(&self, max: usize, out: &mut Vec<Delivery>) {
         let mut reader = self.reader.lock().expect("reader");
@@ -288,41 +304,47 @@ impl RunHandle {
             if let Some(d) = self.try_next_batch(1).pop() {
                 return Next::Item(d);
             }
-            if self.reader.lock().expect("reader").ended || self.stream_over() {
-                return Next::End;
+            match self.wait_ready(deadline) {
+                Wait::Ready => {}
+                Wait::End => return Next::End,
+                Wait::Timeout => return Next::Timeout,
             }
-            let guard = self.shared.stream.lock().expect("stream");
-            if guard.pressure().buffered > 0 || (guard.is_closed() && !guard.is_drained()) {
-                continue;
-            }
-            let wait = match deadline {
-                Some(d) => {
-                    let now = Instant::now();
-                    if now >= d {
-                        return Next::Timeout;
-                    }
-                    (d - now).min(Duration::from_millis(250))
-                }
-                None => Duration::from_millis(250),
-            };
-            self.shared.sleepers.fetch_add(1, Ordering::SeqCst);
-            let waited = self.shared.readable.wait_timeout(guard, wait);
-            self.shared.sleepers.fetch_sub(1, Ordering::SeqCst);
-            let _ = waited.expect("stream");
         }
+    }
+
+    /// Block until something may be ready to take (`Ready`), the stream is over (`End`) or
+    /// `deadline` passed (`Timeout`); wakes at least every 250 ms.
+    fn wait_ready(&self, deadline: Option<Instant>) -> Wait {
+        if self.reader.lock().expect("reader").ended || self.stream_over() {
+            return Wait::End;
+        }
+        let guard = self.shared.stream.lock().expect("stream");
+        if guard.pressure().buffered > 0 || (guard.is_closed() && !guard.is_drained()) {
+            return Wait::Ready;
+        }
+        let wait = match deadline {
+            Some(d) => {
+                let now = Instant::now();
+                if now >= d {
+                    return Wait::Timeout;
+                }
+                (d - now).min(Duration::from_millis(250))
+            }
+            None => Duration::from_millis(250),
+        };
+        self.shared.sleepers.fetch_add(1, Ordering::SeqCst);
+        let waited = self.shared.readable.wait_timeout(guard, wait);
+        self.shared.sleepers.fetch_sub(1, Ordering::SeqCst);
+        let _ = waited.expect("stream");
+        Wait::Ready
     }
 
     /// Wait up to `timeout` for at least one delivery, then take up to `max` that are ready.
     /// An empty batch means the timeout passed; check [`RunHandle::is_ended`].
     pub fn next_batch_blocking(&self, max: usize, timeout: Option<Duration>) -> Vec<Delivery> {
-        match self.next_blocking(timeout) {
-            Next::Item(first) => {
-                let mut out = vec![first];
-                self.take_ready(max.max(1), &mut out);
-                out
-            }
-            Next::Timeout | Next::End => Vec::new(),
-        }
+        let mut out = Vec::new();
+        self.next_batch_into(&mut out, max, timeout, Duration::ZERO);
+        out
     }
 
     /// [`next_batch_blocking`](Self::next_batch_blocking) for a reader that is faster than the
@@ -334,12 +356,31 @@ impl RunHandle {
     /// per batch. Bindings use this for their pull loop; `linger` of zero is plain
     /// `next_batch_blocking`.
     pub fn next_batch_lingering(&self, max: usize, timeout: Option<Duration>, linger: Duration) -> Vec<Delivery> {
-        let mut batch = self.next_batch_blocking(max, timeout);
-        if !linger.is_zero() && !batch.is_empty() && batch.len() < max && !self.reader.lock().expect("reader").ended {
-            std::thread::sleep(linger);
-            self.take_ready(max, &mut batch);
+        let mut out = Vec::new();
+        self.next_batch_into(&mut out, max, timeout, linger);
+        out
+    }
+
+    /// [`next_batch_lingering`](Self::next_batch_lingering) appending to `out`, so that a reader
+    /// can reuse one allocation for its batches (a batch of envelopes is tens of kilobytes).
+    /// Appends nothing when the timeout passed or the stream is over.
+    pub fn next_batch_into(&self, out: &mut Vec<Delivery>, max: usize, timeout: Option<Duration>, linger: Duration) {
+        let (start, max) = (out.len(), max.max(1));
+        let deadline = timeout.map(|t| Instant::now() + t);
+        loop {
+            self.take_ready(start + max, out);
+            if out.len() > start {
+                break;
+            }
+            match self.wait_ready(deadline) {
+                Wait::Ready => {}
+                Wait::End | Wait::Timeout => return,
+            }
         }
-        batch
+        if !linger.is_zero() && out.len() - start < max && !self.reader.lock().expect("reader").ended {
+            std::thread::sleep(linger);
+            self.take_ready(start + max, out);
+        }
     }
 
     /// True once the terminal item (and its hooks) were handed out.

@@ -73,17 +73,19 @@ pub(crate) enum Admitted {
 
 /// A FIFO of slots in fixed-size chunks: a reader that falls far behind makes the queue long,
 /// and one contiguous deque would then grow by doubling, copying every slot (a few hundred bytes
-/// each) and touching fresh memory each time. Chunks never move; an emptied chunk is kept for
-/// reuse, so a queue that fills and drains allocates nothing in the steady state.
+/// each) and touching fresh memory each time. Chunks never move; emptied chunks are kept for
+/// reuse (up to `SPARE`), so a queue that fills and drains allocates nothing in the steady
+/// state, and the reader's thread does not free what the producer's allocated.
 #[derive(Debug, Default)]
 struct Slots {
     chunks: VecDeque<VecDeque<Slot>>,
     len: usize,
-    spare: Option<VecDeque<Slot>>,
+    spare: Vec<VecDeque<Slot>>,
 }
 
 impl Slots {
     const CHUNK: usize = 64;
+    const SPARE: usize = 64;
 
     fn len(&self) -> usize {
         self.len
@@ -95,7 +97,7 @@ impl Slots {
 
     fn push_back(&mut self, slot: Slot) {
         if self.chunks.back().is_none_or(|c| c.len() == Self::CHUNK) {
-            let chunk = self.spare.take().unwrap_or_else(|| VecDeque::with_capacity(Self::CHUNK));
+            let chunk = self.spare.pop().unwrap_or_else(|| VecDeque::with_capacity(Self::CHUNK));
             self.chunks.push_back(chunk);
         }
         if let Some(chunk) = self.chunks.back_mut() {
@@ -108,12 +110,17 @@ impl Slots {
         self.chunks.back_mut().and_then(VecDeque::back_mut)
     }
 
+    #[inline]
     fn pop_front(&mut self) -> Option<Slot> {
         let first = self.chunks.front_mut()?;
         let slot = first.pop_front()?;
         self.len -= 1;
         if first.is_empty() {
-            self.spare = self.chunks.pop_front();
+            if let Some(chunk) = self.chunks.pop_front() {
+                if self.spare.len() < Self::SPARE {
+                    self.spare.push(chunk);
+                }
+            }
         }
         Some(slot)
     }
@@ -178,6 +185,7 @@ impl Buffer {
         Admitted::Appended
     }
 
+    #[inline]
     pub(crate) fn pop(&mut self) -> Option<Envelope> {
         let slot = self.slots.pop_front()?;
         self.bytes -= slot.weight;
