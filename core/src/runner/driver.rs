@@ -9,7 +9,7 @@ use tokio::io::AsyncReadExt;
 use tokio::process::{Child, Command};
 
 use super::argv::AgentConfig;
-use super::handle::{RunHandle, Shared};
+use super::handle::{Posts, RunHandle, Shared};
 use super::process::{exit_parts, signal_group, signals};
 use super::session::{CommandOptions, RunOptions, SessionState};
 use super::{FinalState, RunResult, runtime};
@@ -23,8 +23,8 @@ use crate::hooks::HookDeriver;
 use crate::lifecycle::{AgentState, LifecycleEvent, LifecycleReason, SandboxState};
 use crate::redact::RedactionPolicy;
 use crate::stream::{
-    Backpressure, CancelReason, CancellationToken, ChannelSet, Post, RunEnd, RunKind, RunOutcome, RunStream,
-    StreamItem, SystemClock, derive_outcome, new_run_id,
+    Backpressure, CancelReason, CancellationToken, ChannelSet, RunEnd, RunKind, RunOutcome, RunStream, StreamItem,
+    SystemClock, derive_outcome, new_run_id,
 };
 
 pub(crate) enum Operation {
@@ -49,7 +49,7 @@ struct Plan {
     decoder: Option<Decoder>,
     agent_id: String,
     /// The posts of one stdout chunk (kept to reuse its allocation).
-    batch: Vec<Post>,
+    batch: Posts,
 }
 
 fn plan(op: Operation) -> Plan {
@@ -70,7 +70,7 @@ fn plan(op: Operation) -> Plan {
             idempotent: options.idempotent_tools.into_iter().collect(),
             decoder: Some(Decoder::new(config.agent)),
             agent_id: config.agent_id(),
-            batch: Vec::with_capacity(BATCH + 8),
+            batch: Posts::with_capacity(BATCH + 8),
         },
         Operation::Command { config, options } => {
             let mut env = config.env.clone();
@@ -91,7 +91,7 @@ fn plan(op: Operation) -> Plan {
                 idempotent: Vec::new(),
                 decoder: None,
                 agent_id: config.agent_id(),
-                batch: Vec::with_capacity(BATCH + 8),
+                batch: Posts::with_capacity(BATCH + 8),
             }
         }
     }
@@ -432,31 +432,33 @@ pub(crate) fn reader_channels(asked: ChannelSet, hooks: bool) -> ChannelSet {
     if hooks { asked.with(Channel::Content).with(Channel::Lifecycle) } else { asked }
 }
 
-/// A raw stdout line as its item: the text and its `"\n"`, or only a number when nobody reads stdout.
-fn raw_post(stdout: bool, line: &str) -> Post {
+/// A raw stdout line as its item (the text and its `"\n"`), or only a number when nobody reads
+/// stdout.
+fn push_raw(batch: &mut Posts, stdout: bool, line: &str) {
     if !stdout {
-        return Post::UnreadRaw;
+        batch.unread_raw();
+        return;
     }
     let mut s = String::with_capacity(line.len() + 1);
     s.push_str(line);
     s.push('\n');
-    Post::Item(StreamItem::Stdout(s))
+    batch.item(StreamItem::Stdout(s));
 }
 
 /// A decoded line's posts: its raw text, then its events (which the answer tracker sees first).
 fn push_line(
-    batch: &mut Vec<Post>,
+    batch: &mut Posts,
     stdout: bool,
     acct: &mut Accounting,
     line: Option<&str>,
     events: &mut Vec<OutputEvent>,
 ) {
     if let Some(line) = line {
-        batch.push(raw_post(stdout, line));
+        push_raw(batch, stdout, line);
     }
     for ev in events.drain(..) {
         acct.answer.observe(&ev);
-        batch.push(Post::Item(StreamItem::Content(ev)));
+        batch.item(StreamItem::Content(ev));
     }
 }
 
@@ -465,7 +467,7 @@ fn push_line(
 /// gets the first items of a big chunk before its last line is decoded.
 const BATCH: usize = 64;
 
-fn flush_if_full(shared: &Shared, batch: &mut Vec<Post>) {
+fn flush_if_full(shared: &Shared, batch: &mut Posts) {
     if batch.len() >= BATCH {
         shared.post_all(batch);
     }
@@ -487,7 +489,7 @@ fn post_stdout(shared: &Shared, plan: &mut Plan, raw: &mut LineFramer, acct: &mu
         }
         None => raw.push(bytes, &mut |frame| {
             if let crate::framing::Frame::Line(l) = frame {
-                batch.push(raw_post(stdout, &crate::framing::to_text(l)));
+                push_raw(&mut batch, stdout, &crate::framing::to_text(l));
                 flush_if_full(shared, &mut batch);
             }
         }),
@@ -517,7 +519,7 @@ fn finish_stdout(shared: &Shared, plan: &mut Plan, raw: &mut LineFramer, acct: &
             let cut = raw.has_partial();
             raw.finish(&mut |frame| {
                 if let crate::framing::Frame::Line(l) = frame {
-                    batch.push(raw_post(stdout, &crate::framing::to_text(l)));
+                    push_raw(&mut batch, stdout, &crate::framing::to_text(l));
                 }
             });
             cut

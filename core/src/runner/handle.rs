@@ -11,7 +11,7 @@ use super::RunResult;
 use crate::channel::Channel;
 use crate::hooks::{HookDeriver, HookEvent, HookInput};
 use crate::lifecycle::{AgentState, LifecycleEvent, LifecycleReason, SandboxState};
-use crate::stream::{CancelReason, CancellationToken, ChannelSet, Envelope, Post, Pressure, RunStream, StreamItem};
+use crate::stream::{CancelReason, CancellationToken, ChannelSet, Envelope, Pressure, RunStream, StreamItem};
 
 /// One thing a reader receives, in order.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -90,11 +90,25 @@ impl Shared {
 
     /// Post several items (one stdout chunk's worth) under a single stream lock and wake
     /// readers once, instead of locking and waking per item.
-    pub fn post_all(&self, items: &mut Vec<Post>) {
+    pub fn post_all(&self, items: &mut Posts) {
         if items.is_empty() {
             return;
         }
-        self.stream.lock().expect("stream").post_batch(items.drain(..));
+        {
+            // RunStream::post_batch, without an iterator of posts (each a few hundred bytes)
+            // between the batch and the buffer.
+            let mut stream = self.stream.lock().expect("stream");
+            let mut now = None;
+            for (before, item) in items.items.drain(..) {
+                for _ in 0..before {
+                    stream.post_unread_raw();
+                }
+                stream.post_reading_clock(item, &mut now);
+            }
+            for _ in 0..std::mem::take(&mut items.unread) {
+                stream.post_unread_raw();
+            }
+        }
         if self.sleepers.load(Ordering::SeqCst) > 0 {
             self.readable.notify_all();
         }
@@ -104,6 +118,39 @@ impl Shared {
     pub fn wake_readers(&self) {
         self.readable.notify_all();
         self.readable_async.notify_one();
+    }
+}
+
+/// Posts waiting to be handed to the stream, compactly: each item with the number of raw lines
+/// nobody reads that are numbered just before it (those are counted, not stored: a post is a
+/// few hundred bytes), and such lines after the last item.
+#[derive(Debug, Default)]
+pub(crate) struct Posts {
+    items: Vec<(u32, StreamItem)>,
+    unread: u32,
+}
+
+impl Posts {
+    pub fn with_capacity(n: usize) -> Self {
+        Posts { items: Vec::with_capacity(n), unread: 0 }
+    }
+
+    /// A raw line nobody reads (`Post::UnreadRaw`).
+    pub fn unread_raw(&mut self) {
+        self.unread += 1;
+    }
+
+    pub fn item(&mut self, item: StreamItem) {
+        let before = std::mem::take(&mut self.unread);
+        self.items.push((before, item));
+    }
+
+    pub fn len(&self) -> usize {
+        self.items.len() + self.unread as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 

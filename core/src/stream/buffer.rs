@@ -95,6 +95,7 @@ impl Slots {
         self.len == 0
     }
 
+    #[inline]
     fn push_back(&mut self, slot: Slot) {
         if self.chunks.back().is_none_or(|c| c.len() == Self::CHUNK) {
             let chunk = self.spare.pop().unwrap_or_else(|| VecDeque::with_capacity(Self::CHUNK));
@@ -152,6 +153,7 @@ impl Buffer {
         self.sealed = true;
     }
 
+    #[inline]
     pub(crate) fn admit(
         &mut self,
         policy: &Backpressure,

@@ -282,12 +282,15 @@ impl RunStream {
                 Post::Item(item) => {
                     self.post_reading_clock(item, &mut now);
                 }
-                Post::UnreadRaw => {
-                    if self.number().is_some() {
-                        self.buffer.seal_tail();
-                    }
-                }
+                Post::UnreadRaw => self.post_unread_raw(),
             }
+        }
+    }
+
+    /// [`Post::UnreadRaw`]: number a raw line nobody reads.
+    pub(crate) fn post_unread_raw(&mut self) {
+        if self.number().is_some() {
+            self.buffer.seal_tail();
         }
     }
 
@@ -303,7 +306,8 @@ impl RunStream {
     }
 
     /// [`post`](Self::post) with the clock read at most once per `now` (kept for the next post).
-    fn post_reading_clock(&mut self, item: StreamItem, now: &mut Option<f64>) -> Option<u64> {
+    #[inline]
+    pub(crate) fn post_reading_clock(&mut self, item: StreamItem, now: &mut Option<f64>) -> Option<u64> {
         if self.record.is_none() && item.is_terminal() {
             self.refused_terminals += 1;
             return None;
