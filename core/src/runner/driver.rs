@@ -12,7 +12,7 @@ use super::argv::AgentConfig;
 use super::handle::{Posts, RunHandle, Shared};
 use super::process::{exit_parts, signal_group, signals};
 use super::session::{CommandOptions, RunOptions, SessionState};
-use super::{FinalState, RunResult, runtime};
+use super::{FinalState, RunResult};
 use crate::answer::AnswerTracker;
 use crate::channel::Channel;
 use crate::decode::Decoder;
@@ -164,8 +164,16 @@ pub(crate) fn start(
     for (k, v) in &plan.env {
         cmd.env(k, v);
     }
+    // Each operation is driven by its own thread and single-threaded runtime: the task then never
+    // migrates between the shared runtime's workers (each move left the decoder's working set in
+    // the other core's cache), and concurrent runs decode in parallel. The child's pipes belong
+    // to this runtime, so it is entered to spawn.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::new(ErrorKind::SpawnFailed, format!("cannot start the runner: {e}")))?;
     let child = {
-        let _enter = runtime().enter();
+        let _enter = rt.enter();
         cmd.spawn()
     };
     let program = plan.program.to_string_lossy().into_owned();
@@ -186,16 +194,21 @@ pub(crate) fn start(
         )));
     }
     shared.post(StreamItem::Lifecycle(lifecycle(kind.start_reason(), SandboxState::Running, AgentState::Running)));
-    let task = runtime().spawn(drive(shared.clone(), plan, child, session.clone()));
-    // A bug that panics the driving task must not leave readers and waiters hanging forever:
-    // the watcher ends the run as failed (internal error) with its terminal item.
-    runtime().spawn(async move {
-        if let Err(e) = task.await {
-            if e.is_panic() {
+    let (driver_shared, driver_session) = (shared.clone(), session.clone());
+    std::thread::Builder::new()
+        .name("agentstream-run".into())
+        .spawn(move || {
+            let driven = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                rt.block_on(drive(driver_shared, plan, child, driver_session))
+            }));
+            // A bug that panics the driving task must not leave readers and waiters hanging
+            // forever: the run ends as failed (internal error) with its terminal item.
+            if driven.is_err() {
                 end_after_driver_panic(&shared, &session, started_at);
             }
-        }
-    });
+        })
+        // Not started: the closure (and with it the child, killed on drop) is gone.
+        .map_err(|e| Error::new(ErrorKind::SpawnFailed, format!("cannot start the runner thread: {e}")))?;
     Ok(handle)
 }
 
