@@ -318,10 +318,16 @@ struct Last(Option<(String, Py<PyString>)>);
 
 impl Last {
     fn get<'py>(&mut self, py: Python<'py>, text: &str) -> Bound<'py, PyString> {
-        if let Some((cached, obj)) = &self.0 {
+        if let Some((cached, obj)) = &mut self.0 {
             if cached == text {
                 return obj.bind(py).clone();
             }
+            // A new value (the next line's timestamp, say): the key's buffer is reused.
+            let new = PyString::new(py, text);
+            cached.clear();
+            cached.push_str(text);
+            *obj = new.clone().unbind();
+            return new;
         }
         let obj = PyString::new(py, text);
         self.0 = Some((text.to_string(), obj.clone().unbind()));
