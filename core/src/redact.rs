@@ -105,7 +105,13 @@ fn replace_if_owned(s: &mut String) -> bool {
 }
 
 /// [`redact_value`] for a record kept as text: rewritten only when something was masked.
+///
+/// Most tool inputs hold nothing secret-shaped, so the text is first scanned for what every
+/// mask needs ([`may_hold_secrets`]); only when that finds something is it parsed.
 pub fn redact_raw(raw: &mut RawJson) {
+    if !may_hold_secrets(raw.get().as_bytes()) {
+        return;
+    }
     let mut value = raw.to_value();
     if redact_value_changed(&mut value) {
         *raw = RawJson::from_value(&value);
@@ -139,10 +145,130 @@ fn redact_value_changed(value: &mut Value) -> bool {
     }
 }
 
+/// False only when masking can change nothing in `text`: neither [`redact`] on it as plain
+/// text, nor [`redact_value`] on the JSON value it is the text of. A scan for what each mask
+/// needs, without parsing.
+///
+/// Every mask needs, in some (decoded) string: a PEM `-----BEGIN `, a prefixed token at a word
+/// start, the word `bearer`, or a secret-named key (its last word `key`, `token`, `password`,
+/// …) right before a separator (`=`, `:`, a quote, a blank, a backslash) or at the end of an
+/// object key. None of these contain a character JSON escapes, so in JSON text they appear as
+/// they are, with two exceptions handled here: any `\uXXXX` escape could spell anything (the
+/// text is then parsed), and a short escape before a token (`\nsk-…`) leaves a letter before it
+/// in the text where the decoded string has a word boundary (a letter after a backslash counts
+/// as one). After a key name, a decoded quote or backslash shows as a backslash in the text.
+pub fn may_hold_secrets(text: &[u8]) -> bool {
+    let b = text;
+    // One pass; each trigger is anchored on one byte of it (most bytes are none of these).
+    for (j, &c) in b.iter().enumerate() {
+        if !ANCHOR[c as usize] {
+            continue;
+        }
+        let found = match c {
+            b'\\' => b.get(j + 1) == Some(&b'u') || secret_word_ends_at(b, j),
+            b'-' => b[j..].starts_with(b"-----BEGIN ") || prefixed_token_ends_at(b, j),
+            b'_' => prefixed_token_ends_at(b, j),
+            b'A' => prefixed_token_from(b, j),
+            b'J' => j >= 2 && prefixed_token_from(b, j - 2),
+            b'b' | b'B' => b.len() >= j + 6 && b[j..j + 6].eq_ignore_ascii_case(b"bearer"),
+            _ => secret_word_ends_at(b, j),
+        };
+        if found {
+            return true;
+        }
+    }
+    false
+}
+
+/// The bytes [`may_hold_secrets`] looks at.
+const ANCHOR: [bool; 256] = {
+    let mut t = [false; 256];
+    let bytes = b"\\-_AJbB\"' =:\t";
+    let mut i = 0;
+    while i < bytes.len() {
+        t[bytes[i] as usize] = true;
+        i += 1;
+    }
+    t
+};
+
+/// A word boundary before `i` in the decoded string, judged on JSON text: a short escape
+/// (`\n`) leaves a letter in the text where the string has a control character.
+fn json_word_start(b: &[u8], i: usize) -> bool {
+    word_start(b, i) || (i >= 2 && b[i - 2] == b'\\')
+}
+
+/// A prefixed token (one of [`PREFIXES`]) at a word start at `i`.
+fn prefixed_token_from(b: &[u8], i: usize) -> bool {
+    json_word_start(b, i) && prefixed_token_at(b, i).is_some()
+}
+
+/// A prefixed token whose prefix (ending in `-` or `_`) ends at `j`.
+fn prefixed_token_ends_at(b: &[u8], j: usize) -> bool {
+    PREFIXES.iter().any(|p| {
+        p.prefix.len() <= j + 1 && {
+            let i = j + 1 - p.prefix.len();
+            &b[i..=j] == p.prefix && json_word_start(b, i) && token_end(b, j + 1, p).is_some()
+        }
+    })
+}
+
+/// A word that [`key_class`] finds secret-named (case-insensitively) ending right before `j`,
+/// where a byte that can follow a key is: `=`, `:`, a quote, a blank or a backslash.
+///
+/// The eight bytes before `j` are compared at once with each word's last (up to) eight bytes,
+/// after OR-ing 0x20 into every byte: that lowercases letters and can only add matches.
+fn secret_word_ends_at(b: &[u8], j: usize) -> bool {
+    if j == 0 || !matches!(b[j - 1] | 0x20, b'y' | b'n' | b's' | b'd' | b'e' | b't' | b'l') {
+        return false;
+    }
+    let from = j.saturating_sub(8);
+    let mut last = [0u8; 8];
+    last[8 - (j - from)..].copy_from_slice(&b[from..j]);
+    let w = u64::from_le_bytes(last) | 0x2020_2020_2020_2020;
+    SECRET_WORD_ENDS.iter().any(|&(mask, end)| w & mask == end)
+}
+
+/// `(mask, bytes)` of the last (up to) eight bytes of each secret-named last word of a key
+/// (see [`key_class`]), placed as the top bytes of a little-endian word.
+const SECRET_WORD_ENDS: [(u64, u64); 11] = {
+    const WORDS: [&[u8]; 11] = [
+        b"key",
+        b"token",
+        b"pass",
+        b"passwd",
+        b"password",
+        b"passphrase",
+        b"pwd",
+        b"secret",
+        b"credential",
+        b"credentials",
+        b"signature",
+    ];
+    let mut out = [(0u64, 0u64); 11];
+    let mut k = 0;
+    while k < WORDS.len() {
+        let w = WORDS[k];
+        let n = if w.len() < 8 { w.len() } else { 8 };
+        let mut i = 0;
+        while i < n {
+            let shift = 8 * (8 - n + i);
+            out[k].0 |= 0xff << shift;
+            out[k].1 |= (w[w.len() - n + i] as u64) << shift;
+            i += 1;
+        }
+        k += 1;
+    }
+    out
+};
+
 /// Mask the secret shapes in `text` (see the module docs). Borrowed back unchanged when
 /// nothing matched.
 pub fn redact(text: &str) -> Cow<'_, str> {
     let b = text.as_bytes();
+    if !may_hold_secrets(b) {
+        return Cow::Borrowed(text);
+    }
     let mut spans: Vec<(usize, usize)> = Vec::new();
     scan_pem(b, &mut spans);
     scan_prefixed(b, &mut spans);
@@ -317,15 +443,32 @@ fn token_end(b: &[u8], at: usize, p: &Prefix) -> Option<usize> {
     }
 }
 
+/// Whether the two bytes at `i` can begin one of [`PREFIXES`] (a quick filter before trying them).
+fn may_start_prefix(b: &[u8], i: usize) -> bool {
+    let Some(&next) = b.get(i + 1) else { return false };
+    match b[i] {
+        b's' | b'p' | b'r' => next == b'k',
+        b'a' => next == b'p',
+        b'g' => matches!(next, b'h' | b'i' | b'l'),
+        b'x' => next == b'o',
+        b'A' => matches!(next, b'I' | b'K' | b'S'),
+        b'h' => next == b'f',
+        b'e' => next == b'y',
+        _ => false,
+    }
+}
+
+/// The end of the prefixed token starting at `i`, if one does.
+fn prefixed_token_at(b: &[u8], i: usize) -> Option<usize> {
+    let rest = &b[i..];
+    PREFIXES.iter().filter(|p| rest.starts_with(p.prefix)).find_map(|p| token_end(b, i + p.prefix.len(), p))
+}
+
 fn scan_prefixed(b: &[u8], spans: &mut Vec<(usize, usize)>) {
     let mut i = 0;
     while i < b.len() {
-        let c = b[i];
-        if matches!(c, b's' | b'p' | b'r' | b'a' | b'g' | b'x' | b'A' | b'h' | b'e') && word_start(b, i) {
-            let rest = &b[i..];
-            if let Some(end) =
-                PREFIXES.iter().filter(|p| rest.starts_with(p.prefix)).find_map(|p| token_end(b, i + p.prefix.len(), p))
-            {
+        if may_start_prefix(b, i) && word_start(b, i) {
+            if let Some(end) = prefixed_token_at(b, i) {
                 spans.push((i, end));
                 i = end;
                 continue;
@@ -734,5 +877,242 @@ mod tests {
         assert_eq!(off, before);
         RedactionPolicy::default().apply(&mut off);
         assert_ne!(off, before);
+    }
+
+    /// Strings made of the pieces every mask looks for, and of what JSON escapes.
+    fn secretish() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        const PIECES: &[&str] = &[
+            "sk-",
+            "sk_live_",
+            "pk_",
+            "api-",
+            "abc",
+            "0123456789",
+            "ABCDEFGHIJKLMNOP",
+            "password",
+            "Password",
+            "pwd",
+            "api_key",
+            "apiKey",
+            "X-Api-Key",
+            "token",
+            "TOKEN",
+            "key",
+            "secret",
+            "credentials",
+            "signature",
+            "=",
+            ":",
+            " ",
+            "\"",
+            "'",
+            "\\",
+            "\n",
+            "\t",
+            "\r",
+            "/",
+            "Bearer ",
+            "bearer",
+            "-----BEGIN RSA PRIVATE KEY-----",
+            "-----END RSA PRIVATE KEY-----",
+            "eyJhbGciOiJIUzI1NiJ9",
+            ".",
+            "AKIA",
+            "IOSFODNN7EXAMPLE",
+            "ghp_",
+            "xoxb-",
+            "hf_",
+            "AIza",
+            "--",
+            "hunter2",
+            "é",
+            "\u{1}",
+            "$VAR",
+            "null",
+            "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            "ls -la",
+            "List files",
+            "command",
+            "file_path",
+            "/tmp/x.rs",
+            "description",
+        ];
+        const KEYS: &[&str] = &[
+            "api_key",
+            "apiKey",
+            "password",
+            "TOKEN",
+            "--token",
+            "secret",
+            "x.credentials",
+            "sort_key",
+            "db_pwd",
+            "Passphrase",
+            "signature",
+            "my-pass",
+            "credential",
+            "PASSWD",
+            "monkey",
+        ];
+        const QUOTES: &[&str] = &["", "\"", "'", "\\\"", "\\'"];
+        const SEPS: &[&str] = &["=", ":", " = ", ": ", " "];
+        const VALUES: &[&str] =
+            &["hunter2", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "null", "$VAR", "AbCd1234EfGh5678"];
+        let noise = || proptest::collection::vec(proptest::sample::select(PIECES), 0..3).prop_map(|p| p.concat());
+        let select = proptest::sample::select;
+        prop_oneof![
+            proptest::collection::vec(select(PIECES), 0..7).prop_map(|p| p.concat()),
+            // A key-value pair in some syntax, somewhere in the text.
+            (noise(), select(KEYS), select(QUOTES), select(SEPS), select(QUOTES), select(VALUES), noise())
+                .prop_map(|(a, k, q1, sep, q2, v, z)| format!("{a}{k}{q1}{sep}{q2}{v}{q2}{z}")),
+        ]
+    }
+
+    fn secretish_value() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf =
+            prop_oneof![Just(Value::Null), any::<i64>().prop_map(Value::from), secretish().prop_map(Value::String)];
+        leaf.prop_recursive(3, 16, 4, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                proptest::collection::vec((secretish(), inner), 0..4)
+                    .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+            ]
+        })
+    }
+
+    /// `v` as JSON text, each character written plainly or escaped (`\uXXXX`, or `\n`-style
+    /// where JSON has one) as `choices` says: the many ways a harness may print the same value.
+    fn write_varied(v: &Value, choices: &mut impl Iterator<Item = u8>, out: &mut String) {
+        use std::fmt::Write as _;
+        let string = |s: &str, choices: &mut dyn Iterator<Item = u8>, out: &mut String| {
+            out.push('"');
+            for c in s.chars() {
+                let pick = choices.next().unwrap_or(0) % 4;
+                let short = match c {
+                    '"' => Some("\\\""),
+                    '\\' => Some("\\\\"),
+                    '/' => Some("\\/"),
+                    '\n' => Some("\\n"),
+                    '\t' => Some("\\t"),
+                    '\r' => Some("\\r"),
+                    '\u{8}' => Some("\\b"),
+                    '\u{c}' => Some("\\f"),
+                    _ => None,
+                };
+                let must_escape = c == '"' || c == '\\' || c < ' ';
+                if pick == 0 && (c as u32) < 0x10000 {
+                    let _ = write!(out, "\\u{:04x}", c as u32);
+                } else if let Some(e) = short.filter(|_| must_escape || pick == 1) {
+                    out.push_str(e);
+                } else if must_escape {
+                    let _ = write!(out, "\\u{:04X}", c as u32);
+                } else {
+                    out.push(c);
+                }
+            }
+            out.push('"');
+        };
+        match v {
+            Value::String(s) => string(s, choices, out),
+            Value::Array(items) => {
+                out.push('[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    write_varied(item, choices, out);
+                }
+                out.push(']');
+            }
+            Value::Object(map) => {
+                out.push('{');
+                for (i, (k, item)) in map.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    string(k, choices, out);
+                    out.push_str(": ");
+                    write_varied(item, choices, out);
+                }
+                out.push('}');
+            }
+            other => out.push_str(&other.to_string()),
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
+
+        /// The pre-scan never skips a record that redaction would change, however it is escaped.
+        #[test]
+        fn the_json_pre_scan_never_misses_a_mask(
+            v in secretish_value(),
+            choices in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64),
+            plain in proptest::prelude::any::<bool>(),
+        ) {
+            let text = if plain {
+                serde_json::to_string(&v).unwrap()
+            } else {
+                // Mostly plain characters, escapes here and there.
+                let mut it = choices.iter().map(|&c| if c % 3 == 0 { c } else { 2 }).cycle();
+                let mut out = String::new();
+                write_varied(&v, &mut it, &mut out);
+                out
+            };
+            let parsed: Value = serde_json::from_str(&text).unwrap();
+            proptest::prop_assert_eq!(&parsed, &v, "{}", text);
+            let mut masked = parsed.clone();
+            redact_value(&mut masked);
+            if masked != parsed {
+                proptest::prop_assert!(may_hold_secrets(text.as_bytes()), "missed: {}", text);
+            }
+            let mut raw = RawJson::from_text(text.clone()).unwrap();
+            redact_raw(&mut raw);
+            proptest::prop_assert_eq!(raw.to_value(), masked);
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
+
+        /// As plain text too: whatever [`redact`] would mask, the pre-scan finds.
+        #[test]
+        fn the_pre_scan_never_misses_a_mask_in_text(s in secretish()) {
+            let mut spans = Vec::new();
+            scan_pem(s.as_bytes(), &mut spans);
+            scan_prefixed(s.as_bytes(), &mut spans);
+            scan_bearer(s.as_bytes(), &mut spans);
+            scan_key_values(s.as_bytes(), &mut spans);
+            scan_flags(s.as_bytes(), &mut spans);
+            if !spans.is_empty() {
+                proptest::prop_assert!(may_hold_secrets(s.as_bytes()), "missed: {:?}", s);
+            }
+        }
+    }
+
+    #[test]
+    fn ordinary_tool_inputs_are_not_parsed() {
+        for text in [
+            r#"{"command":"ls -la /tmp","description":"List files"}"#,
+            r#"{"file_path":"/work/src/main.rs","old_string":"fn main() {\n    println!(\"hi\");\n}","new_string":"x"}"#,
+            r#"{"pattern":"TODO","path":"src","output_mode":"content"}"#,
+            r#"{"todos":[{"content":"Write the parser","status":"in_progress","activeForm":"Writing"}]}"#,
+            r#"{"url":"https://example.com/docs?page=2","prompt":"Summarize the API"}"#,
+        ] {
+            assert!(!may_hold_secrets(text.as_bytes()), "{text}");
+        }
+        for text in [
+            r#"{"command":"curl -H 'Authorization: Bearer abc'"}"#,
+            r#"{"api_key":"x"}"#,
+            r#"{"command":"export TOKEN=abc"}"#,
+            r#"{"text":"\u0073k-live-0123456789"}"#,
+            r#"{"text":"a\nsk-live-0123456789"}"#,
+            r#"{"k":"-----BEGIN OPENSSH PRIVATE KEY-----"}"#,
+            r#"{"id":"AKIAIOSFODNN7EXAMPLE"}"#,
+        ] {
+            assert!(may_hold_secrets(text.as_bytes()), "{text}");
+        }
     }
 }

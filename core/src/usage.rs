@@ -68,6 +68,14 @@ impl UsageTotals {
         add_f64(&mut self.cost_usd, u.cost_usd);
     }
 
+    /// Add another total's counters (absent stays absent).
+    pub fn add_totals(&mut self, t: &UsageTotals) {
+        add_u64(&mut self.prompt_tokens, t.prompt_tokens);
+        add_u64(&mut self.completion_tokens, t.completion_tokens);
+        add_u64(&mut self.cached_tokens, t.cached_tokens);
+        add_f64(&mut self.cost_usd, t.cost_usd);
+    }
+
     /// The counters of one usage.
     pub fn of(u: &TokenUsage) -> Self {
         let mut t = UsageTotals::default();
@@ -92,14 +100,20 @@ impl UsageTotals {
 }
 
 /// Accumulates one run's usage updates. Deterministic: sums run in first-seen order.
+///
+/// Only the counters are kept (not the harness's `extra` fields), and the message of the
+/// previous call usage is checked before the index: consecutive lines of one message (claude
+/// prints one per content block) cost a string comparison, not a hash and a clone.
 #[derive(Debug, Clone, Default)]
 pub struct UsageAccumulator {
-    /// Last call usage per message, in the order messages were first seen.
-    per_message: Vec<TokenUsage>,
+    /// Last call usage per message id, in the order messages were first seen.
+    per_message: Vec<(String, UsageTotals)>,
     index: HashMap<String, usize>,
+    /// The entry of `per_message` updated last.
+    last: usize,
     /// Calls without a message id, already summed.
     anonymous: UsageTotals,
-    run: Option<TokenUsage>,
+    run: Option<UsageTotals>,
 }
 
 impl UsageAccumulator {
@@ -120,35 +134,45 @@ impl UsageAccumulator {
     /// Observe one content event (anything but a `usage` update is ignored).
     pub fn observe(&mut self, ev: &OutputEvent) {
         let SessionUpdate::Usage { scope, usage } = &ev.update else { return };
+        let counters = UsageTotals::of(usage);
         match (scope, &ev.message_id) {
-            (UsageScope::Run, _) => self.run = Some(usage.clone()),
-            (UsageScope::Call, Some(mid)) => match self.index.get(mid) {
-                Some(&i) => self.per_message[i] = usage.clone(),
-                None => {
-                    self.index.insert(mid.clone(), self.per_message.len());
-                    self.per_message.push(usage.clone());
+            (UsageScope::Run, _) => self.run = Some(counters),
+            (UsageScope::Call, Some(mid)) => {
+                if let Some((last_mid, slot)) = self.per_message.get_mut(self.last) {
+                    if last_mid == mid {
+                        *slot = counters;
+                        return;
+                    }
                 }
-            },
-            (UsageScope::Call, None) => self.anonymous.add(usage),
+                match self.index.get(mid) {
+                    Some(&i) => {
+                        self.per_message[i].1 = counters;
+                        self.last = i;
+                    }
+                    None => {
+                        self.last = self.per_message.len();
+                        self.index.insert(mid.clone(), self.last);
+                        self.per_message.push((mid.clone(), counters));
+                    }
+                }
+            }
+            (UsageScope::Call, None) => self.anonymous.add_totals(&counters),
         }
     }
 
     /// The sum over calls (last per `messageId`, plus every call without one).
     pub fn calls_total(&self) -> UsageTotals {
         let mut t = UsageTotals::default();
-        for u in &self.per_message {
-            t.add(u);
+        for (_, u) in &self.per_message {
+            t.add_totals(u);
         }
-        add_u64(&mut t.prompt_tokens, self.anonymous.prompt_tokens);
-        add_u64(&mut t.completion_tokens, self.anonymous.completion_tokens);
-        add_u64(&mut t.cached_tokens, self.anonymous.cached_tokens);
-        add_f64(&mut t.cost_usd, self.anonymous.cost_usd);
+        t.add_totals(&self.anonymous);
         t
     }
 
     /// The harness's own whole-run total, when it printed one (the last one).
     pub fn run_total(&self) -> Option<UsageTotals> {
-        self.run.as_ref().map(UsageTotals::of)
+        self.run.clone()
     }
 
     /// The run's totals: the harness's run total counter by counter, the calls' sum where it
@@ -197,6 +221,21 @@ mod tests {
         assert_eq!(t.cost_usd, None);
         assert_eq!(acc.messages(), 2);
         assert_eq!(acc.run_total(), None);
+    }
+
+    #[test]
+    fn a_message_seen_again_after_another_keeps_its_last_usage() {
+        let evs = [
+            usage(UsageScope::Call, Some("m1"), 100, Some(1), None),
+            usage(UsageScope::Call, Some("m2"), 200, Some(2), None),
+            usage(UsageScope::Call, Some("m1"), 110, Some(3), Some(0.5)),
+            usage(UsageScope::Call, Some("m2"), 220, Some(4), None),
+            usage(UsageScope::Call, Some("m2"), 230, None, None),
+        ];
+        let acc = UsageAccumulator::from_events(&evs);
+        let t = acc.totals();
+        assert_eq!((t.prompt_tokens, t.completion_tokens, t.cost_usd), (Some(340), Some(3), Some(0.5)));
+        assert_eq!(acc.messages(), 2);
     }
 
     #[test]

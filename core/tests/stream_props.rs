@@ -14,6 +14,10 @@
 //!   bound: an item is appended while a mark is reached only if it could not merge into the
 //!   tail, so below the marks bytes never exceed the budget by more than the one item that
 //!   crossed it.
+//!
+//! Runs also vary the reader's channel set (items of other channels are numbered, accounted and
+//! discarded, and close the tail to merging) and post through `post_batch` (raw lines of unread
+//! channels as `Post::UnreadRaw`), which must behave exactly as posting one by one.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -202,6 +206,8 @@ struct Model {
     coalesced: u64,
     last_read: f64,
     nonempty_since: f64,
+    /// An item was numbered and not buffered since the tail was appended.
+    sealed: bool,
 }
 
 impl Model {
@@ -210,7 +216,7 @@ impl Model {
             self.nonempty_since = now;
         }
         let under = self.queue.len() >= policy.high_water || self.bytes >= policy.byte_budget;
-        if under {
+        if under && !self.sealed {
             if let Some(tail) = self.queue.back_mut() {
                 if model_key(&item).is_some() && model_key(&item) == model_key(&tail.item) {
                     let before = json_weight(&tail.item);
@@ -224,6 +230,7 @@ impl Model {
             }
         }
         self.bytes += json_weight(&item);
+        self.sealed = false;
         self.queue.push_back(Envelope { run_id: "run_prop".into(), sequence: seq, coalesced: 0, item });
     }
 
@@ -237,12 +244,28 @@ fn policy() -> impl Strategy<Value = Backpressure> {
         .prop_map(|(hw, budget, stall)| Backpressure::new(hw, budget, stall as f64).unwrap())
 }
 
-fn run_case(policy: Backpressure, reader: bool, ops: Vec<Op>, finish: Finish) -> Result<(), TestCaseError> {
+fn channel_set() -> impl Strategy<Value = ChannelSet> {
+    prop_oneof![
+        3 => Just(ChannelSet::ALL),
+        1 => (0u8..16).prop_map(ChannelSet::from_bits),
+    ]
+}
+
+fn run_case(
+    policy: Backpressure,
+    reader: bool,
+    channels: ChannelSet,
+    batched: bool,
+    ops: Vec<Op>,
+    finish: Finish,
+) -> Result<(), TestCaseError> {
     let clock = ManualClock::new();
-    let mut s = RunStream::new("run_prop", policy, Arc::new(clock.clone())).unwrap();
+    let mut s = RunStream::new("run_prop", policy, Arc::new(clock.clone())).unwrap().with_reader_channels(channels);
+    prop_assert_eq!(s.reader_channels(), channels);
     if reader {
         s.attach_reader().unwrap();
     }
+    let read = |item: &StreamItem| reader && channels.contains(item.channel());
     let mut model = Model::default();
     let mut posted: Vec<(u64, StreamItem)> = Vec::new();
     let mut delivered: Vec<Envelope> = Vec::new();
@@ -270,11 +293,25 @@ fn run_case(policy: Backpressure, reader: bool, ops: Vec<Op>, finish: Finish) ->
         if let Some(item) = item_for(op, seq) {
             let before = s.pressure();
             let tail_key = model.queue.back().and_then(|t| model_key(&t.item));
-            prop_assert_eq!(s.post(item.clone()), Some(seq), "posts are numbered in order");
+            if batched {
+                let raw = matches!(item, StreamItem::Stdout(_) | StreamItem::Stderr(_));
+                s.post_batch([if raw && !channels.contains(item.channel()) {
+                    Post::UnreadRaw
+                } else {
+                    item.clone().into()
+                }]);
+                prop_assert_eq!(s.next_sequence(), seq + 1, "posts are numbered in order");
+            } else {
+                prop_assert_eq!(s.post(item.clone()), Some(seq), "posts are numbered in order");
+            }
             posted.push((seq, item.clone()));
-            if reader {
+            if reader && !read(&item) {
+                model.sealed = true;
+                prop_assert_eq!(s.pressure(), before, "an item of an unread channel is not buffered");
+            }
+            if read(&item) {
                 let under = before.buffered >= policy.high_water || before.bytes >= policy.byte_budget;
-                let mergeable = under && model_key(&item).is_some() && model_key(&item) == tail_key;
+                let mergeable = under && !model.sealed && model_key(&item).is_some() && model_key(&item) == tail_key;
                 model.admit(&policy, seq, item.clone(), now);
                 let after = s.pressure();
                 if mergeable {
@@ -293,6 +330,20 @@ fn run_case(policy: Backpressure, reader: bool, ops: Vec<Op>, finish: Finish) ->
             }
         } else {
             match op {
+                Op::Pop(n) if batched => {
+                    // The batch read: the same envelopes as n pops, the same bytes freed.
+                    let mut got = Vec::new();
+                    let read = s.pop_up_to(*n as usize, |e| got.push(e));
+                    prop_assert_eq!(read, got.len());
+                    for env in got {
+                        prop_assert_eq!(Some(&env), model.queue.front());
+                        model.bytes -= json_weight(&env.item);
+                        model.queue.pop_front();
+                        model.last_read = clock.now();
+                        delivered.push(env);
+                    }
+                    prop_assert_eq!(s.pressure().bytes, model.bytes);
+                }
                 Op::Pop(n) => {
                     for _ in 0..*n {
                         pop(&mut s, &mut model, &mut delivered)?;
@@ -365,12 +416,13 @@ fn run_case(policy: Backpressure, reader: bool, ops: Vec<Op>, finish: Finish) ->
     prop_assert!(s.pop().is_none() && s.is_drained());
     prop_assert_eq!(s.pressure().bytes, 0);
 
-    // One gapless sequence, modulo coalescing.
+    // One gapless sequence, modulo coalescing (and the numbers of the channels not read).
     let mut check = SequenceCheck::new();
     for e in &delivered {
         prop_assert!(check.accept(e), "no late or duplicate envelope");
     }
-    prop_assert_eq!(check.missing(), 0);
+    let unread = posted.iter().filter(|(_, i)| !read(i)).count() as u64;
+    prop_assert_eq!(check.missing(), unread);
     prop_assert_eq!(check.next_expected(), n + 1);
     // Exactly one terminal, last.
     prop_assert_eq!(delivered.iter().filter(|e| e.is_terminal()).count(), 1);
@@ -379,7 +431,7 @@ fn run_case(policy: Backpressure, reader: bool, ops: Vec<Op>, finish: Finish) ->
     prop_assert_eq!(s.pressure().coalesced, delivered.iter().map(|e| e.coalesced).sum::<u64>());
     // Deltas reassemble exactly, per kind and attribution.
     let mut produced: BTreeMap<String, String> = BTreeMap::new();
-    for (_, item) in &posted {
+    for (_, item) in posted.iter().filter(|(_, i)| read(i)) {
         if let Some(k) = model_key(item) {
             produced.entry(k).or_default().push_str(text_of(item).unwrap());
         }
@@ -393,7 +445,7 @@ fn run_case(policy: Backpressure, reader: bool, ops: Vec<Op>, finish: Finish) ->
     prop_assert_eq!(received, produced);
     // No non-delta item lost or altered, each with its own number.
     let want: Vec<(u64, &StreamItem)> =
-        posted.iter().filter(|(_, i)| model_key(i).is_none()).map(|(s, i)| (*s, i)).collect();
+        posted.iter().filter(|(_, i)| model_key(i).is_none() && read(i)).map(|(s, i)| (*s, i)).collect();
     let got: Vec<(u64, &StreamItem)> = delivered
         .iter()
         .filter(|e| model_key(&e.item).is_none() && !e.is_terminal())
@@ -410,10 +462,58 @@ proptest! {
     fn arbitrary_interleavings_keep_every_guarantee(
         policy in policy(),
         reader in prop::bool::weighted(0.85),
+        channels in channel_set(),
+        batched in any::<bool>(),
         ops in prop::collection::vec(op(), 0..120),
         finish in prop_oneof![Just(Finish::Completed), Just(Finish::Failed), Just(Finish::Cancelled)],
     ) {
-        run_case(policy, reader, ops, finish)?;
+        run_case(policy, reader, channels, batched, ops, finish)?;
+    }
+
+    /// A batch is exactly its items posted one by one: same numbers, merges, pressure and
+    /// deliveries (the clock is read at most once, and a manual clock does not move meanwhile).
+    #[test]
+    fn a_batch_is_its_items_posted_one_by_one(
+        policy in policy(),
+        channels in channel_set(),
+        chunks in prop::collection::vec(prop::collection::vec(op(), 0..12), 0..12),
+    ) {
+        let clock = ManualClock::new();
+        let new = || {
+            let mut s = RunStream::new("r", policy, Arc::new(clock.clone())).unwrap().with_reader_channels(channels);
+            s.attach_reader().unwrap();
+            s
+        };
+        let (mut one, mut batch) = (new(), new());
+        for chunk in &chunks {
+            let mut posts = Vec::new();
+            for op in chunk {
+                if let Some(item) = item_for(op, one.next_sequence()) {
+                    let raw = matches!(item, StreamItem::Stdout(_) | StreamItem::Stderr(_));
+                    posts.push(if raw && !channels.contains(item.channel()) { Post::UnreadRaw } else { item.clone().into() });
+                    one.post(item);
+                } else if let Op::Pop(n) = op {
+                    // Reads happen between chunks: the batch side reads after its whole chunk.
+                    for _ in 0..*n {
+                        one.pop();
+                    }
+                    batch.post_batch(posts.drain(..));
+                    for _ in 0..*n {
+                        batch.pop();
+                    }
+                } else if let Op::Advance(t) = op {
+                    batch.post_batch(posts.drain(..));
+                    clock.advance(*t as f64 / 10.0);
+                }
+            }
+            batch.post_batch(posts);
+            prop_assert_eq!(one.next_sequence(), batch.next_sequence());
+            prop_assert_eq!(one.pressure(), batch.pressure());
+        }
+        one.finish_at(RunOutcome::Completed, "t");
+        batch.finish_at(RunOutcome::Completed, "t");
+        let drain = |s: &mut RunStream| std::iter::from_fn(|| s.pop()).collect::<Vec<_>>();
+        prop_assert_eq!(drain(&mut one), drain(&mut batch));
     }
 
     /// A flood of one kind of delta never holds more than `max(high_water, 1)` items.

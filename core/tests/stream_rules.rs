@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use agentstream_core::stream::*;
 use agentstream_core::{
-    AgentState, LifecycleEvent, LifecycleReason, OutputEvent, SandboxState, SessionUpdate, TokenUsage, ToolCall,
-    ToolCallStatus, ToolCallUpdate, ToolKind, UsageScope,
+    AgentState, Channel, LifecycleEvent, LifecycleReason, OutputEvent, SandboxState, SessionUpdate, TokenUsage,
+    ToolCall, ToolCallStatus, ToolCallUpdate, ToolKind, UsageScope,
 };
 use serde_json::json;
 
@@ -104,6 +104,27 @@ fn one_gapless_sequence_across_the_four_channels_then_the_terminal() {
     assert_eq!(terminal_reason(&term), LifecycleReason::RunComplete);
     assert_eq!(s.record().unwrap().last_sequence, Some(3));
     assert!(s.is_drained() && s.pop().is_none());
+}
+
+#[test]
+fn a_reader_of_some_channels_gets_those_and_the_terminal_and_unread_items_close_the_tail() {
+    // high_water 0: every delta merges into a same-kind tail, if it may.
+    let (mut s, _) = reading(Backpressure::default().with_high_water(0));
+    s.set_reader_channels(ChannelSet::of([Channel::Content]));
+    assert_eq!(s.post(msg("a")), Some(0));
+    assert_eq!(s.post(msg("b")), Some(1)); // merges into 0
+    assert_eq!(s.post(StreamItem::Stdout("{}\n".into())), Some(2)); // numbered, not buffered
+    assert_eq!(s.post(msg("c")), Some(3)); // may not merge: 2 lies between
+    s.post_batch([Post::UnreadRaw, msg("d").into(), lifecycle(LifecycleReason::SandboxPause).into()]); // 4, 5, 6
+    assert_eq!(s.pressure().buffered, 3);
+    s.finish_at(RunOutcome::Completed, TS).unwrap(); // 7
+    let got = drain(&mut s);
+    let view: Vec<_> = got.iter().map(|e| (e.sequence, e.coalesced, text_of(e))).collect();
+    assert_eq!(view, [(0, 1, "ab".into()), (3, 0, "c".into()), (5, 0, "d".into()), (7, 0, String::new())]);
+    assert!(got[3].is_terminal(), "the terminal is delivered whatever the channels");
+    let mut check = SequenceCheck::new();
+    assert!(got.iter().all(|e| check.accept(e)));
+    assert_eq!(check.missing(), 3, "the numbers of the unread items: 2, 4 and 6");
 }
 
 #[test]

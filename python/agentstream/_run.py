@@ -238,8 +238,29 @@ class Dispatch:
 
     # -- sync --------------------------------------------------------------------------------
 
-    def call_sync(self, batch: list[tuple[str, Any, int, int]]) -> None:
+    def call_sync(self, batch: Iterable[tuple[str, Any, int, int]]) -> None:
         table = self.table()
+        if isinstance(batch, _native.Batch):
+            # The native loop calls the handlers until one returns something (an awaitable?) or
+            # raises; that delivery is finished here, from that handler on.
+            while (stop := batch.call(table)) is not None:
+                channel, payload, sequence, index, result, error = stop
+                handlers = table[channel]
+                try:
+                    if error is not None:
+                        raise error
+                    if isawaitable(result):
+                        self._await_sync(result)
+                except Exception as exc:
+                    self.report(channel, handlers[index], payload, sequence, exc)
+                for handler in handlers[index + 1:]:
+                    try:
+                        r = handler(payload)
+                        if r is not None and isawaitable(r):
+                            self._await_sync(r)
+                    except Exception as exc:
+                        self.report(channel, handler, payload, sequence, exc)
+            return
         for channel, payload, sequence, _ in batch:
             for handler in table[channel]:
                 try:
@@ -263,8 +284,28 @@ class Dispatch:
 
     # -- async -------------------------------------------------------------------------------
 
-    async def call_async(self, batch: list[tuple[str, Any, int, int]]) -> None:
+    async def call_async(self, batch: Iterable[tuple[str, Any, int, int]]) -> None:
         table = self.table()
+        if isinstance(batch, _native.Batch):
+            # As in call_sync: the native loop runs until a handler returns something or raises.
+            while (stop := batch.call(table)) is not None:
+                channel, payload, sequence, index, result, error = stop
+                handlers = table[channel]
+                try:
+                    if error is not None:
+                        raise error
+                    if isawaitable(result):
+                        await result
+                except Exception as exc:
+                    self.report(channel, handlers[index], payload, sequence, exc)
+                for handler in handlers[index + 1:]:
+                    try:
+                        r = handler(payload)
+                        if r is not None and isawaitable(r):
+                            await r
+                    except Exception as exc:
+                        self.report(channel, handler, payload, sequence, exc)
+            return
         for channel, payload, sequence, _ in batch:
             for handler in table[channel]:
                 try:
@@ -320,7 +361,8 @@ def _pool() -> concurrent.futures.ThreadPoolExecutor:
         return _POOL
 
 
-Batch = list[tuple[str, Any, int, int]]
+Batch = _native.Batch
+"""Pulled deliveries ``(channel, payload, sequence, coalesced)``, converted as they are iterated."""
 
 
 class Op:

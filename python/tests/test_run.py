@@ -650,3 +650,41 @@ def test_runs_work_in_a_forked_child(fake_harness: Path) -> None:
             pytest.fail("a run in the forked child never ended")
         time.sleep(0.05)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+
+
+def test_handler_results_other_than_awaitables_are_ignored_and_the_next_handler_runs(fake_harness: Path) -> None:
+    """The native dispatch loop hands a delivery back to Python when a handler returns
+    something; Python finishes it (an awaitable is awaited, anything else ignored) and the
+    handlers after it still run, in order, for every event."""
+    evolve = fake(fake_harness, "claude", "s2-bash")
+    calls: list[tuple[str, int]] = []
+
+    def returns_a_value(event: Any) -> object:
+        calls.append(("value", len(calls)))
+        return {"not": "awaitable"}
+
+    async def awaited(event: Any) -> None:
+        calls.append(("async", len(calls)))
+
+    evolve.on("content", returns_a_value).on("content", awaited).on("content", lambda e: calls.append(("last", 0)))
+    for run in (lambda: evolve.run_sync(prompt="x"), lambda: asyncio.run(evolve.run(prompt="x"))):
+        calls.clear()
+        result = run()
+        assert result.ok and result.handler_errors == 0
+        n = len(read_jsonl(GOLDEN / "claude" / "s2-bash.expected.jsonl"))
+        assert [c[0] for c in calls] == ["value", "async", "last"] * n
+
+
+def test_a_base_exception_in_a_handler_stops_the_run(fake_harness: Path) -> None:
+    evolve = fake(fake_harness, "claude", "s2-bash", hang="1")
+
+    def interrupt(event: Any) -> None:
+        raise KeyboardInterrupt
+
+    evolve.on("content", interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        evolve.run_sync(prompt="x", kill_grace=0.2)
+    deadline = time.monotonic() + 10
+    while evolve.active_run_id is not None:  # cancelled through the one path
+        assert time.monotonic() < deadline
+        time.sleep(0.05)

@@ -63,7 +63,7 @@ impl Keys {
     const MAX_KEYS: usize = 2048;
     const MAX_KEY_LEN: usize = 64;
 
-    fn get<'py>(&mut self, py: Python<'py>, key: &str) -> Bound<'py, PyString> {
+    pub fn get<'py>(&mut self, py: Python<'py>, key: &str) -> Bound<'py, PyString> {
         if let Some(obj) = self.0.get(key) {
             return obj.bind(py).clone();
         }
@@ -257,7 +257,7 @@ fn update<'py>(py: Python<'py>, update: &SessionUpdate, keys: &mut Keys) -> PyRe
             d.set_item(intern!(py, "kind"), tool_kind(py, *kind))?;
             d.set_item(intern!(py, "status"), tool_status(py, *status))?;
             if let Some(v) = raw_input {
-                d.set_item(intern!(py, "rawInput"), value(py, &v.to_value(), keys)?)?;
+                d.set_item(intern!(py, "rawInput"), crate::json::to_py(py, v.get(), keys)?)?;
             }
             if let Some(c) = content {
                 d.set_item(intern!(py, "content"), tool_call_content(py, c)?)?;
@@ -281,7 +281,7 @@ fn update<'py>(py: Python<'py>, update: &SessionUpdate, keys: &mut Keys) -> PyRe
                 d.set_item(intern!(py, "locations"), locations(py, l)?)?;
             }
             if let Some(v) = raw_output {
-                d.set_item(intern!(py, "rawOutput"), value(py, &v.to_value(), keys)?)?;
+                d.set_item(intern!(py, "rawOutput"), crate::json::to_py(py, v.get(), keys)?)?;
             }
         }
         SessionUpdate::Plan { entries } => {
@@ -318,10 +318,16 @@ struct Last(Option<(String, Py<PyString>)>);
 
 impl Last {
     fn get<'py>(&mut self, py: Python<'py>, text: &str) -> Bound<'py, PyString> {
-        if let Some((cached, obj)) = &self.0 {
+        if let Some((cached, obj)) = &mut self.0 {
             if cached == text {
                 return obj.bind(py).clone();
             }
+            // A new value (the next line's timestamp, say): the key's buffer is reused.
+            let new = PyString::new(py, text);
+            cached.clear();
+            cached.push_str(text);
+            *obj = new.clone().unbind();
+            return new;
         }
         let obj = PyString::new(py, text);
         self.0 = Some((text.to_string(), obj.clone().unbind()));

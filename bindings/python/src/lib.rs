@@ -15,6 +15,7 @@
 //! two Python threads sharing a decoder serialize instead of deadlocking.
 
 mod convert;
+mod json;
 
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -441,6 +442,16 @@ fn _parse_json_lines(py: Python<'_>, agent: &str, data: &[u8]) -> PyResult<Vec<S
     })
 }
 
+/// A harness record kept as JSON text (`rawInput`/`rawOutput`) as the Python objects events
+/// carry (tests: the same as `json.loads`). `None` when `text` is not one JSON value.
+#[pyfunction]
+fn _raw_json_to_py<'py>(py: Python<'py>, text: String) -> PyResult<Bound<'py, PyAny>> {
+    guard(py, || match agentstream_core::RawJson::from_text(text) {
+        Some(raw) => json::to_py(py, raw.get(), &mut convert::Keys::default()),
+        None => Ok(py.None().into_bound(py)),
+    })
+}
+
 /// Decode `data` without building any Python object; returns the event count. The benchmark's
 /// floor: what the conversion to dicts costs on top of decoding.
 #[pyfunction]
@@ -485,6 +496,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyDecoder>()?;
     m.add_class::<run::PySession>()?;
     m.add_class::<run::PyRun>()?;
+    m.add_class::<run::PyBatch>()?;
     m.add_function(wrap_pyfunction!(run::replay, m)?)?;
     m.add_function(wrap_pyfunction!(run::_raise_error_kind, m)?)?;
     m.add("CH_CONTENT", run::CONTENT)?;
@@ -501,6 +513,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_output_event_canonical_json, m)?)?;
     m.add_function(wrap_pyfunction!(_lifecycle_event_from_json, m)?)?;
     m.add_function(wrap_pyfunction!(_decode_count, m)?)?;
+    m.add_function(wrap_pyfunction!(_raw_json_to_py, m)?)?;
     m.add_function(wrap_pyfunction!(_debug_panic, m)?)?;
     Ok(())
 }

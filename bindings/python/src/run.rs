@@ -7,8 +7,10 @@
 //! into Python, so there is no per-event GIL hand-off (toolchain.md P3): one attach per batch,
 //! on the thread that asked for it.
 //!
-//! Items on channels nobody listens to are skipped here, before any Python object is built
-//! (they were still sequenced by the core; the mask is the `channels` bit set of the run).
+//! Items on channels nobody listens to are not buffered by the core (`RunOptions::channels`,
+//! `RunHandle::set_channels`: they are still sequenced, and raw lines nobody reads are never
+//! copied); any already buffered when the mask changes are skipped here, before any Python
+//! object is built (the mask is the `channels` bit set of the run).
 //!
 //! A pulled delivery is the tuple `(channel, payload, sequence, coalesced)`: `channel` is one of
 //! the interned strings `content`, `lifecycle`, `stdout`, `stderr` or `hook`; `payload` is the
@@ -16,14 +18,14 @@
 //! snake_case hook dict.
 
 use std::path::PathBuf;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use agentstream_core::replay::{ReplayOptions, replay as core_replay};
 use agentstream_core::runner::{AgentConfig, CommandOptions, Delivery, RunHandle, RunOptions, Session};
-use agentstream_core::stream::{Backpressure, Envelope, StreamItem};
-use agentstream_core::{Error as CoreError, ErrorKind, HookEvent};
+use agentstream_core::stream::{Backpressure, ChannelSet, Envelope, StreamItem};
+use agentstream_core::{Channel, Error as CoreError, ErrorKind, HookEvent};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
@@ -42,6 +44,15 @@ pub const ALL: u8 = CONTENT | LIFECYCLE | STDOUT | STDERR | HOOKS;
 /// How long a pull that got a partial batch waits for more (`RunHandle::next_batch_lingering`):
 /// the extra latency of a delivery is at most this, and a fast run is read in batches.
 const LINGER: Duration = Duration::from_millis(1);
+
+/// The core's reader channels for a mask: items of the other channels are then not even
+/// buffered (the core keeps content and lifecycle when hooks are on: hooks derive from them).
+fn core_channels(mask: u8) -> ChannelSet {
+    [(CONTENT, Channel::Content), (LIFECYCLE, Channel::Lifecycle), (STDOUT, Channel::Stdout), (STDERR, Channel::Stderr)]
+        .into_iter()
+        .filter(|(b, _)| mask & b != 0)
+        .fold(ChannelSet::NONE, |set, (_, c)| set.with(c))
+}
 
 fn bit(d: &Delivery) -> u8 {
     match d {
@@ -115,27 +126,29 @@ fn hook_payload<'py>(py: Python<'py>, hook: &HookEvent, strings: &mut convert::S
     Ok(convert::object(py, &hook.to_flat_snake(), strings.keys())?.into_any())
 }
 
-fn delivery_tuple<'py>(py: Python<'py>, d: &Delivery, strings: &mut convert::Strings) -> PyResult<Bound<'py, PyTuple>> {
-    match d {
-        Delivery::Item(env) => PyTuple::new(
-            py,
-            [
-                channel_str(py, &env.item).clone().into_any(),
-                item_payload(py, &env.item, strings)?,
-                env.sequence.into_pyobject(py)?.into_any(),
-                env.coalesced.into_pyobject(py)?.into_any(),
-            ],
-        ),
-        Delivery::Hook(h) => PyTuple::new(
-            py,
-            [
-                intern!(py, "hook").clone().into_any(),
-                hook_payload(py, h, strings)?,
-                h.sequence.into_pyobject(py)?.into_any(),
-                0u64.into_pyobject(py)?.into_any(),
-            ],
-        ),
-    }
+/// A delivery's channel name, payload, sequence and coalesced count.
+struct Parts<'py> {
+    channel: Bound<'py, PyString>,
+    payload: Bound<'py, PyAny>,
+    sequence: u64,
+    coalesced: u64,
+}
+
+fn delivery_parts<'py>(py: Python<'py>, d: &Delivery, strings: &mut convert::Strings) -> PyResult<Parts<'py>> {
+    Ok(match d {
+        Delivery::Item(env) => Parts {
+            channel: channel_str(py, &env.item).clone(),
+            payload: item_payload(py, &env.item, strings)?,
+            sequence: env.sequence,
+            coalesced: env.coalesced,
+        },
+        Delivery::Hook(h) => Parts {
+            channel: intern!(py, "hook").clone(),
+            payload: hook_payload(py, h, strings)?,
+            sequence: h.sequence,
+            coalesced: 0,
+        },
+    })
 }
 
 /// One envelope as the Python dict `{run_id, sequence, channel, event, coalesced?}` (snake_case
@@ -217,6 +230,7 @@ impl PySession {
             options.idempotent_tools = idempotent_tools.into_iter().collect();
             options.hooks = hooks;
             options.attach_reader = attach_reader;
+            options.channels = core_channels(channels);
             options.background = background;
             if let Some(g) = seconds(py, "kill_grace", kill_grace)? {
                 options.kill_grace = g;
@@ -256,6 +270,7 @@ impl PySession {
             options.backpressure = backpressure(py, high_water, byte_budget, stall_seconds)?;
             options.hooks = hooks;
             options.attach_reader = attach_reader;
+            options.channels = core_channels(channels);
             options.background = background;
             if let Some(g) = seconds(py, "kill_grace", kill_grace)? {
                 options.kill_grace = g;
@@ -314,26 +329,155 @@ pub struct PyRun {
     handle: RunHandle,
     channels: AtomicU8,
     /// Strings shared between the events of this run (only used with the GIL held).
-    strings: Mutex<convert::Strings>,
+    strings: Arc<Mutex<convert::Strings>>,
+}
+
+/// Batch buffers handed back by dropped batches, for the next pulls of any run: a batch of
+/// envelopes is tens of kilobytes, and allocating one per pull touched fresh memory each time
+/// (page faults and zeroing showed as a few percent of a run's time).
+static SPARE: Mutex<Vec<Vec<Delivery>>> = Mutex::new(Vec::new());
+
+/// Buffers kept in [`SPARE`].
+const SPARE_BUFFERS: usize = 8;
+
+/// An empty buffer for a batch of up to `max` deliveries.
+fn buffer(max: usize) -> Vec<Delivery> {
+    SPARE.lock().ok().and_then(|mut s| s.pop()).unwrap_or_else(|| Vec::with_capacity(max.min(1024)))
 }
 
 impl PyRun {
     fn new(handle: RunHandle, channels: u8) -> Self {
-        PyRun { handle, channels: AtomicU8::new(channels), strings: Mutex::new(convert::Strings::default()) }
+        PyRun { handle, channels: AtomicU8::new(channels), strings: Arc::default() }
     }
 
-    fn convert<'py>(&self, py: Python<'py>, batch: &[Delivery]) -> PyResult<Bound<'py, PyList>> {
+    fn batch(&self, deliveries: Vec<Delivery>) -> PyBatch {
+        PyBatch { items: Mutex::new((deliveries, 0)), strings: Arc::clone(&self.strings) }
+    }
+}
+
+/// Pulled deliveries, converted to Python one at a time as they are iterated.
+///
+/// Converting a whole batch up front would keep up to `max` events' dicts alive together until
+/// the last handler ran, and every collection of Python's young generation would walk (and
+/// promote) all of them; converted on demand, an event's objects are garbage as soon as its
+/// handlers are done with it, as with any other source of events.
+#[pyclass(module = "agentstream._native", name = "Batch", frozen)]
+pub struct PyBatch {
+    /// The deliveries and how many were iterated (converted in place, dropped all together
+    /// once the last was: no delivery is moved).
+    items: Mutex<(Vec<Delivery>, usize)>,
+    strings: Arc<Mutex<convert::Strings>>,
+}
+
+#[pymethods]
+impl PyBatch {
+    /// Deliveries not iterated yet.
+    fn __len__(&self) -> usize {
+        self.items.lock().map(|i| i.0.len() - i.1).unwrap_or(0)
+    }
+
+    fn __iter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
+        slf
+    }
+
+    /// The next delivery as `(channel, payload, sequence, coalesced)`.
+    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyTuple>>> {
+        guard(py, || {
+            let Some(p) = self.take(py)? else { return Ok(None) };
+            let items = [
+                p.channel.into_any(),
+                p.payload,
+                p.sequence.into_pyobject(py)?.into_any(),
+                p.coalesced.into_pyobject(py)?.into_any(),
+            ];
+            Ok(Some(PyTuple::new(py, items)?))
+        })
+    }
+
+    /// Call the handlers of each delivery left, in order: `table[channel]` (a tuple of callables)
+    /// with the payload, one after the other, as the Python dispatcher would, without building
+    /// a tuple per delivery or running a Python loop. Stops at the first handler that returns
+    /// something other than `None` (it may be an awaitable) or raises an `Exception`, and
+    /// returns `(channel, payload, sequence, index, result, exception)` so that the caller
+    /// finishes that delivery (from handler `index`) and calls again; `None` once the batch is
+    /// done. A `BaseException` that is not an `Exception` propagates.
+    fn call<'py>(&self, py: Python<'py>, table: &Bound<'py, PyDict>) -> PyResult<Option<Bound<'py, PyTuple>>> {
+        guard(py, || {
+            while let Some(p) = self.take(py)? {
+                let Some(handlers) = table.get_item(&p.channel)? else { continue };
+                let handlers = handlers.cast_into::<PyTuple>()?;
+                for (index, handler) in handlers.iter().enumerate() {
+                    let (result, exception) = match handler.call1((&p.payload,)) {
+                        Ok(r) if r.is_none() => continue,
+                        Ok(r) => (r, py.None().into_bound(py)),
+                        Err(e) if e.is_instance_of::<pyo3::exceptions::PyException>(py) => {
+                            (py.None().into_bound(py), e.into_value(py).into_bound(py).into_any())
+                        }
+                        Err(e) => return Err(e),
+                    };
+                    let items = [
+                        p.channel.into_any(),
+                        p.payload,
+                        p.sequence.into_pyobject(py)?.into_any(),
+                        index.into_pyobject(py)?.into_any(),
+                        result,
+                        exception,
+                    ];
+                    return Ok(Some(PyTuple::new(py, items)?));
+                }
+            }
+            Ok(None)
+        })
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<agentstream._native.Batch of {} deliveries>", self.__len__())
+    }
+}
+
+impl Drop for PyBatch {
+    /// The buffer goes back to [`SPARE`] for a later pull (deliveries not taken are dropped).
+    fn drop(&mut self) {
+        if let Ok(items) = self.items.get_mut() {
+            let mut buffer = std::mem::take(&mut items.0);
+            buffer.clear();
+            if let Ok(mut spare) = SPARE.lock() {
+                if buffer.capacity() > 0 && spare.len() < SPARE_BUFFERS {
+                    spare.push(buffer);
+                }
+            }
+        }
+    }
+}
+
+impl PyBatch {
+    /// Convert the next delivery. The batch is locked only while converting (Python code may
+    /// run then, e.g. a finalizer): another thread taking from the same batch meanwhile gets an
+    /// error rather than waiting with the GIL held.
+    fn take<'py>(&self, py: Python<'py>) -> PyResult<Option<Parts<'py>>> {
+        let Ok(mut items) = self.items.try_lock() else {
+            return Err(pyo3::exceptions::PyRuntimeError::new_err("a Batch is iterated by one thread at a time"));
+        };
+        let (deliveries, next) = &mut *items;
+        let Some(d) = deliveries.get(*next) else { return Ok(None) };
+        *next += 1;
         let mut fresh;
-        let mut guard = self.strings.try_lock();
-        let strings = match guard.as_deref_mut() {
+        let mut held = self.strings.try_lock();
+        let strings = match held.as_deref_mut() {
             Ok(s) => s,
             Err(_) => {
                 fresh = convert::Strings::default();
                 &mut fresh
             }
         };
-        let items = batch.iter().map(|d| delivery_tuple(py, d, strings)).collect::<PyResult<Vec<_>>>()?;
-        PyList::new(py, items)
+        let parts = delivery_parts(py, d, strings)?;
+        if *next == deliveries.len() {
+            // The Rust side of the batch, dropped once converted (the buffer goes back to the
+            // run when the batch is dropped).
+            deliveries.clear();
+            *next = 0;
+        }
+        Ok(Some(parts))
     }
 }
 
@@ -344,7 +488,9 @@ impl PyRun {
         self.handle.run_id()
     }
 
-    /// The channel bit set: which deliveries `pull` returns (the rest are skipped unconverted).
+    /// The channel bit set: which deliveries `pull` returns. The core does not buffer items of
+    /// the other channels (nor copy raw lines nobody reads); what is already buffered is skipped
+    /// here unconverted.
     #[getter]
     fn get_channels(&self) -> u8 {
         self.channels.load(Ordering::Relaxed)
@@ -353,39 +499,42 @@ impl PyRun {
     #[setter]
     fn set_channels(&self, mask: u8) {
         self.channels.store(mask, Ordering::Relaxed);
+        self.handle.set_channels(core_channels(mask));
     }
 
     /// Up to `max` deliveries that are ready now, without waiting.
     #[pyo3(signature = (max = 256))]
-    fn try_pull<'py>(&self, py: Python<'py>, max: usize) -> PyResult<Bound<'py, PyList>> {
+    fn try_pull(&self, py: Python<'_>, max: usize) -> PyResult<PyBatch> {
         guard(py, || {
             let mask = self.channels.load(Ordering::Relaxed);
-            let mut batch = self.handle.try_next_batch(max);
+            let mut batch = buffer(max);
+            self.handle.try_next_batch_into(&mut batch, max);
             batch.retain(|d| bit(d) & mask != 0);
-            self.convert(py, &batch)
+            Ok(self.batch(batch))
         })
     }
 
     /// Wait up to `timeout` seconds (GIL released) for deliveries, then take up to `max`.
-    /// An empty list means the time passed or the stream ended (see `ended`).
+    /// An empty batch means the time passed or the stream ended (see `ended`).
     #[pyo3(signature = (max = 256, timeout = 0.25))]
-    fn pull<'py>(&self, py: Python<'py>, max: usize, timeout: f64) -> PyResult<Bound<'py, PyList>> {
+    fn pull(&self, py: Python<'_>, max: usize, timeout: f64) -> PyResult<PyBatch> {
         guard(py, || {
             let timeout = seconds(py, "timeout", Some(timeout))?.unwrap_or_default();
             let mask = self.channels.load(Ordering::Relaxed);
             let handle = &self.handle;
-            let batch = py.detach(|| {
+            let mut batch = buffer(max);
+            py.detach(|| {
                 let deadline = Instant::now() + timeout;
                 loop {
                     let left = deadline.saturating_duration_since(Instant::now());
-                    let mut batch = handle.next_batch_lingering(max, Some(left), LINGER);
+                    handle.next_batch_into(&mut batch, max, Some(left), LINGER);
                     batch.retain(|d| bit(d) & mask != 0);
                     if !batch.is_empty() || handle.is_ended() || left.is_zero() {
-                        return batch;
+                        return;
                     }
                 }
             });
-            self.convert(py, &batch)
+            Ok(self.batch(batch))
         })
     }
 

@@ -9,11 +9,12 @@ use tokio::io::AsyncReadExt;
 use tokio::process::{Child, Command};
 
 use super::argv::AgentConfig;
-use super::handle::{RunHandle, Shared};
+use super::handle::{Posts, RunHandle, Shared};
 use super::process::{exit_parts, signal_group, signals};
 use super::session::{CommandOptions, RunOptions, SessionState};
-use super::{FinalState, RunResult, runtime};
+use super::{FinalState, RunResult};
 use crate::answer::AnswerTracker;
+use crate::channel::Channel;
 use crate::decode::Decoder;
 use crate::error::{Error, ErrorKind};
 use crate::event::OutputEvent;
@@ -22,8 +23,8 @@ use crate::hooks::HookDeriver;
 use crate::lifecycle::{AgentState, LifecycleEvent, LifecycleReason, SandboxState};
 use crate::redact::RedactionPolicy;
 use crate::stream::{
-    Backpressure, CancelReason, CancellationToken, RunEnd, RunKind, RunOutcome, RunStream, StreamItem, SystemClock,
-    derive_outcome, new_run_id,
+    Backpressure, CancelReason, CancellationToken, ChannelSet, RunEnd, RunKind, RunOutcome, RunStream, StreamItem,
+    SystemClock, derive_outcome, new_run_id,
 };
 
 pub(crate) enum Operation {
@@ -40,12 +41,15 @@ struct Plan {
     backpressure: Backpressure,
     hooks: bool,
     attach_reader: bool,
+    channels: ChannelSet,
     background: bool,
     kill_grace: Duration,
     redact: bool,
     idempotent: Vec<String>,
     decoder: Option<Decoder>,
     agent_id: String,
+    /// The posts of one stdout chunk (kept to reuse its allocation).
+    batch: Posts,
 }
 
 fn plan(op: Operation) -> Plan {
@@ -59,12 +63,14 @@ fn plan(op: Operation) -> Plan {
             backpressure: options.backpressure,
             hooks: options.hooks,
             attach_reader: options.attach_reader,
+            channels: options.channels,
             background: options.background,
             kill_grace: options.kill_grace,
             redact: options.redact,
             idempotent: options.idempotent_tools.into_iter().collect(),
             decoder: Some(Decoder::new(config.agent)),
             agent_id: config.agent_id(),
+            batch: Posts::with_capacity(BATCH + 8),
         },
         Operation::Command { config, options } => {
             let mut env = config.env.clone();
@@ -78,12 +84,14 @@ fn plan(op: Operation) -> Plan {
                 backpressure: options.backpressure,
                 hooks: options.hooks,
                 attach_reader: options.attach_reader,
+                channels: options.channels,
                 background: options.background,
                 kill_grace: options.kill_grace,
                 redact: false,
                 idempotent: Vec::new(),
                 decoder: None,
                 agent_id: config.agent_id(),
+                batch: Posts::with_capacity(BATCH + 8),
             }
         }
     }
@@ -116,12 +124,16 @@ pub(crate) fn start(
         .with_kind(kind)
         .with_redaction(RedactionPolicy { enabled: plan.redact })
         .with_token(token.clone());
+    let channels = reader_channels(plan.channels, plan.hooks);
+    stream.set_reader_channels(channels);
     if plan.attach_reader {
         stream.attach_reader().map_err(|e| Error::new(ErrorKind::Internal, e.to_string()))?;
     }
     let shared = Arc::new(Shared {
         run_id: run_id.clone(),
         stream: Mutex::new(stream),
+        channels: std::sync::atomic::AtomicU8::new(channels.bits()),
+        hooks: plan.hooks,
         readable: Condvar::new(),
         sleepers: std::sync::atomic::AtomicUsize::new(0),
         readable_async: tokio::sync::Notify::new(),
@@ -152,8 +164,16 @@ pub(crate) fn start(
     for (k, v) in &plan.env {
         cmd.env(k, v);
     }
+    // Each operation is driven by its own thread and single-threaded runtime: the task then never
+    // migrates between the shared runtime's workers (each move left the decoder's working set in
+    // the other core's cache), and concurrent runs decode in parallel. The child's pipes belong
+    // to this runtime, so it is entered to spawn.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::new(ErrorKind::SpawnFailed, format!("cannot start the runner: {e}")))?;
     let child = {
-        let _enter = runtime().enter();
+        let _enter = rt.enter();
         cmd.spawn()
     };
     let program = plan.program.to_string_lossy().into_owned();
@@ -174,16 +194,21 @@ pub(crate) fn start(
         )));
     }
     shared.post(StreamItem::Lifecycle(lifecycle(kind.start_reason(), SandboxState::Running, AgentState::Running)));
-    let task = runtime().spawn(drive(shared.clone(), plan, child, session.clone()));
-    // A bug that panics the driving task must not leave readers and waiters hanging forever:
-    // the watcher ends the run as failed (internal error) with its terminal item.
-    runtime().spawn(async move {
-        if let Err(e) = task.await {
-            if e.is_panic() {
+    let (driver_shared, driver_session) = (shared.clone(), session.clone());
+    std::thread::Builder::new()
+        .name("agentstream-run".into())
+        .spawn(move || {
+            let driven = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                rt.block_on(drive(driver_shared, plan, child, driver_session))
+            }));
+            // A bug that panics the driving task must not leave readers and waiters hanging
+            // forever: the run ends as failed (internal error) with its terminal item.
+            if driven.is_err() {
                 end_after_driver_panic(&shared, &session, started_at);
             }
-        }
-    });
+        })
+        // Not started: the closure (and with it the child, killed on drop) is gone.
+        .map_err(|e| Error::new(ErrorKind::SpawnFailed, format!("cannot start the runner thread: {e}")))?;
     Ok(handle)
 }
 
@@ -414,44 +439,76 @@ async fn sleep_until(at: Option<tokio::time::Instant>) {
     }
 }
 
+/// The channels a run's stream buffers for its reader: the ones it asked for, plus content and
+/// lifecycle when hook events are derived (they come from those items).
+pub(crate) fn reader_channels(asked: ChannelSet, hooks: bool) -> ChannelSet {
+    if hooks { asked.with(Channel::Content).with(Channel::Lifecycle) } else { asked }
+}
+
+/// A raw stdout line as its item (the text and its `"\n"`), or only a number when nobody reads
+/// stdout.
+fn push_raw(batch: &mut Posts, stdout: bool, line: &str) {
+    if !stdout {
+        batch.unread_raw();
+        return;
+    }
+    let mut s = String::with_capacity(line.len() + 1);
+    s.push_str(line);
+    s.push('\n');
+    batch.item(StreamItem::Stdout(s));
+}
+
+/// A decoded line's posts: its raw text, then its events (which the answer tracker sees first).
+fn push_line(
+    batch: &mut Posts,
+    stdout: bool,
+    acct: &mut Accounting,
+    line: Option<&str>,
+    events: &mut Vec<OutputEvent>,
+) {
+    if let Some(line) = line {
+        push_raw(batch, stdout, line);
+    }
+    for ev in events.drain(..) {
+        acct.answer.observe(&ev);
+        batch.item(StreamItem::Content(ev));
+    }
+}
+
+/// Posts are handed to the stream in batches of at most this many: one lock and one wake per
+/// batch, a batch small enough to stay in cache (a post is a few hundred bytes), and a reader
+/// gets the first items of a big chunk before its last line is decoded.
+const BATCH: usize = 64;
+
+fn flush_if_full(shared: &Shared, batch: &mut Posts) {
+    if batch.len() >= BATCH {
+        shared.post_all(batch);
+    }
+}
+
 fn post_stdout(shared: &Shared, plan: &mut Plan, raw: &mut LineFramer, acct: &mut Accounting, bytes: &[u8]) {
+    // Read once per chunk: a reader that subscribes to stdout meanwhile gets the lines of the
+    // next chunk on (these are numbered all the same).
+    let stdout = shared.wants(Channel::Stdout);
+    // One lock, one clock reading and one wake per batch of posts, not per item.
+    let mut batch = std::mem::take(&mut plan.batch);
     match plan.decoder.as_mut() {
         Some(decoder) => {
-            // One lock and one wake per chunk, not per item.
-            let mut batch = Vec::new();
             decoder.feed_lines(bytes, &mut |line, events| {
-                crate::replay::post_line(&mut |item| batch.push(item), line, events, &mut |ev| acct.answer.observe(ev))
+                push_line(&mut batch, stdout, acct, line, events);
+                flush_if_full(shared, &mut batch);
             });
-            shared.post_all(&mut batch);
             collect_diagnostics(decoder, acct);
         }
-        None => {
-            let mut batch = Vec::new();
-            raw.push(bytes, &mut |frame| {
-                if let crate::framing::Frame::Line(l) = frame {
-                    batch.push(StreamItem::Stdout(format!("{}\n", crate::framing::to_text(l))));
-                }
-            });
-            shared.post_all(&mut batch);
-        }
+        None => raw.push(bytes, &mut |frame| {
+            if let crate::framing::Frame::Line(l) = frame {
+                push_raw(&mut batch, stdout, &crate::framing::to_text(l));
+                flush_if_full(shared, &mut batch);
+            }
+        }),
     }
-}
-
-fn post_line(shared: &Shared, acct: &mut Accounting, line: Option<&str>, events: &mut Vec<OutputEvent>) {
-    crate::replay::post_line(
-        &mut |item| {
-            shared.post(item);
-        },
-        line,
-        events,
-        &mut |ev| acct.answer.observe(ev),
-    );
-}
-
-fn post_raw_frame(shared: &Shared, frame: crate::framing::Frame<'_>) {
-    if let crate::framing::Frame::Line(l) = frame {
-        shared.post(StreamItem::Stdout(format!("{}\n", crate::framing::to_text(l))));
-    }
+    shared.post_all(&mut batch);
+    plan.batch = batch;
 }
 
 fn collect_diagnostics(decoder: &mut Decoder, acct: &mut Accounting) {
@@ -462,17 +519,25 @@ fn collect_diagnostics(decoder: &mut Decoder, acct: &mut Accounting) {
 
 /// Flush the final partial line; returns true when stdout ended mid-line.
 fn finish_stdout(shared: &Shared, plan: &mut Plan, raw: &mut LineFramer, acct: &mut Accounting) -> bool {
-    match plan.decoder.as_mut() {
+    let stdout = shared.wants(Channel::Stdout);
+    let mut batch = std::mem::take(&mut plan.batch);
+    let cut = match plan.decoder.as_mut() {
         Some(decoder) => {
             let cut = decoder.has_partial_line();
-            decoder.finish_lines(&mut |line, events| post_line(shared, acct, line, events));
+            decoder.finish_lines(&mut |line, events| push_line(&mut batch, stdout, acct, line, events));
             collect_diagnostics(decoder, acct);
             cut
         }
         None => {
             let cut = raw.has_partial();
-            raw.finish(&mut |frame| post_raw_frame(shared, frame));
+            raw.finish(&mut |frame| {
+                if let crate::framing::Frame::Line(l) = frame {
+                    push_raw(&mut batch, stdout, &crate::framing::to_text(l));
+                }
+            });
             cut
         }
-    }
+    };
+    shared.post_all(&mut batch);
+    cut
 }

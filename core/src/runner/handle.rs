@@ -1,16 +1,17 @@
 //! [`RunHandle`]: the reader side of one operation.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
 use super::RunResult;
+use crate::channel::Channel;
 use crate::hooks::{HookDeriver, HookEvent, HookInput};
 use crate::lifecycle::{AgentState, LifecycleEvent, LifecycleReason, SandboxState};
-use crate::stream::{CancelReason, CancellationToken, Envelope, Pressure, RunStream, StreamItem};
+use crate::stream::{CancelReason, CancellationToken, ChannelSet, Envelope, Pressure, RunStream, StreamItem};
 
 /// One thing a reader receives, in order.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -21,6 +22,16 @@ pub enum Delivery {
     Item(Envelope),
     /// A hook event derived from the item delivered just before it.
     Hook(HookEvent),
+}
+
+/// What waiting for the stream found.
+enum Wait {
+    /// Something may be ready to take.
+    Ready,
+    /// The stream is over.
+    End,
+    /// The deadline passed.
+    Timeout,
 }
 
 /// The result of a blocking read.
@@ -38,6 +49,11 @@ pub enum Next {
 pub(crate) struct Shared {
     pub run_id: String,
     pub stream: Mutex<RunStream>,
+    /// The stream's reader channels ([`ChannelSet::bits`]), for the producer to check without
+    /// the lock (written with the lock held, by [`RunHandle::set_channels`]).
+    pub channels: AtomicU8,
+    /// Whether hook events are derived (then content and lifecycle are always read).
+    pub hooks: bool,
     pub readable: Condvar,
     /// Readers blocked on `readable` (changed only with the stream lock held, before waiting):
     /// a post wakes the condition variable only when somebody waits, so a run read by a busy
@@ -67,16 +83,30 @@ impl Shared {
         seq
     }
 
+    /// Whether the reader reads `channel` (see [`RunHandle::set_channels`]).
+    pub fn wants(&self, channel: Channel) -> bool {
+        ChannelSet::from_bits(self.channels.load(Ordering::Relaxed)).contains(channel)
+    }
+
     /// Post several items (one stdout chunk's worth) under a single stream lock and wake
     /// readers once, instead of locking and waking per item.
-    pub fn post_all(&self, items: &mut Vec<StreamItem>) {
+    pub fn post_all(&self, items: &mut Posts) {
         if items.is_empty() {
             return;
         }
         {
+            // RunStream::post_batch, without an iterator of posts (each a few hundred bytes)
+            // between the batch and the buffer.
             let mut stream = self.stream.lock().expect("stream");
-            for item in items.drain(..) {
-                stream.post(item);
+            let mut now = None;
+            for (before, item) in items.items.drain(..) {
+                for _ in 0..before {
+                    stream.post_unread_raw();
+                }
+                stream.post_reading_clock(item, &mut now);
+            }
+            for _ in 0..std::mem::take(&mut items.unread) {
+                stream.post_unread_raw();
             }
         }
         if self.sleepers.load(Ordering::SeqCst) > 0 {
@@ -88,6 +118,39 @@ impl Shared {
     pub fn wake_readers(&self) {
         self.readable.notify_all();
         self.readable_async.notify_one();
+    }
+}
+
+/// Posts waiting to be handed to the stream, compactly: each item with the number of raw lines
+/// nobody reads that are numbered just before it (those are counted, not stored: a post is a
+/// few hundred bytes), and such lines after the last item.
+#[derive(Debug, Default)]
+pub(crate) struct Posts {
+    items: Vec<(u32, StreamItem)>,
+    unread: u32,
+}
+
+impl Posts {
+    pub fn with_capacity(n: usize) -> Self {
+        Posts { items: Vec::with_capacity(n), unread: 0 }
+    }
+
+    /// A raw line nobody reads (`Post::UnreadRaw`).
+    pub fn unread_raw(&mut self) {
+        self.unread += 1;
+    }
+
+    pub fn item(&mut self, item: StreamItem) {
+        let before = std::mem::take(&mut self.unread);
+        self.items.push((before, item));
+    }
+
+    pub fn len(&self) -> usize {
+        self.items.len() + self.unread as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 
@@ -156,6 +219,23 @@ impl RunHandle {
         self.cancel(reason);
     }
 
+    /// The channels the reader reads from now on (the run's `channels` option at first). Items
+    /// of the other channels are numbered and discarded, not buffered; raw lines nobody reads
+    /// are not even copied. With hook events on, content and lifecycle are always read (hooks
+    /// derive from them). The terminal item is always delivered. Already buffered items stay;
+    /// the producer sees the change from its next chunk of output on.
+    pub fn set_channels(&self, channels: ChannelSet) {
+        let channels = super::driver::reader_channels(channels, self.shared.hooks);
+        let mut stream = self.shared.stream.lock().expect("stream");
+        stream.set_reader_channels(channels);
+        self.shared.channels.store(channels.bits(), Ordering::Relaxed);
+    }
+
+    /// The channels the reader reads now.
+    pub fn channels(&self) -> ChannelSet {
+        self.shared.stream.lock().expect("stream").reader_channels()
+    }
+
     /// The reader leaves early (an iterator dropped before the end): the run is cancelled
     /// through the same path, with reason "the reader left".
     pub fn reader_left(&self) {
@@ -173,33 +253,77 @@ impl RunHandle {
         )));
     }
 
-    /// Take what is ready without waiting (at most `max`).
+    /// Take what is ready without waiting (at most `max`). The envelopes are popped under ONE
+    /// stream lock, so a reader that is behind takes a full batch for the price of one lock.
     pub fn try_next_batch(&self, max: usize) -> Vec<Delivery> {
-        let mut reader = self.reader.lock().expect("reader");
         let mut out = Vec::new();
-        while out.len() < max.max(1) {
-            if let Some(d) = reader.pending.pop_front() {
-                out.push(d);
-                continue;
-            }
-            if reader.ended {
-                break;
-            }
-            let popped = self.shared.stream.lock().expect("stream").pop();
-            match popped {
-                Some(env) => self.expand(&mut reader, env),
-                None => break,
-            }
-        }
+        self.take_ready(max.max(1), &mut out);
         out
     }
 
-    fn expand(&self, reader: &mut ReaderState, env: Envelope) {
-        let terminal = matches!(&env.item, StreamItem::Lifecycle(l) if l.reason.is_terminal());
+    /// [`try_next_batch`](Self::try_next_batch) appending to `out` (see
+    /// [`next_batch_into`](Self::next_batch_into)).
+    pub fn try_next_batch_into(&self, out: &mut Vec<Delivery>, max: usize) {
+        self.take_ready(out.len() + max.max(1), out);
+    }
+
+    /// Append to `out` what is ready, until `out` holds `max` deliveries.
+    fn take_ready(&self, max: usize, out: &mut Vec<Delivery>) {
+        let mut reader = self.reader.lock().expect("reader");
+        while out.len() < max {
+            match reader.pending.pop_front() {
+                Some(d) => out.push(d),
+                None => break,
+            }
+        }
+        if out.len() >= max || reader.ended {
+            return;
+        }
+        if reader.deriver.is_none() {
+            // Without hooks a delivery is its envelope: popped straight into `out`.
+            let mut stream = self.shared.stream.lock().expect("stream");
+            out.reserve((max - out.len()).min(stream.pressure().buffered + 1));
+            // The terminal is the last envelope there is: nothing follows it to over-take.
+            stream.pop_up_to(max - out.len(), |env| {
+                reader.ended |= env.is_terminal();
+                out.push(Delivery::Item(env));
+            });
+            return;
+        }
+        // Each envelope makes at least one delivery: pop no more than the batch still takes.
+        let mut envs = Vec::new();
+        let mut facts = None;
+        {
+            let mut stream = self.shared.stream.lock().expect("stream");
+            envs.reserve((max - out.len()).min(stream.pressure().buffered + 1));
+            let mut terminal = false;
+            stream.pop_up_to(max - out.len(), |env| {
+                terminal |= env.is_terminal();
+                envs.push(env);
+            });
+            if terminal {
+                facts = stream.terminal_facts();
+            }
+        }
+        for env in envs {
+            let facts = if env.is_terminal() { facts.take() } else { None };
+            Self::expand(&mut reader, env, facts);
+            while out.len() < max {
+                match reader.pending.pop_front() {
+                    Some(d) => out.push(d),
+                    None => break,
+                }
+            }
+        }
+    }
+
+    /// Queue an envelope and the hook events derived from it (`facts`: the run's terminal
+    /// facts, for the terminal envelope).
+    fn expand(reader: &mut ReaderState, env: Envelope, facts: Option<crate::hooks::TerminalFacts>) {
+        let terminal = env.is_terminal();
         let mut hooks = Vec::new();
         if let Some(deriver) = reader.deriver.as_mut() {
             let ts = crate::time::now_iso8601();
-            let facts = if terminal { self.shared.stream.lock().expect("stream").terminal_facts() } else { None };
             let input = match &env.item {
                 StreamItem::Content(ev) => HookInput::Content(ev),
                 StreamItem::Lifecycle(l) => HookInput::Lifecycle(l, facts.as_ref()),
@@ -227,41 +351,47 @@ impl RunHandle {
             if let Some(d) = self.try_next_batch(1).pop() {
                 return Next::Item(d);
             }
-            if self.reader.lock().expect("reader").ended || self.stream_over() {
-                return Next::End;
+            match self.wait_ready(deadline) {
+                Wait::Ready => {}
+                Wait::End => return Next::End,
+                Wait::Timeout => return Next::Timeout,
             }
-            let guard = self.shared.stream.lock().expect("stream");
-            if guard.pressure().buffered > 0 || (guard.is_closed() && !guard.is_drained()) {
-                continue;
-            }
-            let wait = match deadline {
-                Some(d) => {
-                    let now = Instant::now();
-                    if now >= d {
-                        return Next::Timeout;
-                    }
-                    (d - now).min(Duration::from_millis(250))
-                }
-                None => Duration::from_millis(250),
-            };
-            self.shared.sleepers.fetch_add(1, Ordering::SeqCst);
-            let waited = self.shared.readable.wait_timeout(guard, wait);
-            self.shared.sleepers.fetch_sub(1, Ordering::SeqCst);
-            let _ = waited.expect("stream");
         }
+    }
+
+    /// Block until something may be ready to take (`Ready`), the stream is over (`End`) or
+    /// `deadline` passed (`Timeout`); wakes at least every 250 ms.
+    fn wait_ready(&self, deadline: Option<Instant>) -> Wait {
+        if self.reader.lock().expect("reader").ended || self.stream_over() {
+            return Wait::End;
+        }
+        let guard = self.shared.stream.lock().expect("stream");
+        if guard.pressure().buffered > 0 || (guard.is_closed() && !guard.is_drained()) {
+            return Wait::Ready;
+        }
+        let wait = match deadline {
+            Some(d) => {
+                let now = Instant::now();
+                if now >= d {
+                    return Wait::Timeout;
+                }
+                (d - now).min(Duration::from_millis(250))
+            }
+            None => Duration::from_millis(250),
+        };
+        self.shared.sleepers.fetch_add(1, Ordering::SeqCst);
+        let waited = self.shared.readable.wait_timeout(guard, wait);
+        self.shared.sleepers.fetch_sub(1, Ordering::SeqCst);
+        let _ = waited.expect("stream");
+        Wait::Ready
     }
 
     /// Wait up to `timeout` for at least one delivery, then take up to `max` that are ready.
     /// An empty batch means the timeout passed; check [`RunHandle::is_ended`].
     pub fn next_batch_blocking(&self, max: usize, timeout: Option<Duration>) -> Vec<Delivery> {
-        match self.next_blocking(timeout) {
-            Next::Item(first) => {
-                let mut out = vec![first];
-                out.extend(self.try_next_batch(max.saturating_sub(1)));
-                out
-            }
-            Next::Timeout | Next::End => Vec::new(),
-        }
+        let mut out = Vec::new();
+        self.next_batch_into(&mut out, max, timeout, Duration::ZERO);
+        out
     }
 
     /// [`next_batch_blocking`](Self::next_batch_blocking) for a reader that is faster than the
@@ -273,12 +403,31 @@ impl RunHandle {
     /// per batch. Bindings use this for their pull loop; `linger` of zero is plain
     /// `next_batch_blocking`.
     pub fn next_batch_lingering(&self, max: usize, timeout: Option<Duration>, linger: Duration) -> Vec<Delivery> {
-        let mut batch = self.next_batch_blocking(max, timeout);
-        if !linger.is_zero() && !batch.is_empty() && batch.len() < max && !self.reader.lock().expect("reader").ended {
-            std::thread::sleep(linger);
-            batch.extend(self.try_next_batch(max - batch.len()));
+        let mut out = Vec::new();
+        self.next_batch_into(&mut out, max, timeout, linger);
+        out
+    }
+
+    /// [`next_batch_lingering`](Self::next_batch_lingering) appending to `out`, so that a reader
+    /// can reuse one allocation for its batches (a batch of envelopes is tens of kilobytes).
+    /// Appends nothing when the timeout passed or the stream is over.
+    pub fn next_batch_into(&self, out: &mut Vec<Delivery>, max: usize, timeout: Option<Duration>, linger: Duration) {
+        let (start, max) = (out.len(), max.max(1));
+        let deadline = timeout.map(|t| Instant::now() + t);
+        loop {
+            self.take_ready(start + max, out);
+            if out.len() > start {
+                break;
+            }
+            match self.wait_ready(deadline) {
+                Wait::Ready => {}
+                Wait::End | Wait::Timeout => return,
+            }
         }
-        batch
+        if !linger.is_zero() && out.len() - start < max && !self.reader.lock().expect("reader").ended {
+            std::thread::sleep(linger);
+            self.take_ready(start + max, out);
+        }
     }
 
     /// True once the terminal item (and its hooks) were handed out.

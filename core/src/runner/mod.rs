@@ -11,8 +11,11 @@
 //! Every stdout line goes out on `stdout` as printed, immediately followed by the content
 //! events decoded from it; stderr text goes out as received; lifecycle events mark the start
 //! and exactly one terminal, last, after every byte of stdout was decoded (a final line without
-//! a newline included). The runner owns a small global tokio runtime, so callers (bindings)
-//! need none of their own.
+//! a newline included). A reader that reads only some channels says so
+//! ([`RunOptions::channels`], [`RunHandle::set_channels`]): the others are numbered and not
+//! buffered, and raw lines nobody reads are never copied. Each operation is driven by its own
+//! thread (a single-threaded tokio runtime), so callers (bindings) need no runtime of their
+//! own; [`runtime`] is a small shared one for their async helpers.
 
 mod argv;
 mod batch;
@@ -21,6 +24,8 @@ mod driver;
 mod handle;
 pub mod process;
 mod session;
+#[cfg(test)]
+mod tests;
 
 pub use argv::{AgentConfig, default_program, harness_args};
 pub use batch::{deliveries_to_json, write_deliveries_json};
@@ -36,7 +41,8 @@ use crate::decode::DecodeStats;
 use crate::stream::Pressure;
 use crate::usage::UsageTotals;
 
-/// The runner's tokio runtime (two worker threads, created on first use).
+/// A shared tokio runtime for bindings' and the CLI's async helpers (two worker threads,
+/// created on first use). Operations do not run on it: each has its own driving thread.
 ///
 /// One per PROCESS: a child created by `fork()` (Python's `multiprocessing` does that by
 /// default on Linux) inherits the parent's runtime object but none of its threads, so a run

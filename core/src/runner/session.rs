@@ -11,7 +11,7 @@ use super::handle::RunHandle;
 use super::process::{signal_group, signals};
 use crate::error::{Error, ErrorKind};
 use crate::lifecycle::{AgentState, LifecycleEvent, LifecycleReason, SandboxState};
-use crate::stream::Backpressure;
+use crate::stream::{Backpressure, ChannelSet};
 
 /// Options of one harness run.
 #[derive(Debug, Clone)]
@@ -31,6 +31,10 @@ pub struct RunOptions {
     /// Attach a reader: items are buffered for `next()`. Without one (await-only), items are
     /// numbered and discarded, and only the result is kept.
     pub attach_reader: bool,
+    /// The channels the reader reads (default all; see [`RunHandle::set_channels`]): items of
+    /// the others are numbered and discarded instead of buffered, and raw lines nobody reads
+    /// are never even copied.
+    pub channels: ChannelSet,
     /// A background run (terminal reasons `run_background_*`).
     pub background: bool,
     /// Grace period between SIGTERM and SIGKILL when cancelling.
@@ -48,6 +52,7 @@ impl RunOptions {
             idempotent_tools: HashSet::new(),
             hooks: false,
             attach_reader: true,
+            channels: ChannelSet::ALL,
             background: false,
             kill_grace: Duration::from_secs(5),
         }
@@ -71,6 +76,8 @@ pub struct CommandOptions {
     pub hooks: bool,
     /// Attach a reader (see [`RunOptions::attach_reader`]).
     pub attach_reader: bool,
+    /// The channels the reader reads (see [`RunOptions::channels`]).
+    pub channels: ChannelSet,
     /// A background command (terminal reasons `command_background_*`).
     pub background: bool,
     /// Grace period between SIGTERM and SIGKILL when cancelling.
@@ -88,6 +95,7 @@ impl CommandOptions {
             backpressure: Backpressure::default(),
             hooks: false,
             attach_reader: true,
+            channels: ChannelSet::ALL,
             background: false,
             kill_grace: Duration::from_secs(5),
         }

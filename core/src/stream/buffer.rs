@@ -7,7 +7,9 @@
 //!    merge into the TAIL item (see [`coalesce`](super::coalesce)) is merged: the tail keeps its
 //!    sequence, its `coalesced` grows by one, its text grows exactly. Only the tail is a merge
 //!    target, so the numbers a merged envelope absorbs are always `sequence + 1 ..=
-//!    sequence + coalesced` and a sequence checker can account for them.
+//!    sequence + coalesced` and a sequence checker can account for them. For the same reason
+//!    an item numbered without being buffered (its channel is not read) closes the tail to
+//!    merging until the next append.
 //! 2. Otherwise the item is appended, whatever it is: nothing but text deltas ever merges,
 //!    nothing is ever dropped, and the producer never waits. An item heavier than the whole
 //!    budget is admitted and counted in `oversize` — dropping it could lose a tool call.
@@ -69,18 +71,89 @@ pub(crate) enum Admitted {
     Merged,
 }
 
+/// A FIFO of slots in fixed-size chunks: a reader that falls far behind makes the queue long,
+/// and one contiguous deque would then grow by doubling, copying every slot (a few hundred bytes
+/// each) and touching fresh memory each time. Chunks never move; emptied chunks are kept for
+/// reuse (up to `SPARE`), so a queue that fills and drains allocates nothing in the steady
+/// state, and the reader's thread does not free what the producer's allocated.
+#[derive(Debug, Default)]
+struct Slots {
+    chunks: VecDeque<VecDeque<Slot>>,
+    len: usize,
+    spare: Vec<VecDeque<Slot>>,
+}
+
+impl Slots {
+    const CHUNK: usize = 64;
+    const SPARE: usize = 64;
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    #[inline]
+    fn push_back(&mut self, slot: Slot) {
+        if self.chunks.back().is_none_or(|c| c.len() == Self::CHUNK) {
+            let chunk = self.spare.pop().unwrap_or_else(|| VecDeque::with_capacity(Self::CHUNK));
+            self.chunks.push_back(chunk);
+        }
+        if let Some(chunk) = self.chunks.back_mut() {
+            chunk.push_back(slot);
+            self.len += 1;
+        }
+    }
+
+    fn back_mut(&mut self) -> Option<&mut Slot> {
+        self.chunks.back_mut().and_then(VecDeque::back_mut)
+    }
+
+    #[inline]
+    fn pop_front(&mut self) -> Option<Slot> {
+        let first = self.chunks.front_mut()?;
+        let slot = first.pop_front()?;
+        self.len -= 1;
+        if first.is_empty() {
+            if let Some(chunk) = self.chunks.pop_front() {
+                if self.spare.len() < Self::SPARE {
+                    self.spare.push(chunk);
+                }
+            }
+        }
+        Some(slot)
+    }
+
+    fn clear(&mut self) {
+        self.chunks.clear();
+        self.len = 0;
+    }
+}
+
 /// The queue of unread envelopes with byte accounting.
 #[derive(Debug, Default)]
 pub(crate) struct Buffer {
-    slots: VecDeque<Slot>,
+    slots: Slots,
     bytes: usize,
     peak: usize,
     peak_bytes: usize,
     coalesced: u64,
     oversize: u64,
+    /// An item was numbered after the tail without being buffered (the reader does not read
+    /// its channel): the tail may not absorb later deltas, whose numbers would no longer
+    /// follow its own.
+    sealed: bool,
 }
 
 impl Buffer {
+    /// Close the tail to merging until the next append (see `sealed`).
+    pub(crate) fn seal_tail(&mut self) {
+        self.sealed = true;
+    }
+
+    #[inline]
     pub(crate) fn admit(
         &mut self,
         policy: &Backpressure,
@@ -89,7 +162,7 @@ impl Buffer {
         item: StreamItem,
     ) -> Admitted {
         let under_pressure = self.slots.len() >= policy.high_water || self.bytes >= policy.byte_budget;
-        if under_pressure {
+        if under_pressure && !self.sealed {
             if let Some(tail) = self.slots.back_mut() {
                 if let Some(added) = try_merge(&mut tail.env.item, &item) {
                     tail.env.coalesced += 1;
@@ -108,11 +181,13 @@ impl Buffer {
         self.slots
             .push_back(Slot { env: Envelope { run_id: Arc::clone(run_id), sequence, coalesced: 0, item }, weight });
         self.bytes += weight;
+        self.sealed = false;
         self.peak = self.peak.max(self.slots.len());
         self.peak_bytes = self.peak_bytes.max(self.bytes);
         Admitted::Appended
     }
 
+    #[inline]
     pub(crate) fn pop(&mut self) -> Option<Envelope> {
         let slot = self.slots.pop_front()?;
         self.bytes -= slot.weight;
@@ -139,5 +214,39 @@ impl Buffer {
             oversize: self.oversize,
             ..Pressure::default()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn slot(n: u64) -> Slot {
+        Slot { env: Envelope::new("r", n, StreamItem::Stdout(String::new())), weight: n as usize }
+    }
+
+    /// The chunked queue is a FIFO: same order, lengths and tails as a plain deque, across chunk
+    /// boundaries, drains to empty and refills.
+    #[test]
+    fn chunked_slots_are_a_fifo() {
+        let (mut q, mut model) = (Slots::default(), VecDeque::new());
+        let mut next = 0u64;
+        // A deterministic walk: bursts of pushes and pops of varying sizes.
+        for round in 0..400u64 {
+            for _ in 0..(round * 7919 % 150) {
+                q.push_back(slot(next));
+                model.push_back(next);
+                next += 1;
+            }
+            assert_eq!(q.back_mut().map(|s| s.env.sequence), model.back().copied());
+            for _ in 0..(round * 104729 % 170) {
+                assert_eq!(q.pop_front().map(|s| s.env.sequence), model.pop_front());
+            }
+            assert_eq!((q.len(), q.is_empty()), (model.len(), model.is_empty()));
+        }
+        q.clear();
+        assert!(q.is_empty() && q.pop_front().is_none() && q.back_mut().is_none());
+        q.push_back(slot(1));
+        assert_eq!(q.pop_front().map(|s| s.env.sequence), Some(1));
     }
 }

@@ -113,3 +113,84 @@ impl Serialize for EventRef<'_> {
         }
     }
 }
+
+/// A set of channels: the ones a reader reads (see
+/// [`RunStream::set_reader_channels`](super::RunStream::set_reader_channels)).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ChannelSet(u8);
+
+impl ChannelSet {
+    /// All four channels.
+    pub const ALL: ChannelSet = ChannelSet(0b1111);
+    /// No channel.
+    pub const NONE: ChannelSet = ChannelSet(0);
+
+    fn bit(channel: Channel) -> u8 {
+        match channel {
+            Channel::Content => 1,
+            Channel::Lifecycle => 2,
+            Channel::Stdout => 4,
+            Channel::Stderr => 8,
+        }
+    }
+
+    /// The set of `channels`.
+    pub fn of(channels: impl IntoIterator<Item = Channel>) -> Self {
+        channels.into_iter().fold(ChannelSet::NONE, ChannelSet::with)
+    }
+
+    /// This set and `channel`.
+    pub fn with(self, channel: Channel) -> Self {
+        ChannelSet(self.0 | Self::bit(channel))
+    }
+
+    /// This set without `channel`.
+    pub fn without(self, channel: Channel) -> Self {
+        ChannelSet(self.0 & !Self::bit(channel))
+    }
+
+    /// Whether `channel` is in the set.
+    pub fn contains(self, channel: Channel) -> bool {
+        self.0 & Self::bit(channel) != 0
+    }
+
+    /// The set as bits (content 1, lifecycle 2, stdout 4, stderr 8), e.g. for an atomic.
+    pub fn bits(self) -> u8 {
+        self.0
+    }
+
+    /// The set of `bits` (see [`bits`](Self::bits); other bits are ignored).
+    pub fn from_bits(bits: u8) -> Self {
+        ChannelSet(bits & Self::ALL.0)
+    }
+}
+
+impl Default for ChannelSet {
+    fn default() -> Self {
+        ChannelSet::ALL
+    }
+}
+
+impl std::fmt::Debug for ChannelSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set().entries(Channel::ALL.into_iter().filter(|c| self.contains(*c))).finish()
+    }
+}
+
+/// What a producer hands [`RunStream::post_batch`](super::RunStream::post_batch).
+// Not boxed, like StreamItem: an item is the common case and a box would cost an allocation.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq)]
+pub enum Post {
+    /// An item, posted as by [`RunStream::post`](super::RunStream::post).
+    Item(StreamItem),
+    /// A raw `stdout` or `stderr` item of a channel outside the reader's set, numbered without
+    /// being built (it would be numbered and discarded anyway).
+    UnreadRaw,
+}
+
+impl From<StreamItem> for Post {
+    fn from(item: StreamItem) -> Self {
+        Post::Item(item)
+    }
+}

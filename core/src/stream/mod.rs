@@ -23,7 +23,9 @@
 //! signal, a fatal error, output ending mid-line or mid tool call is Failed.
 //!
 //! **The producer never waits.** `post` never blocks and never fails. Without a reader
-//! (await-only), items are numbered and discarded, never buffered.
+//! (await-only), items are numbered and discarded, never buffered; so are items of the
+//! channels a reader said it does not read ([`RunStream::set_reader_channels`]; the terminal
+//! item is always delivered).
 //!
 //! **Bounded by merging, nothing lost.** With a reader, unread items queue. Above either mark
 //! ([`Backpressure`]: `high_water` items or `byte_budget` bytes, checked before adding), an
@@ -91,7 +93,7 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use coalesce::{DeltaKind, delta_kind};
 pub use envelope::Envelope;
 pub use error::StreamError;
-pub use item::{EventRef, StreamItem};
+pub use item::{ChannelSet, EventRef, Post, StreamItem};
 pub use outcome::{RunEnd, RunKind, RunOutcome, RunRecord, TerminalContext, derive_outcome};
 pub use run::RunStream;
 pub use run_id::new_run_id;

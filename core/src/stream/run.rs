@@ -9,7 +9,7 @@ use super::cancel::{CancelReason, CancellationToken};
 use super::clock::Clock;
 use super::envelope::Envelope;
 use super::error::StreamError;
-use super::item::StreamItem;
+use super::item::{ChannelSet, Post, StreamItem};
 use super::outcome::{RunKind, RunOutcome, RunRecord, TerminalContext};
 use super::tool_calls::{OpenToolCall, ToolCallTracker};
 use crate::hooks::TerminalFacts;
@@ -57,6 +57,7 @@ pub struct RunStream {
     redaction: RedactionPolicy,
     token: CancellationToken,
     reader: Reader,
+    channels: ChannelSet,
     next_sequence: u64,
     buffer: Buffer,
     last_read_at: f64,
@@ -100,6 +101,7 @@ impl RunStream {
             redaction: RedactionPolicy::default(),
             token: CancellationToken::new(),
             reader: Reader::Absent,
+            channels: ChannelSet::ALL,
             next_sequence: 0,
             buffer: Buffer::default(),
             last_read_at: now,
@@ -195,6 +197,26 @@ impl RunStream {
         self.reader == Reader::Attached
     }
 
+    /// The channels the reader reads (default: all four). Items of the other channels are
+    /// numbered, redacted and accounted like every item, then discarded instead of buffered —
+    /// as for a run without a reader — so a reader that only wants `content` does not pay
+    /// for buffering every raw line. The terminal item is always delivered. A change applies
+    /// to items posted after it (buffered items stay).
+    pub fn set_reader_channels(&mut self, channels: ChannelSet) {
+        self.channels = channels;
+    }
+
+    /// This stream with the reader's channel set (see [`set_reader_channels`](Self::set_reader_channels)).
+    pub fn with_reader_channels(mut self, channels: ChannelSet) -> Self {
+        self.channels = channels;
+        self
+    }
+
+    /// The channels the reader reads.
+    pub fn reader_channels(&self) -> ChannelSet {
+        self.channels
+    }
+
     /// Read the next envelope: buffered items in order, then the terminal item, then `None`
     /// forever. `None` also means "nothing yet" while the run goes on ([`is_drained`] tells
     /// the two apart). A read resets the stall clock.
@@ -209,6 +231,24 @@ impl RunStream {
         Some(env)
     }
 
+    /// Read up to `max` envelopes, in order, handing each to `take`: [`pop`](Self::pop) `max`
+    /// times, with the clock read once for all of them (one read). Returns how many were read.
+    pub fn pop_up_to(&mut self, max: usize, mut take: impl FnMut(Envelope)) -> usize {
+        if self.reader != Reader::Attached {
+            return 0;
+        }
+        let mut n = 0;
+        while n < max {
+            let Some(env) = self.buffer.pop().or_else(|| self.pending_terminal.take()) else { break };
+            take(env);
+            n += 1;
+        }
+        if n > 0 {
+            self.last_read_at = self.clock.now();
+        }
+        n
+    }
+
     // -- the producer ----------------------------------------------------------------------
 
     /// Post one item. Returns its sequence number, or `None` when it was not numbered:
@@ -220,40 +260,79 @@ impl RunStream {
     /// Every numbered item takes the next number of ONE gapless sequence across the four
     /// channels, whether or not anybody reads. Before numbering, a content item's tool-call
     /// inputs are redacted (per the policy); its usage and tool calls are accounted. Then,
-    /// with a reader, the item is admitted to the buffer (merging under pressure, see
+    /// with a reader that reads its channel ([`set_reader_channels`](Self::set_reader_channels)),
+    /// the item is admitted to the buffer (merging under pressure, see
     /// [`buffer`](super::buffer)) and, when it was appended, the stall clock is checked (a
     /// merge changes nothing the stall depends on; a timer calling
-    /// [`check_stall`](Self::check_stall) covers time passing); without a reader, it is
-    /// discarded. Never blocks, never fails.
+    /// [`check_stall`](Self::check_stall) covers time passing); otherwise it is discarded.
+    /// Never blocks, never fails.
     pub fn post(&mut self, item: StreamItem) -> Option<u64> {
+        self.post_reading_clock(item, &mut None)
+    }
+
+    /// Post items in order, exactly as [`post`](Self::post) would one by one, reading the
+    /// clock at most once (they arrive together: one chunk of the harness's output).
+    /// [`Post::UnreadRaw`] numbers a raw line of a channel outside the reader's set without
+    /// its text (the producer checked [`reader_channels`](Self::reader_channels); if the set
+    /// changed since, the line is numbered and not delivered all the same).
+    pub fn post_batch(&mut self, items: impl IntoIterator<Item = Post>) {
+        let mut now = None;
+        for p in items {
+            match p {
+                Post::Item(item) => {
+                    self.post_reading_clock(item, &mut now);
+                }
+                Post::UnreadRaw => self.post_unread_raw(),
+            }
+        }
+    }
+
+    /// [`Post::UnreadRaw`]: number a raw line nobody reads.
+    pub(crate) fn post_unread_raw(&mut self) {
+        if self.number().is_some() {
+            self.buffer.seal_tail();
+        }
+    }
+
+    /// The next number, or `None` (counted) once the terminal is numbered.
+    fn number(&mut self) -> Option<u64> {
         if self.record.is_some() {
             self.dropped_after_terminal += 1;
             return None;
         }
-        if item.is_terminal() {
+        let sequence = self.next_sequence;
+        self.next_sequence += 1;
+        Some(sequence)
+    }
+
+    /// [`post`](Self::post) with the clock read at most once per `now` (kept for the next post).
+    #[inline]
+    pub(crate) fn post_reading_clock(&mut self, item: StreamItem, now: &mut Option<f64>) -> Option<u64> {
+        if self.record.is_none() && item.is_terminal() {
             self.refused_terminals += 1;
             return None;
         }
-        let sequence = self.next_sequence;
-        self.next_sequence += 1;
+        let sequence = self.number()?;
         let mut item = item;
         if let StreamItem::Content(ev) = &mut item {
             self.redaction.apply(ev);
             self.usage.observe(ev);
             self.tools.observe(sequence, ev);
         }
-        if self.reader == Reader::Attached {
+        if self.reader == Reader::Attached && self.channels.contains(item.channel()) {
             let was_empty = self.buffer.is_empty();
             // A merge changes nothing the stall clock depends on (the buffer was already
             // non-empty and nobody read), so only an append reads the clock: the hot path of
             // a flood stays free of clock calls. Time passing is the timer's to notice.
             if self.buffer.admit(&self.policy, &self.run_id, sequence, item) == Admitted::Appended {
-                let now = self.clock.now();
+                let now = *now.get_or_insert_with(|| self.clock.now());
                 if was_empty {
                     self.nonempty_since = now;
                 }
                 self.check_stall_at(now);
             }
+        } else {
+            self.buffer.seal_tail();
         }
         Some(sequence)
     }

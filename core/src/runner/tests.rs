@@ -1,0 +1,190 @@
+//! The runner with a real child process: a shell script standing in for a harness prints a
+//! golden trace (the fake harness binary lives in the CLI crate).
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::{AgentConfig, Delivery, Next, RunHandle, RunOptions, Session};
+use crate::channel::Channel;
+use crate::decode::{Agent, Decoder};
+use crate::hooks::HookEvent;
+use crate::stream::{ChannelSet, Envelope, StreamItem};
+
+/// A "harness" that ignores its arguments and prints `trace`.
+fn harness(dir: &Path, trace: &Path) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let script = dir.join("harness.sh");
+    std::fs::write(&script, format!("#!/bin/sh\nexec cat '{}'\n", trace.display())).unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    script
+}
+
+fn golden(agent: &str, case: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/golden").join(agent).join(format!("{case}.input.jsonl"))
+}
+
+fn drain(h: &RunHandle) -> (Vec<Envelope>, Vec<HookEvent>) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let (mut items, mut hooks) = (Vec::new(), Vec::new());
+    loop {
+        assert!(Instant::now() < deadline, "run did not end");
+        match h.next_blocking(Some(Duration::from_millis(200))) {
+            Next::Item(Delivery::Item(e)) => items.push(e),
+            Next::Item(Delivery::Hook(x)) => hooks.push(x),
+            Next::Timeout => {}
+            Next::End => break,
+        }
+    }
+    (items, hooks)
+}
+
+/// Read everything in batches of up to 256, as the bindings do.
+fn drain_batches(h: &RunHandle) -> (Vec<Envelope>, Vec<HookEvent>) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let (mut items, mut hooks) = (Vec::new(), Vec::new());
+    while !h.is_ended() {
+        assert!(Instant::now() < deadline, "run did not end");
+        for d in h.next_batch_lingering(256, Some(Duration::from_millis(200)), Duration::from_millis(1)) {
+            match d {
+                Delivery::Item(e) => items.push(e),
+                Delivery::Hook(x) => hooks.push(x),
+            }
+        }
+    }
+    (items, hooks)
+}
+
+fn run(agent: Agent, trace: &Path, channels: ChannelSet, hooks: bool) -> (Vec<Envelope>, Vec<HookEvent>) {
+    let dir = std::env::temp_dir().join(format!("agentstream-runner-test-{}-{}", std::process::id(), rand_suffix()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut config = AgentConfig::new(agent);
+    config.bin = Some(harness(&dir, trace));
+    let mut options = RunOptions::new("p");
+    options.channels = channels;
+    options.hooks = hooks;
+    let h = Session::new(config).start_run(options).unwrap();
+    let out = drain(&h);
+    let _ = std::fs::remove_dir_all(&dir);
+    out
+}
+
+fn rand_suffix() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    N.fetch_add(1, Ordering::Relaxed)
+}
+
+fn strip_timestamps(items: &[Envelope]) -> Vec<(u64, u64, StreamItem)> {
+    items
+        .iter()
+        .map(|e| {
+            let mut item = e.item.clone();
+            if let StreamItem::Lifecycle(l) = &mut item {
+                l.timestamp.clear();
+            }
+            (e.sequence, e.coalesced, item)
+        })
+        .collect()
+}
+
+#[test]
+fn a_content_reader_gets_the_same_content_with_the_same_numbers_and_the_terminal() {
+    for (agent, case) in [(Agent::Claude, "s2-bash"), (Agent::Codex, "s3-read-edit"), (Agent::Gemini, "s1-text")] {
+        let trace = golden(agent.name(), case);
+        let (all, _) = run(agent, &trace, ChannelSet::ALL, false);
+        let (content, _) = run(agent, &trace, ChannelSet::of([Channel::Content]), false);
+        let want: Vec<_> = all.iter().filter(|e| e.channel() == Channel::Content || e.is_terminal()).cloned().collect();
+        assert_eq!(strip_timestamps(&content), strip_timestamps(&want), "{agent:?} {case}");
+        assert!(content.last().unwrap().is_terminal(), "the terminal is always delivered");
+        let mut d = Decoder::new(agent);
+        let mut events = d.feed(&std::fs::read(&trace).unwrap());
+        events.extend(d.finish());
+        assert_eq!(content.len(), events.len() + 1, "every event, none merged");
+    }
+}
+
+#[test]
+fn with_hooks_content_and_lifecycle_are_read_whatever_the_channels() {
+    let trace = golden("claude", "s2-bash");
+    let (all, hooks_all) = run(Agent::Claude, &trace, ChannelSet::ALL, true);
+    let (some, hooks_some) = run(Agent::Claude, &trace, ChannelSet::of([Channel::Stderr]), true);
+    let strip =
+        |hs: &[HookEvent]| hs.iter().map(|h| (h.sequence, h.to_flat_snake()["type"].clone())).collect::<Vec<_>>();
+    assert_eq!(strip(&hooks_some), strip(&hooks_all));
+    assert!(!hooks_all.is_empty());
+    let want: Vec<_> = all.iter().filter(|e| e.channel() != Channel::Stdout).cloned().collect();
+    assert_eq!(strip_timestamps(&some), strip_timestamps(&want));
+}
+
+#[test]
+fn set_channels_changes_what_is_buffered() {
+    let dir = std::env::temp_dir().join(format!("agentstream-runner-test-{}-{}", std::process::id(), rand_suffix()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut config = AgentConfig::new(Agent::Claude);
+    // Prints one line, waits for a file, prints another.
+    let script = dir.join("harness.sh");
+    let flag = dir.join("go");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\necho '{{\"type\":\"system\"}}'\nwhile [ ! -e '{}' ]; do sleep 0.01; done\necho '{{\"type\":\"system\"}}'\n",
+            flag.display()
+        ),
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    config.bin = Some(script);
+    let mut options = RunOptions::new("p");
+    options.channels = ChannelSet::of([Channel::Content]);
+    let h = Session::new(config).start_run(options).unwrap();
+    assert_eq!(h.channels(), ChannelSet::of([Channel::Content]));
+    // Wait until the first line was numbered (sandbox_ready is 0, run_start 1, the line 2).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while h.shared.stream.lock().unwrap().next_sequence() < 3 {
+        assert!(Instant::now() < deadline);
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    h.set_channels(ChannelSet::of([Channel::Stdout]));
+    std::fs::write(&flag, "").unwrap();
+    let (items, _) = drain(&h);
+    let got: Vec<_> = items.iter().map(|e| (e.sequence, e.channel())).collect();
+    assert_eq!(got, [(3, Channel::Stdout), (4, Channel::Lifecycle)], "only the line printed after the change");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn hooks_read_in_batches_match_the_replay() {
+    let trace = golden("claude", "s3-read-edit");
+    let dir = std::env::temp_dir().join(format!("agentstream-runner-test-{}-{}", std::process::id(), rand_suffix()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut config = AgentConfig::new(Agent::Claude);
+    config.bin = Some(harness(&dir, &trace));
+    let mut options = RunOptions::new("p");
+    options.hooks = true;
+    let h = Session::new(config).start_run(options).unwrap();
+    // Let the whole output arrive first, so that batches are full.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while h.result().is_none() {
+        assert!(Instant::now() < deadline, "run did not end");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let (items, hooks) = drain_batches(&h);
+    let _ = std::fs::remove_dir_all(&dir);
+    let replayed = crate::replay::replay(Agent::Claude, &std::fs::read(&trace).unwrap(), &Default::default());
+    let strip = |hs: &[HookEvent]| {
+        hs.iter()
+            .map(|h| {
+                let mut v = h.to_flat_snake();
+                for k in ["run_id", "timestamp", "sequence", "last_sequence"] {
+                    v.remove(k);
+                }
+                v
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(strip(&hooks), strip(&replayed.hooks));
+    assert!(items.last().unwrap().is_terminal());
+}
