@@ -37,25 +37,32 @@
 //!
 //! ## Decoding cost
 //!
-//! Each line is parsed once into the structs below: strings borrow from the line unless they
-//! hold escapes, big irrelevant values (init tool lists, slash commands) are skipped without
-//! being built, and only what an event carries verbatim (`rawInput`, `rawOutput`, usage
-//! `extra`) becomes a `serde_json::Value`. The updates of a line are collected and stamped with
-//! the line's envelope once, the envelope moving into the last event.
+//! Each line is read once, by the validating scanner of [`super::fast_c`], into the structs
+//! below: keys are matched as printed, strings borrow from the line unless they hold escapes,
+//! big irrelevant values (init tool lists, slash commands, uuids) are skipped without being
+//! built. `rawInput` / `rawOutput` are the printed text of the tool input and of
+//! `tool_use_result` ([`RawJson`], one copy, no tree); a tool's arguments are read from that
+//! text once, into borrowed strings, when its title or content needs them. Only what an event
+//! holds as a `serde_json::Value` (usage and envelope `extra`) is built as one, in the same pass
+//! and at its exact size. The updates of a line are collected and stamped with the line's
+//! envelope once, the envelope moving into the last event.
+//!
+//! The scanner accepts exactly the lines serde_json accepts, and a known key printed twice still
+//! makes the line unusable, as serde's derived structs did. Where a value is now kept as printed
+//! or skipped instead of being built (tool inputs, `tool_use_result`, a non-string value in a
+//! string field), a number beyond `f64` or a lone surrogate escape in it no longer makes the
+//! whole line unusable.
 
 use std::borrow::Cow;
-use std::fmt;
-use std::marker::PhantomData;
+use std::cell::OnceCell;
 
-use serde::Deserialize;
-use serde::de::value::MapAccessDeserializer;
-use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
 use serde_json::value::RawValue;
-use serde_json::{Map, Value};
 
 use super::LineOutcome;
 use super::context::{DecodeContext, Envelope};
-use super::json::parse_line;
+use super::fast_c::{Bad, Res, Scan};
+use super::json::classify_failure;
 use crate::event::{
     ContentBlock, DiffContent, ImageContent, JsonObject, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus,
     RawJson, SessionUpdate, TokenUsage, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate,
@@ -63,52 +70,33 @@ use crate::event::{
 };
 
 // ------------------------------------------------------------------------------------------
-// Lenient wire types
+// Lenient wire types, read in one pass with the `fast_c` scanner
 // ------------------------------------------------------------------------------------------
-
-fn drain_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<(), A::Error> {
-    while seq.next_element::<IgnoredAny>()?.is_some() {}
-    Ok(())
-}
-
-fn drain_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<(), A::Error> {
-    while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-    Ok(())
-}
-
-/// Visitor methods that accept any non-matching JSON value and yield `$none`.
-macro_rules! accept_other_values {
-    ($none:expr) => {
-        fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-            Ok($none)
-        }
-        fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-            Ok($none)
-        }
-        fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-            Ok($none)
-        }
-        fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-            Ok($none)
-        }
-        fn visit_unit<E>(self) -> Result<Self::Value, E> {
-            Ok($none)
-        }
-        fn visit_none<E>(self) -> Result<Self::Value, E> {
-            Ok($none)
-        }
-    };
-}
 
 /// A string field that may be absent, `null` or of another type (then `None`). Borrowed from
 /// the line when it has no escapes.
-#[derive(Debug, Default, Clone, PartialEq)]
-pub(crate) struct Str<'a>(pub Option<Cow<'a, str>>);
+///
+/// Not an `Option<Cow<str>>`: that type's `None` is only a niche in the capacity word, so a
+/// default line leaves the pointer and length words unwritten, and LLVM may then test the
+/// (unused) length before the tag. The result is right but valgrind reports a branch on
+/// uninitialised memory, which our C suite treats as a failure. An empty borrowed string plus
+/// a flag writes every word.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Str<'a> {
+    text: Cow<'a, str>,
+    present: bool,
+}
+
+impl Default for Str<'_> {
+    fn default() -> Self {
+        Str { text: Cow::Borrowed(""), present: false }
+    }
+}
 
 impl<'a> Str<'a> {
     /// The string, when it is one.
     pub fn get(&self) -> Option<&str> {
-        self.0.as_deref()
+        self.present.then_some(&*self.text)
     }
 
     /// The string, when it is one and not empty.
@@ -120,38 +108,24 @@ impl<'a> Str<'a> {
     pub fn owned(&self) -> Option<String> {
         self.non_empty().map(str::to_string)
     }
-}
 
-impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<'a>(PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
-            type Value = Str<'a>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(Str(Some(Cow::Borrowed(v))))
-            }
-            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(Str(Some(Cow::Owned(v.to_string()))))
-            }
-            fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
-                Ok(Str(Some(Cow::Owned(v))))
-            }
-            accept_other_values!(Str(None));
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-                drain_seq(seq).map(|_| Str(None))
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-                drain_map(map).map(|_| Str(None))
-            }
+    /// The string itself, when it is one.
+    pub fn into_inner(self) -> Option<Cow<'a, str>> {
+        self.present.then_some(self.text)
+    }
+
+    /// Read the next value: a string, or any other value (skipped) as `None`.
+    #[inline(always)]
+    fn read(sc: &mut Scan<'a>) -> Res<Self> {
+        if sc.peek() == Some(b'"') {
+            Ok(Str { text: sc.string()?.decode()?, present: true })
+        } else {
+            sc.skip().map(|_| Str::default())
         }
-        d.deserialize_any(V(PhantomData))
     }
 }
 
-/// An object field decoded as `T`; absent, `null` or a non-object value gives `None`.
+/// An object field read as `T`; absent, `null` or a non-object value gives `None`.
 #[derive(Debug)]
 pub(crate) struct Obj<T>(pub Option<T>);
 
@@ -161,28 +135,47 @@ impl<T> Default for Obj<T> {
     }
 }
 
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<T>(PhantomData<T>);
-        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
-            type Value = Obj<T>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-                T::deserialize(MapAccessDeserializer::new(map)).map(|t| Obj(Some(t)))
-            }
-            fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
-                Ok(Obj(None))
-            }
-            accept_other_values!(Obj(None));
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-                drain_seq(seq).map(|_| Obj(None))
-            }
-        }
-        d.deserialize_any(V(PhantomData))
+impl<T> Obj<T> {
+    /// Read the next value with `read` when it is an object; skip any other value.
+    #[inline(always)]
+    fn read<'a>(sc: &mut Scan<'a>, read: impl FnOnce(&mut Scan<'a>) -> Res<T>) -> Res<Self> {
+        if sc.peek() == Some(b'{') { read(sc).map(|t| Obj(Some(t))) } else { sc.skip().map(|_| Obj(None)) }
     }
 }
+
+/// A field kept as its JSON text (validated), `None` when absent or `null`.
+pub(crate) type Raw<'a> = Option<&'a str>;
+
+#[inline(always)]
+fn raw<'a>(sc: &mut Scan<'a>) -> Res<Raw<'a>> {
+    let text = sc.raw()?;
+    Ok((text != "null").then_some(text))
+}
+
+/// Read the fields of the object that is the next value: `field` reads the value of a key it
+/// knows and returns the key's bit (each known key has its own), or skips the value and returns
+/// 0. A known key printed twice makes the line unusable, as serde's derived structs decide.
+#[inline(always)]
+fn read_fields<'a>(sc: &mut Scan<'a>, mut field: impl FnMut(&str, &mut Scan<'a>) -> Res<u64>) -> Res<()> {
+    sc.object()?;
+    let mut first = true;
+    let mut seen = 0u64;
+    while let Some(key) = sc.next_key(&mut first)? {
+        let bit = match key.plain() {
+            Some(name) => field(name, sc)?,
+            None => field(&key.decode()?, sc)?,
+        };
+        if seen & bit != 0 {
+            return Err(Bad);
+        }
+        seen |= bit;
+    }
+    Ok(())
+}
+
+/// How deep content lists and blocks may nest, counting every container from the line's own
+/// object (1): serde_json's recursion limit, which made deeper lines unusable before.
+const MAX_NESTING: usize = 128;
 
 /// Message or tool-result content: a string, or a list of blocks (non-object items dropped).
 #[derive(Debug, Default)]
@@ -196,191 +189,325 @@ pub(crate) enum Content<'a> {
     Blocks(Vec<Block<'a>>),
 }
 
-impl<'de: 'a, 'a> Deserialize<'de> for Content<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<'a>(PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
-            type Value = Content<'a>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(Content::Text(Cow::Borrowed(v)))
-            }
-            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(Content::Text(Cow::Owned(v.to_string())))
-            }
-            fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
-                Ok(Content::Text(Cow::Owned(v)))
-            }
-            accept_other_values!(Content::None);
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                // Most messages hold one block: start small (a block is a few hundred bytes).
+impl<'a> Content<'a> {
+    /// Read content whose list (if it is one) is the `depth`-th nested container of the line.
+    fn read(sc: &mut Scan<'a>, depth: usize) -> Res<Self> {
+        match sc.peek() {
+            Some(b'"') => Ok(Content::Text(sc.string()?.decode()?)),
+            Some(b'[') => {
+                if depth >= MAX_NESTING {
+                    return Err(Bad);
+                }
+                sc.array()?;
+                // Most messages hold one block.
                 let mut blocks = Vec::with_capacity(1);
-                while let Some(item) = seq.next_element::<Obj<Block<'a>>>()? {
-                    if let Some(block) = item.0 {
-                        blocks.push(block);
+                let mut first = true;
+                while sc.next_element(&mut first)? {
+                    if sc.peek() == Some(b'{') {
+                        blocks.push(Block::read(sc, depth + 1)?);
+                    } else {
+                        sc.skip()?;
                     }
                 }
                 Ok(Content::Blocks(blocks))
             }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-                drain_map(map).map(|_| Content::None)
-            }
+            Some(b'{') if depth >= MAX_NESTING => Err(Bad),
+            _ => sc.skip().map(|_| Content::None),
         }
-        d.deserialize_any(V(PhantomData))
     }
 }
 
 /// One wire line. Only the fields either CLI prints that the decoders use; the rest (init tool
 /// lists, slash commands, …) is skipped without being built.
-#[derive(Deserialize, Default)]
+#[derive(Default)]
 pub(crate) struct Line<'a> {
-    #[serde(rename = "type", default, borrow)]
     pub kind: Str<'a>,
-    #[serde(default, borrow)]
     pub subtype: Str<'a>,
-    #[serde(default, borrow)]
     pub session_id: Str<'a>,
-    #[serde(default, borrow)]
     pub parent_tool_use_id: Str<'a>,
-    #[serde(default, borrow)]
     pub timestamp: Str<'a>,
-    #[serde(default, borrow)]
     pub message: Obj<Message<'a>>,
-    #[serde(default, borrow)]
     pub event: Obj<Box<StreamEvent<'a>>>,
-    #[serde(default)]
-    pub tool_use_result: Option<Value>,
-    #[serde(default, borrow)]
-    pub error: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    pub is_error: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    pub result: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    pub errors: Option<&'a RawValue>,
-    #[serde(default)]
+    pub tool_use_result: Option<&'a RawValue>,
     pub usage: Obj<Usage>,
-    #[serde(default, rename = "modelUsage")]
     pub model_usage: Obj<JsonObject>,
-    #[serde(default, borrow)]
-    pub total_cost_usd: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    pub stats: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    pub num_turns: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    pub duration_ms: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    pub duration_api_ms: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    pub stop_reason: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    pub terminal_reason: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    pub api_error_status: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    pub permission_denials: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    pub attempt: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    pub max_retries: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    pub retry_delay_ms: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    pub error_status: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    pub tool_use_meta: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    pub subagent_type: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    pub task_description: Option<&'a RawValue>,
+    pub tool_use_meta: Raw<'a>,
+    pub subagent_type: Raw<'a>,
+    pub task_description: Raw<'a>,
+    /// The facts of `result` and `system` lines (and a synthetic message's `error`), boxed:
+    /// most lines print none of them.
+    facts: Option<Box<Facts<'a>>>,
+}
+
+/// See [`Line::facts`].
+#[derive(Default)]
+pub(crate) struct Facts<'a> {
+    pub error: Raw<'a>,
+    pub is_error: Raw<'a>,
+    pub result: Raw<'a>,
+    pub errors: Raw<'a>,
+    pub total_cost_usd: Raw<'a>,
+    pub stats: Raw<'a>,
+    pub num_turns: Raw<'a>,
+    pub duration_ms: Raw<'a>,
+    pub duration_api_ms: Raw<'a>,
+    pub stop_reason: Raw<'a>,
+    pub terminal_reason: Raw<'a>,
+    pub api_error_status: Raw<'a>,
+    pub permission_denials: Raw<'a>,
+    pub attempt: Raw<'a>,
+    pub max_retries: Raw<'a>,
+    pub retry_delay_ms: Raw<'a>,
+    pub error_status: Raw<'a>,
+}
+
+static NO_FACTS: Facts<'static> = Facts {
+    error: None,
+    is_error: None,
+    result: None,
+    errors: None,
+    total_cost_usd: None,
+    stats: None,
+    num_turns: None,
+    duration_ms: None,
+    duration_api_ms: None,
+    stop_reason: None,
+    terminal_reason: None,
+    api_error_status: None,
+    permission_denials: None,
+    attempt: None,
+    max_retries: None,
+    retry_delay_ms: None,
+    error_status: None,
+};
+
+impl<'a> Line<'a> {
+    /// Parse a whole line into `self` (a default line); on failure tell why the line could not
+    /// be used. `scratch` is a buffer the scanner reuses from line to line.
+    pub fn parse(&mut self, text: &'a str, scratch: &mut Vec<(String, Value)>) -> Result<(), LineOutcome> {
+        // Only objects (as serde would otherwise read a JSON array into a struct by position).
+        if !text.trim_start().starts_with('{') {
+            return Err(classify_failure(text));
+        }
+        let mut sc = Scan::with_scratch(text, std::mem::take(scratch));
+        let read = self.read(&mut sc).and_then(|_| sc.end());
+        *scratch = sc.into_scratch();
+        read.map_err(|Bad| classify_failure(text))
+    }
+
+    /// The facts of a `result` or `system` line (all `None` on other lines).
+    pub fn facts(&self) -> &Facts<'a> {
+        self.facts.as_deref().unwrap_or(&NO_FACTS)
+    }
+
+    fn read(&mut self, sc: &mut Scan<'a>) -> Res<()> {
+        let l = self;
+        read_fields(sc, |name, sc| {
+            Ok(match name {
+                "type" => set(&mut l.kind, Str::read(sc)?, 1 << 0),
+                "subtype" => set(&mut l.subtype, Str::read(sc)?, 1 << 1),
+                "session_id" => set(&mut l.session_id, Str::read(sc)?, 1 << 2),
+                "parent_tool_use_id" => set(&mut l.parent_tool_use_id, Str::read(sc)?, 1 << 3),
+                "timestamp" => set(&mut l.timestamp, Str::read(sc)?, 1 << 4),
+                "message" => set(&mut l.message, Obj::read(sc, |sc| Message::read(sc, 2))?, 1 << 5),
+                "event" => set(&mut l.event, Obj::read(sc, |sc| StreamEvent::read(sc).map(Box::new))?, 1 << 6),
+                "tool_use_result" => set(&mut l.tool_use_result, sc.raw_value()?, 1 << 7),
+                "error" => set(&mut fact(&mut l.facts).error, raw(sc)?, 1 << 8),
+                "is_error" => set(&mut fact(&mut l.facts).is_error, raw(sc)?, 1 << 9),
+                "result" => set(&mut fact(&mut l.facts).result, raw(sc)?, 1 << 10),
+                "errors" => set(&mut fact(&mut l.facts).errors, raw(sc)?, 1 << 11),
+                "usage" => set(&mut l.usage, Obj::read(sc, Usage::read)?, 1 << 12),
+                "modelUsage" => set(&mut l.model_usage, Obj::read(sc, Scan::json_object)?, 1 << 13),
+                "total_cost_usd" => set(&mut fact(&mut l.facts).total_cost_usd, raw(sc)?, 1 << 14),
+                "stats" => set(&mut fact(&mut l.facts).stats, raw(sc)?, 1 << 15),
+                "num_turns" => set(&mut fact(&mut l.facts).num_turns, raw(sc)?, 1 << 16),
+                "duration_ms" => set(&mut fact(&mut l.facts).duration_ms, raw(sc)?, 1 << 17),
+                "duration_api_ms" => set(&mut fact(&mut l.facts).duration_api_ms, raw(sc)?, 1 << 18),
+                "stop_reason" => set(&mut fact(&mut l.facts).stop_reason, raw(sc)?, 1 << 19),
+                "terminal_reason" => set(&mut fact(&mut l.facts).terminal_reason, raw(sc)?, 1 << 20),
+                "api_error_status" => set(&mut fact(&mut l.facts).api_error_status, raw(sc)?, 1 << 21),
+                "permission_denials" => set(&mut fact(&mut l.facts).permission_denials, raw(sc)?, 1 << 22),
+                "attempt" => set(&mut fact(&mut l.facts).attempt, raw(sc)?, 1 << 23),
+                "max_retries" => set(&mut fact(&mut l.facts).max_retries, raw(sc)?, 1 << 24),
+                "retry_delay_ms" => set(&mut fact(&mut l.facts).retry_delay_ms, raw(sc)?, 1 << 25),
+                "error_status" => set(&mut fact(&mut l.facts).error_status, raw(sc)?, 1 << 26),
+                "tool_use_meta" => set(&mut l.tool_use_meta, raw(sc)?, 1 << 27),
+                "subagent_type" => set(&mut l.subagent_type, raw(sc)?, 1 << 28),
+                "task_description" => set(&mut l.task_description, raw(sc)?, 1 << 29),
+                _ => skip(sc)?,
+            })
+        })
+    }
+}
+
+/// The line's facts, created on the first one.
+#[inline(always)]
+fn fact<'b, 'a>(facts: &'b mut Option<Box<Facts<'a>>>) -> &'b mut Facts<'a> {
+    facts.get_or_insert_with(Box::default)
+}
+
+/// Store a field's value; its bit for the duplicate check.
+#[inline(always)]
+fn set<T>(slot: &mut T, value: T, bit: u64) -> u64 {
+    *slot = value;
+    bit
+}
+
+/// Skip an unknown field's value (no bit).
+#[inline(always)]
+fn skip(sc: &mut Scan<'_>) -> Res<u64> {
+    sc.skip().map(|_| 0)
 }
 
 /// An API message (`assistant`/`user` lines, `message_start`).
-#[derive(Deserialize, Default)]
+#[derive(Default)]
 pub(crate) struct Message<'a> {
-    #[serde(default, borrow)]
     pub id: Str<'a>,
-    #[serde(default, borrow)]
     pub model: Str<'a>,
-    #[serde(default, borrow)]
     pub content: Content<'a>,
-    #[serde(default, borrow)]
-    pub stop_reason: Option<&'a RawValue>,
-    #[serde(default)]
+    pub stop_reason: Raw<'a>,
     pub usage: Obj<Usage>,
+}
+
+impl<'a> Message<'a> {
+    /// Read a message that is the `depth`-th nested container of the line.
+    fn read(sc: &mut Scan<'a>, depth: usize) -> Res<Self> {
+        let mut m = Message::default();
+        read_fields(sc, |name, sc| {
+            Ok(match name {
+                "id" => set(&mut m.id, Str::read(sc)?, 1 << 0),
+                "model" => set(&mut m.model, Str::read(sc)?, 1 << 1),
+                "content" => set(&mut m.content, Content::read(sc, depth + 1)?, 1 << 2),
+                "stop_reason" => set(&mut m.stop_reason, raw(sc)?, 1 << 3),
+                "usage" => set(&mut m.usage, Obj::read(sc, Usage::read)?, 1 << 4),
+                _ => skip(sc)?,
+            })
+        })?;
+        Ok(m)
+    }
 }
 
 /// A content block of any kind (text, thinking, image, tool_use, tool_result, …).
-#[derive(Deserialize, Default, Debug)]
+#[derive(Default, Debug)]
 pub(crate) struct Block<'a> {
-    #[serde(rename = "type", default, borrow)]
     pub kind: Str<'a>,
-    #[serde(default, borrow)]
     pub text: Str<'a>,
-    #[serde(default, borrow)]
     pub thinking: Str<'a>,
-    #[serde(default, borrow)]
     pub id: Str<'a>,
-    #[serde(default, borrow)]
     pub name: Str<'a>,
-    #[serde(default)]
-    pub input: Option<Value>,
-    #[serde(default, borrow)]
+    pub input: Option<&'a RawValue>,
     pub tool_use_id: Str<'a>,
-    #[serde(default, borrow)]
     pub content: Content<'a>,
-    #[serde(default, borrow)]
-    pub is_error: Option<&'a RawValue>,
-    #[serde(default, borrow)]
+    pub is_error: Raw<'a>,
     pub source: Obj<Box<Source<'a>>>,
-    #[serde(default, borrow)]
     pub data: Str<'a>,
-    #[serde(default, borrow, rename = "mimeType")]
     pub mime_type: Str<'a>,
 }
 
+impl<'a> Block<'a> {
+    /// Read a block that is the `depth`-th nested container of the line (blocks nest through
+    /// tool-result content).
+    fn read(sc: &mut Scan<'a>, depth: usize) -> Res<Self> {
+        if depth >= MAX_NESTING {
+            return Err(Bad);
+        }
+        let mut b = Block::default();
+        read_fields(sc, |name, sc| {
+            Ok(match name {
+                "type" => set(&mut b.kind, Str::read(sc)?, 1 << 0),
+                "text" => set(&mut b.text, Str::read(sc)?, 1 << 1),
+                "thinking" => set(&mut b.thinking, Str::read(sc)?, 1 << 2),
+                "id" => set(&mut b.id, Str::read(sc)?, 1 << 3),
+                "name" => set(&mut b.name, Str::read(sc)?, 1 << 4),
+                "input" => set(&mut b.input, sc.raw_value()?, 1 << 5),
+                "tool_use_id" => set(&mut b.tool_use_id, Str::read(sc)?, 1 << 6),
+                "content" => set(&mut b.content, Content::read(sc, depth + 1)?, 1 << 7),
+                "is_error" => set(&mut b.is_error, raw(sc)?, 1 << 8),
+                "source" => set(&mut b.source, Obj::read(sc, |sc| Source::read(sc).map(Box::new))?, 1 << 9),
+                "data" => set(&mut b.data, Str::read(sc)?, 1 << 10),
+                "mimeType" => set(&mut b.mime_type, Str::read(sc)?, 1 << 11),
+                _ => skip(sc)?,
+            })
+        })?;
+        Ok(b)
+    }
+}
+
 /// An image block's `source`.
-#[derive(Deserialize, Default, Debug)]
+#[derive(Default, Debug)]
 pub(crate) struct Source<'a> {
-    #[serde(rename = "type", default, borrow)]
     pub kind: Str<'a>,
-    #[serde(default, borrow)]
     pub data: Str<'a>,
-    #[serde(default, borrow)]
     pub media_type: Str<'a>,
-    #[serde(default, borrow)]
     pub url: Str<'a>,
 }
 
+impl<'a> Source<'a> {
+    fn read(sc: &mut Scan<'a>) -> Res<Self> {
+        let mut s = Source::default();
+        read_fields(sc, |name, sc| {
+            Ok(match name {
+                "type" => set(&mut s.kind, Str::read(sc)?, 1 << 0),
+                "data" => set(&mut s.data, Str::read(sc)?, 1 << 1),
+                "media_type" => set(&mut s.media_type, Str::read(sc)?, 1 << 2),
+                "url" => set(&mut s.url, Str::read(sc)?, 1 << 3),
+                _ => skip(sc)?,
+            })
+        })?;
+        Ok(s)
+    }
+}
+
 /// The raw SSE event of a `stream_event` line.
-#[derive(Deserialize, Default)]
+#[derive(Default)]
 pub(crate) struct StreamEvent<'a> {
-    #[serde(rename = "type", default, borrow)]
     pub kind: Str<'a>,
-    #[serde(default, borrow)]
     pub message: Obj<Message<'a>>,
-    #[serde(default, borrow)]
     pub content_block: Obj<Block<'a>>,
-    #[serde(default, borrow)]
     pub delta: Obj<Delta<'a>>,
-    #[serde(default)]
     pub usage: Obj<Usage>,
 }
 
+impl<'a> StreamEvent<'a> {
+    fn read(sc: &mut Scan<'a>) -> Res<Self> {
+        let mut e = StreamEvent::default();
+        read_fields(sc, |name, sc| {
+            Ok(match name {
+                "type" => set(&mut e.kind, Str::read(sc)?, 1 << 0),
+                "message" => set(&mut e.message, Obj::read(sc, |sc| Message::read(sc, 3))?, 1 << 1),
+                "content_block" => set(&mut e.content_block, Obj::read(sc, |sc| Block::read(sc, 3))?, 1 << 2),
+                "delta" => set(&mut e.delta, Obj::read(sc, Delta::read)?, 1 << 3),
+                "usage" => set(&mut e.usage, Obj::read(sc, Usage::read)?, 1 << 4),
+                _ => skip(sc)?,
+            })
+        })?;
+        Ok(e)
+    }
+}
+
 /// A `content_block_delta` / `message_delta` delta.
-#[derive(Deserialize, Default)]
+#[derive(Default)]
 pub(crate) struct Delta<'a> {
-    #[serde(rename = "type", default, borrow)]
     pub kind: Str<'a>,
-    #[serde(default, borrow)]
     pub text: Str<'a>,
-    #[serde(default, borrow)]
     pub thinking: Str<'a>,
-    #[serde(default, borrow)]
-    pub stop_reason: Option<&'a RawValue>,
+    pub stop_reason: Raw<'a>,
+}
+
+impl<'a> Delta<'a> {
+    fn read(sc: &mut Scan<'a>) -> Res<Self> {
+        let mut d = Delta::default();
+        read_fields(sc, |name, sc| {
+            Ok(match name {
+                "type" => set(&mut d.kind, Str::read(sc)?, 1 << 0),
+                "text" => set(&mut d.text, Str::read(sc)?, 1 << 1),
+                "thinking" => set(&mut d.thinking, Str::read(sc)?, 1 << 2),
+                "stop_reason" => set(&mut d.stop_reason, raw(sc)?, 1 << 3),
+                _ => skip(sc)?,
+            })
+        })?;
+        Ok(d)
+    }
 }
 
 /// A `usage` object: the counters the dialects read, and every other key verbatim in `rest`
@@ -417,67 +544,65 @@ impl Usage {
             }
         }
     }
-}
 
-impl<'de> Deserialize<'de> for Usage {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Usage;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a usage object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Usage, A::Error> {
-                let mut u = Usage::default();
-                while let Some(key) = map.next_key::<Str<'de>>()? {
-                    let Some(key) = key.0 else {
-                        map.next_value::<IgnoredAny>()?;
-                        continue;
-                    };
-                    let value: Value = map.next_value()?;
-                    let slot = match key.as_ref() {
-                        "input_tokens" => &mut u.input,
-                        "output_tokens" => &mut u.output,
-                        "cache_read_input_tokens" => &mut u.cache_read,
-                        "cache_creation_input_tokens" => {
-                            u.cache_creation = value.as_u64();
-                            u.rest.insert(key.into_owned(), value);
-                            continue;
-                        }
-                        _ => {
-                            u.rest.insert(key.into_owned(), value);
-                            continue;
-                        }
-                    };
-                    match value.as_u64() {
-                        Some(n) => *slot = Some(n),
-                        None => {
-                            u.rest.insert(key.into_owned(), value);
-                        }
-                    }
+    /// Read a usage object (the next value must be an object).
+    pub fn read(sc: &mut Scan<'_>) -> Res<Usage> {
+        let (mut input, mut output, mut cache_read, mut cache_creation) = (None, None, None, None);
+        // Room for one more key: a run total adds `modelUsage`.
+        let rest = sc.json_object_where(1, |key, value| {
+            let slot = match key {
+                "input_tokens" => &mut input,
+                "output_tokens" => &mut output,
+                "cache_read_input_tokens" => &mut cache_read,
+                "cache_creation_input_tokens" => {
+                    cache_creation = value.as_u64();
+                    return true;
                 }
-                Ok(u)
+                _ => return true,
+            };
+            match value.as_u64() {
+                Some(n) => {
+                    *slot = Some(n);
+                    false
+                }
+                None => true,
             }
-        }
-        d.deserialize_map(V)
+        })?;
+        Ok(Usage { input, output, cache_read, cache_creation, rest })
+    }
+
+    /// Parse a usage object from its JSON text (tests).
+    #[cfg(test)]
+    pub fn from_json(text: &str) -> Usage {
+        Usage::read(&mut Scan::new(text)).expect("a usage object")
     }
 }
 
 /// True when the raw value is JSON `true`.
-pub(crate) fn is_true(raw: Option<&RawValue>) -> bool {
-    raw.is_some_and(|r| r.get() == "true")
+pub(crate) fn is_true(raw: Raw<'_>) -> bool {
+    raw == Some("true")
 }
 
 /// A raw value as a [`Value`], `None` when absent or `null`.
-pub(crate) fn value(raw: Option<&RawValue>) -> Option<Value> {
-    raw.filter(|r| r.get() != "null").and_then(|r| serde_json::from_str(r.get()).ok())
+pub(crate) fn value(raw: Raw<'_>) -> Option<Value> {
+    raw.filter(|r| *r != "null").and_then(|r| Scan::new(r).json_value().ok())
 }
 
 /// Insert `raw` into `extra` under `key` unless it is absent or `null`.
-pub(crate) fn put(extra: &mut JsonObject, key: &str, raw: Option<&RawValue>) {
+pub(crate) fn put(extra: &mut JsonObject, key: &str, raw: Raw<'_>) {
     if let Some(v) = value(raw) {
         extra.insert(key.to_string(), v);
     }
+}
+
+/// A harness record kept as printed ([`RawJson::from_raw`]), unless its text holds a carriage
+/// return between tokens: that record is written compactly instead, so that an event never holds
+/// a raw CR (a reader splitting lines on CR, as Python's text mode does, would cut it).
+pub(crate) fn raw_json(raw: &RawValue) -> RawJson {
+    if memchr::memchr(b'\r', raw.get().as_bytes()).is_none() {
+        return RawJson::from_raw(raw);
+    }
+    serde_json::from_str::<Value>(raw.get()).map_or_else(|_| RawJson::from_raw(raw), |v| RawJson::from_value(&v))
 }
 
 /// `Some(map)` unless empty.
@@ -521,7 +646,9 @@ pub(crate) fn result_content(content: Content<'_>) -> Option<Vec<ToolCallContent
         Content::Blocks(blocks) => blocks
             .into_iter()
             .filter_map(|b| match BlockKind::of(&b) {
-                BlockKind::Text => b.text.0.filter(|t| !t.is_empty()).map(|t| ToolCallContent::text(t.into_owned())),
+                BlockKind::Text => {
+                    b.text.into_inner().filter(|t| !t.is_empty()).map(|t| ToolCallContent::text(t.into_owned()))
+                }
                 BlockKind::Image => image(&b).map(|img| ToolCallContent::Content { content: ContentBlock::Image(img) }),
                 _ => None,
             })
@@ -589,20 +716,82 @@ pub(crate) struct ToolUse<'l> {
     pub id: &'l str,
     /// The harness-native tool name.
     pub name: &'l str,
-    /// The input as printed (usually an object).
-    pub input: Option<Value>,
+    /// The input as printed (usually an object), `None` when absent or `null`.
+    pub input: Option<&'l RawValue>,
+    /// The input's top-level arguments, read on first use.
+    args: OnceCell<Args<'l>>,
 }
 
-impl ToolUse<'_> {
-    /// The input object (an empty map when the input is absent or not an object).
-    pub fn args(&self) -> &Map<String, Value> {
-        static EMPTY: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
-        self.input.as_ref().and_then(Value::as_object).unwrap_or_else(|| EMPTY.get_or_init(Map::new))
+/// One top-level argument of a tool input: a string (decoded, borrowed from the line when it
+/// has no escapes), or any other value as printed.
+enum Arg<'l> {
+    Str(Cow<'l, str>),
+    Other(&'l str),
+}
+
+/// The top-level arguments of a tool input object, in printed order (empty when the input is
+/// not an object). Lookups take a key's last occurrence, as a JSON object reader does.
+#[derive(Default)]
+pub(crate) struct Args<'l>(Vec<(Cow<'l, str>, Arg<'l>)>);
+
+impl<'l> Args<'l> {
+    /// Read the arguments of `raw` (one scan of the input; nothing is built for values that are
+    /// not strings).
+    fn read(raw: Option<&'l RawValue>) -> Args<'l> {
+        let Some(raw) = raw else { return Args::default() };
+        let mut sc = Scan::new(raw.get());
+        if sc.peek() != Some(b'{') {
+            return Args::default();
+        }
+        let mut args = Vec::with_capacity(4);
+        let mut read = |args: &mut Vec<_>| -> Res<()> {
+            sc.object()?;
+            let mut first = true;
+            while let Some(key) = sc.next_key(&mut first)? {
+                let key = key.decode()?;
+                let arg =
+                    if sc.peek() == Some(b'"') { Arg::Str(sc.string()?.decode()?) } else { Arg::Other(sc.raw()?) };
+                args.push((key, arg));
+            }
+            Ok(())
+        };
+        match read(&mut args) {
+            Ok(()) => Args(args),
+            Err(Bad) => Args::default(),
+        }
+    }
+
+    fn get(&self, key: &str) -> Option<&Arg<'l>> {
+        self.0.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+}
+
+impl<'l> ToolUse<'l> {
+    /// A call; `input` is kept as printed.
+    pub fn new(id: &'l str, name: &'l str, input: Option<&'l RawValue>) -> Self {
+        ToolUse { id, name, input, args: OnceCell::new() }
+    }
+
+    fn args(&self) -> &Args<'l> {
+        self.args.get_or_init(|| Args::read(self.input))
+    }
+
+    /// True when the input has the argument `key` (any value, `null` included).
+    pub fn has(&self, key: &str) -> bool {
+        self.args().get(key).is_some()
+    }
+
+    /// A string argument, possibly empty.
+    pub fn str_any(&self, key: &str) -> Option<&str> {
+        match self.args().get(key)? {
+            Arg::Str(s) => Some(s),
+            Arg::Other(_) => None,
+        }
     }
 
     /// A non-empty string argument.
     pub fn str(&self, key: &str) -> Option<&str> {
-        self.args().get(key).and_then(Value::as_str).filter(|s| !s.is_empty())
+        self.str_any(key).filter(|s| !s.is_empty())
     }
 
     /// The first non-empty string argument of `keys`.
@@ -610,12 +799,27 @@ impl ToolUse<'_> {
         keys.iter().find_map(|k| self.str(k))
     }
 
+    /// True when the argument `key` is JSON `true`.
+    pub fn flag(&self, key: &str) -> bool {
+        matches!(self.args().get(key), Some(Arg::Other("true")))
+    }
+
+    /// The argument `key` as a [`Value`] (`Value::Null` for a printed `null`); `None` when absent.
+    pub fn value(&self, key: &str) -> Option<Value> {
+        match self.args().get(key)? {
+            Arg::Str(s) => Some(Value::String(s.to_string())),
+            Arg::Other(raw) => Scan::new(raw).json_value().ok(),
+        }
+    }
+
     /// An unsigned integer argument (a JSON number, or a string of digits).
     pub fn uint(&self, key: &str) -> Option<u64> {
         match self.args().get(key)? {
-            Value::Number(n) => n.as_u64().or_else(|| n.as_f64().filter(|f| *f >= 0.0).map(|f| f as u64)),
-            Value::String(s) => s.trim().parse().ok(),
-            _ => None,
+            Arg::Str(s) => s.trim().parse().ok(),
+            Arg::Other(raw) => match Scan::new(raw).json_value().ok()? {
+                Value::Number(n) => n.as_u64().or_else(|| n.as_f64().filter(|f| *f >= 0.0).map(|f| f as u64)),
+                _ => None,
+            },
         }
     }
 
@@ -633,7 +837,7 @@ impl ToolUse<'_> {
             tool_name: Some(self.name.to_string()),
             kind,
             status: ToolCallStatus::Pending,
-            raw_input: self.input.map(RawJson::from),
+            raw_input: self.input.map(raw_json),
             content: (!content.is_empty()).then_some(content),
             locations: (!locations.is_empty()).then_some(locations),
         }
@@ -665,7 +869,7 @@ pub(crate) fn mcp_title(name: &str) -> Option<String> {
 pub(crate) fn web_search_title(call: &ToolUse<'_>) -> String {
     let mut title = format!("\"{}\"", call.str("query").unwrap_or_default());
     for (key, label) in [("allowed_domains", "allowed"), ("blocked_domains", "blocked")] {
-        if let Some(list) = call.args().get(key).and_then(Value::as_array) {
+        if let Some(Value::Array(list)) = call.value(key) {
             let names: Vec<&str> = list.iter().filter_map(Value::as_str).collect();
             if !names.is_empty() {
                 title.push_str(&format!(" ({label}: {})", names.join(", ")));
@@ -705,7 +909,7 @@ pub(crate) fn plan_status(status: Option<&str>) -> PlanEntryStatus {
 /// The plan of a TodoWrite-style input (`{todos: [{content, status, priority?}]}`); `None`
 /// when `todos` is not a list. Items that are not objects are skipped.
 pub(crate) fn plan_from_todos(call: &ToolUse<'_>) -> Option<Vec<PlanEntry>> {
-    let todos = call.args().get("todos")?.as_array()?;
+    let Value::Array(todos) = call.value("todos")? else { return None };
     Some(
         todos
             .iter()
@@ -858,7 +1062,7 @@ impl Streams {
         let scope = self.scope(parent);
         scope.message_id = None;
         scope.start_usage = None;
-        if let Some(m) = model {
+        if let Some(m) = model.filter(|m| scope.model.as_deref() != Some(*m)) {
             scope.model = Some(m.to_string());
         }
     }
@@ -877,18 +1081,23 @@ impl Streams {
 pub(crate) type Updates = Vec<SessionUpdate>;
 
 /// A finished tool result, before the dialect decides how to surface it.
-pub(crate) struct ToolResult {
+pub(crate) struct ToolResult<'l> {
     /// The call it answers.
     pub id: String,
     /// `failed` when the harness flagged `is_error: true`, else `completed`.
     pub status: ToolCallStatus,
     /// The result content verbatim.
     pub content: Option<Vec<ToolCallContent>>,
-    /// The harness's structured record (claude `tool_use_result`).
-    pub raw_output: Option<Value>,
+    /// The harness's structured record (claude `tool_use_result`), as printed.
+    pub raw_output: Option<&'l RawValue>,
 }
 
-impl ToolResult {
+impl ToolResult<'_> {
+    /// The structured record parsed (for the few dialect rules that look inside it).
+    pub fn raw_output_value(&self) -> Option<Value> {
+        self.raw_output.and_then(|r| serde_json::from_str(r.get()).ok())
+    }
+
     /// The first text of the content.
     pub fn text(&self) -> Option<&str> {
         self.content.iter().flatten().find_map(|c| match c {
@@ -905,7 +1114,7 @@ impl ToolResult {
             title: None,
             content: self.content,
             locations: None,
-            raw_output: self.raw_output.map(RawJson::from),
+            raw_output: self.raw_output.map(raw_json),
         })
     }
 }
@@ -941,7 +1150,7 @@ pub(crate) trait Dialect: Send {
     fn tool_use(&mut self, call: ToolUse<'_>, out: &mut Updates);
 
     /// A tool result block.
-    fn tool_result(&mut self, result: ToolResult, out: &mut Updates) {
+    fn tool_result(&mut self, result: ToolResult<'_>, out: &mut Updates) {
         out.push(result.update());
     }
 }
@@ -979,15 +1188,17 @@ pub(crate) struct Protocol<D> {
     streams: Streams,
     /// The current line's updates (a reused buffer).
     updates: Updates,
+    /// The scanner's buffer for building objects (reused).
+    scratch: Vec<(String, Value)>,
 }
 
 impl<D: Dialect> Protocol<D> {
     /// Decode one line.
     pub fn decode_line(&mut self, text: &str, ctx: &mut DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
-        let mut line: Line<'_> = match parse_line(text) {
-            Ok(line) => line,
-            Err(outcome) => return outcome,
-        };
+        let mut line = Line::default();
+        if let Err(outcome) = line.parse(text, &mut self.scratch) {
+            return outcome;
+        }
         ctx.see_session(line.session_id.get());
         let kind = match line.kind.get() {
             Some("system") => LineKind::System,
@@ -1032,7 +1243,7 @@ impl<D: Dialect> Protocol<D> {
         put(&mut extra, "task_description", line.task_description);
         let failure = self.dialect.is_failure(line, &msg);
         if failure {
-            put(&mut extra, "error", line.error);
+            put(&mut extra, "error", line.facts().error);
         }
         env.model = msg.model.owned();
         env.message_id = msg.id.owned();
@@ -1042,7 +1253,7 @@ impl<D: Dialect> Protocol<D> {
             // and no LLM call to meter.
             let mut message = joined_text(&msg.content);
             if message.is_empty() {
-                message = value(line.error).map(|v| super::json::display_text(&v)).unwrap_or_default();
+                message = value(line.facts().error).map(|v| super::json::display_text(&v)).unwrap_or_default();
             }
             out.push(SessionUpdate::error(message, true));
             self.streams.clear_text(parent);
@@ -1083,12 +1294,12 @@ impl<D: Dialect> Protocol<D> {
     fn assistant_block(&mut self, block: Block<'_>, parent: Option<&str>, out: &mut Updates) {
         match BlockKind::of(&block) {
             BlockKind::Text => {
-                if let Some(t) = block.text.0 {
+                if let Some(t) = block.text.into_inner() {
                     self.assistant_text(parent, Piece::Text, t, out);
                 }
             }
             BlockKind::Thinking => {
-                if let Some(t) = block.thinking.0 {
+                if let Some(t) = block.thinking.into_inner() {
                     self.assistant_text(parent, Piece::Thought, t, out);
                 }
             }
@@ -1100,16 +1311,16 @@ impl<D: Dialect> Protocol<D> {
             BlockKind::Call => {
                 let Block { id, name, input, .. } = block;
                 let (Some(id), Some(name)) = (id.get(), name.get()) else { return };
-                self.dialect.tool_use(ToolUse { id, name, input: input.filter(|v| !v.is_null()) }, out);
+                self.dialect.tool_use(ToolUse::new(id, name, input.filter(|v| v.get() != "null")), out);
             }
             BlockKind::Result => self.tool_result(block, None, out),
             BlockKind::Other => {}
         }
     }
 
-    fn tool_result(&mut self, block: Block<'_>, raw_output: Option<Value>, out: &mut Updates) {
+    fn tool_result<'l>(&mut self, block: Block<'l>, raw_output: Option<&'l RawValue>, out: &mut Updates) {
         let Block { tool_use_id, is_error, content, .. } = block;
-        let Some(id) = tool_use_id.0 else { return };
+        let Some(id) = tool_use_id.into_inner() else { return };
         let status = if is_true(is_error) { ToolCallStatus::Failed } else { ToolCallStatus::Completed };
         let result = ToolResult { id: id.into_owned(), status, content: result_content(content), raw_output };
         self.dialect.tool_result(result, out);
@@ -1129,11 +1340,11 @@ impl<D: Dialect> Protocol<D> {
             Content::Blocks(blocks) => {
                 let results = blocks.iter().filter(|b| BlockKind::of(b) == BlockKind::Result).count();
                 // `tool_use_result` describes the line's one result; with several it is ambiguous.
-                let mut raw_output = raw_output.filter(|v| results == 1 && !v.is_null());
+                let mut raw_output = raw_output.filter(|v| results == 1 && v.get() != "null");
                 for block in blocks {
                     match BlockKind::of(&block) {
                         BlockKind::Text => {
-                            if let Some(t) = block.text.0.filter(|t| !t.is_empty()) {
+                            if let Some(t) = block.text.into_inner().filter(|t| !t.is_empty()) {
                                 out.push(SessionUpdate::user_message(t.into_owned()));
                             }
                         }
@@ -1154,21 +1365,24 @@ impl<D: Dialect> Protocol<D> {
 
     fn result(&mut self, line: &mut Line<'_>, env: &mut Envelope, out: &mut Updates) -> LineOutcome {
         self.streams.clear();
-        let mut extra = JsonObject::new();
+        // At most eight facts: one allocation each for the map's table and entries.
+        let mut extra = JsonObject::with_capacity(8);
         if let Some(s) = line.subtype.get() {
             extra.insert("subtype".into(), Value::String(s.to_string()));
         }
-        put(&mut extra, "num_turns", line.num_turns);
-        put(&mut extra, "duration_ms", line.duration_ms);
-        put(&mut extra, "duration_api_ms", line.duration_api_ms);
-        put(&mut extra, "stop_reason", line.stop_reason);
-        put(&mut extra, "terminal_reason", line.terminal_reason);
-        put(&mut extra, "api_error_status", line.api_error_status);
-        if let Some(denials) = value(line.permission_denials).filter(|v| v.as_array().is_some_and(|a| !a.is_empty())) {
+        put(&mut extra, "num_turns", line.facts().num_turns);
+        put(&mut extra, "duration_ms", line.facts().duration_ms);
+        put(&mut extra, "duration_api_ms", line.facts().duration_api_ms);
+        put(&mut extra, "stop_reason", line.facts().stop_reason);
+        put(&mut extra, "terminal_reason", line.facts().terminal_reason);
+        put(&mut extra, "api_error_status", line.facts().api_error_status);
+        if let Some(denials) =
+            value(line.facts().permission_denials).filter(|v| v.as_array().is_some_and(|a| !a.is_empty()))
+        {
             extra.insert("permission_denials".into(), denials);
         }
         env.extra = non_empty(extra);
-        if is_true(line.is_error) {
+        if is_true(line.facts().is_error) {
             out.push(SessionUpdate::error(result_error(line), true));
         }
         if let Some(usage) = self.dialect.run_usage(line) {
@@ -1194,8 +1408,10 @@ impl<D: Dialect> Protocol<D> {
             "content_block_start" => {
                 if let Some(block) = content_block.0 {
                     match BlockKind::of(&block) {
-                        BlockKind::Text => self.delta(parent, Piece::Text, block.text.0, env, out),
-                        BlockKind::Thinking => self.delta(parent, Piece::Thought, block.thinking.0, env, out),
+                        BlockKind::Text => self.delta(parent, Piece::Text, block.text.into_inner(), env, out),
+                        BlockKind::Thinking => {
+                            self.delta(parent, Piece::Thought, block.thinking.into_inner(), env, out)
+                        }
                         _ => {}
                     }
                 }
@@ -1203,8 +1419,10 @@ impl<D: Dialect> Protocol<D> {
             "content_block_delta" => {
                 if let Some(delta) = delta.0 {
                     match delta.kind.get() {
-                        Some("text_delta") => self.delta(parent, Piece::Text, delta.text.0, env, out),
-                        Some("thinking_delta") => self.delta(parent, Piece::Thought, delta.thinking.0, env, out),
+                        Some("text_delta") => self.delta(parent, Piece::Text, delta.text.into_inner(), env, out),
+                        Some("thinking_delta") => {
+                            self.delta(parent, Piece::Thought, delta.thinking.into_inner(), env, out)
+                        }
                         _ => {}
                     }
                 }
@@ -1253,16 +1471,16 @@ impl<D: Dialect> Protocol<D> {
 /// The message of a failed `result`: its `result` text, else `errors`, else `error.message` (or
 /// a string `error`), else its `subtype`.
 fn result_error(line: &Line<'_>) -> String {
-    if let Some(Value::String(s)) = value(line.result).filter(|v| v.as_str().is_some_and(|s| !s.is_empty())) {
+    if let Some(Value::String(s)) = value(line.facts().result).filter(|v| v.as_str().is_some_and(|s| !s.is_empty())) {
         return s;
     }
-    if let Some(Value::Array(errors)) = value(line.errors) {
+    if let Some(Value::Array(errors)) = value(line.facts().errors) {
         let texts: Vec<String> = errors.iter().map(super::json::display_text).collect();
         if !texts.is_empty() {
             return texts.join("\n");
         }
     }
-    match value(line.error) {
+    match value(line.facts().error) {
         Some(Value::Object(o)) => {
             if let Some(m) = o.get("message").and_then(Value::as_str) {
                 return m.to_string();
@@ -1281,10 +1499,11 @@ mod tests {
 
     #[test]
     fn lenient_fields_tolerate_odd_shapes() {
-        let line: Line = parse_line(
+        let mut line = Line::default();
+        line.parse(
             r#"{"type":"assistant","session_id":5,"message":{"id":null,"content":[null,1,"x",{"type":"text","text":"hi"},[2]]}}"#,
+            &mut Vec::new(),
         )
-        .ok()
         .unwrap();
         assert_eq!(line.kind.get(), Some("assistant"));
         assert_eq!(line.session_id.get(), None);
@@ -1296,9 +1515,25 @@ mod tests {
 
     #[test]
     fn strings_borrow_when_unescaped() {
-        let line: Line = parse_line(r#"{"type":"user","session_id":"abc","timestamp":"a\nb"}"#).ok().unwrap();
-        assert!(matches!(line.session_id.0, Some(Cow::Borrowed("abc"))));
-        assert!(matches!(line.timestamp.0, Some(Cow::Owned(_))));
+        let mut line = Line::default();
+        line.parse(r#"{"type":"user","session_id":"abc","timestamp":"a\nb"}"#, &mut Vec::new()).unwrap();
+        assert!(matches!(line.session_id.clone().into_inner(), Some(Cow::Borrowed("abc"))));
+        assert!(matches!(line.timestamp.clone().into_inner(), Some(Cow::Owned(_))));
+    }
+
+    #[test]
+    fn deeply_nested_content_is_unusable_not_a_crash() {
+        let nested = |n: usize| {
+            let open = r#"[{"type":"tool_result","tool_use_id":"t","content":"#.repeat(n);
+            format!(r#"{{"type":"user","message":{{"content":{open}"x"{}}}}}"#, "}]".repeat(n))
+        };
+        let mut p = Protocol::<crate::decode::claude::Claude>::default();
+        let mut ctx = DecodeContext::default();
+        let mut out = Vec::new();
+        // Blocks at depth 4, 6, …: the 62nd is the 126th container, the 63rd would be the 128th.
+        assert_eq!(p.decode_line(&nested(62), &mut ctx, &mut out), LineOutcome::Decoded);
+        assert_eq!(p.decode_line(&nested(63), &mut ctx, &mut out), LineOutcome::UnexpectedShape);
+        assert_eq!(p.decode_line(&nested(100_000), &mut ctx, &mut out), LineOutcome::UnexpectedShape);
     }
 
     #[test]
@@ -1317,10 +1552,8 @@ mod tests {
 
     #[test]
     fn message_delta_usage_merges_cumulatively() {
-        let mut start: Usage =
-            serde_json::from_str(r#"{"input_tokens":1523,"output_tokens":1,"cache_creation_input_tokens":5}"#).unwrap();
-        let delta: Usage =
-            serde_json::from_str(r#"{"input_tokens":0,"output_tokens":42,"cache_creation_input_tokens":0}"#).unwrap();
+        let mut start = Usage::from_json(r#"{"input_tokens":1523,"output_tokens":1,"cache_creation_input_tokens":5}"#);
+        let delta = Usage::from_json(r#"{"input_tokens":0,"output_tokens":42,"cache_creation_input_tokens":0}"#);
         start.merge(delta);
         assert_eq!((start.input, start.output, start.cache_creation), (Some(1523), Some(42), Some(5)));
         assert_eq!(start.rest["cache_creation_input_tokens"], 5);
@@ -1376,10 +1609,9 @@ mod tests {
 
     #[test]
     fn usage_arithmetic_keeps_other_counters() {
-        let u: Usage = serde_json::from_str(
+        let u = Usage::from_json(
             r#"{"input_tokens":100,"cache_read_input_tokens":30,"cache_creation_input_tokens":20,"output_tokens":7,"service_tier":"standard"}"#,
-        )
-        .unwrap();
+        );
         let t = token_usage(u.clone(), Prompt::PlusCache);
         assert_eq!((t.prompt_tokens, t.completion_tokens, t.cached_tokens), (Some(150), Some(7), Some(30)));
         let extra = t.extra.unwrap();
@@ -1387,7 +1619,7 @@ mod tests {
         assert!(extra.contains_key("cache_creation_input_tokens") && extra.contains_key("service_tier"));
         assert_eq!(token_usage(u, Prompt::InputOnly).prompt_tokens, Some(100));
         assert_eq!(token_usage(Usage::default(), Prompt::InputOnly), TokenUsage::default());
-        let odd: Usage = serde_json::from_str(r#"{"input_tokens":"many","output_tokens":2}"#).unwrap();
+        let odd = Usage::from_json(r#"{"input_tokens":"many","output_tokens":2}"#);
         let t = token_usage(odd, Prompt::PlusCache);
         assert_eq!((t.prompt_tokens, t.completion_tokens), (None, Some(2)));
         assert_eq!(t.extra.unwrap()["input_tokens"], "many");

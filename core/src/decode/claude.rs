@@ -132,7 +132,7 @@ impl Dialect for Claude {
     fn run_usage(&self, line: &mut Line<'_>) -> Option<TokenUsage> {
         let usage = line.usage.0.take();
         let model_usage = line.model_usage.0.take();
-        let cost = value(line.total_cost_usd).and_then(|v| v.as_f64());
+        let cost = value(line.facts().total_cost_usd).and_then(|v| v.as_f64());
         if usage.is_none() && model_usage.is_none() && cost.is_none() {
             return None;
         }
@@ -168,11 +168,11 @@ impl Dialect for Claude {
             return;
         }
         let mut extra = JsonObject::new();
-        put(&mut extra, "attempt", line.attempt);
-        put(&mut extra, "max_retries", line.max_retries);
-        put(&mut extra, "retry_delay_ms", line.retry_delay_ms);
-        put(&mut extra, "error_status", line.error_status);
-        put(&mut extra, "error", line.error);
+        put(&mut extra, "attempt", line.facts().attempt);
+        put(&mut extra, "max_retries", line.facts().max_retries);
+        put(&mut extra, "retry_delay_ms", line.facts().retry_delay_ms);
+        put(&mut extra, "error_status", line.facts().error_status);
+        put(&mut extra, "error", line.facts().error);
         let text = |k: &str| extra.get(k).map(display_text);
         let mut message = String::from("API error");
         if let Some(e) = text("error") {
@@ -197,7 +197,7 @@ impl Dialect for Claude {
     fn is_failure(&self, line: &Line<'_>, message: &Message<'_>) -> bool {
         // The CLI marks its stand-in message with a top-level `error` code; an unmarked
         // `<synthetic>` message is a failure only when it says so ("API Error: …").
-        value(line.error).is_some()
+        value(line.facts().error).is_some()
             || (message.model.get() == Some("<synthetic>") && joined_text(&message.content).starts_with("API Error"))
     }
 
@@ -213,7 +213,7 @@ impl Dialect for Claude {
             },
             "TaskCreate" => Some(PlanCall::TaskCreate { subject: call.str("subject").unwrap_or_default().to_string() }),
             "TaskUpdate" => {
-                call.args().get("taskId").or_else(|| call.args().get("task_id")).and_then(id_string).map(|task_id| {
+                call.value("taskId").or_else(|| call.value("task_id")).as_ref().and_then(id_string).map(|task_id| {
                     PlanCall::TaskUpdate {
                         task_id,
                         status: call.str("status").map(str::to_string),
@@ -231,8 +231,10 @@ impl Dialect for Claude {
         out.push(SessionUpdate::ToolCall(tool_call(call)));
     }
 
-    fn tool_result(&mut self, result: ToolResult, out: &mut Updates) {
-        let Some(plan_call) = self.plan_calls.remove(&result.id) else {
+    fn tool_result(&mut self, result: ToolResult<'_>, out: &mut Updates) {
+        // Most results answer no plan call: no hashing of their id then.
+        let plan_call = if self.plan_calls.is_empty() { None } else { self.plan_calls.remove(&result.id) };
+        let Some(plan_call) = plan_call else {
             out.push(result.update());
             return;
         };
@@ -241,11 +243,11 @@ impl Dialect for Claude {
             return;
         }
         let before = self.tasks.clone();
+        let raw_output = result.raw_output_value();
         match plan_call {
             PlanCall::Todo => return,
             PlanCall::TaskCreate { subject } => {
-                let id = result
-                    .raw_output
+                let id = raw_output
                     .as_ref()
                     .and_then(|r| r.get("task"))
                     .and_then(|t| t.get("id"))
@@ -257,8 +259,7 @@ impl Dialect for Claude {
                         (last + 1).to_string()
                     });
                 let subject = if subject.is_empty() {
-                    result
-                        .raw_output
+                    raw_output
                         .as_ref()
                         .and_then(|r| r.get("task"))
                         .and_then(|t| t.get("subject"))
@@ -286,7 +287,7 @@ impl Dialect for Claude {
                 }
             }
             PlanCall::TaskList => {
-                let listed = result.raw_output.as_ref().and_then(|r| r.get("tasks")).and_then(Value::as_array);
+                let listed = raw_output.as_ref().and_then(|r| r.get("tasks")).and_then(Value::as_array);
                 if let Some(listed) = listed {
                     self.tasks = listed
                         .iter()
@@ -395,7 +396,7 @@ fn tool_call(call: ToolUse<'_>) -> crate::event::ToolCall {
             if let Some(p) = path {
                 if name == "Edit" {
                     content.push(diff(p, call.str("old_string"), call.str("new_string")));
-                } else if let Some(edits) = call.args().get("edits").and_then(Value::as_array) {
+                } else if let Some(Value::Array(edits)) = call.value("edits") {
                     for e in edits.iter().filter_map(Value::as_object) {
                         let s = |k: &str| e.get(k).and_then(Value::as_str);
                         content.push(diff(p, s("old_string"), s("new_string")));
@@ -408,7 +409,7 @@ fn tool_call(call: ToolUse<'_>) -> crate::event::ToolCall {
         "Write" => {
             let path = call.str("file_path");
             if let Some(p) = path {
-                content.push(diff(p, None, call.args().get("content").and_then(Value::as_str)));
+                content.push(diff(p, None, call.str_any("content")));
                 locations.push(ToolCallLocation::path(p));
             }
             path.map(|p| format!("Write {p}")).unwrap_or_else(|| "Write".into())
@@ -441,17 +442,15 @@ fn tool_call(call: ToolUse<'_>) -> crate::event::ToolCall {
 /// `grep` with the Grep tool's flags, the quoted pattern and the path.
 fn grep_title(call: &ToolUse<'_>) -> String {
     let mut title = String::from("grep");
-    let args = call.args();
-    let flag = |k: &str| args.get(k).and_then(Value::as_bool).unwrap_or(false);
-    if flag("-i") {
+    if call.flag("-i") {
         title.push_str(" -i");
     }
-    if flag("-n") {
+    if call.flag("-n") {
         title.push_str(" -n");
     }
     for k in ["-A", "-B", "-C"] {
-        if let Some(v) = args.get(k).filter(|v| !v.is_null()) {
-            title.push_str(&format!(" {k} {}", display_text(v)));
+        if let Some(v) = call.value(k).filter(|v| !v.is_null()) {
+            title.push_str(&format!(" {k} {}", display_text(&v)));
         }
     }
     match call.str("output_mode") {
@@ -465,7 +464,7 @@ fn grep_title(call: &ToolUse<'_>) -> String {
     if let Some(t) = call.str("type") {
         title.push_str(&format!(" --type={t}"));
     }
-    if flag("multiline") {
+    if call.flag("multiline") {
         title.push_str(" -P");
     }
     title.push_str(&format!(" \"{}\"", call.str("pattern").unwrap_or_default()));
@@ -482,6 +481,7 @@ fn grep_title(call: &ToolUse<'_>) -> String {
 mod tests {
     use super::*;
     use crate::decode::parse;
+    use serde_json::value::RawValue;
 
     fn run(input: &str) -> Vec<OutputEvent> {
         parse(Agent::Claude, input.as_bytes())
@@ -540,14 +540,10 @@ mod tests {
 
     #[test]
     fn grep_titles() {
-        let call = ToolUse {
-            id: "t",
-            name: "Grep",
-            input: serde_json::from_str(
-                r#"{"pattern":"foo","path":"/src","-i":true,"output_mode":"count","head_limit":5}"#,
-            )
-            .ok(),
-        };
+        let input: &RawValue =
+            serde_json::from_str(r#"{"pattern":"foo","path":"/src","-i":true,"output_mode":"count","head_limit":5}"#)
+                .unwrap();
+        let call = ToolUse::new("t", "Grep", Some(input));
         assert_eq!(grep_title(&call), "grep -i -c \"foo\" /src | head -5");
     }
 

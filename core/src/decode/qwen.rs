@@ -58,8 +58,6 @@
 
 use std::collections::HashSet;
 
-use serde_json::Value;
-
 use super::anthropic::{
     Dialect, Line, Prompt, Protocol, ToolResult, ToolUse, Updates, Usage, diff, glob_title, mcp_title, non_empty,
     plan_from_todos, read_title, token_usage, value, web_search_title,
@@ -102,8 +100,8 @@ impl Dialect for Qwen {
 
     fn run_usage(&self, line: &mut Line<'_>) -> Option<TokenUsage> {
         let usage = line.usage.0.take();
-        let stats = value(line.stats);
-        let cost = value(line.total_cost_usd).and_then(|v| v.as_f64());
+        let stats = value(line.facts().stats);
+        let cost = value(line.facts().total_cost_usd).and_then(|v| v.as_f64());
         if usage.is_none() && stats.is_none() && cost.is_none() {
             return None;
         }
@@ -118,7 +116,7 @@ impl Dialect for Qwen {
     }
 
     fn text(&mut self, mut text: String, out: &mut Updates) {
-        match text.find(API_ERROR) {
+        match api_error_at(&text) {
             Some(at) => {
                 let error = text.split_off(at);
                 if !text.is_empty() {
@@ -141,12 +139,19 @@ impl Dialect for Qwen {
         out.push(SessionUpdate::ToolCall(tool_call(call)));
     }
 
-    fn tool_result(&mut self, result: ToolResult, out: &mut Updates) {
-        if self.plan_calls.remove(&result.id) && result.status != ToolCallStatus::Failed {
+    fn tool_result(&mut self, result: ToolResult<'_>, out: &mut Updates) {
+        let swallowed = !self.plan_calls.is_empty() && self.plan_calls.remove(&result.id);
+        if swallowed && result.status != ToolCallStatus::Failed {
             return;
         }
         out.push(result.update());
     }
+}
+
+/// Where `text` holds [`API_ERROR`] (a search for its `[` first: most text has none).
+fn api_error_at(text: &str) -> Option<usize> {
+    let first = memchr::memchr(b'[', text.as_bytes())?;
+    text[first..].find(API_ERROR).map(|at| first + at)
 }
 
 /// Push the non-empty string argument `key` as text content.
@@ -162,9 +167,10 @@ fn tool_call(call: ToolUse<'_>) -> ToolCall {
     let kind = tool_kind(Agent::Qwen, name);
     let mut content = Vec::new();
     let mut locations = Vec::new();
-    let path = call.first_str(&["file_path", "absolute_path", "path"]);
+    let path = || call.first_str(&["file_path", "absolute_path", "path"]);
     let title = match name {
         "read_file" | "Read" => {
+            let path = path();
             // Qwen's `offset` is 0-based; a location's line is 1-based.
             let offset = call.uint("offset");
             if let Some(p) = path {
@@ -173,20 +179,18 @@ fn tool_call(call: ToolUse<'_>) -> ToolCall {
             read_title(path, offset, call.uint("limit"), "file")
         }
         "write_file" | "Write" => {
+            let path = path();
             if let Some(p) = path {
-                content.push(diff(p, None, call.args().get("content").and_then(Value::as_str)));
+                content.push(diff(p, None, call.str_any("content")));
                 locations.push(ToolCallLocation::path(p));
             }
             format!("Write {}", path.unwrap_or("file"))
         }
         "edit" | "replace" | "edit_file" | "Edit" => {
+            let path = path();
             if let Some(p) = path {
-                if call.args().contains_key("old_string") || call.args().contains_key("new_string") {
-                    content.push(diff(
-                        p,
-                        call.str("old_string"),
-                        call.args().get("new_string").and_then(Value::as_str),
-                    ));
+                if call.has("old_string") || call.has("new_string") {
+                    content.push(diff(p, call.str("old_string"), call.str_any("new_string")));
                 }
                 locations.push(ToolCallLocation::path(p));
             }
