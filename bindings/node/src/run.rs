@@ -20,12 +20,13 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
 
 use agentstream_core::Channel;
 use agentstream_core::casing::camel_case_keys;
 use agentstream_core::runner::{self, AgentConfig, CommandOptions, Delivery, RunHandle, RunOptions, Session};
-use agentstream_core::stream::{Backpressure, Envelope};
+use agentstream_core::stream::{Backpressure, ChannelSet, Envelope};
 use napi::bindgen_prelude::*;
 use napi::{Env, JsDeferred};
 use napi_derive::napi;
@@ -154,7 +155,7 @@ impl NativeSession {
             o.attach_reader = options.attach_reader;
             o.background = options.background.unwrap_or(false);
             let handle = self.inner.start_run(o).map_err(js_error)?;
-            Ok(NativeRun { handle })
+            Ok(NativeRun::new(handle))
         })
     }
 
@@ -177,7 +178,7 @@ impl NativeSession {
             o.attach_reader = options.attach_reader;
             o.background = options.background.unwrap_or(false);
             let handle = self.inner.start_command(o).map_err(js_error)?;
-            Ok(NativeRun { handle })
+            Ok(NativeRun::new(handle))
         })
     }
 
@@ -242,6 +243,15 @@ const MASK_LIFECYCLE: u32 = 2;
 const MASK_STDOUT: u32 = 4;
 const MASK_STDERR: u32 = 8;
 const MASK_HOOKS: u32 = 16;
+
+/// The channels of `mask` (its hook bit is the binding's own: hook events are always derived).
+fn mask_channels(mask: u32) -> ChannelSet {
+    [(MASK_CONTENT, Channel::Content), (MASK_LIFECYCLE, Channel::Lifecycle), (MASK_STDOUT, Channel::Stdout)]
+        .into_iter()
+        .chain([(MASK_STDERR, Channel::Stderr)])
+        .filter(|(bit, _)| mask & bit != 0)
+        .fold(ChannelSet::NONE, |set, (_, channel)| set.with(channel))
+}
 
 fn wanted(d: &Delivery, mask: u32) -> bool {
     let bit = match d {
@@ -313,6 +323,24 @@ where
 #[napi]
 pub struct NativeRun {
     handle: RunHandle,
+    /// The reader channels last given to the core ([`ChannelSet::bits`]), so a pull only takes
+    /// the stream's lock to change them when the wrapper's listeners changed.
+    channels: AtomicU8,
+}
+
+impl NativeRun {
+    fn new(handle: RunHandle) -> Self {
+        NativeRun { handle, channels: AtomicU8::new(ChannelSet::ALL.bits()) }
+    }
+
+    /// Tell the core which channels are read, so raw lines nobody listens to are not buffered
+    /// (they are still numbered: sequences stay gapless for the channels that are read).
+    fn read_channels(&self, mask: u32) {
+        let set = mask_channels(mask);
+        if self.channels.swap(set.bits(), Ordering::Relaxed) != set.bits() {
+            self.handle.set_channels(set);
+        }
+    }
 }
 
 #[napi]
@@ -330,6 +358,9 @@ impl NativeRun {
     #[napi(ts_return_type = "Promise<string | null>")]
     pub fn next_batch<'env>(&self, env: &'env Env, max: u32, mask: Option<u32>) -> napi::Result<Object<'env>> {
         let mask = mask.unwrap_or(u32::MAX);
+        if let Err(p) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.read_channels(mask))) {
+            return Err(napi::Error::from_reason(format!("panic: {}", panic_message(p))));
+        }
         let (deferred, promise) = env.create_deferred::<Option<String>, Settle<Option<String>>>()?;
         let max = (max as usize).max(1);
         let handle = self.handle.clone();
