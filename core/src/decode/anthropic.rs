@@ -1190,6 +1190,8 @@ pub(crate) struct Protocol<D> {
     updates: Updates,
     /// The scanner's buffer for building objects (reused).
     scratch: Vec<(String, Value)>,
+    /// The text of the last fatal error of the current turn (the `result` line ends a turn).
+    turn_fatal: Option<String>,
 }
 
 impl<D: Dialect> Protocol<D> {
@@ -1227,6 +1229,14 @@ impl<D: Dialect> Protocol<D> {
             LineKind::StreamEvent => self.stream_event(&mut line, &mut env, &mut updates),
             LineKind::Unknown => LineOutcome::UnknownType,
         };
+        // (A result line ends the turn: `result` forgets the turn's fatal error itself.)
+        let fatal = updates.iter().rev().find_map(|u| match u {
+            SessionUpdate::Error { message, fatal: true } => Some(message),
+            _ => None,
+        });
+        if let Some(message) = fatal.filter(|_| !matches!(kind, LineKind::Result)) {
+            self.turn_fatal = Some(message.clone());
+        }
         stamp(env, ctx, &mut updates, out);
         self.updates = updates;
         outcome
@@ -1383,8 +1393,15 @@ impl<D: Dialect> Protocol<D> {
         }
         env.extra = non_empty(extra);
         if is_true(line.facts().is_error) {
-            out.push(SessionUpdate::error(result_error(line), true));
+            let message = result_error(line);
+            // Claude's failing turn prints its error twice: a synthetic assistant message, then
+            // the `result`. One fatal error per failure; the result's facts (`extra`) still
+            // arrive, on its run usage.
+            if self.turn_fatal.as_deref() != Some(message.as_str()) {
+                out.push(SessionUpdate::error(message, true));
+            }
         }
+        self.turn_fatal = None;
         if let Some(usage) = self.dialect.run_usage(line) {
             out.push(SessionUpdate::Usage { scope: UsageScope::Run, usage });
         }

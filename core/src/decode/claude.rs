@@ -10,9 +10,9 @@
 //! | `system` `api_retry` | `error{fatal:false}`, message built from the line's own fields (`API error: <error> (HTTP <error_status>); retry <attempt>/<max_retries> in <retry_delay_ms> ms`), `extra` = those fields verbatim |
 //! | other `system` subtypes (`status`, `thinking_tokens`, `task_*`, hooks, …) | none |
 //! | `assistant` (one line per content block, lines of one API message share `message.id`) | the block's event (common table), then `usage{scope:"call"}` for the line |
-//! | `assistant` with a top-level `error` (the CLI's synthetic `model:"<synthetic>"` message standing in for an API failure; also an unmarked `<synthetic>` message whose text starts with `API Error`) | `error{fatal:true}` with the message text (the `result` with `is_error` follows); no chunk, no usage; `extra.error` = the error code |
+//! | `assistant` with a top-level `error` (the CLI's synthetic `model:"<synthetic>"` message standing in for an API failure; also an unmarked `<synthetic>` message whose text starts with `API Error`) | `error{fatal:true}` with the message text (the `result` with `is_error` that follows says it again: see `result`); no chunk, no usage; `extra.error` = the error code |
 //! | `user` | prompt echo (a subagent's prompt, with `parentToolCallId`) → `user_message_chunk`; `tool_result` → `tool_call_update`, `rawOutput` = the line's `tool_use_result` verbatim (object, list or string) |
-//! | `result` | `is_error:true` → `error{fatal:true}` with the result text; `usage{scope:"run"}`; facts (incl. `permission_denials`) in `extra` |
+//! | `result` | `is_error:true` → `error{fatal:true}` with the result text, unless the turn's synthetic message already gave that fatal error (one error per failure); `usage{scope:"run"}`; facts (incl. `permission_denials`) in `extra` |
 //! | `stream_event` | deltas streamed at once; complete lines reconciled (common docs); `message_delta` usage → one more call usage |
 //!
 //! Usage: `promptTokens` = `input_tokens` + `cache_read_input_tokens` +
@@ -54,7 +54,7 @@
 //! | case | pins |
 //! |---|---|
 //! | `e-partial-stream` | `--include-partial-messages`: thinking and text deltas streamed once (complete lines add nothing), tool call from the complete line, `message_delta` usage as the message's last call usage |
-//! | `e-api-error-401` | `api_retry` lines → non-fatal errors; the synthetic `<synthetic>` message → fatal error (no chunk, no usage); failed `result` → fatal error + zero run usage |
+//! | `e-api-error-401` | `api_retry` lines → non-fatal errors; the synthetic `<synthetic>` message → fatal error (no chunk, no usage); failed `result` with the same text → no second error, zero run usage carrying the result's facts |
 //! | `e-hangup` | ECONNRESET synthetic message with `error:"server_error"`, no retry line |
 //! | `e-reset-recover-usage` | `api_retry` with `error:"unknown"` and no status; non-streaming fallback whose `result.usage` is zero → run usage from `modelUsage` |
 //! | `e-subagent` | Agent call, `task_*` system lines ignored, the subagent's prompt echo and its own tool call/result with `parentToolCallId`, the parent's two-block result |
@@ -561,6 +561,32 @@ mod tests {
             SessionUpdate::error("API Error: API returned an empty or malformed response (HTTP 200)", true)
         );
         assert_eq!(evs[1].update, SessionUpdate::message("No response requested."));
+    }
+
+    #[test]
+    fn a_failing_turn_is_one_fatal_error_and_the_next_turn_can_fail_again() {
+        let failing_turn = concat!(
+            r#"{"type":"assistant","error":"authentication_failed","message":{"id":"m","model":"<synthetic>","content":[{"type":"text","text":"Invalid API key"}]}}"#,
+            "\n",
+            r#"{"type":"result","subtype":"success","is_error":true,"result":"Invalid API key","duration_ms":5,"usage":{"input_tokens":0,"output_tokens":0}}"#,
+            "\n"
+        );
+        let evs = run(&[failing_turn, failing_turn].concat());
+        let errors: Vec<_> = evs.iter().filter(|e| matches!(e.update, SessionUpdate::Error { .. })).collect();
+        assert_eq!(errors.len(), 2, "one per turn: {evs:#?}");
+        assert!(errors.iter().all(|e| e.update == SessionUpdate::error("Invalid API key", true)));
+        // The result's facts still arrive, on its run usage.
+        let run_usage =
+            evs.iter().find(|e| matches!(e.update, SessionUpdate::Usage { .. }) && e.extra.is_some()).unwrap();
+        assert_eq!(run_usage.extra.as_ref().unwrap()["duration_ms"], 5);
+        // A result whose text differs from the synthetic message is its own error.
+        let evs = run(concat!(
+            r#"{"type":"assistant","error":"unknown","message":{"id":"m","model":"<synthetic>","content":[{"type":"text","text":"API Error: 500"}]}}"#,
+            "\n",
+            r#"{"type":"result","is_error":true,"result":"something else"}"#,
+            "\n"
+        ));
+        assert_eq!(evs.iter().filter(|e| matches!(e.update, SessionUpdate::Error { fatal: true, .. })).count(), 2);
     }
 
     #[test]
