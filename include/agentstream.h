@@ -401,8 +401,10 @@ agentstream_status agentstream_replay_json(const char *agent, const uint8_t *byt
  *   thread, one at a time, in sequence order; the last call returns before
  *   `agentstream_run_wait` reports the result. `on_event_user_data` is owned by the run from
  *   a successful call on, destroyed with `on_event_free` (if not NULL) exactly once, after its
- *   last call (at `agentstream_run_free` at the latest); on failure the caller keeps it. With
- *   no handler and no `on_event`, nothing is buffered: the run is only awaited.
+ *   last call (at `agentstream_run_free` at the latest); on failure the caller keeps it. Only
+ *   the channels that have a handler are buffered (the others are numbered and dropped, so
+ *   sequence numbers still count every item). With no handler and no `on_event`, nothing is
+ *   buffered: the run is only awaited.
  * * `"iterate": true`: the caller pulls with `agentstream_run_next` or
  *   `agentstream_run_next_batch_json` (with backpressure: unread text deltas merge above the
  *   high-water mark, and a reader that stops reading for `stall_seconds` cancels the run);

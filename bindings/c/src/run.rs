@@ -13,7 +13,7 @@ use agentstream_core::Channel;
 use agentstream_core::runner::{
     CommandOptions, Delivery, Dispatcher, Next, RunHandle, RunOptions, RunResult, write_deliveries_json,
 };
-use agentstream_core::stream::{Backpressure, StreamItem};
+use agentstream_core::stream::{Backpressure, ChannelSet, StreamItem};
 use serde::Deserialize;
 
 use crate::callback::Handler;
@@ -229,6 +229,9 @@ struct Plan {
     attach_reader: bool,
     handlers: Vec<(Channel, Arc<Handler>)>,
     on_event: Option<Arc<Handler>>,
+    /// What the reader reads: a pulling caller everything, callbacks only their channels (the
+    /// core numbers the rest and does not buffer it).
+    channels: ChannelSet,
 }
 
 fn plan(
@@ -247,7 +250,14 @@ fn plan(
             ));
         }
         let hooks = hooks.unwrap_or(false);
-        return Ok(Plan { mode_pull: true, hooks, attach_reader: true, handlers: Vec::new(), on_event: None });
+        return Ok(Plan {
+            mode_pull: true,
+            hooks,
+            attach_reader: true,
+            handlers: Vec::new(),
+            on_event: None,
+            channels: ChannelSet::ALL,
+        });
     }
     if hooks == Some(true) && on_event.is_none() {
         return Err(Error::invalid(
@@ -259,7 +269,8 @@ fn plan(
         None => None,
     };
     let attach_reader = !handlers.is_empty() || on_event.is_some();
-    Ok(Plan { mode_pull: false, hooks: on_event.is_some(), attach_reader, handlers, on_event })
+    let channels = ChannelSet::of(handlers.iter().map(|(channel, _)| *channel));
+    Ok(Plan { mode_pull: false, hooks: on_event.is_some(), attach_reader, handlers, on_event, channels })
 }
 
 fn register(handle: RunHandle, plan: Plan) -> Result<*mut agentstream_run> {
@@ -312,8 +323,10 @@ fn register(handle: RunHandle, plan: Plan) -> Result<*mut agentstream_run> {
 ///   thread, one at a time, in sequence order; the last call returns before
 ///   `agentstream_run_wait` reports the result. `on_event_user_data` is owned by the run from
 ///   a successful call on, destroyed with `on_event_free` (if not NULL) exactly once, after its
-///   last call (at `agentstream_run_free` at the latest); on failure the caller keeps it. With
-///   no handler and no `on_event`, nothing is buffered: the run is only awaited.
+///   last call (at `agentstream_run_free` at the latest); on failure the caller keeps it. Only
+///   the channels that have a handler are buffered (the others are numbered and dropped, so
+///   sequence numbers still count every item). With no handler and no `on_event`, nothing is
+///   buffered: the run is only awaited.
 /// * `"iterate": true`: the caller pulls with `agentstream_run_next` or
 ///   `agentstream_run_next_batch_json` (with backpressure: unread text deltas merge above the
 ///   high-water mark, and a reader that stops reading for `stall_seconds` cancels the run);
@@ -354,6 +367,7 @@ pub unsafe extern "C" fn agentstream_session_start_run(
         opts.idempotent_tools = o.idempotent_tools.into_iter().collect();
         opts.hooks = plan.hooks;
         opts.attach_reader = plan.attach_reader;
+        opts.channels = plan.channels;
         opts.background = o.background;
         if let Some(ms) = o.kill_grace_ms {
             opts.kill_grace = Duration::from_millis(ms);
@@ -425,6 +439,7 @@ pub unsafe extern "C" fn agentstream_session_start_command(
         opts.backpressure = backpressure(o.high_water, o.byte_budget, o.stall_seconds);
         opts.hooks = plan.hooks;
         opts.attach_reader = plan.attach_reader;
+        opts.channels = plan.channels;
         opts.background = o.background;
         if let Some(ms) = o.kill_grace_ms {
             opts.kill_grace = Duration::from_millis(ms);
@@ -765,5 +780,16 @@ mod tests {
         assert_eq!((o.hooks, o.high_water, o.iterate), (Some(true), Some(4), false));
         let c: CommandOptionsJson = serde_json::from_str(r#"{"env": {"A": "1"}, "cwd": "/tmp"}"#).unwrap();
         assert_eq!(c.env.get("A").map(String::as_str), Some("1"));
+    }
+
+    #[test]
+    fn callbacks_read_only_their_channels_and_a_puller_reads_all() {
+        unsafe extern "C" fn ignore(_: *mut c_void, _: *const c_char, _: usize) {}
+        let handler = || Arc::new(Handler::new(Some(ignore), std::ptr::null_mut(), None, "cb").unwrap());
+        let handlers = vec![(Channel::Content, handler()), (Channel::Stderr, handler()), (Channel::Content, handler())];
+        let p = plan(false, None, handlers, None, std::ptr::null_mut(), None).unwrap();
+        assert_eq!(p.channels, ChannelSet::of([Channel::Content, Channel::Stderr]));
+        let p = plan(true, None, Vec::new(), None, std::ptr::null_mut(), None).unwrap();
+        assert_eq!(p.channels, ChannelSet::ALL);
     }
 }
