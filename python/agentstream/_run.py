@@ -383,6 +383,11 @@ class Op:
     # -- pulling -----------------------------------------------------------------------------
 
     def pull_sync(self) -> Batch:
+        # What is ready first, as pull_async does: a blocking pull that gets a partial batch
+        # lingers for more, which idles this thread while the runner has work queued for it.
+        batch = self.run.try_pull(BATCH)
+        if batch or self.run.ended:
+            return batch
         return self.run.pull(BATCH, WAIT)
 
     async def pull_async(self) -> Batch:
