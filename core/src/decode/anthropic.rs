@@ -37,7 +37,7 @@
 //!
 //! ## Decoding cost
 //!
-//! Each line is read once, by the validating scanner of [`super::fast_c`], into the structs
+//! Each line is read once, by the validating scanner of [`super::scan`], into the structs
 //! below: keys are matched as printed, strings borrow from the line unless they hold escapes,
 //! big irrelevant values (init tool lists, slash commands, uuids) are skipped without being
 //! built. `rawInput` / `rawOutput` are the printed text of the tool input and of
@@ -61,8 +61,8 @@ use serde_json::value::RawValue;
 
 use super::LineOutcome;
 use super::context::{DecodeContext, Envelope};
-use super::fast_c::{Bad, Res, Scan};
 use super::json::classify_failure;
+use super::scan::{Bad, Res, Scan};
 use crate::event::{
     ContentBlock, DiffContent, ImageContent, JsonObject, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus,
     RawJson, SessionUpdate, TokenUsage, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate,
@@ -70,7 +70,7 @@ use crate::event::{
 };
 
 // ------------------------------------------------------------------------------------------
-// Lenient wire types, read in one pass with the `fast_c` scanner
+// Lenient wire types, read in one pass with the `scan` scanner
 // ------------------------------------------------------------------------------------------
 
 /// A string field that may be absent, `null` or of another type (then `None`). Borrowed from
@@ -157,7 +157,7 @@ fn raw<'a>(sc: &mut Scan<'a>) -> Res<Raw<'a>> {
 /// 0. A known key printed twice makes the line unusable, as serde's derived structs decide.
 #[inline(always)]
 fn read_fields<'a>(sc: &mut Scan<'a>, mut field: impl FnMut(&str, &mut Scan<'a>) -> Res<u64>) -> Res<()> {
-    sc.object()?;
+    sc.open_object()?;
     let mut first = true;
     let mut seen = 0u64;
     while let Some(key) = sc.next_key(&mut first)? {
@@ -198,7 +198,7 @@ impl<'a> Content<'a> {
                 if depth >= MAX_NESTING {
                     return Err(Bad);
                 }
-                sc.array()?;
+                sc.open_array()?;
                 // Most messages hold one block.
                 let mut blocks = Vec::with_capacity(1);
                 let mut first = true;
@@ -745,7 +745,7 @@ impl<'l> Args<'l> {
         }
         let mut args = Vec::with_capacity(4);
         let mut read = |args: &mut Vec<_>| -> Res<()> {
-            sc.object()?;
+            sc.open_object()?;
             let mut first = true;
             while let Some(key) = sc.next_key(&mut first)? {
                 let key = key.decode()?;

@@ -82,10 +82,9 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::context::{DecodeContext, Envelope};
-use super::fast_b::{
-    Fail, Json, Read, Reader, Text, cat, checked_raw, json_of, lenient_text, read_obj, read_obj_list, read_raw_json,
-};
+use super::fast_b::{Json, Text, cat, checked_raw, json_of, lenient_text, read_raw_json};
 use super::json::{Obj, ObjList, classify_failure, lenient};
+use super::scan::{Bad, Res, Scan, read_obj, read_obj_list};
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::{
     ContentBlock, DiffContent, ImageContent, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus, RawJson,
@@ -342,26 +341,26 @@ impl<'de: 'a, 'a> Deserialize<'de> for Url<'a> {
     }
 }
 
-/// A line read in one pass with [`Reader`] (serde_json's acceptance rules, no serde layers):
+/// A line read in one pass with [`Scan`] (serde_json's acceptance rules, no serde layers):
 /// exactly what `parse_line::<Line>` gives, faster.
 fn parse_one_pass(line: &str) -> Result<Line<'_>, LineOutcome> {
     if !line.trim_start().starts_with('{') {
         return Err(classify_failure(line));
     }
-    let mut r = Reader::new(line);
-    read_line(&mut r).and_then(|l| r.finish().map(|()| l)).map_err(|_| classify_failure(line))
+    let mut r = Scan::new(line);
+    read_line(&mut r).and_then(|l| r.end().map(|()| l)).map_err(|_| classify_failure(line))
 }
 
 /// Mark `bit` of `seen`: a key printed twice fails the line, as with serde's derive.
-fn once(seen: &mut u32, bit: u32) -> Read<()> {
+fn once(seen: &mut u32, bit: u32) -> Res<()> {
     if *seen & bit != 0 {
-        return Err(Fail);
+        return Err(Bad);
     }
     *seen |= bit;
     Ok(())
 }
 
-fn read_line<'a>(r: &mut Reader<'a>) -> Read<Line<'a>> {
+fn read_line<'a>(r: &mut Scan<'a>) -> Res<Line<'a>> {
     let mut l = Line::default();
     let mut seen = 0;
     r.object(|r, key| {
@@ -384,7 +383,7 @@ fn read_line<'a>(r: &mut Reader<'a>) -> Read<Line<'a>> {
                 once(&mut seen, 64)?;
                 if !r.null()? {
                     // Only the wire envelopes carry one: captured, then read by their own types.
-                    l.payload = Some(serde_json::from_str::<&RawValue>(r.raw()?).map_err(|_| Fail)?);
+                    l.payload = Some(serde_json::from_str::<&RawValue>(r.raw()?).map_err(|_| Bad)?);
                 }
                 Ok(())
             }
@@ -395,7 +394,7 @@ fn read_line<'a>(r: &mut Reader<'a>) -> Read<Line<'a>> {
 }
 
 /// `content`: a string, a list of parts, or anything else (`Odd`).
-fn read_content<'a>(r: &mut Reader<'a>) -> Read<Content<'a>> {
+fn read_content<'a>(r: &mut Scan<'a>) -> Res<Content<'a>> {
     match r.peek() {
         Some(b'"') => r.str().map(Content::Text),
         Some(b'[') => {
@@ -407,7 +406,7 @@ fn read_content<'a>(r: &mut Reader<'a>) -> Read<Content<'a>> {
     }
 }
 
-fn read_part<'a>(r: &mut Reader<'a>) -> Read<Part<'a>> {
+fn read_part<'a>(r: &mut Scan<'a>) -> Res<Part<'a>> {
     let mut p = Part::default();
     let mut seen = 0;
     r.object(|r, key| match key.as_ref() {
@@ -423,7 +422,7 @@ fn read_part<'a>(r: &mut Reader<'a>) -> Read<Part<'a>> {
 }
 
 /// `Option<Url>`: `null`, a string, `{url}`, or anything else (`Url(None)`).
-fn read_opt_url<'a>(r: &mut Reader<'a>) -> Read<Option<Url<'a>>> {
+fn read_opt_url<'a>(r: &mut Scan<'a>) -> Res<Option<Url<'a>>> {
     if r.null()? {
         return Ok(None);
     }
@@ -442,7 +441,7 @@ fn read_opt_url<'a>(r: &mut Reader<'a>) -> Read<Option<Url<'a>>> {
     }
 }
 
-fn read_tool_call<'a>(r: &mut Reader<'a>) -> Read<RawToolCall<'a>> {
+fn read_tool_call<'a>(r: &mut Scan<'a>) -> Res<RawToolCall<'a>> {
     let mut call = RawToolCall::default();
     let mut seen = 0;
     r.object(|r, key| match key.as_ref() {
@@ -453,7 +452,7 @@ fn read_tool_call<'a>(r: &mut Reader<'a>) -> Read<RawToolCall<'a>> {
     Ok(call)
 }
 
-fn read_function<'a>(r: &mut Reader<'a>) -> Read<Function<'a>> {
+fn read_function<'a>(r: &mut Scan<'a>) -> Res<Function<'a>> {
     let mut f = Function::default();
     let mut seen = 0;
     r.object(|r, key| match key.as_ref() {

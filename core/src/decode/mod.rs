@@ -19,8 +19,8 @@ use crate::event::OutputEvent;
 use crate::framing::{DEFAULT_MAX_LINE_BYTES, Frame, LineFramer, to_text};
 
 pub mod context;
-mod fast_c;
 pub(crate) mod json;
+mod scan;
 
 mod anthropic;
 mod claude;
