@@ -89,12 +89,15 @@ use serde_json::Value;
 #[cfg(test)]
 use serde_json::value::RawValue;
 
+use super::borrowed::unescape_literal;
+use super::concat::cat;
 use super::context::{DecodeContext, Envelope};
-use super::fast_b::{Entries, Json, cat, json_of, read_raw_json, unescape_literal, value_raw_json};
 #[cfg(test)]
-use super::fast_b::{opt_str, parse_line_into, raw_str, read_in_place, value};
+use super::in_place::{opt_str, parse_line_into, raw_field, read_in_place, value};
 use super::json::{Obj, ObjList, classify_failure};
+use super::raw_record::{read_raw_json, value_raw_json};
 use super::scan::{Res, Scan, read_obj, read_obj_list, read_object};
+use super::tree::{Entries, Json, json_of};
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::{
     ContentBlock, DiffContent, ImageContent, JsonObject, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus,
@@ -221,10 +224,10 @@ read_in_place!(Line {
     message_id: "messageId" => opt_str,
     text: "text" => opt_str,
     text_delta: "textDelta" => opt_str,
-    block_index: "blockIndex" => raw_str,
+    block_index: "blockIndex" => raw_field,
     session_id: "session_id" => opt_str,
     session_id_camel: "sessionId" => opt_str,
-    timestamp: "timestamp" => raw_str,
+    timestamp: "timestamp" => raw_field,
     model: "model" => opt_str,
     tool_use: "toolUse" => value,
     tool_use_snake: "tool_use" => value,
@@ -238,8 +241,8 @@ read_in_place!(Line {
     tool_input: "toolInput" => value,
     arguments: "arguments" => value,
     parameters: "parameters" => value,
-    is_error: "isError" => raw_str,
-    is_error_snake: "is_error" => raw_str,
+    is_error: "isError" => raw_field,
+    is_error_snake: "is_error" => raw_field,
     value: "value" => value,
     content: "content" => value,
     error: "error" => value,
@@ -254,7 +257,7 @@ read_in_place!(Line {
     source: "source" => opt_str,
     message: "message" => value,
     error_type: "errorType" => opt_str,
-    jsonrpc: "jsonrpc" => raw_str,
+    jsonrpc: "jsonrpc" => raw_field,
     method: "method" => opt_str,
     params: "params" => value,
     token_usage: "tokenUsage" => value,

@@ -81,10 +81,13 @@ use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use super::borrowed::{CowStr, Str, lenient_text};
+use super::concat::cat;
 use super::context::{DecodeContext, Envelope};
-use super::fast_b::{Json, Text, cat, checked_raw, json_of, lenient_text, read_raw_json};
 use super::json::{Obj, ObjList, classify_failure, lenient};
+use super::raw_record::{checked_raw, read_raw_json};
 use super::scan::{Bad, Res, Scan, read_obj, read_obj_list};
+use super::tree::{Json, json_of};
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::{
     ContentBlock, DiffContent, ImageContent, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus, RawJson,
@@ -138,9 +141,9 @@ struct Part<'a> {
     #[serde(rename = "type", default, borrow, with = "super::json::opt_string")]
     kind: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
-    text: Text<'a>,
+    text: Str<'a>,
     #[serde(default, borrow)]
-    think: Text<'a>,
+    think: Str<'a>,
     #[serde(default, borrow)]
     image_url: Option<Url<'a>>,
     #[serde(default, borrow)]
@@ -229,10 +232,6 @@ struct SubagentEvent<'a> {
     #[serde(default, borrow)]
     event: Option<&'a RawValue>,
 }
-
-/// A borrowed-when-possible JSON string.
-#[derive(Deserialize)]
-struct Str<'a>(#[serde(borrow)] Cow<'a, str>);
 
 /// Implements the visitor methods that give `$other` for value kinds a type does not use
 /// (consuming lists and objects whole).
@@ -411,8 +410,8 @@ fn read_part<'a>(r: &mut Scan<'a>) -> Res<Part<'a>> {
     let mut seen = 0;
     r.object(|r, key| match key.as_ref() {
         "type" => once(&mut seen, 1).and_then(|()| r.opt_str()).map(|v| p.kind = v),
-        "text" => once(&mut seen, 2).and_then(|()| r.opt_str()).map(|v| p.text = Text(v)),
-        "think" => once(&mut seen, 4).and_then(|()| r.opt_str()).map(|v| p.think = Text(v)),
+        "text" => once(&mut seen, 2).and_then(|()| r.opt_str()).map(|v| p.text = Str(v)),
+        "think" => once(&mut seen, 4).and_then(|()| r.opt_str()).map(|v| p.think = Str(v)),
         "image_url" => once(&mut seen, 8).and_then(|()| read_opt_url(r)).map(|v| p.image_url = v),
         "audio_url" => once(&mut seen, 16).and_then(|()| read_opt_url(r)).map(|v| p.audio_url = v),
         "video_url" => once(&mut seen, 32).and_then(|()| read_opt_url(r)).map(|v| p.video_url = v),
@@ -774,7 +773,7 @@ impl KimiDecoder {
             blocks.push(ToolCallContent::text(message));
         }
         // The output; a bare string return value is the output itself.
-        let bare = lenient::<Str<'_>>(result.return_value.filter(|raw| raw.get().starts_with('"')))
+        let bare = lenient::<CowStr<'_>>(result.return_value.filter(|raw| raw.get().starts_with('"')))
             .map(|s| Content::Text(s.0));
         let output = ret.as_mut().and_then(|r| r.output.take()).or(result.content.take()).or(bare);
         let content = result_content(output);

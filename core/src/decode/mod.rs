@@ -18,16 +18,20 @@ use serde::{Deserialize, Serialize};
 use crate::event::OutputEvent;
 use crate::framing::{DEFAULT_MAX_LINE_BYTES, Frame, LineFramer, to_text};
 
+mod borrowed;
+mod concat;
 pub mod context;
+mod id_set;
+mod in_place;
 pub(crate) mod json;
+mod raw_record;
 mod scan;
+mod tree;
 
 mod anthropic;
 mod claude;
 mod codex;
 mod droid;
-mod fast_a;
-mod fast_b;
 mod gemini;
 mod kimi;
 mod opencode;

@@ -74,11 +74,13 @@ use serde::de::{self, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use super::borrowed::{CowStr, Str, may_hold_surrogates, raw_str};
+use super::concat::title;
 use super::context::{DecodeContext, Envelope};
-use super::fast_a::{
-    IdSet, Key, SeenKeys, Str, key_text, may_hold_surrogates, parse_line_seed, raw_object, raw_str, title,
-};
+use super::id_set::IdSet;
+use super::in_place::{SeenKeys, key_text, parse_line_seed};
 use super::json::{ObjList, first_str, opt_string, str_field};
+use super::raw_record::raw_object;
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::ToolKind;
 use crate::event::{
@@ -125,7 +127,7 @@ impl<'de: 'a, 'a> Visitor<'de> for LineSeed<'_, 'a> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         let l = self.0;
         let mut seen = 0u8;
-        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+        while let Some(CowStr(key)) = map.next_key::<CowStr<'de>>()? {
             let bit = match key.as_ref() {
                 "type" => 1,
                 "timestamp" => 2,
@@ -190,7 +192,7 @@ impl<'de: 'a, 'a> Visitor<'de> for PartSeed<'_, 'a> {
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
                 let p = self.0;
                 let mut seen = 0u16;
-                while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+                while let Some(CowStr(key)) = map.next_key::<CowStr<'de>>()? {
                     let bit: u16 = match key.as_ref() {
                         "text" => 1,
                         "messageID" => 2,
@@ -405,7 +407,7 @@ impl<'de> Deserialize<'de> for Tokens {
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Tokens, A::Error> {
                 let mut tokens = Map::with_capacity(8);
-                while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+                while let Some(CowStr(key)) = map.next_key::<CowStr<'de>>()? {
                     let value = map.next_value::<Value>()?;
                     tokens.insert(key.into_owned(), value);
                 }
@@ -484,7 +486,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for State<'a> {
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<State<'a>, A::Error> {
                 let mut state = State { members: Vec::with_capacity(8), dup: false };
                 let mut seen = SeenKeys::new();
-                while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+                while let Some(CowStr(key)) = map.next_key::<CowStr<'de>>()? {
                     let raw: &'de RawValue = map.next_value()?;
                     if may_hold_surrogates(raw.get()) && serde_json::from_str::<Value>(raw.get()).is_err() {
                         return Err(de::Error::custom("unreadable value"));

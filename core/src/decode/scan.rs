@@ -26,7 +26,8 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::fast_b::{Checked, Json};
+use super::borrowed::Checked;
+use super::tree::Json;
 
 /// The text is not one serde_json would read (see the module documentation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
