@@ -76,24 +76,28 @@ use crate::event::{
 /// A string field that may be absent, `null` or of another type (then `None`). Borrowed from
 /// the line when it has no escapes.
 ///
+/// Looser than the serde decoders' [`super::borrowed::Str`] (`json::opt_string`'s rules): a
+/// value of another type is only skipped ([`Scan::skip`], syntax only), so a number beyond `f64`
+/// or a lone surrogate escape inside it does not make the line unusable.
+///
 /// Not an `Option<Cow<str>>`: that type's `None` is only a niche in the capacity word, so a
 /// default line leaves the pointer and length words unwritten, and LLVM may then test the
 /// (unused) length before the tag. The result is right but valgrind reports a branch on
 /// uninitialised memory, which our C suite treats as a failure. An empty borrowed string plus
 /// a flag writes every word.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Str<'a> {
+pub(crate) struct LooseStr<'a> {
     text: Cow<'a, str>,
     present: bool,
 }
 
-impl Default for Str<'_> {
+impl Default for LooseStr<'_> {
     fn default() -> Self {
-        Str { text: Cow::Borrowed(""), present: false }
+        LooseStr { text: Cow::Borrowed(""), present: false }
     }
 }
 
-impl<'a> Str<'a> {
+impl<'a> LooseStr<'a> {
     /// The string, when it is one.
     pub fn get(&self) -> Option<&str> {
         self.present.then_some(&*self.text)
@@ -118,9 +122,9 @@ impl<'a> Str<'a> {
     #[inline(always)]
     fn read(sc: &mut Scan<'a>) -> Res<Self> {
         if sc.peek() == Some(b'"') {
-            Ok(Str { text: sc.string()?.decode()?, present: true })
+            Ok(LooseStr { text: sc.string()?.decode()?, present: true })
         } else {
-            sc.skip().map(|_| Str::default())
+            sc.skip().map(|_| LooseStr::default())
         }
     }
 }
@@ -221,11 +225,11 @@ impl<'a> Content<'a> {
 /// lists, slash commands, …) is skipped without being built.
 #[derive(Default)]
 pub(crate) struct Line<'a> {
-    pub kind: Str<'a>,
-    pub subtype: Str<'a>,
-    pub session_id: Str<'a>,
-    pub parent_tool_use_id: Str<'a>,
-    pub timestamp: Str<'a>,
+    pub kind: LooseStr<'a>,
+    pub subtype: LooseStr<'a>,
+    pub session_id: LooseStr<'a>,
+    pub parent_tool_use_id: LooseStr<'a>,
+    pub timestamp: LooseStr<'a>,
     pub message: Obj<Message<'a>>,
     pub event: Obj<Box<StreamEvent<'a>>>,
     pub tool_use_result: Option<&'a RawValue>,
@@ -304,11 +308,11 @@ impl<'a> Line<'a> {
         let l = self;
         read_fields(sc, |name, sc| {
             Ok(match name {
-                "type" => set(&mut l.kind, Str::read(sc)?, 1 << 0),
-                "subtype" => set(&mut l.subtype, Str::read(sc)?, 1 << 1),
-                "session_id" => set(&mut l.session_id, Str::read(sc)?, 1 << 2),
-                "parent_tool_use_id" => set(&mut l.parent_tool_use_id, Str::read(sc)?, 1 << 3),
-                "timestamp" => set(&mut l.timestamp, Str::read(sc)?, 1 << 4),
+                "type" => set(&mut l.kind, LooseStr::read(sc)?, 1 << 0),
+                "subtype" => set(&mut l.subtype, LooseStr::read(sc)?, 1 << 1),
+                "session_id" => set(&mut l.session_id, LooseStr::read(sc)?, 1 << 2),
+                "parent_tool_use_id" => set(&mut l.parent_tool_use_id, LooseStr::read(sc)?, 1 << 3),
+                "timestamp" => set(&mut l.timestamp, LooseStr::read(sc)?, 1 << 4),
                 "message" => set(&mut l.message, Obj::read(sc, |sc| Message::read(sc, 2))?, 1 << 5),
                 "event" => set(&mut l.event, Obj::read(sc, |sc| StreamEvent::read(sc).map(Box::new))?, 1 << 6),
                 "tool_use_result" => set(&mut l.tool_use_result, sc.raw_value()?, 1 << 7),
@@ -362,8 +366,8 @@ fn skip(sc: &mut Scan<'_>) -> Res<u64> {
 /// An API message (`assistant`/`user` lines, `message_start`).
 #[derive(Default)]
 pub(crate) struct Message<'a> {
-    pub id: Str<'a>,
-    pub model: Str<'a>,
+    pub id: LooseStr<'a>,
+    pub model: LooseStr<'a>,
     pub content: Content<'a>,
     pub stop_reason: Raw<'a>,
     pub usage: Obj<Usage>,
@@ -375,8 +379,8 @@ impl<'a> Message<'a> {
         let mut m = Message::default();
         read_fields(sc, |name, sc| {
             Ok(match name {
-                "id" => set(&mut m.id, Str::read(sc)?, 1 << 0),
-                "model" => set(&mut m.model, Str::read(sc)?, 1 << 1),
+                "id" => set(&mut m.id, LooseStr::read(sc)?, 1 << 0),
+                "model" => set(&mut m.model, LooseStr::read(sc)?, 1 << 1),
                 "content" => set(&mut m.content, Content::read(sc, depth + 1)?, 1 << 2),
                 "stop_reason" => set(&mut m.stop_reason, raw(sc)?, 1 << 3),
                 "usage" => set(&mut m.usage, Obj::read(sc, Usage::read)?, 1 << 4),
@@ -390,18 +394,18 @@ impl<'a> Message<'a> {
 /// A content block of any kind (text, thinking, image, tool_use, tool_result, …).
 #[derive(Default, Debug)]
 pub(crate) struct Block<'a> {
-    pub kind: Str<'a>,
-    pub text: Str<'a>,
-    pub thinking: Str<'a>,
-    pub id: Str<'a>,
-    pub name: Str<'a>,
+    pub kind: LooseStr<'a>,
+    pub text: LooseStr<'a>,
+    pub thinking: LooseStr<'a>,
+    pub id: LooseStr<'a>,
+    pub name: LooseStr<'a>,
     pub input: Option<&'a RawValue>,
-    pub tool_use_id: Str<'a>,
+    pub tool_use_id: LooseStr<'a>,
     pub content: Content<'a>,
     pub is_error: Raw<'a>,
     pub source: Obj<Box<Source<'a>>>,
-    pub data: Str<'a>,
-    pub mime_type: Str<'a>,
+    pub data: LooseStr<'a>,
+    pub mime_type: LooseStr<'a>,
 }
 
 impl<'a> Block<'a> {
@@ -414,18 +418,18 @@ impl<'a> Block<'a> {
         let mut b = Block::default();
         read_fields(sc, |name, sc| {
             Ok(match name {
-                "type" => set(&mut b.kind, Str::read(sc)?, 1 << 0),
-                "text" => set(&mut b.text, Str::read(sc)?, 1 << 1),
-                "thinking" => set(&mut b.thinking, Str::read(sc)?, 1 << 2),
-                "id" => set(&mut b.id, Str::read(sc)?, 1 << 3),
-                "name" => set(&mut b.name, Str::read(sc)?, 1 << 4),
+                "type" => set(&mut b.kind, LooseStr::read(sc)?, 1 << 0),
+                "text" => set(&mut b.text, LooseStr::read(sc)?, 1 << 1),
+                "thinking" => set(&mut b.thinking, LooseStr::read(sc)?, 1 << 2),
+                "id" => set(&mut b.id, LooseStr::read(sc)?, 1 << 3),
+                "name" => set(&mut b.name, LooseStr::read(sc)?, 1 << 4),
                 "input" => set(&mut b.input, sc.raw_value()?, 1 << 5),
-                "tool_use_id" => set(&mut b.tool_use_id, Str::read(sc)?, 1 << 6),
+                "tool_use_id" => set(&mut b.tool_use_id, LooseStr::read(sc)?, 1 << 6),
                 "content" => set(&mut b.content, Content::read(sc, depth + 1)?, 1 << 7),
                 "is_error" => set(&mut b.is_error, raw(sc)?, 1 << 8),
                 "source" => set(&mut b.source, Obj::read(sc, |sc| Source::read(sc).map(Box::new))?, 1 << 9),
-                "data" => set(&mut b.data, Str::read(sc)?, 1 << 10),
-                "mimeType" => set(&mut b.mime_type, Str::read(sc)?, 1 << 11),
+                "data" => set(&mut b.data, LooseStr::read(sc)?, 1 << 10),
+                "mimeType" => set(&mut b.mime_type, LooseStr::read(sc)?, 1 << 11),
                 _ => skip(sc)?,
             })
         })?;
@@ -436,10 +440,10 @@ impl<'a> Block<'a> {
 /// An image block's `source`.
 #[derive(Default, Debug)]
 pub(crate) struct Source<'a> {
-    pub kind: Str<'a>,
-    pub data: Str<'a>,
-    pub media_type: Str<'a>,
-    pub url: Str<'a>,
+    pub kind: LooseStr<'a>,
+    pub data: LooseStr<'a>,
+    pub media_type: LooseStr<'a>,
+    pub url: LooseStr<'a>,
 }
 
 impl<'a> Source<'a> {
@@ -447,10 +451,10 @@ impl<'a> Source<'a> {
         let mut s = Source::default();
         read_fields(sc, |name, sc| {
             Ok(match name {
-                "type" => set(&mut s.kind, Str::read(sc)?, 1 << 0),
-                "data" => set(&mut s.data, Str::read(sc)?, 1 << 1),
-                "media_type" => set(&mut s.media_type, Str::read(sc)?, 1 << 2),
-                "url" => set(&mut s.url, Str::read(sc)?, 1 << 3),
+                "type" => set(&mut s.kind, LooseStr::read(sc)?, 1 << 0),
+                "data" => set(&mut s.data, LooseStr::read(sc)?, 1 << 1),
+                "media_type" => set(&mut s.media_type, LooseStr::read(sc)?, 1 << 2),
+                "url" => set(&mut s.url, LooseStr::read(sc)?, 1 << 3),
                 _ => skip(sc)?,
             })
         })?;
@@ -461,7 +465,7 @@ impl<'a> Source<'a> {
 /// The raw SSE event of a `stream_event` line.
 #[derive(Default)]
 pub(crate) struct StreamEvent<'a> {
-    pub kind: Str<'a>,
+    pub kind: LooseStr<'a>,
     pub message: Obj<Message<'a>>,
     pub content_block: Obj<Block<'a>>,
     pub delta: Obj<Delta<'a>>,
@@ -473,7 +477,7 @@ impl<'a> StreamEvent<'a> {
         let mut e = StreamEvent::default();
         read_fields(sc, |name, sc| {
             Ok(match name {
-                "type" => set(&mut e.kind, Str::read(sc)?, 1 << 0),
+                "type" => set(&mut e.kind, LooseStr::read(sc)?, 1 << 0),
                 "message" => set(&mut e.message, Obj::read(sc, |sc| Message::read(sc, 3))?, 1 << 1),
                 "content_block" => set(&mut e.content_block, Obj::read(sc, |sc| Block::read(sc, 3))?, 1 << 2),
                 "delta" => set(&mut e.delta, Obj::read(sc, Delta::read)?, 1 << 3),
@@ -488,9 +492,9 @@ impl<'a> StreamEvent<'a> {
 /// A `content_block_delta` / `message_delta` delta.
 #[derive(Default)]
 pub(crate) struct Delta<'a> {
-    pub kind: Str<'a>,
-    pub text: Str<'a>,
-    pub thinking: Str<'a>,
+    pub kind: LooseStr<'a>,
+    pub text: LooseStr<'a>,
+    pub thinking: LooseStr<'a>,
     pub stop_reason: Raw<'a>,
 }
 
@@ -499,9 +503,9 @@ impl<'a> Delta<'a> {
         let mut d = Delta::default();
         read_fields(sc, |name, sc| {
             Ok(match name {
-                "type" => set(&mut d.kind, Str::read(sc)?, 1 << 0),
-                "text" => set(&mut d.text, Str::read(sc)?, 1 << 1),
-                "thinking" => set(&mut d.thinking, Str::read(sc)?, 1 << 2),
+                "type" => set(&mut d.kind, LooseStr::read(sc)?, 1 << 0),
+                "text" => set(&mut d.text, LooseStr::read(sc)?, 1 << 1),
+                "thinking" => set(&mut d.thinking, LooseStr::read(sc)?, 1 << 2),
                 "stop_reason" => set(&mut d.stop_reason, raw(sc)?, 1 << 3),
                 _ => skip(sc)?,
             })

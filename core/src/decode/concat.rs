@@ -1,5 +1,5 @@
-//! Strings (titles above all) built in one allocation of their exact size: `format!` costs
-//! several times more, and every tool call gets a title.
+//! Strings built in one allocation (tool-call titles above all): `format!` costs several times
+//! more, and most tool calls get a title built from their arguments.
 
 /// `parts` joined into a string of exactly their size (`format!` costs several times more).
 pub fn cat(parts: &[&str]) -> String {

@@ -1,6 +1,5 @@
 //! The set of open tool call ids, hashed with FxHash instead of SipHash: tool ids come from the
-//! harness we run, not from an attacker racing our hash table, and SipHash costs more than the
-//! rest of a lookup.
+//! harness we run, not from an attacker racing our hash table.
 
 use std::collections::HashSet;
 use std::hash::{BuildHasherDefault, Hasher};

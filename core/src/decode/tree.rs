@@ -2,7 +2,7 @@
 //!
 //! [`Json`] accepts exactly what [`serde_json::Value`] accepts and reads like it (a key printed
 //! twice reads as its last value), but its strings borrow from the line and its objects are plain
-//! vectors (no map, no hashing): most records are looked at once and then written out or dropped.
+//! vectors: no map to build and no key to hash for a record that is read a few keys at a time.
 //! [`Entries`] picks fields out of a record with `Map`'s semantics before the rest becomes a map.
 
 use std::borrow::Cow;
