@@ -752,7 +752,10 @@ fn tool_use(
     let args = input.map(Args::read).unwrap_or_default();
     let meta = Meta::read(state.get("metadata"));
     let status = state.get("status").and_then(raw_str);
-    let status = status.as_deref();
+    // "" when absent or not a string (it means the same as an empty status): an `Option<&str>`
+    // `None` leaves its length word undefined, and LLVM may compare that length with
+    // "pending"'s before it tests for `None` (right, but valgrind reports the branch).
+    let status: &str = status.as_deref().unwrap_or_default();
 
     let mut content = Vec::new();
     let mut locations = Vec::new();
@@ -766,7 +769,7 @@ fn tool_use(
         }),
         tool_name: tool.map(str::to_string),
         kind: kind_of(&lower),
-        status: if status == Some("pending") { ToolCallStatus::Pending } else { ToolCallStatus::InProgress },
+        status: if status == "pending" { ToolCallStatus::Pending } else { ToolCallStatus::InProgress },
         raw_input: input.map(RawJson::from_raw),
         content: (!content.is_empty()).then_some(content),
         locations: (!locations.is_empty()).then_some(locations),
@@ -781,10 +784,10 @@ fn tool_use(
     }
 
     let outcome = match status {
-        Some("pending") => None,
-        Some("running") => Some(ToolCallStatus::InProgress),
-        Some("error") => Some(ToolCallStatus::Failed),
-        Some("completed") => Some(meta.exit_status()),
+        "pending" => None,
+        "running" => Some(ToolCallStatus::InProgress),
+        "error" => Some(ToolCallStatus::Failed),
+        "completed" => Some(meta.exit_status()),
         // No (known) status: a result is there when output or error is.
         _ if state.get("error").is_some() => Some(ToolCallStatus::Failed),
         _ if state.get("output").is_some() => Some(meta.exit_status()),
