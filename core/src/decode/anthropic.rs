@@ -122,7 +122,7 @@ impl<'a> LooseStr<'a> {
     #[inline(always)]
     fn read(sc: &mut Scan<'a>) -> Res<Self> {
         if sc.peek() == Some(b'"') {
-            Ok(LooseStr { text: sc.string()?.decode()?, present: true })
+            Ok(LooseStr { text: sc.str()?, present: true })
         } else {
             sc.skip().map(|_| LooseStr::default())
         }
@@ -197,7 +197,7 @@ impl<'a> Content<'a> {
     /// Read content whose list (if it is one) is the `depth`-th nested container of the line.
     fn read(sc: &mut Scan<'a>, depth: usize) -> Res<Self> {
         match sc.peek() {
-            Some(b'"') => Ok(Content::Text(sc.string()?.decode()?)),
+            Some(b'"') => Ok(Content::Text(sc.str()?)),
             Some(b'[') => {
                 if depth >= MAX_NESTING {
                     return Err(Bad);
@@ -753,8 +753,7 @@ impl<'l> Args<'l> {
             let mut first = true;
             while let Some(key) = sc.next_key(&mut first)? {
                 let key = key.decode()?;
-                let arg =
-                    if sc.peek() == Some(b'"') { Arg::Str(sc.string()?.decode()?) } else { Arg::Other(sc.raw()?) };
+                let arg = if sc.peek() == Some(b'"') { Arg::Str(sc.str()?) } else { Arg::Other(sc.raw()?) };
                 args.push((key, arg));
             }
             Ok(())

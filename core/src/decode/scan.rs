@@ -8,13 +8,14 @@
 //! - *Syntax only*, as serde_json's `IgnoredAny`: [`Scan::skip`] and [`Scan::raw`] (any
 //!   well-formed escape, any well-formed number, nesting without limit), and the pull reads
 //!   [`Scan::open_object`] / [`Scan::next_key`] / [`Scan::open_array`] /
-//!   [`Scan::next_element`] / [`Scan::string`], which hand back keys and strings as printed
-//!   ([`JStr`], decoded only on demand) and count no nesting (the caller bounds it).
+//!   [`Scan::next_element`], which hand back keys as printed ([`JStr`], matched without
+//!   decoding, decoded only when they hold an escape) and count no nesting (the caller bounds
+//!   it).
 //! - *Typed*, as serde_json's typed reads (`String`, `Value`, a derived struct): [`Scan::str`],
 //!   [`Scan::object`] / [`Scan::array`] (keys decoded), [`Scan::check`], [`Scan::json`],
 //!   [`Scan::json_value`] / [`Scan::json_object`]: a lone surrogate escape or a number beyond
 //!   `f64` is refused, and every container they enter counts towards serde_json's nesting limit
-//!   of 128 (counted from the first typed read: pull reads do not count).
+//!   of 128 (containers entered by pull reads do not count).
 //!
 //! Any error is [`Bad`]; the caller classifies the line as serde would
 //! ([`super::json::classify_failure`]). Acceptance is tested against serde_json below, with
@@ -227,13 +228,6 @@ impl<'a> Scan<'a> {
             }
             _ => Err(Bad),
         }
-    }
-
-    /// The next value, which must be a string, as printed.
-    #[inline(always)]
-    pub fn string(&mut self) -> Res<JStr<'a>> {
-        self.eat(b'"')?;
-        self.string_body()
     }
 
     /// After an opening quote: the string up to its closing quote (validated like serde_json's
@@ -621,7 +615,7 @@ impl<'a> Scan<'a> {
     /// first place and its last value).
     pub fn json_value(&mut self) -> Res<Value> {
         match self.peek().ok_or(Bad)? {
-            b'"' => Ok(Value::String(self.string()?.decode()?.into_owned())),
+            b'"' => Ok(Value::String(self.str()?.into_owned())),
             b'{' => self.object_where(0, |_, _| true).map(Value::Object),
             b'[' => {
                 self.open_array()?;
@@ -1020,9 +1014,9 @@ mod tests {
             r#""\ud83dx""#,
             r#""x\u0000y""#,
         ] {
-            let mut sc = Scan::new(s);
-            let ours = sc.string().and_then(|j| j.decode()).ok().map(Cow::into_owned);
-            assert_eq!(ours, serde_json::from_str::<String>(s).ok(), "{s}");
+            let theirs = serde_json::from_str::<String>(s).ok();
+            assert_eq!(key_token(s), theirs, "{s}");
+            assert_eq!(Scan::new(s).str().ok().map(Cow::into_owned), theirs, "{s}");
         }
     }
 
@@ -1218,12 +1212,21 @@ mod tests {
         }
     }
 
+    /// `literal` read as a key (a string token, as printed) and decoded.
+    fn key_token(literal: &str) -> Option<String> {
+        let text = format!("{{{literal}:0}}");
+        let mut sc = Scan::new(&text);
+        sc.open_object().ok()?;
+        let key = sc.next_key(&mut true).ok()??;
+        key.decode().ok().map(Cow::into_owned)
+    }
+
     /// A string token and a typed string read decode alike; a lone surrogate passes a skip (as
     /// `IgnoredAny`) and fails a decode (as `String`).
     #[test]
     fn string_tokens_and_typed_strings_agree() {
         for text in [r#""a\nb""#, r#""\ud800""#, r#""\u00e9x\"""#, r#""plain""#, r#""x\/y""#] {
-            let token = Scan::new(text).string().and_then(|j| j.decode()).ok().map(Cow::into_owned);
+            let token = key_token(text);
             let typed = Scan::new(text).str().ok().map(Cow::into_owned);
             assert_eq!(token, typed, "{text}");
             assert_eq!(typed, serde_json::from_str::<String>(text).ok(), "{text}");
@@ -1246,8 +1249,7 @@ mod tests {
                         let text = format!("{literal}{tail}");
                         let mut sc = Scan::new(&text);
                         assert_eq!(sc.str().ok().map(Cow::into_owned), theirs, "{text}");
-                        let mut sc = Scan::new(&text);
-                        assert_eq!(sc.string().and_then(|j| j.decode()).ok().map(Cow::into_owned), theirs, "{text}");
+                        assert_eq!(key_token(&literal), theirs, "{text}");
                     }
                 }
             }
