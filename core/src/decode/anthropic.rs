@@ -130,20 +130,23 @@ impl<'a> LooseStr<'a> {
 }
 
 /// An object field read as `T`; absent, `null` or a non-object value gives `None`.
+///
+/// Looser than [`super::json::Obj`] as [`LooseStr`] is looser than `borrowed::Str`: a value of
+/// another type is only skipped (syntax only), not read by type.
 #[derive(Debug)]
-pub(crate) struct Obj<T>(pub Option<T>);
+pub(crate) struct LooseObj<T>(pub Option<T>);
 
-impl<T> Default for Obj<T> {
+impl<T> Default for LooseObj<T> {
     fn default() -> Self {
-        Obj(None)
+        LooseObj(None)
     }
 }
 
-impl<T> Obj<T> {
+impl<T> LooseObj<T> {
     /// Read the next value with `read` when it is an object; skip any other value.
     #[inline(always)]
     fn read<'a>(sc: &mut Scan<'a>, read: impl FnOnce(&mut Scan<'a>) -> Res<T>) -> Res<Self> {
-        if sc.peek() == Some(b'{') { read(sc).map(|t| Obj(Some(t))) } else { sc.skip().map(|_| Obj(None)) }
+        if sc.peek() == Some(b'{') { read(sc).map(|t| LooseObj(Some(t))) } else { sc.skip().map(|_| LooseObj(None)) }
     }
 }
 
@@ -230,11 +233,11 @@ pub(crate) struct Line<'a> {
     pub session_id: LooseStr<'a>,
     pub parent_tool_use_id: LooseStr<'a>,
     pub timestamp: LooseStr<'a>,
-    pub message: Obj<Message<'a>>,
-    pub event: Obj<Box<StreamEvent<'a>>>,
+    pub message: LooseObj<Message<'a>>,
+    pub event: LooseObj<Box<StreamEvent<'a>>>,
     pub tool_use_result: Option<&'a RawValue>,
-    pub usage: Obj<Usage>,
-    pub model_usage: Obj<JsonObject>,
+    pub usage: LooseObj<Usage>,
+    pub model_usage: LooseObj<JsonObject>,
     pub tool_use_meta: Raw<'a>,
     pub subagent_type: Raw<'a>,
     pub task_description: Raw<'a>,
@@ -313,15 +316,15 @@ impl<'a> Line<'a> {
                 "session_id" => set(&mut l.session_id, LooseStr::read(sc)?, 1 << 2),
                 "parent_tool_use_id" => set(&mut l.parent_tool_use_id, LooseStr::read(sc)?, 1 << 3),
                 "timestamp" => set(&mut l.timestamp, LooseStr::read(sc)?, 1 << 4),
-                "message" => set(&mut l.message, Obj::read(sc, |sc| Message::read(sc, 2))?, 1 << 5),
-                "event" => set(&mut l.event, Obj::read(sc, |sc| StreamEvent::read(sc).map(Box::new))?, 1 << 6),
+                "message" => set(&mut l.message, LooseObj::read(sc, |sc| Message::read(sc, 2))?, 1 << 5),
+                "event" => set(&mut l.event, LooseObj::read(sc, |sc| StreamEvent::read(sc).map(Box::new))?, 1 << 6),
                 "tool_use_result" => set(&mut l.tool_use_result, sc.raw_value()?, 1 << 7),
                 "error" => set(&mut fact(&mut l.facts).error, raw(sc)?, 1 << 8),
                 "is_error" => set(&mut fact(&mut l.facts).is_error, raw(sc)?, 1 << 9),
                 "result" => set(&mut fact(&mut l.facts).result, raw(sc)?, 1 << 10),
                 "errors" => set(&mut fact(&mut l.facts).errors, raw(sc)?, 1 << 11),
-                "usage" => set(&mut l.usage, Obj::read(sc, Usage::read)?, 1 << 12),
-                "modelUsage" => set(&mut l.model_usage, Obj::read(sc, Scan::json_object)?, 1 << 13),
+                "usage" => set(&mut l.usage, LooseObj::read(sc, Usage::read)?, 1 << 12),
+                "modelUsage" => set(&mut l.model_usage, LooseObj::read(sc, Scan::json_object)?, 1 << 13),
                 "total_cost_usd" => set(&mut fact(&mut l.facts).total_cost_usd, raw(sc)?, 1 << 14),
                 "stats" => set(&mut fact(&mut l.facts).stats, raw(sc)?, 1 << 15),
                 "num_turns" => set(&mut fact(&mut l.facts).num_turns, raw(sc)?, 1 << 16),
@@ -370,7 +373,7 @@ pub(crate) struct Message<'a> {
     pub model: LooseStr<'a>,
     pub content: Content<'a>,
     pub stop_reason: Raw<'a>,
-    pub usage: Obj<Usage>,
+    pub usage: LooseObj<Usage>,
 }
 
 impl<'a> Message<'a> {
@@ -383,7 +386,7 @@ impl<'a> Message<'a> {
                 "model" => set(&mut m.model, LooseStr::read(sc)?, 1 << 1),
                 "content" => set(&mut m.content, Content::read(sc, depth + 1)?, 1 << 2),
                 "stop_reason" => set(&mut m.stop_reason, raw(sc)?, 1 << 3),
-                "usage" => set(&mut m.usage, Obj::read(sc, Usage::read)?, 1 << 4),
+                "usage" => set(&mut m.usage, LooseObj::read(sc, Usage::read)?, 1 << 4),
                 _ => skip(sc)?,
             })
         })?;
@@ -403,7 +406,7 @@ pub(crate) struct Block<'a> {
     pub tool_use_id: LooseStr<'a>,
     pub content: Content<'a>,
     pub is_error: Raw<'a>,
-    pub source: Obj<Box<Source<'a>>>,
+    pub source: LooseObj<Box<Source<'a>>>,
     pub data: LooseStr<'a>,
     pub mime_type: LooseStr<'a>,
 }
@@ -427,7 +430,7 @@ impl<'a> Block<'a> {
                 "tool_use_id" => set(&mut b.tool_use_id, LooseStr::read(sc)?, 1 << 6),
                 "content" => set(&mut b.content, Content::read(sc, depth + 1)?, 1 << 7),
                 "is_error" => set(&mut b.is_error, raw(sc)?, 1 << 8),
-                "source" => set(&mut b.source, Obj::read(sc, |sc| Source::read(sc).map(Box::new))?, 1 << 9),
+                "source" => set(&mut b.source, LooseObj::read(sc, |sc| Source::read(sc).map(Box::new))?, 1 << 9),
                 "data" => set(&mut b.data, LooseStr::read(sc)?, 1 << 10),
                 "mimeType" => set(&mut b.mime_type, LooseStr::read(sc)?, 1 << 11),
                 _ => skip(sc)?,
@@ -466,10 +469,10 @@ impl<'a> Source<'a> {
 #[derive(Default)]
 pub(crate) struct StreamEvent<'a> {
     pub kind: LooseStr<'a>,
-    pub message: Obj<Message<'a>>,
-    pub content_block: Obj<Block<'a>>,
-    pub delta: Obj<Delta<'a>>,
-    pub usage: Obj<Usage>,
+    pub message: LooseObj<Message<'a>>,
+    pub content_block: LooseObj<Block<'a>>,
+    pub delta: LooseObj<Delta<'a>>,
+    pub usage: LooseObj<Usage>,
 }
 
 impl<'a> StreamEvent<'a> {
@@ -478,10 +481,10 @@ impl<'a> StreamEvent<'a> {
         read_fields(sc, |name, sc| {
             Ok(match name {
                 "type" => set(&mut e.kind, LooseStr::read(sc)?, 1 << 0),
-                "message" => set(&mut e.message, Obj::read(sc, |sc| Message::read(sc, 3))?, 1 << 1),
-                "content_block" => set(&mut e.content_block, Obj::read(sc, |sc| Block::read(sc, 3))?, 1 << 2),
-                "delta" => set(&mut e.delta, Obj::read(sc, Delta::read)?, 1 << 3),
-                "usage" => set(&mut e.usage, Obj::read(sc, Usage::read)?, 1 << 4),
+                "message" => set(&mut e.message, LooseObj::read(sc, |sc| Message::read(sc, 3))?, 1 << 1),
+                "content_block" => set(&mut e.content_block, LooseObj::read(sc, |sc| Block::read(sc, 3))?, 1 << 2),
+                "delta" => set(&mut e.delta, LooseObj::read(sc, Delta::read)?, 1 << 3),
+                "usage" => set(&mut e.usage, LooseObj::read(sc, Usage::read)?, 1 << 4),
                 _ => skip(sc)?,
             })
         })?;
