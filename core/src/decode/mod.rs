@@ -6,9 +6,12 @@
 //! The one exception is kimi, which prints its failures as plain text on stdout: those lines
 //! become `error` updates.
 //!
-//! Each harness has its own module; what they share (envelope stamping, the session id, lenient
-//! JSON helpers) lives in [`context`] and [`json`], and the cross-harness tool tables in
-//! [`crate::tools`].
+//! Each harness has its own module; the cross-harness tool tables are in [`crate::tools`]. What
+//! the decoders share lives in [`context`] (envelope stamping, the session id) and in private
+//! modules named by their job: `json` (lenient serde helpers), `scan` (the one-pass scanner that
+//! claude/qwen, kimi and droid read a line with), `borrowed` (serde field types that borrow from
+//! the line), `in_place` (serde reading into a struct the caller holds), `tree` (a borrowed JSON
+//! tree), `raw_record` (verbatim records as `RawJson`), `id_set` and `concat`.
 
 use std::fmt;
 use std::str::FromStr;
