@@ -37,7 +37,7 @@
 //!
 //! ## Decoding cost
 //!
-//! Each line is read once, by the validating scanner of [`super::fast_c`], into the structs
+//! Each line is read once, by the validating scanner of [`super::scan`], into the structs
 //! below: keys are matched as printed, strings borrow from the line unless they hold escapes,
 //! big irrelevant values (init tool lists, slash commands, uuids) are skipped without being
 //! built. `rawInput` / `rawOutput` are the printed text of the tool input and of
@@ -61,8 +61,8 @@ use serde_json::value::RawValue;
 
 use super::LineOutcome;
 use super::context::{DecodeContext, Envelope};
-use super::fast_c::{Bad, Res, Scan};
 use super::json::classify_failure;
+use super::scan::{Bad, Res, Scan};
 use crate::event::{
     ContentBlock, DiffContent, ImageContent, JsonObject, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus,
     RawJson, SessionUpdate, TokenUsage, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate,
@@ -70,11 +70,15 @@ use crate::event::{
 };
 
 // ------------------------------------------------------------------------------------------
-// Lenient wire types, read in one pass with the `fast_c` scanner
+// Lenient wire types, read in one pass with the `scan` scanner
 // ------------------------------------------------------------------------------------------
 
 /// A string field that may be absent, `null` or of another type (then `None`). Borrowed from
 /// the line when it has no escapes.
+///
+/// Looser than the serde decoders' [`super::borrowed::Str`] (`json::opt_string`'s rules): a
+/// value of another type is only skipped ([`Scan::skip`], syntax only), so a number beyond `f64`
+/// or a lone surrogate escape inside it does not make the line unusable.
 ///
 /// Not an `Option<Cow<str>>`: that type's `None` is only a niche in the capacity word, so a
 /// default line leaves the pointer and length words unwritten, and LLVM may then test the
@@ -82,18 +86,18 @@ use crate::event::{
 /// uninitialised memory, which our C suite treats as a failure. An empty borrowed string plus
 /// a flag writes every word.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Str<'a> {
+pub(crate) struct LooseStr<'a> {
     text: Cow<'a, str>,
     present: bool,
 }
 
-impl Default for Str<'_> {
+impl Default for LooseStr<'_> {
     fn default() -> Self {
-        Str { text: Cow::Borrowed(""), present: false }
+        LooseStr { text: Cow::Borrowed(""), present: false }
     }
 }
 
-impl<'a> Str<'a> {
+impl<'a> LooseStr<'a> {
     /// The string, when it is one.
     pub fn get(&self) -> Option<&str> {
         self.present.then_some(&*self.text)
@@ -118,28 +122,31 @@ impl<'a> Str<'a> {
     #[inline(always)]
     fn read(sc: &mut Scan<'a>) -> Res<Self> {
         if sc.peek() == Some(b'"') {
-            Ok(Str { text: sc.string()?.decode()?, present: true })
+            Ok(LooseStr { text: sc.str()?, present: true })
         } else {
-            sc.skip().map(|_| Str::default())
+            sc.skip().map(|_| LooseStr::default())
         }
     }
 }
 
 /// An object field read as `T`; absent, `null` or a non-object value gives `None`.
+///
+/// Looser than [`super::json::Obj`] as [`LooseStr`] is looser than `borrowed::Str`: a value of
+/// another type is only skipped (syntax only), not read by type.
 #[derive(Debug)]
-pub(crate) struct Obj<T>(pub Option<T>);
+pub(crate) struct LooseObj<T>(pub Option<T>);
 
-impl<T> Default for Obj<T> {
+impl<T> Default for LooseObj<T> {
     fn default() -> Self {
-        Obj(None)
+        LooseObj(None)
     }
 }
 
-impl<T> Obj<T> {
+impl<T> LooseObj<T> {
     /// Read the next value with `read` when it is an object; skip any other value.
     #[inline(always)]
     fn read<'a>(sc: &mut Scan<'a>, read: impl FnOnce(&mut Scan<'a>) -> Res<T>) -> Res<Self> {
-        if sc.peek() == Some(b'{') { read(sc).map(|t| Obj(Some(t))) } else { sc.skip().map(|_| Obj(None)) }
+        if sc.peek() == Some(b'{') { read(sc).map(|t| LooseObj(Some(t))) } else { sc.skip().map(|_| LooseObj(None)) }
     }
 }
 
@@ -157,7 +164,7 @@ fn raw<'a>(sc: &mut Scan<'a>) -> Res<Raw<'a>> {
 /// 0. A known key printed twice makes the line unusable, as serde's derived structs decide.
 #[inline(always)]
 fn read_fields<'a>(sc: &mut Scan<'a>, mut field: impl FnMut(&str, &mut Scan<'a>) -> Res<u64>) -> Res<()> {
-    sc.object()?;
+    sc.open_object()?;
     let mut first = true;
     let mut seen = 0u64;
     while let Some(key) = sc.next_key(&mut first)? {
@@ -193,12 +200,12 @@ impl<'a> Content<'a> {
     /// Read content whose list (if it is one) is the `depth`-th nested container of the line.
     fn read(sc: &mut Scan<'a>, depth: usize) -> Res<Self> {
         match sc.peek() {
-            Some(b'"') => Ok(Content::Text(sc.string()?.decode()?)),
+            Some(b'"') => Ok(Content::Text(sc.str()?)),
             Some(b'[') => {
                 if depth >= MAX_NESTING {
                     return Err(Bad);
                 }
-                sc.array()?;
+                sc.open_array()?;
                 // Most messages hold one block.
                 let mut blocks = Vec::with_capacity(1);
                 let mut first = true;
@@ -221,16 +228,16 @@ impl<'a> Content<'a> {
 /// lists, slash commands, …) is skipped without being built.
 #[derive(Default)]
 pub(crate) struct Line<'a> {
-    pub kind: Str<'a>,
-    pub subtype: Str<'a>,
-    pub session_id: Str<'a>,
-    pub parent_tool_use_id: Str<'a>,
-    pub timestamp: Str<'a>,
-    pub message: Obj<Message<'a>>,
-    pub event: Obj<Box<StreamEvent<'a>>>,
+    pub kind: LooseStr<'a>,
+    pub subtype: LooseStr<'a>,
+    pub session_id: LooseStr<'a>,
+    pub parent_tool_use_id: LooseStr<'a>,
+    pub timestamp: LooseStr<'a>,
+    pub message: LooseObj<Message<'a>>,
+    pub event: LooseObj<Box<StreamEvent<'a>>>,
     pub tool_use_result: Option<&'a RawValue>,
-    pub usage: Obj<Usage>,
-    pub model_usage: Obj<JsonObject>,
+    pub usage: LooseObj<Usage>,
+    pub model_usage: LooseObj<JsonObject>,
     pub tool_use_meta: Raw<'a>,
     pub subagent_type: Raw<'a>,
     pub task_description: Raw<'a>,
@@ -304,20 +311,20 @@ impl<'a> Line<'a> {
         let l = self;
         read_fields(sc, |name, sc| {
             Ok(match name {
-                "type" => set(&mut l.kind, Str::read(sc)?, 1 << 0),
-                "subtype" => set(&mut l.subtype, Str::read(sc)?, 1 << 1),
-                "session_id" => set(&mut l.session_id, Str::read(sc)?, 1 << 2),
-                "parent_tool_use_id" => set(&mut l.parent_tool_use_id, Str::read(sc)?, 1 << 3),
-                "timestamp" => set(&mut l.timestamp, Str::read(sc)?, 1 << 4),
-                "message" => set(&mut l.message, Obj::read(sc, |sc| Message::read(sc, 2))?, 1 << 5),
-                "event" => set(&mut l.event, Obj::read(sc, |sc| StreamEvent::read(sc).map(Box::new))?, 1 << 6),
+                "type" => set(&mut l.kind, LooseStr::read(sc)?, 1 << 0),
+                "subtype" => set(&mut l.subtype, LooseStr::read(sc)?, 1 << 1),
+                "session_id" => set(&mut l.session_id, LooseStr::read(sc)?, 1 << 2),
+                "parent_tool_use_id" => set(&mut l.parent_tool_use_id, LooseStr::read(sc)?, 1 << 3),
+                "timestamp" => set(&mut l.timestamp, LooseStr::read(sc)?, 1 << 4),
+                "message" => set(&mut l.message, LooseObj::read(sc, |sc| Message::read(sc, 2))?, 1 << 5),
+                "event" => set(&mut l.event, LooseObj::read(sc, |sc| StreamEvent::read(sc).map(Box::new))?, 1 << 6),
                 "tool_use_result" => set(&mut l.tool_use_result, sc.raw_value()?, 1 << 7),
                 "error" => set(&mut fact(&mut l.facts).error, raw(sc)?, 1 << 8),
                 "is_error" => set(&mut fact(&mut l.facts).is_error, raw(sc)?, 1 << 9),
                 "result" => set(&mut fact(&mut l.facts).result, raw(sc)?, 1 << 10),
                 "errors" => set(&mut fact(&mut l.facts).errors, raw(sc)?, 1 << 11),
-                "usage" => set(&mut l.usage, Obj::read(sc, Usage::read)?, 1 << 12),
-                "modelUsage" => set(&mut l.model_usage, Obj::read(sc, Scan::json_object)?, 1 << 13),
+                "usage" => set(&mut l.usage, LooseObj::read(sc, Usage::read)?, 1 << 12),
+                "modelUsage" => set(&mut l.model_usage, LooseObj::read(sc, Scan::json_object)?, 1 << 13),
                 "total_cost_usd" => set(&mut fact(&mut l.facts).total_cost_usd, raw(sc)?, 1 << 14),
                 "stats" => set(&mut fact(&mut l.facts).stats, raw(sc)?, 1 << 15),
                 "num_turns" => set(&mut fact(&mut l.facts).num_turns, raw(sc)?, 1 << 16),
@@ -362,11 +369,11 @@ fn skip(sc: &mut Scan<'_>) -> Res<u64> {
 /// An API message (`assistant`/`user` lines, `message_start`).
 #[derive(Default)]
 pub(crate) struct Message<'a> {
-    pub id: Str<'a>,
-    pub model: Str<'a>,
+    pub id: LooseStr<'a>,
+    pub model: LooseStr<'a>,
     pub content: Content<'a>,
     pub stop_reason: Raw<'a>,
-    pub usage: Obj<Usage>,
+    pub usage: LooseObj<Usage>,
 }
 
 impl<'a> Message<'a> {
@@ -375,11 +382,11 @@ impl<'a> Message<'a> {
         let mut m = Message::default();
         read_fields(sc, |name, sc| {
             Ok(match name {
-                "id" => set(&mut m.id, Str::read(sc)?, 1 << 0),
-                "model" => set(&mut m.model, Str::read(sc)?, 1 << 1),
+                "id" => set(&mut m.id, LooseStr::read(sc)?, 1 << 0),
+                "model" => set(&mut m.model, LooseStr::read(sc)?, 1 << 1),
                 "content" => set(&mut m.content, Content::read(sc, depth + 1)?, 1 << 2),
                 "stop_reason" => set(&mut m.stop_reason, raw(sc)?, 1 << 3),
-                "usage" => set(&mut m.usage, Obj::read(sc, Usage::read)?, 1 << 4),
+                "usage" => set(&mut m.usage, LooseObj::read(sc, Usage::read)?, 1 << 4),
                 _ => skip(sc)?,
             })
         })?;
@@ -390,18 +397,18 @@ impl<'a> Message<'a> {
 /// A content block of any kind (text, thinking, image, tool_use, tool_result, …).
 #[derive(Default, Debug)]
 pub(crate) struct Block<'a> {
-    pub kind: Str<'a>,
-    pub text: Str<'a>,
-    pub thinking: Str<'a>,
-    pub id: Str<'a>,
-    pub name: Str<'a>,
+    pub kind: LooseStr<'a>,
+    pub text: LooseStr<'a>,
+    pub thinking: LooseStr<'a>,
+    pub id: LooseStr<'a>,
+    pub name: LooseStr<'a>,
     pub input: Option<&'a RawValue>,
-    pub tool_use_id: Str<'a>,
+    pub tool_use_id: LooseStr<'a>,
     pub content: Content<'a>,
     pub is_error: Raw<'a>,
-    pub source: Obj<Box<Source<'a>>>,
-    pub data: Str<'a>,
-    pub mime_type: Str<'a>,
+    pub source: LooseObj<Box<Source<'a>>>,
+    pub data: LooseStr<'a>,
+    pub mime_type: LooseStr<'a>,
 }
 
 impl<'a> Block<'a> {
@@ -414,18 +421,18 @@ impl<'a> Block<'a> {
         let mut b = Block::default();
         read_fields(sc, |name, sc| {
             Ok(match name {
-                "type" => set(&mut b.kind, Str::read(sc)?, 1 << 0),
-                "text" => set(&mut b.text, Str::read(sc)?, 1 << 1),
-                "thinking" => set(&mut b.thinking, Str::read(sc)?, 1 << 2),
-                "id" => set(&mut b.id, Str::read(sc)?, 1 << 3),
-                "name" => set(&mut b.name, Str::read(sc)?, 1 << 4),
+                "type" => set(&mut b.kind, LooseStr::read(sc)?, 1 << 0),
+                "text" => set(&mut b.text, LooseStr::read(sc)?, 1 << 1),
+                "thinking" => set(&mut b.thinking, LooseStr::read(sc)?, 1 << 2),
+                "id" => set(&mut b.id, LooseStr::read(sc)?, 1 << 3),
+                "name" => set(&mut b.name, LooseStr::read(sc)?, 1 << 4),
                 "input" => set(&mut b.input, sc.raw_value()?, 1 << 5),
-                "tool_use_id" => set(&mut b.tool_use_id, Str::read(sc)?, 1 << 6),
+                "tool_use_id" => set(&mut b.tool_use_id, LooseStr::read(sc)?, 1 << 6),
                 "content" => set(&mut b.content, Content::read(sc, depth + 1)?, 1 << 7),
                 "is_error" => set(&mut b.is_error, raw(sc)?, 1 << 8),
-                "source" => set(&mut b.source, Obj::read(sc, |sc| Source::read(sc).map(Box::new))?, 1 << 9),
-                "data" => set(&mut b.data, Str::read(sc)?, 1 << 10),
-                "mimeType" => set(&mut b.mime_type, Str::read(sc)?, 1 << 11),
+                "source" => set(&mut b.source, LooseObj::read(sc, |sc| Source::read(sc).map(Box::new))?, 1 << 9),
+                "data" => set(&mut b.data, LooseStr::read(sc)?, 1 << 10),
+                "mimeType" => set(&mut b.mime_type, LooseStr::read(sc)?, 1 << 11),
                 _ => skip(sc)?,
             })
         })?;
@@ -436,10 +443,10 @@ impl<'a> Block<'a> {
 /// An image block's `source`.
 #[derive(Default, Debug)]
 pub(crate) struct Source<'a> {
-    pub kind: Str<'a>,
-    pub data: Str<'a>,
-    pub media_type: Str<'a>,
-    pub url: Str<'a>,
+    pub kind: LooseStr<'a>,
+    pub data: LooseStr<'a>,
+    pub media_type: LooseStr<'a>,
+    pub url: LooseStr<'a>,
 }
 
 impl<'a> Source<'a> {
@@ -447,10 +454,10 @@ impl<'a> Source<'a> {
         let mut s = Source::default();
         read_fields(sc, |name, sc| {
             Ok(match name {
-                "type" => set(&mut s.kind, Str::read(sc)?, 1 << 0),
-                "data" => set(&mut s.data, Str::read(sc)?, 1 << 1),
-                "media_type" => set(&mut s.media_type, Str::read(sc)?, 1 << 2),
-                "url" => set(&mut s.url, Str::read(sc)?, 1 << 3),
+                "type" => set(&mut s.kind, LooseStr::read(sc)?, 1 << 0),
+                "data" => set(&mut s.data, LooseStr::read(sc)?, 1 << 1),
+                "media_type" => set(&mut s.media_type, LooseStr::read(sc)?, 1 << 2),
+                "url" => set(&mut s.url, LooseStr::read(sc)?, 1 << 3),
                 _ => skip(sc)?,
             })
         })?;
@@ -461,11 +468,11 @@ impl<'a> Source<'a> {
 /// The raw SSE event of a `stream_event` line.
 #[derive(Default)]
 pub(crate) struct StreamEvent<'a> {
-    pub kind: Str<'a>,
-    pub message: Obj<Message<'a>>,
-    pub content_block: Obj<Block<'a>>,
-    pub delta: Obj<Delta<'a>>,
-    pub usage: Obj<Usage>,
+    pub kind: LooseStr<'a>,
+    pub message: LooseObj<Message<'a>>,
+    pub content_block: LooseObj<Block<'a>>,
+    pub delta: LooseObj<Delta<'a>>,
+    pub usage: LooseObj<Usage>,
 }
 
 impl<'a> StreamEvent<'a> {
@@ -473,11 +480,11 @@ impl<'a> StreamEvent<'a> {
         let mut e = StreamEvent::default();
         read_fields(sc, |name, sc| {
             Ok(match name {
-                "type" => set(&mut e.kind, Str::read(sc)?, 1 << 0),
-                "message" => set(&mut e.message, Obj::read(sc, |sc| Message::read(sc, 3))?, 1 << 1),
-                "content_block" => set(&mut e.content_block, Obj::read(sc, |sc| Block::read(sc, 3))?, 1 << 2),
-                "delta" => set(&mut e.delta, Obj::read(sc, Delta::read)?, 1 << 3),
-                "usage" => set(&mut e.usage, Obj::read(sc, Usage::read)?, 1 << 4),
+                "type" => set(&mut e.kind, LooseStr::read(sc)?, 1 << 0),
+                "message" => set(&mut e.message, LooseObj::read(sc, |sc| Message::read(sc, 3))?, 1 << 1),
+                "content_block" => set(&mut e.content_block, LooseObj::read(sc, |sc| Block::read(sc, 3))?, 1 << 2),
+                "delta" => set(&mut e.delta, LooseObj::read(sc, Delta::read)?, 1 << 3),
+                "usage" => set(&mut e.usage, LooseObj::read(sc, Usage::read)?, 1 << 4),
                 _ => skip(sc)?,
             })
         })?;
@@ -488,9 +495,9 @@ impl<'a> StreamEvent<'a> {
 /// A `content_block_delta` / `message_delta` delta.
 #[derive(Default)]
 pub(crate) struct Delta<'a> {
-    pub kind: Str<'a>,
-    pub text: Str<'a>,
-    pub thinking: Str<'a>,
+    pub kind: LooseStr<'a>,
+    pub text: LooseStr<'a>,
+    pub thinking: LooseStr<'a>,
     pub stop_reason: Raw<'a>,
 }
 
@@ -499,9 +506,9 @@ impl<'a> Delta<'a> {
         let mut d = Delta::default();
         read_fields(sc, |name, sc| {
             Ok(match name {
-                "type" => set(&mut d.kind, Str::read(sc)?, 1 << 0),
-                "text" => set(&mut d.text, Str::read(sc)?, 1 << 1),
-                "thinking" => set(&mut d.thinking, Str::read(sc)?, 1 << 2),
+                "type" => set(&mut d.kind, LooseStr::read(sc)?, 1 << 0),
+                "text" => set(&mut d.text, LooseStr::read(sc)?, 1 << 1),
+                "thinking" => set(&mut d.thinking, LooseStr::read(sc)?, 1 << 2),
                 "stop_reason" => set(&mut d.stop_reason, raw(sc)?, 1 << 3),
                 _ => skip(sc)?,
             })
@@ -745,12 +752,11 @@ impl<'l> Args<'l> {
         }
         let mut args = Vec::with_capacity(4);
         let mut read = |args: &mut Vec<_>| -> Res<()> {
-            sc.object()?;
+            sc.open_object()?;
             let mut first = true;
             while let Some(key) = sc.next_key(&mut first)? {
                 let key = key.decode()?;
-                let arg =
-                    if sc.peek() == Some(b'"') { Arg::Str(sc.string()?.decode()?) } else { Arg::Other(sc.raw()?) };
+                let arg = if sc.peek() == Some(b'"') { Arg::Str(sc.str()?) } else { Arg::Other(sc.raw()?) };
                 args.push((key, arg));
             }
             Ok(())

@@ -66,12 +66,14 @@ use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use super::borrowed::{CheckedStr, CowStr, Str, may_hold_surrogates, non_null, raw_str};
+use super::concat::title;
 use super::context::DecodeContext;
-use super::fast_a::{
-    CheckedStr, IdSet, Key, ObjectVisitor, SeenKeys, Str, key_text, may_hold_surrogates, non_null, object_or_default,
-    parse_line_seed, raw_object, raw_str, title,
-};
+use super::context::session_event;
+use super::id_set::IdSet;
+use super::in_place::{ObjectVisitor, SeenKeys, key_text, object_or_default, parse_line_seed};
 use super::json::{ObjList, opt_string, str_field};
+use super::raw_record::raw_object;
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::{
     ContentBlock, ImageContent, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus, RawJson, SessionUpdate,
@@ -125,7 +127,7 @@ impl<'de: 'a, 'a> Visitor<'de> for LineSeed<'_, 'a> {
     fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> Result<(), A::Error> {
         let line = &mut *self.line;
         let mut seen = 0u8;
-        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+        while let Some(CowStr(key)) = map.next_key::<CowStr<'de>>()? {
             let (bit, name) = match key.as_ref() {
                 "type" => (1, "type"),
                 "thread_id" => (2, "thread_id"),
@@ -257,7 +259,7 @@ fn exact_item(raw: &RawValue) -> Result<Option<ExactItem>, serde_json::Error> {
     impl<'de: 'a, 'a> ObjectVisitor<'de> for &mut Members<'a> {
         type Out = bool;
         fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
-            while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+            while let Some(CowStr(key)) = map.next_key::<CowStr<'de>>()? {
                 let value: &'de RawValue = map.next_value()?;
                 self.0.push((key, value));
             }
@@ -350,7 +352,7 @@ impl<'de: 'a, 'a> ObjectVisitor<'de> for ItemSeed<'_, 'a> {
         let item = self.0;
         item.is_object = true;
         let mut seen = SeenKeys::new();
-        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+        while let Some(CowStr(key)) = map.next_key::<CowStr<'de>>()? {
             macro_rules! raw {
                 ($i:expr, $field:ident) => {{
                     seen.known($i);
@@ -433,7 +435,7 @@ impl<'de> Deserialize<'de> for Usage {
                 let mut any = false;
                 // Counters kept in `extra` because their value was not a count (bit per slot).
                 let mut odd = 0u8;
-                while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+                while let Some(CowStr(key)) = map.next_key::<CowStr<'de>>()? {
                     any = true;
                     let (bit, slot) = match key.as_ref() {
                         "input_tokens" => (1, &mut usage.prompt_tokens),
@@ -473,7 +475,7 @@ enum Phase {
 
 /// Push the event for `update` (codex lines carry no envelope facts besides the session).
 fn emit(ctx: &DecodeContext, update: SessionUpdate, out: &mut Vec<OutputEvent>) {
-    out.push(super::fast_a::session_event(ctx, update));
+    out.push(session_event(ctx, update));
 }
 
 impl HarnessDecoder for CodexDecoder {

@@ -22,6 +22,16 @@ impl DecodeContext {
     }
 }
 
+/// The event for `update`, stamped with the run's facts only (session id, init model): for
+/// harnesses whose lines carry no envelope, there is nothing per line to clone.
+#[inline]
+pub(crate) fn session_event(ctx: &DecodeContext, update: SessionUpdate) -> OutputEvent {
+    let mut event = OutputEvent::new(update);
+    event.session_id = ctx.session_id.clone();
+    event.model = ctx.init_model.clone();
+    event
+}
+
 /// The envelope facts of one wire line; every event decoded from the line carries them.
 #[derive(Debug, Default, Clone)]
 pub struct Envelope {

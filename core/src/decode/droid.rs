@@ -89,14 +89,15 @@ use serde_json::Value;
 #[cfg(test)]
 use serde_json::value::RawValue;
 
+use super::borrowed::unescape_literal;
+use super::concat::cat;
 use super::context::{DecodeContext, Envelope};
-use super::fast_b::{
-    Entries, Json, Read, Reader, cat, json_of, read_obj, read_obj_list, read_object, read_raw_json, unescape_literal,
-    value_raw_json,
-};
 #[cfg(test)]
-use super::fast_b::{opt_str, parse_line_into, raw_str, read_in_place, value};
+use super::in_place::{opt_str, parse_line_into, raw_field, read_in_place, value};
 use super::json::{Obj, ObjList, classify_failure};
+use super::raw_record::{read_raw_json, value_raw_json};
+use super::scan::{Res, Scan, read_obj, read_obj_list, read_object};
+use super::tree::{Entries, Json, json_of};
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::{
     ContentBlock, DiffContent, ImageContent, JsonObject, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus,
@@ -156,7 +157,7 @@ enum MessageField<'a> {
 
 /// Every droid line shape: stream-json lines, JSON-RPC envelopes and their notifications.
 ///
-/// Read in one pass by [`read_line`] ([`Reader`]) into a struct the decoder holds (at 1 KB, the
+/// Read in one pass by [`read_line`] ([`Scan`]) into a struct the decoder holds (at 1 KB, the
 /// struct is filled in place, never copied).
 #[derive(Default)]
 #[cfg_attr(test, derive(Debug))]
@@ -223,10 +224,10 @@ read_in_place!(Line {
     message_id: "messageId" => opt_str,
     text: "text" => opt_str,
     text_delta: "textDelta" => opt_str,
-    block_index: "blockIndex" => raw_str,
+    block_index: "blockIndex" => raw_field,
     session_id: "session_id" => opt_str,
     session_id_camel: "sessionId" => opt_str,
-    timestamp: "timestamp" => raw_str,
+    timestamp: "timestamp" => raw_field,
     model: "model" => opt_str,
     tool_use: "toolUse" => value,
     tool_use_snake: "tool_use" => value,
@@ -240,8 +241,8 @@ read_in_place!(Line {
     tool_input: "toolInput" => value,
     arguments: "arguments" => value,
     parameters: "parameters" => value,
-    is_error: "isError" => raw_str,
-    is_error_snake: "is_error" => raw_str,
+    is_error: "isError" => raw_field,
+    is_error_snake: "is_error" => raw_field,
     value: "value" => value,
     content: "content" => value,
     error: "error" => value,
@@ -256,7 +257,7 @@ read_in_place!(Line {
     source: "source" => opt_str,
     message: "message" => value,
     error_type: "errorType" => opt_str,
-    jsonrpc: "jsonrpc" => raw_str,
+    jsonrpc: "jsonrpc" => raw_field,
     method: "method" => opt_str,
     params: "params" => value,
     token_usage: "tokenUsage" => value,
@@ -388,38 +389,38 @@ impl<'de: 'a, 'a> Deserialize<'de> for MessageField<'a> {
     }
 }
 
-/// A line read in one pass with [`Reader`] (serde_json's acceptance rules, no serde layers),
+/// A line read in one pass with [`Scan`] (serde_json's acceptance rules, no serde layers),
 /// into `l`: exactly what reading it with serde gives (the property test checks that).
 fn parse_one_pass<'a>(line: &'a str, l: &mut Line<'a>) -> Result<(), LineOutcome> {
     if !line.trim_start().starts_with('{') {
         return Err(classify_failure(line));
     }
-    let mut r = Reader::new(line);
-    read_line(&mut r, l).and_then(|()| r.finish()).map_err(|_| classify_failure(line))
+    let mut r = Scan::new(line);
+    read_line(&mut r, l).and_then(|()| r.end()).map_err(|_| classify_failure(line))
 }
 
-fn read_line<'a>(r: &mut Reader<'a>, l: &mut Line<'a>) -> Read<()> {
+fn read_line<'a>(r: &mut Scan<'a>, l: &mut Line<'a>) -> Res<()> {
     read_object!(r, l, {
-        "type" => kind: Reader::opt_str,
-        "subtype" => subtype: Reader::opt_str,
-        "role" => role: Reader::opt_str,
-        "id" => id: Reader::opt_str,
-        "messageId" => message_id: Reader::opt_str,
-        "text" => text: Reader::opt_str,
-        "textDelta" => text_delta: Reader::opt_str,
+        "type" => kind: Scan::opt_str,
+        "subtype" => subtype: Scan::opt_str,
+        "role" => role: Scan::opt_str,
+        "id" => id: Scan::opt_str,
+        "messageId" => message_id: Scan::opt_str,
+        "text" => text: Scan::opt_str,
+        "textDelta" => text_delta: Scan::opt_str,
         "blockIndex" => block_index: read_raw,
-        "session_id" => session_id: Reader::opt_str,
-        "sessionId" => session_id_camel: Reader::opt_str,
+        "session_id" => session_id: Scan::opt_str,
+        "sessionId" => session_id_camel: Scan::opt_str,
         "timestamp" => timestamp: read_raw,
-        "model" => model: Reader::opt_str,
+        "model" => model: Scan::opt_str,
         "toolUse" => tool_use: read_tool_use,
         "tool_use" => tool_use_snake: read_tool_use,
-        "toolUseId" => tool_use_id: Reader::opt_str,
-        "tool_use_id" => tool_use_id_snake: Reader::opt_str,
-        "name" => name: Reader::opt_str,
-        "toolName" => tool_name: Reader::opt_str,
-        "tool_name" => tool_name_snake: Reader::opt_str,
-        "toolId" => tool_id: Reader::opt_str,
+        "toolUseId" => tool_use_id: Scan::opt_str,
+        "tool_use_id" => tool_use_id_snake: Scan::opt_str,
+        "name" => name: Scan::opt_str,
+        "toolName" => tool_name: Scan::opt_str,
+        "tool_name" => tool_name_snake: Scan::opt_str,
+        "toolId" => tool_id: Scan::opt_str,
         "input" => input: read_val,
         "toolInput" => tool_input: read_val,
         "arguments" => arguments: read_val,
@@ -430,18 +431,18 @@ fn read_line<'a>(r: &mut Reader<'a>, l: &mut Line<'a>) -> Read<()> {
         "content" => content: read_val,
         "error" => error: read_val,
         "update" => update: read_val,
-        "finalText" => final_text: Reader::opt_str,
+        "finalText" => final_text: Scan::opt_str,
         "result" => result: read_val,
         "usage" => usage: read_val,
         "numTurns" => num_turns: read_val,
         "durationMs" => duration_ms: read_val,
         "num_turns" => num_turns_snake: read_val,
         "duration_ms" => duration_ms_snake: read_val,
-        "source" => source: Reader::opt_str,
+        "source" => source: Scan::opt_str,
         "message" => message: read_message,
-        "errorType" => error_type: Reader::opt_str,
+        "errorType" => error_type: Scan::opt_str,
         "jsonrpc" => jsonrpc: read_raw,
-        "method" => method: Reader::opt_str,
+        "method" => method: Scan::opt_str,
         "params" => params: read_params,
         "tokenUsage" => token_usage: read_val,
         "lastCallTokenUsage" => last_call_token_usage: read_val,
@@ -449,12 +450,12 @@ fn read_line<'a>(r: &mut Reader<'a>, l: &mut Line<'a>) -> Read<()> {
 }
 
 /// A field kept as its text (`null` is absent).
-fn read_raw<'a>(r: &mut Reader<'a>) -> Read<Option<&'a str>> {
+fn read_raw<'a>(r: &mut Scan<'a>) -> Res<Option<&'a str>> {
     if r.null()? { Ok(None) } else { r.raw().map(Some) }
 }
 
 /// A polymorphic field ([`Val`]; `null` is absent).
-fn read_val<'a>(r: &mut Reader<'a>) -> Read<Option<Val<'a>>> {
+fn read_val<'a>(r: &mut Scan<'a>) -> Res<Option<Val<'a>>> {
     if r.null()? {
         return Ok(None);
     }
@@ -466,17 +467,17 @@ fn read_val<'a>(r: &mut Reader<'a>) -> Read<Option<Val<'a>>> {
     Ok(Some(Val::Json(Box::new(RawVal { raw, json }))))
 }
 
-fn read_tool_use<'a>(r: &mut Reader<'a>) -> Read<Obj<Box<ToolUse<'a>>>> {
+fn read_tool_use<'a>(r: &mut Scan<'a>) -> Res<Obj<Box<ToolUse<'a>>>> {
     read_obj(r, |r| {
         let mut t = Box::<ToolUse<'a>>::default();
         read_object!(r, &mut *t, {
-            "id" => id: Reader::opt_str,
-            "toolUseId" => tool_use_id: Reader::opt_str,
-            "tool_use_id" => tool_use_id_snake: Reader::opt_str,
-            "name" => name: Reader::opt_str,
-            "toolName" => tool_name: Reader::opt_str,
-            "tool_name" => tool_name_snake: Reader::opt_str,
-            "toolId" => tool_id: Reader::opt_str,
+            "id" => id: Scan::opt_str,
+            "toolUseId" => tool_use_id: Scan::opt_str,
+            "tool_use_id" => tool_use_id_snake: Scan::opt_str,
+            "name" => name: Scan::opt_str,
+            "toolName" => tool_name: Scan::opt_str,
+            "tool_name" => tool_name_snake: Scan::opt_str,
+            "toolId" => tool_id: Scan::opt_str,
             "input" => input: read_val,
             "toolInput" => tool_input: read_val,
             "arguments" => arguments: read_val,
@@ -487,18 +488,18 @@ fn read_tool_use<'a>(r: &mut Reader<'a>) -> Read<Obj<Box<ToolUse<'a>>>> {
     .map(Obj)
 }
 
-fn read_params<'a>(r: &mut Reader<'a>) -> Read<Obj<Params<'a>>> {
+fn read_params<'a>(r: &mut Scan<'a>) -> Res<Obj<Params<'a>>> {
     read_obj(r, |r| {
         let mut p = Params::default();
         read_object!(r, &mut p, {
-            "notification" => notification: |r: &mut Reader<'a>| {
+            "notification" => notification: |r: &mut Scan<'a>| {
                 read_obj(r, |r| {
                     let mut inner = Box::<Line<'a>>::default();
                     read_line(r, &mut inner).map(|()| inner)
                 })
                 .map(Obj)
             },
-            "sessionId" => session_id: Reader::opt_str,
+            "sessionId" => session_id: Scan::opt_str,
         })
         .map(|()| p)
     })
@@ -506,7 +507,7 @@ fn read_params<'a>(r: &mut Reader<'a>) -> Read<Obj<Params<'a>>> {
 }
 
 /// `message`: a string, `create_message`'s message object, or anything else (`Odd`).
-fn read_message<'a>(r: &mut Reader<'a>) -> Read<Option<MessageField<'a>>> {
+fn read_message<'a>(r: &mut Scan<'a>) -> Res<Option<MessageField<'a>>> {
     if r.null()? {
         return Ok(None);
     }
@@ -515,9 +516,9 @@ fn read_message<'a>(r: &mut Reader<'a>) -> Read<Option<MessageField<'a>>> {
         Some(b'{') => {
             let mut m = Box::<CreatedMessage<'a>>::default();
             read_object!(r, &mut *m, {
-                "id" => id: Reader::opt_str,
-                "role" => role: Reader::opt_str,
-                "content" => content: |r: &mut Reader<'a>| read_obj_list(r, read_block).map(ObjList),
+                "id" => id: Scan::opt_str,
+                "role" => role: Scan::opt_str,
+                "content" => content: |r: &mut Scan<'a>| read_obj_list(r, read_block).map(ObjList),
             })?;
             MessageField::Msg(m)
         }
@@ -525,14 +526,14 @@ fn read_message<'a>(r: &mut Reader<'a>) -> Read<Option<MessageField<'a>>> {
     }))
 }
 
-fn read_block<'a>(r: &mut Reader<'a>) -> Read<Block<'a>> {
+fn read_block<'a>(r: &mut Scan<'a>) -> Res<Block<'a>> {
     let mut b = Block::default();
     read_object!(r, &mut b, {
-        "type" => kind: Reader::opt_str,
-        "text" => text: Reader::opt_str,
-        "thinking" => thinking: Reader::opt_str,
-        "id" => id: Reader::opt_str,
-        "name" => name: Reader::opt_str,
+        "type" => kind: Scan::opt_str,
+        "text" => text: Scan::opt_str,
+        "thinking" => thinking: Scan::opt_str,
+        "id" => id: Scan::opt_str,
+        "name" => name: Scan::opt_str,
         "input" => input: read_val,
     })?;
     Ok(b)

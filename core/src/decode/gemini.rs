@@ -65,12 +65,12 @@ use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use super::borrowed::{CowStr, SizedValue, Str, may_hold_surrogates, raw_str};
+use super::concat::title;
 use super::context::{DecodeContext, Envelope};
-use super::fast_a::{
-    Key, Member, ObjectVisitor, SizedValue, Str, may_hold_surrogates, object_or_default, parse_line_seed, raw_object,
-    raw_str, title,
-};
+use super::in_place::{ObjectVisitor, object_or_default, parse_line_seed};
 use super::json::{ObjList, opt_string, str_field};
+use super::raw_record::{Member, raw_object};
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::{
     DiffContent, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus, RawJson, SessionUpdate, TokenUsage,
@@ -143,7 +143,7 @@ impl<'de: 'a, 'a> Visitor<'de> for LineSeed<'_, 'a> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         let l = self.0;
         let mut seen = 0u32;
-        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+        while let Some(CowStr(key)) = map.next_key::<CowStr<'de>>()? {
             let (bit, slot) = match key.as_ref() {
                 "type" => (0, &mut l.kind),
                 "timestamp" => (1, &mut l.timestamp),
@@ -280,7 +280,7 @@ impl<'de> Deserialize<'de> for Stats {
                 let mut any = false;
                 // Counters kept in `extra` because their value was not a count (bit per slot).
                 let mut odd = 0u8;
-                while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+                while let Some(CowStr(key)) = map.next_key::<CowStr<'de>>()? {
                     any = true;
                     let SizedValue(value) = map.next_value()?;
                     let (bit, slot) = match key.as_ref() {

@@ -81,11 +81,13 @@ use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use super::borrowed::{CowStr, Str, lenient_text};
+use super::concat::cat;
 use super::context::{DecodeContext, Envelope};
-use super::fast_b::{
-    Fail, Json, Read, Reader, Text, cat, checked_raw, json_of, lenient_text, read_obj, read_obj_list, read_raw_json,
-};
 use super::json::{Obj, ObjList, classify_failure, lenient};
+use super::raw_record::{checked_raw, read_raw_json};
+use super::scan::{Bad, Res, Scan, read_obj, read_obj_list};
+use super::tree::{Json, json_of};
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::{
     ContentBlock, DiffContent, ImageContent, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus, RawJson,
@@ -139,9 +141,9 @@ struct Part<'a> {
     #[serde(rename = "type", default, borrow, with = "super::json::opt_string")]
     kind: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
-    text: Text<'a>,
+    text: Str<'a>,
     #[serde(default, borrow)]
-    think: Text<'a>,
+    think: Str<'a>,
     #[serde(default, borrow)]
     image_url: Option<Url<'a>>,
     #[serde(default, borrow)]
@@ -230,10 +232,6 @@ struct SubagentEvent<'a> {
     #[serde(default, borrow)]
     event: Option<&'a RawValue>,
 }
-
-/// A borrowed-when-possible JSON string.
-#[derive(Deserialize)]
-struct Str<'a>(#[serde(borrow)] Cow<'a, str>);
 
 /// Implements the visitor methods that give `$other` for value kinds a type does not use
 /// (consuming lists and objects whole).
@@ -342,26 +340,26 @@ impl<'de: 'a, 'a> Deserialize<'de> for Url<'a> {
     }
 }
 
-/// A line read in one pass with [`Reader`] (serde_json's acceptance rules, no serde layers):
+/// A line read in one pass with [`Scan`] (serde_json's acceptance rules, no serde layers):
 /// exactly what `parse_line::<Line>` gives, faster.
 fn parse_one_pass(line: &str) -> Result<Line<'_>, LineOutcome> {
     if !line.trim_start().starts_with('{') {
         return Err(classify_failure(line));
     }
-    let mut r = Reader::new(line);
-    read_line(&mut r).and_then(|l| r.finish().map(|()| l)).map_err(|_| classify_failure(line))
+    let mut r = Scan::new(line);
+    read_line(&mut r).and_then(|l| r.end().map(|()| l)).map_err(|_| classify_failure(line))
 }
 
 /// Mark `bit` of `seen`: a key printed twice fails the line, as with serde's derive.
-fn once(seen: &mut u32, bit: u32) -> Read<()> {
+fn once(seen: &mut u32, bit: u32) -> Res<()> {
     if *seen & bit != 0 {
-        return Err(Fail);
+        return Err(Bad);
     }
     *seen |= bit;
     Ok(())
 }
 
-fn read_line<'a>(r: &mut Reader<'a>) -> Read<Line<'a>> {
+fn read_line<'a>(r: &mut Scan<'a>) -> Res<Line<'a>> {
     let mut l = Line::default();
     let mut seen = 0;
     r.object(|r, key| {
@@ -384,7 +382,7 @@ fn read_line<'a>(r: &mut Reader<'a>) -> Read<Line<'a>> {
                 once(&mut seen, 64)?;
                 if !r.null()? {
                     // Only the wire envelopes carry one: captured, then read by their own types.
-                    l.payload = Some(serde_json::from_str::<&RawValue>(r.raw()?).map_err(|_| Fail)?);
+                    l.payload = Some(serde_json::from_str::<&RawValue>(r.raw()?).map_err(|_| Bad)?);
                 }
                 Ok(())
             }
@@ -395,7 +393,7 @@ fn read_line<'a>(r: &mut Reader<'a>) -> Read<Line<'a>> {
 }
 
 /// `content`: a string, a list of parts, or anything else (`Odd`).
-fn read_content<'a>(r: &mut Reader<'a>) -> Read<Content<'a>> {
+fn read_content<'a>(r: &mut Scan<'a>) -> Res<Content<'a>> {
     match r.peek() {
         Some(b'"') => r.str().map(Content::Text),
         Some(b'[') => {
@@ -407,13 +405,13 @@ fn read_content<'a>(r: &mut Reader<'a>) -> Read<Content<'a>> {
     }
 }
 
-fn read_part<'a>(r: &mut Reader<'a>) -> Read<Part<'a>> {
+fn read_part<'a>(r: &mut Scan<'a>) -> Res<Part<'a>> {
     let mut p = Part::default();
     let mut seen = 0;
     r.object(|r, key| match key.as_ref() {
         "type" => once(&mut seen, 1).and_then(|()| r.opt_str()).map(|v| p.kind = v),
-        "text" => once(&mut seen, 2).and_then(|()| r.opt_str()).map(|v| p.text = Text(v)),
-        "think" => once(&mut seen, 4).and_then(|()| r.opt_str()).map(|v| p.think = Text(v)),
+        "text" => once(&mut seen, 2).and_then(|()| r.opt_str()).map(|v| p.text = Str(v)),
+        "think" => once(&mut seen, 4).and_then(|()| r.opt_str()).map(|v| p.think = Str(v)),
         "image_url" => once(&mut seen, 8).and_then(|()| read_opt_url(r)).map(|v| p.image_url = v),
         "audio_url" => once(&mut seen, 16).and_then(|()| read_opt_url(r)).map(|v| p.audio_url = v),
         "video_url" => once(&mut seen, 32).and_then(|()| read_opt_url(r)).map(|v| p.video_url = v),
@@ -423,7 +421,7 @@ fn read_part<'a>(r: &mut Reader<'a>) -> Read<Part<'a>> {
 }
 
 /// `Option<Url>`: `null`, a string, `{url}`, or anything else (`Url(None)`).
-fn read_opt_url<'a>(r: &mut Reader<'a>) -> Read<Option<Url<'a>>> {
+fn read_opt_url<'a>(r: &mut Scan<'a>) -> Res<Option<Url<'a>>> {
     if r.null()? {
         return Ok(None);
     }
@@ -442,7 +440,7 @@ fn read_opt_url<'a>(r: &mut Reader<'a>) -> Read<Option<Url<'a>>> {
     }
 }
 
-fn read_tool_call<'a>(r: &mut Reader<'a>) -> Read<RawToolCall<'a>> {
+fn read_tool_call<'a>(r: &mut Scan<'a>) -> Res<RawToolCall<'a>> {
     let mut call = RawToolCall::default();
     let mut seen = 0;
     r.object(|r, key| match key.as_ref() {
@@ -453,7 +451,7 @@ fn read_tool_call<'a>(r: &mut Reader<'a>) -> Read<RawToolCall<'a>> {
     Ok(call)
 }
 
-fn read_function<'a>(r: &mut Reader<'a>) -> Read<Function<'a>> {
+fn read_function<'a>(r: &mut Scan<'a>) -> Res<Function<'a>> {
     let mut f = Function::default();
     let mut seen = 0;
     r.object(|r, key| match key.as_ref() {
@@ -775,7 +773,7 @@ impl KimiDecoder {
             blocks.push(ToolCallContent::text(message));
         }
         // The output; a bare string return value is the output itself.
-        let bare = lenient::<Str<'_>>(result.return_value.filter(|raw| raw.get().starts_with('"')))
+        let bare = lenient::<CowStr<'_>>(result.return_value.filter(|raw| raw.get().starts_with('"')))
             .map(|s| Content::Text(s.0));
         let output = ret.as_mut().and_then(|r| r.output.take()).or(result.content.take()).or(bare);
         let content = result_content(output);

@@ -6,9 +6,12 @@
 //! The one exception is kimi, which prints its failures as plain text on stdout: those lines
 //! become `error` updates.
 //!
-//! Each harness has its own module; what they share (envelope stamping, the session id, lenient
-//! JSON helpers) lives in [`context`] and [`json`], and the cross-harness tool tables in
-//! [`crate::tools`].
+//! Each harness has its own module; the cross-harness tool tables are in [`crate::tools`]. What
+//! the decoders share lives in [`context`] (envelope stamping, the session id) and in private
+//! modules named by their job: `json` (lenient serde helpers), `scan` (the one-pass scanner that
+//! claude/qwen, kimi and droid read a line with), `borrowed` (serde field types that borrow from
+//! the line), `in_place` (serde reading into a struct the caller holds), `tree` (a borrowed JSON
+//! tree), `raw_record` (verbatim records as `RawJson`), `id_set` and `concat`.
 
 use std::fmt;
 use std::str::FromStr;
@@ -18,16 +21,20 @@ use serde::{Deserialize, Serialize};
 use crate::event::OutputEvent;
 use crate::framing::{DEFAULT_MAX_LINE_BYTES, Frame, LineFramer, to_text};
 
+mod borrowed;
+mod concat;
 pub mod context;
-mod fast_c;
+mod id_set;
+mod in_place;
 pub(crate) mod json;
+mod raw_record;
+mod scan;
+mod tree;
 
 mod anthropic;
 mod claude;
 mod codex;
 mod droid;
-mod fast_a;
-mod fast_b;
 mod gemini;
 mod kimi;
 mod opencode;

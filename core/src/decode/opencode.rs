@@ -74,11 +74,13 @@ use serde::de::{self, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use super::borrowed::{CowStr, Str, may_hold_surrogates, raw_str};
+use super::concat::title;
 use super::context::{DecodeContext, Envelope};
-use super::fast_a::{
-    IdSet, Key, SeenKeys, Str, key_text, may_hold_surrogates, parse_line_seed, raw_object, raw_str, title,
-};
+use super::id_set::IdSet;
+use super::in_place::{SeenKeys, key_text, parse_line_seed};
 use super::json::{ObjList, first_str, opt_string, str_field};
+use super::raw_record::raw_object;
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::ToolKind;
 use crate::event::{
@@ -125,7 +127,7 @@ impl<'de: 'a, 'a> Visitor<'de> for LineSeed<'_, 'a> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         let l = self.0;
         let mut seen = 0u8;
-        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+        while let Some(CowStr(key)) = map.next_key::<CowStr<'de>>()? {
             let bit = match key.as_ref() {
                 "type" => 1,
                 "timestamp" => 2,
@@ -190,7 +192,7 @@ impl<'de: 'a, 'a> Visitor<'de> for PartSeed<'_, 'a> {
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
                 let p = self.0;
                 let mut seen = 0u16;
-                while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+                while let Some(CowStr(key)) = map.next_key::<CowStr<'de>>()? {
                     let bit: u16 = match key.as_ref() {
                         "text" => 1,
                         "messageID" => 2,
@@ -405,7 +407,7 @@ impl<'de> Deserialize<'de> for Tokens {
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Tokens, A::Error> {
                 let mut tokens = Map::with_capacity(8);
-                while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+                while let Some(CowStr(key)) = map.next_key::<CowStr<'de>>()? {
                     let value = map.next_value::<Value>()?;
                     tokens.insert(key.into_owned(), value);
                 }
@@ -484,7 +486,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for State<'a> {
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<State<'a>, A::Error> {
                 let mut state = State { members: Vec::with_capacity(8), dup: false };
                 let mut seen = SeenKeys::new();
-                while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+                while let Some(CowStr(key)) = map.next_key::<CowStr<'de>>()? {
                     let raw: &'de RawValue = map.next_value()?;
                     if may_hold_surrogates(raw.get()) && serde_json::from_str::<Value>(raw.get()).is_err() {
                         return Err(de::Error::custom("unreadable value"));
@@ -750,7 +752,10 @@ fn tool_use(
     let args = input.map(Args::read).unwrap_or_default();
     let meta = Meta::read(state.get("metadata"));
     let status = state.get("status").and_then(raw_str);
-    let status = status.as_deref();
+    // "" when absent or not a string (it means the same as an empty status): an `Option<&str>`
+    // `None` leaves its length word undefined, and LLVM may compare that length with
+    // "pending"'s before it tests for `None` (right, but valgrind reports the branch).
+    let status: &str = status.as_deref().unwrap_or_default();
 
     let mut content = Vec::new();
     let mut locations = Vec::new();
@@ -764,7 +769,7 @@ fn tool_use(
         }),
         tool_name: tool.map(str::to_string),
         kind: kind_of(&lower),
-        status: if status == Some("pending") { ToolCallStatus::Pending } else { ToolCallStatus::InProgress },
+        status: if status == "pending" { ToolCallStatus::Pending } else { ToolCallStatus::InProgress },
         raw_input: input.map(RawJson::from_raw),
         content: (!content.is_empty()).then_some(content),
         locations: (!locations.is_empty()).then_some(locations),
@@ -779,10 +784,10 @@ fn tool_use(
     }
 
     let outcome = match status {
-        Some("pending") => None,
-        Some("running") => Some(ToolCallStatus::InProgress),
-        Some("error") => Some(ToolCallStatus::Failed),
-        Some("completed") => Some(meta.exit_status()),
+        "pending" => None,
+        "running" => Some(ToolCallStatus::InProgress),
+        "error" => Some(ToolCallStatus::Failed),
+        "completed" => Some(meta.exit_status()),
         // No (known) status: a result is there when output or error is.
         _ if state.get("error").is_some() => Some(ToolCallStatus::Failed),
         _ if state.get("output").is_some() => Some(meta.exit_status()),
