@@ -288,14 +288,24 @@ impl Decoder {
 
     /// Feed bytes; returns the events of every line completed by them.
     pub fn feed(&mut self, bytes: &[u8]) -> Vec<OutputEvent> {
-        let mut out = Vec::new();
+        // Room for a typical event per ~256 input bytes, so a large chunk's events do not move
+        // through every power-of-two size of the vector (bounded: a huge feed grows as usual).
+        let mut out = Vec::with_capacity((bytes.len() / 256).min(4096));
         self.feed_into(bytes, &mut out);
         out
     }
 
     /// Feed bytes, appending events to `out`.
     pub fn feed_into(&mut self, bytes: &[u8], out: &mut Vec<OutputEvent>) {
-        self.feed_lines(bytes, &mut |_, events| out.append(events));
+        if self.finished {
+            return;
+        }
+        self.stats.bytes += bytes.len() as u64;
+        let Decoder { framer, harness, ctx, stats, diagnostics, .. } = self;
+        // Straight into `out`: no per-line buffer to move each event through.
+        framer.push(bytes, &mut |frame| {
+            Self::decode_frame(frame, harness.as_mut(), ctx, stats, diagnostics, out);
+        });
     }
 
     /// Feed bytes; `on_line` gets each completed line's text (lossy UTF-8, no line ending; `None`
