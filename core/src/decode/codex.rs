@@ -76,7 +76,7 @@ use super::id_set::IdSet;
 use super::in_place::{SeenKeys, key_text};
 use super::json::{classify_failure, str_field};
 use super::raw_record::read_raw_json;
-use super::scan::{Res, Scan, read_obj_list, read_object};
+use super::scan::{Res, Scan, read_obj, read_object};
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::{
     ContentBlock, ImageContent, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus, RawJson, SessionUpdate,
@@ -790,14 +790,22 @@ type PathKind<'a> = (Cow<'a, str>, Option<Cow<'a, str>>);
 fn changes<'a>(raw: &'a str) -> Vec<PathKind<'a>> {
     let Some(raw) = present(raw) else { return Vec::new() };
     let keep = |path: Option<Cow<'a, str>>, kind| Some((path.filter(|p| !p.is_empty())?, kind));
+    // Read as `json::ObjList` reads a list of objects (see `scan::read_obj_list`), straight
+    // into the list wanted.
+    let mut list = Vec::new();
     let mut r = Scan::new(raw);
-    match read_obj_list(&mut r, read_change).and_then(|list| r.end().map(|()| list)) {
-        Ok(list) => list
-            .unwrap_or_default()
-            .into_iter()
-            .filter_map(|c| c.0)
-            .filter_map(|mut c| keep(c.path.take(), c.kind.take()))
-            .collect(),
+    let read = if r.peek() == Some(b'[') {
+        r.array(|r| {
+            if let Some(mut c) = read_obj(r, read_change)? {
+                list.extend(keep(c.path.take(), c.kind.take()));
+            }
+            Ok(())
+        })
+    } else {
+        r.opt_str().map(drop)
+    };
+    match read.and_then(|()| r.end()) {
+        Ok(()) => list,
         // A change printing a key twice: read it the way a JSON reader would (last value).
         Err(_) => {
             let Ok(Value::Array(list)) = serde_json::from_str::<Value>(raw) else { return Vec::new() };
