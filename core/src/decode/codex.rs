@@ -1057,7 +1057,7 @@ fn mcp_result_content(result: Option<&Value>, out: &mut Vec<ToolCallContent>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decode::{Agent, Decoder};
+    use crate::decode::{Agent, Decoder, HarnessDecoder};
 
     fn run(input: &str) -> Vec<Value> {
         let mut d = Decoder::new(Agent::Codex);
@@ -1082,6 +1082,84 @@ mod tests {
         assert_eq!(evs[1]["update"]["toolCallId"], "item_6");
         assert_eq!(evs[1]["update"]["title"], "Search: q");
         assert_eq!(evs[1]["update"]["rawOutput"]["id"], "ws_1");
+    }
+
+    /// Decode each line with a fresh context: its outcome and its events as serialized.
+    fn outcomes(lines: &[String]) -> Vec<(LineOutcome, String)> {
+        let mut d = CodexDecoder::default();
+        let mut ctx = DecodeContext::default();
+        lines
+            .iter()
+            .map(|l| {
+                let mut out = Vec::new();
+                let outcome = d.decode_line(l, &mut ctx, &mut out);
+                (outcome, serde_json::to_string(&out).unwrap())
+            })
+            .collect()
+    }
+
+    /// Edge cases of the scanner port, pinned to what the serde reading it replaced gave
+    /// (checked against it on random lines while porting).
+    #[test]
+    fn scanner_reads_edge_cases_as_the_serde_reading_did() {
+        let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        let completed = |id: &str, rest: &str| {
+            format!(r#"{{"type":"item.completed","item":{{"id":"{id}","type":"command_execution"{rest}}}}}"#)
+        };
+        let lines = [
+            completed("a", r#","exit_code":0"#),
+            // serde_json reads `-0` and `0.0` as floats: not the integer 0, so failed.
+            completed("b", r#","exit_code":-0"#),
+            completed("c", r#","exit_code":0.0"#),
+            // An unreadable number in a read field: the exact path drops the field.
+            completed("d", r#","exit_code":1e400"#),
+            // In a field only kept verbatim, it stays (as printed).
+            completed("e", r#","exit_code":0,"note":1e400"#),
+            r#"{"type":"item.completed","item":{"id":"m1","type":"agent_message","text":"\ud800"}}"#.to_string(),
+            // An escaped key is the key it spells (`id` twice: the exact path).
+            r#"{"type":"item.completed","item":{"id":"m2","type":"agent_message","text":"hi","\u0069d":"m3"}}"#
+                .to_string(),
+            r#"{"type":"item.completed","item":{"id":"m4","type":"agent_message","\ud800":1}}"#.to_string(),
+            r#"{"type":"error","message":[1e400]}"#.to_string(),
+            r#"{"type":"turn.completed","usage":"\ud800"}"#.to_string(),
+            format!(
+                r#"{{"type":"item.completed","item":{{"id":"m5","type":"agent_message","text":"x","n":{}}}}}"#,
+                deep(126)
+            ),
+            format!(
+                r#"{{"type":"item.completed","item":{{"id":"m6","type":"agent_message","text":{},"text":"y"}}}}"#,
+                deep(126)
+            ),
+        ];
+        let tool = |id: &str, status: &str, raw: &str| {
+            format!(
+                r#"[{{"update":{{"sessionUpdate":"tool_call","toolCallId":"{id}","title":"Run command","toolName":"command_execution","kind":"execute","status":"in_progress"}}}},{{"update":{{"sessionUpdate":"tool_call_update","toolCallId":"{id}","status":"{status}","rawOutput":{{"id":"{id}","type":"command_execution"{raw}}}}}}}]"#
+            )
+        };
+        let message = |text: &str| {
+            format!(
+                r#"[{{"update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":"{text}"}}}}}}]"#
+            )
+        };
+        let expected = [
+            (LineOutcome::Decoded, tool("a", "completed", r#","exit_code":0"#)),
+            (LineOutcome::Decoded, tool("b", "failed", r#","exit_code":-0"#)),
+            (LineOutcome::Decoded, tool("c", "failed", r#","exit_code":0.0"#)),
+            (LineOutcome::Decoded, tool("d", "completed", "")),
+            (LineOutcome::Decoded, tool("e", "completed", r#","exit_code":0,"note":1e400"#)),
+            (LineOutcome::Decoded, "[]".to_string()),
+            (LineOutcome::Decoded, message("hi")),
+            (LineOutcome::UnexpectedShape, "[]".to_string()),
+            (LineOutcome::UnexpectedShape, "[]".to_string()),
+            (LineOutcome::UnexpectedShape, "[]".to_string()),
+            (LineOutcome::Decoded, message("x")),
+            // `text` printed twice: the first one counts, and it is not a string.
+            (LineOutcome::Decoded, "[]".to_string()),
+        ];
+        let got = outcomes(&lines);
+        for ((line, want), got) in lines.iter().zip(&expected).zip(&got) {
+            assert_eq!(got, want, "{line}");
+        }
     }
 
     #[test]
