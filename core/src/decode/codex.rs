@@ -107,6 +107,7 @@ impl Default for Text<'_> {
 }
 
 impl<'a> Text<'a> {
+    #[inline(always)]
     fn new(text: Option<Cow<'a, str>>) -> Self {
         match text {
             Some(text) => Text { text, present: true },
@@ -131,12 +132,14 @@ impl<'a> Text<'a> {
 
 /// A string, or any other value read as [`super::json::opt_string`] reads it and dropped (a
 /// number still read by type, a list's items skipped, an object's keys read).
+#[inline(always)]
 fn lenient_text<'a>(r: &mut Scan<'a>) -> Res<Text<'a>> {
     r.opt_str().map(Text::new)
 }
 
 /// A string, or any other value read as a whole `Value` would read it and dropped, so a lone
 /// surrogate escape or an unreadable number anywhere in it fails the read.
+#[inline(always)]
 fn checked_text<'a>(r: &mut Scan<'a>) -> Res<Text<'a>> {
     if r.peek() == Some(b'"') { r.str().map(|s| Text::new(Some(s))) } else { r.check().map(|()| Text::default()) }
 }
