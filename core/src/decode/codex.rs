@@ -786,66 +786,77 @@ fn read_change<'a>(r: &mut Scan<'a>) -> Res<Change<'a>> {
     Ok(change)
 }
 
-/// A change's `(path, kind)`.
-type PathKind<'a> = (Cow<'a, str>, Option<Cow<'a, str>>);
+/// The changes of a `file_change` item that name a path: their locations, in order, and the
+/// kind of the first (for the title of a single change).
+#[derive(Default)]
+struct FileChanges<'a> {
+    locations: Vec<ToolCallLocation>,
+    first_kind: Text<'a>,
+}
 
-/// The `(path, kind)` of each change of a `file_change` item that names a path.
-fn changes<'a>(raw: &'a str) -> Vec<PathKind<'a>> {
-    let Some(raw) = present(raw) else { return Vec::new() };
-    let keep = |path: Option<Cow<'a, str>>, kind| Some((path.filter(|p| !p.is_empty())?, kind));
-    // Read as `json::ObjList` reads a list of objects (see `scan::read_obj_list`), straight
-    // into the list wanted.
-    let mut list = Vec::new();
-    let mut r = Scan::new(raw);
-    let read = if r.peek() == Some(b'[') {
-        r.array(|r| {
-            if let Some(mut c) = read_obj(r, read_change)? {
-                list.extend(keep(c.path.take(), c.kind.take()));
-            }
-            Ok(())
-        })
-    } else {
-        r.opt_str().map(drop)
-    };
-    match read.and_then(|()| r.end()) {
-        Ok(()) => list,
+impl<'a> FileChanges<'a> {
+    /// Read the changes kept as printed in `raw` (absent or `null`: none).
+    fn read(raw: &'a str) -> Self {
+        let Some(raw) = present(raw) else { return FileChanges::default() };
+        // Read as `json::ObjList` reads a list of objects (see `scan::read_obj_list`), straight
+        // into the locations.
+        let mut changes = FileChanges::default();
+        let mut r = Scan::new(raw);
+        let read = if r.peek() == Some(b'[') {
+            r.array(|r| {
+                if let Some(mut c) = read_obj(r, read_change)? {
+                    changes.add(c.path.take(), c.kind.take());
+                }
+                Ok(())
+            })
+        } else {
+            r.opt_str().map(drop)
+        };
+        if read.and_then(|()| r.end()).is_ok() {
+            return changes;
+        }
         // A change printing a key twice: read it the way a JSON reader would (last value).
-        Err(_) => {
-            let Ok(Value::Array(list)) = serde_json::from_str::<Value>(raw) else { return Vec::new() };
-            list.iter()
-                .filter_map(Value::as_object)
-                .filter_map(|c| {
-                    let owned = |k: &str| str_field(c, k).map(|s| Cow::Owned(s.to_string()));
-                    keep(owned("path"), owned("kind"))
-                })
-                .collect()
+        let mut changes = FileChanges::default();
+        if let Ok(Value::Array(list)) = serde_json::from_str::<Value>(raw) {
+            for c in list.iter().filter_map(Value::as_object) {
+                let owned = |k: &str| str_field(c, k).map(|s| Cow::Owned(s.to_string()));
+                changes.add(owned("path"), owned("kind"));
+            }
+        }
+        changes
+    }
+
+    /// One more change, kept when it names a path.
+    fn add(&mut self, path: Option<Cow<'a, str>>, kind: Option<Cow<'a, str>>) {
+        let Some(path) = path.filter(|p| !p.is_empty()) else { return };
+        if self.locations.is_empty() {
+            self.first_kind = Text::new(kind);
+        }
+        self.locations.push(ToolCallLocation::path(path));
+    }
+
+    fn title(&self) -> String {
+        match self.locations.as_slice() {
+            [] => "Edit files".to_string(),
+            [one] => {
+                let verb = match self.first_kind.get() {
+                    Some("add") => "Create",
+                    Some("delete") => "Delete",
+                    _ => "Edit",
+                };
+                let mut title = String::with_capacity(verb.len() + 1 + one.path.len());
+                title.push_str(verb);
+                title.push(' ');
+                title.push_str(&one.path);
+                title
+            }
+            many => format!("Edit {} files", many.len()),
         }
     }
-}
 
-fn change_locations(changes: &[PathKind<'_>]) -> Option<Vec<ToolCallLocation>> {
-    if changes.is_empty() {
-        return None;
-    }
-    Some(changes.iter().map(|(p, _)| ToolCallLocation::path(p.as_ref())).collect())
-}
-
-fn change_title(changes: &[PathKind<'_>]) -> String {
-    match changes {
-        [] => "Edit files".to_string(),
-        [(path, kind)] => {
-            let verb = match kind.as_deref() {
-                Some("add") => "Create",
-                Some("delete") => "Delete",
-                _ => "Edit",
-            };
-            let mut title = String::with_capacity(verb.len() + 1 + path.len());
-            title.push_str(verb);
-            title.push(' ');
-            title.push_str(path);
-            title
-        }
-        many => format!("Edit {} files", many.len()),
+    /// The locations, `None` when there are none.
+    fn into_locations(self) -> Option<Vec<ToolCallLocation>> {
+        (!self.locations.is_empty()).then_some(self.locations)
     }
 }
 
@@ -929,9 +940,9 @@ fn tool_call(kind: &str, id: &str, item: &Item<'_>) -> ToolCall {
             }
         }
         "file_change" => {
-            let changes = changes(item.changes);
-            call.title = change_title(&changes);
-            call.locations = change_locations(&changes);
+            let changes = FileChanges::read(item.changes);
+            call.title = changes.title();
+            call.locations = changes.into_locations();
             if let Some(raw) = present(item.changes) {
                 call.raw_input = Some(record(&[("changes", raw)]));
             }
@@ -986,7 +997,7 @@ fn completion(kind: &str, id: String, item: &mut Item<'_>, raw_output: RawJson) 
                 content.push(ToolCallContent::text(output));
             }
         }
-        "file_change" => update.locations = change_locations(&changes(item.changes)),
+        "file_change" => update.locations = FileChanges::read(item.changes).into_locations(),
         "mcp_tool_call" => {
             let result = present(item.result).and_then(|r| serde_json::from_str::<Value>(r).ok());
             mcp_result_content(result.as_ref(), &mut content);
