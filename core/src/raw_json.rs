@@ -25,6 +25,11 @@ impl RawJson {
         RawJson(raw.to_owned())
     }
 
+    /// Take a raw value already owned (no copy).
+    pub(crate) fn from_boxed(raw: Box<RawValue>) -> Self {
+        RawJson(raw)
+    }
+
     /// The JSON text of `value`.
     pub fn from_value(value: &Value) -> Self {
         // Serializing a Value cannot fail: its keys are strings and its numbers finite.

@@ -65,6 +65,8 @@ impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
 /// Like [`Str`], but a value that is not a string is read as a [`Value`] (and dropped), so text no
 /// JSON reader takes (an unpaired surrogate escape inside a list or object) fails the read, as it
 /// did where the field was read as a `Value`.
+// Unused since codex reads lines with the scanner; kept for the lead's dead-code sweep.
+#[allow(dead_code)]
 #[derive(Default)]
 pub(crate) struct CheckedStr<'a>(pub Option<Cow<'a, str>>);
 
@@ -255,6 +257,8 @@ pub(crate) fn may_hold_surrogates(text: &str) -> bool {
 }
 
 /// A raw value that is not JSON `null`.
+// Unused since codex reads lines with the scanner; kept for the lead's dead-code sweep.
+#[allow(dead_code)]
 pub(crate) fn non_null(raw: Option<&RawValue>) -> Option<&RawValue> {
     raw.filter(|r| r.get() != "null")
 }

@@ -40,6 +40,12 @@
 //!   run, so it is the run total (`scope:"run"`), not one call.
 //! - A shell wrapper (`/bin/bash -lc '…'`) is peeled off the command for the title only.
 //!
+//! Reading: each line is read in one pass with the scanner ([`super::scan::Scan`]), which
+//! accepts exactly what serde_json accepts, so a line is unusable exactly where a serde reading
+//! of it failed. The item's fields land in borrowed strings and raw slices (see `Item`); the
+//! parts kept verbatim (`rawInput`, `rawOutput`) are the printed text, not rebuilt. An item
+//! printing a key twice or a surrogate escape takes an exact, slower path (see `Item`).
+//!
 //! Golden cases (`tests/golden/codex/`): `s1-text`, `s2-bash`, `s3-read-edit` are real captures;
 //! the `e-*` cases are written from the captured shapes:
 //!
@@ -59,21 +65,18 @@
 //! | e-bad-lines | `null`, non-objects, invalid JSON, unknown types, odd item shapes, messages that are not strings |
 
 use std::borrow::Cow;
-use std::fmt;
 
-use serde::Deserialize;
-use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
-use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::borrowed::{CheckedStr, CowStr, Str, may_hold_surrogates, non_null, raw_str};
+use super::borrowed::{may_hold_surrogates, unescape_literal};
 use super::concat::title;
 use super::context::DecodeContext;
 use super::context::session_event;
 use super::id_set::IdSet;
-use super::in_place::{ObjectVisitor, SeenKeys, key_text, object_or_default, parse_line_seed};
-use super::json::{ObjList, opt_string, str_field};
-use super::raw_record::raw_object;
+use super::in_place::{SeenKeys, key_text};
+use super::json::{classify_failure, str_field};
+use super::raw_record::read_raw_json;
+use super::scan::{Res, Scan, read_obj, read_object};
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::{
     ContentBlock, ImageContent, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus, RawJson, SessionUpdate,
@@ -88,101 +91,166 @@ pub(crate) struct CodexDecoder {
     open: IdSet,
 }
 
-/// One line, read in one pass: the item's fields land in [`Item`] (filled in place) as borrowed
-/// strings, raw slices (the parts kept verbatim) or small flags; no [`Value`] is built on the
-/// common paths. A known key printed twice makes the line unusable (as a derived struct would).
+/// A string field: the string (borrowed from the line unless it held an escape) when the value
+/// was one. A flag rather than an `Option<Cow<str>>`: LLVM may test the unused words of a
+/// niche-optimised `None` in a default-constructed struct before its tag, which valgrind
+/// reports as a branch on uninitialised memory (as anthropic's `LooseStr`).
+struct Text<'a> {
+    text: Cow<'a, str>,
+    present: bool,
+}
+
+impl Default for Text<'_> {
+    fn default() -> Self {
+        Text { text: Cow::Borrowed(""), present: false }
+    }
+}
+
+impl<'a> Text<'a> {
+    #[inline(always)]
+    fn new(text: Option<Cow<'a, str>>) -> Self {
+        match text {
+            Some(text) => Text { text, present: true },
+            None => Text::default(),
+        }
+    }
+
+    /// The string, when the value was one.
+    fn get(&self) -> Option<&str> {
+        self.present.then_some(&*self.text)
+    }
+
+    /// The string, when the value was one, moved out.
+    fn take(&mut self) -> Option<Cow<'a, str>> {
+        if !self.present {
+            return None;
+        }
+        self.present = false;
+        Some(std::mem::take(&mut self.text))
+    }
+}
+
+/// A string, or any other value read as [`super::json::opt_string`] reads it and dropped (a
+/// number still read by type, a list's items skipped, an object's keys read).
+#[inline(always)]
+fn lenient_text<'a>(r: &mut Scan<'a>) -> Res<Text<'a>> {
+    r.opt_str().map(Text::new)
+}
+
+/// A string, or any other value read as a whole `Value` would read it and dropped, so a lone
+/// surrogate escape or an unreadable number anywhere in it fails the read.
+#[inline(always)]
+fn checked_text<'a>(r: &mut Scan<'a>) -> Res<Text<'a>> {
+    if r.peek() == Some(b'"') { r.str().map(|s| Text::new(Some(s))) } else { r.check().map(|()| Text::default()) }
+}
+
+/// A field kept as printed: its text, `None` when absent (`""`) or `null`.
+fn present(raw: &str) -> Option<&str> {
+    (!raw.is_empty() && raw != "null").then_some(raw)
+}
+
+/// The string a field kept as printed holds (`None` for other values, or for a lone surrogate
+/// escape, which a JSON reader refuses in a string).
+fn string_value(raw: &str) -> Option<Cow<'_, str>> {
+    if raw.starts_with('"') { unescape_literal(raw) } else { None }
+}
+
+/// The verbatim text of a value the scanner has read whole, as a record.
+fn verbatim(text: &str) -> RawJson {
+    read_raw_json(text.to_string())
+}
+
+/// The object `{"key":value,…}` of members kept as printed (each one read whole by the scanner,
+/// and the keys plain words, so the text is valid JSON without reading it again).
+fn record(members: &[(&str, &str)]) -> RawJson {
+    let len = members.iter().map(|(k, v)| k.len() + v.len() + 4).sum::<usize>() + 1;
+    let mut text = String::with_capacity(len);
+    text.push('{');
+    for (i, (key, value)) in members.iter().enumerate() {
+        if i > 0 {
+            text.push(',');
+        }
+        text.push('"');
+        text.push_str(key);
+        text.push_str("\":");
+        text.push_str(value);
+    }
+    text.push('}');
+    read_raw_json(text)
+}
+
+/// One line, read in one pass by [`read_line`]: the item's fields land in [`Item`] (filled in
+/// place) as borrowed strings, raw slices (the parts kept verbatim) or small flags; no [`Value`]
+/// is built on the common paths. A known key printed twice makes the line unusable (as a
+/// derived struct would).
 #[derive(Default)]
 struct Line<'a> {
-    /// On the exact path: the item as printed, unparsed.
-    item_raw: Option<&'a RawValue>,
-    kind: Option<Cow<'a, str>>,
-    thread_id: Option<Cow<'a, str>>,
+    kind: Text<'a>,
+    thread_id: Text<'a>,
+    /// The item as printed (`""` when the line has none).
+    item_text: &'a str,
     usage: Option<TokenUsage>,
     error: Option<Value>,
-    message: Option<Cow<'a, str>>,
+    message: Text<'a>,
 }
 
-/// Reads a [`Line`] and its item in place (no large struct is moved out of the parser).
-struct LineSeed<'i, 'a> {
-    line: &'i mut Line<'a>,
-    /// The fast path: the item is read field by field (`None`: it is kept raw, see [`Exact`]).
-    item: Option<&'i mut Item<'a>>,
+/// Read `line` (which must be one JSON object) into `l` with the [`Scan`]ner, and its item into
+/// `item` field by field (the fast path) or, without one, only as printed (the exact path).
+fn read_whole_line<'a>(line: &'a str, l: &mut Line<'a>, item: Option<&mut Item<'a>>) -> Res<()> {
+    let mut r = Scan::new(line);
+    read_line(&mut r, l, item)?;
+    r.end()
 }
 
-impl<'de: 'a, 'a> DeserializeSeed<'de> for LineSeed<'_, 'a> {
-    type Value = ();
-
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_map(self)
-    }
-}
-
-impl<'de: 'a, 'a> Visitor<'de> for LineSeed<'_, 'a> {
-    type Value = ();
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a codex line")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> Result<(), A::Error> {
-        let line = &mut *self.line;
-        let mut seen = 0u8;
-        while let Some(CowStr(key)) = map.next_key::<CowStr<'de>>()? {
-            let (bit, name) = match key.as_ref() {
-                "type" => (1, "type"),
-                "thread_id" => (2, "thread_id"),
-                "item" => (4, "item"),
-                "usage" => (8, "usage"),
-                "error" => (16, "error"),
-                "message" => (32, "message"),
-                _ => {
-                    map.next_value::<IgnoredAny>()?;
-                    continue;
-                }
-            };
-            if seen & bit != 0 {
-                return Err(de::Error::duplicate_field(name));
-            }
-            seen |= bit;
-            match bit {
-                1 => line.kind = map.next_value::<Str<'de>>()?.0,
-                2 => line.thread_id = map.next_value::<Str<'de>>()?.0,
-                4 => match self.item.as_deref_mut() {
-                    Some(item) => map.next_value_seed(ItemSeed(item))?,
-                    None => line.item_raw = Some(map.next_value()?),
-                },
-                8 => line.usage = map.next_value::<Usage>()?.0,
-                16 => line.error = map.next_value()?,
-                // A value, as any JSON reader takes it (so unreadable text fails the line).
-                _ => {
-                    line.message = match map.next_value::<Value>()? {
-                        Value::String(m) => Some(Cow::Owned(m)),
-                        _ => None,
-                    }
+fn read_line<'a>(r: &mut Scan<'a>, l: &mut Line<'a>, mut item: Option<&mut Item<'a>>) -> Res<()> {
+    let mut seen = 0u8;
+    // A typed object read, so containers count towards the nesting limit as serde_json counts
+    // them from the line's own object.
+    r.object(|r, key| {
+        let bit = match key.as_ref() {
+            "type" => 1,
+            "thread_id" => 2,
+            "item" => 4,
+            "usage" => 8,
+            "error" => 16,
+            "message" => 32,
+            _ => return r.skip(),
+        };
+        if seen & bit != 0 {
+            return Err(super::scan::Bad);
+        }
+        seen |= bit;
+        match bit {
+            1 => l.kind = lenient_text(r)?,
+            2 => l.thread_id = lenient_text(r)?,
+            4 => {
+                l.item_text = match item.as_deref_mut() {
+                    Some(item) => r.read_with_text(|r| read_item(r, item))?,
+                    None => r.raw()?,
                 }
             }
+            8 => l.usage = read_usage(r)?,
+            16 => l.error = if r.null()? { None } else { Some(r.json_value()?) },
+            // A value, as any JSON reader takes it (so unreadable text fails the line).
+            _ => l.message = checked_text(r)?,
         }
         Ok(())
-    }
-}
-
-/// The line's `item` as printed (for `rawOutput`): a second, skimming pass, only for completions.
-#[derive(Deserialize)]
-struct ItemText<'a> {
-    #[serde(default, borrow)]
-    item: Option<&'a RawValue>,
+    })
 }
 
 /// The item of a line, as far as any event needs it. Anything that is not an object reads as an
 /// item with `is_object` false.
 ///
-/// The fast path reads a printed item once. An item printing a key twice, or holding a `\u`
-/// escape of a surrogate (which a JSON reader may refuse), or failing the fast read, takes the
-/// exact path instead ([`Exact`]), which reproduces the reading rules the events are defined by:
-/// every field is read on its own (a field that does not parse is left out), a key printed
-/// twice keeps its last value, except `id` and `type`, which keep the FIRST (codex's
+/// The fast path reads a printed item once, in the line's scan. An item printing a key twice, or
+/// holding a `\u` escape of a surrogate (which a JSON reader may refuse), or failing the fast
+/// read, takes the exact path instead ([`Exact`]), which reproduces the reading rules the events
+/// are defined by: every field is read on its own (a field that does not parse is left out), a
+/// key printed twice keeps its last value, except `id` and `type`, which keep the FIRST (codex's
 /// `web_search` items print `id` twice: its `item_N`, then the provider's id), and the
 /// completed `text` and `message` and the running `aggregated_output`, read from the first too.
+///
+/// Fields kept raw are the value's text as printed, `""` when absent (a `&str` rather than an
+/// `Option`, for valgrind as [`Text`]).
 #[derive(Default)]
 struct Item<'a> {
     is_object: bool,
@@ -190,25 +258,25 @@ struct Item<'a> {
     dup: bool,
     /// A field kept raw may hold a surrogate escape (the same).
     suspicious: bool,
-    id: Option<Cow<'a, str>>,
-    kind: Option<Cow<'a, str>>,
-    text: Option<Cow<'a, str>>,
-    message: Option<Cow<'a, str>>,
-    aggregated_output: Option<Cow<'a, str>>,
-    command: Option<&'a RawValue>,
+    id: Text<'a>,
+    kind: Text<'a>,
+    text: Text<'a>,
+    message: Text<'a>,
+    aggregated_output: Text<'a>,
+    command: &'a str,
     exit_code: ExitCode,
-    status: Option<Cow<'a, str>>,
-    changes: Option<&'a RawValue>,
-    server: Option<Cow<'a, str>>,
-    tool: Option<Cow<'a, str>>,
-    arguments: Option<&'a RawValue>,
-    query: Option<&'a RawValue>,
-    action: Option<&'a RawValue>,
-    summary: Option<&'a RawValue>,
-    content: Option<&'a RawValue>,
-    items: Option<&'a RawValue>,
-    result: Option<&'a RawValue>,
-    error: Option<&'a RawValue>,
+    status: Text<'a>,
+    changes: &'a str,
+    server: Text<'a>,
+    tool: Text<'a>,
+    arguments: &'a str,
+    query: &'a str,
+    action: &'a str,
+    summary: &'a str,
+    content: &'a str,
+    items: &'a str,
+    result: &'a str,
+    error: &'a str,
     /// Set on the exact path.
     exact: Option<Box<Exact>>,
 }
@@ -243,9 +311,122 @@ impl<'a> Item<'a> {
     fn first_output(&self) -> Option<&str> {
         match &self.exact {
             Some(exact) => exact.aggregated_output.as_deref(),
-            None => self.aggregated_output.as_deref(),
+            None => self.aggregated_output.get(),
         }
     }
+
+    /// `command` when it is a string.
+    fn command(&self) -> Option<Cow<'a, str>> {
+        string_value(self.command)
+    }
+}
+
+/// Read the item that is the next value into `item` (the fast path, see [`Item`]).
+fn read_item<'a>(r: &mut Scan<'a>, item: &mut Item<'a>) -> Res<()> {
+    if r.peek() != Some(b'{') {
+        // Not an object: read as a JSON reader reads a value it then drops.
+        return r.opt_str().map(drop);
+    }
+    item.is_object = true;
+    let mut seen = SeenKeys::new();
+    let mut suspicious = false;
+    r.object(|r, key| {
+        // Kept verbatim, so it must read as a JSON reader reads it (see `Item`).
+        let mut raw = |r: &mut Scan<'a>| {
+            let text = r.raw()?;
+            suspicious |= may_hold_surrogates(text);
+            Ok(text)
+        };
+        let index = match key.as_ref() {
+            "id" => {
+                item.id = checked_text(r)?;
+                0
+            }
+            "type" => {
+                item.kind = checked_text(r)?;
+                1
+            }
+            "text" => {
+                item.text = checked_text(r)?;
+                2
+            }
+            "message" => {
+                item.message = checked_text(r)?;
+                3
+            }
+            "aggregated_output" => {
+                item.aggregated_output = checked_text(r)?;
+                4
+            }
+            "command" => {
+                item.command = raw(r)?;
+                5
+            }
+            "exit_code" => {
+                item.exit_code = ExitCode::read(r)?;
+                6
+            }
+            "status" => {
+                item.status = checked_text(r)?;
+                7
+            }
+            "changes" => {
+                item.changes = raw(r)?;
+                8
+            }
+            "server" => {
+                item.server = checked_text(r)?;
+                9
+            }
+            "tool" => {
+                item.tool = checked_text(r)?;
+                10
+            }
+            "arguments" => {
+                item.arguments = raw(r)?;
+                11
+            }
+            "query" => {
+                item.query = raw(r)?;
+                12
+            }
+            "action" => {
+                item.action = raw(r)?;
+                13
+            }
+            "summary" => {
+                item.summary = raw(r)?;
+                14
+            }
+            "content" => {
+                item.content = raw(r)?;
+                15
+            }
+            "items" => {
+                item.items = raw(r)?;
+                16
+            }
+            "result" => {
+                item.result = raw(r)?;
+                17
+            }
+            "error" => {
+                item.error = raw(r)?;
+                18
+            }
+            _ => {
+                seen.other(key_text(&key));
+                // Not read, but part of `rawOutput`: it must read as a JSON reader reads it.
+                raw(r)?;
+                return Ok(());
+            }
+        };
+        seen.known(index);
+        Ok(())
+    })?;
+    item.suspicious = suspicious;
+    item.dup = seen.dup();
+    Ok(())
 }
 
 /// The exact reading of a printed item (see [`Item`]): the item's fields as a JSON text without
@@ -254,32 +435,25 @@ impl<'a> Item<'a> {
 /// even its keys (or, for a scalar, its value) cannot be read, which makes the line unusable.
 type ExactItem = (String, Option<String>, Option<String>, Exact);
 
-fn exact_item(raw: &RawValue) -> Result<Option<ExactItem>, serde_json::Error> {
-    struct Members<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
-    impl<'de: 'a, 'a> ObjectVisitor<'de> for &mut Members<'a> {
-        type Out = bool;
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
-            while let Some(CowStr(key)) = map.next_key::<CowStr<'de>>()? {
-                let value: &'de RawValue = map.next_value()?;
-                self.0.push((key, value));
-            }
-            Ok(true)
-        }
+fn exact_item(raw: &str) -> Res<Option<ExactItem>> {
+    let mut r = Scan::new(raw);
+    if r.peek() != Some(b'{') {
+        return r.opt_str().map(|_| None);
     }
-    let mut members = Members(Vec::new());
-    let mut de = serde_json::Deserializer::from_str(raw.get());
-    if !object_or_default(&mut de, &mut members)? {
-        return Ok(None);
-    }
+    let mut members: Vec<(Cow<'_, str>, &str)> = Vec::new();
+    r.object(|r, key| {
+        members.push((key, r.raw()?));
+        Ok(())
+    })?;
     let first = |key: &str| {
-        let raw = members.0.iter().find(|(k, _)| k == key)?.1;
-        serde_json::from_str::<String>(raw.get()).ok()
+        let raw = members.iter().find(|(k, _)| k == key)?.1;
+        string_value(raw).map(Cow::into_owned)
     };
     let (id, kind) = (first("id"), first("type"));
     let (text, message, aggregated_output) = (first("text"), first("message"), first("aggregated_output"));
     let mut map = Map::new();
-    for (key, raw) in &members.0 {
-        if let Ok(value) = serde_json::from_str::<Value>(raw.get()) {
+    for (key, raw) in &members {
+        if let Ok(value) = serde_json::from_str::<Value>(raw) {
             map.insert(key.to_string(), value);
         }
     }
@@ -296,174 +470,56 @@ enum ExitCode {
     Other,
 }
 
-impl<'de> Deserialize<'de> for ExitCode {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = ExitCode;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<ExitCode, E> {
-                Ok(if v == 0 { ExitCode::Zero } else { ExitCode::Other })
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<ExitCode, E> {
-                Ok(if v == 0 { ExitCode::Zero } else { ExitCode::Other })
-            }
-            fn visit_f64<E: de::Error>(self, _: f64) -> Result<ExitCode, E> {
-                Ok(ExitCode::Other)
-            }
-            fn visit_bool<E: de::Error>(self, _: bool) -> Result<ExitCode, E> {
-                Ok(ExitCode::Other)
-            }
-            fn visit_str<E: de::Error>(self, _: &str) -> Result<ExitCode, E> {
-                Ok(ExitCode::Other)
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<ExitCode, E> {
-                Ok(ExitCode::Absent)
-            }
-            // Read as values, so unreadable text fails the fast read (see `Item`).
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<ExitCode, A::Error> {
-                Value::deserialize(de::value::SeqAccessDeserializer::new(seq)).map(|_| ExitCode::Other)
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<ExitCode, A::Error> {
-                Value::deserialize(de::value::MapAccessDeserializer::new(map)).map(|_| ExitCode::Other)
-            }
-        }
-        d.deserialize_any(V)
+impl ExitCode {
+    /// Read as a whole `Value` would be (so unreadable text fails the fast read, see `Item`).
+    /// Only the integer `0` is zero: serde_json reads `-0`, `0.0` and `0e0` as floats.
+    fn read(r: &mut Scan<'_>) -> Res<Self> {
+        Ok(match r.checked_raw()? {
+            "null" => ExitCode::Absent,
+            "0" => ExitCode::Zero,
+            _ => ExitCode::Other,
+        })
     }
 }
 
-/// Reads the line's item into an [`Item`] in place; a value that is not an object leaves it
-/// with `is_object` false.
-struct ItemSeed<'i, 'a>(&'i mut Item<'a>);
-
-impl<'de: 'a, 'a> DeserializeSeed<'de> for ItemSeed<'_, 'a> {
-    type Value = ();
-
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        object_or_default(d, self)
+/// `turn.completed.usage` → run usage (see the module table), read in the line's pass: an
+/// object's entries each read as a `Value`; any other value is read as one and gives no usage.
+fn read_usage(r: &mut Scan<'_>) -> Res<Option<TokenUsage>> {
+    if r.peek() != Some(b'{') {
+        return r.check().map(|()| None);
     }
-}
-
-impl<'de: 'a, 'a> ObjectVisitor<'de> for ItemSeed<'_, 'a> {
-    type Out = ();
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let item = self.0;
-        item.is_object = true;
-        let mut seen = SeenKeys::new();
-        while let Some(CowStr(key)) = map.next_key::<CowStr<'de>>()? {
-            macro_rules! raw {
-                ($i:expr, $field:ident) => {{
-                    seen.known($i);
-                    let raw = map.next_value::<&'de RawValue>()?;
-                    // Kept verbatim, so it must read as a JSON reader reads it (see `Item`).
-                    if may_hold_surrogates(raw.get()) {
-                        item.suspicious = true;
-                    }
-                    item.$field = Some(raw);
-                }};
+    let mut usage = TokenUsage::default();
+    let mut extra = Map::new();
+    let mut any = false;
+    // Counters kept in `extra` because their value was not a count (bit per slot).
+    let mut odd = 0u8;
+    r.object(|r, key| {
+        any = true;
+        let (bit, slot) = match key.as_ref() {
+            "input_tokens" => (1, &mut usage.prompt_tokens),
+            "cached_input_tokens" => (2, &mut usage.cached_tokens),
+            "output_tokens" => (4, &mut usage.completion_tokens),
+            _ => {
+                let value = r.json_value()?;
+                extra.insert(key.into_owned(), value);
+                return Ok(());
             }
-            macro_rules! last_str {
-                ($i:expr, $field:ident) => {{
-                    seen.known($i);
-                    item.$field = map.next_value::<CheckedStr<'de>>()?.0;
-                }};
-            }
-            match key.as_ref() {
-                "id" => last_str!(0, id),
-                "type" => last_str!(1, kind),
-                "text" => last_str!(2, text),
-                "message" => last_str!(3, message),
-                "aggregated_output" => last_str!(4, aggregated_output),
-                "command" => raw!(5, command),
-                "exit_code" => {
-                    seen.known(6);
-                    item.exit_code = map.next_value()?;
-                }
-                "status" => last_str!(7, status),
-                "changes" => raw!(8, changes),
-                "server" => last_str!(9, server),
-                "tool" => last_str!(10, tool),
-                "arguments" => raw!(11, arguments),
-                "query" => raw!(12, query),
-                "action" => raw!(13, action),
-                "summary" => raw!(14, summary),
-                "content" => raw!(15, content),
-                "items" => raw!(16, items),
-                "result" => raw!(17, result),
-                "error" => raw!(18, error),
-                _ => {
-                    seen.other(key_text(&key));
-                    // Not read, but part of `rawOutput`: it must read as a JSON reader reads it.
-                    let raw = map.next_value::<&'de RawValue>()?;
-                    if may_hold_surrogates(raw.get()) {
-                        item.suspicious = true;
-                    }
-                }
-            }
+        };
+        // A key printed twice counts with its last value, as in a JSON reader.
+        let value = r.json_value()?;
+        *slot = value.as_u64();
+        if slot.is_none() && !value.is_null() {
+            // Not a count we can read: keep it verbatim rather than drop it.
+            odd |= bit;
+            extra.insert(key.into_owned(), value);
+        } else if odd & bit != 0 {
+            odd &= !bit;
+            extra.shift_remove(key.as_ref());
         }
-        item.dup = seen.dup();
         Ok(())
-    }
-}
-
-impl<'a> Item<'a> {
-    /// The last value of a raw field, unless it is `null`.
-    fn get(raw: Option<&'a RawValue>) -> Option<&'a RawValue> {
-        non_null(raw)
-    }
-
-    /// `command` when it is a string.
-    fn command(&self) -> Option<Cow<'a, str>> {
-        self.command.and_then(raw_str)
-    }
-}
-
-/// `turn.completed.usage` → run usage (see the module table), read in the line's pass.
-struct Usage(Option<TokenUsage>);
-
-impl<'de> Deserialize<'de> for Usage {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> ObjectVisitor<'de> for V {
-            type Out = Option<TokenUsage>;
-            const LISTS_AS_VALUES: bool = true;
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<TokenUsage>, A::Error> {
-                let mut usage = TokenUsage::default();
-                let mut extra = Map::new();
-                let mut any = false;
-                // Counters kept in `extra` because their value was not a count (bit per slot).
-                let mut odd = 0u8;
-                while let Some(CowStr(key)) = map.next_key::<CowStr<'de>>()? {
-                    any = true;
-                    let (bit, slot) = match key.as_ref() {
-                        "input_tokens" => (1, &mut usage.prompt_tokens),
-                        "cached_input_tokens" => (2, &mut usage.cached_tokens),
-                        "output_tokens" => (4, &mut usage.completion_tokens),
-                        _ => {
-                            extra.insert(key.into_owned(), map.next_value::<Value>()?);
-                            continue;
-                        }
-                    };
-                    // A key printed twice counts with its last value, as in a JSON reader.
-                    let value = map.next_value::<Value>()?;
-                    *slot = value.as_u64();
-                    if slot.is_none() && !value.is_null() {
-                        // Not a count we can read: keep it verbatim rather than drop it.
-                        odd |= bit;
-                        extra.insert(key.into_owned(), value);
-                    } else if odd & bit != 0 {
-                        odd &= !bit;
-                        extra.shift_remove(key.as_ref());
-                    }
-                }
-                usage.extra = (!extra.is_empty()).then_some(extra);
-                Ok(any.then_some(usage))
-            }
-        }
-        object_or_default(d, V).map(Usage)
-    }
+    })?;
+    usage.extra = (!extra.is_empty()).then_some(extra);
+    Ok(any.then_some(usage))
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -480,31 +536,34 @@ fn emit(ctx: &DecodeContext, update: SessionUpdate, out: &mut Vec<OutputEvent>) 
 
 impl HarnessDecoder for CodexDecoder {
     fn decode_line(&mut self, line: &str, ctx: &mut DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
+        if !line.trim_start().starts_with('{') {
+            return classify_failure(line);
+        }
         let mut item = Item::default();
         let mut l = Line::default();
-        let fast = parse_line_seed(line, LineSeed { line: &mut l, item: Some(&mut item) }).is_ok()
-            && !item.dup
-            && !item.suspicious;
+        let fast = read_whole_line(line, &mut l, Some(&mut item)).is_ok() && !item.dup && !item.suspicious;
         if fast {
             return self.line(&mut l, &mut item, line, ctx, out);
         }
-        // The exact path: the item kept raw, then read field by field.
+        // The exact path: the item kept as printed, then read field by field.
         let mut l = Line::default();
-        if let Err(outcome) = parse_line_seed(line, LineSeed { line: &mut l, item: None }) {
-            return outcome;
+        if read_whole_line(line, &mut l, None).is_err() {
+            return classify_failure(line);
         }
-        let (text, id, kind, exact) = match l.item_raw.map(exact_item) {
-            None | Some(Ok(None)) => return self.line(&mut l, &mut Item::default(), line, ctx, out),
-            Some(Ok(Some(exact))) => exact,
-            Some(Err(_)) => return LineOutcome::UnexpectedShape,
+        if l.item_text.is_empty() {
+            return self.line(&mut l, &mut Item::default(), line, ctx, out);
+        }
+        let (text, id, kind, exact) = match exact_item(l.item_text) {
+            Ok(Some(exact)) => exact,
+            Ok(None) => return self.line(&mut l, &mut Item::default(), line, ctx, out),
+            Err(_) => return LineOutcome::UnexpectedShape,
         };
         let mut item = Item::default();
-        let mut de = serde_json::Deserializer::from_str(&text);
-        if ItemSeed(&mut item).deserialize(&mut de).is_err() {
+        if read_item(&mut Scan::new(&text), &mut item).is_err() {
             return LineOutcome::UnexpectedShape; // unreachable: `text` was written by serde_json
         }
-        item.id = id.map(Cow::Owned);
-        item.kind = kind.map(Cow::Owned);
+        item.id = Text::new(id.map(Cow::Owned));
+        item.kind = Text::new(kind.map(Cow::Owned));
         item.exact = Some(Box::new(exact));
         self.line(&mut l, &mut item, line, ctx, out)
     }
@@ -519,9 +578,9 @@ impl CodexDecoder {
         ctx: &mut DecodeContext,
         out: &mut Vec<OutputEvent>,
     ) -> LineOutcome {
-        match l.kind.as_deref() {
+        match l.kind.get() {
             Some("thread.started") => {
-                ctx.see_session(l.thread_id.as_deref());
+                ctx.see_session(l.thread_id.get());
                 LineOutcome::Decoded
             }
             Some("turn.started") => LineOutcome::Decoded,
@@ -553,33 +612,29 @@ impl CodexDecoder {
                 emit(ctx, SessionUpdate::error(message, false), out);
                 LineOutcome::Decoded
             }
-            Some("item.started") => self.item(Phase::Started, item, line, ctx, out),
-            Some("item.updated") => self.item(Phase::Updated, item, line, ctx, out),
-            Some("item.completed") => self.item(Phase::Completed, item, line, ctx, out),
+            Some("item.started") => self.item(Phase::Started, item, l.item_text, ctx, out),
+            Some("item.updated") => self.item(Phase::Updated, item, l.item_text, ctx, out),
+            Some("item.completed") => self.item(Phase::Completed, item, l.item_text, ctx, out),
             _ => LineOutcome::UnknownType,
         }
     }
 }
 
-/// The item of `line` as printed (`None` if the line has none, which a decoded item rules out).
-fn item_text(line: &str) -> Option<&RawValue> {
-    serde_json::from_str::<ItemText<'_>>(line).ok()?.item
-}
-
-/// The item of `line` as its fields read one by one (see [`Item`]).
-fn item_value(line: &str) -> Value {
-    match item_text(line).map(exact_item) {
-        Some(Ok(Some((_, _, _, exact)))) => exact.value,
+/// An item printed as `text`, as its fields read one by one (see [`Item`]).
+fn item_value(text: &str) -> Value {
+    match exact_item(text) {
+        Ok(Some((_, _, _, exact))) => exact.value,
         _ => Value::Null,
     }
 }
 
 impl CodexDecoder {
+    /// `printed`: the item as printed on the line.
     fn item(
         &mut self,
         phase: Phase,
         item: &mut Item<'_>,
-        line: &str,
+        printed: &str,
         ctx: &DecodeContext,
         out: &mut Vec<OutputEvent>,
     ) -> LineOutcome {
@@ -605,7 +660,7 @@ impl CodexDecoder {
                 LineOutcome::Decoded
             }
             "todo_list" => {
-                let items = Item::get(item.items).and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok());
+                let items = present(item.items).and_then(|raw| serde_json::from_str::<Value>(raw).ok());
                 emit(ctx, SessionUpdate::Plan { entries: todo_entries(items.as_ref()) }, out);
                 LineOutcome::Decoded
             }
@@ -615,7 +670,7 @@ impl CodexDecoder {
                         Some(m) => m.into_owned(),
                         None => match &item.exact {
                             Some(exact) => exact.value.to_string(),
-                            None => item_value(line).to_string(),
+                            None => item_value(printed).to_string(),
                         },
                     };
                     emit(ctx, SessionUpdate::error(message, false), out);
@@ -623,7 +678,7 @@ impl CodexDecoder {
                 LineOutcome::Decoded
             }
             "command_execution" | "file_change" | "mcp_tool_call" | "web_search" => {
-                self.tool_item(phase, &kind, item, line, ctx, out)
+                self.tool_item(phase, &kind, item, printed, ctx, out)
             }
             _ => LineOutcome::UnknownType,
         }
@@ -634,7 +689,7 @@ impl CodexDecoder {
         phase: Phase,
         kind: &str,
         item: &mut Item<'_>,
-        line: &str,
+        printed: &str,
         ctx: &DecodeContext,
         out: &mut Vec<OutputEvent>,
     ) -> LineOutcome {
@@ -659,10 +714,9 @@ impl CodexDecoder {
                 }
                 // `rawOutput`: the item as printed (on the exact path: as its fields read).
                 // (Every field of a fast-path item was read or checked, see `Item`.)
-                let raw_output = match (&item.exact, item_text(line)) {
-                    (Some(exact), _) => RawJson::from_value(&exact.value),
-                    (None, Some(raw)) => RawJson::from_raw(raw),
-                    (None, None) => RawJson::from_value(&Value::Null),
+                let raw_output = match &item.exact {
+                    Some(exact) => RawJson::from_value(&exact.value),
+                    None => verbatim(printed),
                 };
                 emit(ctx, SessionUpdate::ToolCallUpdate(completion(kind, id.into_owned(), item, raw_output)), out);
             }
@@ -677,7 +731,7 @@ fn reasoning_text(item: &mut Item<'_>) -> Option<String> {
         return Some(text.into_owned());
     }
     for raw in [item.summary, item.content] {
-        let Some(Value::Array(parts)) = Item::get(raw).and_then(|r| serde_json::from_str::<Value>(r.get()).ok()) else {
+        let Some(Value::Array(parts)) = present(raw).and_then(|r| serde_json::from_str::<Value>(r).ok()) else {
             continue;
         };
         let texts: Vec<&str> = parts
@@ -719,62 +773,90 @@ fn todo_entries(items: Option<&Value>) -> Vec<PlanEntry> {
 }
 
 /// One change of a `file_change` item.
-#[derive(Deserialize)]
+#[derive(Default)]
 struct Change<'a> {
-    #[serde(default, borrow, with = "opt_string")]
-    path: Option<Cow<'a, str>>,
-    #[serde(default, borrow, with = "opt_string")]
-    kind: Option<Cow<'a, str>>,
+    path: Text<'a>,
+    kind: Text<'a>,
 }
 
-/// A change's `(path, kind)`.
-type PathKind<'a> = (Cow<'a, str>, Option<Cow<'a, str>>);
+/// A change (an object), its fields read as lenient strings; a key printed twice fails the read.
+fn read_change<'a>(r: &mut Scan<'a>) -> Res<Change<'a>> {
+    let mut change = Change::default();
+    read_object!(r, &mut change, { "path" => path: lenient_text, "kind" => kind: lenient_text })?;
+    Ok(change)
+}
 
-/// The `(path, kind)` of each change of a `file_change` item that names a path.
-fn changes<'a>(raw: Option<&'a RawValue>) -> Vec<PathKind<'a>> {
-    let Some(raw) = Item::get(raw) else { return Vec::new() };
-    let keep = |path: Option<Cow<'a, str>>, kind| Some((path.filter(|p| !p.is_empty())?, kind));
-    match serde_json::from_str::<ObjList<Change<'a>>>(raw.get()) {
-        Ok(ObjList(list)) => {
-            list.unwrap_or_default().into_iter().filter_map(|c| c.0).filter_map(|c| keep(c.path, c.kind)).collect()
+/// The changes of a `file_change` item that name a path: their locations, in order, and the
+/// kind of the first (for the title of a single change).
+#[derive(Default)]
+struct FileChanges<'a> {
+    locations: Vec<ToolCallLocation>,
+    first_kind: Text<'a>,
+}
+
+impl<'a> FileChanges<'a> {
+    /// Read the changes kept as printed in `raw` (absent or `null`: none).
+    fn read(raw: &'a str) -> Self {
+        let Some(raw) = present(raw) else { return FileChanges::default() };
+        // Read as `json::ObjList` reads a list of objects (see `scan::read_obj_list`), straight
+        // into the locations.
+        let mut changes = FileChanges::default();
+        let mut r = Scan::new(raw);
+        let read = if r.peek() == Some(b'[') {
+            r.array(|r| {
+                if let Some(mut c) = read_obj(r, read_change)? {
+                    changes.add(c.path.take(), c.kind.take());
+                }
+                Ok(())
+            })
+        } else {
+            r.opt_str().map(drop)
+        };
+        if read.and_then(|()| r.end()).is_ok() {
+            return changes;
         }
         // A change printing a key twice: read it the way a JSON reader would (last value).
-        Err(_) => {
-            let Ok(Value::Array(list)) = serde_json::from_str::<Value>(raw.get()) else { return Vec::new() };
-            list.iter()
-                .filter_map(Value::as_object)
-                .filter_map(|c| {
-                    let owned = |k: &str| str_field(c, k).map(|s| Cow::Owned(s.to_string()));
-                    keep(owned("path"), owned("kind"))
-                })
-                .collect()
+        let mut changes = FileChanges::default();
+        if let Ok(Value::Array(list)) = serde_json::from_str::<Value>(raw) {
+            for c in list.iter().filter_map(Value::as_object) {
+                let owned = |k: &str| str_field(c, k).map(|s| Cow::Owned(s.to_string()));
+                changes.add(owned("path"), owned("kind"));
+            }
+        }
+        changes
+    }
+
+    /// One more change, kept when it names a path.
+    fn add(&mut self, path: Option<Cow<'a, str>>, kind: Option<Cow<'a, str>>) {
+        let Some(path) = path.filter(|p| !p.is_empty()) else { return };
+        if self.locations.is_empty() {
+            self.first_kind = Text::new(kind);
+        }
+        self.locations.push(ToolCallLocation::path(path));
+    }
+
+    fn title(&self) -> String {
+        match self.locations.as_slice() {
+            [] => "Edit files".to_string(),
+            [one] => {
+                let verb = match self.first_kind.get() {
+                    Some("add") => "Create",
+                    Some("delete") => "Delete",
+                    _ => "Edit",
+                };
+                let mut title = String::with_capacity(verb.len() + 1 + one.path.len());
+                title.push_str(verb);
+                title.push(' ');
+                title.push_str(&one.path);
+                title
+            }
+            many => format!("Edit {} files", many.len()),
         }
     }
-}
 
-fn change_locations(changes: &[PathKind<'_>]) -> Option<Vec<ToolCallLocation>> {
-    if changes.is_empty() {
-        return None;
-    }
-    Some(changes.iter().map(|(p, _)| ToolCallLocation::path(p.as_ref())).collect())
-}
-
-fn change_title(changes: &[PathKind<'_>]) -> String {
-    match changes {
-        [] => "Edit files".to_string(),
-        [(path, kind)] => {
-            let verb = match kind.as_deref() {
-                Some("add") => "Create",
-                Some("delete") => "Delete",
-                _ => "Edit",
-            };
-            let mut title = String::with_capacity(verb.len() + 1 + path.len());
-            title.push_str(verb);
-            title.push(' ');
-            title.push_str(path);
-            title
-        }
-        many => format!("Edit {} files", many.len()),
+    /// The locations, `None` when there are none.
+    fn into_locations(self) -> Option<Vec<ToolCallLocation>> {
+        (!self.locations.is_empty()).then_some(self.locations)
     }
 }
 
@@ -791,10 +873,10 @@ fn mcp_tool_name(server: Option<&str>, tool: Option<&str>) -> Option<String> {
 
 /// The search query of a `web_search` item: `query`, else `action.query`.
 fn search_query<'a>(item: &Item<'a>) -> Option<Cow<'a, str>> {
-    if let Some(q) = item.query.and_then(raw_str).filter(|q| !q.is_empty()) {
+    if let Some(q) = string_value(item.query).filter(|q| !q.is_empty()) {
         return Some(q);
     }
-    let action = serde_json::from_str::<Value>(Item::get(item.action)?.get()).ok()?;
+    let action = serde_json::from_str::<Value>(present(item.action)?).ok()?;
     let query = action.get("query")?.as_str().filter(|q| !q.is_empty())?;
     Some(Cow::Owned(query.to_string()))
 }
@@ -853,21 +935,21 @@ fn tool_call(kind: &str, id: &str, item: &Item<'_>) -> ToolCall {
                 Some(c) => command_title(&unwrap_shell(c)),
                 None => "Run command".to_string(),
             };
-            if let (Some(_), Some(raw)) = (&command, item.command) {
-                call.raw_input = Some(raw_object(&[("command", raw)]));
+            if command.is_some() {
+                call.raw_input = Some(record(&[("command", item.command)]));
             }
         }
         "file_change" => {
-            let changes = changes(item.changes);
-            call.title = change_title(&changes);
-            call.locations = change_locations(&changes);
-            if let Some(raw) = Item::get(item.changes) {
-                call.raw_input = Some(raw_object(&[("changes", raw)]));
+            let changes = FileChanges::read(item.changes);
+            call.title = changes.title();
+            call.locations = changes.into_locations();
+            if let Some(raw) = present(item.changes) {
+                call.raw_input = Some(record(&[("changes", raw)]));
             }
         }
         "mcp_tool_call" => {
-            let server = item.server.as_deref().filter(|s| !s.is_empty());
-            let tool = item.tool.as_deref().filter(|t| !t.is_empty());
+            let server = item.server.get().filter(|s| !s.is_empty());
+            let tool = item.tool.get().filter(|t| !t.is_empty());
             call.tool_name = mcp_tool_name(server, tool);
             if let Some(name) = &call.tool_name {
                 call.kind = tool_kind(Agent::Codex, name);
@@ -878,17 +960,15 @@ fn tool_call(kind: &str, id: &str, item: &Item<'_>) -> ToolCall {
                 (Some(s), None) => format!("{s}: MCP tool"),
                 (None, None) => "MCP tool".to_string(),
             };
-            call.raw_input = Item::get(item.arguments).map(RawJson::from_raw);
+            call.raw_input = present(item.arguments).map(verbatim);
         }
         _ => {
             // web_search
             call.title = search_title(search_query(item).as_deref());
-            let members: Vec<(&str, &RawValue)> = [("query", item.query), ("action", item.action)]
-                .into_iter()
-                .filter_map(|(k, v)| Some((k, v?)))
-                .collect();
+            let members: Vec<(&str, &str)> =
+                [("query", item.query), ("action", item.action)].into_iter().filter(|(_, v)| !v.is_empty()).collect();
             if !members.is_empty() {
-                call.raw_input = Some(raw_object(&members));
+                call.raw_input = Some(record(&members));
             }
         }
     }
@@ -898,8 +978,8 @@ fn tool_call(kind: &str, id: &str, item: &Item<'_>) -> ToolCall {
 /// The `tool_call_update` for a completed tool item.
 fn completion(kind: &str, id: String, item: &mut Item<'_>, raw_output: RawJson) -> ToolCallUpdate {
     let mut update = ToolCallUpdate::new(id);
-    let status = item.status.as_deref();
-    let error = Item::get(item.error);
+    let status = item.status.get();
+    let error = present(item.error);
     let failed = match kind {
         "command_execution" => match status {
             Some("completed") => false,
@@ -917,11 +997,11 @@ fn completion(kind: &str, id: String, item: &mut Item<'_>, raw_output: RawJson) 
                 content.push(ToolCallContent::text(output));
             }
         }
-        "file_change" => update.locations = change_locations(&changes(item.changes)),
+        "file_change" => update.locations = FileChanges::read(item.changes).into_locations(),
         "mcp_tool_call" => {
-            let result = Item::get(item.result).and_then(|r| serde_json::from_str::<Value>(r.get()).ok());
+            let result = present(item.result).and_then(|r| serde_json::from_str::<Value>(r).ok());
             mcp_result_content(result.as_ref(), &mut content);
-            let error = error.and_then(|e| serde_json::from_str::<Value>(e.get()).ok());
+            let error = error.and_then(|e| serde_json::from_str::<Value>(e).ok());
             let message = match &error {
                 Some(Value::String(m)) => Some(m.as_str()),
                 Some(Value::Object(e)) => str_field(e, "message"),
@@ -991,7 +1071,7 @@ fn mcp_result_content(result: Option<&Value>, out: &mut Vec<ToolCallContent>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decode::{Agent, Decoder};
+    use crate::decode::{Agent, Decoder, HarnessDecoder};
 
     fn run(input: &str) -> Vec<Value> {
         let mut d = Decoder::new(Agent::Codex);
@@ -1016,6 +1096,84 @@ mod tests {
         assert_eq!(evs[1]["update"]["toolCallId"], "item_6");
         assert_eq!(evs[1]["update"]["title"], "Search: q");
         assert_eq!(evs[1]["update"]["rawOutput"]["id"], "ws_1");
+    }
+
+    /// Decode each line with a fresh context: its outcome and its events as serialized.
+    fn outcomes(lines: &[String]) -> Vec<(LineOutcome, String)> {
+        let mut d = CodexDecoder::default();
+        let mut ctx = DecodeContext::default();
+        lines
+            .iter()
+            .map(|l| {
+                let mut out = Vec::new();
+                let outcome = d.decode_line(l, &mut ctx, &mut out);
+                (outcome, serde_json::to_string(&out).unwrap())
+            })
+            .collect()
+    }
+
+    /// Edge cases of the scanner port, pinned to what the serde reading it replaced gave
+    /// (checked against it on random lines while porting).
+    #[test]
+    fn scanner_reads_edge_cases_as_the_serde_reading_did() {
+        let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        let completed = |id: &str, rest: &str| {
+            format!(r#"{{"type":"item.completed","item":{{"id":"{id}","type":"command_execution"{rest}}}}}"#)
+        };
+        let lines = [
+            completed("a", r#","exit_code":0"#),
+            // serde_json reads `-0` and `0.0` as floats: not the integer 0, so failed.
+            completed("b", r#","exit_code":-0"#),
+            completed("c", r#","exit_code":0.0"#),
+            // An unreadable number in a read field: the exact path drops the field.
+            completed("d", r#","exit_code":1e400"#),
+            // In a field only kept verbatim, it stays (as printed).
+            completed("e", r#","exit_code":0,"note":1e400"#),
+            r#"{"type":"item.completed","item":{"id":"m1","type":"agent_message","text":"\ud800"}}"#.to_string(),
+            // An escaped key is the key it spells (`id` twice: the exact path).
+            r#"{"type":"item.completed","item":{"id":"m2","type":"agent_message","text":"hi","\u0069d":"m3"}}"#
+                .to_string(),
+            r#"{"type":"item.completed","item":{"id":"m4","type":"agent_message","\ud800":1}}"#.to_string(),
+            r#"{"type":"error","message":[1e400]}"#.to_string(),
+            r#"{"type":"turn.completed","usage":"\ud800"}"#.to_string(),
+            format!(
+                r#"{{"type":"item.completed","item":{{"id":"m5","type":"agent_message","text":"x","n":{}}}}}"#,
+                deep(126)
+            ),
+            format!(
+                r#"{{"type":"item.completed","item":{{"id":"m6","type":"agent_message","text":{},"text":"y"}}}}"#,
+                deep(126)
+            ),
+        ];
+        let tool = |id: &str, status: &str, raw: &str| {
+            format!(
+                r#"[{{"update":{{"sessionUpdate":"tool_call","toolCallId":"{id}","title":"Run command","toolName":"command_execution","kind":"execute","status":"in_progress"}}}},{{"update":{{"sessionUpdate":"tool_call_update","toolCallId":"{id}","status":"{status}","rawOutput":{{"id":"{id}","type":"command_execution"{raw}}}}}}}]"#
+            )
+        };
+        let message = |text: &str| {
+            format!(
+                r#"[{{"update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":"{text}"}}}}}}]"#
+            )
+        };
+        let expected = [
+            (LineOutcome::Decoded, tool("a", "completed", r#","exit_code":0"#)),
+            (LineOutcome::Decoded, tool("b", "failed", r#","exit_code":-0"#)),
+            (LineOutcome::Decoded, tool("c", "failed", r#","exit_code":0.0"#)),
+            (LineOutcome::Decoded, tool("d", "completed", "")),
+            (LineOutcome::Decoded, tool("e", "completed", r#","exit_code":0,"note":1e400"#)),
+            (LineOutcome::Decoded, "[]".to_string()),
+            (LineOutcome::Decoded, message("hi")),
+            (LineOutcome::UnexpectedShape, "[]".to_string()),
+            (LineOutcome::UnexpectedShape, "[]".to_string()),
+            (LineOutcome::UnexpectedShape, "[]".to_string()),
+            (LineOutcome::Decoded, message("x")),
+            // `text` printed twice: the first one counts, and it is not a string.
+            (LineOutcome::Decoded, "[]".to_string()),
+        ];
+        let got = outcomes(&lines);
+        for ((line, want), got) in lines.iter().zip(&expected).zip(&got) {
+            assert_eq!(got, want, "{line}");
+        }
     }
 
     #[test]

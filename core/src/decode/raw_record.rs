@@ -147,7 +147,8 @@ pub fn read_raw_json(text: String) -> RawJson {
     // (which accepts only what serde_json accepts, property-tested against it) has read it
     // whole, and the whitespace around it was trimmed above.
     let raw = unsafe { RawValue::from_string_unchecked(text) };
-    RawJson::from_raw(&raw)
+    // Kept as it is: copying it again would cost an allocation per record.
+    RawJson::from_boxed(raw)
 }
 
 /// JSON `text` as [`RawJson`] (kept verbatim) when a [`serde_json::Value`] would read it whole.
