@@ -3,6 +3,15 @@
 //! Every line is `{type, timestamp, …}` with an ISO `timestamp`, which every event of the line
 //! carries. The model comes from the `init` line and is stamped on every later event.
 //!
+//! Each line is read in one pass by the scanner ([`super::scan::Scan`], serde_json's acceptance
+//! rules) into a struct of fields borrowed from it: strings as `json::opt_string` reads them
+//! (another type is absent), `parameters` / `output` / `error` as the text printed (what
+//! `rawInput` / `rawOutput` are written from, verbatim), `stats` straight into the usage. A line
+//! is unusable exactly when serde_json's reading of it failed: text that is not JSON, a known key
+//! printed twice, a number or unpaired surrogate escape a typed read refuses, or an unpaired
+//! surrogate escape in a verbatim part. The printed parameters of a `tool_use` are scanned once
+//! more for its title, locations, diff and plan.
+//!
 //! | line | events |
 //! |---|---|
 //! | `init` | none; `session_id` becomes the run's `sessionId`, `model` the run's model |
@@ -773,6 +782,74 @@ mod tests {
         let evs = run("{\"type\":\"tool_result\",\"tool_id\":\"t\",\"status\":\"success\",\"output\":{\"a\":1}}\n");
         assert_eq!(evs[0]["update"]["content"][0]["content"]["text"], "{\"a\":1}");
         assert_eq!(evs[0]["update"]["rawOutput"]["output"]["a"], 1);
+    }
+
+    /// One line through a fresh decoder: its outcome and its events as JSON text.
+    fn line(text: &str) -> (LineOutcome, Vec<String>) {
+        let mut ctx = DecodeContext::default();
+        let mut out = Vec::new();
+        let outcome = GeminiDecoder::default().decode_line(text, &mut ctx, &mut out);
+        (outcome, out.iter().map(|e| serde_json::to_string(e).unwrap()).collect())
+    }
+
+    /// The verbatim parts are read by syntax only, as serde_json captured them: only an
+    /// unpaired surrogate escape (which a JSON reader refuses) makes the line unusable, not a
+    /// number beyond `f64` nor nesting past serde_json's limit; `stats` is read by type.
+    #[test]
+    fn verbatim_parts_fail_the_line_only_as_before() {
+        let deep = format!("{}1{}", "[".repeat(200), "]".repeat(200));
+        for (text, usable) in [
+            (r#"{"type":"tool_use","tool_id":"t","parameters":{"x":1e400}}"#.to_string(), true),
+            (r#"{"type":"tool_use","tool_id":"t","parameters":{"x":"\ud800"}}"#.to_string(), false),
+            (r#"{"type":"tool_use","tool_id":"t","parameters":{"x":"\ud800\udc00"}}"#.to_string(), true),
+            (r#"{"type":"tool_use","tool_id":"t","parameters":{"x":"\ud800","y":1e400}}"#.to_string(), false),
+            (format!(r#"{{"type":"tool_use","tool_id":"t","parameters":{deep}}}"#), true),
+            (r#"{"type":"tool_result","tool_id":"t","output":["\udc00"]}"#.to_string(), false),
+            (r#"{"type":"tool_result","tool_id":"t","error":1e400}"#.to_string(), true),
+            (r#"{"type":"result","stats":{"x":1e400}}"#.to_string(), false),
+            (r#"{"type":"result","stats":[1e400]}"#.to_string(), false),
+            (format!(r#"{{"type":"result","stats":{deep}}}"#), false),
+            (r#"{"type":"tool_use","tool_id":"t","parameters":{},"parameters":null}"#.to_string(), false),
+        ] {
+            let (outcome, _) = line(&text);
+            assert_eq!(outcome == LineOutcome::Decoded, usable, "{text}: {outcome:?}");
+        }
+        // Parameters a typed read refuses give no title parts, but are still kept as printed.
+        let (_, evs) = line(
+            r#"{"type":"tool_use","tool_id":"t","tool_name":"read_file","parameters":{"file_path":"/a","path":1e400}}"#,
+        );
+        assert!(evs[0].contains(r#""title":"Read file""#), "{}", evs[0]);
+        assert!(evs[0].contains(r#""rawInput":{"file_path":"/a","path":1e400}"#), "{}", evs[0]);
+    }
+
+    /// `rawOutput` is written from the printed parts; a status that needs escaping (never seen)
+    /// is escaped as the shared record writer escapes it (short records its way, long ones
+    /// serde_json's).
+    #[test]
+    fn raw_output_keeps_the_printed_parts() {
+        let (_, evs) =
+            line(r#"{"type":"tool_result","tool_id":"t","status":"error","output" : [1, 2] ,"error":{"message":"m"}}"#);
+        let record = r#""rawOutput":{"status":"error","output":[1, 2],"error":{"message":"m"}}"#;
+        assert!(evs[0].contains(record), "{}", evs[0]);
+        let record = |status: &str, output: &str| raw_output(Some(status), Some(output), None).get().to_string();
+        assert_eq!(record("success", r#"[1, 2]"#), r#"{"status":"success","output":[1, 2]}"#);
+        assert_eq!(record("a\"b", r#""o""#), r#"{"status":"a\"b","output":"o"}"#);
+        assert_eq!(record("a\u{8}b", r#""o""#), r#"{"status":"a\u0008b","output":"o"}"#);
+        let long = format!("\"{}\"", "y".repeat(100));
+        assert_eq!(record("a\u{8}b", &long), format!(r#"{{"status":"a\bb","output":{long}}}"#));
+    }
+
+    /// An `error`'s message is what a JSON reader makes of it: the last `message`, and none when
+    /// the reader refuses the error (a number beyond `f64`).
+    #[test]
+    fn error_messages_read_as_a_json_reader_reads_them() {
+        assert_eq!(error_message(r#"{"message":"a","message":"b"}"#).as_deref(), Some("b"));
+        assert_eq!(error_message(r#"{"message":"a","message":1}"#), None);
+        assert_eq!(error_message(r#"{"message":"a","code":1e400}"#), None);
+        assert_eq!(error_message(r#""plain""#).as_deref(), Some("plain"));
+        assert_eq!(error_message(r#""""#), None);
+        assert_eq!(error_message(r#"{"message":"\ud83d\ude00"}"#).as_deref(), Some("😀"));
+        assert_eq!(error_message(r#"["m"]"#), None);
     }
 
     #[test]
