@@ -394,11 +394,13 @@ fn raw_output(status: Option<&str>, output: Option<&str>, error: Option<&str>) -
         return escaped_raw_output(status, output, error);
     }
     let members = [("status", status, true), ("output", output, false), ("error", error, false)];
-    // Exactly its length: `{`, then per member `"key":value` and a `,` or the closing `}`.
+    // Exactly its length: `{`, then per member `"key":value` and a `,` or the closing `}` (`{}`
+    // when there is none).
     let len = 1 + members
         .iter()
         .filter_map(|&(key, value, quoted)| Some(key.len() + 4 + value?.len() + 2 * usize::from(quoted)))
-        .sum::<usize>();
+        .sum::<usize>()
+        .max(1);
     let mut text = String::with_capacity(len);
     text.push('{');
     for (key, value, quoted) in members {
@@ -833,6 +835,7 @@ mod tests {
         assert!(evs[0].contains(record), "{}", evs[0]);
         let record = |status: &str, output: &str| raw_output(Some(status), Some(output), None).get().to_string();
         assert_eq!(record("success", r#"[1, 2]"#), r#"{"status":"success","output":[1, 2]}"#);
+        assert_eq!(raw_output(None, None, None).get(), "{}");
         assert_eq!(record("a\"b", r#""o""#), r#"{"status":"a\"b","output":"o"}"#);
         assert_eq!(record("a\u{8}b", r#""o""#), r#"{"status":"a\u0008b","output":"o"}"#);
         let long = format!("\"{}\"", "y".repeat(100));
