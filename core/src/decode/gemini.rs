@@ -98,8 +98,8 @@ pub(crate) struct GeminiDecoder {
 /// (read as `json::opt_string` reads them: another type is `None`), the parts kept verbatim
 /// (`parameters`, `output`, `error`) as slices of it, `stats` straight into the usage. A known
 /// key printed twice makes the line unusable (as a derived struct would), and so does a value
-/// no JSON reader takes in the parts that are values (`parameters`, `output`, `error`, `stats`:
-/// an unpaired surrogate escape).
+/// no JSON reader takes in the parts that are values (an unpaired surrogate escape in
+/// `parameters`, `output`, `error`; anything a `Value` refuses in `stats`).
 #[derive(Default)]
 struct Line<'a> {
     kind: Option<Cow<'a, str>>,
@@ -135,6 +135,7 @@ fn parse_line<'a>(line: &'a str, l: &mut Line<'a>, scratch: &mut Vec<(String, Va
     read.map_err(|_| classify_failure(line))
 }
 
+/// The fields of a line's object (other keys skipped by syntax, as `IgnoredAny` skipped them).
 fn read_line<'a>(r: &mut Scan<'a>, l: &mut Line<'a>) -> Res<()> {
     read_object!(r, l, {
         "type" => kind: Scan::opt_str,
@@ -466,6 +467,7 @@ struct Todo<'a> {
     priority: Option<Cow<'a, str>>,
 }
 
+/// A todo object, as a derived struct reads it (a field printed twice fails).
 fn read_todo<'a>(r: &mut Scan<'a>) -> Res<Todo<'a>> {
     let mut todo = Todo::default();
     read_object!(r, &mut todo, {
