@@ -3,6 +3,15 @@
 //! Every line is `{type, timestamp, …}` with an ISO `timestamp`, which every event of the line
 //! carries. The model comes from the `init` line and is stamped on every later event.
 //!
+//! Each line is read in one pass by the scanner ([`super::scan::Scan`], serde_json's acceptance
+//! rules) into a struct of fields borrowed from it: strings as `json::opt_string` reads them
+//! (another type is absent), `parameters` / `output` / `error` as the text printed (what
+//! `rawInput` / `rawOutput` are written from, verbatim), `stats` straight into the usage. A line
+//! is unusable exactly when serde_json's reading of it failed: text that is not JSON, a known key
+//! printed twice, a number or unpaired surrogate escape a typed read refuses, or an unpaired
+//! surrogate escape in a verbatim part. The printed parameters of a `tool_use` are scanned once
+//! more for its title, locations, diff and plan.
+//!
 //! | line | events |
 //! |---|---|
 //! | `init` | none; `session_id` becomes the run's `sessionId`, `model` the run's model |
@@ -58,19 +67,16 @@
 //! | e-bad-lines | `null`, non-objects, invalid JSON, unknown types, missing ids, odd roles and contents, a second `init` |
 
 use std::borrow::Cow;
-use std::fmt;
 
-use serde::Deserialize;
-use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::borrowed::{CowStr, SizedValue, Str, may_hold_surrogates, raw_str};
+use super::borrowed::{may_hold_surrogates, unescape_literal};
 use super::concat::title;
 use super::context::{DecodeContext, Envelope};
-use super::in_place::{ObjectVisitor, object_or_default, parse_line_seed};
-use super::json::{ObjList, opt_string, str_field};
-use super::raw_record::{Member, raw_object};
+use super::json::{Obj, classify_failure};
+use super::raw_record::{Member, raw_object, read_raw_json};
+use super::scan::{Bad, Res, Scan, read_obj_list, read_object};
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::{
     DiffContent, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus, RawJson, SessionUpdate, TokenUsage,
@@ -83,13 +89,17 @@ use crate::tools::{MAX_TITLE_CHARS, command_title, tool_kind};
 pub(crate) struct GeminiDecoder {
     /// A fatal `error` was already reported (so a bare failed `result` adds nothing).
     fatal_reported: bool,
+    /// The scanner's buffer for the objects of `stats`, kept from line to line so each
+    /// `result` line does not grow a new one.
+    scratch: Vec<(String, Value)>,
 }
 
-/// One line, read in one pass and in place: strings borrowed from the line, the parts kept
-/// verbatim (`parameters`, `output`, `error`) as raw slices, `stats` straight into the usage.
-/// A known key printed twice makes the line unusable (as a derived struct would), and so does a
-/// value no JSON reader takes in the parts that are values (`parameters`, `output`, `error`,
-/// `stats`: an unpaired surrogate escape).
+/// One line, read in one pass by [`read_line`] and in place: strings borrowed from the line
+/// (read as `json::opt_string` reads them: another type is `None`), the parts kept verbatim
+/// (`parameters`, `output`, `error`) as slices of it, `stats` straight into the usage. A known
+/// key printed twice makes the line unusable (as a derived struct would), and so does a value
+/// no JSON reader takes in the parts that are values (an unpaired surrogate escape in
+/// `parameters`, `output`, `error`; anything a `Value` refuses in `stats`).
 #[derive(Default)]
 struct Line<'a> {
     kind: Option<Cow<'a, str>>,
@@ -103,124 +113,99 @@ struct Line<'a> {
     status: Option<Cow<'a, str>>,
     severity: Option<Cow<'a, str>>,
     message: Option<Cow<'a, str>>,
-    /// Not `null`.
-    parameters: Option<&'a RawValue>,
-    /// Not `null`.
-    output: Option<&'a RawValue>,
-    /// Not `null`.
-    error: Option<&'a RawValue>,
+    /// As printed; not `null`.
+    parameters: Option<&'a str>,
+    /// As printed; not `null`.
+    output: Option<&'a str>,
+    /// As printed; not `null`.
+    error: Option<&'a str>,
     stats: Option<TokenUsage>,
 }
 
-struct LineSeed<'l, 'a>(&'l mut Line<'a>);
-
-impl<'de: 'a, 'a> DeserializeSeed<'de> for LineSeed<'_, 'a> {
-    type Value = ();
-
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_map(self)
+/// Read `line` into `l` with the [`Scan`]ner (serde_json's acceptance rules, one pass; `scratch`
+/// is its buffer, see [`Scan::with_scratch`]); when it is not a usable line, the outcome
+/// serde_json's reading of it gave.
+fn parse_line<'a>(line: &'a str, l: &mut Line<'a>, scratch: &mut Vec<(String, Value)>) -> Result<(), LineOutcome> {
+    if !line.trim_start().starts_with('{') {
+        return Err(classify_failure(line));
     }
+    let mut r = Scan::with_scratch(line, std::mem::take(scratch));
+    let read = read_line(&mut r, l).and_then(|()| r.end());
+    *scratch = r.into_scratch();
+    read.map_err(|_| classify_failure(line))
 }
 
-/// A raw value that must read as a JSON value (see [`Line`]); `None` for `null`.
-fn value_raw<E: de::Error>(raw: &RawValue) -> Result<Option<&RawValue>, E> {
-    if raw.get() == "null" {
+/// The fields of a line's object (other keys skipped by syntax, as `IgnoredAny` skipped them).
+fn read_line<'a>(r: &mut Scan<'a>, l: &mut Line<'a>) -> Res<()> {
+    read_object!(r, l, {
+        "type" => kind: Scan::opt_str,
+        "timestamp" => timestamp: Scan::opt_str,
+        "session_id" => session_id: Scan::opt_str,
+        "model" => model: Scan::opt_str,
+        "role" => role: Scan::opt_str,
+        "content" => content: Scan::opt_str,
+        "tool_name" => tool_name: Scan::opt_str,
+        "tool_id" => tool_id: Scan::opt_str,
+        "status" => status: Scan::opt_str,
+        "severity" => severity: Scan::opt_str,
+        "message" => message: Scan::opt_str,
+        "parameters" => parameters: read_verbatim,
+        "output" => output: read_verbatim,
+        "error" => error: read_verbatim,
+        "stats" => stats: read_stats,
+    })
+}
+
+/// A part kept verbatim: its text as printed, `None` for `null`. Only its syntax is read (as
+/// serde_json captures a raw value), except that text a JSON reader refuses and that may hold a
+/// surrogate escape makes the line unusable (so a lone surrogate does, a number beyond `f64`
+/// alone does not).
+fn read_verbatim<'a>(r: &mut Scan<'a>) -> Res<Option<&'a str>> {
+    let text = r.raw()?;
+    if text == "null" {
         return Ok(None);
     }
-    if may_hold_surrogates(raw.get()) && serde_json::from_str::<Value>(raw.get()).is_err() {
-        return Err(E::custom("unreadable value"));
+    if may_hold_surrogates(text) && !reads_as_value(text) {
+        return Err(Bad);
     }
-    Ok(Some(raw))
+    Ok(Some(text))
 }
 
-impl<'de: 'a, 'a> Visitor<'de> for LineSeed<'_, 'a> {
-    type Value = ();
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a gemini line")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let l = self.0;
-        let mut seen = 0u32;
-        while let Some(CowStr(key)) = map.next_key::<CowStr<'de>>()? {
-            let (bit, slot) = match key.as_ref() {
-                "type" => (0, &mut l.kind),
-                "timestamp" => (1, &mut l.timestamp),
-                "session_id" => (2, &mut l.session_id),
-                "model" => (3, &mut l.model),
-                "role" => (4, &mut l.role),
-                "content" => (5, &mut l.content),
-                "tool_name" => (6, &mut l.tool_name),
-                "tool_id" => (7, &mut l.tool_id),
-                "status" => (8, &mut l.status),
-                "severity" => (9, &mut l.severity),
-                "message" => (10, &mut l.message),
-                other => {
-                    let bit = match other {
-                        "parameters" => 11,
-                        "output" => 12,
-                        "error" => 13,
-                        "stats" => 14,
-                        _ => {
-                            map.next_value::<IgnoredAny>()?;
-                            continue;
-                        }
-                    };
-                    if seen & (1 << bit) != 0 {
-                        return Err(de::Error::custom("duplicate field"));
-                    }
-                    seen |= 1 << bit;
-                    match bit {
-                        11 => l.parameters = value_raw::<A::Error>(map.next_value()?)?,
-                        12 => l.output = value_raw::<A::Error>(map.next_value()?)?,
-                        13 => l.error = value_raw::<A::Error>(map.next_value()?)?,
-                        _ => l.stats = map.next_value::<Stats>()?.0,
-                    }
-                    continue;
-                }
-            };
-            if seen & (1 << bit) != 0 {
-                return Err(de::Error::custom("duplicate field"));
-            }
-            seen |= 1 << bit;
-            *slot = map.next_value::<Str<'de>>()?.0;
-        }
-        Ok(())
-    }
+/// A `serde_json::Value` reads `text` whole.
+fn reads_as_value(text: &str) -> bool {
+    let mut r = Scan::new(text);
+    r.check().and_then(|()| r.end()).is_ok()
 }
 
 impl HarnessDecoder for GeminiDecoder {
     fn decode_line(&mut self, line: &str, ctx: &mut DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
         let mut l = Line::default();
-        if let Err(outcome) = parse_line_seed(line, LineSeed(&mut l)) {
+        if let Err(outcome) = parse_line(line, &mut l, &mut self.scratch) {
             return outcome;
         }
-        let env = Envelope {
-            timestamp: l.timestamp.take().filter(|t| !t.is_empty()).map(Cow::into_owned),
-            model: l.model.take().filter(|m| !m.is_empty()).map(Cow::into_owned),
-            ..Envelope::default()
-        };
-        match l.kind.as_deref() {
+        let kind = l.kind.take();
+        match kind.as_deref() {
             Some("init") => {
                 ctx.see_session(l.session_id.as_deref());
                 if ctx.init_model.is_none() {
-                    ctx.init_model = env.model;
+                    ctx.init_model = l.model.take().filter(|m| !m.is_empty()).map(Cow::into_owned);
                 }
                 LineOutcome::Decoded
             }
             Some("message") => {
                 let Some(text) = l.content.take().filter(|c| !c.is_empty()) else { return LineOutcome::Decoded };
-                match l.role.as_deref() {
-                    Some("user") => env.emit_last(ctx, SessionUpdate::user_message(text), out),
-                    Some("assistant") | None => env.emit_last(ctx, SessionUpdate::message(text), out),
+                let update = match l.role.as_deref() {
+                    Some("user") => SessionUpdate::user_message(text),
+                    Some("assistant") | None => SessionUpdate::message(text),
                     Some(_) => return LineOutcome::UnexpectedShape,
-                }
+                };
+                envelope(&mut l).emit_last(ctx, update, out);
                 LineOutcome::Decoded
             }
-            Some("tool_use") => tool_use(&mut l, env, ctx, out),
-            Some("tool_result") => tool_result(&mut l, env, ctx, out),
+            Some("tool_use") => tool_use(&mut l, ctx, out),
+            Some("tool_result") => tool_result(&mut l, ctx, out),
             Some("error") => {
+                let env = envelope(&mut l);
                 let fatal = l.severity.as_deref() == Some("error");
                 let message =
                     l.message.take().filter(|m| !m.is_empty()).map_or_else(|| line.trim().into(), Cow::into_owned);
@@ -229,13 +214,13 @@ impl HarnessDecoder for GeminiDecoder {
                 LineOutcome::Decoded
             }
             Some("result") => {
+                let env = envelope(&mut l);
                 if let Some(usage) = l.stats.take() {
                     env.emit(ctx, SessionUpdate::Usage { scope: UsageScope::Run, usage }, out);
                 }
                 if l.status.as_deref().is_some_and(|s| s != "success") {
-                    let error = l.error.and_then(|e| serde_json::from_str::<Value>(e.get()).ok());
-                    let message = match error_message(error.as_ref()) {
-                        Some(m) => Some(m.to_string()),
+                    let message = match l.error.and_then(error_message) {
+                        Some(m) => Some(m.into_owned()),
                         None if !self.fatal_reported => {
                             Some(format!("gemini reported status {}", l.status.as_deref().unwrap_or_default()))
                         }
@@ -253,75 +238,93 @@ impl HarnessDecoder for GeminiDecoder {
     }
 }
 
-/// `{type, message}` → the message when it is a non-empty string (a bare string error too).
-fn error_message(error: Option<&Value>) -> Option<&str> {
-    match error? {
-        Value::String(s) => Some(s.as_str()),
-        Value::Object(o) => str_field(o, "message"),
-        _ => None,
+/// The envelope of a line that gives events (made only then: its strings are copies).
+fn envelope(l: &mut Line<'_>) -> Envelope {
+    Envelope {
+        timestamp: l.timestamp.take().filter(|t| !t.is_empty()).map(Cow::into_owned),
+        model: l.model.take().filter(|m| !m.is_empty()).map(Cow::into_owned),
+        ..Envelope::default()
     }
-    .filter(|m| !m.is_empty())
+}
+
+/// The message of a printed `error` (`{type, message}`, or a bare string) when it is a non-empty
+/// string; `None` also when a JSON reader refuses the text (a number beyond `f64`), as when it
+/// was read into a `Value` first. A `message` printed twice counts with its last value.
+fn error_message(text: &str) -> Option<Cow<'_, str>> {
+    let mut r = Scan::new(text);
+    let message = match r.peek()? {
+        b'"' => r.str().ok(),
+        b'{' => {
+            let mut message = None;
+            r.object(|r, key| {
+                if key != "message" {
+                    return r.check();
+                }
+                message = if r.peek() == Some(b'"') { Some(r.str()?) } else { r.check().map(|()| None)? };
+                Ok(())
+            })
+            .ok()?;
+            message
+        }
+        _ => None,
+    };
+    r.end().ok()?;
+    message.filter(|m| !m.is_empty())
 }
 
 /// `result.stats` → run usage (see the module docs), read in the line's pass: the counters
 /// that are used leave `extra`, every other key stays there verbatim (a key printed twice
-/// counts with its last value, as in a JSON reader).
-struct Stats(Option<TokenUsage>);
-
-impl<'de> Deserialize<'de> for Stats {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> ObjectVisitor<'de> for V {
-            type Out = Option<TokenUsage>;
-            const LISTS_AS_VALUES: bool = true;
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<TokenUsage>, A::Error> {
-                let mut extra = Map::with_capacity(8);
-                let (mut input_tokens, mut output_tokens, mut cached, mut input) = (None, None, None, None);
-                let mut any = false;
-                // Counters kept in `extra` because their value was not a count (bit per slot).
-                let mut odd = 0u8;
-                while let Some(CowStr(key)) = map.next_key::<CowStr<'de>>()? {
-                    any = true;
-                    let SizedValue(value) = map.next_value()?;
-                    let (bit, slot) = match key.as_ref() {
-                        "input_tokens" => (1, &mut input_tokens),
-                        "output_tokens" => (2, &mut output_tokens),
-                        "cached" => (4, &mut cached),
-                        other => {
-                            if other == "input" {
-                                input = value.as_u64();
-                            }
-                            extra.insert(key.into_owned(), value);
-                            continue;
-                        }
-                    };
-                    *slot = value.as_u64();
-                    if slot.is_none() {
-                        odd |= bit;
-                        extra.insert(key.into_owned(), value);
-                    } else if odd & bit != 0 {
-                        odd &= !bit;
-                        extra.shift_remove(key.as_ref());
-                    }
-                }
-                if !any {
-                    return Ok(None);
-                }
-                let prompt = input_tokens.or_else(|| Some(input? + cached.unwrap_or(0)));
-                Ok(Some(TokenUsage {
-                    prompt_tokens: prompt,
-                    completion_tokens: output_tokens,
-                    cached_tokens: cached,
-                    cost_usd: None,
-                    extra: (!extra.is_empty()).then_some(extra),
-                }))
-            }
-        }
-        object_or_default(d, V).map(Stats)
+/// counts with its last value, as in a JSON reader). Any value that is not an object gives no
+/// usage, but must still read as a JSON value.
+fn read_stats(r: &mut Scan<'_>) -> Res<Option<TokenUsage>> {
+    if r.peek() != Some(b'{') {
+        return r.check().map(|()| None);
     }
+    let mut extra = Map::with_capacity(8);
+    let (mut input_tokens, mut output_tokens, mut cached, mut input) = (None, None, None, None);
+    let mut any = false;
+    // Counters kept in `extra` because their value was not a count (bit per slot).
+    let mut odd = 0u8;
+    r.object(|r, key| {
+        any = true;
+        let value = r.json_value()?;
+        let (bit, slot) = match key.as_ref() {
+            "input_tokens" => (1, &mut input_tokens),
+            "output_tokens" => (2, &mut output_tokens),
+            "cached" => (4, &mut cached),
+            other => {
+                if other == "input" {
+                    input = value.as_u64();
+                }
+                extra.insert(key.into_owned(), value);
+                return Ok(());
+            }
+        };
+        *slot = value.as_u64();
+        if slot.is_none() {
+            odd |= bit;
+            extra.insert(key.into_owned(), value);
+        } else if odd & bit != 0 {
+            odd &= !bit;
+            extra.shift_remove(key.as_ref());
+        }
+        Ok(())
+    })?;
+    if !any {
+        return Ok(None);
+    }
+    let prompt = input_tokens.or_else(|| Some(input? + cached.unwrap_or(0)));
+    Ok(Some(TokenUsage {
+        prompt_tokens: prompt,
+        completion_tokens: output_tokens,
+        cached_tokens: cached,
+        cost_usd: None,
+        extra: (!extra.is_empty()).then_some(extra),
+    }))
 }
 
-fn tool_use(l: &mut Line<'_>, env: Envelope, ctx: &DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
+fn tool_use(l: &mut Line<'_>, ctx: &DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
+    let env = envelope(l);
     let Some(id) = l.tool_id.as_deref().filter(|id| !id.is_empty()) else { return LineOutcome::UnexpectedShape };
     let name = l.tool_name.as_deref().filter(|n| !n.is_empty());
     let params = l.parameters.map(Params::read).unwrap_or_default();
@@ -333,7 +336,8 @@ fn tool_use(l: &mut Line<'_>, env: Envelope, ctx: &DecodeContext, out: &mut Vec<
         tool_name: name.map(str::to_string),
         kind: tool_kind(Agent::Gemini, name.unwrap_or_default()),
         status: ToolCallStatus::Pending,
-        raw_input: l.parameters.map(RawJson::from_raw),
+        // The scanner read the parameters whole (`Scan::raw`): kept as printed, not read again.
+        raw_input: l.parameters.map(|text| read_raw_json(text.to_string())),
         content: (!shape.content.is_empty()).then_some(shape.content),
         locations: (!shape.locations.is_empty()).then_some(shape.locations),
     };
@@ -347,193 +351,230 @@ fn tool_use(l: &mut Line<'_>, env: Envelope, ctx: &DecodeContext, out: &mut Vec<
     LineOutcome::Decoded
 }
 
-fn tool_result(l: &mut Line<'_>, env: Envelope, ctx: &DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
+fn tool_result(l: &mut Line<'_>, ctx: &DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
+    let env = envelope(l);
     let Some(id) = l.tool_id.as_deref().filter(|id| !id.is_empty()) else { return LineOutcome::UnexpectedShape };
     let mut update = ToolCallUpdate::new(id);
     let success = l.status.as_deref() == Some("success");
     update.status = Some(if success { ToolCallStatus::Completed } else { ToolCallStatus::Failed });
-    // The output as text: a string as is, any other value as its JSON text.
-    let output_text: Option<Cow<'_, str>> = l.output.and_then(|raw| match raw_str(raw) {
-        Some(text) => Some(text),
-        None => serde_json::from_str::<Value>(raw.get()).ok().map(|v| Cow::Owned(v.to_string())),
-    });
+    let output_text = l.output.and_then(output_text);
     let mut content = Vec::new();
     if !success {
-        let error = l.error.and_then(|e| serde_json::from_str::<Value>(e.get()).ok());
         if let Some(text) = output_text.as_deref().filter(|t| !t.is_empty()) {
             content.push(ToolCallContent::text(text));
         }
-        if let Some(text) = error_message(error.as_ref()).filter(|t| Some(*t) != output_text.as_deref()) {
+        let error = l.error.and_then(error_message);
+        if let Some(text) = error.filter(|t| Some(t.as_ref()) != output_text.as_deref()) {
             content.push(ToolCallContent::text(text));
         }
     } else if let Some(text) = output_text.filter(|t| !t.is_empty()) {
         content.push(ToolCallContent::text(text));
     }
     update.content = (!content.is_empty()).then_some(content);
-    // `rawOutput`: `{status, output, error}` as printed.
+    update.raw_output = Some(raw_output(l.status.as_deref(), l.output, l.error));
+    env.emit_last(ctx, SessionUpdate::ToolCallUpdate(update), out);
+    LineOutcome::Decoded
+}
+
+/// A printed `output` as text: a string as is, any other value as its JSON text (`None` when a
+/// JSON reader refuses it).
+fn output_text(text: &str) -> Option<Cow<'_, str>> {
+    if text.starts_with('"') {
+        if let Some(s) = unescape_literal(text) {
+            return Some(s);
+        }
+    }
+    serde_json::from_str::<Value>(text).ok().map(|v| Cow::Owned(v.to_string()))
+}
+
+/// `rawOutput`: `{status, output, error}` as printed (those present, in that order), written
+/// straight from the slices the scanner read whole.
+fn raw_output(status: Option<&str>, output: Option<&str>, error: Option<&str>) -> RawJson {
+    if status.is_some_and(|s| s.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20)) {
+        // A status that must be escaped (never seen): the shared record writer decides how.
+        return escaped_raw_output(status, output, error);
+    }
+    let members = [("status", status, true), ("output", output, false), ("error", error, false)];
+    // Exactly its length: `{`, then per member `"key":value` and a `,` or the closing `}` (`{}`
+    // when there is none).
+    let len = 1 + members
+        .iter()
+        .filter_map(|&(key, value, quoted)| Some(key.len() + 4 + value?.len() + 2 * usize::from(quoted)))
+        .sum::<usize>()
+        .max(1);
+    let mut text = String::with_capacity(len);
+    text.push('{');
+    for (key, value, quoted) in members {
+        let Some(value) = value else { continue };
+        if text.len() > 1 {
+            text.push(',');
+        }
+        text.push('"');
+        text.push_str(key);
+        text.push_str("\":");
+        if quoted {
+            text.push('"');
+        }
+        text.push_str(value);
+        if quoted {
+            text.push('"');
+        }
+    }
+    text.push('}');
+    debug_assert_eq!(text.len(), len);
+    read_raw_json(text)
+}
+
+/// [`raw_output`] through [`raw_object`], for a status holding characters JSON escapes.
+fn escaped_raw_output(status: Option<&str>, output: Option<&str>, error: Option<&str>) -> RawJson {
+    let (output, error) = (output.and_then(verbatim_value), error.and_then(verbatim_value));
     let mut record: [(&str, Member<'_>); 3] = [("", Member::Str("")); 3];
     let mut n = 0;
-    for (key, member) in [
-        ("status", l.status.as_deref().map(Member::Str)),
-        ("output", l.output.map(Member::Raw)),
-        ("error", l.error.map(Member::Raw)),
-    ] {
+    for (key, member) in
+        [("status", status.map(Member::Str)), ("output", output.map(Member::Raw)), ("error", error.map(Member::Raw))]
+    {
         if let Some(member) = member {
             record[n] = (key, member);
             n += 1;
         }
     }
-    update.raw_output = Some(raw_object(&record[..n]));
-    env.emit_last(ctx, SessionUpdate::ToolCallUpdate(update), out);
-    LineOutcome::Decoded
+    raw_object(&record[..n])
 }
 
-/// A list of strings: the strings of a JSON array (other elements skipped); `None` when the
-/// value is not an array.
-#[derive(Default)]
-struct StrList<'a>(Option<Vec<Cow<'a, str>>>);
+/// Text the scanner read whole as a `&RawValue` (so serde_json reads it too).
+fn verbatim_value(text: &str) -> Option<&RawValue> {
+    serde_json::from_str(text).ok()
+}
 
-impl<'de: 'a, 'a> Deserialize<'de> for StrList<'a> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<'a>(std::marker::PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
-            type Value = StrList<'a>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<StrList<'a>, A::Error> {
-                let mut list = Vec::new();
-                while let Some(Str(s)) = seq.next_element::<Str<'de>>()? {
-                    list.extend(s);
-                }
-                Ok(StrList(Some(list)))
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<StrList<'a>, A::Error> {
-                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                Ok(StrList(None))
-            }
-            fn visit_str<E: de::Error>(self, _: &str) -> Result<StrList<'a>, E> {
-                Ok(StrList(None))
-            }
-            fn visit_bool<E: de::Error>(self, _: bool) -> Result<StrList<'a>, E> {
-                Ok(StrList(None))
-            }
-            fn visit_i64<E: de::Error>(self, _: i64) -> Result<StrList<'a>, E> {
-                Ok(StrList(None))
-            }
-            fn visit_u64<E: de::Error>(self, _: u64) -> Result<StrList<'a>, E> {
-                Ok(StrList(None))
-            }
-            fn visit_f64<E: de::Error>(self, _: f64) -> Result<StrList<'a>, E> {
-                Ok(StrList(None))
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<StrList<'a>, E> {
-                Ok(StrList(None))
-            }
-        }
-        d.deserialize_any(V(std::marker::PhantomData))
+/// A list of strings: the strings of a JSON array (other elements read as
+/// [`Scan::opt_str`] reads them and dropped); `None` when the value is not an array.
+fn read_str_list<'a>(r: &mut Scan<'a>) -> Res<Option<Vec<Cow<'a, str>>>> {
+    if r.peek() != Some(b'[') {
+        return r.opt_str().map(|_| None);
     }
+    let mut list = Vec::new();
+    r.array(|r| r.opt_str().map(|s| list.extend(s)))?;
+    Ok(Some(list))
 }
 
 /// One todo of `write_todos`.
-#[derive(Deserialize)]
+#[derive(Default)]
 struct Todo<'a> {
-    #[serde(default, borrow, with = "opt_string")]
     description: Option<Cow<'a, str>>,
-    #[serde(default, borrow, with = "opt_string")]
     content: Option<Cow<'a, str>>,
-    #[serde(default, borrow, with = "opt_string")]
     text: Option<Cow<'a, str>>,
-    #[serde(default, borrow, with = "opt_string")]
     status: Option<Cow<'a, str>>,
-    #[serde(default, borrow, with = "opt_string")]
     priority: Option<Cow<'a, str>>,
 }
 
+/// A todo object, as a derived struct reads it (a field printed twice fails).
+fn read_todo<'a>(r: &mut Scan<'a>) -> Res<Todo<'a>> {
+    let mut todo = Todo::default();
+    read_object!(r, &mut todo, {
+        "description" => description: Scan::opt_str,
+        "content" => content: Scan::opt_str,
+        "text" => text: Scan::opt_str,
+        "status" => status: Scan::opt_str,
+        "priority" => priority: Scan::opt_str,
+    })?;
+    Ok(todo)
+}
+
 /// The tool parameters any title, location, diff or plan is made of (strings only where the
-/// table reads strings). Read from the raw `parameters` in one pass; a parameter printed twice
-/// makes the pass fail, and the parameters are then read as a JSON reader reads them (last
-/// value) through a [`Value`].
-#[derive(Deserialize, Default)]
+/// table reads strings). Read from the printed `parameters` in a second scan, as a derived
+/// struct reads them; a parameter printed twice makes that read fail, and the parameters are
+/// then read as a JSON reader reads them (last value) through a [`Value`].
+#[derive(Default)]
 struct Params<'a> {
-    #[serde(default, borrow, with = "opt_string")]
     file_path: Option<Cow<'a, str>>,
-    #[serde(default, borrow, with = "opt_string")]
     absolute_path: Option<Cow<'a, str>>,
-    #[serde(default, borrow, with = "opt_string")]
     path: Option<Cow<'a, str>>,
-    #[serde(default, borrow, with = "opt_string")]
     dir_path: Option<Cow<'a, str>>,
-    #[serde(default, borrow, with = "opt_string")]
     directory: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    include: StrList<'a>,
-    #[serde(default, borrow)]
-    paths: StrList<'a>,
-    #[serde(default, borrow)]
-    file_paths: StrList<'a>,
-    #[serde(default, borrow, with = "opt_string")]
+    include: Option<Vec<Cow<'a, str>>>,
+    paths: Option<Vec<Cow<'a, str>>>,
+    file_paths: Option<Vec<Cow<'a, str>>>,
     content: Option<Cow<'a, str>>,
-    #[serde(default, borrow, with = "opt_string")]
     old_string: Option<Cow<'a, str>>,
-    #[serde(default, borrow, with = "opt_string")]
     new_string: Option<Cow<'a, str>>,
-    #[serde(default, borrow, with = "opt_string")]
     description: Option<Cow<'a, str>>,
-    #[serde(default, borrow, with = "opt_string")]
     command: Option<Cow<'a, str>>,
-    #[serde(default, borrow, with = "opt_string")]
     pattern: Option<Cow<'a, str>>,
-    #[serde(default, borrow, with = "opt_string")]
     query: Option<Cow<'a, str>>,
-    #[serde(default, borrow, with = "opt_string")]
     prompt: Option<Cow<'a, str>>,
-    #[serde(default, borrow, with = "opt_string")]
     url: Option<Cow<'a, str>>,
-    #[serde(default, borrow, with = "opt_string")]
     agent_name: Option<Cow<'a, str>>,
-    #[serde(rename = "agentName", default, borrow, with = "opt_string")]
     agent_name_camel: Option<Cow<'a, str>>,
-    #[serde(default, borrow, with = "opt_string")]
     agent: Option<Cow<'a, str>>,
-    #[serde(default, borrow, with = "opt_string")]
     name: Option<Cow<'a, str>>,
-    #[serde(default, borrow, with = "opt_string")]
     subagent_type: Option<Cow<'a, str>>,
-    #[serde(default, borrow, with = "opt_string")]
     title: Option<Cow<'a, str>>,
-    #[serde(default, borrow, with = "opt_string")]
     topic: Option<Cow<'a, str>>,
-    #[serde(default, borrow, with = "opt_string")]
     fact: Option<Cow<'a, str>>,
-    #[serde(default, borrow, with = "opt_string")]
     skill: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    todos: ObjList<Todo<'a>>,
+    todos: Option<Vec<Obj<Todo<'a>>>>,
 }
 
 impl<'a> Params<'a> {
-    /// The parameters of a `tool_use` (not an object: none).
-    fn read(raw: &'a RawValue) -> Params<'a> {
-        if !raw.get().starts_with('{') {
+    /// The parameters of a `tool_use`, from their printed text (not an object: none).
+    fn read(text: &'a str) -> Params<'a> {
+        if !text.starts_with('{') {
             return Params::default();
         }
-        if let Ok(params) = serde_json::from_str::<Params<'a>>(raw.get()) {
+        if let Some(params) = Params::scan(text) {
             return params;
         }
         // A parameter printed twice: what a JSON reader makes of them (owned copies).
-        match serde_json::from_str::<Value>(raw.get()) {
-            Ok(value) => Params::deserialize(&value).map(Params::into_owned).unwrap_or_default(),
+        match serde_json::from_str::<Value>(text) {
+            Ok(value) => Params::scan(&value.to_string()).map(Params::into_owned).unwrap_or_default(),
             Err(_) => Params::default(),
         }
+    }
+
+    /// `text` read whole as one object of parameters.
+    fn scan(text: &'a str) -> Option<Params<'a>> {
+        let mut params = Params::default();
+        let mut r = Scan::new(text);
+        read_object!(r, &mut params, {
+            "file_path" => file_path: Scan::opt_str,
+            "absolute_path" => absolute_path: Scan::opt_str,
+            "path" => path: Scan::opt_str,
+            "dir_path" => dir_path: Scan::opt_str,
+            "directory" => directory: Scan::opt_str,
+            "include" => include: read_str_list,
+            "paths" => paths: read_str_list,
+            "file_paths" => file_paths: read_str_list,
+            "content" => content: Scan::opt_str,
+            "old_string" => old_string: Scan::opt_str,
+            "new_string" => new_string: Scan::opt_str,
+            "description" => description: Scan::opt_str,
+            "command" => command: Scan::opt_str,
+            "pattern" => pattern: Scan::opt_str,
+            "query" => query: Scan::opt_str,
+            "prompt" => prompt: Scan::opt_str,
+            "url" => url: Scan::opt_str,
+            "agent_name" => agent_name: Scan::opt_str,
+            "agentName" => agent_name_camel: Scan::opt_str,
+            "agent" => agent: Scan::opt_str,
+            "name" => name: Scan::opt_str,
+            "subagent_type" => subagent_type: Scan::opt_str,
+            "title" => title: Scan::opt_str,
+            "topic" => topic: Scan::opt_str,
+            "fact" => fact: Scan::opt_str,
+            "skill" => skill: Scan::opt_str,
+            "todos" => todos: |r: &mut Scan<'a>| read_obj_list(r, read_todo),
+        })
+        .and_then(|()| r.end())
+        .ok()?;
+        Some(params)
     }
 
     fn into_owned(self) -> Params<'static> {
         fn own(s: Option<Cow<'_, str>>) -> Option<Cow<'static, str>> {
             s.map(|s| Cow::Owned(s.into_owned()))
         }
-        fn own_list(l: StrList<'_>) -> StrList<'static> {
-            StrList(l.0.map(|v| v.into_iter().map(|s| Cow::Owned(s.into_owned())).collect()))
+        fn own_list(l: Option<Vec<Cow<'_, str>>>) -> Option<Vec<Cow<'static, str>>> {
+            l.map(|v| v.into_iter().map(|s| Cow::Owned(s.into_owned())).collect())
         }
         Params {
             file_path: own(self.file_path),
@@ -562,10 +603,10 @@ impl<'a> Params<'a> {
             topic: own(self.topic),
             fact: own(self.fact),
             skill: own(self.skill),
-            todos: crate::decode::json::ObjList(self.todos.0.map(|list| {
+            todos: self.todos.map(|list| {
                 list.into_iter()
                     .map(|t| {
-                        crate::decode::json::Obj(t.0.map(|t| Todo {
+                        Obj(t.0.map(|t| Todo {
                             description: own(t.description),
                             content: own(t.content),
                             text: own(t.text),
@@ -574,7 +615,7 @@ impl<'a> Params<'a> {
                         }))
                     })
                     .collect()
-            })),
+            }),
         }
     }
 }
@@ -604,7 +645,7 @@ fn describe(name: &str, mut p: Params<'_>) -> Shape {
         "read_many_files" => {
             let patterns: Vec<&str> = [&p.include, &p.paths, &p.file_paths]
                 .into_iter()
-                .filter_map(|l| l.0.as_ref())
+                .filter_map(Option::as_ref)
                 .flatten()
                 .map(|s| s.as_ref())
                 .collect();
@@ -681,7 +722,7 @@ fn describe(name: &str, mut p: Params<'_>) -> Shape {
 
 /// `write_todos` parameters → plan entries, or `None` when there is no todo list to show.
 fn todo_plan(p: &Params<'_>) -> Option<Vec<PlanEntry>> {
-    let todos = p.todos.0.as_ref()?;
+    let todos = p.todos.as_ref()?;
     Some(
         todos
             .iter()
@@ -728,20 +769,14 @@ mod tests {
 
     #[test]
     fn web_fetch_titles_are_cut_only_when_long() {
-        let fetch_title = |s: &str| {
-            let raw = RawValue::from_string(format!(r#"{{"prompt":"{s}"}}"#)).unwrap();
-            describe("web_fetch", Params::read(&raw)).title
-        };
+        let fetch_title = |s: &str| describe("web_fetch", Params::read(&format!(r#"{{"prompt":"{s}"}}"#))).title;
         assert_eq!(fetch_title("short"), "Fetch: short");
         assert_eq!(fetch_title(&"x".repeat(60)), format!("Fetch: {}…", "x".repeat(50)));
     }
 
     #[test]
     fn parameters_printed_twice_read_as_a_json_reader_reads_them() {
-        let raw =
-            RawValue::from_string(r#"{"file_path":"/a","file_path":"/b","todos":[{"text":"t","text":"u"}]}"#.into())
-                .unwrap();
-        let p = Params::read(&raw);
+        let p = Params::read(r#"{"file_path":"/a","file_path":"/b","todos":[{"text":"t","text":"u"}]}"#);
         assert_eq!(p.file_path.as_deref(), Some("/b"));
         assert_eq!(todo_plan(&p).unwrap()[0].content, "u");
     }
@@ -753,9 +788,78 @@ mod tests {
         assert_eq!(evs[0]["update"]["rawOutput"]["output"]["a"], 1);
     }
 
+    /// One line through a fresh decoder: its outcome and its events as JSON text.
+    fn line(text: &str) -> (LineOutcome, Vec<String>) {
+        let mut ctx = DecodeContext::default();
+        let mut out = Vec::new();
+        let outcome = GeminiDecoder::default().decode_line(text, &mut ctx, &mut out);
+        (outcome, out.iter().map(|e| serde_json::to_string(e).unwrap()).collect())
+    }
+
+    /// The verbatim parts are read by syntax only, as serde_json captured them: only an
+    /// unpaired surrogate escape (which a JSON reader refuses) makes the line unusable, not a
+    /// number beyond `f64` nor nesting past serde_json's limit; `stats` is read by type.
+    #[test]
+    fn verbatim_parts_fail_the_line_only_as_before() {
+        let deep = format!("{}1{}", "[".repeat(200), "]".repeat(200));
+        for (text, usable) in [
+            (r#"{"type":"tool_use","tool_id":"t","parameters":{"x":1e400}}"#.to_string(), true),
+            (r#"{"type":"tool_use","tool_id":"t","parameters":{"x":"\ud800"}}"#.to_string(), false),
+            (r#"{"type":"tool_use","tool_id":"t","parameters":{"x":"\ud800\udc00"}}"#.to_string(), true),
+            (r#"{"type":"tool_use","tool_id":"t","parameters":{"x":"\ud800","y":1e400}}"#.to_string(), false),
+            (format!(r#"{{"type":"tool_use","tool_id":"t","parameters":{deep}}}"#), true),
+            (r#"{"type":"tool_result","tool_id":"t","output":["\udc00"]}"#.to_string(), false),
+            (r#"{"type":"tool_result","tool_id":"t","error":1e400}"#.to_string(), true),
+            (r#"{"type":"result","stats":{"x":1e400}}"#.to_string(), false),
+            (r#"{"type":"result","stats":[1e400]}"#.to_string(), false),
+            (format!(r#"{{"type":"result","stats":{deep}}}"#), false),
+            (r#"{"type":"tool_use","tool_id":"t","parameters":{},"parameters":null}"#.to_string(), false),
+        ] {
+            let (outcome, _) = line(&text);
+            assert_eq!(outcome == LineOutcome::Decoded, usable, "{text}: {outcome:?}");
+        }
+        // Parameters a typed read refuses give no title parts, but are still kept as printed.
+        let (_, evs) = line(
+            r#"{"type":"tool_use","tool_id":"t","tool_name":"read_file","parameters":{"file_path":"/a","path":1e400}}"#,
+        );
+        assert!(evs[0].contains(r#""title":"Read file""#), "{}", evs[0]);
+        assert!(evs[0].contains(r#""rawInput":{"file_path":"/a","path":1e400}"#), "{}", evs[0]);
+    }
+
+    /// `rawOutput` is written from the printed parts; a status that needs escaping (never seen)
+    /// is escaped as the shared record writer escapes it (short records its way, long ones
+    /// serde_json's).
+    #[test]
+    fn raw_output_keeps_the_printed_parts() {
+        let (_, evs) =
+            line(r#"{"type":"tool_result","tool_id":"t","status":"error","output" : [1, 2] ,"error":{"message":"m"}}"#);
+        let record = r#""rawOutput":{"status":"error","output":[1, 2],"error":{"message":"m"}}"#;
+        assert!(evs[0].contains(record), "{}", evs[0]);
+        let record = |status: &str, output: &str| raw_output(Some(status), Some(output), None).get().to_string();
+        assert_eq!(record("success", r#"[1, 2]"#), r#"{"status":"success","output":[1, 2]}"#);
+        assert_eq!(raw_output(None, None, None).get(), "{}");
+        assert_eq!(record("a\"b", r#""o""#), r#"{"status":"a\"b","output":"o"}"#);
+        assert_eq!(record("a\u{8}b", r#""o""#), r#"{"status":"a\u0008b","output":"o"}"#);
+        let long = format!("\"{}\"", "y".repeat(100));
+        assert_eq!(record("a\u{8}b", &long), format!(r#"{{"status":"a\bb","output":{long}}}"#));
+    }
+
+    /// An `error`'s message is what a JSON reader makes of it: the last `message`, and none when
+    /// the reader refuses the error (a number beyond `f64`).
+    #[test]
+    fn error_messages_read_as_a_json_reader_reads_them() {
+        assert_eq!(error_message(r#"{"message":"a","message":"b"}"#).as_deref(), Some("b"));
+        assert_eq!(error_message(r#"{"message":"a","message":1}"#), None);
+        assert_eq!(error_message(r#"{"message":"a","code":1e400}"#), None);
+        assert_eq!(error_message(r#""plain""#).as_deref(), Some("plain"));
+        assert_eq!(error_message(r#""""#), None);
+        assert_eq!(error_message(r#"{"message":"\ud83d\ude00"}"#).as_deref(), Some("😀"));
+        assert_eq!(error_message(r#"["m"]"#), None);
+    }
+
     #[test]
     fn stats_without_input_tokens_add_cached_to_input() {
-        let u = serde_json::from_str::<Stats>(r#"{"input":5,"cached":3,"output_tokens":2}"#).unwrap().0.unwrap();
+        let u = read_stats(&mut Scan::new(r#"{"input":5,"cached":3,"output_tokens":2}"#)).unwrap().unwrap();
         assert_eq!(u.prompt_tokens, Some(8));
         assert_eq!(u.cached_tokens, Some(3));
         assert_eq!(u.extra.unwrap().get("input"), Some(&Value::from(5)));
