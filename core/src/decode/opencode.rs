@@ -973,6 +973,159 @@ fn todo_plan(args: &Args<'_>, state: &State<'_>) -> Option<Vec<PlanEntry>> {
 mod tests {
     use super::*;
 
+    /// Lines at the edges of what a line may hold (duplicate keys, values of unexpected types,
+    /// unreadable numbers and surrogates, nesting at serde_json's limit, parts printed as lists),
+    /// decoded one after another by one decoder: outcome and events of each.
+    fn edge_transcript() -> String {
+        let deep = |open: &str, close: &str, n: usize| format!("{}{}", open.repeat(n), close.repeat(n));
+        let mut lines: Vec<String> = EDGE_LINES.iter().map(|l| l.to_string()).collect();
+        for n in [124, 125, 126, 127, 128] {
+            let arrays = deep("[", "]", n);
+            lines.push(format!(r#"{{"type":"error","error":{arrays}}}"#));
+            lines.push(format!(r#"{{"type":"step_finish","part":{{"tokens":{arrays},"cost":1}}}}"#));
+            lines.push(format!(r#"{{"type":"step_finish","part":{{"tokens":{{"a":{arrays}}},"cost":1}}}}"#));
+            lines.push(format!(r#"{{"type":"tool_use","part":{{"callID":"d{n}","state":{arrays}}}}}"#));
+            lines.push(format!(r#"{{"type":"text","part":[{arrays},"m"]}}"#));
+            lines.push(format!(r#"{{"type":"text","part":{{"text":{arrays}}}}}"#));
+            lines.push(format!(
+                r#"{{"type":"tool_use","part":{{"callID":"s{n}","tool":"bash","state":{{"status":"completed","output":["\ud83d\ude00",{arrays}],"input":{{"command":"x","deep":{arrays}}},"metadata":{{"exit":1,"deep":{arrays}}}}}}}}}"#
+            ));
+        }
+        let mut decoder = OpencodeDecoder::default();
+        let mut ctx = DecodeContext::default();
+        let mut text = String::new();
+        for line in &lines {
+            let mut out = Vec::new();
+            let outcome = decoder.decode_line(line, &mut ctx, &mut out);
+            text.push_str(&format!("{outcome:?}"));
+            for event in &out {
+                text.push(' ');
+                text.push_str(&serde_json::to_string(event).unwrap());
+            }
+            text.push('\n');
+        }
+        text
+    }
+
+    const EDGE_LINES: &[&str] = &[
+        r#"{"type":"text","part":{"text":"a","text":"b"}}"#,
+        r#"{"type":"text","type":"text","part":{"text":"a"}}"#,
+        r#"{"type":"text","part":{"text":"a"},"part":{"text":"b"}}"#,
+        r#"{"type":"text","part":["listed","msg_list"]}"#,
+        r#"{"type":"text","part":["a","b","c","d","e",null,null,null,"r"]}"#,
+        r#"{"type":"text","part":["a","b","c","d","e",null,null,null,"r","extra"]}"#,
+        r#"{"type":"tool_use","part":["t","m","c_list","i","bash",{"status":"completed","input":{"command":"ls"},"output":"o"}]}"#,
+        r#"{"type":"step_finish","part":[null,null,null,null,null,null,{"input":1,"output":2},0.5,"stop"]}"#,
+        r#"{"type":"text","part":[]}"#,
+        r#"{"type":"text","part":"x"}"#,
+        r#"{"type":"text","part":1e400}"#,
+        r#"{"type":"text","part":true}"#,
+        r#"{"type":"text","part":nul}"#,
+        r#"{"type":"text","part":null}"#,
+        r#"{"type":"text","part":{"text":"\ud800"}}"#,
+        r#"{"type":"text","part":{"text":1e400}}"#,
+        r#"{"type":"text","part":{"text":12}}"#,
+        r#"{"type":"text","part":{"text":{"\ud800":1}}}"#,
+        r#"{"type":"text","part":{"text":["\ud800",1e400]}}"#,
+        r#"{"type":"text","part":{"text":"ok","other":1e400,"more":"\ud800"}}"#,
+        r#"{"type":"text","part":{"text":"ok"},"other":[1e400,"\ud800"]}"#,
+        r#"{"type":"text","part":{"text":"ok","\ud800":1}}"#,
+        r#"{"\ud800":1,"type":"text","part":{"text":"ok"}}"#,
+        r#"{"typ\u0065":"text","part":{"t\u0065xt":"escaped keys","messag\u0065ID":"m\u0031"}}"#,
+        r#"  { "type" : "text" , "part" : { "text" : "spaced" } }  "#,
+        r#"{"type":"text","part":{"text":"trailing"}} x"#,
+        r#"{"type":"text","part":{"text":"tab\tin string"}}"#,
+        r#"{"type":1e400,"part":{"text":"x"}}"#,
+        r#"{"type":["text"],"part":{"text":"x"}}"#,
+        r#"{"type":"text","sessionID":{"a":1},"part":{"text":"x"}}"#,
+        r#"{"type":"text","timestamp":"2026-12-02T00:00:00Z","part":{"text":"ts string"}}"#,
+        r#"{"type":"text","timestamp":"\ud800","part":{"text":"ts surrogate"}}"#,
+        r#"{"type":"text","timestamp":"a\nb","part":{"text":"ts escaped"}}"#,
+        r#"{"type":"text","timestamp":"","part":{"text":"ts empty"}}"#,
+        r#"{"type":"text","timestamp":1e400,"part":{"text":"ts huge"}}"#,
+        r#"{"type":"text","timestamp":[1,2],"part":{"text":"ts list"}}"#,
+        r#"{"type":"text","timestamp":1.5e3,"part":{"text":"ts exp"}}"#,
+        r#"{"type":"text","timestamp":-0,"part":{"text":"ts minus zero"}}"#,
+        r#"{"type":"text","timestamp":null,"part":{"text":"ts null"}}"#,
+        r#"{"type":"text","timestamp":true,"part":{"text":"ts bool"}}"#,
+        r#"{"type":"step_finish","part":{"tokens":{"input":1e400}}}"#,
+        r#"{"type":"step_finish","part":{"tokens":[1e400]}}"#,
+        r#"{"type":"step_finish","part":{"tokens":"\ud800"}}"#,
+        r#"{"type":"step_finish","part":{"tokens":"x","cost":"0.5"}}"#,
+        r#"{"type":"step_finish","part":{"tokens":{"input":1,"input":2,"cache":{"read":3,"read":4}},"cost":1e400}}"#,
+        r#"{"type":"step_finish","part":{"tokens":{"input":-1,"output":2.5,"reasoning":"r","cache":[1]},"cost":-0.25}}"#,
+        r#"{"type":"step_finish","part":{"tokens":{},"cost":[1],"reason":""}}"#,
+        r#"{"type":"step_finish","part":{"tokens":{"\u0069nput":5,"x":{"y":[1,{"z":null}]}},"cost":2}}"#,
+        r#"{"type":"step_finish","part":{"tokens":1,"cost":true,"reason":"why"}}"#,
+        r#"{"type":"error","error":{"name":"X","data":{"message":"m","statusCode":401,"isRetryable":false}}}"#,
+        r#"{"type":"error","error":{"name":"X","name":"Y","data":{"statusCode":1e3}}}"#,
+        r#"{"type":"error","error":1e400}"#,
+        r#"{"type":"error","error":"\ud800"}"#,
+        r#"{"type":"error","error":"plain text"}"#,
+        r#"{"type":"error","error":null}"#,
+        r#"{"type":"error","error":[1,{"a":2}]}"#,
+        r#"{"type":"error","error":{"name":null,"message":7,"data":{"message":""}}}"#,
+        r#"{"type":"error","error":{},"error":{}}"#,
+        r#"{"type":"tool_use","part":{"callID":"c1","tool":"bash","state":{"status":"completed","input":{"command":"ls"},"output":"x","n":1e400}}}"#,
+        r#"{"type":"tool_use","part":{"callID":"c2","tool":"bash","state":{"status":"completed","output":"\ud800"}}}"#,
+        r#"{"type":"tool_use","part":{"callID":"c3","tool":"bash","state":{"status":"completed","output":["\ud83d\ude00",1e400]}}}"#,
+        r#"{"type":"tool_use","part":{"callID":"c4","tool":"bash","state":{"status":"completed","output":"\ud83d\ude00 ok","x":1e400}}}"#,
+        r#"{"type":"tool_use","part":{"callID":"c5","tool":"bash","state":{"status":"completed","output":"a","output":"b","input":{"command":"ls"},"z":1e400}}}"#,
+        r#"{"type":"tool_use","part":{"callID":"c6","tool":"bash","state":[1]}}"#,
+        r#"{"type":"tool_use","part":{"callID":"c7","tool":"bash","state":[1e400]}}"#,
+        r#"{"type":"tool_use","part":{"callID":"c8","tool":"bash","state":"\ud800"}}"#,
+        r#"{"type":"tool_use","part":{"callID":"c9","tool":"bash","state":1e400}}"#,
+        r#"{"type":"tool_use","part":{"callID":"c10","tool":"bash","state":"completed"}}"#,
+        r#"{"type":"tool_use","part":{"callID":"c11","tool":"bash","state":{"st\u0061tus":"error","error":"boom","input":{"command":"false"}}}}"#,
+        r#"{"type":"tool_use","part":{"callID":"c12","tool":"bash","state":{"status":"completed","input":{"command":"a","command":"b"},"output":"o"}}}"#,
+        r#"{"type":"tool_use","part":{"callID":"c13","tool":"bash","state":{"status":"completed","input":{"command":"a","x":1e400},"output":"o"}}}"#,
+        r#"{"type":"tool_use","part":{"callID":"c14","tool":"bash","state":{"status":"completed","input":{"command":"a","command":"b","x":1e400},"output":"o","title":"from title"}}}"#,
+        r#"{"type":"tool_use","part":{"callID":"c15","tool":"bash","state":{"status":"completed","input":{"command":1e400,"description":"d"},"output":"o","title":"t15"}}}"#,
+        r#"{"type":"tool_use","part":{"callID":"c16","tool":"bash","state":{"status":"completed","input":{"c\u006fmmand":"escaped"},"output":"o"}}}"#,
+        r#"{"type":"tool_use","part":{"callID":"c17","tool":"bash","state":{"status":"completed","input":{"command":"x"},"metadata":{"exit":2,"exit":0}}}}"#,
+        r#"{"type":"tool_use","part":{"callID":"c18","tool":"bash","state":{"status":"completed","input":{"command":"x"},"metadata":{"\u0065xit":2}}}}"#,
+        r#"{"type":"tool_use","part":{"callID":"c19","tool":"bash","state":{"status":"completed","input":{"command":"x"},"metadata":{"exit":2,"x":1e400}}}}"#,
+        r#"{"type":"tool_use","part":{"callID":"c20","tool":"bash","state":{"status":"completed","input":{"command":"x"},"metadata":{"exit":2,"exit":3,"x":1e400}}}}"#,
+        r#"{"type":"tool_use","part":{"callID":"c21","tool":"bash","state":{"status":"completed","input":{"command":"x"},"metadata":{"exit":"2"}}}}"#,
+        r#"{"type":"tool_use","part":{"callID":"c22","tool":"bash","state":{"status":"completed","input":{"command":"x"},"metadata":{"exit":-0.0}}}}"#,
+        r#"{"type":"tool_use","part":{"callID":"c23","tool":"bash","state":{"status":"completed","input":{"command":"x"},"metadata":{"exit":1e400}}}}"#,
+        r#"{"type":"tool_use","part":{"callID":"c24","tool":"bash","state":{"status":"completed","input":{"command":"x"},"metadata":[{"exit":1}]}}}"#,
+        r#"{"type":"tool_use","part":{"callID":"c25","tool":"write","state":{"status":"completed","input":{"filePath":"/f","content":"new"},"metadata":{"exists":true,"exists":false}}}}"#,
+        r#"{"type":"tool_use","part":{"callID":"c26","tool":"write","state":{"status":"completed","input":{"filePath":"/f","content":"new"},"metadata":{"exists":"true"}}}}"#,
+        r#"{"type":"tool_use","part":{"callID":"c27","tool":"read","state":{"status":"completed","input":{"filePath":"/r","offset":5.0}}}}"#,
+        r#"{"type":"tool_use","part":{"callID":"c28","tool":"read","state":{"status":"completed","input":{"filePath":"/r","offset":"5","offset":7}}}}"#,
+        r#"{"type":"tool_use","part":{"callID":"c29","tool":"todowrite","state":{"status":"completed","input":{"todos":[{"content":"a","status":"done","status":"running"},7,null,{"content":"b","priority":"high"}]}}}}"#,
+        r#"{"type":"tool_use","part":{"callID":"c30","tool":"todowrite","state":{"status":"completed","input":{"todos":{"content":"x"}},"output":"[{\"content\":\"o\",\"status\":\"completed\"}]"}}}"#,
+        r#"{"type":"tool_use","part":{"callID":"c31","tool":"todowrite","state":{"status":"completed","input":{"todos":[{"content":"a"}],"todos":[{"content":"b"}]}}}}"#,
+        r#"{"type":"tool_use","part":{"callID":"c32","tool":"Bash","state":{"status":"running","input":{"command":"x"}}}}"#,
+        r#"{"type":"tool_use","part":{"callID":"c32","tool":"Bash","state":{"status":"completed","input":{"command":"x"},"output":{"k":[1,2.50,"s"]}}}}"#,
+        r#"{"type":"tool_use","part":{"callID":"c33","tool":"edit","state":{"input":{"filePath":"/e","oldString":"o\u00e9","newString":null},"error":"bad","attachments":[{"mime":"image/png","url":"data:image/png;base64,AAA"}]}}}"#,
+        r#"{"type":"tool_use","part":{"callID":"c34","tool":"bash","state":{"status":"completed","k\"ey":"v","input":{"command":"x"},"output":"o"}}}"#,
+        r#"{"type":"tool_use","part":{"callID":"c35","tool":"bash","state":{"status":"completed","a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9,"j":10,"k":11,"l":12,"m":13,"n":14,"o":15,"p":16,"q":17}}}"#,
+        r#"{"type":"tool_use","part":{"callID":"c36","tool":"bash","state":{"status":"completed","input":{"command":"x"},"output":"o","\u0069nput":{"command":"y"}}}}"#,
+        r#"{"type":"tool_use","part":{"callID":"c37","tool":"bash","state":{"status":"completed","input":null,"output":null,"error":null}}}"#,
+        r#"{"type":"tool_use","part":{"callID":"","id":"prt_fallback","tool":"","state":{"status":"pending","title":"pending title"}}}"#,
+        r#"{"type":"tool_use","part":{"callID":7,"tool":"bash"}}"#,
+        r#"{"type":"tool_use","part":{"callID":"c38","tool":"grep","state":{"status":"completed","input":{"pattern":"p","path":"/d"},"output":"o","metadata":{"matches":1}}}}"#,
+        r#"{"type":"step_start","sessionID":"ses_late","part":{"text":1e400}}"#,
+        r#"{"type":"step_start","sessionID":"ses_late","part":{}}"#,
+        r#"{"type":"mystery","part":{"text":"x"}}"#,
+        r#"{"part":{"text":"x"}}"#,
+        r#"{}"#,
+    ];
+
+    /// The edge lines decode as the serde reader decoded them (`testdata/opencode_edges.txt` is
+    /// its transcript, recorded before the line reader moved onto the scanner).
+    #[test]
+    fn edge_lines_decode_as_before() {
+        let ours = edge_transcript();
+        let before = include_str!("testdata/opencode_edges.txt");
+        for (i, (a, b)) in ours.lines().zip(before.lines()).enumerate() {
+            assert_eq!(a, b, "line {i}");
+        }
+        assert_eq!(ours.lines().count(), before.lines().count());
+    }
+
     #[test]
     fn millisecond_timestamps_become_iso_utc() {
         assert_eq!(iso_millis(0).as_deref(), Some("1970-01-01T00:00:00.000Z"));
