@@ -318,13 +318,13 @@ impl HarnessDecoder for OpencodeDecoder {
                 LineOutcome::Decoded
             }
             Some("tool_use") => match l.part {
-                Some(part) => tool_use(&mut self.open, part, &env, ctx, out),
+                Some(part) => tool_use(&mut self.open, part, env, ctx, out),
                 None => LineOutcome::UnexpectedShape,
             },
             Some("step_finish") => {
                 let Some(part) = l.part else { return LineOutcome::UnexpectedShape };
                 if let Some(reason) = part.reason.filter(|r| !r.is_empty()) {
-                    let mut extra = Map::new();
+                    let mut extra = Map::with_capacity(1);
                     extra.insert("reason".into(), Value::String(reason.into_owned()));
                     env.extra = Some(extra);
                 }
@@ -691,7 +691,7 @@ fn kind_of(lower: &str) -> ToolKind {
 fn tool_use(
     open: &mut IdSet,
     part: Part<'_>,
-    env: &Envelope,
+    env: Envelope,
     ctx: &DecodeContext,
     out: &mut Vec<OutputEvent>,
 ) -> LineOutcome {
@@ -735,11 +735,10 @@ fn tool_use(
     };
     // A call announced by an earlier (pending/running) line is not announced again.
     let announced = open.contains(id);
-    if !announced {
-        env.emit(ctx, SessionUpdate::ToolCall(call), out);
-    }
+    // The line's last event takes the envelope; the ones before it get a copy.
+    let mut held = (!announced).then_some(SessionUpdate::ToolCall(call));
     if let Some(entries) = plan {
-        env.emit(ctx, SessionUpdate::Plan { entries }, out);
+        hold(&mut held, SessionUpdate::Plan { entries }, &env, ctx, out);
     }
 
     let outcome = match status {
@@ -788,9 +787,25 @@ fn tool_use(
         }
         update.content = (!content.is_empty()).then_some(content);
         update.raw_output = Some(state.raw_output());
-        env.emit(ctx, SessionUpdate::ToolCallUpdate(update), out);
+        hold(&mut held, SessionUpdate::ToolCallUpdate(update), &env, ctx, out);
+    }
+    if let Some(last) = held {
+        env.emit_last(ctx, last, out);
     }
     LineOutcome::Decoded
+}
+
+/// Hold `update` back as the line's last event so far, emitting the one held before it.
+fn hold(
+    held: &mut Option<SessionUpdate>,
+    update: SessionUpdate,
+    env: &Envelope,
+    ctx: &DecodeContext,
+    out: &mut Vec<OutputEvent>,
+) {
+    if let Some(earlier) = held.replace(update) {
+        env.emit(ctx, earlier, out);
+    }
 }
 
 /// Image attachments → image blocks; other files stay in `rawOutput` only.
