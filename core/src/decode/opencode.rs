@@ -137,7 +137,7 @@ impl<'a> Line<'a> {
                 "type" => set(&mut l.kind, sc.opt_str()?, 1 << 0),
                 "timestamp" => set(&mut l.timestamp, raw(sc)?, 1 << 1),
                 "sessionID" => set(&mut l.session_id, sc.opt_str()?, 1 << 2),
-                "part" => set(&mut l.part, Part::read(sc)?, 1 << 3),
+                "part" => Part::read(&mut l.part, sc).map(|()| 1 << 3)?,
                 "error" => set(&mut l.error, if sc.null()? { None } else { Some(sc.json_value()?) }, 1 << 4),
                 _ => sc.skip().map(|()| 0)?,
             })
@@ -223,16 +223,19 @@ struct Part<'a> {
 }
 
 impl<'a> Part<'a> {
-    /// `part`: `null` is none; an object is read field by field, a list by position; any other
-    /// value fails the line (all as a derived struct reads it).
-    fn read(sc: &mut Scan<'a>) -> Res<Option<Part<'a>>> {
-        let mut part = Part::default();
+    /// `part`, into `slot` (read in place: a part is a few hundred bytes): `null` is none; an
+    /// object is read field by field, a list by position; any other value fails the line (all
+    /// as a derived struct reads it).
+    fn read(slot: &mut Option<Part<'a>>, sc: &mut Scan<'a>) -> Res<()> {
         match sc.peek() {
-            Some(b'{') => part.read_fields(sc)?,
-            Some(b'[') => part.read_positions(sc)?,
-            _ => return if sc.null()? { Ok(None) } else { Err(Bad) },
+            Some(b'{') => slot.insert(Part::default()).read_fields(sc),
+            Some(b'[') => slot.insert(Part::default()).read_positions(sc),
+            _ if sc.null()? => {
+                *slot = None;
+                Ok(())
+            }
+            _ => Err(Bad),
         }
-        Ok(Some(part))
     }
 
     fn read_fields(&mut self, sc: &mut Scan<'a>) -> Res<()> {
