@@ -8,8 +8,8 @@
 //!
 //! Each harness has its own module; the cross-harness tool tables are in [`crate::tools`]. What
 //! the decoders share lives in [`context`] (envelope stamping, the session id) and in private
-//! modules named by their job: `json` (lenient serde helpers), `scan` (the one-pass scanner that
-//! claude/qwen, kimi and droid read a line with), `borrowed` (serde field types that borrow from
+//! modules named by their job: `json` (lenient serde helpers), `scan` (the one-pass scanner every
+//! decoder reads its lines with), `borrowed` (serde field types that borrow from
 //! the line), `in_place` (serde reading into a struct the caller holds), `tree` (a borrowed JSON
 //! tree), `raw_record` (verbatim records as `RawJson`), `id_set` and `concat`.
 
