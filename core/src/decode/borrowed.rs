@@ -8,8 +8,6 @@
 //! - [`Str`]: a string, or `None` for any other value (read by type and dropped: a number
 //!   beyond `f64` or a bad key still fails, as in `opt_string`); [`lenient_text`] applies the
 //!   same rule to a value already captured as text.
-//! - [`CheckedStr`]: a string, or `None` for any other value read as a whole `Value` (so a lone
-//!   surrogate escape inside a list or an object fails too).
 //! - [`Checked`]: any value read as a `Value` reads it, keeping nothing.
 //! - [`SizedValue`]: a `Value` with small objects presized.
 //! - [`CowStr`]: a value that must be a string (a key), borrowed when it holds no escape.
@@ -59,57 +57,6 @@ pub(crate) struct Str<'a>(pub Option<Cow<'a, str>>);
 impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         super::json::opt_string::deserialize(d).map(Str)
-    }
-}
-
-/// Like [`Str`], but a value that is not a string is read as a [`Value`] (and dropped), so text no
-/// JSON reader takes (an unpaired surrogate escape inside a list or object) fails the read, as it
-/// did where the field was read as a `Value`.
-// Unused since codex reads lines with the scanner; kept for the lead's dead-code sweep.
-#[allow(dead_code)]
-#[derive(Default)]
-pub(crate) struct CheckedStr<'a>(pub Option<Cow<'a, str>>);
-
-impl<'de: 'a, 'a> Deserialize<'de> for CheckedStr<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Option<Cow<'de, str>>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(Some(Cow::Borrowed(v)))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(Some(Cow::Owned(v.to_owned())))
-            }
-            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
-                Ok(Some(Cow::Owned(v)))
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-                Ok(None)
-            }
-            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
-                Ok(None)
-            }
-            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
-                Ok(None)
-            }
-            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
-                Ok(None)
-            }
-            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
-                Ok(None)
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-                Value::deserialize(de::value::SeqAccessDeserializer::new(seq)).map(|_| None)
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-                Value::deserialize(de::value::MapAccessDeserializer::new(map)).map(|_| None)
-            }
-        }
-        d.deserialize_any(V).map(CheckedStr)
     }
 }
 
@@ -255,13 +202,6 @@ pub(crate) fn may_hold_surrogates(text: &str) -> bool {
         from = i + 2;
     }
     false
-}
-
-/// A raw value that is not JSON `null`.
-// Unused since codex reads lines with the scanner; kept for the lead's dead-code sweep.
-#[allow(dead_code)]
-pub(crate) fn non_null(raw: Option<&RawValue>) -> Option<&RawValue> {
-    raw.filter(|r| r.get() != "null")
 }
 
 /// A JSON value read into a [`Value`] as serde_json reads it, with objects presized for a few

@@ -3,19 +3,18 @@
 //!
 //! serde's derive builds a struct and returns it by value through every layer (one copy each);
 //! a large line struct filled in place through a seed ([`parse_line_seed`]) is never moved. A
-//! hand-written visitor must still decide what the derive decided: a key printed twice makes the
-//! line unusable ([`SeenKeys`]), and a field that should be an object tolerates any other value
-//! ([`object_or_default`]).
+//! hand-written reader must still decide what the derive decided: a key printed twice makes the
+//! line unusable ([`SeenKeys`]).
 //!
 //! `InPlace` / `read_in_place!` generate such a visitor from a field list. No decoder reads lines
 //! with them any more (droid's one-pass [`super::scan::Scan`] does); droid's property test keeps
 //! them as the serde reading its scan must agree with, so they are compiled for tests only.
 
 use std::borrow::Cow;
-use std::fmt;
 
-use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
-use serde_json::Value;
+use serde::de::DeserializeSeed;
+#[cfg(test)]
+use serde::de::{Deserialize, Deserializer, MapAccess};
 
 use super::LineOutcome;
 use super::json::classify_failure;
@@ -190,70 +189,6 @@ impl<'a> SeenKeys<'a> {
         others.iter().enumerate().any(|(i, k)| others[..i].contains(k))
             || self.more.iter().enumerate().any(|(i, k)| others.contains(k) || self.more[..i].contains(k))
     }
-}
-
-/// A visitor helper: a value that should be an object, read by `visit_map`; any other value is
-/// consumed whole and gives `T::default()` (never an error).
-#[cfg_attr(not(test), allow(dead_code))] // only tests use it since every decoder reads with the scanner (to be removed with them)
-pub(crate) trait ObjectVisitor<'de>: Sized {
-    /// The result.
-    type Out: Default;
-    /// Read a list as a [`Value`] (rather than skip it), so text no JSON reader takes (an
-    /// unpaired surrogate escape) fails the read, as it did where the field was a `Value`.
-    const LISTS_AS_VALUES: bool = false;
-    /// Read the object's entries.
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Out, A::Error>;
-}
-
-/// Drive an [`ObjectVisitor`]: objects go to it, anything else is skipped.
-#[cfg_attr(not(test), allow(dead_code))] // only tests use it since every decoder reads with the scanner (to be removed with them)
-pub(crate) fn object_or_default<'de, D: Deserializer<'de>, V: ObjectVisitor<'de>>(
-    d: D,
-    v: V,
-) -> Result<V::Out, D::Error> {
-    struct Any<V>(V);
-    impl<'de, V: ObjectVisitor<'de>> Visitor<'de> for Any<V> {
-        type Value = V::Out;
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("any JSON value")
-        }
-        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-            self.0.visit_map(map)
-        }
-        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-            if V::LISTS_AS_VALUES {
-                Value::deserialize(de::value::SeqAccessDeserializer::new(seq))?;
-            } else {
-                while seq.next_element::<IgnoredAny>()?.is_some() {}
-            }
-            Ok(V::Out::default())
-        }
-        fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-            d.deserialize_any(self)
-        }
-        fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
-            Ok(V::Out::default())
-        }
-        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-            Ok(V::Out::default())
-        }
-        fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
-            Ok(V::Out::default())
-        }
-        fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
-            Ok(V::Out::default())
-        }
-        fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
-            Ok(V::Out::default())
-        }
-        fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
-            Ok(V::Out::default())
-        }
-        fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
-            Ok(V::Out::default())
-        }
-    }
-    d.deserialize_any(Any(v))
 }
 
 #[cfg(test)]
