@@ -13,6 +13,11 @@ pub use crate::raw_json::RawJson;
 /// A JSON object with the harness's own key names, kept verbatim.
 pub type JsonObject = Map<String, Value>;
 
+/// Text that many events of a run repeat (session id, model, message id, a line's timestamp):
+/// cloning it is a reference-count bump, not a copy. Serializes as a plain JSON string and
+/// derefs to `&str`; build one with `SharedStr::from("...")` or `.into()`.
+pub type SharedStr = std::sync::Arc<str>;
+
 /// One parsed event on the `content` channel: a session update plus the facts of the wire
 /// line it came from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -21,21 +26,21 @@ pub type JsonObject = Map<String, Value>;
 pub struct OutputEvent {
     /// The harness's session/thread id, captured when first seen and stamped on every later event.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<String>,
+    pub session_id: Option<SharedStr>,
     /// What happened.
     pub update: SessionUpdate,
     /// The harness's own clock for this line (ISO 8601 when the harness prints one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timestamp: Option<String>,
+    pub timestamp: Option<SharedStr>,
     /// The model the harness named for this line (or on its init line for gemini and droid).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
+    pub model: Option<SharedStr>,
     /// The harness's id for the LLM message this line belongs to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub message_id: Option<String>,
+    pub message_id: Option<SharedStr>,
     /// On a subagent's line: the parent's tool call that delegated to it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub parent_tool_call_id: Option<String>,
+    pub parent_tool_call_id: Option<SharedStr>,
     /// Other facts of the line, with the harness's own key names (e.g. `stop_reason`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extra: Option<JsonObject>,

@@ -31,7 +31,7 @@ use std::collections::{HashMap, HashSet};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use crate::event::{OutputEvent, SessionUpdate, ToolCallContent, ToolCallStatus, UsageScope};
+use crate::event::{OutputEvent, SessionUpdate, SharedStr, ToolCallContent, ToolCallStatus, UsageScope};
 use crate::lifecycle::{LifecycleEvent, LifecycleReason};
 use crate::stream::InterruptedToolCall;
 
@@ -135,8 +135,8 @@ pub enum HookInput<'a> {
 #[derive(Debug, Default)]
 struct Step {
     index: u64,
-    message_id: Option<String>,
-    model: Option<String>,
+    message_id: Option<SharedStr>,
+    model: Option<SharedStr>,
     usage: Option<Value>,
     text: String,
     last_sequence: u64,

@@ -46,8 +46,8 @@ pub use decode::{Agent, DecodeStats, Decoder, DecoderOptions, Diagnostic, LineOu
 pub use error::{Error, ErrorKind};
 pub use event::{
     ContentBlock, DiffContent, ImageContent, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus, SessionUpdate,
-    TokenUsage, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolKind, UsageScope,
-    did_work,
+    SharedStr, TokenUsage, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolKind,
+    UsageScope, did_work,
 };
 pub use hooks::{HookDeriver, HookEvent, HookInput, HookStatus, TerminalFacts};
 pub use lifecycle::{AgentState, LifecycleEvent, LifecycleReason, SandboxState};

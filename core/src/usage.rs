@@ -18,7 +18,7 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::event::{OutputEvent, SessionUpdate, TokenUsage, UsageScope};
+use crate::event::{OutputEvent, SessionUpdate, SharedStr, TokenUsage, UsageScope};
 
 /// Totals of a run. Serialized camelCase like [`TokenUsage`]; absent counters are omitted.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -107,8 +107,8 @@ impl UsageTotals {
 #[derive(Debug, Clone, Default)]
 pub struct UsageAccumulator {
     /// Last call usage per message id, in the order messages were first seen.
-    per_message: Vec<(String, UsageTotals)>,
-    index: HashMap<String, usize>,
+    per_message: Vec<(SharedStr, UsageTotals)>,
+    index: HashMap<SharedStr, usize>,
     /// The entry of `per_message` updated last.
     last: usize,
     /// Calls without a message id, already summed.
@@ -199,7 +199,7 @@ mod tests {
             scope,
             usage: TokenUsage { prompt_tokens: Some(p), completion_tokens: c, cost_usd: cost, ..Default::default() },
         });
-        ev.message_id = mid.map(str::to_string);
+        ev.message_id = mid.map(SharedStr::from);
         ev
     }
 

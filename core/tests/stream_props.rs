@@ -90,7 +90,7 @@ fn item_for(op: &Op, seq: u64) -> Option<StreamItem> {
                 1 => Some("m1".into()),
                 _ => Some("m2".into()),
             };
-            ev.timestamp = Some(format!("t{seq}")); // differs per piece: merging keeps the first
+            ev.timestamp = Some(format!("t{seq}").into()); // differs per piece: merging keeps the first
             StreamItem::Content(ev)
         }
         Op::Thought(t) => content(SessionUpdate::thought(t.clone())),
@@ -124,7 +124,7 @@ fn item_for(op: &Op, seq: u64) -> Option<StreamItem> {
                 scope: UsageScope::Call,
                 usage: TokenUsage { prompt_tokens: Some(*p as u64), ..Default::default() },
             });
-            ev.message_id = m.map(|m| format!("m{m}"));
+            ev.message_id = m.map(|m| format!("m{m}").into());
             StreamItem::Content(ev)
         }
         Op::Plan => content(SessionUpdate::Plan {

@@ -296,9 +296,9 @@ fn merging_keeps_attribution() {
         s.post(StreamItem::Content(ev));
     }
     let got = drain(&mut s);
-    let shape: Vec<(Option<String>, String)> =
-        got.iter().map(|e| (e.item.as_content().unwrap().message_id.clone(), text_of(e))).collect();
-    assert_eq!(shape, [(Some("m1".into()), "ab".into()), (Some("m2".into()), "cd".into())]);
+    let shape: Vec<(Option<&str>, String)> =
+        got.iter().map(|e| (e.item.as_content().unwrap().message_id.as_deref(), text_of(e))).collect();
+    assert_eq!(shape, [(Some("m1"), "ab".into()), (Some("m2"), "cd".into())]);
 }
 
 #[test]
@@ -592,7 +592,7 @@ fn usage(scope: UsageScope, mid: Option<&str>, prompt: u64, cost: Option<f64>) -
         scope,
         usage: TokenUsage { prompt_tokens: Some(prompt), cost_usd: cost, ..Default::default() },
     });
-    ev.message_id = mid.map(str::to_string);
+    ev.message_id = mid.map(Into::into);
     StreamItem::Content(ev)
 }
 

@@ -11,7 +11,8 @@
 use agentstream_core::event::JsonObject;
 use agentstream_core::{
     ContentBlock, DiffContent, ImageContent, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus, SessionUpdate,
-    TokenUsage, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolKind, UsageScope,
+    SharedStr, TokenUsage, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolKind,
+    UsageScope,
 };
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -314,27 +315,22 @@ fn update<'py>(py: Python<'py>, update: &SessionUpdate, keys: &mut Keys) -> PyRe
 /// (the session id and model on every event of a run, the message id and timestamp on every
 /// event of a line), so each is turned into a Python string once and shared.
 #[derive(Default)]
-struct Last(Option<(String, Py<PyString>)>);
+struct Last(Option<(SharedStr, Py<PyString>)>);
 
 impl Last {
-    fn get<'py>(&mut self, py: Python<'py>, text: &str) -> Bound<'py, PyString> {
+    fn get<'py>(&mut self, py: Python<'py>, text: &SharedStr) -> Bound<'py, PyString> {
         if let Some((cached, obj)) = &mut self.0 {
-            if cached == text {
+            // The decoder shares repeated values: the same allocation is the same text.
+            if SharedStr::ptr_eq(cached, text) || **cached == **text {
                 return obj.bind(py).clone();
             }
-            // A new value (the next line's timestamp, say): the key's buffer is reused.
-            let new = PyString::new(py, text);
-            cached.clear();
-            cached.push_str(text);
-            *obj = new.clone().unbind();
-            return new;
         }
         let obj = PyString::new(py, text);
-        self.0 = Some((text.to_string(), obj.clone().unbind()));
+        self.0 = Some((text.clone(), obj.clone().unbind()));
         obj
     }
 
-    fn set_opt(&mut self, d: &Bound<'_, PyDict>, key: &Bound<'_, PyString>, value: &Option<String>) -> PyResult<()> {
+    fn set_opt(&mut self, d: &Bound<'_, PyDict>, key: &Bound<'_, PyString>, value: &Option<SharedStr>) -> PyResult<()> {
         if let Some(v) = value {
             d.set_item(key, self.get(d.py(), v))?;
         }

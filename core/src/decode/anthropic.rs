@@ -65,8 +65,8 @@ use super::json::classify_failure;
 use super::scan::{Bad, Res, Scan};
 use crate::event::{
     ContentBlock, DiffContent, ImageContent, JsonObject, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus,
-    RawJson, SessionUpdate, TokenUsage, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate,
-    UsageScope,
+    RawJson, SessionUpdate, SharedStr, TokenUsage, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus,
+    ToolCallUpdate, UsageScope,
 };
 
 // ------------------------------------------------------------------------------------------
@@ -988,8 +988,8 @@ struct Scope {
     parent: Option<String>,
     text: String,
     thought: String,
-    message_id: Option<String>,
-    model: Option<String>,
+    message_id: Option<SharedStr>,
+    model: Option<SharedStr>,
     start_usage: Option<Usage>,
 }
 
@@ -1064,12 +1064,12 @@ impl Streams {
 
     /// A complete line finalized the scope's message (qwen): later deltas belong to a message
     /// whose id is not known yet; the model (configuration-wide in qwen) carries over.
-    pub fn line_ended_message(&mut self, parent: Option<&str>, model: Option<&str>) {
+    pub fn line_ended_message(&mut self, parent: Option<&str>, model: Option<&SharedStr>) {
         let scope = self.scope(parent);
         scope.message_id = None;
         scope.start_usage = None;
-        if let Some(m) = model.filter(|m| scope.model.as_deref() != Some(*m)) {
-            scope.model = Some(m.to_string());
+        if let Some(m) = model {
+            scope.model = Some(m.clone());
         }
     }
 
@@ -1218,8 +1218,8 @@ impl<D: Dialect> Protocol<D> {
         };
         let mut updates = std::mem::take(&mut self.updates);
         let mut env = Envelope {
-            timestamp: line.timestamp.owned(),
-            parent_tool_call_id: line.parent_tool_use_id.owned(),
+            timestamp: line.timestamp.non_empty().map(SharedStr::from),
+            parent_tool_call_id: ctx.parents.share_opt(line.parent_tool_use_id.non_empty()),
             ..Envelope::default()
         };
         let outcome = match kind {
@@ -1229,10 +1229,10 @@ impl<D: Dialect> Protocol<D> {
                 }
                 LineOutcome::Decoded
             }
-            LineKind::Assistant => self.assistant(&mut line, &mut env, &mut updates),
+            LineKind::Assistant => self.assistant(&mut line, ctx, &mut env, &mut updates),
             LineKind::User => self.user(&mut line, &mut env, &mut updates),
             LineKind::Result => self.result(&mut line, &mut env, &mut updates),
-            LineKind::StreamEvent => self.stream_event(&mut line, &mut env, &mut updates),
+            LineKind::StreamEvent => self.stream_event(&mut line, ctx, &mut env, &mut updates),
             LineKind::Unknown => LineOutcome::UnknownType,
         };
         // (A result line ends the turn: `result` forgets the turn's fatal error itself.)
@@ -1248,7 +1248,13 @@ impl<D: Dialect> Protocol<D> {
         outcome
     }
 
-    fn assistant(&mut self, line: &mut Line<'_>, env: &mut Envelope, out: &mut Updates) -> LineOutcome {
+    fn assistant(
+        &mut self,
+        line: &mut Line<'_>,
+        ctx: &mut DecodeContext,
+        env: &mut Envelope,
+        out: &mut Updates,
+    ) -> LineOutcome {
         let Some(msg) = line.message.0.take() else { return LineOutcome::UnexpectedShape };
         let line = &*line;
         let parent = line.parent_tool_use_id.non_empty();
@@ -1261,8 +1267,8 @@ impl<D: Dialect> Protocol<D> {
         if failure {
             put(&mut extra, "error", line.facts().error);
         }
-        env.model = msg.model.owned();
-        env.message_id = msg.id.owned();
+        env.model = ctx.models.share_opt(msg.model.non_empty());
+        env.message_id = ctx.message_ids.share_opt(msg.id.non_empty());
         env.extra = non_empty(extra);
         if failure {
             // A harness-made message standing in for an API failure: an error, not model text,
@@ -1290,7 +1296,7 @@ impl<D: Dialect> Protocol<D> {
             out.push(SessionUpdate::Usage { scope: UsageScope::Call, usage });
         }
         if D::LINE_ENDS_MESSAGE {
-            self.streams.line_ended_message(parent, env.model.as_deref());
+            self.streams.line_ended_message(parent, env.model.as_ref());
         }
         LineOutcome::Decoded
     }
@@ -1414,7 +1420,13 @@ impl<D: Dialect> Protocol<D> {
         LineOutcome::Decoded
     }
 
-    fn stream_event(&mut self, line: &mut Line<'_>, env: &mut Envelope, out: &mut Updates) -> LineOutcome {
+    fn stream_event(
+        &mut self,
+        line: &mut Line<'_>,
+        ctx: &mut DecodeContext,
+        env: &mut Envelope,
+        out: &mut Updates,
+    ) -> LineOutcome {
         let Some(ev) = line.event.0.take() else { return LineOutcome::UnexpectedShape };
         let parent = line.parent_tool_use_id.non_empty();
         let StreamEvent { kind, message, content_block, delta, usage } = *ev;
@@ -1424,8 +1436,8 @@ impl<D: Dialect> Protocol<D> {
                 scope.text.clear();
                 scope.thought.clear();
                 let msg = message.0;
-                scope.message_id = msg.as_ref().and_then(|m| m.id.owned());
-                scope.model = msg.as_ref().and_then(|m| m.model.owned());
+                scope.message_id = ctx.message_ids.share_opt(msg.as_ref().and_then(|m| m.id.non_empty()));
+                scope.model = ctx.models.share_opt(msg.as_ref().and_then(|m| m.model.non_empty()));
                 scope.start_usage = msg.and_then(|m| m.usage.0);
             }
             "content_block_start" => {

@@ -1,14 +1,20 @@
 //! What every harness decoder shares: the run's sticky facts and envelope stamping.
 
-use crate::event::{JsonObject, OutputEvent, SessionUpdate};
+use crate::event::{JsonObject, OutputEvent, SessionUpdate, SharedStr};
 
 /// Facts of a run that outlive one line.
 #[derive(Debug, Default, Clone)]
 pub struct DecodeContext {
     /// The harness's session/thread id, once seen; stamped on every later event.
-    pub session_id: Option<String>,
+    pub session_id: Option<SharedStr>,
     /// The model named on the harness's init line (gemini, droid): stamped where a line names none.
-    pub init_model: Option<String>,
+    pub init_model: Option<SharedStr>,
+    /// The last model a line named: consecutive lines name the same one.
+    pub models: LastStr,
+    /// The last message id a line named: the lines of one LLM message repeat it.
+    pub message_ids: LastStr,
+    /// The last parent tool call id a subagent line named.
+    pub parents: LastStr,
 }
 
 impl DecodeContext {
@@ -16,9 +22,33 @@ impl DecodeContext {
     pub fn see_session(&mut self, id: Option<&str>) {
         if self.session_id.is_none() {
             if let Some(id) = id.filter(|s| !s.is_empty()) {
-                self.session_id = Some(id.to_string());
+                self.session_id = Some(id.into());
             }
         }
+    }
+}
+
+/// The last value of one envelope fact, shared: a line repeating it costs a comparison and a
+/// reference-count bump instead of an allocation per event.
+#[derive(Debug, Default, Clone)]
+pub struct LastStr(Option<SharedStr>);
+
+impl LastStr {
+    /// `text` as a shared string, reusing the previous one when it is the same text.
+    pub fn share(&mut self, text: &str) -> SharedStr {
+        match &self.0 {
+            Some(last) if **last == *text => last.clone(),
+            _ => {
+                let new: SharedStr = text.into();
+                self.0 = Some(new.clone());
+                new
+            }
+        }
+    }
+
+    /// [`LastStr::share`] for an optional value.
+    pub fn share_opt(&mut self, text: Option<&str>) -> Option<SharedStr> {
+        text.map(|t| self.share(t))
     }
 }
 
@@ -36,13 +66,13 @@ pub(crate) fn session_event(ctx: &DecodeContext, update: SessionUpdate) -> Outpu
 #[derive(Debug, Default, Clone)]
 pub struct Envelope {
     /// The line's timestamp, ISO 8601 where the harness prints one.
-    pub timestamp: Option<String>,
+    pub timestamp: Option<SharedStr>,
     /// The model named on the line.
-    pub model: Option<String>,
+    pub model: Option<SharedStr>,
     /// The LLM message the line belongs to.
-    pub message_id: Option<String>,
+    pub message_id: Option<SharedStr>,
     /// On a subagent's line: the parent's tool call id.
-    pub parent_tool_call_id: Option<String>,
+    pub parent_tool_call_id: Option<SharedStr>,
     /// Other facts of the line (e.g. `stop_reason`).
     pub extra: Option<JsonObject>,
 }

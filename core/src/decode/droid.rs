@@ -101,9 +101,10 @@ use super::tree::{Entries, Json, json_of};
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::{
     ContentBlock, DiffContent, ImageContent, JsonObject, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus,
-    RawJson, SessionUpdate, TokenUsage, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate,
-    UsageScope,
+    RawJson, SessionUpdate, SharedStr, TokenUsage, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus,
+    ToolCallUpdate, UsageScope,
 };
+use crate::time::IsoMillis;
 use crate::tools::{bound_title, command_title, normalize_name, tool_kind};
 
 /// How deep JSON-RPC envelopes are unwrapped.
@@ -647,7 +648,7 @@ impl DroidDecoder {
         match kind.as_ref() {
             "system" => {
                 if l.subtype.as_deref() == Some("init") && ctx.init_model.is_none() {
-                    ctx.init_model = l.model.as_deref().filter(|m| !m.is_empty()).map(str::to_string);
+                    ctx.init_model = l.model.as_deref().filter(|m| !m.is_empty()).map(SharedStr::from);
                 }
                 return LineOutcome::Decoded;
             }
@@ -664,7 +665,7 @@ impl DroidDecoder {
             _ => l.message_id.as_deref(),
         }
         .filter(|s| !s.is_empty())
-        .map(str::to_string);
+        .map(|m| ctx.message_ids.share(m));
         match kind.as_ref() {
             "message" | "assistant" => {
                 let text = match l.text.take() {
@@ -1056,8 +1057,8 @@ impl DroidDecoder {
             return LineOutcome::Decoded; // the user's message: ignored, as the peer does
         }
         let msg_id = message.id.as_deref().or(l.message_id.as_deref()).filter(|s| !s.is_empty()).map(str::to_string);
-        if msg_id.is_some() {
-            env.message_id = msg_id.clone();
+        if let Some(m) = &msg_id {
+            env.message_id = Some(m.as_str().into());
         }
         let text_streamed = msg_id.is_some() && self.streaming.as_ref() == Some(&msg_id);
         let thinking_streamed = msg_id.is_some() && self.thinking_streamed == msg_id;
@@ -1191,10 +1192,10 @@ fn result_blocks(content: Val<'_>) -> (Vec<ToolCallContent>, Option<RawJson>) {
 
 /// A line's timestamp as ISO 8601: epoch milliseconds (seconds below 10^11) are converted, a
 /// string is kept as printed.
-fn timestamp(raw: Option<&str>) -> Option<String> {
+fn timestamp(raw: Option<&str>) -> Option<SharedStr> {
     let raw = raw?;
     if raw.starts_with('"') {
-        return unescape_literal(raw).filter(|s| !s.is_empty()).map(Cow::into_owned);
+        return unescape_literal(raw).filter(|s| !s.is_empty()).map(|s| SharedStr::from(&*s));
     }
     // Epoch milliseconds are plain integers: read them without the float parser.
     let n = match raw.len() {
@@ -1207,41 +1208,12 @@ fn timestamp(raw: Option<&str>) -> Option<String> {
 }
 
 /// Epoch milliseconds (or seconds, below 10^11) as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
-fn iso_from_epoch(n: f64) -> Option<String> {
+fn iso_from_epoch(n: f64) -> Option<SharedStr> {
     if !(0.0..=1e15).contains(&n) {
         return None;
     }
     let ms = if n < 1e11 { (n * 1000.0).round() } else { n.round() } as i64;
-    let (secs, milli) = (ms.div_euclid(1000), ms.rem_euclid(1000));
-    let (days, sod) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // Howard Hinnant's days → civil date.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    // Written digit by digit (the last `width` digits of each field): `format!` costs more than
-    // the rest of a droid line's decoding.
-    let mut b = *b"0000-00-00T00:00:00.000Z";
-    let mut put = |end: usize, v: i64, width: usize| {
-        let mut v = v;
-        for at in (end - width..end).rev() {
-            b[at] = b'0' + (v % 10) as u8;
-            v /= 10;
-        }
-    };
-    put(4, year, 4);
-    put(7, month, 2);
-    put(10, day, 2);
-    put(13, sod / 3600, 2);
-    put(16, sod % 3600 / 60, 2);
-    put(19, sod % 60, 2);
-    put(23, milli, 3);
-    std::str::from_utf8(&b).ok().map(str::to_string)
+    IsoMillis::new(ms).map(|t| t.as_str().into())
 }
 
 /// The `completion` / `result` usage (see the module docs for the arithmetic).
@@ -1568,9 +1540,9 @@ mod tests {
 
     #[test]
     fn epoch_milliseconds_become_iso_8601() {
-        assert_eq!(iso_from_epoch(1_796_221_399_731.0).unwrap(), "2026-12-02T14:23:19.731Z");
-        assert_eq!(iso_from_epoch(0.0).unwrap(), "1970-01-01T00:00:00.000Z");
-        assert_eq!(iso_from_epoch(951_782_400.0).unwrap(), "2000-02-29T00:00:00.000Z");
+        assert_eq!(iso_from_epoch(1_796_221_399_731.0).as_deref(), Some("2026-12-02T14:23:19.731Z"));
+        assert_eq!(iso_from_epoch(0.0).as_deref(), Some("1970-01-01T00:00:00.000Z"));
+        assert_eq!(iso_from_epoch(951_782_400.0).as_deref(), Some("2000-02-29T00:00:00.000Z"));
         assert_eq!(iso_from_epoch(f64::NAN), None);
     }
 

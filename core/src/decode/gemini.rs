@@ -79,8 +79,8 @@ use super::raw_record::{Member, raw_object, read_raw_json};
 use super::scan::{Bad, Res, Scan, read_obj_list, read_object};
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::{
-    DiffContent, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus, RawJson, SessionUpdate, TokenUsage,
-    ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, UsageScope,
+    DiffContent, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus, RawJson, SessionUpdate, SharedStr,
+    TokenUsage, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, UsageScope,
 };
 use crate::tools::{MAX_TITLE_CHARS, command_title, tool_kind};
 
@@ -188,7 +188,7 @@ impl HarnessDecoder for GeminiDecoder {
             Some("init") => {
                 ctx.see_session(l.session_id.as_deref());
                 if ctx.init_model.is_none() {
-                    ctx.init_model = l.model.take().filter(|m| !m.is_empty()).map(Cow::into_owned);
+                    ctx.init_model = l.model.take().filter(|m| !m.is_empty()).map(|m| SharedStr::from(&*m));
                 }
                 LineOutcome::Decoded
             }
@@ -241,8 +241,8 @@ impl HarnessDecoder for GeminiDecoder {
 /// The envelope of a line that gives events (made only then: its strings are copies).
 fn envelope(l: &mut Line<'_>) -> Envelope {
     Envelope {
-        timestamp: l.timestamp.take().filter(|t| !t.is_empty()).map(Cow::into_owned),
-        model: l.model.take().filter(|m| !m.is_empty()).map(Cow::into_owned),
+        timestamp: l.timestamp.take().filter(|t| !t.is_empty()).map(|t| SharedStr::from(&*t)),
+        model: l.model.take().filter(|m| !m.is_empty()).map(|m| SharedStr::from(&*m)),
         ..Envelope::default()
     }
 }

@@ -91,7 +91,7 @@ use super::tree::{Json, json_of};
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::{
     ContentBlock, DiffContent, ImageContent, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus, RawJson,
-    SessionUpdate, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate,
+    SessionUpdate, SharedStr, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate,
 };
 use crate::tools::{bound_title, command_title, tool_kind};
 
@@ -599,7 +599,7 @@ impl KimiDecoder {
                 }
                 let mut sub_env = env.clone();
                 if let Some(parent) = sub.task_tool_call_id.filter(|s| !s.is_empty()) {
-                    sub_env.parent_tool_call_id = Some(parent.into_owned());
+                    sub_env.parent_tool_call_id = Some(SharedStr::from(&*parent));
                 }
                 self.decode(inner, ctx, &sub_env, depth + 1, out)
             }

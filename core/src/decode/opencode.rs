@@ -91,8 +91,10 @@ use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::ToolKind;
 use crate::event::{
     ContentBlock, DiffContent, ImageContent, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus, RawJson,
-    SessionUpdate, TokenUsage, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, UsageScope,
+    SessionUpdate, SharedStr, TokenUsage, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate,
+    UsageScope,
 };
+use crate::time::IsoMillis;
 use crate::tools::{MAX_TITLE_CHARS, command_title, kind_table, truncate_chars};
 
 /// Opencode line decoder.
@@ -307,7 +309,7 @@ impl HarnessDecoder for OpencodeDecoder {
                 .as_ref()
                 .and_then(|p| p.message_id.as_deref())
                 .filter(|m| !m.is_empty())
-                .map(str::to_string),
+                .map(|m| ctx.message_ids.share(m)),
             ..Envelope::default()
         };
         match l.kind.as_deref() {
@@ -366,9 +368,9 @@ impl HarnessDecoder for OpencodeDecoder {
 }
 
 /// The line's `timestamp`: milliseconds since the epoch → ISO 8601 UTC; a string stays as is.
-fn timestamp(text: &str) -> Option<String> {
+fn timestamp(text: &str) -> Option<SharedStr> {
     if text.starts_with('"') {
-        return unescape_literal(text).map(Cow::into_owned).filter(|s| !s.is_empty());
+        return unescape_literal(text).filter(|s| !s.is_empty()).map(|s| SharedStr::from(&*s));
     }
     let ms = if let Ok(n) = text.parse::<i64>() {
         n
@@ -379,46 +381,7 @@ fn timestamp(text: &str) -> Option<String> {
         }
         f as i64
     };
-    iso_millis(ms)
-}
-
-/// Milliseconds since 1970-01-01T00:00:00Z → `YYYY-MM-DDTHH:MM:SS.mmmZ` (years 0..=9999).
-fn iso_millis(ms: i64) -> Option<String> {
-    let secs = ms.div_euclid(1000);
-    let millis = ms.rem_euclid(1000);
-    let days = secs.div_euclid(86_400);
-    let of_day = secs.rem_euclid(86_400);
-    // Civil date from days since the epoch (proleptic Gregorian; H. Hinnant's algorithm).
-    let z = days.checked_add(719_468)?;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    if !(0..=9999).contains(&year) {
-        return None;
-    }
-    // `{year:04}-{month:02}-{day:02}T{hh:02}:{mm:02}:{ss:02}.{millis:03}Z`, without `format!`
-    // (written as bytes: pushing chars one by one costs more than the date arithmetic).
-    let mut text = *b"0000-00-00T00:00:00.000Z";
-    let mut digits = |n: i64, end: usize, width: usize| {
-        let mut n = n;
-        for slot in text[end - width..end].iter_mut().rev() {
-            *slot = b'0' + (n % 10) as u8;
-            n /= 10;
-        }
-    };
-    digits(year, 4, 4);
-    digits(month, 7, 2);
-    digits(day, 10, 2);
-    digits(of_day / 3600, 13, 2);
-    digits(of_day % 3600 / 60, 16, 2);
-    digits(of_day % 60, 19, 2);
-    digits(millis, 23, 3);
-    String::from_utf8(text.to_vec()).ok()
+    IsoMillis::new(ms).map(|t| t.as_str().into())
 }
 
 /// `step_finish` tokens and cost → call usage (see the module docs).
@@ -1128,12 +1091,12 @@ mod tests {
 
     #[test]
     fn millisecond_timestamps_become_iso_utc() {
-        assert_eq!(iso_millis(0).as_deref(), Some("1970-01-01T00:00:00.000Z"));
-        assert_eq!(iso_millis(1_796_221_316_202).as_deref(), Some("2026-12-02T14:21:56.202Z"));
-        assert_eq!(iso_millis(951_782_400_000).as_deref(), Some("2000-02-29T00:00:00.000Z"));
-        assert_eq!(iso_millis(-1).as_deref(), Some("1969-12-31T23:59:59.999Z"));
-        assert_eq!(iso_millis(253_402_300_800_000), None); // year 10000
-        assert_eq!(iso_millis(i64::MAX), None);
+        assert_eq!(timestamp("0").as_deref(), Some("1970-01-01T00:00:00.000Z"));
+        assert_eq!(timestamp("1796221316202").as_deref(), Some("2026-12-02T14:21:56.202Z"));
+        assert_eq!(timestamp("951782400000").as_deref(), Some("2000-02-29T00:00:00.000Z"));
+        assert_eq!(timestamp("-1").as_deref(), Some("1969-12-31T23:59:59.999Z"));
+        assert_eq!(timestamp("253402300800000"), None); // year 10000
+        assert_eq!(timestamp("9223372036854775807"), None);
         assert_eq!(timestamp("1796221316202.9").as_deref(), Some("2026-12-02T14:21:56.202Z"));
     }
 

@@ -97,12 +97,12 @@ pub fn try_merge(tail: &mut StreamItem, item: &StreamItem) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::ImageContent;
+    use crate::event::{ImageContent, SharedStr};
     use crate::stream::weight::item_weight;
 
     fn msg(text: &str, mid: Option<&str>) -> StreamItem {
         let mut ev = OutputEvent::new(SessionUpdate::message(text));
-        ev.message_id = mid.map(str::to_string);
+        ev.message_id = mid.map(SharedStr::from);
         StreamItem::Content(ev)
     }
 

@@ -118,9 +118,9 @@ impl Members {
         self.add(name, str_len(value));
     }
 
-    fn opt_str(&mut self, name: &str, value: &Option<String>) {
+    fn opt_str(&mut self, name: &str, value: &Option<impl AsRef<str>>) {
         if let Some(v) = value {
-            self.str(name, v);
+            self.str(name, v.as_ref());
         }
     }
 
@@ -372,6 +372,7 @@ pub fn item_weight(item: &StreamItem) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::event::SharedStr;
     use crate::lifecycle::{AgentState, LifecycleEvent, LifecycleReason, SandboxState};
     use proptest::prelude::*;
 
@@ -545,7 +546,7 @@ mod tests {
     }
 
     fn event() -> impl Strategy<Value = OutputEvent> {
-        let opt = || proptest::option::of(text());
+        let opt = || proptest::option::of(text().prop_map(SharedStr::from));
         (update(), opt(), opt(), opt(), opt(), opt(), proptest::option::of(object())).prop_map(
             |(update, session_id, timestamp, model, message_id, parent_tool_call_id, extra)| OutputEvent {
                 session_id,
