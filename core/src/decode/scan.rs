@@ -470,11 +470,13 @@ impl<'a> Scan<'a> {
                 Ok(Cow::Borrowed(&self.src[start..i]))
             }
             Some(b'\\') => {
-                // The string's length is not known yet: room for the rest of the line up to
-                // 4 KiB (one allocation for nearly every string; spare room is given back).
-                let room = (self.b.len() - start).min(4096.max(2 * (i - start)));
-                let (mut out, end) = unescape(self.b, start, i, room)?;
-                if out.capacity() - out.len() > 64 {
+                // Find the closing quote first: the escaped body's length bounds the text's
+                // (unescaping never lengthens), so the one allocation is the right size.
+                let end = escaped_string_end(self.b, i).ok_or(Bad)?;
+                let (mut out, end) = unescape(self.b, start, i, end - start)?;
+                // (Many `\\u` escapes leave much room unused: give it back then.)
+                let spare = out.capacity() - out.len();
+                if spare > 64 && spare > out.len() / 4 {
                     out.shrink_to_fit();
                 }
                 self.pos = end + 1;
@@ -727,6 +729,21 @@ pub(crate) fn find_special(b: &[u8], from: usize) -> usize {
         i += 1;
     }
     i
+}
+
+/// The index of the closing quote of a string body whose first backslash is at `at`, skipping
+/// escaped characters; `None` at a control character or the end of the text (the string is
+/// unusable either way; [`unescape`] says why when it reads it).
+fn escaped_string_end(b: &[u8], mut at: usize) -> Option<usize> {
+    loop {
+        // At a backslash: the escaped byte cannot end the string.
+        let i = find_special(b, at + 2);
+        match b.get(i)? {
+            b'"' => return Some(i),
+            b'\\' => at = i,
+            _ => return None,
+        }
+    }
 }
 
 /// Unescape the string body that starts at `start` in `b` (just past its opening quote) and
