@@ -65,7 +65,7 @@ fn floor(bytes: &[u8]) -> usize {
 /// machine both sides then see the same background load, so their ratio is what it measures.
 fn best_of_each(runs: usize, a: &mut dyn FnMut() -> usize, b: &mut dyn FnMut() -> usize) -> [(Duration, usize); 2] {
     let mut best = [(Duration::MAX, 0); 2];
-    let mut time = |slot: &mut (Duration, usize), f: &mut dyn FnMut() -> usize| {
+    let time = |slot: &mut (Duration, usize), f: &mut dyn FnMut() -> usize| {
         let t = Instant::now();
         let out = black_box(f());
         let took = t.elapsed();

@@ -18,8 +18,6 @@ use std::borrow::Cow;
 use std::fmt;
 
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde_json::Value;
-use serde_json::value::RawValue;
 
 /// A value that must be a JSON string (an object key, above all), borrowed when it holds no
 /// escape.
@@ -153,17 +151,6 @@ pub fn unescape_literal(raw: &str) -> Option<Cow<'_, str>> {
     }
 }
 
-/// The string a raw JSON value holds, borrowed when it has no escapes; `None` when it is not a
-/// string (or holds a lone surrogate escape, which serde_json refuses in a string).
-#[cfg_attr(not(test), allow(dead_code))] // only tests use it since every decoder reads with the scanner (to be removed with them)
-pub(crate) fn raw_str(raw: &RawValue) -> Option<Cow<'_, str>> {
-    let text = raw.get();
-    if !text.starts_with('"') {
-        return None;
-    }
-    unescape_literal(text)
-}
-
 /// The next `\\` at or after `from`: eight bytes at a time for the first 64 (escapes in text
 /// come close together, where a `memchr` call costs more than it saves), then `memchr`.
 #[inline]
@@ -204,74 +191,15 @@ pub(crate) fn may_hold_surrogates(text: &str) -> bool {
     false
 }
 
-/// A JSON value read into a [`Value`] as serde_json reads it, with objects presized for a few
-/// keys (a harness's counters), so small maps do not grow (and rehash) key by key.
-#[allow(dead_code)] // unused since gemini reads its lines with the scanner (to be removed)
-pub(crate) struct SizedValue(pub Value);
-
-impl<'de> Deserialize<'de> for SizedValue {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Value;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-                let mut out = serde_json::Map::with_capacity(8);
-                while let Some(CowStr(key)) = map.next_key::<CowStr<'de>>()? {
-                    let SizedValue(value) = map.next_value()?;
-                    out.insert(key.into_owned(), value);
-                }
-                Ok(Value::Object(out))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Value, A::Error> {
-                Value::deserialize(de::value::SeqAccessDeserializer::new(seq))
-            }
-            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Value, E> {
-                Ok(Value::Bool(v))
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Value, E> {
-                Ok(Value::from(v))
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Value, E> {
-                Ok(Value::from(v))
-            }
-            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
-                Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Value, E> {
-                Ok(Value::String(v.to_owned()))
-            }
-            fn visit_string<E: de::Error>(self, v: String) -> Result<Value, E> {
-                Ok(Value::String(v))
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
-                Ok(Value::Null)
-            }
-            fn visit_none<E: de::Error>(self) -> Result<Value, E> {
-                Ok(Value::Null)
-            }
-            fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
-                d.deserialize_any(self)
-            }
-        }
-        d.deserialize_any(V).map(SizedValue)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::Strategy;
     use serde::Deserialize;
+    use serde_json::value::RawValue;
 
     #[test]
-    fn raw_strings_borrow_unless_escaped() {
-        let plain = RawValue::from_string(r#""abc""#.into()).unwrap();
-        assert!(matches!(raw_str(&plain), Some(Cow::Borrowed("abc"))));
-        let esc = RawValue::from_string(r#""a\nb""#.into()).unwrap();
-        assert_eq!(raw_str(&esc).as_deref(), Some("a\nb"));
+    fn literals_unescape_like_serde_json_strings() {
         for text in [
             r#""\"\\\/\b\f\n\r\t x""#,
             r#""\u00e9\u20AC \ud83d\ude00 end\\""#,
@@ -281,12 +209,9 @@ mod tests {
             r#""\ud800\u0041""#,
             r#""\ud800\n""#,
         ] {
-            let raw = RawValue::from_string(text.into()).unwrap();
             let expected = serde_json::from_str::<String>(text).ok();
-            assert_eq!(raw_str(&raw).map(Cow::into_owned), expected, "{text}");
+            assert_eq!(unescape_literal(text).map(Cow::into_owned), expected, "{text}");
         }
-        let num = RawValue::from_string("1".into()).unwrap();
-        assert_eq!(raw_str(&num), None);
     }
     #[test]
     fn backslashes_are_found_at_any_distance() {
@@ -314,14 +239,6 @@ mod tests {
         let long = format!(r#""{}\ud83d\ude00""#, "x\\n".repeat(100));
         assert!(may_hold_surrogates(&long));
     }
-    #[test]
-    fn sized_values_read_as_values() {
-        let text = r#"{"a":[1,-2,3.5,"s\n",null,true,{"k":{}}],"b":{"c":18446744073709551615},"a":0}"#;
-        let SizedValue(v) = serde_json::from_str(text).unwrap();
-        assert_eq!(v, serde_json::from_str::<serde_json::Value>(text).unwrap());
-        assert_eq!(v.to_string(), serde_json::from_str::<serde_json::Value>(text).unwrap().to_string());
-    }
-
     #[test]
     fn literals_borrow_unless_escaped() {
         assert_eq!(unescape_literal(r#""x\"y""#).as_deref(), Some("x\"y"));

@@ -12,17 +12,18 @@
 
 use std::borrow::Cow;
 
-use serde::de::DeserializeSeed;
 #[cfg(test)]
-use serde::de::{Deserialize, Deserializer, MapAccess};
+use serde::de::{Deserialize, DeserializeSeed, Deserializer, MapAccess};
 
+#[cfg(test)]
 use super::LineOutcome;
+#[cfg(test)]
 use super::json::classify_failure;
 
 /// Like `json::parse_line`, with a seed (so a decoder can fill its per-line state in place
 /// instead of moving a large struct out of the parser): only objects are accepted, and on
 /// failure the line is classified.
-#[cfg_attr(not(test), allow(dead_code))] // only tests use it since every decoder reads with the scanner (to be removed with them)
+#[cfg(test)]
 pub(crate) fn parse_line_seed<'a, S: DeserializeSeed<'a>>(line: &'a str, seed: S) -> Result<S::Value, LineOutcome> {
     if !line.trim_start().starts_with('{') {
         return Err(classify_failure(line));
