@@ -436,9 +436,11 @@ pub struct TokenUsage {
     /// Cost in USD, only when the harness priced it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
-    /// The harness's other counters, its own key names verbatim.
+    /// The harness's other counters, its own key names and values as printed (a JSON object;
+    /// Rust keeps its text, read it with `to_value`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub extra: Option<JsonObject>,
+    #[cfg_attr(feature = "schema", schemars(with = "Option<JsonObject>"))]
+    pub extra: Option<RawJson>,
 }
 
 #[cfg(test)]

@@ -228,7 +228,7 @@ fn token_usage<'py>(py: Python<'py>, usage: &TokenUsage, keys: &mut Keys) -> PyR
         }
     }
     if let Some(extra) = extra {
-        d.set_item(intern!(py, "extra"), object(py, extra, keys)?)?;
+        d.set_item(intern!(py, "extra"), crate::json::to_py(py, extra.get(), keys)?)?;
     }
     Ok(d.into_any())
 }

@@ -62,6 +62,7 @@ use serde_json::value::RawValue;
 use super::LineOutcome;
 use super::context::{DecodeContext, Envelope};
 use super::json::classify_failure;
+use super::raw_record::{ObjectMembers, raw_count};
 use super::scan::{Bad, Res, Scan};
 use crate::event::{
     ContentBlock, DiffContent, ImageContent, JsonObject, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus,
@@ -237,7 +238,8 @@ pub(crate) struct Line<'a> {
     pub event: LooseObj<Box<StreamEvent<'a>>>,
     pub tool_use_result: Option<&'a RawValue>,
     pub usage: LooseObj<Usage>,
-    pub model_usage: LooseObj<JsonObject>,
+    /// As printed (an object read by type).
+    pub model_usage: LooseObj<&'a str>,
     pub tool_use_meta: Raw<'a>,
     pub subagent_type: Raw<'a>,
     pub task_description: Raw<'a>,
@@ -324,7 +326,7 @@ impl<'a> Line<'a> {
                 "result" => set(&mut fact(&mut l.facts).result, raw(sc)?, 1 << 10),
                 "errors" => set(&mut fact(&mut l.facts).errors, raw(sc)?, 1 << 11),
                 "usage" => set(&mut l.usage, LooseObj::read(sc, Usage::read)?, 1 << 12),
-                "modelUsage" => set(&mut l.model_usage, LooseObj::read(sc, Scan::json_object)?, 1 << 13),
+                "modelUsage" => set(&mut l.model_usage, LooseObj::read(sc, Scan::checked_raw)?, 1 << 13),
                 "total_cost_usd" => set(&mut fact(&mut l.facts).total_cost_usd, raw(sc)?, 1 << 14),
                 "stats" => set(&mut fact(&mut l.facts).stats, raw(sc)?, 1 << 15),
                 "num_turns" => set(&mut fact(&mut l.facts).num_turns, raw(sc)?, 1 << 16),
@@ -529,8 +531,8 @@ pub(crate) struct Usage {
     pub cache_read: Option<u64>,
     /// `cache_creation_input_tokens`.
     pub cache_creation: Option<u64>,
-    /// Every other counter (and any of the above whose value is not a count).
-    pub rest: JsonObject,
+    /// Every other counter (and any of the above whose value is not a count), as printed.
+    pub rest: Option<RawJson>,
 }
 
 impl Usage {
@@ -542,40 +544,50 @@ impl Usage {
         self.output = max(self.output, later.output);
         self.cache_read = max(self.cache_read, later.cache_read);
         self.cache_creation = max(self.cache_creation, later.cache_creation);
+        // (Once per streamed message: the two records are read into maps to merge.)
+        let mut rest = object_of(self.rest.take());
         if let Some(n) = self.cache_creation {
-            self.rest.insert("cache_creation_input_tokens".into(), n.into());
+            rest.insert("cache_creation_input_tokens".into(), n.into());
         }
-        for (k, v) in later.rest {
+        for (k, v) in object_of(later.rest) {
             if k != "cache_creation_input_tokens" {
-                self.rest.insert(k, v);
+                rest.insert(k, v);
             }
         }
+        self.rest = (!rest.is_empty()).then(|| RawJson::from_value(&Value::Object(rest)));
     }
 
     /// Read a usage object (the next value must be an object).
     pub fn read(sc: &mut Scan<'_>) -> Res<Usage> {
         let (mut input, mut output, mut cache_read, mut cache_creation) = (None, None, None, None);
-        // Room for one more key: a run total adds `modelUsage`.
-        let rest = sc.json_object_where(1, |key, value| {
-            let slot = match key {
+        if sc.peek() != Some(b'{') {
+            return Err(Bad);
+        }
+        let mut rest = ObjectMembers::default();
+        sc.object(|r, key| {
+            // Read by type (what a `Value` accepts), kept as printed.
+            let raw = r.checked_raw()?;
+            let slot = match key.as_ref() {
                 "input_tokens" => &mut input,
                 "output_tokens" => &mut output,
                 "cache_read_input_tokens" => &mut cache_read,
                 "cache_creation_input_tokens" => {
-                    cache_creation = value.as_u64();
-                    return true;
+                    cache_creation = raw_count(raw);
+                    rest.insert(key, raw);
+                    return Ok(());
                 }
-                _ => return true,
+                _ => {
+                    rest.insert(key, raw);
+                    return Ok(());
+                }
             };
-            match value.as_u64() {
-                Some(n) => {
-                    *slot = Some(n);
-                    false
-                }
-                None => true,
+            match raw_count(raw) {
+                Some(n) => *slot = Some(n),
+                None => rest.insert(key, raw),
             }
+            Ok(())
         })?;
-        Ok(Usage { input, output, cache_read, cache_creation, rest })
+        Ok(Usage { input, output, cache_read, cache_creation, rest: rest.into_raw_json() })
     }
 
     /// Parse a usage object from its JSON text (tests).
@@ -615,6 +627,19 @@ pub(crate) fn raw_json(raw: &RawValue) -> RawJson {
 /// `Some(map)` unless empty.
 pub(crate) fn non_empty(map: JsonObject) -> Option<JsonObject> {
     (!map.is_empty()).then_some(map)
+}
+
+/// A record kept as text, read into a map (an empty map for none or for anything but an object).
+fn object_of(record: Option<RawJson>) -> JsonObject {
+    match record.map(|r| r.to_value()) {
+        Some(Value::Object(map)) => map,
+        _ => JsonObject::new(),
+    }
+}
+
+/// A raw value that a `Value` reads (as [`value`] would give it), not `null`.
+pub(crate) fn checked(raw: Raw<'_>) -> Raw<'_> {
+    raw.filter(|r| *r != "null" && Scan::new(r).check().is_ok())
 }
 
 // ------------------------------------------------------------------------------------------
@@ -967,7 +992,7 @@ pub(crate) fn token_usage(u: Usage, prompt: Prompt) -> TokenUsage {
         completion_tokens: u.output,
         cached_tokens: u.cache_read,
         cost_usd: None,
-        extra: non_empty(u.rest),
+        extra: u.rest,
     }
 }
 
@@ -1591,7 +1616,7 @@ mod tests {
         let delta = Usage::from_json(r#"{"input_tokens":0,"output_tokens":42,"cache_creation_input_tokens":0}"#);
         start.merge(delta);
         assert_eq!((start.input, start.output, start.cache_creation), (Some(1523), Some(42), Some(5)));
-        assert_eq!(start.rest["cache_creation_input_tokens"], 5);
+        assert_eq!(start.rest.unwrap().to_value()["cache_creation_input_tokens"], 5);
     }
 
     /// Every prefix and a few byte mutations of every golden line decode without a panic (the
@@ -1649,7 +1674,8 @@ mod tests {
         );
         let t = token_usage(u.clone(), Prompt::PlusCache);
         assert_eq!((t.prompt_tokens, t.completion_tokens, t.cached_tokens), (Some(150), Some(7), Some(30)));
-        let extra = t.extra.unwrap();
+        let extra = t.extra.unwrap().to_value();
+        let extra = extra.as_object().unwrap();
         assert_eq!(extra.len(), 2);
         assert!(extra.contains_key("cache_creation_input_tokens") && extra.contains_key("service_tier"));
         assert_eq!(token_usage(u, Prompt::InputOnly).prompt_tokens, Some(100));
@@ -1657,6 +1683,6 @@ mod tests {
         let odd = Usage::from_json(r#"{"input_tokens":"many","output_tokens":2}"#);
         let t = token_usage(odd, Prompt::PlusCache);
         assert_eq!((t.prompt_tokens, t.completion_tokens), (None, Some(2)));
-        assert_eq!(t.extra.unwrap()["input_tokens"], "many");
+        assert_eq!(t.extra.unwrap().get(), r#"{"input_tokens":"many"}"#);
     }
 }

@@ -79,6 +79,7 @@ use super::anthropic::{
 };
 use super::context::{DecodeContext, Envelope};
 use super::json::display_text;
+use super::raw_record::with_raw_member;
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::{
     JsonObject, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus, SessionUpdate, TokenUsage, ToolCallContent,
@@ -137,9 +138,14 @@ impl Dialect for Claude {
             return None;
         }
         let mut total = usage.map(|u| token_usage(u, Prompt::PlusCache)).unwrap_or_default();
-        if let Some(models) = model_usage.as_ref() {
+        if let Some(models_text) = model_usage {
             let zero = |v: Option<u64>| v.unwrap_or(0) == 0;
             if zero(total.prompt_tokens) && zero(total.completion_tokens) && zero(total.cached_tokens) {
+                // (Only without usable counters: the per-model records are read then.)
+                let models = match serde_json::from_str(models_text) {
+                    Ok(Value::Object(models)) => models,
+                    _ => JsonObject::new(),
+                };
                 let sum = |key: &str| -> Option<u64> {
                     let vals: Vec<u64> =
                         models.values().filter_map(|m| m.as_object()).filter_map(|m| counter(m, key)).collect();
@@ -155,9 +161,7 @@ impl Dialect for Claude {
                     total.cached_tokens = sum("cacheReadInputTokens");
                 }
             }
-            let mut extra = total.extra.take().unwrap_or_default();
-            extra.insert("modelUsage".into(), Value::Object(model_usage.unwrap_or_default()));
-            total.extra = non_empty(extra);
+            total.extra = Some(with_raw_member(total.extra.take(), "modelUsage", models_text));
         }
         total.cost_usd = cost;
         Some(total)

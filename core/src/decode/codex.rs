@@ -75,7 +75,7 @@ use super::context::session_event;
 use super::id_set::IdSet;
 use super::in_place::{SeenKeys, key_text};
 use super::json::{classify_failure, str_field};
-use super::raw_record::read_raw_json;
+use super::raw_record::{Counters, read_counters, read_raw_json};
 use super::scan::{Res, Scan, read_obj, read_object};
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::{
@@ -485,41 +485,14 @@ impl ExitCode {
 /// `turn.completed.usage` → run usage (see the module table), read in the line's pass: an
 /// object's entries each read as a `Value`; any other value is read as one and gives no usage.
 fn read_usage(r: &mut Scan<'_>) -> Res<Option<TokenUsage>> {
-    if r.peek() != Some(b'{') {
-        return r.check().map(|()| None);
-    }
-    let mut usage = TokenUsage::default();
-    let mut extra = Map::new();
-    let mut any = false;
-    // Counters kept in `extra` because their value was not a count (bit per slot).
-    let mut odd = 0u8;
-    r.object(|r, key| {
-        any = true;
-        let (bit, slot) = match key.as_ref() {
-            "input_tokens" => (1, &mut usage.prompt_tokens),
-            "cached_input_tokens" => (2, &mut usage.cached_tokens),
-            "output_tokens" => (4, &mut usage.completion_tokens),
-            _ => {
-                let value = r.json_value()?;
-                extra.insert(key.into_owned(), value);
-                return Ok(());
-            }
-        };
-        // A key printed twice counts with its last value, as in a JSON reader.
-        let value = r.json_value()?;
-        *slot = value.as_u64();
-        if slot.is_none() && !value.is_null() {
-            // Not a count we can read: keep it verbatim rather than drop it.
-            odd |= bit;
-            extra.insert(key.into_owned(), value);
-        } else if odd & bit != 0 {
-            odd &= !bit;
-            extra.shift_remove(key.as_ref());
-        }
-        Ok(())
-    })?;
-    usage.extra = (!extra.is_empty()).then_some(extra);
-    Ok(any.then_some(usage))
+    let usage = read_counters(r, ["input_tokens", "cached_input_tokens", "output_tokens"], true, |_, _| {})?;
+    Ok(usage.map(|Counters { counts: [input, cached, output], extra }| TokenUsage {
+        prompt_tokens: input,
+        completion_tokens: output,
+        cached_tokens: cached,
+        cost_usd: None,
+        extra,
+    }))
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -1228,7 +1228,7 @@ fn run_usage(mut usage: Entries<'_>) -> TokenUsage {
         completion_tokens: output,
         cached_tokens: read,
         cost_usd: None,
-        extra: (!usage.is_empty()).then(|| usage.into_map()),
+        extra: (!usage.is_empty()).then(|| usage.into_raw_json()),
     }
 }
 
@@ -1242,7 +1242,7 @@ fn rpc_usage(mut usage: Entries<'_>) -> TokenUsage {
         completion_tokens: output,
         cached_tokens: read,
         cost_usd: None,
-        extra: (!usage.is_empty()).then(|| usage.into_map()),
+        extra: (!usage.is_empty()).then(|| usage.into_raw_json()),
     }
 }
 

@@ -68,14 +68,14 @@
 
 use std::borrow::Cow;
 
+use serde_json::Value;
 use serde_json::value::RawValue;
-use serde_json::{Map, Value};
 
 use super::borrowed::{may_hold_surrogates, unescape_literal};
 use super::concat::title;
 use super::context::{DecodeContext, Envelope};
 use super::json::{Obj, classify_failure};
-use super::raw_record::{Member, raw_object, read_raw_json};
+use super::raw_record::{Counters, Member, raw_count, raw_object, read_counters, read_raw_json};
 use super::scan::{Bad, Res, Scan, read_obj_list, read_object};
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::{
@@ -277,49 +277,18 @@ fn error_message(text: &str) -> Option<Cow<'_, str>> {
 /// counts with its last value, as in a JSON reader). Any value that is not an object gives no
 /// usage, but must still read as a JSON value.
 fn read_stats(r: &mut Scan<'_>) -> Res<Option<TokenUsage>> {
-    if r.peek() != Some(b'{') {
-        return r.check().map(|()| None);
-    }
-    let mut extra = Map::with_capacity(8);
-    let (mut input_tokens, mut output_tokens, mut cached, mut input) = (None, None, None, None);
-    let mut any = false;
-    // Counters kept in `extra` because their value was not a count (bit per slot).
-    let mut odd = 0u8;
-    r.object(|r, key| {
-        any = true;
-        let value = r.json_value()?;
-        let (bit, slot) = match key.as_ref() {
-            "input_tokens" => (1, &mut input_tokens),
-            "output_tokens" => (2, &mut output_tokens),
-            "cached" => (4, &mut cached),
-            other => {
-                if other == "input" {
-                    input = value.as_u64();
-                }
-                extra.insert(key.into_owned(), value);
-                return Ok(());
-            }
-        };
-        *slot = value.as_u64();
-        if slot.is_none() {
-            odd |= bit;
-            extra.insert(key.into_owned(), value);
-        } else if odd & bit != 0 {
-            odd &= !bit;
-            extra.shift_remove(key.as_ref());
+    let mut input = None;
+    let stats = read_counters(r, ["input_tokens", "output_tokens", "cached"], false, |key, raw| {
+        if key == "input" {
+            input = raw_count(raw);
         }
-        Ok(())
     })?;
-    if !any {
-        return Ok(None);
-    }
-    let prompt = input_tokens.or_else(|| Some(input? + cached.unwrap_or(0)));
-    Ok(Some(TokenUsage {
-        prompt_tokens: prompt,
+    Ok(stats.map(|Counters { counts: [input_tokens, output_tokens, cached], extra }| TokenUsage {
+        prompt_tokens: input_tokens.or_else(|| Some(input? + cached.unwrap_or(0))),
         completion_tokens: output_tokens,
         cached_tokens: cached,
         cost_usd: None,
-        extra: (!extra.is_empty()).then_some(extra),
+        extra,
     }))
 }
 
@@ -862,6 +831,6 @@ mod tests {
         let u = read_stats(&mut Scan::new(r#"{"input":5,"cached":3,"output_tokens":2}"#)).unwrap().unwrap();
         assert_eq!(u.prompt_tokens, Some(8));
         assert_eq!(u.cached_tokens, Some(3));
-        assert_eq!(u.extra.unwrap().get("input"), Some(&Value::from(5)));
+        assert_eq!(u.extra.unwrap().get(), r#"{"input":5}"#);
     }
 }

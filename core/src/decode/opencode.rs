@@ -85,7 +85,7 @@ use super::context::{DecodeContext, Envelope};
 use super::id_set::IdSet;
 use super::in_place::{SeenKeys, key_text};
 use super::json::{ObjList, classify_failure, first_str, str_field};
-use super::raw_record::read_raw_json;
+use super::raw_record::{ObjectMembers, raw_count, read_raw_json};
 use super::scan::{Bad, Res, Scan, read_obj_list};
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::ToolKind;
@@ -217,8 +217,8 @@ struct Part<'a> {
     id: Option<Cow<'a, str>>,
     tool: Option<Cow<'a, str>>,
     state: State<'a>,
-    /// An object as the map it is (the usage's `extra`).
-    tokens: Option<Map<String, Value>>,
+    /// An object: its counters, and itself as printed (the usage's `extra`).
+    tokens: Option<Tokens>,
     /// As printed.
     cost: Option<&'a str>,
     reason: Option<Cow<'a, str>>,
@@ -282,13 +282,60 @@ impl<'a> Part<'a> {
     }
 }
 
-/// `part.tokens`: an object as its map; `None` for `null` or any other value (read as a
-/// [`Value`] all the same, so text a `Value` refuses fails the line).
-fn read_tokens(sc: &mut Scan<'_>) -> Res<Option<Map<String, Value>>> {
-    if sc.peek() == Some(b'{') {
-        return sc.json_object().map(Some);
+/// `part.tokens` read in the line's pass: the counters a usage needs (a key printed twice counts
+/// with its last value), and the object kept as printed for `extra`.
+#[derive(Default)]
+struct Tokens {
+    input: Option<u64>,
+    output: Option<u64>,
+    reasoning: Option<u64>,
+    cache_read: Option<u64>,
+    cache_write: Option<u64>,
+    /// The object (its members as printed); `None` when it has none.
+    object: Option<RawJson>,
+}
+
+/// `part.tokens`: [`Tokens`] for an object; `None` for `null` or any other value (read by type
+/// all the same, so text a `Value` refuses fails the line).
+fn read_tokens(sc: &mut Scan<'_>) -> Res<Option<Tokens>> {
+    if sc.peek() != Some(b'{') {
+        return sc.check().map(|()| None);
     }
-    sc.check().map(|()| None)
+    let mut t = Tokens::default();
+    let mut members = ObjectMembers::default();
+    sc.object(|r, key| {
+        let raw = r.checked_raw()?;
+        match key.as_ref() {
+            "input" => t.input = raw_count(raw),
+            "output" => t.output = raw_count(raw),
+            "reasoning" => t.reasoning = raw_count(raw),
+            "cache" => (t.cache_read, t.cache_write) = cache_counts(raw),
+            _ => {}
+        }
+        members.insert(key, raw);
+        Ok(())
+    })?;
+    t.object = members.into_raw_json();
+    Ok(Some(t))
+}
+
+/// `tokens.cache`'s `read` and `write` counts (the last printing of each), when it is an object.
+fn cache_counts(raw: &str) -> (Option<u64>, Option<u64>) {
+    let (mut read, mut write) = (None, None);
+    let mut sc = Scan::new(raw);
+    if sc.peek() == Some(b'{') {
+        // Read whole once already (`checked_raw`): this pass cannot fail.
+        let _ = sc.object(|r, key| {
+            let raw = r.raw()?;
+            match key.as_ref() {
+                "read" => read = raw_count(raw),
+                "write" => write = raw_count(raw),
+                _ => {}
+            }
+            Ok(())
+        });
+    }
+    (read, write)
 }
 
 impl HarnessDecoder for OpencodeDecoder {
@@ -385,26 +432,18 @@ fn timestamp(text: &str) -> Option<SharedStr> {
 }
 
 /// `step_finish` tokens and cost → call usage (see the module docs).
-fn step_usage(tokens: Option<Map<String, Value>>, cost: Option<&str>) -> Option<TokenUsage> {
+fn step_usage(tokens: Option<Tokens>, cost: Option<&str>) -> Option<TokenUsage> {
     let cost = cost.and_then(|c| c.parse::<f64>().ok()).filter(|c| c.is_finite());
     if tokens.is_none() && cost.is_none() {
         return None;
     }
-    let empty = Map::new();
-    let t = tokens.as_ref().unwrap_or(&empty);
-    // A few keys each: found by comparing names rather than hashing them.
-    let count = |m: &Map<String, Value>, k: &str| m.iter().find(|(key, _)| *key == k).and_then(|(_, v)| v.as_u64());
-    let cache = t.iter().find(|(k, _)| *k == "cache").and_then(|(_, v)| v.as_object()).unwrap_or(&empty);
-    let cache_read = count(cache, "read");
-    let cache_write = count(cache, "write");
-    let prompt = count(t, "input").map(|i| i + cache_read.unwrap_or(0) + cache_write.unwrap_or(0));
-    let completion = count(t, "output").map(|o| o + count(t, "reasoning").unwrap_or(0));
+    let t = tokens.unwrap_or_default();
     Some(TokenUsage {
-        prompt_tokens: prompt,
-        completion_tokens: completion,
-        cached_tokens: cache_read,
+        prompt_tokens: t.input.map(|i| i + t.cache_read.unwrap_or(0) + t.cache_write.unwrap_or(0)),
+        completion_tokens: t.output.map(|o| o + t.reasoning.unwrap_or(0)),
+        cached_tokens: t.cache_read,
         cost_usd: cost,
-        extra: tokens.filter(|t| !t.is_empty()),
+        extra: t.object,
     })
 }
 
@@ -1055,7 +1094,9 @@ mod tests {
     ];
 
     /// The edge lines decode as the serde reader decoded them (`testdata/opencode_edges.txt` is
-    /// its transcript, recorded before the line reader moved onto the scanner).
+    /// its transcript, recorded before the line reader moved onto the scanner), except that usage
+    /// `extra` is kept as printed since: a key repeated inside a nested object stays repeated
+    /// there (`"cache":{"read":3,"read":4}`; every JSON reader takes the last).
     #[test]
     fn edge_lines_decode_as_before() {
         let ours = edge_transcript();
@@ -1102,13 +1143,13 @@ mod tests {
 
     #[test]
     fn usage_adds_cache_to_input_and_reasoning_to_output() {
-        let tokens =
-            serde_json::json!({"total":1359,"input":250,"output":49,"reasoning":10,"cache":{"read":1050,"write":5}});
-        let u = step_usage(tokens.as_object().cloned(), Some("0.25")).unwrap();
+        let text = r#"{"total":1359,"input":250,"output":49,"reasoning":10,"cache":{"read":1050,"write":5}}"#;
+        let tokens = read_tokens(&mut Scan::new(text)).unwrap();
+        let u = step_usage(tokens, Some("0.25")).unwrap();
         assert_eq!(u.prompt_tokens, Some(1305));
         assert_eq!(u.cached_tokens, Some(1050));
         assert_eq!(u.completion_tokens, Some(59));
         assert_eq!(u.cost_usd, Some(0.25));
-        assert_eq!(u.extra.unwrap()["total"], 1359);
+        assert_eq!(u.extra.unwrap().get(), text);
     }
 }

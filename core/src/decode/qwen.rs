@@ -59,10 +59,11 @@
 use std::collections::HashSet;
 
 use super::anthropic::{
-    Dialect, Line, Prompt, Protocol, ToolResult, ToolUse, Updates, Usage, diff, glob_title, mcp_title, non_empty,
+    Dialect, Line, Prompt, Protocol, ToolResult, ToolUse, Updates, Usage, checked, diff, glob_title, mcp_title,
     plan_from_todos, read_title, token_usage, value, web_search_title,
 };
 use super::context::DecodeContext;
+use super::raw_record::with_raw_member;
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::{
     OutputEvent, SessionUpdate, TokenUsage, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus,
@@ -100,16 +101,14 @@ impl Dialect for Qwen {
 
     fn run_usage(&self, line: &mut Line<'_>) -> Option<TokenUsage> {
         let usage = line.usage.0.take();
-        let stats = value(line.facts().stats);
+        let stats = checked(line.facts().stats);
         let cost = value(line.facts().total_cost_usd).and_then(|v| v.as_f64());
         if usage.is_none() && stats.is_none() && cost.is_none() {
             return None;
         }
         let mut total = usage.map(|u| self.call_usage(u)).unwrap_or_default();
         if let Some(stats) = stats {
-            let mut extra = total.extra.take().unwrap_or_default();
-            extra.insert("stats".into(), stats);
-            total.extra = non_empty(extra);
+            total.extra = Some(with_raw_member(total.extra.take(), "stats", stats));
         }
         total.cost_usd = cost;
         Some(total)
@@ -284,6 +283,6 @@ mod tests {
             (usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens),
             (Some(1200), Some(35), Some(800))
         );
-        assert_eq!(usage.extra.as_ref().unwrap()["total_tokens"], 1235);
+        assert_eq!(usage.extra.as_ref().unwrap().to_value()["total_tokens"], 1235);
     }
 }

@@ -4,6 +4,10 @@
 //! - [`raw_object`]: an object composed of members kept as printed ([`Member`] / [`Piece`]).
 //! - [`read_raw_json`] / [`value_raw_json`]: text the [`Scan`]ner has read whole, kept as is.
 //! - [`checked_raw`]: a captured value kept when a `Value` would have held it.
+//! - [`ObjectMembers`]: an object of members kept as printed (a harness's other usage counters),
+//!   written as text once instead of built as a map of values.
+
+use std::borrow::Cow;
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::value::RawValue;
@@ -128,6 +132,152 @@ pub(crate) fn raw_object<P: Piece>(members: &[(&str, P)]) -> RawJson {
     }
 }
 
+/// The members of a JSON object composed from values kept as printed, e.g. the counters of a
+/// usage record that no typed field took. A key printed twice keeps its first place and its last
+/// value, as a JSON reader's map does. Written once as text ([`ObjectMembers::into_raw_json`]):
+/// one allocation instead of a map, a key and a value tree per member.
+#[derive(Debug, Default)]
+pub(crate) struct ObjectMembers<'a>(Vec<(Cow<'a, str>, &'a str)>);
+
+impl<'a> ObjectMembers<'a> {
+    /// Set `key` to the value printed as `raw` (text a [`Scan`] read whole, e.g. with
+    /// [`Scan::checked_raw`]).
+    pub fn insert(&mut self, key: Cow<'a, str>, raw: &'a str) {
+        match self.0.iter_mut().find(|(k, _)| *k == key) {
+            Some(member) => member.1 = raw,
+            None => self.0.push((key, raw)),
+        }
+    }
+
+    /// Remove `key`, keeping the others in order.
+    pub fn remove(&mut self, key: &str) {
+        self.0.retain(|(k, _)| k != key);
+    }
+
+    /// The object's text, `None` when it has no members.
+    pub fn into_raw_json(self) -> Option<RawJson> {
+        if self.0.is_empty() {
+            return None;
+        }
+        let len = self.0.iter().map(|(k, v)| k.len() + v.len() + 4).sum::<usize>() + 1;
+        let mut text = String::with_capacity(len);
+        text.push('{');
+        for (i, (key, raw)) in self.0.iter().enumerate() {
+            if i > 0 {
+                text.push(',');
+            }
+            write_json_str(&mut text, key);
+            text.push(':');
+            if memchr::memchr(b'\r', raw.as_bytes()).is_some() {
+                // A raw CR between tokens would reach the event as is: written compactly instead
+                // (the value read whole, so it parses; see `anthropic::raw_json`).
+                let value: serde_json::Value = serde_json::from_str(raw).unwrap_or_default();
+                text.push_str(&value.to_string());
+            } else {
+                text.push_str(raw);
+            }
+        }
+        text.push('}');
+        Some(read_raw_json(text))
+    }
+}
+
+/// `extra` (an object's text, or none) with the member `key` set to the value printed as `raw`
+/// (text a [`Scan`] read by type): appended to the text when `extra` has no such key (a run
+/// total adding `modelUsage` or `stats` to its counters), else through a map.
+pub(crate) fn with_raw_member(extra: Option<RawJson>, key: &str, raw: &str) -> RawJson {
+    let Some(extra) = extra else {
+        let mut only = ObjectMembers::default();
+        only.insert(Cow::Borrowed(key), raw);
+        return only.into_raw_json().unwrap_or_else(|| RawJson::from_value(&serde_json::Value::Null));
+    };
+    let text = extra.get().trim();
+    let mut has_key = false;
+    let mut sc = Scan::new(text);
+    let read = sc.object(|r, k| {
+        has_key |= k == key;
+        r.skip()
+    });
+    if read.is_err() || has_key || memchr::memchr(b'\r', raw.as_bytes()).is_some() {
+        let mut map = match extra.to_value() {
+            serde_json::Value::Object(map) => map,
+            _ => serde_json::Map::new(),
+        };
+        map.insert(key.to_string(), serde_json::from_str(raw).unwrap_or_default());
+        return RawJson::from_value(&serde_json::Value::Object(map));
+    }
+    let mut out = String::with_capacity(text.len() + key.len() + raw.len() + 4);
+    let open = text[..text.len() - 1].trim_end();
+    out.push_str(open);
+    if open != "{" {
+        out.push(',');
+    }
+    write_json_str(&mut out, key);
+    out.push(':');
+    out.push_str(raw);
+    out.push('}');
+    read_raw_json(out)
+}
+
+/// The count a printed number is, as [`serde_json::Value::as_u64`] reads it: a plain
+/// non-negative integer within `u64`, `None` for anything else (a fraction, an exponent, a
+/// sign, a string, `null`).
+pub(crate) fn raw_count(raw: &str) -> Option<u64> {
+    if raw.is_empty() || !raw.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    raw.parse().ok()
+}
+
+/// A harness's usage object read in the line's pass: the named counters, and every other member
+/// kept as printed.
+pub(crate) struct Counters<const N: usize> {
+    /// The count of each named counter (its last printing, as in a JSON reader).
+    pub counts: [Option<u64>; N],
+    /// The other members, and each named counter whose value is not a count.
+    pub extra: Option<RawJson>,
+}
+
+/// Read a usage object ([`Counters`]); any other value is read by type and gives `None`, as an
+/// object without members does. `null` counts as an absent counter when `null_is_absent`, else
+/// it is kept in `extra` like any value that is not a count. `also` sees each member that is not
+/// a named counter (with its value as printed) before it goes to `extra`.
+pub(crate) fn read_counters<'a, const N: usize>(
+    r: &mut Scan<'a>,
+    names: [&str; N],
+    null_is_absent: bool,
+    mut also: impl FnMut(&str, &'a str),
+) -> super::scan::Res<Option<Counters<N>>> {
+    if r.peek() != Some(b'{') {
+        return r.check().map(|()| None);
+    }
+    let mut counts = [None; N];
+    let mut extra = ObjectMembers::default();
+    let mut any = false;
+    // Counters in `extra` because their (latest) value was not a count.
+    let mut odd = [false; N];
+    r.object(|r, key| {
+        any = true;
+        // Read by type (what a `Value` accepts), kept as printed.
+        let raw = r.checked_raw()?;
+        let Some(i) = names.iter().position(|name| *name == key) else {
+            also(&key, raw);
+            extra.insert(key, raw);
+            return Ok(());
+        };
+        counts[i] = raw_count(raw);
+        if counts[i].is_none() && !(null_is_absent && raw == "null") {
+            odd[i] = true;
+            extra.insert(key, raw);
+        } else if odd[i] {
+            odd[i] = false;
+            extra.remove(&key);
+        }
+        Ok(())
+    })?;
+    Ok(any.then(|| Counters { counts, extra: extra.into_raw_json() }))
+}
+
 /// `raw` as [`RawJson`] (its text copied verbatim) when a [`serde_json::Value`] would hold it.
 pub fn checked_raw(raw: &RawValue) -> Option<RawJson> {
     serde_json::from_str::<Checked>(raw.get()).is_ok().then(|| RawJson::from_raw(raw))
@@ -179,6 +329,41 @@ mod tests {
         let rec = raw_object(&[("status", Member::Str(odd)), ("output", Member::Raw(&a))]);
         assert_eq!(rec.to_value(), serde_json::json!({"status": odd, "output": "x \"q\""}));
     }
+    #[test]
+    fn counts_read_as_a_value_reads_them() {
+        for text in
+            ["0", "7", "-0", "-1", "1.0", "1e2", "18446744073709551615", "18446744073709551616", "\"5\"", "null"]
+        {
+            let theirs = serde_json::from_str::<Value>(text).unwrap().as_u64();
+            assert_eq!(raw_count(text), theirs, "{text}");
+        }
+    }
+
+    #[test]
+    fn object_members_keep_first_places_and_last_values() {
+        let mut m = ObjectMembers::default();
+        assert!(ObjectMembers::default().into_raw_json().is_none());
+        m.insert("b".into(), "1");
+        m.insert("we\"ird".into(), r#"{"x": [1, 2]}"#);
+        m.insert("c".into(), "true");
+        m.insert("b".into(), "2.50");
+        m.remove("c");
+        assert_eq!(m.into_raw_json().unwrap().get(), r#"{"b":2.50,"we\"ird":{"x": [1, 2]}}"#);
+        let mut cr = ObjectMembers::default();
+        cr.insert("a".into(), "[1,\r2]");
+        assert_eq!(cr.into_raw_json().unwrap().get(), r#"{"a":[1,2]}"#);
+    }
+
+    #[test]
+    fn members_are_appended_to_a_record_or_replace_theirs() {
+        let obj = |t: &str| Some(RawJson::from_text(t).unwrap());
+        assert_eq!(with_raw_member(None, "m", r#"{"a": 1}"#).get(), r#"{"m":{"a": 1}}"#);
+        assert_eq!(with_raw_member(obj(r#"{"x":1}"#), "m", "[2]").get(), r#"{"x":1,"m":[2]}"#);
+        assert_eq!(with_raw_member(obj("{ }"), "m", "2").get(), r#"{"m":2}"#);
+        assert_eq!(with_raw_member(obj(r#"{"m":1,"x":2}"#), "m", "3").get(), r#"{"m":3,"x":2}"#);
+        assert_eq!(with_raw_member(obj(r#"{"x":1}"#), "m", "[1,\r2]").get(), r#"{"x":1,"m":[1,2]}"#);
+    }
+
     #[test]
     fn value_raw_json_is_what_value_reads_kept_verbatim() {
         for text in [

@@ -84,29 +84,6 @@ impl<'a> Json<'a> {
 }
 
 impl Json<'_> {
-    /// The value as a [`serde_json::Value`] (a repeated key keeps its first place and last value,
-    /// as when `Value` reads the text).
-    pub fn into_value(self) -> serde_json::Value {
-        use serde_json::Value;
-        match self {
-            Json::Null => Value::Null,
-            Json::Bool(b) => Value::Bool(b),
-            Json::Num(n) => Value::Number(n),
-            Json::Str(s) => Value::String(s.into_owned()),
-            Json::Arr(items) => Value::Array(items.into_iter().map(Json::into_value).collect()),
-            Json::Obj(entries) => Value::Object(Json::into_map(entries)),
-        }
-    }
-
-    /// Object entries as a [`serde_json::Map`] (inserted in order, as `Value` reads them).
-    pub fn into_map(entries: Vec<(Cow<'_, str>, Json<'_>)>) -> serde_json::Map<String, serde_json::Value> {
-        let mut map = serde_json::Map::with_capacity(entries.len());
-        for (k, v) in entries {
-            map.insert(k.into_owned(), v.into_value());
-        }
-        map
-    }
-
     /// Compact JSON text, as `Value::to_string` writes it.
     pub fn to_compact(&self) -> String {
         serde_json::to_string(self).unwrap_or_default()
@@ -156,8 +133,9 @@ impl<'a> Entries<'a> {
         self.0.is_empty()
     }
 
-    pub fn into_map(self) -> serde_json::Map<String, serde_json::Value> {
-        Json::into_map(self.0)
+    /// The object of these entries as text, written as `Value` would write it.
+    pub fn into_raw_json(self) -> RawJson {
+        Json::Obj(self.0).to_raw_json()
     }
 }
 
@@ -281,7 +259,7 @@ mod tests {
             let theirs = serde_json::from_str::<Value>(text).ok();
             assert_eq!(ours, theirs, "{text}");
             assert_eq!(json.as_ref().map(Json::to_compact), theirs.as_ref().map(Value::to_string), "{text}");
-            assert_eq!(json.map(Json::into_value), theirs, "{text}");
+            assert_eq!(json.map(|j| serde_json::to_value(&j).unwrap()), theirs, "{text}");
             assert_eq!(serde_json::from_str::<Checked>(text).is_ok(), theirs.is_some(), "{text}");
         }
     }
@@ -307,11 +285,11 @@ mod tests {
         entries.insert("e", Json::Num(6.into()));
         map.insert("b".into(), json!(7));
         entries.insert("b", Json::Num(7.into()));
-        assert_eq!(map.remove("a"), entries.swap_remove("a").map(Json::into_value));
-        assert_eq!(map.remove("x"), entries.swap_remove("x").map(Json::into_value));
-        assert_eq!(map.remove("c"), entries.swap_remove("c").map(Json::into_value));
-        let ours = entries.into_map();
-        assert_eq!(ours.keys().collect::<Vec<_>>(), map.keys().collect::<Vec<_>>());
-        assert_eq!(ours, map);
+        let value = |j: Json<'_>| serde_json::to_value(&j).unwrap();
+        assert_eq!(map.remove("a"), entries.swap_remove("a").map(value));
+        assert_eq!(map.remove("x"), entries.swap_remove("x").map(value));
+        assert_eq!(map.remove("c"), entries.swap_remove("c").map(value));
+        // Same members in the same order, written as `Value` writes them.
+        assert_eq!(entries.into_raw_json().get(), Value::Object(map).to_string());
     }
 }

@@ -264,7 +264,7 @@ fn token_usage_len(usage: &TokenUsage) -> usize {
         m.add("costUsd", json_len(c)); // ryu's shortest form, or null when not finite
     }
     if let Some(x) = extra {
-        m.add("extra", object_len(x));
+        m.add("extra", raw_len(x));
     }
     m.len()
 }
@@ -486,7 +486,7 @@ mod tests {
                 completion_tokens,
                 cached_tokens,
                 cost_usd,
-                extra,
+                extra: extra.map(|m| RawJson::from_value(&Value::Object(m))),
             })
     }
 
