@@ -140,12 +140,20 @@ pub(crate) fn raw_object<P: Piece>(members: &[(&str, P)]) -> RawJson {
 pub(crate) struct ObjectMembers<'a>(Vec<(Cow<'a, str>, &'a str)>);
 
 impl<'a> ObjectMembers<'a> {
+    /// Room for a usage record's members without growing.
+    const ROOM: usize = 8;
+
     /// Set `key` to the value printed as `raw` (text a [`Scan`] read whole, e.g. with
     /// [`Scan::checked_raw`]).
     pub fn insert(&mut self, key: Cow<'a, str>, raw: &'a str) {
         match self.0.iter_mut().find(|(k, _)| *k == key) {
             Some(member) => member.1 = raw,
-            None => self.0.push((key, raw)),
+            None => {
+                if self.0.capacity() == 0 {
+                    self.0.reserve_exact(Self::ROOM);
+                }
+                self.0.push((key, raw))
+            }
         }
     }
 
