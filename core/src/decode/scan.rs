@@ -455,35 +455,41 @@ impl<'a> Scan<'a> {
         Ok(text)
     }
 
-    /// A string, read by type: borrowed when it holds no escape, else unescaped in the same pass;
+    /// A string, read by type: borrowed when it holds no escape, else unescaped;
     /// a lone surrogate is refused.
-    #[inline]
+    #[inline(always)]
     pub fn str(&mut self) -> Res<Cow<'a, str>> {
         if self.peek() != Some(b'"') {
             return Err(Bad);
         }
         let start = self.pos + 1;
         let i = find_special(self.b, start);
-        match self.b.get(i) {
-            Some(b'"') => {
-                self.pos = i + 1;
-                Ok(Cow::Borrowed(&self.src[start..i]))
-            }
-            Some(b'\\') => {
-                // Find the closing quote first: the escaped body's length bounds the text's
-                // (unescaping never lengthens), so the one allocation is the right size.
-                let end = escaped_string_end(self.b, i).ok_or(Bad)?;
-                let (mut out, end) = unescape(self.b, start, i, end - start)?;
-                // (Many `\\u` escapes leave much room unused: give it back then.)
-                let spare = out.capacity() - out.len();
-                if spare > 64 && spare > out.len() / 4 {
-                    out.shrink_to_fit();
-                }
-                self.pos = end + 1;
-                Ok(Cow::Owned(out))
-            }
-            _ => Err(Bad),
+        if self.b.get(i) == Some(&b'"') {
+            // Most strings (keys, ids, kinds) hold no escape: this much is inlined at each read.
+            self.pos = i + 1;
+            return Ok(Cow::Borrowed(&self.src[start..i]));
         }
+        self.escaped_str(start, i)
+    }
+
+    /// The rest of [`Scan::str`] from `i`, the first byte of the body at `start` that is a
+    /// backslash or a control character.
+    #[inline(never)]
+    fn escaped_str(&mut self, start: usize, i: usize) -> Res<Cow<'a, str>> {
+        if self.b.get(i) != Some(&b'\\') {
+            return Err(Bad);
+        }
+        // Find the closing quote first: the escaped body's length bounds the text's
+        // (unescaping never lengthens), so the one allocation is the right size.
+        let end = escaped_string_end(self.b, i).ok_or(Bad)?;
+        let (mut out, end) = unescape(self.b, start, i, end - start)?;
+        // (Many `\\u` escapes leave much room unused: give it back then.)
+        let spare = out.capacity() - out.len();
+        if spare > 64 && spare > out.len() / 4 {
+            out.shrink_to_fit();
+        }
+        self.pos = end + 1;
+        Ok(Cow::Owned(out))
     }
 
     /// Read one value by type and keep nothing: what a `serde_json::Value` accepts.
