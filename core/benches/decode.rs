@@ -61,23 +61,49 @@ fn floor(bytes: &[u8]) -> usize {
     n
 }
 
-/// Best (shortest) time of `runs` runs of each of `a` and `b`, run alternately: on a shared
-/// machine both sides then see the same background load, so their ratio is what it measures.
-fn best_of_each(runs: usize, a: &mut dyn FnMut() -> usize, b: &mut dyn FnMut() -> usize) -> [(Duration, usize); 2] {
-    let mut best = [(Duration::MAX, 0); 2];
-    let time = |slot: &mut (Duration, usize), f: &mut dyn FnMut() -> usize| {
-        let t = Instant::now();
-        let out = black_box(f());
-        let took = t.elapsed();
-        if took < slot.0 {
-            *slot = (took, out);
-        }
-    };
-    for _ in 0..runs {
-        time(&mut best[0], a);
-        time(&mut best[1], b);
+/// `runs` timings of `decode` and `floor` over the same bytes, taken in pairs (one right after
+/// the other): on a shared machine both halves of a pair see the same background load, so the
+/// ratio within each pair is what is compared, and the median pair reported.
+struct Pairs {
+    /// (decode time, floor time) of each pair.
+    times: Vec<(Duration, Duration)>,
+    events: usize,
+}
+
+impl Pairs {
+    fn measure(runs: usize, decode: &mut dyn FnMut() -> usize, floor: &mut dyn FnMut() -> usize) -> Pairs {
+        let mut events = 0;
+        let mut time = |f: &mut dyn FnMut() -> usize| {
+            let t = Instant::now();
+            let out = black_box(f());
+            (t.elapsed(), out)
+        };
+        let times = (0..runs)
+            .map(|_| {
+                let (td, n) = time(decode);
+                events = n;
+                (td, time(floor).0)
+            })
+            .collect();
+        Pairs { times, events }
     }
-    best
+
+    /// The shortest decode and floor times.
+    fn best(&self) -> (Duration, Duration) {
+        let d = self.times.iter().map(|t| t.0).min().unwrap_or_default();
+        let f = self.times.iter().map(|t| t.1).min().unwrap_or_default();
+        (d, f)
+    }
+
+    /// Quantile `q` of the pairs' throughput ratio (floor time / decode time).
+    fn ratio(&self, q: f64) -> f64 {
+        quantile(self.times.iter().map(|(d, f)| f.as_secs_f64() / d.as_secs_f64()).collect(), q)
+    }
+}
+
+fn quantile(mut values: Vec<f64>, q: f64) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(((values.len() - 1) as f64 * q).round() as usize).copied().unwrap_or(f64::NAN)
 }
 
 fn main() {
@@ -100,32 +126,49 @@ fn main() {
     }
     c.final_summary();
 
-    println!("\n{:<10} {:>10} {:>12} {:>14} {:>8}", "agent", "MB/s", "floor MB/s", "events/s", "ratio");
-    let (mut total_bytes, mut total_decode, mut total_floor, mut total_events) =
-        (0usize, Duration::ZERO, Duration::ZERO, 0usize);
+    // MB/s and events/s from the best runs; the ratio is the median of side-by-side pairs
+    // (p25–p75 shows the spread the machine's load left).
+    println!(
+        "\n{:<10} {:>10} {:>12} {:>14} {:>8} {:>12}",
+        "agent", "MB/s", "floor MB/s", "events/s", "ratio", "p25-p75"
+    );
+    const RUNS: usize = 21;
+    let mut all = Vec::new();
     for (agent, bytes) in &corpora {
-        let [(td, events), (tf, _)] = best_of_each(9, &mut || decode(*agent, bytes), &mut || floor(bytes));
+        let pairs = Pairs::measure(RUNS, &mut || decode(*agent, bytes), &mut || floor(bytes));
+        let (td, tf) = pairs.best();
         let mb = bytes.len() as f64 / 1e6;
         println!(
-            "{:<10} {:>10.0} {:>12.0} {:>14.0} {:>8.2}",
+            "{:<10} {:>10.0} {:>12.0} {:>14.0} {:>8.2} {:>6.2}-{:.2}",
             agent.name(),
             mb / td.as_secs_f64(),
             mb / tf.as_secs_f64(),
-            events as f64 / td.as_secs_f64(),
-            tf.as_secs_f64() / td.as_secs_f64()
+            pairs.events as f64 / td.as_secs_f64(),
+            pairs.ratio(0.5),
+            pairs.ratio(0.25),
+            pairs.ratio(0.75)
         );
-        total_bytes += bytes.len();
-        total_decode += td;
-        total_floor += tf;
-        total_events += events;
+        all.push((bytes.len(), pairs));
     }
-    let mb = total_bytes as f64 / 1e6;
+    // Mixed: every agent's corpus once, pair by pair.
+    let mixed = Pairs {
+        times: (0..RUNS)
+            .map(|i| {
+                all.iter().fold((Duration::ZERO, Duration::ZERO), |(d, f), (_, p)| (d + p.times[i].0, f + p.times[i].1))
+            })
+            .collect(),
+        events: all.iter().map(|(_, p)| p.events).sum(),
+    };
+    let (td, tf) = mixed.best();
+    let mb = all.iter().map(|(n, _)| *n).sum::<usize>() as f64 / 1e6;
     println!(
-        "{:<10} {:>10.0} {:>12.0} {:>14.0} {:>8.2}",
+        "{:<10} {:>10.0} {:>12.0} {:>14.0} {:>8.2} {:>6.2}-{:.2}",
         "mixed",
-        mb / total_decode.as_secs_f64(),
-        mb / total_floor.as_secs_f64(),
-        total_events as f64 / total_decode.as_secs_f64(),
-        total_floor.as_secs_f64() / total_decode.as_secs_f64()
+        mb / td.as_secs_f64(),
+        mb / tf.as_secs_f64(),
+        mixed.events as f64 / td.as_secs_f64(),
+        mixed.ratio(0.5),
+        mixed.ratio(0.25),
+        mixed.ratio(0.75)
     );
 }
