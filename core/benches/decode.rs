@@ -73,7 +73,7 @@ struct Pairs {
 impl Pairs {
     fn measure(runs: usize, decode: &mut dyn FnMut() -> usize, floor: &mut dyn FnMut() -> usize) -> Pairs {
         let mut events = 0;
-        let mut time = |f: &mut dyn FnMut() -> usize| {
+        let time = |f: &mut dyn FnMut() -> usize| {
             let t = Instant::now();
             let out = black_box(f());
             (t.elapsed(), out)

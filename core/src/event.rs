@@ -41,9 +41,11 @@ pub struct OutputEvent {
     /// On a subagent's line: the parent's tool call that delegated to it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_tool_call_id: Option<SharedStr>,
-    /// Other facts of the line, with the harness's own key names (e.g. `stop_reason`).
+    /// Other facts of the line: a JSON object with the harness's own key names and values as
+    /// printed (e.g. `stop_reason`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub extra: Option<JsonObject>,
+    #[cfg_attr(feature = "schema", schemars(with = "Option<JsonObject>"))]
+    pub extra: Option<RawJson>,
 }
 
 impl OutputEvent {
@@ -436,8 +438,7 @@ pub struct TokenUsage {
     /// Cost in USD, only when the harness priced it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
-    /// The harness's other counters, its own key names and values as printed (a JSON object;
-    /// Rust keeps its text, read it with `to_value`).
+    /// The harness's other counters: a JSON object with its own key names and values as printed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(with = "Option<JsonObject>"))]
     pub extra: Option<RawJson>,

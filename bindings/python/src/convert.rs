@@ -367,7 +367,7 @@ pub fn output_event<'py>(py: Python<'py>, ev: &OutputEvent, strings: &mut String
     strings.message_id.set_opt(&d, intern!(py, "messageId"), message_id)?;
     strings.parent_tool_call_id.set_opt(&d, intern!(py, "parentToolCallId"), parent_tool_call_id)?;
     if let Some(extra) = extra {
-        d.set_item(intern!(py, "extra"), object(py, extra, &mut strings.keys)?)?;
+        d.set_item(intern!(py, "extra"), crate::json::to_py(py, extra.get(), &mut strings.keys)?)?;
     }
     Ok(d.into_any())
 }

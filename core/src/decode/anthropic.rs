@@ -607,10 +607,11 @@ pub(crate) fn value(raw: Raw<'_>) -> Option<Value> {
     raw.filter(|r| *r != "null").and_then(|r| Scan::new(r).json_value().ok())
 }
 
-/// Insert `raw` into `extra` under `key` unless it is absent or `null`.
-pub(crate) fn put(extra: &mut JsonObject, key: &str, raw: Raw<'_>) {
-    if let Some(v) = value(raw) {
-        extra.insert(key.to_string(), v);
+/// Set `key` of `extra` to `raw` as printed, unless it is absent, `null` or not a value a JSON
+/// reader takes.
+pub(crate) fn put<'a>(extra: &mut ObjectMembers<'a>, key: &'static str, raw: Raw<'a>) {
+    if let Some(raw) = checked(raw) {
+        extra.insert(Cow::Borrowed(key), raw);
     }
 }
 
@@ -622,11 +623,6 @@ pub(crate) fn raw_json(raw: &RawValue) -> RawJson {
         return RawJson::from_raw(raw);
     }
     serde_json::from_str::<Value>(raw.get()).map_or_else(|_| RawJson::from_raw(raw), |v| RawJson::from_value(&v))
-}
-
-/// `Some(map)` unless empty.
-pub(crate) fn non_empty(map: JsonObject) -> Option<JsonObject> {
-    (!map.is_empty()).then_some(map)
 }
 
 /// A record kept as text, read into a map (an empty map for none or for anything but an object).
@@ -1283,7 +1279,7 @@ impl<D: Dialect> Protocol<D> {
         let Some(msg) = line.message.0.take() else { return LineOutcome::UnexpectedShape };
         let line = &*line;
         let parent = line.parent_tool_use_id.non_empty();
-        let mut extra = JsonObject::new();
+        let mut extra = ObjectMembers::default();
         put(&mut extra, "stop_reason", msg.stop_reason);
         put(&mut extra, "tool_use_meta", line.tool_use_meta);
         put(&mut extra, "subagent_type", line.subagent_type);
@@ -1294,7 +1290,7 @@ impl<D: Dialect> Protocol<D> {
         }
         env.model = ctx.models.share_opt(msg.model.non_empty());
         env.message_id = ctx.message_ids.share_opt(msg.id.non_empty());
-        env.extra = non_empty(extra);
+        env.extra = extra.into_raw_json();
         if failure {
             // A harness-made message standing in for an API failure: an error, not model text,
             // and no LLM call to meter.
@@ -1378,10 +1374,10 @@ impl<D: Dialect> Protocol<D> {
         let raw_output = line.tool_use_result.take();
         let parent = line.parent_tool_use_id.non_empty();
         self.streams.clear_text(parent);
-        let mut extra = JsonObject::new();
+        let mut extra = ObjectMembers::default();
         put(&mut extra, "subagent_type", line.subagent_type);
         put(&mut extra, "task_description", line.task_description);
-        env.extra = non_empty(extra);
+        env.extra = extra.into_raw_json();
         match msg.content {
             Content::Text(t) if !t.is_empty() => out.push(SessionUpdate::user_message(t.into_owned())),
             Content::Blocks(blocks) => {
@@ -1412,10 +1408,9 @@ impl<D: Dialect> Protocol<D> {
 
     fn result(&mut self, line: &mut Line<'_>, env: &mut Envelope, out: &mut Updates) -> LineOutcome {
         self.streams.clear();
-        // At most eight facts: one allocation each for the map's table and entries.
-        let mut extra = JsonObject::with_capacity(8);
+        let mut extra = ObjectMembers::default();
         if let Some(s) = line.subtype.get() {
-            extra.insert("subtype".into(), Value::String(s.to_string()));
+            extra.insert_text(Cow::Borrowed("subtype"), s);
         }
         put(&mut extra, "num_turns", line.facts().num_turns);
         put(&mut extra, "duration_ms", line.facts().duration_ms);
@@ -1423,12 +1418,11 @@ impl<D: Dialect> Protocol<D> {
         put(&mut extra, "stop_reason", line.facts().stop_reason);
         put(&mut extra, "terminal_reason", line.facts().terminal_reason);
         put(&mut extra, "api_error_status", line.facts().api_error_status);
-        if let Some(denials) =
-            value(line.facts().permission_denials).filter(|v| v.as_array().is_some_and(|a| !a.is_empty()))
-        {
-            extra.insert("permission_denials".into(), denials);
+        let denials = line.facts().permission_denials;
+        if value(denials).is_some_and(|v| v.as_array().is_some_and(|a| !a.is_empty())) {
+            put(&mut extra, "permission_denials", denials);
         }
-        env.extra = non_empty(extra);
+        env.extra = extra.into_raw_json();
         if is_true(line.facts().is_error) {
             let message = result_error(line);
             // Claude's failing turn prints its error twice: a synthetic assistant message, then
@@ -1493,11 +1487,11 @@ impl<D: Dialect> Protocol<D> {
                     let mut merged = scope.start_usage.take().unwrap_or_default();
                     merged.merge(usage);
                     scope.start_usage = Some(merged.clone());
-                    let mut extra = JsonObject::new();
+                    let mut extra = ObjectMembers::default();
                     put(&mut extra, "stop_reason", delta.0.as_ref().and_then(|d| d.stop_reason));
                     env.model = scope.model.clone();
                     env.message_id = scope.message_id.clone();
-                    env.extra = non_empty(extra);
+                    env.extra = extra.into_raw_json();
                     let usage = self.dialect.call_usage(merged);
                     out.push(SessionUpdate::Usage { scope: UsageScope::Call, usage });
                 }

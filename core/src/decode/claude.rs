@@ -74,12 +74,11 @@ use serde_json::Value;
 
 use super::anthropic::{
     Dialect, Line, Message, Prompt, Protocol, ToolResult, ToolUse, Updates, Usage, counter, diff, glob_title,
-    joined_text, mcp_title, non_empty, plan_from_todos, plan_status, put, read_title, token_usage, value,
-    web_search_title,
+    joined_text, mcp_title, plan_from_todos, plan_status, put, read_title, token_usage, value, web_search_title,
 };
 use super::context::{DecodeContext, Envelope};
 use super::json::display_text;
-use super::raw_record::with_raw_member;
+use super::raw_record::{ObjectMembers, with_raw_member};
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::{
     JsonObject, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus, SessionUpdate, TokenUsage, ToolCallContent,
@@ -171,13 +170,23 @@ impl Dialect for Claude {
         if line.subtype.get() != Some("api_retry") {
             return;
         }
-        let mut extra = JsonObject::new();
-        put(&mut extra, "attempt", line.facts().attempt);
-        put(&mut extra, "max_retries", line.facts().max_retries);
-        put(&mut extra, "retry_delay_ms", line.facts().retry_delay_ms);
-        put(&mut extra, "error_status", line.facts().error_status);
-        put(&mut extra, "error", line.facts().error);
-        let text = |k: &str| extra.get(k).map(display_text);
+        let facts = line.facts();
+        let mut extra = ObjectMembers::default();
+        put(&mut extra, "attempt", facts.attempt);
+        put(&mut extra, "max_retries", facts.max_retries);
+        put(&mut extra, "retry_delay_ms", facts.retry_delay_ms);
+        put(&mut extra, "error_status", facts.error_status);
+        put(&mut extra, "error", facts.error);
+        let text = |k: &str| {
+            let raw = match k {
+                "error" => facts.error,
+                "error_status" => facts.error_status,
+                "attempt" => facts.attempt,
+                "max_retries" => facts.max_retries,
+                _ => facts.retry_delay_ms,
+            };
+            value(raw).map(|v| display_text(&v))
+        };
         let mut message = String::from("API error");
         if let Some(e) = text("error") {
             message.push_str(&format!(": {e}"));
@@ -194,7 +203,7 @@ impl Dialect for Claude {
         if let Some(d) = text("retry_delay_ms") {
             message.push_str(&format!(" in {d} ms"));
         }
-        env.extra = non_empty(extra);
+        env.extra = extra.into_raw_json();
         out.push(SessionUpdate::error(message, false));
     }
 
@@ -582,7 +591,7 @@ mod tests {
         // The result's facts still arrive, on its run usage.
         let run_usage =
             evs.iter().find(|e| matches!(e.update, SessionUpdate::Usage { .. }) && e.extra.is_some()).unwrap();
-        assert_eq!(run_usage.extra.as_ref().unwrap()["duration_ms"], 5);
+        assert_eq!(run_usage.extra.as_ref().unwrap().to_value()["duration_ms"], 5);
         // A result whose text differs from the synthetic message is its own error.
         let evs = run(concat!(
             r#"{"type":"assistant","error":"unknown","message":{"id":"m","model":"<synthetic>","content":[{"type":"text","text":"API Error: 500"}]}}"#,

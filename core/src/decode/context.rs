@@ -1,6 +1,6 @@
 //! What every harness decoder shares: the run's sticky facts and envelope stamping.
 
-use crate::event::{JsonObject, OutputEvent, SessionUpdate, SharedStr};
+use crate::event::{OutputEvent, RawJson, SessionUpdate, SharedStr};
 
 /// Facts of a run that outlive one line.
 #[derive(Debug, Default, Clone)]
@@ -73,8 +73,8 @@ pub struct Envelope {
     pub message_id: Option<SharedStr>,
     /// On a subagent's line: the parent's tool call id.
     pub parent_tool_call_id: Option<SharedStr>,
-    /// Other facts of the line (e.g. `stop_reason`).
-    pub extra: Option<JsonObject>,
+    /// Other facts of the line (e.g. `stop_reason`), as a JSON object's text.
+    pub extra: Option<RawJson>,
 }
 
 impl Envelope {

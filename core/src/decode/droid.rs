@@ -767,7 +767,7 @@ impl DroidDecoder {
                 if let Some(error_type) = l.error_type.as_deref() {
                     extra.insert("errorType".to_string(), Value::String(error_type.to_string()));
                 }
-                env.extra = (!extra.is_empty()).then_some(extra);
+                env.extra = (!extra.is_empty()).then(|| RawJson::from_value(&Value::Object(extra)));
                 // A stream-json error ends the run (exit 1); a JSON-RPC session reports errors
                 // while it retries and stays open.
                 let fatal = depth == 0;

@@ -376,9 +376,9 @@ impl HarnessDecoder for OpencodeDecoder {
             Some("step_finish") => {
                 let Some(part) = l.part else { return LineOutcome::UnexpectedShape };
                 if let Some(reason) = part.reason.filter(|r| !r.is_empty()) {
-                    let mut extra = Map::with_capacity(1);
-                    extra.insert("reason".into(), Value::String(reason.into_owned()));
-                    env.extra = Some(extra);
+                    let mut extra = ObjectMembers::default();
+                    extra.insert_text(Cow::Borrowed("reason"), &reason);
+                    env.extra = extra.into_raw_json();
                 }
                 if let Some(usage) = step_usage(part.tokens, part.cost) {
                     env.emit_last(ctx, SessionUpdate::Usage { scope: UsageScope::Call, usage }, out);
@@ -405,7 +405,7 @@ impl HarnessDecoder for OpencodeDecoder {
                         extra.insert(key.into(), v.clone());
                     }
                 }
-                env.extra = (!extra.is_empty()).then_some(extra);
+                env.extra = (!extra.is_empty()).then(|| RawJson::from_value(&Value::Object(extra)));
                 env.emit_last(ctx, SessionUpdate::error(message, true), out);
                 LineOutcome::Decoded
             }

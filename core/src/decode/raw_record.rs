@@ -143,7 +143,14 @@ pub(crate) fn raw_object<P: Piece>(members: &[(&str, P)]) -> RawJson {
 /// value, as a JSON reader's map does. Written once as text ([`ObjectMembers::into_raw_json`]):
 /// one allocation instead of a map, a key and a value tree per member.
 #[derive(Debug, Default)]
-pub(crate) struct ObjectMembers<'a>(Vec<(Cow<'a, str>, &'a str)>);
+pub(crate) struct ObjectMembers<'a>(Vec<(Cow<'a, str>, Printed<'a>)>);
+
+/// A member's value: JSON text as printed, or a string to write as one.
+#[derive(Debug, Clone, Copy)]
+enum Printed<'a> {
+    Raw(&'a str),
+    Text(&'a str),
+}
 
 impl<'a> ObjectMembers<'a> {
     /// Room for a usage record's members without growing.
@@ -152,13 +159,22 @@ impl<'a> ObjectMembers<'a> {
     /// Set `key` to the value printed as `raw` (text a [`Scan`] read whole, e.g. with
     /// [`Scan::checked_raw`]).
     pub fn insert(&mut self, key: Cow<'a, str>, raw: &'a str) {
+        self.set(key, Printed::Raw(raw));
+    }
+
+    /// Set `key` to the string `text` (written as a JSON string).
+    pub fn insert_text(&mut self, key: Cow<'a, str>, text: &'a str) {
+        self.set(key, Printed::Text(text));
+    }
+
+    fn set(&mut self, key: Cow<'a, str>, value: Printed<'a>) {
         match self.0.iter_mut().find(|(k, _)| *k == key) {
-            Some(member) => member.1 = raw,
+            Some(member) => member.1 = value,
             None => {
                 if self.0.capacity() == 0 {
                     self.0.reserve_exact(Self::ROOM);
                 }
-                self.0.push((key, raw))
+                self.0.push((key, value))
             }
         }
     }
@@ -176,12 +192,19 @@ impl<'a> ObjectMembers<'a> {
         let len = self.0.iter().map(|(k, v)| k.len() + v.len() + 4).sum::<usize>() + 1;
         let mut text = String::with_capacity(len);
         text.push('{');
-        for (i, (key, raw)) in self.0.iter().enumerate() {
+        for (i, (key, value)) in self.0.iter().enumerate() {
             if i > 0 {
                 text.push(',');
             }
             write_json_str(&mut text, key);
             text.push(':');
+            let raw = match *value {
+                Printed::Raw(raw) => raw,
+                Printed::Text(s) => {
+                    write_json_str(&mut text, s);
+                    continue;
+                }
+            };
             if memchr::memchr(b'\r', raw.as_bytes()).is_some() {
                 // A raw CR between tokens would reach the event as is: written compactly instead
                 // (the value read whole, so it parses; see `anthropic::raw_json`).
@@ -231,6 +254,16 @@ pub(crate) fn with_raw_member(extra: Option<RawJson>, key: &str, raw: &str) -> R
     out.push_str(raw);
     out.push('}');
     read_raw_json(out)
+}
+
+impl Printed<'_> {
+    /// About how many bytes the value takes written.
+    fn len(&self) -> usize {
+        match self {
+            Printed::Raw(raw) => raw.len(),
+            Printed::Text(s) => s.len() + 2,
+        }
+    }
 }
 
 /// The count a printed number is, as [`serde_json::Value::as_u64`] reads it: a plain
@@ -362,7 +395,8 @@ mod tests {
         m.insert("c".into(), "true");
         m.insert("b".into(), "2.50");
         m.remove("c");
-        assert_eq!(m.into_raw_json().unwrap().get(), r#"{"b":2.50,"we\"ird":{"x": [1, 2]}}"#);
+        m.insert_text("t".into(), "a \"q\"\n");
+        assert_eq!(m.into_raw_json().unwrap().get(), r#"{"b":2.50,"we\"ird":{"x": [1, 2]},"t":"a \"q\"\n"}"#);
         let mut cr = ObjectMembers::default();
         cr.insert("a".into(), "[1,\r2]");
         assert_eq!(cr.into_raw_json().unwrap().get(), r#"{"a":[1,2]}"#);

@@ -354,7 +354,7 @@ pub fn output_event_len(ev: &OutputEvent) -> usize {
     m.opt_str("messageId", message_id);
     m.opt_str("parentToolCallId", parent_tool_call_id);
     if let Some(x) = extra {
-        m.add("extra", object_len(x));
+        m.add("extra", raw_len(x));
     }
     m.len()
 }
@@ -555,7 +555,7 @@ mod tests {
                 model,
                 message_id,
                 parent_tool_call_id,
-                extra,
+                extra: extra.map(|m| RawJson::from_value(&Value::Object(m))),
             },
         )
     }
