@@ -342,12 +342,19 @@ impl<'de: 'a, 'a> Deserialize<'de> for Url<'a> {
 
 /// A line read in one pass with [`Scan`] (serde_json's acceptance rules, no serde layers):
 /// exactly what `parse_line::<Line>` gives, faster.
-fn parse_one_pass(line: &str) -> Result<Line<'_>, LineOutcome> {
+fn parse_into<'a>(line: &'a str, l: &mut Line<'a>) -> Result<(), LineOutcome> {
     if !line.trim_start().starts_with('{') {
         return Err(classify_failure(line));
     }
     let mut r = Scan::new(line);
-    read_line(&mut r).and_then(|l| r.end().map(|()| l)).map_err(|_| classify_failure(line))
+    read_line(&mut r, l).and_then(|()| r.end()).map_err(|_| classify_failure(line))
+}
+
+/// [`parse_into`] a new line struct.
+#[cfg(test)]
+fn parse_one_pass(line: &str) -> Result<Line<'_>, LineOutcome> {
+    let mut l = Line::default();
+    parse_into(line, &mut l).map(|()| l)
 }
 
 /// Mark `bit` of `seen`: a key printed twice fails the line, as with serde's derive.
@@ -359,8 +366,7 @@ fn once(seen: &mut u32, bit: u32) -> Res<()> {
     Ok(())
 }
 
-fn read_line<'a>(r: &mut Scan<'a>) -> Res<Line<'a>> {
-    let mut l = Line::default();
+fn read_line<'a>(r: &mut Scan<'a>, l: &mut Line<'a>) -> Res<()> {
     let mut seen = 0;
     r.object(|r, key| {
         match key.as_ref() {
@@ -388,8 +394,7 @@ fn read_line<'a>(r: &mut Scan<'a>) -> Res<Line<'a>> {
             }
             _ => r.skip(),
         }
-    })?;
-    Ok(l)
+    })
 }
 
 /// `content`: a string, a list of parts, or anything else (`Odd`).
@@ -483,10 +488,12 @@ struct ResultContent {
 
 impl HarnessDecoder for KimiDecoder {
     fn decode_line(&mut self, line: &str, ctx: &mut DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
-        match parse_one_pass(line) {
-            Ok(parsed) => {
+        // Filled in place and handed down by reference: the line struct is never moved.
+        let mut parsed = Line::default();
+        match parse_into(line, &mut parsed) {
+            Ok(()) => {
                 self.flush_error(ctx, out);
-                self.decode(parsed, ctx, &Envelope::default(), 0, out)
+                self.decode(&mut parsed, ctx, &Envelope::default(), 0, out)
             }
             // A JSON object cut short (`{"role":…` of a killed process) is not failure text:
             // kimi's failures are prose or Python reprs (`{'error': …}`, single quotes).
@@ -536,7 +543,7 @@ impl KimiDecoder {
 
     fn decode(
         &mut self,
-        line: Line<'_>,
+        line: &mut Line<'_>,
         ctx: &mut DecodeContext,
         env: &Envelope,
         depth: usize,
@@ -546,12 +553,12 @@ impl KimiDecoder {
             return match role {
                 "assistant" => self.assistant(line, ctx, env, out),
                 "tool" => {
-                    let content = result_content(line.content);
+                    let content = result_content(line.content.take());
                     let failed = content.marker.unwrap_or(false);
                     self.result(line.tool_call_id.as_deref(), content.blocks, failed, None, ctx, env, out)
                 }
                 "user" => {
-                    for text in user_texts(line.content) {
+                    for text in user_texts(line.content.take()) {
                         env.emit(ctx, SessionUpdate::user_message(text), out);
                     }
                     LineOutcome::Decoded
@@ -593,7 +600,7 @@ impl KimiDecoder {
                 let Some(sub) = lenient::<SubagentEvent<'_>>(line.payload) else {
                     return LineOutcome::UnexpectedShape;
                 };
-                let Some(inner) = lenient::<Line<'_>>(sub.event) else { return LineOutcome::UnexpectedShape };
+                let Some(mut inner) = lenient::<Line<'_>>(sub.event) else { return LineOutcome::UnexpectedShape };
                 if depth >= MAX_SUBAGENT_DEPTH {
                     return LineOutcome::UnexpectedShape;
                 }
@@ -601,7 +608,7 @@ impl KimiDecoder {
                 if let Some(parent) = sub.task_tool_call_id.filter(|s| !s.is_empty()) {
                     sub_env.parent_tool_call_id = Some(SharedStr::from(&*parent));
                 }
-                self.decode(inner, ctx, &sub_env, depth + 1, out)
+                self.decode(&mut inner, ctx, &sub_env, depth + 1, out)
             }
             "TurnBegin"
             | "TurnEnd"
@@ -619,13 +626,13 @@ impl KimiDecoder {
 
     fn assistant(
         &mut self,
-        line: Line<'_>,
+        line: &mut Line<'_>,
         ctx: &DecodeContext,
         env: &Envelope,
         out: &mut Vec<OutputEvent>,
     ) -> LineOutcome {
         let mut odd = false;
-        match line.content {
+        match line.content.take() {
             Some(Content::Text(text)) if !text.is_empty() => env.emit(ctx, SessionUpdate::message(text), out),
             Some(Content::Text(_)) => {}
             Some(Content::Parts(parts)) => {
@@ -643,7 +650,7 @@ impl KimiDecoder {
             Some(Content::Odd) => odd = true,
             None => {} // null: a message with only tool calls
         }
-        if let Some(ObjList(calls)) = line.tool_calls {
+        if let Some(ObjList(calls)) = line.tool_calls.take() {
             match calls {
                 Some(calls) => {
                     for call in calls {
