@@ -75,7 +75,7 @@ use super::context::session_event;
 use super::id_set::IdSet;
 use super::in_place::{SeenKeys, key_text};
 use super::json::{classify_failure, str_field};
-use super::raw_record::{Counters, read_counters, read_raw_json};
+use super::raw_record::{Counters, raw_members, read_counters, read_raw_json};
 use super::scan::{Res, Scan, read_obj, read_object};
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::{
@@ -158,25 +158,6 @@ fn string_value(raw: &str) -> Option<Cow<'_, str>> {
 /// The verbatim text of a value the scanner has read whole, as a record.
 fn verbatim(text: &str) -> RawJson {
     read_raw_json(text.to_string())
-}
-
-/// The object `{"key":value,…}` of members kept as printed (each one read whole by the scanner,
-/// and the keys plain words, so the text is valid JSON without reading it again).
-fn record(members: &[(&str, &str)]) -> RawJson {
-    let len = members.iter().map(|(k, v)| k.len() + v.len() + 4).sum::<usize>() + 1;
-    let mut text = String::with_capacity(len);
-    text.push('{');
-    for (i, (key, value)) in members.iter().enumerate() {
-        if i > 0 {
-            text.push(',');
-        }
-        text.push('"');
-        text.push_str(key);
-        text.push_str("\":");
-        text.push_str(value);
-    }
-    text.push('}');
-    read_raw_json(text)
 }
 
 /// One line, read in one pass by [`read_line`]: the item's fields land in [`Item`] (filled in
@@ -909,7 +890,7 @@ fn tool_call(kind: &str, id: &str, item: &Item<'_>) -> ToolCall {
                 None => "Run command".to_string(),
             };
             if command.is_some() {
-                call.raw_input = Some(record(&[("command", item.command)]));
+                call.raw_input = Some(raw_members(&[("command", item.command)]));
             }
         }
         "file_change" => {
@@ -917,7 +898,7 @@ fn tool_call(kind: &str, id: &str, item: &Item<'_>) -> ToolCall {
             call.title = changes.title();
             call.locations = changes.into_locations();
             if let Some(raw) = present(item.changes) {
-                call.raw_input = Some(record(&[("changes", raw)]));
+                call.raw_input = Some(raw_members(&[("changes", raw)]));
             }
         }
         "mcp_tool_call" => {
@@ -941,7 +922,7 @@ fn tool_call(kind: &str, id: &str, item: &Item<'_>) -> ToolCall {
             let members: Vec<(&str, &str)> =
                 [("query", item.query), ("action", item.action)].into_iter().filter(|(_, v)| !v.is_empty()).collect();
             if !members.is_empty() {
-                call.raw_input = Some(record(&members));
+                call.raw_input = Some(raw_members(&members));
             }
         }
     }

@@ -186,37 +186,41 @@ impl<'a> ObjectMembers<'a> {
 
     /// The object's text, `None` when it has no members.
     pub fn into_raw_json(self) -> Option<RawJson> {
-        if self.0.is_empty() {
-            return None;
+        (!self.0.is_empty()).then(|| object_text(self.0.iter().map(|(k, v)| (&**k, *v))))
+    }
+}
+
+/// The JSON object of `members` (each value a [`Scan`]-read value as printed, or a string) as
+/// text: one allocation of the right size, keys escaped as needed, and a value holding a raw CR
+/// between its tokens written compactly instead (so that an event never holds a raw CR).
+fn object_text<'v>(members: impl Iterator<Item = (&'v str, Printed<'v>)> + Clone) -> RawJson {
+    let len = members.clone().map(|(k, v)| k.len() + v.len() + 4).sum::<usize>() + 1;
+    let mut text = String::with_capacity(len);
+    text.push('{');
+    for (i, (key, value)) in members.enumerate() {
+        if i > 0 {
+            text.push(',');
         }
-        let len = self.0.iter().map(|(k, v)| k.len() + v.len() + 4).sum::<usize>() + 1;
-        let mut text = String::with_capacity(len);
-        text.push('{');
-        for (i, (key, value)) in self.0.iter().enumerate() {
-            if i > 0 {
-                text.push(',');
-            }
-            write_json_str(&mut text, key);
-            text.push(':');
-            let raw = match *value {
-                Printed::Raw(raw) => raw,
-                Printed::Text(s) => {
-                    write_json_str(&mut text, s);
-                    continue;
-                }
-            };
-            if memchr::memchr(b'\r', raw.as_bytes()).is_some() {
-                // A raw CR between tokens would reach the event as is: written compactly instead
-                // (the value read whole, so it parses; see `anthropic::raw_json`).
+        write_json_str(&mut text, key);
+        text.push(':');
+        match value {
+            Printed::Text(s) => write_json_str(&mut text, s),
+            Printed::Raw(raw) if memchr::memchr(b'\r', raw.as_bytes()).is_some() => {
+                // The value was read whole, so it parses (see `anthropic::raw_json`).
                 let value: serde_json::Value = serde_json::from_str(raw).unwrap_or_default();
                 text.push_str(&value.to_string());
-            } else {
-                text.push_str(raw);
             }
+            Printed::Raw(raw) => text.push_str(raw),
         }
-        text.push('}');
-        Some(read_raw_json(text))
     }
+    text.push('}');
+    read_raw_json(text)
+}
+
+/// The object `{"key":value,…}` of distinct keys whose values are printed as `members` give
+/// them (each read whole by the [`Scan`]ner).
+pub(crate) fn raw_members(members: &[(&str, &str)]) -> RawJson {
+    object_text(members.iter().map(|(k, v)| (*k, Printed::Raw(v))))
 }
 
 /// `extra` (an object's text, or none) with the member `key` set to the value printed as `raw`
