@@ -95,6 +95,22 @@ impl Pairs {
         (d, f)
     }
 
+    /// One line of the summary table for `bytes` of input.
+    fn print_row(&self, name: &str, bytes: usize) {
+        let (td, tf) = self.best();
+        let mb = bytes as f64 / 1e6;
+        println!(
+            "{:<10} {:>10.0} {:>12.0} {:>14.0} {:>8.2} {:>6.2}-{:.2}",
+            name,
+            mb / td.as_secs_f64(),
+            mb / tf.as_secs_f64(),
+            self.events as f64 / td.as_secs_f64(),
+            self.ratio(0.5),
+            self.ratio(0.25),
+            self.ratio(0.75)
+        );
+    }
+
     /// Quantile `q` of the pairs' throughput ratio (floor time / decode time).
     fn ratio(&self, q: f64) -> f64 {
         quantile(self.times.iter().map(|(d, f)| f.as_secs_f64() / d.as_secs_f64()).collect(), q)
@@ -136,18 +152,7 @@ fn main() {
     let mut all = Vec::new();
     for (agent, bytes) in &corpora {
         let pairs = Pairs::measure(RUNS, &mut || decode(*agent, bytes), &mut || floor(bytes));
-        let (td, tf) = pairs.best();
-        let mb = bytes.len() as f64 / 1e6;
-        println!(
-            "{:<10} {:>10.0} {:>12.0} {:>14.0} {:>8.2} {:>6.2}-{:.2}",
-            agent.name(),
-            mb / td.as_secs_f64(),
-            mb / tf.as_secs_f64(),
-            pairs.events as f64 / td.as_secs_f64(),
-            pairs.ratio(0.5),
-            pairs.ratio(0.25),
-            pairs.ratio(0.75)
-        );
+        pairs.print_row(agent.name(), bytes.len());
         all.push((bytes.len(), pairs));
     }
     // Mixed: every agent's corpus once, pair by pair.
@@ -159,16 +164,5 @@ fn main() {
             .collect(),
         events: all.iter().map(|(_, p)| p.events).sum(),
     };
-    let (td, tf) = mixed.best();
-    let mb = all.iter().map(|(n, _)| *n).sum::<usize>() as f64 / 1e6;
-    println!(
-        "{:<10} {:>10.0} {:>12.0} {:>14.0} {:>8.2} {:>6.2}-{:.2}",
-        "mixed",
-        mb / td.as_secs_f64(),
-        mb / tf.as_secs_f64(),
-        mixed.events as f64 / td.as_secs_f64(),
-        mixed.ratio(0.5),
-        mixed.ratio(0.25),
-        mixed.ratio(0.75)
-    );
+    mixed.print_row("mixed", all.iter().map(|(n, _)| *n).sum());
 }
