@@ -277,6 +277,10 @@ pub(crate) fn raw_count(raw: &str) -> Option<u64> {
     if raw.is_empty() || !raw.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
+    // Up to 19 digits always fit: folded directly (a counter is read on every usage line).
+    if raw.len() <= 19 {
+        return Some(raw.bytes().fold(0u64, |n, b| n * 10 + u64::from(b - b'0')));
+    }
     raw.parse().ok()
 }
 
