@@ -69,13 +69,12 @@
 use std::borrow::Cow;
 
 use serde_json::Value;
-use serde_json::value::RawValue;
 
 use super::borrowed::{may_hold_surrogates, unescape_literal};
 use super::concat::title;
 use super::context::{DecodeContext, Envelope};
 use super::json::{Obj, classify_failure};
-use super::raw_record::{Counters, Member, raw_count, raw_object, read_counters, read_raw_json};
+use super::raw_record::{Counters, Printed, object_text, raw_count, read_counters, read_raw_json};
 use super::scan::{Bad, Res, Scan, read_obj_list, read_object};
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::{
@@ -359,60 +358,12 @@ fn output_text(text: &str) -> Option<Cow<'_, str>> {
 /// `rawOutput`: `{status, output, error}` as printed (those present, in that order), written
 /// straight from the slices the scanner read whole.
 fn raw_output(status: Option<&str>, output: Option<&str>, error: Option<&str>) -> RawJson {
-    if status.is_some_and(|s| s.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20)) {
-        // A status that must be escaped (never seen): the shared record writer decides how.
-        return escaped_raw_output(status, output, error);
-    }
-    let members = [("status", status, true), ("output", output, false), ("error", error, false)];
-    // Exactly its length: `{`, then per member `"key":value` and a `,` or the closing `}` (`{}`
-    // when there is none).
-    let len = 1 + members
-        .iter()
-        .filter_map(|&(key, value, quoted)| Some(key.len() + 4 + value?.len() + 2 * usize::from(quoted)))
-        .sum::<usize>()
-        .max(1);
-    let mut text = String::with_capacity(len);
-    text.push('{');
-    for (key, value, quoted) in members {
-        let Some(value) = value else { continue };
-        if text.len() > 1 {
-            text.push(',');
-        }
-        text.push('"');
-        text.push_str(key);
-        text.push_str("\":");
-        if quoted {
-            text.push('"');
-        }
-        text.push_str(value);
-        if quoted {
-            text.push('"');
-        }
-    }
-    text.push('}');
-    debug_assert_eq!(text.len(), len);
-    read_raw_json(text)
-}
-
-/// [`raw_output`] through [`raw_object`], for a status holding characters JSON escapes.
-fn escaped_raw_output(status: Option<&str>, output: Option<&str>, error: Option<&str>) -> RawJson {
-    let (output, error) = (output.and_then(verbatim_value), error.and_then(verbatim_value));
-    let mut record: [(&str, Member<'_>); 3] = [("", Member::Str("")); 3];
-    let mut n = 0;
-    for (key, member) in
-        [("status", status.map(Member::Str)), ("output", output.map(Member::Raw)), ("error", error.map(Member::Raw))]
-    {
-        if let Some(member) = member {
-            record[n] = (key, member);
-            n += 1;
-        }
-    }
-    raw_object(&record[..n])
-}
-
-/// Text the scanner read whole as a `&RawValue` (so serde_json reads it too).
-fn verbatim_value(text: &str) -> Option<&RawValue> {
-    serde_json::from_str(text).ok()
+    let members = [
+        ("status", status.map(Printed::Text)),
+        ("output", output.map(Printed::Raw)),
+        ("error", error.map(Printed::Raw)),
+    ];
+    object_text(members.iter().filter_map(|&(key, value)| Some((key, value?))))
 }
 
 /// A list of strings: the strings of a JSON array (other elements read as
@@ -796,8 +747,7 @@ mod tests {
     }
 
     /// `rawOutput` is written from the printed parts; a status that needs escaping (never seen)
-    /// is escaped as the shared record writer escapes it (short records its way, long ones
-    /// serde_json's).
+    /// is escaped as serde_json escapes a string, whatever the record's length.
     #[test]
     fn raw_output_keeps_the_printed_parts() {
         let (_, evs) =
@@ -808,7 +758,7 @@ mod tests {
         assert_eq!(record("success", r#"[1, 2]"#), r#"{"status":"success","output":[1, 2]}"#);
         assert_eq!(raw_output(None, None, None).get(), "{}");
         assert_eq!(record("a\"b", r#""o""#), r#"{"status":"a\"b","output":"o"}"#);
-        assert_eq!(record("a\u{8}b", r#""o""#), r#"{"status":"a\u0008b","output":"o"}"#);
+        assert_eq!(record("a\u{8}b", r#""o""#), r#"{"status":"a\bb","output":"o"}"#);
         let long = format!("\"{}\"", "y".repeat(100));
         assert_eq!(record("a\u{8}b", &long), format!(r#"{{"status":"a\bb","output":{long}}}"#));
     }

@@ -1,7 +1,7 @@
 //! Verbatim records (`rawInput`, `rawOutput`, a harness's own record) built as [`RawJson`]
 //! without building a `Value` tree and without serde_json reading the text a second time.
 //!
-//! - [`raw_object`]: an object composed of members kept as printed ([`Member`] / [`Piece`]).
+//! - [`object_text`]: an object composed of members kept as printed ([`Printed`]).
 //! - [`read_raw_json`] / [`value_raw_json`]: text the [`Scan`]ner has read whole, kept as is.
 //! - [`checked_raw`]: a captured value kept when a `Value` would have held it.
 //! - [`ObjectMembers`]: an object of members kept as printed (a harness's other usage counters),
@@ -9,60 +9,11 @@
 
 use std::borrow::Cow;
 
-use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::value::RawValue;
 
 use super::borrowed::Checked;
 use super::scan::Scan;
 use crate::event::RawJson;
-
-/// A member value of a composed record: a raw value (written verbatim) or a string.
-pub(crate) trait Piece: Serialize {
-    /// Append the JSON text of the value.
-    fn write(&self, out: &mut String);
-    /// About how many bytes `write` appends.
-    fn len_hint(&self) -> usize;
-}
-
-impl Piece for &RawValue {
-    fn write(&self, out: &mut String) {
-        out.push_str(self.get());
-    }
-    fn len_hint(&self) -> usize {
-        self.get().len()
-    }
-}
-
-/// A member value that is a raw value or a plain string (written as a JSON string).
-#[derive(Clone, Copy)]
-pub(crate) enum Member<'a> {
-    Raw(&'a RawValue),
-    Str(&'a str),
-}
-
-impl Serialize for Member<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Member::Raw(raw) => raw.serialize(serializer),
-            Member::Str(s) => serializer.serialize_str(s),
-        }
-    }
-}
-
-impl Piece for Member<'_> {
-    fn write(&self, out: &mut String) {
-        match self {
-            Member::Raw(raw) => out.push_str(raw.get()),
-            Member::Str(s) => write_json_str(out, s),
-        }
-    }
-    fn len_hint(&self) -> usize {
-        match self {
-            Member::Raw(raw) => raw.get().len(),
-            Member::Str(s) => s.len() + 2,
-        }
-    }
-}
 
 /// `s` as a JSON string.
 fn write_json_str(out: &mut String, s: &str) {
@@ -81,6 +32,8 @@ fn write_json_str(out: &mut String, s: &str) {
             b'\n' => "\\n",
             b'\r' => "\\r",
             b'\t' => "\\t",
+            0x08 => "\\b",
+            0x0c => "\\f",
             0..=0x1f => "",
             _ => continue,
         };
@@ -96,48 +49,6 @@ fn write_json_str(out: &mut String, s: &str) {
     out.push('"');
 }
 
-/// Members of an object, each value as its [`Piece`].
-struct Members<'m, P>(&'m [(&'m str, P)]);
-
-impl<P: Piece> Serialize for Members<'_, P> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(Some(self.0.len()))?;
-        for (key, value) in self.0 {
-            map.serialize_entry(key, value)?;
-        }
-        map.end()
-    }
-}
-
-/// The JSON object `{"key": value, …}` of verbatim members, as a [`RawJson`]. serde_json writes
-/// raw values as they are, so the text is valid without parsing it again; small objects (a key
-/// and a short string) are cheaper to validate once than to copy twice.
-pub(crate) fn raw_object<P: Piece>(members: &[(&str, P)]) -> RawJson {
-    let len: usize = members.iter().map(|(k, v)| k.len() + v.len_hint() + 4).sum::<usize>() + 1;
-    if len <= 96 && members.iter().all(|(k, _)| !k.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20)) {
-        let mut text = String::with_capacity(len);
-        text.push('{');
-        for (i, (key, value)) in members.iter().enumerate() {
-            if i > 0 {
-                text.push(',');
-            }
-            text.push('"');
-            text.push_str(key);
-            text.push_str("\":");
-            value.write(&mut text);
-        }
-        text.push('}');
-        if let Some(raw) = RawJson::from_text(text) {
-            return raw;
-        }
-    }
-    match serde_json::value::to_raw_value(&Members(members)) {
-        Ok(raw) => RawJson::from_raw(&raw),
-        // Unreachable: string keys and raw values always serialize.
-        Err(_) => RawJson::from_value(&serde_json::Value::Null),
-    }
-}
-
 /// The members of a JSON object composed from values kept as printed, e.g. the counters of a
 /// usage record that no typed field took. A key printed twice keeps its first place and its last
 /// value, as a JSON reader's map does. Written once as text ([`ObjectMembers::into_raw_json`]):
@@ -147,7 +58,7 @@ pub(crate) struct ObjectMembers<'a>(Vec<(Cow<'a, str>, Printed<'a>)>);
 
 /// A member's value: JSON text as printed, or a string to write as one.
 #[derive(Debug, Clone, Copy)]
-enum Printed<'a> {
+pub(crate) enum Printed<'a> {
     Raw(&'a str),
     Text(&'a str),
 }
@@ -193,7 +104,7 @@ impl<'a> ObjectMembers<'a> {
 /// The JSON object of `members` (each value a [`Scan`]-read value as printed, or a string) as
 /// text: one allocation of the right size, keys escaped as needed, and a value holding a raw CR
 /// between its tokens written compactly instead (so that an event never holds a raw CR).
-fn object_text<'v>(members: impl Iterator<Item = (&'v str, Printed<'v>)> + Clone) -> RawJson {
+pub(crate) fn object_text<'v>(members: impl Iterator<Item = (&'v str, Printed<'v>)> + Clone) -> RawJson {
     let len = members.clone().map(|(k, v)| k.len() + v.len() + 4).sum::<usize>() + 1;
     let mut text = String::with_capacity(len);
     text.push('{');
@@ -370,19 +281,19 @@ mod tests {
     use serde_json::Value;
 
     #[test]
-    fn raw_objects_are_valid_json_with_the_members_verbatim() {
-        let a = RawValue::from_string(r#""x \"q\"""#.into()).unwrap();
-        let b = RawValue::from_string(r#"[1, {"k": null}]"#.into()).unwrap();
-        let small = raw_object(&[("command", &*a)]);
-        assert_eq!(small.get(), r#"{"command":"x \"q\""}"#);
-        let long = "y".repeat(200);
-        let c = RawValue::from_string(format!("\"{long}\"")).unwrap();
-        let big = raw_object(&[("a", &*b), ("we\"ird", &*c)]);
-        assert_eq!(big.get(), format!(r#"{{"a":[1, {{"k": null}}],"we\"ird":"{long}"}}"#));
-        assert_eq!(raw_object::<&RawValue>(&[]).get(), "{}");
-        let odd = "q\"\\\n\u{1}é";
-        let rec = raw_object(&[("status", Member::Str(odd)), ("output", Member::Raw(&a))]);
+    fn composed_objects_are_valid_json_with_the_members_verbatim() {
+        let write = |members: &[(&str, Printed<'_>)]| object_text(members.iter().copied());
+        let (a, b) = (r#""x \"q\"""#, r#"[1, {"k": null}]"#);
+        assert_eq!(write(&[("command", Printed::Raw(a))]).get(), r#"{"command":"x \"q\""}"#);
+        let long = format!("\"{}\"", "y".repeat(200));
+        let big = write(&[("a", Printed::Raw(b)), ("we\"ird", Printed::Raw(&long))]);
+        assert_eq!(big.get(), format!(r#"{{"a":[1, {{"k": null}}],"we\"ird":{long}}}"#));
+        assert_eq!(write(&[]).get(), "{}");
+        let odd = "q\"\\\n\u{1}\u{8}\u{c}é";
+        let rec = write(&[("status", Printed::Text(odd)), ("output", Printed::Raw(a))]);
         assert_eq!(rec.to_value(), serde_json::json!({"status": odd, "output": "x \"q\""}));
+        // Strings are escaped as serde_json escapes them.
+        assert_eq!(rec.get(), format!(r#"{{"status":{},"output":{a}}}"#, serde_json::to_string(odd).unwrap()));
     }
     #[test]
     fn counts_read_as_a_value_reads_them() {
