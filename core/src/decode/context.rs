@@ -114,3 +114,41 @@ impl Envelope {
         out.push(self.event(ctx, update));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_repeated_value_is_the_same_shared_string() {
+        let mut last = LastStr::default();
+        let a = last.share("claude-sonnet");
+        let b = last.share("claude-sonnet");
+        assert!(SharedStr::ptr_eq(&a, &b));
+        let c = last.share("claude-opus");
+        assert_eq!(&*c, "claude-opus");
+        assert!(!SharedStr::ptr_eq(&a, &c));
+        assert!(SharedStr::ptr_eq(&c, &last.share("claude-opus")));
+        assert_eq!(last.share_opt(None), None);
+        assert_eq!(last.share_opt(Some("x")).as_deref(), Some("x"));
+    }
+
+    #[test]
+    fn events_carry_the_runs_facts_and_the_lines_envelope() {
+        let mut ctx = DecodeContext::default();
+        ctx.see_session(Some(""));
+        assert_eq!(ctx.session_id, None, "an empty id is not an id");
+        ctx.see_session(Some("s1"));
+        ctx.see_session(Some("s2"));
+        ctx.init_model = Some("init-model".into());
+        let env = Envelope { timestamp: Some("t".into()), message_id: Some("m".into()), ..Envelope::default() };
+        let first = env.event(&ctx, SessionUpdate::message("a"));
+        let last = env.into_event(&ctx, SessionUpdate::message("b"));
+        for ev in [&first, &last] {
+            assert_eq!(ev.session_id.as_deref(), Some("s1"), "the first session id wins");
+            assert_eq!(ev.model.as_deref(), Some("init-model"));
+            assert_eq!((ev.timestamp.as_deref(), ev.message_id.as_deref()), (Some("t"), Some("m")));
+        }
+        assert!(SharedStr::ptr_eq(first.session_id.as_ref().unwrap(), last.session_id.as_ref().unwrap()));
+    }
+}
