@@ -138,11 +138,7 @@ pub(crate) fn raw_members(members: &[(&str, &str)]) -> RawJson {
 /// (text a [`Scan`] read by type): appended to the text when `extra` has no such key (a run
 /// total adding `modelUsage` or `stats` to its counters), else through a map.
 pub(crate) fn with_raw_member(extra: Option<RawJson>, key: &str, raw: &str) -> RawJson {
-    let Some(extra) = extra else {
-        let mut only = ObjectMembers::default();
-        only.insert(Cow::Borrowed(key), raw);
-        return only.into_raw_json().unwrap_or_else(|| RawJson::from_value(&serde_json::Value::Null));
-    };
+    let Some(extra) = extra else { return object_text(std::iter::once((key, Printed::Raw(raw)))) };
     let text = extra.get().trim();
     let mut has_key = false;
     let mut sc = Scan::new(text);

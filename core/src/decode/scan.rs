@@ -28,6 +28,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::borrowed::Checked;
+use super::raw_record::raw_count;
 use super::tree::Json;
 
 /// The text is not one serde_json would read (see the module documentation).
@@ -667,8 +668,7 @@ impl<'a> Scan<'a> {
 /// A number's [`Value`]: a plain integer directly, anything else through serde_json.
 #[inline]
 fn number_value(text: &str) -> Res<Value> {
-    if text.len() <= 19 && text.bytes().all(|c| c.is_ascii_digit()) {
-        let n = text.bytes().fold(0u64, |n, c| n * 10 + u64::from(c - b'0'));
+    if let Some(n) = raw_count(text) {
         return Ok(Value::from(n));
     }
     serde_json::from_str(text).map_err(|_| Bad)
