@@ -147,7 +147,7 @@ pub fn unescape_literal(raw: &str) -> Option<Cow<'_, str>> {
     let inner = raw.get(1..raw.len().checked_sub(1)?)?;
     match memchr::memchr(b'\\', inner.as_bytes()) {
         None => Some(Cow::Borrowed(inner)),
-        Some(at) => super::scan::unescape(raw.as_bytes(), 1, at + 1, inner.len()).ok().map(|(s, _)| Cow::Owned(s)),
+        Some(at) => super::scan::unescape(raw, 1, at + 1).ok().map(|(s, _)| Cow::Owned(s)),
     }
 }
 

@@ -76,7 +76,7 @@ impl<'a> JStr<'a> {
         match self.escape {
             None => Ok(Cow::Borrowed(self.printed())),
             Some(at) => {
-                unescape(self.src.as_bytes(), self.start, at, self.end - self.start).map(|(s, _)| Cow::Owned(s))
+                unescape(self.src, self.start, at).map(|(s, _)| Cow::Owned(s))
             }
         }
     }
@@ -480,15 +480,7 @@ impl<'a> Scan<'a> {
         if self.b.get(i) != Some(&b'\\') {
             return Err(Bad);
         }
-        // Find the closing quote first: the escaped body's length bounds the text's
-        // (unescaping never lengthens), so the one allocation is the right size.
-        let end = escaped_string_end(self.b, i).ok_or(Bad)?;
-        let (mut out, end) = unescape(self.b, start, i, end - start)?;
-        // (Many `\\u` escapes leave much room unused: give it back then.)
-        let spare = out.capacity() - out.len();
-        if spare > 64 && spare > out.len() / 4 {
-            out.shrink_to_fit();
-        }
+        let (out, end) = unescape(self.src, start, i)?;
         self.pos = end + 1;
         Ok(Cow::Owned(out))
     }
@@ -721,34 +713,45 @@ pub(crate) fn find_special(b: &[u8], from: usize) -> usize {
     i
 }
 
-/// The index of the closing quote of a string body whose first backslash is at `at`, skipping
-/// escaped characters; `None` at a control character or the end of the text (the string is
-/// unusable either way; [`unescape`] says why when it reads it).
-fn escaped_string_end(b: &[u8], mut at: usize) -> Option<usize> {
-    loop {
-        // At a backslash: the escaped byte cannot end the string.
-        let i = find_special(b, at + 2);
-        match b.get(i)? {
-            b'"' => return Some(i),
-            b'\\' => at = i,
-            _ => return None,
-        }
-    }
-}
-
-/// Unescape the string body that starts at `start` in `b` (just past its opening quote) and
-/// whose first backslash is at `at`, up to its closing quote, validating as it goes: the
-/// string and the closing quote's index. `room` is the capacity to start with (the body's
-/// length is enough: unescaping never lengthens text).
+/// Unescape the string body that starts at `start` in `text` (just past its opening quote) and
+/// whose first backslash is at `at`, up to its closing quote, validating as it goes: the string
+/// (allocated at its exact size) and the closing quote's index.
 ///
 /// As strict as serde_json's typed string read: a control character, a malformed escape or a
 /// lone surrogate (a leading one not followed by a trailing one, or a trailing one alone) is
 /// `Bad`. The one unescaper of the crate: a string token ([`JStr::decode`]), a typed string
 /// read ([`Scan::str`]) and a captured literal ([`super::borrowed::unescape_literal`]) all
 /// decode with it.
-pub(crate) fn unescape(b: &[u8], start: usize, mut at: usize, room: usize) -> Res<(String, usize)> {
+pub(crate) fn unescape(text: &str, start: usize, at: usize) -> Res<(String, usize)> {
+    // Decoded into a buffer kept per thread, then copied once into a string of its size: one
+    // pass over the escapes (finding the end first to size the string cost a second one), and
+    // no spare capacity (a `RawJson` made from it would reallocate to shed it).
+    thread_local! {
+        static UNESCAPED: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+    }
+    /// A buffer grown past this (by a huge string) is not kept for the next one.
+    const KEPT_CAPACITY: usize = 1 << 20;
+    UNESCAPED.with(|cell| {
+        // Taken out while in use, so the cell is never borrowed twice.
+        let mut buf = cell.take();
+        buf.clear();
+        let decoded = unescape_into(text.as_bytes(), start, at, &mut buf).map(|end| {
+            // SAFETY: `buf` holds runs of `text` (valid UTF-8) cut only next to ASCII bytes
+            // (quote, backslash, control characters), and UTF-8 encodings of `char`s.
+            debug_assert!(std::str::from_utf8(&buf).is_ok());
+            (unsafe { std::str::from_utf8_unchecked(&buf) }.to_owned(), end)
+        });
+        if buf.capacity() <= KEPT_CAPACITY {
+            cell.set(buf);
+        }
+        decoded
+    })
+}
+
+/// [`unescape`] into `out` (appended): the closing quote's index.
+fn unescape_into(b: &[u8], start: usize, mut at: usize, out: &mut Vec<u8>) -> Res<usize> {
     // (Seven bytes more: a word copied past the last special byte is cut back after it.)
-    let mut out: Vec<u8> = Vec::with_capacity(room + 7);
+    out.reserve(at.saturating_sub(start) + 64 + 7);
     out.extend_from_slice(b.get(start..at).ok_or(Bad)?);
     loop {
         // At a backslash.
@@ -808,7 +811,7 @@ pub(crate) fn unescape(b: &[u8], start: usize, mut at: usize, room: usize) -> Re
             }
         }
         match b.get(at) {
-            Some(b'"') => return String::from_utf8(out).map(|s| (s, at)).map_err(|_| Bad),
+            Some(b'"') => return Ok(at),
             Some(b'\\') => {}
             _ => return Err(Bad),
         }
@@ -1259,6 +1262,22 @@ mod tests {
                         assert_eq!(key_token(&literal), theirs, "{text}");
                     }
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn unescapes_strings_larger_than_the_kept_buffer_and_after_a_failure() {
+        // A string over the per-thread buffer's kept size, then small ones: each exact, and
+        // a malformed escape in between leaves nothing behind for the next read.
+        let big = format!("\"{}\"", "ab\\n\\\"".repeat(600_000));
+        for text in [big.as_str(), r#""x\ty""#, r#""bad \q escape""#, r#""é\u00e9""#, big.as_str(), r#""\n""#] {
+            let theirs = serde_json::from_str::<String>(text).ok();
+            let ours = Scan::new(text).str().ok().map(Cow::into_owned);
+            assert_eq!(ours.as_ref().map(String::len), theirs.as_ref().map(String::len));
+            assert!(ours == theirs, "{}", &text[..text.len().min(40)]);
+            if let Some(s) = ours {
+                assert!(s.capacity() == s.len(), "unescaped strings carry no spare capacity");
             }
         }
     }
