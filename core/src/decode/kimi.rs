@@ -684,31 +684,34 @@ impl KimiDecoder {
                 id
             }
         };
-        // `arguments` is JSON text of the input object: read it once into a borrowed tree for
-        // the title, and keep the text itself as `rawInput`.
+        // `arguments` is JSON text of the input object: read once for the fields the title,
+        // locations, diffs and plans are made of, and kept itself as `rawInput`.
         let input = match arguments {
             Some(Args::Text(text)) if !text.trim().is_empty() => Input::Text(text),
             Some(Args::Object(object)) => Input::Object(object),
             _ => Input::None,
         };
-        let parsed = match &input {
-            Input::Text(text) => json_of(text).filter(Json::is_object),
-            _ => None,
+        // (Filled in place: the member slots are too large to move around.)
+        let mut fields = CallInput::new();
+        let is_object = match &input {
+            Input::Text(text) => fields.read(text),
+            Input::Object(object) => {
+                fields.fill_from_tree(object);
+                true
+            }
+            Input::None => false,
         };
-        let args = match &input {
-            Input::Object(object) => Some(object),
-            _ => parsed.as_ref(),
-        };
+        let args = is_object.then_some(&fields);
         if matches!(name, Some("SetTodoList" | "TodoList")) {
-            if let Some(entries) = args.and_then(|a| todo_plan(a.get("todos"))) {
+            if let Some(entries) = args.and_then(|f| todo_plan(f.get("todos"))) {
                 self.plan_calls.insert(id);
                 env.emit(ctx, SessionUpdate::Plan { entries }, out);
                 return;
             }
         }
         let (title, content, locations) = describe(name.unwrap_or(""), args);
-        let is_object = parsed.is_some();
-        drop(parsed);
+        let is_object = is_object && matches!(input, Input::Text(_));
+        drop(fields);
         let raw_input = match input {
             // An object: its text verbatim (read whole just above).
             Input::Text(text) if is_object => Some(read_raw_json(text.into_owned())),
@@ -802,10 +805,11 @@ fn result_content(content: Option<Content<'_>>) -> ResultContent {
     match content {
         Some(Content::Text(text)) if !text.is_empty() => {
             marker = Some(is_error_marker(&text));
-            blocks.push(ToolCallContent::text(text));
+            // (Sized to fit: every list here ends up in an event as it is.)
+            blocks = vec![ToolCallContent::text(text)];
         }
         Some(Content::Parts(parts)) => {
-            blocks.reserve(parts.len());
+            blocks.reserve_exact(parts.len());
             for part in parts.into_iter().filter_map(|p| p.0) {
                 let block = match part.kind.as_deref() {
                     Some("image_url") => media_url(&part.image_url).map(image_block),
@@ -924,8 +928,114 @@ fn todo_plan(todos: Option<&Json<'_>>) -> Option<Vec<PlanEntry>> {
     (todos.is_empty() || !entries.is_empty()).then_some(entries)
 }
 
+/// The members of a call's input that titles, locations, diffs and plans are made of, each as
+/// a JSON reader reads it (the last one printed); other members are only checked.
+struct CallInput<'a> {
+    values: [Option<Json<'a>>; INPUT_KEYS],
+}
+
+/// How many members [`input_key`] knows.
+const INPUT_KEYS: usize = 21;
+
+/// The slot of a member [`describe`] or [`todo_plan`] reads.
+#[inline]
+fn input_key(key: &str) -> Option<usize> {
+    Some(match key {
+        "path" => 0,
+        "file_path" => 1,
+        "line_offset" => 2,
+        "content" => 3,
+        "mode" => 4,
+        "edit" => 5,
+        "edits" => 6,
+        "old" => 7,
+        "new" => 8,
+        "old_string" => 9,
+        "new_string" => 10,
+        "command" => 11,
+        "directory" => 12,
+        "pattern" => 13,
+        "query" => 14,
+        "url" => 15,
+        "description" => 16,
+        "thought" => 17,
+        "name" => 18,
+        "task_id" => 19,
+        "todos" => 20,
+        _ => return None,
+    })
+}
+
+impl<'a> CallInput<'a> {
+    fn new() -> CallInput<'a> {
+        CallInput { values: Default::default() }
+    }
+
+    /// Fill in the members of `text` when it is one JSON object (as a `serde_json::Value`
+    /// reads it): whether it is one.
+    fn read(&mut self, text: &'a str) -> bool {
+        // One typed pass that checks every member and keeps the known ones: no tree is built.
+        // A known member printed twice fails it: the tree then says which value counts.
+        if self.scan(text) {
+            return true;
+        }
+        *self = CallInput::new();
+        match json_of(text).filter(Json::is_object) {
+            Some(tree) => {
+                self.fill_from_tree(&tree);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn scan(&mut self, text: &'a str) -> bool {
+        let mut seen = 0u32;
+        let mut r = Scan::new(text);
+        r.object(|r, key| match input_key(&key) {
+            Some(at) => {
+                once(&mut seen, 1 << at)?;
+                self.values[at] = Some(r.json()?);
+                Ok(())
+            }
+            None => r.check(),
+        })
+        .and_then(|()| r.end())
+        .is_ok()
+    }
+
+    /// The known members of an object (the last of a repeated key, as `Value` reads them).
+    fn fill_from_tree(&mut self, tree: &Json<'a>) {
+        if let Json::Obj(entries) = tree {
+            for (key, value) in entries {
+                if let Some(at) = input_key(key) {
+                    self.values[at] = Some(value.clone());
+                }
+            }
+        }
+    }
+
+    /// A member [`input_key`] knows.
+    #[inline]
+    fn get(&self, key: &str) -> Option<&Json<'a>> {
+        self.values.get(input_key(key)?)?.as_ref()
+    }
+
+    /// A member's value when it is a non-empty string.
+    fn str_of(&self, key: &str) -> Option<&str> {
+        self.get(key).and_then(Json::as_str).filter(|s| !s.is_empty())
+    }
+}
+
+/// The old and new text of one edit, from its members.
+fn edit_texts<'j>(get: impl Fn(&str) -> Option<&'j Json<'j>>) -> Option<(&'j str, &'j str)> {
+    let old = get("old").or_else(|| get("old_string")).and_then(Json::as_str)?;
+    let new = get("new").or_else(|| get("new_string")).and_then(Json::as_str)?;
+    Some((old, new))
+}
+
 /// Title, content (diffs) and locations of a call from its name and input.
-fn describe(name: &str, args: Option<&Json<'_>>) -> (String, Vec<ToolCallContent>, Vec<ToolCallLocation>) {
+fn describe(name: &str, args: Option<&CallInput<'_>>) -> (String, Vec<ToolCallContent>, Vec<ToolCallLocation>) {
     let get = |k: &str| args.and_then(|a| a.str_of(k));
     let path = get("path").or_else(|| get("file_path"));
     let mut content = Vec::new();
@@ -936,7 +1046,7 @@ fn describe(name: &str, args: Option<&Json<'_>>) -> (String, Vec<ToolCallContent
         } else {
             None
         };
-        locations.push(ToolCallLocation { path: p.to_string(), line });
+        locations = vec![ToolCallLocation { path: p.to_string(), line }];
     }
     let file = path.unwrap_or("file");
     let title = match name {
@@ -945,11 +1055,11 @@ fn describe(name: &str, args: Option<&Json<'_>>) -> (String, Vec<ToolCallContent
         "Write" | "WriteFile" => {
             if let (Some(p), Some(text)) = (path, args.and_then(|a| a.get("content")).and_then(Json::as_str)) {
                 if get("mode") != Some("append") {
-                    content.push(ToolCallContent::Diff(DiffContent {
+                    content = vec![ToolCallContent::Diff(DiffContent {
                         path: p.to_string(),
                         old_text: None,
                         new_text: text.to_string(),
-                    }));
+                    })];
                 }
             }
             cat(&["Write ", file])
@@ -959,22 +1069,21 @@ fn describe(name: &str, args: Option<&Json<'_>>) -> (String, Vec<ToolCallContent
                 // StrReplaceFile: `edit` is one `{old, new}` or a list of them; an Edit in the
                 // Claude style carries `old_string` / `new_string` at the top level.
                 let edits = args.and_then(|a| a.get("edit").or_else(|| a.get("edits")));
-                let list: &[Json<'_>] = match edits {
-                    Some(Json::Arr(items)) => items,
-                    Some(one @ Json::Obj(_)) => std::slice::from_ref(one),
-                    _ => args.map(std::slice::from_ref).unwrap_or_default(),
+                content.reserve_exact(match edits {
+                    Some(Json::Arr(items)) => items.len(),
+                    _ => 1,
+                });
+                let mut push = |(old, new): (&str, &str)| {
+                    content.push(ToolCallContent::Diff(DiffContent {
+                        path: p.to_string(),
+                        old_text: Some(old.to_string()),
+                        new_text: new.to_string(),
+                    }))
                 };
-                content.reserve(list.len());
-                for edit in list.iter().filter(|e| e.is_object()) {
-                    let old = edit.get("old").or_else(|| edit.get("old_string")).and_then(Json::as_str);
-                    let new = edit.get("new").or_else(|| edit.get("new_string")).and_then(Json::as_str);
-                    if let (Some(old), Some(new)) = (old, new) {
-                        content.push(ToolCallContent::Diff(DiffContent {
-                            path: p.to_string(),
-                            old_text: Some(old.to_string()),
-                            new_text: new.to_string(),
-                        }));
-                    }
+                match edits {
+                    Some(Json::Arr(items)) => items.iter().filter_map(|e| edit_texts(|k| e.get(k))).for_each(&mut push),
+                    Some(one @ Json::Obj(_)) => edit_texts(|k| one.get(k)).into_iter().for_each(&mut push),
+                    _ => args.and_then(|a| edit_texts(|k| a.get(k))).into_iter().for_each(&mut push),
                 }
             }
             cat(&["Edit ", file])
@@ -1106,6 +1215,95 @@ mod tests {
             let theirs = format!("{:?}", super::super::json::parse_line::<Line<'_>>(&line));
             proptest::prop_assert_eq!(ours, theirs, "{}", line);
         }
+    }
+
+    /// Tool-call arguments: objects of known and unknown members with values of every shape
+    /// (repeated keys, values serde_json refuses, nested edits), other values and broken text.
+    fn call_arguments() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let key = proptest::sample::select(vec![
+            "path",
+            "file_path",
+            "line_offset",
+            "content",
+            "mode",
+            "edit",
+            "edits",
+            "old",
+            "new_string",
+            "command",
+            "todos",
+            "x",
+            "p\\u0061th",
+        ]);
+        let value = proptest::sample::select(vec![
+            "null",
+            "true",
+            "7",
+            "-1",
+            "2.0",
+            "1e400",
+            r#""/a/b""#,
+            r#""""#,
+            r#""a\nb""#,
+            r#""\ud800""#,
+            r#"{"old":"a","new":"b"}"#,
+            r#"[{"old":"a","new":"b"},{"old":"c"}]"#,
+            r#"[{"title":"t","status":"done"}]"#,
+            "[1,[2,{}]]",
+            r#"{"k":1e400}"#,
+        ]);
+        let member = (key, value).prop_map(|(k, v)| format!(r#""{k}": {v}"#));
+        (proptest::collection::vec(member, 0..5), 0..6usize).prop_map(|(members, shape)| {
+            let object = format!("{{{}}}", members.join(", "));
+            match shape {
+                0 => format!(" {object} "),
+                1 => object[..object.len() / 2].to_string(),
+                2 => format!("[{object}]"),
+                _ => object,
+            }
+        })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
+        #[test]
+        fn call_input_one_pass_read_is_the_tree_read(text in call_arguments()) {
+            // The tree reads as `serde_json::Value` does (tree.rs tests that).
+            let tree = json_of(&text).filter(Json::is_object);
+            let mut expected = CallInput::new();
+            if let Some(tree) = &tree {
+                expected.fill_from_tree(tree);
+            }
+            let mut ours = CallInput::new();
+            let is_object = ours.read(&text);
+            proptest::prop_assert_eq!(is_object, tree.is_some(), "{}", text);
+            proptest::prop_assert_eq!(&ours.values, &expected.values, "{}", text);
+            // The one pass alone never accepts what the tree refuses.
+            let mut fast = CallInput::new();
+            if fast.scan(&text) {
+                proptest::prop_assert!(tree.is_some());
+                proptest::prop_assert_eq!(&fast.values, &expected.values, "{}", text);
+            }
+        }
+    }
+
+    #[test]
+    fn call_arguments_generator_mixes_outcomes() {
+        use proptest::strategy::{Strategy, ValueTree};
+        let mut runner = proptest::test_runner::TestRunner::deterministic();
+        let (mut one_pass, mut by_tree, mut not_object) = (0, 0, 0);
+        for _ in 0..3000 {
+            let text = call_arguments().new_tree(&mut runner).unwrap().current();
+            if CallInput::new().scan(&text) {
+                one_pass += 1;
+            } else if CallInput::new().read(&text) {
+                by_tree += 1;
+            } else {
+                not_object += 1;
+            }
+        }
+        assert!(one_pass > 300 && by_tree > 100 && not_object > 300, "{one_pass} {by_tree} {not_object}");
     }
 
     #[test]

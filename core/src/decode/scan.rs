@@ -75,9 +75,7 @@ impl<'a> JStr<'a> {
     pub fn decode(&self) -> Res<Cow<'a, str>> {
         match self.escape {
             None => Ok(Cow::Borrowed(self.printed())),
-            Some(at) => {
-                unescape(self.src, self.start, at).map(|(s, _)| Cow::Owned(s))
-            }
+            Some(at) => unescape(self.src, self.start, at).map(|(s, _)| Cow::Owned(s)),
         }
     }
 }
