@@ -100,8 +100,9 @@ fn is_ws(c: u8) -> bool {
 
 impl<'a> Scan<'a> {
     /// A scanner at the start of `src`.
+    #[inline]
     pub fn new(src: &'a str) -> Self {
-        Scan::with_scratch(src, Vec::new())
+        Scan { src, b: src.as_bytes(), pos: 0, depth_left: 128, entries: Vec::new() }
     }
 
     /// A scanner reusing a buffer for building objects (see [`Scan::into_scratch`]).
