@@ -23,6 +23,10 @@ pub const DEFAULT_MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 pub enum Frame<'a> {
     /// A complete line, without its `\n` / `\r\n`.
     Line(&'a [u8]),
+    /// A complete line, without its line ending, already known to be valid UTF-8: the framer
+    /// checks all the complete lines of a chunk in one pass (much cheaper than line by line for
+    /// short lines), and hands out those of a valid chunk this way.
+    Text(&'a str),
     /// A line longer than the limit was skipped; `len` is its full length in bytes (without
     /// the line ending). `terminated` is false when the input ended inside it.
     Oversize {
@@ -31,6 +35,17 @@ pub enum Frame<'a> {
         /// Whether a newline ended it (false: the input ended mid-line).
         terminated: bool,
     },
+}
+
+impl<'a> Frame<'a> {
+    /// The line's text (lossy UTF-8, borrowed when valid); `None` for a skipped oversize line.
+    pub fn text(&self) -> Option<Cow<'a, str>> {
+        match *self {
+            Frame::Line(bytes) => Some(to_text(bytes)),
+            Frame::Text(text) => Some(Cow::Borrowed(text)),
+            Frame::Oversize { .. } => None,
+        }
+    }
 }
 
 /// Splits a byte stream into lines. See the module docs.
@@ -71,6 +86,11 @@ impl LineFramer {
 
     /// Feed a chunk; `sink` is called for every complete line (or oversize report) in order.
     pub fn push(&mut self, mut chunk: &[u8], sink: &mut dyn FnMut(Frame<'_>)) {
+        // The chunk's complete lines, checked as UTF-8 at once: a newline is never inside a
+        // multi-byte character, so each line of a valid run is valid (an invalid run leaves
+        // every line to be checked alone, by `to_text`).
+        let whole = chunk;
+        let checked = memchr::memrchr(b'\n', chunk).and_then(|end| simdutf8::basic::from_utf8(&chunk[..end]).ok());
         while !chunk.is_empty() {
             match memchr::memchr(b'\n', chunk) {
                 Some(nl) => {
@@ -83,6 +103,10 @@ impl LineFramer {
                         let line = strip_cr(head);
                         if line.len() > self.max_line_bytes {
                             sink(Frame::Oversize { len: line.len(), terminated: true });
+                        } else if let Some(checked) = checked {
+                            // `line` lies inside `checked` and both its ends are ASCII bytes.
+                            let at = line.as_ptr() as usize - whole.as_ptr() as usize;
+                            sink(Frame::Text(&checked[at..at + line.len()]));
                         } else {
                             sink(Frame::Line(line));
                         }
@@ -214,6 +238,7 @@ mod tests {
         let mut out = Vec::new();
         let mut sink = |f: Frame<'_>| match f {
             Frame::Line(l) => out.push(String::from_utf8_lossy(l).into_owned()),
+            Frame::Text(t) => out.push(t.to_string()),
             Frame::Oversize { len, terminated } => out.push(format!("<oversize {len} {terminated}>")),
         };
         for c in chunks {
@@ -221,6 +246,33 @@ mod tests {
         }
         framer.finish(&mut sink);
         out
+    }
+
+    #[test]
+    fn a_valid_chunks_lines_come_checked_and_an_invalid_line_is_checked_alone() {
+        let kinds = |chunk: &[u8]| {
+            let mut f = LineFramer::default();
+            let mut out = Vec::new();
+            f.push(chunk, &mut |fr| {
+                out.push(match fr {
+                    Frame::Text(t) => format!("text {t}"),
+                    Frame::Line(_) => format!("line {}", fr.text().unwrap()),
+                    Frame::Oversize { .. } => "oversize".to_string(),
+                })
+            });
+            out
+        };
+        assert_eq!(kinds("é\r\nb\npartial ü".as_bytes()), ["text é", "text b"]);
+        // A bad byte anywhere: every line of the chunk is decoded on its own, the bad one lossily.
+        assert_eq!(kinds(b"ok\n\xff\xfebad\nok\n"), ["line ok", "line \u{fffd}\u{fffd}bad", "line ok"]);
+        // A multi-byte character cut by the chunk's end is not part of the checked run.
+        assert_eq!(kinds(b"a\n\xc3"), ["text a"]);
+        let mut f = LineFramer::default();
+        let mut out = Vec::new();
+        for chunk in [&b"x\xc3"[..], b"\xa9\ny\n"] {
+            f.push(chunk, &mut |fr| out.push(fr.text().unwrap().into_owned()));
+        }
+        assert_eq!(out, ["x\u{e9}", "y"]);
     }
 
     #[test]

@@ -19,7 +19,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use crate::event::OutputEvent;
-use crate::framing::{DEFAULT_MAX_LINE_BYTES, Frame, LineFramer, to_text};
+use crate::framing::{DEFAULT_MAX_LINE_BYTES, Frame, LineFramer};
 
 mod borrowed;
 mod concat;
@@ -374,8 +374,8 @@ impl Decoder {
                 });
                 None
             }
-            Frame::Line(bytes) => {
-                let text = to_text(bytes);
+            Frame::Line(_) | Frame::Text(_) => {
+                let text = frame.text().unwrap_or_default();
                 if matches!(text, std::borrow::Cow::Owned(_)) {
                     stats.invalid_utf8_lines += 1;
                     diagnostics.push(Diagnostic {

@@ -501,8 +501,8 @@ fn post_stdout(shared: &Shared, plan: &mut Plan, raw: &mut LineFramer, acct: &mu
             collect_diagnostics(decoder, acct);
         }
         None => raw.push(bytes, &mut |frame| {
-            if let crate::framing::Frame::Line(l) = frame {
-                push_raw(&mut batch, stdout, &crate::framing::to_text(l));
+            if let Some(text) = frame.text() {
+                push_raw(&mut batch, stdout, &text);
                 flush_if_full(shared, &mut batch);
             }
         }),
@@ -531,8 +531,8 @@ fn finish_stdout(shared: &Shared, plan: &mut Plan, raw: &mut LineFramer, acct: &
         None => {
             let cut = raw.has_partial();
             raw.finish(&mut |frame| {
-                if let crate::framing::Frame::Line(l) = frame {
-                    push_raw(&mut batch, stdout, &crate::framing::to_text(l));
+                if let Some(text) = frame.text() {
+                    push_raw(&mut batch, stdout, &text);
                 }
             });
             cut
