@@ -701,15 +701,14 @@ impl KimiDecoder {
             }
             Input::None => false,
         };
-        let args = is_object.then_some(&fields);
         if matches!(name, Some("SetTodoList" | "TodoList")) {
-            if let Some(entries) = args.and_then(|f| todo_plan(f.get("todos"))) {
+            if let Some(entries) = is_object.then_some(&fields).and_then(|f| todo_plan(f.get("todos"))) {
                 self.plan_calls.insert(id);
                 env.emit(ctx, SessionUpdate::Plan { entries }, out);
                 return;
             }
         }
-        let (title, content, locations) = describe(name.unwrap_or(""), args);
+        let (title, content, locations) = describe(name.unwrap_or(""), is_object.then_some(&mut fields));
         let is_object = is_object && matches!(input, Input::Text(_));
         drop(fields);
         let raw_input = match input {
@@ -1021,24 +1020,88 @@ impl<'a> CallInput<'a> {
         self.values.get(input_key(key)?)?.as_ref()
     }
 
+    /// Take a member [`input_key`] knows out.
+    fn take(&mut self, key: &str) -> Option<Json<'a>> {
+        self.values.get_mut(input_key(key)?)?.take()
+    }
+
     /// A member's value when it is a non-empty string.
     fn str_of(&self, key: &str) -> Option<&str> {
         self.get(key).and_then(Json::as_str).filter(|s| !s.is_empty())
     }
 }
 
-/// The old and new text of one edit, from its members.
-fn edit_texts<'j>(get: impl Fn(&str) -> Option<&'j Json<'j>>) -> Option<(&'j str, &'j str)> {
-    let old = get("old").or_else(|| get("old_string")).and_then(Json::as_str)?;
-    let new = get("new").or_else(|| get("new_string")).and_then(Json::as_str)?;
+/// The diffs of a Write (`content`, unless `mode` is `append`) or an Edit / StrReplaceFile
+/// (`edit` is one `{old, new}` or a list of them; an Edit in the Claude style carries
+/// `old_string` / `new_string` at the top level). Their texts are moved out of `args`: an
+/// unescaped text (a file's content nearly always is) is not copied again.
+fn diffs(name: &str, args: &mut CallInput<'_>) -> Vec<ToolCallContent> {
+    if !matches!(name, "Write" | "WriteFile" | "Edit" | "StrReplaceFile") {
+        return Vec::new();
+    }
+    let Some(path) = args.str_of("path").or_else(|| args.str_of("file_path")).map(str::to_string) else {
+        return Vec::new();
+    };
+    let diff = |path: String, old_text: Option<String>, new_text: String| {
+        ToolCallContent::Diff(DiffContent { path, old_text, new_text })
+    };
+    // (The path is copied out first: the texts are then taken from `args`.)
+    match name {
+        "Write" | "WriteFile" if args.str_of("mode") != Some("append") => {
+            args.take("content").and_then(into_string).map(|text| vec![diff(path, None, text)]).unwrap_or_default()
+        }
+        "Edit" | "StrReplaceFile" => match args.take("edit").or_else(|| args.take("edits")) {
+            Some(Json::Arr(items)) => {
+                let mut content = Vec::with_capacity(items.len());
+                for mut edit in items {
+                    if let Some((old, new)) = edit_texts(|k| take_member(&mut edit, k)) {
+                        content.push(diff(path.clone(), Some(old), new));
+                    }
+                }
+                content
+            }
+            Some(mut one @ Json::Obj(_)) => edit_texts(|k| take_member(&mut one, k))
+                .map(|(old, new)| vec![diff(path, Some(old), new)])
+                .unwrap_or_default(),
+            _ => edit_texts(|k| args.take(k)).map(|(old, new)| vec![diff(path, Some(old), new)]).unwrap_or_default(),
+        },
+        _ => Vec::new(),
+    }
+}
+
+/// The old and new text of one edit, taken from its members by `take` (`old` / `old_string`,
+/// `new` / `new_string`: the first present counts, and must be a string).
+fn edit_texts<'j>(mut take: impl FnMut(&str) -> Option<Json<'j>>) -> Option<(String, String)> {
+    let old = take("old").or_else(|| take("old_string")).and_then(into_string)?;
+    let new = take("new").or_else(|| take("new_string")).and_then(into_string)?;
     Some((old, new))
 }
 
-/// Title, content (diffs) and locations of a call from its name and input.
-fn describe(name: &str, args: Option<&CallInput<'_>>) -> (String, Vec<ToolCallContent>, Vec<ToolCallLocation>) {
+/// A string value as an owned string (moved when it was unescaped).
+fn into_string(value: Json<'_>) -> Option<String> {
+    match value {
+        Json::Str(text) => Some(text.into_owned()),
+        _ => None,
+    }
+}
+
+/// Take the value of `key` out of an object (the last one printed, as `Value` reads it).
+fn take_member<'j>(object: &mut Json<'j>, key: &str) -> Option<Json<'j>> {
+    match object {
+        Json::Obj(entries) => {
+            entries.iter_mut().rev().find(|(k, _)| k == key).map(|(_, v)| std::mem::replace(v, Json::Null))
+        }
+        _ => None,
+    }
+}
+
+/// Title, content (diffs) and locations of a call from its name and input (the texts of its
+/// diffs are moved out of `args`).
+fn describe(name: &str, mut args: Option<&mut CallInput<'_>>) -> (String, Vec<ToolCallContent>, Vec<ToolCallLocation>) {
+    let content = args.as_deref_mut().map(|a| diffs(name, a)).unwrap_or_default();
+    let args = args.as_deref();
     let get = |k: &str| args.and_then(|a| a.str_of(k));
     let path = get("path").or_else(|| get("file_path"));
-    let mut content = Vec::new();
     let mut locations = Vec::new();
     if let Some(p) = path {
         let line = if matches!(name, "Read" | "ReadFile") {
@@ -1052,42 +1115,8 @@ fn describe(name: &str, args: Option<&CallInput<'_>>) -> (String, Vec<ToolCallCo
     let title = match name {
         "Read" | "ReadFile" => cat(&["Read ", file]),
         "ReadMediaFile" => cat(&["Read media ", file]),
-        "Write" | "WriteFile" => {
-            if let (Some(p), Some(text)) = (path, args.and_then(|a| a.get("content")).and_then(Json::as_str)) {
-                if get("mode") != Some("append") {
-                    content = vec![ToolCallContent::Diff(DiffContent {
-                        path: p.to_string(),
-                        old_text: None,
-                        new_text: text.to_string(),
-                    })];
-                }
-            }
-            cat(&["Write ", file])
-        }
-        "Edit" | "StrReplaceFile" => {
-            if let Some(p) = path {
-                // StrReplaceFile: `edit` is one `{old, new}` or a list of them; an Edit in the
-                // Claude style carries `old_string` / `new_string` at the top level.
-                let edits = args.and_then(|a| a.get("edit").or_else(|| a.get("edits")));
-                content.reserve_exact(match edits {
-                    Some(Json::Arr(items)) => items.len(),
-                    _ => 1,
-                });
-                let mut push = |(old, new): (&str, &str)| {
-                    content.push(ToolCallContent::Diff(DiffContent {
-                        path: p.to_string(),
-                        old_text: Some(old.to_string()),
-                        new_text: new.to_string(),
-                    }))
-                };
-                match edits {
-                    Some(Json::Arr(items)) => items.iter().filter_map(|e| edit_texts(|k| e.get(k))).for_each(&mut push),
-                    Some(one @ Json::Obj(_)) => edit_texts(|k| one.get(k)).into_iter().for_each(&mut push),
-                    _ => args.and_then(|a| edit_texts(|k| a.get(k))).into_iter().for_each(&mut push),
-                }
-            }
-            cat(&["Edit ", file])
-        }
+        "Write" | "WriteFile" => cat(&["Write ", file]),
+        "Edit" | "StrReplaceFile" => cat(&["Edit ", file]),
         "Bash" | "Shell" => get("command").map(command_title).unwrap_or_else(|| "Run command".to_string()),
         "Glob" => {
             if locations.is_empty() {
