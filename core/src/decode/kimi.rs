@@ -1318,6 +1318,42 @@ mod tests {
     }
 
     #[test]
+    fn diffs_from_every_edit_shape() {
+        let call = |name: &str, args: serde_json::Value| {
+            let line = serde_json::json!({"role": "assistant", "tool_calls": [
+                {"id": "c", "function": {"name": name, "arguments": args.to_string()}}]});
+            let ev = run(&format!("{line}\n"));
+            let update = &ev[0]["update"];
+            let diffs: Vec<_> = update["content"]
+                .as_array()
+                .map(|c| c.iter().map(|d| (d["path"].clone(), d["oldText"].clone(), d["newText"].clone())).collect())
+                .unwrap_or_default();
+            diffs.iter().map(|(p, o, n)| format!("{} {o} {n}", p.as_str().unwrap())).collect::<Vec<_>>()
+        };
+        use serde_json::json;
+        let list = json!({"path": "/f", "edit": [{"old": "a\n", "new": "b"}, 3, {"old": "x"}, {"old_string": "c", "new": "d\"q"}]});
+        assert_eq!(call("StrReplaceFile", list), ["/f \"a\\n\" \"b\"", "/f \"c\" \"d\\\"q\""]);
+        // One edit object; a key printed twice counts by its last value.
+        let one = r#"{"file_path": "/g", "edits": {"old": "1", "old": "2", "new": "3"}}"#;
+        let line = format!(
+            "{{\"role\":\"assistant\",\"tool_calls\":[{{\"id\":\"c\",\"function\":{{\"name\":\"Edit\",\"arguments\":{}}}}}]}}\n",
+            serde_json::Value::String(one.into())
+        );
+        assert_eq!(run(&line)[0]["update"]["content"][0]["oldText"], "2");
+        // Claude style at the top level; `old` present but not a string: no diff.
+        assert_eq!(call("Edit", json!({"path": "/h", "old_string": "o", "new_string": "n"})), ["/h \"o\" \"n\""]);
+        assert!(call("Edit", json!({"path": "/h", "old": 1, "old_string": "o", "new_string": "n"})).is_empty());
+        // No path, no diff; append mode, no diff; a written text moves into the diff whole.
+        assert!(call("Edit", json!({"old": "o", "new": "n"})).is_empty());
+        assert!(call("WriteFile", json!({"path": "/w", "content": "x", "mode": "append"})).is_empty());
+        assert_eq!(
+            call("WriteFile", json!({"path": "/w", "content": "l1\nl2", "mode": "overwrite"})),
+            ["/w null \"l1\\nl2\""]
+        );
+        assert!(call("WriteFile", json!({"path": "/w", "content": 5})).is_empty());
+    }
+
+    #[test]
     fn call_arguments_generator_mixes_outcomes() {
         use proptest::strategy::{Strategy, ValueTree};
         let mut runner = proptest::test_runner::TestRunner::deterministic();
