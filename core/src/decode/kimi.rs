@@ -687,7 +687,7 @@ impl KimiDecoder {
         // `arguments` is JSON text of the input object: read once for the fields the title,
         // locations, diffs and plans are made of, and kept itself as `rawInput`.
         let input = match arguments {
-            Some(Args::Text(text)) if !text.trim().is_empty() => Input::Text(text),
+            Some(Args::Text(text)) if !super::is_blank(&text) => Input::Text(text),
             Some(Args::Object(object)) => Input::Object(object),
             _ => Input::None,
         };

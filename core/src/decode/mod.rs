@@ -383,7 +383,7 @@ impl Decoder {
                         message: "invalid UTF-8 replaced with U+FFFD".to_string(),
                     });
                 }
-                if text.trim().is_empty() {
+                if is_blank(&text) {
                     stats.blank_lines += 1;
                     return Some(text);
                 }
@@ -454,9 +454,29 @@ pub fn parse(agent: Agent, input: &[u8]) -> Vec<OutputEvent> {
     events
 }
 
+/// Whether `text` is empty or only whitespace (as `str::trim` sees it); a line that starts with
+/// a visible ASCII character, as every JSON line does, is answered from its first byte.
+#[inline]
+pub(crate) fn is_blank(text: &str) -> bool {
+    match text.as_bytes().first() {
+        Some(c) if c.is_ascii_graphic() => false,
+        _ => text.trim().is_empty(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn blank_is_what_trim_leaves_empty() {
+        for (text, blank) in
+            [("", true), (" \t\r", true), ("\u{3000}\u{a0}", true), ("{}", false), (" {", false), ("\u{a0}x", false)]
+        {
+            assert_eq!(is_blank(text), blank, "{text:?}");
+            assert_eq!(text.trim().is_empty(), blank);
+        }
+    }
 
     #[test]
     fn agent_names_round_trip_and_errors_list_the_valid_names() {

@@ -253,8 +253,10 @@ pub fn checked_raw(raw: &RawValue) -> Option<RawJson> {
 /// `Scan::read_with_text` accepted whole; debug builds re-check it (serde_json's own
 /// `debug_assert` in `from_string_unchecked`).
 pub fn read_raw_json(text: String) -> RawJson {
-    let value = text.trim_matches(|c| matches!(c, ' ' | '\t' | '\n' | '\r'));
-    let text = if value.len() == text.len() { text } else { value.to_string() };
+    let is_ws = |c| matches!(c, ' ' | '\t' | '\n' | '\r');
+    // (Nearly always nothing to trim: both ends are looked at first.)
+    let padded = text.starts_with(is_ws) || text.ends_with(is_ws);
+    let text = if padded { text.trim_matches(is_ws).to_string() } else { text };
     // SAFETY: `text` is one well-formed JSON value without surrounding whitespace: a `Scan`
     // (which accepts only what serde_json accepts, property-tested against it) has read it
     // whole, and the whitespace around it was trimmed above.
