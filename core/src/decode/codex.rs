@@ -69,7 +69,7 @@ use std::borrow::Cow;
 use serde_json::{Map, Value};
 
 use super::borrowed::{may_hold_surrogates, unescape_literal};
-use super::concat::title;
+use super::concat::{Decimal, cat, title};
 use super::context::DecodeContext;
 use super::context::session_event;
 use super::id_set::IdSet;
@@ -804,7 +804,7 @@ impl<'a> FileChanges<'a> {
                 title.push_str(&one.path);
                 title
             }
-            many => format!("Edit {} files", many.len()),
+            many => cat(&["Edit ", Decimal::new(many.len() as u64).as_str(), " files"]),
         }
     }
 
@@ -948,7 +948,8 @@ fn completion(kind: &str, id: String, item: &mut Item<'_>, raw_output: RawJson) 
     match kind {
         "command_execution" => {
             if let Some(output) = item.aggregated_output.take().filter(|o| !o.is_empty()) {
-                content.push(ToolCallContent::text(output));
+                // (Sized to fit: grown from empty, a vector of these takes room for four.)
+                content = vec![ToolCallContent::text(output)];
             }
         }
         "file_change" => update.locations = FileChanges::read(item.changes).into_locations(),

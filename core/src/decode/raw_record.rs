@@ -52,9 +52,16 @@ fn write_json_str(out: &mut String, s: &str) {
 /// The members of a JSON object composed from values kept as printed, e.g. the counters of a
 /// usage record that no typed field took. A key printed twice keeps its first place and its last
 /// value, as a JSON reader's map does. Written once as text ([`ObjectMembers::into_raw_json`]):
-/// one allocation instead of a map, a key and a value tree per member.
+/// one allocation instead of a map, a key and a value tree per member. The first few members
+/// with borrowed keys are held inline (a usage record's odd counters need no allocation of
+/// their own, and an unused set costs nothing to drop).
 #[derive(Debug, Default)]
-pub(crate) struct ObjectMembers<'a>(Vec<(Cow<'a, str>, Printed<'a>)>);
+pub(crate) struct ObjectMembers<'a> {
+    inline: [(&'a str, Printed<'a>); ObjectMembers::INLINE],
+    len: usize,
+    /// The members after the inline ones, in order.
+    more: Vec<(Cow<'a, str>, Printed<'a>)>,
+}
 
 /// A member's value: JSON text as printed, or a string to write as one.
 #[derive(Debug, Clone, Copy)]
@@ -63,9 +70,15 @@ pub(crate) enum Printed<'a> {
     Text(&'a str),
 }
 
+impl Default for Printed<'_> {
+    fn default() -> Self {
+        Printed::Raw("")
+    }
+}
+
 impl<'a> ObjectMembers<'a> {
-    /// Room for a usage record's members without growing.
-    const ROOM: usize = 8;
+    /// Members held without an allocation.
+    const INLINE: usize = 4;
 
     /// Set `key` to the value printed as `raw` (text a [`Scan`] read whole, e.g. with
     /// [`Scan::checked_raw`]).
@@ -79,25 +92,45 @@ impl<'a> ObjectMembers<'a> {
     }
 
     fn set(&mut self, key: Cow<'a, str>, value: Printed<'a>) {
-        match self.0.iter_mut().find(|(k, _)| *k == key) {
-            Some(member) => member.1 = value,
-            None => {
-                if self.0.capacity() == 0 {
-                    self.0.reserve_exact(Self::ROOM);
-                }
-                self.0.push((key, value))
-            }
+        if let Some(member) = self.inline[..self.len].iter_mut().find(|(k, _)| **k == *key) {
+            member.1 = value;
+            return;
         }
+        if let Some(member) = self.more.iter_mut().find(|(k, _)| *k == key) {
+            member.1 = value;
+            return;
+        }
+        match key {
+            // Inline while nothing went past the inline members (so the order holds).
+            Cow::Borrowed(k) if self.len < Self::INLINE && self.more.is_empty() => {
+                self.inline[self.len] = (k, value);
+                self.len += 1;
+            }
+            key => self.more.push((key, value)),
+        }
+    }
+
+    fn members(&self) -> impl Iterator<Item = (&str, Printed<'a>)> + Clone {
+        let inline = self.inline[..self.len].iter().map(|(k, v)| (*k, *v));
+        inline.chain(self.more.iter().map(|(k, v)| (&**k, *v)))
     }
 
     /// Remove `key`, keeping the others in order.
     pub fn remove(&mut self, key: &str) {
-        self.0.retain(|(k, _)| k != key);
+        let kept: Vec<(Cow<'a, str>, Printed<'a>)> =
+            (self.inline[..self.len].iter().map(|(k, v)| (Cow::Borrowed(*k), *v)))
+                .chain(std::mem::take(&mut self.more))
+                .filter(|(k, _)| k != key)
+                .collect();
+        *self = ObjectMembers::default();
+        for (k, v) in kept {
+            self.set(k, v);
+        }
     }
 
     /// The object's text, `None` when it has no members.
     pub fn into_raw_json(self) -> Option<RawJson> {
-        (!self.0.is_empty()).then(|| object_text(self.0.iter().map(|(k, v)| (&**k, *v))))
+        (self.len > 0 || !self.more.is_empty()).then(|| object_text(self.members()))
     }
 }
 
