@@ -353,6 +353,36 @@ mod tests {
     }
 
     #[test]
+    fn object_members_past_the_inline_ones_and_owned_keys_keep_their_order() {
+        // Checked against serde_json's own (insertion-ordered) map.
+        let ops: &[(&str, bool, &str)] = &[
+            ("a", false, "1"),
+            ("b", true, "2"),
+            ("c", false, "3"),
+            ("a", false, "4"),
+            ("d", false, "5"),
+            ("e", false, "6"),
+            ("f", true, "7"),
+            ("b", false, "8"),
+            ("-c", false, ""),
+            ("g", false, "9"),
+        ];
+        let mut ours = ObjectMembers::default();
+        let mut theirs = serde_json::Map::new();
+        for (key, owned, raw) in ops {
+            if let Some(key) = key.strip_prefix('-') {
+                ours.remove(key);
+                theirs.shift_remove(key);
+                continue;
+            }
+            let k: Cow<'_, str> = if *owned { Cow::Owned(key.to_string()) } else { Cow::Borrowed(key) };
+            ours.insert(k, raw);
+            theirs.insert(key.to_string(), serde_json::from_str(raw).unwrap());
+        }
+        assert_eq!(ours.into_raw_json().unwrap().get(), serde_json::Value::Object(theirs).to_string());
+    }
+
+    #[test]
     fn members_are_appended_to_a_record_or_replace_theirs() {
         let obj = |t: &str| Some(RawJson::from_text(t).unwrap());
         assert_eq!(with_raw_member(None, "m", r#"{"a": 1}"#).get(), r#"{"m":{"a": 1}}"#);
