@@ -78,6 +78,11 @@ pub struct Envelope {
 }
 
 impl Envelope {
+    /// No envelope facts (a line that carries none): shared, so nothing is built and dropped
+    /// per line.
+    pub const NONE: &'static Envelope =
+        &Envelope { timestamp: None, model: None, message_id: None, parent_tool_call_id: None, extra: None };
+
     /// Build the event for `update`, stamped with this envelope and the run's session id.
     pub fn event(&self, ctx: &DecodeContext, update: SessionUpdate) -> OutputEvent {
         OutputEvent {

@@ -493,7 +493,7 @@ impl HarnessDecoder for KimiDecoder {
         match parse_into(line, &mut parsed) {
             Ok(()) => {
                 self.flush_error(ctx, out);
-                self.decode(&mut parsed, ctx, &Envelope::default(), 0, out)
+                self.decode(&mut parsed, ctx, Envelope::NONE, 0, out)
             }
             // A JSON object cut short (`{"role":…` of a killed process) is not failure text:
             // kimi's failures are prose or Python reprs (`{'error': …}`, single quotes).
@@ -537,7 +537,7 @@ impl KimiDecoder {
     /// Kimi exits non-zero right after printing a failure, so it is fatal.
     fn flush_error(&mut self, ctx: &DecodeContext, out: &mut Vec<OutputEvent>) {
         if let Some(text) = self.pending_error.take() {
-            Envelope::default().emit(ctx, SessionUpdate::error(text, true), out);
+            Envelope::NONE.emit(ctx, SessionUpdate::error(text, true), out);
         }
     }
 
