@@ -1318,6 +1318,37 @@ mod tests {
     }
 
     #[test]
+    fn every_input_member_has_its_own_slot() {
+        let keys = [
+            "path",
+            "file_path",
+            "line_offset",
+            "content",
+            "mode",
+            "edit",
+            "edits",
+            "old",
+            "new",
+            "old_string",
+            "new_string",
+            "command",
+            "directory",
+            "pattern",
+            "query",
+            "url",
+            "description",
+            "thought",
+            "name",
+            "task_id",
+            "todos",
+        ];
+        let mut slots: Vec<usize> = keys.iter().map(|k| input_key(k).unwrap()).collect();
+        slots.sort_unstable();
+        assert_eq!(slots, (0..INPUT_KEYS).collect::<Vec<_>>());
+        assert_eq!(input_key("other"), None);
+    }
+
+    #[test]
     fn diffs_from_every_edit_shape() {
         let call = |name: &str, args: serde_json::Value| {
             let line = serde_json::json!({"role": "assistant", "tool_calls": [
