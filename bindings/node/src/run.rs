@@ -440,6 +440,8 @@ fn result_json(r: &runner::RunResult) -> JsResult<String> {
 
 /// Test only: a promise whose task panics on the core's runtime, to prove the panic becomes a
 /// rejection (never a hang or an abort).
+// (Unit-test builds compile napi's registration out, leaving the function unused there.)
+#[cfg_attr(test, allow(dead_code))]
 #[napi(js_name = "__testPanicAsync", ts_return_type = "Promise<string>")]
 pub fn test_panic_async<'env>(env: &'env Env, message: String) -> napi::Result<Object<'env>> {
     let (deferred, promise) = env.create_deferred::<String, Settle<String>>()?;
