@@ -268,6 +268,12 @@ struct Accounting {
     diagnostics: Vec<String>,
 }
 
+/// Unit tests only: a run whose environment sets this variable panics its driving task at
+/// its first stdout bytes, to test that such a bug still ends the run (see
+/// `end_after_driver_panic`).
+#[cfg(test)]
+pub(super) const PANIC_FOR_TEST: &str = "AGENTSTREAM_TEST_DRIVER_PANIC";
+
 async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Child, session: Arc<Mutex<SessionState>>) {
     let started = Instant::now();
     let mut stdout = child.stdout.take().expect("piped stdout");
@@ -291,7 +297,13 @@ async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Child, session: A
         tokio::select! {
             n = stdout.read(&mut out_buf), if out_open => match n {
                 Ok(0) | Err(_) => out_open = false,
-                Ok(n) => post_stdout(&shared, &mut plan, &mut raw_framer, &mut acct, &out_buf[..n]),
+                Ok(n) => {
+                    #[cfg(test)]
+                    if plan.env.iter().any(|(k, _)| k == PANIC_FOR_TEST) {
+                        panic!("a driver bug, injected by a test");
+                    }
+                    post_stdout(&shared, &mut plan, &mut raw_framer, &mut acct, &out_buf[..n])
+                }
             },
             n = stderr.read(&mut err_buf), if err_open => match n {
                 Ok(0) | Err(_) => err_open = false,

@@ -188,3 +188,48 @@ fn hooks_read_in_batches_match_the_replay() {
     assert_eq!(strip(&hooks), strip(&replayed.hooks));
     assert!(items.last().unwrap().is_terminal());
 }
+
+#[test]
+fn a_panicking_driver_still_ends_the_run_failed_and_kills_the_harness() {
+    use super::CommandOptions;
+    use crate::lifecycle::LifecycleReason;
+    let dir = std::env::temp_dir().join(format!("agentstream-runner-test-{}-{}", std::process::id(), rand_suffix()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pid_file = dir.join("pid");
+    // A command that would run for a minute: it says which process it is, then prints (the
+    // driver panics on reading that).
+    let script = format!("echo $$ > '{}'; echo ready; exec sleep 60", pid_file.display());
+    let mut options = CommandOptions::new(vec!["sh".into(), "-c".into(), script]);
+    options.env.push((super::driver::PANIC_FOR_TEST.to_string(), "1".to_string()));
+    let session = Session::new(AgentConfig::new(Agent::Claude));
+    let h = session.start_command(options).unwrap();
+    let (items, _) = drain(&h);
+    let last = items.last().expect("a terminal item");
+    assert!(last.is_terminal(), "{last:?}");
+    match &last.item {
+        StreamItem::Lifecycle(l) => assert_eq!(l.reason, LifecycleReason::CommandFailed, "{l:?}"),
+        other => panic!("terminal item {other:?}"),
+    }
+    let result = h.wait_timeout(Duration::from_secs(10)).expect("a result");
+    assert_eq!(result.state, super::FinalState::Failed);
+    assert!(result.error.as_deref().unwrap_or("").contains("internally"), "{result:?}");
+    // The harness was killed well before its minute.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let pid: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
+    while process_alive(pid) {
+        assert!(Instant::now() < deadline, "the harness outlived its failed run");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The session is usable again.
+    let again = session.start_command(CommandOptions::new(vec!["true".into()])).unwrap();
+    assert_eq!(again.wait_timeout(Duration::from_secs(10)).map(|r| r.state), Some(super::FinalState::Completed));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Whether process `pid` still exists (and is not a zombie), read from /proc.
+fn process_alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'),
+        Err(_) => false,
+    }
+}
