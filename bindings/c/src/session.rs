@@ -31,8 +31,8 @@ pub(crate) struct SessionObj {
 
 struct State {
     config: AgentConfig,
-    /// The core session, created from `config` at the first run; dropped (and recreated) when
-    /// the configuration changes between runs.
+    /// The core session, created from `config` at the first run; given the new configuration
+    /// when it changes between runs (`Session::reconfigured`).
     core: Option<Session>,
 }
 
@@ -72,7 +72,10 @@ impl SessionObj {
             ));
         }
         change(&mut st.config);
-        st.core = None;
+        // The same environment with the new configuration (no second `sandbox_ready`).
+        if let Some(core) = st.core.take() {
+            st.core = Some(core.reconfigured(st.config.clone()).map_err(Error::from)?);
+        }
         Ok(())
     }
 }

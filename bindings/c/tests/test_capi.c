@@ -812,6 +812,31 @@ static int one_terminal_last(run_log *l) {
     return 1;
 }
 
+/* A configuration changed between runs keeps the session's environment: the second run starts
+ * without a second sandbox_ready, with the new configuration. */
+static int test_run_reconfigure(void) {
+    run_log log;
+    log_init(&log);
+    agentstream_session *s = fake_session("claude", "s1-text", NULL);
+    CHECK(s != NULL);
+    CHECK(tap_all(s, &log));
+    for (int i = 0; i < 2; i++) {
+        if (i == 1) CHECK(agentstream_session_set_model(s, "another-model") == AGENTSTREAM_STATUS_OK);
+        agentstream_run *run = NULL;
+        CHECK(agentstream_session_start_run(s, "x", NULL, NULL, NULL, NULL, &run) == AGENTSTREAM_STATUS_OK);
+        jt_value *r = wait_result(run);
+        CHECK(r && result_is(r, "state", "completed"));
+        jt_free(r);
+        agentstream_run_free(run);
+    }
+    char rs[512];
+    reasons(&log, rs, sizeof rs);
+    CHECK(strcmp(rs, "sandbox_ready,run_start,run_complete,run_start,run_complete") == 0);
+    agentstream_session_free(s);
+    log_free(&log);
+    return 1;
+}
+
 /* A whole run in callback mode: lifecycle order, one terminal last, the handlers called from one
  * thread (not the caller's) in sequence order, content = the golden events, stdout = the input,
  * stderr = the recorded stderr, hooks = the golden hooks (bar run id, timestamps, sequence). */
@@ -1464,6 +1489,7 @@ int main(int argc, char **argv) {
     run("misuse/replay", test_replay_misuse);
     run("misuse/runs", test_run_misuse);
     run("run/callbacks", test_run_callbacks);
+    run("run/reconfigure", test_run_reconfigure);
     run("run/iterate", test_run_iterate);
     run("run/leave", test_run_leave);
     run("run/cancel", test_run_cancel);

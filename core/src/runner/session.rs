@@ -144,6 +144,15 @@ impl Session {
         &self.config
     }
 
+    /// The same session (its environment, state and handles) with another configuration, for
+    /// the next operation: a changed binary, model, directory or environment does not make a
+    /// new environment, so `sandbox_ready` is not announced again. Errors with `AlreadyRunning`
+    /// while an operation is active (it keeps the configuration it started with).
+    pub fn reconfigured(&self, config: AgentConfig) -> Result<Session, Error> {
+        drop(self.claim()?);
+        Ok(Session { config: Arc::new(config), state: self.state.clone() })
+    }
+
     /// The lifecycle event describing the session now (reason `sandbox_ready`), for callers
     /// that announce readiness before the first run.
     pub fn ready_event(&self) -> LifecycleEvent {

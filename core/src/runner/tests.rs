@@ -233,3 +233,43 @@ fn process_alive(pid: i32) -> bool {
         Err(_) => false,
     }
 }
+
+#[test]
+fn a_reconfigured_session_runs_with_the_new_configuration_in_the_same_environment() {
+    use super::CommandOptions;
+    use crate::lifecycle::LifecycleReason;
+    let lifecycle = |h: &RunHandle| -> (Vec<LifecycleReason>, String) {
+        let (items, _) = drain(h);
+        let mut stdout = String::new();
+        let mut reasons = Vec::new();
+        for e in items {
+            match e.item {
+                StreamItem::Lifecycle(l) => reasons.push(l.reason),
+                StreamItem::Stdout(line) => stdout.push_str(&line),
+                _ => {}
+            }
+        }
+        (reasons, stdout)
+    };
+    let dir = std::env::temp_dir().join(format!("agentstream-runner-test-{}-{}", std::process::id(), rand_suffix()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let session = Session::new(AgentConfig::new(Agent::Claude));
+    let pwd = || CommandOptions::new(vec!["pwd".into()]);
+    let (first, _) = lifecycle(&session.start_command(pwd()).unwrap());
+    assert_eq!(first, [LifecycleReason::SandboxReady, LifecycleReason::CommandStart, LifecycleReason::CommandComplete]);
+
+    let mut config = session.config().clone();
+    config.cwd = Some(dir.clone());
+    let session = session.reconfigured(config).unwrap();
+    let (second, printed) = lifecycle(&session.start_command(pwd()).unwrap());
+    assert_eq!(second, [LifecycleReason::CommandStart, LifecycleReason::CommandComplete], "no second sandbox_ready");
+    assert_eq!(Path::new(printed.trim()).canonicalize().unwrap(), dir.canonicalize().unwrap());
+
+    // Not while an operation runs: that one keeps the configuration it started with.
+    let running = session.start_command(CommandOptions::new(vec!["sleep".into(), "5".into()])).unwrap();
+    let err = session.reconfigured(session.config().clone()).unwrap_err();
+    assert_eq!(err.kind, crate::error::ErrorKind::AlreadyRunning);
+    running.cancel("done");
+    drain(&running);
+    let _ = std::fs::remove_dir_all(&dir);
+}
