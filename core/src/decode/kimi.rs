@@ -709,8 +709,7 @@ impl KimiDecoder {
             }
         }
         let (title, content, locations) = describe(name.unwrap_or(""), is_object.then_some(&mut fields));
-        let is_object = is_object && matches!(input, Input::Text(_));
-        drop(fields);
+        drop(fields); // (It borrows from `input`, moved below.)
         let raw_input = match input {
             // An object: its text verbatim (read whole just above).
             Input::Text(text) if is_object => Some(read_raw_json(text.into_owned())),
