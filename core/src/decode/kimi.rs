@@ -1245,25 +1245,38 @@ mod tests {
         }
     }
 
+    /// The members `input_key` knows.
+    const MEMBERS: [&str; INPUT_KEYS] = [
+        "path",
+        "file_path",
+        "line_offset",
+        "content",
+        "mode",
+        "edit",
+        "edits",
+        "old",
+        "new",
+        "old_string",
+        "new_string",
+        "command",
+        "directory",
+        "pattern",
+        "query",
+        "url",
+        "description",
+        "thought",
+        "name",
+        "task_id",
+        "todos",
+    ];
+
     /// Tool-call arguments: objects of known and unknown members with values of every shape
     /// (repeated keys, values serde_json refuses, nested edits), other values and broken text.
     fn call_arguments() -> impl proptest::strategy::Strategy<Value = String> {
         use proptest::prelude::*;
-        let key = proptest::sample::select(vec![
-            "path",
-            "file_path",
-            "line_offset",
-            "content",
-            "mode",
-            "edit",
-            "edits",
-            "old",
-            "new_string",
-            "command",
-            "todos",
-            "x",
-            "p\\u0061th",
-        ]);
+        let mut keys = MEMBERS.to_vec();
+        keys.extend(["x", "p\\u0061th"]);
+        let key = proptest::sample::select(keys);
         let value = proptest::sample::select(vec![
             "null",
             "true",
@@ -1282,7 +1295,7 @@ mod tests {
             r#"{"k":1e400}"#,
         ]);
         let member = (key, value).prop_map(|(k, v)| format!(r#""{k}": {v}"#));
-        (proptest::collection::vec(member, 0..5), 0..6usize).prop_map(|(members, shape)| {
+        (proptest::collection::vec(member, 0..9), 0..6usize).prop_map(|(members, shape)| {
             let object = format!("{{{}}}", members.join(", "));
             match shape {
                 0 => format!(" {object} "),
@@ -1318,29 +1331,7 @@ mod tests {
 
     #[test]
     fn every_input_member_has_its_own_slot() {
-        let keys = [
-            "path",
-            "file_path",
-            "line_offset",
-            "content",
-            "mode",
-            "edit",
-            "edits",
-            "old",
-            "new",
-            "old_string",
-            "new_string",
-            "command",
-            "directory",
-            "pattern",
-            "query",
-            "url",
-            "description",
-            "thought",
-            "name",
-            "task_id",
-            "todos",
-        ];
+        let keys = MEMBERS;
         let mut slots: Vec<usize> = keys.iter().map(|k| input_key(k).unwrap()).collect();
         slots.sort_unstable();
         assert_eq!(slots, (0..INPUT_KEYS).collect::<Vec<_>>());
