@@ -69,7 +69,7 @@ use std::borrow::Cow;
 use serde_json::{Map, Value};
 
 use super::borrowed::{may_hold_surrogates, unescape_literal};
-use super::concat::{Decimal, cat, title};
+use super::concat::title;
 use super::context::DecodeContext;
 use super::context::session_event;
 use super::id_set::IdSet;
@@ -804,7 +804,7 @@ impl<'a> FileChanges<'a> {
                 title.push_str(&one.path);
                 title
             }
-            many => cat(&["Edit ", Decimal::new(many.len() as u64).as_str(), " files"]),
+            many => format!("Edit {} files", many.len()),
         }
     }
 

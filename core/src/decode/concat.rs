@@ -26,42 +26,9 @@ pub(crate) fn title(prefix: &str, text: &str, max: usize, suffix: &str) -> Strin
     title
 }
 
-/// A count written in decimal on the stack, for [`cat`].
-pub(crate) struct Decimal {
-    digits: [u8; 20],
-    start: usize,
-}
-
-impl Decimal {
-    pub fn new(mut n: u64) -> Decimal {
-        let mut digits = [b'0'; 20];
-        let mut start = digits.len();
-        loop {
-            start -= 1;
-            digits[start] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                return Decimal { digits, start };
-            }
-        }
-    }
-
-    pub fn as_str(&self) -> &str {
-        // Only ASCII digits were written.
-        std::str::from_utf8(&self.digits[self.start..]).unwrap_or_default()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn decimals_read_as_display_writes_them() {
-        for n in [0, 7, 10, 99, 1234567, u64::MAX] {
-            assert_eq!(Decimal::new(n).as_str(), n.to_string());
-        }
-    }
 
     #[test]
     fn titles_cut_like_truncate_chars() {
