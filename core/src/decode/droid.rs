@@ -597,7 +597,7 @@ impl HarnessDecoder for DroidDecoder {
             if !self.run_usage_emitted {
                 self.run_usage_emitted = true;
                 let update = SessionUpdate::Usage { scope: UsageScope::Run, usage };
-                Envelope::default().emit(ctx, update, out);
+                Envelope::NONE.emit(ctx, update, out);
             }
         }
     }
@@ -820,14 +820,14 @@ impl DroidDecoder {
                     let sid = r.get("sessionId").or_else(|| r.get("session_id")).and_then(Json::as_str);
                     ctx.see_session(sid);
                 }
-                let env = Envelope::default();
+                let env = Envelope::NONE;
                 if let Some(error) = l.error.take().filter(|e| !e.is_null()) {
                     let (message, raw) = error_parts(error);
                     let message = message.or_else(|| raw.map(|r| r.json.to_compact())).unwrap_or_default();
-                    self.push(&env, ctx, SessionUpdate::error(message, true), out);
+                    self.push(env, ctx, SessionUpdate::error(message, true), out);
                 }
                 if let Some(text) = result.as_ref().and_then(|r| r.get("finalText")).and_then(Json::as_str) {
-                    self.final_message(text, &env, ctx, out);
+                    self.final_message(text, env, ctx, out);
                 }
                 LineOutcome::Decoded
             }
