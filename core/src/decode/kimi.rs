@@ -1028,11 +1028,6 @@ impl<'a> CallInput<'a> {
     fn str_of(&self, key: &str) -> Option<&str> {
         self.get(key).and_then(Json::as_str).filter(|s| !s.is_empty())
     }
-
-    /// The file the call is about: `path`, else `file_path`.
-    fn path(&self) -> Option<&str> {
-        self.str_of("path").or_else(|| self.str_of("file_path"))
-    }
 }
 
 /// The diffs of a Write (`content`, unless `mode` is `append`) or an Edit / StrReplaceFile
@@ -1043,7 +1038,7 @@ fn diffs(name: &str, args: &mut CallInput<'_>) -> Vec<ToolCallContent> {
     if !matches!(name, "Write" | "WriteFile" | "Edit" | "StrReplaceFile") {
         return Vec::new();
     }
-    let Some(path) = args.path().map(str::to_string) else {
+    let Some(path) = args.str_of("path").or_else(|| args.str_of("file_path")).map(str::to_string) else {
         return Vec::new();
     };
     let diff = |path: String, old_text: Option<String>, new_text: String| {
@@ -1105,7 +1100,7 @@ fn describe(name: &str, mut args: Option<&mut CallInput<'_>>) -> (String, Vec<To
     let content = args.as_deref_mut().map(|a| diffs(name, a)).unwrap_or_default();
     let args = args.as_deref();
     let get = |k: &str| args.and_then(|a| a.str_of(k));
-    let path = args.and_then(CallInput::path);
+    let path = get("path").or_else(|| get("file_path"));
     let mut locations = Vec::new();
     if let Some(p) = path {
         let line = if matches!(name, "Read" | "ReadFile") {
