@@ -336,7 +336,7 @@ fn on_handlers_get_every_channel_in_order_and_a_failing_handler_does_not_stop_th
 }
 
 #[test]
-fn a_lingering_reader_gets_every_delivery_in_fuller_batches() {
+fn a_batch_reader_gets_every_delivery_in_batches() {
     let s = fake(Agent::Claude, &[trace("claude", "s2-bash"), ("AGENTSTREAM_FAKE_FLOOD", "3000".into())]);
     let mut opts = RunOptions::new("x");
     opts.hooks = true;
@@ -345,7 +345,7 @@ fn a_lingering_reader_gets_every_delivery_in_fuller_batches() {
     let (mut items, mut batches) = (Vec::new(), 0usize);
     while !h.is_ended() {
         assert!(Instant::now() < deadline, "run did not end");
-        let batch = h.next_batch_lingering(256, Some(Duration::from_millis(200)), Duration::from_millis(2));
+        let batch = h.next_batch_blocking(256, Some(Duration::from_millis(200)));
         batches += usize::from(!batch.is_empty());
         items.extend(batch.into_iter().filter_map(|d| if let Delivery::Item(e) = d { Some(e) } else { None }));
     }

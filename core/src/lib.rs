@@ -21,6 +21,8 @@
 #![warn(missing_docs)]
 
 pub mod answer;
+#[cfg(feature = "runner")]
+pub mod bridge;
 pub mod casing;
 pub mod channel;
 pub mod decode;

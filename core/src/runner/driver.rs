@@ -46,6 +46,7 @@ struct Plan {
     kill_grace: Duration,
     redact: bool,
     idempotent: Vec<String>,
+    cancel_token: Option<CancellationToken>,
     decoder: Option<Decoder>,
     agent_id: String,
     /// The posts of one stdout chunk (kept to reuse its allocation).
@@ -59,7 +60,7 @@ fn plan(op: Operation) -> Plan {
             args: config.args(&options.prompt),
             cwd: config.cwd.clone(),
             env: config.env.clone(),
-            timeout: options.timeout,
+            timeout: earliest(options.timeout, options.deadline),
             backpressure: options.backpressure,
             hooks: options.hooks,
             attach_reader: options.attach_reader,
@@ -68,7 +69,11 @@ fn plan(op: Operation) -> Plan {
             kill_grace: options.kill_grace,
             redact: options.redact,
             idempotent: options.idempotent_tools.into_iter().collect(),
-            decoder: Some(Decoder::new(config.agent)),
+            cancel_token: options.cancel_token,
+            decoder: Some(Decoder::with_options(
+                config.agent,
+                crate::decode::DecoderOptions { max_line_bytes: options.max_line_bytes },
+            )),
             agent_id: config.agent_id(),
             batch: Posts::with_capacity(BATCH + 8),
         },
@@ -80,7 +85,7 @@ fn plan(op: Operation) -> Plan {
                 args: options.argv[1..].to_vec(),
                 cwd: options.cwd.or_else(|| config.cwd.clone()),
                 env,
-                timeout: options.timeout,
+                timeout: earliest(options.timeout, options.deadline),
                 backpressure: options.backpressure,
                 hooks: options.hooks,
                 attach_reader: options.attach_reader,
@@ -89,11 +94,22 @@ fn plan(op: Operation) -> Plan {
                 kill_grace: options.kill_grace,
                 redact: false,
                 idempotent: Vec::new(),
+                cancel_token: options.cancel_token,
                 decoder: None,
                 agent_id: config.agent_id(),
                 batch: Posts::with_capacity(BATCH + 8),
             }
         }
+    }
+}
+
+/// The sooner of a time limit and a deadline, as a time limit from now (a deadline already
+/// past stops the run at once).
+fn earliest(timeout: Option<Duration>, deadline: Option<Instant>) -> Option<Duration> {
+    let until_deadline = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+    match (timeout, until_deadline) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
 }
 
@@ -118,7 +134,8 @@ pub(crate) fn start(
         (true, false) => RunKind::Command,
         (true, true) => RunKind::BackgroundCommand,
     };
-    let token = CancellationToken::new();
+    // A caller's token is the run's token: its cancel is the run's cancel (one path).
+    let token = plan.cancel_token.clone().unwrap_or_default();
     let mut stream = RunStream::new(run_id.clone(), plan.backpressure, Arc::new(SystemClock::new()))
         .map_err(|e| Error::new(ErrorKind::InvalidArgument, format!("invalid backpressure: {e}")))?
         .with_kind(kind)
@@ -145,6 +162,15 @@ pub(crate) fn start(
         done: Condvar::new(),
         done_async: tokio::sync::Notify::new(),
         finished: AtomicBool::new(false),
+        read_to_end: AtomicBool::new(false),
+    });
+    // A caller's token may be cancelled from anywhere: wake the driver when it is (weakly, so
+    // a token that outlives the run keeps nothing of it alive).
+    let woken = Arc::downgrade(&shared);
+    shared.cancel.on_cancel(move || {
+        if let Some(shared) = woken.upgrade() {
+            shared.cancel_async.notify_one();
+        }
     });
     let deriver = plan.hooks.then(|| {
         HookDeriver::new(run_id.clone(), plan.agent_id.clone()).with_idempotent_tools(plan.idempotent.clone())
@@ -219,8 +245,9 @@ fn end_after_driver_panic(shared: &Shared, session: &Mutex<SessionState>, starte
     session.clear_poison();
     signal_group(shared.pgid.load(Ordering::SeqCst), signals::KILL);
     let detail = "the agentstream runner failed internally (a bug: please report it); the harness was killed";
+    // Locked until the result is stored, as at a normal end (see `drive`).
+    let mut stream = shared.stream.lock().unwrap_or_else(|e| e.into_inner());
     let (record, pressure) = {
-        let mut stream = shared.stream.lock().unwrap_or_else(|e| e.into_inner());
         stream.finish(RunOutcome::failed("internal", detail), |ctx| ctx.default_event(crate::time::now_iso8601()));
         (stream.record().cloned(), stream.pressure())
     };
@@ -247,6 +274,7 @@ fn end_after_driver_panic(shared: &Shared, session: &Mutex<SessionState>, starte
         last_sequence: record.map(|r| r.terminal_sequence).unwrap_or(0),
         diagnostics: Vec::new(),
         duration_ms: started.elapsed().as_millis() as u64,
+        handler_errors: 0,
     };
     let mut slot = shared.result.lock().unwrap_or_else(|e| e.into_inner());
     if slot.is_none() {
@@ -255,6 +283,7 @@ fn end_after_driver_panic(shared: &Shared, session: &Mutex<SessionState>, starte
     drop(slot);
     shared.pgid.store(0, Ordering::SeqCst);
     shared.finished.store(true, Ordering::SeqCst);
+    drop(stream);
     shared.done.notify_all();
     shared.done_async.notify_waiters();
     shared.wake_readers();
@@ -374,8 +403,11 @@ async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Child, session: A
     let session_id = plan.decoder.as_ref().and_then(|d| d.session_id().map(str::to_string));
     let harness = plan.decoder.is_some();
 
+    // The stream stays locked until the result is stored and the session is idle again: a reader
+    // can take the terminal item only then, so whoever has read the end can read the result and
+    // start the next run at once.
+    let mut stream = shared.stream.lock().expect("stream");
     let (outcome, record, pressure, state) = {
-        let mut stream = shared.stream.lock().expect("stream");
         let end = RunEnd {
             exit_code,
             signal,
@@ -436,9 +468,11 @@ async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Child, session: A
         last_sequence: record.terminal_sequence,
         diagnostics: std::mem::take(&mut acct.diagnostics),
         duration_ms: started.elapsed().as_millis() as u64,
+        handler_errors: 0,
     };
     *shared.result.lock().expect("result") = Some(result);
     shared.finished.store(true, Ordering::SeqCst);
+    drop(stream);
     shared.done.notify_all();
     shared.done_async.notify_waiters();
     shared.wake_readers();

@@ -30,7 +30,7 @@ mod tests;
 pub use argv::{AgentConfig, default_program, harness_args};
 pub use batch::{deliveries_to_json, write_deliveries_json};
 pub use dispatch::{Dispatcher, HandlerFailure, HandlerResult};
-pub use handle::{Delivery, Next, RunHandle};
+pub use handle::{BatchLimits, Delivery, Next, RunHandle};
 pub use session::{CommandOptions, RunOptions, Session};
 
 use std::sync::Mutex;
@@ -127,4 +127,8 @@ pub struct RunResult {
     pub diagnostics: Vec<String>,
     /// Wall-clock duration in milliseconds.
     pub duration_ms: u64,
+    /// How many times the caller's handlers failed (raised, threw, returned an error or
+    /// panicked) on this run's deliveries; each failing handler was reported once.
+    #[serde(default)]
+    pub handler_errors: u64,
 }

@@ -44,7 +44,7 @@ fn drain_batches(h: &RunHandle) -> (Vec<Envelope>, Vec<HookEvent>) {
     let (mut items, mut hooks) = (Vec::new(), Vec::new());
     while !h.is_ended() {
         assert!(Instant::now() < deadline, "run did not end");
-        for d in h.next_batch_lingering(256, Some(Duration::from_millis(200)), Duration::from_millis(1)) {
+        for d in h.next_batch_blocking(256, Some(Duration::from_millis(200))) {
             match d {
                 Delivery::Item(e) => items.push(e),
                 Delivery::Hook(x) => hooks.push(x),
