@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use agentstream_core::replay::{ReplayOptions, replay as core_replay};
-use agentstream_core::runner::{AgentConfig, CommandOptions, Delivery, RunHandle, RunOptions, Session};
+use agentstream_core::runner::{AgentConfig, BatchLimits, CommandOptions, Delivery, RunHandle, RunOptions, Session};
 use agentstream_core::stream::{Backpressure, ChannelSet, Envelope, StreamItem};
 use agentstream_core::{Channel, Error as CoreError, ErrorKind, HookEvent};
 use pyo3::intern;
@@ -41,9 +41,6 @@ pub const STDERR: u8 = 8;
 pub const HOOKS: u8 = 16;
 pub const ALL: u8 = CONTENT | LIFECYCLE | STDOUT | STDERR | HOOKS;
 
-/// How long a pull that got a partial batch waits for more (`RunHandle::next_batch_lingering`):
-/// the extra latency of a delivery is at most this, and a fast run is read in batches.
-const LINGER: Duration = Duration::from_millis(1);
 
 /// The core's reader channels for a mask: items of the other channels are then not even
 /// buffered (the core keeps content and lifecycle when hooks are on: hooks derive from them).
@@ -508,7 +505,7 @@ impl PyRun {
         guard(py, || {
             let mask = self.channels.load(Ordering::Relaxed);
             let mut batch = buffer(max);
-            self.handle.try_next_batch_into(&mut batch, max);
+            self.handle.try_next_batch_into(&mut batch, BatchLimits::events(max));
             batch.retain(|d| bit(d) & mask != 0);
             Ok(self.batch(batch))
         })
@@ -527,7 +524,7 @@ impl PyRun {
                 let deadline = Instant::now() + timeout;
                 loop {
                     let left = deadline.saturating_duration_since(Instant::now());
-                    handle.next_batch_into(&mut batch, max, Some(left), LINGER);
+                    handle.next_batch_into(&mut batch, BatchLimits::events(max), Some(left));
                     batch.retain(|d| bit(d) & mask != 0);
                     if !batch.is_empty() || handle.is_ended() || left.is_zero() {
                         return;
