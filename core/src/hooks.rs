@@ -8,6 +8,7 @@
 //! | hook | derived from | details (snake_case) |
 //! |---|---|---|
 //! | `run.started` | lifecycle `run_start` / `command_start` | `operation` (`run` or `command`) |
+//! | `run.resumed` | lifecycle `run_start` of a run that continues a harness session (instead of `run.started`) | `operation`, `previous_status` (the previous run's final status, or `unknown`) |
 //! | `step.started` | the first model output of a new LLM message (new `messageId`, or model output after tool results) | `step_index`, `message_id`?, `model`? |
 //! | `model.completed` | the end of that step: its first tool result, the next step, or the end of the run | `step_index`, `message_id`?, `model`?, `usage`? (the step's last call usage) |
 //! | `tool.started` | `tool_call` | `step_index`, `tool_call_id`, `tool_name`?, `kind`, `title`, `arguments`? |
@@ -162,6 +163,8 @@ pub struct HookDeriver {
     idempotent_tools: HashSet<String>,
     final_answer: String,
     terminated: bool,
+    /// `Some(previous status)` when the run continues a harness session.
+    resumed: Option<String>,
 }
 
 const PERMISSION_MARKERS: &[&str] = &[
@@ -186,7 +189,16 @@ impl HookDeriver {
             idempotent_tools: HashSet::new(),
             final_answer: String::new(),
             terminated: false,
+            resumed: None,
         }
+    }
+
+    /// This run continues a harness session: it starts with `run.resumed` (details:
+    /// `previous_status`, the previous run's final status or `unknown`) instead of
+    /// `run.started` (decisions.md §5).
+    pub fn resuming(mut self, previous_status: impl Into<String>) -> Self {
+        self.resumed = Some(previous_status.into());
+        self
     }
 
     /// Tools (by harness-native name) whose calls are safe to retry: a call of one of these in
@@ -245,7 +257,13 @@ impl HookDeriver {
                 let mut d = Map::new();
                 let op = if ev.reason == RunStart { "run" } else { "command" };
                 d.insert("operation".into(), json!(op));
-                out.push(self.hook("run.started", HookStatus::Running, sequence, ts, d));
+                match self.resumed.clone() {
+                    Some(previous) => {
+                        d.insert("previous_status".into(), json!(previous));
+                        out.push(self.hook("run.resumed", HookStatus::Running, sequence, ts, d));
+                    }
+                    None => out.push(self.hook("run.started", HookStatus::Running, sequence, ts, d)),
+                }
             }
             reason if reason.is_terminal() => {
                 let default_facts = TerminalFacts { last_sequence: sequence as i64 - 1, ..Default::default() };

@@ -24,7 +24,15 @@ export type ErrorKind =
   | 'timeout'
   | 'decode_limit'
   | 'internal'
-  | 'not_running';
+  | 'not_running'
+  | 'null_argument'
+  | 'invalid_handle'
+  | 'busy'
+  | 'buffer_too_small'
+  | 'still_running'
+  | 'panic'
+  | 'cannot_resume'
+  | 'unsupported';
 
 /** The `code` of an agentstream error: the kind in SCREAMING_SNAKE_CASE. */
 export type ErrorCode =
@@ -36,7 +44,15 @@ export type ErrorCode =
   | 'TIMEOUT'
   | 'DECODE_LIMIT'
   | 'INTERNAL'
-  | 'NOT_RUNNING';
+  | 'NOT_RUNNING'
+  | 'NULL_ARGUMENT'
+  | 'INVALID_HANDLE'
+  | 'BUSY'
+  | 'BUFFER_TOO_SMALL'
+  | 'STILL_RUNNING'
+  | 'PANIC'
+  | 'CANNOT_RESUME'
+  | 'UNSUPPORTED';
 
 /** Every code, in the core's order (its numbers are 1001, 1002, …). */
 export const ERROR_CODES: readonly ErrorCode[] = Object.freeze([
@@ -49,13 +65,21 @@ export const ERROR_CODES: readonly ErrorCode[] = Object.freeze([
   'DECODE_LIMIT',
   'INTERNAL',
   'NOT_RUNNING',
+  'NULL_ARGUMENT',
+  'INVALID_HANDLE',
+  'BUSY',
+  'BUFFER_TOO_SMALL',
+  'STILL_RUNNING',
+  'PANIC',
+  'CANNOT_RESUME',
+  'UNSUPPORTED',
 ] as const);
 
 function kindOf(code: ErrorCode): ErrorKind {
   return code.toLowerCase() as ErrorKind;
 }
 
-/** The core's stable number of a code (1001 `HARNESS_NOT_FOUND` … 1009 `NOT_RUNNING`). */
+/** The core's stable number of a code (1001 `HARNESS_NOT_FOUND` … 1017 `UNSUPPORTED`). */
 function numberOf(code: ErrorCode): number {
   return 1001 + ERROR_CODES.indexOf(code);
 }

@@ -716,4 +716,6 @@ export interface RunResult {
   diagnostics?: string[];
   /** Wall-clock duration in milliseconds. */
   durationMs: number;
+  /** How many times the handlers failed on this run's deliveries (each failing handler reported once). */
+  handlerErrors: number;
 }

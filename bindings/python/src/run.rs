@@ -41,7 +41,6 @@ pub const STDERR: u8 = 8;
 pub const HOOKS: u8 = 16;
 pub const ALL: u8 = CONTENT | LIFECYCLE | STDOUT | STDERR | HOOKS;
 
-
 /// The core's reader channels for a mask: items of the other channels are then not even
 /// buffered (the core keeps content and lifecycle when hooks are on: hooks derive from them).
 fn core_channels(mask: u8) -> ChannelSet {

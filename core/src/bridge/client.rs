@@ -12,7 +12,7 @@ use crate::channel::Channel;
 use crate::decode::Agent;
 use crate::error::{Error, ErrorKind};
 use crate::lifecycle::{AgentState, SandboxState};
-use crate::runner::{AgentConfig, CommandOptions, FinalState, RunOptions, Session};
+use crate::runner::{AgentConfig, CommandOptions, FinalState, Resume, RunHandle, RunOptions, Session};
 use crate::stream::ChannelSet;
 
 /// A subscription made with [`Client::on`]: the binding keeps its handler under this id.
@@ -52,12 +52,16 @@ struct State {
     session: Session,
     subscriptions: Vec<Subscription>,
     next_id: SubscriptionId,
-    /// The run started last (weak: a dropped run must be able to cancel itself).
+    /// The run started last (weak: a dropped run must be able to cancel itself), and its core
+    /// handle (which outlives it, for its result).
     last_run: Option<Weak<RunInner>>,
+    last_handle: Option<RunHandle>,
     /// The harness conversation the next run continues.
     session_id: Option<String>,
     has_run: bool,
     last_status: Option<FinalState>,
+    /// The session the last run belonged to (its `last_status` is that session's).
+    last_session_id: Option<String>,
     /// The run whose end was already folded into the conversation.
     settled_run: Option<String>,
 }
@@ -95,9 +99,11 @@ impl Client {
                     subscriptions: Vec::new(),
                     next_id: 1,
                     last_run: None,
+                    last_handle: None,
                     session_id: None,
                     has_run: false,
                     last_status: None,
+                    last_session_id: None,
                     settled_run: None,
                 }),
             }),
@@ -253,6 +259,7 @@ impl Client {
             }
             None => {
                 let mut o = RunOptions::new(request.prompt.clone().unwrap_or_default());
+                o.resume = Self::resume_of(&st, &request);
                 o.timeout = request.timeout();
                 o.deadline = request.deadline;
                 o.cancel_token = request.cancel_token.clone();
@@ -268,10 +275,23 @@ impl Client {
                 session.start_run(o)?
             }
         };
+        st.last_handle = Some(handle.clone());
         let run = Run::new(handle, request.read, attached, mask, permit);
         st.last_run = Some(run.downgrade());
         st.has_run = true;
         Ok(run)
+    }
+
+    /// The session a harness run continues: the request's `resume`, else the client's current
+    /// conversation (none: a new one). `previous_status` is the last run's state when that run
+    /// belongs to the session continued, else `unknown`.
+    fn resume_of(st: &State, request: &RunRequest) -> Option<Resume> {
+        let session_id = request.resume.clone().or_else(|| st.session_id.clone())?;
+        let previous_status = match (&st.last_status, &st.last_session_id) {
+            (Some(state), Some(last)) if *last == session_id => final_state_name(*state).to_string(),
+            _ => "unknown".to_string(),
+        };
+        Some(Resume { session_id, previous_status })
     }
 
     /// The configuration of one run: the client's, with the request's overrides.
@@ -292,14 +312,14 @@ impl Client {
 
     /// Fold the last run's end into the conversation (its session id, its final state), once.
     fn settle_last(st: &mut State) {
-        let Some(run) = st.last_run.as_ref().and_then(Run::upgrade) else { return };
-        let Some(result) = run.handle().result() else { return };
+        let Some(result) = st.last_handle.as_ref().and_then(RunHandle::result) else { return };
         if st.settled_run.as_deref() == Some(result.run_id.as_str()) {
             return;
         }
         if let Some(id) = &result.session_id {
             st.session_id = Some(id.clone());
         }
+        st.last_session_id = result.session_id.clone();
         st.last_status = Some(result.state);
         st.settled_run = Some(result.run_id);
     }
@@ -370,16 +390,21 @@ impl Client {
     /// Choose the harness session the next run continues (`None`: the next run starts a new
     /// conversation). A session id of another client's run is fine: it is the harness's.
     pub fn set_session_id(&self, session_id: Option<String>) -> Result<(), Error> {
-        if let Some(id) = &session_id
-            && (id.is_empty() || id.contains('\0'))
-        {
-            return Err(invalid(self.inner.naming, "session_id", "must be a non-empty session id without NUL"));
+        if let Some(id) = &session_id {
+            super::options::check_session_id(self.inner.naming, "session_id", id)?;
         }
         let mut st = self.state();
         Self::settle_last(&mut st);
         st.session_id = session_id;
-        // A chosen session has no known previous status.
-        st.last_status = None;
         Ok(())
+    }
+}
+
+/// The snake_case name of a final state (`completed`, `failed`, `cancelled`).
+fn final_state_name(state: FinalState) -> &'static str {
+    match state {
+        FinalState::Completed => "completed",
+        FinalState::Failed => "failed",
+        FinalState::Cancelled => "cancelled",
     }
 }

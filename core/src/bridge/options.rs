@@ -194,6 +194,20 @@ fn no_nul(naming: Naming, field: &str, value: &str) -> Result<(), Error> {
     Ok(())
 }
 
+/// A harness session id: non-empty, no NUL, and not starting with `-` (it is passed on the
+/// harness's command line, where it must never read as an option).
+pub(crate) fn check_session_id(naming: Naming, field: &str, id: &str) -> Result<(), Error> {
+    non_empty(naming, field, id)?;
+    if id.starts_with('-') {
+        return Err(invalid(
+            naming,
+            field,
+            format_args!("must not start with '-' (got {id:?}): it is not a session id"),
+        ));
+    }
+    Ok(())
+}
+
 fn check_env(naming: Naming, field: &str, env: &BTreeMap<String, String>) -> Result<(), Error> {
     for (name, value) in env {
         if name.is_empty() || name.contains('=') || name.contains('\0') {
@@ -435,7 +449,11 @@ impl RunRequest {
             (None, Some(argv)) => {
                 match argv.first() {
                     None => {
-                        return Err(invalid(naming, "command", "must not be empty: give the program and its arguments"));
+                        return Err(invalid(
+                            naming,
+                            "command",
+                            "must not be empty: give the program and its arguments",
+                        ));
                     }
                     Some(program) if program.is_empty() => {
                         return Err(invalid(naming, "command[0]", "must name the program to run"));
@@ -457,7 +475,7 @@ impl RunRequest {
             non_empty(naming, "cwd", cwd)?;
         }
         if let Some(resume) = &self.resume {
-            non_empty(naming, "resume", resume)?;
+            check_session_id(naming, "resume", resume)?;
         }
         check_env(naming, "env", &self.env)?;
         if let Some(t) = self.timeout_ms

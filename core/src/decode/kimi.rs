@@ -486,7 +486,21 @@ struct ResultContent {
     marker: Option<bool>,
 }
 
+/// The session id in kimi's closing stderr hint, `To resume this session: kimi -r <id>`, once
+/// the id is complete (followed by a line end).
+fn session_in_resume_hint(text: &str) -> Option<&str> {
+    const HINT: &str = "kimi -r ";
+    let start = text.rfind(HINT)? + HINT.len();
+    let rest = &text[start..];
+    let len = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'))?;
+    (len > 0 && rest[len..].starts_with(['\n', '\r'])).then(|| &rest[..len])
+}
+
 impl HarnessDecoder for KimiDecoder {
+    fn session_in_stderr<'t>(&self, text: &'t str) -> Option<&'t str> {
+        session_in_resume_hint(text)
+    }
+
     fn decode_line(&mut self, line: &str, ctx: &mut DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
         // Filled in place and handed down by reference: the line struct is never moved.
         let mut parsed = Line::default();
@@ -1470,6 +1484,23 @@ mod tests {
         );
         assert_eq!(ev[0]["update"]["rawInput"], "not json");
         assert_eq!(ev[0]["update"]["title"], "Run command");
+    }
+
+    #[test]
+    fn the_stderr_resume_hint_gives_the_session_id_in_any_chunking() {
+        let stderr = "warming up\nTo resume this session: kimi -r 40976034-6a9b-40bd-a741-6026ffa0f11b\n";
+        for split in 0..stderr.len() {
+            let mut d = crate::Decoder::new(crate::Agent::Kimi);
+            d.observe_stderr(&stderr[..split]);
+            d.observe_stderr(&stderr[split..]);
+            assert_eq!(d.session_id(), Some("40976034-6a9b-40bd-a741-6026ffa0f11b"), "split at {split}");
+        }
+        let mut d = crate::Decoder::new(crate::Agent::Kimi);
+        d.observe_stderr("To resume this session: kimi -r 4097");
+        assert_eq!(d.session_id(), None, "an id is taken only once it is complete");
+        let mut d = crate::Decoder::new(crate::Agent::Claude);
+        d.observe_stderr(stderr);
+        assert_eq!(d.session_id(), None, "only kimi prints its session there");
     }
 
     #[test]

@@ -211,6 +211,12 @@ pub(crate) trait HarnessDecoder: Send {
 
     /// End of input: emit anything held back (e.g. kimi's multi-line plain-text errors).
     fn finish(&mut self, _ctx: &mut DecodeContext, _out: &mut Vec<OutputEvent>) {}
+
+    /// The session id in the harness's stderr text, for harnesses that print it only there
+    /// (kimi's "To resume this session: kimi -r <id>").
+    fn session_in_stderr<'t>(&self, _text: &'t str) -> Option<&'t str> {
+        None
+    }
 }
 
 fn harness_decoder(agent: Agent) -> Box<dyn HarnessDecoder> {
@@ -234,6 +240,8 @@ pub struct Decoder {
     stats: DecodeStats,
     diagnostics: Vec<Diagnostic>,
     finished: bool,
+    /// The end of the stderr seen so far (a session hint may be split across chunks).
+    stderr_tail: String,
 }
 
 impl fmt::Debug for Decoder {
@@ -258,6 +266,7 @@ impl Decoder {
             stats: DecodeStats::default(),
             diagnostics: Vec::new(),
             finished: false,
+            stderr_tail: String::new(),
         }
     }
 
@@ -274,6 +283,28 @@ impl Decoder {
     /// The harness session id, once seen.
     pub fn session_id(&self) -> Option<&str> {
         self.ctx.session_id.as_deref()
+    }
+
+    /// Show the decoder the harness's stderr text (any chunking): a harness that prints its
+    /// session id only there (kimi) gets it captured, so a later run can continue the session.
+    /// Produces no events (stderr is not the harness's event stream).
+    pub fn observe_stderr(&mut self, text: &str) {
+        const KEEP: usize = 512;
+        if self.ctx.session_id.is_some() {
+            return;
+        }
+        self.stderr_tail.push_str(text);
+        let found = self.harness.session_in_stderr(&self.stderr_tail).map(str::to_string);
+        if let Some(id) = found {
+            self.ctx.see_session(Some(&id));
+            self.stderr_tail = String::new();
+        } else if self.stderr_tail.len() > KEEP {
+            let mut cut = self.stderr_tail.len() - KEEP;
+            while !self.stderr_tail.is_char_boundary(cut) {
+                cut += 1;
+            }
+            self.stderr_tail.drain(..cut);
+        }
     }
 
     /// Diagnostics so far (oversize lines, invalid UTF-8), oldest first; cleared by the call.

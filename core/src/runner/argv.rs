@@ -55,6 +55,18 @@ impl AgentConfig {
     pub fn args(&self, prompt: &str) -> Vec<String> {
         harness_args(self.agent, prompt, self.model.as_deref(), &self.extra_args)
     }
+
+    /// The arguments for a run with `prompt` that continues the harness session `session_id`
+    /// (see [`resume_args`]); without one, [`args`](Self::args).
+    pub fn args_resuming(&self, prompt: &str, session_id: Option<&str>) -> Vec<String> {
+        let mut args = self.args(prompt);
+        if let Some(id) = session_id {
+            let at = resume_position(self.agent, &args);
+            let resume = resume_args(self.agent, id);
+            args.splice(at..at, resume);
+        }
+        args
+    }
 }
 
 /// The command name each harness installs.
@@ -101,6 +113,43 @@ pub fn harness_args(agent: Agent, prompt: &str, model: Option<&str>, extra: &[St
     args
 }
 
+/// How each harness continues a session by id, in its headless mode (from each CLI's own
+/// reference):
+///
+/// | harness | continue session `<id>` |
+/// |---|---|
+/// | claude | `--resume <id>` |
+/// | codex | `exec … resume <id> [PROMPT]` (a subcommand of `exec`, after exec's options) |
+/// | gemini, qwen | `--resume <id>` |
+/// | kimi | `--session <id>` |
+/// | opencode | `run --session <id>` |
+/// | droid | `exec --session-id <id>` |
+///
+/// The id is passed joined to its option (`--resume=<id>`) where the parser takes that form, so
+/// it is never read as an option itself; the bridge also refuses ids that start with `-`.
+pub fn resume_args(agent: Agent, session_id: &str) -> Vec<String> {
+    match agent {
+        Agent::Claude | Agent::Gemini | Agent::Qwen => vec![format!("--resume={session_id}")],
+        Agent::Kimi | Agent::Opencode => vec![format!("--session={session_id}")],
+        Agent::Droid => vec![format!("--session-id={session_id}")],
+        Agent::Codex => vec!["resume".to_string(), session_id.to_string()],
+    }
+}
+
+/// Where the resume arguments go in a run's argv: after the streaming flags, the model and the
+/// extra arguments (codex: its `resume` subcommand follows exec's options), before the prompt
+/// and what introduces it (`--`, `-p`).
+fn resume_position(_agent: Agent, args: &[String]) -> usize {
+    let mut at = args.len().saturating_sub(1);
+    if at > 0 && args[at - 1] == "--" {
+        at -= 1;
+    }
+    if at > 0 && args[at - 1] == "-p" {
+        at -= 1;
+    }
+    at
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -120,5 +169,28 @@ mod tests {
             ["--print", "--output-format", "stream-json", "-p", "hi"]
         );
         assert_eq!(AgentConfig::new(Agent::Opencode).program(), "opencode");
+    }
+
+    #[test]
+    fn resuming_adds_each_harness_own_option_before_the_prompt() {
+        let resumed = |agent| AgentConfig::new(agent).args_resuming("hi", Some("S1"));
+        let claude = resumed(Agent::Claude);
+        assert!(claude.contains(&"--resume=S1".to_string()), "{claude:?}");
+        assert_eq!(claude.last().unwrap(), "hi");
+        let codex = resumed(Agent::Codex);
+        let at = codex.iter().position(|a| a == "resume").unwrap();
+        assert_eq!(codex[at + 1], "S1");
+        assert!(codex.iter().position(|a| a == "--json").unwrap() < at, "exec's options come first: {codex:?}");
+        assert_eq!(&codex[codex.len() - 2..], ["--", "hi"]);
+        assert!(resumed(Agent::Kimi).contains(&"--session=S1".to_string()));
+        assert!(resumed(Agent::Opencode).contains(&"--session=S1".to_string()));
+        assert!(resumed(Agent::Droid).contains(&"--session-id=S1".to_string()));
+        for agent in Agent::ALL {
+            let plain = AgentConfig::new(agent).args("hi");
+            let with = resumed(agent);
+            assert_eq!(with.last(), plain.last(), "{agent}: the prompt stays last");
+            assert_eq!(with.len(), plain.len() + resume_args(agent, "S1").len());
+            assert_eq!(AgentConfig::new(agent).args_resuming("hi", None), plain);
+        }
     }
 }

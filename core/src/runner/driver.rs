@@ -47,6 +47,8 @@ struct Plan {
     redact: bool,
     idempotent: Vec<String>,
     cancel_token: Option<CancellationToken>,
+    /// The previous run's status, when this run continues a harness session.
+    resumed: Option<String>,
     decoder: Option<Decoder>,
     agent_id: String,
     /// The posts of one stdout chunk (kept to reuse its allocation).
@@ -57,7 +59,7 @@ fn plan(op: Operation) -> Plan {
     match op {
         Operation::Harness { config, options } => Plan {
             program: config.program(),
-            args: config.args(&options.prompt),
+            args: config.args_resuming(&options.prompt, options.resume.as_ref().map(|r| r.session_id.as_str())),
             cwd: config.cwd.clone(),
             env: config.env.clone(),
             timeout: earliest(options.timeout, options.deadline),
@@ -70,6 +72,7 @@ fn plan(op: Operation) -> Plan {
             redact: options.redact,
             idempotent: options.idempotent_tools.into_iter().collect(),
             cancel_token: options.cancel_token,
+            resumed: options.resume.map(|r| r.previous_status),
             decoder: Some(Decoder::with_options(
                 config.agent,
                 crate::decode::DecoderOptions { max_line_bytes: options.max_line_bytes },
@@ -95,6 +98,7 @@ fn plan(op: Operation) -> Plan {
                 redact: false,
                 idempotent: Vec::new(),
                 cancel_token: options.cancel_token,
+                resumed: None,
                 decoder: None,
                 agent_id: config.agent_id(),
                 batch: Posts::with_capacity(BATCH + 8),
@@ -173,7 +177,12 @@ pub(crate) fn start(
         }
     });
     let deriver = plan.hooks.then(|| {
-        HookDeriver::new(run_id.clone(), plan.agent_id.clone()).with_idempotent_tools(plan.idempotent.clone())
+        let deriver =
+            HookDeriver::new(run_id.clone(), plan.agent_id.clone()).with_idempotent_tools(plan.idempotent.clone());
+        match &plan.resumed {
+            Some(previous) => deriver.resuming(previous.clone()),
+            None => deriver,
+        }
     });
     let handle = RunHandle::new(shared.clone(), deriver);
 
@@ -338,6 +347,9 @@ async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Child, session: A
                 Ok(0) | Err(_) => err_open = false,
                 Ok(n) => {
                     let text = err_text.push(&err_buf[..n]);
+                    if let Some(decoder) = plan.decoder.as_mut() {
+                        decoder.observe_stderr(&text);
+                    }
                     if !text.is_empty() {
                         shared.post(StreamItem::Stderr(text));
                     }
@@ -395,6 +407,9 @@ async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Child, session: A
     // Everything printed is decoded BEFORE the terminal item, a final partial line included.
     let cut_mid_line = finish_stdout(&shared, &mut plan, &mut raw_framer, &mut acct);
     let tail = err_text.finish();
+    if let Some(decoder) = plan.decoder.as_mut() {
+        decoder.observe_stderr(&tail);
+    }
     if !tail.is_empty() {
         shared.post(StreamItem::Stderr(tail));
     }

@@ -46,6 +46,19 @@ pub struct RunOptions {
     pub cancel_token: Option<CancellationToken>,
     /// Stop the run at this instant, like a timeout (with `timeout` too, whichever is first).
     pub deadline: Option<Instant>,
+    /// Continue a harness session instead of starting a new conversation (the hooks then start
+    /// with `run.resumed`).
+    pub resume: Option<Resume>,
+}
+
+/// A harness session a run continues.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resume {
+    /// The harness's session id (as a previous run reported it).
+    pub session_id: String,
+    /// How the previous run of that session ended (`completed`, `failed`, `cancelled`), or
+    /// `unknown`; reported as `previous_status` on `run.resumed`.
+    pub previous_status: String,
 }
 
 impl RunOptions {
@@ -65,6 +78,7 @@ impl RunOptions {
             max_line_bytes: crate::framing::DEFAULT_MAX_LINE_BYTES,
             cancel_token: None,
             deadline: None,
+            resume: None,
         }
     }
 }
