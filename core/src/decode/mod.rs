@@ -242,6 +242,9 @@ pub struct Decoder {
     finished: bool,
     /// The end of the stderr seen so far (a session hint may be split across chunks).
     stderr_tail: String,
+    /// A session id found only on stderr: reported by [`Decoder::session_id`], never stamped
+    /// on events (they are decoded from stdout alone, identically in a run and a replay).
+    stderr_session: Option<String>,
 }
 
 impl fmt::Debug for Decoder {
@@ -267,6 +270,7 @@ impl Decoder {
             diagnostics: Vec::new(),
             finished: false,
             stderr_tail: String::new(),
+            stderr_session: None,
         }
     }
 
@@ -280,23 +284,24 @@ impl Decoder {
         &self.stats
     }
 
-    /// The harness session id, once seen.
+    /// The harness session id, once seen (on stdout, or on stderr for a harness that prints it
+    /// only there).
     pub fn session_id(&self) -> Option<&str> {
-        self.ctx.session_id.as_deref()
+        self.ctx.session_id.as_deref().or(self.stderr_session.as_deref())
     }
 
     /// Show the decoder the harness's stderr text (any chunking): a harness that prints its
-    /// session id only there (kimi) gets it captured, so a later run can continue the session.
-    /// Produces no events (stderr is not the harness's event stream).
+    /// session id only there (kimi) gets it captured for [`session_id`](Self::session_id), so a
+    /// later run can continue the session. Changes no event: events come from stdout alone.
     pub fn observe_stderr(&mut self, text: &str) {
         const KEEP: usize = 512;
-        if self.ctx.session_id.is_some() {
+        if self.stderr_session.is_some() {
             return;
         }
         self.stderr_tail.push_str(text);
         let found = self.harness.session_in_stderr(&self.stderr_tail).map(str::to_string);
         if let Some(id) = found {
-            self.ctx.see_session(Some(&id));
+            self.stderr_session = Some(id);
             self.stderr_tail = String::new();
         } else if self.stderr_tail.len() > KEEP {
             let mut cut = self.stderr_tail.len() - KEEP;
