@@ -135,7 +135,7 @@ class RunResult:
     @classmethod
     def _from_native(cls, d: Mapping[str, Any], handler_errors: int) -> RunResult:
         known = cls.__dataclass_fields__
-        return cls(**{k: v for k, v in d.items() if k in known}, handler_errors=handler_errors)
+        return cls(**{k: v for k, v in d.items() if k in known and k != "handler_errors"}, handler_errors=handler_errors)
 
 
 def _zero_pressure() -> Pressure:

@@ -27,6 +27,14 @@ __all__ = [
     "DecodeLimitError",
     "InternalError",
     "NotRunningError",
+    "NullArgumentError",
+    "InvalidHandleError",
+    "BusyError",
+    "BufferTooSmallError",
+    "StillRunningError",
+    "PanicError",
+    "CannotResumeError",
+    "UnsupportedError",
     "HandlerWarning",
 ]
 
@@ -115,6 +123,62 @@ class NotRunningError(AgentstreamError, RuntimeError):
     code = 1009
 
 
+class NullArgumentError(AgentstreamError, TypeError):
+    """A required argument was missing (``None`` where a value is needed)."""
+
+    kind = "null_argument"
+    code = 1010
+
+
+class InvalidHandleError(AgentstreamError, RuntimeError):
+    """The object was already closed (or is not one the library made); use a live one."""
+
+    kind = "invalid_handle"
+    code = 1011
+
+
+class BusyError(AgentstreamError, RuntimeError):
+    """The object is in use by a call that has not returned (e.g. called from its own handler)."""
+
+    kind = "busy"
+    code = 1012
+
+
+class BufferTooSmallError(AgentstreamError):
+    """A caller's buffer was too small for the text (C ABI only; listed for the one table)."""
+
+    kind = "buffer_too_small"
+    code = 1013
+
+
+class StillRunningError(AgentstreamError, RuntimeError):
+    """The run has not ended: its result exists once its terminal event was delivered."""
+
+    kind = "still_running"
+    code = 1014
+
+
+class PanicError(AgentstreamError):
+    """A Rust panic caught at the API edge (a bug in agentstream): please report it."""
+
+    kind = "panic"
+    code = 1015
+
+
+class CannotResumeError(AgentstreamError, ValueError):
+    """The harness cannot continue the session asked for; start a fresh one."""
+
+    kind = "cannot_resume"
+    code = 1016
+
+
+class UnsupportedError(AgentstreamError, NotImplementedError):
+    """Not available on this platform (running harnesses needs Linux or another Unix)."""
+
+    kind = "unsupported"
+    code = 1017
+
+
 class HandlerWarning(UserWarning):
     """A handler registered with ``on(...)`` or passed as ``on_event`` raised.
 
@@ -156,5 +220,13 @@ _BY_KIND: dict[str, type[AgentstreamError]] = {
         DecodeLimitError,
         InternalError,
         NotRunningError,
+        NullArgumentError,
+        InvalidHandleError,
+        BusyError,
+        BufferTooSmallError,
+        StillRunningError,
+        PanicError,
+        CannotResumeError,
+        UnsupportedError,
     )
 }
