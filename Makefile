@@ -7,15 +7,20 @@ SHELL := /bin/bash
 CARGO ?= cargo
 LANG_TESTS :=
 
-.PHONY: demo test test-rust
+.PHONY: demo test test-rust lint
 
 demo:
 	$(CARGO) run -q --release -p agentstream-cli -- demo
 
 include $(sort $(wildcard mk/*.mk))
 
-test: test-rust $(LANG_TESTS)
+test: lint test-rust $(LANG_TESTS)
 	@echo "all tests passed"
+
+# Formatting and lints of every Rust crate in the workspace, as CI runs them.
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
 # Per crate rather than --workspace: features differ per crate and a workspace-wide run would
 # rebuild most of the graph (see design/toolchain.md).
