@@ -303,6 +303,12 @@ impl<'m> Gen<'m> {
                     }
                     for (owner, decl, doc) in EXTRA_FIELDS {
                         if *owner == def.name {
+                            let go_field = decl.split(' ').next().unwrap_or_default();
+                            assert!(
+                                !s.fields.iter().any(|f| go_name(&f.name) == go_field),
+                                "the Go-only field {owner}.{go_field} now collides with a wire field of the same \
+                                 name: rename or drop it in EXTRA_FIELDS (codegen/src/emit/go.rs)"
+                            );
                             code.comment("\t", doc);
                             let (name, rest) = decl.split_once(' ').expect("name type tag");
                             let (ty, tag) = rest.split_once(' ').expect("type tag");
