@@ -22,3 +22,21 @@ check-generated:
 	  exit 1; }
 	@$(CARGO) run -q -p agentstream-codegen -- --check
 	@echo "generated files: up to date"
+
+# The C# and Java declarations have no binding around them yet: compile them on their own, so a
+# schema change that the emitters turn into invalid code fails here (.ci/install-codegen.sh
+# installs Mono's mcs and a JDK on a fresh machine).
+MCS ?= mcs
+JAVAC ?= javac
+CODEGEN_OUT := target/codegen
+CSHARP_GENERATED := bindings/csharp/Agentstream/Generated
+JAVA_GENERATED := bindings/java/src/main/java/dev/agentstream/generated
+
+LANG_TESTS += test-generated-compile
+.PHONY: test-generated-compile
+
+test-generated-compile:
+	@mkdir -p $(CODEGEN_OUT)/java
+	$(MCS) -target:library -langversion:7 -warnaserror -nologo -out:$(CODEGEN_OUT)/Agentstream.Generated.dll $(CSHARP_GENERATED)/*.cs
+	$(JAVAC) -encoding UTF-8 -Xlint:all -Werror -Xdoclint:all,-missing -d $(CODEGEN_OUT)/java $(JAVA_GENERATED)/*.java
+	@echo "generated C# and Java: compile"

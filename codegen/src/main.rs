@@ -62,8 +62,23 @@ fn run(args: &Args) -> Result<bool, String> {
     let model = Model::from_schema(&doc).map_err(|e| format!("{SCHEMA_PATH}: {e}"))?;
     let mut stale = Vec::new();
     for lang in LANGUAGES.iter().filter(|l| args.langs.is_empty() || args.langs.iter().any(|n| n == l.name)) {
-        for file in (lang.emit)(&model) {
-            let path = args.root.join(file.path);
+        let files = (lang.emit)(&model);
+        for dir in lang.owns {
+            for entry in std::fs::read_dir(args.root.join(dir)).into_iter().flatten().flatten() {
+                let rel = format!("{dir}/{}", entry.file_name().to_string_lossy());
+                if files.iter().any(|f| f.path == rel) {
+                    continue;
+                }
+                if args.check {
+                    stale.push(rel);
+                } else {
+                    std::fs::remove_file(entry.path()).map_err(|e| format!("cannot delete {rel}: {e}"))?;
+                    println!("deleted {rel} (no longer generated)");
+                }
+            }
+        }
+        for file in files {
+            let path = args.root.join(&file.path);
             let current = std::fs::read_to_string(&path).ok();
             if current.as_deref() == Some(file.text.as_str()) {
                 continue;

@@ -25,7 +25,7 @@ use crate::model::{Def, EnumValue, Field, Int, Model, Shape, Ty, Union};
 use crate::text::{capitalize, first_paragraph, words, wrap};
 
 /// The Go language.
-pub const LANGUAGE: Language = Language { name: "go", emit };
+pub const LANGUAGE: Language = Language { name: "go", emit, owns: &[] };
 
 const TYPES_PATH: &str = "bindings/go/types_gen.go";
 const ERRORS_PATH: &str = "bindings/go/errors_gen.go";
@@ -77,7 +77,7 @@ pub fn go_name(key: &str) -> String {
 
 fn emit(model: &Model) -> Vec<File> {
     let g = Gen::new(model);
-    vec![File { path: TYPES_PATH, text: g.types() }, File { path: ERRORS_PATH, text: g.errors() }]
+    vec![File { path: TYPES_PATH.into(), text: g.types() }, File { path: ERRORS_PATH.into(), text: g.errors() }]
 }
 
 /// Lines of Go code; runs of lines split into cells are aligned like gofmt does (a comment

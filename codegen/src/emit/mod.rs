@@ -6,7 +6,9 @@
 //! are spelled, how a tagged union is declared, and the few public names that differ from the
 //! schema's (kept so user code does not break). Those tables sit at the top of each module.
 
+pub mod csharp;
 pub mod go;
+pub mod java;
 pub mod python;
 pub mod typescript;
 
@@ -15,7 +17,7 @@ use crate::model::{Arm, Def, Field, Model, Shape, Struct, Ty};
 /// One generated file.
 pub struct File {
     /// Its path from the repository root.
-    pub path: &'static str,
+    pub path: String,
     /// Its full text.
     pub text: String,
 }
@@ -26,10 +28,14 @@ pub struct Language {
     pub name: &'static str,
     /// The files it generates.
     pub emit: fn(&Model) -> Vec<File>,
+    /// Directories that hold nothing but its generated files: a file there that it no longer
+    /// generates (a type removed from the schema) is stale, and `make generate` deletes it.
+    pub owns: &'static [&'static str],
 }
 
 /// Every language, in the order the files are written.
-pub const LANGUAGES: &[Language] = &[python::LANGUAGE, typescript::LANGUAGE, go::LANGUAGE];
+pub const LANGUAGES: &[Language] =
+    &[python::LANGUAGE, typescript::LANGUAGE, go::LANGUAGE, csharp::LANGUAGE, java::LANGUAGE];
 
 /// The schema document, from the repository root.
 pub const SCHEMA_PATH: &str = "core/schema/events.schema.json";

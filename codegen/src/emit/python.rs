@@ -13,7 +13,7 @@ use crate::model::{Def, Field, Model, Shape, Struct, Ty, Union};
 use crate::text::{first_paragraph, snake, wrap};
 
 /// The Python language.
-pub const LANGUAGE: Language = Language { name: "python", emit };
+pub const LANGUAGE: Language = Language { name: "python", emit, owns: &[] };
 
 const TYPES_PATH: &str = "python/agentstream/types.py";
 const ERRORS_PATH: &str = "python/agentstream/_error_table.py";
@@ -43,7 +43,7 @@ fn name(schema_name: &str) -> String {
 }
 
 fn emit(model: &Model) -> Vec<File> {
-    vec![File { path: TYPES_PATH, text: types(model) }, File { path: ERRORS_PATH, text: errors(model) }]
+    vec![File { path: TYPES_PATH.into(), text: types(model) }, File { path: ERRORS_PATH.into(), text: errors(model) }]
 }
 
 struct Out {

@@ -16,7 +16,7 @@ use crate::model::{Def, Field, Model, Shape, Struct, Ty, Union};
 use crate::text::{camel, first_paragraph, pascal, screaming, wrap};
 
 /// The TypeScript language.
-pub const LANGUAGE: Language = Language { name: "typescript", emit };
+pub const LANGUAGE: Language = Language { name: "typescript", emit, owns: &["node/src/generated"] };
 
 const TYPES_PATH: &str = "node/src/generated/types.ts";
 const ERRORS_PATH: &str = "node/src/generated/errors.ts";
@@ -34,7 +34,7 @@ fn name(schema_name: &str) -> String {
 }
 
 fn emit(model: &Model) -> Vec<File> {
-    vec![File { path: TYPES_PATH, text: types(model) }, File { path: ERRORS_PATH, text: errors(model) }]
+    vec![File { path: TYPES_PATH.into(), text: types(model) }, File { path: ERRORS_PATH.into(), text: errors(model) }]
 }
 
 fn jsdoc(out: &mut String, doc: &str, indent: &str) {
