@@ -532,9 +532,9 @@ HookType = Literal[
 
 
 class HookEvent(TypedDict):
-    """One hook event, in the canonical (C/Go) shape: envelope fields plus `details`.
-
-    One flat dict: the fields above, then the details of its ``type`` merged in.
+    """One hook event (``on_event``), derived from a run's stream: one flat dict, the fields
+    every hook has, then the details of its ``type`` merged in (each detail key below names
+    the hook types that carry it).
     """
 
     type: HookType

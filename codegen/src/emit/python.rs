@@ -28,9 +28,16 @@ const RENAMES: &[(&str, &str)] = &[
     ("HookEventType", "HookType"),
 ];
 
-/// `(struct, property)` merged into the top level: a Python hook event is ONE flat dict, the
-/// details beside `type`, `run_id`, … (decisions.md §5).
-const FLATTEN: &[(&str, &str)] = &[("HookEvent", "details")];
+/// `(struct, property, doc)`: the property merged into the top level, and the type's doc in this
+/// shape. A Python hook event is ONE flat dict, the details beside `type`, `run_id`, …
+/// (decisions.md §5).
+const FLATTEN: &[(&str, &str, &str)] = &[(
+    "HookEvent",
+    "details",
+    "One hook event (``on_event``), derived from a run's stream: one flat dict, the fields every hook \
+     has, then the details of its ``type`` merged in (each detail key below names the hook types that \
+     carry it).",
+)];
 
 /// Structs whose Python form has snake_case keys although the wire form is camelCase: the
 /// iterator API builds envelopes itself, with `run_id` like every snake_case shape.
@@ -127,7 +134,7 @@ fn alias(out: &mut Out, alias_name: &str, value: String, doc: &str) {
 
 fn types(model: &Model) -> String {
     let mut out = Out { text: String::new(), exports: Vec::new() };
-    let skipped = flattened_defs(model, FLATTEN);
+    let skipped = flattened_defs(model, &FLATTEN.iter().map(|(s, p, _)| (*s, *p)).collect::<Vec<_>>());
     let variants = model.variant_structs();
     for def in model.in_dependency_order() {
         if skipped.contains(&def.name) || variants.contains_key(&def.name) {
@@ -202,7 +209,8 @@ fn union(out: &mut Out, model: &Model, def: &Def, u: &Union) {
 fn structure(out: &mut Out, model: &Model, def: &Def, s: &Struct) {
     let snake_keys = SNAKE_CASE.contains(&def.name.as_str());
     let key = |k: &str| if snake_keys { snake(k) } else { k.to_string() };
-    let flatten = FLATTEN.iter().find(|(n, _)| *n == def.name).map(|(_, p)| *p);
+    let flat = FLATTEN.iter().find(|(n, _, _)| *n == def.name);
+    let flatten = flat.map(|(_, p, _)| *p);
     let tag_type = match (&s.refinement, tag_alias(def)) {
         (Some(r), Some(alias_name)) => {
             let values: Vec<&str> = r.arms.iter().map(|a| a.tag_value()).collect();
@@ -213,10 +221,7 @@ fn structure(out: &mut Out, model: &Model, def: &Def, s: &Struct) {
         _ => None,
     };
     let merged: Vec<MergedField> = flatten.map(|p| merged_arm_fields(model, s, p)).unwrap_or_default();
-    let mut doc = def.doc.clone();
-    if flatten.is_some() {
-        doc.push_str("\n\nOne flat dict: the fields above, then the details of its ``type`` merged in.");
-    }
+    let doc = flat.map(|(_, _, d)| d.to_string()).unwrap_or_else(|| def.doc.clone());
     class(out, &name(&def.name), &doc, |out| {
         for f in s.fields.iter().filter(|f| Some(f.name.as_str()) != flatten) {
             let t = match &tag_type {

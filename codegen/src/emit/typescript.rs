@@ -24,8 +24,14 @@ const ERRORS_PATH: &str = "node/src/generated/errors.ts";
 /// Public names that differ from the schema's (the package's names before it was generated).
 const RENAMES: &[(&str, &str)] = &[("Agent", "AgentName")];
 
-/// `(struct, property)` merged into the top level: a JavaScript hook event is one flat object.
-const FLATTEN: &[(&str, &str)] = &[("HookEvent", "details")];
+/// `(struct, property, doc)`: the property merged into the top level, and the type's doc in this
+/// shape. A JavaScript hook event is one flat object.
+const FLATTEN: &[(&str, &str, &str)] = &[(
+    "HookEvent",
+    "details",
+    "An `onEvent` hook event, derived from a run's stream: flat, camelCase, discriminated by `type` \
+     (the fields of `HookEventBase`, then the details of that type).",
+)];
 
 const WIDTH: usize = 100;
 
@@ -99,7 +105,7 @@ fn types(model: &Model) -> String {
          /** A JSON object with the harness's own key names, kept verbatim. */\n\
          export type JsonObject = { [key: string]: JsonValue };\n",
     );
-    let skipped = flattened_defs(model, FLATTEN);
+    let skipped = flattened_defs(model, &FLATTEN.iter().map(|(s, p, _)| (*s, *p)).collect::<Vec<_>>());
     let variants = model.variant_structs();
     for def in &model.defs {
         if skipped.contains(&def.name) || variants.contains_key(&def.name) {
@@ -178,7 +184,8 @@ fn union(out: &mut String, model: &Model, def: &Def, u: &Union) {
 /// and the union of the arms.
 fn refined(out: &mut String, model: &Model, def: &Def, s: &Struct) {
     let r = s.refinement.as_ref().expect("a refinement");
-    let flatten = FLATTEN.iter().find(|(n, _)| *n == def.name).map(|(_, p)| *p);
+    let flat = FLATTEN.iter().find(|(n, _, _)| *n == def.name);
+    let flatten = flat.map(|(_, p, _)| *p);
     let base_fields: Vec<&Field> = s.fields.iter().filter(|f| Some(f.name.as_str()) != flatten).collect();
     let refined_props: Vec<&Field> = base_fields
         .iter()
@@ -225,7 +232,7 @@ fn refined(out: &mut String, model: &Model, def: &Def, s: &Struct) {
         }
     }
     out.push('\n');
-    jsdoc(out, &def.doc, "");
+    jsdoc(out, flat.map(|(_, _, d)| *d).unwrap_or(&def.doc), "");
     let _ = writeln!(out, "export type {} =", name(&def.name));
     for (i, arm) in r.arms.iter().enumerate() {
         let end = if i + 1 == r.arms.len() { ";" } else { "" };

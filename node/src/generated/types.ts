@@ -528,7 +528,10 @@ export interface RunStoppedEvent extends HookEventBase<'run.stopped', 'stopped'>
   usage?: UsageTotals;
 }
 
-/** One hook event, in the canonical (C/Go) shape: envelope fields plus `details`. */
+/**
+ * An `onEvent` hook event, derived from a run's stream: flat, camelCase, discriminated by `type`
+ * (the fields of `HookEventBase`, then the details of that type).
+ */
 export type HookEvent =
   | RunStartedEvent
   | StepStartedEvent
