@@ -3,7 +3,9 @@
 # declarations generated from it by codegen/ (agentstream-codegen).
 #   make generate          regenerate the schema from the Rust types, then every language's files
 #   make check-generated   fail when a checked-in generated file differs from what the Rust types
-#                          generate (part of `make test`); the message says to run `make generate`
+#                          generate (part of `make test`); the message says to run `make generate`;
+#                          also the generator's own unit tests
+#   make test-generated-compile   compile the generated C# (mcs) and Java (javac) on their own
 # Never edit a generated file by hand: change the Rust types (or core/src/schema.rs), then
 # `make generate`. A new language is one emitter module in codegen/src/emit/.
 
@@ -21,6 +23,7 @@ check-generated:
 	  echo "core/schema/events.schema.json differs from what the Rust types generate: run \`make generate\` and commit the result" >&2; \
 	  exit 1; }
 	@$(CARGO) run -q -p agentstream-codegen -- --check
+	$(CARGO) test -q -p agentstream-codegen
 	@echo "generated files: up to date"
 
 # The C# and Java declarations have no binding around them yet: compile them on their own, so a

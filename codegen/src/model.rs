@@ -548,3 +548,50 @@ fn resolve_variants(model: &mut Model) -> Result<(), String> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn checked_in() -> Model {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../core/schema/events.schema.json");
+        let doc: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        Model::from_schema(&doc).unwrap()
+    }
+
+    #[test]
+    fn reads_the_checked_in_schema() {
+        let m = checked_in();
+        let Shape::Union(u) = &m.def("SessionUpdate").shape else { panic!("SessionUpdate is a union") };
+        assert_eq!(u.tag, "sessionUpdate");
+        let names: Vec<&str> = u.variants.iter().map(|v| v.name.as_str()).collect();
+        assert_eq!(names[..4], ["AgentMessageChunk", "AgentThoughtChunk", "UserMessageChunk", "ToolCall"]);
+        assert_eq!(u.variants[3].reference.as_deref(), Some("ToolCall"));
+        assert!(!u.variants[3].fields.is_empty(), "a variant's fields come from the struct it refers to");
+        let Shape::Struct(hook) = &m.def("HookEvent").shape else { panic!("HookEvent is a struct") };
+        let r = hook.refinement.as_ref().expect("HookEvent is refined");
+        assert_eq!(r.tag, "type");
+        let completed = r.arms.iter().find(|a| a.tag_value() == "run.completed").unwrap();
+        assert_eq!(completed.const_of("status"), Some("completed"));
+        assert_eq!(completed.type_of("details"), Some(&Ty::Ref("RunCompletedDetails".into())));
+        assert_eq!(m.errors.first().map(|e| (e.name.as_str(), e.code)), Some(("harness_not_found", 1001)));
+        assert!(m.roots.contains(&"RunResult".to_string()));
+        let order: Vec<&str> = m.in_dependency_order().iter().map(|d| d.name.as_str()).collect();
+        let at = |n: &str| order.iter().position(|x| *x == n).unwrap();
+        assert!(at("ContentBlock") < at("OutputEvent") && at("SessionUpdate") < at("OutputEvent"));
+    }
+
+    #[test]
+    fn unsupported_constructs_fail_loudly() {
+        let doc = |def: Value| json!({"$defs": {"X": def}, "x-errors": []});
+        let inline = doc(json!({"type": "object", "properties": {"a": {"type": "object", "properties": {"b": {}}}}}));
+        assert!(Model::from_schema(&inline).unwrap_err().contains("unnamed object"));
+        let dangling = doc(json!({"type": "object", "properties": {"a": {"$ref": "#/$defs/Nope"}}}));
+        assert!(Model::from_schema(&dangling).unwrap_err().contains("Nope"));
+        let format = doc(json!({"type": "object", "properties": {"a": {"type": "integer", "format": "int128"}}}));
+        assert!(Model::from_schema(&format).unwrap_err().contains("int128"));
+        assert!(Model::from_schema(&json!({"$defs": {}})).unwrap_err().contains("x-errors"));
+    }
+}
