@@ -2,7 +2,7 @@
 #   make test-c        header drift check, header compile checks (C11 and C++), Rust ABI tests,
 #                      the C tests against the shared and the static library, under
 #                      AddressSanitizer and under valgrind
-#   make test-go       go vet + go test -race over the static library
+#   make test-go       gofmt -l, go vet + go test -race over the static library
 #   make check-header  regenerate the header (cargo build) and fail if it differs from git
 #   make bench-c / bench-go   events/s to a C / Go callback on the golden s* traces, through
 #                      the decoder and through real runs of the fake harness
@@ -89,6 +89,8 @@ test-c-run: build-c build-fake-harness $(C_TEST_SRC)
 	AGENTSTREAM_TEST_UNDER_VALGRIND=1 $(VALGRIND) $(C_OUT)/test_capi $(C_GOLDEN) $(FAKE_HARNESS) -q
 
 test-go: build-c build-fake-harness
+	@unformatted=$$(cd bindings/go && "$$(dirname "$$(command -v $(GO))")/gofmt" -l .); \
+	  test -z "$$unformatted" || { echo "not gofmt-formatted: $$unformatted" >&2; exit 1; }
 	cd bindings/go && GOTOOLCHAIN=local CGO_ENABLED=1 $(GO) vet ./...
 	cd bindings/go && GOTOOLCHAIN=local CGO_ENABLED=1 AGENTSTREAM_FAKE_HARNESS=$(FAKE_HARNESS) $(GO) test -race -count=1 ./...
 

@@ -10,7 +10,8 @@ import (
 	"testing"
 )
 
-var agents = []string{"claude", "codex", "gemini", "qwen", "kimi", "opencode", "droid"}
+// The agent names: the generated list (from the core's Agent enum).
+var agents = strs(AgentValues()...)
 
 func TestVersion(t *testing.T) {
 	if Version() != HeaderVersion || Version() == "" {

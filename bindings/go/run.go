@@ -26,7 +26,7 @@ type RunOptions struct {
 	// OnEvent receives the run's hook events (run.started, tool.started, …, exactly one
 	// terminal: run.completed / run.failed / run.cancelled / run.stopped), in sequence order,
 	// one at a time, from a goroutine that is not the caller's. A panic in it is reported in
-	// RunResult.HandlerErrors; the run goes on.
+	// RunResult.HandlerFailures; the run goes on.
 	OnEvent func(AgentEvent)
 	// Hooks makes Stream interleave hook deliveries (Delivery.Hook) with the items; implied
 	// for Stream when OnEvent is set. Run ignores it (hooks go to OnEvent).
@@ -64,63 +64,6 @@ type CommandOptions struct {
 	Background   bool
 	KillGrace    time.Duration
 	Backpressure Backpressure
-}
-
-// RunState is how a run ended.
-type RunState string
-
-// Run states.
-const (
-	RunCompleted RunState = "completed"
-	RunFailed    RunState = "failed"
-	RunCancelled RunState = "cancelled"
-)
-
-// UsageTotals are a run's token totals (absent counters are nil, never 0).
-type UsageTotals struct {
-	PromptTokens     *uint64  `json:"prompt_tokens,omitempty"`
-	CompletionTokens *uint64  `json:"completion_tokens,omitempty"`
-	CachedTokens     *uint64  `json:"cached_tokens,omitempty"`
-	CostUSD          *float64 `json:"cost_usd,omitempty"`
-}
-
-// Pressure are a run's backpressure statistics.
-type Pressure struct {
-	Buffered             uint64 `json:"buffered"`
-	Bytes                uint64 `json:"bytes"`
-	Peak                 uint64 `json:"peak"`
-	PeakBytes            uint64 `json:"peak_bytes"`
-	Coalesced            uint64 `json:"coalesced"`
-	Oversize             uint64 `json:"oversize"`
-	Stalled              bool   `json:"stalled"`
-	DroppedAfterTerminal uint64 `json:"dropped_after_terminal"`
-	RefusedTerminals     uint64 `json:"refused_terminals"`
-}
-
-// RunResult is the authoritative record of a finished run or command.
-type RunResult struct {
-	RunID string   `json:"run_id"`
-	State RunState `json:"state"`
-	// ExitCode is the process exit code, when it exited; Signal the signal that ended it.
-	ExitCode *int `json:"exit_code,omitempty"`
-	Signal   *int `json:"signal,omitempty"`
-	// SessionID is the harness's session id, once seen.
-	SessionID string      `json:"session_id,omitempty"`
-	Usage     UsageTotals `json:"usage"`
-	// FinalText is the final answer, only for a completed run (partial text is never an
-	// answer).
-	FinalText    string      `json:"final_text,omitempty"`
-	Error        string      `json:"error,omitempty"`
-	CancelReason string      `json:"cancel_reason,omitempty"`
-	Pressure     Pressure    `json:"pressure"`
-	Stats        DecodeStats `json:"stats"`
-	// LastSequence is the sequence number of the terminal item.
-	LastSequence uint64   `json:"last_sequence"`
-	Diagnostics  []string `json:"diagnostics,omitempty"`
-	DurationMS   uint64   `json:"duration_ms"`
-	// HandlerErrors are the failures of the session's handlers and OnEvent during this run
-	// (each a *HandlerFailure: the first failure of a handler, with the item it failed on).
-	HandlerErrors []error `json:"-"`
 }
 
 // Err is nil for a completed run and a *RunError otherwise.
@@ -293,7 +236,7 @@ func (s *Session) await(ctx context.Context, r runPtr) (*RunResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	res.HandlerErrors = s.errs.reset()
+	res.HandlerFailures = s.errs.reset()
 	if ctx.Err() != nil && res.State == RunCancelled {
 		return res, ctx.Err()
 	}
@@ -410,7 +353,7 @@ func (st *Stream) pump(ctx context.Context) {
 		close(st.ch)
 		st.result, st.err = waitResult(st.run)
 		if st.result != nil {
-			st.result.HandlerErrors = st.errs.reset()
+			st.result.HandlerFailures = st.errs.reset()
 		}
 	}
 	leave := func() { _ = runLeave(st.run) }
@@ -471,22 +414,6 @@ func (st *Stream) callOnEvent(ev AgentEvent) {
 		}
 	}()
 	st.onEvent(ev)
-}
-
-// CancelReason says why a run was cancelled: Kind "caller" (with Detail), "reader_left",
-// "stalled" or "timeout".
-type CancelReason struct {
-	Kind   string `json:"kind"`
-	Detail string `json:"detail,omitempty"`
-}
-
-// RunOutcome is how a replayed run ended: State "completed", "failed" (with Error, a short
-// cause, and Detail) or "cancelled" (with Reason).
-type RunOutcome struct {
-	State  RunState      `json:"state"`
-	Error  string        `json:"error,omitempty"`
-	Detail string        `json:"detail,omitempty"`
-	Reason *CancelReason `json:"reason,omitempty"`
 }
 
 // ReplayResult is everything a replayed run delivers.

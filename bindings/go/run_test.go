@@ -261,8 +261,8 @@ func TestRunDeliversInSequenceOrderWithOneTerminal(t *testing.T) {
 	if res.State != RunCompleted || res.Err() != nil || res.FinalText == "" || res.SessionID != "66c0abf3-0bc5-46a7-8e73-4fef192280ea" {
 		t.Fatalf("%+v", res)
 	}
-	if len(res.HandlerErrors) != 0 {
-		t.Fatal(res.HandlerErrors)
+	if len(res.HandlerFailures) != 0 {
+		t.Fatal(res.HandlerFailures)
 	}
 	// The session's first run announces the environment (sandbox_ready) before run_start.
 	if got := rec.reasons(); !reflect.DeepEqual(got, []LifecycleReason{ReasonSandboxReady, ReasonRunStart, ReasonRunComplete}) {
@@ -380,15 +380,15 @@ func TestRunHandlerPanicIsReportedNotCrashing(t *testing.T) {
 	if int(contents.Load()) != want || hooks.Load() < 5 {
 		t.Fatalf("the other handlers went on: %d contents (want %d), %d hooks", contents.Load(), want, hooks.Load())
 	}
-	if len(res.HandlerErrors) != 2 {
-		t.Fatalf("%v", res.HandlerErrors)
+	if len(res.HandlerFailures) != 2 {
+		t.Fatalf("%v", res.HandlerFailures)
 	}
 	var hf *HandlerFailure
-	if !errors.As(res.HandlerErrors[0], &hf) || hf.Channel != ChannelContent || hf.Cause != "handler bug" || hf.Repeats != want-1 || !bytes.Contains(hf.Item, []byte("sessionUpdate")) {
-		t.Fatalf("%#v", res.HandlerErrors[0])
+	if !errors.As(res.HandlerFailures[0], &hf) || hf.Channel != ChannelContent || hf.Cause != "handler bug" || hf.Repeats != want-1 || !bytes.Contains(hf.Item, []byte("sessionUpdate")) {
+		t.Fatalf("%#v", res.HandlerFailures[0])
 	}
-	if !errors.As(res.HandlerErrors[1], &hf) || hf.Channel != ChannelHook || !bytes.Contains(hf.Item, []byte("tool.started")) {
-		t.Fatalf("%#v", res.HandlerErrors[1])
+	if !errors.As(res.HandlerFailures[1], &hf) || hf.Channel != ChannelHook || !bytes.Contains(hf.Item, []byte("tool.started")) {
+		t.Fatalf("%#v", res.HandlerFailures[1])
 	}
 	if s.HandlerError() != nil {
 		t.Fatal("the result took the failures")

@@ -167,7 +167,7 @@ func (s *Session) handle() (sessionPtr, error) {
 // time, never concurrently; handlers of one channel in registration order. A run uses the
 // handlers registered when it started. A handler that panics does not stop the run or the
 // other handlers: its first failure (with the item it failed on) is reported in
-// RunResult.HandlerErrors. Stream does not call handlers: it hands the deliveries over.
+// RunResult.HandlerFailures. Stream does not call handlers: it hands the deliveries over.
 func (s *Session) On(name string, handler any) error {
 	if err := ValidateChannel(name); err != nil {
 		return err

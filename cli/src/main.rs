@@ -27,8 +27,7 @@ enum Command {
     /// stdout in the exact seed shape, and a one-line decode summary on stderr. Exits 0 unless
     /// the input cannot be read. Malformed lines are counted, never fatal.
     Parse {
-        /// The harness that printed the input: claude, codex, gemini, qwen, kimi, opencode, droid.
-        #[arg(long, short)]
+        #[arg(long, short, help = agent_help("The harness that printed the input"))]
         agent: String,
         /// Maximum line length in bytes; longer lines are skipped and reported.
         #[arg(long, default_value_t = agentstream_core::framing::DEFAULT_MAX_LINE_BYTES)]
@@ -42,8 +41,7 @@ enum Command {
     /// which case it is passed to the harness as extra arguments. Exit code: 0 completed,
     /// 1 failed, 130 cancelled (Ctrl-C interrupts the harness's whole process group).
     Run {
-        /// The harness: claude, codex, gemini, qwen, kimi, opencode, droid.
-        #[arg(long, short)]
+        #[arg(long, short, help = agent_help("The harness"))]
         agent: String,
         /// Replace the harness executable (e.g. with the fake harness).
         #[arg(long)]
@@ -74,8 +72,7 @@ enum Command {
     /// Replay the bundled real traces through the full runtime via the fake harness: see the
     /// product work with no agent installed.
     Demo {
-        /// Only this agent (default: all seven).
-        #[arg(long, short)]
+        #[arg(long, short, help = agent_help("Only this agent (default: every one)"))]
         agent: Option<String>,
         /// Which recorded scenario: s1-text, s2-bash or s3-read-edit (default s2-bash).
         #[arg(long, default_value = "s2-bash")]
@@ -86,6 +83,11 @@ enum Command {
         #[command(flatten)]
         common: RunFlags,
     },
+}
+
+/// An `--agent` help line naming the agents the core decodes (its one list, `Agent::ALL`).
+fn agent_help(what: &str) -> String {
+    format!("{what}: {}", Agent::valid_names())
 }
 
 /// Flags shared by `run`, `exec` and `demo`.

@@ -14,74 +14,28 @@
  * @module
  */
 
-/** The core's error kinds (snake_case names). */
-export type ErrorKind =
-  | 'harness_not_found'
-  | 'already_running'
-  | 'spawn_failed'
-  | 'invalid_argument'
-  | 'cancelled'
-  | 'timeout'
-  | 'decode_limit'
-  | 'internal'
-  | 'not_running'
-  | 'null_argument'
-  | 'invalid_handle'
-  | 'busy'
-  | 'buffer_too_small'
-  | 'still_running'
-  | 'panic'
-  | 'cannot_resume'
-  | 'unsupported';
+import { ERROR_TABLE, type ErrorCode } from './generated/errors';
+import type { ErrorKind } from './generated/types';
 
-/** The `code` of an agentstream error: the kind in SCREAMING_SNAKE_CASE. */
-export type ErrorCode =
-  | 'HARNESS_NOT_FOUND'
-  | 'ALREADY_RUNNING'
-  | 'SPAWN_FAILED'
-  | 'INVALID_ARGUMENT'
-  | 'CANCELLED'
-  | 'TIMEOUT'
-  | 'DECODE_LIMIT'
-  | 'INTERNAL'
-  | 'NOT_RUNNING'
-  | 'NULL_ARGUMENT'
-  | 'INVALID_HANDLE'
-  | 'BUSY'
-  | 'BUFFER_TOO_SMALL'
-  | 'STILL_RUNNING'
-  | 'PANIC'
-  | 'CANNOT_RESUME'
-  | 'UNSUPPORTED';
+export { ERROR_TABLE, type ErrorCode, type ErrorInfo } from './generated/errors';
+export type { ErrorKind } from './generated/types';
 
 /** Every code, in the core's order (its numbers are 1001, 1002, …). */
-export const ERROR_CODES: readonly ErrorCode[] = Object.freeze([
-  'HARNESS_NOT_FOUND',
-  'ALREADY_RUNNING',
-  'SPAWN_FAILED',
-  'INVALID_ARGUMENT',
-  'CANCELLED',
-  'TIMEOUT',
-  'DECODE_LIMIT',
-  'INTERNAL',
-  'NOT_RUNNING',
-  'NULL_ARGUMENT',
-  'INVALID_HANDLE',
-  'BUSY',
-  'BUFFER_TOO_SMALL',
-  'STILL_RUNNING',
-  'PANIC',
-  'CANNOT_RESUME',
-  'UNSUPPORTED',
-] as const);
+export const ERROR_CODES: readonly ErrorCode[] = Object.freeze(ERROR_TABLE.map((e) => e.code));
 
-function kindOf(code: ErrorCode): ErrorKind {
-  return code.toLowerCase() as ErrorKind;
+function rowOf(code: ErrorCode) {
+  const row = ERROR_TABLE.find((e) => e.code === code);
+  if (row === undefined) throw new globalThis.Error(`agentstream: no error code ${code} in the error table`);
+  return row;
 }
 
-/** The core's stable number of a code (1001 `HARNESS_NOT_FOUND` … 1017 `UNSUPPORTED`). */
+function kindOf(code: ErrorCode): ErrorKind {
+  return rowOf(code).kind;
+}
+
+/** The core's stable number of a code (1001 `HARNESS_NOT_FOUND` … 1009 `NOT_RUNNING`). */
 function numberOf(code: ErrorCode): number {
-  return 1001 + ERROR_CODES.indexOf(code);
+  return rowOf(code).number;
 }
 
 /** An agentstream error other than a bad argument: `code` says which kind. */
@@ -126,7 +80,7 @@ export class DecodeLimitError<E = unknown> extends AgentStreamError {
 export class InvalidArgumentError extends TypeError {
   readonly code: 'INVALID_ARGUMENT' = 'INVALID_ARGUMENT';
   readonly kind: 'invalid_argument' = 'invalid_argument';
-  readonly numericCode: number = 1004;
+  readonly numericCode: number = numberOf('INVALID_ARGUMENT');
 
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);

@@ -41,11 +41,13 @@ export {
   AgentStreamError,
   DecodeLimitError,
   ERROR_CODES,
+  ERROR_TABLE,
   HandlerWarning,
   InvalidArgumentError,
   isAgentStreamError,
   type AnyAgentStreamError,
   type ErrorCode,
+  type ErrorInfo,
   type ErrorKind,
 } from './errors';
 

@@ -29,8 +29,12 @@ const CLAUDE_LINES = [
 ].join('\n');
 
 test('constants come from the core', () => {
-  assert.deepEqual([...AGENTS], ['claude', 'codex', 'gemini', 'qwen', 'kimi', 'opencode', 'droid']);
-  assert.deepEqual([...CHANNELS], ['content', 'lifecycle', 'stdout', 'stderr']);
+  // The core's one list of agents (and of channels), as its schema writes it.
+  const schema = require('../../core/schema/events.schema.json');
+  const names = (def) => def.enum ?? def.oneOf.map((v) => v.const);
+  assert.deepEqual([...AGENTS], names(schema.$defs.Agent));
+  assert.ok(AGENTS.includes('claude') && AGENTS.length >= 7);
+  assert.deepEqual([...CHANNELS], names(schema.$defs.Channel));
   const table = JSON.parse(require('../native/index.js').errorKindsJson());
   assert.deepEqual([...ERROR_CODES], table.map((k) => k.code), 'the codes are the core table, in order');
   for (const k of table) {

@@ -14,6 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+from ._error_table import ERRORS
+from .types import ErrorKind
+
 __all__ = [
     "AgentstreamError",
     "HarnessNotFoundError",
@@ -42,36 +45,42 @@ __all__ = [
 class AgentstreamError(Exception):
     """Base class of every error agentstream raises."""
 
-    kind: ClassVar[str] = "internal"
-    code: ClassVar[int] = 1008
+    kind: ClassVar[ErrorKind] = "internal"
+    code: ClassVar[int] = ERRORS["internal"].code
+    advice: ClassVar[str] = ERRORS["internal"].advice
+    """What the caller can do about it (the core's advice for the kind)."""
 
 
 class HarnessNotFoundError(AgentstreamError, FileNotFoundError):
     """The harness CLI executable was not found (install it or set ``AgentConfig.bin``)."""
 
     kind = "harness_not_found"
-    code = 1001
+    code = ERRORS["harness_not_found"].code
+    advice = ERRORS["harness_not_found"].advice
 
 
 class AlreadyRunningError(AgentstreamError, RuntimeError):
     """A run is already going on for this ``Evolve``; wait for it or cancel it first."""
 
     kind = "already_running"
-    code = 1002
+    code = ERRORS["already_running"].code
+    advice = ERRORS["already_running"].advice
 
 
 class SpawnFailedError(AgentstreamError, OSError):
     """The harness was found but could not be started."""
 
     kind = "spawn_failed"
-    code = 1003
+    code = ERRORS["spawn_failed"].code
+    advice = ERRORS["spawn_failed"].advice
 
 
 class InvalidArgumentError(AgentstreamError, ValueError):
     """An argument is not valid; the message says which values are."""
 
     kind = "invalid_argument"
-    code = 1004
+    code = ERRORS["invalid_argument"].code
+    advice = ERRORS["invalid_argument"].advice
 
 
 class InvalidAgentError(InvalidArgumentError):
@@ -86,14 +95,16 @@ class RunCancelledError(AgentstreamError):
     """The run was cancelled (by the caller, a stall, or leaving an iterator early)."""
 
     kind = "cancelled"
-    code = 1005
+    code = ERRORS["cancelled"].code
+    advice = ERRORS["cancelled"].advice
 
 
 class RunTimeoutError(AgentstreamError, TimeoutError):
     """The run went past its time limit."""
 
     kind = "timeout"
-    code = 1006
+    code = ERRORS["timeout"].code
+    advice = ERRORS["timeout"].advice
 
 
 class DecodeLimitError(AgentstreamError):
@@ -104,7 +115,8 @@ class DecodeLimitError(AgentstreamError):
     """
 
     kind = "decode_limit"
-    code = 1007
+    code = ERRORS["decode_limit"].code
+    advice = ERRORS["decode_limit"].advice
     events: list[Any]
     line: int
 
@@ -113,70 +125,80 @@ class InternalError(AgentstreamError):
     """A bug in agentstream (a Rust panic caught at the boundary); please report it."""
 
     kind = "internal"
-    code = 1008
+    code = ERRORS["internal"].code
+    advice = ERRORS["internal"].advice
 
 
 class NotRunningError(AgentstreamError, RuntimeError):
     """Nothing is running: pause, resume or interrupt without an active run. Start a run first."""
 
     kind = "not_running"
-    code = 1009
+    code = ERRORS["not_running"].code
+    advice = ERRORS["not_running"].advice
 
 
 class NullArgumentError(AgentstreamError, TypeError):
     """A required argument was missing (``None`` where a value is needed)."""
 
     kind = "null_argument"
-    code = 1010
+    code = ERRORS["null_argument"].code
+    advice = ERRORS["null_argument"].advice
 
 
 class InvalidHandleError(AgentstreamError, RuntimeError):
     """The object was already closed (or is not one the library made); use a live one."""
 
     kind = "invalid_handle"
-    code = 1011
+    code = ERRORS["invalid_handle"].code
+    advice = ERRORS["invalid_handle"].advice
 
 
 class BusyError(AgentstreamError, RuntimeError):
     """The object is in use by a call that has not returned (e.g. called from its own handler)."""
 
     kind = "busy"
-    code = 1012
+    code = ERRORS["busy"].code
+    advice = ERRORS["busy"].advice
 
 
 class BufferTooSmallError(AgentstreamError):
     """A caller's buffer was too small for the text (C ABI only; listed for the one table)."""
 
     kind = "buffer_too_small"
-    code = 1013
+    code = ERRORS["buffer_too_small"].code
+    advice = ERRORS["buffer_too_small"].advice
 
 
 class StillRunningError(AgentstreamError, RuntimeError):
     """The run has not ended: its result exists once its terminal event was delivered."""
 
     kind = "still_running"
-    code = 1014
+    code = ERRORS["still_running"].code
+    advice = ERRORS["still_running"].advice
 
 
 class PanicError(AgentstreamError):
     """A Rust panic caught at the API edge (a bug in agentstream): please report it."""
 
     kind = "panic"
-    code = 1015
+    code = ERRORS["panic"].code
+    advice = ERRORS["panic"].advice
 
 
 class CannotResumeError(AgentstreamError, ValueError):
     """The harness cannot continue the session asked for; start a fresh one."""
 
     kind = "cannot_resume"
-    code = 1016
+    code = ERRORS["cannot_resume"].code
+    advice = ERRORS["cannot_resume"].advice
 
 
 class UnsupportedError(AgentstreamError, NotImplementedError):
     """Not available on this platform (running harnesses needs Linux or another Unix)."""
 
     kind = "unsupported"
-    code = 1017
+    code = ERRORS["unsupported"].code
+    advice = ERRORS["unsupported"].advice
 
 
 class HandlerWarning(UserWarning):
@@ -207,7 +229,8 @@ class HandlerWarning(UserWarning):
         self.exception = exception
 
 
-# Looked up by the native module by the core's ErrorKind name.
+# Looked up by the native module by the core's ErrorKind name; one class per kind of the table
+# (python/tests/test_errors.py checks that every kind has one).
 _BY_KIND: dict[str, type[AgentstreamError]] = {
     cls.kind: cls
     for cls in (

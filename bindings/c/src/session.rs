@@ -1,9 +1,9 @@
 //! `agentstream_session`: one configured agent (the seed's `AgentConfig`), the handlers
 //! registered with `on(...)`, and the runs and commands started from it (one at a time).
 
-use std::ffi::{c_char, c_void};
+use std::ffi::{CString, c_char, c_void};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use agentstream_core::runner::{AgentConfig, Session};
 use agentstream_core::{Agent, Channel};
@@ -129,17 +129,13 @@ pub unsafe extern "C" fn agentstream_session_agent(session: *const agentstream_s
 }
 
 fn agent_name_ptr(agent: Agent) -> *const c_char {
-    let s: &'static std::ffi::CStr = match agent {
-        Agent::Claude => c"claude",
-        Agent::Codex => c"codex",
-        Agent::Gemini => c"gemini",
-        Agent::Qwen => c"qwen",
-        Agent::Kimi => c"kimi",
-        Agent::Opencode => c"opencode",
-        Agent::Droid => c"droid",
-    };
-    debug_assert_eq!(s.to_str().ok(), Some(agent.name()));
-    s.as_ptr()
+    // NUL-terminated copies of the core's names (its one list, `Agent::ALL`), made once and
+    // kept for the life of the process: the pointers handed out are static.
+    static NAMES: OnceLock<Vec<(Agent, CString)>> = OnceLock::new();
+    let names = NAMES.get_or_init(|| {
+        Agent::ALL.iter().map(|&a| (a, CString::new(a.name()).expect("agent names have no NUL byte"))).collect()
+    });
+    names.iter().find(|(a, _)| *a == agent).map_or(std::ptr::null(), |(_, name)| name.as_ptr())
 }
 
 /// Shared body of the string setters: `value` NULL resets to the default.

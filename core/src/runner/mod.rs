@@ -72,6 +72,7 @@ pub fn runtime() -> &'static tokio::runtime::Runtime {
 /// How an operation ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schema", schemars(rename = "RunState"))]
 #[serde(rename_all = "snake_case")]
 pub enum FinalState {
     /// The harness finished its work and exited 0.
@@ -115,6 +116,7 @@ pub struct RunResult {
     /// The machine-readable kind of the cancellation ([`CancelReason::code`](crate::stream::CancelReason::code):
     /// `caller`, `reader_left`, `stalled` or `timeout`), so callers need not parse `cancel_reason`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(with = "Option<crate::schema::CancelKind>"))]
     pub cancel_kind: Option<String>,
     /// Backpressure statistics at the end.
     pub pressure: Pressure,

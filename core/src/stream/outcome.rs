@@ -45,6 +45,7 @@ impl RunKind {
 /// The final state of a run. Serialized as `{"state": "completed"}`,
 /// `{"state": "failed", "error": …, "detail": …}` or `{"state": "cancelled", "reason": {…}}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum RunOutcome {
     /// Ended well: the harness exited cleanly with every line and tool call complete.
