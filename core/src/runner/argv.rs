@@ -101,6 +101,22 @@ pub fn harness_args(agent: Agent, prompt: &str, model: Option<&str>, extra: &[St
     args
 }
 
+/// The arguments that make a harness continue an earlier session (`session_id`: the
+/// `sessionId` its events carried) instead of starting a new one, as each CLI documents them:
+/// claude, gemini and qwen `--resume <id>`, codex's `exec resume <id>` subcommand, kimi `-r <id>`,
+/// opencode `--session <id>`, droid `--session-id <id>`. Pass them as extra arguments
+/// ([`AgentConfig::extra_args`]): they go after the streaming flags and before the prompt.
+pub fn resume_args(agent: Agent, session_id: &str) -> Vec<String> {
+    let flag = match agent {
+        Agent::Claude | Agent::Gemini | Agent::Qwen => "--resume",
+        Agent::Codex => "resume",
+        Agent::Kimi => "-r",
+        Agent::Opencode => "--session",
+        Agent::Droid => "--session-id",
+    };
+    vec![flag.to_string(), session_id.to_string()]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -120,5 +136,20 @@ mod tests {
             ["--print", "--output-format", "stream-json", "-p", "hi"]
         );
         assert_eq!(AgentConfig::new(Agent::Opencode).program(), "opencode");
+    }
+
+    #[test]
+    fn resume_goes_between_the_streaming_flags_and_the_prompt() {
+        assert_eq!(
+            harness_args(Agent::Claude, "hi", None, &resume_args(Agent::Claude, "s1")),
+            ["--output-format", "stream-json", "--verbose", "--resume", "s1", "-p", "hi"]
+        );
+        assert_eq!(
+            harness_args(Agent::Codex, "hi", None, &resume_args(Agent::Codex, "t1")),
+            ["exec", "--json", "resume", "t1", "--", "hi"]
+        );
+        for agent in Agent::ALL {
+            assert_eq!(resume_args(agent, "x").len(), 2);
+        }
     }
 }

@@ -27,7 +27,7 @@ mod session;
 #[cfg(test)]
 mod tests;
 
-pub use argv::{AgentConfig, default_program, harness_args};
+pub use argv::{AgentConfig, default_program, harness_args, resume_args};
 pub use batch::{deliveries_to_json, write_deliveries_json};
 pub use dispatch::{Dispatcher, HandlerFailure, HandlerResult};
 pub use handle::{Delivery, Next, RunHandle};
