@@ -185,7 +185,7 @@ struct Inner {
     limits: BrokerLimits,
     accepting: AtomicBool,
     state: Mutex<State>,
-    /// Bumped whenever `live` drops.
+    /// `live`, watched (shutdown waits for 0).
     idle: watch::Sender<usize>,
 }
 
@@ -268,6 +268,7 @@ impl RunBroker {
             }
             t.running += 1;
             st.live += 1;
+            inner.idle.send_replace(st.live);
         }
         let started = inner
             .executor

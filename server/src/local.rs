@@ -52,7 +52,11 @@ impl RunExecutor for LocalExecutor {
         let mut options = RunOptions::new(request.request.prompt.clone());
         options.timeout = self.timeout;
         options.kill_grace = self.kill_grace;
-        let handle = session.start_run(options).map_err(|e| StartError::Unavailable(e.message_with_advice()))?;
+        // Spawning (fork/exec, the run's driving thread) blocks: not on an async worker.
+        let handle = tokio::task::spawn_blocking(move || session.start_run(options))
+            .await
+            .map_err(|e| StartError::Unavailable(format!("the run could not be started: {e}")))?
+            .map_err(|e| StartError::Unavailable(e.message_with_advice()))?;
         Ok(Execution {
             run_id: handle.run_id().to_string(),
             control: Arc::new(LocalControl(handle.clone())),
