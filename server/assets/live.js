@@ -168,7 +168,7 @@
     while ((at = buffer.search(/\r?\n\r?\n/)) !== -1) {
       const block = buffer.slice(0, at);
       buffer = buffer.slice(at + buffer.slice(at).match(/^\r?\n\r?\n/)[0].length);
-      const message = { event: 'message', data: [], id: null, retry: null };
+      const message = { event: 'message', data: [], id: null, retry: null, time: null };
       for (const line of block.split(/\r?\n/)) {
         if (!line || line.startsWith(':')) continue;
         const colon = line.indexOf(':');
@@ -179,6 +179,7 @@
         else if (field === 'event') message.event = value;
         else if (field === 'id') message.id = value;
         else if (field === 'retry') message.retry = Number(value);
+        else if (field === 'time') message.time = Number(value);
       }
       if (message.data.length || message.retry !== null) onMessage(message);
     }
@@ -216,7 +217,8 @@
           if (message.event === 'gap') {
             timeline.gap(data);
           } else if (message.event === 'message') {
-            timeline.push(data, Date.now());
+            // When the server received it (kept across reconnects), else now.
+            timeline.push(data, Number.isFinite(message.time) ? message.time : Date.now());
           }
           if (message.id !== null) lastId = message.id;
         });

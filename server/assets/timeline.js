@@ -128,7 +128,8 @@
       const u = ev.update;
       if (ev.sessionId) this.facts.sessionId = ev.sessionId;
       if (ev.model) this.facts.model = ev.model;
-      const time = parseTime(ev.timestamp) ?? at;
+      // The harness's own clock where it stamps its lines, else the arrival time (live only).
+      const time = { wire: parseTime(ev.timestamp), at };
       switch (u.sessionUpdate) {
         case 'agent_message_chunk': this.text('message', 'Agent', u.content, ev.messageId); break;
         case 'agent_thought_chunk': this.text('thought', 'Thinking', u.content, ev.messageId); break;
@@ -188,10 +189,13 @@
         const input = el('details', 'tool-input');
         input.append(el('summary', null, 'input'), el('pre'));
         const output = el('div', 'tool-output');
+        const diffs = el('div', 'tool-diffs');
+        const texts = el('div', 'tool-texts');
+        output.append(diffs, texts);
         li.append(head, input, output);
         if (parent) li.classList.add('subagent');
         this.entries.append(li);
-        tool = { li, kind, title, name, status, duration, input, output, startedAt: time, endedAt: null, state: null };
+        tool = { li, kind, title, name, status, duration, input, diffs, texts, startedAt: time, state: null };
         this.tools.set(u.toolCallId, tool);
       }
       tool.kind.textContent = KIND_LABEL[u.kind] || u.kind || 'tool';
@@ -222,30 +226,37 @@
       tool.status.textContent = state.replace('_', ' ');
       tool.status.className = `badge status ${state}`;
       if (state === 'completed' || state === 'failed') {
-        tool.endedAt = time;
-        if (tool.startedAt !== null && time !== null) tool.duration.textContent = formatDuration(time - tool.startedAt);
+        // Both ends on the same clock: the harness's if it stamped both, else arrival times.
+        const start = tool.startedAt;
+        const ms = start.wire !== null && time.wire !== null ? time.wire - start.wire
+          : start.at !== null && time.at !== null ? time.at - start.at : null;
+        tool.duration.textContent = formatDuration(ms);
       }
     }
 
+    /** Content of a call or an update: its diffs replace the diffs shown, its text the text
+     *  shown (an update with the result keeps the diff the call announced). */
     toolContent(tool, content) {
-      tool.output.textContent = '';
-      for (const item of content) {
-        if (item.type === 'diff') {
+      const diffs = content.filter((item) => item.type === 'diff');
+      const texts = content.filter((item) => item.type === 'content').map((item) => textOf(item.content)).filter(Boolean);
+      if (diffs.length) {
+        tool.diffs.textContent = '';
+        for (const item of diffs) {
           const diff = el('div', 'diff');
           diff.append(el('div', 'diff-path', item.path));
           if (item.oldText !== null && item.oldText !== undefined) diff.append(el('pre', 'diff-old', item.oldText));
           diff.append(el('pre', 'diff-new', item.newText));
-          tool.output.append(diff);
-        } else if (item.type === 'content') {
-          const text = textOf(item.content);
-          if (!text) continue;
+          tool.diffs.append(diff);
+        }
+      }
+      if (texts.length) {
+        tool.texts.textContent = '';
+        for (const text of texts) {
           const pre = el('pre', 'out');
-          if (text.length > OUTPUT_PREVIEW) {
-            pre.textContent = `${text.slice(0, OUTPUT_PREVIEW)}\n… (${formatCount(text.length - OUTPUT_PREVIEW)} more characters)`;
-          } else {
-            pre.textContent = text;
-          }
-          tool.output.append(pre);
+          pre.textContent = text.length > OUTPUT_PREVIEW
+            ? `${text.slice(0, OUTPUT_PREVIEW)}\n… (${formatCount(text.length - OUTPUT_PREVIEW)} more characters)`
+            : text;
+          tool.texts.append(pre);
         }
       }
     }

@@ -23,7 +23,7 @@ use tokio::sync::watch;
 use crate::auth::TenantId;
 use crate::config::check_model;
 use crate::executor::{ExecRequest, RunControl, RunExecutor, RunOutput, RunRequest, StartError};
-use crate::frame::{Delivered, Frame};
+use crate::frame::{Delivered, Frame, now_ms};
 use crate::log::{EventLog, SubscribeError, Subscription};
 
 /// Envelopes the pump moves per batch.
@@ -329,7 +329,8 @@ impl RunBroker {
         let log = &self.inner.log;
         let mut envelopes = Vec::with_capacity(PUMP_BATCH);
         while output.next_batch(&mut envelopes, PUMP_BATCH).await {
-            let frames: Vec<Frame> = envelopes.drain(..).map(|e| Frame::of(&e)).collect();
+            let received = now_ms();
+            let frames: Vec<Frame> = envelopes.drain(..).map(|e| Frame::of(&e, received)).collect();
             let Some(last) = frames.last().map(|f| f.last_covered) else { continue };
             log.append(&run_id, frames).await;
             if let Some(entry) = self.inner.state.lock().expect("broker state").runs.get_mut(&run_id) {

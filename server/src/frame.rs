@@ -18,18 +18,27 @@ pub struct Frame {
     /// The envelope as compact JSON (one line, no newline inside), exactly what
     /// `agentstream run --json` prints.
     pub json: Bytes,
+    /// When the server received it from the run (Unix milliseconds): a replayed envelope keeps
+    /// its original time, so a viewer that reconnects still measures durations right.
+    pub received_ms: u64,
 }
 
 impl Frame {
-    /// The frame of `envelope`.
-    pub fn of(envelope: &Envelope) -> Self {
+    /// The frame of `envelope`, received at `received_ms`.
+    pub fn of(envelope: &Envelope, received_ms: u64) -> Self {
         Frame {
             sequence: envelope.sequence,
             last_covered: envelope.last_covered(),
             terminal: envelope.is_terminal(),
             json: Bytes::from(envelope.to_json()),
+            received_ms,
         }
     }
+}
+
+/// Now, in Unix milliseconds.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
 /// Why a subscriber is missing envelopes.
@@ -117,7 +126,7 @@ mod tests {
     fn a_frame_is_the_envelope_wire_form() {
         let mut env = Envelope::new("r", 4, StreamItem::Stdout("x\n".into()));
         env.coalesced = 2;
-        let f = Frame::of(&env);
+        let f = Frame::of(&env, 5);
         assert_eq!((f.sequence, f.last_covered, f.terminal), (4, 6, false));
         assert_eq!(&f.json[..], env.to_json().as_bytes());
         assert!(!f.json.contains(&b'\n'), "one line");

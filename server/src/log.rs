@@ -263,7 +263,13 @@ mod tests {
     use bytes::Bytes;
 
     fn frame(seq: u64, coalesced: u64, terminal: bool) -> Frame {
-        Frame { sequence: seq, last_covered: seq + coalesced, terminal, json: Bytes::from(format!("{{\"s\":{seq}}}")) }
+        Frame {
+            sequence: seq,
+            last_covered: seq + coalesced,
+            terminal,
+            json: Bytes::from(format!("{{\"s\":{seq}}}")),
+            received_ms: 0,
+        }
     }
 
     fn log(events: usize) -> MemoryLog {

@@ -1,7 +1,8 @@
 //! `GET /v1/runs/{id}/events` (Server-Sent Events) and `GET /v1/runs/{id}/ws` (WebSocket).
 //!
-//! SSE: first `retry: 3000`, then per envelope `id: <sequence>` and `data: <envelope JSON>` (the
-//! default `message` event), a gap notice as `event: gap`, a `: heartbeat` comment after each
+//! SSE: first `retry: 3000`, then per envelope `id: <sequence>`, `time: <when the server received
+//! it, Unix ms>` (a field SSE clients ignore; the live view measures durations with it) and
+//! `data: <envelope JSON>` (the default `message` event), a gap notice as `event: gap`, a `: heartbeat` comment after each
 //! heartbeat interval without an envelope; the response ends after the terminal envelope.
 //! `Last-Event-ID` (what a browser's `EventSource` sends when it reconnects) or `?after=N`
 //! resumes right after sequence N; the header wins when both are given. A client that already
@@ -97,7 +98,7 @@ fn sse_chunk(deliveries: &[Delivered]) -> Bytes {
     let size: usize = deliveries
         .iter()
         .map(|d| match d {
-            Delivered::Frame(f) => f.json.len() + 32,
+            Delivered::Frame(f) => f.json.len() + 48,
             Delivered::Gap(_) => 256,
         })
         .sum();
@@ -107,6 +108,8 @@ fn sse_chunk(deliveries: &[Delivered]) -> Bytes {
             Delivered::Frame(f) => {
                 buf.put_slice(b"id: ");
                 buf.put_slice(f.sequence.to_string().as_bytes());
+                buf.put_slice(b"\ntime: ");
+                buf.put_slice(f.received_ms.to_string().as_bytes());
                 buf.put_slice(b"\ndata: ");
                 buf.put_slice(&f.json);
                 buf.put_slice(b"\n\n");
@@ -263,11 +266,17 @@ mod tests {
 
     #[test]
     fn sse_framing() {
-        let f = Frame { sequence: 7, last_covered: 7, terminal: false, json: Bytes::from_static(b"{\"a\":1}") };
+        let f = Frame {
+            sequence: 7,
+            last_covered: 7,
+            terminal: false,
+            json: Bytes::from_static(b"{\"a\":1}"),
+            received_ms: 12,
+        };
         let g = Gap::new("r", GapReason::Evicted, None, 3, Some(3));
         let chunk = sse_chunk(&[Delivered::Frame(Arc::new(f)), Delivered::Gap(g.clone())]);
         let text = String::from_utf8(chunk.to_vec()).unwrap();
-        assert_eq!(text, format!("id: 7\ndata: {{\"a\":1}}\n\nevent: gap\ndata: {}\n\n", g.to_json()));
+        assert_eq!(text, format!("id: 7\ntime: 12\ndata: {{\"a\":1}}\n\nevent: gap\ndata: {}\n\n", g.to_json()));
     }
 
     #[test]
