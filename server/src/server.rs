@@ -87,7 +87,12 @@ impl Server {
     pub async fn run(self, signal: impl Future<Output = ()> + Send + 'static) -> std::io::Result<ShutdownReport> {
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         let mut axum_stop = stop_rx.clone();
-        let serve = axum::serve(self.listener, router(self.state))
+        // Small frames go out at once: with Nagle's algorithm an envelope could wait for the
+        // client's delayed ACK (tens of milliseconds).
+        let listener = axum::serve::ListenerExt::tap_io(self.listener, |tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
+        let serve = axum::serve(listener, router(self.state))
             .with_graceful_shutdown(async move {
                 let _ = axum_stop.wait_for(|s| *s).await;
             })
