@@ -491,3 +491,154 @@ impl Subscription for BrokerSubscription {
         self.inner.next_batch(out, max).await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The broker over a scripted executor: the seams work without the runner or a process.
+    use super::*;
+    use crate::executor::{Execution, RunExecutor};
+    use crate::log::{MemoryLog, Retention};
+    use agentstream_core::lifecycle::{AgentState, LifecycleEvent, LifecycleReason, SandboxState};
+    use agentstream_core::stream::{Envelope, StreamItem};
+
+    /// Runs that deliver `lines` stdout envelopes and a terminal, or wait for a cancel.
+    struct Scripted {
+        lines: u64,
+        hold: bool,
+    }
+
+    struct ScriptedControl(tokio::sync::watch::Sender<bool>);
+
+    impl RunControl for ScriptedControl {
+        fn cancel(&self, _reason: &str) {
+            self.0.send_replace(true);
+        }
+    }
+
+    struct ScriptedOutput {
+        id: String,
+        next: u64,
+        lines: u64,
+        cancelled: tokio::sync::watch::Receiver<bool>,
+        hold: bool,
+        done: bool,
+    }
+
+    #[async_trait]
+    impl RunOutput for ScriptedOutput {
+        async fn next_batch(&mut self, out: &mut Vec<Envelope>, _max: usize) -> bool {
+            if self.done {
+                return false;
+            }
+            if self.next < self.lines {
+                out.push(Envelope::new(self.id.as_str(), self.next, StreamItem::Stdout(format!("{}\n", self.next))));
+                self.next += 1;
+                return true;
+            }
+            if self.hold {
+                let _ = self.cancelled.wait_for(|c| *c).await;
+            }
+            let reason =
+                if *self.cancelled.borrow() { LifecycleReason::RunInterrupted } else { LifecycleReason::RunComplete };
+            let end = LifecycleEvent::local(reason, SandboxState::Ready, AgentState::Idle, "t".to_string());
+            out.push(Envelope::new(self.id.as_str(), self.next, StreamItem::Lifecycle(end)));
+            self.done = true;
+            true
+        }
+
+        async fn finish(self: Box<Self>) -> RunResult {
+            let state = if *self.cancelled.borrow() { "cancelled" } else { "completed" };
+            serde_json::from_value(serde_json::json!({
+                "run_id": self.id, "state": state, "usage": {}, "pressure": agentstream_core::stream::Pressure::default(),
+                "stats": agentstream_core::DecodeStats::default(), "last_sequence": self.next, "duration_ms": 0
+            }))
+            .unwrap()
+        }
+    }
+
+    #[async_trait]
+    impl RunExecutor for Scripted {
+        fn agents(&self) -> Vec<String> {
+            vec!["script".into()]
+        }
+
+        async fn start(&self, _request: ExecRequest) -> Result<Execution, StartError> {
+            let id = agentstream_core::stream::new_run_id();
+            let (tx, rx) = tokio::sync::watch::channel(false);
+            Ok(Execution {
+                run_id: id.clone(),
+                control: Arc::new(ScriptedControl(tx)),
+                output: Box::new(ScriptedOutput {
+                    id,
+                    next: 0,
+                    lines: self.lines,
+                    cancelled: rx,
+                    hold: self.hold,
+                    done: false,
+                }),
+            })
+        }
+    }
+
+    fn broker(hold: bool) -> RunBroker {
+        RunBroker::new(
+            Arc::new(Scripted { lines: 5, hold }),
+            Arc::new(MemoryLog::new(Retention { events: 100, bytes: 1 << 20 })),
+            BrokerLimits { runs_per_tenant: 1, subscribers_per_run: 1, finished_runs_kept: 10 },
+        )
+    }
+
+    fn request() -> RunRequest {
+        RunRequest { agent: "script".into(), prompt: "go".into(), model: None, resume: None }
+    }
+
+    async fn drain(mut sub: BrokerSubscription) -> Vec<u64> {
+        let mut out = Vec::new();
+        while sub.next_batch(&mut out, 10).await {}
+        out.iter()
+            .map(|d| match d {
+                Delivered::Frame(f) => f.sequence,
+                Delivered::Gap(_) => u64::MAX,
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn start_subscribe_and_results_are_scoped_to_the_tenant() {
+        let b = broker(false);
+        let (a, other): (TenantId, TenantId) = ("a".into(), "b".into());
+        let info = b.start(&a, request()).await.unwrap();
+        assert_eq!(info.status, RunStatus::Running);
+        assert_eq!(b.get(&other, &info.id), Err(BrokerError::NotFound));
+        assert!(b.list(&other).is_empty());
+        assert_eq!(b.subscribe(&other, &info.id, None).await.err(), Some(BrokerError::NotFound));
+        let sub = b.subscribe(&a, &info.id, None).await.unwrap();
+        assert_eq!(b.subscribe(&a, &info.id, None).await.err(), Some(BrokerError::TooManySubscribers { limit: 1 }));
+        assert_eq!(drain(sub).await, [0, 1, 2, 3, 4, 5]);
+        assert!(b.wait_idle(Duration::from_secs(5)).await);
+        let done = b.get(&a, &info.id).unwrap();
+        assert_eq!((done.status, done.last_sequence), (RunStatus::Completed, Some(5)));
+        assert_eq!(drain(b.subscribe(&a, &info.id, Some(2)).await.unwrap()).await, [3, 4, 5], "the slot was freed");
+        assert_eq!(b.subscribe(&a, &info.id, Some(5)).await.err(), Some(BrokerError::Complete));
+    }
+
+    #[tokio::test]
+    async fn limits_cancel_and_shutdown() {
+        let b = broker(true);
+        let a: TenantId = "a".into();
+        let bad = RunRequest { agent: "nope".into(), ..request() };
+        assert!(matches!(b.start(&a, bad).await, Err(BrokerError::Invalid { field: "agent", .. })));
+        let empty = RunRequest { prompt: " ".into(), ..request() };
+        assert!(matches!(b.start(&a, empty).await, Err(BrokerError::Invalid { field: "prompt", .. })));
+        let info = b.start(&a, request()).await.unwrap();
+        assert_eq!(b.start(&a, request()).await.err(), Some(BrokerError::TooManyRuns { limit: 1 }));
+        assert_eq!(b.running(), 1);
+        assert_eq!(b.cancel(&"b".into(), &info.id, "no", Duration::from_millis(50)).await, Err(BrokerError::NotFound));
+        assert_eq!(b.get(&a, &info.id).unwrap().status, RunStatus::Running, "another tenant's cancel is not applied");
+        let cancelled = b.cancel(&a, &info.id, "stop", Duration::from_secs(5)).await.unwrap();
+        assert_eq!(cancelled.status, RunStatus::Cancelled);
+        assert_eq!(b.running(), 0);
+        b.stop_accepting();
+        assert_eq!(b.start(&a, request()).await.err(), Some(BrokerError::ShuttingDown));
+    }
+}

@@ -291,3 +291,43 @@ async fn a_harness_killed_mid_run_gives_every_subscriber_run_failed() {
     assert_eq!(info["status"], "failed");
     assert_eq!(info["result"]["signal"], 9);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quiet_stream_gets_heartbeats_and_a_point_beyond_the_run_is_refused() {
+    let mark = new_mark("heartbeat");
+    let mut config = config(&mark);
+    config.limits.heartbeat = Duration::from_millis(100);
+    let server = TestServer::start(config, mark).await;
+    let id = server.start_run(TOKEN_A, "hang").await;
+    eventually("the trace is out", Duration::from_secs(10), || {
+        server.broker.get(&"a".into(), &id).unwrap().last_sequence.unwrap_or(0) > 5
+    })
+    .await;
+    // The harness prints nothing more: the stream carries comment frames only.
+    let resp = server.http.get(server.url(&format!("/v1/runs/{id}/events"))).bearer_auth(TOKEN_A).send().await.unwrap();
+    let mut stream = resp.bytes_stream();
+    let mut text = String::new();
+    while text.matches(": heartbeat\n\n").count() < 2 {
+        let chunk = tokio::time::timeout(Duration::from_secs(5), stream.next()).await.expect("a heartbeat");
+        text.push_str(std::str::from_utf8(&chunk.unwrap().unwrap()).unwrap());
+    }
+    drop(stream);
+    // WebSocket: pings.
+    let mut ws = ws_connect(&server, Some(TOKEN_A), &id, "").await.unwrap();
+    let ping = async {
+        while let Some(msg) = ws.next().await {
+            if matches!(msg.unwrap(), tokio_tungstenite::tungstenite::Message::Ping(_)) {
+                return;
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(5), ping).await.expect("a ping");
+    // A resume point the live run has not produced yet.
+    let last = server.broker.get(&"a".into(), &id).unwrap().last_sequence.unwrap();
+    let beyond = server.sse(TOKEN_A, &id, None, &format!("?after={}", last + 100)).await;
+    assert_eq!(beyond.status, 400);
+    let body: Value = serde_json::from_str(&beyond.raw).unwrap();
+    assert_eq!(body["field"], "after");
+    assert!(body["message"].as_str().unwrap().contains(&format!("last sequence {last}")), "{body}");
+    server.broker.cancel(&"a".into(), &id, "done", Duration::from_secs(10)).await.unwrap();
+}
