@@ -34,6 +34,6 @@ test-server-browser: server-bins $(SERVER_WEBTEST_STAMP)
 	cd $(SERVER_WEBTEST) && AGENTSTREAM_BIN=$(abspath target/debug/agentstream) \
 	  AGENTSTREAM_FAKE_HARNESS=$(abspath target/debug/fake-harness) $(NPM) test
 
+# The bench is its own harness (it re-executes itself), so it needs nothing else built.
 bench-server:
-	$(CARGO) build --release -p agentstream-cli --bins
-	AGENTSTREAM_FAKE_HARNESS=$(abspath target/release/fake-harness) $(CARGO) bench -p agentstream-server --bench serve
+	$(CARGO) bench -p agentstream-server --bench serve
