@@ -16,10 +16,10 @@
 //!   [`local`] is the in-process one (the only user of the core's runner).
 //! * [`log`]: the [`EventLog`](log::EventLog) trait — where envelopes are kept and replayed;
 //!   [`MemoryLog`](log::MemoryLog) is the in-process one. [`frame`]: what subscribers get.
-//! * [`broker`]: [`RunBroker`](broker::RunBroker), the tenant-scoped registry that connects an
+//! * [`broker`]: [`RunBroker`], the tenant-scoped registry that connects an
 //!   executor and a log (start, get, list, subscribe, cancel, limits, shutdown).
 //! * [`http`]: the axum routes; [`view`]: the live run view and the offline HTML renderer.
-//! * [`server`]: [`Server`](server::Server): bind, serve, shut down in order.
+//! * [`server`]: [`Server`]: bind, serve, shut down in order.
 //!
 //! A distributed backend (runs on workers, envelopes in a shared log) implements the two traits
 //! and keeps the broker, the routes and the view.
