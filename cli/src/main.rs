@@ -10,6 +10,7 @@ mod demo;
 mod fake_harness;
 mod render;
 mod run;
+mod serve;
 
 /// One typed, ordered stream of events from any coding-agent CLI.
 #[derive(Parser)]
@@ -83,6 +84,49 @@ enum Command {
         #[command(flatten)]
         common: RunFlags,
     },
+    /// Serve runs over HTTP: start them, stream them with Server-Sent Events or WebSocket,
+    /// resume by sequence, cancel; with a live run view at `/`.
+    ///
+    /// With no --config, the embedded default: 127.0.0.1:8787, the seven harnesses by their
+    /// usual command names, and one tenant `local` whose token is printed once at start. See
+    /// docs/server.md for serve.toml (tenants, agents, limits, shutdown) and the API. SIGTERM or
+    /// SIGINT stops accepting, ends every run with its terminal event delivered, and exits.
+    Serve {
+        /// The configuration file (TOML).
+        #[arg(long, short)]
+        config: Option<std::path::PathBuf>,
+        /// Listen on this address (host:port) instead of the configured one; port 0 picks a
+        /// free port (the address is printed).
+        #[arg(long, short)]
+        listen: Option<String>,
+    },
+    /// Write a recorded run as one self-contained HTML page (the live view's timeline, offline).
+    ///
+    /// Replays FILE (the harness's stdout as JSONL; `-` for standard input) through the full
+    /// sans-IO pipeline and writes a page that renders messages, thinking, tool calls, plans,
+    /// errors, token usage and cost, with no server and no network.
+    View {
+        /// The harness that printed the input: claude, codex, gemini, qwen, kimi, opencode, droid.
+        #[arg(long, short)]
+        agent: String,
+        /// Where to write the page (default: standard output).
+        #[arg(long, short)]
+        output: Option<std::path::PathBuf>,
+        /// The recorded stdout (JSONL), or `-`.
+        file: String,
+    },
+    /// Make a bearer token for a serve.toml tenant (or, with --hash, hash one read from stdin).
+    ///
+    /// Prints the token once and the `[[tenant]]` entry with its SHA-256: the server keeps only
+    /// the hash, so the token cannot be recovered from the config.
+    Token {
+        /// The tenant's name in the printed entry.
+        #[arg(long, default_value = "my-tenant")]
+        tenant: String,
+        /// Read an existing token from standard input and print only its entry.
+        #[arg(long)]
+        hash: bool,
+    },
 }
 
 /// An `--agent` help line naming the agents the core decodes (its one list, `Agent::ALL`).
@@ -129,6 +173,9 @@ fn main() -> ExitCode {
         Command::Demo { agent, scenario, delay_ms, common } => {
             demo::demo(agent.as_deref(), &scenario, delay_ms, &common.into())
         }
+        Command::Serve { config, listen } => serve::serve_command(config.as_deref(), listen.as_deref()),
+        Command::View { agent, output, file } => serve::view_command(&agent, &file, output.as_deref()),
+        Command::Token { tenant, hash } => serve::token_command(&tenant, hash),
     }
 }
 

@@ -14,6 +14,9 @@
  * const decoder = new Decoder('gemini');
  * for (const event of decoder.feed(chunk)) console.log(event.update.sessionUpdate);
  * decoder.finish();
+ *
+ * const client = connect('http://127.0.0.1:8787', token);   // a run on `agentstream serve`
+ * for await (const envelope of await client.run('claude', 'Hello')) console.log(envelope.sequence);
  * ```
  *
  * @module
@@ -37,6 +40,20 @@ import type {
 
 export * from './types';
 export { Evolve, RunStream, __testPanicAsync } from './evolve';
+export {
+  Client,
+  ConnectionLostError,
+  RemoteRun,
+  ServerError,
+  StreamGapError,
+  connect,
+  type ConnectOptions,
+  type RemoteRunInfo,
+  type RemoteRunOptions,
+  type RemoteRunStatus,
+  type StreamGap,
+  type StreamOptions,
+} from './client';
 export {
   AgentStreamError,
   DecodeLimitError,

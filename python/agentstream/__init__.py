@@ -26,12 +26,21 @@ Runs (the seed's client object)::
     result = await stream
 
 Replay recorded output through the whole pipeline (sans-IO): ``agentstream.replay(agent, data)``.
+
+Runs on an ``agentstream serve`` (standard library only; reconnects and resumes by sequence)::
+
+    client = agentstream.connect("http://127.0.0.1:8787", token)
+    run = client.run("claude", "Hello")
+    for envelope in run:                       # the same envelope dicts as a local run
+        ...
+    result = run.wait()                        # RunResult
 """
 
 from . import types
 from ._evolve import AgentConfig, Evolve, Handler
 from ._native import AGENTS, CHANNELS, Decoder, __version__, parse
 from ._run import Backpressure, Done, HookHandler, Replay, RunResult, RunStream, SyncRunStream, replay
+from .client import Client, ConnectionLostError, RemoteRun, ServerError, StreamGapError, connect
 from .errors import (
     AgentstreamError,
     AlreadyRunningError,
@@ -105,6 +114,13 @@ __all__ = [
     "parse",
     "replay",
     "types",
+    # a client of agentstream serve
+    "Client",
+    "RemoteRun",
+    "connect",
+    "ConnectionLostError",
+    "ServerError",
+    "StreamGapError",
     # errors
     "AgentstreamError",
     "AlreadyRunningError",

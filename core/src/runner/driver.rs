@@ -211,14 +211,15 @@ pub(crate) fn start(
         let _enter = rt.enter();
         cmd.spawn()
     };
-    let program = plan.program.to_string_lossy().into_owned();
-    let child = child.map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => Error::new(ErrorKind::HarnessNotFound, format!("{program} not found")),
-        std::io::ErrorKind::PermissionDenied => {
-            Error::new(ErrorKind::SpawnFailed, format!("{program} is not executable: {e}"))
+    let child = match child {
+        Ok(child) => child,
+        Err(e) => {
+            // Dropping a runtime blocks, which panics when the caller is itself on a runtime (an
+            // async server starting a run): let this one go without waiting (it has no task).
+            rt.shutdown_background();
+            return Err(spawn_error(&plan.program, e));
         }
-        _ => Error::new(ErrorKind::SpawnFailed, format!("cannot start {program}: {e}")),
-    })?;
+    };
     shared.pgid.store(child.id().map(|p| p as i32).unwrap_or(0), Ordering::SeqCst);
     // The caller holds the session lock (it claimed the session) and marks it running.
     if announce_ready {
@@ -245,6 +246,18 @@ pub(crate) fn start(
         // Not started: the closure (and with it the child, killed on drop) is gone.
         .map_err(|e| Error::new(ErrorKind::SpawnFailed, format!("cannot start the runner thread: {e}")))?;
     Ok(handle)
+}
+
+/// The error of a harness that could not be started.
+fn spawn_error(program: &std::ffi::OsStr, e: std::io::Error) -> Error {
+    let program = program.to_string_lossy();
+    match e.kind() {
+        std::io::ErrorKind::NotFound => Error::new(ErrorKind::HarnessNotFound, format!("{program} not found")),
+        std::io::ErrorKind::PermissionDenied => {
+            Error::new(ErrorKind::SpawnFailed, format!("{program} is not executable: {e}"))
+        }
+        _ => Error::new(ErrorKind::SpawnFailed, format!("cannot start {program}: {e}")),
+    }
 }
 
 /// Finish a run whose driving task panicked: terminal `run_failed`, a failed result.

@@ -273,3 +273,16 @@ fn a_reconfigured_session_runs_with_the_new_configuration_in_the_same_environmen
     drain(&running);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_missing_harness_is_an_error_even_when_started_from_async_code() {
+    // An async server starts runs on its runtime's workers: the failed start must not drop the
+    // run's own runtime there (that would panic).
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let err = rt.block_on(async {
+        let mut config = AgentConfig::new(Agent::Codex);
+        config.bin = Some(PathBuf::from("/nonexistent/codex-not-installed"));
+        tokio::spawn(async move { Session::new(config).start_run(RunOptions::new("x")).unwrap_err() }).await.unwrap()
+    });
+    assert_eq!(err.kind, crate::error::ErrorKind::HarnessNotFound);
+}
