@@ -45,7 +45,9 @@ __all__ = [
 class AgentstreamError(Exception):
     """Base class of every error agentstream raises."""
 
-    kind: ClassVar[ErrorKind] = "internal"
+    kind: ClassVar[str] = "internal"
+    """The core's error kind (an :data:`ErrorKind`); the server client's transport errors add
+    ``server``, ``stream_gap`` and ``connection_lost`` (``code`` 0: not in the core's table)."""
     code: ClassVar[int] = ERRORS["internal"].code
     advice: ClassVar[str] = ERRORS["internal"].advice
     """What the caller can do about it (the core's advice for the kind)."""
