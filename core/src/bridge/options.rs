@@ -96,6 +96,20 @@ pub fn count_from_f64(value: f64, field: &str, naming: Naming) -> Result<u64, Er
     }
 }
 
+/// A shell command line as the argv of a command run: `["sh", "-c", line]`, the one way every
+/// binding turns a command given as a string into a program and its arguments. A blank line is
+/// an `invalid_argument` error naming `command` in the caller's spelling.
+pub fn shell_command(line: &str, naming: Naming) -> Result<Vec<String>, Error> {
+    if line.trim().is_empty() {
+        return Err(invalid(
+            naming,
+            "command",
+            "must not be blank: give a shell command line (e.g. \"ls -la\") or the program and its arguments",
+        ));
+    }
+    Ok(vec!["sh".to_string(), "-c".to_string(), line.to_string()])
+}
+
 /// Which harness to run and how to start it: the seed's `AgentConfig`, in every language.
 ///
 /// JSON form: `{"type": "claude", "agent_id"?, "bin"?, "model"?, "extra_args"?, "cwd"?, "env"?}`.
@@ -593,6 +607,16 @@ mod tests {
         assert!(e.message.contains("opencode"), "the message lists the agents: {e}");
         let e = AgentSpec::from_json(r#"{"type": "codex", "binary": "x"}"#).unwrap_err();
         assert!(e.message.contains("unknown field `binary`"), "{e}");
+    }
+
+    #[test]
+    fn shell_command_lines_run_through_sh() {
+        assert_eq!(shell_command("ls -la", Naming::Snake).unwrap(), ["sh", "-c", "ls -la"]);
+        let e = shell_command("  \t", Naming::Camel).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::InvalidArgument);
+        assert!(e.message.starts_with("command must not be blank"), "{e}");
+        let r = RunRequest::command(shell_command("echo hi", Naming::Snake).unwrap());
+        r.validate(Naming::Snake).unwrap();
     }
 
     #[test]
