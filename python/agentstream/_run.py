@@ -217,7 +217,7 @@ class Dispatch:
         handler = self._table[channel][index]
         handler_id = self._ids[channel][index]
         message = f"{type(exc).__name__}: {exc}"
-        if not self._run.handler_failed(handler_id, channel, sequence, message):
+        if not self._run.handler_failed(handler_id, "on_event" if channel == "hook" else channel, sequence, message):
             return
         name = getattr(handler, "__qualname__", None) or repr(handler)
         where = "on_event" if channel == "hook" else f"on({channel!r})"
