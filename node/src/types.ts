@@ -578,82 +578,6 @@ export interface Replay {
 /** What `feed` and `parse` accept: text, or bytes. */
 export type DecoderInput = string | Uint8Array | ArrayBuffer | ArrayBufferView;
 
-// =============================================================================
-// Evolve: running agents
-// =============================================================================
-
-/** How to start a harness. */
-export interface AgentConfig {
-  /** Which harness (`claude-code` is accepted for `claude`). */
-  type: AgentName | 'claude-code';
-  /** The agent id reported on hook events (default: the agent's name). */
-  agentId?: string;
-  /** Replaces the harness executable (default: its usual command on PATH). */
-  bin?: string;
-  /** The model to ask for, passed with the harness's own flag. */
-  model?: string;
-  /** Extra arguments, after the streaming flags and before the prompt. */
-  extraArgs?: string[];
-  /** Working directory of the harness. */
-  cwd?: string;
-  /** Environment variables added to (or overriding) the inherited environment. */
-  env?: Record<string, string>;
-}
-
-/** Options of `Evolve`. */
-export interface EvolveOptions {
-  config: AgentConfig;
-}
-
-/**
- * The bounded buffer between a run and its reader (the core's defaults: 256 items, 8 MiB, 30 s).
- * Above either mark, arriving text deltas merge into the newest buffered one (`coalesced`);
- * nothing else is ever merged or dropped. Unread items waiting longer than `stallSeconds` get
- * the run cancelled (`cancelKind: 'stalled'`).
- */
-export interface BackpressureOptions {
-  /** Unread items before text deltas merge (0 = from the first delta). */
-  highWater?: number;
-  /** Unread bytes (JSON length of each event) before text deltas merge; > 0. */
-  byteBudget?: number;
-  /** Seconds unread items may wait before the run is cancelled as stalled; > 0. */
-  stallSeconds?: number;
-}
-
-/** Options every operation takes. */
-export interface OperationOptions {
-  /** Hook events of the run (`run.started`, `tool.started`, …, one terminal), awaited in order. */
-  onEvent?: HookHandler;
-  /** Stop the run after this many MILLISECONDS (it ends `cancelled`, `cancelKind: 'timeout'`; hook `run.stopped`). */
-  timeout?: number;
-  /** The buffer between the run and its reader. */
-  backpressure?: BackpressureOptions;
-  /** A background operation (terminal reasons `run_background_*` / `command_background_*`). */
-  background?: boolean;
-  /** Milliseconds between SIGTERM and SIGKILL when the run is cancelled (default 5000). */
-  killGrace?: number;
-}
-
-/** Options of `evolve.run(…)` and `evolve.stream(…)`. */
-export interface RunOptions extends OperationOptions {
-  /** The prompt. */
-  prompt: string;
-  /** Mask secret shapes in tool-call inputs (default `true`; answer text is never altered). */
-  redact?: boolean;
-  /** Tools whose in-flight calls are safe to retry when the run is cancelled (hook `tool.failed` with `retryable`). */
-  idempotentTools?: string[];
-}
-
-/** Options of `evolve.executeCommand(…)`. */
-export interface ExecuteCommandOptions extends OperationOptions {
-  /** A shell command (run with `sh -c`), or the program and its arguments. */
-  command: string | readonly string[];
-  /** Working directory (default: the config's, else the current one). */
-  cwd?: string;
-  /** Extra environment, on top of the config's. */
-  env?: Record<string, string>;
-}
-
 /** How an operation ended. */
 export type RunState = 'completed' | 'failed' | 'cancelled';
 
@@ -716,6 +640,6 @@ export interface RunResult {
   diagnostics?: string[];
   /** Wall-clock duration in milliseconds. */
   durationMs: number;
-  /** How many times the handlers failed on this run's deliveries (each failing handler reported once). */
+  /** How many times the handlers failed on this run's deliveries (the first failure of each handler was reported). */
   handlerErrors: number;
 }
