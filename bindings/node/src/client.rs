@@ -7,9 +7,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use agentstream_core::bridge::{
-    AgentSpec, Client, Limits, Naming, ReadMode, RunRequest, count_from_f64, millis_from_f64, shell_command,
-};
+use agentstream_core::bridge::{AgentSpec, Client, Naming, ReadMode, RunNumbers, RunRequest, shell_command};
 use napi::bindgen_prelude::Result;
 use napi_derive::napi;
 
@@ -61,44 +59,40 @@ fn sorted(env: Option<HashMap<String, String>>) -> BTreeMap<String, String> {
     env.unwrap_or_default().into_iter().collect()
 }
 
-fn millis(value: Option<f64>, field: &str) -> Result<Option<u64>, Code> {
-    value.map(|v| millis_from_f64(v, field, NAMING).map_err(js_error)).transpose()
-}
-
-fn count(value: Option<f64>, field: &str, default: u64) -> Result<u64, Code> {
-    value.map_or(Ok(default), |v| count_from_f64(v, field, NAMING).map_err(js_error))
-}
-
 impl NativeRunOptions {
     fn into_request(self) -> Result<RunRequest, Code> {
         let command = match self.shell {
             Some(line) => Some(shell_command(&line, NAMING).map_err(js_error)?),
             None => self.command,
         };
-        let defaults = RunRequest::default();
-        let limits = Limits::default();
-        Ok(RunRequest {
+        let numbers = RunNumbers {
+            timeout_ms: self.timeout_ms,
+            kill_grace_ms: self.kill_grace_ms,
+            high_water: self.high_water,
+            byte_budget: self.byte_budget,
+            stall_ms: self.stall_ms,
+            max_line_bytes: self.max_line_bytes,
+        };
+        let mut request = RunRequest {
             prompt: self.prompt,
             command,
             model: self.model,
             cwd: self.cwd,
             env: sorted(self.env),
-            timeout_ms: millis(self.timeout_ms, "timeout_ms")?,
-            background: self.background.unwrap_or(false),
             hooks: self.hooks,
-            redact: self.redact.unwrap_or(defaults.redact),
             resume: self.resume,
             idempotent_tools: self.idempotent_tools.unwrap_or_default(),
-            kill_grace_ms: millis(self.kill_grace_ms, "kill_grace_ms")?.unwrap_or(defaults.kill_grace_ms),
-            limits: Limits {
-                high_water: count(self.high_water, "limits.high_water", limits.high_water)?,
-                byte_budget: count(self.byte_budget, "limits.byte_budget", limits.byte_budget)?,
-                stall_ms: millis(self.stall_ms, "limits.stall_ms")?.unwrap_or(limits.stall_ms),
-                max_line_bytes: count(self.max_line_bytes, "limits.max_line_bytes", limits.max_line_bytes)?,
-            },
             read: if self.iterate { ReadMode::Iterate } else { ReadMode::Handlers },
-            ..defaults
-        })
+            ..RunRequest::default()
+        };
+        // Absent: the core's defaults.
+        if let Some(background) = self.background {
+            request.background = background;
+        }
+        if let Some(redact) = self.redact {
+            request.redact = redact;
+        }
+        request.with_numbers(numbers, NAMING).map_err(js_error)
     }
 }
 

@@ -10,9 +10,7 @@
 use std::collections::BTreeMap;
 
 use agentstream_core::Channel;
-use agentstream_core::bridge::{
-    AgentSpec, Client, Limits, Naming, ReadMode, RunRequest, count_from_f64, millis_from_f64, shell_command,
-};
+use agentstream_core::bridge::{AgentSpec, Client, Naming, ReadMode, RunNumbers, RunRequest, shell_command};
 use pyo3::prelude::*;
 
 use crate::run::PyRun;
@@ -71,14 +69,6 @@ fn read_mode(py: Python<'_>, read: &str) -> PyResult<ReadMode> {
         "await_only" => Ok(ReadMode::AwaitOnly),
         other => Err(invalid_argument(py, format!("read must be handlers, iterate or await_only, not {other:?}"))),
     }
-}
-
-fn count(py: Python<'_>, value: Option<f64>, field: &str, default: u64) -> PyResult<u64> {
-    value.map_or(Ok(default), |v| count_from_f64(v, field, NAMING).map_err(|e| raise(py, &e)))
-}
-
-fn millis(py: Python<'_>, value: Option<f64>, field: &str) -> PyResult<Option<u64>> {
-    value.map(|v| millis_from_f64(v, field, NAMING).map_err(|e| raise(py, &e))).transpose()
 }
 
 /// One agent configuration, its subscriptions, one run at a time (the bridge's `Client`).
@@ -178,30 +168,23 @@ impl PyClient {
                 Some(line) => Some(shell_command(&line, NAMING).map_err(|e| raise(py, &e))?),
                 None => command,
             };
-            let defaults = Limits::default();
+            let numbers = RunNumbers { timeout_ms, kill_grace_ms, high_water, byte_budget, stall_ms, max_line_bytes };
             let request = RunRequest {
                 prompt,
                 command,
                 model,
                 cwd,
                 env,
-                timeout_ms: millis(py, timeout_ms, "timeout_ms")?,
                 background,
                 hooks,
                 redact,
                 resume,
                 idempotent_tools,
-                kill_grace_ms: millis(py, kill_grace_ms, "kill_grace_ms")?
-                    .unwrap_or(RunRequest::default().kill_grace_ms),
-                limits: Limits {
-                    high_water: count(py, high_water, "limits.high_water", defaults.high_water)?,
-                    byte_budget: count(py, byte_budget, "limits.byte_budget", defaults.byte_budget)?,
-                    stall_ms: millis(py, stall_ms, "limits.stall_ms")?.unwrap_or(defaults.stall_ms),
-                    max_line_bytes: count(py, max_line_bytes, "limits.max_line_bytes", defaults.max_line_bytes)?,
-                },
                 read: read_mode(py, read)?,
                 ..RunRequest::default()
-            };
+            }
+            .with_numbers(numbers, NAMING)
+            .map_err(|e| raise(py, &e))?;
             let client = &self.client;
             // Spawning forks and execs: not with the GIL held.
             let run = py.detach(|| client.start(request)).map_err(|e| raise(py, &e))?;
