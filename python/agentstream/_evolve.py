@@ -453,7 +453,8 @@ class Evolve:
     def status(self) -> Status:
         """The sandbox and agent state, whether a run was ever started, the active run's id,
         the session the next run continues and how the last run ended."""
-        return Status(**self._client.status())
+        status: dict[str, Any] = dict(self._client.status())
+        return Status(**{k: v for k, v in status.items() if k in Status.__dataclass_fields__})
 
     def get_session(self) -> str | None:
         """The harness session the next run continues: the one the last run reported, or the
