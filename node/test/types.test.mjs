@@ -248,8 +248,8 @@ async function liveRuns() {
     [fakeEvolve('claude', 's2-bash'), { prompt: 'x' }],
     [fakeEvolve('codex', 's1-text', { AGENTSTREAM_FAKE_EXIT: '3' }), { prompt: 'x' }],
     [fakeEvolve('gemini', 's1-text', { AGENTSTREAM_FAKE_DIE_MID_LINE: '1' }), { prompt: 'x' }],
-    [fakeEvolve('claude', 's1-text', { AGENTSTREAM_FAKE_HANG: '1' }), { prompt: 'x', timeout: 100, killGrace: 100 }],
-    [fakeEvolve('claude', 's1-text', { AGENTSTREAM_FAKE_FLOOD: '3000' }), { prompt: 'x', backpressure: { highWater: 0 } }],
+    [fakeEvolve('claude', 's1-text', { AGENTSTREAM_FAKE_HANG: '1' }), { prompt: 'x', timeoutMs: 100, killGraceMs: 100 }],
+    [fakeEvolve('claude', 's1-text', { AGENTSTREAM_FAKE_FLOOD: '3000' }), { prompt: 'x', limits: { highWater: 0 } }],
   ];
   const results = [];
   const items = [];
