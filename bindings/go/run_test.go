@@ -803,6 +803,23 @@ func TestCommandRun(t *testing.T) {
 	if _, err := c.Run(context.Background(), RunOptions{Command: []string{}}); !errors.Is(err, ErrInvalidArgument) {
 		t.Fatal(err)
 	}
+	// Cwd and Env are this run's only.
+	dir := t.TempDir()
+	var out recorder
+	if err := c.Off("stdout"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.On("stdout", func(x string) { out.add(logEntry{ch: ChannelStdout, text: x}) }); err != nil {
+		t.Fatal(err)
+	}
+	sh := []string{"sh", "-c", `pwd; echo "[$GREETING]"`}
+	if _, err := c.Run(context.Background(), RunOptions{Command: sh, Cwd: dir}); err != nil {
+		t.Fatal(err)
+	}
+	real, _ := filepath.EvalSymlinks(dir)
+	if got := out.text(ChannelStdout); got != real+"\n[]\n" && got != dir+"\n[]\n" {
+		t.Fatalf("%q", got)
+	}
 }
 
 // A budget shared by two clients admits one run at a time; the permit goes with the run.
