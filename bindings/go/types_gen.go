@@ -654,9 +654,6 @@ type RunResult struct {
 	// How many times the caller's handlers failed (raised, threw, returned an error or panicked) on
 	// this run's deliveries; each failing handler was reported once.
 	HandlerErrors uint64 `json:"handler_errors"`
-	// HandlerFailures are the failures of the session's handlers and OnEvent during this run (each
-	// a *HandlerFailure: the first failure of a handler, with the item it failed on).
-	HandlerFailures []error `json:"-"`
 }
 
 // RunState is how an operation ended.
