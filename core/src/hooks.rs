@@ -9,19 +9,37 @@
 //! |---|---|---|
 //! | `run.started` | lifecycle `run_start` / `command_start` | `operation` (`run` or `command`) |
 //! | `step.started` | the first model output of a new LLM message (new `messageId`, or model output after tool results) | `step_index`, `message_id`?, `model`? |
-//! | `model.completed` | the end of that step: its first tool result, the next step, or the end of the run | `step_index`, `message_id`?, `model`?, `usage`? (the step's last call usage) |
+//! | `model.completed` | the model's reply of that step is complete: its first tool call or tool result, the next step, or the end of the run | `step_index`, `message_id`?, `model`?, `usage`? (the step's last call usage reported by then) |
 //! | `tool.started` | `tool_call` | `step_index`, `tool_call_id`, `tool_name`?, `kind`, `title`, `arguments`? |
 //! | `tool.preliminary_result` | `tool_call_update` still `in_progress` with content | `step_index`, `tool_call_id`, `tool_name`?, `result` |
 //! | `tool.completed` | `tool_call_update` `completed` | `step_index`, `tool_call_id`, `tool_name`?, `output`, `raw_output`? |
 //! | `tool.failed` | `tool_call_update` `failed`; or a call in flight at cancellation whose tool is idempotent (`retryable: true`) | `step_index`, `tool_call_id`, `tool_name`?, `error`, `retryable`? |
 //! | `tool.indeterminate` | a call in flight when the run was cancelled or died: whether its effect landed cannot be known | `step_index`, `tool_call_id`, `tool_name`?, `detail` |
 //! | `run.waiting_for_human` | a tool result in which the harness reports a permission prompt or denial | `step_index`, `pause` {`kind`, `tool_call_id`, `tool_name`?, `reason`} |
+//! | `step.completed` | the step ended (the next step started, or the run completed) and every tool it requested has finished | `step_index`, `message_id`?, `model`? |
 //! | `response.output_text.delta` | `agent_message_chunk` text | `step_index`, `delta` |
 //! | `response.reasoning.delta` | `agent_thought_chunk` text | `step_index`, `delta` |
 //! | `run.completed` | lifecycle `run_complete` / `command_complete` | `output` (the final answer: the message text of the last step that had any), `usage`? |
 //! | `run.failed` | lifecycle `run_failed` / `command_failed` | `error` |
 //! | `run.cancelled` | lifecycle `run_interrupted` / `command_interrupted` | `reason`, `last_sequence`, `usage`? |
 //! | `run.stopped` | an interrupted run whose stop was a timeout | `stop_reason` |
+//!
+//! Order within a step (decisions.md §5, the seed's runtime order):
+//!
+//! | order | hooks |
+//! |---|---|
+//! | 1 | `step.started` |
+//! | 2 | `response.reasoning.delta` / `response.output_text.delta` as the reply streams |
+//! | 3 | `model.completed` (the reply is complete: it carries the usage reported by then; usage printed later goes to `usage` updates and the run totals) |
+//! | 4 | per tool call of that reply: `tool.started` < `tool.preliminary_result`* < `tool.completed` \| `tool.failed` (\| `tool.indeterminate` at an abnormal end), then `run.waiting_for_human` after a denied call |
+//! | 5 | `step.completed`, before the next step's `step.started` (or, when the step's tools still run, e.g. a subagent's steps nested in its call, right after its last tool hook) |
+//!
+//! Every tool hook of a step falls between that step's `model.completed` and its
+//! `step.completed`. The step in progress when a run fails or is cancelled gets no
+//! `step.completed`: the terminal hook ends it, after the `tool.indeterminate` / retryable
+//! `tool.failed` of its calls still in flight. Hooks are in `sequence` order; `model.completed`
+//! is stamped with the item that proved the reply complete when that is earlier than the step's
+//! last item.
 //!
 //! `status` is the run's status when the hook fires: `running`, then exactly one of
 //! `completed`, `failed`, `cancelled`, `stopped` on the terminal hook.
@@ -140,6 +158,9 @@ struct Step {
     usage: Option<Value>,
     text: String,
     last_sequence: u64,
+    /// `model.completed` was derived: the model's reply is complete (its first tool call or
+    /// result was seen, or the step ended).
+    model_completed: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -148,19 +169,31 @@ struct OpenTool {
     step_index: u64,
 }
 
+/// A step whose model reply has ended (a later step started) while tools it requested are
+/// still running: its `step.completed` waits for the last of them.
+#[derive(Debug, Clone)]
+struct WaitingStep {
+    index: u64,
+    message_id: Option<SharedStr>,
+    model: Option<SharedStr>,
+}
+
 /// Derives hook events from one run's stream items. Sans-IO and deterministic: the caller
-/// passes each item's sequence and the timestamp to stamp.
+/// passes each item's sequence and the time to stamp.
 #[derive(Debug)]
 pub struct HookDeriver {
     run_id: String,
     agent_id: String,
     steps_started: u64,
     step: Option<Step>,
+    waiting: Vec<WaitingStep>,
     after_tool_result: bool,
     tools: HashMap<String, OpenTool>,
     open_order: Vec<String>,
     idempotent_tools: HashSet<String>,
     final_answer: String,
+    /// The sequence of the last hook derived: no hook is stamped behind it.
+    last_sequence: u64,
     terminated: bool,
 }
 
@@ -180,11 +213,13 @@ impl HookDeriver {
             agent_id: agent_id.into(),
             steps_started: 0,
             step: None,
+            waiting: Vec::new(),
             after_tool_result: false,
             tools: HashMap::new(),
             open_order: Vec::new(),
             idempotent_tools: HashSet::new(),
             final_answer: String::new(),
+            last_sequence: 0,
             terminated: false,
         }
     }
@@ -207,8 +242,20 @@ impl HookDeriver {
         &self.open_order
     }
 
-    fn hook(&self, ty: &str, status: HookStatus, sequence: u64, ts: &str, details: Map<String, Value>) -> HookEvent {
-        HookEvent {
+    /// Emit one hook. Its sequence is never behind a hook already emitted (hooks stay in
+    /// sequence order, also when one is derived from an earlier item, as `model.completed` is).
+    fn emit(
+        &mut self,
+        ty: &str,
+        status: HookStatus,
+        sequence: u64,
+        ts: &str,
+        details: Map<String, Value>,
+        out: &mut Vec<HookEvent>,
+    ) {
+        let sequence = sequence.max(self.last_sequence);
+        self.last_sequence = sequence;
+        out.push(HookEvent {
             event_type: ty.to_string(),
             run_id: self.run_id.clone(),
             agent_id: self.agent_id.clone(),
@@ -216,7 +263,7 @@ impl HookDeriver {
             status,
             sequence,
             details,
-        }
+        });
     }
 
     /// Feed one stream item; hooks derived from it are appended to `out`.
@@ -245,17 +292,27 @@ impl HookDeriver {
                 let mut d = Map::new();
                 let op = if ev.reason == RunStart { "run" } else { "command" };
                 d.insert("operation".into(), json!(op));
-                out.push(self.hook("run.started", HookStatus::Running, sequence, ts, d));
+                self.emit("run.started", HookStatus::Running, sequence, ts, d, out);
             }
             reason if reason.is_terminal() => {
                 let default_facts = TerminalFacts { last_sequence: sequence as i64 - 1, ..Default::default() };
                 let facts = facts.unwrap_or(&default_facts);
-                self.end_step(ts, out);
                 let interrupted = matches!(reason, RunInterrupted | CommandInterrupted);
                 let failed =
                     matches!(reason, RunFailed | CommandFailed | RunBackgroundFailed | CommandBackgroundFailed);
                 if interrupted || failed {
+                    // The step in progress did not complete: the terminal hook ends it.
+                    self.complete_model(sequence, ts, out);
+                    if let Some(step) = self.step.take() {
+                        self.keep_answer(step.text);
+                    }
                     self.settle_open_tools(sequence, ts, out);
+                    self.waiting.clear();
+                } else {
+                    self.end_step(ts, out);
+                    for step in std::mem::take(&mut self.waiting) {
+                        self.step_completed(&step, sequence, ts, out);
+                    }
                 }
                 let (ty, status, mut d) = if interrupted && facts.stopped_by_timeout {
                     let mut d = Map::new();
@@ -283,7 +340,7 @@ impl HookDeriver {
                         d.insert("usage".into(), u.clone());
                     }
                 }
-                out.push(self.hook(ty, status, sequence, ts, d));
+                self.emit(ty, status, sequence, ts, d, out);
                 self.terminated = true;
             }
             _ => {}
@@ -307,34 +364,66 @@ impl HookDeriver {
                     json!("stopped while running; the tool is idempotent, so it is safe to retry"),
                 );
                 d.insert("retryable".into(), json!(true));
-                out.push(self.hook("tool.failed", HookStatus::Running, sequence, ts, d));
+                self.emit("tool.failed", HookStatus::Running, sequence, ts, d, out);
             } else {
                 d.insert("detail".into(), json!("stopped after dispatch: whether its effect landed cannot be known"));
-                out.push(self.hook("tool.indeterminate", HookStatus::Running, sequence, ts, d));
+                self.emit("tool.indeterminate", HookStatus::Running, sequence, ts, d, out);
             }
         }
     }
 
-    fn end_step(&mut self, ts: &str, out: &mut Vec<HookEvent>) {
-        if let Some(step) = self.step.take() {
-            let mut d = Map::new();
-            d.insert("step_index".into(), json!(step.index));
-            if let Some(m) = &step.message_id {
-                d.insert("message_id".into(), json!(m));
-            }
-            if let Some(m) = &step.model {
-                d.insert("model".into(), json!(m));
-            }
-            if let Some(u) = step.usage {
-                d.insert("usage".into(), u);
-            }
-            if !step.text.is_empty() {
-                self.final_answer = step.text;
-            }
-            // Never behind a hook already emitted: hooks stay in sequence order.
-            let sequence = step.last_sequence.max(out.last().map_or(0, |h: &HookEvent| h.sequence));
-            out.push(self.hook("model.completed", HookStatus::Running, sequence, ts, d));
+    /// The step's envelope details: `step_index`, `message_id`?, `model`?.
+    fn step_details(index: u64, message_id: Option<&SharedStr>, model: Option<&SharedStr>) -> Map<String, Value> {
+        let mut d = Map::new();
+        d.insert("step_index".into(), json!(index));
+        if let Some(m) = message_id {
+            d.insert("message_id".into(), json!(m));
         }
+        if let Some(m) = model {
+            d.insert("model".into(), json!(m));
+        }
+        d
+    }
+
+    /// The model's reply in the current step is complete: `model.completed` (once per step),
+    /// with the usage reported by then. It comes before the hooks of the tools that reply
+    /// requested, so it is stamped with the item that proved it (`sequence`) when that comes
+    /// before the step's last item.
+    fn complete_model(&mut self, sequence: u64, ts: &str, out: &mut Vec<HookEvent>) {
+        let Some(step) = self.step.as_mut().filter(|s| !s.model_completed) else { return };
+        step.model_completed = true;
+        let mut d = Self::step_details(step.index, step.message_id.as_ref(), step.model.as_ref());
+        if let Some(u) = step.usage.take() {
+            d.insert("usage".into(), u);
+        }
+        let sequence = step.last_sequence.min(sequence);
+        self.emit("model.completed", HookStatus::Running, sequence, ts, d, out);
+    }
+
+    fn keep_answer(&mut self, text: String) {
+        if !text.is_empty() {
+            self.final_answer = text;
+        }
+    }
+
+    /// The current step ends (a new step starts, or the run completes): `model.completed` if
+    /// not yet, then `step.completed` — at once, or when the last of its tools finishes.
+    fn end_step(&mut self, ts: &str, out: &mut Vec<HookEvent>) {
+        let Some(last) = self.step.as_ref().map(|s| s.last_sequence) else { return };
+        self.complete_model(last, ts, out);
+        let Some(step) = self.step.take() else { return };
+        let waiting = WaitingStep { index: step.index, message_id: step.message_id, model: step.model };
+        self.keep_answer(step.text);
+        if self.tools.values().any(|t| t.step_index == waiting.index) {
+            self.waiting.push(waiting);
+        } else {
+            self.step_completed(&waiting, last, ts, out);
+        }
+    }
+
+    fn step_completed(&mut self, step: &WaitingStep, sequence: u64, ts: &str, out: &mut Vec<HookEvent>) {
+        let d = Self::step_details(step.index, step.message_id.as_ref(), step.model.as_ref());
+        self.emit("step.completed", HookStatus::Running, sequence, ts, d, out);
     }
 
     fn start_step_if_new(&mut self, sequence: u64, ev: &OutputEvent, ts: &str, out: &mut Vec<HookEvent>) -> u64 {
@@ -353,19 +442,11 @@ impl HookDeriver {
                 index,
                 message_id: ev.message_id.clone(),
                 model: ev.model.clone(),
-                usage: None,
-                text: String::new(),
                 last_sequence: sequence,
+                ..Step::default()
             });
-            let mut d = Map::new();
-            d.insert("step_index".into(), json!(index));
-            if let Some(m) = &ev.message_id {
-                d.insert("message_id".into(), json!(m));
-            }
-            if let Some(m) = &ev.model {
-                d.insert("model".into(), json!(m));
-            }
-            out.push(self.hook("step.started", HookStatus::Running, sequence, ts, d));
+            let d = Self::step_details(index, ev.message_id.as_ref(), ev.model.as_ref());
+            self.emit("step.started", HookStatus::Running, sequence, ts, d, out);
         }
         self.after_tool_result = false;
         let step = self.step.as_mut().expect("a step is open");
@@ -388,11 +469,14 @@ impl HookDeriver {
                     d.insert("step_index".into(), json!(step));
                     d.insert("delta".into(), json!(text));
                     let ty = if thought { "response.reasoning.delta" } else { "response.output_text.delta" };
-                    out.push(self.hook(ty, HookStatus::Running, sequence, ts, d));
+                    self.emit(ty, HookStatus::Running, sequence, ts, d, out);
                 }
             }
             SessionUpdate::ToolCall(call) => {
                 let step = self.start_step_if_new(sequence, ev, ts, out);
+                // A tool call is requested by a complete reply: the model call is over before
+                // its tools run, so `model.completed` comes first.
+                self.complete_model(sequence, ts, out);
                 if !self.tools.contains_key(&call.tool_call_id) {
                     self.open_order.push(call.tool_call_id.clone());
                 }
@@ -409,18 +493,21 @@ impl HookDeriver {
                 if let Some(input) = &call.raw_input {
                     d.insert("arguments".into(), input.to_value());
                 }
-                out.push(self.hook("tool.started", HookStatus::Running, sequence, ts, d));
+                self.emit("tool.started", HookStatus::Running, sequence, ts, d, out);
                 if matches!(call.status, ToolCallStatus::Completed | ToolCallStatus::Failed) {
                     // A call announced already finished (e.g. a file change): it is not in flight.
-                    self.close_tool(&call.tool_call_id);
+                    self.close_tool(&call.tool_call_id, sequence, ts, out);
                 }
             }
             SessionUpdate::ToolCallUpdate(update) => {
-                // Tool progress or a result proves the model's message is complete: the model call
-                // ended before its tools ran, so `model.completed` comes before the tool's hooks.
-                self.end_step(ts, out);
                 let known = self.tools.get(&update.tool_call_id).cloned();
-                let step = known.as_ref().map(|t| t.step_index).or(self.step.as_ref().map(|s| s.index)).unwrap_or(0);
+                let current = self.step.as_ref().map(|s| s.index);
+                // Tool progress or a result proves the reply of the step that requested the call
+                // is complete; an orphan result belongs to the step in progress.
+                if known.is_none() || known.as_ref().map(|t| t.step_index) == current {
+                    self.complete_model(sequence, ts, out);
+                }
+                let step = known.as_ref().map(|t| t.step_index).or(current).unwrap_or(0);
                 let text = content_text(update.content.as_deref());
                 let mut d = Map::new();
                 d.insert("step_index".into(), json!(step));
@@ -434,13 +521,12 @@ impl HookDeriver {
                         if let Some(raw) = &update.raw_output {
                             d.insert("raw_output".into(), raw.to_value());
                         }
-                        self.close_tool(&update.tool_call_id);
                         self.after_tool_result = true;
-                        out.push(self.hook("tool.completed", HookStatus::Running, sequence, ts, d));
+                        self.emit("tool.completed", HookStatus::Running, sequence, ts, d, out);
+                        self.close_tool(&update.tool_call_id, sequence, ts, out);
                     }
                     Some(ToolCallStatus::Failed) => {
                         d.insert("error".into(), json!(text));
-                        self.close_tool(&update.tool_call_id);
                         self.after_tool_result = true;
                         let denied = PERMISSION_MARKERS.iter().any(|m| text.contains(m));
                         let pause_details = denied.then(|| {
@@ -457,20 +543,21 @@ impl HookDeriver {
                             );
                             p
                         });
-                        out.push(self.hook("tool.failed", HookStatus::Running, sequence, ts, d));
+                        self.emit("tool.failed", HookStatus::Running, sequence, ts, d, out);
                         if let Some(p) = pause_details {
-                            out.push(self.hook("run.waiting_for_human", HookStatus::Running, sequence, ts, p));
+                            self.emit("run.waiting_for_human", HookStatus::Running, sequence, ts, p, out);
                         }
+                        self.close_tool(&update.tool_call_id, sequence, ts, out);
                     }
                     _ if update.content.as_ref().is_some_and(|c| !c.is_empty()) => {
                         d.insert("result".into(), json!(text));
-                        out.push(self.hook("tool.preliminary_result", HookStatus::Running, sequence, ts, d));
+                        self.emit("tool.preliminary_result", HookStatus::Running, sequence, ts, d, out);
                     }
                     _ => {}
                 }
             }
             SessionUpdate::Usage { scope: UsageScope::Call, usage } => {
-                if let Some(step) = self.step.as_mut() {
+                if let Some(step) = self.step.as_mut().filter(|s| !s.model_completed) {
                     step.usage = serde_json::to_value(usage).ok();
                     step.last_sequence = sequence;
                 }
@@ -479,9 +566,15 @@ impl HookDeriver {
         }
     }
 
-    fn close_tool(&mut self, id: &str) {
-        self.tools.remove(id);
+    /// A call finished: a step that ended while it ran completes with its last call.
+    fn close_tool(&mut self, id: &str, sequence: u64, ts: &str, out: &mut Vec<HookEvent>) {
+        let Some(tool) = self.tools.remove(id) else { return };
         self.open_order.retain(|x| x != id);
+        let done = !self.tools.values().any(|t| t.step_index == tool.step_index);
+        if let Some(at) = self.waiting.iter().position(|w| w.index == tool.step_index).filter(|_| done) {
+            let step = self.waiting.remove(at);
+            self.step_completed(&step, sequence, ts, out);
+        }
     }
 }
 
@@ -555,13 +648,15 @@ mod tests {
             [
                 "run.started",
                 "step.started",
-                "tool.started",
                 "model.completed",
+                "tool.started",
                 "tool.completed",
+                "step.completed",
                 "step.started",
                 "response.output_text.delta",
                 "response.output_text.delta",
                 "model.completed",
+                "step.completed",
                 "run.completed"
             ]
         );
@@ -569,7 +664,157 @@ mod tests {
         assert_eq!(out.last().unwrap().status, HookStatus::Completed);
         assert!(out.windows(2).all(|w| w[0].sequence <= w[1].sequence));
         d.observe(7, HookInput::Content(&msg("late", "m3")), "t", &mut out);
-        assert_eq!(out.len(), 10, "nothing after the terminal hook");
+        assert_eq!(out.len(), 12, "nothing after the terminal hook");
+    }
+
+    fn call(id: &str, name: &str, mid: Option<&str>) -> OutputEvent {
+        let mut e = OutputEvent::new(SessionUpdate::ToolCall(ToolCall {
+            tool_call_id: id.into(),
+            title: name.into(),
+            tool_name: Some(name.into()),
+            kind: ToolKind::Other,
+            status: ToolCallStatus::Pending,
+            raw_input: None,
+            content: None,
+            locations: None,
+        }));
+        e.message_id = mid.map(Into::into);
+        e
+    }
+
+    fn result(id: &str, status: ToolCallStatus) -> OutputEvent {
+        let mut upd = ToolCallUpdate::new(id);
+        upd.status = Some(status);
+        upd.content = Some(vec![ToolCallContent::text("ok")]);
+        OutputEvent::new(SessionUpdate::ToolCallUpdate(upd))
+    }
+
+    fn call_usage(mid: &str, prompt: u64) -> OutputEvent {
+        let mut e = OutputEvent::new(SessionUpdate::Usage {
+            scope: UsageScope::Call,
+            usage: crate::event::TokenUsage { prompt_tokens: Some(prompt), ..Default::default() },
+        });
+        e.message_id = Some(mid.into());
+        e
+    }
+
+    /// Feeds events one by one (each with a fresh output buffer, as the runner does) and
+    /// returns every hook.
+    fn derive(events: &[OutputEvent], end: LifecycleReason) -> Vec<HookEvent> {
+        let mut d = HookDeriver::new("r", "claude");
+        let mut all = Vec::new();
+        let mut seq = 0;
+        let mut feed = |d: &mut HookDeriver, input: HookInput<'_>| {
+            let mut out = Vec::new();
+            d.observe(seq, input, "t", &mut out);
+            seq += 1;
+            all.extend(out);
+        };
+        feed(&mut d, HookInput::Lifecycle(&lc(LifecycleReason::RunStart), None));
+        for e in events {
+            feed(&mut d, HookInput::Raw);
+            feed(&mut d, HookInput::Content(e));
+        }
+        feed(&mut d, HookInput::Lifecycle(&lc(end), None));
+        assert!(all.windows(2).all(|w| w[0].sequence <= w[1].sequence), "hooks in sequence order");
+        all
+    }
+
+    /// Per step: `step.started` < `model.completed` < its tool hooks < `step.completed`.
+    fn assert_step_brackets(hooks: &[HookEvent]) {
+        let at = |ty: &str, step: u64| {
+            hooks.iter().position(|h| h.event_type == ty && h.details.get("step_index") == Some(&json!(step)))
+        };
+        for (i, h) in hooks.iter().enumerate() {
+            if !h.event_type.starts_with("tool.") {
+                continue;
+            }
+            let step = h.details["step_index"].as_u64().unwrap();
+            let model = at("model.completed", step).expect("model.completed of the tool's step");
+            assert!(model < i, "{} of step {step} before its model.completed", h.event_type);
+            if let Some(done) = at("step.completed", step) {
+                assert!(i < done, "{} of step {step} after its step.completed", h.event_type);
+            }
+        }
+    }
+
+    #[test]
+    fn model_completed_comes_before_the_tools_it_requested() {
+        let mut text = msg("Let me look.", "m1");
+        text.model = Some("x".into());
+        let hooks = derive(
+            &[
+                text,
+                call_usage("m1", 10),
+                call("a", "Bash", Some("m1")),
+                call_usage("m1", 12),
+                call("b", "Read", Some("m1")),
+                result("b", ToolCallStatus::Completed),
+                result("a", ToolCallStatus::Failed),
+                msg("Done.", "m2"),
+            ],
+            LifecycleReason::RunComplete,
+        );
+        assert_eq!(
+            types(&hooks),
+            [
+                "run.started",
+                "step.started",
+                "response.output_text.delta",
+                "model.completed",
+                "tool.started",
+                "tool.started",
+                "tool.completed",
+                "tool.failed",
+                "step.completed",
+                "step.started",
+                "response.output_text.delta",
+                "model.completed",
+                "step.completed",
+                "run.completed"
+            ]
+        );
+        // The usage reported by the time the reply was complete; the later report is not in it.
+        assert_eq!(hooks[3].details["usage"]["promptTokens"], 10);
+        assert_eq!(hooks[3].details["model"], "x");
+        assert_step_brackets(&hooks);
+    }
+
+    #[test]
+    fn a_step_waits_for_its_tools_while_a_subagent_runs() {
+        let mut sub_text = msg("Sub here.", "s1");
+        sub_text.parent_tool_call_id = Some("agent".into());
+        let hooks = derive(
+            &[
+                call("agent", "Agent", Some("m1")),
+                sub_text,
+                call("sub-tool", "Read", Some("s1")),
+                result("sub-tool", ToolCallStatus::Completed),
+                msg("Sub done.", "s2"),
+                result("agent", ToolCallStatus::Completed),
+                msg("All done.", "m2"),
+            ],
+            LifecycleReason::RunComplete,
+        );
+        assert_step_brackets(&hooks);
+        let completed: Vec<u64> = hooks
+            .iter()
+            .filter(|h| h.event_type == "step.completed")
+            .map(|h| h.details["step_index"].as_u64().unwrap())
+            .collect();
+        assert_eq!(completed, [1, 0, 2, 3], "the Agent call's step completes with its call");
+    }
+
+    #[test]
+    fn an_abnormal_end_gives_the_step_in_progress_no_step_completed() {
+        for end in [LifecycleReason::RunFailed, LifecycleReason::RunInterrupted] {
+            let hooks = derive(&[msg("Working.", "m1"), call("a", "Bash", Some("m1"))], end);
+            let t = types(&hooks);
+            assert_eq!(&t[1..5], ["step.started", "response.output_text.delta", "model.completed", "tool.started"]);
+            assert_eq!(t[5], "tool.indeterminate");
+            assert!(!t.contains(&"step.completed"), "{t:?}");
+            assert_step_brackets(&hooks);
+        }
     }
 
     #[test]
@@ -592,7 +837,18 @@ mod tests {
         let facts = TerminalFacts { cancel_reason: Some("caller".into()), last_sequence: 1, ..Default::default() };
         d.observe(2, HookInput::Lifecycle(&lc(LifecycleReason::RunInterrupted), Some(&facts)), "t", &mut out);
         let t = types(&out);
-        assert_eq!(&t[t.len() - 4..], ["model.completed", "tool.indeterminate", "tool.failed", "run.cancelled"]);
+        assert_eq!(
+            t,
+            [
+                "step.started",
+                "model.completed",
+                "tool.started",
+                "tool.started",
+                "tool.indeterminate",
+                "tool.failed",
+                "run.cancelled"
+            ]
+        );
         assert_eq!(out[out.len() - 2].details["retryable"], true);
         assert_eq!(out.last().unwrap().details["reason"], "caller");
     }

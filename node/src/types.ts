@@ -380,13 +380,20 @@ export interface StepStartedEvent extends HookEventBase<'step.started'> {
   model?: string;
 }
 
-/** The model call of a step ended. */
+/** The model's reply in a step is complete (before the hooks of the tools it requested). */
 export interface ModelCompletedEvent extends HookEventBase<'model.completed'> {
   stepIndex: number;
   messageId?: string;
   model?: string;
-  /** The step's last per-call usage. */
+  /** The step's last per-call usage reported by the time the reply was complete. */
   usage?: TokenUsage;
+}
+
+/** A step ended: its reply is complete and every tool it requested has finished. */
+export interface StepCompletedEvent extends HookEventBase<'step.completed'> {
+  stepIndex: number;
+  messageId?: string;
+  model?: string;
 }
 
 /** A tool call started. */
@@ -494,6 +501,7 @@ export type HookEvent =
   | RunStartedEvent
   | StepStartedEvent
   | ModelCompletedEvent
+  | StepCompletedEvent
   | ToolStartedEvent
   | ToolPreliminaryResultEvent
   | ToolCompletedEvent

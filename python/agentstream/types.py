@@ -298,6 +298,7 @@ HookType = Literal[
     "run.started",
     "step.started",
     "model.completed",
+    "step.completed",
     "tool.started",
     "tool.preliminary_result",
     "tool.completed",
