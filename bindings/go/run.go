@@ -107,8 +107,8 @@ type RunResult struct {
 	// SessionID is the harness's session id, once seen.
 	SessionID string      `json:"session_id,omitempty"`
 	Usage     UsageTotals `json:"usage"`
-	// FinalText is the final answer, only for a completed run (partial text is never an
-	// answer).
+	// FinalText is the final answer of a completed run; for a run that failed because the
+	// harness stopped without its end-of-run record, the answer so far. Otherwise empty.
 	FinalText    string      `json:"final_text,omitempty"`
 	Error        string      `json:"error,omitempty"`
 	CancelReason string      `json:"cancel_reason,omitempty"`

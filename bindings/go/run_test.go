@@ -421,6 +421,28 @@ func TestRunHarnessKilledMidLineFails(t *testing.T) {
 	}
 }
 
+// decisions.md §1: exit 0 without the harness's end-of-run record is a failed run that keeps the
+// answer so far.
+func TestRunWithoutTheFinalResultFailsAndKeepsTheAnswer(t *testing.T) {
+	for _, agent := range []string{"claude", "codex", "gemini", "qwen", "opencode", "droid"} {
+		s := fakeSession(t, agent, "e-no-final-result", map[string]string{"AGENTSTREAM_FAKE_EXIT": "0"})
+		var rec recorder
+		rec.attach(t, s)
+		res, err := s.Run(context.Background(), RunOptions{Prompt: "x"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.State != RunFailed || res.ExitCode == nil || *res.ExitCode != 0 || res.FinalText == "" ||
+			!strings.Contains(res.Error, "stopped without its final result") {
+			t.Fatalf("%s: %+v", agent, res)
+		}
+		rec.oneTerminalLast(t)
+		if got := rec.reasons(); got[len(got)-1] != ReasonRunFailed {
+			t.Fatalf("%s: %v", agent, got)
+		}
+	}
+}
+
 func TestRunTimeoutStopsTheRun(t *testing.T) {
 	s := fakeSession(t, "claude", "s1-text", map[string]string{"AGENTSTREAM_FAKE_HANG": "1"})
 	var hooks []AgentEvent

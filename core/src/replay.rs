@@ -41,7 +41,8 @@ pub struct Replay {
     pub items: Vec<Envelope>,
     /// The hook events derived from it, in order.
     pub hooks: Vec<HookEvent>,
-    /// How the run ended (a clean end of input, judged like a process that exited 0).
+    /// How the run ended (a clean end of input, judged like a process that exited 0: failed
+    /// when the harness's end-of-run record is missing).
     pub outcome: RunOutcome,
     /// Decode statistics.
     pub stats: DecodeStats,
@@ -88,6 +89,7 @@ pub fn replay(agent: Agent, input: &[u8], options: &ReplayOptions) -> Replay {
         truncated_mid_line: false,
         open_tool_calls: stream.open_tool_calls().len(),
         fatal_error: answer.fatal_error().map(str::to_string),
+        missing_final_result: decoder.missing_final_result().map(str::to_string),
         ..RunEnd::default()
     };
     let outcome = derive_outcome(&end);
@@ -115,7 +117,7 @@ mod tests {
 
     #[test]
     fn a_replay_is_a_whole_run() {
-        let input = b"{\"type\":\"thread.started\",\"thread_id\":\"t\"}\n{\"type\":\"turn.started\"}\n";
+        let input = b"{\"type\":\"thread.started\",\"thread_id\":\"t\"}\n{\"type\":\"turn.started\"}\n{\"type\":\"turn.completed\"}\n";
         let r = replay(Agent::Codex, input, &ReplayOptions::default());
         assert!(matches!(&r.items[0].item, StreamItem::Lifecycle(l) if l.reason == crate::LifecycleReason::RunStart));
         assert!(r.items.last().unwrap().is_terminal());
@@ -126,8 +128,25 @@ mod tests {
     }
 
     #[test]
+    fn a_replay_without_the_end_of_run_record_failed() {
+        let input = b"{\"type\":\"thread.started\",\"thread_id\":\"t\"}\n{\"type\":\"turn.started\"}\n";
+        let r = replay(Agent::Codex, input, &ReplayOptions::default());
+        match &r.outcome {
+            RunOutcome::Failed { error, detail } => {
+                assert_eq!(error, "no_final_result");
+                assert!(detail.contains("no `turn.completed` line"), "{detail}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(r.hooks.last().unwrap().event_type, "run.failed");
+        // Kimi prints no such record: a clean end is a completed run.
+        let kimi = replay(Agent::Kimi, b"{\"role\":\"assistant\",\"content\":\"Hi.\"}\n", &ReplayOptions::default());
+        assert_eq!(kimi.outcome, RunOutcome::Completed);
+    }
+
+    #[test]
     fn a_replay_serializes_as_items_hooks_outcome_and_stats() {
-        let input = b"{\"type\":\"thread.started\",\"thread_id\":\"t\"}\n";
+        let input = b"{\"type\":\"thread.started\",\"thread_id\":\"t\"}\n{\"type\":\"turn.completed\"}\n";
         let r = replay(Agent::Codex, input, &ReplayOptions::default());
         let v = serde_json::to_value(&r).unwrap();
         let items = v["items"].as_array().unwrap();
@@ -135,6 +154,6 @@ mod tests {
         assert_eq!(items[0], serde_json::from_str::<serde_json::Value>(&r.items[0].to_json()).unwrap());
         assert_eq!(v["hooks"][0]["type"], "run.started");
         assert_eq!(v["outcome"]["state"], "completed");
-        assert_eq!(v["stats"]["lines"], 1);
+        assert_eq!(v["stats"]["lines"], 2);
     }
 }

@@ -83,10 +83,8 @@ fn golden_cases_replay_identically_at_any_chunking() {
         if update {
             // The canonical form (what `expected_events_are_valid_output_events` checks): a
             // verbatim `rawInput` printed with spaces (kimi) is written compact.
-            let canonical: String = got
-                .lines()
-                .map(|l| serde_json::from_str::<OutputEvent>(l).unwrap().to_json() + "\n")
-                .collect();
+            let canonical: String =
+                got.lines().map(|l| serde_json::from_str::<OutputEvent>(l).unwrap().to_json() + "\n").collect();
             std::fs::write(&expected_path, canonical).unwrap();
             continue;
         }

@@ -706,7 +706,10 @@ export interface RunResult {
   sessionId?: string;
   /** Token usage totals. */
   usage: UsageTotals;
-  /** The final answer (the message text after the last tool result); only for a completed run. */
+  /**
+   * The final answer (the message text after the last tool result) of a completed run; for a run
+   * that failed because the harness stopped without its end-of-run record, the answer so far.
+   */
   finalText?: string;
   /** Why it failed. */
   error?: string;

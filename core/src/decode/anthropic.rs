@@ -1245,14 +1245,21 @@ impl<D: Dialect> Protocol<D> {
         };
         let outcome = match kind {
             LineKind::System => {
-                if line.subtype.get() != Some("init") {
+                if line.subtype.get() == Some("init") {
+                    // A (re-)start: claude re-enters after a background task with a second init,
+                    // and that segment ends with its own `result`.
+                    ctx.final_result_seen = false;
+                } else {
                     self.dialect.system(&line, &mut env, &mut updates);
                 }
                 LineOutcome::Decoded
             }
             LineKind::Assistant => self.assistant(&mut line, ctx, &mut env, &mut updates),
             LineKind::User => self.user(&mut line, &mut env, &mut updates),
-            LineKind::Result => self.result(&mut line, &mut env, &mut updates),
+            LineKind::Result => {
+                ctx.final_result_seen = true;
+                self.result(&mut line, &mut env, &mut updates)
+            }
             LineKind::StreamEvent => self.stream_event(&mut line, ctx, &mut env, &mut updates),
             LineKind::Unknown => LineOutcome::UnknownType,
         };

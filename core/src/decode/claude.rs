@@ -67,6 +67,7 @@
 //! | `e-multi-turn-usage` | three messages with cache reads/writes: call usage per line, run total = sum |
 //! | `e-thinking` | thinking block → thought; `redacted_thinking` skipped; `thinking_tokens` ignored |
 //! | `e-bad-lines` | `null`, numbers, arrays, invalid JSON, unknown/missing `type`, null/odd blocks, non-string fields, a result with `errors` |
+//! | `e-no-final-result` | `s2-bash` without its closing `result` line: the events as printed; replayed (exit 0) the run fails (`no_final_result`, decisions §1) |
 
 use std::collections::HashMap;
 
@@ -95,6 +96,10 @@ pub(crate) struct ClaudeDecoder {
 impl HarnessDecoder for ClaudeDecoder {
     fn decode_line(&mut self, line: &str, ctx: &mut DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
         self.proto.decode_line(line, ctx, out)
+    }
+
+    fn final_record(&self) -> Option<&'static str> {
+        Some("`result` line")
     }
 }
 

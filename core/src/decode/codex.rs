@@ -58,6 +58,7 @@
 //! | e-mcp-tools | MCP success, `isError` result (failed, result text kept), JSON-RPC failure (`error.message` as content), codex's own MCP helpers, an image block |
 //! | e-web-search-duplicate-id | `id` printed twice: one call and one update, both `item_6`; the title gets the query on completion |
 //! | e-file-changes | add → Create, update → Edit, delete → Delete, several files, a `null` change, a failed patch |
+//! | e-no-final-result | `s2-bash` without `turn.completed`: replayed (exit 0) the run fails (`no_final_result`, decisions §1) |
 //! | e-todo-list | started/updated/completed todo lists as plans (first unfinished in progress) |
 //! | e-failing-commands | exit 2 (`failed`), `declined`, backticks and quotes in a title |
 //! | e-reasoning | reasoning `text`, `summary` parts joined, empty reasoning dropped |
@@ -489,6 +490,10 @@ fn emit(ctx: &DecodeContext, update: SessionUpdate, out: &mut Vec<OutputEvent>) 
 }
 
 impl HarnessDecoder for CodexDecoder {
+    fn final_record(&self) -> Option<&'static str> {
+        Some("`turn.completed` line")
+    }
+
     fn decode_line(&mut self, line: &str, ctx: &mut DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
         if !line.trim_start().starts_with('{') {
             return classify_failure(line);
@@ -537,14 +542,19 @@ impl CodexDecoder {
                 ctx.see_session(l.thread_id.get());
                 LineOutcome::Decoded
             }
-            Some("turn.started") => LineOutcome::Decoded,
+            Some("turn.started") => {
+                ctx.final_result_seen = false;
+                LineOutcome::Decoded
+            }
             Some("turn.completed") => {
+                ctx.final_result_seen = true;
                 if let Some(usage) = l.usage.take() {
                     emit(ctx, SessionUpdate::Usage { scope: UsageScope::Run, usage }, out);
                 }
                 LineOutcome::Decoded
             }
             Some("turn.failed") => {
+                ctx.final_result_seen = true;
                 let error = l.error.take().filter(|e| !e.is_null());
                 let message = match &error {
                     Some(Value::String(m)) => Some(m.as_str()),

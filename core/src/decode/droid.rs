@@ -75,6 +75,7 @@
 //! | `e-result-json` | `droid exec -o json`: result success (message + usage) and failure (fatal error) |
 //! | `e-jsonrpc` | stream-jsonrpc: session response, deltas, re-sent thinking delta dropped, create_message repeating streamed text and tool_use, progress, result, per-call usage, non-fatal error notification, permission request, error response, run total at the end |
 //! | `e-odd-lines` | non-objects, invalid JSON, unknown type, orphan and early results, a call without id, a null `toolUse`, a message without text, an empty result value |
+//! | `e-no-final-result` | `s2-bash` without its `completion` line: replayed (exit 0) the run fails (`no_final_result`, decisions §1) |
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -584,6 +585,10 @@ impl<'a> Val<'a> {
 }
 
 impl HarnessDecoder for DroidDecoder {
+    fn final_record(&self) -> Option<&'static str> {
+        Some("`completion` line")
+    }
+
     fn decode_line(&mut self, line: &str, ctx: &mut DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
         let mut parsed = Line::default();
         match parse_one_pass(line, &mut parsed) {
@@ -731,11 +736,13 @@ impl DroidDecoder {
             "tool_progress_update" | "tool_progress" => self.tool_progress(l, env, ctx, out),
             "create_message" => self.create_message(l, &mut env, ctx, out),
             "completion" => {
+                ctx.final_result_seen = true;
                 let final_text = l.final_text.take();
                 self.run_end(l, final_text.as_deref(), env, ctx, out);
                 LineOutcome::Decoded
             }
             "result" => {
+                ctx.final_result_seen = true;
                 let text = match l.result.take() {
                     Some(Val::Str(s)) => Some(s),
                     _ => None,

@@ -58,6 +58,7 @@
 //! | e-api-error-500 | a failed `result` with `error.message` is fatal; usage still reported |
 //! | e-result-error-bare | a failed `result` with no error object and no earlier error says `gemini reported status error` |
 //! | e-loop-detected | the loop-detection warning is not fatal; cached tokens are part of `promptTokens` |
+//! | e-no-final-result | `s2-bash` without its `result` line: replayed (exit 0) the run fails (`no_final_result`, decisions §1) |
 //! | e-tool-errors | `file_not_found`, `tool_not_registered`, `mcp_tool_error` (output and error text), `web_fetch_processing_error`, exit 3 reported as success |
 //! | e-write-todos | todos as a plan (cancelled → completed, entries without text dropped), an empty list clears the plan |
 //! | e-invoke-agent | the subagent call (kind think) and its output-less result |
@@ -177,6 +178,10 @@ fn reads_as_value(text: &str) -> bool {
 }
 
 impl HarnessDecoder for GeminiDecoder {
+    fn final_record(&self) -> Option<&'static str> {
+        Some("`result` line")
+    }
+
     fn decode_line(&mut self, line: &str, ctx: &mut DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
         let mut l = Line::default();
         if let Err(outcome) = parse_line(line, &mut l, &mut self.scratch) {
@@ -213,6 +218,7 @@ impl HarnessDecoder for GeminiDecoder {
                 LineOutcome::Decoded
             }
             Some("result") => {
+                ctx.final_result_seen = true;
                 let env = envelope(&mut l);
                 if let Some(usage) = l.stats.take() {
                     env.emit(ctx, SessionUpdate::Usage { scope: UsageScope::Run, usage }, out);

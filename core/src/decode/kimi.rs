@@ -487,6 +487,11 @@ struct ResultContent {
 }
 
 impl HarnessDecoder for KimiDecoder {
+    /// Kimi prints no end-of-run record on stdout (only messages; the resume hint goes to stderr).
+    fn final_record(&self) -> Option<&'static str> {
+        None
+    }
+
     fn decode_line(&mut self, line: &str, ctx: &mut DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
         // Filled in place and handed down by reference: the line struct is never moved.
         let mut parsed = Line::default();

@@ -211,6 +211,11 @@ pub(crate) trait HarnessDecoder: Send {
 
     /// End of input: emit anything held back (e.g. kimi's multi-line plain-text errors).
     fn finish(&mut self, _ctx: &mut DecodeContext, _out: &mut Vec<OutputEvent>) {}
+
+    /// The harness's end-of-run record as people know it (e.g. "`result` line"), which the
+    /// decoder reports in [`DecodeContext::final_result_seen`]; `None` for a harness that prints
+    /// none (kimi).
+    fn final_record(&self) -> Option<&'static str>;
 }
 
 fn harness_decoder(agent: Agent) -> Box<dyn HarnessDecoder> {
@@ -274,6 +279,19 @@ impl Decoder {
     /// The harness session id, once seen.
     pub fn session_id(&self) -> Option<&str> {
         self.ctx.session_id.as_deref()
+    }
+
+    /// True once the harness printed its end-of-run record (and nothing re-opened the run since);
+    /// always true for a harness that prints none (kimi).
+    pub fn final_result_seen(&self) -> bool {
+        self.harness.final_record().is_none() || self.ctx.final_result_seen
+    }
+
+    /// The harness's end-of-run record (e.g. "`result` line") when it prints one and it has not
+    /// been seen: an input that ends now did not complete, whatever the exit status
+    /// (decisions.md §1). `None` when it was seen, or the harness prints none.
+    pub fn missing_final_result(&self) -> Option<&'static str> {
+        self.harness.final_record().filter(|_| !self.ctx.final_result_seen)
     }
 
     /// Diagnostics so far (oversize lines, invalid UTF-8), oldest first; cleared by the call.

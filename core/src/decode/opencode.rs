@@ -67,6 +67,7 @@
 //! | e-failing-bash-and-tool-error | `metadata.exit` 2 fails a "completed" bash; `state.status:"error"` with the error text |
 //! | e-image-attachment | a data-URL image, a linked image (`uri`), a non-image attachment left to `rawOutput` |
 //! | e-todowrite-plan | todos with priorities (cancelled → completed, unknown priority → medium), the plan from `output` when the input has none |
+//! | e-no-final-result | `s2-bash` without its last `step_finish` (the one that does not ask for tool results): replayed (exit 0) the run fails (`no_final_result`, decisions §1) |
 //! | e-api-error-401 | the APIError line: message, fatal, `name`/`statusCode`/`isRetryable` in `extra` |
 //! | e-hangup | retries print only `step_start`s, then the fatal ECONNRESET error |
 //! | e-hangup-recover | a `step_start` without `step_finish`, then the answer |
@@ -339,6 +340,10 @@ fn cache_counts(raw: &str) -> (Option<u64>, Option<u64>) {
 }
 
 impl HarnessDecoder for OpencodeDecoder {
+    fn final_record(&self) -> Option<&'static str> {
+        Some("final `step_finish` line")
+    }
+
     fn decode_line(&mut self, line: &str, ctx: &mut DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
         let mut l = Line::default();
         if let Err(outcome) = l.parse(line, &mut self.scratch) {
@@ -375,6 +380,8 @@ impl HarnessDecoder for OpencodeDecoder {
             },
             Some("step_finish") => {
                 let Some(part) = l.part else { return LineOutcome::UnexpectedShape };
+                // Every step but the last ends asking for its tool calls' results.
+                ctx.final_result_seen = part.reason.as_deref() != Some("tool-calls");
                 if let Some(reason) = part.reason.filter(|r| !r.is_empty()) {
                     let mut extra = ObjectMembers::default();
                     extra.insert_text(Cow::Borrowed("reason"), &reason);

@@ -55,6 +55,7 @@
 //! | `e-multi-turn-usage` | zero-usage text lines, per-turn usage, run total = sum |
 //! | `e-thinking` | prompt echo as a user line, thinking block → thought |
 //! | `e-bad-lines` | `null`, numbers, arrays, invalid JSON, unknown types, odd shapes, a failed subagent `result` |
+//! | `e-no-final-result` | `s2-bash` without its closing `result` line: the events as printed; replayed (exit 0) the run fails (`no_final_result`, decisions §1) |
 
 use std::collections::HashSet;
 
@@ -79,6 +80,10 @@ pub(crate) struct QwenDecoder {
 impl HarnessDecoder for QwenDecoder {
     fn decode_line(&mut self, line: &str, ctx: &mut DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
         self.proto.decode_line(line, ctx, out)
+    }
+
+    fn final_record(&self) -> Option<&'static str> {
+        Some("`result` line")
     }
 }
 
