@@ -111,6 +111,14 @@ func TestReplayErrors(t *testing.T) {
 	if err != nil || len(r.Items) != 2 || r.Items[0].RunID != "replay" {
 		t.Fatalf("%+v %v", r, err)
 	}
+	if _, err := ReplayWith("codex", nil, ReplayOptions{Timestamp: "noon"}); !errors.Is(err, ErrInvalidArgument) ||
+		!strings.Contains(err.Error(), "ISO 8601") {
+		t.Fatalf("a timestamp that is not ISO 8601 UTC: %v", err)
+	}
+	// codex without `turn.completed`: the harness did not finish (decisions.md §1).
+	if r.Outcome.State != "failed" || r.Outcome.Error != "no_final_result" {
+		t.Fatalf("%+v", r.Outcome)
+	}
 }
 
 // ---- real runs of the fake harness ----

@@ -46,33 +46,122 @@
 
 use std::collections::{HashMap, HashSet};
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value, json};
 
 use crate::event::{OutputEvent, SessionUpdate, SharedStr, ToolCallContent, ToolCallStatus, UsageScope};
 use crate::lifecycle::{LifecycleEvent, LifecycleReason};
 use crate::stream::InterruptedToolCall;
 
-/// One hook event, in the canonical (C/Go) shape: envelope fields plus `details`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+/// One hook event, the Rust shape of decisions.md §5 (the seed's `AgentEvent`): envelope fields,
+/// `timestamp_ms`, and the event's facts in `details`.
+///
+/// Its JSON (serde) is the canonical wire shape every other language is given, unchanged:
+/// `{"type", "run_id", "agent_id", "timestamp": ISO 8601 UTC with milliseconds, "status",
+/// "sequence", "details"?}` (`details` omitted when empty). Deserializing reads that shape back
+/// (a `timestamp` that is not IS 8601 UTC is an error).
+#[derive(Debug, Clone, PartialEq)]
 pub struct HookEvent {
     /// Dotted event name, e.g. `tool.started`.
-    #[serde(rename = "type")]
     pub event_type: String,
     /// The run it belongs to.
     pub run_id: String,
     /// The agent's id (the configured agent name unless the caller set one).
     pub agent_id: String,
-    /// When it fired, ISO 8601 UTC.
-    pub timestamp: String,
+    /// When it fired, in milliseconds since the Unix epoch (UTC).
+    pub timestamp_ms: u64,
     /// The run's status at emission.
     pub status: HookStatus,
     /// The sequence of the stream item it was derived from.
     pub sequence: u64,
-    /// Event-specific facts, snake_case keys.
-    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    /// Event-specific facts, snake_case keys (empty for hooks without any).
     pub details: Map<String, Value>,
+}
+
+/// The wire shape of a [`HookEvent`] as written (borrowed: serializing copies nothing).
+#[derive(Serialize)]
+struct HookEventOut<'a> {
+    #[serde(rename = "type")]
+    event_type: &'a str,
+    run_id: &'a str,
+    agent_id: &'a str,
+    timestamp: &'a str,
+    status: HookStatus,
+    sequence: u64,
+    #[serde(skip_serializing_if = "Map::is_empty")]
+    details: &'a Map<String, Value>,
+}
+
+/// The wire shape of a [`HookEvent`] as read (and as the JSON Schema describes it).
+#[derive(Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schema", schemars(rename = "HookEvent"))]
+struct HookEventWire {
+    /// Dotted event name, e.g. `tool.started`.
+    #[serde(rename = "type")]
+    event_type: String,
+    /// The run it belongs to.
+    run_id: String,
+    /// The agent's id.
+    agent_id: String,
+    /// When it fired, ISO 8601 UTC with milliseconds.
+    timestamp: String,
+    /// The run's status at emission.
+    status: HookStatus,
+    /// The sequence of the stream item it was derived from.
+    sequence: u64,
+    /// Event-specific facts, snake_case keys.
+    #[serde(default)]
+    details: Map<String, Value>,
+}
+
+impl Serialize for HookEvent {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let timestamp = self.timestamp();
+        HookEventOut {
+            event_type: &self.event_type,
+            run_id: &self.run_id,
+            agent_id: &self.agent_id,
+            timestamp: &timestamp,
+            status: self.status,
+            sequence: self.sequence,
+            details: &self.details,
+        }
+        .serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for HookEvent {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let w = HookEventWire::deserialize(deserializer)?;
+        let timestamp_ms =
+            crate::time::millis_from_iso8601(&w.timestamp).and_then(|ms| u64::try_from(ms).ok()).ok_or_else(|| {
+                serde::de::Error::custom(format!(
+                    "hook timestamp {:?} is not ISO 8601 UTC after 1970 (e.g. 2026-01-01T00:00:00.000Z)",
+                    w.timestamp
+                ))
+            })?;
+        Ok(HookEvent {
+            event_type: w.event_type,
+            run_id: w.run_id,
+            agent_id: w.agent_id,
+            timestamp_ms,
+            status: w.status,
+            sequence: w.sequence,
+            details: w.details,
+        })
+    }
+}
+
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for HookEvent {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "HookEvent".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        HookEventWire::json_schema(generator)
+    }
 }
 
 /// The run status a hook reports.
@@ -93,6 +182,11 @@ pub enum HookStatus {
 }
 
 impl HookEvent {
+    /// When it fired as the wire shows it: ISO 8601 UTC with milliseconds.
+    pub fn timestamp(&self) -> String {
+        crate::time::iso8601_from_millis(i64::try_from(self.timestamp_ms).unwrap_or(i64::MAX))
+    }
+
     /// True for the four terminal hook types.
     pub fn is_terminal(&self) -> bool {
         matches!(self.event_type.as_str(), "run.completed" | "run.failed" | "run.cancelled" | "run.stopped")
@@ -105,7 +199,7 @@ impl HookEvent {
         m.insert("type".into(), Value::String(self.event_type.clone()));
         m.insert("run_id".into(), Value::String(self.run_id.clone()));
         m.insert("agent_id".into(), Value::String(self.agent_id.clone()));
-        m.insert("timestamp".into(), Value::String(self.timestamp.clone()));
+        m.insert("timestamp".into(), Value::String(self.timestamp()));
         m.insert("status".into(), serde_json::to_value(self.status).unwrap_or(Value::Null));
         m.insert("sequence".into(), Value::from(self.sequence));
         for (k, v) in &self.details {
@@ -249,7 +343,7 @@ impl HookDeriver {
         ty: &str,
         status: HookStatus,
         sequence: u64,
-        ts: &str,
+        ts: u64,
         details: Map<String, Value>,
         out: &mut Vec<HookEvent>,
     ) {
@@ -259,7 +353,7 @@ impl HookDeriver {
             event_type: ty.to_string(),
             run_id: self.run_id.clone(),
             agent_id: self.agent_id.clone(),
-            timestamp: ts.to_string(),
+            timestamp_ms: ts,
             status,
             sequence,
             details,
@@ -267,14 +361,14 @@ impl HookDeriver {
     }
 
     /// Feed one stream item; hooks derived from it are appended to `out`.
-    pub fn observe(&mut self, sequence: u64, input: HookInput<'_>, timestamp: &str, out: &mut Vec<HookEvent>) {
+    pub fn observe(&mut self, sequence: u64, input: HookInput<'_>, timestamp_ms: u64, out: &mut Vec<HookEvent>) {
         if self.terminated {
             return;
         }
         match input {
             HookInput::Raw => {}
-            HookInput::Content(ev) => self.content(sequence, ev, timestamp, out),
-            HookInput::Lifecycle(ev, facts) => self.lifecycle(sequence, ev, facts, timestamp, out),
+            HookInput::Content(ev) => self.content(sequence, ev, timestamp_ms, out),
+            HookInput::Lifecycle(ev, facts) => self.lifecycle(sequence, ev, facts, timestamp_ms, out),
         }
     }
 
@@ -283,7 +377,7 @@ impl HookDeriver {
         sequence: u64,
         ev: &LifecycleEvent,
         facts: Option<&TerminalFacts>,
-        ts: &str,
+        ts: u64,
         out: &mut Vec<HookEvent>,
     ) {
         use LifecycleReason::*;
@@ -348,7 +442,7 @@ impl HookDeriver {
     }
 
     /// Calls still in flight when a run ends abnormally: their effect cannot be known.
-    fn settle_open_tools(&mut self, sequence: u64, ts: &str, out: &mut Vec<HookEvent>) {
+    fn settle_open_tools(&mut self, sequence: u64, ts: u64, out: &mut Vec<HookEvent>) {
         for id in std::mem::take(&mut self.open_order) {
             let Some(tool) = self.tools.remove(&id) else { continue };
             let mut d = Map::new();
@@ -389,7 +483,7 @@ impl HookDeriver {
     /// with the usage reported by then. It comes before the hooks of the tools that reply
     /// requested, so it is stamped with the item that proved it (`sequence`) when that comes
     /// before the step's last item.
-    fn complete_model(&mut self, sequence: u64, ts: &str, out: &mut Vec<HookEvent>) {
+    fn complete_model(&mut self, sequence: u64, ts: u64, out: &mut Vec<HookEvent>) {
         let Some(step) = self.step.as_mut().filter(|s| !s.model_completed) else { return };
         step.model_completed = true;
         let mut d = Self::step_details(step.index, step.message_id.as_ref(), step.model.as_ref());
@@ -408,7 +502,7 @@ impl HookDeriver {
 
     /// The current step ends (a new step starts, or the run completes): `model.completed` if
     /// not yet, then `step.completed` — at once, or when the last of its tools finishes.
-    fn end_step(&mut self, ts: &str, out: &mut Vec<HookEvent>) {
+    fn end_step(&mut self, ts: u64, out: &mut Vec<HookEvent>) {
         let Some(last) = self.step.as_ref().map(|s| s.last_sequence) else { return };
         self.complete_model(last, ts, out);
         let Some(step) = self.step.take() else { return };
@@ -421,12 +515,12 @@ impl HookDeriver {
         }
     }
 
-    fn step_completed(&mut self, step: &WaitingStep, sequence: u64, ts: &str, out: &mut Vec<HookEvent>) {
+    fn step_completed(&mut self, step: &WaitingStep, sequence: u64, ts: u64, out: &mut Vec<HookEvent>) {
         let d = Self::step_details(step.index, step.message_id.as_ref(), step.model.as_ref());
         self.emit("step.completed", HookStatus::Running, sequence, ts, d, out);
     }
 
-    fn start_step_if_new(&mut self, sequence: u64, ev: &OutputEvent, ts: &str, out: &mut Vec<HookEvent>) -> u64 {
+    fn start_step_if_new(&mut self, sequence: u64, ev: &OutputEvent, ts: u64, out: &mut Vec<HookEvent>) -> u64 {
         let new_step = match &self.step {
             None => true,
             Some(step) => match (&ev.message_id, &step.message_id) {
@@ -454,7 +548,7 @@ impl HookDeriver {
         step.index
     }
 
-    fn content(&mut self, sequence: u64, ev: &OutputEvent, ts: &str, out: &mut Vec<HookEvent>) {
+    fn content(&mut self, sequence: u64, ev: &OutputEvent, ts: u64, out: &mut Vec<HookEvent>) {
         match &ev.update {
             SessionUpdate::AgentMessageChunk { content } | SessionUpdate::AgentThoughtChunk { content } => {
                 let step = self.start_step_if_new(sequence, ev, ts, out);
@@ -567,7 +661,7 @@ impl HookDeriver {
     }
 
     /// A call finished: a step that ended while it ran completes with its last call.
-    fn close_tool(&mut self, id: &str, sequence: u64, ts: &str, out: &mut Vec<HookEvent>) {
+    fn close_tool(&mut self, id: &str, sequence: u64, ts: u64, out: &mut Vec<HookEvent>) {
         let Some(tool) = self.tools.remove(id) else { return };
         self.open_order.retain(|x| x != id);
         let done = !self.tools.values().any(|t| t.step_index == tool.step_index);
@@ -622,7 +716,7 @@ mod tests {
     fn a_tool_step_then_an_answer() {
         let mut d = HookDeriver::new("r", "claude");
         let mut out = Vec::new();
-        d.observe(0, HookInput::Lifecycle(&lc(LifecycleReason::RunStart), None), "t", &mut out);
+        d.observe(0, HookInput::Lifecycle(&lc(LifecycleReason::RunStart), None), 0, &mut out);
         let mut call = OutputEvent::new(SessionUpdate::ToolCall(ToolCall {
             tool_call_id: "t1".into(),
             title: "`ls`".into(),
@@ -634,15 +728,15 @@ mod tests {
             locations: None,
         }));
         call.message_id = Some("m1".into());
-        d.observe(1, HookInput::Content(&call), "t", &mut out);
+        d.observe(1, HookInput::Content(&call), 0, &mut out);
         let mut upd = ToolCallUpdate::new("t1");
         upd.status = Some(ToolCallStatus::Completed);
         upd.content = Some(vec![ToolCallContent::text("a\nb")]);
-        d.observe(2, HookInput::Content(&OutputEvent::new(SessionUpdate::ToolCallUpdate(upd))), "t", &mut out);
-        d.observe(3, HookInput::Content(&msg("Two ", "m2")), "t", &mut out);
-        d.observe(4, HookInput::Content(&msg("files.", "m2")), "t", &mut out);
-        d.observe(5, HookInput::Raw, "t", &mut out);
-        d.observe(6, HookInput::Lifecycle(&lc(LifecycleReason::RunComplete), None), "t", &mut out);
+        d.observe(2, HookInput::Content(&OutputEvent::new(SessionUpdate::ToolCallUpdate(upd))), 0, &mut out);
+        d.observe(3, HookInput::Content(&msg("Two ", "m2")), 0, &mut out);
+        d.observe(4, HookInput::Content(&msg("files.", "m2")), 0, &mut out);
+        d.observe(5, HookInput::Raw, 0, &mut out);
+        d.observe(6, HookInput::Lifecycle(&lc(LifecycleReason::RunComplete), None), 0, &mut out);
         assert_eq!(
             types(&out),
             [
@@ -663,7 +757,7 @@ mod tests {
         assert_eq!(out.last().unwrap().details["output"], "Two files.");
         assert_eq!(out.last().unwrap().status, HookStatus::Completed);
         assert!(out.windows(2).all(|w| w[0].sequence <= w[1].sequence));
-        d.observe(7, HookInput::Content(&msg("late", "m3")), "t", &mut out);
+        d.observe(7, HookInput::Content(&msg("late", "m3")), 0, &mut out);
         assert_eq!(out.len(), 12, "nothing after the terminal hook");
     }
 
@@ -706,7 +800,7 @@ mod tests {
         let mut seq = 0;
         let mut feed = |d: &mut HookDeriver, input: HookInput<'_>| {
             let mut out = Vec::new();
-            d.observe(seq, input, "t", &mut out);
+            d.observe(seq, input, 0, &mut out);
             seq += 1;
             all.extend(out);
         };
@@ -832,10 +926,10 @@ mod tests {
                 content: None,
                 locations: None,
             }));
-            d.observe(i as u64, HookInput::Content(&call), "t", &mut out);
+            d.observe(i as u64, HookInput::Content(&call), 0, &mut out);
         }
         let facts = TerminalFacts { cancel_reason: Some("caller".into()), last_sequence: 1, ..Default::default() };
-        d.observe(2, HookInput::Lifecycle(&lc(LifecycleReason::RunInterrupted), Some(&facts)), "t", &mut out);
+        d.observe(2, HookInput::Lifecycle(&lc(LifecycleReason::RunInterrupted), Some(&facts)), 0, &mut out);
         let t = types(&out);
         assert_eq!(
             t,
@@ -861,16 +955,28 @@ mod tests {
             event_type: "step.started".into(),
             run_id: "r".into(),
             agent_id: "a".into(),
-            timestamp: "t".into(),
+            timestamp_ms: 1_796_221_604_599,
             status: HookStatus::Running,
             sequence: 3,
             details: d,
         };
         assert_eq!(
             serde_json::to_string(&h).unwrap(),
-            r#"{"type":"step.started","run_id":"r","agent_id":"a","timestamp":"t","status":"running","sequence":3,"details":{"step_index":1}}"#
+            r#"{"type":"step.started","run_id":"r","agent_id":"a","timestamp":"2026-12-02T14:26:44.599Z","status":"running","sequence":3,"details":{"step_index":1}}"#
         );
+        // The wire shape reads back into the Rust shape (decisions.md §5: `timestamp_ms`, `details`).
+        let back: HookEvent = serde_json::from_str(&serde_json::to_string(&h).unwrap()).unwrap();
+        assert_eq!(back, h);
+        assert_eq!(back.timestamp_ms, 1_796_221_604_599);
+        let no_details = r#"{"type":"run.started","run_id":"r","agent_id":"a","timestamp":"1970-01-01T00:00:00.000Z","status":"running","sequence":0}"#;
+        let h0: HookEvent = serde_json::from_str(no_details).unwrap();
+        assert!(h0.details.is_empty() && h0.timestamp_ms == 0);
+        assert_eq!(serde_json::to_string(&h0).unwrap(), no_details, "empty details are omitted");
+        let bad = no_details.replace("1970-01-01T00:00:00.000Z", "yesterday");
+        let err = serde_json::from_str::<HookEvent>(&bad).unwrap_err().to_string();
+        assert!(err.contains("ISO 8601"), "{err}");
         assert_eq!(h.to_flat_snake()["step_index"], 1);
+        assert_eq!(h.to_flat_snake()["timestamp"], "2026-12-02T14:26:44.599Z");
         assert_eq!(h.to_flat_camel()["stepIndex"], 1);
         assert_eq!(h.to_flat_camel()["runId"], "r");
     }

@@ -633,6 +633,9 @@ static int test_replay_misuse(void) {
     CHECK(agentstream_replay_json("codex", NULL, 5, NULL, &json, NULL) == AGENTSTREAM_STATUS_NULL_ARGUMENT);
     CHECK(agentstream_replay_json("codex", NULL, 0, "{\"runid\":\"x\"}", &json, NULL) == AGENTSTREAM_STATUS_INVALID_ARGUMENT);
     CHECK(last_error_contains("run_id"));
+    CHECK(agentstream_replay_json("codex", NULL, 0, "{\"timestamp\":\"noon\"}", &json, NULL) ==
+          AGENTSTREAM_STATUS_INVALID_ARGUMENT);
+    CHECK(last_error_contains("ISO 8601"));
     CHECK(agentstream_replay_json("codex", NULL, 0, NULL, NULL, NULL) == AGENTSTREAM_STATUS_NULL_ARGUMENT);
     /* Empty input is still a whole run: run_start, then the terminal. */
     size_t len = 0;
