@@ -54,9 +54,9 @@ pub use lifecycle::{AgentState, LifecycleEvent, LifecycleReason, SandboxState};
 pub use raw_json::RawJson;
 pub use redact::{RedactionPolicy, redact, redact_tool_input, redact_value};
 pub use stream::{
-    Backpressure, CancelReason, CancellationToken, Clock, Envelope, ManualClock, Pressure, RunEnd, RunKind, RunOutcome,
-    RunRecord, RunStream, SequenceCheck, SharedBudget, StreamError, StreamItem, SystemClock, decode_envelope,
-    derive_outcome, new_run_id,
+    Backpressure, CancelReason, CancellationToken, Clock, Envelope, EnvelopeReader, ManualClock, Pressure, RunEnd,
+    RunKind, RunOutcome, RunRecord, RunStream, SequenceCheck, SharedBudget, StreamError, StreamItem, SystemClock,
+    decode_envelope, derive_outcome, new_run_id,
 };
 pub use usage::{UsageAccumulator, UsageTotals};
 
