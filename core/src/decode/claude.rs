@@ -68,6 +68,7 @@
 //! | `e-thinking` | thinking block → thought; `redacted_thinking` skipped; `thinking_tokens` ignored |
 //! | `e-bad-lines` | `null`, numbers, arrays, invalid JSON, unknown/missing `type`, null/odd blocks, non-string fields, a result with `errors` |
 //! | `e-no-final-result` | `s2-bash` without its closing `result` line: the events as printed; replayed (exit 0) the run fails (`no_final_result`, decisions §1) |
+//! | `e-cost-digits` | a `total_cost_usd` and a tool argument whose last digit a fast float reader gets wrong: printed back exactly (run usage, `rawInput`, hook `arguments`) |
 
 use std::collections::HashMap;
 

@@ -6,6 +6,10 @@
 //! The one exception is kimi, which prints its failures as plain text on stdout: those lines
 //! become `error` updates.
 //!
+//! Numbers keep the value the harness printed: floats are read with round-trip precision
+//! (serde_json's `float_roundtrip`), so a cost such as `total_cost_usd` prints back with the same
+//! digits, and values kept verbatim (`rawInput`, `rawOutput`, `extra`) are the printed text.
+//!
 //! Each harness has its own module; the cross-harness tool tables are in [`crate::tools`]. What
 //! the decoders share lives in [`context`] (envelope stamping, the session id) and in private
 //! modules named by their job: `json` (lenient serde helpers), `scan` (the one-pass scanner every

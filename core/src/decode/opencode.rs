@@ -68,6 +68,7 @@
 //! | e-image-attachment | a data-URL image, a linked image (`uri`), a non-image attachment left to `rawOutput` |
 //! | e-todowrite-plan | todos with priorities (cancelled → completed, unknown priority → medium), the plan from `output` when the input has none |
 //! | e-no-final-result | `s2-bash` without its last `step_finish` (the one that does not ask for tool results): replayed (exit 0) the run fails (`no_final_result`, decisions §1) |
+//! | e-cost-digits | per-step `cost`s whose last digit a fast float reader gets wrong: printed back exactly |
 //! | e-api-error-401 | the APIError line: message, fatal, `name`/`statusCode`/`isRetryable` in `extra` |
 //! | e-hangup | retries print only `step_start`s, then the fatal ECONNRESET error |
 //! | e-hangup-recover | a `step_start` without `step_finish`, then the answer |

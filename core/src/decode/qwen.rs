@@ -56,6 +56,7 @@
 //! | `e-thinking` | prompt echo as a user line, thinking block → thought |
 //! | `e-bad-lines` | `null`, numbers, arrays, invalid JSON, unknown types, odd shapes, a failed subagent `result` |
 //! | `e-no-final-result` | `s2-bash` without its closing `result` line: the events as printed; replayed (exit 0) the run fails (`no_final_result`, decisions §1) |
+//! | `e-cost-digits` | a `total_cost_usd` whose last digit a fast float reader gets wrong: printed back exactly |
 
 use std::collections::HashSet;
 
