@@ -268,6 +268,13 @@ pub(crate) struct Facts<'a> {
     pub max_retries: Raw<'a>,
     pub retry_delay_ms: Raw<'a>,
     pub error_status: Raw<'a>,
+    /// A `system` line's string `message` (claude `permission_denied`).
+    pub message_text: Raw<'a>,
+    /// claude `permission_denied`: the refused call and its tool.
+    pub tool_use_id: Raw<'a>,
+    pub tool_name: Raw<'a>,
+    /// qwen `system` lines' payload (`retry`: `reason`, `discardedToolCalls`, `preserveText`).
+    pub data: Raw<'a>,
 }
 
 static NO_FACTS: Facts<'static> = Facts {
@@ -288,6 +295,10 @@ static NO_FACTS: Facts<'static> = Facts {
     max_retries: None,
     retry_delay_ms: None,
     error_status: None,
+    message_text: None,
+    tool_use_id: None,
+    tool_name: None,
+    data: None,
 };
 
 impl<'a> Line<'a> {
@@ -318,6 +329,8 @@ impl<'a> Line<'a> {
                 "session_id" => set(&mut l.session_id, LooseStr::read(sc)?, 1 << 2),
                 "parent_tool_use_id" => set(&mut l.parent_tool_use_id, LooseStr::read(sc)?, 1 << 3),
                 "timestamp" => set(&mut l.timestamp, LooseStr::read(sc)?, 1 << 4),
+                // An API message object, or (claude `permission_denied`) the refusal's text.
+                "message" if sc.peek() == Some(b'"') => set(&mut fact(&mut l.facts).message_text, raw(sc)?, 1 << 5),
                 "message" => set(&mut l.message, LooseObj::read(sc, |sc| Message::read(sc, 2))?, 1 << 5),
                 "event" => set(&mut l.event, LooseObj::read(sc, |sc| StreamEvent::read(sc).map(Box::new))?, 1 << 6),
                 "tool_use_result" => set(&mut l.tool_use_result, sc.raw_value()?, 1 << 7),
@@ -343,6 +356,9 @@ impl<'a> Line<'a> {
                 "tool_use_meta" => set(&mut l.tool_use_meta, raw(sc)?, 1 << 27),
                 "subagent_type" => set(&mut l.subagent_type, raw(sc)?, 1 << 28),
                 "task_description" => set(&mut l.task_description, raw(sc)?, 1 << 29),
+                "tool_use_id" => set(&mut fact(&mut l.facts).tool_use_id, raw(sc)?, 1 << 30),
+                "tool_name" => set(&mut fact(&mut l.facts).tool_name, raw(sc)?, 1 << 31),
+                "data" => set(&mut fact(&mut l.facts).data, raw(sc)?, 1 << 32),
                 _ => skip(sc)?,
             })
         })
@@ -411,6 +427,8 @@ pub(crate) struct Block<'a> {
     pub source: LooseObj<Box<Source<'a>>>,
     pub data: LooseStr<'a>,
     pub mime_type: LooseStr<'a>,
+    /// A `tool_reference` block's tool (claude `ToolSearch` results).
+    pub tool_name: LooseStr<'a>,
 }
 
 impl<'a> Block<'a> {
@@ -435,6 +453,7 @@ impl<'a> Block<'a> {
                 "source" => set(&mut b.source, LooseObj::read(sc, |sc| Source::read(sc).map(Box::new))?, 1 << 9),
                 "data" => set(&mut b.data, LooseStr::read(sc)?, 1 << 10),
                 "mimeType" => set(&mut b.mime_type, LooseStr::read(sc)?, 1 << 11),
+                "tool_name" => set(&mut b.tool_name, LooseStr::read(sc)?, 1 << 12),
                 _ => skip(sc)?,
             })
         })?;
@@ -664,23 +683,53 @@ pub(crate) fn image(block: &Block<'_>) -> Option<ImageContent> {
 }
 
 /// Tool-result content exactly as the harness sent it: a string is one text block; a list keeps
-/// its text and image blocks in order (other block kinds carry nothing a person reads).
-/// `None` when there is nothing to show.
+/// its text and image blocks in order, and the tools a `ToolSearch` found (`tool_reference`
+/// blocks) as one text block naming them, one per line (other block kinds carry nothing a person
+/// reads). `None` when there is nothing to show.
 pub(crate) fn result_content(content: Content<'_>) -> Option<Vec<ToolCallContent>> {
     let items: Vec<ToolCallContent> = match content {
         Content::None => return None,
         Content::Text(t) if t.is_empty() => return None,
         Content::Text(t) => vec![ToolCallContent::text(t.into_owned())],
-        Content::Blocks(blocks) => blocks
-            .into_iter()
-            .filter_map(|b| match BlockKind::of(&b) {
-                BlockKind::Text => {
-                    b.text.into_inner().filter(|t| !t.is_empty()).map(|t| ToolCallContent::text(t.into_owned()))
+        Content::Blocks(blocks) => {
+            let mut items = Vec::with_capacity(blocks.len());
+            // Consecutive references make one block: the hook view joins blocks without a separator.
+            let mut references: Option<String> = None;
+            for b in blocks {
+                if b.kind.get() == Some("tool_reference") {
+                    if let Some(name) = b.tool_name.non_empty() {
+                        match &mut references {
+                            Some(names) => {
+                                names.push('\n');
+                                names.push_str(name);
+                            }
+                            None => references = Some(name.to_string()),
+                        }
+                    }
+                    continue;
                 }
-                BlockKind::Image => image(&b).map(|img| ToolCallContent::Content { content: ContentBlock::Image(img) }),
-                _ => None,
-            })
-            .collect(),
+                if let Some(names) = references.take() {
+                    items.push(ToolCallContent::text(names));
+                }
+                match BlockKind::of(&b) {
+                    BlockKind::Text => {
+                        if let Some(t) = b.text.into_inner().filter(|t| !t.is_empty()) {
+                            items.push(ToolCallContent::text(t.into_owned()));
+                        }
+                    }
+                    BlockKind::Image => {
+                        if let Some(img) = image(&b) {
+                            items.push(ToolCallContent::Content { content: ContentBlock::Image(img) });
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            if let Some(names) = references {
+                items.push(ToolCallContent::text(names));
+            }
+            items
+        }
     };
     (!items.is_empty()).then_some(items)
 }
@@ -1219,6 +1268,9 @@ pub(crate) struct Protocol<D> {
     scratch: Vec<(String, Value)>,
     /// The text of the last fatal error of the current turn (the `result` line ends a turn).
     turn_fatal: Option<String>,
+    /// The run's usage over the `result` lines so far (claude prints a second one after a
+    /// background task): each `usage{scope:"run"}` is the running total (decisions.md §1).
+    run_so_far: Option<TokenUsage>,
 }
 
 impl<D: Dialect> Protocol<D> {
@@ -1435,12 +1487,17 @@ impl<D: Dialect> Protocol<D> {
             // Claude's failing turn prints its error twice: a synthetic assistant message, then
             // the `result`. One fatal error per failure; the result's facts (`extra`) still
             // arrive, on its run usage.
-            if self.turn_fatal.as_deref() != Some(message.as_str()) {
+            if !self.turn_fatal.as_deref().is_some_and(|said| same_failure(said, &message)) {
                 out.push(SessionUpdate::error(message, true));
             }
         }
         self.turn_fatal = None;
         if let Some(usage) = self.dialect.run_usage(line) {
+            let usage = match self.run_so_far.take() {
+                Some(earlier) => running_total(earlier, usage),
+                None => usage,
+            };
+            self.run_so_far = Some(usage.clone());
             out.push(SessionUpdate::Usage { scope: UsageScope::Run, usage });
         }
         LineOutcome::Decoded
@@ -1526,6 +1583,63 @@ impl<D: Dialect> Protocol<D> {
             Piece::Text => self.dialect.text(text.into_owned(), out),
             Piece::Thought => out.push(SessionUpdate::thought(text.into_owned())),
         }
+    }
+}
+
+/// True when two failure texts report one failure: the same text, or one holding the other
+/// (qwen appends `[API Error: …]` to the reply and repeats it in the `result`'s `error.message`).
+fn same_failure(said: &str, message: &str) -> bool {
+    let (a, b) = (said.trim(), message.trim());
+    !a.is_empty() && !b.is_empty() && (a == b || a.contains(b) || b.contains(a))
+}
+
+/// The run total after one more `result`: the token counters (each record counts its own
+/// segment) added, `costUsd` the latest (`total_cost_usd` is cumulative already), and `extra`
+/// merged by [`merge_totals`].
+fn running_total(earlier: TokenUsage, later: TokenUsage) -> TokenUsage {
+    let add = |a: Option<u64>, b: Option<u64>| match (a, b) {
+        (Some(a), Some(b)) => Some(a.saturating_add(b)),
+        (a, b) => a.or(b),
+    };
+    let extra = match (earlier.extra, later.extra) {
+        (Some(a), Some(b)) => {
+            let merged = merge_totals(object_of(Some(a)), object_of(Some(b)));
+            Some(RawJson::from_value(&Value::Object(merged)))
+        }
+        (a, b) => b.or(a),
+    };
+    TokenUsage {
+        prompt_tokens: add(earlier.prompt_tokens, later.prompt_tokens),
+        completion_tokens: add(earlier.completion_tokens, later.completion_tokens),
+        cached_tokens: add(earlier.cached_tokens, later.cached_tokens),
+        cost_usd: later.cost_usd.or(earlier.cost_usd),
+        extra,
+    }
+}
+
+/// Two records' `extra` as one: counters (integers) in both are added, at any depth; any other
+/// value is the later record's, and `modelUsage` (claude's per-model totals, cumulative over
+/// the session) is the later one whole.
+fn merge_totals(mut earlier: JsonObject, later: JsonObject) -> JsonObject {
+    for (key, value) in later {
+        match earlier.get_mut(&key) {
+            // (In place: the earlier record's key order stays.)
+            Some(slot) if key != "modelUsage" => *slot = merge_total(std::mem::take(slot), value),
+            _ => {
+                earlier.insert(key, value);
+            }
+        }
+    }
+    earlier
+}
+
+fn merge_total(earlier: Value, later: Value) -> Value {
+    match (earlier, later) {
+        (Value::Number(a), Value::Number(b)) if a.is_u64() && b.is_u64() => {
+            Value::from(a.as_u64().unwrap_or(0).saturating_add(b.as_u64().unwrap_or(0)))
+        }
+        (Value::Object(a), Value::Object(b)) => Value::Object(merge_totals(a, b)),
+        (_, later) => later,
     }
 }
 

@@ -6,13 +6,14 @@
 //!
 //! | line | events |
 //! |---|---|
-//! | `system` `init` | none; `session_id` becomes the run's session id (its `model` is not stamped: every claude line that names a model carries its own `message.model`) |
+//! | `system` `init` | none; `session_id` becomes the run's session id (its `model` is not stamped: every claude line that names a model carries its own `message.model`). A second `init` (2.1.332+, the CLI re-entering after a background task, same session) starts no new session or run |
 //! | `system` `api_retry` | `error{fatal:false}`, message built from the line's own fields (`API error: <error> (HTTP <error_status>); retry <attempt>/<max_retries> in <retry_delay_ms> ms`), `extra` = those fields verbatim |
-//! | other `system` subtypes (`status`, `thinking_tokens`, `task_*`, hooks, …) | none |
+//! | `system` `permission_denied` (2.1.332+: `tool_name`, `tool_use_id`, `message`) | none: the refused call's error `tool_result` follows and is the one failed `tool_call_update` (never an `error`); its `message` is that update's content when the result prints none |
+//! | other `system` subtypes (`status`, `thinking_tokens`, `task_*`, `background_tasks_changed`, hooks, …) | none |
 //! | `assistant` (one line per content block, lines of one API message share `message.id`) | the block's event (common table), then `usage{scope:"call"}` for the line |
 //! | `assistant` with a top-level `error` (the CLI's synthetic `model:"<synthetic>"` message standing in for an API failure; also an unmarked `<synthetic>` message whose text starts with `API Error`) | `error{fatal:true}` with the message text (the `result` with `is_error` that follows says it again: see `result`); no chunk, no usage; `extra.error` = the error code |
-//! | `user` | prompt echo (a subagent's prompt, with `parentToolCallId`) → `user_message_chunk`; `tool_result` → `tool_call_update`, `rawOutput` = the line's `tool_use_result` verbatim (object, list or string) |
-//! | `result` | `is_error:true` → `error{fatal:true}` with the result text, unless the turn's synthetic message already gave that fatal error (one error per failure); `usage{scope:"run"}`; facts (incl. `permission_denials`) in `extra` |
+//! | `user` | prompt echo (a subagent's prompt, with `parentToolCallId`) → `user_message_chunk`; `tool_result` → `tool_call_update`, `rawOutput` = the line's `tool_use_result` verbatim (object, list or string); a `ToolSearch` result made of `tool_reference` blocks → one text block naming the tools found, one per line |
+//! | `result` (2.1.332+ with a background subagent: two of them, `result_index` 0 and 1) | `is_error:true` → `error{fatal:true}` with the result text, unless the turn's synthetic message already gave that fatal error (one error per failure); `usage{scope:"run"}` = the run total SO FAR: token counters summed over the `result`s seen (each covers its own segment), `costUsd` the latest `total_cost_usd` (cumulative already), `extra` counters summed and `modelUsage` the latest; facts (incl. `permission_denials`) in `extra` |
 //! | `stream_event` | deltas streamed at once; complete lines reconciled (common docs); `message_delta` usage → one more call usage |
 //!
 //! Usage: `promptTokens` = `input_tokens` + `cache_read_input_tokens` +
@@ -28,8 +29,8 @@
 //! `plan` when the tool's result confirms it: `TaskCreate` adds `{subject, pending}` under the
 //! id from `tool_use_result.task.id` (or `Task #N` in the text), `TaskUpdate` changes
 //! `status`/`subject` (`deleted` removes), `TaskList`'s `tool_use_result.tasks` replaces the list.
-//! These calls emit no `tool_call`; a failed result is still surfaced as a failed
-//! `tool_call_update`.
+//! These calls emit no `tool_call` while they succeed; a refused call (a failed result) is announced then: its `tool_call`, the failed `tool_call_update`, and a `plan` re-stating the list as it was before the call ([`super::task_list`]) (decisions.md §2).
+//! Every line's `timestamp` (2.1.332 prints it on `assistant` lines too) is stamped on its events.
 //!
 //! | tool | title | content | locations |
 //! |---|---|---|---|
@@ -66,6 +67,10 @@
 //! | `e-parallel-orphan` | parallel calls of one message, results out of order, an orphan, a result before its call, two results on one line (no `rawOutput`) |
 //! | `e-multi-turn-usage` | three messages with cache reads/writes: call usage per line, run total = sum |
 //! | `e-thinking` | thinking block → thought; `redacted_thinking` skipped; `thinking_tokens` ignored |
+//! | `s1-text-newer`, `s2-bash-newer`, `s3-read-edit-newer`, `s8-subagent-newer` | real captures of Claude Code 2.1.332: `timestamp` on assistant lines, new `result` key order; a background subagent interleaving with the main agent (`parentToolCallId`), a second `init` and two `result`s giving one run and a running run total |
+//! | `e-todo-refused` | TodoWrite and TaskCreate unavailable (`No such tool available`): the refused calls announced, failed, and the list restored |
+//! | `e-permission-denied` | `system/permission_denied` before each refused call's error result: one failed update each, the line's message when the result has none |
+//! | `e-tool-search` | MCP tools deferred behind `ToolSearch`: its `tool_reference` result names the tools found |
 //! | `e-bad-lines` | `null`, numbers, arrays, invalid JSON, unknown/missing `type`, null/odd blocks, non-string fields, a result with `errors` |
 //! | `e-no-final-result` | `s2-bash` without its closing `result` line: the events as printed; replayed (exit 0) the run fails (`no_final_result`, decisions §1) |
 //! | `e-cost-digits` | a `total_cost_usd` and a tool argument whose last digit a fast float reader gets wrong: printed back exactly (run usage, `rawInput`, hook `arguments`) |
@@ -81,6 +86,7 @@ use super::anthropic::{
 use super::context::{DecodeContext, Envelope};
 use super::json::display_text;
 use super::raw_record::{ObjectMembers, with_raw_member};
+use super::task_list::TaskListCalls;
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::{
     JsonObject, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus, SessionUpdate, TokenUsage, ToolCallContent,
@@ -125,7 +131,11 @@ struct Task {
 #[derive(Debug, Default)]
 pub(crate) struct Claude {
     plan_calls: HashMap<String, PlanCall>,
+    /// The same calls, held for a refusal (decisions.md §2).
+    task_list: TaskListCalls,
     tasks: Vec<Task>,
+    /// `system/permission_denied` messages by call id, for a refused call's result that prints none.
+    denied: HashMap<String, String>,
 }
 
 impl Dialect for Claude {
@@ -173,6 +183,15 @@ impl Dialect for Claude {
     }
 
     fn system(&mut self, line: &Line<'_>, env: &mut Envelope, out: &mut Updates) {
+        if line.subtype.get() == Some("permission_denied") {
+            // The refused call's error `tool_result` follows and carries the failure (one failed
+            // update, no `error`); the message stands in if that result prints none.
+            let text = |raw| value(raw).and_then(|v| v.as_str().map(str::to_string));
+            if let (Some(id), Some(message)) = (text(line.facts().tool_use_id), text(line.facts().message_text)) {
+                self.denied.insert(id, message);
+            }
+            return;
+        }
         if line.subtype.get() != Some("api_retry") {
             return;
         }
@@ -225,7 +244,8 @@ impl Dialect for Claude {
             "TodoWrite" => match plan_from_todos(&call) {
                 Some(entries) => {
                     self.plan_calls.insert(call.id.to_string(), PlanCall::Todo);
-                    out.push(SessionUpdate::Plan { entries });
+                    let announce = tool_call(ToolUse::new(call.id, call.name, call.input));
+                    out.push(self.task_list.call(call.id, Some(announce), entries));
                     return;
                 }
                 None => None,
@@ -245,12 +265,20 @@ impl Dialect for Claude {
         };
         if let Some(p) = plan_call {
             self.plan_calls.insert(call.id.to_string(), p);
+            self.task_list.hold(call.id, tool_call(call));
             return;
         }
         out.push(SessionUpdate::ToolCall(tool_call(call)));
     }
 
-    fn tool_result(&mut self, result: ToolResult<'_>, out: &mut Updates) {
+    fn tool_result(&mut self, mut result: ToolResult<'_>, out: &mut Updates) {
+        if !self.denied.is_empty() {
+            if let Some(message) = self.denied.remove(&result.id) {
+                if result.status == ToolCallStatus::Failed && result.text().is_none_or(str::is_empty) {
+                    result.content = Some(vec![ToolCallContent::text(message)]);
+                }
+            }
+        }
         // Most results answer no plan call: no hashing of their id then.
         let plan_call = if self.plan_calls.is_empty() { None } else { self.plan_calls.remove(&result.id) };
         let Some(plan_call) = plan_call else {
@@ -258,9 +286,11 @@ impl Dialect for Claude {
             return;
         };
         if result.status == ToolCallStatus::Failed {
-            out.push(result.update());
+            let id = result.id.clone();
+            out.extend(self.task_list.refused(&id, result.update()));
             return;
         }
+        self.task_list.done(&result.id);
         let before = self.tasks.clone();
         let raw_output = result.raw_output_value();
         match plan_call {
@@ -333,7 +363,8 @@ impl Dialect for Claude {
                     status: t.status,
                     priority: PlanEntryPriority::Medium,
                 })
-                .collect();
+                .collect::<Vec<_>>();
+            self.task_list.stated(&entries);
             out.push(SessionUpdate::Plan { entries });
         }
     }
@@ -517,6 +548,94 @@ mod tests {
         assert_eq!(evs.len(), 2);
         assert!(evs.iter().all(|e| e.session_id.as_deref() == Some("S")));
         assert_eq!(evs[0].model.as_deref(), Some("m"));
+    }
+
+    fn lines(lines: &[&str]) -> Vec<OutputEvent> {
+        run(&lines.iter().map(|l| format!("{l}\n")).collect::<String>())
+    }
+
+    fn kinds(evs: &[OutputEvent]) -> Vec<&'static str> {
+        evs.iter().map(|e| e.update.kind_name()).collect()
+    }
+
+    #[test]
+    fn each_result_gives_the_run_total_so_far() {
+        // Claude Code 2.1.332 with a background subagent: two `result` lines in one run.
+        let evs = lines(&[
+            r#"{"type":"result","subtype":"success","is_error":false,"result":"a","total_cost_usd":0.03,"usage":{"input_tokens":3046,"output_tokens":29,"cache_creation_input_tokens":5,"server_tool_use":{"web_search_requests":1},"service_tier":"standard"},"modelUsage":{"m":{"inputTokens":9}},"result_index":0}"#,
+            r#"{"type":"system","subtype":"init","session_id":"S"}"#,
+            r#"{"type":"result","subtype":"success","is_error":false,"result":"b","total_cost_usd":0.05,"usage":{"input_tokens":1523,"output_tokens":12,"cache_creation_input_tokens":2,"server_tool_use":{"web_search_requests":0},"service_tier":"standard"},"modelUsage":{"m":{"inputTokens":11}},"result_index":1,"origin":{"kind":"task-notification"}}"#,
+        ]);
+        let totals: Vec<_> = evs
+            .iter()
+            .filter_map(|e| match &e.update {
+                SessionUpdate::Usage { scope: crate::event::UsageScope::Run, usage } => Some(usage.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(totals.len(), 2);
+        assert_eq!((totals[0].prompt_tokens, totals[0].completion_tokens), (Some(3051), Some(29)));
+        assert_eq!((totals[1].prompt_tokens, totals[1].completion_tokens), (Some(4576), Some(41)), "a running total");
+        assert_eq!(totals[1].cost_usd, Some(0.05), "total_cost_usd is cumulative: the latest stands");
+        let extra = totals[1].extra.as_ref().unwrap().to_value();
+        assert_eq!(extra["cache_creation_input_tokens"], 7);
+        assert_eq!(extra["server_tool_use"]["web_search_requests"], 1);
+        assert_eq!(extra["service_tier"], "standard");
+        assert_eq!(extra["modelUsage"]["m"]["inputTokens"], 11, "modelUsage is cumulative: the latest whole");
+    }
+
+    #[test]
+    fn assistant_line_timestamps_are_copied_to_their_events() {
+        let evs = lines(&[
+            r#"{"type":"assistant","message":{"id":"m1","model":"x","content":[{"type":"text","text":"hi"},{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls"}}],"usage":{"input_tokens":1,"output_tokens":2}},"timestamp":"2026-12-04T00:35:49.458Z"}"#,
+        ]);
+        assert_eq!(kinds(&evs), ["agent_message_chunk", "tool_call", "usage"]);
+        assert!(evs.iter().all(|e| e.timestamp.as_deref() == Some("2026-12-04T00:35:49.458Z")));
+    }
+
+    #[test]
+    fn tool_search_results_name_the_tools_found() {
+        let evs = lines(&[
+            r#"{"type":"user","message":{"role":"user","content":[{"tool_use_id":"t1","type":"tool_result","content":[{"type":"tool_reference","tool_name":"mcp__kb__lookup"},{"type":"tool_reference","tool_name":"mcp__kb__fail_op"}]}]}}"#,
+        ]);
+        let SessionUpdate::ToolCallUpdate(u) = &evs[0].update else { panic!("{evs:?}") };
+        let content = u.content.as_ref().expect("not an empty result");
+        assert_eq!(content, &vec![ToolCallContent::text("mcp__kb__lookup\nmcp__kb__fail_op")]);
+    }
+
+    #[test]
+    fn a_denied_call_fails_once_with_the_harness_message() {
+        let evs = lines(&[
+            r#"{"type":"assistant","message":{"id":"m1","model":"x","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"rm -rf build"}}]}}"#,
+            r#"{"type":"system","subtype":"permission_denied","tool_name":"Bash","tool_use_id":"t1","message":"Permission to use Bash has been denied."}"#,
+            r#"{"type":"user","message":{"role":"user","content":[{"tool_use_id":"t1","type":"tool_result","content":"","is_error":true}]}}"#,
+        ]);
+        assert_eq!(kinds(&evs), ["tool_call", "tool_call_update"], "no error update, one failed update");
+        let SessionUpdate::ToolCallUpdate(u) = &evs[1].update else { unreachable!() };
+        assert_eq!(u.status, Some(ToolCallStatus::Failed));
+        assert_eq!(u.content, Some(vec![ToolCallContent::text("Permission to use Bash has been denied.")]));
+    }
+
+    #[test]
+    fn a_refused_todo_write_is_announced_failed_and_undone() {
+        let todo = |id: &str, status: &str| {
+            format!(
+                r#"{{"type":"assistant","message":{{"id":"{id}","model":"x","content":[{{"type":"tool_use","id":"{id}","name":"TodoWrite","input":{{"todos":[{{"content":"Read","status":"{status}","activeForm":"Reading"}}]}}}}]}}}}"#
+            )
+        };
+        let result = |id: &str, error: bool| {
+            format!(
+                r#"{{"type":"user","message":{{"role":"user","content":[{{"tool_use_id":"{id}","type":"tool_result","content":"x","is_error":{error}}}]}}}}"#
+            )
+        };
+        let input = [todo("a", "in_progress"), result("a", false), todo("b", "completed"), result("b", true)];
+        let evs = lines(&input.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(kinds(&evs), ["plan", "plan", "tool_call", "tool_call_update", "plan"]);
+        assert!(
+            matches!(&evs[2].update, SessionUpdate::ToolCall(c) if c.tool_call_id == "b" && c.title == "Update TODOs")
+        );
+        let SessionUpdate::Plan { entries } = &evs[4].update else { unreachable!() };
+        assert_eq!(entries[0].status, PlanEntryStatus::InProgress, "the list as it was before the refused call");
     }
 
     #[test]

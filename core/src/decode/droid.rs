@@ -13,7 +13,7 @@
 //! | `message` / `assistant` role `assistant` (`id`, `text` or text blocks) | `agent_message_chunk`, `messageId` = `id` |
 //! | `reasoning` (`id`, `text`) | `agent_thought_chunk`, `messageId` = `id`. Droid prints every reasoning block TWICE with the same id: a reasoning line whose (id, text) was already emitted since the last non-thought event is dropped. A line without an id is never dropped; the same thought after other output is emitted again |
 //! | `tool_call`, `tool_use`: nested `toolUse {id, name, input}` or flat `{id, messageId, toolId, toolName, parameters}` | `tool_call` (status `pending`, `toolName` = `toolName`/`name` verbatim, `kind` from `tools.rs`, `rawInput` = the input object, title / locations / diffs below, `messageId`). A call id already announced is not announced again |
-//! | `tool_call` of `TodoWrite` with `todos` as an array, or as a numbered text list `1. [in_progress] …` | `plan` (status `in_progress`/`completed`/`done` kept, else pending; priority `high`/`low` kept, else medium) instead of `tool_call`; its successful result is swallowed, a failed one is emitted. A `todos` that does not parse stays a `tool_call` |
+//! | `tool_call` of `TodoWrite` with `todos` as an array, or as a numbered text list `1. [in_progress] …` | `plan` (status `in_progress`/`completed`/`done` kept, else pending; priority `high`/`low` kept, else medium) instead of `tool_call`; its successful result is swallowed; a refused call (a failed result) is announced then: its `tool_call`, the failed `tool_call_update`, and a `plan` re-stating the list as it was before the call ([`super::task_list`]). A `todos` that does not parse stays a `tool_call` |
 //! | `tool_result` (`id` / `toolUseId`, `isError`, `value` / `content` / `error {type, message}`) | `tool_call_update`: status `failed` when `isError` (or an `error` object without `isError`), else `completed`; content = the text verbatim: `error.message` of a failure, else `value` (a string as is; other JSON as compact text), else `content` (string, or text/image blocks); `rawOutput` below. No title: the call's title stays |
 //! | `tool_progress_update` / `tool_progress` | `tool_call_update` `in_progress` with the progress text |
 //! | `completion` (`finalText`, `numTurns`, `durationMs`, `usage`) | `agent_message_chunk` with `finalText` ONLY when it differs (ignoring surrounding whitespace) from the last assistant text already emitted; then `usage` scope `run` (below) |
@@ -65,7 +65,7 @@
 //! | `e-parallel-tools` | s7: both calls, then both results |
 //! | `e-failing-execute` | s9: exit 2 → `failed`, `error.message` verbatim, the error object as `rawOutput` |
 //! | `e-mcp` | s12 (+ wrong name): ToolSearch, `kb___lookup` ok, `kb___lookup_fail` failed |
-//! | `e-todo-plan` | s4: TodoWrite with a text list → plan + its failed result; the array shape → plan, success swallowed; unparsable text stays a tool call |
+//! | `e-todo-plan` | s4: TodoWrite with a text list → plan; the tool is unavailable: the call announced, failed, the empty list restored; the array shape → plan, success swallowed; unparsable text stays a tool call |
 //! | `e-completion-repeats-text` | the completion's text is not repeated (whitespace ignored); run usage |
 //! | `e-completion-only-text` | a completion whose text was never printed is emitted; no usage printed, none emitted |
 //! | `e-errors-401`, `e-errors-stream-broken` | s6/s14: `agent_loop` then `cli` `Exec failed`, both fatal, `source` in `extra`; a line without a timestamp has none |
@@ -98,6 +98,7 @@ use super::in_place::{opt_str, parse_line_into, raw_field, read_in_place, value}
 use super::json::{Obj, ObjList, classify_failure};
 use super::raw_record::{read_raw_json, value_raw_json};
 use super::scan::{Res, Scan, read_obj, read_obj_list, read_object};
+use super::task_list::TaskListCalls;
 use super::tree::{Entries, Json, json_of};
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::{
@@ -116,6 +117,8 @@ const MAX_DEPTH: usize = 4;
 pub(crate) struct DroidDecoder {
     /// Announced tool calls by id: `true` when the call became a plan (TodoWrite).
     calls: HashMap<String, bool>,
+    /// The TodoWrite calls, held for a refusal.
+    task_list: TaskListCalls,
     /// The last assistant text emitted: a whole message, or the deltas of a streamed message.
     last_text: String,
     /// While `last_text` accumulates deltas: the message they belong to.
@@ -952,14 +955,10 @@ impl DroidDecoder {
             _ => from_text.as_ref(),
         };
         let name_str = name.unwrap_or("");
-        if normalize_name(Agent::Droid, name_str) == "todowrite" {
-            if let Some(entries) = args.and_then(|a| todo_plan(a.get("todos"))) {
-                self.calls.insert(id.to_string(), true);
-                self.push_env(env, ctx, SessionUpdate::Plan { entries }, out);
-                return;
-            }
-        }
-        self.calls.insert(id.to_string(), false);
+        let plan = (normalize_name(Agent::Droid, name_str) == "todowrite")
+            .then(|| args.and_then(|a| todo_plan(a.get("todos"))))
+            .flatten();
+        self.calls.insert(id.to_string(), plan.is_some());
         let (title, content, locations) = describe(name_str, args);
         let text_is_object = from_text.is_some();
         drop(from_text);
@@ -981,7 +980,12 @@ impl DroidDecoder {
             content: (!content.is_empty()).then_some(content),
             locations: (!locations.is_empty()).then_some(locations),
         };
-        self.push_env(env, ctx, SessionUpdate::ToolCall(call), out);
+        let update = match plan {
+            // A task list: the plan now, the call held for a refusal (decisions.md §2).
+            Some(entries) => self.task_list.call(id, Some(call), entries),
+            None => SessionUpdate::ToolCall(call),
+        };
+        self.push_env(env, ctx, update, out);
     }
 
     fn tool_result(
@@ -1017,14 +1021,29 @@ impl DroidDecoder {
         } else {
             (Vec::new(), None)
         };
-        if self.calls.get(id.as_ref()) == Some(&true) && !failed {
+        if !failed && self.task_list.done(&id) {
             return LineOutcome::Decoded; // the plan already said it
         }
+        let key = id.to_string();
         let mut update = ToolCallUpdate::new(id);
         update.status = Some(if failed { ToolCallStatus::Failed } else { ToolCallStatus::Completed });
         update.content = (!blocks.is_empty()).then_some(blocks);
         update.raw_output = raw_output;
-        self.push_last(env, ctx, SessionUpdate::ToolCallUpdate(update), out);
+        let update = SessionUpdate::ToolCallUpdate(update);
+        if failed && self.task_list.holds(&key) {
+            // A refused task list: announced, failed, undone.
+            let mut updates = self.task_list.refused(&key, update).into_iter().peekable();
+            while let Some(u) = updates.next() {
+                if updates.peek().is_some() {
+                    self.push(&env, ctx, u, out);
+                } else {
+                    self.push_last(env, ctx, u, out);
+                    break;
+                }
+            }
+            return LineOutcome::Decoded;
+        }
+        self.push_last(env, ctx, update, out);
         LineOutcome::Decoded
     }
 

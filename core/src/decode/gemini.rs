@@ -17,7 +17,7 @@
 //! | `init` | none; `session_id` becomes the run's `sessionId`, `model` the run's model |
 //! | `message`, role `user` | `user_message_chunk` (the prompt echo) |
 //! | `message`, role `assistant` | `agent_message_chunk` (gemini prints deltas only; a retried attempt's deltas are printed again and kept as printed) |
-//! | `tool_use` | `tool_call{pending}`: `toolCallId` = `tool_id`, `toolName` = `tool_name`, `rawInput` = `parameters`, title / locations / diff per tool (table below); `write_todos` also gives a `plan` right after the call |
+//! | `tool_use` | `tool_call{pending}`: `toolCallId` = `tool_id`, `toolName` = `tool_name`, `rawInput` = `parameters`, title / locations / diff per tool (table below); `write_todos` also gives a `plan` right after the call; when its result fails (refused), a `plan` re-stating the list as it was follows the failed update |
 //! | `tool_result` | `tool_call_update`: `completed` for `status:"success"`, else `failed`; content = `output` (gemini's display text), and on failure also `error.message` when it says something else (an MCP error's `output` is `Error: MCP tool 'x' reported an error.` while `error.message` holds the server's words), each verbatim; `rawOutput` = `{status, output?, error?}` as printed |
 //! | `error` | `error`: `fatal` when `severity` is `"error"` (gemini gives up the run after it: `Model stream ended without a finish reason.`), else not fatal (`warning`: loop detection) |
 //! | `result` | `usage{scope:"run"}` from `stats`; with `status:"error"` also `error{fatal:true}` with `error.message`, or `gemini reported status error` when no error object is printed and no fatal error was reported yet |
@@ -57,6 +57,7 @@
 //! | e-hangup | the deltas of every retried attempt as printed, `severity:"error"` fatal, then a bare failed `result` adds no second error |
 //! | e-api-error-500 | a failed `result` with `error.message` is fatal; usage still reported |
 //! | e-result-error-bare | a failed `result` with no error object and no earlier error says `gemini reported status error` |
+//! | e-write-todos-refused | a refused `write_todos`: its failed update, then the list as it was |
 //! | e-loop-detected | the loop-detection warning is not fatal; cached tokens are part of `promptTokens` |
 //! | e-no-final-result | `s2-bash` without its `result` line: replayed (exit 0) the run fails (`no_final_result`, decisions §1) |
 //! | e-tool-errors | `file_not_found`, `tool_not_registered`, `mcp_tool_error` (output and error text), `web_fetch_processing_error`, exit 3 reported as success |
@@ -77,6 +78,7 @@ use super::context::{DecodeContext, Envelope};
 use super::json::{Obj, classify_failure};
 use super::raw_record::{Counters, Printed, object_text, raw_count, read_counters, read_raw_json};
 use super::scan::{Bad, Res, Scan, read_obj_list, read_object};
+use super::task_list::TaskListCalls;
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::{
     DiffContent, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus, RawJson, SessionUpdate, SharedStr,
@@ -89,6 +91,8 @@ use crate::tools::{MAX_TITLE_CHARS, command_title, tool_kind};
 pub(crate) struct GeminiDecoder {
     /// A fatal `error` was already reported (so a bare failed `result` adds nothing).
     fatal_reported: bool,
+    /// `write_todos` calls until their result: a refused one is undone (decisions.md §2).
+    task_list: TaskListCalls,
     /// The scanner's buffer for the objects of `stats`, kept from line to line so each
     /// `result` line does not grow a new one.
     scratch: Vec<(String, Value)>,
@@ -206,8 +210,8 @@ impl HarnessDecoder for GeminiDecoder {
                 envelope(&mut l).emit_last(ctx, update, out);
                 LineOutcome::Decoded
             }
-            Some("tool_use") => tool_use(&mut l, ctx, out),
-            Some("tool_result") => tool_result(&mut l, ctx, out),
+            Some("tool_use") => tool_use(&mut l, &mut self.task_list, ctx, out),
+            Some("tool_result") => tool_result(&mut l, &mut self.task_list, ctx, out),
             Some("error") => {
                 let env = envelope(&mut l);
                 let fatal = l.severity.as_deref() == Some("error");
@@ -297,7 +301,12 @@ fn read_stats(r: &mut Scan<'_>) -> Res<Option<TokenUsage>> {
     }))
 }
 
-fn tool_use(l: &mut Line<'_>, ctx: &DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
+fn tool_use(
+    l: &mut Line<'_>,
+    task_list: &mut TaskListCalls,
+    ctx: &DecodeContext,
+    out: &mut Vec<OutputEvent>,
+) -> LineOutcome {
     let env = envelope(l);
     let Some(id) = l.tool_id.as_deref().filter(|id| !id.is_empty()) else { return LineOutcome::UnexpectedShape };
     let name = l.tool_name.as_deref().filter(|n| !n.is_empty());
@@ -317,15 +326,21 @@ fn tool_use(l: &mut Line<'_>, ctx: &DecodeContext, out: &mut Vec<OutputEvent>) -
     };
     match plan {
         Some(entries) => {
+            let plan = task_list.call(id, None, entries);
             env.emit(ctx, SessionUpdate::ToolCall(call), out);
-            env.emit_last(ctx, SessionUpdate::Plan { entries }, out);
+            env.emit_last(ctx, plan, out);
         }
         None => env.emit_last(ctx, SessionUpdate::ToolCall(call), out),
     }
     LineOutcome::Decoded
 }
 
-fn tool_result(l: &mut Line<'_>, ctx: &DecodeContext, out: &mut Vec<OutputEvent>) -> LineOutcome {
+fn tool_result(
+    l: &mut Line<'_>,
+    task_list: &mut TaskListCalls,
+    ctx: &DecodeContext,
+    out: &mut Vec<OutputEvent>,
+) -> LineOutcome {
     let env = envelope(l);
     let Some(id) = l.tool_id.as_deref().filter(|id| !id.is_empty()) else { return LineOutcome::UnexpectedShape };
     let mut update = ToolCallUpdate::new(id);
@@ -346,7 +361,22 @@ fn tool_result(l: &mut Line<'_>, ctx: &DecodeContext, out: &mut Vec<OutputEvent>
     }
     update.content = (!content.is_empty()).then_some(content);
     update.raw_output = Some(raw_output(l.status.as_deref(), l.output, l.error));
-    env.emit_last(ctx, SessionUpdate::ToolCallUpdate(update), out);
+    let update = SessionUpdate::ToolCallUpdate(update);
+    if success {
+        task_list.done(id);
+    } else if task_list.holds(id) {
+        // A refused `write_todos`: its failed update, then the list as it was.
+        let mut updates = task_list.refused(id, update);
+        let last = updates.pop();
+        for u in updates {
+            env.emit(ctx, u, out);
+        }
+        if let Some(u) = last {
+            env.emit_last(ctx, u, out);
+        }
+        return LineOutcome::Decoded;
+    }
+    env.emit_last(ctx, update, out);
     LineOutcome::Decoded
 }
 

@@ -11,7 +11,7 @@
 //! | `{"role":"assistant","content":"text"}` | `agent_message_chunk` (empty text: nothing) |
 //! | `{"role":"assistant","content":[parts]}` | per part, in order: `think` → `agent_thought_chunk`; `text` → `agent_message_chunk`; `image_url` → image `agent_message_chunk` (`data:` URL → `data` + `mimeType`, else `uri`); `video_url` / `audio_url` → `agent_message_chunk` `"[video] <url>"` / `"[audio] <url>"` |
 //! | `… "tool_calls":[{id, function:{name, arguments}}]` | after the content: one `tool_call` per call (status `pending`, `toolName` = name, `kind` from `tools.rs`, `rawInput` = the parsed `arguments` object, or the raw string when it is not a JSON object, titles/locations/diffs below) |
-//! | `SetTodoList` / `TodoList` call | `plan` instead of `tool_call` (`title` → content; `done`/`completed` → completed, `in_progress` kept, else pending; priority `medium`); the matching successful result is swallowed, a failed one is still emitted |
+//! | `SetTodoList` / `TodoList` call | `plan` instead of `tool_call` (`title` → content; `done`/`completed` → completed, `in_progress` kept, else pending; priority `medium`); the matching successful result is swallowed; a refused call (a failed result) is announced then: its `tool_call`, the failed `tool_call_update`, and a `plan` re-stating the list as it was before the call ([`super::task_list`]) |
 //! | `{"role":"tool","tool_call_id":…,"content":…}` | `tool_call_update` with the content verbatim (string → one text block; parts → text / image blocks, `video_url`/`audio_url` → `"[video] <url>"` text), status `failed` when the FIRST text part starts with the error marker (below), else `completed`; no `rawOutput` (kimi prints none) |
 //! | `{"role":"user","content":…}` | `user_message_chunk` (text parts) |
 //! | `{"role":"meta","type":"session.resume_hint","session_id":…}` | nothing; the session id is captured and stamped on every later event |
@@ -62,7 +62,7 @@
 //! | `e-parallel-tools` | s7: two calls on one line, then both results |
 //! | `e-tool-failure` | s9: `<system>ERROR: Command failed with exit code: 2.` and a failing Grep |
 //! | `e-quoted-tool-error` | output quoting `ToolError`, `<error>` and `<system>ERROR:` in its body stays `completed` |
-//! | `e-todo-plan` | SetTodoList → plans, successful results swallowed, failed ones emitted, an unusable list stays a tool call, an empty list is an empty plan |
+//! | `e-todo-plan` | SetTodoList → plans, successful results swallowed, a refused one announced, failed and undone, an unusable list stays a tool call, an empty list is an empty plan |
 //! | `e-thinking-tool` | s10: think → tool → think → answer |
 //! | `e-image` | s13: ReadMediaFile's image part; assistant image / video / audio URLs |
 //! | `e-mcp` | s12: bare MCP tool names, the isError marker |
@@ -72,7 +72,7 @@
 //! | `e-many-tools` | s15/s16: Glob, FetchURL, SearchWeb failure, Agent, TaskOutput failure, WriteFile append (no diff), text + tool call on one line |
 
 use std::borrow::Cow;
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
 
 use std::fmt;
 
@@ -87,6 +87,7 @@ use super::context::{DecodeContext, Envelope};
 use super::json::{Obj, ObjList, classify_failure, lenient};
 use super::raw_record::{checked_raw, read_raw_json};
 use super::scan::{Bad, Res, Scan, read_obj, read_obj_list};
+use super::task_list::TaskListCalls;
 use super::tree::{Json, json_of};
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::{
@@ -103,8 +104,9 @@ const MAX_SUBAGENT_DEPTH: usize = 8;
 pub(crate) struct KimiDecoder {
     /// The lines of a plain-text failure message, joined with `\n`, until the message ends.
     pending_error: Option<String>,
-    /// Ids of todo calls turned into plans: their successful results are swallowed.
-    plan_calls: HashSet<String>,
+    /// Todo calls turned into plans: a successful result is swallowed, a refused one announced
+    /// and undone.
+    task_list: TaskListCalls,
     /// Synthetic ids of id-less calls not yet answered, oldest first.
     unanswered_synthetic: VecDeque<String>,
     /// Counter for synthetic ids.
@@ -706,13 +708,10 @@ impl KimiDecoder {
             }
             Input::None => false,
         };
-        if matches!(name, Some("SetTodoList" | "TodoList")) {
-            if let Some(entries) = is_object.then_some(&fields).and_then(|f| todo_plan(f.get("todos"))) {
-                self.plan_calls.insert(id);
-                env.emit(ctx, SessionUpdate::Plan { entries }, out);
-                return;
-            }
-        }
+        let plan = match name {
+            Some("SetTodoList" | "TodoList") => is_object.then_some(&fields).and_then(|f| todo_plan(f.get("todos"))),
+            _ => None,
+        };
         let (title, content, locations) = describe(name.unwrap_or(""), is_object.then_some(&mut fields));
         drop(fields); // (It borrows from `input`, moved below.)
         let raw_input = match input {
@@ -733,7 +732,15 @@ impl KimiDecoder {
             content: (!content.is_empty()).then_some(content),
             locations: (!locations.is_empty()).then_some(locations),
         };
-        env.emit(ctx, SessionUpdate::ToolCall(call), out);
+        let update = match plan {
+            // A task list: the plan now, the call held for a refusal (decisions.md §2).
+            Some(entries) => {
+                let id = call.tool_call_id.clone();
+                self.task_list.call(&id, Some(call), entries)
+            }
+            None => SessionUpdate::ToolCall(call),
+        };
+        env.emit(ctx, update, out);
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -760,14 +767,23 @@ impl KimiDecoder {
                 None => return LineOutcome::UnexpectedShape,
             },
         };
-        if !self.plan_calls.is_empty() && self.plan_calls.remove(&id) && !failed {
+        if !failed && self.task_list.done(&id) {
             return LineOutcome::Decoded; // the plan already said it
         }
+        let key = if failed && self.task_list.holds(&id) { Some(id.clone()) } else { None };
         let mut update = ToolCallUpdate::new(id);
         update.status = Some(if failed { ToolCallStatus::Failed } else { ToolCallStatus::Completed });
         update.content = Some(blocks);
         update.raw_output = raw_output;
-        env.emit(ctx, SessionUpdate::ToolCallUpdate(update), out);
+        match key {
+            // A refused task list: announced, failed, undone.
+            Some(id) => {
+                for u in self.task_list.refused(&id, SessionUpdate::ToolCallUpdate(update)) {
+                    env.emit(ctx, u, out);
+                }
+            }
+            None => env.emit(ctx, SessionUpdate::ToolCallUpdate(update), out),
+        }
         LineOutcome::Decoded
     }
 

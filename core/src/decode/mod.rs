@@ -33,6 +33,7 @@ mod in_place;
 pub(crate) mod json;
 mod raw_record;
 mod scan;
+mod task_list;
 mod tree;
 
 mod anthropic;

@@ -46,7 +46,7 @@
 //! | webfetch | `Fetch <url>` | – |
 //! | websearch, codesearch | `Search: <query>` | – |
 //! | task | `Task: <description>` | – (the subagent's own steps are not printed) |
-//! | todowrite / todoread | `Update todos` / `Read todos` | `plan` from `input.todos` (else `output` parsed as a JSON list): `in_progress`/`in-progress`/`running` → in_progress; `completed`/`done`/`cancelled` → completed (a cancelled todo is no longer open, as the peer maps it); anything else pending; priority kept when high/medium/low, else medium |
+//! | todowrite / todoread | `Update todos` / `Read todos` | `plan` from `input.todos` (else `output` parsed as a JSON list): `in_progress`/`in-progress`/`running` → in_progress; `completed`/`done`/`cancelled` → completed (a cancelled todo is no longer open, as the peer maps it); anything else pending; priority kept when high/medium/low, else medium; a refused `todowrite` (state `error`) is followed by a `plan` re-stating the list as it was |
 //! | invalid | `Invalid tool call: <input.tool>` | – |
 //! | skill | `Skill: <name>` | – |
 //! | anything else | `state.title`, else the tool name | – |
@@ -66,6 +66,7 @@
 //! | e-thinking-tool | `--thinking` reasoning parts as thoughts (empty ones dropped), per-step usage |
 //! | e-failing-bash-and-tool-error | `metadata.exit` 2 fails a "completed" bash; `state.status:"error"` with the error text |
 //! | e-image-attachment | a data-URL image, a linked image (`uri`), a non-image attachment left to `rawOutput` |
+//! | e-todowrite-refused | a `todowrite` in state `error`: its failed update, then the list as it was |
 //! | e-todowrite-plan | todos with priorities (cancelled → completed, unknown priority → medium), the plan from `output` when the input has none |
 //! | e-no-final-result | `s2-bash` without its last `step_finish` (the one that does not ask for tool results): replayed (exit 0) the run fails (`no_final_result`, decisions §1) |
 //! | e-cost-digits | per-step `cost`s whose last digit a fast float reader gets wrong: printed back exactly |
@@ -89,6 +90,7 @@ use super::in_place::{SeenKeys, key_text};
 use super::json::{ObjList, classify_failure, first_str, str_field};
 use super::raw_record::{ObjectMembers, raw_count, read_raw_json};
 use super::scan::{Bad, Res, Scan, read_obj_list};
+use super::task_list::TaskListCalls;
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::ToolKind;
 use crate::event::{
@@ -104,6 +106,8 @@ use crate::tools::{MAX_TITLE_CHARS, command_title, kind_table, truncate_chars};
 pub(crate) struct OpencodeDecoder {
     /// Calls announced by an earlier line whose state was not final yet (pending/running).
     open: IdSet,
+    /// `todowrite` calls until their result: a refused one is undone (decisions.md §2).
+    task_list: TaskListCalls,
     /// The scanner's buffer for building `tokens` objects, kept from line to line.
     scratch: Vec<(String, Value)>,
 }
@@ -376,7 +380,7 @@ impl HarnessDecoder for OpencodeDecoder {
                 LineOutcome::Decoded
             }
             Some("tool_use") => match l.part {
-                Some(part) => tool_use(&mut self.open, part, env, ctx, out),
+                Some(part) => tool_use(&mut self.open, &mut self.task_list, part, env, ctx, out),
                 None => LineOutcome::UnexpectedShape,
             },
             Some("step_finish") => {
@@ -703,6 +707,7 @@ fn kind_of(lower: &str) -> ToolKind {
 
 fn tool_use(
     open: &mut IdSet,
+    task_list: &mut TaskListCalls,
     part: Part<'_>,
     env: Envelope,
     ctx: &DecodeContext,
@@ -751,7 +756,7 @@ fn tool_use(
     // The line's last event takes the envelope; the ones before it get a copy.
     let mut held = (!announced).then_some(SessionUpdate::ToolCall(call));
     if let Some(entries) = plan {
-        hold(&mut held, SessionUpdate::Plan { entries }, &env, ctx, out);
+        hold(&mut held, task_list.call(id, None, entries), &env, ctx, out);
     }
 
     let outcome = match status {
@@ -800,7 +805,21 @@ fn tool_use(
         }
         update.content = (!content.is_empty()).then_some(content);
         update.raw_output = Some(state.raw_output());
-        hold(&mut held, SessionUpdate::ToolCallUpdate(update), &env, ctx, out);
+        let update = SessionUpdate::ToolCallUpdate(update);
+        match status {
+            // A refused `todowrite`: its failed update, then the list as it was.
+            ToolCallStatus::Failed if task_list.holds(id) => {
+                for u in task_list.refused(id, update) {
+                    hold(&mut held, u, &env, ctx, out);
+                }
+            }
+            _ => {
+                if status == ToolCallStatus::Completed {
+                    task_list.done(id);
+                }
+                hold(&mut held, update, &env, ctx, out);
+            }
+        }
     }
     if let Some(last) = held {
         env.emit_last(ctx, last, out);
