@@ -19,7 +19,7 @@
 //! | `step.completed` | the step ended (the next step started, or the run completed) and every tool it requested has finished | `step_index`, `message_id`?, `model`? |
 //! | `response.output_text.delta` | `agent_message_chunk` text | `step_index`, `delta` |
 //! | `response.reasoning.delta` | `agent_thought_chunk` text | `step_index`, `delta` |
-//! | `run.completed` | lifecycle `run_complete` / `command_complete` | `output` (the final answer: the message text of the last step that had any), `usage`? |
+//! | `run.completed` | lifecycle `run_complete` / `command_complete` | `output` (the final answer: the message text of the main agent's last step that had any), `usage`? |
 //! | `run.failed` | lifecycle `run_failed` / `command_failed` | `error` |
 //! | `run.cancelled` | lifecycle `run_interrupted` / `command_interrupted` | `reason`, `last_sequence`, `usage`? |
 //! | `run.stopped` | an interrupted run whose stop was a timeout | `stop_reason` |
@@ -33,6 +33,12 @@
 //! | 3 | `model.completed` (the reply is complete: it carries the usage reported by then; usage printed later goes to `usage` updates and the run totals) |
 //! | 4 | per tool call of that reply: `tool.started` < `tool.preliminary_result`* < `tool.completed` \| `tool.failed` (\| `tool.indeterminate` at an abnormal end), then `run.waiting_for_human` after a denied call |
 //! | 5 | `step.completed`, before the next step's `step.started` (or, when the step's tools still run, e.g. a subagent's steps nested in its call, right after its last tool hook) |
+//!
+//! Steps are tracked per agent: the events of a subagent (those with a `parentToolCallId`) make
+//! their own steps, which may run beside the main agent's (a background subagent's lines
+//! interleave with the main agent's); a subagent's step in progress ends when the call it runs
+//! under returns. `run.completed`'s `output` is the main agent's last text (a subagent's only
+//! when the main agent printed none).
 //!
 //! Every tool hook of a step falls between that step's `model.completed` and its
 //! `step.completed`. The step in progress when a run fails or is cancelled gets no
@@ -247,6 +253,12 @@ pub enum HookInput<'a> {
 #[derive(Debug, Default)]
 struct Step {
     index: u64,
+    /// Whose step it is: `None` for the main agent, else the `parentToolCallId` of the subagent
+    /// call it runs under (a background subagent's steps interleave with the main agent's).
+    scope: Option<SharedStr>,
+    /// A tool result of this scope came after the step's model output: the next output starts
+    /// a new step (for harnesses without message ids).
+    after_tool_result: bool,
     message_id: Option<SharedStr>,
     model: Option<SharedStr>,
     usage: Option<Value>,
@@ -279,13 +291,16 @@ pub struct HookDeriver {
     run_id: String,
     agent_id: String,
     steps_started: u64,
-    step: Option<Step>,
+    /// The steps in progress, one per scope (main agent, each subagent), oldest first.
+    steps: Vec<Step>,
     waiting: Vec<WaitingStep>,
-    after_tool_result: bool,
     tools: HashMap<String, OpenTool>,
     open_order: Vec<String>,
     idempotent_tools: HashSet<String>,
+    /// The message text of the main agent's last step that had any.
     final_answer: String,
+    /// The same over every scope (the answer when the main agent printed none).
+    last_text: String,
     /// The sequence of the last hook derived: no hook is stamped behind it.
     last_sequence: u64,
     terminated: bool,
@@ -306,13 +321,13 @@ impl HookDeriver {
             run_id: run_id.into(),
             agent_id: agent_id.into(),
             steps_started: 0,
-            step: None,
+            steps: Vec::new(),
             waiting: Vec::new(),
-            after_tool_result: false,
             tools: HashMap::new(),
             open_order: Vec::new(),
             idempotent_tools: HashSet::new(),
             final_answer: String::new(),
+            last_text: String::new(),
             last_sequence: 0,
             terminated: false,
         }
@@ -395,15 +410,19 @@ impl HookDeriver {
                 let failed =
                     matches!(reason, RunFailed | CommandFailed | RunBackgroundFailed | CommandBackgroundFailed);
                 if interrupted || failed {
-                    // The step in progress did not complete: the terminal hook ends it.
-                    self.complete_model(sequence, ts, out);
-                    if let Some(step) = self.step.take() {
-                        self.keep_answer(step.text);
+                    // The steps in progress did not complete: the terminal hook ends them.
+                    for at in 0..self.steps.len() {
+                        self.complete_model(at, sequence, ts, out);
+                    }
+                    for step in std::mem::take(&mut self.steps) {
+                        self.keep_answer(step.scope.is_none(), step.text);
                     }
                     self.settle_open_tools(sequence, ts, out);
                     self.waiting.clear();
                 } else {
-                    self.end_step(ts, out);
+                    while !self.steps.is_empty() {
+                        self.end_step(0, ts, out);
+                    }
                     for step in std::mem::take(&mut self.waiting) {
                         self.step_completed(&step, sequence, ts, out);
                     }
@@ -426,7 +445,8 @@ impl HookDeriver {
                     ("run.failed", HookStatus::Failed, d)
                 } else {
                     let mut d = Map::new();
-                    d.insert("output".into(), json!(self.final_answer));
+                    let answer = if self.final_answer.is_empty() { &self.last_text } else { &self.final_answer };
+                    d.insert("output".into(), json!(answer));
                     ("run.completed", HookStatus::Completed, d)
                 };
                 if let Some(u) = &facts.usage {
@@ -479,12 +499,17 @@ impl HookDeriver {
         d
     }
 
-    /// The model's reply in the current step is complete: `model.completed` (once per step),
-    /// with the usage reported by then. It comes before the hooks of the tools that reply
-    /// requested, so it is stamped with the item that proved it (`sequence`) when that comes
-    /// before the step's last item.
-    fn complete_model(&mut self, sequence: u64, ts: u64, out: &mut Vec<HookEvent>) {
-        let Some(step) = self.step.as_mut().filter(|s| !s.model_completed) else { return };
+    /// The step in progress of `scope`, by position in `steps`.
+    fn step_of(&self, scope: Option<&SharedStr>) -> Option<usize> {
+        self.steps.iter().position(|s| s.scope.as_ref() == scope)
+    }
+
+    /// The model's reply in step `at` is complete: `model.completed` (once per step), with the
+    /// usage reported by then. It comes before the hooks of the tools that reply requested, so
+    /// it is stamped with the item that proved it (`sequence`) when that comes before the
+    /// step's last item.
+    fn complete_model(&mut self, at: usize, sequence: u64, ts: u64, out: &mut Vec<HookEvent>) {
+        let Some(step) = self.steps.get_mut(at).filter(|s| !s.model_completed) else { return };
         step.model_completed = true;
         let mut d = Self::step_details(step.index, step.message_id.as_ref(), step.model.as_ref());
         if let Some(u) = step.usage.take() {
@@ -494,20 +519,24 @@ impl HookDeriver {
         self.emit("model.completed", HookStatus::Running, sequence, ts, d, out);
     }
 
-    fn keep_answer(&mut self, text: String) {
-        if !text.is_empty() {
-            self.final_answer = text;
+    fn keep_answer(&mut self, main_agent: bool, text: String) {
+        if text.is_empty() {
+            return;
         }
+        if main_agent {
+            self.final_answer.clone_from(&text);
+        }
+        self.last_text = text;
     }
 
-    /// The current step ends (a new step starts, or the run completes): `model.completed` if
+    /// Step `at` ends (its scope starts a new step, or the run completes): `model.completed` if
     /// not yet, then `step.completed` — at once, or when the last of its tools finishes.
-    fn end_step(&mut self, ts: u64, out: &mut Vec<HookEvent>) {
-        let Some(last) = self.step.as_ref().map(|s| s.last_sequence) else { return };
-        self.complete_model(last, ts, out);
-        let Some(step) = self.step.take() else { return };
+    fn end_step(&mut self, at: usize, ts: u64, out: &mut Vec<HookEvent>) {
+        let Some(last) = self.steps.get(at).map(|s| s.last_sequence) else { return };
+        self.complete_model(at, last, ts, out);
+        let step = self.steps.remove(at);
         let waiting = WaitingStep { index: step.index, message_id: step.message_id, model: step.model };
-        self.keep_answer(step.text);
+        self.keep_answer(step.scope.is_none(), step.text);
         if self.tools.values().any(|t| t.step_index == waiting.index) {
             self.waiting.push(waiting);
         } else {
@@ -520,44 +549,53 @@ impl HookDeriver {
         self.emit("step.completed", HookStatus::Running, sequence, ts, d, out);
     }
 
-    fn start_step_if_new(&mut self, sequence: u64, ev: &OutputEvent, ts: u64, out: &mut Vec<HookEvent>) -> u64 {
-        let new_step = match &self.step {
+    /// The step `ev` belongs to, started if it is new; its position in `steps`.
+    fn start_step_if_new(&mut self, sequence: u64, ev: &OutputEvent, ts: u64, out: &mut Vec<HookEvent>) -> usize {
+        let scope = ev.parent_tool_call_id.as_ref();
+        let current = self.step_of(scope);
+        let new_step = match current.map(|at| &self.steps[at]) {
             None => true,
             Some(step) => match (&ev.message_id, &step.message_id) {
                 (Some(a), Some(b)) => a != b,
-                _ => self.after_tool_result,
+                _ => step.after_tool_result,
             },
         };
-        if new_step {
-            self.end_step(ts, out);
-            let index = self.steps_started;
-            self.steps_started += 1;
-            self.step = Some(Step {
-                index,
-                message_id: ev.message_id.clone(),
-                model: ev.model.clone(),
-                last_sequence: sequence,
-                ..Step::default()
-            });
-            let d = Self::step_details(index, ev.message_id.as_ref(), ev.model.as_ref());
-            self.emit("step.started", HookStatus::Running, sequence, ts, d, out);
-        }
-        self.after_tool_result = false;
-        let step = self.step.as_mut().expect("a step is open");
+        let at = match current {
+            Some(at) if !new_step => at,
+            _ => {
+                if let Some(at) = current {
+                    self.end_step(at, ts, out);
+                }
+                let index = self.steps_started;
+                self.steps_started += 1;
+                self.steps.push(Step {
+                    index,
+                    scope: scope.cloned(),
+                    message_id: ev.message_id.clone(),
+                    model: ev.model.clone(),
+                    last_sequence: sequence,
+                    ..Step::default()
+                });
+                let d = Self::step_details(index, ev.message_id.as_ref(), ev.model.as_ref());
+                self.emit("step.started", HookStatus::Running, sequence, ts, d, out);
+                self.steps.len() - 1
+            }
+        };
+        let step = &mut self.steps[at];
+        step.after_tool_result = false;
         step.last_sequence = sequence;
-        step.index
+        at
     }
 
     fn content(&mut self, sequence: u64, ev: &OutputEvent, ts: u64, out: &mut Vec<HookEvent>) {
         match &ev.update {
             SessionUpdate::AgentMessageChunk { content } | SessionUpdate::AgentThoughtChunk { content } => {
-                let step = self.start_step_if_new(sequence, ev, ts, out);
+                let at = self.start_step_if_new(sequence, ev, ts, out);
+                let step = self.steps[at].index;
                 if let Some(text) = content.as_text() {
                     let thought = matches!(ev.update, SessionUpdate::AgentThoughtChunk { .. });
                     if !thought {
-                        if let Some(s) = self.step.as_mut() {
-                            s.text.push_str(text);
-                        }
+                        self.steps[at].text.push_str(text);
                     }
                     let mut d = Map::new();
                     d.insert("step_index".into(), json!(step));
@@ -567,10 +605,11 @@ impl HookDeriver {
                 }
             }
             SessionUpdate::ToolCall(call) => {
-                let step = self.start_step_if_new(sequence, ev, ts, out);
+                let at = self.start_step_if_new(sequence, ev, ts, out);
+                let step = self.steps[at].index;
                 // A tool call is requested by a complete reply: the model call is over before
                 // its tools run, so `model.completed` comes first.
-                self.complete_model(sequence, ts, out);
+                self.complete_model(at, sequence, ts, out);
                 if !self.tools.contains_key(&call.tool_call_id) {
                     self.open_order.push(call.tool_call_id.clone());
                 }
@@ -595,13 +634,25 @@ impl HookDeriver {
             }
             SessionUpdate::ToolCallUpdate(update) => {
                 let known = self.tools.get(&update.tool_call_id).cloned();
-                let current = self.step.as_ref().map(|s| s.index);
+                let scope = ev.parent_tool_call_id.as_ref();
                 // Tool progress or a result proves the reply of the step that requested the call
-                // is complete; an orphan result belongs to the step in progress.
-                if known.is_none() || known.as_ref().map(|t| t.step_index) == current {
-                    self.complete_model(sequence, ts, out);
+                // is complete; an orphan result belongs to its scope's step in progress.
+                let owner = match &known {
+                    Some(tool) => self.steps.iter().position(|s| s.index == tool.step_index),
+                    None => self.step_of(scope),
+                };
+                if let Some(at) = owner {
+                    self.complete_model(at, sequence, ts, out);
                 }
-                let step = known.as_ref().map(|t| t.step_index).or(current).unwrap_or(0);
+                let step =
+                    known.as_ref().map(|t| t.step_index).or_else(|| owner.map(|at| self.steps[at].index)).unwrap_or(0);
+                if matches!(update.status, Some(ToolCallStatus::Completed | ToolCallStatus::Failed)) {
+                    self.end_steps_under(&update.tool_call_id, ts, out);
+                    // The next output of this scope starts a new step.
+                    if let Some(at) = self.step_of(scope) {
+                        self.steps[at].after_tool_result = true;
+                    }
+                }
                 let text = content_text(update.content.as_deref());
                 let mut d = Map::new();
                 d.insert("step_index".into(), json!(step));
@@ -615,13 +666,11 @@ impl HookDeriver {
                         if let Some(raw) = &update.raw_output {
                             d.insert("raw_output".into(), raw.to_value());
                         }
-                        self.after_tool_result = true;
                         self.emit("tool.completed", HookStatus::Running, sequence, ts, d, out);
                         self.close_tool(&update.tool_call_id, sequence, ts, out);
                     }
                     Some(ToolCallStatus::Failed) => {
                         d.insert("error".into(), json!(text));
-                        self.after_tool_result = true;
                         let denied = PERMISSION_MARKERS.iter().any(|m| text.contains(m));
                         let pause_details = denied.then(|| {
                             let mut p = Map::new();
@@ -651,12 +700,21 @@ impl HookDeriver {
                 }
             }
             SessionUpdate::Usage { scope: UsageScope::Call, usage } => {
-                if let Some(step) = self.step.as_mut().filter(|s| !s.model_completed) {
+                let at = self.step_of(ev.parent_tool_call_id.as_ref());
+                if let Some(step) = at.map(|at| &mut self.steps[at]).filter(|s| !s.model_completed) {
                     step.usage = serde_json::to_value(usage).ok();
                     step.last_sequence = sequence;
                 }
             }
             _ => {}
+        }
+    }
+
+    /// The steps of a subagent still open under call `id` end: its call returned (a foreground
+    /// subagent is done when its call's result arrives).
+    fn end_steps_under(&mut self, id: &str, ts: u64, out: &mut Vec<HookEvent>) {
+        while let Some(at) = self.steps.iter().position(|s| s.scope.as_deref() == Some(id)) {
+            self.end_step(at, ts, out);
         }
     }
 
@@ -876,27 +934,35 @@ mod tests {
 
     #[test]
     fn a_step_waits_for_its_tools_while_a_subagent_runs() {
-        let mut sub_text = msg("Sub here.", "s1");
-        sub_text.parent_tool_call_id = Some("agent".into());
+        let sub = |mut e: OutputEvent| {
+            e.parent_tool_call_id = Some("agent".into());
+            e
+        };
         let hooks = derive(
             &[
                 call("agent", "Agent", Some("m1")),
-                sub_text,
-                call("sub-tool", "Read", Some("s1")),
-                result("sub-tool", ToolCallStatus::Completed),
-                msg("Sub done.", "s2"),
+                sub(msg("Sub here.", "s1")),
+                // The main agent goes on while the background subagent works.
+                msg("Waiting for it.", "m1"),
+                sub(call("sub-tool", "Read", Some("s1"))),
+                sub(result("sub-tool", ToolCallStatus::Completed)),
+                sub(msg("Sub done.", "s2")),
                 result("agent", ToolCallStatus::Completed),
                 msg("All done.", "m2"),
             ],
             LifecycleReason::RunComplete,
         );
+        let started = hooks.iter().filter(|h| h.event_type == "step.started").count();
+        assert_eq!(started, 4, "interleaved lines of one message stay one step: {:?}", types(&hooks));
         assert_step_brackets(&hooks);
         let completed: Vec<u64> = hooks
             .iter()
             .filter(|h| h.event_type == "step.completed")
             .map(|h| h.details["step_index"].as_u64().unwrap())
             .collect();
-        assert_eq!(completed, [1, 0, 2, 3], "the Agent call's step completes with its call");
+        // The subagent's steps end when its call returns, then the call's own step completes.
+        assert_eq!(completed, [1, 2, 0, 3], "the Agent call's step completes with its call");
+        assert_eq!(hooks.last().unwrap().details["output"], "All done.", "the main agent's answer");
     }
 
     #[test]
