@@ -1271,6 +1271,9 @@ pub(crate) struct Protocol<D> {
     /// The run's usage over the `result` lines so far (claude prints a second one after a
     /// background task): each `usage{scope:"run"}` is the running total (decisions.md §1).
     run_so_far: Option<TokenUsage>,
+    /// The session of the last `init` line: an `init` of ANOTHER session (recorded runs
+    /// concatenated into one input) starts a new total; claude's re-entry keeps its session.
+    init_session: Option<String>,
 }
 
 impl<D: Dialect> Protocol<D> {
@@ -1301,6 +1304,13 @@ impl<D: Dialect> Protocol<D> {
                     // A (re-)start: claude re-enters after a background task with a second init,
                     // and that segment ends with its own `result`.
                     ctx.final_result_seen = false;
+                    let session = line.session_id.get();
+                    if session != self.init_session.as_deref() {
+                        if self.init_session.is_some() {
+                            self.run_so_far = None;
+                        }
+                        self.init_session = session.map(str::to_string);
+                    }
                 } else {
                     self.dialect.system(&line, &mut env, &mut updates);
                 }

@@ -585,6 +585,28 @@ mod tests {
     }
 
     #[test]
+    fn another_session_starts_a_new_run_total() {
+        // Recorded runs concatenated into one input: each session's total stands alone.
+        let one = |session: &str| {
+            [
+                format!(r#"{{"type":"system","subtype":"init","session_id":"{session}"}}"#),
+                r#"{"type":"result","subtype":"success","is_error":false,"usage":{"input_tokens":10,"output_tokens":1}}"#
+                    .to_string(),
+            ]
+        };
+        let input: Vec<String> = one("A").into_iter().chain(one("B")).collect();
+        let evs = lines(&input.iter().map(String::as_str).collect::<Vec<_>>());
+        let prompts: Vec<_> = evs
+            .iter()
+            .filter_map(|e| match &e.update {
+                SessionUpdate::Usage { usage, .. } => usage.prompt_tokens,
+                _ => None,
+            })
+            .collect();
+        assert_eq!(prompts, [10, 10]);
+    }
+
+    #[test]
     fn assistant_line_timestamps_are_copied_to_their_events() {
         let evs = lines(&[
             r#"{"type":"assistant","message":{"id":"m1","model":"x","content":[{"type":"text","text":"hi"},{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls"}}],"usage":{"input_tokens":1,"output_tokens":2}},"timestamp":"2026-12-04T00:35:49.458Z"}"#,
