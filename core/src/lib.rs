@@ -28,6 +28,7 @@ pub mod error;
 pub mod event;
 pub mod framing;
 pub mod hooks;
+mod json;
 pub mod lifecycle;
 pub mod raw_json;
 pub mod redact;

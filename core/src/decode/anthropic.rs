@@ -37,7 +37,7 @@
 //!
 //! ## Decoding cost
 //!
-//! Each line is read once, by the validating scanner of [`super::scan`], into the structs
+//! Each line is read once, by the validating scanner of [`crate::json::scan`], into the structs
 //! below: keys are matched as printed, strings borrow from the line unless they hold escapes,
 //! big irrelevant values (init tool lists, slash commands, uuids) are skipped without being
 //! built. `rawInput` / `rawOutput` are the printed text of the tool input and of
@@ -60,15 +60,16 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::LineOutcome;
+use super::classify_failure;
 use super::context::{DecodeContext, Envelope};
-use super::json::classify_failure;
-use super::raw_record::{ObjectMembers, raw_count};
-use super::scan::{Bad, Res, Scan};
 use crate::event::{
     ContentBlock, DiffContent, ImageContent, JsonObject, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus,
     RawJson, SessionUpdate, SharedStr, TokenUsage, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus,
     ToolCallUpdate, UsageScope,
 };
+use crate::json::raw_record::ObjectMembers;
+use crate::json::scan::{Bad, Res, Scan};
+use crate::json::text::raw_count;
 
 // ------------------------------------------------------------------------------------------
 // Lenient wire types, read in one pass with the `scan` scanner
@@ -77,7 +78,7 @@ use crate::event::{
 /// A string field that may be absent, `null` or of another type (then `None`). Borrowed from
 /// the line when it has no escapes.
 ///
-/// Looser than the serde decoders' [`super::borrowed::Str`] (`json::opt_string`'s rules): a
+/// Looser than the serde decoders' [`crate::json::borrowed::Str`] (`json::opt_string`'s rules): a
 /// value of another type is only skipped ([`Scan::skip`], syntax only), so a number beyond `f64`
 /// or a lone surrogate escape inside it does not make the line unusable.
 ///
@@ -132,7 +133,7 @@ impl<'a> LooseStr<'a> {
 
 /// An object field read as `T`; absent, `null` or a non-object value gives `None`.
 ///
-/// Looser than [`super::json::Obj`] as [`LooseStr`] is looser than `borrowed::Str`: a value of
+/// Looser than [`crate::json::lenient::Obj`] as [`LooseStr`] is looser than `borrowed::Str`: a value of
 /// another type is only skipped (syntax only), not read by type.
 #[derive(Debug)]
 pub(crate) struct LooseObj<T>(pub Option<T>);
@@ -1365,7 +1366,7 @@ impl<D: Dialect> Protocol<D> {
             // and no LLM call to meter.
             let mut message = joined_text(&msg.content);
             if message.is_empty() {
-                message = value(line.facts().error).map(|v| super::json::display_text(&v)).unwrap_or_default();
+                message = value(line.facts().error).map(|v| crate::json::lenient::display_text(&v)).unwrap_or_default();
             }
             out.push(SessionUpdate::error(message, true));
             self.streams.clear_text(parent);
@@ -1660,7 +1661,7 @@ fn result_error(line: &Line<'_>) -> String {
         return s;
     }
     if let Some(Value::Array(errors)) = value(line.facts().errors) {
-        let texts: Vec<String> = errors.iter().map(super::json::display_text).collect();
+        let texts: Vec<String> = errors.iter().map(crate::json::lenient::display_text).collect();
         if !texts.is_empty() {
             return texts.join("\n");
         }

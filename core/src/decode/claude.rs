@@ -84,14 +84,14 @@ use super::anthropic::{
     joined_text, mcp_title, plan_from_todos, plan_status, put, read_title, token_usage, value, web_search_title,
 };
 use super::context::{DecodeContext, Envelope};
-use super::json::display_text;
-use super::raw_record::{ObjectMembers, with_raw_member};
 use super::task_list::TaskListCalls;
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::{
     JsonObject, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus, SessionUpdate, TokenUsage, ToolCallContent,
     ToolCallLocation, ToolCallStatus,
 };
+use crate::json::lenient::display_text;
+use crate::json::raw_record::{ObjectMembers, with_raw_member};
 use crate::tools::{command_title, tool_kind};
 
 /// Stateful claude line decoder.

@@ -40,7 +40,7 @@
 //!   run, so it is the run total (`scope:"run"`), not one call.
 //! - A shell wrapper (`/bin/bash -lc '…'`) is peeled off the command for the title only.
 //!
-//! Reading: each line is read in one pass with the scanner ([`super::scan::Scan`]), which
+//! Reading: each line is read in one pass with the scanner ([`crate::json::scan::Scan`]), which
 //! accepts exactly what serde_json accepts, so a line is unusable exactly where a serde reading
 //! of it failed. The item's fields land in borrowed strings and raw slices (see `Item`); the
 //! parts kept verbatim (`rawInput`, `rawOutput`) are the printed text, not rebuilt. An item
@@ -69,20 +69,21 @@ use std::borrow::Cow;
 
 use serde_json::{Map, Value};
 
-use super::borrowed::{may_hold_surrogates, unescape_literal};
-use super::concat::title;
+use super::classify_failure;
 use super::context::DecodeContext;
 use super::context::session_event;
 use super::id_set::IdSet;
-use super::in_place::{SeenKeys, key_text};
-use super::json::{classify_failure, str_field};
-use super::raw_record::{Counters, raw_members, read_counters, read_raw_json};
-use super::scan::{Res, Scan, read_obj, read_object};
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::{
     ContentBlock, ImageContent, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus, RawJson, SessionUpdate,
     TokenUsage, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, UsageScope,
 };
+use crate::json::borrowed::{may_hold_surrogates, unescape_literal};
+use crate::json::in_place::{SeenKeys, key_text};
+use crate::json::lenient::str_field;
+use crate::json::raw_record::{Counters, raw_members, read_counters, read_raw_json};
+use crate::json::scan::{Res, Scan, read_obj, read_object};
+use crate::tools::cut_title;
 use crate::tools::{MAX_TITLE_CHARS, command_title, tool_kind};
 
 /// Stateful codex line decoder.
@@ -131,7 +132,7 @@ impl<'a> Text<'a> {
     }
 }
 
-/// A string, or any other value read as [`super::json::opt_string`] reads it and dropped (a
+/// A string, or any other value read as [`crate::json::lenient::opt_string`] reads it and dropped (a
 /// number still read by type, a list's items skipped, an object's keys read).
 #[inline(always)]
 fn lenient_text<'a>(r: &mut Scan<'a>) -> Res<Text<'a>> {
@@ -199,7 +200,7 @@ fn read_line<'a>(r: &mut Scan<'a>, l: &mut Line<'a>, mut item: Option<&mut Item<
             _ => return r.skip(),
         };
         if seen & bit != 0 {
-            return Err(super::scan::Bad);
+            return Err(crate::json::scan::Bad);
         }
         seen |= bit;
         match bit {
@@ -847,7 +848,7 @@ fn search_query<'a>(item: &Item<'a>) -> Option<Cow<'a, str>> {
 
 fn search_title(query: Option<&str>) -> String {
     match query {
-        Some(q) => title("Search: ", q, MAX_TITLE_CHARS, ""),
+        Some(q) => cut_title("Search: ", q, MAX_TITLE_CHARS, ""),
         None => "Web search".to_string(),
     }
 }

@@ -90,23 +90,25 @@ use serde_json::Value;
 #[cfg(test)]
 use serde_json::value::RawValue;
 
-use super::borrowed::unescape_literal;
-use super::concat::cat;
+use super::classify_failure;
 use super::context::{DecodeContext, Envelope};
-#[cfg(test)]
-use super::in_place::{opt_str, parse_line_into, raw_field, read_in_place, value};
-use super::json::{Obj, ObjList, classify_failure};
-use super::raw_record::{read_raw_json, value_raw_json};
-use super::scan::{Res, Scan, read_obj, read_obj_list, read_object};
 use super::task_list::TaskListCalls;
-use super::tree::{Entries, Json, json_of};
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::{
     ContentBlock, DiffContent, ImageContent, JsonObject, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus,
     RawJson, SessionUpdate, SharedStr, TokenUsage, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus,
     ToolCallUpdate, UsageScope,
 };
+use crate::json::borrowed::unescape_literal;
+#[cfg(test)]
+use crate::json::in_place::{opt_str, parse_line_into, raw_field, read_in_place, value};
+use crate::json::lenient::{Obj, ObjList};
+use crate::json::raw_record::{read_raw_json, value_raw_json};
+use crate::json::scan::json_of;
+use crate::json::scan::{Res, Scan, read_obj, read_obj_list, read_object};
+use crate::json::tree::{Entries, Json};
 use crate::time::IsoMillis;
+use crate::tools::cat;
 use crate::tools::{bound_title, command_title, normalize_name, tool_kind};
 
 /// How deep JSON-RPC envelopes are unwrapped.
@@ -273,19 +275,19 @@ read_in_place!(Line {
 #[derive(Default)]
 #[cfg_attr(test, derive(Deserialize, Debug))]
 struct ToolUse<'a> {
-    #[cfg_attr(test, serde(default, borrow, with = "super::json::opt_string"))]
+    #[cfg_attr(test, serde(default, borrow, with = "crate::json::lenient::opt_string"))]
     id: Option<Cow<'a, str>>,
-    #[cfg_attr(test, serde(rename = "toolUseId", default, borrow, with = "super::json::opt_string"))]
+    #[cfg_attr(test, serde(rename = "toolUseId", default, borrow, with = "crate::json::lenient::opt_string"))]
     tool_use_id: Option<Cow<'a, str>>,
-    #[cfg_attr(test, serde(rename = "tool_use_id", default, borrow, with = "super::json::opt_string"))]
+    #[cfg_attr(test, serde(rename = "tool_use_id", default, borrow, with = "crate::json::lenient::opt_string"))]
     tool_use_id_snake: Option<Cow<'a, str>>,
-    #[cfg_attr(test, serde(default, borrow, with = "super::json::opt_string"))]
+    #[cfg_attr(test, serde(default, borrow, with = "crate::json::lenient::opt_string"))]
     name: Option<Cow<'a, str>>,
-    #[cfg_attr(test, serde(rename = "toolName", default, borrow, with = "super::json::opt_string"))]
+    #[cfg_attr(test, serde(rename = "toolName", default, borrow, with = "crate::json::lenient::opt_string"))]
     tool_name: Option<Cow<'a, str>>,
-    #[cfg_attr(test, serde(rename = "tool_name", default, borrow, with = "super::json::opt_string"))]
+    #[cfg_attr(test, serde(rename = "tool_name", default, borrow, with = "crate::json::lenient::opt_string"))]
     tool_name_snake: Option<Cow<'a, str>>,
-    #[cfg_attr(test, serde(rename = "toolId", default, borrow, with = "super::json::opt_string"))]
+    #[cfg_attr(test, serde(rename = "toolId", default, borrow, with = "crate::json::lenient::opt_string"))]
     tool_id: Option<Cow<'a, str>>,
     #[cfg_attr(test, serde(default, borrow))]
     input: Option<Val<'a>>,
@@ -302,7 +304,7 @@ struct ToolUse<'a> {
 struct Params<'a> {
     #[cfg_attr(test, serde(default, borrow))]
     notification: Obj<Box<Line<'a>>>,
-    #[cfg_attr(test, serde(rename = "sessionId", default, borrow, with = "super::json::opt_string"))]
+    #[cfg_attr(test, serde(rename = "sessionId", default, borrow, with = "crate::json::lenient::opt_string"))]
     session_id: Option<Cow<'a, str>>,
 }
 
@@ -310,9 +312,9 @@ struct Params<'a> {
 #[derive(Default)]
 #[cfg_attr(test, derive(Deserialize, Debug))]
 struct CreatedMessage<'a> {
-    #[cfg_attr(test, serde(default, borrow, with = "super::json::opt_string"))]
+    #[cfg_attr(test, serde(default, borrow, with = "crate::json::lenient::opt_string"))]
     id: Option<Cow<'a, str>>,
-    #[cfg_attr(test, serde(default, borrow, with = "super::json::opt_string"))]
+    #[cfg_attr(test, serde(default, borrow, with = "crate::json::lenient::opt_string"))]
     role: Option<Cow<'a, str>>,
     #[cfg_attr(test, serde(default, borrow))]
     content: ObjList<Block<'a>>,
@@ -322,15 +324,15 @@ struct CreatedMessage<'a> {
 #[derive(Default)]
 #[cfg_attr(test, derive(Deserialize, Debug))]
 struct Block<'a> {
-    #[cfg_attr(test, serde(rename = "type", default, borrow, with = "super::json::opt_string"))]
+    #[cfg_attr(test, serde(rename = "type", default, borrow, with = "crate::json::lenient::opt_string"))]
     kind: Option<Cow<'a, str>>,
-    #[cfg_attr(test, serde(default, borrow, with = "super::json::opt_string"))]
+    #[cfg_attr(test, serde(default, borrow, with = "crate::json::lenient::opt_string"))]
     text: Option<Cow<'a, str>>,
-    #[cfg_attr(test, serde(default, borrow, with = "super::json::opt_string"))]
+    #[cfg_attr(test, serde(default, borrow, with = "crate::json::lenient::opt_string"))]
     thinking: Option<Cow<'a, str>>,
-    #[cfg_attr(test, serde(default, borrow, with = "super::json::opt_string"))]
+    #[cfg_attr(test, serde(default, borrow, with = "crate::json::lenient::opt_string"))]
     id: Option<Cow<'a, str>>,
-    #[cfg_attr(test, serde(default, borrow, with = "super::json::opt_string"))]
+    #[cfg_attr(test, serde(default, borrow, with = "crate::json::lenient::opt_string"))]
     name: Option<Cow<'a, str>>,
     #[cfg_attr(test, serde(default, borrow))]
     input: Option<Val<'a>>,
@@ -1536,7 +1538,7 @@ mod tests {
             let mut ours = Line::default();
             let ours = parse_one_pass(&line, &mut ours).map(|()| format!("{ours:?}"));
             let mut theirs = Line::default();
-            let theirs = parse_line_into(&line, &mut theirs).map(|()| format!("{theirs:?}"));
+            let theirs = parse_line_into(&line, &mut theirs).map(|()| format!("{theirs:?}")).map_err(LineOutcome::from);
             proptest::prop_assert_eq!(ours, theirs, "{}", line);
         }
     }

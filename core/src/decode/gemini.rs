@@ -3,7 +3,7 @@
 //! Every line is `{type, timestamp, …}` with an ISO `timestamp`, which every event of the line
 //! carries. The model comes from the `init` line and is stamped on every later event.
 //!
-//! Each line is read in one pass by the scanner ([`super::scan::Scan`], serde_json's acceptance
+//! Each line is read in one pass by the scanner ([`crate::json::scan::Scan`], serde_json's acceptance
 //! rules) into a struct of fields borrowed from it: strings as `json::opt_string` reads them
 //! (another type is absent), `parameters` / `output` / `error` as the text printed (what
 //! `rawInput` / `rawOutput` are written from, verbatim), `stats` straight into the usage. A line
@@ -72,18 +72,20 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use super::borrowed::{may_hold_surrogates, unescape_literal};
-use super::concat::title;
+use super::classify_failure;
 use super::context::{DecodeContext, Envelope};
-use super::json::{Obj, classify_failure};
-use super::raw_record::{Counters, Printed, object_text, raw_count, read_counters, read_raw_json};
-use super::scan::{Bad, Res, Scan, read_obj_list, read_object};
 use super::task_list::TaskListCalls;
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::{
     DiffContent, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus, RawJson, SessionUpdate, SharedStr,
     TokenUsage, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, UsageScope,
 };
+use crate::json::borrowed::{may_hold_surrogates, unescape_literal};
+use crate::json::lenient::Obj;
+use crate::json::raw_record::{Counters, Printed, object_text, read_counters, read_raw_json};
+use crate::json::scan::{Bad, Res, Scan, read_obj_list, read_object};
+use crate::json::text::raw_count;
+use crate::tools::cut_title;
 use crate::tools::{MAX_TITLE_CHARS, command_title, tool_kind};
 
 /// Stateful gemini line decoder.
@@ -596,7 +598,7 @@ fn describe(name: &str, mut p: Params<'_>) -> Shape {
     let title = match name {
         "read_file" => {
             locations.extend(path.map(ToolCallLocation::path));
-            path.map_or("Read file".into(), |f| title("Read ", f, MAX_TITLE_CHARS, ""))
+            path.map_or("Read file".into(), |f| cut_title("Read ", f, MAX_TITLE_CHARS, ""))
         }
         "read_many_files" => {
             let patterns: Vec<&str> = [&p.include, &p.paths, &p.file_paths]
@@ -619,7 +621,7 @@ fn describe(name: &str, mut p: Params<'_>) -> Shape {
                     }));
                 }
             }
-            path.map_or("Write file".into(), |f| title("Write ", f, MAX_TITLE_CHARS, ""))
+            path.map_or("Write file".into(), |f| cut_title("Write ", f, MAX_TITLE_CHARS, ""))
         }
         "replace" | "edit" | "edit_file" => {
             if let Some(f) = path {
@@ -632,7 +634,7 @@ fn describe(name: &str, mut p: Params<'_>) -> Shape {
                     }));
                 }
             }
-            path.map_or("Edit file".into(), |f| title("Edit ", f, MAX_TITLE_CHARS, ""))
+            path.map_or("Edit file".into(), |f| cut_title("Edit ", f, MAX_TITLE_CHARS, ""))
         }
         "run_shell_command" | "shell" => {
             if let Some(d) = first(&[&p.description]) {
@@ -642,30 +644,31 @@ fn describe(name: &str, mut p: Params<'_>) -> Shape {
         }
         "glob" => {
             locations.extend(dir.map(ToolCallLocation::path));
-            first(&[&p.pattern]).map_or("Find files".into(), |s| title("Find ", s, MAX_TITLE_CHARS, ""))
+            first(&[&p.pattern]).map_or("Find files".into(), |s| cut_title("Find ", s, MAX_TITLE_CHARS, ""))
         }
         "grep_search" | "grep" | "search_file_content" => {
             locations.extend(dir.map(ToolCallLocation::path));
-            first(&[&p.pattern, &p.query]).map_or("Search files".into(), |s| title("grep \"", s, MAX_TITLE_CHARS, "\""))
+            first(&[&p.pattern, &p.query])
+                .map_or("Search files".into(), |s| cut_title("grep \"", s, MAX_TITLE_CHARS, "\""))
         }
         "list_directory" => {
             locations.extend(dir.map(ToolCallLocation::path));
-            dir.map_or("List directory".into(), |d| title("List ", d, MAX_TITLE_CHARS, ""))
+            dir.map_or("List directory".into(), |d| cut_title("List ", d, MAX_TITLE_CHARS, ""))
         }
         "google_web_search" | "web_search" | "brave_web_search" => {
-            first(&[&p.query]).map_or("Web search".into(), |q| title("Search: ", q, MAX_TITLE_CHARS, ""))
+            first(&[&p.query]).map_or("Web search".into(), |q| cut_title("Search: ", q, MAX_TITLE_CHARS, ""))
         }
-        "web_fetch" => first(&[&p.prompt, &p.url]).map_or("Web fetch".into(), |s| title("Fetch: ", s, 50, "")),
+        "web_fetch" => first(&[&p.prompt, &p.url]).map_or("Web fetch".into(), |s| cut_title("Fetch: ", s, 50, "")),
         "invoke_agent" | "delegate_to_agent" => {
             first(&[&p.agent_name, &p.agent_name_camel, &p.agent, &p.name, &p.subagent_type])
-                .map_or("Invoke agent".into(), |a| title("Agent: ", a, MAX_TITLE_CHARS, ""))
+                .map_or("Invoke agent".into(), |a| cut_title("Agent: ", a, MAX_TITLE_CHARS, ""))
         }
         "write_todos" => "Update todos".into(),
         "update_topic" => first(&[&p.title, &p.topic, &p.name])
-            .map_or("Update topic".into(), |t| title("Topic: ", t, MAX_TITLE_CHARS, "")),
-        "save_memory" => first(&[&p.fact]).map_or("Save memory".into(), |f| title("Remember: \"", f, 40, "\"")),
+            .map_or("Update topic".into(), |t| cut_title("Topic: ", t, MAX_TITLE_CHARS, "")),
+        "save_memory" => first(&[&p.fact]).map_or("Save memory".into(), |f| cut_title("Remember: \"", f, 40, "\"")),
         "activate_skill" => first(&[&p.name, &p.skill])
-            .map_or("Activate skill".into(), |s| title("Activate skill: ", s, MAX_TITLE_CHARS, "")),
+            .map_or("Activate skill".into(), |s| cut_title("Activate skill: ", s, MAX_TITLE_CHARS, "")),
         "enter_plan_mode" => "Enter plan mode".into(),
         "exit_plan_mode" => "Exit plan mode".into(),
         "list_background_processes" => "List background processes".into(),

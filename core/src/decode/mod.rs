@@ -10,12 +10,11 @@
 //! (serde_json's `float_roundtrip`), so a cost such as `total_cost_usd` prints back with the same
 //! digits, and values kept verbatim (`rawInput`, `rawOutput`, `extra`) are the printed text.
 //!
-//! Each harness has its own module; the cross-harness tool tables are in [`crate::tools`]. What
-//! the decoders share lives in [`context`] (envelope stamping, the session id) and in private
-//! modules named by their job: `json` (lenient serde helpers), `scan` (the one-pass scanner every
-//! decoder reads its lines with), `borrowed` (serde field types that borrow from
-//! the line), `in_place` (serde reading into a struct the caller holds), `tree` (a borrowed JSON
-//! tree), `raw_record` (verbatim records as `RawJson`), `id_set` and `concat`.
+//! Each harness has its own module; the cross-harness tool tables and title helpers are in
+//! [`crate::tools`]. What the decoders share lives in [`context`] (envelope stamping, the
+//! session id), `task_list` (task-list calls and their refusal), `id_set` (the open call ids of
+//! one run) and, for reading JSON lines, the crate-private `crate::json` module (the one-pass
+//! scanner, borrowed serde types, verbatim records).
 
 use std::fmt;
 use std::str::FromStr;
@@ -25,16 +24,9 @@ use serde::{Deserialize, Serialize};
 use crate::event::OutputEvent;
 use crate::framing::{DEFAULT_MAX_LINE_BYTES, Frame, LineFramer};
 
-mod borrowed;
-mod concat;
 pub mod context;
 mod id_set;
-mod in_place;
-pub(crate) mod json;
-mod raw_record;
-mod scan;
 mod task_list;
-mod tree;
 
 mod anthropic;
 mod claude;
@@ -119,6 +111,21 @@ impl FromStr for Agent {
             .into_iter()
             .find(|a| a.name() == lower || (lower == "claude-code" && *a == Agent::Claude))
             .ok_or_else(|| UnknownAgent(s.to_string()))
+    }
+}
+
+/// Why a line that did not read as the decoder's struct is unusable, as its [`LineOutcome`].
+pub(crate) fn classify_failure(line: &str) -> LineOutcome {
+    crate::json::lenient::classify_failure(line).into()
+}
+
+impl From<crate::json::Unusable> for LineOutcome {
+    fn from(u: crate::json::Unusable) -> Self {
+        match u {
+            crate::json::Unusable::InvalidJson => LineOutcome::InvalidJson,
+            crate::json::Unusable::NotObject => LineOutcome::NotObject,
+            crate::json::Unusable::UnexpectedShape => LineOutcome::UnexpectedShape,
+        }
     }
 }
 

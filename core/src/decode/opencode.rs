@@ -6,7 +6,7 @@
 //! milliseconds (`2026-12-02T09:41:56.202Z`); `part.messageID` becomes `messageId` on every event
 //! of the line, so text, tool calls and the step's usage of one LLM message share it.
 //!
-//! Each line is read in one pass by the scanner ([`super::scan::Scan`]) into borrowed fields,
+//! Each line is read in one pass by the scanner ([`crate::json::scan::Scan`]) into borrowed fields,
 //! failing exactly where serde_json's reading of it failed: a known key printed twice, a field
 //! read by type (the strings, `tokens`, `error`) holding a lone surrogate escape or a number
 //! beyond `f64`, or a `part` that is neither an object, a list (read by position) nor `null`.
@@ -82,14 +82,9 @@ use std::borrow::Cow;
 
 use serde_json::{Map, Value};
 
-use super::borrowed::unescape_literal;
-use super::concat::title;
+use super::classify_failure;
 use super::context::{DecodeContext, Envelope};
 use super::id_set::IdSet;
-use super::in_place::{SeenKeys, key_text};
-use super::json::{ObjList, classify_failure, first_str, str_field};
-use super::raw_record::{ObjectMembers, raw_count, read_raw_json};
-use super::scan::{Bad, Res, Scan, read_obj_list};
 use super::task_list::TaskListCalls;
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::ToolKind;
@@ -98,7 +93,14 @@ use crate::event::{
     SessionUpdate, SharedStr, TokenUsage, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate,
     UsageScope,
 };
+use crate::json::borrowed::unescape_literal;
+use crate::json::in_place::{SeenKeys, key_text};
+use crate::json::lenient::{ObjList, first_str, str_field};
+use crate::json::raw_record::{ObjectMembers, read_raw_json};
+use crate::json::scan::{Bad, Res, Scan, read_obj_list};
+use crate::json::text::raw_count;
 use crate::time::IsoMillis;
+use crate::tools::cut_title;
 use crate::tools::{MAX_TITLE_CHARS, command_title, kind_table, truncate_chars};
 
 /// Opencode line decoder.
@@ -884,7 +886,7 @@ fn describe(
                 let line = args.offset.filter(|n| *n > 0);
                 locations.push(ToolCallLocation { path: f.to_string(), line });
             }
-            file.map(|f| title("Read ", f, MAX_TITLE_CHARS, ""))
+            file.map(|f| cut_title("Read ", f, MAX_TITLE_CHARS, ""))
         }
         "write" => {
             if let Some(f) = file {
@@ -897,7 +899,7 @@ fn describe(
                     }));
                 }
             }
-            file.map(|f| title("Write ", f, MAX_TITLE_CHARS, ""))
+            file.map(|f| cut_title("Write ", f, MAX_TITLE_CHARS, ""))
         }
         "edit" | "multiedit" => {
             if let Some(f) = file {
@@ -910,30 +912,32 @@ fn describe(
                     }));
                 }
             }
-            file.map(|f| title("Edit ", f, MAX_TITLE_CHARS, ""))
+            file.map(|f| cut_title("Edit ", f, MAX_TITLE_CHARS, ""))
         }
         "glob" => {
             locations.extend(dir.map(ToolCallLocation::path));
-            first(&[&args.pattern]).map(|p| title("Find ", p, MAX_TITLE_CHARS, ""))
+            first(&[&args.pattern]).map(|p| cut_title("Find ", p, MAX_TITLE_CHARS, ""))
         }
         "grep" => {
             locations.extend(dir.map(ToolCallLocation::path));
-            first(&[&args.pattern]).map(|p| title("grep \"", p, MAX_TITLE_CHARS, "\""))
+            first(&[&args.pattern]).map(|p| cut_title("grep \"", p, MAX_TITLE_CHARS, "\""))
         }
         "list" => {
             locations.extend(dir.map(ToolCallLocation::path));
-            Some(dir.map_or("List directory".into(), |d| title("List ", d, MAX_TITLE_CHARS, "")))
+            Some(dir.map_or("List directory".into(), |d| cut_title("List ", d, MAX_TITLE_CHARS, "")))
         }
-        "webfetch" => first(&[&args.url]).map(|u| title("Fetch ", u, MAX_TITLE_CHARS, "")),
-        "websearch" | "codesearch" => first(&[&args.query]).map(|q| title("Search: ", q, MAX_TITLE_CHARS, "")),
-        "task" => Some(first(&[&args.description]).map_or("Task".into(), |d| title("Task: ", d, MAX_TITLE_CHARS, ""))),
+        "webfetch" => first(&[&args.url]).map(|u| cut_title("Fetch ", u, MAX_TITLE_CHARS, "")),
+        "websearch" | "codesearch" => first(&[&args.query]).map(|q| cut_title("Search: ", q, MAX_TITLE_CHARS, "")),
+        "task" => {
+            Some(first(&[&args.description]).map_or("Task".into(), |d| cut_title("Task: ", d, MAX_TITLE_CHARS, "")))
+        }
         "todowrite" => Some("Update todos".into()),
         "todoread" => Some("Read todos".into()),
         "invalid" => Some(
             first(&[&args.tool])
-                .map_or("Invalid tool call".into(), |t| title("Invalid tool call: ", t, MAX_TITLE_CHARS, "")),
+                .map_or("Invalid tool call".into(), |t| cut_title("Invalid tool call: ", t, MAX_TITLE_CHARS, "")),
         ),
-        "skill" => first(&[&args.name]).map(|n| title("Skill: ", n, MAX_TITLE_CHARS, "")),
+        "skill" => first(&[&args.name]).map(|n| cut_title("Skill: ", n, MAX_TITLE_CHARS, "")),
         "plan_enter" => Some("Enter plan mode".into()),
         "plan_exit" => Some("Exit plan mode".into()),
         _ => None,
@@ -1150,7 +1154,7 @@ mod tests {
             "",
             long.as_str(),
         ] {
-            let walk = crate::decode::borrowed::may_hold_surrogates(text);
+            let walk = crate::json::borrowed::may_hold_surrogates(text);
             assert!(!walk || may_hold_surrogate_escape(text), "{text}");
         }
         assert!(may_hold_surrogate_escape(&long));

@@ -71,14 +71,14 @@ use super::anthropic::{
     plan_from_todos, read_title, token_usage, value, web_search_title,
 };
 use super::context::{DecodeContext, Envelope};
-use super::json::display_text;
-use super::raw_record::with_raw_member;
 use super::task_list::TaskListCalls;
 use super::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::{
     JsonObject, OutputEvent, RawJson, SessionUpdate, TokenUsage, ToolCall, ToolCallContent, ToolCallLocation,
     ToolCallStatus,
 };
+use crate::json::lenient::display_text;
+use crate::json::raw_record::with_raw_member;
 use crate::tools::{command_title, tool_kind};
 
 /// Stateful qwen line decoder.

@@ -13,13 +13,14 @@ use serde_json::value::RawValue;
 
 use super::borrowed::Checked;
 use super::scan::Scan;
+use super::text::raw_count;
 use crate::event::RawJson;
 
 /// `s` as a JSON string.
 fn write_json_str(out: &mut String, s: &str) {
     out.push('"');
     // Keys and short values rarely need an escape: checked eight bytes at a time.
-    if super::scan::find_special(s.as_bytes(), 0) == s.len() {
+    if super::text::find_special(s.as_bytes(), 0) == s.len() {
         out.push_str(s);
         out.push('"');
         return;
@@ -210,20 +211,6 @@ impl Printed<'_> {
     }
 }
 
-/// The count a printed number is, as [`serde_json::Value::as_u64`] reads it: a plain
-/// non-negative integer within `u64`, `None` for anything else (a fraction, an exponent, a
-/// sign, a string, `null`).
-pub(crate) fn raw_count(raw: &str) -> Option<u64> {
-    if raw.is_empty() || !raw.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    // Up to 19 digits always fit: folded directly (a counter is read on every usage line).
-    if raw.len() <= 19 {
-        return Some(raw.bytes().fold(0u64, |n, b| n * 10 + u64::from(b - b'0')));
-    }
-    raw.parse().ok()
-}
-
 /// A harness's usage object read in the line's pass: the named counters, and every other member
 /// kept as printed.
 pub(crate) struct Counters<const N: usize> {
@@ -310,6 +297,41 @@ pub fn value_raw_json(text: &str) -> Option<RawJson> {
 mod tests {
     use super::*;
     use serde_json::Value;
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(500))]
+        /// The invariant `read_raw_json`'s SAFETY comment relies on: text a `Scan` read whole, with
+        /// whitespace around it, is one JSON value once trimmed — the value serde_json reads.
+        #[test]
+        fn text_a_scan_read_whole_is_one_json_value(value in json_value(), pad in "[ \t\r\n]{0,3}", pretty in proptest::bool::ANY) {
+            let printed = if pretty { serde_json::to_string_pretty(&value) } else { serde_json::to_string(&value) }.unwrap();
+            let text = format!("{pad}{printed}{pad}");
+            let mut r = Scan::new(&text);
+            r.checked_raw().expect("a Scan reads what serde_json writes");
+            r.end().expect("whole");
+            let raw = read_raw_json(text.clone());
+            proptest::prop_assert_eq!(raw.get(), printed.as_str(), "kept verbatim, trimmed");
+            proptest::prop_assert_eq!(serde_json::from_str::<Value>(raw.get()).unwrap(), value);
+        }
+    }
+
+    fn json_value() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Value::from),
+            any::<String>().prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 32, 6, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                proptest::collection::btree_map(any::<String>(), inner, 0..6)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
 
     #[test]
     fn composed_objects_are_valid_json_with_the_members_verbatim() {

@@ -3,16 +3,15 @@
 //! The serde-driven decoders (codex, gemini, opencode, and kimi's envelope payloads) read a line
 //! in one pass into structs whose strings borrow from it unless they hold an escape. The types
 //! here give each field the exact leniency it had when it was read as a `Value` or through
-//! [`super::json::opt_string`], so a line fails exactly where it failed before:
+//! [`super::lenient::opt_string`], so a line fails exactly where it failed before:
 //!
 //! - [`Str`]: a string, or `None` for any other value (read by type and dropped: a number
 //!   beyond `f64` or a bad key still fails, as in `opt_string`); [`lenient_text`] applies the
 //!   same rule to a value already captured as text.
 //! - [`Checked`]: any value read as a `Value` reads it, keeping nothing.
-//! - [`SizedValue`]: a `Value` with small objects presized.
 //! - [`CowStr`]: a value that must be a string (a key), borrowed when it holds no escape.
-//! - [`raw_str`] / [`unescape_literal`]: the string a captured value holds, decoded by the
-//!   scanner's one unescaper ([`super::scan::unescape`]).
+//! - [`unescape_literal`]: the string a captured value holds, decoded by the
+//!   scanner's one unescaper ([`super::text::unescape`]).
 
 use std::borrow::Cow;
 use std::fmt;
@@ -46,7 +45,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for CowStr<'a> {
 }
 
 /// A lenient string field: a JSON string (borrowed when it has no escapes), `None` for any other
-/// value. [`super::json::opt_string`] as a type, so with its rules: the other value is read by
+/// value. [`super::lenient::opt_string`] as a type, so with its rules: the other value is read by
 /// type and dropped, so a number beyond `f64` or a key with a lone surrogate escape still fails
 /// the line.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -54,7 +53,7 @@ pub(crate) struct Str<'a>(pub Option<Cow<'a, str>>);
 
 impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        super::json::opt_string::deserialize(d).map(Str)
+        super::lenient::opt_string::deserialize(d).map(Str)
     }
 }
 
@@ -70,7 +69,7 @@ pub fn lenient_text<E: de::Error>(raw: &str) -> Result<Option<Cow<'_, str>>, E> 
             struct Probe;
             impl<'de> Deserialize<'de> for Probe {
                 fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                    super::json::opt_string::deserialize(d).map(|_| Probe)
+                    super::lenient::opt_string::deserialize(d).map(|_| Probe)
                 }
             }
             serde_json::from_str::<Probe>(raw).map(|_| None).map_err(E::custom)
@@ -147,7 +146,7 @@ pub fn unescape_literal(raw: &str) -> Option<Cow<'_, str>> {
     let inner = raw.get(1..raw.len().checked_sub(1)?)?;
     match memchr::memchr(b'\\', inner.as_bytes()) {
         None => Some(Cow::Borrowed(inner)),
-        Some(at) => super::scan::unescape(raw, 1, at + 1).ok().map(|(s, _)| Cow::Owned(s)),
+        Some(at) => super::text::unescape(raw, 1, at + 1).ok().map(|(s, _)| Cow::Owned(s)),
     }
 }
 
@@ -312,7 +311,7 @@ mod tests {
         // Exactly as `json::opt_string` (and so `Str`).
         #[derive(Deserialize)]
         struct O<'a> {
-            #[serde(default, borrow, with = "super::super::json::opt_string")]
+            #[serde(default, borrow, with = "crate::json::lenient::opt_string")]
             t: Option<Cow<'a, str>>,
         }
         let oracle = |json: &str| serde_json::from_str::<O>(json).map(|l| l.t.map(Cow::into_owned)).ok();

@@ -14,7 +14,6 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Number;
 
 use super::borrowed::CowStr;
-use super::scan::Scan;
 use crate::event::RawJson;
 
 /// A JSON value whose strings borrow from the text it was read from.
@@ -230,17 +229,10 @@ impl<'de> Visitor<'de> for JsonVisitor {
     }
 }
 
-/// `text` read whole into a [`Json`] tree, exactly as `serde_json::from_str::<Json>` (and
-/// `Value`) would read it.
-pub fn json_of(text: &str) -> Option<Json<'_>> {
-    let mut r = Scan::new(text);
-    r.json().and_then(|j| r.end().map(|()| j)).ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decode::borrowed::Checked;
+    use crate::json::borrowed::Checked;
     use serde_json::{Value, json};
 
     #[test]

@@ -1,4 +1,4 @@
-//! JSON helpers shared by the harness decoders.
+//! serde helpers with the decoders' leniency, shared by the harness decoders.
 //!
 //! Lines are decoded into typed structs whose strings borrow from the line where possible.
 //! Fields whose shape varies by harness version are kept as `&RawValue` and parsed on demand,
@@ -13,12 +13,12 @@ use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::LineOutcome;
+use super::Unusable;
 
 /// Parse `line` as `T`; on failure tell why the line could not be used.
 ///
 /// Only objects are accepted: serde would otherwise read a JSON array into a struct by position.
-pub fn parse_line<'a, T: Deserialize<'a>>(line: &'a str) -> Result<T, LineOutcome> {
+pub fn parse_line<'a, T: Deserialize<'a>>(line: &'a str) -> Result<T, Unusable> {
     if !line.trim_start().starts_with('{') {
         return Err(classify_failure(line));
     }
@@ -26,13 +26,13 @@ pub fn parse_line<'a, T: Deserialize<'a>>(line: &'a str) -> Result<T, LineOutcom
 }
 
 /// Why a line that did not parse as the expected struct is unusable.
-pub fn classify_failure(line: &str) -> LineOutcome {
+pub fn classify_failure(line: &str) -> Unusable {
     let valid = serde_json::from_str::<IgnoredAny>(line).is_ok();
     let is_object = line.trim_start().starts_with('{');
     match (valid, is_object) {
-        (false, _) => LineOutcome::InvalidJson,
-        (true, false) => LineOutcome::NotObject,
-        (true, true) => LineOutcome::UnexpectedShape,
+        (false, _) => Unusable::InvalidJson,
+        (true, false) => Unusable::NotObject,
+        (true, true) => Unusable::UnexpectedShape,
     }
 }
 
@@ -271,10 +271,10 @@ mod tests {
 
     #[test]
     fn classifies_bad_lines() {
-        assert_eq!(classify_failure("{oops"), LineOutcome::InvalidJson);
-        assert_eq!(classify_failure("null"), LineOutcome::NotObject);
-        assert_eq!(classify_failure("[1,2]"), LineOutcome::NotObject);
-        assert_eq!(classify_failure(r#"{"a":1}"#), LineOutcome::UnexpectedShape);
+        assert_eq!(classify_failure("{oops"), Unusable::InvalidJson);
+        assert_eq!(classify_failure("null"), Unusable::NotObject);
+        assert_eq!(classify_failure("[1,2]"), Unusable::NotObject);
+        assert_eq!(classify_failure(r#"{"a":1}"#), Unusable::UnexpectedShape);
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! the hand-written visitors that do it.
 //!
 //! serde's derive builds a struct and returns it by value through every layer (one copy each);
-//! a large line struct filled in place through a seed ([`parse_line_seed`]) is never moved. A
+//! a large line struct filled in place through a seed (`parse_line_seed`, kept for the tests that
+//! compare a one-pass reader with serde) is never moved. A
 //! hand-written reader must still decide what the derive decided: a key printed twice makes the
 //! line unusable ([`SeenKeys`]).
 //!
@@ -16,15 +17,15 @@ use std::borrow::Cow;
 use serde::de::{Deserialize, DeserializeSeed, Deserializer, MapAccess};
 
 #[cfg(test)]
-use super::LineOutcome;
+use super::Unusable;
 #[cfg(test)]
-use super::json::classify_failure;
+use super::lenient::classify_failure;
 
 /// Like `json::parse_line`, with a seed (so a decoder can fill its per-line state in place
 /// instead of moving a large struct out of the parser): only objects are accepted, and on
 /// failure the line is classified.
 #[cfg(test)]
-pub(crate) fn parse_line_seed<'a, S: DeserializeSeed<'a>>(line: &'a str, seed: S) -> Result<S::Value, LineOutcome> {
+pub(crate) fn parse_line_seed<'a, S: DeserializeSeed<'a>>(line: &'a str, seed: S) -> Result<S::Value, Unusable> {
     if !line.trim_start().starts_with('{') {
         return Err(classify_failure(line));
     }
@@ -39,14 +40,14 @@ pub(crate) fn parse_line_seed<'a, S: DeserializeSeed<'a>>(line: &'a str, seed: S
 /// a large line struct is then never moved (serde's derive builds the struct and returns it by
 /// value through every layer, one copy each). `read_in_place!` implements it for a struct with
 /// `Default`: every listed field is read by its reader (`opt_str`: a string or `None` for anything
-/// else, as [`super::json::opt_string`]; `value`: the field type's own `Deserialize`); unknown keys
+/// else, as [`super::lenient::opt_string`]; `value`: the field type's own `Deserialize`); unknown keys
 /// are skipped; a key printed twice is an error, as with serde's derive.
 #[cfg(test)]
 pub struct InPlace<'p, T>(pub &'p mut T);
 
-/// Parse `line` into `place` (see [`InPlace`]), as [`super::json::parse_line`] would parse it.
+/// Parse `line` into `place` (see [`InPlace`]), as [`super::lenient::parse_line`] would parse it.
 #[cfg(test)]
-pub fn parse_line_into<'a, T>(line: &'a str, place: &mut T) -> Result<(), LineOutcome>
+pub fn parse_line_into<'a, T>(line: &'a str, place: &mut T) -> Result<(), Unusable>
 where
     for<'p> InPlace<'p, T>: DeserializeSeed<'a, Value = ()>,
 {
@@ -59,7 +60,7 @@ pub fn opt_str<'de, A: MapAccess<'de>>(map: &mut A) -> Result<Option<Cow<'de, st
     struct S<'a>(Option<Cow<'a, str>>);
     impl<'de: 'a, 'a> Deserialize<'de> for S<'a> {
         fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-            super::json::opt_string::deserialize(d).map(S)
+            super::lenient::opt_string::deserialize(d).map(S)
         }
     }
     map.next_value::<S<'de>>().map(|s| s.0)
@@ -82,7 +83,7 @@ pub fn value<'de, T: Deserialize<'de>, A: MapAccess<'de>>(map: &mut A) -> Result
 #[cfg(test)]
 macro_rules! read_in_place {
     ($name:ident { $($field:ident : $key:literal => $reader:path),* $(,)? }) => {
-        impl<'p, 'de: 'a, 'a> serde::de::DeserializeSeed<'de> for $crate::decode::in_place::InPlace<'p, $name<'a>> {
+        impl<'p, 'de: 'a, 'a> serde::de::DeserializeSeed<'de> for $crate::json::in_place::InPlace<'p, $name<'a>> {
             type Value = ();
             fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
                 struct V<'p, 'a>(&'p mut $name<'a>);
@@ -94,10 +95,10 @@ macro_rules! read_in_place {
                     }
                     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
                         let mut seen = [false; KEYS.len()];
-                        while let Some(key) = map.next_key::<$crate::decode::borrowed::CowStr<'de>>()? {
+                        while let Some(key) = map.next_key::<$crate::json::borrowed::CowStr<'de>>()? {
                             match key.0.as_ref() {
                                 $($key => {
-                                    const AT: usize = $crate::decode::scan::key_index(KEYS, $key);
+                                    const AT: usize = $crate::json::scan::key_index(KEYS, $key);
                                     if seen[AT] {
                                         return Err(<A::Error as serde::de::Error>::duplicate_field($key));
                                     }
@@ -120,7 +121,7 @@ macro_rules! read_in_place {
             fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
                 use serde::de::DeserializeSeed;
                 let mut out = $name::default();
-                $crate::decode::in_place::InPlace(&mut out).deserialize(d)?;
+                $crate::json::in_place::InPlace(&mut out).deserialize(d)?;
                 Ok(out)
             }
         }

@@ -18,7 +18,7 @@
 //!   of 128 (containers entered by pull reads do not count).
 //!
 //! Any error is [`Bad`]; the caller classifies the line as serde would
-//! ([`super::json::classify_failure`]). Acceptance is tested against serde_json below, with
+//! ([`super::lenient::classify_failure`]). Acceptance is tested against serde_json below, with
 //! fixed cases, random token soup and property tests.
 
 use std::borrow::Cow;
@@ -28,15 +28,9 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::borrowed::Checked;
-use super::raw_record::raw_count;
+pub(crate) use super::text::{Bad, Res};
+use super::text::{find_special, raw_count, unescape};
 use super::tree::Json;
-
-/// The text is not one serde_json would read (see the module documentation).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Bad;
-
-/// Result of a scanner step.
-pub(crate) type Res<T> = Result<T, Bad>;
 
 /// A string token: its text between the quotes, as printed (validated as `IgnoredAny` validates
 /// it: its escapes are well formed, but a lone surrogate is only refused by [`JStr::decode`]).
@@ -560,7 +554,7 @@ impl<'a> Scan<'a> {
         }
     }
 
-    /// A value read leniently as a string, as [`super::json::opt_string`] reads it: the string,
+    /// A value read leniently as a string, as [`super::lenient::opt_string`] reads it: the string,
     /// or `None` for anything else (a number still read by type, a list's items skipped, an
     /// object's keys read and its values skipped).
     #[inline]
@@ -665,196 +659,30 @@ fn number_value(text: &str) -> Res<Value> {
     serde_json::from_str(text).map_err(|_| Bad)
 }
 
-const ONES: u64 = u64::MAX / 255;
-const HIGH: u64 = ONES << 7;
-
-/// High bit set in each byte of `w` that is a control character (below 0x20); bytes above the
-/// first hit may be flagged wrongly, so only the lowest flag counts.
-#[inline]
-fn ctrl_bytes(w: u64) -> u64 {
-    w.wrapping_sub(ONES * 0x20) & !w & HIGH
+/// `text` read whole into a [`Json`] tree, exactly as `serde_json::from_str::<Json>` (and
+/// `Value`) would read it.
+pub fn json_of(text: &str) -> Option<Json<'_>> {
+    let mut r = Scan::new(text);
+    r.json().and_then(|j| r.end().map(|()| j)).ok()
 }
 
-/// High bit set in each byte of `w` equal to `c` (lowest flag exact, as above).
-#[inline]
-fn eq_bytes(w: u64, c: u8) -> u64 {
-    let x = w ^ (ONES * c as u64);
-    x.wrapping_sub(ONES) & !x & HIGH
-}
-
-/// High bit set in each byte of `w` that is a `"`, `\\` or control character (lowest flag exact).
-#[inline(always)]
-fn special_bytes(w: u64) -> u64 {
-    ctrl_bytes(w) | eq_bytes(w, b'"') | eq_bytes(w, b'\\')
-}
-
-/// The index of the first `"`, `\\` or control character at or after `from` (`b.len()` when
-/// none), eight bytes at a time.
-#[inline(always)]
-pub(crate) fn find_special(b: &[u8], from: usize) -> usize {
-    let mut i = from;
-    while i + 8 <= b.len() {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(&b[i..i + 8]);
-        let hits = special_bytes(u64::from_le_bytes(w));
-        if hits != 0 {
-            return i + hits.trailing_zeros() as usize / 8;
-        }
-        i += 8;
-    }
-    while i < b.len() {
-        let c = b[i];
-        if c == b'"' || c == b'\\' || c < 0x20 {
-            return i;
-        }
-        i += 1;
-    }
-    i
-}
-
-/// Unescape the string body that starts at `start` in `text` (just past its opening quote) and
-/// whose first backslash is at `at`, up to its closing quote, validating as it goes: the string
-/// (allocated at its exact size) and the closing quote's index.
-///
-/// As strict as serde_json's typed string read: a control character, a malformed escape or a
-/// lone surrogate (a leading one not followed by a trailing one, or a trailing one alone) is
-/// `Bad`. The one unescaper of the crate: a string token ([`JStr::decode`]), a typed string
-/// read ([`Scan::str`]) and a captured literal ([`super::borrowed::unescape_literal`]) all
-/// decode with it.
-pub(crate) fn unescape(text: &str, start: usize, at: usize) -> Res<(String, usize)> {
-    // Decoded into a buffer kept per thread, then copied once into a string of its size: one
-    // pass over the escapes (finding the end first to size the string cost a second one), and
-    // no spare capacity (a `RawJson` made from it would reallocate to shed it).
-    thread_local! {
-        static UNESCAPED: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
-    }
-    /// A buffer grown past this (by a huge string) is not kept for the next one.
-    const KEPT_CAPACITY: usize = 1 << 20;
-    UNESCAPED.with(|cell| {
-        // Taken out while in use, so the cell is never borrowed twice.
-        let mut buf = cell.take();
-        buf.clear();
-        let decoded = unescape_into(text.as_bytes(), start, at, &mut buf).map(|end| {
-            // SAFETY: `buf` holds runs of `text` (valid UTF-8) cut only next to ASCII bytes
-            // (quote, backslash, control characters), and UTF-8 encodings of `char`s.
-            debug_assert!(std::str::from_utf8(&buf).is_ok());
-            (unsafe { std::str::from_utf8_unchecked(&buf) }.to_owned(), end)
-        });
-        if buf.capacity() <= KEPT_CAPACITY {
-            cell.set(buf);
-        }
-        decoded
-    })
-}
-
-/// The byte each one-character escape stands for (`\\n` → newline), 0 for the others.
-const ESCAPED: [u8; 256] = {
-    let mut table = [0u8; 256];
-    table[b'"' as usize] = b'"';
-    table[b'\\' as usize] = b'\\';
-    table[b'/' as usize] = b'/';
-    table[b'b' as usize] = 0x08;
-    table[b'f' as usize] = 0x0c;
-    table[b'n' as usize] = b'\n';
-    table[b'r' as usize] = b'\r';
-    table[b't' as usize] = b'\t';
-    table
-};
-
-/// [`unescape`] into `out` (appended): the closing quote's index.
-fn unescape_into(b: &[u8], start: usize, mut at: usize, out: &mut Vec<u8>) -> Res<usize> {
-    // (Seven bytes more: a word copied past the last special byte is cut back after it.)
-    out.reserve(at.saturating_sub(start) + 64 + 7);
-    out.extend_from_slice(b.get(start..at).ok_or(Bad)?);
-    loop {
-        // At a backslash.
-        let esc = *b.get(at + 1).ok_or(Bad)?;
-        at += 2;
-        // The one-character escapes by table lookup (fewer instructions than an eight-way match).
-        let simple = ESCAPED[usize::from(esc)];
-        if simple != 0 {
-            out.push(simple);
-        } else {
-            match esc {
-                b'u' => {
-                    let n = hex4(b, at)?;
-                    at += 4;
-                    let c = match n {
-                        0xDC00..=0xDFFF => return Err(Bad),
-                        0xD800..=0xDBFF => {
-                            if b.get(at..at + 2) != Some(b"\\u") {
-                                return Err(Bad);
-                            }
-                            let n2 = hex4(b, at + 2)?;
-                            if !(0xDC00..=0xDFFF).contains(&n2) {
-                                return Err(Bad);
-                            }
-                            at += 6;
-                            char::from_u32((((n - 0xD800) << 10) | (n2 - 0xDC00)) + 0x1_0000)
-                        }
-                        n => char::from_u32(n),
-                    };
-                    out.extend_from_slice(c.ok_or(Bad)?.encode_utf8(&mut [0; 4]).as_bytes());
-                }
-                _ => return Err(Bad),
-            }
-        }
-        // Copy up to the next `"`, `\\` or control character eight bytes at a time: whole words
-        // are copied, then the bytes from the special one on are dropped (a copy of a known
-        // size is a few instructions, a call to memcpy is not).
-        loop {
-            let Some(word) = b.get(at..at + 8) else {
-                let j = find_special(b, at);
-                out.extend_from_slice(&b[at..j]);
-                at = j;
-                break;
-            };
-            let word: [u8; 8] = word.try_into().unwrap_or_default();
-            let hits = special_bytes(u64::from_le_bytes(word));
-            out.extend_from_slice(&word);
-            if hits == 0 {
-                at += 8;
-            } else {
-                let n = hits.trailing_zeros() as usize / 8;
-                out.truncate(out.len() - 8 + n);
-                at += n;
-                break;
-            }
-        }
-        match b.get(at) {
-            Some(b'"') => return Ok(at),
-            Some(b'\\') => {}
-            _ => return Err(Bad),
-        }
-    }
-}
-
-fn hex4(b: &[u8], at: usize) -> Res<u32> {
-    let digits = b.get(at..at + 4).ok_or(Bad)?;
-    let mut n = 0u32;
-    for d in digits {
-        n = (n << 4) | (*d as char).to_digit(16).ok_or(Bad)?;
-    }
-    Ok(n)
-}
-
-/// An [`super::json::Obj`] field: an object read by `read`, or `None` for any other value (read
+/// An [`super::lenient::Obj`] field: an object read by `read`, or `None` for any other value (read
 /// as `Obj` reads it).
 pub fn read_obj<'a, T>(r: &mut Scan<'a>, read: impl FnOnce(&mut Scan<'a>) -> Res<T>) -> Res<Option<T>> {
     if r.peek() == Some(b'{') { read(r).map(Some) } else { r.opt_str().map(|_| None) }
 }
 
-/// An [`super::json::ObjList`] field: a list of objects each read by `read` (`None` for an item
+/// An [`super::lenient::ObjList`] field: a list of objects each read by `read` (`None` for an item
 /// that is not an object), or `None` for any other value.
 pub fn read_obj_list<'a, T>(
     r: &mut Scan<'a>,
     mut read: impl FnMut(&mut Scan<'a>) -> Res<T>,
-) -> Res<Option<Vec<super::json::Obj<T>>>> {
+) -> Res<Option<Vec<super::lenient::Obj<T>>>> {
     if r.peek() != Some(b'[') {
         return r.opt_str().map(|_| None);
     }
     let mut items = Vec::new();
-    r.array(|r| read_obj(r, &mut read).map(|t| items.push(super::json::Obj(t))))?;
+    r.array(|r| read_obj(r, &mut read).map(|t| items.push(super::lenient::Obj(t))))?;
     Ok(Some(items))
 }
 
@@ -888,9 +716,9 @@ macro_rules! read_object {
         let target = $target;
         $r.object(|r, key| match key.as_ref() {
             $($key => {
-                const AT: usize = $crate::decode::scan::key_index(KEYS, $key);
+                const AT: usize = $crate::json::scan::key_index(KEYS, $key);
                 if seen[AT] {
-                    return Err($crate::decode::scan::Bad);
+                    return Err($crate::json::scan::Bad);
                 }
                 seen[AT] = true;
                 target.$field = ($reader)(r)?;
@@ -1144,7 +972,7 @@ mod tests {
             // A lenient string field, as `json::opt_string` reads it inside a struct.
             #[derive(Deserialize)]
             struct O<'a> {
-                #[serde(default, borrow, with = "super::super::json::opt_string")]
+                #[serde(default, borrow, with = "super::super::lenient::opt_string")]
                 t: Option<Cow<'a, str>>,
             }
             let line = format!(r#"{{"t":{text}}}"#);
