@@ -28,7 +28,6 @@ pub mod context;
 mod id_set;
 mod task_list;
 
-mod anthropic;
 mod claude;
 mod codex;
 mod droid;
@@ -36,6 +35,7 @@ mod gemini;
 mod kimi;
 mod opencode;
 mod qwen;
+mod stream_json;
 
 pub use context::DecodeContext;
 

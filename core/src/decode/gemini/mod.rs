@@ -68,25 +68,27 @@
 //! | e-many-tools | update_topic, list_directory, grep_search, glob, google_web_search, web_fetch, background tools, plan mode, a failed skill |
 //! | e-bad-lines | `null`, non-objects, invalid JSON, unknown types, missing ids, odd roles and contents, a second `init` |
 
+mod describe;
+mod wire;
+
+use self::describe::*;
+use self::wire::*;
+
 use std::borrow::Cow;
 
 use serde_json::Value;
 
-use super::classify_failure;
-use super::context::{DecodeContext, Envelope};
-use super::task_list::TaskListCalls;
-use super::{Agent, HarnessDecoder, LineOutcome};
+use crate::decode::context::{DecodeContext, Envelope};
+use crate::decode::task_list::TaskListCalls;
+use crate::decode::{Agent, HarnessDecoder, LineOutcome};
 use crate::event::{
-    DiffContent, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus, RawJson, SessionUpdate, SharedStr,
-    TokenUsage, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, UsageScope,
+    OutputEvent, RawJson, SessionUpdate, SharedStr, ToolCall, ToolCallContent, ToolCallStatus, ToolCallUpdate,
+    UsageScope,
 };
-use crate::json::borrowed::{may_hold_surrogates, unescape_literal};
-use crate::json::lenient::Obj;
-use crate::json::raw_record::{Counters, Printed, object_text, read_counters, read_raw_json};
-use crate::json::scan::{Bad, Res, Scan, read_obj_list, read_object};
-use crate::json::text::raw_count;
-use crate::tools::cut_title;
-use crate::tools::{MAX_TITLE_CHARS, command_title, tool_kind};
+use crate::json::borrowed::unescape_literal;
+use crate::json::raw_record::{Printed, object_text, read_raw_json};
+use crate::json::scan::Scan;
+use crate::tools::tool_kind;
 
 /// Stateful gemini line decoder.
 #[derive(Debug, Default)]
@@ -98,89 +100,6 @@ pub(crate) struct GeminiDecoder {
     /// The scanner's buffer for the objects of `stats`, kept from line to line so each
     /// `result` line does not grow a new one.
     scratch: Vec<(String, Value)>,
-}
-
-/// One line, read in one pass by [`read_line`] and in place: strings borrowed from the line
-/// (read as `json::opt_string` reads them: another type is `None`), the parts kept verbatim
-/// (`parameters`, `output`, `error`) as slices of it, `stats` straight into the usage. A known
-/// key printed twice makes the line unusable (as a derived struct would), and so does a value
-/// no JSON reader takes in the parts that are values (an unpaired surrogate escape in
-/// `parameters`, `output`, `error`; anything a `Value` refuses in `stats`).
-#[derive(Default)]
-struct Line<'a> {
-    kind: Option<Cow<'a, str>>,
-    timestamp: Option<Cow<'a, str>>,
-    session_id: Option<Cow<'a, str>>,
-    model: Option<Cow<'a, str>>,
-    role: Option<Cow<'a, str>>,
-    content: Option<Cow<'a, str>>,
-    tool_name: Option<Cow<'a, str>>,
-    tool_id: Option<Cow<'a, str>>,
-    status: Option<Cow<'a, str>>,
-    severity: Option<Cow<'a, str>>,
-    message: Option<Cow<'a, str>>,
-    /// As printed; not `null`.
-    parameters: Option<&'a str>,
-    /// As printed; not `null`.
-    output: Option<&'a str>,
-    /// As printed; not `null`.
-    error: Option<&'a str>,
-    stats: Option<TokenUsage>,
-}
-
-/// Read `line` into `l` with the [`Scan`]ner (serde_json's acceptance rules, one pass; `scratch`
-/// is its buffer, see [`Scan::with_scratch`]); when it is not a usable line, the outcome
-/// serde_json's reading of it gave.
-fn parse_line<'a>(line: &'a str, l: &mut Line<'a>, scratch: &mut Vec<(String, Value)>) -> Result<(), LineOutcome> {
-    if !line.trim_start().starts_with('{') {
-        return Err(classify_failure(line));
-    }
-    let mut r = Scan::with_scratch(line, std::mem::take(scratch));
-    let read = read_line(&mut r, l).and_then(|()| r.end());
-    *scratch = r.into_scratch();
-    read.map_err(|_| classify_failure(line))
-}
-
-/// The fields of a line's object (other keys skipped by syntax, as `IgnoredAny` skipped them).
-fn read_line<'a>(r: &mut Scan<'a>, l: &mut Line<'a>) -> Res<()> {
-    read_object!(r, l, {
-        "type" => kind: Scan::opt_str,
-        "timestamp" => timestamp: Scan::opt_str,
-        "session_id" => session_id: Scan::opt_str,
-        "model" => model: Scan::opt_str,
-        "role" => role: Scan::opt_str,
-        "content" => content: Scan::opt_str,
-        "tool_name" => tool_name: Scan::opt_str,
-        "tool_id" => tool_id: Scan::opt_str,
-        "status" => status: Scan::opt_str,
-        "severity" => severity: Scan::opt_str,
-        "message" => message: Scan::opt_str,
-        "parameters" => parameters: read_verbatim,
-        "output" => output: read_verbatim,
-        "error" => error: read_verbatim,
-        "stats" => stats: read_stats,
-    })
-}
-
-/// A part kept verbatim: its text as printed, `None` for `null`. Only its syntax is read (as
-/// serde_json captures a raw value), except that text a JSON reader refuses and that may hold a
-/// surrogate escape makes the line unusable (so a lone surrogate does, a number beyond `f64`
-/// alone does not).
-fn read_verbatim<'a>(r: &mut Scan<'a>) -> Res<Option<&'a str>> {
-    let text = r.raw()?;
-    if text == "null" {
-        return Ok(None);
-    }
-    if may_hold_surrogates(text) && !reads_as_value(text) {
-        return Err(Bad);
-    }
-    Ok(Some(text))
-}
-
-/// A `serde_json::Value` reads `text` whole.
-fn reads_as_value(text: &str) -> bool {
-    let mut r = Scan::new(text);
-    r.check().and_then(|()| r.end()).is_ok()
 }
 
 impl HarnessDecoder for GeminiDecoder {
@@ -283,26 +202,6 @@ fn error_message(text: &str) -> Option<Cow<'_, str>> {
     message.filter(|m| !m.is_empty())
 }
 
-/// `result.stats` → run usage (see the module docs), read in the line's pass: the counters
-/// that are used leave `extra`, every other key stays there verbatim (a key printed twice
-/// counts with its last value, as in a JSON reader). Any value that is not an object gives no
-/// usage, but must still read as a JSON value.
-fn read_stats(r: &mut Scan<'_>) -> Res<Option<TokenUsage>> {
-    let mut input = None;
-    let stats = read_counters(r, ["input_tokens", "output_tokens", "cached"], false, |key, raw| {
-        if key == "input" {
-            input = raw_count(raw);
-        }
-    })?;
-    Ok(stats.map(|Counters { counts: [input_tokens, output_tokens, cached], extra }| TokenUsage {
-        prompt_tokens: input_tokens.or_else(|| Some(input? + cached.unwrap_or(0))),
-        completion_tokens: output_tokens,
-        cached_tokens: cached,
-        cost_usd: None,
-        extra,
-    }))
-}
-
 fn tool_use(
     l: &mut Line<'_>,
     task_list: &mut TaskListCalls,
@@ -402,302 +301,6 @@ fn raw_output(status: Option<&str>, output: Option<&str>, error: Option<&str>) -
         ("error", error.map(Printed::Raw)),
     ];
     object_text(members.iter().filter_map(|&(key, value)| Some((key, value?))))
-}
-
-/// A list of strings: the strings of a JSON array (other elements read as
-/// [`Scan::opt_str`] reads them and dropped); `None` when the value is not an array.
-fn read_str_list<'a>(r: &mut Scan<'a>) -> Res<Option<Vec<Cow<'a, str>>>> {
-    if r.peek() != Some(b'[') {
-        return r.opt_str().map(|_| None);
-    }
-    let mut list = Vec::new();
-    r.array(|r| r.opt_str().map(|s| list.extend(s)))?;
-    Ok(Some(list))
-}
-
-/// One todo of `write_todos`.
-#[derive(Default)]
-struct Todo<'a> {
-    description: Option<Cow<'a, str>>,
-    content: Option<Cow<'a, str>>,
-    text: Option<Cow<'a, str>>,
-    status: Option<Cow<'a, str>>,
-    priority: Option<Cow<'a, str>>,
-}
-
-/// A todo object, as a derived struct reads it (a field printed twice fails).
-fn read_todo<'a>(r: &mut Scan<'a>) -> Res<Todo<'a>> {
-    let mut todo = Todo::default();
-    read_object!(r, &mut todo, {
-        "description" => description: Scan::opt_str,
-        "content" => content: Scan::opt_str,
-        "text" => text: Scan::opt_str,
-        "status" => status: Scan::opt_str,
-        "priority" => priority: Scan::opt_str,
-    })?;
-    Ok(todo)
-}
-
-/// The tool parameters any title, location, diff or plan is made of (strings only where the
-/// table reads strings). Read from the printed `parameters` in a second scan, as a derived
-/// struct reads them; a parameter printed twice makes that read fail, and the parameters are
-/// then read as a JSON reader reads them (last value) through a [`Value`].
-#[derive(Default)]
-struct Params<'a> {
-    file_path: Option<Cow<'a, str>>,
-    absolute_path: Option<Cow<'a, str>>,
-    path: Option<Cow<'a, str>>,
-    dir_path: Option<Cow<'a, str>>,
-    directory: Option<Cow<'a, str>>,
-    include: Option<Vec<Cow<'a, str>>>,
-    paths: Option<Vec<Cow<'a, str>>>,
-    file_paths: Option<Vec<Cow<'a, str>>>,
-    content: Option<Cow<'a, str>>,
-    old_string: Option<Cow<'a, str>>,
-    new_string: Option<Cow<'a, str>>,
-    description: Option<Cow<'a, str>>,
-    command: Option<Cow<'a, str>>,
-    pattern: Option<Cow<'a, str>>,
-    query: Option<Cow<'a, str>>,
-    prompt: Option<Cow<'a, str>>,
-    url: Option<Cow<'a, str>>,
-    agent_name: Option<Cow<'a, str>>,
-    agent_name_camel: Option<Cow<'a, str>>,
-    agent: Option<Cow<'a, str>>,
-    name: Option<Cow<'a, str>>,
-    subagent_type: Option<Cow<'a, str>>,
-    title: Option<Cow<'a, str>>,
-    topic: Option<Cow<'a, str>>,
-    fact: Option<Cow<'a, str>>,
-    skill: Option<Cow<'a, str>>,
-    todos: Option<Vec<Obj<Todo<'a>>>>,
-}
-
-impl<'a> Params<'a> {
-    /// The parameters of a `tool_use`, from their printed text (not an object: none).
-    fn read(text: &'a str) -> Params<'a> {
-        if !text.starts_with('{') {
-            return Params::default();
-        }
-        if let Some(params) = Params::scan(text) {
-            return params;
-        }
-        // A parameter printed twice: what a JSON reader makes of them (owned copies).
-        match serde_json::from_str::<Value>(text) {
-            Ok(value) => Params::scan(&value.to_string()).map(Params::into_owned).unwrap_or_default(),
-            Err(_) => Params::default(),
-        }
-    }
-
-    /// `text` read whole as one object of parameters.
-    fn scan(text: &'a str) -> Option<Params<'a>> {
-        let mut params = Params::default();
-        let mut r = Scan::new(text);
-        read_object!(r, &mut params, {
-            "file_path" => file_path: Scan::opt_str,
-            "absolute_path" => absolute_path: Scan::opt_str,
-            "path" => path: Scan::opt_str,
-            "dir_path" => dir_path: Scan::opt_str,
-            "directory" => directory: Scan::opt_str,
-            "include" => include: read_str_list,
-            "paths" => paths: read_str_list,
-            "file_paths" => file_paths: read_str_list,
-            "content" => content: Scan::opt_str,
-            "old_string" => old_string: Scan::opt_str,
-            "new_string" => new_string: Scan::opt_str,
-            "description" => description: Scan::opt_str,
-            "command" => command: Scan::opt_str,
-            "pattern" => pattern: Scan::opt_str,
-            "query" => query: Scan::opt_str,
-            "prompt" => prompt: Scan::opt_str,
-            "url" => url: Scan::opt_str,
-            "agent_name" => agent_name: Scan::opt_str,
-            "agentName" => agent_name_camel: Scan::opt_str,
-            "agent" => agent: Scan::opt_str,
-            "name" => name: Scan::opt_str,
-            "subagent_type" => subagent_type: Scan::opt_str,
-            "title" => title: Scan::opt_str,
-            "topic" => topic: Scan::opt_str,
-            "fact" => fact: Scan::opt_str,
-            "skill" => skill: Scan::opt_str,
-            "todos" => todos: |r: &mut Scan<'a>| read_obj_list(r, read_todo),
-        })
-        .and_then(|()| r.end())
-        .ok()?;
-        Some(params)
-    }
-
-    fn into_owned(self) -> Params<'static> {
-        fn own(s: Option<Cow<'_, str>>) -> Option<Cow<'static, str>> {
-            s.map(|s| Cow::Owned(s.into_owned()))
-        }
-        fn own_list(l: Option<Vec<Cow<'_, str>>>) -> Option<Vec<Cow<'static, str>>> {
-            l.map(|v| v.into_iter().map(|s| Cow::Owned(s.into_owned())).collect())
-        }
-        Params {
-            file_path: own(self.file_path),
-            absolute_path: own(self.absolute_path),
-            path: own(self.path),
-            dir_path: own(self.dir_path),
-            directory: own(self.directory),
-            include: own_list(self.include),
-            paths: own_list(self.paths),
-            file_paths: own_list(self.file_paths),
-            content: own(self.content),
-            old_string: own(self.old_string),
-            new_string: own(self.new_string),
-            description: own(self.description),
-            command: own(self.command),
-            pattern: own(self.pattern),
-            query: own(self.query),
-            prompt: own(self.prompt),
-            url: own(self.url),
-            agent_name: own(self.agent_name),
-            agent_name_camel: own(self.agent_name_camel),
-            agent: own(self.agent),
-            name: own(self.name),
-            subagent_type: own(self.subagent_type),
-            title: own(self.title),
-            topic: own(self.topic),
-            fact: own(self.fact),
-            skill: own(self.skill),
-            todos: self.todos.map(|list| {
-                list.into_iter()
-                    .map(|t| {
-                        Obj(t.0.map(|t| Todo {
-                            description: own(t.description),
-                            content: own(t.content),
-                            text: own(t.text),
-                            status: own(t.status),
-                            priority: own(t.priority),
-                        }))
-                    })
-                    .collect()
-            }),
-        }
-    }
-}
-
-/// The first of `fields` that holds a non-empty string.
-fn first<'p>(fields: &[&'p Option<Cow<'_, str>>]) -> Option<&'p str> {
-    fields.iter().find_map(|f| f.as_deref().filter(|s| !s.is_empty()))
-}
-
-/// Title, content and locations of a call, from its name and parameters.
-struct Shape {
-    title: String,
-    content: Vec<ToolCallContent>,
-    locations: Vec<ToolCallLocation>,
-}
-
-fn describe(name: &str, mut p: Params<'_>) -> Shape {
-    let mut content = Vec::new();
-    let mut locations = Vec::new();
-    let path = first(&[&p.file_path, &p.absolute_path, &p.path]);
-    let dir = first(&[&p.dir_path, &p.path, &p.directory]);
-    let title = match name {
-        "read_file" => {
-            locations.extend(path.map(ToolCallLocation::path));
-            path.map_or("Read file".into(), |f| cut_title("Read ", f, MAX_TITLE_CHARS, ""))
-        }
-        "read_many_files" => {
-            let patterns: Vec<&str> = [&p.include, &p.paths, &p.file_paths]
-                .into_iter()
-                .filter_map(Option::as_ref)
-                .flatten()
-                .map(|s| s.as_ref())
-                .collect();
-            locations.extend(patterns.iter().copied().map(ToolCallLocation::path));
-            if patterns.is_empty() { "Read multiple files".into() } else { format!("Read {} files", patterns.len()) }
-        }
-        "write_file" => {
-            if let Some(f) = path {
-                locations.push(ToolCallLocation::path(f));
-                if let Some(text) = p.content.take() {
-                    content.push(ToolCallContent::Diff(DiffContent {
-                        path: f.to_string(),
-                        old_text: None,
-                        new_text: text.into_owned(),
-                    }));
-                }
-            }
-            path.map_or("Write file".into(), |f| cut_title("Write ", f, MAX_TITLE_CHARS, ""))
-        }
-        "replace" | "edit" | "edit_file" => {
-            if let Some(f) = path {
-                locations.push(ToolCallLocation::path(f));
-                if p.old_string.is_some() || p.new_string.is_some() {
-                    content.push(ToolCallContent::Diff(DiffContent {
-                        path: f.to_string(),
-                        old_text: Some(p.old_string.take().map(Cow::into_owned).unwrap_or_default()),
-                        new_text: p.new_string.take().map(Cow::into_owned).unwrap_or_default(),
-                    }));
-                }
-            }
-            path.map_or("Edit file".into(), |f| cut_title("Edit ", f, MAX_TITLE_CHARS, ""))
-        }
-        "run_shell_command" | "shell" => {
-            if let Some(d) = first(&[&p.description]) {
-                content.push(ToolCallContent::text(d));
-            }
-            first(&[&p.command]).map_or("Run command".into(), command_title)
-        }
-        "glob" => {
-            locations.extend(dir.map(ToolCallLocation::path));
-            first(&[&p.pattern]).map_or("Find files".into(), |s| cut_title("Find ", s, MAX_TITLE_CHARS, ""))
-        }
-        "grep_search" | "grep" | "search_file_content" => {
-            locations.extend(dir.map(ToolCallLocation::path));
-            first(&[&p.pattern, &p.query])
-                .map_or("Search files".into(), |s| cut_title("grep \"", s, MAX_TITLE_CHARS, "\""))
-        }
-        "list_directory" => {
-            locations.extend(dir.map(ToolCallLocation::path));
-            dir.map_or("List directory".into(), |d| cut_title("List ", d, MAX_TITLE_CHARS, ""))
-        }
-        "google_web_search" | "web_search" | "brave_web_search" => {
-            first(&[&p.query]).map_or("Web search".into(), |q| cut_title("Search: ", q, MAX_TITLE_CHARS, ""))
-        }
-        "web_fetch" => first(&[&p.prompt, &p.url]).map_or("Web fetch".into(), |s| cut_title("Fetch: ", s, 50, "")),
-        "invoke_agent" | "delegate_to_agent" => {
-            first(&[&p.agent_name, &p.agent_name_camel, &p.agent, &p.name, &p.subagent_type])
-                .map_or("Invoke agent".into(), |a| cut_title("Agent: ", a, MAX_TITLE_CHARS, ""))
-        }
-        "write_todos" => "Update todos".into(),
-        "update_topic" => first(&[&p.title, &p.topic, &p.name])
-            .map_or("Update topic".into(), |t| cut_title("Topic: ", t, MAX_TITLE_CHARS, "")),
-        "save_memory" => first(&[&p.fact]).map_or("Save memory".into(), |f| cut_title("Remember: \"", f, 40, "\"")),
-        "activate_skill" => first(&[&p.name, &p.skill])
-            .map_or("Activate skill".into(), |s| cut_title("Activate skill: ", s, MAX_TITLE_CHARS, "")),
-        "enter_plan_mode" => "Enter plan mode".into(),
-        "exit_plan_mode" => "Exit plan mode".into(),
-        "list_background_processes" => "List background processes".into(),
-        "read_background_output" => "Read background output".into(),
-        "" => "Tool call".into(),
-        other => other.to_string(),
-    };
-    Shape { title, content, locations }
-}
-
-/// `write_todos` parameters → plan entries, or `None` when there is no todo list to show.
-fn todo_plan(p: &Params<'_>) -> Option<Vec<PlanEntry>> {
-    let todos = p.todos.as_ref()?;
-    Some(
-        todos
-            .iter()
-            .filter_map(|t| t.0.as_ref())
-            .filter_map(|t| {
-                let content = first(&[&t.description, &t.content, &t.text])?;
-                let status = match t.status.as_deref() {
-                    Some("in_progress" | "in-progress") => PlanEntryStatus::InProgress,
-                    Some("completed" | "done" | "cancelled") => PlanEntryStatus::Completed,
-                    _ => PlanEntryStatus::Pending,
-                };
-                let priority = PlanEntryPriority::from_wire(t.priority.as_deref());
-                Some(PlanEntry { content: content.to_string(), status, priority })
-            })
-            .collect(),
-    )
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! `--include-partial-messages`).
 //!
 //! The common Claude-protocol mapping (content blocks, tool results, partial messages, result
-//! lines) is in [`super::anthropic`]; this module holds what is Claude Code's own.
+//! lines) is in [`super::stream_json`]; this module holds what is Claude Code's own.
 //!
 //! | line | events |
 //! |---|---|
@@ -75,24 +75,27 @@
 //! | `e-no-final-result` | `s2-bash` without its closing `result` line: the events as printed; replayed (exit 0) the run fails (`no_final_result`, decisions §1) |
 //! | `e-cost-digits` | a `total_cost_usd` and a tool argument whose last digit a fast float reader gets wrong: printed back exactly (run usage, `rawInput`, hook `arguments`) |
 
+mod describe;
+
+use self::describe::*;
+
 use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::anthropic::{
-    Dialect, Line, Message, Prompt, Protocol, ToolResult, ToolUse, Updates, Usage, counter, diff, glob_title,
-    joined_text, mcp_title, plan_from_todos, plan_status, put, read_title, token_usage, value, web_search_title,
+use crate::decode::context::{DecodeContext, Envelope};
+use crate::decode::stream_json::{
+    Dialect, Line, Message, Prompt, Protocol, ToolResult, ToolUse, Updates, Usage, counter, joined_text,
+    plan_from_todos, plan_status, put, token_usage, value,
 };
-use super::context::{DecodeContext, Envelope};
-use super::task_list::TaskListCalls;
-use super::{Agent, HarnessDecoder, LineOutcome};
+use crate::decode::task_list::TaskListCalls;
+use crate::decode::{HarnessDecoder, LineOutcome};
 use crate::event::{
     JsonObject, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus, SessionUpdate, TokenUsage, ToolCallContent,
-    ToolCallLocation, ToolCallStatus,
+    ToolCallStatus,
 };
 use crate::json::lenient::display_text;
 use crate::json::raw_record::{ObjectMembers, with_raw_member};
-use crate::tools::{command_title, tool_kind};
 
 /// Stateful claude line decoder.
 #[derive(Debug, Default)]
@@ -386,150 +389,10 @@ fn task_number(text: &str) -> Option<String> {
     (!digits.is_empty()).then_some(digits)
 }
 
-/// Push the non-empty string argument `key` as text content.
-fn text_content(key: &str, call: &ToolUse<'_>, content: &mut Vec<ToolCallContent>) {
-    if let Some(t) = call.str(key) {
-        content.push(ToolCallContent::text(t));
-    }
-}
-
-/// The `tool_call` of a non-plan tool (see the module table).
-fn tool_call(call: ToolUse<'_>) -> crate::event::ToolCall {
-    let name = call.name;
-    let kind = tool_kind(Agent::Claude, name);
-    let mut content = Vec::new();
-    let mut locations = Vec::new();
-    let title = match name {
-        "Task" | "Agent" => {
-            text_content("prompt", &call, &mut content);
-            call.str("description").unwrap_or(name).to_string()
-        }
-        "Bash" => {
-            text_content("description", &call, &mut content);
-            call.str("command").map(command_title).unwrap_or_else(|| "Terminal".into())
-        }
-        "BashOutput" => "Tail Logs".into(),
-        "KillShell" => "Kill Process".into(),
-        "TaskOutput" => "Task Output".into(),
-        "TaskStop" => "Stop Task".into(),
-        "Read" => {
-            let path = call.str("file_path");
-            let offset = call.uint("offset");
-            if let Some(p) = path {
-                locations.push(ToolCallLocation { path: p.to_string(), line: offset });
-            }
-            read_title(path, offset, call.uint("limit"), "File")
-        }
-        "NotebookRead" | "NotebookEdit" => {
-            let path = call.str("notebook_path");
-            if let Some(p) = path {
-                locations.push(ToolCallLocation::path(p));
-            }
-            let verb = if name == "NotebookRead" { "Read" } else { "Edit" };
-            if name == "NotebookEdit" {
-                text_content("new_source", &call, &mut content);
-            }
-            match path {
-                Some(p) => format!("{verb} Notebook {p}"),
-                None => format!("{verb} Notebook"),
-            }
-        }
-        "LS" => match call.str("path") {
-            Some(p) => {
-                locations.push(ToolCallLocation::path(p));
-                format!("List `{p}` directory")
-            }
-            None => "List current directory".into(),
-        },
-        "Edit" | "MultiEdit" => {
-            let path = call.str("file_path");
-            if let Some(p) = path {
-                if name == "Edit" {
-                    content.push(diff(p, call.str("old_string"), call.str("new_string")));
-                } else if let Some(Value::Array(edits)) = call.value("edits") {
-                    for e in edits.iter().filter_map(Value::as_object) {
-                        let s = |k: &str| e.get(k).and_then(Value::as_str);
-                        content.push(diff(p, s("old_string"), s("new_string")));
-                    }
-                }
-                locations.push(ToolCallLocation::path(p));
-            }
-            path.map(|p| format!("Edit `{p}`")).unwrap_or_else(|| "Edit".into())
-        }
-        "Write" => {
-            let path = call.str("file_path");
-            if let Some(p) = path {
-                content.push(diff(p, None, call.str_any("content")));
-                locations.push(ToolCallLocation::path(p));
-            }
-            path.map(|p| format!("Write {p}")).unwrap_or_else(|| "Write".into())
-        }
-        "Glob" => {
-            let path = call.str("path");
-            if let Some(p) = path {
-                locations.push(ToolCallLocation::path(p));
-            }
-            glob_title(path, call.str("pattern"))
-        }
-        "Grep" => grep_title(&call),
-        "WebFetch" => {
-            text_content("prompt", &call, &mut content);
-            call.str("url").map(|u| format!("Fetch {u}")).unwrap_or_else(|| "Fetch".into())
-        }
-        "WebSearch" => web_search_title(&call),
-        "TodoWrite" => "Update TODOs".into(),
-        "ExitPlanMode" => {
-            text_content("plan", &call, &mut content);
-            "Ready to code?".into()
-        }
-        "EnterPlanMode" => "Enter plan mode".into(),
-        "Skill" => call.str("skill").map(|s| format!("Skill {s}")).unwrap_or_else(|| name.into()),
-        _ => mcp_title(name).unwrap_or_else(|| if name.is_empty() { "Unknown Tool".into() } else { name.into() }),
-    };
-    call.call(title, kind, content, locations)
-}
-
-/// `grep` with the Grep tool's flags, the quoted pattern and the path.
-fn grep_title(call: &ToolUse<'_>) -> String {
-    let mut title = String::from("grep");
-    if call.flag("-i") {
-        title.push_str(" -i");
-    }
-    if call.flag("-n") {
-        title.push_str(" -n");
-    }
-    for k in ["-A", "-B", "-C"] {
-        if let Some(v) = call.value(k).filter(|v| !v.is_null()) {
-            title.push_str(&format!(" {k} {}", display_text(&v)));
-        }
-    }
-    match call.str("output_mode") {
-        Some("files_with_matches") => title.push_str(" -l"),
-        Some("count") => title.push_str(" -c"),
-        _ => {}
-    }
-    if let Some(g) = call.str("glob") {
-        title.push_str(&format!(" --include=\"{g}\""));
-    }
-    if let Some(t) = call.str("type") {
-        title.push_str(&format!(" --type={t}"));
-    }
-    if call.flag("multiline") {
-        title.push_str(" -P");
-    }
-    title.push_str(&format!(" \"{}\"", call.str("pattern").unwrap_or_default()));
-    if let Some(p) = call.str("path") {
-        title.push_str(&format!(" {p}"));
-    }
-    if let Some(n) = call.uint("head_limit") {
-        title.push_str(&format!(" | head -{n}"));
-    }
-    title
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::decode::Agent;
     use crate::decode::parse;
     use serde_json::value::RawValue;
 
