@@ -129,17 +129,8 @@ pub unsafe extern "C" fn agentstream_session_agent(session: *const agentstream_s
 }
 
 fn agent_name_ptr(agent: Agent) -> *const c_char {
-    let s: &'static std::ffi::CStr = match agent {
-        Agent::Claude => c"claude",
-        Agent::Codex => c"codex",
-        Agent::Gemini => c"gemini",
-        Agent::Qwen => c"qwen",
-        Agent::Kimi => c"kimi",
-        Agent::Opencode => c"opencode",
-        Agent::Droid => c"droid",
-    };
-    debug_assert_eq!(s.to_str().ok(), Some(agent.name()));
-    s.as_ptr()
+    // The core's registry holds every name NUL-terminated, for as long as the program runs.
+    agent.c_name().as_ptr()
 }
 
 /// Shared body of the string setters: `value` NULL resets to the default.

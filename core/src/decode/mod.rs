@@ -10,12 +10,21 @@
 //! (serde_json's `float_roundtrip`), so a cost such as `total_cost_usd` prints back with the same
 //! digits, and values kept verbatim (`rawInput`, `rawOutput`, `extra`) are the printed text.
 //!
-//! Each harness has its own module; the cross-harness tool tables and title helpers are in
+//! Each harness has its own module, a directory with one job per file: `mod.rs` maps the lines
+//! to events (the decoder), `wire.rs` reads the harness's wire format (claude and qwen read the
+//! stream-json protocol they share, module `stream_json`), `describe.rs` describes its tool calls
+//! (titles, content, locations, diffs). `HARNESSES` below is the one list of harnesses: adding
+//! one is an [`Agent`] variant, a decoder module, one registry line, its kind table in
+//! [`crate::tools`], its command line in the runner, and golden fixtures — no binding changes
+//! (every binding's agent list comes from the core).
+//!
+//! The cross-harness tool tables and title helpers are in
 //! [`crate::tools`]. What the decoders share lives in [`context`] (envelope stamping, the
 //! session id), `task_list` (task-list calls and their refusal), `id_set` (the open call ids of
 //! one run) and, for reading JSON lines, the crate-private `crate::json` module (the one-pass
 //! scanner, borrowed serde types, verbatim records).
 
+use std::ffi::CStr;
 use std::fmt;
 use std::str::FromStr;
 
@@ -60,22 +69,56 @@ pub enum Agent {
     Droid,
 }
 
+/// One harness: its agent, its name and its decoder. The ONE list of harnesses: names, the
+/// decoder of each, `Agent::ALL` and every binding's agent list come from it. Adding a harness
+/// is a variant of [`Agent`], a decoder module, and a line here (plus its fixtures).
+struct Harness {
+    agent: Agent,
+    /// The lowercase name, NUL-terminated (the C ABI hands it out as is).
+    name: &'static CStr,
+    decoder: fn() -> Box<dyn HarnessDecoder>,
+}
+
+fn boxed<D: HarnessDecoder + Default + 'static>() -> Box<dyn HarnessDecoder> {
+    Box::new(D::default())
+}
+
+/// The registry, in documentation order (the order of `Agent::ALL`).
+const HARNESSES: [Harness; 7] = [
+    Harness { agent: Agent::Claude, name: c"claude", decoder: boxed::<claude::ClaudeDecoder> },
+    Harness { agent: Agent::Codex, name: c"codex", decoder: boxed::<codex::CodexDecoder> },
+    Harness { agent: Agent::Gemini, name: c"gemini", decoder: boxed::<gemini::GeminiDecoder> },
+    Harness { agent: Agent::Qwen, name: c"qwen", decoder: boxed::<qwen::QwenDecoder> },
+    Harness { agent: Agent::Kimi, name: c"kimi", decoder: boxed::<kimi::KimiDecoder> },
+    Harness { agent: Agent::Opencode, name: c"opencode", decoder: boxed::<opencode::OpencodeDecoder> },
+    Harness { agent: Agent::Droid, name: c"droid", decoder: boxed::<droid::DroidDecoder> },
+];
+
 impl Agent {
     /// Every agent, in documentation order.
-    pub const ALL: [Agent; 7] =
-        [Agent::Claude, Agent::Codex, Agent::Gemini, Agent::Qwen, Agent::Kimi, Agent::Opencode, Agent::Droid];
+    pub const ALL: [Agent; HARNESSES.len()] = {
+        let mut all = [Agent::Claude; HARNESSES.len()];
+        let mut i = 0;
+        while i < HARNESSES.len() {
+            all[i] = HARNESSES[i].agent;
+            i += 1;
+        }
+        all
+    };
+
+    fn harness(self) -> &'static Harness {
+        // Every variant has its line (pinned by a test); the first is never reached otherwise.
+        HARNESSES.iter().find(|h| h.agent == self).unwrap_or(&HARNESSES[0])
+    }
 
     /// The lowercase name used on the command line and in every binding.
     pub fn name(self) -> &'static str {
-        match self {
-            Agent::Claude => "claude",
-            Agent::Codex => "codex",
-            Agent::Gemini => "gemini",
-            Agent::Qwen => "qwen",
-            Agent::Kimi => "kimi",
-            Agent::Opencode => "opencode",
-            Agent::Droid => "droid",
-        }
+        self.harness().name.to_str().unwrap_or_default()
+    }
+
+    /// [`Agent::name`] NUL-terminated, for a C ABI that hands out static strings.
+    pub fn c_name(self) -> &'static CStr {
+        self.harness().name
     }
 
     /// The valid names joined for error messages: `claude, codex, …`.
@@ -231,15 +274,7 @@ pub(crate) trait HarnessDecoder: Send {
 }
 
 fn harness_decoder(agent: Agent) -> Box<dyn HarnessDecoder> {
-    match agent {
-        Agent::Claude => Box::new(claude::ClaudeDecoder::default()),
-        Agent::Codex => Box::new(codex::CodexDecoder::default()),
-        Agent::Gemini => Box::new(gemini::GeminiDecoder::default()),
-        Agent::Qwen => Box::new(qwen::QwenDecoder::default()),
-        Agent::Kimi => Box::new(kimi::KimiDecoder::default()),
-        Agent::Opencode => Box::new(opencode::OpencodeDecoder::default()),
-        Agent::Droid => Box::new(droid::DroidDecoder::default()),
-    }
+    (agent.harness().decoder)()
 }
 
 /// The stateful decoder of one run. See the module docs.
@@ -505,6 +540,17 @@ mod tests {
         {
             assert_eq!(is_blank(text), blank, "{text:?}");
             assert_eq!(text.trim().is_empty(), blank);
+        }
+    }
+
+    #[test]
+    fn every_agent_has_one_registry_line() {
+        for (i, a) in Agent::ALL.iter().enumerate() {
+            assert_eq!(HARNESSES.iter().filter(|h| h.agent == *a).count(), 1, "{a:?}");
+            assert_eq!(HARNESSES[i].agent, *a);
+            assert_eq!(a.c_name().to_str().unwrap(), a.name());
+            assert_eq!(serde_json::to_value(a).unwrap(), a.name(), "the serde name is the registry's");
+            assert_eq!(Decoder::new(*a).agent(), *a);
         }
     }
 
