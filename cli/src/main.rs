@@ -193,9 +193,11 @@ fn parse_command(agent: &str, max_line_bytes: usize, file: Option<&str>) -> Exit
 }
 
 fn write_events(out: &mut impl Write, events: &mut Vec<agentstream_core::OutputEvent>) -> io::Result<()> {
+    // One text buffer for the whole chunk's events (`write_json` is serde_json's text, faster).
+    let mut text = String::new();
     for ev in events.drain(..) {
-        serde_json::to_writer(&mut *out, &ev)?;
-        out.write_all(b"\n")?;
+        ev.write_json(&mut text);
+        text.push('\n');
     }
-    Ok(())
+    out.write_all(text.as_bytes())
 }

@@ -11,6 +11,10 @@ use serde::de::IgnoredAny;
 const TARGET_BYTES: usize = 1 << 20;
 
 fn corpus(agent: Agent) -> Vec<u8> {
+    // `BENCH_CORPUS_DIR`: the make_corpus.py corpora the decode bench reads (for profiling).
+    if let Some(dir) = std::env::var_os("BENCH_CORPUS_DIR") {
+        return std::fs::read(Path::new(&dir).join(format!("{}.jsonl", agent.name()))).expect("corpus");
+    }
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/golden").join(agent.name());
     let mut one = Vec::new();
     let mut names: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().map(|e| e.path()).collect();

@@ -26,6 +26,7 @@ pub mod channel;
 pub mod decode;
 pub mod error;
 pub mod event;
+mod event_json;
 pub mod framing;
 pub mod hooks;
 mod json;
