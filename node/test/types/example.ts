@@ -87,6 +87,7 @@ import type {
   SessionUpdate,
   SessionUpdateKind,
   StepStartedEvent,
+  StepCompletedEvent,
   TextContent,
   TokenUsage,
   ToolCall,
@@ -245,6 +246,10 @@ function onEvent(event: HookEvent): string {
     case 'model.completed': {
       const e: ModelCompletedEvent = event;
       return `${head} step ${e.stepIndex} ${e.usage?.completionTokens ?? 0}`;
+    }
+    case 'step.completed': {
+      const e: StepCompletedEvent = event;
+      return `${head} step ${e.stepIndex} ${e.messageId ?? ''} ${e.model ?? ''}`;
     }
     case 'tool.started': {
       const e: ToolStartedEvent = event;
