@@ -79,6 +79,7 @@ import type {
   RunOutcome,
   RunResult,
   RunStartedEvent,
+  RunResumedEvent,
   RunState,
   RunStoppedEvent,
   RunWaitingForHumanEvent,
@@ -238,6 +239,10 @@ function onEvent(event: HookEvent): string {
     case 'run.started': {
       const e: RunStartedEvent = event;
       return `${head} ${e.operation}`;
+    }
+    case 'run.resumed': {
+      const e: RunResumedEvent = event;
+      return `${head} ${e.operation} after a ${e.previousStatus} run`;
     }
     case 'step.started': {
       const e: StepStartedEvent = event;
