@@ -36,7 +36,10 @@ pub use decoder::{Decoder, agent_names, channel_names, core_version, parse_json,
 pub use error::{AgentstreamError, ListenerError};
 pub use evolve::{ClientStatus, Evolve};
 pub use options::{AgentConfig, ReadMode, RunLimits, RunOptions};
-pub use run::{AgentRun, Batch, CancelToken, ChannelListener, HandlerFailure, HookListener, RunFinished};
+pub use run::{
+    AgentRun, Batch, BatchListener, CancelToken, ChannelListener, HandlerFailure, HookListener, ListenerFailed,
+    RunFinished,
+};
 
 #[cfg(test)]
 mod tests;

@@ -271,3 +271,56 @@ fn the_decoder_and_replay_hand_over_json() {
     assert_eq!(replay["hooks"][0]["type"], "run.started");
     assert!(matches!(crate::Decoder::new("codex".into(), Some(0)), Err(AgentstreamError::InvalidArgument(_))));
 }
+
+/// Records each batch and fails every call of handler `fail`.
+struct Batches {
+    log: Mutex<Vec<Value>>,
+    fail: u64,
+}
+
+impl crate::BatchListener for Batches {
+    fn on_batch(&self, batch_json: String) -> Result<Vec<crate::ListenerFailed>, ListenerError> {
+        let batch: Vec<Value> = serde_json::from_str(&batch_json).expect("a JSON array");
+        let mut failed = Vec::new();
+        for entry in &batch {
+            let (sequence, ids) = match (entry.get("item"), entry.get("hook")) {
+                (Some(item), None) => (item["sequence"].as_u64().unwrap(), entry["to"].as_array().unwrap().clone()),
+                (None, Some(hook)) => (hook["sequence"].as_u64().unwrap(), vec![Value::from(0)]),
+                _ => panic!("an entry is an item or a hook: {entry}"),
+            };
+            for id in ids {
+                if id.as_u64() == Some(self.fail) {
+                    failed.push(crate::ListenerFailed { handler: self.fail, sequence, reason: "boom".into() });
+                }
+            }
+        }
+        self.log.lock().unwrap().extend(batch);
+        Ok(failed)
+    }
+}
+
+#[test]
+fn a_batched_run_names_the_listeners_of_each_item_and_counts_what_failed() {
+    let log: Log = Default::default();
+    let e = evolve();
+    let a = e.on("stdout".into(), Recorder::new("a", &log, false)).unwrap();
+    let b = e.on("stdout".into(), Recorder::new("b", &log, false)).unwrap();
+    let batches = Arc::new(Batches { log: Mutex::new(Vec::new()), fail: b });
+    let options = RunOptions { hooks: true, ..command("echo one; echo two") };
+    let run = e.start_batched(options, batches.clone(), None).unwrap();
+    let failures = dispatch_to_end(&run);
+    assert!(log.lock().unwrap().is_empty(), "the per-item listeners are not called: {:?}", log.lock().unwrap());
+    let entries = batches.log.lock().unwrap().clone();
+    let items: Vec<&Value> = entries.iter().filter(|e| e.get("item").is_some()).collect();
+    assert_eq!(items.len(), 2, "only the subscribed channel's items: {entries:?}");
+    assert!(items.iter().all(|i| i["item"]["channel"] == "stdout" && i["to"] == serde_json::json!([a, b])));
+    assert_eq!(entries.iter().find_map(|e| e.get("hook")).unwrap()["type"], "run.started");
+    let sequences: Vec<u64> = entries
+        .iter()
+        .map(|e| e.get("item").or_else(|| e.get("hook")).unwrap()["sequence"].as_u64().unwrap())
+        .collect();
+    assert!(sequences.windows(2).all(|w| w[0] <= w[1]), "delivery order: {sequences:?}");
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    assert_eq!((failures[0].handler, failures[0].channel.as_str(), failures[0].reason.as_str()), (b, "stdout", "boom"));
+    assert_eq!(result(&run)["handler_errors"], 2);
+}

@@ -41,6 +41,9 @@ import dev.agentstream.ffi.Evolve as NativeEvolve
 public class Evolve(config: AgentConfig) : AutoCloseable {
     private val native = NativeEvolve(config)
 
+    /** The listener lambdas by subscription id, called by [Dispatcher] as each batch names them. */
+    private val listeners = java.util.concurrent.ConcurrentHashMap<ULong, (Envelope) -> Unit>()
+
     /**
      * Called with the first failure of each listener of a run (later failures of the same
      * listener are only counted). The default logs it, with the listener's stack trace, as a
@@ -60,8 +63,16 @@ public class Evolve(config: AgentConfig) : AutoCloseable {
      * [AgentstreamException.InvalidArgument] listing the four) with the whole envelope. Close the
      * returned [Subscription] (or call [off]) to stop.
      */
-    public fun on(channel: String, listener: (Envelope) -> Unit): Subscription =
-        Subscription(native, native.on(channel, ChannelAdapter(listener)))
+    public fun on(channel: String, listener: (Envelope) -> Unit): Subscription {
+        val id = native.on(channel, ChannelAdapter(listener))
+        listeners[id] = listener
+        return Subscription(this, id)
+    }
+
+    internal fun remove(id: ULong) {
+        native.offId(id)
+        listeners.remove(id)
+    }
 
     /** Listen to the content events (`OutputEvent`: text, tool calls, plans, usage, errors). */
     public fun onContent(listener: (OutputEvent) -> Unit): Subscription =
@@ -80,7 +91,7 @@ public class Evolve(config: AgentConfig) : AutoCloseable {
         on("stderr") { listener((it as StderrEnvelope).event) }
 
     /** Remove every listener of [channel]; returns how many there were. */
-    public fun off(channel: String): Int = native.off(channel).size
+    public fun off(channel: String): Int = native.off(channel).onEach { listeners.remove(it) }.size
 
     /**
      * Run the harness with [options] and suspend until the run has ended; its listeners (and
@@ -99,7 +110,8 @@ public class Evolve(config: AgentConfig) : AutoCloseable {
         cancel: CancelToken? = null,
         onEvent: ((HookEvent) -> Unit)? = null,
     ): RunResult {
-        val run = native.start(options, onEvent?.let(::HookAdapter), cancel)
+        val hooks = options.hooks || onEvent != null
+        val run = native.startBatched(options.copy(hooks = hooks), Dispatcher(listeners, onEvent), cancel)
         return run.use { readToEnd(it) }
     }
 
@@ -129,7 +141,7 @@ public class Evolve(config: AgentConfig) : AutoCloseable {
      * Cancelling the collector (or leaving early: `take`, `first`, an exception) cancels the run.
      */
     public fun stream(options: RunOptions): Flow<RunEvent> = flow {
-        val run = native.start(options.copy(read = ReadMode.ITERATE), null, null)
+        val run = native.startBatched(options.copy(read = ReadMode.ITERATE), Dispatcher(listeners, null), null)
         run.use {
             try {
                 while (true) {
@@ -195,10 +207,9 @@ public class Evolve(config: AgentConfig) : AutoCloseable {
 }
 
 /** A listener registered with [Evolve.on]; [close] removes it. */
-public class Subscription internal constructor(private val native: NativeEvolve, public val id: ULong) :
-    AutoCloseable {
+public class Subscription internal constructor(private val evolve: Evolve, public val id: ULong) : AutoCloseable {
     /** Remove the listener (a run in progress stops calling it from its next batch). */
     override fun close() {
-        native.offId(id)
+        evolve.remove(id)
     }
 }
