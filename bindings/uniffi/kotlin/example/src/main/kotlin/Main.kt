@@ -5,7 +5,6 @@ import dev.agentstream.types.HookEvent
 import dev.agentstream.types.TextContent
 import dev.agentstream.types.ToolCall
 import dev.agentstream.types.ToolStartedEvent
-import kotlinx.coroutines.flow.collect
 import kotlinx.coroutines.runBlocking
 
 /**
