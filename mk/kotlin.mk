@@ -7,6 +7,9 @@
 #                          library and fail when the checked-in copies differ (no Swift toolchain
 #                          is needed: the Swift sources are only generated and drift-checked)
 #   make generate-uniffi   rewrite those checked-in sources (after changing the crate's API)
+#   make test-kotlin-example   the quick start as a user runs it: `mvn install` of the library, then
+#                          the example project (bindings/uniffi/kotlin/example) copied to a fresh
+#                          folder, compiled and run against a recorded trace (no agent needed)
 #   make bench-kotlin      events/s to a Kotlin listener on the mixed corpus, as a ratio to a C
 #                          callback on the same bytes in the same run (bindings/uniffi/bench)
 # The generator is its own crate (agentstream-uniffi-bindgen, the only one with uniffi's `cli`
@@ -22,8 +25,9 @@ UNIFFI_CHECK := target/uniffi-generated
 UNIFFI_KOTLIN_FILE := dev/agentstream/ffi/agentstream.kt
 UNIFFI_SWIFT_FILES := Agentstream.swift AgentstreamFFI.h AgentstreamFFI.modulemap
 
-LANG_TESTS += check-uniffi test-kotlin
-.PHONY: build-uniffi build-uniffi-bindgen kotlin-fake-harness generate-uniffi check-uniffi test-kotlin bench-kotlin
+LANG_TESTS += check-uniffi test-kotlin test-kotlin-example
+.PHONY: build-uniffi build-uniffi-bindgen kotlin-fake-harness generate-uniffi check-uniffi test-kotlin \
+  test-kotlin-example bench-kotlin
 
 build-uniffi:
 	$(CARGO) build --release -p agentstream-uniffi
@@ -66,6 +70,16 @@ test-kotlin: build-uniffi kotlin-fake-harness
 	@# Maven 3.8 prints a colour reset without a newline even in batch mode: end that line first.
 	@echo
 	@bash bindings/uniffi/kotlin/surefire-summary.sh $(KOTLIN_DIR)/target/surefire-reports kotlin
+
+test-kotlin-example: build-uniffi kotlin-fake-harness
+	cd $(KOTLIN_DIR) && $(MVN) $(MVN_FLAGS) install -DskipTests
+	@dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && cp -r $(KOTLIN_DIR)/example/. "$$dir" && \
+	  (cd "$$dir" && AGENTSTREAM_FAKE_HARNESS=$(CURDIR)/target/release/fake-harness \
+	    AGENTSTREAM_FAKE_TRACE=$(CURDIR)/tests/golden/claude/s2-bash \
+	    $(MVN) $(MVN_FLAGS) compile exec:java) > "$$dir/out.txt" 2>&1 || { cat "$$dir/out.txt"; exit 1; }; \
+	  grep -q "^run:   COMPLETED" "$$dir/out.txt" && grep -q "^stream: [1-9]" "$$dir/out.txt" || \
+	  { echo "the Kotlin example did not run as expected:"; cat "$$dir/out.txt"; exit 1; }
+	@echo "kotlin example (fresh folder, installed library): runs"
 
 bench-kotlin: build-uniffi kotlin-fake-harness
 	bash bindings/uniffi/bench/run.sh

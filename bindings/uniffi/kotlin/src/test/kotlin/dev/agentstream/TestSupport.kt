@@ -24,7 +24,10 @@ object Repo {
         f
     }
 
-    fun tempDir(prefix: String): File = Files.createTempDirectory(prefix).toFile().also { it.deleteOnExit() }
+    /** A scratch directory, deleted with its contents when the test JVM exits. */
+    fun tempDir(prefix: String): File = Files.createTempDirectory(prefix).toFile().also { dir ->
+        Runtime.getRuntime().addShutdownHook(Thread { dir.deleteRecursively() })
+    }
 }
 
 /** One golden case: `<agent>/<name>.input.jsonl` and its expected files. */
