@@ -158,8 +158,10 @@ impl Evolve {
     }
 
     /// Start a run, deliver it to the listeners until its end (on the thread polling this),
-    /// and return its result with the first failure of each listener that failed. Cancelling
-    /// the caller's task cancels the run (reason `reader_left`).
+    /// and return its result with the first failure of each listener that failed. Dropping
+    /// this future before its end (a cancelled Kotlin coroutine) cancels the run (reason
+    /// `reader_left`); uniffi does not cancel it when a Swift task is cancelled: pass `cancel`
+    /// (a [`CancelToken`]) or call `interrupt` for that.
     pub async fn run(
         &self,
         options: RunOptions,

@@ -1925,8 +1925,10 @@ public protocol EvolveProtocol: AnyObject, Sendable {
     
     /**
      * Start a run, deliver it to the listeners until its end (on the thread polling this),
-     * and return its result with the first failure of each listener that failed. Cancelling
-     * the caller's task cancels the run (reason `reader_left`).
+     * and return its result with the first failure of each listener that failed. Dropping
+     * this future before its end (a cancelled Kotlin coroutine) cancels the run (reason
+     * `reader_left`); uniffi does not cancel it when a Swift task is cancelled: pass `cancel`
+     * (a [`CancelToken`]) or call `interrupt` for that.
      */
     func run(options: RunOptions, onEvent: HookListener?, cancel: CancelToken?) async throws  -> RunFinished
     
@@ -2160,8 +2162,10 @@ open func resume()throws   {try rustCallWithError(FfiConverterTypeAgentstreamErr
     
     /**
      * Start a run, deliver it to the listeners until its end (on the thread polling this),
-     * and return its result with the first failure of each listener that failed. Cancelling
-     * the caller's task cancels the run (reason `reader_left`).
+     * and return its result with the first failure of each listener that failed. Dropping
+     * this future before its end (a cancelled Kotlin coroutine) cancels the run (reason
+     * `reader_left`); uniffi does not cancel it when a Swift task is cancelled: pass `cancel`
+     * (a [`CancelToken`]) or call `interrupt` for that.
      */
 open func run(options: RunOptions, onEvent: HookListener?, cancel: CancelToken?)async throws  -> RunFinished  {
     return
@@ -4338,7 +4342,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_agentstream_uniffi_checksum_method_evolve_resume() != 65055) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_agentstream_uniffi_checksum_method_evolve_run() != 12018) {
+    if (uniffi_agentstream_uniffi_checksum_method_evolve_run() != 2679) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_agentstream_uniffi_checksum_method_evolve_session_id() != 54712) {

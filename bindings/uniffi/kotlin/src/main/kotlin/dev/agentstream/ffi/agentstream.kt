@@ -1194,7 +1194,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_agentstream_uniffi_checksum_method_evolve_resume() and 0xFFFF) != 65055) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_agentstream_uniffi_checksum_method_evolve_run() and 0xFFFF) != 12018) {
+    if ((lib.uniffi_agentstream_uniffi_checksum_method_evolve_run() and 0xFFFF) != 2679) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_agentstream_uniffi_checksum_method_evolve_session_id() and 0xFFFF) != 54712) {
@@ -3832,8 +3832,10 @@ public interface EvolveInterface {
     
     /**
      * Start a run, deliver it to the listeners until its end (on the thread polling this),
-     * and return its result with the first failure of each listener that failed. Cancelling
-     * the caller's task cancels the run (reason `reader_left`).
+     * and return its result with the first failure of each listener that failed. Dropping
+     * this future before its end (a cancelled Kotlin coroutine) cancels the run (reason
+     * `reader_left`); uniffi does not cancel it when a Swift task is cancelled: pass `cancel`
+     * (a [`CancelToken`]) or call `interrupt` for that.
      */
     suspend fun `run`(`options`: RunOptions, `onEvent`: HookListener?, `cancel`: CancelToken?): RunFinished
     
@@ -4159,8 +4161,10 @@ open class Evolve: Disposable, AutoCloseable, EvolveInterface
     
     /**
      * Start a run, deliver it to the listeners until its end (on the thread polling this),
-     * and return its result with the first failure of each listener that failed. Cancelling
-     * the caller's task cancels the run (reason `reader_left`).
+     * and return its result with the first failure of each listener that failed. Dropping
+     * this future before its end (a cancelled Kotlin coroutine) cancels the run (reason
+     * `reader_left`); uniffi does not cancel it when a Swift task is cancelled: pass `cancel`
+     * (a [`CancelToken`]) or call `interrupt` for that.
      */
     @Throws(AgentstreamException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
