@@ -10,6 +10,9 @@
 //!   `status`, the session the next run continues.
 //! * [`AgentRun`]: one run, read by its listeners (`dispatch`, `dispatch_async`) or pulled as
 //!   JSON batches (`next_batch`, `next_batch_async`), cancelled, awaited; a [`CancelToken`].
+//! * `Evolve::start_batched` with a foreign [`BatchListener`]: the same deliveries, one foreign
+//!   call per batch, each item naming the subscription ids of its listeners in order — for a
+//!   binding whose every crossing is costly (the Kotlin layer: JNA).
 //! * [`Decoder`], [`parse_json`], [`replay_json`]: decoding without a process.
 //! * Errors: [`AgentstreamError`], one variant per kind of the core's table.
 //!
