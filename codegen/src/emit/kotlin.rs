@@ -694,3 +694,40 @@ fn errors(model: &Model) -> String {
     );
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strings_and_comments_are_escaped_for_kotlin() {
+        assert_eq!(quote("$rawJson \"x\"\n"), r#""\$rawJson \"x\"\n""#);
+        let mut out = String::new();
+        kdoc(&mut out, "a /* nested */ comment", "");
+        assert_eq!(out, "/** a &#47;* nested *&#47; comment */\n");
+        assert_eq!(ident("in"), "`in`");
+        assert_eq!(ident("step_index"), "stepIndex");
+    }
+
+    #[test]
+    fn every_definition_gets_a_file_and_refinements_get_their_arms() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../core/schema/events.schema.json");
+        let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let model = Model::from_schema(&doc).unwrap();
+        let files = emit(&model);
+        let text = |name: &str| &files.iter().find(|f| f.path == super::path(name)).unwrap().text;
+        let hooks = text("HookEvent");
+        assert!(hooks.contains("public sealed interface HookEvent : RunEvent {"));
+        assert!(hooks.contains("public data class ToolStartedEvent("));
+        assert!(hooks.contains("    val details: ToolStartedDetails,"), "a narrowed, always present details");
+        assert!(hooks.contains("else -> OtherHookEvent.fromJson(o)"), "unknown hook types are kept");
+        let envelope = text("Envelope");
+        assert!(envelope.contains("override val channel: Channel get() = Channel.CONTENT"));
+        assert!(envelope.contains("else -> throw WireFormatException(\"Envelope: unknown channel \\\"$tag\\\"\")"));
+        assert!(text("CancelReason").contains("public data object CancelReasonReaderLeft : CancelReason {"));
+        assert!(text("DiffContent").contains("    val oldText: String?,\n"), "required nullable: no default");
+        for def in model.defs.iter().filter(|d| !matches!(d.shape, Shape::Map(_))) {
+            assert!(files.iter().any(|f| f.path == super::path(&def.name)), "{} has no file", def.name);
+        }
+    }
+}
