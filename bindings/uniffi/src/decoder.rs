@@ -132,7 +132,7 @@ pub fn replay_json(
     }
     options.agent_id = agent_id;
     if let Some(ts) = timestamp {
-        options.timestamp = ts;
+        options = options.with_timestamp(&ts)?;
     }
     to_json(&replay(agent, &bytes, &options))
 }
