@@ -218,7 +218,8 @@ pub struct DecodeStats {
 impl DecodeStats {
     /// One line for people: `12 lines, 9 events, 1 invalid JSON, …` (zero counters omitted).
     pub fn summary(&self) -> String {
-        let mut parts = vec![format!("{} lines", self.lines), format!("{} events", self.events)];
+        let plural = |n: u64, one: &str, many: &str| if n == 1 { format!("1 {one}") } else { format!("{n} {many}") };
+        let mut parts = vec![plural(self.lines, "line", "lines"), plural(self.events, "event", "events")];
         for (n, label) in [
             (self.blank_lines, "blank"),
             (self.invalid_json, "invalid JSON"),
@@ -420,7 +421,13 @@ impl Decoder {
         .filter(|(n, _)| *n > 0)
         .map(|(n, label)| format!("{n} {label}"))
         .collect();
-        Some(format!("no events decoded: {count} {verb} not {} JSON ({})", self.agent, kinds.join(", ")))
+        // Lines with invalid UTF-8 are counted in a category above too: said apart, as the sign
+        // of binary input.
+        let binary = match s.invalid_utf8_lines {
+            0 => String::new(),
+            n => format!("; {n} not valid UTF-8"),
+        };
+        Some(format!("no events decoded: {count} {verb} not {} JSON ({}{binary})", self.agent, kinds.join(", ")))
     }
 
     /// Diagnostics so far (oversize lines, invalid UTF-8), oldest first; cleared by the call.
@@ -623,6 +630,14 @@ mod tests {
             assert_eq!(is_blank(text), blank, "{text:?}");
             assert_eq!(text.trim().is_empty(), blank);
         }
+    }
+
+    #[test]
+    fn the_summary_counts_in_words() {
+        let one = DecodeStats { lines: 1, events: 1, ..Default::default() };
+        assert_eq!(one.summary(), "1 line, 1 event");
+        let many = DecodeStats { lines: 12, events: 0, invalid_json: 2, ..Default::default() };
+        assert_eq!(many.summary(), "12 lines, 0 events, 2 invalid JSON");
     }
 
     #[test]

@@ -169,10 +169,10 @@ pub fn derive_outcome(end: &RunEnd) -> RunOutcome {
         return RunOutcome::Cancelled { reason: reason.clone() };
     }
     if let Some(sig) = end.signal {
-        return RunOutcome::failed("killed", format!("the harness was killed by signal {sig}"));
+        return RunOutcome::failed("killed", format!("the process was killed by signal {sig}"));
     }
     if let Some(code) = end.exit_code.filter(|&c| c != 0) {
-        return RunOutcome::failed("exit_status", format!("the harness exited with status {code}"));
+        return RunOutcome::failed("exit_status", format!("the process exited with status {code}"));
     }
     if let Some(message) = &end.fatal_error {
         return RunOutcome::failed("harness_error", message.clone());
