@@ -1,0 +1,277 @@
+package dev.agentstream;
+
+import dev.agentstream.generated.WireName;
+import dev.agentstream.generated.WireTag;
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
+import java.lang.reflect.Method;
+import java.lang.reflect.ParameterizedType;
+import java.lang.reflect.RecordComponent;
+import java.lang.reflect.Type;
+import java.math.BigInteger;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * Parsed JSON (see {@link JsonReader}) to the generated records, driven by the annotations the
+ * generator puts on them: {@link WireName} (each component's key), {@link WireTag} (a union's
+ * discriminating key and each kind's value), and each enum's {@code wire()} strings. One
+ * converter per type, built once by reflection and cached; no table of its own to keep in step.
+ *
+ * <p>Reading is lenient where the schema allows growth: keys a record does not know are ignored,
+ * an absent optional component is {@code null}. The recursion follows the types, whose depth
+ * is fixed by the schema; free JSON ({@code Object}, {@code Map<String, Object>}) is passed on
+ * as parsed.
+ */
+final class Wire {
+    private Wire() {}
+
+    /** Converts one parsed value to a Java type. */
+    @FunctionalInterface
+    interface Converter {
+        Object convert(Object raw);
+    }
+
+    private static final Map<Type, Converter> CONVERTERS = new ConcurrentHashMap<>();
+
+    static Object read(Object raw, Type type) {
+        return converter(type).convert(raw);
+    }
+
+    static Converter converter(Type type) {
+        Converter c = CONVERTERS.get(type);
+        if (c == null) {
+            c = build(type);
+            CONVERTERS.putIfAbsent(type, c);
+        }
+        return c;
+    }
+
+    private static Converter build(Type type) {
+        if (type instanceof ParameterizedType p) {
+            Class<?> raw = (Class<?>) p.getRawType();
+            Type[] args = p.getActualTypeArguments();
+            if (List.class.isAssignableFrom(raw)) {
+                if (args[0] == Object.class) {
+                    return Wire::identity;
+                }
+                Converter element = lazy(args[0]);
+                return v -> {
+                    if (v == null) {
+                        return null;
+                    }
+                    List<?> in = (List<?>) v;
+                    List<Object> out = new ArrayList<>(in.size());
+                    for (Object o : in) {
+                        out.add(element.convert(o));
+                    }
+                    return out;
+                };
+            }
+            if (Map.class.isAssignableFrom(raw)) {
+                if (args[1] == Object.class) {
+                    return Wire::identity;
+                }
+                Converter value = lazy(args[1]);
+                return v -> {
+                    if (v == null) {
+                        return null;
+                    }
+                    Map<?, ?> in = (Map<?, ?>) v;
+                    Map<String, Object> out = new LinkedHashMap<>();
+                    for (Map.Entry<?, ?> e : in.entrySet()) {
+                        out.put((String) e.getKey(), value.convert(e.getValue()));
+                    }
+                    return out;
+                };
+            }
+            return build(raw);
+        }
+        Class<?> cls = (Class<?>) type;
+        if (cls == Object.class || cls == Map.class || cls == List.class) {
+            return Wire::identity;
+        }
+        if (cls == String.class) {
+            return v -> v;
+        }
+        if (cls == long.class || cls == Long.class) {
+            boolean primitive = cls.isPrimitive();
+            return v -> v == null ? (primitive ? (Object) 0L : null) : (Object) ((Number) v).longValue();
+        }
+        if (cls == int.class || cls == Integer.class) {
+            boolean primitive = cls.isPrimitive();
+            return v -> v == null ? (primitive ? (Object) 0 : null) : (Object) ((Number) v).intValue();
+        }
+        if (cls == double.class || cls == Double.class) {
+            boolean primitive = cls.isPrimitive();
+            return v -> v == null ? (primitive ? (Object) 0.0 : null) : (Object) ((Number) v).doubleValue();
+        }
+        if (cls == boolean.class || cls == Boolean.class) {
+            boolean primitive = cls.isPrimitive();
+            return v -> v == null ? (primitive ? (Object) false : null) : v;
+        }
+        if (cls == BigInteger.class) {
+            return v -> v == null ? null : v instanceof BigInteger big ? big : BigInteger.valueOf(((Number) v).longValue());
+        }
+        if (cls.isEnum()) {
+            return enumConverter(cls);
+        }
+        if (cls.isRecord()) {
+            return new RecordConverter(cls);
+        }
+        if (cls.isSealed() && cls.isInterface()) {
+            return unionConverter(cls);
+        }
+        throw new IllegalArgumentException("agentstream: no JSON mapping for " + cls.getName());
+    }
+
+    private static Object identity(Object v) {
+        return v;
+    }
+
+    /** A converter resolved on first use (types may refer to each other). */
+    private static Converter lazy(Type type) {
+        return new Converter() {
+            private Converter target;
+
+            @Override
+            public Object convert(Object raw) {
+                Converter t = target;
+                if (t == null) {
+                    t = converter(type);
+                    target = t;
+                }
+                return t.convert(raw);
+            }
+        };
+    }
+
+    // ---- enums ----
+
+    private static final Map<Class<?>, Map<String, Enum<?>>> ENUMS = new ConcurrentHashMap<>();
+
+    private static Map<String, Enum<?>> enumValues(Class<?> cls) {
+        return ENUMS.computeIfAbsent(cls, c -> {
+            Map<String, Enum<?>> byWire = new HashMap<>();
+            for (Object constant : c.getEnumConstants()) {
+                Enum<?> e = (Enum<?>) constant;
+                byWire.put(wireOf(e), e);
+            }
+            return byWire;
+        });
+    }
+
+    private static Converter enumConverter(Class<?> cls) {
+        Map<String, Enum<?>> byWire = enumValues(cls);
+        return v -> {
+            if (v == null) {
+                return null;
+            }
+            Enum<?> e = byWire.get((String) v);
+            if (e == null) {
+                throw new IllegalStateException("agentstream: \"" + v + "\" is not a " + cls.getSimpleName()
+                        + " this version knows (the library is newer than this jar?)");
+            }
+            return e;
+        };
+    }
+
+    private static final Map<Enum<?>, String> WIRE_STRINGS = new ConcurrentHashMap<>();
+
+    /** An enum constant's wire string: its {@code wire()} when it has one, else its name. */
+    static String wireOf(Enum<?> e) {
+        return WIRE_STRINGS.computeIfAbsent(e, Wire::lookUpWire);
+    }
+
+    private static String lookUpWire(Enum<?> e) {
+        try {
+            Method m = e.getDeclaringClass().getMethod("wire");
+            return (String) m.invoke(e);
+        } catch (NoSuchMethodException nsm) {
+            return e.name();
+        } catch (ReflectiveOperationException ex) {
+            throw new IllegalStateException(ex);
+        }
+    }
+
+    // ---- tagged unions ----
+
+    private static Converter unionConverter(Class<?> union) {
+        WireTag tag = union.getAnnotation(WireTag.class);
+        if (tag == null) {
+            throw new IllegalArgumentException("agentstream: " + union.getName() + " has no @WireTag");
+        }
+        Map<String, Converter> kinds = new HashMap<>();
+        for (Class<?> kind : union.getPermittedSubclasses()) {
+            WireTag k = kind.getAnnotation(WireTag.class);
+            if (k != null) {
+                kinds.put(k.value(), lazy(kind));
+            }
+        }
+        String key = tag.key();
+        return v -> {
+            if (v == null) {
+                return null;
+            }
+            Object value = ((Map<?, ?>) v).get(key);
+            Converter kind = kinds.get(String.valueOf(value));
+            if (kind == null) {
+                throw new IllegalStateException("agentstream: " + key + " \"" + value + "\" is not a "
+                        + union.getSimpleName() + " this version knows (the library is newer than this jar?)");
+            }
+            return kind.convert(v);
+        };
+    }
+
+    // ---- records ----
+
+    private static final class RecordConverter implements Converter {
+        private final String[] keys;
+        private final Converter[] components;
+        private final MethodHandle constructor;
+
+        RecordConverter(Class<?> cls) {
+            RecordComponent[] rc = cls.getRecordComponents();
+            keys = new String[rc.length];
+            components = new Converter[rc.length];
+            Class<?>[] types = new Class<?>[rc.length];
+            for (int i = 0; i < rc.length; i++) {
+                WireName wire = rc[i].getAnnotation(WireName.class);
+                keys[i] = wire != null ? wire.value() : rc[i].getName();
+                components[i] = lazy(rc[i].getGenericType());
+                types[i] = rc[i].getType();
+            }
+            try {
+                MethodHandle ctor = MethodHandles.publicLookup().findConstructor(cls, MethodType.methodType(void.class, types));
+                constructor = ctor.asType(ctor.type().generic()).asSpreader(Object[].class, rc.length);
+            } catch (ReflectiveOperationException e) {
+                throw new IllegalStateException("agentstream: cannot construct " + cls.getName() + ": " + e, e);
+            }
+        }
+
+        @Override
+        public Object convert(Object raw) {
+            if (raw == null) {
+                return null;
+            }
+            Map<?, ?> map = raw instanceof Map<?, ?> m ? m : Collections.emptyMap();
+            Object[] args = new Object[keys.length];
+            for (int i = 0; i < keys.length; i++) {
+                args[i] = components[i].convert(map.get(keys[i]));
+            }
+            try {
+                return constructor.invoke(args);
+            } catch (RuntimeException | Error e) {
+                throw e;
+            } catch (Throwable t) {
+                throw new IllegalStateException(t);
+            }
+        }
+    }
+}
