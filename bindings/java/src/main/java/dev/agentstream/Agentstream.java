@@ -38,7 +38,7 @@ public final class Agentstream {
     }
 
     /**
-     * Where the native library was loaded from: {@code jar:native/linux-x86_64/libagentstream.so},
+     * Where the native library was loaded from: {@code classpath:native/linux-x86_64/libagentstream.so}
      * a file path (the {@code agentstream.library} property or {@code AGENTSTREAM_LIBRARY}), or
      * the library path.
      *

@@ -53,7 +53,7 @@ final class NativeLibrary {
                 // Mapped now, so the file may go at exit (the mapping stays valid until then).
                 file.toFile().deleteOnExit();
                 dir.toFile().deleteOnExit();
-                loadedFrom = "jar:" + resource;
+                loadedFrom = "classpath:" + resource;
                 return SymbolLookup.libraryLookup(file, Arena.global());
             }
         } catch (IOException e) {
