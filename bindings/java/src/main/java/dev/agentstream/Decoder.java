@@ -76,7 +76,7 @@ public final class Decoder implements AutoCloseable {
         }
         try {
             byte[] bytes = json.reinterpret(len).toArray(JAVA_BYTE);
-            OutputEvent event = (OutputEvent) OUTPUT_EVENT.convert(sink.reader.parse(bytes, 0, bytes.length));
+            OutputEvent event = (OutputEvent) Wire.read(bytes, 0, bytes.length, OUTPUT_EVENT, sink.reader);
             sink.consumer.accept(event);
         } catch (Throwable t) {
             sink.failure = t;

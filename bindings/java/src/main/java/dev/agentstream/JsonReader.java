@@ -26,6 +26,8 @@ final class JsonReader {
     private int pos;
     private int end;
     private final int maxDepth;
+    /** Containers the cursor methods opened and have not closed (they count toward maxDepth). */
+    private int openDepth;
 
     private final String[] keyCache = new String[512];
     private final byte[][] keyBytes = new byte[512][];
@@ -40,18 +42,153 @@ final class JsonReader {
 
     /** The one JSON value of {@code bytes[off, end)} (whitespace around it allowed). */
     Object parse(byte[] bytes, int off, int endExclusive) {
-        this.b = bytes;
-        this.pos = off;
-        this.end = endExclusive;
+        start(bytes, off, endExclusive);
         try {
             Object v = value();
-            ws();
-            if (pos != end) {
-                throw error("unexpected text after the value");
-            }
+            finish();
             return v;
         } finally {
             this.b = null;
+        }
+    }
+
+    // ---- the cursor: typed readers (Wire) read the values they know straight from the bytes ----
+
+    /** Starts reading {@code bytes[off, end)} with the cursor methods below. */
+    void start(byte[] bytes, int off, int endExclusive) {
+        this.b = bytes;
+        this.pos = off;
+        this.end = endExclusive;
+        this.openDepth = 0;
+    }
+
+    /** Checks that only whitespace is left, and lets go of the input. */
+    void finish() {
+        ws();
+        if (pos != end) {
+            throw error("unexpected text after the value");
+        }
+        this.b = null;
+    }
+
+    /** Where the cursor is: its position and open containers (for {@link #rewind}). */
+    long mark() {
+        return ((long) openDepth << 32) | pos;
+    }
+
+    void rewind(long mark) {
+        pos = (int) mark;
+        openDepth = (int) (mark >>> 32);
+    }
+
+    /** The next value's first byte (after whitespace), not consumed. */
+    byte peekValue() {
+        ws();
+        return peek();
+    }
+
+    /** Consumes a {@code null} if one comes next. */
+    boolean nextIsNull() {
+        if (peekValue() == 'n') {
+            literal("null");
+            return true;
+        }
+        return false;
+    }
+
+    /** Consumes the opening bracket of an object. */
+    void beginObject() {
+        expect((byte) '{');
+        openDepth++;
+    }
+
+    /**
+     * The next key of the object being read (its colon consumed), or null at its end (the closing
+     * brace consumed). {@code first}: right after {@link #beginObject()}.
+     */
+    String nextKey(boolean first) {
+        ws();
+        byte c = peek();
+        if (c == '}') {
+            pos++;
+            openDepth--;
+            return null;
+        }
+        if (!first) {
+            if (c != ',') {
+                throw error("expected ',' or '}'");
+            }
+            pos++;
+        }
+        return key();
+    }
+
+    /** Consumes the opening bracket of an array. */
+    void beginArray() {
+        expect((byte) '[');
+        openDepth++;
+    }
+
+    /** Whether another element follows in the array being read (its end consumed when not). */
+    boolean nextElement(boolean first) {
+        ws();
+        byte c = peek();
+        if (c == ']') {
+            pos++;
+            openDepth--;
+            return false;
+        }
+        if (!first) {
+            if (c != ',') {
+                throw error("expected ',' or ']'");
+            }
+            pos++;
+        }
+        return true;
+    }
+
+    /** A string value, or null for {@code null}. */
+    String readString() {
+        byte c = peekValue();
+        if (c == '"') {
+            return string(false);
+        }
+        if (c == 'n') {
+            literal("null");
+            return null;
+        }
+        throw error("expected a string");
+    }
+
+    /** A number value ({@code Long}, {@code Double} or {@code BigInteger}), or null. */
+    Object readNumber() {
+        byte c = peekValue();
+        if (c == 'n') {
+            literal("null");
+            return null;
+        }
+        if (c == '-' || (c >= '0' && c <= '9')) {
+            return number();
+        }
+        throw error("expected a number");
+    }
+
+    /**
+     * Any value as a plain tree (see the class doc), containers iteratively; the containers the
+     * cursor has open count toward the depth limit, so a value is bounded the same way however
+     * it is read.
+     */
+    Object readAny() {
+        return value();
+    }
+
+    /** Skips one value. */
+    void skipValue() {
+        byte c = peekValue();
+        if (c == '{' || c == '[') {
+            rawContainer(false);
+        } else {
+            scalar(c);
         }
     }
 
@@ -96,8 +233,8 @@ final class JsonReader {
             Object value;
             byte c = peek();
             if (c == '{' || c == '[') {
-                if (depth >= maxDepth) {
-                    value = rawContainer();
+                if (depth + openDepth >= maxDepth) {
+                    value = rawContainer(true);
                 } else {
                     pos++;
                     ws();
@@ -372,9 +509,10 @@ final class JsonReader {
 
     /**
      * A container past the depth limit, {@code pos} on its opening bracket: skipped with a counter
-     * (brackets must pair up, strings are skipped whole) and delivered as the raw-JSON marker.
+     * (brackets must pair up, strings are skipped whole) and delivered as the raw-JSON marker
+     * ({@code keep}), or only skipped.
      */
-    private Map<String, Object> rawContainer() {
+    private Map<String, Object> rawContainer(boolean keep) {
         int start = pos;
         // The kind of each open bracket, one bit per level (set: an object).
         long[] kinds = new long[64];
@@ -406,6 +544,9 @@ final class JsonReader {
                 }
                 if (depth == 0) {
                     pos++;
+                    if (!keep) {
+                        return null;
+                    }
                     Map<String, Object> marker = new LinkedHashMap<>(2);
                     marker.put(Json.RAW_JSON_KEY, new String(b, start, pos - start, StandardCharsets.UTF_8));
                     return marker;

@@ -42,12 +42,69 @@ final class RunPuller implements AutoCloseable {
         int k = kind.get(JAVA_INT, 0);
         byte[] json = out.take();
         if (k == Native.NEXT_BATCH && json != null) {
-            parseBatch(reader.parse(json, 0, json.length), into);
+            readBatch(reader, json, into);
         }
         return k;
     }
 
-    /** A batch {@code [{"item": envelope} | {"hook": hook event}, …]} as events. */
+    /**
+     * A batch read straight from its bytes into events (no intermediate tree for what the
+     * records know).
+     */
+    static void readBatch(JsonReader r, byte[] json, List<Event> into) {
+        r.start(json, 0, json.length);
+        r.beginArray();
+        for (boolean first = true; r.nextElement(first); first = false) {
+            r.beginObject();
+            String tag = r.nextKey(true);
+            if ("item".equals(tag)) {
+                into.add(readEnvelope(r));
+            } else if ("hook".equals(tag)) {
+                into.add(new Event.Hook((AgentEvent) AGENT_EVENT.read(r)));
+            } else {
+                throw new IllegalStateException("agentstream: a delivery tagged \"" + tag + "\" (the library is newer than this jar?)");
+            }
+            if (r.nextKey(false) != null) {
+                throw new IllegalStateException("agentstream: a delivery with more than one key");
+            }
+        }
+        r.finish();
+    }
+
+    private static Event readEnvelope(JsonReader r) {
+        String runId = null;
+        String channel = null;
+        long sequence = 0;
+        long coalesced = 0;
+        Object event = null;
+        boolean typed = false;
+        r.beginObject();
+        for (String k = r.nextKey(true); k != null; k = r.nextKey(false)) {
+            switch (k) {
+                case "runId" -> runId = r.readString();
+                case "sequence" -> sequence = ((Number) r.readNumber()).longValue();
+                case "channel" -> channel = r.readString();
+                case "coalesced" -> {
+                    Object n = r.readNumber();
+                    coalesced = n == null ? 0 : ((Number) n).longValue();
+                }
+                case "event" -> {
+                    // The core writes the channel first; otherwise the event is read as a tree.
+                    Wire.Converter c = channel == null ? null : switch (channel) {
+                        case "content" -> OUTPUT_EVENT;
+                        case "lifecycle" -> LIFECYCLE_EVENT;
+                        default -> null;
+                    };
+                    typed = c != null;
+                    event = typed ? c.read(r) : r.readAny();
+                }
+                default -> r.skipValue();
+            }
+        }
+        return event(runId, sequence, channel, event, typed, coalesced);
+    }
+
+    /** A parsed batch {@code [{"item": envelope} | {"hook": hook event}, …]} as events. */
     static void parseBatch(Object batch, List<Event> into) {
         for (Object o : (List<?>) batch) {
             Map<?, ?> tagged = (Map<?, ?>) o;
@@ -62,15 +119,21 @@ final class RunPuller implements AutoCloseable {
 
     /** An envelope {@code {"runId", "sequence", "channel", "event", "coalesced"?}} as an event. */
     static Event envelope(Map<?, ?> env) {
-        String runId = (String) env.get("runId");
-        long sequence = ((Number) env.get("sequence")).longValue();
         Object coalescedRaw = env.get("coalesced");
-        long coalesced = coalescedRaw == null ? 0 : ((Number) coalescedRaw).longValue();
-        Object event = env.get("event");
-        String channel = (String) env.get("channel");
+        return event((String) env.get("runId"), ((Number) env.get("sequence")).longValue(), (String) env.get("channel"),
+                env.get("event"), false, coalescedRaw == null ? 0 : ((Number) coalescedRaw).longValue());
+    }
+
+    /** The event of an envelope's parts; {@code typed}: the event is already its record. */
+    private static Event event(String runId, long sequence, String channel, Object event, boolean typed, long coalesced) {
+        if (channel == null) {
+            throw new IllegalStateException("agentstream: a delivery without a channel");
+        }
         return switch (channel) {
-            case "content" -> new Event.Content(runId, sequence, (OutputEvent) OUTPUT_EVENT.convert(event), coalesced);
-            case "lifecycle" -> new Event.Lifecycle(runId, sequence, (LifecycleEvent) LIFECYCLE_EVENT.convert(event));
+            case "content" -> new Event.Content(runId, sequence,
+                    (OutputEvent) (typed ? event : OUTPUT_EVENT.convert(event)), coalesced);
+            case "lifecycle" -> new Event.Lifecycle(runId, sequence,
+                    (LifecycleEvent) (typed ? event : LIFECYCLE_EVENT.convert(event)));
             case "stdout" -> new Event.Text(runId, sequence, Channel.STDOUT, (String) event, coalesced);
             case "stderr" -> new Event.Text(runId, sequence, Channel.STDERR, (String) event, coalesced);
             default -> throw new IllegalStateException("agentstream: unknown channel \"" + channel

@@ -32,10 +32,43 @@ import java.util.concurrent.ConcurrentHashMap;
 final class Wire {
     private Wire() {}
 
-    /** Converts one parsed value to a Java type. */
+    /**
+     * Converts to one Java type: a parsed value ({@link #convert}), or the next value of a {@link
+     * JsonReader} read straight from its bytes ({@link #read}: no tree is built for what the type
+     * knows; free JSON is parsed as a tree).
+     */
     @FunctionalInterface
     interface Converter {
         Object convert(Object raw);
+
+        default Object read(JsonReader r) {
+            return convert(r.readAny());
+        }
+    }
+
+    /** A converter of scalars: the tree value is what the reader gives for them too. */
+    private interface ScalarConverter extends Converter {
+        @Override
+        default Object read(JsonReader r) {
+            byte c = r.peekValue();
+            if (c == '{' || c == '[') {
+                return convert(r.readAny());
+            }
+            return convert(c == '"' ? r.readString() : c == 'n' ? nullOf(r) : c == 't' || c == 'f' ? r.readAny() : r.readNumber());
+        }
+
+        private static Object nullOf(JsonReader r) {
+            r.nextIsNull();
+            return null;
+        }
+    }
+
+    /** Reads a whole value of {@code type} from JSON bytes. */
+    static Object read(byte[] json, int off, int end, Converter type, JsonReader r) {
+        r.start(json, off, end);
+        Object v = type.read(r);
+        r.finish();
+        return v;
     }
 
     private static final Map<Type, Converter> CONVERTERS = new ConcurrentHashMap<>();
@@ -62,16 +95,32 @@ final class Wire {
                     return Wire::identity;
                 }
                 Converter element = lazy(args[0]);
-                return v -> {
-                    if (v == null) {
-                        return null;
+                return new Converter() {
+                    @Override
+                    public Object convert(Object v) {
+                        if (v == null) {
+                            return null;
+                        }
+                        List<?> in = (List<?>) v;
+                        List<Object> out = new ArrayList<>(in.size());
+                        for (Object o : in) {
+                            out.add(element.convert(o));
+                        }
+                        return out;
                     }
-                    List<?> in = (List<?>) v;
-                    List<Object> out = new ArrayList<>(in.size());
-                    for (Object o : in) {
-                        out.add(element.convert(o));
+
+                    @Override
+                    public Object read(JsonReader r) {
+                        if (r.nextIsNull()) {
+                            return null;
+                        }
+                        List<Object> out = new ArrayList<>();
+                        r.beginArray();
+                        for (boolean first = true; r.nextElement(first); first = false) {
+                            out.add(element.read(r));
+                        }
+                        return out;
                     }
-                    return out;
                 };
             }
             if (Map.class.isAssignableFrom(raw)) {
@@ -79,16 +128,32 @@ final class Wire {
                     return Wire::identity;
                 }
                 Converter value = lazy(args[1]);
-                return v -> {
-                    if (v == null) {
-                        return null;
+                return new Converter() {
+                    @Override
+                    public Object convert(Object v) {
+                        if (v == null) {
+                            return null;
+                        }
+                        Map<?, ?> in = (Map<?, ?>) v;
+                        Map<String, Object> out = new LinkedHashMap<>();
+                        for (Map.Entry<?, ?> e : in.entrySet()) {
+                            out.put((String) e.getKey(), value.convert(e.getValue()));
+                        }
+                        return out;
                     }
-                    Map<?, ?> in = (Map<?, ?>) v;
-                    Map<String, Object> out = new LinkedHashMap<>();
-                    for (Map.Entry<?, ?> e : in.entrySet()) {
-                        out.put((String) e.getKey(), value.convert(e.getValue()));
+
+                    @Override
+                    public Object read(JsonReader r) {
+                        if (r.nextIsNull()) {
+                            return null;
+                        }
+                        Map<String, Object> out = new LinkedHashMap<>();
+                        r.beginObject();
+                        for (String k = r.nextKey(true); k != null; k = r.nextKey(false)) {
+                            out.put(k, value.read(r));
+                        }
+                        return out;
                     }
-                    return out;
                 };
             }
             return build(raw);
@@ -98,23 +163,23 @@ final class Wire {
             return Wire::identity;
         }
         if (cls == String.class) {
-            return v -> v;
+            return (ScalarConverter) v -> v;
         }
         if (cls == long.class || cls == Long.class) {
             boolean primitive = cls.isPrimitive();
-            return v -> v == null ? (primitive ? (Object) 0L : null) : (Object) ((Number) v).longValue();
+            return (ScalarConverter) v -> v == null ? (primitive ? (Object) 0L : null) : (Object) ((Number) v).longValue();
         }
         if (cls == int.class || cls == Integer.class) {
             boolean primitive = cls.isPrimitive();
-            return v -> v == null ? (primitive ? (Object) 0 : null) : (Object) ((Number) v).intValue();
+            return (ScalarConverter) v -> v == null ? (primitive ? (Object) 0 : null) : (Object) ((Number) v).intValue();
         }
         if (cls == double.class || cls == Double.class) {
             boolean primitive = cls.isPrimitive();
-            return v -> v == null ? (primitive ? (Object) 0.0 : null) : (Object) ((Number) v).doubleValue();
+            return (ScalarConverter) v -> v == null ? (primitive ? (Object) 0.0 : null) : (Object) ((Number) v).doubleValue();
         }
         if (cls == boolean.class || cls == Boolean.class) {
             boolean primitive = cls.isPrimitive();
-            return v -> v == null ? (primitive ? (Object) false : null) : v;
+            return (ScalarConverter) v -> v == null ? (primitive ? (Object) false : null) : v;
         }
         if (cls == BigInteger.class) {
             return v -> v == null ? null : v instanceof BigInteger big ? big : BigInteger.valueOf(((Number) v).longValue());
@@ -137,19 +202,35 @@ final class Wire {
 
     /** A converter resolved on first use (types may refer to each other). */
     private static Converter lazy(Type type) {
-        return new Converter() {
-            private Converter target;
+        return new Lazy(type);
+    }
 
-            @Override
-            public Object convert(Object raw) {
-                Converter t = target;
-                if (t == null) {
-                    t = converter(type);
-                    target = t;
-                }
-                return t.convert(raw);
+    private static final class Lazy implements Converter {
+        private final Type type;
+        private Converter target;
+
+        Lazy(Type type) {
+            this.type = type;
+        }
+
+        Converter target() {
+            Converter t = target;
+            if (t == null) {
+                t = converter(type);
+                target = t;
             }
-        };
+            return t;
+        }
+
+        @Override
+        public Object convert(Object raw) {
+            return target().convert(raw);
+        }
+
+        @Override
+        public Object read(JsonReader r) {
+            return target().read(r);
+        }
     }
 
     // ---- enums ----
@@ -169,7 +250,7 @@ final class Wire {
 
     private static Converter enumConverter(Class<?> cls) {
         Map<String, Enum<?>> byWire = enumValues(cls);
-        return v -> {
+        return (ScalarConverter) v -> {
             if (v == null) {
                 return null;
             }
@@ -215,17 +296,41 @@ final class Wire {
             }
         }
         String key = tag.key();
-        return v -> {
-            if (v == null) {
-                return null;
+        return new Converter() {
+            private Converter kind(Object value) {
+                Converter kind = kinds.get(String.valueOf(value));
+                if (kind == null) {
+                    throw new IllegalStateException("agentstream: " + key + " \"" + value + "\" is not a "
+                            + union.getSimpleName() + " this version knows (the library is newer than this jar?)");
+                }
+                return kind;
             }
-            Object value = ((Map<?, ?>) v).get(key);
-            Converter kind = kinds.get(String.valueOf(value));
-            if (kind == null) {
-                throw new IllegalStateException("agentstream: " + key + " \"" + value + "\" is not a "
-                        + union.getSimpleName() + " this version knows (the library is newer than this jar?)");
+
+            @Override
+            public Object convert(Object v) {
+                return v == null ? null : kind(((Map<?, ?>) v).get(key)).convert(v);
             }
-            return kind.convert(v);
+
+            /** The core writes the tag first: then the kind's record is read straight on. */
+            @Override
+            public Object read(JsonReader r) {
+                if (r.nextIsNull()) {
+                    return null;
+                }
+                long start = r.mark();
+                r.beginObject();
+                if (key.equals(r.nextKey(true))) {
+                    Converter kind = kind(r.readString());
+                    while (kind instanceof Lazy l) {
+                        kind = l.target();
+                    }
+                    if (kind instanceof RecordConverter rc) {
+                        return rc.readMembers(r, false);
+                    }
+                }
+                r.rewind(start);
+                return convert(r.readAny());
+            }
         };
     }
 
@@ -265,6 +370,49 @@ final class Wire {
             for (int i = 0; i < keys.length; i++) {
                 args[i] = components[i].convert(map.get(keys[i]));
             }
+            return construct(args);
+        }
+
+        @Override
+        public Object read(JsonReader r) {
+            if (r.nextIsNull()) {
+                return null;
+            }
+            r.beginObject();
+            return readMembers(r, true);
+        }
+
+        /** The members of an object whose opening brace (and maybe some members) was read. */
+        Object readMembers(JsonReader r, boolean first) {
+            Object[] args = new Object[keys.length];
+            boolean[] seen = new boolean[keys.length];
+            for (String k = r.nextKey(first); k != null; k = r.nextKey(false)) {
+                int i = index(k);
+                if (i < 0) {
+                    r.skipValue();
+                } else {
+                    args[i] = components[i].read(r);
+                    seen[i] = true;
+                }
+            }
+            for (int i = 0; i < keys.length; i++) {
+                if (!seen[i]) {
+                    args[i] = components[i].convert(null);
+                }
+            }
+            return construct(args);
+        }
+
+        private int index(String key) {
+            for (int i = 0; i < keys.length; i++) {
+                if (keys[i].equals(key)) {
+                    return i;
+                }
+            }
+            return -1;
+        }
+
+        private Object construct(Object[] args) {
             try {
                 return constructor.invoke(args);
             } catch (RuntimeException | Error e) {

@@ -237,6 +237,7 @@ class RunTest {
             CompletableFuture<RunResult> future = run.result();
             assertTrue(started.await(10, TimeUnit.SECONDS));
             assertEquals(run.id(), evolve.status().activeRunId());
+            assertFalse(future.isDone(), () -> "the run ended early: " + future.handle((r, t) -> r != null ? Json.write(r) : String.valueOf(t)).join());
             assertTrue(future.cancel(true));
             assertTrue(future.isCancelled());
             assertThrows(CancellationException.class, future::join);
