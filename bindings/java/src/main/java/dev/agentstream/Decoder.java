@@ -56,6 +56,8 @@ public final class Decoder implements AutoCloseable {
     private static final class Sink {
         final Consumer<? super OutputEvent> consumer;
         final JsonReader reader;
+        /** The event's bytes, copied out of native memory (grown as needed). */
+        byte[] buffer = new byte[4096];
         Throwable failure;
 
         Sink(Consumer<? super OutputEvent> consumer, JsonReader reader) {
@@ -75,8 +77,12 @@ public final class Decoder implements AutoCloseable {
             return;
         }
         try {
-            byte[] bytes = json.reinterpret(len).toArray(JAVA_BYTE);
-            OutputEvent event = (OutputEvent) Wire.read(bytes, 0, bytes.length, OUTPUT_EVENT, sink.reader);
+            if (len > sink.buffer.length) {
+                sink.buffer = new byte[(int) Math.max(len, 2L * sink.buffer.length)];
+            }
+            byte[] bytes = sink.buffer;
+            MemorySegment.copy(json.reinterpret(len), JAVA_BYTE, 0, bytes, 0, (int) len);
+            OutputEvent event = (OutputEvent) Wire.read(bytes, 0, (int) len, OUTPUT_EVENT, sink.reader);
             sink.consumer.accept(event);
         } catch (Throwable t) {
             sink.failure = t;

@@ -340,6 +340,8 @@ final class Wire {
         private final String[] keys;
         private final Converter[] components;
         private final MethodHandle constructor;
+        /** Each component's value when its key is absent (0, false or null). */
+        private Object[] defaults;
 
         RecordConverter(Class<?> cls) {
             RecordComponent[] rc = cls.getRecordComponents();
@@ -360,11 +362,31 @@ final class Wire {
             }
         }
 
+        /**
+         * Replaces the lazy component converters by their targets on first use (they are lazy so
+         * that types may refer to each other while being built).
+         */
+        private Object[] defaults() {
+            Object[] d = defaults;
+            if (d == null) {
+                d = new Object[keys.length];
+                for (int i = 0; i < keys.length; i++) {
+                    if (components[i] instanceof Lazy l) {
+                        components[i] = l.target();
+                    }
+                    d[i] = components[i].convert(null);
+                }
+                defaults = d;
+            }
+            return d;
+        }
+
         @Override
         public Object convert(Object raw) {
             if (raw == null) {
                 return null;
             }
+            defaults();
             Map<?, ?> map = raw instanceof Map<?, ?> m ? m : Collections.emptyMap();
             Object[] args = new Object[keys.length];
             for (int i = 0; i < keys.length; i++) {
@@ -384,20 +406,13 @@ final class Wire {
 
         /** The members of an object whose opening brace (and maybe some members) was read. */
         Object readMembers(JsonReader r, boolean first) {
-            Object[] args = new Object[keys.length];
-            boolean[] seen = new boolean[keys.length];
+            Object[] args = defaults().clone();
             for (String k = r.nextKey(first); k != null; k = r.nextKey(false)) {
                 int i = index(k);
                 if (i < 0) {
                     r.skipValue();
                 } else {
                     args[i] = components[i].read(r);
-                    seen[i] = true;
-                }
-            }
-            for (int i = 0; i < keys.length; i++) {
-                if (!seen[i]) {
-                    args[i] = components[i].convert(null);
                 }
             }
             return construct(args);
