@@ -89,7 +89,11 @@ public final class Decoder implements AutoCloseable {
         }
     }
 
+    /** Frees the native decoder of a Decoder that was never closed, once it is unreachable. */
+    private static final java.lang.ref.Cleaner CLEANER = java.lang.ref.Cleaner.create();
+
     private final MemorySegment handle;
+    private final java.lang.ref.Cleaner.Cleanable cleanable;
     private final String agent;
     private final JsonReader reader = new JsonReader();
     private boolean closed;
@@ -123,6 +127,19 @@ public final class Decoder implements AutoCloseable {
             MemorySegment out = arena.allocate(ADDRESS);
             Native.check(() -> (int) Native.DECODER_NEW.invokeExact(name, maxLineBytes, out));
             handle = out.get(ADDRESS, 0);
+        }
+        cleanable = CLEANER.register(this, new FreeDecoder(handle));
+    }
+
+    /** Frees a native decoder (once). */
+    private record FreeDecoder(MemorySegment handle) implements Runnable {
+        @Override
+        public void run() {
+            try {
+                Native.DECODER_FREE.invokeExact(handle);
+            } catch (Throwable t) {
+                throw new IllegalStateException(t);
+            }
         }
     }
 
@@ -293,11 +310,7 @@ public final class Decoder implements AutoCloseable {
     public synchronized void close() {
         if (!closed) {
             closed = true;
-            try {
-                Native.DECODER_FREE.invokeExact(handle);
-            } catch (Throwable t) {
-                throw new IllegalStateException(t);
-            }
+            cleanable.clean();
         }
     }
 }

@@ -35,12 +35,15 @@ import java.util.function.Consumer;
  */
 public final class Evolve implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger("dev.agentstream");
+    /** Frees the native session of an Evolve that was never closed, once it is unreachable. */
+    private static final java.lang.ref.Cleaner CLEANER = java.lang.ref.Cleaner.create();
 
     private final AgentConfig config;
     private final MemorySegment session;
     private final Subscriptions subscriptions = new Subscriptions();
     private volatile boolean closed;
     private volatile Consumer<? super HandlerError> handlerErrorReport = Evolve::logHandlerError;
+    private final java.lang.ref.Cleaner.Cleanable cleanable;
 
     /**
      * An {@code Evolve} for an agent.
@@ -56,6 +59,20 @@ public final class Evolve implements AutoCloseable {
             MemorySegment out = arena.allocate(ADDRESS);
             Native.check(() -> (int) Native.SESSION_NEW.invokeExact(json, Native.NAMING_CAMEL, out));
             session = out.get(ADDRESS, 0);
+        }
+        // A run in progress keeps its Evolve reachable (Run.owner), so this never ends a run early.
+        cleanable = CLEANER.register(this, new FreeSession(session));
+    }
+
+    /** Frees a native session (once: Cleanable.clean runs it at most once). */
+    private record FreeSession(MemorySegment session) implements Runnable {
+        @Override
+        public void run() {
+            try {
+                Native.SESSION_FREE.invokeExact(session);
+            } catch (Throwable t) {
+                throw new IllegalStateException(t);
+            }
         }
     }
 
@@ -366,11 +383,7 @@ public final class Evolve implements AutoCloseable {
             closed = true;
             subscriptions.removeAll();
         }
-        try {
-            Native.SESSION_FREE.invokeExact(session);
-        } catch (Throwable t) {
-            throw new IllegalStateException(t);
-        }
+        cleanable.clean();
     }
 
     /** The handlers by channel, in registration order (the core's subscription order). */

@@ -153,34 +153,60 @@ public final class Json {
         }
     }
 
+    /** A record type's wire form: its tag (if a union kind), keys, accessors, required flags. */
+    private record RecordShape(WireTag tag, String[] keys, java.lang.invoke.MethodHandle[] accessors, boolean[] required) {}
+
+    private static final ClassValue<RecordShape> SHAPES = new ClassValue<>() {
+        @Override
+        protected RecordShape computeValue(Class<?> type) {
+            RecordComponent[] rc = type.getRecordComponents();
+            String[] keys = new String[rc.length];
+            java.lang.invoke.MethodHandle[] accessors = new java.lang.invoke.MethodHandle[rc.length];
+            boolean[] required = new boolean[rc.length];
+            for (int i = 0; i < rc.length; i++) {
+                WireName wire = rc[i].getAnnotation(WireName.class);
+                keys[i] = wire != null ? wire.value() : rc[i].getName();
+                required[i] = wire != null && wire.required();
+                try {
+                    java.lang.invoke.MethodHandle h = java.lang.invoke.MethodHandles.publicLookup().unreflect(rc[i].getAccessor());
+                    accessors[i] = h.asType(java.lang.invoke.MethodType.methodType(Object.class, Object.class));
+                } catch (IllegalAccessException e) {
+                    throw new IllegalArgumentException("agentstream: cannot write " + type.getName() + " (not public): " + e, e);
+                }
+            }
+            WireTag tag = type.getAnnotation(WireTag.class);
+            return new RecordShape(tag != null && !tag.value().isEmpty() ? tag : null, keys, accessors, required);
+        }
+    };
+
     private static void record(StringBuilder sb, Record r) {
+        RecordShape shape = SHAPES.get(r.getClass());
         sb.append('{');
         boolean first = true;
         // A kind of a tagged union carries its discriminator first, as the core writes it.
-        WireTag tag = r.getClass().getAnnotation(WireTag.class);
-        if (tag != null && !tag.value().isEmpty()) {
-            string(sb, tag.key());
+        if (shape.tag() != null) {
+            string(sb, shape.tag().key());
             sb.append(':');
-            string(sb, tag.value());
+            string(sb, shape.tag().value());
             first = false;
         }
-        for (RecordComponent c : r.getClass().getRecordComponents()) {
-            WireName wire = c.getAnnotation(WireName.class);
+        for (int i = 0; i < shape.keys().length; i++) {
             Object v;
             try {
-                v = c.getAccessor().invoke(r);
-            } catch (ReflectiveOperationException e) {
-                throw new IllegalStateException("cannot read " + c + ": " + e, e);
+                v = shape.accessors()[i].invoke((Object) r);
+            } catch (RuntimeException | Error e) {
+                throw e;
+            } catch (Throwable t) {
+                throw new IllegalStateException(t);
             }
-            boolean required = wire != null && wire.required();
-            if (v == null && !required) {
+            if (v == null && !shape.required()[i]) {
                 continue;
             }
             if (!first) {
                 sb.append(',');
             }
             first = false;
-            string(sb, wire != null ? wire.value() : c.getName());
+            string(sb, shape.keys()[i]);
             sb.append(':');
             write(sb, v);
         }

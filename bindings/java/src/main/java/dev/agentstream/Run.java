@@ -32,6 +32,8 @@ public final class Run {
     private volatile Evolve owner;
     private volatile boolean freed;
     private final Object freeLock = new Object();
+    /** The result once the run ended (kept apart from the future, which its caller may cancel). */
+    private volatile RunResult finalResult;
 
     Run(Evolve owner, MemorySegment handle, String id, Consumer<? super AgentEvent> onEvent) {
         this.owner = owner;
@@ -106,7 +108,8 @@ public final class Run {
                 return Json.convert(Json.parse(json), Pressure.class);
             }
         }
-        return result.join().pressure();
+        RunResult r = finalResult;
+        return r != null ? r.pressure() : result.join().pressure();
     }
 
     // ---- delivery (package-private: Evolve and RunStream drive it) ----
@@ -196,6 +199,7 @@ public final class Run {
     void finish() {
         byte[] json = Native.ownedBytes((out, len) -> (int) Native.RUN_WAIT.invokeExact(handle, -1L, out, len));
         RunResult r = (RunResult) RUN_RESULT.convert(Json.parse(json));
+        finalResult = r;
         free();
         result.completeRun(r);
     }
