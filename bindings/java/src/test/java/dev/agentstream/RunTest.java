@@ -415,6 +415,19 @@ class RunTest {
     }
 
     @Test
+    void aBackgroundRunReturnsAtOnceAndEndsWithTheBackgroundTerminal() throws Exception {
+        try (Evolve evolve = new Evolve(fake("claude", "claude/s1-text").withEnv("AGENTSTREAM_FAKE_DELAY_MS", "20"))) {
+            Recorder rec = new Recorder();
+            evolve.on("lifecycle", rec::record);
+            Run run = evolve.start(RunOptions.builder().prompt("x").background(true).cwd(java.nio.file.Path.of("/")).build());
+            assertFalse(run.isDone(), "start returns before the run ends");
+            RunResult res = run.result().get(30, TimeUnit.SECONDS);
+            assertEquals(RunState.COMPLETED, res.state());
+            assertEquals(LifecycleReason.RUN_BACKGROUND_COMPLETE, rec.reasons().get(rec.reasons().size() - 1));
+        }
+    }
+
+    @Test
     void aCommandRunStreamsItsOutput() throws Exception {
         try (Evolve evolve = new Evolve(AgentConfig.of("claude"))) {
             Recorder rec = new Recorder();
