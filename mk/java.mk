@@ -25,8 +25,9 @@ LANG_TESTS += test-java
 .PHONY: test-java test-java-quickstart dist-java bench-java
 
 # `package` runs the tests, then builds the jar the quick start uses.
+# The jar's library is copied fresh every time (a copy newer than its source would be kept).
 test-java: build-c build-fake-harness
-	rm -rf $(JAVA_DIR)/target/surefire-reports
+	rm -rf $(JAVA_DIR)/target/surefire-reports $(JAVA_DIR)/target/classes/native
 	@# Maven 3.8 prints colour resets even in batch mode: strip them.
 	status=0; (cd $(JAVA_DIR) && $(JAVA_MVN) package 2>&1 | sed 's/\x1b\[[0-9;]*m//g') || status=$$?; \
 	  bash $(JAVA_DIR)/scripts/surefire-summary.sh $(JAVA_DIR)/target/surefire-reports java; exit $$status
@@ -42,7 +43,9 @@ dist-java: build-c
 	@mkdir -p target/java-native $(JAVA_DIST)
 	cp target/release/libagentstream.so target/java-native/libagentstream.so
 	strip --strip-unneeded target/java-native/libagentstream.so
-	cd $(JAVA_DIR) && $(JAVA_MVN) -DskipTests -Dagentstream.native.dir=$(CURDIR)/target/java-native package
+	rm -rf $(JAVA_DIR)/target/classes/native
+	cd $(JAVA_DIR) && $(JAVA_MVN) -DskipTests -Dagentstream.native.dir=$(CURDIR)/target/java-native package 2>&1 | sed 's/\x1b\[[0-9;]*m//g'
+	rm -rf $(JAVA_DIR)/target/classes/native
 	cp $(JAVA_JAR) $(JAVA_DIST)/
 	@echo "java: $(JAVA_DIST)/agentstream-$(JAVA_VERSION).jar"
 
