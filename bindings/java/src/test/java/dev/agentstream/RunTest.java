@@ -355,7 +355,7 @@ class RunTest {
             while (!rec.reasons().contains(LifecycleReason.SANDBOX_PAUSE)) {
                 Thread.sleep(5);
             }
-            Thread.sleep(150); // a line in flight may still arrive
+            Thread.sleep(300); // a line in flight may still arrive
             int before = rec.text(Channel.STDOUT).length();
             Thread.sleep(500);
             assertEquals(before, rec.text(Channel.STDOUT).length(), "no output while paused");
