@@ -254,16 +254,22 @@ public final class Run {
             this.run = run;
         }
 
+        /**
+         * Cancels the future first, then the run: the run may end within milliseconds of the
+         * core's cancel, on its delivery thread, and must not complete the future before it is
+         * marked cancelled.
+         */
         @Override
         public boolean cancel(boolean mayInterruptIfRunning) {
-            if (!isDone()) {
+            boolean cancelled = super.cancel(mayInterruptIfRunning);
+            if (cancelled) {
                 try {
                     run.cancel("cancelled through its CompletableFuture");
                 } catch (RuntimeException ignored) {
                     // The run ended meanwhile.
                 }
             }
-            return super.cancel(mayInterruptIfRunning);
+            return cancelled;
         }
 
         void completeRun(RunResult r) {
