@@ -118,7 +118,8 @@ namespace Agentstream
         /// <summary>The result, or a <see cref="CancelledException"/> when the token cancelled the run.</summary>
         internal static RunResult ThrowIfCancelledByToken(RunResult result, CancellationToken token)
         {
-            if (result.State == RunState.Cancelled && token.IsCancellationRequested && result.CancelReason == RunChannel.TokenReason)
+            if (result.State == RunState.Cancelled && token.IsCancellationRequested && result.CancelReason != null &&
+                result.CancelReason.EndsWith(RunChannel.TokenReason, StringComparison.Ordinal))
             {
                 throw new CancelledException("run " + result.RunId + " was cancelled by its CancellationToken", token, result);
             }

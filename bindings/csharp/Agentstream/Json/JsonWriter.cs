@@ -213,7 +213,8 @@ namespace Agentstream
 
         struct Frame
         {
-            internal IEnumerator Items;
+            internal IEnumerator Items; // a list, or an IDictionary's entries
+            internal IEnumerator<KeyValuePair<string, object>> Members; // an IDictionary<string, object>'s
             internal int Kind; // 0 list, 1 IDictionary<string, object>, 2 IDictionary
         }
 
@@ -234,7 +235,7 @@ namespace Agentstream
             {
                 int top = stack.Count - 1;
                 Frame f = stack[top];
-                if (!f.Items.MoveNext())
+                if (!(f.Kind == 1 ? f.Members.MoveNext() : f.Items.MoveNext()))
                 {
                     if (f.Kind == 0)
                     {
@@ -250,7 +251,7 @@ namespace Agentstream
                 object item;
                 if (f.Kind == 1)
                 {
-                    var kv = (KeyValuePair<string, object>)f.Items.Current;
+                    var kv = f.Members.Current;
                     Key(kv.Key);
                     item = kv.Value;
                 }
@@ -286,7 +287,7 @@ namespace Agentstream
             if (generic != null)
             {
                 BeginObject();
-                return new Frame { Items = generic.GetEnumerator(), Kind = 1 };
+                return new Frame { Members = generic.GetEnumerator(), Kind = 1 };
             }
             var dictionary = value as IDictionary;
             if (dictionary != null)
