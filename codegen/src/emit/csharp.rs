@@ -143,13 +143,49 @@ fn field_ty(model: &Model, f: &Field) -> String {
     if f.required { ty(model, &f.ty) } else { nullable(model, &f.ty) }
 }
 
-fn property(out: &mut String, model: &Model, owner: &str, f: &Field) {
+/// Whether a field holds free JSON (`object`, `IDictionary<string, object>`) that the codec reads
+/// lazily: it keeps the value's JSON text and builds the objects on first read. Tool input and
+/// output, `extra` and hook details are most of an event's bytes and few handlers read them, so
+/// this roughly halves the cost of reading an event (see bindings/csharp/bench). A refined free
+/// property (`Envelope.Event`) is read as its arm's type instead.
+fn is_lazy(f: &Field, refined: &[String]) -> bool {
+    let t = match &f.ty {
+        Ty::Nullable(t) => t.as_ref(),
+        t => t,
+    };
+    matches!(t, Ty::Any | Ty::AnyOf(_) | Ty::Object) && !refined.contains(&f.name)
+}
+
+/// The backing field of a lazy property (the codec's: the value, or a `LazyValue` until first read).
+fn slot_name(key: &str, owner: &str) -> String {
+    format!("{}Slot", member_name(key, owner))
+}
+
+fn property(out: &mut String, model: &Model, owner: &str, f: &Field, refined: &[String]) {
     // Every public member has a doc comment (the schema leaves a few undescribed).
     let doc = if f.doc.is_empty() { format!("The `{}` property.", f.name) } else { f.doc.clone() };
     summary(out, &doc, "        ");
     let required = if f.required { ", Required = true" } else { "" };
     let _ = writeln!(out, "        [WireName({}{required})]", quote(&f.name));
-    let _ = writeln!(out, "        public {} {} {{ get; set; }}", field_ty(model, f), member_name(&f.name, owner));
+    let t = field_ty(model, f);
+    let name = member_name(&f.name, owner);
+    if !is_lazy(f, refined) {
+        let _ = writeln!(out, "        public {t} {name} {{ get; set; }}");
+        return;
+    }
+    let slot = slot_name(&f.name, owner);
+    let cast = if t == "object" { String::new() } else { format!("({t})") };
+    let _ = writeln!(
+        out,
+        "        public {t} {name}
+        {{
+            get {{ return {cast}LazyValue.Resolve(ref {slot}); }}
+            set {{ {slot} = value; }}
+        }}
+
+        /// <summary>The value of <see cref=\"{name}\"/>, or its JSON until first read.</summary>
+        internal object {slot};"
+    );
 }
 
 fn types(model: &Model) -> String {
@@ -157,6 +193,33 @@ fn types(model: &Model) -> String {
     let _ = writeln!(out, "\nusing System.Collections.Generic;\n\nnamespace {NAMESPACE}\n{{");
     out.push_str(
         "    /// <summary>\n    /// The name of a property or enum member on the wire (the JSON key, or the enum's string);\n    /// <c>Required</c>: the key is always present (otherwise it is absent when the value is null).\n    /// </summary>\n    [System.AttributeUsage(System.AttributeTargets.Property | System.AttributeTargets.Field)]\n    public sealed class WireNameAttribute : System.Attribute\n    {\n        /// <summary>A wire name.</summary>\n        public WireNameAttribute(string name) { Name = name; }\n\n        /// <summary>The name on the wire.</summary>\n        public string Name { get; private set; }\n\n        /// <summary>Whether the key is always present.</summary>\n        public bool Required { get; set; }\n    }\n\n",
+    );
+    out.push_str(
+        "    /// <summary>
+    /// A free JSON value not built yet (its JSON text, kept by the codec): a lazy property builds it
+    /// on first read and keeps the result (from any thread: the first one stored wins).
+    /// </summary>
+    internal abstract class LazyValue
+    {
+        /// <summary>Builds the value.</summary>
+        internal abstract object Materialize();
+
+        /// <summary>The value in <paramref name=\"slot\"/>, built and stored first if it is still lazy.</summary>
+        internal static object Resolve(ref object slot)
+        {
+            var current = System.Threading.Volatile.Read(ref slot);
+            var lazy = current as LazyValue;
+            if (lazy == null)
+            {
+                return current;
+            }
+            var value = lazy.Materialize();
+            var stored = System.Threading.Interlocked.CompareExchange(ref slot, value, current);
+            return ReferenceEquals(stored, current) ? value : stored;
+        }
+    }
+
+",
     );
     let variants = model.variant_structs();
     let mut enums: Vec<(&Def, &[EnumValue])> = Vec::new();
@@ -176,11 +239,12 @@ fn types(model: &Model) -> String {
                 let mut b = String::new();
                 summary(&mut b, &def.doc, "    ");
                 let _ = writeln!(b, "    public sealed partial class {name}\n    {{");
+                let refined: Vec<String> = refined_props(s).into_iter().map(|(p, _)| p).collect();
                 for (i, f) in s.fields.iter().enumerate() {
                     if i > 0 {
                         b.push('\n');
                     }
-                    property(&mut b, model, &name, f);
+                    property(&mut b, model, &name, f, &refined);
                 }
                 b.push_str("    }\n");
                 b
@@ -240,7 +304,7 @@ fn union(model: &Model, def: &Def, u: &Union) -> String {
         let _ = writeln!(b, "        public override string {kind} {{ get {{ return {}; }} }}", quote(&v.value));
         for f in &v.fields {
             b.push('\n');
-            property(&mut b, model, &v.name, f);
+            property(&mut b, model, &v.name, f, &[]);
         }
         b.push_str("    }\n");
     }
@@ -577,9 +641,24 @@ fn write_stmts(model: &Model, out: &mut String, indent: &str, t: &Ty, expr: &str
 
 /// The properties of `fields` written in wire order: required ones always, optional ones when
 /// they hold a value.
-fn write_fields(model: &Model, out: &mut String, owner: &str, fields: &[Field]) {
+fn write_fields(model: &Model, out: &mut String, owner: &str, fields: &[Field], refined: &[String]) {
     for f in fields {
         let member = format!("v.{}", member_name(&f.name, owner));
+        if is_lazy(f, refined) {
+            // The slot: written as the JSON text it was read from while it is still lazy.
+            let slot = format!("v.{}", slot_name(&f.name, owner));
+            if f.required {
+                let _ = writeln!(out, "            w.Key({});", quote(&f.name));
+                let _ = writeln!(out, "            WriteLazy(w, {slot});");
+            } else {
+                let _ = writeln!(out, "            if ({slot} != null)");
+                let _ = writeln!(out, "            {{");
+                let _ = writeln!(out, "                w.Key({});", quote(&f.name));
+                let _ = writeln!(out, "                WriteLazy(w, {slot});");
+                let _ = writeln!(out, "            }}");
+            }
+            continue;
+        }
         if f.required {
             let _ = writeln!(out, "            w.Key({});", quote(&f.name));
             write_stmts(model, out, "            ", &f.ty, &member, matches!(f.ty, Ty::Nullable(_)), 0);
@@ -620,6 +699,7 @@ fn refined_props(s: &Struct) -> Vec<(String, Vec<(String, Ty)>)> {
 /// unknown keys are skipped.
 fn struct_body_reader(model: &Model, out: &mut String, name: &str, fields: &[Field], s: Option<&Struct>) {
     let refined = s.map(refined_props).unwrap_or_default();
+    let refined_names: Vec<String> = refined.iter().map(|(p, _)| p.clone()).collect();
     let tag = s.and_then(|s| s.refinement.as_ref()).map(|r| r.tag.clone()).filter(|_| !refined.is_empty());
     let _ = writeln!(out, "        internal static {name} Read{name}Body(JsonReader r)\n        {{");
     let _ = writeln!(out, "            var v = new {name}();");
@@ -630,43 +710,54 @@ fn struct_body_reader(model: &Model, out: &mut String, name: &str, fields: &[Fie
         }
     }
     let _ = writeln!(out, "            string k;");
-    let _ = writeln!(
-        out,
-        "            while (r.NextKey(out k))\n            {{\n                switch (k)\n                {{"
-    );
-    for f in fields {
+    // Keys come from the reader as the canonical instances of the schema's strings (see
+    // `WireCodec.Strings`), so a reference comparison is exact, and far cheaper on mono than a
+    // `switch` on strings (which hashes every key).
+    let _ = writeln!(out, "            while (r.NextKey(out k))\n            {{");
+    for (i, f) in fields.iter().enumerate() {
         let member = member_name(&f.name, name);
-        let _ = writeln!(out, "                    case {}:", quote(&f.name));
+        let els = if i == 0 { "" } else { "else " };
+        let _ = writeln!(out, "                {els}if ((object)k == (object){})\n                {{", quote(&f.name));
         if tag.as_deref() == Some(f.name.as_str()) {
             // The tag: kept as its wire string for the refined properties.
-            let _ = writeln!(out, "                        tag = r.ReadString();");
+            let _ = writeln!(out, "                    tag = r.ReadString();");
             let value = match &f.ty {
                 Ty::Ref(n) if matches!(model.def(n).shape, Shape::Enum(_)) => format!("Parse{}(r, tag)", type_name(n)),
                 Ty::String => "tag".to_string(),
                 other => panic!("C# codec: a refinement tag of type {other:?} (expected a string or an enum)"),
             };
-            let _ = writeln!(out, "                        v.{member} = {value};");
+            let _ = writeln!(out, "                    v.{member} = {value};");
         } else if let Some((prop, _)) = refined.iter().find(|(p, _)| *p == f.name) {
             let at = format!("{}At", member_name(prop, name).to_lowercase());
-            let _ = writeln!(out, "                        if (tag != null)");
-            let _ = writeln!(out, "                        {{");
-            let _ = writeln!(out, "                            v.{member} = Read{name}{member}(r, tag);");
-            let _ = writeln!(out, "                        }}");
-            let _ = writeln!(out, "                        else");
-            let _ = writeln!(out, "                        {{");
-            let _ = writeln!(out, "                            {at} = r.Position;");
-            let _ = writeln!(out, "                            r.Skip();");
-            let _ = writeln!(out, "                        }}");
+            let _ = writeln!(out, "                    if (tag != null)");
+            let _ = writeln!(out, "                    {{");
+            let _ = writeln!(out, "                        v.{member} = Read{name}{member}(r, tag);");
+            let _ = writeln!(out, "                    }}");
+            let _ = writeln!(out, "                    else");
+            let _ = writeln!(out, "                    {{");
+            let _ = writeln!(out, "                        {at} = r.Position;");
+            let _ = writeln!(out, "                        r.Skip();");
+            let _ = writeln!(out, "                    }}");
+        } else if is_lazy(f, &refined_names) {
+            let read = if matches!(f.ty, Ty::Object) || matches!(&f.ty, Ty::Nullable(t) if **t == Ty::Object) {
+                "r.ReadLazyObject()"
+            } else {
+                "r.ReadLazy()"
+            };
+            let _ = writeln!(out, "                    v.{} = {read};", slot_name(&f.name, name));
         } else {
-            let _ = writeln!(out, "                        v.{member} = {};", read_field_expr(model, f));
+            let _ = writeln!(out, "                    v.{member} = {};", read_field_expr(model, f));
         }
-        let _ = writeln!(out, "                        break;");
+        let _ = writeln!(out, "                }}");
     }
-    let _ = writeln!(
-        out,
-        "                    default:\n                        r.Skip();\n                        break;"
-    );
-    let _ = writeln!(out, "                }}\n            }}");
+    if fields.is_empty() {
+        let _ = writeln!(out, "                r.Skip();\n            }}");
+    } else {
+        let _ = writeln!(
+            out,
+            "                else\n                {{\n                    r.Skip();\n                }}\n            }}"
+        );
+    }
     if tag.is_some() {
         for (prop, _) in &refined {
             let member = member_name(prop, name);
@@ -681,11 +772,19 @@ fn struct_body_reader(model: &Model, out: &mut String, name: &str, fields: &[Fie
     for (prop, arms) in &refined {
         let member = member_name(prop, name);
         let _ = writeln!(out, "\n        static object Read{name}{member}(JsonReader r, string tag)\n        {{");
-        let _ = writeln!(out, "            switch (tag)\n            {{");
+        let _ = writeln!(
+            out,
+            "            for (int attempt = 0; attempt < 2; attempt++, tag = JsonReader.Canonical(tag))\n            {{"
+        );
         for (value, t) in arms {
-            let _ = writeln!(out, "                case {}: return {};", quote(value), read_expr(model, t));
+            let _ = writeln!(
+                out,
+                "                if ((object)tag == (object){})\n                {{\n                    return {};\n                }}",
+                quote(value),
+                read_expr(model, t)
+            );
         }
-        let _ = writeln!(out, "                default: return r.ReadAny();\n            }}\n        }}");
+        let _ = writeln!(out, "            }}\n            return r.ReadAny();\n        }}");
     }
 }
 
@@ -703,12 +802,25 @@ fn codec(model: &Model) -> String {
     {
 ",
     );
+    let _ = writeln!(
+        out,
+        "        /// <summary>
+        /// Every key, tag value and enum value of the schema: the reader hands these out as the very
+        /// instances of the literals below, so the readers compare them by reference.
+        /// </summary>
+        internal static readonly string[] Strings =
+        {{"
+    );
+    for v in schema_strings(model) {
+        let _ = writeln!(out, "            {},", quote(&v));
+    }
+    out.push_str("        };\n\n");
     let mut readable: Vec<String> = Vec::new(); // types with a Read/Write pair, for the dispatchers
     for def in &model.defs {
         let name = type_name(&def.name);
         match &def.shape {
             Shape::Map(_) => {}
-            Shape::Enum(_) => {
+            Shape::Enum(values) => {
                 let _ = writeln!(
                     out,
                     "        internal static {name} Read{name}(JsonReader r)
@@ -717,8 +829,19 @@ fn codec(model: &Model) -> String {
         }}
 
         internal static {name} Parse{name}(JsonReader r, string s)
-        {{
-            {name} v;
+        {{"
+                );
+                for v in values {
+                    let _ = writeln!(
+                        out,
+                        "            if ((object)s == (object){})\n            {{\n                return {name}.{};\n            }}",
+                        quote(&v.value),
+                        pascal(&v.value)
+                    );
+                }
+                let _ = writeln!(
+                    out,
+                    "            {name} v;
             if (!WireNames.TryParse(s, out v))
             {{
                 throw r.Error(\"unknown {name} value \" + JsonWriter.Quote(s));
@@ -758,7 +881,8 @@ fn codec(model: &Model) -> String {
             }}
             w.BeginObject();"
                 );
-                write_fields(model, &mut out, &name, &s.fields);
+                let refined: Vec<String> = refined_props(s).into_iter().map(|(p, _)| p).collect();
+                write_fields(model, &mut out, &name, &s.fields, &refined);
                 let _ = writeln!(out, "            w.EndObject();\n        }}\n");
             }
             Shape::Union(u) => {
@@ -774,17 +898,26 @@ fn codec(model: &Model) -> String {
             }}
             r.BeginObject();
             string tag = r.ReadTag({tag});
-            switch (tag)
+            if (tag == null)
+            {{
+                throw r.Error(\"a {name} without its \" + JsonWriter.Quote({tag}));
+            }}
+            for (int attempt = 0; attempt < 2; attempt++, tag = JsonReader.Canonical(tag))
             {{",
                     tag = quote(&u.tag)
                 );
                 for v in &u.variants {
-                    let _ = writeln!(out, "                case {}: return Read{}Body(r);", quote(&v.value), v.name);
+                    let _ = writeln!(
+                        out,
+                        "                if ((object)tag == (object){})\n                {{\n                    return Read{}Body(r);\n                }}",
+                        quote(&v.value),
+                        v.name
+                    );
                 }
                 let _ = writeln!(
                     out,
-                    "                default: return new {unknown} {{ Kind = tag, Properties = r.ReadObjectBody({tag}) }};
-            }}
+                    "            }}
+            return new {unknown} {{ Kind = tag, Properties = r.ReadObjectBody({tag}) }};
         }}
 ",
                     tag = quote(&u.tag)
@@ -838,7 +971,7 @@ fn codec(model: &Model) -> String {
                         "        static void Write{}Fields(JsonWriter w, {} v)\n        {{",
                         v.name, v.name
                     );
-                    write_fields(model, &mut out, &v.name, &v.fields);
+                    write_fields(model, &mut out, &v.name, &v.fields, &[]);
                     let _ = writeln!(out, "        }}\n");
                 }
             }
@@ -846,7 +979,19 @@ fn codec(model: &Model) -> String {
     }
     // Dispatchers by runtime type / requested type.
     out.push_str(
-        "        /// <summary>Writes a value of free type: a wire type by its codec, anything else as free JSON.</summary>
+        "        /// <summary>A lazy property's slot: its JSON text while not built yet, else the value.</summary>
+        static void WriteLazy(JsonWriter w, object slot)
+        {
+            var raw = slot as RawJson;
+            if (raw != null)
+            {
+                raw.WriteTo(w);
+                return;
+            }
+            WriteValue(w, slot);
+        }
+
+        /// <summary>Writes a value of free type: a wire type by its codec, anything else as free JSON.</summary>
         internal static void WriteValue(JsonWriter w, object value)
         {
             if (!TryWrite(w, value))
@@ -889,6 +1034,39 @@ fn codec(model: &Model) -> String {
         );
     }
     out.push_str("            value = null;\n            return false;\n        }\n    }\n}\n");
+    out
+}
+
+/// The schema's strings a reader compares: keys, union tags and their values, enum values.
+fn schema_strings(model: &Model) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut add = |v: &str| {
+        if !out.iter().any(|x| x == v) {
+            out.push(v.to_string());
+        }
+    };
+    for def in &model.defs {
+        match &def.shape {
+            Shape::Map(_) => {}
+            Shape::Enum(values) => values.iter().for_each(|v| add(&v.value)),
+            Shape::Struct(s) => {
+                s.fields.iter().for_each(|f| add(&f.name));
+                for arm in s.refinement.iter().flat_map(|r| &r.arms) {
+                    arm.consts.iter().for_each(|(k, v)| {
+                        add(k);
+                        add(v)
+                    });
+                }
+            }
+            Shape::Union(u) => {
+                add(&u.tag);
+                for v in &u.variants {
+                    add(&v.value);
+                    v.fields.iter().for_each(|f| add(&f.name));
+                }
+            }
+        }
+    }
     out
 }
 

@@ -1,5 +1,4 @@
 using System;
-using System.Collections.Generic;
 using System.Threading;
 using System.Threading.Tasks;
 
@@ -128,42 +127,32 @@ namespace Agentstream
 
         void Deliver()
         {
-            bool reading = true;
             try
             {
-                var batch = new List<Event>(256);
-                while (true)
+                bool reading = true;
+                while (channel.Pull(-1) != Interop.Native.NextEnd)
                 {
-                    uint kind;
                     try
                     {
-                        kind = channel.Pull(-1, batch);
+                        Event e;
+                        while ((e = channel.Next()) != null)
+                        {
+                            if (reading)
+                            {
+                                Dispatch(e);
+                            }
+                        }
                     }
                     catch (FormatException e) when (reading)
                     {
                         // A delivery this assembly cannot read (a bug, or a newer library): stop
-                        // dispatching, cancel the run, and fail the completion once it ended.
+                        // dispatching, cancel the run, fail the completion, and drain the run.
                         reading = false;
                         done.TrySetException(new InternalException("agentstream: cannot read a delivery of run " + Id + ": " + e.Message));
                         channel.Leave();
-                        batch.Clear();
-                        continue;
                     }
-                    if (kind == Interop.Native.NextEnd)
-                    {
-                        break;
-                    }
-                    if (reading)
-                    {
-                        foreach (var e in batch)
-                        {
-                            Dispatch(e);
-                        }
-                    }
-                    batch.Clear();
                 }
-                var result = channel.Finish();
-                done.TrySetResult(result);
+                done.TrySetResult(channel.Finish());
             }
             catch (Exception e)
             {

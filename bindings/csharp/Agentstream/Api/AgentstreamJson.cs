@@ -33,7 +33,29 @@ namespace Agentstream
             {
                 throw new NullArgumentException("json must not be null");
             }
-            var r = new JsonReader(json);
+            var bytes = System.Text.Encoding.UTF8.GetBytes(json);
+            return Read<T>(JsonReader.ForThread(bytes, 0, bytes.Length));
+        }
+
+        /// <summary>
+        /// <see cref="Deserialize{T}(string)"/> of <paramref name="count"/> bytes of UTF-8 JSON in
+        /// <paramref name="utf8"/> from <paramref name="offset"/> (no string is made of the whole text).
+        /// </summary>
+        public static T Deserialize<T>(byte[] utf8, int offset, int count)
+        {
+            if (utf8 == null)
+            {
+                throw new NullArgumentException("utf8 must not be null");
+            }
+            if (offset < 0 || count < 0 || offset > utf8.Length - count)
+            {
+                throw new InvalidArgumentException("offset " + offset + " and count " + count + " are outside the " + utf8.Length + " bytes");
+            }
+            return Read<T>(JsonReader.ForThread(utf8, offset, count));
+        }
+
+        static T Read<T>(JsonReader r)
+        {
             object value;
             if (!WireCodec.TryRead(typeof(T), r, out value))
             {

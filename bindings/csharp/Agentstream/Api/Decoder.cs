@@ -16,8 +16,6 @@ namespace Agentstream
     {
         readonly DecoderHandle handle;
         readonly object gate = new object();
-        readonly JsonReader reader = new JsonReader(new byte[0], 0, 0);
-        byte[] buffer = new byte[64 * 1024];
 
         /// <summary>
         /// A decoder for <paramref name="agent"/>: "claude", "codex", "gemini", "qwen", "kimi",
@@ -137,11 +135,11 @@ namespace Agentstream
             }
         }
 
-        List<OutputEvent> Events(IntPtr p, UIntPtr n)
+        static List<OutputEvent> Events(IntPtr p, UIntPtr n)
         {
-            int len = Native.TakeBytes(p, n, ref buffer);
-            reader.Reset(buffer, 0, len);
-            return reader.ReadList(r => WireCodec.ReadOutputEvent(r)) ?? new List<OutputEvent>();
+            int len;
+            var buffer = Native.TakeIntoThreadBuffer(p, n, out len);
+            return JsonReader.ForThread(buffer, 0, len).ReadList(r => WireCodec.ReadOutputEvent(r)) ?? new List<OutputEvent>();
         }
 
         /// <summary>The decode statistics so far (bytes, lines, events, and every kind of bad line).</summary>
@@ -154,7 +152,9 @@ namespace Agentstream
                     IntPtr p;
                     UIntPtr n;
                     Native.Check(Native.agentstream_decoder_stats_json(Live(), out p, out n));
-                    return AgentstreamJson.Deserialize<DecodeStats>(Native.TakeString(p, n));
+                    int len;
+                    var buffer = Native.TakeIntoThreadBuffer(p, n, out len);
+                    return WireCodec.ReadDecodeStats(JsonReader.ForThread(buffer, 0, len));
                 }
             }
         }
@@ -167,8 +167,9 @@ namespace Agentstream
                 IntPtr p;
                 UIntPtr n;
                 Native.Check(Native.agentstream_decoder_take_diagnostics_json(Live(), out p, out n));
-                var r = new JsonReader(Native.TakeString(p, n));
-                return r.ReadList(rr => WireCodec.ReadDiagnostic(rr));
+                int len;
+                var buffer = Native.TakeIntoThreadBuffer(p, n, out len);
+                return JsonReader.ForThread(buffer, 0, len).ReadList(r => WireCodec.ReadDiagnostic(r));
             }
         }
 

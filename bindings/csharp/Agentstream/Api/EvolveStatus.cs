@@ -50,7 +50,8 @@ namespace Agentstream
 
         internal static EvolveStatus Parse(string json)
         {
-            var r = new JsonReader(json);
+            var bytes = System.Text.Encoding.UTF8.GetBytes(json);
+            var r = JsonReader.ForThread(bytes, 0, bytes.Length);
             var s = new EvolveStatus();
             r.BeginObject();
             string k;

@@ -60,9 +60,9 @@ namespace Agentstream
             IntPtr p;
             UIntPtr n;
             Native.Check(Native.agentstream_replay_json(Native.Utf8(agent), data, (UIntPtr)(uint)data.Length, Native.Utf8(w.ToString()), out p, out n));
-            byte[] buffer = null;
-            int len = Native.TakeBytes(p, n, ref buffer);
-            var r = new JsonReader(buffer, 0, len);
+            int len;
+            var buffer = Native.TakeIntoThreadBuffer(p, n, out len);
+            var r = JsonReader.ForThread(buffer, 0, len);
             var result = new ReplayResult();
             r.BeginObject();
             string k;

@@ -1,5 +1,4 @@
 using System;
-using System.Collections.Generic;
 using Agentstream.Interop;
 
 namespace Agentstream
@@ -14,7 +13,7 @@ namespace Agentstream
     {
         readonly RunHandle handle;
         readonly JsonReader reader = new JsonReader(new byte[0], 0, 0);
-        byte[] buffer = new byte[64 * 1024];
+        byte[] buffer;
         readonly object gate = new object();
         RunResult result;
 
@@ -34,43 +33,58 @@ namespace Agentstream
         internal const string TokenReason = "cancelled by the CancellationToken";
 
         /// <summary>
-        /// Pulls what is ready into <paramref name="into"/>, waiting up to <paramref name="timeoutMs"/>
-        /// (negative: as long as it takes) for the first delivery: BATCH, TIMEOUT or END.
+        /// Pulls what is ready, waiting up to <paramref name="timeoutMs"/> (negative: as long as it
+        /// takes) for the first delivery: BATCH (then read its deliveries with <see cref="Next"/>),
+        /// TIMEOUT or END.
         /// </summary>
-        internal uint Pull(long timeoutMs, List<Event> into)
+        internal uint Pull(long timeoutMs)
         {
             uint kind;
             IntPtr p;
             UIntPtr n;
             Native.Check(Native.agentstream_run_next_batch_json(handle, UIntPtr.Zero, UIntPtr.Zero, timeoutMs, out kind, out p, out n));
             int len = Native.TakeBytes(p, n, ref buffer);
-            if (kind != Native.NextBatch)
+            if (kind == Native.NextBatch)
             {
-                return kind;
-            }
-            reader.Reset(buffer, 0, len);
-            reader.BeginArray();
-            while (reader.NextElement())
-            {
-                reader.BeginObject();
-                string key;
-                while (reader.NextKey(out key))
-                {
-                    if (key == "item")
-                    {
-                        into.Add(new Event(WireCodec.ReadEnvelope(reader)));
-                    }
-                    else if (key == "hook")
-                    {
-                        into.Add(new Event(WireCodec.ReadAgentEvent(reader)));
-                    }
-                    else
-                    {
-                        reader.Skip();
-                    }
-                }
+                reader.Reset(buffer, 0, len);
+                reader.BeginArray();
             }
             return kind;
+        }
+
+        /// <summary>
+        /// The next delivery of the batch pulled last, or null at its end. Deliveries are read one at
+        /// a time, as they are handed over, so each is garbage as soon as its handlers returned.
+        /// </summary>
+        internal Event Next()
+        {
+            if (!reader.NextElement())
+            {
+                return null;
+            }
+            Event e = null;
+            reader.BeginObject();
+            string key;
+            while (reader.NextKey(out key))
+            {
+                if (key == "item")
+                {
+                    e = new Event(WireCodec.ReadEnvelope(reader));
+                }
+                else if (key == "hook")
+                {
+                    e = new Event(WireCodec.ReadAgentEvent(reader));
+                }
+                else
+                {
+                    reader.Skip();
+                }
+            }
+            if (e == null)
+            {
+                throw reader.Error("a delivery that is neither an item nor a hook");
+            }
+            return e;
         }
 
         /// <summary>Counts a handler's failure on the run; true for that handler's first (the one to report).</summary>

@@ -88,15 +88,10 @@ namespace Agentstream
         {
             try
             {
-                var batch = new List<Event>(256);
-                while (true)
+                while (channel.Pull(-1) != Interop.Native.NextEnd)
                 {
-                    batch.Clear();
-                    if (channel.Pull(-1, batch) == Interop.Native.NextEnd)
-                    {
-                        break;
-                    }
-                    foreach (var e in batch)
+                    Event e;
+                    while ((e = channel.Next()) != null)
                     {
                         if (e.Hook != null && onEvent != null)
                         {

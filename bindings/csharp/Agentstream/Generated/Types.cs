@@ -23,6 +23,30 @@ namespace Agentstream
     }
 
     /// <summary>
+    /// A free JSON value not built yet (its JSON text, kept by the codec): a lazy property builds it
+    /// on first read and keeps the result (from any thread: the first one stored wins).
+    /// </summary>
+    internal abstract class LazyValue
+    {
+        /// <summary>Builds the value.</summary>
+        internal abstract object Materialize();
+
+        /// <summary>The value in <paramref name="slot"/>, built and stored first if it is still lazy.</summary>
+        internal static object Resolve(ref object slot)
+        {
+            var current = System.Threading.Volatile.Read(ref slot);
+            var lazy = current as LazyValue;
+            if (lazy == null)
+            {
+                return current;
+            }
+            var value = lazy.Materialize();
+            var stored = System.Threading.Interlocked.CompareExchange(ref slot, value, current);
+            return ReferenceEquals(stored, current) ? value : stored;
+        }
+    }
+
+    /// <summary>
     /// One parsed event on the `content` channel: a session update plus the facts of the wire line
     /// it came from.
     /// </summary>
@@ -70,7 +94,14 @@ namespace Agentstream
         /// printed (e.g. `stop_reason`).
         /// </summary>
         [WireName("extra")]
-        public IDictionary<string, object> Extra { get; set; }
+        public IDictionary<string, object> Extra
+        {
+            get { return (IDictionary<string, object>)LazyValue.Resolve(ref ExtraSlot); }
+            set { ExtraSlot = value; }
+        }
+
+        /// <summary>The value of <see cref="Extra"/>, or its JSON until first read.</summary>
+        internal object ExtraSlot;
     }
 
     /// <summary>
@@ -169,7 +200,14 @@ namespace Agentstream
         /// The tool input as the harness printed it.
         /// </summary>
         [WireName("rawInput")]
-        public object RawInput { get; set; }
+        public object RawInput
+        {
+            get { return LazyValue.Resolve(ref RawInputSlot); }
+            set { RawInputSlot = value; }
+        }
+
+        /// <summary>The value of <see cref="RawInput"/>, or its JSON until first read.</summary>
+        internal object RawInputSlot;
 
         /// <summary>
         /// Content of the call (a command's description, a diff, ...).
@@ -226,7 +264,14 @@ namespace Agentstream
         /// The harness's own structured record of the result, verbatim.
         /// </summary>
         [WireName("rawOutput")]
-        public object RawOutput { get; set; }
+        public object RawOutput
+        {
+            get { return LazyValue.Resolve(ref RawOutputSlot); }
+            set { RawOutputSlot = value; }
+        }
+
+        /// <summary>The value of <see cref="RawOutput"/>, or its JSON until first read.</summary>
+        internal object RawOutputSlot;
     }
 
     /// <summary>
@@ -675,7 +720,14 @@ namespace Agentstream
         /// printed.
         /// </summary>
         [WireName("extra")]
-        public IDictionary<string, object> Extra { get; set; }
+        public IDictionary<string, object> Extra
+        {
+            get { return (IDictionary<string, object>)LazyValue.Resolve(ref ExtraSlot); }
+            set { ExtraSlot = value; }
+        }
+
+        /// <summary>The value of <see cref="Extra"/>, or its JSON until first read.</summary>
+        internal object ExtraSlot;
     }
 
     /// <summary>
@@ -1031,7 +1083,14 @@ namespace Agentstream
         /// Event-specific facts, snake_case keys.
         /// </summary>
         [WireName("details")]
-        public IDictionary<string, object> Details { get; set; }
+        public IDictionary<string, object> Details
+        {
+            get { return (IDictionary<string, object>)LazyValue.Resolve(ref DetailsSlot); }
+            set { DetailsSlot = value; }
+        }
+
+        /// <summary>The value of <see cref="Details"/>, or its JSON until first read.</summary>
+        internal object DetailsSlot;
     }
 
     /// <summary>
@@ -1308,7 +1367,14 @@ namespace Agentstream
         /// The tool input, verbatim (the harness's key names).
         /// </summary>
         [WireName("arguments")]
-        public object Arguments { get; set; }
+        public object Arguments
+        {
+            get { return LazyValue.Resolve(ref ArgumentsSlot); }
+            set { ArgumentsSlot = value; }
+        }
+
+        /// <summary>The value of <see cref="Arguments"/>, or its JSON until first read.</summary>
+        internal object ArgumentsSlot;
     }
 
     /// <summary>
@@ -1374,7 +1440,14 @@ namespace Agentstream
         /// The harness's structured result record, verbatim.
         /// </summary>
         [WireName("raw_output")]
-        public object RawOutput { get; set; }
+        public object RawOutput
+        {
+            get { return LazyValue.Resolve(ref RawOutputSlot); }
+            set { RawOutputSlot = value; }
+        }
+
+        /// <summary>The value of <see cref="RawOutput"/>, or its JSON until first read.</summary>
+        internal object RawOutputSlot;
     }
 
     /// <summary>

@@ -12,6 +12,208 @@ namespace Agentstream
     /// </summary>
     internal static partial class WireCodec
     {
+        /// <summary>
+        /// Every key, tag value and enum value of the schema: the reader hands these out as the very
+        /// instances of the literals below, so the readers compare them by reference.
+        /// </summary>
+        internal static readonly string[] Strings =
+        {
+            "sessionId",
+            "update",
+            "timestamp",
+            "model",
+            "messageId",
+            "parentToolCallId",
+            "extra",
+            "sessionUpdate",
+            "agent_message_chunk",
+            "content",
+            "agent_thought_chunk",
+            "user_message_chunk",
+            "tool_call",
+            "toolCallId",
+            "title",
+            "toolName",
+            "kind",
+            "status",
+            "rawInput",
+            "locations",
+            "tool_call_update",
+            "rawOutput",
+            "plan",
+            "entries",
+            "error",
+            "message",
+            "fatal",
+            "usage",
+            "scope",
+            "type",
+            "text",
+            "image",
+            "data",
+            "mimeType",
+            "uri",
+            "read",
+            "edit",
+            "delete",
+            "move",
+            "search",
+            "execute",
+            "think",
+            "fetch",
+            "switch_mode",
+            "other",
+            "pending",
+            "in_progress",
+            "completed",
+            "failed",
+            "diff",
+            "path",
+            "oldText",
+            "newText",
+            "line",
+            "priority",
+            "high",
+            "medium",
+            "low",
+            "call",
+            "run",
+            "promptTokens",
+            "completionTokens",
+            "cachedTokens",
+            "costUsd",
+            "sandbox_id",
+            "sandbox",
+            "agent",
+            "browser",
+            "reason",
+            "booting",
+            "ready",
+            "running",
+            "paused",
+            "stopped",
+            "idle",
+            "interrupted",
+            "browser_ready",
+            "sandbox_boot",
+            "sandbox_ready",
+            "sandbox_connected",
+            "sandbox_pause",
+            "sandbox_resume",
+            "sandbox_killed",
+            "sandbox_error",
+            "run_start",
+            "run_complete",
+            "run_interrupted",
+            "run_failed",
+            "run_background_complete",
+            "run_background_failed",
+            "command_start",
+            "command_complete",
+            "command_interrupted",
+            "command_failed",
+            "command_background_complete",
+            "command_background_failed",
+            "runId",
+            "sequence",
+            "channel",
+            "event",
+            "coalesced",
+            "lifecycle",
+            "stdout",
+            "stderr",
+            "run_id",
+            "agent_id",
+            "details",
+            "run.started",
+            "step.started",
+            "model.completed",
+            "tool.started",
+            "tool.preliminary_result",
+            "tool.completed",
+            "tool.failed",
+            "tool.indeterminate",
+            "run.waiting_for_human",
+            "response.output_text.delta",
+            "response.reasoning.delta",
+            "run.completed",
+            "run.failed",
+            "run.cancelled",
+            "cancelled",
+            "run.stopped",
+            "harness_not_found",
+            "already_running",
+            "spawn_failed",
+            "invalid_argument",
+            "timeout",
+            "decode_limit",
+            "internal",
+            "not_running",
+            "null_argument",
+            "invalid_handle",
+            "busy",
+            "buffer_too_small",
+            "still_running",
+            "panic",
+            "cannot_resume",
+            "unsupported",
+            "operation",
+            "command",
+            "step_index",
+            "message_id",
+            "tool_call_id",
+            "tool_name",
+            "arguments",
+            "result",
+            "output",
+            "raw_output",
+            "retryable",
+            "detail",
+            "pause",
+            "permission",
+            "delta",
+            "last_sequence",
+            "stop_reason",
+            "state",
+            "exit_code",
+            "signal",
+            "session_id",
+            "final_text",
+            "cancel_reason",
+            "cancel_kind",
+            "pressure",
+            "stats",
+            "diagnostics",
+            "duration_ms",
+            "handler_errors",
+            "caller",
+            "reader_left",
+            "stalled",
+            "buffered",
+            "bytes",
+            "peak",
+            "peak_bytes",
+            "oversize",
+            "dropped_after_terminal",
+            "refused_terminals",
+            "lines",
+            "events",
+            "blank_lines",
+            "invalid_json",
+            "non_object",
+            "unknown_type",
+            "unexpected_shape",
+            "oversize_lines",
+            "invalid_utf8_lines",
+            "claude",
+            "codex",
+            "gemini",
+            "qwen",
+            "kimi",
+            "opencode",
+            "droid",
+        };
+
         internal static OutputEvent ReadOutputEvent(JsonReader r)
         {
             if (r.TryReadNull())
@@ -28,32 +230,37 @@ namespace Agentstream
             string k;
             while (r.NextKey(out k))
             {
-                switch (k)
+                if ((object)k == (object)"sessionId")
                 {
-                    case "sessionId":
-                        v.SessionId = r.ReadString();
-                        break;
-                    case "update":
-                        v.Update = ReadSessionUpdate(r);
-                        break;
-                    case "timestamp":
-                        v.Timestamp = r.ReadString();
-                        break;
-                    case "model":
-                        v.Model = r.ReadString();
-                        break;
-                    case "messageId":
-                        v.MessageId = r.ReadString();
-                        break;
-                    case "parentToolCallId":
-                        v.ParentToolCallId = r.ReadString();
-                        break;
-                    case "extra":
-                        v.Extra = r.ReadObject();
-                        break;
-                    default:
-                        r.Skip();
-                        break;
+                    v.SessionId = r.ReadString();
+                }
+                else if ((object)k == (object)"update")
+                {
+                    v.Update = ReadSessionUpdate(r);
+                }
+                else if ((object)k == (object)"timestamp")
+                {
+                    v.Timestamp = r.ReadString();
+                }
+                else if ((object)k == (object)"model")
+                {
+                    v.Model = r.ReadString();
+                }
+                else if ((object)k == (object)"messageId")
+                {
+                    v.MessageId = r.ReadString();
+                }
+                else if ((object)k == (object)"parentToolCallId")
+                {
+                    v.ParentToolCallId = r.ReadString();
+                }
+                else if ((object)k == (object)"extra")
+                {
+                    v.ExtraSlot = r.ReadLazyObject();
+                }
+                else
+                {
+                    r.Skip();
                 }
             }
             return v;
@@ -94,10 +301,10 @@ namespace Agentstream
                 w.Key("parentToolCallId");
                 w.String(v.ParentToolCallId);
             }
-            if (v.Extra != null)
+            if (v.ExtraSlot != null)
             {
                 w.Key("extra");
-                w.Any(v.Extra);
+                WriteLazy(w, v.ExtraSlot);
             }
             w.EndObject();
         }
@@ -110,18 +317,46 @@ namespace Agentstream
             }
             r.BeginObject();
             string tag = r.ReadTag("sessionUpdate");
-            switch (tag)
+            if (tag == null)
             {
-                case "agent_message_chunk": return ReadAgentMessageChunkBody(r);
-                case "agent_thought_chunk": return ReadAgentThoughtChunkBody(r);
-                case "user_message_chunk": return ReadUserMessageChunkBody(r);
-                case "tool_call": return ReadToolCallBody(r);
-                case "tool_call_update": return ReadToolCallUpdateBody(r);
-                case "plan": return ReadPlanBody(r);
-                case "error": return ReadAgentErrorBody(r);
-                case "usage": return ReadAgentUsageBody(r);
-                default: return new UnknownSessionUpdate { Kind = tag, Properties = r.ReadObjectBody("sessionUpdate") };
+                throw r.Error("a SessionUpdate without its " + JsonWriter.Quote("sessionUpdate"));
             }
+            for (int attempt = 0; attempt < 2; attempt++, tag = JsonReader.Canonical(tag))
+            {
+                if ((object)tag == (object)"agent_message_chunk")
+                {
+                    return ReadAgentMessageChunkBody(r);
+                }
+                if ((object)tag == (object)"agent_thought_chunk")
+                {
+                    return ReadAgentThoughtChunkBody(r);
+                }
+                if ((object)tag == (object)"user_message_chunk")
+                {
+                    return ReadUserMessageChunkBody(r);
+                }
+                if ((object)tag == (object)"tool_call")
+                {
+                    return ReadToolCallBody(r);
+                }
+                if ((object)tag == (object)"tool_call_update")
+                {
+                    return ReadToolCallUpdateBody(r);
+                }
+                if ((object)tag == (object)"plan")
+                {
+                    return ReadPlanBody(r);
+                }
+                if ((object)tag == (object)"error")
+                {
+                    return ReadAgentErrorBody(r);
+                }
+                if ((object)tag == (object)"usage")
+                {
+                    return ReadAgentUsageBody(r);
+                }
+            }
+            return new UnknownSessionUpdate { Kind = tag, Properties = r.ReadObjectBody("sessionUpdate") };
         }
 
         internal static AgentMessageChunk ReadAgentMessageChunkBody(JsonReader r)
@@ -130,14 +365,13 @@ namespace Agentstream
             string k;
             while (r.NextKey(out k))
             {
-                switch (k)
+                if ((object)k == (object)"content")
                 {
-                    case "content":
-                        v.Content = ReadContentBlock(r);
-                        break;
-                    default:
-                        r.Skip();
-                        break;
+                    v.Content = ReadContentBlock(r);
+                }
+                else
+                {
+                    r.Skip();
                 }
             }
             return v;
@@ -149,14 +383,13 @@ namespace Agentstream
             string k;
             while (r.NextKey(out k))
             {
-                switch (k)
+                if ((object)k == (object)"content")
                 {
-                    case "content":
-                        v.Content = ReadContentBlock(r);
-                        break;
-                    default:
-                        r.Skip();
-                        break;
+                    v.Content = ReadContentBlock(r);
+                }
+                else
+                {
+                    r.Skip();
                 }
             }
             return v;
@@ -168,14 +401,13 @@ namespace Agentstream
             string k;
             while (r.NextKey(out k))
             {
-                switch (k)
+                if ((object)k == (object)"content")
                 {
-                    case "content":
-                        v.Content = ReadContentBlock(r);
-                        break;
-                    default:
-                        r.Skip();
-                        break;
+                    v.Content = ReadContentBlock(r);
+                }
+                else
+                {
+                    r.Skip();
                 }
             }
             return v;
@@ -187,35 +419,41 @@ namespace Agentstream
             string k;
             while (r.NextKey(out k))
             {
-                switch (k)
+                if ((object)k == (object)"toolCallId")
                 {
-                    case "toolCallId":
-                        v.ToolCallId = r.ReadString();
-                        break;
-                    case "title":
-                        v.Title = r.ReadString();
-                        break;
-                    case "toolName":
-                        v.ToolName = r.ReadString();
-                        break;
-                    case "kind":
-                        v.Kind = ReadToolKind(r);
-                        break;
-                    case "status":
-                        v.Status = ReadToolCallStatus(r);
-                        break;
-                    case "rawInput":
-                        v.RawInput = r.ReadAny();
-                        break;
-                    case "content":
-                        v.Content = r.ReadList(r1 => ReadToolCallContent(r1));
-                        break;
-                    case "locations":
-                        v.Locations = r.ReadList(r1 => ReadToolCallLocation(r1));
-                        break;
-                    default:
-                        r.Skip();
-                        break;
+                    v.ToolCallId = r.ReadString();
+                }
+                else if ((object)k == (object)"title")
+                {
+                    v.Title = r.ReadString();
+                }
+                else if ((object)k == (object)"toolName")
+                {
+                    v.ToolName = r.ReadString();
+                }
+                else if ((object)k == (object)"kind")
+                {
+                    v.Kind = ReadToolKind(r);
+                }
+                else if ((object)k == (object)"status")
+                {
+                    v.Status = ReadToolCallStatus(r);
+                }
+                else if ((object)k == (object)"rawInput")
+                {
+                    v.RawInputSlot = r.ReadLazy();
+                }
+                else if ((object)k == (object)"content")
+                {
+                    v.Content = r.ReadList(r1 => ReadToolCallContent(r1));
+                }
+                else if ((object)k == (object)"locations")
+                {
+                    v.Locations = r.ReadList(r1 => ReadToolCallLocation(r1));
+                }
+                else
+                {
+                    r.Skip();
                 }
             }
             return v;
@@ -227,29 +465,33 @@ namespace Agentstream
             string k;
             while (r.NextKey(out k))
             {
-                switch (k)
+                if ((object)k == (object)"toolCallId")
                 {
-                    case "toolCallId":
-                        v.ToolCallId = r.ReadString();
-                        break;
-                    case "status":
-                        v.Status = (r.TryReadNull() ? (ToolCallStatus?)null : ReadToolCallStatus(r));
-                        break;
-                    case "title":
-                        v.Title = r.ReadString();
-                        break;
-                    case "content":
-                        v.Content = r.ReadList(r1 => ReadToolCallContent(r1));
-                        break;
-                    case "locations":
-                        v.Locations = r.ReadList(r1 => ReadToolCallLocation(r1));
-                        break;
-                    case "rawOutput":
-                        v.RawOutput = r.ReadAny();
-                        break;
-                    default:
-                        r.Skip();
-                        break;
+                    v.ToolCallId = r.ReadString();
+                }
+                else if ((object)k == (object)"status")
+                {
+                    v.Status = (r.TryReadNull() ? (ToolCallStatus?)null : ReadToolCallStatus(r));
+                }
+                else if ((object)k == (object)"title")
+                {
+                    v.Title = r.ReadString();
+                }
+                else if ((object)k == (object)"content")
+                {
+                    v.Content = r.ReadList(r1 => ReadToolCallContent(r1));
+                }
+                else if ((object)k == (object)"locations")
+                {
+                    v.Locations = r.ReadList(r1 => ReadToolCallLocation(r1));
+                }
+                else if ((object)k == (object)"rawOutput")
+                {
+                    v.RawOutputSlot = r.ReadLazy();
+                }
+                else
+                {
+                    r.Skip();
                 }
             }
             return v;
@@ -261,14 +503,13 @@ namespace Agentstream
             string k;
             while (r.NextKey(out k))
             {
-                switch (k)
+                if ((object)k == (object)"entries")
                 {
-                    case "entries":
-                        v.Entries = r.ReadList(r1 => ReadPlanEntry(r1));
-                        break;
-                    default:
-                        r.Skip();
-                        break;
+                    v.Entries = r.ReadList(r1 => ReadPlanEntry(r1));
+                }
+                else
+                {
+                    r.Skip();
                 }
             }
             return v;
@@ -280,17 +521,17 @@ namespace Agentstream
             string k;
             while (r.NextKey(out k))
             {
-                switch (k)
+                if ((object)k == (object)"message")
                 {
-                    case "message":
-                        v.Message = r.ReadString();
-                        break;
-                    case "fatal":
-                        v.Fatal = r.ReadBool();
-                        break;
-                    default:
-                        r.Skip();
-                        break;
+                    v.Message = r.ReadString();
+                }
+                else if ((object)k == (object)"fatal")
+                {
+                    v.Fatal = r.ReadBool();
+                }
+                else
+                {
+                    r.Skip();
                 }
             }
             return v;
@@ -302,17 +543,17 @@ namespace Agentstream
             string k;
             while (r.NextKey(out k))
             {
-                switch (k)
+                if ((object)k == (object)"scope")
                 {
-                    case "scope":
-                        v.Scope = ReadUsageScope(r);
-                        break;
-                    case "usage":
-                        v.Usage = ReadTokenUsage(r);
-                        break;
-                    default:
-                        r.Skip();
-                        break;
+                    v.Scope = ReadUsageScope(r);
+                }
+                else if ((object)k == (object)"usage")
+                {
+                    v.Usage = ReadTokenUsage(r);
+                }
+                else
+                {
+                    r.Skip();
                 }
             }
             return v;
@@ -416,10 +657,10 @@ namespace Agentstream
             w.String(v.Kind.ToWire());
             w.Key("status");
             w.String(v.Status.ToWire());
-            if (v.RawInput != null)
+            if (v.RawInputSlot != null)
             {
                 w.Key("rawInput");
-                WriteValue(w, v.RawInput);
+                WriteLazy(w, v.RawInputSlot);
             }
             if (v.Content != null)
             {
@@ -505,10 +746,10 @@ namespace Agentstream
                     w.EndArray();
                 }
             }
-            if (v.RawOutput != null)
+            if (v.RawOutputSlot != null)
             {
                 w.Key("rawOutput");
-                WriteValue(w, v.RawOutput);
+                WriteLazy(w, v.RawOutputSlot);
             }
         }
 
@@ -554,12 +795,22 @@ namespace Agentstream
             }
             r.BeginObject();
             string tag = r.ReadTag("type");
-            switch (tag)
+            if (tag == null)
             {
-                case "text": return ReadTextContentBody(r);
-                case "image": return ReadImageContentBody(r);
-                default: return new UnknownContentBlock { Kind = tag, Properties = r.ReadObjectBody("type") };
+                throw r.Error("a ContentBlock without its " + JsonWriter.Quote("type"));
             }
+            for (int attempt = 0; attempt < 2; attempt++, tag = JsonReader.Canonical(tag))
+            {
+                if ((object)tag == (object)"text")
+                {
+                    return ReadTextContentBody(r);
+                }
+                if ((object)tag == (object)"image")
+                {
+                    return ReadImageContentBody(r);
+                }
+            }
+            return new UnknownContentBlock { Kind = tag, Properties = r.ReadObjectBody("type") };
         }
 
         internal static TextContent ReadTextContentBody(JsonReader r)
@@ -568,14 +819,13 @@ namespace Agentstream
             string k;
             while (r.NextKey(out k))
             {
-                switch (k)
+                if ((object)k == (object)"text")
                 {
-                    case "text":
-                        v.Text = r.ReadString();
-                        break;
-                    default:
-                        r.Skip();
-                        break;
+                    v.Text = r.ReadString();
+                }
+                else
+                {
+                    r.Skip();
                 }
             }
             return v;
@@ -587,20 +837,21 @@ namespace Agentstream
             string k;
             while (r.NextKey(out k))
             {
-                switch (k)
+                if ((object)k == (object)"data")
                 {
-                    case "data":
-                        v.Data = r.ReadString();
-                        break;
-                    case "mimeType":
-                        v.MimeType = r.ReadString();
-                        break;
-                    case "uri":
-                        v.Uri = r.ReadString();
-                        break;
-                    default:
-                        r.Skip();
-                        break;
+                    v.Data = r.ReadString();
+                }
+                else if ((object)k == (object)"mimeType")
+                {
+                    v.MimeType = r.ReadString();
+                }
+                else if ((object)k == (object)"uri")
+                {
+                    v.Uri = r.ReadString();
+                }
+                else
+                {
+                    r.Skip();
                 }
             }
             return v;
@@ -667,6 +918,46 @@ namespace Agentstream
 
         internal static ToolKind ParseToolKind(JsonReader r, string s)
         {
+            if ((object)s == (object)"read")
+            {
+                return ToolKind.Read;
+            }
+            if ((object)s == (object)"edit")
+            {
+                return ToolKind.Edit;
+            }
+            if ((object)s == (object)"delete")
+            {
+                return ToolKind.Delete;
+            }
+            if ((object)s == (object)"move")
+            {
+                return ToolKind.Move;
+            }
+            if ((object)s == (object)"search")
+            {
+                return ToolKind.Search;
+            }
+            if ((object)s == (object)"execute")
+            {
+                return ToolKind.Execute;
+            }
+            if ((object)s == (object)"think")
+            {
+                return ToolKind.Think;
+            }
+            if ((object)s == (object)"fetch")
+            {
+                return ToolKind.Fetch;
+            }
+            if ((object)s == (object)"switch_mode")
+            {
+                return ToolKind.SwitchMode;
+            }
+            if ((object)s == (object)"other")
+            {
+                return ToolKind.Other;
+            }
             ToolKind v;
             if (!WireNames.TryParse(s, out v))
             {
@@ -682,6 +973,22 @@ namespace Agentstream
 
         internal static ToolCallStatus ParseToolCallStatus(JsonReader r, string s)
         {
+            if ((object)s == (object)"pending")
+            {
+                return ToolCallStatus.Pending;
+            }
+            if ((object)s == (object)"in_progress")
+            {
+                return ToolCallStatus.InProgress;
+            }
+            if ((object)s == (object)"completed")
+            {
+                return ToolCallStatus.Completed;
+            }
+            if ((object)s == (object)"failed")
+            {
+                return ToolCallStatus.Failed;
+            }
             ToolCallStatus v;
             if (!WireNames.TryParse(s, out v))
             {
@@ -698,12 +1005,22 @@ namespace Agentstream
             }
             r.BeginObject();
             string tag = r.ReadTag("type");
-            switch (tag)
+            if (tag == null)
             {
-                case "content": return ReadWrappedContentBody(r);
-                case "diff": return ReadDiffContentBody(r);
-                default: return new UnknownToolCallContent { Kind = tag, Properties = r.ReadObjectBody("type") };
+                throw r.Error("a ToolCallContent without its " + JsonWriter.Quote("type"));
             }
+            for (int attempt = 0; attempt < 2; attempt++, tag = JsonReader.Canonical(tag))
+            {
+                if ((object)tag == (object)"content")
+                {
+                    return ReadWrappedContentBody(r);
+                }
+                if ((object)tag == (object)"diff")
+                {
+                    return ReadDiffContentBody(r);
+                }
+            }
+            return new UnknownToolCallContent { Kind = tag, Properties = r.ReadObjectBody("type") };
         }
 
         internal static WrappedContent ReadWrappedContentBody(JsonReader r)
@@ -712,14 +1029,13 @@ namespace Agentstream
             string k;
             while (r.NextKey(out k))
             {
-                switch (k)
+                if ((object)k == (object)"content")
                 {
-                    case "content":
-                        v.Content = ReadContentBlock(r);
-                        break;
-                    default:
-                        r.Skip();
-                        break;
+                    v.Content = ReadContentBlock(r);
+                }
+                else
+                {
+                    r.Skip();
                 }
             }
             return v;
@@ -731,20 +1047,21 @@ namespace Agentstream
             string k;
             while (r.NextKey(out k))
             {
-                switch (k)
+                if ((object)k == (object)"path")
                 {
-                    case "path":
-                        v.Path = r.ReadString();
-                        break;
-                    case "oldText":
-                        v.OldText = r.ReadString();
-                        break;
-                    case "newText":
-                        v.NewText = r.ReadString();
-                        break;
-                    default:
-                        r.Skip();
-                        break;
+                    v.Path = r.ReadString();
+                }
+                else if ((object)k == (object)"oldText")
+                {
+                    v.OldText = r.ReadString();
+                }
+                else if ((object)k == (object)"newText")
+                {
+                    v.NewText = r.ReadString();
+                }
+                else
+                {
+                    r.Skip();
                 }
             }
             return v;
@@ -817,17 +1134,17 @@ namespace Agentstream
             string k;
             while (r.NextKey(out k))
             {
-                switch (k)
+                if ((object)k == (object)"path")
                 {
-                    case "path":
-                        v.Path = r.ReadString();
-                        break;
-                    case "line":
-                        v.Line = (r.TryReadNull() ? (ulong?)null : r.ReadUInt64());
-                        break;
-                    default:
-                        r.Skip();
-                        break;
+                    v.Path = r.ReadString();
+                }
+                else if ((object)k == (object)"line")
+                {
+                    v.Line = (r.TryReadNull() ? (ulong?)null : r.ReadUInt64());
+                }
+                else
+                {
+                    r.Skip();
                 }
             }
             return v;
@@ -867,20 +1184,21 @@ namespace Agentstream
             string k;
             while (r.NextKey(out k))
             {
-                switch (k)
+                if ((object)k == (object)"content")
                 {
-                    case "content":
-                        v.Content = r.ReadString();
-                        break;
-                    case "status":
-                        v.Status = ReadPlanEntryStatus(r);
-                        break;
-                    case "priority":
-                        v.Priority = ReadPlanEntryPriority(r);
-                        break;
-                    default:
-                        r.Skip();
-                        break;
+                    v.Content = r.ReadString();
+                }
+                else if ((object)k == (object)"status")
+                {
+                    v.Status = ReadPlanEntryStatus(r);
+                }
+                else if ((object)k == (object)"priority")
+                {
+                    v.Priority = ReadPlanEntryPriority(r);
+                }
+                else
+                {
+                    r.Skip();
                 }
             }
             return v;
@@ -910,6 +1228,18 @@ namespace Agentstream
 
         internal static PlanEntryStatus ParsePlanEntryStatus(JsonReader r, string s)
         {
+            if ((object)s == (object)"pending")
+            {
+                return PlanEntryStatus.Pending;
+            }
+            if ((object)s == (object)"in_progress")
+            {
+                return PlanEntryStatus.InProgress;
+            }
+            if ((object)s == (object)"completed")
+            {
+                return PlanEntryStatus.Completed;
+            }
             PlanEntryStatus v;
             if (!WireNames.TryParse(s, out v))
             {
@@ -925,6 +1255,18 @@ namespace Agentstream
 
         internal static PlanEntryPriority ParsePlanEntryPriority(JsonReader r, string s)
         {
+            if ((object)s == (object)"high")
+            {
+                return PlanEntryPriority.High;
+            }
+            if ((object)s == (object)"medium")
+            {
+                return PlanEntryPriority.Medium;
+            }
+            if ((object)s == (object)"low")
+            {
+                return PlanEntryPriority.Low;
+            }
             PlanEntryPriority v;
             if (!WireNames.TryParse(s, out v))
             {
@@ -940,6 +1282,14 @@ namespace Agentstream
 
         internal static UsageScope ParseUsageScope(JsonReader r, string s)
         {
+            if ((object)s == (object)"call")
+            {
+                return UsageScope.Call;
+            }
+            if ((object)s == (object)"run")
+            {
+                return UsageScope.Run;
+            }
             UsageScope v;
             if (!WireNames.TryParse(s, out v))
             {
@@ -964,26 +1314,29 @@ namespace Agentstream
             string k;
             while (r.NextKey(out k))
             {
-                switch (k)
+                if ((object)k == (object)"promptTokens")
                 {
-                    case "promptTokens":
-                        v.PromptTokens = (r.TryReadNull() ? (ulong?)null : r.ReadUInt64());
-                        break;
-                    case "completionTokens":
-                        v.CompletionTokens = (r.TryReadNull() ? (ulong?)null : r.ReadUInt64());
-                        break;
-                    case "cachedTokens":
-                        v.CachedTokens = (r.TryReadNull() ? (ulong?)null : r.ReadUInt64());
-                        break;
-                    case "costUsd":
-                        v.CostUsd = (r.TryReadNull() ? (double?)null : r.ReadDouble());
-                        break;
-                    case "extra":
-                        v.Extra = r.ReadObject();
-                        break;
-                    default:
-                        r.Skip();
-                        break;
+                    v.PromptTokens = (r.TryReadNull() ? (ulong?)null : r.ReadUInt64());
+                }
+                else if ((object)k == (object)"completionTokens")
+                {
+                    v.CompletionTokens = (r.TryReadNull() ? (ulong?)null : r.ReadUInt64());
+                }
+                else if ((object)k == (object)"cachedTokens")
+                {
+                    v.CachedTokens = (r.TryReadNull() ? (ulong?)null : r.ReadUInt64());
+                }
+                else if ((object)k == (object)"costUsd")
+                {
+                    v.CostUsd = (r.TryReadNull() ? (double?)null : r.ReadDouble());
+                }
+                else if ((object)k == (object)"extra")
+                {
+                    v.ExtraSlot = r.ReadLazyObject();
+                }
+                else
+                {
+                    r.Skip();
                 }
             }
             return v;
@@ -1017,10 +1370,10 @@ namespace Agentstream
                 w.Key("costUsd");
                 w.Number(v.CostUsd.Value);
             }
-            if (v.Extra != null)
+            if (v.ExtraSlot != null)
             {
                 w.Key("extra");
-                w.Any(v.Extra);
+                WriteLazy(w, v.ExtraSlot);
             }
             w.EndObject();
         }
@@ -1041,29 +1394,33 @@ namespace Agentstream
             string k;
             while (r.NextKey(out k))
             {
-                switch (k)
+                if ((object)k == (object)"sandbox_id")
                 {
-                    case "sandbox_id":
-                        v.SandboxId = r.ReadString();
-                        break;
-                    case "sandbox":
-                        v.Sandbox = ReadSandboxState(r);
-                        break;
-                    case "agent":
-                        v.Agent = ReadAgentState(r);
-                        break;
-                    case "timestamp":
-                        v.Timestamp = r.ReadString();
-                        break;
-                    case "browser":
-                        v.Browser = r.ReadMap(r1 => r1.ReadString());
-                        break;
-                    case "reason":
-                        v.Reason = ReadLifecycleReason(r);
-                        break;
-                    default:
-                        r.Skip();
-                        break;
+                    v.SandboxId = r.ReadString();
+                }
+                else if ((object)k == (object)"sandbox")
+                {
+                    v.Sandbox = ReadSandboxState(r);
+                }
+                else if ((object)k == (object)"agent")
+                {
+                    v.Agent = ReadAgentState(r);
+                }
+                else if ((object)k == (object)"timestamp")
+                {
+                    v.Timestamp = r.ReadString();
+                }
+                else if ((object)k == (object)"browser")
+                {
+                    v.Browser = r.ReadMap(r1 => r1.ReadString());
+                }
+                else if ((object)k == (object)"reason")
+                {
+                    v.Reason = ReadLifecycleReason(r);
+                }
+                else
+                {
+                    r.Skip();
                 }
             }
             return v;
@@ -1115,6 +1472,30 @@ namespace Agentstream
 
         internal static SandboxState ParseSandboxState(JsonReader r, string s)
         {
+            if ((object)s == (object)"booting")
+            {
+                return SandboxState.Booting;
+            }
+            if ((object)s == (object)"error")
+            {
+                return SandboxState.Error;
+            }
+            if ((object)s == (object)"ready")
+            {
+                return SandboxState.Ready;
+            }
+            if ((object)s == (object)"running")
+            {
+                return SandboxState.Running;
+            }
+            if ((object)s == (object)"paused")
+            {
+                return SandboxState.Paused;
+            }
+            if ((object)s == (object)"stopped")
+            {
+                return SandboxState.Stopped;
+            }
             SandboxState v;
             if (!WireNames.TryParse(s, out v))
             {
@@ -1130,6 +1511,22 @@ namespace Agentstream
 
         internal static AgentState ParseAgentState(JsonReader r, string s)
         {
+            if ((object)s == (object)"idle")
+            {
+                return AgentState.Idle;
+            }
+            if ((object)s == (object)"running")
+            {
+                return AgentState.Running;
+            }
+            if ((object)s == (object)"interrupted")
+            {
+                return AgentState.Interrupted;
+            }
+            if ((object)s == (object)"error")
+            {
+                return AgentState.Error;
+            }
             AgentState v;
             if (!WireNames.TryParse(s, out v))
             {
@@ -1145,6 +1542,86 @@ namespace Agentstream
 
         internal static LifecycleReason ParseLifecycleReason(JsonReader r, string s)
         {
+            if ((object)s == (object)"browser_ready")
+            {
+                return LifecycleReason.BrowserReady;
+            }
+            if ((object)s == (object)"sandbox_boot")
+            {
+                return LifecycleReason.SandboxBoot;
+            }
+            if ((object)s == (object)"sandbox_ready")
+            {
+                return LifecycleReason.SandboxReady;
+            }
+            if ((object)s == (object)"sandbox_connected")
+            {
+                return LifecycleReason.SandboxConnected;
+            }
+            if ((object)s == (object)"sandbox_pause")
+            {
+                return LifecycleReason.SandboxPause;
+            }
+            if ((object)s == (object)"sandbox_resume")
+            {
+                return LifecycleReason.SandboxResume;
+            }
+            if ((object)s == (object)"sandbox_killed")
+            {
+                return LifecycleReason.SandboxKilled;
+            }
+            if ((object)s == (object)"sandbox_error")
+            {
+                return LifecycleReason.SandboxError;
+            }
+            if ((object)s == (object)"run_start")
+            {
+                return LifecycleReason.RunStart;
+            }
+            if ((object)s == (object)"run_complete")
+            {
+                return LifecycleReason.RunComplete;
+            }
+            if ((object)s == (object)"run_interrupted")
+            {
+                return LifecycleReason.RunInterrupted;
+            }
+            if ((object)s == (object)"run_failed")
+            {
+                return LifecycleReason.RunFailed;
+            }
+            if ((object)s == (object)"run_background_complete")
+            {
+                return LifecycleReason.RunBackgroundComplete;
+            }
+            if ((object)s == (object)"run_background_failed")
+            {
+                return LifecycleReason.RunBackgroundFailed;
+            }
+            if ((object)s == (object)"command_start")
+            {
+                return LifecycleReason.CommandStart;
+            }
+            if ((object)s == (object)"command_complete")
+            {
+                return LifecycleReason.CommandComplete;
+            }
+            if ((object)s == (object)"command_interrupted")
+            {
+                return LifecycleReason.CommandInterrupted;
+            }
+            if ((object)s == (object)"command_failed")
+            {
+                return LifecycleReason.CommandFailed;
+            }
+            if ((object)s == (object)"command_background_complete")
+            {
+                return LifecycleReason.CommandBackgroundComplete;
+            }
+            if ((object)s == (object)"command_background_failed")
+            {
+                return LifecycleReason.CommandBackgroundFailed;
+            }
             LifecycleReason v;
             if (!WireNames.TryParse(s, out v))
             {
@@ -1171,35 +1648,38 @@ namespace Agentstream
             string k;
             while (r.NextKey(out k))
             {
-                switch (k)
+                if ((object)k == (object)"runId")
                 {
-                    case "runId":
-                        v.RunId = r.ReadString();
-                        break;
-                    case "sequence":
-                        v.Sequence = r.ReadUInt64();
-                        break;
-                    case "channel":
-                        tag = r.ReadString();
-                        v.Channel = ParseChannel(r, tag);
-                        break;
-                    case "event":
-                        if (tag != null)
-                        {
-                            v.Event = ReadEnvelopeEvent(r, tag);
-                        }
-                        else
-                        {
-                            eventAt = r.Position;
-                            r.Skip();
-                        }
-                        break;
-                    case "coalesced":
-                        v.Coalesced = (r.TryReadNull() ? (ulong?)null : r.ReadUInt64());
-                        break;
-                    default:
+                    v.RunId = r.ReadString();
+                }
+                else if ((object)k == (object)"sequence")
+                {
+                    v.Sequence = r.ReadUInt64();
+                }
+                else if ((object)k == (object)"channel")
+                {
+                    tag = r.ReadString();
+                    v.Channel = ParseChannel(r, tag);
+                }
+                else if ((object)k == (object)"event")
+                {
+                    if (tag != null)
+                    {
+                        v.Event = ReadEnvelopeEvent(r, tag);
+                    }
+                    else
+                    {
+                        eventAt = r.Position;
                         r.Skip();
-                        break;
+                    }
+                }
+                else if ((object)k == (object)"coalesced")
+                {
+                    v.Coalesced = (r.TryReadNull() ? (ulong?)null : r.ReadUInt64());
+                }
+                else
+                {
+                    r.Skip();
                 }
             }
             if (eventAt >= 0)
@@ -1214,14 +1694,26 @@ namespace Agentstream
 
         static object ReadEnvelopeEvent(JsonReader r, string tag)
         {
-            switch (tag)
+            for (int attempt = 0; attempt < 2; attempt++, tag = JsonReader.Canonical(tag))
             {
-                case "content": return ReadOutputEvent(r);
-                case "lifecycle": return ReadLifecycleEvent(r);
-                case "stdout": return r.ReadString();
-                case "stderr": return r.ReadString();
-                default: return r.ReadAny();
+                if ((object)tag == (object)"content")
+                {
+                    return ReadOutputEvent(r);
+                }
+                if ((object)tag == (object)"lifecycle")
+                {
+                    return ReadLifecycleEvent(r);
+                }
+                if ((object)tag == (object)"stdout")
+                {
+                    return r.ReadString();
+                }
+                if ((object)tag == (object)"stderr")
+                {
+                    return r.ReadString();
+                }
             }
+            return r.ReadAny();
         }
 
         internal static void WriteEnvelope(JsonWriter w, Envelope v)
@@ -1255,6 +1747,22 @@ namespace Agentstream
 
         internal static Channel ParseChannel(JsonReader r, string s)
         {
+            if ((object)s == (object)"content")
+            {
+                return Channel.Content;
+            }
+            if ((object)s == (object)"lifecycle")
+            {
+                return Channel.Lifecycle;
+            }
+            if ((object)s == (object)"stdout")
+            {
+                return Channel.Stdout;
+            }
+            if ((object)s == (object)"stderr")
+            {
+                return Channel.Stderr;
+            }
             Channel v;
             if (!WireNames.TryParse(s, out v))
             {
@@ -1279,32 +1787,37 @@ namespace Agentstream
             string k;
             while (r.NextKey(out k))
             {
-                switch (k)
+                if ((object)k == (object)"type")
                 {
-                    case "type":
-                        v.Type = r.ReadString();
-                        break;
-                    case "run_id":
-                        v.RunId = r.ReadString();
-                        break;
-                    case "agent_id":
-                        v.AgentId = r.ReadString();
-                        break;
-                    case "timestamp":
-                        v.Timestamp = r.ReadString();
-                        break;
-                    case "status":
-                        v.Status = ReadHookStatus(r);
-                        break;
-                    case "sequence":
-                        v.Sequence = r.ReadUInt64();
-                        break;
-                    case "details":
-                        v.Details = r.ReadObject();
-                        break;
-                    default:
-                        r.Skip();
-                        break;
+                    v.Type = r.ReadString();
+                }
+                else if ((object)k == (object)"run_id")
+                {
+                    v.RunId = r.ReadString();
+                }
+                else if ((object)k == (object)"agent_id")
+                {
+                    v.AgentId = r.ReadString();
+                }
+                else if ((object)k == (object)"timestamp")
+                {
+                    v.Timestamp = r.ReadString();
+                }
+                else if ((object)k == (object)"status")
+                {
+                    v.Status = ReadHookStatus(r);
+                }
+                else if ((object)k == (object)"sequence")
+                {
+                    v.Sequence = r.ReadUInt64();
+                }
+                else if ((object)k == (object)"details")
+                {
+                    v.DetailsSlot = r.ReadLazyObject();
+                }
+                else
+                {
+                    r.Skip();
                 }
             }
             return v;
@@ -1330,10 +1843,10 @@ namespace Agentstream
             w.String(v.Status.ToWire());
             w.Key("sequence");
             w.Number(v.Sequence);
-            if (v.Details != null)
+            if (v.DetailsSlot != null)
             {
                 w.Key("details");
-                w.Any(v.Details);
+                WriteLazy(w, v.DetailsSlot);
             }
             w.EndObject();
         }
@@ -1345,6 +1858,26 @@ namespace Agentstream
 
         internal static HookStatus ParseHookStatus(JsonReader r, string s)
         {
+            if ((object)s == (object)"running")
+            {
+                return HookStatus.Running;
+            }
+            if ((object)s == (object)"completed")
+            {
+                return HookStatus.Completed;
+            }
+            if ((object)s == (object)"failed")
+            {
+                return HookStatus.Failed;
+            }
+            if ((object)s == (object)"cancelled")
+            {
+                return HookStatus.Cancelled;
+            }
+            if ((object)s == (object)"stopped")
+            {
+                return HookStatus.Stopped;
+            }
             HookStatus v;
             if (!WireNames.TryParse(s, out v))
             {
@@ -1360,6 +1893,74 @@ namespace Agentstream
 
         internal static ErrorKind ParseErrorKind(JsonReader r, string s)
         {
+            if ((object)s == (object)"harness_not_found")
+            {
+                return ErrorKind.HarnessNotFound;
+            }
+            if ((object)s == (object)"already_running")
+            {
+                return ErrorKind.AlreadyRunning;
+            }
+            if ((object)s == (object)"spawn_failed")
+            {
+                return ErrorKind.SpawnFailed;
+            }
+            if ((object)s == (object)"invalid_argument")
+            {
+                return ErrorKind.InvalidArgument;
+            }
+            if ((object)s == (object)"cancelled")
+            {
+                return ErrorKind.Cancelled;
+            }
+            if ((object)s == (object)"timeout")
+            {
+                return ErrorKind.Timeout;
+            }
+            if ((object)s == (object)"decode_limit")
+            {
+                return ErrorKind.DecodeLimit;
+            }
+            if ((object)s == (object)"internal")
+            {
+                return ErrorKind.Internal;
+            }
+            if ((object)s == (object)"not_running")
+            {
+                return ErrorKind.NotRunning;
+            }
+            if ((object)s == (object)"null_argument")
+            {
+                return ErrorKind.NullArgument;
+            }
+            if ((object)s == (object)"invalid_handle")
+            {
+                return ErrorKind.InvalidHandle;
+            }
+            if ((object)s == (object)"busy")
+            {
+                return ErrorKind.Busy;
+            }
+            if ((object)s == (object)"buffer_too_small")
+            {
+                return ErrorKind.BufferTooSmall;
+            }
+            if ((object)s == (object)"still_running")
+            {
+                return ErrorKind.StillRunning;
+            }
+            if ((object)s == (object)"panic")
+            {
+                return ErrorKind.Panic;
+            }
+            if ((object)s == (object)"cannot_resume")
+            {
+                return ErrorKind.CannotResume;
+            }
+            if ((object)s == (object)"unsupported")
+            {
+                return ErrorKind.Unsupported;
+            }
             ErrorKind v;
             if (!WireNames.TryParse(s, out v))
             {
@@ -1384,14 +1985,13 @@ namespace Agentstream
             string k;
             while (r.NextKey(out k))
             {
-                switch (k)
+                if ((object)k == (object)"operation")
                 {
-                    case "operation":
-                        v.Operation = ReadRunOperation(r);
-                        break;
-                    default:
-                        r.Skip();
-                        break;
+                    v.Operation = ReadRunOperation(r);
+                }
+                else
+                {
+                    r.Skip();
                 }
             }
             return v;
@@ -1417,6 +2017,14 @@ namespace Agentstream
 
         internal static RunOperation ParseRunOperation(JsonReader r, string s)
         {
+            if ((object)s == (object)"run")
+            {
+                return RunOperation.Run;
+            }
+            if ((object)s == (object)"command")
+            {
+                return RunOperation.Command;
+            }
             RunOperation v;
             if (!WireNames.TryParse(s, out v))
             {
@@ -1441,20 +2049,21 @@ namespace Agentstream
             string k;
             while (r.NextKey(out k))
             {
-                switch (k)
+                if ((object)k == (object)"step_index")
                 {
-                    case "step_index":
-                        v.StepIndex = r.ReadUInt64();
-                        break;
-                    case "message_id":
-                        v.MessageId = r.ReadString();
-                        break;
-                    case "model":
-                        v.Model = r.ReadString();
-                        break;
-                    default:
-                        r.Skip();
-                        break;
+                    v.StepIndex = r.ReadUInt64();
+                }
+                else if ((object)k == (object)"message_id")
+                {
+                    v.MessageId = r.ReadString();
+                }
+                else if ((object)k == (object)"model")
+                {
+                    v.Model = r.ReadString();
+                }
+                else
+                {
+                    r.Skip();
                 }
             }
             return v;
@@ -1499,23 +2108,25 @@ namespace Agentstream
             string k;
             while (r.NextKey(out k))
             {
-                switch (k)
+                if ((object)k == (object)"step_index")
                 {
-                    case "step_index":
-                        v.StepIndex = r.ReadUInt64();
-                        break;
-                    case "message_id":
-                        v.MessageId = r.ReadString();
-                        break;
-                    case "model":
-                        v.Model = r.ReadString();
-                        break;
-                    case "usage":
-                        v.Usage = ReadTokenUsage(r);
-                        break;
-                    default:
-                        r.Skip();
-                        break;
+                    v.StepIndex = r.ReadUInt64();
+                }
+                else if ((object)k == (object)"message_id")
+                {
+                    v.MessageId = r.ReadString();
+                }
+                else if ((object)k == (object)"model")
+                {
+                    v.Model = r.ReadString();
+                }
+                else if ((object)k == (object)"usage")
+                {
+                    v.Usage = ReadTokenUsage(r);
+                }
+                else
+                {
+                    r.Skip();
                 }
             }
             return v;
@@ -1565,29 +2176,33 @@ namespace Agentstream
             string k;
             while (r.NextKey(out k))
             {
-                switch (k)
+                if ((object)k == (object)"step_index")
                 {
-                    case "step_index":
-                        v.StepIndex = r.ReadUInt64();
-                        break;
-                    case "tool_call_id":
-                        v.ToolCallId = r.ReadString();
-                        break;
-                    case "tool_name":
-                        v.ToolName = r.ReadString();
-                        break;
-                    case "kind":
-                        v.Kind = ReadToolKind(r);
-                        break;
-                    case "title":
-                        v.Title = r.ReadString();
-                        break;
-                    case "arguments":
-                        v.Arguments = r.ReadAny();
-                        break;
-                    default:
-                        r.Skip();
-                        break;
+                    v.StepIndex = r.ReadUInt64();
+                }
+                else if ((object)k == (object)"tool_call_id")
+                {
+                    v.ToolCallId = r.ReadString();
+                }
+                else if ((object)k == (object)"tool_name")
+                {
+                    v.ToolName = r.ReadString();
+                }
+                else if ((object)k == (object)"kind")
+                {
+                    v.Kind = ReadToolKind(r);
+                }
+                else if ((object)k == (object)"title")
+                {
+                    v.Title = r.ReadString();
+                }
+                else if ((object)k == (object)"arguments")
+                {
+                    v.ArgumentsSlot = r.ReadLazy();
+                }
+                else
+                {
+                    r.Skip();
                 }
             }
             return v;
@@ -1614,10 +2229,10 @@ namespace Agentstream
             w.String(v.Kind.ToWire());
             w.Key("title");
             w.String(v.Title);
-            if (v.Arguments != null)
+            if (v.ArgumentsSlot != null)
             {
                 w.Key("arguments");
-                WriteValue(w, v.Arguments);
+                WriteLazy(w, v.ArgumentsSlot);
             }
             w.EndObject();
         }
@@ -1638,23 +2253,25 @@ namespace Agentstream
             string k;
             while (r.NextKey(out k))
             {
-                switch (k)
+                if ((object)k == (object)"step_index")
                 {
-                    case "step_index":
-                        v.StepIndex = r.ReadUInt64();
-                        break;
-                    case "tool_call_id":
-                        v.ToolCallId = r.ReadString();
-                        break;
-                    case "tool_name":
-                        v.ToolName = r.ReadString();
-                        break;
-                    case "result":
-                        v.Result = r.ReadString();
-                        break;
-                    default:
-                        r.Skip();
-                        break;
+                    v.StepIndex = r.ReadUInt64();
+                }
+                else if ((object)k == (object)"tool_call_id")
+                {
+                    v.ToolCallId = r.ReadString();
+                }
+                else if ((object)k == (object)"tool_name")
+                {
+                    v.ToolName = r.ReadString();
+                }
+                else if ((object)k == (object)"result")
+                {
+                    v.Result = r.ReadString();
+                }
+                else
+                {
+                    r.Skip();
                 }
             }
             return v;
@@ -1698,26 +2315,29 @@ namespace Agentstream
             string k;
             while (r.NextKey(out k))
             {
-                switch (k)
+                if ((object)k == (object)"step_index")
                 {
-                    case "step_index":
-                        v.StepIndex = r.ReadUInt64();
-                        break;
-                    case "tool_call_id":
-                        v.ToolCallId = r.ReadString();
-                        break;
-                    case "tool_name":
-                        v.ToolName = r.ReadString();
-                        break;
-                    case "output":
-                        v.Output = r.ReadString();
-                        break;
-                    case "raw_output":
-                        v.RawOutput = r.ReadAny();
-                        break;
-                    default:
-                        r.Skip();
-                        break;
+                    v.StepIndex = r.ReadUInt64();
+                }
+                else if ((object)k == (object)"tool_call_id")
+                {
+                    v.ToolCallId = r.ReadString();
+                }
+                else if ((object)k == (object)"tool_name")
+                {
+                    v.ToolName = r.ReadString();
+                }
+                else if ((object)k == (object)"output")
+                {
+                    v.Output = r.ReadString();
+                }
+                else if ((object)k == (object)"raw_output")
+                {
+                    v.RawOutputSlot = r.ReadLazy();
+                }
+                else
+                {
+                    r.Skip();
                 }
             }
             return v;
@@ -1742,10 +2362,10 @@ namespace Agentstream
             }
             w.Key("output");
             w.String(v.Output);
-            if (v.RawOutput != null)
+            if (v.RawOutputSlot != null)
             {
                 w.Key("raw_output");
-                WriteValue(w, v.RawOutput);
+                WriteLazy(w, v.RawOutputSlot);
             }
             w.EndObject();
         }
@@ -1766,26 +2386,29 @@ namespace Agentstream
             string k;
             while (r.NextKey(out k))
             {
-                switch (k)
+                if ((object)k == (object)"step_index")
                 {
-                    case "step_index":
-                        v.StepIndex = r.ReadUInt64();
-                        break;
-                    case "tool_call_id":
-                        v.ToolCallId = r.ReadString();
-                        break;
-                    case "tool_name":
-                        v.ToolName = r.ReadString();
-                        break;
-                    case "error":
-                        v.Error = r.ReadString();
-                        break;
-                    case "retryable":
-                        v.Retryable = (r.TryReadNull() ? (bool?)null : r.ReadBool());
-                        break;
-                    default:
-                        r.Skip();
-                        break;
+                    v.StepIndex = r.ReadUInt64();
+                }
+                else if ((object)k == (object)"tool_call_id")
+                {
+                    v.ToolCallId = r.ReadString();
+                }
+                else if ((object)k == (object)"tool_name")
+                {
+                    v.ToolName = r.ReadString();
+                }
+                else if ((object)k == (object)"error")
+                {
+                    v.Error = r.ReadString();
+                }
+                else if ((object)k == (object)"retryable")
+                {
+                    v.Retryable = (r.TryReadNull() ? (bool?)null : r.ReadBool());
+                }
+                else
+                {
+                    r.Skip();
                 }
             }
             return v;
@@ -1834,23 +2457,25 @@ namespace Agentstream
             string k;
             while (r.NextKey(out k))
             {
-                switch (k)
+                if ((object)k == (object)"step_index")
                 {
-                    case "step_index":
-                        v.StepIndex = r.ReadUInt64();
-                        break;
-                    case "tool_call_id":
-                        v.ToolCallId = r.ReadString();
-                        break;
-                    case "tool_name":
-                        v.ToolName = r.ReadString();
-                        break;
-                    case "detail":
-                        v.Detail = r.ReadString();
-                        break;
-                    default:
-                        r.Skip();
-                        break;
+                    v.StepIndex = r.ReadUInt64();
+                }
+                else if ((object)k == (object)"tool_call_id")
+                {
+                    v.ToolCallId = r.ReadString();
+                }
+                else if ((object)k == (object)"tool_name")
+                {
+                    v.ToolName = r.ReadString();
+                }
+                else if ((object)k == (object)"detail")
+                {
+                    v.Detail = r.ReadString();
+                }
+                else
+                {
+                    r.Skip();
                 }
             }
             return v;
@@ -1894,17 +2519,17 @@ namespace Agentstream
             string k;
             while (r.NextKey(out k))
             {
-                switch (k)
+                if ((object)k == (object)"step_index")
                 {
-                    case "step_index":
-                        v.StepIndex = r.ReadUInt64();
-                        break;
-                    case "pause":
-                        v.Pause = ReadHookPause(r);
-                        break;
-                    default:
-                        r.Skip();
-                        break;
+                    v.StepIndex = r.ReadUInt64();
+                }
+                else if ((object)k == (object)"pause")
+                {
+                    v.Pause = ReadHookPause(r);
+                }
+                else
+                {
+                    r.Skip();
                 }
             }
             return v;
@@ -1941,23 +2566,25 @@ namespace Agentstream
             string k;
             while (r.NextKey(out k))
             {
-                switch (k)
+                if ((object)k == (object)"kind")
                 {
-                    case "kind":
-                        v.Kind = ReadPauseKind(r);
-                        break;
-                    case "tool_call_id":
-                        v.ToolCallId = r.ReadString();
-                        break;
-                    case "tool_name":
-                        v.ToolName = r.ReadString();
-                        break;
-                    case "reason":
-                        v.Reason = r.ReadString();
-                        break;
-                    default:
-                        r.Skip();
-                        break;
+                    v.Kind = ReadPauseKind(r);
+                }
+                else if ((object)k == (object)"tool_call_id")
+                {
+                    v.ToolCallId = r.ReadString();
+                }
+                else if ((object)k == (object)"tool_name")
+                {
+                    v.ToolName = r.ReadString();
+                }
+                else if ((object)k == (object)"reason")
+                {
+                    v.Reason = r.ReadString();
+                }
+                else
+                {
+                    r.Skip();
                 }
             }
             return v;
@@ -1989,6 +2616,10 @@ namespace Agentstream
 
         internal static PauseKind ParsePauseKind(JsonReader r, string s)
         {
+            if ((object)s == (object)"permission")
+            {
+                return PauseKind.Permission;
+            }
             PauseKind v;
             if (!WireNames.TryParse(s, out v))
             {
@@ -2013,17 +2644,17 @@ namespace Agentstream
             string k;
             while (r.NextKey(out k))
             {
-                switch (k)
+                if ((object)k == (object)"step_index")
                 {
-                    case "step_index":
-                        v.StepIndex = r.ReadUInt64();
-                        break;
-                    case "delta":
-                        v.Delta = r.ReadString();
-                        break;
-                    default:
-                        r.Skip();
-                        break;
+                    v.StepIndex = r.ReadUInt64();
+                }
+                else if ((object)k == (object)"delta")
+                {
+                    v.Delta = r.ReadString();
+                }
+                else
+                {
+                    r.Skip();
                 }
             }
             return v;
@@ -2060,17 +2691,17 @@ namespace Agentstream
             string k;
             while (r.NextKey(out k))
             {
-                switch (k)
+                if ((object)k == (object)"output")
                 {
-                    case "output":
-                        v.Output = r.ReadString();
-                        break;
-                    case "usage":
-                        v.Usage = ReadUsageTotals(r);
-                        break;
-                    default:
-                        r.Skip();
-                        break;
+                    v.Output = r.ReadString();
+                }
+                else if ((object)k == (object)"usage")
+                {
+                    v.Usage = ReadUsageTotals(r);
+                }
+                else
+                {
+                    r.Skip();
                 }
             }
             return v;
@@ -2110,23 +2741,25 @@ namespace Agentstream
             string k;
             while (r.NextKey(out k))
             {
-                switch (k)
+                if ((object)k == (object)"promptTokens")
                 {
-                    case "promptTokens":
-                        v.PromptTokens = (r.TryReadNull() ? (ulong?)null : r.ReadUInt64());
-                        break;
-                    case "completionTokens":
-                        v.CompletionTokens = (r.TryReadNull() ? (ulong?)null : r.ReadUInt64());
-                        break;
-                    case "cachedTokens":
-                        v.CachedTokens = (r.TryReadNull() ? (ulong?)null : r.ReadUInt64());
-                        break;
-                    case "costUsd":
-                        v.CostUsd = (r.TryReadNull() ? (double?)null : r.ReadDouble());
-                        break;
-                    default:
-                        r.Skip();
-                        break;
+                    v.PromptTokens = (r.TryReadNull() ? (ulong?)null : r.ReadUInt64());
+                }
+                else if ((object)k == (object)"completionTokens")
+                {
+                    v.CompletionTokens = (r.TryReadNull() ? (ulong?)null : r.ReadUInt64());
+                }
+                else if ((object)k == (object)"cachedTokens")
+                {
+                    v.CachedTokens = (r.TryReadNull() ? (ulong?)null : r.ReadUInt64());
+                }
+                else if ((object)k == (object)"costUsd")
+                {
+                    v.CostUsd = (r.TryReadNull() ? (double?)null : r.ReadDouble());
+                }
+                else
+                {
+                    r.Skip();
                 }
             }
             return v;
@@ -2179,14 +2812,13 @@ namespace Agentstream
             string k;
             while (r.NextKey(out k))
             {
-                switch (k)
+                if ((object)k == (object)"error")
                 {
-                    case "error":
-                        v.Error = r.ReadString();
-                        break;
-                    default:
-                        r.Skip();
-                        break;
+                    v.Error = r.ReadString();
+                }
+                else
+                {
+                    r.Skip();
                 }
             }
             return v;
@@ -2221,20 +2853,21 @@ namespace Agentstream
             string k;
             while (r.NextKey(out k))
             {
-                switch (k)
+                if ((object)k == (object)"reason")
                 {
-                    case "reason":
-                        v.Reason = r.ReadString();
-                        break;
-                    case "last_sequence":
-                        v.LastSequence = r.ReadInt64();
-                        break;
-                    case "usage":
-                        v.Usage = ReadUsageTotals(r);
-                        break;
-                    default:
-                        r.Skip();
-                        break;
+                    v.Reason = r.ReadString();
+                }
+                else if ((object)k == (object)"last_sequence")
+                {
+                    v.LastSequence = r.ReadInt64();
+                }
+                else if ((object)k == (object)"usage")
+                {
+                    v.Usage = ReadUsageTotals(r);
+                }
+                else
+                {
+                    r.Skip();
                 }
             }
             return v;
@@ -2276,17 +2909,17 @@ namespace Agentstream
             string k;
             while (r.NextKey(out k))
             {
-                switch (k)
+                if ((object)k == (object)"stop_reason")
                 {
-                    case "stop_reason":
-                        v.StopReason = r.ReadString();
-                        break;
-                    case "usage":
-                        v.Usage = ReadUsageTotals(r);
-                        break;
-                    default:
-                        r.Skip();
-                        break;
+                    v.StopReason = r.ReadString();
+                }
+                else if ((object)k == (object)"usage")
+                {
+                    v.Usage = ReadUsageTotals(r);
+                }
+                else
+                {
+                    r.Skip();
                 }
             }
             return v;
@@ -2326,59 +2959,73 @@ namespace Agentstream
             string k;
             while (r.NextKey(out k))
             {
-                switch (k)
+                if ((object)k == (object)"run_id")
                 {
-                    case "run_id":
-                        v.RunId = r.ReadString();
-                        break;
-                    case "state":
-                        v.State = ReadRunState(r);
-                        break;
-                    case "exit_code":
-                        v.ExitCode = (r.TryReadNull() ? (int?)null : r.ReadInt32());
-                        break;
-                    case "signal":
-                        v.Signal = (r.TryReadNull() ? (int?)null : r.ReadInt32());
-                        break;
-                    case "session_id":
-                        v.SessionId = r.ReadString();
-                        break;
-                    case "usage":
-                        v.Usage = ReadUsageTotals(r);
-                        break;
-                    case "final_text":
-                        v.FinalText = r.ReadString();
-                        break;
-                    case "error":
-                        v.Error = r.ReadString();
-                        break;
-                    case "cancel_reason":
-                        v.CancelReason = r.ReadString();
-                        break;
-                    case "cancel_kind":
-                        v.CancelKind = (r.TryReadNull() ? (CancelKind?)null : ReadCancelKind(r));
-                        break;
-                    case "pressure":
-                        v.Pressure = ReadPressure(r);
-                        break;
-                    case "stats":
-                        v.Stats = ReadDecodeStats(r);
-                        break;
-                    case "last_sequence":
-                        v.LastSequence = r.ReadUInt64();
-                        break;
-                    case "diagnostics":
-                        v.Diagnostics = r.ReadList(r1 => r1.ReadString());
-                        break;
-                    case "duration_ms":
-                        v.DurationMs = r.ReadUInt64();
-                        break;
-                    case "handler_errors":
-                        v.HandlerErrors = r.ReadUInt64();
-                        break;
-                    default:
-                        r.Skip();
-                        break;
+                    v.RunId = r.ReadString();
+                }
+                else if ((object)k == (object)"state")
+                {
+                    v.State = ReadRunState(r);
+                }
+                else if ((object)k == (object)"exit_code")
+                {
+                    v.ExitCode = (r.TryReadNull() ? (int?)null : r.ReadInt32());
+                }
+                else if ((object)k == (object)"signal")
+                {
+                    v.Signal = (r.TryReadNull() ? (int?)null : r.ReadInt32());
+                }
+                else if ((object)k == (object)"session_id")
+                {
+                    v.SessionId = r.ReadString();
+                }
+                else if ((object)k == (object)"usage")
+                {
+                    v.Usage = ReadUsageTotals(r);
+                }
+                else if ((object)k == (object)"final_text")
+                {
+                    v.FinalText = r.ReadString();
+                }
+                else if ((object)k == (object)"error")
+                {
+                    v.Error = r.ReadString();
+                }
+                else if ((object)k == (object)"cancel_reason")
+                {
+                    v.CancelReason = r.ReadString();
+                }
+                else if ((object)k == (object)"cancel_kind")
+                {
+                    v.CancelKind = (r.TryReadNull() ? (CancelKind?)null : ReadCancelKind(r));
+                }
+                else if ((object)k == (object)"pressure")
+                {
+                    v.Pressure = ReadPressure(r);
+                }
+                else if ((object)k == (object)"stats")
+                {
+                    v.Stats = ReadDecodeStats(r);
+                }
+                else if ((object)k == (object)"last_sequence")
+                {
+                    v.LastSequence = r.ReadUInt64();
+                }
+                else if ((object)k == (object)"diagnostics")
+                {
+                    v.Diagnostics = r.ReadList(r1 => r1.ReadString());
+                }
+                else if ((object)k == (object)"duration_ms")
+                {
+                    v.DurationMs = r.ReadUInt64();
+                }
+                else if ((object)k == (object)"handler_errors")
+                {
+                    v.HandlerErrors = r.ReadUInt64();
+                }
+                else
+                {
+                    r.Skip();
                 }
             }
             return v;
@@ -2470,6 +3117,18 @@ namespace Agentstream
 
         internal static RunState ParseRunState(JsonReader r, string s)
         {
+            if ((object)s == (object)"completed")
+            {
+                return RunState.Completed;
+            }
+            if ((object)s == (object)"failed")
+            {
+                return RunState.Failed;
+            }
+            if ((object)s == (object)"cancelled")
+            {
+                return RunState.Cancelled;
+            }
             RunState v;
             if (!WireNames.TryParse(s, out v))
             {
@@ -2485,6 +3144,22 @@ namespace Agentstream
 
         internal static CancelKind ParseCancelKind(JsonReader r, string s)
         {
+            if ((object)s == (object)"caller")
+            {
+                return CancelKind.Caller;
+            }
+            if ((object)s == (object)"reader_left")
+            {
+                return CancelKind.ReaderLeft;
+            }
+            if ((object)s == (object)"stalled")
+            {
+                return CancelKind.Stalled;
+            }
+            if ((object)s == (object)"timeout")
+            {
+                return CancelKind.Timeout;
+            }
             CancelKind v;
             if (!WireNames.TryParse(s, out v))
             {
@@ -2509,38 +3184,45 @@ namespace Agentstream
             string k;
             while (r.NextKey(out k))
             {
-                switch (k)
+                if ((object)k == (object)"buffered")
                 {
-                    case "buffered":
-                        v.Buffered = r.ReadUInt64();
-                        break;
-                    case "bytes":
-                        v.Bytes = r.ReadUInt64();
-                        break;
-                    case "peak":
-                        v.Peak = r.ReadUInt64();
-                        break;
-                    case "peak_bytes":
-                        v.PeakBytes = r.ReadUInt64();
-                        break;
-                    case "coalesced":
-                        v.Coalesced = r.ReadUInt64();
-                        break;
-                    case "oversize":
-                        v.Oversize = r.ReadUInt64();
-                        break;
-                    case "stalled":
-                        v.Stalled = r.ReadBool();
-                        break;
-                    case "dropped_after_terminal":
-                        v.DroppedAfterTerminal = r.ReadUInt64();
-                        break;
-                    case "refused_terminals":
-                        v.RefusedTerminals = r.ReadUInt64();
-                        break;
-                    default:
-                        r.Skip();
-                        break;
+                    v.Buffered = r.ReadUInt64();
+                }
+                else if ((object)k == (object)"bytes")
+                {
+                    v.Bytes = r.ReadUInt64();
+                }
+                else if ((object)k == (object)"peak")
+                {
+                    v.Peak = r.ReadUInt64();
+                }
+                else if ((object)k == (object)"peak_bytes")
+                {
+                    v.PeakBytes = r.ReadUInt64();
+                }
+                else if ((object)k == (object)"coalesced")
+                {
+                    v.Coalesced = r.ReadUInt64();
+                }
+                else if ((object)k == (object)"oversize")
+                {
+                    v.Oversize = r.ReadUInt64();
+                }
+                else if ((object)k == (object)"stalled")
+                {
+                    v.Stalled = r.ReadBool();
+                }
+                else if ((object)k == (object)"dropped_after_terminal")
+                {
+                    v.DroppedAfterTerminal = r.ReadUInt64();
+                }
+                else if ((object)k == (object)"refused_terminals")
+                {
+                    v.RefusedTerminals = r.ReadUInt64();
+                }
+                else
+                {
+                    r.Skip();
                 }
             }
             return v;
@@ -2591,41 +3273,49 @@ namespace Agentstream
             string k;
             while (r.NextKey(out k))
             {
-                switch (k)
+                if ((object)k == (object)"bytes")
                 {
-                    case "bytes":
-                        v.Bytes = r.ReadUInt64();
-                        break;
-                    case "lines":
-                        v.Lines = r.ReadUInt64();
-                        break;
-                    case "events":
-                        v.Events = r.ReadUInt64();
-                        break;
-                    case "blank_lines":
-                        v.BlankLines = r.ReadUInt64();
-                        break;
-                    case "invalid_json":
-                        v.InvalidJson = r.ReadUInt64();
-                        break;
-                    case "non_object":
-                        v.NonObject = r.ReadUInt64();
-                        break;
-                    case "unknown_type":
-                        v.UnknownType = r.ReadUInt64();
-                        break;
-                    case "unexpected_shape":
-                        v.UnexpectedShape = r.ReadUInt64();
-                        break;
-                    case "oversize_lines":
-                        v.OversizeLines = r.ReadUInt64();
-                        break;
-                    case "invalid_utf8_lines":
-                        v.InvalidUtf8Lines = r.ReadUInt64();
-                        break;
-                    default:
-                        r.Skip();
-                        break;
+                    v.Bytes = r.ReadUInt64();
+                }
+                else if ((object)k == (object)"lines")
+                {
+                    v.Lines = r.ReadUInt64();
+                }
+                else if ((object)k == (object)"events")
+                {
+                    v.Events = r.ReadUInt64();
+                }
+                else if ((object)k == (object)"blank_lines")
+                {
+                    v.BlankLines = r.ReadUInt64();
+                }
+                else if ((object)k == (object)"invalid_json")
+                {
+                    v.InvalidJson = r.ReadUInt64();
+                }
+                else if ((object)k == (object)"non_object")
+                {
+                    v.NonObject = r.ReadUInt64();
+                }
+                else if ((object)k == (object)"unknown_type")
+                {
+                    v.UnknownType = r.ReadUInt64();
+                }
+                else if ((object)k == (object)"unexpected_shape")
+                {
+                    v.UnexpectedShape = r.ReadUInt64();
+                }
+                else if ((object)k == (object)"oversize_lines")
+                {
+                    v.OversizeLines = r.ReadUInt64();
+                }
+                else if ((object)k == (object)"invalid_utf8_lines")
+                {
+                    v.InvalidUtf8Lines = r.ReadUInt64();
+                }
+                else
+                {
+                    r.Skip();
                 }
             }
             return v;
@@ -2670,13 +3360,26 @@ namespace Agentstream
             }
             r.BeginObject();
             string tag = r.ReadTag("state");
-            switch (tag)
+            if (tag == null)
             {
-                case "completed": return ReadRunOutcomeCompletedBody(r);
-                case "failed": return ReadRunOutcomeFailedBody(r);
-                case "cancelled": return ReadRunOutcomeCancelledBody(r);
-                default: return new UnknownRunOutcome { Kind = tag, Properties = r.ReadObjectBody("state") };
+                throw r.Error("a RunOutcome without its " + JsonWriter.Quote("state"));
             }
+            for (int attempt = 0; attempt < 2; attempt++, tag = JsonReader.Canonical(tag))
+            {
+                if ((object)tag == (object)"completed")
+                {
+                    return ReadRunOutcomeCompletedBody(r);
+                }
+                if ((object)tag == (object)"failed")
+                {
+                    return ReadRunOutcomeFailedBody(r);
+                }
+                if ((object)tag == (object)"cancelled")
+                {
+                    return ReadRunOutcomeCancelledBody(r);
+                }
+            }
+            return new UnknownRunOutcome { Kind = tag, Properties = r.ReadObjectBody("state") };
         }
 
         internal static RunOutcomeCompleted ReadRunOutcomeCompletedBody(JsonReader r)
@@ -2685,12 +3388,7 @@ namespace Agentstream
             string k;
             while (r.NextKey(out k))
             {
-                switch (k)
-                {
-                    default:
-                        r.Skip();
-                        break;
-                }
+                r.Skip();
             }
             return v;
         }
@@ -2701,17 +3399,17 @@ namespace Agentstream
             string k;
             while (r.NextKey(out k))
             {
-                switch (k)
+                if ((object)k == (object)"error")
                 {
-                    case "error":
-                        v.Error = r.ReadString();
-                        break;
-                    case "detail":
-                        v.Detail = r.ReadString();
-                        break;
-                    default:
-                        r.Skip();
-                        break;
+                    v.Error = r.ReadString();
+                }
+                else if ((object)k == (object)"detail")
+                {
+                    v.Detail = r.ReadString();
+                }
+                else
+                {
+                    r.Skip();
                 }
             }
             return v;
@@ -2723,14 +3421,13 @@ namespace Agentstream
             string k;
             while (r.NextKey(out k))
             {
-                switch (k)
+                if ((object)k == (object)"reason")
                 {
-                    case "reason":
-                        v.Reason = ReadCancelReason(r);
-                        break;
-                    default:
-                        r.Skip();
-                        break;
+                    v.Reason = ReadCancelReason(r);
+                }
+                else
+                {
+                    r.Skip();
                 }
             }
             return v;
@@ -2802,14 +3499,30 @@ namespace Agentstream
             }
             r.BeginObject();
             string tag = r.ReadTag("kind");
-            switch (tag)
+            if (tag == null)
             {
-                case "caller": return ReadCancelReasonCallerBody(r);
-                case "reader_left": return ReadCancelReasonReaderLeftBody(r);
-                case "stalled": return ReadCancelReasonStalledBody(r);
-                case "timeout": return ReadCancelReasonTimeoutBody(r);
-                default: return new UnknownCancelReason { Kind = tag, Properties = r.ReadObjectBody("kind") };
+                throw r.Error("a CancelReason without its " + JsonWriter.Quote("kind"));
             }
+            for (int attempt = 0; attempt < 2; attempt++, tag = JsonReader.Canonical(tag))
+            {
+                if ((object)tag == (object)"caller")
+                {
+                    return ReadCancelReasonCallerBody(r);
+                }
+                if ((object)tag == (object)"reader_left")
+                {
+                    return ReadCancelReasonReaderLeftBody(r);
+                }
+                if ((object)tag == (object)"stalled")
+                {
+                    return ReadCancelReasonStalledBody(r);
+                }
+                if ((object)tag == (object)"timeout")
+                {
+                    return ReadCancelReasonTimeoutBody(r);
+                }
+            }
+            return new UnknownCancelReason { Kind = tag, Properties = r.ReadObjectBody("kind") };
         }
 
         internal static CancelReasonCaller ReadCancelReasonCallerBody(JsonReader r)
@@ -2818,14 +3531,13 @@ namespace Agentstream
             string k;
             while (r.NextKey(out k))
             {
-                switch (k)
+                if ((object)k == (object)"detail")
                 {
-                    case "detail":
-                        v.Detail = r.ReadString();
-                        break;
-                    default:
-                        r.Skip();
-                        break;
+                    v.Detail = r.ReadString();
+                }
+                else
+                {
+                    r.Skip();
                 }
             }
             return v;
@@ -2837,12 +3549,7 @@ namespace Agentstream
             string k;
             while (r.NextKey(out k))
             {
-                switch (k)
-                {
-                    default:
-                        r.Skip();
-                        break;
-                }
+                r.Skip();
             }
             return v;
         }
@@ -2853,12 +3560,7 @@ namespace Agentstream
             string k;
             while (r.NextKey(out k))
             {
-                switch (k)
-                {
-                    default:
-                        r.Skip();
-                        break;
-                }
+                r.Skip();
             }
             return v;
         }
@@ -2869,12 +3571,7 @@ namespace Agentstream
             string k;
             while (r.NextKey(out k))
             {
-                switch (k)
-                {
-                    default:
-                        r.Skip();
-                        break;
-                }
+                r.Skip();
             }
             return v;
         }
@@ -2958,17 +3655,17 @@ namespace Agentstream
             string k;
             while (r.NextKey(out k))
             {
-                switch (k)
+                if ((object)k == (object)"line")
                 {
-                    case "line":
-                        v.Line = r.ReadUInt64();
-                        break;
-                    case "message":
-                        v.Message = r.ReadString();
-                        break;
-                    default:
-                        r.Skip();
-                        break;
+                    v.Line = r.ReadUInt64();
+                }
+                else if ((object)k == (object)"message")
+                {
+                    v.Message = r.ReadString();
+                }
+                else
+                {
+                    r.Skip();
                 }
             }
             return v;
@@ -2996,12 +3693,52 @@ namespace Agentstream
 
         internal static Agent ParseAgent(JsonReader r, string s)
         {
+            if ((object)s == (object)"claude")
+            {
+                return Agent.Claude;
+            }
+            if ((object)s == (object)"codex")
+            {
+                return Agent.Codex;
+            }
+            if ((object)s == (object)"gemini")
+            {
+                return Agent.Gemini;
+            }
+            if ((object)s == (object)"qwen")
+            {
+                return Agent.Qwen;
+            }
+            if ((object)s == (object)"kimi")
+            {
+                return Agent.Kimi;
+            }
+            if ((object)s == (object)"opencode")
+            {
+                return Agent.Opencode;
+            }
+            if ((object)s == (object)"droid")
+            {
+                return Agent.Droid;
+            }
             Agent v;
             if (!WireNames.TryParse(s, out v))
             {
                 throw r.Error("unknown Agent value " + JsonWriter.Quote(s));
             }
             return v;
+        }
+
+        /// <summary>A lazy property's slot: its JSON text while not built yet, else the value.</summary>
+        static void WriteLazy(JsonWriter w, object slot)
+        {
+            var raw = slot as RawJson;
+            if (raw != null)
+            {
+                raw.WriteTo(w);
+                return;
+            }
+            WriteValue(w, slot);
         }
 
         /// <summary>Writes a value of free type: a wire type by its codec, anything else as free JSON.</summary>

@@ -30,8 +30,8 @@ namespace Agentstream
         byte[] b;
         int pos;
         int end;
-        readonly string[] cacheStrings = new string[CacheSize];
-        readonly byte[][] cacheBytes = new byte[CacheSize][];
+        string[] cacheStrings; // allocated on first use
+        byte[][] cacheBytes;
         char[] chars = new char[256];
         Frame[] frames = new Frame[16];
 
@@ -46,6 +46,53 @@ namespace Agentstream
         {
             var bytes = Encoding.UTF8.GetBytes(json);
             Reset(bytes, 0, bytes.Length);
+        }
+
+        [ThreadStatic]
+        static JsonReader threadReader;
+
+        /// <summary>The schema's strings, each mapped to its literal instance (see <see cref="Canonical"/>).</summary>
+        static readonly Dictionary<string, string> Known = BuildKnown();
+
+        static Dictionary<string, string> BuildKnown()
+        {
+            var known = new Dictionary<string, string>(StringComparer.Ordinal);
+            foreach (var s in WireCodec.Strings)
+            {
+                known[s] = s;
+            }
+            return known;
+        }
+
+        /// <summary>
+        /// The literal instance of a string of the schema (a key, a tag, an enum value), else the string
+        /// itself: the generated readers compare keys by reference, which is exact for these.
+        /// </summary>
+        internal static string Canonical(string s)
+        {
+            string literal;
+            return s != null && Known.TryGetValue(s, out literal) ? literal : s;
+        }
+
+        // Whether the last string read came through the cache (and so is canonical already).
+        bool lastCached;
+
+        /// <summary>
+        /// This thread's reader, reset to the given bytes: readers are reused (their string cache
+        /// stays warm) by everything that parses a whole text before any user code runs.
+        /// </summary>
+        internal static JsonReader ForThread(byte[] buffer, int offset, int count)
+        {
+            var r = threadReader;
+            if (r == null)
+            {
+                r = threadReader = new JsonReader(buffer, offset, count);
+            }
+            else
+            {
+                r.Reset(buffer, offset, count);
+            }
+            return r;
         }
 
         /// <summary>Reads another buffer, keeping the cache.</summary>
@@ -69,21 +116,38 @@ namespace Agentstream
             return new FormatException("agentstream: invalid JSON at byte " + pos + ": " + what);
         }
 
+        // The hot paths copy the buffer and position into locals: mono's JIT does not keep fields in
+        // registers, and these loops run once per input byte.
+
         void SkipWs()
         {
-            while (pos < end)
+            var buf = b;
+            int i = pos;
+            int n = end;
+            while (i < n)
             {
-                byte c = b[pos];
+                byte c = buf[i];
                 if (c != (byte)' ' && c != (byte)'\n' && c != (byte)'\r' && c != (byte)'\t')
                 {
-                    return;
+                    break;
                 }
-                pos++;
+                i++;
             }
+            pos = i;
         }
 
+        /// <summary>The next byte that is not whitespace (the reader moves to it).</summary>
         byte PeekByte()
         {
+            int i = pos;
+            if (i < end)
+            {
+                byte c = b[i];
+                if (c > (byte)' ')
+                {
+                    return c; // compact JSON: no whitespace to skip
+                }
+            }
             SkipWs();
             if (pos >= end)
             {
@@ -166,6 +230,10 @@ namespace Agentstream
             }
             pos++;
             key = StringBody();
+            if (!lastCached)
+            {
+                key = Canonical(key);
+            }
             Expect((byte)':');
             return true;
         }
@@ -222,11 +290,13 @@ namespace Agentstream
         /// <summary>The rest of a string after its opening quote.</summary>
         string StringBody()
         {
+            var buf = b;
             int start = pos;
-            int i = pos;
-            while (i < end)
+            int i = start;
+            int n = end;
+            while (i < n)
             {
-                byte c = b[i];
+                byte c = buf[i];
                 if (c == (byte)'"')
                 {
                     pos = i + 1;
@@ -243,25 +313,33 @@ namespace Agentstream
 
         string Plain(int start, int len)
         {
+            lastCached = true;
             if (len == 0)
             {
                 return string.Empty;
             }
             if (len > InternMaxBytes)
             {
+                lastCached = false;
                 return Encoding.UTF8.GetString(b, start, len);
             }
-            uint h = 2166136261;
-            for (int i = 0; i < len; i++)
+            if (cacheStrings == null)
             {
-                h = (h ^ b[start + i]) * 16777619;
+                cacheStrings = new string[CacheSize];
+                cacheBytes = new byte[CacheSize][];
+            }
+            var buf = b;
+            uint h = 2166136261;
+            for (int i = start, stop = start + len; i < stop; i++)
+            {
+                h = (h ^ buf[i]) * 16777619;
             }
             int slot = (int)(h & (CacheSize - 1));
             byte[] cached = cacheBytes[slot];
             if (cached != null && cached.Length == len)
             {
                 int i = 0;
-                while (i < len && cached[i] == b[start + i])
+                while (i < len && cached[i] == buf[start + i])
                 {
                     i++;
                 }
@@ -270,7 +348,7 @@ namespace Agentstream
                     return cacheStrings[slot];
                 }
             }
-            string s = Encoding.UTF8.GetString(b, start, len);
+            string s = Canonical(Encoding.UTF8.GetString(b, start, len));
             var copy = new byte[len];
             Buffer.BlockCopy(b, start, copy, 0, len);
             cacheBytes[slot] = copy;
@@ -281,6 +359,7 @@ namespace Agentstream
         /// <summary>A string with escapes: <paramref name="escape"/> is the first backslash.</summary>
         string Escaped(int start, int escape)
         {
+            lastCached = false;
             var sb = new StringBuilder();
             int runStart = start;
             int i = escape;
@@ -608,6 +687,38 @@ namespace Agentstream
             return map;
         }
 
+        /// <summary>
+        /// Consumes a free JSON value for a lazy property: an object or array is kept as its text
+        /// (a <see cref="RawJson"/>, built on first read); a scalar is read at once.
+        /// </summary>
+        internal object ReadLazy()
+        {
+            byte c = PeekByte();
+            if (c != (byte)'{' && c != (byte)'[')
+            {
+                return Scalar();
+            }
+            int start = pos;
+            Skip();
+            return new RawJson(b, start, pos - start);
+        }
+
+        /// <summary><see cref="ReadLazy"/> of a value that must be an object (or null).</summary>
+        internal object ReadLazyObject()
+        {
+            byte c = PeekByte();
+            if (c == (byte)'n')
+            {
+                Literal("null");
+                return null;
+            }
+            if (c != (byte)'{')
+            {
+                throw Error("expected an object");
+            }
+            return ReadLazy();
+        }
+
         /// <summary>Consumes an object of free JSON (null for a JSON <c>null</c>).</summary>
         internal IDictionary<string, object> ReadObject()
         {
@@ -682,6 +793,24 @@ namespace Agentstream
             }
             int depth = 0;
             object root = Open(ref depth);
+            try
+            {
+                ReadContainers(ref depth);
+            }
+            finally
+            {
+                if (frames.Length > 4096)
+                {
+                    frames = new Frame[16]; // do not keep a huge stack after a deep value
+                }
+            }
+            return root;
+        }
+
+        /// <summary>Fills the containers opened on the frame stack until it is empty.</summary>
+        void ReadContainers(ref int depth)
+        {
+            byte c;
             while (depth > 0)
             {
                 int top = depth - 1;
@@ -751,7 +880,6 @@ namespace Agentstream
                     frames[top].List.Add(value);
                 }
             }
-            return root;
         }
 
         /// <summary>Opens the container at the reader (pushes its frame) and returns it.</summary>
@@ -793,13 +921,32 @@ namespace Agentstream
                 Scalar();
                 return;
             }
+            var buf = b;
+            int i = pos;
+            int n = end;
             int depth = 0;
-            while (pos < end)
+            while (i < n)
             {
-                c = b[pos++];
+                c = buf[i++];
                 if (c == (byte)'"')
                 {
-                    SkipStringBody();
+                    while (true)
+                    {
+                        if (i >= n)
+                        {
+                            pos = i;
+                            throw Error("unterminated string");
+                        }
+                        byte s = buf[i++];
+                        if (s == (byte)'"')
+                        {
+                            break;
+                        }
+                        if (s == (byte)'\\')
+                        {
+                            i++;
+                        }
+                    }
                 }
                 else if (c == (byte)'{' || c == (byte)'[')
                 {
@@ -810,27 +957,34 @@ namespace Agentstream
                     depth--;
                     if (depth == 0)
                     {
+                        pos = i;
                         return;
                     }
                 }
             }
+            pos = i;
             throw Error("unterminated value");
         }
 
         void SkipStringBody()
         {
-            while (pos < end)
+            var buf = b;
+            int i = pos;
+            int n = end;
+            while (i < n)
             {
-                byte c = b[pos++];
+                byte c = buf[i++];
                 if (c == (byte)'\\')
                 {
-                    pos++;
+                    i++;
                 }
                 else if (c == (byte)'"')
                 {
+                    pos = i;
                     return;
                 }
             }
+            pos = i;
             throw Error("unterminated string");
         }
     }

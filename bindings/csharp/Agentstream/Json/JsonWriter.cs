@@ -102,6 +102,13 @@ namespace Agentstream
             sb.Append("null");
         }
 
+        /// <summary>A value given as its JSON text (written as it is).</summary>
+        internal void Raw(string json)
+        {
+            BeforeValue();
+            sb.Append(json);
+        }
+
         /// <summary>A string, or <c>null</c>.</summary>
         internal void String(string s)
         {

@@ -224,6 +224,22 @@ namespace Agentstream.Interop
             }
         }
 
+        [ThreadStatic]
+        static byte[] threadBuffer;
+
+        /// <summary>
+        /// An owned string of the library copied into this thread's scratch buffer and freed: for
+        /// text parsed at once, before any user code runs. Returns the buffer; <paramref name="length"/> its length.
+        /// </summary>
+        internal static byte[] TakeIntoThreadBuffer(IntPtr p, UIntPtr len, out int length)
+        {
+            var buffer = threadBuffer;
+            length = TakeBytes(p, len, ref buffer);
+            // Keep a moderate buffer for the next call; a huge one (a 2 MB event) goes back to the GC.
+            threadBuffer = buffer != null && buffer.Length <= 1 << 20 ? buffer : null;
+            return buffer;
+        }
+
         /// <summary>An owned string of the library as a .NET string (null for NULL), freed.</summary>
         internal static string TakeString(IntPtr p, UIntPtr len)
         {
