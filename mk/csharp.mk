@@ -44,11 +44,10 @@ test-csharp-run: build-c build-fake-harness $(CS_OUT)/Agentstream.Tests.exe
 	cd $(CS_OUT) && LD_LIBRARY_PATH=$(CS_LIB_DIR) AGENTSTREAM_FAKE_HARNESS=$(CS_LIB_DIR)/fake-harness \
 	  AGENTSTREAM_GOLDEN=$(CURDIR)/tests/golden $(MONO) --debug Agentstream.Tests.exe $(CS_TEST_ARGS)
 
-# The README's C# quick start, as a user runs it: a fresh folder with the assembly and the library
-# beside it (what dist-csharp ships), no cargo, compiled with mcs and run with mono.
-test-csharp-quickstart: build-c build-fake-harness $(CS_OUT)/Agentstream.dll
-	bash $(CS_DIR)/quickstart-test.sh $(CS_OUT)/Agentstream.dll $(CS_LIB_DIR)/libagentstream.so \
-	  $(CS_LIB_DIR)/fake-harness $(CURDIR)/tests/golden
+# The README's C# quick start, as a user runs it: a fresh folder with the artifact of dist-csharp
+# (the assembly and the library beside it), no cargo, compiled with mcs and run with mono.
+test-csharp-quickstart: dist-csharp build-fake-harness
+	bash $(CS_DIR)/quickstart-test.sh $(CS_DIST) $(CS_LIB_DIR)/fake-harness $(CURDIR)/tests/golden
 
 bench-csharp: build-c build-fake-harness $(CS_OUT)/Agentstream.dll
 	bash $(CS_DIR)/bench/run.sh $(CS_OUT) $(CS_LIB_DIR)
