@@ -265,6 +265,28 @@ namespace Agentstream.Tests
                 Check.Throws<StillRunningException>(() => run.Wait(TimeSpan.FromMilliseconds(50)), "a wait that ran out of time");
                 run.Cancel("done");
                 Check.Equal(RunState.Cancelled, run.Wait().State, "cancelled");
+            }
+            using (var evolve = new Evolve(TestEnv.Fake("claude", System.IO.Path.Combine(TestEnv.Golden, "claude", "s1-text"))))
+            {
+                AgentRun run = null;
+                Exception inHandler = null;
+                var started = new ManualResetEventSlim();
+                evolve.On("lifecycle", e =>
+                {
+                    started.Wait();
+                    try
+                    {
+                        run.Wait();
+                    }
+                    catch (Exception x)
+                    {
+                        inHandler = x;
+                    }
+                });
+                run = evolve.Start(new RunOptions { Prompt = "x" });
+                started.Set();
+                Check.Equal(RunState.Completed, run.Wait().State, "the run ends");
+                Check.True(inHandler is BusyException && inHandler is InvalidOperationException, "Wait from the run's own handler: " + inHandler);
                 run.Cancel("again"); // after the end: nothing
             }
         }

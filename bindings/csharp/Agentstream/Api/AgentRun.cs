@@ -19,6 +19,7 @@ namespace Agentstream
         readonly TaskCompletionSource<RunResult> done =
             new TaskCompletionSource<RunResult>(TaskCreationOptions.RunContinuationsAsynchronously);
         readonly CancellationTokenRegistration registration;
+        readonly Thread thread;
 
         internal AgentRun(Evolve owner, RunChannel channel, Action<AgentEvent> onEvent, CancellationToken token)
         {
@@ -26,7 +27,7 @@ namespace Agentstream
             this.channel = channel;
             this.onEvent = onEvent;
             Id = channel.Id;
-            var thread = new Thread(Deliver) { IsBackground = true, Name = "agentstream " + Id };
+            thread = new Thread(Deliver) { IsBackground = true, Name = "agentstream " + Id };
             thread.Start();
             if (token.CanBeCanceled)
             {
@@ -66,10 +67,22 @@ namespace Agentstream
             }
         }
 
-        /// <summary>Blocks until the run ended and returns its result.</summary>
+        /// <summary>
+        /// Blocks until the run ended and returns its result. From one of the run's own handlers it
+        /// would wait for itself: a <see cref="BusyException"/>.
+        /// </summary>
         public RunResult Wait()
         {
+            NotFromAHandler();
             return done.Task.GetAwaiter().GetResult();
+        }
+
+        void NotFromAHandler()
+        {
+            if (Thread.CurrentThread == thread)
+            {
+                throw new BusyException("run " + Id + " was waited for from one of its own handlers, which would wait for itself: wait from another thread");
+            }
         }
 
         /// <summary>
@@ -78,6 +91,7 @@ namespace Agentstream
         /// </summary>
         public RunResult Wait(TimeSpan timeout)
         {
+            NotFromAHandler();
             if (!done.Task.Wait(timeout))
             {
                 throw new StillRunningException("run " + Id + " is still running after " + timeout + ": wait again, or cancel it");
