@@ -491,6 +491,22 @@ namespace Agentstream.Tests
                 Check.Equal(LifecycleReason.CommandFailed, rec.Reasons().Last(), "command failed");
                 Check.Throws<InvalidArgumentException>(() => evolve.Run(new RunOptions { Command = new[] { "true" }, Prompt = "x" }), "prompt and command");
             }
+            // Per-run Cwd and Env over the agent's, for that run only.
+            var dir = TestEnv.TempDir();
+            using (var evolve = new Evolve(new AgentConfig { Type = "claude", Env = new Dictionary<string, string> { { "A", "agent" }, { "B", "agent" } } }))
+            {
+                var rec = new Recorder();
+                rec.Attach(evolve);
+                var command = new[] { "sh", "-c", "pwd; echo $A $B" };
+                evolve.Run(new RunOptions { Command = command, Cwd = dir, Env = new Dictionary<string, string> { { "A", "run" } } });
+                Check.Equal(new DirectoryInfo(dir).FullName + "\nrun agent\n", rec.Text(Channel.Stdout), "this run's cwd and env");
+                var again = new Recorder();
+                evolve.Off("stdout");
+                evolve.On("stdout", again.Record);
+                evolve.Run(new RunOptions { Command = command });
+                Check.True(again.Text(Channel.Stdout).EndsWith("agent agent\n") && !again.Text(Channel.Stdout).StartsWith(dir), "the next run has the agent's: " + again.Text(Channel.Stdout));
+            }
+            Directory.Delete(dir, true);
         }
 
         [Test]
@@ -517,6 +533,33 @@ namespace Agentstream.Tests
                 evolve.Run(new RunOptions { Prompt = "x" });
                 Check.Equal(before, first, "removed handlers are not called");
                 late1.Dispose(); // after Off: nothing left to remove, no error
+            }
+        }
+
+        [Test]
+        static void NoRemovedHandlerRunsAfterOffReturns()
+        {
+            using (var evolve = Fake("gemini", "s2-bash", "AGENTSTREAM_FAKE_DELAY_MS", "20"))
+            {
+                int calls = 0, inFlight = 0;
+                evolve.On("stdout", e =>
+                {
+                    Interlocked.Exchange(ref inFlight, 1);
+                    Interlocked.Increment(ref calls);
+                    Thread.Sleep(60);
+                    Interlocked.Exchange(ref inFlight, 0);
+                });
+                var run = evolve.Start(new RunOptions { Prompt = "x" });
+                while (Volatile.Read(ref calls) < 2)
+                {
+                    Thread.Sleep(5);
+                }
+                evolve.Off("stdout");
+                Check.Equal(0, Volatile.Read(ref inFlight), "a call in progress finished before Off returned");
+                int after = Volatile.Read(ref calls);
+                Check.Equal(RunState.Completed, run.Wait().State, "the run goes on");
+                Check.Equal(after, calls, "no call after Off");
+                Check.True(after < 12, "Off came during the run: " + after);
             }
         }
 

@@ -189,12 +189,19 @@ namespace Agentstream
                 }
                 return;
             }
-            int index = (int)e.Item.Channel;
-            foreach (var entry in owner.Subscriptions.Of(index))
+            var entries = owner.Subscriptions.Of((int)e.Item.Channel);
+            if (entries.Length == 0)
             {
-                if (!entry.Removed)
+                return;
+            }
+            lock (owner.DispatchGate)
+            {
+                foreach (var entry in entries)
                 {
-                    Call(entry.Id, e.Item.Channel.ToWire(), e.Sequence, entry.Handler, e);
+                    if (!entry.Removed)
+                    {
+                        Call(entry.Id, e.Item.Channel.ToWire(), e.Sequence, entry.Handler, e);
+                    }
                 }
             }
         }

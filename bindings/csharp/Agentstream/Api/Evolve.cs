@@ -30,6 +30,21 @@ namespace Agentstream
         internal readonly Subscriptions Subscriptions = new Subscriptions();
 
         /// <summary>
+        /// Held while a run calls the handlers of one delivery; removing handlers takes it once after
+        /// marking them removed, so no call of a removed handler starts, or is still running on another
+        /// thread, after Off, a registration's Dispose or Dispose returned. (Taken after the
+        /// subscription lock is released: a handler may call On and Off.)
+        /// </summary>
+        internal readonly object DispatchGate = new object();
+
+        void WaitForHandlersInFlight()
+        {
+            lock (DispatchGate)
+            {
+            }
+        }
+
+        /// <summary>
         /// An agent for <paramref name="config"/>. A bad configuration is an
         /// <see cref="InvalidArgumentException"/> (an <see cref="ArgumentException"/>) naming the
         /// property; an unknown agent's message lists the valid names.
@@ -129,7 +144,8 @@ namespace Agentstream
         /// <summary>
         /// Removes every handler of the channel <paramref name="name"/> (the seed's <c>off(name)</c>);
         /// an unknown name is an <see cref="InvalidArgumentException"/> listing the four, as for
-        /// <see cref="On"/>. No call of a removed handler starts after it returns.
+        /// <see cref="On"/>. When it returns, no removed handler runs or will run (a call in progress
+        /// on a run's thread is waited for; from inside a handler, that handler's own call goes on).
         /// </summary>
         public void Off(string name)
         {
@@ -139,6 +155,7 @@ namespace Agentstream
                 Native.Check(Native.agentstream_session_off(Live(), Native.Utf8(name), out removed));
                 Subscriptions.RemoveChannel(Subscriptions.IndexOf(name));
             }
+            WaitForHandlersInFlight();
         }
 
         internal void Unsubscribe(Subscriptions.Entry entry)
@@ -152,6 +169,7 @@ namespace Agentstream
                 }
                 Subscriptions.Remove(entry);
             }
+            WaitForHandlersInFlight();
         }
 
         /// <summary>
@@ -317,7 +335,7 @@ namespace Agentstream
 
         /// <summary>
         /// Frees the agent: an active run is killed (its <see cref="AgentRun"/> still completes with
-        /// the result) and no handler call starts afterwards. Calling it again does nothing; other
+        /// the result) and no handler runs afterwards (a call in progress on a run's thread is waited for). Calling it again does nothing; other
         /// members then throw an <see cref="InvalidHandleException"/> (an <see cref="ObjectDisposedException"/>).
         /// </summary>
         public void Dispose()
@@ -327,6 +345,7 @@ namespace Agentstream
                 Subscriptions.RemoveAll();
                 handle.Dispose();
             }
+            WaitForHandlersInFlight();
         }
     }
 }
