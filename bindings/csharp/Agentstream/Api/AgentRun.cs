@@ -146,18 +146,19 @@ namespace Agentstream
                 bool reading = true;
                 while (channel.Pull(-1) != Interop.Native.NextEnd)
                 {
+                    if (!reading)
+                    {
+                        continue; // draining to the end after a delivery could not be read
+                    }
                     try
                     {
                         Event e;
                         while ((e = channel.Next()) != null)
                         {
-                            if (reading)
-                            {
-                                Dispatch(e);
-                            }
+                            Dispatch(e);
                         }
                     }
-                    catch (FormatException e) when (reading)
+                    catch (FormatException e)
                     {
                         // A delivery this assembly cannot read (a bug, or a newer library): stop
                         // dispatching, cancel the run, fail the completion, and drain the run.

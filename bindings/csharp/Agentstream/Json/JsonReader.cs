@@ -41,13 +41,6 @@ namespace Agentstream
             Reset(buffer, offset, count);
         }
 
-        /// <summary>A reader of a whole string.</summary>
-        internal JsonReader(string json)
-        {
-            var bytes = Encoding.UTF8.GetBytes(json);
-            Reset(bytes, 0, bytes.Length);
-        }
-
         [ThreadStatic]
         static JsonReader threadReader;
 

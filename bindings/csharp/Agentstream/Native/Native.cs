@@ -43,9 +43,6 @@ namespace Agentstream.Interop
         [DllImport(Lib, CallingConvention = Cdecl)]
         internal static extern uint agentstream_channel_validate(byte[] name);
 
-        [DllImport(Lib, CallingConvention = Cdecl)]
-        internal static extern uint agentstream_testing_panic();
-
         // ---- decoder ----
 
         [DllImport(Lib, CallingConvention = Cdecl)]
@@ -53,12 +50,6 @@ namespace Agentstream.Interop
 
         [DllImport(Lib, CallingConvention = Cdecl)]
         internal static extern uint agentstream_decoder_feed_json(DecoderHandle decoder, IntPtr bytes, UIntPtr len, out IntPtr json, out UIntPtr jsonLen);
-
-        [DllImport(Lib, CallingConvention = Cdecl)]
-        internal static extern uint agentstream_decoder_feed(DecoderHandle decoder, IntPtr bytes, UIntPtr len, IntPtr callback, IntPtr userData);
-
-        [DllImport(Lib, CallingConvention = Cdecl)]
-        internal static extern uint agentstream_decoder_finish(DecoderHandle decoder, IntPtr callback, IntPtr userData);
 
         [DllImport(Lib, CallingConvention = Cdecl)]
         internal static extern uint agentstream_decoder_finish_json(DecoderHandle decoder, out IntPtr json, out UIntPtr jsonLen);
@@ -90,9 +81,6 @@ namespace Agentstream.Interop
 
         [DllImport(Lib, CallingConvention = Cdecl)]
         internal static extern uint agentstream_session_subscribe(SessionHandle session, byte[] channel, out ulong id);
-
-        [DllImport(Lib, CallingConvention = Cdecl)]
-        internal static extern uint agentstream_session_on(SessionHandle session, byte[] channel, IntPtr callback, IntPtr userData, IntPtr freeUserData, out ulong id);
 
         [DllImport(Lib, CallingConvention = Cdecl)]
         internal static extern uint agentstream_session_off(SessionHandle session, byte[] channel, out UIntPtr removed);
