@@ -67,6 +67,23 @@ namespace Agentstream.Tests
         }
 
         [Test]
+        static void FreeJsonIsBuiltOnceOnFirstReadFromAnyThread()
+        {
+            var text = "{\"update\":{\"sessionUpdate\":\"tool_call\",\"toolCallId\":\"t\",\"title\":\"x\",\"kind\":\"execute\",\"status\":\"pending\",\"rawInput\":{\"command\":\"ls\",\"n\":[1,2]}}}";
+            var call = (ToolCall)AgentstreamJson.Deserialize<OutputEvent>(text).Update;
+            var seen = new object[8];
+            var threads = Enumerable.Range(0, seen.Length).Select(i => new System.Threading.Thread(() => seen[i] = call.RawInput)).ToList();
+            threads.ForEach(t => t.Start());
+            threads.ForEach(t => t.Join());
+            Check.True(seen.All(o => ReferenceEquals(o, seen[0])), "every reader gets the one value built");
+            Check.Equal("ls", ((IDictionary<string, object>)call.RawInput)["command"], "its content");
+            Check.JsonEqual(text, AgentstreamJson.Serialize(new OutputEvent { Update = call }), "written back");
+            call.RawInput = new Dictionary<string, object> { { "command", "pwd" } };
+            Check.Contains(AgentstreamJson.Serialize(call.RawInput), "pwd", "a value set replaces it");
+            Check.Contains(AgentstreamJson.Serialize(new OutputEvent { Update = call }), "\"rawInput\":{\"command\":\"pwd\"}", "and is written");
+        }
+
+        [Test]
         static void OptionalPropertiesAreAbsentWhenNull()
         {
             var e = new OutputEvent { Update = new AgentMessageChunk { Content = new TextContent { Text = "" } } };
