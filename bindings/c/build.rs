@@ -36,7 +36,7 @@ fn main() {
 
 /// The shared library records a versioned name, so a program linked with `-lagentstream` asks
 /// the loader for `libagentstream.so.<major>` (the file installed as `.so.<version>` with that
-/// link beside it, see mk/dist.mk) and keeps working across compatible releases.
+/// link beside it, see mk/release.mk) and keeps working across compatible releases.
 fn link_versioned_name(major: &str) {
     let os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
     let unix = std::env::var("CARGO_CFG_TARGET_FAMILY").is_ok_and(|f| f.split(',').any(|f| f == "unix"));
