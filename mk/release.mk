@@ -48,7 +48,7 @@ ZIGCC         := $(CURDIR)/target/dist-tools/zigcc-$(DIST_TRIPLE).$(DIST_GLIBC)
 # The final crate only: zig as the linker, and no debug info in what users download.
 DIST_RUSTFLAGS := -C linker=$(ZIGCC) -C strip=debuginfo
 NODE_DIST_LIB_DIR := target/$(DIST_TRIPLE)/release
-OPTIONAL_LANGS := java csharp
+OPTIONAL_LANGS := java csharp kotlin
 
 C_DIST_NAME   := agentstream-$(VERSION)
 C_STAGE       := $(DIST_STAGE)/c/$(C_DIST_NAME)

@@ -45,7 +45,7 @@ for family in "${families[@]}"; do
     echo "check-portability: no $name target installed (${family#*: }): not checked"
     continue
   fi
-  packages=(-p agentstream-core --features agentstream-core/runner -p agentstream-cli -p agentstream-c -p agentstream-server)
+  packages=(-p agentstream-core --features agentstream-core/runner -p agentstream-cli -p agentstream-c -p agentstream-server -p agentstream-uniffi)
   env_cc=()
   zig=$(zig_target "$target")
   if [ -n "$zig" ]; then

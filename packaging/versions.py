@@ -14,7 +14,7 @@ truth; everything else that states either must agree with it:
   agentstream-linux-x64-gnu-<v>…) and Go module version (…/bindings/go@v<v>, `v<v>` in a
   require line, the tag bindings/go/v<v>) they show;
 - CHANGELOG.md's newest release heading;
-- bindings/java/pom.xml and bindings/csharp/**/*.csproj, when they exist, state the same version.
+- every package's pom.xml (Kotlin, Java) and *.csproj (C#) under bindings/ states the same version.
 
 Prints what it checked; exits 1 naming every disagreement and the file to fix.
 """
@@ -139,13 +139,15 @@ def changelog(version: str) -> None:
 
 
 def other_languages(version: str) -> None:
-    """The JVM and .NET packages, once they exist, state the same version."""
-    pom = ROOT / "bindings/java/pom.xml"
-    if pom.exists():
-        text = re.sub(r"<parent>.*?</parent>|<dependencies>.*?</dependencies>|<build>.*?</build>", "", pom.read_text(), flags=re.S)
+    """The JVM and .NET packages (Kotlin, Java, C#) state the same version; examples are not packages."""
+    for pom in sorted((ROOT / "bindings").glob("**/pom.xml")):
+        if "example" in pom.relative_to(ROOT).parts or "target" in pom.relative_to(ROOT).parts:
+            continue
+        text = re.sub(r"<parent>.*?</parent>|<dependencies>.*?</dependencies>|<build>.*?</build>|<dependencyManagement>.*?</dependencyManagement>|<plugins>.*?</plugins>", "", pom.read_text(), flags=re.S)
         found = re.search(r"<version>([^<]+)</version>", text)
-        expect(found is not None and found.group(1) == version, "bindings/java/pom.xml", f"project version is {found.group(1) if found else 'missing'}, not {version}")
-    for csproj in sorted((ROOT / "bindings/csharp").glob("**/*.csproj")):
+        stated = found.group(1) if found else "missing"
+        expect(stated == version, str(pom.relative_to(ROOT)), f"the project version is {stated}, not {version}")
+    for csproj in sorted((ROOT / "bindings").glob("**/*.csproj")):
         found = re.search(r"<Version>([^<]+)</Version>", csproj.read_text())
         if found:
             expect(found.group(1) == version, str(csproj.relative_to(ROOT)), f"<Version> is {found.group(1)}, not {version}")

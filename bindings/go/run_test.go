@@ -112,6 +112,14 @@ func TestReplayErrors(t *testing.T) {
 	if err != nil || len(r.Items) != 2 || r.Items[0].RunID != "replay" {
 		t.Fatalf("%+v %v", r, err)
 	}
+	if _, err := ReplayWith("codex", nil, ReplayOptions{Timestamp: "noon"}); !errors.Is(err, ErrInvalidArgument) ||
+		!strings.Contains(err.Error(), "ISO 8601") {
+		t.Fatalf("a timestamp that is not ISO 8601 UTC: %v", err)
+	}
+	// codex without `turn.completed`: the harness did not finish (decisions.md §1).
+	if r.Outcome.State != "failed" || r.Outcome.Error != "no_final_result" {
+		t.Fatalf("%+v", r.Outcome)
+	}
 }
 
 // ---- real runs of the fake harness ----
@@ -595,6 +603,28 @@ func TestRunHarnessKilledMidLineFails(t *testing.T) {
 	}
 	if !strings.HasPrefix(last, `{"type":"result"`) {
 		t.Fatalf("the partial last line is delivered before the terminal: %q", last)
+	}
+}
+
+// decisions.md §1: exit 0 without the harness's end-of-run record is a failed run that keeps the
+// answer so far.
+func TestRunWithoutTheFinalResultFailsAndKeepsTheAnswer(t *testing.T) {
+	for _, agent := range []string{"claude", "codex", "gemini", "qwen", "opencode", "droid"} {
+		c := fakeClient(t, agent, "e-no-final-result", map[string]string{"AGENTSTREAM_FAKE_EXIT": "0"})
+		var rec recorder
+		rec.attach(t, c)
+		res, err := c.Run(context.Background(), RunOptions{Prompt: "x"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.State != RunFailed || res.ExitCode == nil || *res.ExitCode != 0 || res.FinalText == "" ||
+			!strings.Contains(res.Error, "stopped without its final result") {
+			t.Fatalf("%s: %+v", agent, res)
+		}
+		rec.oneTerminalLast(t)
+		if got := rec.reasons(); got[len(got)-1] != ReasonRunFailed {
+			t.Fatalf("%s: %v", agent, got)
+		}
 	}
 }
 

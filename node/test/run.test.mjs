@@ -115,6 +115,20 @@ test('a non-zero exit resolves with state failed (not a rejection), no answer', 
   assert.equal(log.at(-1).event.type, 'run.failed');
 });
 
+test('exit 0 without the harness\'s end-of-run record: failed, the answer so far kept', async () => {
+  for (const agent of ['claude', 'codex', 'gemini', 'qwen', 'opencode', 'droid']) {
+    const evolve = fakeEvolve(agent, 'e-no-final-result', { AGENTSTREAM_FAKE_EXIT: '0' });
+    const { log, onEvent } = recorder(evolve);
+    const result = await evolve.run({ prompt: 'x', onEvent });
+    assert.equal(result.state, 'failed', agent);
+    assert.equal(result.exitCode, 0, agent);
+    assert.match(result.error, /stopped without its final result/, agent);
+    assert.ok(result.finalText, `${agent}: the partial answer stays in the result`);
+    assert.equal(checkLog(log).at(-1), 'run_failed', agent);
+    assert.equal(log.at(-1).event.type, 'run.failed', agent);
+  }
+});
+
 test('a harness killed mid-line: the partial last line is decoded before the terminal; failed, signal 9', async () => {
   const evolve = fakeEvolve('gemini', 's1-text', { AGENTSTREAM_FAKE_DIE_MID_LINE: '1' });
   const envelopes = [];

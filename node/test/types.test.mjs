@@ -212,6 +212,7 @@ const CANONICAL_HOOKS = [
   { type: 'run.started', details: { operation: 'run' } },
   { type: 'step.started', details: { step_index: 0, message_id: 'm1', model: 'x' } },
   { type: 'model.completed', details: { step_index: 0, message_id: 'm1', model: 'x', usage } },
+  { type: 'step.completed', details: { step_index: 0, message_id: 'm1', model: 'x' } },
   { type: 'tool.started', details: { ...tool, kind: 'execute', title: 'ls', arguments: { command: 'ls', nested: [1, { a: null }] } } },
   { type: 'tool.preliminary_result', details: { ...tool, result: 'partial' } },
   { type: 'tool.completed', details: { ...tool, output: 'ok', raw_output: { exit_code: 0, aggregated_output: 'ok' } } },

@@ -96,11 +96,13 @@ def millis(value: Millis | None, what: str) -> float | None:
 class RunResult:
     """How a run or command ended (returned, not raised: check ``state`` or ``ok``).
 
-    ``state`` is ``"completed"`` (exit 0, every line and tool call complete), ``"failed"``
-    (non-zero exit, a signal, a fatal harness error, output cut mid-line or mid tool call;
-    ``error`` says which) or ``"cancelled"`` (``cancel_kind``: ``caller``, ``reader_left``,
-    ``stalled`` or ``timeout``; ``cancel_reason`` says it in words). ``final_text`` is the answer
-    of a completed harness run only: partial text is never presented as an answer.
+    ``state`` is ``"completed"`` (exit 0, every line and tool call complete, the harness's
+    end-of-run record printed), ``"failed"`` (non-zero exit, a signal, a fatal harness error,
+    output cut mid-line or mid tool call, or a harness that stopped without its end-of-run
+    record; ``error`` says which) or ``"cancelled"`` (``cancel_kind``: ``caller``,
+    ``reader_left``, ``stalled`` or ``timeout``; ``cancel_reason`` says it in words).
+    ``final_text`` is the answer of a completed harness run, and the answer so far of one that
+    failed because the harness stopped without its end-of-run record; otherwise ``None``.
     """
 
     run_id: str

@@ -226,6 +226,21 @@ def test_a_non_zero_exit_returns_a_failed_result(fake_harness: Path) -> None:
     assert_one_terminal_last(rec, result)
 
 
+@pytest.mark.parametrize("agent", ["claude", "codex", "gemini", "qwen", "opencode", "droid"])
+def test_exit_0_without_the_final_result_fails_and_keeps_the_answer(fake_harness: Path, agent: str) -> None:
+    """decisions.md §1: exit 0 is not success without the harness's end-of-run record."""
+    evolve = fake(fake_harness, agent, "e-no-final-result", exit="0")
+    rec = Recorder(evolve)
+    result = go(evolve.run(prompt="x", on_event=rec.on_event))
+    assert result.state == "failed" and not result.ok
+    assert result.exit_code == 0
+    assert result.error and "stopped without its final result" in result.error
+    assert result.final_text, "the partial answer stays in the result"
+    assert rec.reasons()[-1] == "run_failed"
+    assert rec.hook_types()[-1] == "run.failed"
+    assert_one_terminal_last(rec, result)
+
+
 def test_a_harness_killed_mid_line_fails_after_its_partial_line(fake_harness: Path) -> None:
     evolve = fake(fake_harness, "gemini", "s1-text", die_mid_line="1")
     rec = Recorder(evolve)

@@ -61,7 +61,7 @@ pub unsafe extern "C" fn agentstream_replay_json(
         }
         options.agent_id = o.agent_id;
         if let Some(v) = o.timestamp {
-            options.timestamp = v;
+            options = options.with_timestamp(&v)?;
         }
         let r = replay(agent, input, &options);
         // SAFETY: forwarded contract.

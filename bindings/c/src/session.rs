@@ -4,8 +4,8 @@
 //! `run.rs`.
 
 use std::collections::BTreeMap;
-use std::ffi::{CString, c_char, c_void};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::ffi::{c_char, c_void};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use agentstream_core::bridge::{AgentSpec, Client, Naming, SubscriptionId};
 use agentstream_core::stream::SharedBudget;
@@ -219,14 +219,10 @@ pub unsafe extern "C" fn agentstream_session_agent(session: *const agentstream_s
     .unwrap_or(std::ptr::null())
 }
 
-/// The agent's name as a static C string: NUL-terminated copies of the core's names (its one
-/// list, `Agent::ALL`), made once for the life of the process.
+/// The agent's name as a static C string (the core's registry keeps it NUL-terminated).
 fn agent_name_ptr(agent: Agent) -> *const c_char {
-    static NAMES: OnceLock<Vec<(Agent, CString)>> = OnceLock::new();
-    let names = NAMES.get_or_init(|| {
-        Agent::ALL.iter().map(|&a| (a, CString::new(a.name()).expect("agent names have no NUL byte"))).collect()
-    });
-    names.iter().find(|(a, _)| *a == agent).map_or(std::ptr::null(), |(_, name)| name.as_ptr())
+    // The core's registry holds every name NUL-terminated, for as long as the program runs.
+    agent.c_name().as_ptr()
 }
 
 /// Shared body of the string setters: `value` NULL restores the default.

@@ -704,6 +704,9 @@ static int test_replay_misuse(void) {
     CHECK(agentstream_replay_json("codex", NULL, 5, NULL, &json, NULL) == AGENTSTREAM_STATUS_NULL_ARGUMENT);
     CHECK(agentstream_replay_json("codex", NULL, 0, "{\"runid\":\"x\"}", &json, NULL) == AGENTSTREAM_STATUS_INVALID_ARGUMENT);
     CHECK(last_error_contains("run_id"));
+    CHECK(agentstream_replay_json("codex", NULL, 0, "{\"timestamp\":\"noon\"}", &json, NULL) ==
+          AGENTSTREAM_STATUS_INVALID_ARGUMENT);
+    CHECK(last_error_contains("ISO 8601"));
     CHECK(agentstream_replay_json("codex", NULL, 0, NULL, NULL, NULL) == AGENTSTREAM_STATUS_NULL_ARGUMENT);
     /* Empty input is still a whole run: run_start, then the terminal. */
     size_t len = 0;
@@ -1201,6 +1204,37 @@ static int test_run_dies_mid_line(void) {
     agentstream_run_free(run);
     agentstream_session_free(s);
     log_free(&log);
+    return 1;
+}
+
+/* decisions.md §1: exit 0 without the harness's end-of-run record is a failed run; the answer
+ * so far stays in the result. */
+static int test_run_without_final_result(void) {
+    const char *agents[] = {"claude", "codex", "gemini", "qwen", "opencode", "droid"};
+    for (size_t a = 0; a < sizeof agents / sizeof *agents; a++) {
+        run_log log;
+        log_init(&log);
+        const char *env[] = {"AGENTSTREAM_FAKE_EXIT", "0", NULL};
+        agentstream_session *s = fake_session(agents[a], "e-no-final-result", env);
+        CHECK(s != NULL);
+        CHECK(tap_all(s, &log));
+        agentstream_run *run = NULL;
+        CHECK(agentstream_session_start_run(s, "x", NULL, NULL, NULL, NULL, &run) == AGENTSTREAM_STATUS_OK);
+        jt_value *r = wait_result(run);
+        CHECK(r && result_is(r, "state", "failed") && result_is(r, "exit_code", "0"));
+        const jt_value *error = jt_get(r, "error");
+        CHECK(error && strstr(error->text, "stopped without its final result"));
+        const jt_value *text = jt_get(r, "final_text");
+        CHECK(text && text->len > 0); /* the answer so far is kept */
+        jt_free(r);
+        CHECK(one_terminal_last(&log));
+        char rs[512];
+        reasons(&log, rs, sizeof rs);
+        CHECK(strcmp(rs, "sandbox_ready,run_start,run_failed") == 0);
+        agentstream_run_free(run);
+        agentstream_session_free(s);
+        log_free(&log);
+    }
     return 1;
 }
 
@@ -2165,6 +2199,7 @@ int main(int argc, char **argv) {
     run("run/leave", test_run_leave);
     run("run/cancel", test_run_cancel);
     run("run/dies_mid_line", test_run_dies_mid_line);
+    run("run/without_final_result", test_run_without_final_result);
     run("run/pause_resume", test_run_pause_resume);
     run("run/session_control", test_run_session_control);
     run("run/await_only", test_run_await_only);

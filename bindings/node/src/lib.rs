@@ -229,7 +229,7 @@ pub fn replay_json(
         }
         options.agent_id = agent_id;
         if let Some(ts) = timestamp {
-            options.timestamp = ts;
+            options = options.with_timestamp(&ts).map_err(js_error)?;
         }
         let r = replay(agent, bytes, &options);
         let items = r

@@ -444,7 +444,7 @@ pub fn replay<'py>(
         }
         options.agent_id = agent_id;
         if let Some(t) = timestamp {
-            options.timestamp = t;
+            options = options.with_timestamp(&t).map_err(|e| crate::raise(py, &e))?;
         }
         let r = py.detach(|| core_replay(agent, bytes, &options));
         let mut strings = convert::Strings::default();

@@ -79,6 +79,7 @@ import type {
   RunOutcome,
   RunResult,
   RunStartedEvent,
+  RunResumedEvent,
   RunState,
   RunStoppedEvent,
   RunWaitingForHumanEvent,
@@ -87,6 +88,7 @@ import type {
   SessionUpdate,
   SessionUpdateKind,
   StepStartedEvent,
+  StepCompletedEvent,
   TextContent,
   TokenUsage,
   ToolCall,
@@ -238,6 +240,10 @@ function onEvent(event: HookEvent): string {
       const e: RunStartedEvent = event;
       return `${head} ${e.operation}`;
     }
+    case 'run.resumed': {
+      const e: RunResumedEvent = event;
+      return `${head} ${e.operation} after a ${e.previousStatus} run`;
+    }
     case 'step.started': {
       const e: StepStartedEvent = event;
       return `${head} step ${e.stepIndex} ${e.messageId ?? ''} ${e.model ?? ''}`;
@@ -245,6 +251,10 @@ function onEvent(event: HookEvent): string {
     case 'model.completed': {
       const e: ModelCompletedEvent = event;
       return `${head} step ${e.stepIndex} ${e.usage?.completionTokens ?? 0}`;
+    }
+    case 'step.completed': {
+      const e: StepCompletedEvent = event;
+      return `${head} step ${e.stepIndex} ${e.messageId ?? ''} ${e.model ?? ''}`;
     }
     case 'tool.started': {
       const e: ToolStartedEvent = event;
