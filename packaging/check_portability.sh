@@ -2,8 +2,8 @@
 # make check-portability: the crates build for Windows and macOS where rustup has a target for
 # them (adding one needs rustup's own download, so nothing is installed here). Per platform
 # family, the first installed target of the list is checked with `cargo clippy -D warnings`:
-# the decode-only core (no runner), then the runner, the CLI, the C ABI, the server, the Python
-# binding and the Node binding. Unix-only code (process groups, signals) is behind cfg(unix);
+# the decode-only core (no runner), then the runner, the CLI, the C ABI, the server, the uniffi
+# crate, the Python binding and the Node binding. Unix-only code (process groups, signals) is behind cfg(unix);
 # on these platforms starting a run fails with the core's `unsupported` error.
 #
 # C code the crates compile (mimalloc) is compiled with zig for the target, through maturin's
