@@ -100,6 +100,7 @@ fn announce(config: &ServeConfig, addr: std::net::SocketAddr, token: Option<&str
 
 /// SIGTERM or SIGINT (Ctrl-C). A second signal while shutting down only says so: the runs'
 /// harness processes are being stopped, and leaving now would leave them behind.
+#[cfg(unix)]
 async fn shutdown_signal() {
     use tokio::signal::unix::{SignalKind, signal};
     let mut term = signal(SignalKind::terminate()).expect("a SIGTERM handler");
@@ -118,6 +119,14 @@ async fn shutdown_signal() {
             eprintln!("agentstream serve: already shutting down; waiting for the harness processes to end");
         }
     });
+}
+
+/// Ctrl-C where there are no Unix signals (the server runs no harness there: runs are
+/// `unsupported`, see agentstream_core::runner::process).
+#[cfg(not(unix))]
+async fn shutdown_signal() {
+    let _ = tokio::signal::ctrl_c().await;
+    eprintln!("agentstream serve: Ctrl-C: shutting down");
 }
 
 /// `agentstream view --agent NAME FILE [-o OUT]`.
