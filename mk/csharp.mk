@@ -60,3 +60,7 @@ dist-csharp: build-c $(CS_OUT)/Agentstream.dll
 	strip --strip-unneeded $(CS_DIST)/libagentstream.so
 	cp $(CS_DIR)/dist-README.md $(CS_DIST)/README.md
 	@echo "dist-csharp: $$(ls $(CS_DIST) | tr '\n' ' ')"
+
+# `make test-install` (mk/release.mk) runs this: the quick start against dist/csharp alone.
+.PHONY: test-install-csharp
+test-install-csharp: test-csharp-quickstart

@@ -51,3 +51,8 @@ dist-java: build-c
 
 bench-java: build-c build-fake-harness
 	JAVA25_HOME=$(JAVA25_HOME) bash $(JAVA_DIR)/bench/run.sh
+
+# `make test-install` (mk/release.mk) runs this: the quick start against the released jar alone.
+.PHONY: test-install-java
+test-install-java: dist-java build-fake-harness
+	$(MAKE) --no-print-directory test-java-quickstart JAVA_QUICKSTART_JAR=$(JAVA_DIST)/agentstream-$(JAVA_VERSION).jar
