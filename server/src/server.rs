@@ -13,6 +13,7 @@ use crate::config::{ServeConfig, ShutdownMode, ShutdownPolicy};
 use crate::http::{AppState, router};
 use crate::local::LocalExecutor;
 use crate::log::{MemoryLog, Retention};
+use crate::registry::MemoryRegistry;
 
 /// After the last run ended, how long open streams get to deliver their terminal envelopes
 /// before the server stops waiting for their connections.
@@ -55,6 +56,7 @@ impl Server {
         let broker = RunBroker::new(
             Arc::new(executor),
             Arc::new(log),
+            Arc::new(MemoryRegistry::new(limits.finished_runs_kept)),
             BrokerLimits {
                 runs_per_tenant: limits.runs_per_tenant,
                 subscribers_per_run: limits.subscribers_per_run,
