@@ -86,6 +86,9 @@ pub struct RunInfo {
     /// text, error, cancel reason, …).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub result: Option<RunResult>,
+    /// The worker that runs it, in a cluster (absent when runs execute in the server itself).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker: Option<String>,
 }
 
 /// Why a broker operation was refused.
@@ -317,11 +320,16 @@ impl RunBroker {
             ended_at: None,
             last_sequence: None,
             result: None,
+            worker: None,
         };
-        if let Err(e) = inner.registry.insert(tenant, info.clone()).await {
-            // Unrecorded, nobody could find or stop it: stop it now; its stream still ends.
-            started.control.cancel(&format!("the run could not be recorded: {e}"));
-        }
+        let info = match inner.registry.insert(tenant, info.clone()).await {
+            Ok(recorded) => recorded,
+            Err(e) => {
+                // Unrecorded, nobody could find or stop it: stop it now; its stream still ends.
+                started.control.cancel(&format!("the run could not be recorded: {e}"));
+                info
+            }
+        };
         self.started(tenant, Some((run_id.clone(), started.control.clone())), true);
         // A run started while shutdown began is cancelled like the others.
         if !inner.accepting.load(Ordering::SeqCst) {

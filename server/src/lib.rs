@@ -46,6 +46,7 @@ pub mod frame;
 pub mod http;
 pub mod local;
 pub mod log;
+pub mod nats;
 pub mod registry;
 pub mod server;
 pub mod view;

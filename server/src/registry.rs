@@ -33,8 +33,9 @@ impl std::error::Error for RegistryError {}
 /// The run records.
 #[async_trait]
 pub trait RunRegistry: Send + Sync + 'static {
-    /// Record a run that just started here (status `running`).
-    async fn insert(&self, tenant: &TenantId, info: RunInfo) -> Result<(), RegistryError>;
+    /// Record a run that just started here (status `running`). Returns the record as kept (a
+    /// registry may add facts, such as the worker).
+    async fn insert(&self, tenant: &TenantId, info: RunInfo) -> Result<RunInfo, RegistryError>;
     /// A run of `tenant` (`None`: no such run, or another tenant's).
     async fn get(&self, tenant: &TenantId, run_id: &str) -> Result<Option<RunInfo>, RegistryError>;
     /// The runs of `tenant`, newest first.
@@ -92,11 +93,11 @@ impl MemoryRegistry {
 
 #[async_trait]
 impl RunRegistry for MemoryRegistry {
-    async fn insert(&self, tenant: &TenantId, info: RunInfo) -> Result<(), RegistryError> {
+    async fn insert(&self, tenant: &TenantId, info: RunInfo) -> Result<RunInfo, RegistryError> {
         let mut st = self.state.lock().expect("registry");
         st.tenants.entry(tenant.clone()).or_default().running += 1;
-        st.runs.insert(info.id.as_str().into(), (tenant.clone(), info));
-        Ok(())
+        st.runs.insert(info.id.as_str().into(), (tenant.clone(), info.clone()));
+        Ok(info)
     }
 
     async fn get(&self, tenant: &TenantId, run_id: &str) -> Result<Option<RunInfo>, RegistryError> {
