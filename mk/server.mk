@@ -22,8 +22,9 @@ server-bins:
 
 test-server: test-server-rust test-server-browser
 
+# The cluster tests (mod cluster in server/tests/nats.rs) run in test-nats (mk/nats.mk).
 test-server-rust: server-bins
-	AGENTSTREAM_FAKE_HARNESS=$(abspath target/debug/fake-harness) $(CARGO) test -p agentstream-server
+	AGENTSTREAM_FAKE_HARNESS=$(abspath target/debug/fake-harness) $(CARGO) test -p agentstream-server -- --skip cluster::
 
 $(SERVER_WEBTEST_STAMP): $(SERVER_WEBTEST)/package.json $(SERVER_WEBTEST)/package-lock.json
 	cd $(SERVER_WEBTEST) && $(NPM) ci --no-audit --no-fund

@@ -167,10 +167,12 @@ mod cluster {
             t.push_str(&format!("env = {{ {} }}\n", env.join(", ")));
         }
         t.push_str(&format!(
-            "[shutdown]\nkill_grace_secs = 2\n[nats]\nurl = {}\nlease_secs = {}\nstart_timeout_secs = {}\n[worker]\nmax_runs = {max_runs}\n",
+            "[shutdown]\nkill_grace_secs = 2\n[nats]\nurl = {}\nlease_secs = {}\nstart_timeout_secs = {}\nretention_bytes = {}\n\
+             [worker]\nmax_runs = {max_runs}\n",
             toml_string(&nats.url),
             nats.lease.as_secs(),
-            nats.start_timeout.as_secs()
+            nats.start_timeout.as_secs(),
+            nats.retention_bytes,
         ));
         t
     }
@@ -242,7 +244,23 @@ mod cluster {
         vec![
             ("quick", fake_agent(Agent::Claude, "s1-text", &[marked])),
             ("paced", fake_agent(Agent::Claude, "s2-bash", &[("AGENTSTREAM_FAKE_DELAY_MS", "150"), marked])),
+            ("deluge", fake_agent(Agent::Claude, "s2-bash", &[("AGENTSTREAM_FAKE_FLOOD", "80000"), marked])),
         ]
+    }
+
+    /// How a test's cluster is set up.
+    #[derive(Clone, Copy)]
+    struct Setup {
+        lease_secs: u64,
+        max_runs: usize,
+        runs_per_tenant: usize,
+        retention_bytes: u64,
+    }
+
+    impl Default for Setup {
+        fn default() -> Self {
+            Setup { lease_secs: 5, max_runs: 4, runs_per_tenant: 16, retention_bytes: 1 << 30 }
+        }
     }
 
     /// nats-server, two workers, two serve instances.
@@ -254,11 +272,13 @@ mod cluster {
     }
 
     impl Cluster {
-        async fn start(test: &str, lease_secs: u64, max_runs: usize, runs_per_tenant: usize) -> Option<Cluster> {
+        async fn start(test: &str, setup: Setup) -> Option<Cluster> {
+            let Setup { lease_secs, max_runs, runs_per_tenant, retention_bytes } = setup;
             let nats = NatsServer::start(test)?;
             let mut settings = NatsSettings::new(nats.url());
             settings.lease = Duration::from_secs(lease_secs);
             settings.start_timeout = Duration::from_secs(20);
+            settings.retention_bytes = retention_bytes;
             let workers: Vec<WorkerProcess> = (1..=2)
                 .map(|i| {
                     let mark = new_mark(&format!("{test}-w{i}"));
@@ -340,6 +360,15 @@ mod cluster {
         }
     }
 
+    fn spawn_sse_after(server: &TestServer, id: &str, after: u64) -> tokio::task::JoinHandle<Vec<SseEvent>> {
+        let http = server.http.clone();
+        let url = server.url(&format!("/v1/runs/{id}/events?after={after}"));
+        tokio::spawn(async move {
+            let text = http.get(url).bearer_auth(TOKEN_A).send().await.unwrap().text().await.unwrap();
+            parse_sse(&text)
+        })
+    }
+
     fn spawn_sse(server: &TestServer, id: &str) -> tokio::task::JoinHandle<Vec<SseEvent>> {
         let http = server.http.clone();
         let url = server.url(&format!("/v1/runs/{id}/events"));
@@ -351,7 +380,7 @@ mod cluster {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_run_started_on_a_streams_resumes_and_cancels_from_b() {
-        let Some(cluster) = Cluster::start("cross", 5, 4, 16).await else { return };
+        let Some(cluster) = Cluster::start("cross", Setup::default()).await else { return };
         let (a, b) = (&cluster.a, &cluster.b);
 
         let id = a.start_run(TOKEN_A, "paced").await;
@@ -424,7 +453,9 @@ mod cluster {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_worker_killed_mid_run_ends_it_failed_on_every_instance() {
-        let Some(mut cluster) = Cluster::start("killed", 2, 4, 16).await else { return };
+        let Some(mut cluster) = Cluster::start("killed", Setup { lease_secs: 2, ..Setup::default() }).await else {
+            return;
+        };
         let id = cluster.a.start_run(TOKEN_A, "hang").await;
         wait_past(&cluster.b, &id, 5).await;
         let (on_a, on_b) = (spawn_sse(&cluster.a, &id), spawn_sse(&cluster.b, &id));
@@ -461,8 +492,49 @@ mod cluster {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_flood_resumes_inside_batched_messages_and_what_retention_dropped_is_an_explicit_gap() {
+        // 1 MiB of stream for all runs: an 80,000-line flood (2 MB of text, however merged) outgrows it.
+        let Some(cluster) = Cluster::start("flood", Setup { retention_bytes: 1 << 20, ..Setup::default() }).await
+        else {
+            return;
+        };
+        let (a, b) = (&cluster.a, &cluster.b);
+        let id = a.start_run(TOKEN_A, "deluge").await;
+        b.wait_ended(TOKEN_A, &id).await;
+        let sse = b.sse(TOKEN_A, &id, None, "").await;
+        assert_eq!(sse.events[0].event, "gap", "the start was dropped by retention: said so, first");
+        let gap = sse.events[0].json();
+        let kept = sse.envelopes();
+        let first_kept = kept[0]["sequence"].as_u64().unwrap();
+        assert_eq!((gap["reason"].as_str(), gap.get("after")), (Some("evicted"), None), "{gap}");
+        assert_eq!((gap["missing"].as_u64(), gap["resumeFrom"].as_u64()), (Some(first_kept), Some(first_kept)));
+        let mut next = first_kept;
+        for e in &kept {
+            assert_eq!(e["sequence"].as_u64(), Some(next), "gapless from there");
+            next += 1 + e["coalesced"].as_u64().unwrap_or(0);
+        }
+        assert_eq!(reason(kept.last().unwrap()), Some("run_complete"));
+        // Resume points inside the kept range (most fall inside a message of many envelopes)
+        // give exactly the tail, through either instance.
+        for (n, env) in kept.iter().enumerate().step_by(331).skip(1) {
+            let s = env["sequence"].as_u64().unwrap();
+            let server = if n % 2 == 0 { a } else { b };
+            let got = server.sse(TOKEN_A, &id, Some(&s.to_string()), "").await;
+            assert!(got.events.iter().all(|e| e.event == "message"), "no gap after {s}");
+            assert_eq!(got.envelopes(), kept[n + 1..], "resume after {s}");
+        }
+        // A point older than what is kept: the gap, then all that is kept.
+        let old = b.sse(TOKEN_A, &id, Some("3"), "").await;
+        let gap = old.events[0].json();
+        assert_eq!((gap["after"].as_u64(), gap["missing"].as_u64()), (Some(3), Some(first_kept - 4)));
+        assert_eq!(old.envelopes(), kept);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn tenancy_holds_across_instances() {
-        let Some(cluster) = Cluster::start("tenancy", 5, 4, 16).await else { return };
+        let Some(cluster) = Cluster::start("tenancy", Setup { runs_per_tenant: 2, ..Setup::default() }).await else {
+            return;
+        };
         let (a, b) = (&cluster.a, &cluster.b);
         let done = a.start_run(TOKEN_A, "quick").await;
         let hang = a.start_run(TOKEN_A, "hang").await;
@@ -497,15 +569,69 @@ mod cluster {
         assert!(mine.contains(&done) && mine.contains(&hang), "{mine:?}");
         let (_, info) = b.get_json(Some(TOKEN_A), &format!("/v1/runs/{hang}")).await;
         assert_eq!(info["status"], "running", "the other tenant's cancel was not applied");
-        let resp = b.http.post(b.url(&format!("/v1/runs/{hang}/cancel"))).bearer_auth(TOKEN_A).send().await.unwrap();
-        assert_eq!(resp.json::<Value>().await.unwrap()["status"], "cancelled");
+        // runs_per_tenant counts the tenant's runs on every instance: a second through A, and
+        // the third is refused by B.
+        let second = a.start_run(TOKEN_A, "hang").await;
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let (status, body) = loop {
+            let (status, body) = b.create(Some(TOKEN_A), json!({"agent": "hang", "prompt": "x"})).await;
+            if status != 201 || Instant::now() > deadline {
+                break (status, body);
+            }
+            // B had not seen A's run yet: that one counts too now.
+            let id = body["id"].as_str().unwrap().to_string();
+            b.http.post(b.url(&format!("/v1/runs/{id}/cancel"))).bearer_auth(TOKEN_A).send().await.unwrap();
+        };
+        assert_eq!((status, body["error"].as_str()), (429, Some("limit_reached")), "{body}");
+        let (status, _) = b.create(Some(TOKEN_B), json!({"agent": "quick", "prompt": "x"})).await;
+        assert_eq!(status, 201, "another tenant's limit is its own");
+        for id in [&hang, &second] {
+            let resp = b.http.post(b.url(&format!("/v1/runs/{id}/cancel"))).bearer_auth(TOKEN_A).send().await.unwrap();
+            assert_eq!(resp.json::<Value>().await.unwrap()["status"], "cancelled");
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_serve_instance_that_stops_ends_its_streams_and_clients_resume_on_another() {
+        let Some(cluster) = Cluster::start("serve-stops", Setup::default()).await else { return };
+        let Cluster { a, b, workers: _workers, nats: _nats } = cluster;
+        let id = a.start_run(TOKEN_A, "hang").await;
+        wait_past(&b, &id, 5).await;
+        let on_b = spawn_sse(&b, &id);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let report = b.shutdown().await;
+        assert!(report.all_runs_ended && report.connections_closed, "{report:?}");
+        let seen: Vec<Value> = tokio::time::timeout(Duration::from_secs(10), on_b)
+            .await
+            .expect("B's stream ended")
+            .unwrap()
+            .iter()
+            .filter(|e| e.event == "message")
+            .map(SseEvent::json)
+            .collect();
+        assert!(!seen.iter().any(|e| matches!(reason(e), Some("run_complete" | "run_failed" | "run_interrupted"))));
+        // The run goes on on its worker; the client resumes on A where B left it.
+        let (_, info) = a.get_json(Some(TOKEN_A), &format!("/v1/runs/{id}")).await;
+        assert_eq!(info["status"], "running");
+        let last = seen.last().unwrap()["sequence"].as_u64().unwrap();
+        let rest = spawn_sse_after(&a, &id, last);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        a.http.post(a.url(&format!("/v1/runs/{id}/cancel"))).bearer_auth(TOKEN_A).send().await.unwrap();
+        let mut all = seen.clone();
+        all.extend(rest.await.unwrap().iter().filter(|e| e.event == "message").map(SseEvent::json));
+        assert_whole_stream(&all);
+        assert_eq!(reason(all.last().unwrap()), Some("run_interrupted"));
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_thousand_short_runs_spread_over_both_workers_and_none_is_lost() {
         const RUNS: usize = 1000;
         const AT_ONCE: usize = 48;
-        let Some(cluster) = Cluster::start("thousand", 5, 24, RUNS).await else { return };
+        let Some(cluster) =
+            Cluster::start("thousand", Setup { max_runs: 24, runs_per_tenant: RUNS, ..Setup::default() }).await
+        else {
+            return;
+        };
         let cluster = Arc::new(cluster);
         let started = Instant::now();
         let gate = Arc::new(tokio::sync::Semaphore::new(AT_ONCE));
@@ -549,7 +675,9 @@ mod cluster {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_nats_outage_is_reported_and_the_stream_resumes() {
-        let Some(mut cluster) = Cluster::start("outage", 8, 4, 16).await else { return };
+        let Some(mut cluster) = Cluster::start("outage", Setup { lease_secs: 8, ..Setup::default() }).await else {
+            return;
+        };
         let id = cluster.a.start_run(TOKEN_A, "paced").await;
         wait_past(&cluster.b, &id, 2).await;
         let reader = spawn_sse(&cluster.b, &id);
@@ -591,7 +719,7 @@ mod cluster {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_worker_stopped_by_sigterm_ends_its_runs_and_others_stream_them_to_the_end() {
-        let Some(mut cluster) = Cluster::start("sigterm", 5, 4, 16).await else { return };
+        let Some(mut cluster) = Cluster::start("sigterm", Setup::default()).await else { return };
         let id = cluster.a.start_run(TOKEN_A, "hang").await;
         wait_past(&cluster.b, &id, 5).await;
         let on_b = spawn_sse(&cluster.b, &id);

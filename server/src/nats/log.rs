@@ -130,8 +130,15 @@ impl JetStreamLog {
                 }
                 Err(_) => {} // no connection, timed out: retry
             }
-            tokio::time::sleep(delay).await;
-            delay = (delay * 2).min(Duration::from_secs(2));
+            // Retry after a pause, or as soon as a lost connection is back.
+            let mut connection = self.cluster.connection();
+            if *connection.borrow_and_update() {
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_secs(2));
+            } else {
+                let _ = connection.wait_for(|up| *up).await;
+                delay = Duration::from_millis(50);
+            }
         }
     }
 }
@@ -190,23 +197,15 @@ impl EventLog for JetStreamLog {
                     .map_err(SubscribeError::Unavailable)?,
             },
         };
-        let consumer = self
-            .cluster
-            .events
-            .create_consumer(pull::OrderedConfig {
-                filter_subject: subject.clone(),
-                deliver_policy,
-                ..Default::default()
-            })
-            .await
-            .map_err(|e| SubscribeError::Unavailable(format!("cannot follow the run's stream on NATS: {e}")))?;
-        let messages = consumer
-            .messages()
-            .await
-            .map_err(|e| SubscribeError::Unavailable(format!("cannot follow the run's stream on NATS: {e}")))?;
+        let messages = follow(&self.cluster, &subject, deliver_policy).await.map_err(SubscribeError::Unavailable)?;
         let mut connection = self.cluster.connection();
         connection.borrow_and_update();
         Ok(Box::new(JetStreamSubscription {
+            cluster: self.cluster.clone(),
+            subject,
+            deliver_policy,
+            last_stream_seq: None,
+            refollow: false,
             run_id: run_id.to_string(),
             messages,
             cursor: after,
@@ -233,6 +232,21 @@ impl EventLog for JetStreamLog {
     fn close(&self) {
         self.closing.send_replace(true);
     }
+}
+
+/// An ordered consumer of `subject` from `deliver_policy`.
+async fn follow(cluster: &Cluster, subject: &str, deliver_policy: DeliverPolicy) -> Result<pull::Ordered, String> {
+    let unavailable = |e: &dyn std::fmt::Display| format!("cannot follow the run's stream on NATS: {e}");
+    let consumer = cluster
+        .events
+        .create_consumer(pull::OrderedConfig {
+            filter_subject: subject.to_string(),
+            deliver_policy,
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| unavailable(&e))?;
+    consumer.messages().await.map_err(|e| unavailable(&e))
 }
 
 /// The stream sequence of the run's first message that covers a number after `after`: a binary
@@ -267,6 +281,15 @@ struct Partial {
 }
 
 struct JetStreamSubscription {
+    cluster: Arc<Cluster>,
+    subject: String,
+    /// Where the consumer started (used again if it must be re-created before any message).
+    deliver_policy: DeliverPolicy,
+    /// The stream sequence of the last message taken.
+    last_stream_seq: Option<u64>,
+    /// The connection came back: re-create the consumer from `last_stream_seq` (the old one may
+    /// not have survived, and would notice only after missing its heartbeats).
+    refollow: bool,
     run_id: String,
     messages: pull::Ordered,
     /// The last sequence number this subscriber has.
@@ -366,14 +389,32 @@ impl Subscription for JetStreamSubscription {
             let up = *self.connection.borrow_and_update();
             if up == self.told_down {
                 self.told_down = !up;
+                self.refollow |= up;
                 let reason = if up { NoticeReason::BackendRestored } else { NoticeReason::BackendUnavailable };
                 out.push(Delivered::Notice(Notice::new(&self.run_id, reason)));
                 return true;
+            }
+            if self.refollow && up {
+                let from = match self.last_stream_seq {
+                    Some(seq) => DeliverPolicy::ByStartSequence { start_sequence: seq + 1 },
+                    None => self.deliver_policy,
+                };
+                match follow(&self.cluster, &self.subject, from).await {
+                    Ok(messages) => {
+                        self.messages = messages;
+                        self.refollow = false;
+                    }
+                    Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+                }
+                continue;
             }
             tokio::select! {
                 next = self.messages.next() => match next {
                     Some(Ok(msg)) => {
                         self.errors = 0;
+                        if let Ok(info) = msg.info() {
+                            self.last_stream_seq = Some(info.stream_sequence);
+                        }
                         let headers = msg.headers.clone().unwrap_or_default();
                         self.take(&headers, msg.payload.clone());
                     }

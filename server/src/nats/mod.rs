@@ -280,6 +280,8 @@ impl Cluster {
                 description: "agentstream: run records (owner, tenant, status, result)".into(),
                 history: 1,
                 max_age: settings.retention_age,
+                // A record that ages out leaves a marker, so every instance's index drops it too.
+                limit_markers: Some(Duration::from_secs(3600)),
                 storage: stream::StorageType::File,
                 num_replicas: settings.replicas,
                 ..Default::default()

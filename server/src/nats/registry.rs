@@ -286,11 +286,31 @@ impl Shared {
     }
 }
 
+/// The next entry of a watch; `None` when the watch broke or when the connection came back
+/// after an outage (the watch's consumer may not have survived it, and would only notice after
+/// missing its heartbeats): the caller re-creates the watch from the last revision seen.
+async fn next_entry(watch: &mut kv::Watch, connection: &mut watch::Receiver<bool>) -> Option<kv::Entry> {
+    loop {
+        tokio::select! {
+            entry = watch.next() => return entry.and_then(Result::ok),
+            changed = connection.changed() => {
+                if changed.is_err() {
+                    return watch.next().await.and_then(Result::ok);
+                }
+                if *connection.borrow_and_update() {
+                    return None;
+                }
+            }
+        }
+    }
+}
+
 /// Keep the index of records current: a watch on the runs bucket, re-established from the last
 /// revision seen whenever it breaks.
 async fn watch_runs(shared: Arc<Shared>, synced: watch::Sender<bool>) {
     let bucket_stream = format!("KV_{}", shared.cluster.settings.runs_bucket());
     let mut from: Option<u64> = None;
+    let mut connection = shared.cluster.connection();
     loop {
         let empty = match shared.cluster.js.get_stream(&bucket_stream).await {
             Ok(s) => s.cached_info().state.messages == 0,
@@ -307,7 +327,8 @@ async fn watch_runs(shared: Arc<Shared>, synced: watch::Sender<bool>) {
         if empty {
             synced.send_replace(true);
         }
-        while let Some(Ok(entry)) = watch.next().await {
+        connection.borrow_and_update();
+        while let Some(entry) = next_entry(&mut watch, &mut connection).await {
             from = Some(entry.revision);
             if let Some((_, run_id)) = parse_key(&entry.key) {
                 let mut index = shared.index.lock().expect("index");
@@ -332,6 +353,7 @@ async fn watch_runs(shared: Arc<Shared>, synced: watch::Sender<bool>) {
 /// Keep the index of leases and workers current; a run lease that expires sends a reaper.
 async fn watch_leases(shared: Arc<Shared>) {
     let mut from: Option<u64> = None;
+    let mut connection = shared.cluster.connection();
     loop {
         let watch = match from {
             None => shared.cluster.leases.watch_with_history(">").await,
@@ -341,7 +363,8 @@ async fn watch_leases(shared: Arc<Shared>) {
             tokio::time::sleep(Duration::from_millis(500)).await;
             continue;
         };
-        while let Some(Ok(entry)) = watch.next().await {
+        connection.borrow_and_update();
+        while let Some(entry) = next_entry(&mut watch, &mut connection).await {
             from = Some(entry.revision);
             let expired = {
                 let mut index = shared.index.lock().expect("index");

@@ -7,6 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use async_nats::jetstream::AckKind;
 use async_nats::jetstream::consumer::{self, pull};
 use async_nats::jetstream::stream::RetentionPolicy;
 use bytes::Bytes;
@@ -26,6 +27,8 @@ use crate::registry::RunRegistry;
 
 /// How long one pull for a request waits at the server before asking again.
 const PULL_EXPIRES: Duration = Duration::from_secs(5);
+/// When a request arrives and every slot is taken, it goes back to the queue for this long.
+const REQUEUE_DELAY: Duration = Duration::from_millis(100);
 
 /// What `agentstream worker` needs beyond serve.toml's agents and limits (`[worker]`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -191,25 +194,26 @@ impl Worker {
         let name = format!("work-{}", token(agent).replace('=', "_2E_"));
         self.cluster
             .work
-            .get_or_create_consumer(
-                &name,
-                pull::Config {
-                    durable_name: Some(name.clone()),
-                    description: Some(format!("agentstream workers running agent {agent:?}")),
-                    filter_subject: settings.work_subject(agent),
-                    ack_policy: consumer::AckPolicy::Explicit,
-                    ack_wait: Duration::from_secs(30),
-                    max_deliver: 5,
-                    ..Default::default()
-                },
-            )
+            // Created, or updated to this version's settings.
+            .create_consumer(pull::Config {
+                durable_name: Some(name.clone()),
+                description: Some(format!("agentstream workers running agent {agent:?}")),
+                filter_subject: settings.work_subject(agent),
+                ack_policy: consumer::AckPolicy::Explicit,
+                ack_wait: Duration::from_secs(30),
+                // Requests go back when a worker is full; the asking instance's deadline
+                // ends a request nobody takes.
+                max_deliver: -1,
+                ..Default::default()
+            })
             .await
             .map_err(|e| format!("cannot set up the work queue's consumer for agent {agent:?}: {e}"))
     }
 }
 
-/// Take one agent's requests while there is capacity: pull one, start it, hold a slot until
-/// the run ends.
+/// Take one agent's requests while there is capacity: wait for a free slot (without holding it,
+/// so that every agent's taker gets its turn), pull one request, and hold a slot until its run
+/// ends. A request that finds every slot taken by then goes back to the queue, for any worker.
 async fn take(
     cluster: Arc<Cluster>,
     broker: RunBroker,
@@ -219,24 +223,30 @@ async fn take(
     stop: watch::Receiver<bool>,
 ) {
     loop {
-        let Ok(slot) = capacity.clone().acquire_owned().await else { return };
+        match capacity.acquire().await {
+            Ok(free) => drop(free),
+            Err(_) => return,
+        }
         if *stop.borrow() {
             return;
         }
-        let batch = consumer.fetch().max_messages(1).expires(PULL_EXPIRES).messages().await;
+        // Waits at the server until a request comes (or the pull expires), then returns with it.
+        let batch = consumer.batch().max_messages(1).expires(PULL_EXPIRES).messages().await;
         let Ok(mut batch) = batch else {
-            drop(slot);
             tokio::time::sleep(Duration::from_millis(500)).await;
             continue;
         };
         let message = match batch.next().await {
             Some(Ok(m)) => m,
             Some(Err(_)) => {
-                drop(slot);
                 tokio::time::sleep(Duration::from_millis(200)).await;
                 continue;
             }
             None => continue, // nothing waiting: ask again
+        };
+        let Ok(slot) = capacity.clone().try_acquire_owned() else {
+            let _ = message.ack_with(AckKind::Nak(Some(REQUEUE_DELAY))).await;
+            continue;
         };
         let cluster = cluster.clone();
         let broker = broker.clone();
@@ -265,7 +275,7 @@ async fn handle(
     let request = match serde_json::from_slice::<WorkRequest>(&message.payload) {
         Ok(r) => r,
         Err(e) => {
-            let _ = message.ack_with(async_nats::jetstream::AckKind::Term).await;
+            let _ = message.ack_with(AckKind::Term).await;
             answer(cluster, reply_to, refused("invalid", None, format!("unreadable run request: {e}"))).await;
             return None;
         }
