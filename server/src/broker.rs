@@ -117,7 +117,8 @@ pub enum BrokerError {
     Unavailable(String),
     /// The server is shutting down: no new runs.
     ShuttingDown,
-    /// Where runs execute or are recorded cannot be reached now (the cluster's messaging).
+    /// Where runs execute or are recorded cannot be reached now (the cluster's messaging, or no
+    /// worker took the run): what happened, for people.
     Backend(String),
     /// A resume point beyond what the run has produced.
     AfterBeyondEnd {
@@ -143,7 +144,7 @@ impl std::fmt::Display for BrokerError {
             }
             BrokerError::Unavailable(m) => write!(f, "the agent could not be started: {m}"),
             BrokerError::ShuttingDown => f.write_str("the server is shutting down and starts no new runs"),
-            BrokerError::Backend(m) => write!(f, "the cluster cannot be reached: {m}"),
+            BrokerError::Backend(m) => f.write_str(m),
             BrokerError::AfterBeyondEnd { after, last } => match last {
                 Some(last) => write!(f, "resume point {after} is beyond the run's last sequence {last}"),
                 None => write!(f, "resume point {after} is beyond the run's stream, which has no envelope yet"),
@@ -438,12 +439,20 @@ impl RunBroker {
         wait: Duration,
     ) -> Result<RunInfo, BrokerError> {
         let info = self.inner.registry.get(tenant, run_id).await?.ok_or(BrokerError::NotFound)?;
+        let local = self.inner.state.lock().expect("broker state").local.get(run_id).cloned();
+        match local {
+            // Executing here: stop it even if its record says it ended (a worker whose lease
+            // expired finds its run ended elsewhere, and must not leave the harness running).
+            Some(control) => control.cancel(reason),
+            None if info.status != RunStatus::Running => return Ok(info),
+            None => {
+                if let Some(control) = self.inner.executor.control(tenant, run_id) {
+                    control.cancel(reason);
+                }
+            }
+        }
         if info.status != RunStatus::Running {
             return Ok(info);
-        }
-        let local = self.inner.state.lock().expect("broker state").local.get(run_id).cloned();
-        if let Some(control) = local.or_else(|| self.inner.executor.control(tenant, run_id)) {
-            control.cancel(reason);
         }
         self.inner.registry.wait_ended(tenant, run_id, wait).await;
         self.get(tenant, run_id).await

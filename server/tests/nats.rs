@@ -718,6 +718,51 @@ mod cluster {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_worker_frozen_past_its_lease_loses_the_run_and_stops_its_harness_when_it_thaws() {
+        let Some(mut cluster) = Cluster::start("frozen", Setup { lease_secs: 2, ..Setup::default() }).await else {
+            return;
+        };
+        let id = cluster.a.start_run(TOKEN_A, "hang").await;
+        wait_past(&cluster.b, &id, 5).await;
+        let on_b = spawn_sse(&cluster.b, &id);
+        let (_, info) = cluster.b.get_json(Some(TOKEN_A), &format!("/v1/runs/{id}")).await;
+        let owner = info["worker"].as_str().unwrap().to_string();
+        let pid = cluster.worker(&owner).child.id() as i32;
+        let mark = cluster.worker(&owner).mark.clone();
+        unsafe { libc::kill(pid, libc::SIGSTOP) };
+        // Frozen past its lease: another process ends the run.
+        let envs: Vec<Value> = tokio::time::timeout(Duration::from_secs(20), on_b)
+            .await
+            .expect("the stream ends")
+            .unwrap()
+            .iter()
+            .filter(|e| e.event == "message")
+            .map(SseEvent::json)
+            .collect();
+        assert_eq!(reason(envs.last().unwrap()), Some("run_failed"));
+        assert!(!processes_with_mark(&mark).is_empty(), "the harness lives on while its worker is frozen");
+        unsafe { libc::kill(pid, libc::SIGCONT) };
+        // Thawed, the worker finds its run ended elsewhere and stops the harness; the run keeps
+        // exactly one terminal (the worker's own is refused) and its failed record.
+        eventually("the thawed worker stops its harness", Duration::from_secs(15), || {
+            processes_with_mark(&mark).is_empty()
+        })
+        .await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        for server in [&cluster.a, &cluster.b] {
+            let envs = server.sse(TOKEN_A, &id, None, "").await.envelopes();
+            assert_whole_stream(&envs);
+            assert_eq!(reason(envs.last().unwrap()), Some("run_failed"));
+            let (_, body) = server.get_json(Some(TOKEN_A), &format!("/v1/runs/{id}")).await;
+            assert_eq!(body["status"], "failed", "{body}");
+            assert!(body["result"]["error"].as_str().unwrap().contains("lease"), "{body}");
+        }
+        // And it goes on taking runs.
+        let next = cluster.a.start_run(TOKEN_A, "quick").await;
+        assert_eq!(cluster.b.wait_ended(TOKEN_A, &next).await["status"], "completed");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_worker_stopped_by_sigterm_ends_its_runs_and_others_stream_them_to_the_end() {
         let Some(mut cluster) = Cluster::start("sigterm", Setup::default()).await else { return };
         let id = cluster.a.start_run(TOKEN_A, "hang").await;

@@ -102,8 +102,9 @@ impl Worker {
             Arc::new(log),
             registry.clone(),
             BrokerLimits {
-                // Tenants' limits are the serve instances'; a worker's is its capacity.
-                runs_per_tenant: settings.max_runs,
+                // Tenants' limits are the serve instances' (this registry counts the tenant's
+                // runs on every worker); a worker's own limit is its capacity (`max_runs`).
+                runs_per_tenant: usize::MAX,
                 subscribers_per_run: 1,
                 finished_runs_kept: 1,
             },
@@ -283,6 +284,11 @@ async fn handle(
     if now_ms() > request.deadline_ms {
         // Its serve instance gave up on it: starting it now would make a run nobody asked for.
         let _ = message.ack().await;
+        return None;
+    }
+    if !broker.is_accepting() {
+        // Shutting down: back to the queue, for another worker.
+        let _ = message.ack_with(AckKind::Nak(Some(REQUEUE_DELAY))).await;
         return None;
     }
     // Off the queue before starting: a run starts at most once, even if this worker dies now.
