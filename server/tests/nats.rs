@@ -71,12 +71,14 @@ mod cluster {
         bin: PathBuf,
         pub port: u16,
         store: PathBuf,
+        /// `max_payload` when not the server's default (1 MiB).
+        max_payload: Option<usize>,
         child: Option<Child>,
     }
 
     impl NatsServer {
         /// Start one, or `None` (the test is skipped) when there is no usable nats-server.
-        pub fn start(test: &str) -> Option<NatsServer> {
+        pub fn start(test: &str, max_payload: Option<usize>) -> Option<NatsServer> {
             let bin = match nats_server_binary() {
                 Ok(bin) => bin,
                 Err(why) if std::env::var_os("AGENTSTREAM_REQUIRE_NATS").is_some_and(|v| v == "1") => {
@@ -89,7 +91,7 @@ mod cluster {
             };
             let store = std::env::temp_dir().join(format!("agentstream-nats-{}", new_mark(test)));
             std::fs::create_dir_all(&store).unwrap();
-            let mut server = NatsServer { bin, port: free_port(), store, child: None };
+            let mut server = NatsServer { bin, port: free_port(), store, max_payload, child: None };
             server.resume();
             Some(server)
         }
@@ -100,13 +102,14 @@ mod cluster {
 
         /// (Re)start on the same port and store.
         pub fn resume(&mut self) {
-            let child = Command::new(&self.bin)
-                .args(["-js", "-a", "127.0.0.1", "-p", &self.port.to_string(), "-sd"])
-                .arg(&self.store)
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("start nats-server");
+            let mut command = Command::new(&self.bin);
+            command.args(["-js", "-a", "127.0.0.1", "-p", &self.port.to_string(), "-sd"]).arg(&self.store);
+            if let Some(max) = self.max_payload {
+                let conf = self.store.join("nats.conf");
+                std::fs::write(&conf, format!("max_payload: {max}\n")).unwrap();
+                command.arg("-c").arg(conf);
+            }
+            let child = command.stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("start nats-server");
             self.child = Some(child);
             let deadline = Instant::now() + Duration::from_secs(10);
             while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
@@ -235,13 +238,31 @@ mod cluster {
                 unsafe { libc::kill(pid, libc::SIGKILL) };
             }
             let _ = std::fs::remove_file(&self._config);
+            let _ = std::fs::remove_file(format!(
+                "{}.input.jsonl",
+                std::env::temp_dir().join(format!("agentstream-big-{}", self.mark)).display()
+            ));
         }
     }
 
-    /// A quick agent (a short trace, no delay) and a paced one.
+    /// A trace (the claude s2-bash one) with a 40 KB line in the middle: its stdout envelope is
+    /// larger than a small NATS message. Returns the fake harness's trace prefix.
+    fn big_trace(mark: &str) -> String {
+        let prefix = std::env::temp_dir().join(format!("agentstream-big-{mark}"));
+        let original = std::fs::read_to_string(format!("{}.input.jsonl", golden("claude", "s2-bash"))).unwrap();
+        let mut lines: Vec<String> = original.lines().map(str::to_string).collect();
+        lines.insert(2, format!("{{\"type\":\"padding\",\"text\":\"{}\"}}", "0123456789".repeat(4000)));
+        std::fs::write(format!("{}.input.jsonl", prefix.display()), lines.join("\n") + "\n").unwrap();
+        prefix.to_string_lossy().into_owned()
+    }
+
+    /// A quick agent (a short trace, no delay), a paced one, a flood, and one with a large line.
     fn extra_agents(mark: &str) -> Vec<(&'static str, AgentEntry)> {
         let marked = ("AGENTSTREAM_TEST_MARK", mark);
+        let mut big = fake_agent(Agent::Claude, "s2-bash", &[marked]);
+        big.env[0].1 = big_trace(mark);
         vec![
+            ("big", big),
             ("quick", fake_agent(Agent::Claude, "s1-text", &[marked])),
             ("paced", fake_agent(Agent::Claude, "s2-bash", &[("AGENTSTREAM_FAKE_DELAY_MS", "150"), marked])),
             ("deluge", fake_agent(Agent::Claude, "s2-bash", &[("AGENTSTREAM_FAKE_FLOOD", "80000"), marked])),
@@ -255,11 +276,12 @@ mod cluster {
         max_runs: usize,
         runs_per_tenant: usize,
         retention_bytes: u64,
+        max_payload: Option<usize>,
     }
 
     impl Default for Setup {
         fn default() -> Self {
-            Setup { lease_secs: 5, max_runs: 4, runs_per_tenant: 16, retention_bytes: 1 << 30 }
+            Setup { lease_secs: 5, max_runs: 4, runs_per_tenant: 16, retention_bytes: 1 << 30, max_payload: None }
         }
     }
 
@@ -273,8 +295,8 @@ mod cluster {
 
     impl Cluster {
         async fn start(test: &str, setup: Setup) -> Option<Cluster> {
-            let Setup { lease_secs, max_runs, runs_per_tenant, retention_bytes } = setup;
-            let nats = NatsServer::start(test)?;
+            let Setup { lease_secs, max_runs, runs_per_tenant, retention_bytes, max_payload } = setup;
+            let nats = NatsServer::start(test, max_payload)?;
             let mut settings = NatsSettings::new(nats.url());
             settings.lease = Duration::from_secs(lease_secs);
             settings.start_timeout = Duration::from_secs(20);
@@ -528,6 +550,33 @@ mod cluster {
         let gap = old.events[0].json();
         assert_eq!((gap["after"].as_u64(), gap["missing"].as_u64()), (Some(3), Some(first_kept - 4)));
         assert_eq!(old.envelopes(), kept);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn envelopes_larger_than_a_nats_message_travel_in_parts() {
+        // A 16 KiB max_payload: the run's 40 KB envelope is split into parts and joined again,
+        // and resuming lands on whole envelopes.
+        let Some(cluster) = Cluster::start("parts", Setup { max_payload: Some(16384), ..Setup::default() }).await
+        else {
+            return;
+        };
+        let (a, b) = (&cluster.a, &cluster.b);
+        let id = a.start_run(TOKEN_A, "big").await;
+        b.wait_ended(TOKEN_A, &id).await;
+        let envs = b.sse(TOKEN_A, &id, None, "").await.envelopes();
+        assert_whole_stream(&envs);
+        assert_eq!(reason(envs.last().unwrap()), Some("run_complete"));
+        let big = envs.iter().find(|e| e.to_string().len() > 40_000).expect("the large envelope arrived whole");
+        assert!(big["event"].as_str().unwrap().contains(&"0123456789".repeat(4000)));
+        for (n, env) in envs[..envs.len() - 1].iter().enumerate() {
+            let s = env["sequence"].as_u64().unwrap();
+            let server = if n % 2 == 0 { a } else { b };
+            assert_eq!(
+                server.sse(TOKEN_A, &id, Some(&s.to_string()), "").await.envelopes(),
+                envs[n + 1..],
+                "after {s}"
+            );
+        }
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -21,6 +21,9 @@ use crate::auth::TenantId;
 use crate::frame::{Delivered, Frame, Gap, GapReason, Notice, NoticeReason};
 use crate::log::{EventLog, SubscribeError, Subscription};
 
+/// The smallest message the writer packs (every NATS server accepts far more).
+const MIN_MESSAGE_BYTES: usize = 1024;
+
 /// A run this process was writing was ended by someone else (its lease expired and another
 /// instance appended the terminal): the run must stop here.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,9 +81,8 @@ impl JetStreamLog {
         self.writers.lock().expect("writers").get(run_id).cloned()
     }
 
-    /// Publish one message after the writer's last, retrying through outages. Returns false
-    /// when the run was lost (someone else appended to its subject).
-    async fn publish(&self, run_id: &str, w: &mut Writer, msg: wire::Outgoing) -> bool {
+    /// Publish one message after the writer's last, retrying through outages.
+    async fn publish(&self, run_id: &str, w: &mut Writer, msg: &wire::Outgoing) -> Published {
         let mut delay = Duration::from_millis(50);
         loop {
             let mut publish = PublishMessage::build()
@@ -99,14 +101,14 @@ impl JetStreamLog {
             match sent {
                 Ok(ack) => {
                     w.last_stream_seq = ack.sequence;
-                    return true;
+                    return Published::Stored;
                 }
                 Err(e) if e.kind() == PublishErrorKind::WrongLastSequence => {
                     // Ours, stored before (its ack was lost), or someone else's?
                     match self.cluster.events.direct_get_last_for_subject(w.subject.as_str()).await {
                         Ok(m) if m.headers.get(NATS_MESSAGE_ID).is_some_and(|id| id.as_str() == msg.msg_id) => {
                             w.last_stream_seq = m.sequence;
-                            return true;
+                            return Published::Stored;
                         }
                         Ok(_) => {
                             w.lost = true;
@@ -118,16 +120,13 @@ impl JetStreamLog {
                                         .into(),
                                 });
                             }
-                            return false;
+                            return Published::Lost;
                         }
                         Err(_) => {} // cannot tell now: retry
                     }
                 }
-                Err(e) if e.kind() == PublishErrorKind::MaxPayloadExceeded => {
-                    // The server's limit shrank under us: nothing to do but say so and go on.
-                    eprintln!("agentstream: run {run_id}: a message exceeds the NATS server's max_payload: {e}");
-                    return true;
-                }
+                // Refused before sending (the server's max_payload is smaller than it was).
+                Err(e) if e.kind() == PublishErrorKind::MaxPayloadExceeded => return Published::TooLarge,
                 Err(_) => {} // no connection, timed out: retry
             }
             // Retry after a pause, or as soon as a lost connection is back.
@@ -141,6 +140,15 @@ impl JetStreamLog {
             }
         }
     }
+}
+
+/// How a publish ended.
+enum Published {
+    Stored,
+    /// Someone else appended to the run's subject: the run is no longer this process's.
+    Lost,
+    /// Larger than the server accepts: nothing was sent.
+    TooLarge,
 }
 
 #[async_trait]
@@ -161,10 +169,27 @@ impl EventLog for JetStreamLog {
         if w.lost {
             return;
         }
-        for msg in wire::pack(run_id, &frames, self.cluster.max_message_bytes()) {
-            if !self.publish(run_id, &mut w, msg).await {
-                return;
+        let mut max = self.cluster.max_message_bytes();
+        let mut start = 0;
+        'pack: while start < frames.len() {
+            for msg in wire::pack(run_id, &frames[start..], max) {
+                match self.publish(run_id, &mut w, &msg).await {
+                    Published::Stored => {}
+                    Published::Lost => return,
+                    // Pack again from this message's first envelope, smaller (a split envelope
+                    // starts over with part 1, which tells readers to drop the earlier parts).
+                    Published::TooLarge if max > MIN_MESSAGE_BYTES => {
+                        start = frames.iter().position(|f| f.sequence == msg.first).unwrap_or(start);
+                        max /= 2;
+                        continue 'pack;
+                    }
+                    Published::TooLarge => {
+                        eprintln!("agentstream: run {run_id}: the NATS server refuses messages of {max} bytes");
+                        return;
+                    }
+                }
             }
+            break;
         }
     }
 

@@ -13,7 +13,7 @@
 //! | `Agentstream-Terminal` | `1` when the last envelope is the run's terminal one |
 //! | `Agentstream-Received` | when the producer read the envelopes from the run (Unix ms: the SSE `time`) |
 //! | `Agentstream-Part` | `k/n`: part k of one envelope too large for one message (split in n); the parts are consecutive |
-//! | `Nats-Msg-Id` | `<run>.<seq>` (`.<k>` for a part; `.lost` for a reaper's terminal): a publish retried after a lost ack is not stored twice |
+//! | `Nats-Msg-Id` | `<run>.<seq>` (`.<k>of<n>` for a part; `.lost` for a reaper's terminal): a publish retried after a lost ack is not stored twice |
 //!
 //! Envelope `sequence`s inside a message follow from `Agentstream-Seq` and the coalesced counts,
 //! so a reader places every envelope without parsing its JSON.
@@ -72,7 +72,8 @@ pub fn pack(run_id: &str, frames: &[Frame], max_bytes: usize) -> Vec<Outgoing> {
                 out.push(Outgoing {
                     headers: h,
                     payload: first.json.slice_ref(chunk),
-                    msg_id: format!("{run_id}.{}.{}", first.sequence, k + 1),
+                    // With n: a split redone smaller is not taken for the first one's parts.
+                    msg_id: format!("{run_id}.{}.{}of{n}", first.sequence, k + 1),
                     first: first.sequence,
                 });
             }
@@ -314,7 +315,7 @@ mod tests {
         let out = roundtrip(&frames, 40);
         let parts: Vec<Option<(u32, u32)>> = out.iter().map(|m| Meta::of(&m.headers).unwrap().part).collect();
         assert_eq!(parts, [None, Some((1, 3)), Some((2, 3)), Some((3, 3)), None]);
-        assert_eq!(out[2].msg_id, "run_x.1.2");
+        assert_eq!(out[2].msg_id, "run_x.1.2of3");
     }
 
     #[test]
