@@ -31,6 +31,10 @@ pub fn worker_command(
         config.worker.id = id;
     }
     if let Some(n) = max_runs {
+        if n == 0 {
+            eprintln!("agentstream worker: --max-runs must be at least 1");
+            return ExitCode::from(2);
+        }
         config.worker.max_runs = n;
     }
     let runtime = match runtime("worker") {

@@ -323,23 +323,19 @@ impl RunBroker {
             result: None,
             worker: None,
         };
-        let info = match inner.registry.insert(tenant, info.clone()).await {
-            Ok(recorded) => recorded,
-            Err(e) => {
-                // Unrecorded, nobody could find or stop it: stop it now; its stream still ends.
-                started.control.cancel(&format!("the run could not be recorded: {e}"));
-                info
-            }
-        };
+        let recorded = inner.registry.insert(tenant, info).await;
         self.started(tenant, Some((run_id.clone(), started.control.clone())), true);
-        // A run started while shutdown began is cancelled like the others.
-        if !inner.accepting.load(Ordering::SeqCst) {
+        if let Err(e) = &recorded {
+            // Unrecorded, nobody could find or stop it: stop it now (the pump still reaps it).
+            started.control.cancel(&format!("the run could not be recorded: {e}"));
+        } else if !inner.accepting.load(Ordering::SeqCst) {
+            // A run started while shutdown began is cancelled like the others.
             started.control.cancel("the server is shutting down");
         }
         let broker = self.clone();
-        let tenant = tenant.clone();
-        tokio::spawn(async move { broker.pump(run_id, tenant, output).await });
-        Ok(info)
+        let pumped_for = tenant.clone();
+        tokio::spawn(async move { broker.pump(run_id, pumped_for, output).await });
+        Ok(recorded?)
     }
 
     /// A start is over: the tenant's reservation goes (the registry counts the run now), and

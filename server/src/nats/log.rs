@@ -234,7 +234,7 @@ impl EventLog for JetStreamLog {
             run_id: run_id.to_string(),
             messages,
             cursor: after,
-            attached: false,
+            read_through: None,
             pending: VecDeque::new(),
             partial: None,
             done: false,
@@ -319,8 +319,8 @@ struct JetStreamSubscription {
     messages: pull::Ordered,
     /// The last sequence number this subscriber has.
     cursor: Option<u64>,
-    /// Whether anything was delivered (a gap before is a resume gap, after it a lag).
-    attached: bool,
+    /// The last sequence number covered by what was read, delivered or skipped.
+    read_through: Option<u64>,
     pending: VecDeque<Delivered>,
     partial: Option<Partial>,
     done: bool,
@@ -370,24 +370,25 @@ impl JetStreamSubscription {
         let Some((headers, payload)) = whole else { return };
         let Some(frames) = wire::unpack(&headers, &meta, &payload) else { return };
         for frame in frames {
-            if self.cursor.is_some_and(|c| frame.last_covered <= c) {
-                continue; // had it
+            // Already had (the same rule as the in-process log: by the envelope's own number).
+            if self.cursor.is_some_and(|c| frame.sequence <= c) {
+                self.read_through = self.read_through.max(Some(frame.last_covered));
+                continue;
             }
-            let expected = self.cursor.map_or(0, |c| c + 1);
+            let expected = self.cursor.max(self.read_through).map_or(0, |c| c + 1);
             if frame.sequence > expected {
                 // Removed by retention before this subscriber read it.
                 let missing = frame.sequence - expected;
-                let reason = if self.attached { GapReason::TooSlow } else { GapReason::Evicted };
                 self.pending.push_back(Delivered::Gap(Gap::new(
                     &self.run_id,
-                    reason,
+                    GapReason::Evicted,
                     self.cursor,
                     missing,
                     Some(frame.sequence),
                 )));
             }
-            self.attached = true;
             self.cursor = Some(frame.last_covered);
+            self.read_through = self.cursor;
             let terminal = frame.terminal;
             self.pending.push_back(Delivered::Frame(Arc::new(frame)));
             if terminal {
