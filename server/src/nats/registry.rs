@@ -178,18 +178,24 @@ impl NatsRegistry {
             presence: Mutex::new(None),
         });
         let mut tasks = Vec::new();
-        let (synced_tx, mut synced) = watch::channel(false);
-        tasks.push(tokio::spawn(watch_runs(shared.clone(), synced_tx)));
-        tasks.push(tokio::spawn(watch_leases(shared.clone())));
+        let (runs_synced_tx, mut runs_synced) = watch::channel(false);
+        let (leases_synced_tx, mut leases_synced) = watch::channel(false);
+        tasks.push(tokio::spawn(watch_runs(shared.clone(), runs_synced_tx)));
+        tasks.push(tokio::spawn(watch_leases(shared.clone(), leases_synced_tx)));
         tasks.push(tokio::spawn(sweep(shared.clone())));
         if shared.owner.is_some() {
             tasks.push(tokio::spawn(keep_leases(shared.clone())));
         }
         let registry = NatsRegistry { shared, tasks };
-        tokio::time::timeout(Duration::from_secs(30), synced.wait_for(|s| *s))
+        // Serve nothing before the records and the workers are known (an agent would look
+        // unknown, a run missing).
+        let synced = async {
+            let _ = runs_synced.wait_for(|s| *s).await;
+            let _ = leases_synced.wait_for(|s| *s).await;
+        };
+        tokio::time::timeout(Duration::from_secs(30), synced)
             .await
-            .map_err(|_| "timed out reading the run records from NATS".to_string())?
-            .map_err(|_| "the run records could not be read from NATS".to_string())?;
+            .map_err(|_| "timed out reading the run records and leases from NATS".to_string())?;
         Ok(registry)
     }
 
@@ -307,15 +313,20 @@ async fn next_entry(watch: &mut kv::Watch, connection: &mut watch::Receiver<bool
 
 /// Keep the index of records current: a watch on the runs bucket, re-established from the last
 /// revision seen whenever it breaks.
+/// Whether a bucket holds nothing (a watch of it delivers nothing to be synced by).
+async fn bucket_is_empty(shared: &Shared, bucket: &str) -> bool {
+    match shared.cluster.js.get_stream(format!("KV_{bucket}")).await {
+        Ok(s) => s.cached_info().state.messages == 0,
+        Err(_) => false,
+    }
+}
+
 async fn watch_runs(shared: Arc<Shared>, synced: watch::Sender<bool>) {
-    let bucket_stream = format!("KV_{}", shared.cluster.settings.runs_bucket());
+    let bucket = shared.cluster.settings.runs_bucket();
     let mut from: Option<u64> = None;
     let mut connection = shared.cluster.connection();
     loop {
-        let empty = match shared.cluster.js.get_stream(&bucket_stream).await {
-            Ok(s) => s.cached_info().state.messages == 0,
-            Err(_) => false,
-        };
+        let empty = bucket_is_empty(&shared, &bucket).await;
         let watch = match from {
             None => shared.cluster.runs.watch_with_history(">").await, // the current values, then changes
             Some(rev) => shared.cluster.runs.watch_all_from_revision(rev + 1).await,
@@ -351,10 +362,12 @@ async fn watch_runs(shared: Arc<Shared>, synced: watch::Sender<bool>) {
 }
 
 /// Keep the index of leases and workers current; a run lease that expires sends a reaper.
-async fn watch_leases(shared: Arc<Shared>) {
+async fn watch_leases(shared: Arc<Shared>, synced: watch::Sender<bool>) {
+    let bucket = shared.cluster.settings.leases_bucket();
     let mut from: Option<u64> = None;
     let mut connection = shared.cluster.connection();
     loop {
+        let empty = bucket_is_empty(&shared, &bucket).await;
         let watch = match from {
             None => shared.cluster.leases.watch_with_history(">").await,
             Some(rev) => shared.cluster.leases.watch_all_from_revision(rev + 1).await,
@@ -363,9 +376,15 @@ async fn watch_leases(shared: Arc<Shared>) {
             tokio::time::sleep(Duration::from_millis(500)).await;
             continue;
         };
+        if empty {
+            synced.send_replace(true);
+        }
         connection.borrow_and_update();
         while let Some(entry) = next_entry(&mut watch, &mut connection).await {
             from = Some(entry.revision);
+            if entry.seen_current {
+                synced.send_replace(true);
+            }
             let expired = {
                 let mut index = shared.index.lock().expect("index");
                 match (entry.key.split_once('.'), entry.operation) {
