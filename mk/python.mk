@@ -45,7 +45,7 @@ test-python-install: $(PY)
 	cd target && python-install-check/bin/python -c 'import agentstream, sys; \
 	  e = agentstream.parse("codex", b"{\"type\":\"thread.started\",\"thread_id\":\"t\"}\n"); \
 	  print("pip install .: agentstream", agentstream.__version__, "from", agentstream.__file__); \
-	  r = agentstream.replay("codex", b"{\"type\":\"thread.started\",\"thread_id\":\"t\"}\n"); \
+	  r = agentstream.replay("codex", b"{\"type\":\"thread.started\",\"thread_id\":\"t\"}\n{\"type\":\"turn.completed\"}\n"); \
 	  sys.exit(0 if agentstream.Decoder("claude").stats["lines"] == 0 and r.hooks[-1]["type"] == "run.completed" else 1)'
 
 bench-python: python-develop python-fake-harness-release

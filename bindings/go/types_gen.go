@@ -488,22 +488,22 @@ func ChannelValues() []Channel {
 	return []Channel{ChannelContent, ChannelLifecycle, ChannelStdout, ChannelStderr}
 }
 
-// AgentEvent is one hook event, in the canonical (C/Go) shape: envelope fields plus `details`.
+// AgentEvent is the wire shape of a `HookEvent` as read (and as the JSON Schema describes it).
 type AgentEvent struct {
 	// Dotted event name, e.g. `tool.started`.
 	Type string `json:"type"`
 	// The run it belongs to.
 	RunID string `json:"run_id"`
-	// The agent's id (the configured agent name unless the caller set one).
+	// The agent's id.
 	AgentID string `json:"agent_id"`
-	// When it fired, ISO 8601 UTC.
+	// When it fired, ISO 8601 UTC with milliseconds.
 	Timestamp string `json:"timestamp"`
 	// The run's status at emission.
 	Status HookStatus `json:"status"`
 	// The sequence of the stream item it was derived from.
 	Sequence uint64 `json:"sequence"`
 	// Event-specific facts, snake_case keys.
-	Details map[string]any `json:"details,omitempty"`
+	Details map[string]any `json:"details"`
 }
 
 // HookStatus is the run status a hook reports.
@@ -631,7 +631,9 @@ type RunResult struct {
 	SessionID string `json:"session_id,omitempty"`
 	// Token usage totals (see `UsageTotals`).
 	Usage UsageTotals `json:"usage"`
-	// The final answer: the message text after the last tool result. Only for a completed run:
+	// The final answer: the message text after the last tool result. For a completed run, and for
+	// one that failed because the harness stopped without its end-of-run record (error
+	// `no_final_result`: the answer so far is kept, the run is still `failed`); otherwise absent,
 	// partial text is never presented as an answer.
 	FinalText string `json:"final_text,omitempty"`
 	// Why it failed.
@@ -654,9 +656,6 @@ type RunResult struct {
 	// How many times the caller's handlers failed (raised, threw, returned an error or panicked) on
 	// this run's deliveries; each failing handler was reported once.
 	HandlerErrors uint64 `json:"handler_errors"`
-	// HandlerFailures are the failures of the session's handlers and OnEvent during this run (each
-	// a *HandlerFailure: the first failure of a handler, with the item it failed on).
-	HandlerFailures []error `json:"-"`
 }
 
 // RunState is how an operation ended.
@@ -755,7 +754,7 @@ type DecodeStats struct {
 type RunOutcome struct {
 	State RunState `json:"state"`
 	// A short machine-readable cause (`exit_status`, `killed`, `harness_error`, `truncated_output`,
-	// or the caller's own). (State "failed")
+	// `no_final_result`, or the caller's own). (State "failed")
 	Error string `json:"error,omitempty"`
 	// A sentence for people. (State "failed")
 	Detail string `json:"detail,omitempty"`

@@ -2,7 +2,6 @@ package agentstream
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -177,13 +176,17 @@ func TestGeneratedTypesTakeEveryWireField(t *testing.T) {
 			RunOptions{Prompt: "x", Timeout: 100 * time.Millisecond, KillGrace: 100 * time.Millisecond}, RunCancelled},
 	}
 	for _, c := range cases {
-		s := fakeSession(t, "claude", c.trace, c.env)
-		options, err := c.opts.optionsJSON(false)
+		client := fakeClient(t, "claude", c.trace, c.env)
+		request, err := c.opts.request("")
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := s.start(context.Background(), func(p sessionPtr) (runPtr, error) { return runStart(p, "x", options, 0) })
-		if err != nil {
+		var r runPtr
+		if err := client.with(func(s sessionPtr) error {
+			var err error
+			r, err = sessionStart(s, request)
+			return err
+		}); err != nil {
 			t.Fatal(err)
 		}
 		raw, err := runWait(r, -1)

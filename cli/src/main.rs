@@ -3,6 +3,11 @@
 use std::io::{self, BufWriter, Read, Write};
 use std::process::ExitCode;
 
+/// The decoders allocate many small strings per line; mimalloc serves them several times faster
+/// than the system allocator (`benches/parse_ratio.py`).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use agentstream_core::{Agent, Decoder};
 use clap::{Args, Parser, Subcommand};
 
@@ -272,9 +277,11 @@ fn parse_command(agent: &str, max_line_bytes: usize, file: Option<&str>) -> Exit
 }
 
 fn write_events(out: &mut impl Write, events: &mut Vec<agentstream_core::OutputEvent>) -> io::Result<()> {
+    // One text buffer for the whole chunk's events (`write_json` is serde_json's text, faster).
+    let mut text = String::new();
     for ev in events.drain(..) {
-        serde_json::to_writer(&mut *out, &ev)?;
-        out.write_all(b"\n")?;
+        ev.write_json(&mut text);
+        text.push('\n');
     }
-    Ok(())
+    out.write_all(text.as_bytes())
 }

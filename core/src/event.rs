@@ -62,9 +62,12 @@ impl OutputEvent {
         }
     }
 
-    /// Serialize to compact JSON (the exact seed shape). Never fails for these types.
+    /// Serialize to compact JSON (the exact seed shape, byte for byte what serde_json writes for
+    /// it). Never fails for these types. [`OutputEvent::write_json`] appends to a buffer instead.
     pub fn to_json(&self) -> String {
-        serde_json::to_string(self).expect("OutputEvent always serializes")
+        let mut out = String::with_capacity(256);
+        self.write_json(&mut out);
+        out
     }
 }
 

@@ -147,6 +147,10 @@ pub enum HookDetails {
     #[serde(rename = "run.started")]
     #[schemars(title = "RunStartedEvent", extend("x-status" = "running"))]
     RunStarted(RunStartedDetails),
+    /// A run that continues a harness session started (instead of `run.started`).
+    #[serde(rename = "run.resumed")]
+    #[schemars(title = "RunResumedEvent", extend("x-status" = "running"))]
+    RunResumed(RunResumedDetails),
     /// A new model turn started (a new LLM message).
     #[serde(rename = "step.started")]
     #[schemars(title = "StepStartedEvent", extend("x-status" = "running"))]
@@ -155,6 +159,10 @@ pub enum HookDetails {
     #[serde(rename = "model.completed")]
     #[schemars(title = "ModelCompletedEvent", extend("x-status" = "running"))]
     ModelCompleted(ModelCompletedDetails),
+    /// A step ended: its model reply and every tool call it requested are done.
+    #[serde(rename = "step.completed")]
+    #[schemars(title = "StepCompletedEvent", extend("x-status" = "running"))]
+    StepCompleted(StepStartedDetails),
     /// A tool call started.
     #[serde(rename = "tool.started")]
     #[schemars(title = "ToolStartedEvent", extend("x-status" = "running"))]
@@ -223,7 +231,18 @@ pub struct RunStartedDetails {
     pub operation: RunOperation,
 }
 
-/// Details of `step.started`.
+/// Details of `run.resumed`.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunResumedDetails {
+    /// Whether a harness run or a command started (always a run: commands do not resume).
+    pub operation: RunOperation,
+    /// How the previous run of the continued session ended (`completed`, `failed`,
+    /// `cancelled`), or `unknown`.
+    pub previous_status: String,
+}
+
+/// Details of `step.started` and `step.completed`.
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StepStartedDetails {

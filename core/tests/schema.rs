@@ -285,10 +285,12 @@ fn synthetic_hooks() -> Vec<agentstream_core::HookEvent> {
     for (end, mut facts) in ends {
         facts.usage = usage.clone();
         facts.last_sequence = 5;
-        let mut d = HookDeriver::new("r", "claude").with_idempotent_tools(["Read".to_string()]);
         let command = matches!(end, LifecycleReason::CommandFailed | LifecycleReason::CommandComplete);
+        let d = HookDeriver::new("r", "claude").with_idempotent_tools(["Read".to_string()]);
+        // A harness run that continues a session starts with run.resumed.
+        let mut d = if command { d } else { d.resuming("completed") };
         let start = if command { LifecycleReason::CommandStart } else { LifecycleReason::RunStart };
-        let ts = "2026-12-02T00:00:00.000Z";
+        let ts = 1_764_633_600_000; // 2026-12-02T00:00:00.000Z
         d.observe(0, HookInput::Lifecycle(&lifecycle(start), None), ts, &mut out);
         d.observe(1, HookInput::Content(&tool_call("a", "Bash")), ts, &mut out);
         d.observe(2, HookInput::Content(&tool_update("a", Some(ToolCallStatus::InProgress), "partial")), ts, &mut out);

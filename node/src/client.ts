@@ -84,7 +84,7 @@ export interface ConnectOptions {
 }
 
 /** Options of {@link Client.stream}. */
-export interface StreamOptions {
+export interface RemoteStreamOptions {
   /** Resume right after this sequence number (default: from the start). */
   after?: number;
   /** What to do when the server no longer has some envelopes: `'throw'` a
@@ -278,7 +278,7 @@ export class Client {
 
   /** The run's envelopes after `options.after` (default: from the start) until the terminal one,
    *  reconnecting and resuming on its own. Leaving the `for await` early closes the connection. */
-  stream(runId: string, options: StreamOptions = {}): AsyncGenerator<Envelope, void, undefined> {
+  stream(runId: string, options: RemoteStreamOptions = {}): AsyncGenerator<Envelope, void, undefined> {
     const { after, gaps = 'throw' } = options;
     if (after !== undefined && (!Number.isSafeInteger(after) || after < 0)) {
       throw new TypeError(`after must be a sequence number >= 0, not ${String(after)}`);
@@ -289,7 +289,7 @@ export class Client {
     return this.#stream(`/v1/runs/${encodeURIComponent(runId)}/events`, options);
   }
 
-  async *#stream(path: string, options: StreamOptions): AsyncGenerator<Envelope, void, undefined> {
+  async *#stream(path: string, options: RemoteStreamOptions): AsyncGenerator<Envelope, void, undefined> {
     let last = options.after;
     let failures = 0;
     let maxDelay = 3000;

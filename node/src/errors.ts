@@ -90,9 +90,11 @@ export class InvalidArgumentError extends TypeError {
 
 /**
  * A handler (`on(...)` or `onEvent`) threw or rejected while a run delivered an event. It is
- * REPORTED, not thrown: agentstream passes it to `process.emitWarning` once per failure, so
- * `process.on('warning', (w) => …)` receives it (and Node prints it unless warnings are
- * silenced), and the run goes on with the next handler and the next event.
+ * REPORTED, not thrown: agentstream passes it to `process.emitWarning` the first time each
+ * handler fails in a run (later failures are counted in `RunResult.handlerErrors`), so
+ * `process.on('warning', (w) => …)` receives it (and Node prints it, with the handler's stack as
+ * its `detail`, unless warnings are silenced), and the run goes on with the next handler and the
+ * next event.
  *
  * ```ts
  * process.on('warning', (w) => {
@@ -113,6 +115,8 @@ export class HandlerWarning extends Error {
   readonly event: unknown;
   /** What the handler threw (or rejected with). */
   declare readonly cause: unknown;
+  /** The handler's stack (what it threw, with where): Node prints it under the warning. */
+  readonly detail: string | undefined;
 
   constructor(
     channel: HandlerWarning['channel'],
@@ -128,6 +132,7 @@ export class HandlerWarning extends Error {
     this.runId = runId;
     this.sequence = sequence;
     this.event = event;
+    this.detail = cause instanceof Error && typeof cause.stack === 'string' ? cause.stack : undefined;
   }
 }
 

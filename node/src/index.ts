@@ -7,9 +7,10 @@
  *
  * ```ts
  * import { Evolve, Decoder } from 'agentstream';
- * const evolve = new Evolve({ config: { type: 'claude' } });
+ * await using evolve = new Evolve({ config: { type: 'claude' } });
  * evolve.on('content', (event) => console.log(event.update.sessionUpdate));
- * const run = await evolve.run({ prompt: 'Hello', onEvent: (e) => console.log(e.type) });
+ * const run = await evolve.run({ prompt: 'Hello', onEvent: (e) => console.log(e.type), timeoutMs: 60_000 });
+ * const next = await evolve.run({ prompt: 'And now in French' }); // continues the conversation
  *
  * const decoder = new Decoder('gemini');
  * for (const event of decoder.feed(chunk)) console.log(event.update.sessionUpdate);
@@ -39,7 +40,8 @@ import type {
 } from './types';
 
 export * from './types';
-export { Evolve, RunStream, __testPanicAsync } from './evolve';
+export * from './clientTypes';
+export { BackgroundRun, Evolve, RunStream, __testPanicAsync } from './evolve';
 export {
   Client,
   ConnectionLostError,
@@ -52,7 +54,7 @@ export {
   type RemoteRunOptions,
   type RemoteRunStatus,
   type StreamGap,
-  type StreamOptions,
+  type RemoteStreamOptions,
 } from './client';
 export {
   AgentStreamError,

@@ -212,6 +212,7 @@ const CANONICAL_HOOKS = [
   { type: 'run.started', details: { operation: 'run' } },
   { type: 'step.started', details: { step_index: 0, message_id: 'm1', model: 'x' } },
   { type: 'model.completed', details: { step_index: 0, message_id: 'm1', model: 'x', usage } },
+  { type: 'step.completed', details: { step_index: 0, message_id: 'm1', model: 'x' } },
   { type: 'tool.started', details: { ...tool, kind: 'execute', title: 'ls', arguments: { command: 'ls', nested: [1, { a: null }] } } },
   { type: 'tool.preliminary_result', details: { ...tool, result: 'partial' } },
   { type: 'tool.completed', details: { ...tool, output: 'ok', raw_output: { exit_code: 0, aggregated_output: 'ok' } } },
@@ -248,8 +249,8 @@ async function liveRuns() {
     [fakeEvolve('claude', 's2-bash'), { prompt: 'x' }],
     [fakeEvolve('codex', 's1-text', { AGENTSTREAM_FAKE_EXIT: '3' }), { prompt: 'x' }],
     [fakeEvolve('gemini', 's1-text', { AGENTSTREAM_FAKE_DIE_MID_LINE: '1' }), { prompt: 'x' }],
-    [fakeEvolve('claude', 's1-text', { AGENTSTREAM_FAKE_HANG: '1' }), { prompt: 'x', timeout: 100, killGrace: 100 }],
-    [fakeEvolve('claude', 's1-text', { AGENTSTREAM_FAKE_FLOOD: '3000' }), { prompt: 'x', backpressure: { highWater: 0 } }],
+    [fakeEvolve('claude', 's1-text', { AGENTSTREAM_FAKE_HANG: '1' }), { prompt: 'x', timeoutMs: 100, killGraceMs: 100 }],
+    [fakeEvolve('claude', 's1-text', { AGENTSTREAM_FAKE_FLOOD: '3000' }), { prompt: 'x', limits: { highWater: 0 } }],
   ];
   const results = [];
   const items = [];

@@ -195,7 +195,7 @@ class Client:
         """The run's :class:`RunResult` once it ended (``None`` while it runs)."""
         info = self.get(run_id)
         result = info.get("result")
-        return RunResult._from_native(result, 0) if result else None
+        return RunResult._from_native(result) if result else None
 
     # ---- streaming ------------------------------------------------------------------------------
 

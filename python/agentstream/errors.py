@@ -11,11 +11,9 @@ language binding). Messages say what happened and what to do about it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, ClassVar
 
 from ._error_table import ERRORS
-from .types import ErrorKind
 
 __all__ = [
     "AgentstreamError",
@@ -38,14 +36,15 @@ __all__ = [
     "PanicError",
     "CannotResumeError",
     "UnsupportedError",
-    "HandlerWarning",
 ]
 
 
 class AgentstreamError(Exception):
     """Base class of every error agentstream raises."""
 
-    kind: ClassVar[ErrorKind] = "internal"
+    kind: ClassVar[str] = "internal"
+    """The core's error kind (an :data:`ErrorKind`); the server client's transport errors add
+    ``server``, ``stream_gap`` and ``connection_lost`` (``code`` 0: not in the core's table)."""
     code: ClassVar[int] = ERRORS["internal"].code
     advice: ClassVar[str] = ERRORS["internal"].advice
     """What the caller can do about it (the core's advice for the kind)."""
@@ -199,34 +198,6 @@ class UnsupportedError(AgentstreamError, NotImplementedError):
     kind = "unsupported"
     code = ERRORS["unsupported"].code
     advice = ERRORS["unsupported"].advice
-
-
-class HandlerWarning(UserWarning):
-    """A handler registered with ``on(...)`` or passed as ``on_event`` raised.
-
-    Reported once per failed call with :func:`warnings.warn` (so the usual warning filters
-    apply: ``warnings.simplefilter("error", HandlerWarning)`` makes it stop the run instead);
-    the run goes on and the other handlers still get the event. ``RunResult.handler_errors``
-    counts them. ``channel`` is ``content``, ``lifecycle``, ``stdout``, ``stderr`` or ``hook``
-    (``on_event``), ``event`` the payload the handler failed on, ``sequence`` its stream
-    position, ``exception`` what it raised (with its traceback).
-    """
-
-    def __init__(self, channel: str, handler: Callable[[Any], object], event: Any, sequence: int,
-                 exception: BaseException) -> None:
-        name = getattr(handler, "__qualname__", None) or repr(handler)
-        shown = repr(event)
-        if len(shown) > 400:
-            shown = shown[:400] + "..."
-        super().__init__(
-            f"{channel} handler {name} raised {type(exception).__name__}: {exception} "
-            f"(sequence {sequence}; the run goes on) on event {shown}"
-        )
-        self.channel = channel
-        self.handler = handler
-        self.event = event
-        self.sequence = sequence
-        self.exception = exception
 
 
 # Looked up by the native module by the core's ErrorKind name; one class per kind of the table

@@ -513,8 +513,10 @@ class UsageTotals(TypedDict):
 
 HookType = Literal[
     "run.started",
+    "run.resumed",
     "step.started",
     "model.completed",
+    "step.completed",
     "tool.started",
     "tool.preliminary_result",
     "tool.completed",
@@ -542,24 +544,30 @@ class HookEvent(TypedDict):
     run_id: str
     """The run it belongs to."""
     agent_id: str
-    """The agent's id (the configured agent name unless the caller set one)."""
+    """The agent's id."""
     timestamp: str
-    """When it fired, ISO 8601 UTC."""
+    """When it fired, ISO 8601 UTC with milliseconds."""
     status: HookStatus
     """The run's status at emission."""
     sequence: int
     """The sequence of the stream item it was derived from."""
     operation: NotRequired[RunOperation]
-    """Whether a harness run or a command started. (run.started)"""
+    """Whether a harness run or a command started. (run.started, run.resumed)"""
+    previous_status: NotRequired[str]
+    """How the previous run of the continued session ended (`completed`, `failed`, `cancelled`),
+    or `unknown`. (run.resumed)
+    """
     step_index: NotRequired[int]
-    """The step's index in the run, from 0. (step.started, model.completed, tool.started,
-    tool.preliminary_result, tool.completed, tool.failed, tool.indeterminate,
+    """The step's index in the run, from 0. (step.started, model.completed, step.completed,
+    tool.started, tool.preliminary_result, tool.completed, tool.failed, tool.indeterminate,
     run.waiting_for_human, response.output_text.delta, response.reasoning.delta)
     """
     message_id: NotRequired[str]
-    """The harness's id of the step's LLM message. (step.started, model.completed)"""
+    """The harness's id of the step's LLM message. (step.started, model.completed,
+    step.completed)
+    """
     model: NotRequired[str]
-    """The model the harness named for it. (step.started, model.completed)"""
+    """The model the harness named for it. (step.started, model.completed, step.completed)"""
     usage: NotRequired[TokenUsage | UsageTotals]
     """The step's last per-call usage. (model.completed, run.completed, run.cancelled,
     run.stopped)
@@ -728,8 +736,10 @@ class RunResultDict(TypedDict):
     usage: UsageTotals
     """Token usage totals (see `UsageTotals`)."""
     final_text: NotRequired[str]
-    """The final answer: the message text after the last tool result. Only for a completed run:
-    partial text is never presented as an answer.
+    """The final answer: the message text after the last tool result. For a completed run, and
+    for one that failed because the harness stopped without its end-of-run record (error
+    `no_final_result`: the answer so far is kept, the run is still `failed`); otherwise
+    absent, partial text is never presented as an answer.
     """
     error: NotRequired[str]
     """Why it failed."""
@@ -803,7 +813,7 @@ class RunOutcomeFailed(TypedDict):
     state: Literal["failed"]
     error: str
     """A short machine-readable cause (`exit_status`, `killed`, `harness_error`,
-    `truncated_output`, or the caller's own).
+    `truncated_output`, `no_final_result`, or the caller's own).
     """
     detail: str
     """A sentence for people."""

@@ -164,7 +164,7 @@ class DroppingProxy:
                     if not data:
                         return
                     (b if s is a else a).sendall(data)
-        except OSError:
+        except (OSError, ValueError):  # a socket closed by drop_all() under select
             return
         finally:
             a.close()

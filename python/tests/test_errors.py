@@ -34,9 +34,6 @@ def test_hierarchy_also_uses_the_builtin_exceptions() -> None:
     assert issubclass(agentstream.AlreadyRunningError, RuntimeError)
     assert issubclass(agentstream.NotRunningError, RuntimeError)
     for name in errors.__all__:
-        if name == "HandlerWarning":
-            assert issubclass(agentstream.HandlerWarning, UserWarning)
-            continue
         assert issubclass(getattr(agentstream, name), agentstream.AgentstreamError)
 
 

@@ -45,12 +45,7 @@ const CONST_PREFIXES: &[(&str, &str)] = &[
 ];
 
 /// Fields only the Go type has (not on the wire): `(type, declaration, doc)`.
-const EXTRA_FIELDS: &[(&str, &str, &str)] = &[(
-    "RunResult",
-    "HandlerFailures []error `json:\"-\"`",
-    "HandlerFailures are the failures of the session's handlers and OnEvent during this run (each a \
-     *HandlerFailure: the first failure of a handler, with the item it failed on).",
-)];
+const EXTRA_FIELDS: &[(&str, &str, &str)] = &[];
 
 /// The event types: what they reach keeps "" apart from absent (pointers for optional strings).
 const EVENT_ROOTS: &[&str] = &["OutputEvent", "LifecycleEvent", "Envelope", "HookEvent"];

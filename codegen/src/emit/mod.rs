@@ -9,6 +9,7 @@
 pub mod csharp;
 pub mod go;
 pub mod java;
+pub mod kotlin;
 pub mod python;
 pub mod typescript;
 
@@ -35,7 +36,7 @@ pub struct Language {
 
 /// Every language, in the order the files are written.
 pub const LANGUAGES: &[Language] =
-    &[python::LANGUAGE, typescript::LANGUAGE, go::LANGUAGE, csharp::LANGUAGE, java::LANGUAGE];
+    &[python::LANGUAGE, typescript::LANGUAGE, go::LANGUAGE, csharp::LANGUAGE, java::LANGUAGE, kotlin::LANGUAGE];
 
 /// The schema document, from the repository root.
 pub const SCHEMA_PATH: &str = "core/schema/events.schema.json";

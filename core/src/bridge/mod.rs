@@ -28,8 +28,8 @@ mod run;
 pub use callbacks::{CallbackPump, Dispatched};
 pub use client::{Client, ClientStatus, SubscriptionId};
 pub use options::{
-    AgentSpec, DEFAULT_KILL_GRACE_MS, DEFAULT_STALL_MS, Limits, MAX_MILLIS, Naming, ReadMode, RunRequest,
-    count_from_f64, millis_from_f64,
+    AgentSpec, DEFAULT_KILL_GRACE_MS, DEFAULT_STALL_MS, Limits, MAX_MILLIS, Naming, ReadMode, RunNumbers, RunRequest,
+    count_from_f64, millis_from_f64, shell_command,
 };
 pub use run::{HOOKS_BIT, HandlerError, Pulled, Run};
 

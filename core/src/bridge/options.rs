@@ -96,6 +96,20 @@ pub fn count_from_f64(value: f64, field: &str, naming: Naming) -> Result<u64, Er
     }
 }
 
+/// A shell command line as the argv of a command run: `["sh", "-c", line]`, the one way every
+/// binding turns a command given as a string into a program and its arguments. A blank line is
+/// an `invalid_argument` error naming `command` in the caller's spelling.
+pub fn shell_command(line: &str, naming: Naming) -> Result<Vec<String>, Error> {
+    if line.trim().is_empty() {
+        return Err(invalid(
+            naming,
+            "command",
+            "must not be blank: give a shell command line (e.g. \"ls -la\") or the program and its arguments",
+        ));
+    }
+    Ok(vec!["sh".to_string(), "-c".to_string(), line.to_string()])
+}
+
 /// Which harness to run and how to start it: the seed's `AgentConfig`, in every language.
 ///
 /// JSON form: `{"type": "claude", "agent_id"?, "bin"?, "model"?, "extra_args"?, "cwd"?, "env"?}`.
@@ -400,6 +414,26 @@ impl Default for RunRequest {
     }
 }
 
+/// The numeric options of a run as a language whose numbers are floating point gives them
+/// (JavaScript, Python): each `None` keeps the default, each value is checked and converted by
+/// [`millis_from_f64`] (milliseconds) or [`count_from_f64`] (counts), the error naming the field
+/// in the caller's spelling. Ranges are then [`RunRequest::validate`]'s.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct RunNumbers {
+    /// `timeout_ms`.
+    pub timeout_ms: Option<f64>,
+    /// `kill_grace_ms`.
+    pub kill_grace_ms: Option<f64>,
+    /// `limits.high_water`.
+    pub high_water: Option<f64>,
+    /// `limits.byte_budget`.
+    pub byte_budget: Option<f64>,
+    /// `limits.stall_ms`.
+    pub stall_ms: Option<f64>,
+    /// `limits.max_line_bytes`.
+    pub max_line_bytes: Option<f64>,
+}
+
 impl RunRequest {
     /// A harness run of `prompt` with every default.
     pub fn prompt(prompt: impl Into<String>) -> Self {
@@ -499,6 +533,31 @@ impl RunRequest {
         self.limits.validate(naming)
     }
 
+    /// This request with the numbers a floating-point language gave (see [`RunNumbers`]).
+    pub fn with_numbers(mut self, numbers: RunNumbers, naming: Naming) -> Result<Self, Error> {
+        let millis = |v: Option<f64>, field: &str| v.map(|v| millis_from_f64(v, field, naming)).transpose();
+        let count = |v: Option<f64>, field: &str| v.map(|v| count_from_f64(v, field, naming)).transpose();
+        if let Some(t) = millis(numbers.timeout_ms, "timeout_ms")? {
+            self.timeout_ms = Some(t);
+        }
+        if let Some(g) = millis(numbers.kill_grace_ms, "kill_grace_ms")? {
+            self.kill_grace_ms = g;
+        }
+        if let Some(h) = count(numbers.high_water, "limits.high_water")? {
+            self.limits.high_water = h;
+        }
+        if let Some(b) = count(numbers.byte_budget, "limits.byte_budget")? {
+            self.limits.byte_budget = b;
+        }
+        if let Some(s) = millis(numbers.stall_ms, "limits.stall_ms")? {
+            self.limits.stall_ms = s;
+        }
+        if let Some(m) = count(numbers.max_line_bytes, "limits.max_line_bytes")? {
+            self.limits.max_line_bytes = m;
+        }
+        Ok(self)
+    }
+
     /// The time limit as a duration.
     pub fn timeout(&self) -> Option<Duration> {
         self.timeout_ms.map(Duration::from_millis)
@@ -593,6 +652,37 @@ mod tests {
         assert!(e.message.contains("opencode"), "the message lists the agents: {e}");
         let e = AgentSpec::from_json(r#"{"type": "codex", "binary": "x"}"#).unwrap_err();
         assert!(e.message.contains("unknown field `binary`"), "{e}");
+    }
+
+    #[test]
+    fn numbers_of_floating_point_languages_fill_a_request() {
+        let numbers =
+            RunNumbers { timeout_ms: Some(1.5), stall_ms: Some(100.0), high_water: Some(0.0), ..RunNumbers::default() };
+        let r = RunRequest::prompt("x").with_numbers(numbers, Naming::Snake).unwrap();
+        assert_eq!(r.timeout_ms, Some(2));
+        assert_eq!(r.limits.stall_ms, 100);
+        assert_eq!(r.limits.high_water, 0);
+        assert_eq!(r.limits.byte_budget, Limits::default().byte_budget, "absent: the default");
+        assert_eq!(r.kill_grace_ms, DEFAULT_KILL_GRACE_MS);
+        let bad = RunNumbers { byte_budget: Some(1.5), ..RunNumbers::default() };
+        let e = RunRequest::prompt("x").with_numbers(bad, Naming::Camel).unwrap_err();
+        assert!(e.message.starts_with("limits.byteBudget must be a whole number"), "{e}");
+        let bad = RunNumbers { kill_grace_ms: Some(f64::NAN), ..RunNumbers::default() };
+        let e = RunRequest::prompt("x").with_numbers(bad, Naming::Snake).unwrap_err();
+        assert!(e.message.starts_with("kill_grace_ms must be a number of milliseconds"), "{e}");
+        let zero = RunNumbers { timeout_ms: Some(0.0), ..RunNumbers::default() };
+        let e = RunRequest::prompt("x").with_numbers(zero, Naming::Snake).unwrap().validate(Naming::Snake).unwrap_err();
+        assert!(e.message.starts_with("timeout_ms must be"), "the range is validate's: {e}");
+    }
+
+    #[test]
+    fn shell_command_lines_run_through_sh() {
+        assert_eq!(shell_command("ls -la", Naming::Snake).unwrap(), ["sh", "-c", "ls -la"]);
+        let e = shell_command("  \t", Naming::Camel).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::InvalidArgument);
+        assert!(e.message.starts_with("command must not be blank"), "{e}");
+        let r = RunRequest::command(shell_command("echo hi", Naming::Snake).unwrap());
+        r.validate(Naming::Snake).unwrap();
     }
 
     #[test]

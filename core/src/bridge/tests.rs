@@ -238,6 +238,8 @@ fn one_run_at_a_time_and_controls_report_what_they_did() {
     let scratch = Scratch::new();
     let client = slow_client(&scratch);
     assert!(!client.interrupt("nothing"), "interrupt when idle is not an error");
+    assert!(!client.kill(), "nothing to kill");
+    assert_eq!(client.status().sandbox, crate::lifecycle::SandboxState::Ready, "killing nothing stops nothing");
     assert_eq!(client.pause().unwrap_err().kind, ErrorKind::NotRunning);
     let status = client.status();
     assert!(!status.has_run && status.active_run_id.is_none());

@@ -446,6 +446,7 @@ async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Child, session: A
             truncated_mid_line: harness && cut_mid_line,
             open_tool_calls: if harness { stream.open_tool_calls().len() } else { 0 },
             fatal_error: acct.answer.fatal_error().map(str::to_string),
+            missing_final_result: plan.decoder.as_ref().and_then(|d| d.missing_final_result()).map(str::to_string),
         };
         let outcome = derive_outcome(&end);
         let state = match &outcome {
@@ -484,7 +485,7 @@ async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Child, session: A
         signal,
         session_id,
         usage: record.usage.clone(),
-        final_text: (state == FinalState::Completed && harness).then(|| acct.answer.answer().to_string()),
+        final_text: (harness && outcome.keeps_answer()).then(|| acct.answer.answer().to_string()),
         error: match &outcome {
             RunOutcome::Failed { detail, .. } => Some(detail.clone()),
             _ => None,

@@ -373,13 +373,13 @@ impl RunHandle {
         let terminal = env.is_terminal();
         let mut hooks = Vec::new();
         if let Some(deriver) = reader.deriver.as_mut() {
-            let ts = crate::time::now_iso8601();
+            let ts = u64::try_from(crate::time::now_millis()).unwrap_or(0);
             let input = match &env.item {
                 StreamItem::Content(ev) => HookInput::Content(ev),
                 StreamItem::Lifecycle(l) => HookInput::Lifecycle(l, facts.as_ref()),
                 _ => HookInput::Raw,
             };
-            deriver.observe(env.sequence, input, &ts, &mut hooks);
+            deriver.observe(env.sequence, input, ts, &mut hooks);
         }
         reader.pending.push_back(Delivery::Item(env));
         reader.pending.extend(hooks.into_iter().map(Delivery::Hook));

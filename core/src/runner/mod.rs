@@ -103,7 +103,9 @@ pub struct RunResult {
     pub session_id: Option<String>,
     /// Token usage totals (see [`UsageTotals`]).
     pub usage: UsageTotals,
-    /// The final answer: the message text after the last tool result. Only for a completed run:
+    /// The final answer: the message text after the last tool result. For a completed run, and
+    /// for one that failed because the harness stopped without its end-of-run record (error
+    /// `no_final_result`: the answer so far is kept, the run is still `failed`); otherwise absent,
     /// partial text is never presented as an answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub final_text: Option<String>,

@@ -288,11 +288,10 @@ impl Session {
     /// Kill the active operation at once (SIGKILL; lifecycle `sandbox_killed`, then the
     /// terminal `run_interrupted`). Without an active operation this is a no-op.
     pub fn kill(&self) -> Result<(), Error> {
-        if let Some(h) = self.active() {
-            h.post_lifecycle(LifecycleReason::SandboxKilled, SandboxState::Stopped, AgentState::Interrupted);
-            h.kill_now("killed");
-            self.resume_if_paused(&h);
-        }
+        let Some(h) = self.active() else { return Ok(()) };
+        h.post_lifecycle(LifecycleReason::SandboxKilled, SandboxState::Stopped, AgentState::Interrupted);
+        h.kill_now("killed");
+        self.resume_if_paused(&h);
         let mut st = self.state.lock().expect("session state");
         st.sandbox = SandboxState::Stopped;
         Ok(())

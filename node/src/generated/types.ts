@@ -366,9 +366,9 @@ export interface HookEventBase<TypeT extends string = string, StatusT extends Ho
   type: TypeT;
   /** The run it belongs to. */
   runId: string;
-  /** The agent's id (the configured agent name unless the caller set one). */
+  /** The agent's id. */
   agentId: string;
-  /** When it fired, ISO 8601 UTC. */
+  /** When it fired, ISO 8601 UTC with milliseconds. */
   timestamp: string;
   /** The run's status at emission. */
   status: StatusT;
@@ -380,6 +380,17 @@ export interface HookEventBase<TypeT extends string = string, StatusT extends Ho
 export interface RunStartedEvent extends HookEventBase<'run.started', 'running'> {
   /** Whether a harness run or a command started. */
   operation: RunOperation;
+}
+
+/** A run that continues a harness session started (instead of `run.started`). */
+export interface RunResumedEvent extends HookEventBase<'run.resumed', 'running'> {
+  /** Whether a harness run or a command started (always a run: commands do not resume). */
+  operation: RunOperation;
+  /**
+   * How the previous run of the continued session ended (`completed`, `failed`, `cancelled`), or
+   * `unknown`.
+   */
+  previousStatus: string;
 }
 
 /** A new model turn started (a new LLM message). */
@@ -402,6 +413,16 @@ export interface ModelCompletedEvent extends HookEventBase<'model.completed', 'r
   model?: string;
   /** The step's last per-call usage. */
   usage?: TokenUsage;
+}
+
+/** A step ended: its model reply and every tool call it requested are done. */
+export interface StepCompletedEvent extends HookEventBase<'step.completed', 'running'> {
+  /** The step's index in the run, from 0. */
+  stepIndex: number;
+  /** The harness's id of the step's LLM message. */
+  messageId?: string;
+  /** The model the harness named for it. */
+  model?: string;
 }
 
 /** A tool call started. */
@@ -534,8 +555,10 @@ export interface RunStoppedEvent extends HookEventBase<'run.stopped', 'stopped'>
  */
 export type HookEvent =
   | RunStartedEvent
+  | RunResumedEvent
   | StepStartedEvent
   | ModelCompletedEvent
+  | StepCompletedEvent
   | ToolStartedEvent
   | ToolPreliminaryResultEvent
   | ToolCompletedEvent
@@ -644,8 +667,10 @@ export interface RunResult {
   /** Token usage totals (see `UsageTotals`). */
   usage: UsageTotals;
   /**
-   * The final answer: the message text after the last tool result. Only for a completed run:
-   * partial text is never presented as an answer.
+   * The final answer: the message text after the last tool result. For a completed run, and for one
+   * that failed because the harness stopped without its end-of-run record (error `no_final_result`:
+   * the answer so far is kept, the run is still `failed`); otherwise absent, partial text is never
+   * presented as an answer.
    */
   finalText?: string;
   /** Why it failed. */
@@ -754,7 +779,7 @@ export interface RunOutcomeFailed {
   state: 'failed';
   /**
    * A short machine-readable cause (`exit_status`, `killed`, `harness_error`, `truncated_output`,
-   * or the caller's own).
+   * `no_final_result`, or the caller's own).
    */
   error: string;
   /** A sentence for people. */

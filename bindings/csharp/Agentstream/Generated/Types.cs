@@ -876,7 +876,7 @@ namespace Agentstream
     }
 
     /// <summary>
-    /// One hook event, in the canonical (C/Go) shape: envelope fields plus `details`.
+    /// The wire shape of a `HookEvent` as read (and as the JSON Schema describes it).
     /// </summary>
     public sealed class HookEvent
     {
@@ -893,13 +893,13 @@ namespace Agentstream
         public string RunId { get; set; }
 
         /// <summary>
-        /// The agent's id (the configured agent name unless the caller set one).
+        /// The agent's id.
         /// </summary>
         [WireName("agent_id", Required = true)]
         public string AgentId { get; set; }
 
         /// <summary>
-        /// When it fired, ISO 8601 UTC.
+        /// When it fired, ISO 8601 UTC with milliseconds.
         /// </summary>
         [WireName("timestamp", Required = true)]
         public string Timestamp { get; set; }
@@ -919,7 +919,7 @@ namespace Agentstream
         /// <summary>
         /// Event-specific facts, snake_case keys.
         /// </summary>
-        [WireName("details")]
+        [WireName("details", Required = true)]
         public IDictionary<string, object> Details { get; set; }
     }
 
@@ -1105,7 +1105,26 @@ namespace Agentstream
     }
 
     /// <summary>
-    /// Details of `step.started`.
+    /// Details of `run.resumed`.
+    /// </summary>
+    public sealed class RunResumedDetails
+    {
+        /// <summary>
+        /// Whether a harness run or a command started (always a run: commands do not resume).
+        /// </summary>
+        [WireName("operation", Required = true)]
+        public RunOperation Operation { get; set; }
+
+        /// <summary>
+        /// How the previous run of the continued session ended (`completed`, `failed`,
+        /// `cancelled`), or `unknown`.
+        /// </summary>
+        [WireName("previous_status", Required = true)]
+        public string PreviousStatus { get; set; }
+    }
+
+    /// <summary>
+    /// Details of `step.started` and `step.completed`.
     /// </summary>
     public sealed class StepStartedDetails
     {
@@ -1554,8 +1573,10 @@ namespace Agentstream
         public UsageTotals Usage { get; set; }
 
         /// <summary>
-        /// The final answer: the message text after the last tool result. Only for a completed run:
-        /// partial text is never presented as an answer.
+        /// The final answer: the message text after the last tool result. For a completed run, and
+        /// for one that failed because the harness stopped without its end-of-run record (error
+        /// `no_final_result`: the answer so far is kept, the run is still `failed`); otherwise
+        /// absent, partial text is never presented as an answer.
         /// </summary>
         [WireName("final_text")]
         public string FinalText { get; set; }
@@ -1830,7 +1851,7 @@ namespace Agentstream
 
         /// <summary>
         /// A short machine-readable cause (`exit_status`, `killed`, `harness_error`,
-        /// `truncated_output`, or the caller's own).
+        /// `truncated_output`, `no_final_result`, or the caller's own).
         /// </summary>
         [WireName("error", Required = true)]
         public string Error { get; set; }

@@ -4,12 +4,12 @@
 package dev.agentstream.generated;
 
 /**
- * One hook event, in the canonical (C/Go) shape: envelope fields plus `details`.
+ * The wire shape of a `HookEvent` as read (and as the JSON Schema describes it).
  *
  * @param type Dotted event name, e.g. `tool.started`.
  * @param runId The run it belongs to.
- * @param agentId The agent's id (the configured agent name unless the caller set one).
- * @param timestamp When it fired, ISO 8601 UTC.
+ * @param agentId The agent's id.
+ * @param timestamp When it fired, ISO 8601 UTC with milliseconds.
  * @param status The run's status at emission.
  * @param sequence The sequence of the stream item it was derived from.
  * @param details Event-specific facts, snake_case keys.
@@ -21,4 +21,4 @@ public record HookEvent(
         @WireName(value = "timestamp", required = true) String timestamp,
         @WireName(value = "status", required = true) HookStatus status,
         @WireName(value = "sequence", required = true) long sequence,
-        @WireName(value = "details") java.util.Map<String, Object> details) {}
+        @WireName(value = "details", required = true) java.util.Map<String, Object> details) {}

@@ -12,8 +12,10 @@ package dev.agentstream.generated;
  * @param signal The signal that ended the process, when one did.
  * @param sessionId The harness's session id, once seen.
  * @param usage Token usage totals (see `UsageTotals`).
- * @param finalText The final answer: the message text after the last tool result. Only for a
- *     completed run: partial text is never presented as an answer.
+ * @param finalText The final answer: the message text after the last tool result. For a completed
+ *     run, and for one that failed because the harness stopped without its end-of-run record (error
+ *     `no_final_result`: the answer so far is kept, the run is still `failed`); otherwise absent,
+ *     partial text is never presented as an answer.
  * @param error Why it failed.
  * @param cancelReason Why it was cancelled.
  * @param cancelKind The machine-readable kind of the cancellation (`CancelReason::code`: `caller`,

@@ -4,7 +4,7 @@
 package dev.agentstream.generated;
 
 /**
- * Details of `step.started`.
+ * Details of `step.started` and `step.completed`.
  *
  * @param stepIndex The step's index in the run, from 0.
  * @param messageId The harness's id of the step's LLM message.
