@@ -6,6 +6,10 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 CARGO ?= cargo
 LANG_TESTS :=
+# The one version of every package and the repository's address: the Cargo workspace's
+# (`make check-versions` checks every other place that states them).
+VERSION := $(shell sed -n '/^\[workspace\.package\]/,/^\[/s/^version *= *"\([^"]*\)".*/\1/p' Cargo.toml)
+REPOSITORY := $(shell sed -n '/^\[workspace\.package\]/,/^\[/s/^repository *= *"\([^"]*\)".*/\1/p' Cargo.toml)
 
 .PHONY: demo test test-rust lint
 

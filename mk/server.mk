@@ -4,8 +4,10 @@
 #                             browser test of the live run view
 #   make test-server-browser  server/webtest: Debian's headless chromium driven by playwright-core
 #                             (npm ci there, its own lock; screenshots in target/server-webtest/)
-#   make bench-server         benches/serve_bench.rs: events/s and harness-line → SSE-client
-#                             latency p50/p99 with 1 and 100 subscribers (release build)
+#   make bench-server         server/benches/serve.rs: events/s and harness-line → SSE-client
+#                             latency p50/p99 with 1 and 100 subscribers (release build), in
+#                             process and through the cluster on NATS (needs nats-server:
+#                             .ci/install-nats.sh; without it those rows are skipped)
 # The CLI's own serve tests (SIGTERM/SIGINT, view, token) run in test-rust (cargo test -p
 # agentstream-cli); the Python and Node clients' tests in test-python and test-node.
 
@@ -22,8 +24,9 @@ server-bins:
 
 test-server: test-server-rust test-server-browser
 
+# The cluster tests (mod cluster in server/tests/nats.rs) run in test-nats (mk/nats.mk).
 test-server-rust: server-bins
-	AGENTSTREAM_FAKE_HARNESS=$(abspath target/debug/fake-harness) $(CARGO) test -p agentstream-server
+	AGENTSTREAM_FAKE_HARNESS=$(abspath target/debug/fake-harness) $(CARGO) test -p agentstream-server -- --skip cluster::
 
 $(SERVER_WEBTEST_STAMP): $(SERVER_WEBTEST)/package.json $(SERVER_WEBTEST)/package-lock.json
 	cd $(SERVER_WEBTEST) && $(NPM) ci --no-audit --no-fund
@@ -36,4 +39,4 @@ test-server-browser: server-bins $(SERVER_WEBTEST_STAMP)
 
 # The bench is its own harness (it re-executes itself), so it needs nothing else built.
 bench-server:
-	$(CARGO) bench -p agentstream-server --bench serve
+	$(if $(wildcard $(NATS_SERVER)),AGENTSTREAM_NATS_SERVER=$(NATS_SERVER)) $(CARGO) bench -p agentstream-server --bench serve

@@ -42,7 +42,9 @@
 // (errors.Is(err, agentstream.ErrInvalidArgument)); a Rust panic inside the library never
 // crosses into Go, it becomes an *Error of kind "panic".
 //
-// Linking: by default the package links the static library of this repository
-// (target/release/libagentstream.a, built by `make build-c`) with the header in include/; with
-// -tags agentstream_dynamic it links -lagentstream from CGO_LDFLAGS. See docs/go.md.
+// Linking: the package finds libagentstream through pkg-config (`#cgo pkg-config: agentstream`):
+// install the C library (the release tarball, or `make install` from a clone) and point
+// PKG_CONFIG_PATH at its lib/pkgconfig when it is not in a system prefix. By default it links
+// the shared library; with -tags agentstream_static it links libagentstream.a
+// (agentstream-static.pc), so binaries need no .so at run time. See docs/go.md.
 package agentstream

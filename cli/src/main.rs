@@ -17,6 +17,7 @@ mod parse_report;
 mod render;
 mod run;
 mod serve;
+mod worker;
 
 /// One typed, ordered stream of events from any coding-agent CLI.
 #[derive(Parser)]
@@ -107,6 +108,30 @@ enum Command {
         /// free port (the address is printed).
         #[arg(long, short)]
         listen: Option<String>,
+        /// Join the cluster on this NATS server (nats://host:4222; overrides `[nats] url`): runs
+        /// execute on `agentstream worker`s and every instance serves every run.
+        #[arg(long)]
+        nats: Option<String>,
+    },
+    /// Run harnesses for a cluster of `serve` instances: take run requests from NATS JetStream.
+    ///
+    /// Needs NATS (--nats or `[nats] url`; nats-server 2.11 or later with JetStream). Uses the
+    /// config's [agents] (what this worker runs), [limits] run_timeout_secs, [shutdown] and
+    /// [worker] (id, max_runs). SIGTERM or SIGINT stops taking requests and ends the runs in
+    /// flight by [shutdown] mode, each with its terminal event published. See docs/server.md.
+    Worker {
+        /// The configuration file (TOML; the same format as serve's).
+        #[arg(long, short)]
+        config: Option<std::path::PathBuf>,
+        /// The NATS server (nats://host:4222; overrides `[nats] url`).
+        #[arg(long)]
+        nats: Option<String>,
+        /// This worker's id in the cluster (default: host name and process id).
+        #[arg(long)]
+        id: Option<String>,
+        /// Runs taken at once (default 8, or [worker] max_runs).
+        #[arg(long)]
+        max_runs: Option<usize>,
     },
     /// Write a recorded run as one self-contained HTML page (the live view's timeline, offline).
     ///
@@ -181,7 +206,12 @@ fn main() -> ExitCode {
         Command::Demo { agent, scenario, delay_ms, common } => {
             demo::demo(agent.as_deref(), &scenario, delay_ms, &common.into())
         }
-        Command::Serve { config, listen } => serve::serve_command(config.as_deref(), listen.as_deref()),
+        Command::Serve { config, listen, nats } => {
+            serve::serve_command(config.as_deref(), listen.as_deref(), nats.as_deref())
+        }
+        Command::Worker { config, nats, id, max_runs } => {
+            worker::worker_command(config.as_deref(), nats.as_deref(), id, max_runs)
+        }
         Command::View { agent, output, file } => serve::view_command(&agent, &file, output.as_deref()),
         Command::Token { tenant, hash } => serve::token_command(&tenant, hash),
     }

@@ -1,5 +1,6 @@
 //! `agentstream serve`, `agentstream view` and `agentstream token`: the HTTP server, the offline
-//! run page, and tenant tokens (see the `agentstream-server` crate and docs/server.md).
+//! run page, and tenant tokens (see the `agentstream-server` crate and docs/server.md). The
+//! config loading and the shutdown signal are shared with `agentstream worker`.
 
 use std::io::{self, Read, Write};
 use std::path::Path;
@@ -11,17 +12,42 @@ use agentstream_server::auth::{TokenDigest, new_token};
 use agentstream_server::config::parse_listen;
 use agentstream_server::{ServeConfig, Server};
 
-/// `agentstream serve [--config FILE] [--listen ADDR]`.
-pub fn serve_command(config_path: Option<&Path>, listen: Option<&str>) -> ExitCode {
-    let mut config = match config_path {
-        Some(path) => match ServeConfig::load(path) {
-            Ok(c) => c,
-            Err(e) => {
-                eprintln!("agentstream serve: {e}");
-                return ExitCode::from(2);
-            }
-        },
+/// serve.toml at `path`, or the embedded default; `--nats URL` over `[nats] url`. An error is
+/// printed as `agentstream <command>: …` and is the exit code 2.
+pub(crate) fn load_config(command: &str, path: Option<&Path>, nats: Option<&str>) -> Result<ServeConfig, ExitCode> {
+    let mut config = match path {
+        Some(path) => ServeConfig::load(path).map_err(|e| {
+            eprintln!("agentstream {command}: {e}");
+            ExitCode::from(2)
+        })?,
         None => ServeConfig::default(),
+    };
+    if let Some(url) = nats {
+        config.set_nats_url(url).map_err(|e| {
+            eprintln!("agentstream {command}: {e}");
+            ExitCode::from(2)
+        })?;
+    }
+    Ok(config)
+}
+
+/// A multi-threaded runtime named after the command.
+pub(crate) fn runtime(command: &str) -> Result<tokio::runtime::Runtime, ExitCode> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name(format!("agentstream-{command}"))
+        .build()
+        .map_err(|e| {
+            eprintln!("agentstream {command}: cannot start the async runtime: {e}");
+            ExitCode::from(1)
+        })
+}
+
+/// `agentstream serve [--config FILE] [--listen ADDR] [--nats URL]`.
+pub fn serve_command(config_path: Option<&Path>, listen: Option<&str>, nats: Option<&str>) -> ExitCode {
+    let mut config = match load_config("serve", config_path, nats) {
+        Ok(c) => c,
+        Err(code) => return code,
     };
     if let Some(listen) = listen {
         match parse_listen(listen) {
@@ -33,17 +59,17 @@ pub fn serve_command(config_path: Option<&Path>, listen: Option<&str>) -> ExitCo
         }
     }
     let token = config.ensure_tenant();
-    let runtime =
-        match tokio::runtime::Builder::new_multi_thread().enable_all().thread_name("agentstream-serve").build() {
-            Ok(rt) => rt,
-            Err(e) => {
-                eprintln!("agentstream serve: cannot start the async runtime: {e}");
-                return ExitCode::from(1);
-            }
-        };
+    let runtime = match runtime("serve") {
+        Ok(rt) => rt,
+        Err(code) => return code,
+    };
     runtime.block_on(async move {
         let server = match Server::bind(&config).await {
             Ok(s) => s,
+            Err(e) if e.kind() == io::ErrorKind::Other => {
+                eprintln!("agentstream serve: {e}");
+                return ExitCode::from(1);
+            }
             Err(e) => {
                 eprintln!("agentstream serve: cannot listen on {}: {e}", config.listen);
                 return ExitCode::from(1);
@@ -51,7 +77,7 @@ pub fn serve_command(config_path: Option<&Path>, listen: Option<&str>) -> ExitCo
         };
         let addr = server.local_addr();
         announce(&config, addr, token.as_deref());
-        let report = match server.run(shutdown_signal()).await {
+        let report = match server.run(shutdown_signal("serve")).await {
             Ok(r) => r,
             Err(e) => {
                 eprintln!("agentstream serve: {e}");
@@ -79,7 +105,19 @@ fn announce(config: &ServeConfig, addr: std::net::SocketAddr, token: Option<&str
     let base = format!("http://{addr}");
     let _ = writeln!(out, "agentstream serve: listening on {base}");
     let agents: Vec<&str> = config.agents.keys().map(String::as_str).collect();
-    let _ = writeln!(out, "agentstream serve: agents: {}", agents.join(", "));
+    match &config.nats {
+        None => {
+            let _ = writeln!(out, "agentstream serve: agents: {}", agents.join(", "));
+        }
+        Some(nats) => {
+            let _ = writeln!(
+                out,
+                "agentstream serve: cluster: NATS at {} (prefix {:?}); runs execute on `agentstream worker`s",
+                agentstream_server::nats::redact_url(&nats.url),
+                nats.prefix
+            );
+        }
+    }
     match token {
         Some(token) => {
             let _ = writeln!(out, "agentstream serve: token of tenant \"local\" (shown once, not stored): {token}");
@@ -100,7 +138,8 @@ fn announce(config: &ServeConfig, addr: std::net::SocketAddr, token: Option<&str
 
 /// SIGTERM or SIGINT (Ctrl-C). A second signal while shutting down only says so: the runs'
 /// harness processes are being stopped, and leaving now would leave them behind.
-async fn shutdown_signal() {
+#[cfg(unix)]
+pub(crate) async fn shutdown_signal(command: &'static str) {
     use tokio::signal::unix::{SignalKind, signal};
     let mut term = signal(SignalKind::terminate()).expect("a SIGTERM handler");
     let mut int = signal(SignalKind::interrupt()).expect("a SIGINT handler");
@@ -108,16 +147,24 @@ async fn shutdown_signal() {
         _ = term.recv() => "SIGTERM",
         _ = int.recv() => "SIGINT",
     };
-    eprintln!("agentstream serve: {name}: shutting down (no new connections or runs; ending the runs in flight)");
+    eprintln!("agentstream {command}: {name}: shutting down (no new runs; ending the runs in flight)");
     tokio::spawn(async move {
         loop {
             tokio::select! {
                 _ = term.recv() => {}
                 _ = int.recv() => {}
             }
-            eprintln!("agentstream serve: already shutting down; waiting for the harness processes to end");
+            eprintln!("agentstream {command}: already shutting down; waiting for the harness processes to end");
         }
     });
+}
+
+/// Ctrl-C where there are no Unix signals (the server runs no harness there: runs are
+/// `unsupported`, see agentstream_core::runner::process).
+#[cfg(not(unix))]
+pub(crate) async fn shutdown_signal(command: &'static str) {
+    let _ = tokio::signal::ctrl_c().await;
+    eprintln!("agentstream {command}: Ctrl-C: shutting down");
 }
 
 /// `agentstream view --agent NAME FILE [-o OUT]`.

@@ -185,6 +185,28 @@ fn serve_refuses_a_bad_config_naming_the_key() {
 }
 
 #[test]
+fn the_cluster_commands_say_what_is_missing() {
+    // A worker needs NATS.
+    let out = Command::new(BIN).args(["worker"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--nats"), "{stderr}");
+    // Nothing listens there: both fail at once, naming the server (without its credentials).
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let url = format!("nats://user:secret@127.0.0.1:{port}");
+    for args in [vec!["worker", "--nats", &url], vec!["serve", "--listen", "127.0.0.1:0", "--nats", &url]] {
+        let out = Command::new(BIN).args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("cannot connect to NATS") && stderr.contains(&format!("127.0.0.1:{port}")), "{stderr}");
+        assert!(!stderr.contains("secret"), "no credentials in messages: {stderr}");
+    }
+    let out = Command::new(BIN).args(["worker", "--nats", "nats://h:1", "--max-runs", "0"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--max-runs"));
+}
+
+#[test]
 fn view_writes_one_self_contained_page() {
     let dir = scratch("view");
     let out_path = dir.join("run.html");

@@ -8,13 +8,18 @@
 //! backpressure (then `coalesced` counts them; the tables report both).
 //!
 //! * throughput: the harness prints `FLOOD` lines as fast as it can; events/s per client, from
-//!   the first envelope to the terminal one.
+//!   the first envelope to the terminal one, and the whole run end to end (from the start request
+//!   to the client's terminal envelope: what a longer path to the first envelope also costs).
 //! * latency: the harness prints `PACED` lines at `RATE` lines/s (far below saturation); p50 and
 //!   p99 of (client receive time − harness write time) over every line of every client.
 //!
 //! Both with 1 and 100 SSE subscribers on one run, and for the baseline (one direct reader of the
-//! run, no server). Clients run in this process, on the same two cores as the server and the
-//! harness: the numbers include that contention, as a one-box deployment would.
+//! run, no server). Then the same through the cluster: a `serve` instance with `[nats]`, a worker
+//! (the library's `Worker`, in this process) and a nats-server started here (JetStream, a
+//! temporary store; `$AGENTSTREAM_NATS_SERVER`, `target/tools/bin/nats-server` or PATH — without
+//! one those rows are skipped and say why): harness → worker → JetStream → serve → client.
+//! Clients run in this process, on the same two cores as the server, the worker, nats-server and
+//! the harness: the numbers include that contention, as a one-box deployment would.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -25,6 +30,7 @@ use agentstream_core::runner::{AgentConfig, Delivery, RunOptions, Session};
 use agentstream_core::stream::StreamItem;
 use agentstream_server::auth::TokenDigest;
 use agentstream_server::config::{AgentEntry, TenantConfig};
+use agentstream_server::nats::{NatsSettings, Worker, WorkerSettings};
 use agentstream_server::{ServeConfig, Server};
 use futures_util::StreamExt;
 
@@ -70,6 +76,8 @@ fn stamp(text: &str) -> Option<u64> {
 
 #[derive(Default)]
 struct ClientStats {
+    /// When the run was asked for.
+    asked: Option<Instant>,
     envelopes: u64,
     lines: u64,
     first: Option<Instant>,
@@ -89,6 +97,14 @@ impl ClientStats {
             if let Some(t) = stamp(text) {
                 self.latencies_us.push(now_ns().saturating_sub(t) / 1000);
             }
+        }
+    }
+
+    /// From the start request to the terminal envelope.
+    fn end_to_end(&self) -> f64 {
+        match (self.asked, self.last) {
+            (Some(a), Some(b)) => (b - a).as_secs_f64().max(1e-9),
+            _ => f64::NAN,
         }
     }
 
@@ -125,10 +141,10 @@ fn config(exe: &std::path::Path) -> ServeConfig {
 }
 
 /// One SSE subscriber reading a whole run.
-async fn sse_client(http: reqwest::Client, url: String) -> ClientStats {
+async fn sse_client(http: reqwest::Client, url: String, asked: Instant) -> ClientStats {
     let resp = http.get(url).bearer_auth(TOKEN).send().await.expect("subscribe");
     assert_eq!(resp.status(), 200);
-    let mut stats = ClientStats::default();
+    let mut stats = ClientStats { asked: Some(asked), ..ClientStats::default() };
     let mut stream = resp.bytes_stream();
     let mut pending = String::new();
     while let Some(chunk) = stream.next().await {
@@ -163,8 +179,9 @@ async fn direct(exe: &std::path::Path, lines: u64, rate: u64) -> ClientStats {
         ("BENCH_LINES".into(), lines.to_string()),
         ("BENCH_RATE".into(), rate.to_string()),
     ];
+    let asked = Instant::now();
     let handle = Session::new(config).start_run(RunOptions::new("bench")).expect("start");
-    let mut stats = ClientStats::default();
+    let mut stats = ClientStats { asked: Some(asked), ..ClientStats::default() };
     while let Some(d) = handle.next().await {
         if let Delivery::Item(env) = d {
             match &env.item {
@@ -186,6 +203,7 @@ fn percentile(sorted: &[u64], p: f64) -> f64 {
 
 struct Row {
     what: String,
+    end_to_end_s: f64,
     envelopes_per_s: f64,
     lines_per_s: f64,
     aggregate_envelopes_per_s: f64,
@@ -195,6 +213,7 @@ struct Row {
 }
 
 async fn scenario(server: &str, http: &reqwest::Client, agent: &str, subscribers: usize) -> Vec<ClientStats> {
+    let asked = Instant::now();
     let resp = http
         .post(format!("{server}/v1/runs"))
         .bearer_auth(TOKEN)
@@ -205,7 +224,7 @@ async fn scenario(server: &str, http: &reqwest::Client, agent: &str, subscribers
     assert_eq!(resp.status(), 201);
     let id = resp.json::<serde_json::Value>().await.unwrap()["id"].as_str().unwrap().to_string();
     let url = format!("{server}/v1/runs/{id}/events");
-    let tasks: Vec<_> = (0..subscribers).map(|_| tokio::spawn(sse_client(http.clone(), url.clone()))).collect();
+    let tasks: Vec<_> = (0..subscribers).map(|_| tokio::spawn(sse_client(http.clone(), url.clone(), asked))).collect();
     let mut out = Vec::new();
     for t in tasks {
         out.push(t.await.unwrap());
@@ -220,6 +239,7 @@ fn row(what: &str, clients: &[ClientStats]) -> Row {
     lat.sort_unstable();
     Row {
         what: what.to_string(),
+        end_to_end_s: per_client(&|c| c.end_to_end()),
         envelopes_per_s: per_client(&|c| c.envelopes as f64 / c.seconds()),
         lines_per_s: per_client(&|c| c.lines as f64 / c.seconds()),
         aggregate_envelopes_per_s: clients.iter().map(|c| c.envelopes as f64 / c.seconds()).sum(),
@@ -227,6 +247,101 @@ fn row(what: &str, clients: &[ClientStats]) -> Row {
         p99_ms: percentile(&lat, 0.99),
         gaps: clients.iter().map(|c| c.gaps).sum(),
     }
+}
+
+/// A nats-server with JetStream for the cluster rows (killed on drop).
+struct NatsServer {
+    child: std::process::Child,
+    store: std::path::PathBuf,
+    url: String,
+}
+
+impl NatsServer {
+    fn start() -> Result<NatsServer, String> {
+        let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let bin = std::env::var_os("AGENTSTREAM_NATS_SERVER")
+            .map(std::path::PathBuf::from)
+            .or_else(|| Some(repo.join("target/tools/bin/nats-server")).filter(|p| p.is_file()))
+            .or_else(|| {
+                std::env::split_paths(&std::env::var_os("PATH")?).map(|d| d.join("nats-server")).find(|p| p.is_file())
+            })
+            .ok_or("no nats-server (run .ci/install-nats.sh or set AGENTSTREAM_NATS_SERVER)")?;
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let store = std::env::temp_dir().join(format!("agentstream-bench-nats-{}", std::process::id()));
+        let child = std::process::Command::new(&bin)
+            .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
+            .arg(&store)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .map_err(|e| format!("{}: {e}", bin.display()))?;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if Instant::now() > deadline {
+                return Err("nats-server did not start".into());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(NatsServer { child, store, url: format!("nats://127.0.0.1:{port}") })
+    }
+}
+
+impl Drop for NatsServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.store);
+    }
+}
+
+/// The same scenarios through the cluster: a worker and a serve instance on `nats`.
+async fn cluster_rows(
+    exe: &std::path::Path,
+    nats: &NatsServer,
+    http: &reqwest::Client,
+    throughput: &mut Vec<Row>,
+    latency: &mut Vec<Row>,
+) -> Result<(), String> {
+    let mut config = config(exe);
+    let settings = NatsSettings::new(nats.url.clone());
+    config.nats = Some(settings.clone());
+    let worker = Worker::connect(&config, settings, WorkerSettings { id: "bench".into(), max_runs: 4 }).await?;
+    let (stop_worker, worker_stopped) = tokio::sync::oneshot::channel::<()>();
+    let working = tokio::spawn(worker.run(async move {
+        let _ = worker_stopped.await;
+    }));
+    let server = Server::bind(&config).await.map_err(|e| e.to_string())?;
+    let base = format!("http://{}", server.local_addr());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(server.run(async move {
+        let _ = stopped.await;
+    }));
+    // The worker announces itself within a third of its lease.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let health: serde_json::Value =
+            http.get(format!("{base}/healthz")).send().await.map_err(|e| e.to_string())?.json().await.unwrap();
+        if health["backend"]["workers"] == 1 {
+            break;
+        }
+        if Instant::now() > deadline {
+            return Err(format!("the worker did not show up: {health}"));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    for subs in [1, 100] {
+        let clients = scenario(&base, http, "flood", subs).await;
+        throughput.push(row(&format!("cluster (NATS), {subs} SSE sub(s)"), &clients));
+    }
+    for subs in [1, 100] {
+        let clients = scenario(&base, http, "paced", subs).await;
+        latency.push(row(&format!("cluster (NATS), {subs} SSE sub(s)"), &clients));
+    }
+    let _ = stop.send(());
+    let _ = serving.await;
+    let _ = stop_worker.send(());
+    let _ = working.await;
+    Ok(())
 }
 
 fn main() {
@@ -260,23 +375,30 @@ fn main() {
             let clients = scenario(&base, &http, "paced", subs).await;
             latency.push(row(&format!("serve, {subs} SSE subscriber(s)"), &clients));
         }
+        let _ = stop.send(());
+        let _ = serving.await;
+        let cluster = match NatsServer::start() {
+            Ok(nats) => cluster_rows(&exe, &nats, &http, &mut throughput, &mut latency).await,
+            Err(e) => Err(e),
+        };
 
         let base_rate = throughput[0].lines_per_s;
         println!(
             "\nthroughput: {FLOOD} lines printed as fast as possible (per client; merged lines counted in lines/s)"
         );
         println!(
-            "{:<32} {:>14} {:>14} {:>10} {:>18} {:>6}",
-            "", "envelopes/s", "lines/s", "vs direct", "all clients env/s", "gaps"
+            "{:<32} {:>14} {:>14} {:>10} {:>18} {:>12} {:>6}",
+            "", "envelopes/s", "lines/s", "vs direct", "all clients env/s", "end to end", "gaps"
         );
         for r in &throughput {
             println!(
-                "{:<32} {:>14.0} {:>14.0} {:>9.2}x {:>18.0} {:>6}",
+                "{:<32} {:>14.0} {:>14.0} {:>9.2}x {:>18.0} {:>10.3} s {:>6}",
                 r.what,
                 r.envelopes_per_s,
                 r.lines_per_s,
                 r.lines_per_s / base_rate,
                 r.aggregate_envelopes_per_s,
+                r.end_to_end_s,
                 r.gaps
             );
         }
@@ -287,7 +409,8 @@ fn main() {
         for r in &latency {
             println!("{:<32} {:>10.3} {:>10.3} {:>6}", r.what, r.p50_ms, r.p99_ms, r.gaps);
         }
-        let _ = stop.send(());
-        let _ = serving.await;
+        if let Err(why) = cluster {
+            println!("\ncluster (NATS) rows skipped: {why}");
+        }
     });
 }

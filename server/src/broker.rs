@@ -1,36 +1,38 @@
-//! [`RunBroker`]: the registry behind the HTTP routes, usable from Rust. Every operation is
-//! scoped to a tenant: another tenant's run is indistinguishable from one that does not exist.
+//! [`RunBroker`]: what the HTTP routes call, usable from Rust. Every operation is scoped to a
+//! tenant: another tenant's run is indistinguishable from one that does not exist.
 //!
-//! The broker connects a [`RunExecutor`] (where runs execute) and an [`EventLog`] (where their
-//! envelopes are kept and replayed from): for each started run one pump task reads the run's
-//! output and appends it to the log, then records the result. Subscribers read the log, never
-//! the run, so any number of them — and none — cost the run nothing.
+//! The broker connects three seams: a [`RunExecutor`] (where runs execute), an [`EventLog`]
+//! (where their envelopes are kept and replayed from) and a [`RunRegistry`] (where run records
+//! live). For each run that executes in this process one pump task reads the run's output into
+//! the log, its progress and result into the registry. Subscribers read the log, never the run,
+//! so any number of them — and none — cost the run nothing. A run that executes elsewhere (a
+//! worker of the cluster) is pumped there, into the same shared log and registry.
 //!
-//! Limits: runs running at once per tenant, subscribers per run, finished runs kept per tenant
-//! (the oldest finished run and its log are forgotten first); the replay buffer's size is the
-//! log's.
+//! Limits: runs running at once per tenant, subscribers per run (per process), finished runs
+//! kept per tenant (the registry's); the replay buffer's size is the log's.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agentstream_core::runner::{FinalState, RunResult};
 use async_trait::async_trait;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
 use crate::auth::TenantId;
 use crate::config::check_model;
-use crate::executor::{ExecRequest, RunControl, RunExecutor, RunOutput, RunRequest, StartError};
+use crate::executor::{ExecRequest, Health, Placement, RunControl, RunExecutor, RunOutput, RunRequest, StartError};
 use crate::frame::{Delivered, Frame, now_ms};
 use crate::log::{EventLog, SubscribeError, Subscription};
+use crate::registry::{RegistryError, RunRegistry};
 
 /// Envelopes the pump moves per batch.
 const PUMP_BATCH: usize = 256;
 
 /// Where a run is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RunStatus {
     /// Started, terminal envelope not yet delivered.
@@ -44,7 +46,8 @@ pub enum RunStatus {
 }
 
 impl RunStatus {
-    fn of(state: FinalState) -> Self {
+    /// The status of a run that ended in `state`.
+    pub fn of(state: FinalState) -> Self {
         match state {
             FinalState::Completed => RunStatus::Completed,
             FinalState::Failed => RunStatus::Failed,
@@ -54,7 +57,7 @@ impl RunStatus {
 }
 
 /// What the API says about a run (`GET /v1/runs/{id}`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunInfo {
     /// The run id (the `runId` of its envelopes).
@@ -83,6 +86,9 @@ pub struct RunInfo {
     /// text, error, cancel reason, …).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub result: Option<RunResult>,
+    /// The worker that runs it, in a cluster (absent when runs execute in the server itself).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker: Option<String>,
 }
 
 /// Why a broker operation was refused.
@@ -111,6 +117,9 @@ pub enum BrokerError {
     Unavailable(String),
     /// The server is shutting down: no new runs.
     ShuttingDown,
+    /// Where runs execute or are recorded cannot be reached now (the cluster's messaging, or no
+    /// worker took the run): what happened, for people.
+    Backend(String),
     /// A resume point beyond what the run has produced.
     AfterBeyondEnd {
         /// The requested point.
@@ -135,6 +144,7 @@ impl std::fmt::Display for BrokerError {
             }
             BrokerError::Unavailable(m) => write!(f, "the agent could not be started: {m}"),
             BrokerError::ShuttingDown => f.write_str("the server is shutting down and starts no new runs"),
+            BrokerError::Backend(m) => f.write_str(m),
             BrokerError::AfterBeyondEnd { after, last } => match last {
                 Some(last) => write!(f, "resume point {after} is beyond the run's last sequence {last}"),
                 None => write!(f, "resume point {after} is beyond the run's stream, which has no envelope yet"),
@@ -153,28 +163,24 @@ pub struct BrokerLimits {
     pub runs_per_tenant: usize,
     /// Subscribers per run.
     pub subscribers_per_run: usize,
-    /// Finished runs kept per tenant.
+    /// Finished runs kept per tenant (by the in-process registry).
     pub finished_runs_kept: usize,
 }
 
-struct RunEntry {
-    tenant: TenantId,
-    info: RunInfo,
-    control: Arc<dyn RunControl>,
-    subscribers: Arc<AtomicUsize>,
-    ended: watch::Receiver<bool>,
-}
-
-#[derive(Default)]
-struct TenantState {
-    running: usize,
-    finished: VecDeque<Arc<str>>,
+impl From<RegistryError> for BrokerError {
+    fn from(e: RegistryError) -> Self {
+        BrokerError::Backend(e.0)
+    }
 }
 
 #[derive(Default)]
 struct State {
-    runs: HashMap<Arc<str>, RunEntry>,
-    tenants: HashMap<TenantId, TenantState>,
+    /// Runs being started, per tenant: counted against `runs_per_tenant` until recorded.
+    starting: HashMap<TenantId, usize>,
+    /// How to stop the runs that execute in this process (until their pump ends).
+    local: HashMap<Arc<str>, Arc<dyn RunControl>>,
+    /// Open streams per run, in this process.
+    subscribers: HashMap<Arc<str>, Arc<AtomicUsize>>,
     /// Runs whose pump has not finished (all tenants), including ones still starting.
     live: usize,
 }
@@ -182,6 +188,7 @@ struct State {
 struct Inner {
     executor: Arc<dyn RunExecutor>,
     log: Arc<dyn EventLog>,
+    registry: Arc<dyn RunRegistry>,
     limits: BrokerLimits,
     accepting: AtomicBool,
     state: Mutex<State>,
@@ -189,7 +196,7 @@ struct Inner {
     idle: watch::Sender<usize>,
 }
 
-/// The run registry: start, look up, list, subscribe, cancel — each scoped to a tenant.
+/// The run broker: start, look up, list, subscribe, cancel — each scoped to a tenant.
 /// Cheap to clone (shared).
 #[derive(Clone)]
 pub struct RunBroker {
@@ -203,12 +210,19 @@ impl std::fmt::Debug for RunBroker {
 }
 
 impl RunBroker {
-    /// A broker running runs on `executor` and keeping their envelopes in `log`.
-    pub fn new(executor: Arc<dyn RunExecutor>, log: Arc<dyn EventLog>, limits: BrokerLimits) -> Self {
+    /// A broker running runs on `executor`, keeping their envelopes in `log` and their records
+    /// in `registry`.
+    pub fn new(
+        executor: Arc<dyn RunExecutor>,
+        log: Arc<dyn EventLog>,
+        registry: Arc<dyn RunRegistry>,
+        limits: BrokerLimits,
+    ) -> Self {
         RunBroker {
             inner: Arc::new(Inner {
                 executor,
                 log,
+                registry,
                 limits,
                 accepting: AtomicBool::new(true),
                 state: Mutex::new(State::default()),
@@ -226,9 +240,11 @@ impl RunBroker {
     pub fn check(&self, request: &RunRequest) -> Result<(), BrokerError> {
         let agents = self.agents();
         if !agents.contains(&request.agent) {
+            let offered =
+                if agents.is_empty() { "no agent (no worker is connected)".to_string() } else { agents.join(", ") };
             return Err(BrokerError::Invalid {
                 field: "agent",
-                message: format!("unknown agent {:?}; this server runs: {}", request.agent, agents.join(", ")),
+                message: format!("unknown agent {:?}; this server runs: {offered}", request.agent),
             });
         }
         if request.prompt.trim().is_empty() {
@@ -262,30 +278,38 @@ impl RunBroker {
             if !inner.accepting.load(Ordering::SeqCst) {
                 return Err(BrokerError::ShuttingDown);
             }
-            let t = st.tenants.entry(tenant.clone()).or_default();
-            if t.running >= inner.limits.runs_per_tenant {
+            let starting = st.starting.get(tenant).copied().unwrap_or(0);
+            if inner.registry.running(tenant) + starting >= inner.limits.runs_per_tenant {
                 return Err(BrokerError::TooManyRuns { limit: inner.limits.runs_per_tenant });
             }
-            t.running += 1;
+            *st.starting.entry(tenant.clone()).or_default() += 1;
             st.live += 1;
             inner.idle.send_replace(st.live);
         }
-        let started = inner
-            .executor
-            .start(ExecRequest { tenant: tenant.clone(), request: request.clone() })
-            .await
-            .map_err(|e| {
-                self.release(tenant, None);
-                match e {
+        let started = match inner.executor.start(ExecRequest { tenant: tenant.clone(), request: request.clone() }).await
+        {
+            Ok(started) => started,
+            Err(e) => {
+                self.started(tenant, None, false);
+                return Err(match e {
                     StartError::UnknownAgent => {
                         BrokerError::Invalid { field: "agent", message: format!("unknown agent {:?}", request.agent) }
                     }
                     StartError::Unavailable(m) => BrokerError::Unavailable(m),
-                }
-            })?;
+                    StartError::Backend(m) => BrokerError::Backend(m),
+                });
+            }
+        };
+        let output = match started.placement {
+            Placement::Remote(info) => {
+                // The worker recorded it; nothing to pump here.
+                self.started(tenant, None, false);
+                return Ok(*info);
+            }
+            Placement::Local(output) => output,
+        };
         let run_id: Arc<str> = started.run_id.as_str().into();
-        inner.log.create(&run_id).await;
-        let (ended_tx, ended_rx) = watch::channel(false);
+        inner.log.create(tenant, &run_id).await;
         let info = RunInfo {
             id: started.run_id.clone(),
             agent: request.agent,
@@ -297,106 +321,81 @@ impl RunBroker {
             ended_at: None,
             last_sequence: None,
             result: None,
+            worker: None,
         };
-        inner.state.lock().expect("broker state").runs.insert(
-            run_id.clone(),
-            RunEntry {
-                tenant: tenant.clone(),
-                info: info.clone(),
-                control: started.control.clone(),
-                subscribers: Arc::new(AtomicUsize::new(0)),
-                ended: ended_rx,
-            },
-        );
-        // A run started while shutdown began is cancelled like the others.
-        if !inner.accepting.load(Ordering::SeqCst) {
+        let recorded = inner.registry.insert(tenant, info).await;
+        self.started(tenant, Some((run_id.clone(), started.control.clone())), true);
+        if let Err(e) = &recorded {
+            // Unrecorded, nobody could find or stop it: stop it now (the pump still reaps it).
+            started.control.cancel(&format!("the run could not be recorded: {e}"));
+        } else if !inner.accepting.load(Ordering::SeqCst) {
+            // A run started while shutdown began is cancelled like the others.
             started.control.cancel("the server is shutting down");
         }
         let broker = self.clone();
-        let tenant = tenant.clone();
-        tokio::spawn(async move { broker.pump(run_id, tenant, started.output, ended_tx).await });
-        Ok(info)
+        let pumped_for = tenant.clone();
+        tokio::spawn(async move { broker.pump(run_id, pumped_for, output).await });
+        Ok(recorded?)
+    }
+
+    /// A start is over: the tenant's reservation goes (the registry counts the run now), and
+    /// the run is live here only if it executes here.
+    fn started(&self, tenant: &TenantId, local: Option<(Arc<str>, Arc<dyn RunControl>)>, live: bool) {
+        let mut st = self.inner.state.lock().expect("broker state");
+        if let Some(n) = st.starting.get_mut(tenant) {
+            *n -= 1;
+            if *n == 0 {
+                st.starting.remove(tenant);
+            }
+        }
+        if let Some((id, control)) = local {
+            st.local.insert(id, control);
+        }
+        if !live {
+            st.live -= 1;
+            self.inner.idle.send_replace(st.live);
+        }
     }
 
     /// Move a run's output into the log, then record its result.
-    async fn pump(
-        self,
-        run_id: Arc<str>,
-        tenant: TenantId,
-        mut output: Box<dyn RunOutput>,
-        ended: watch::Sender<bool>,
-    ) {
+    async fn pump(self, run_id: Arc<str>, tenant: TenantId, mut output: Box<dyn RunOutput>) {
         let log = &self.inner.log;
+        let registry = &self.inner.registry;
         let mut envelopes = Vec::with_capacity(PUMP_BATCH);
         while output.next_batch(&mut envelopes, PUMP_BATCH).await {
             let received = now_ms();
             let frames: Vec<Frame> = envelopes.drain(..).map(|e| Frame::of(&e, received)).collect();
             let Some(last) = frames.last().map(|f| f.last_covered) else { continue };
             log.append(&run_id, frames).await;
-            if let Some(entry) = self.inner.state.lock().expect("broker state").runs.get_mut(&run_id) {
-                entry.info.last_sequence = Some(last);
-            }
+            registry.progress(&tenant, &run_id, last).await;
         }
         log.seal(&run_id).await;
         let result = output.finish().await;
-        {
-            let mut st = self.inner.state.lock().expect("broker state");
-            if let Some(entry) = st.runs.get_mut(&run_id) {
-                entry.info.status = RunStatus::of(result.state);
-                entry.info.ended_at = Some(agentstream_core::time::now_iso8601());
-                entry.info.last_sequence = Some(result.last_sequence);
-                entry.info.result = Some(result);
-            }
-        }
-        let _ = ended.send(true);
-        let forgotten = self.release(&tenant, Some(run_id));
+        let forgotten = registry.finish(&tenant, &run_id, result).await;
         for id in forgotten {
             log.remove(&id).await;
         }
-    }
-
-    /// A run stopped running: free its tenant's slot, keep it among the finished runs, and
-    /// return the finished runs to forget (over `finished_runs_kept`).
-    fn release(&self, tenant: &TenantId, finished: Option<Arc<str>>) -> Vec<Arc<str>> {
-        let mut forgotten = Vec::new();
         let mut st = self.inner.state.lock().expect("broker state");
-        let st = &mut *st;
-        if let Some(t) = st.tenants.get_mut(tenant) {
-            t.running -= 1;
-            if let Some(id) = finished {
-                t.finished.push_back(id);
-                while t.finished.len() > self.inner.limits.finished_runs_kept {
-                    let old = t.finished.pop_front().expect("non-empty");
-                    st.runs.remove(&old);
-                    forgotten.push(old);
-                }
-            }
-        }
+        st.local.remove(&run_id);
         st.live -= 1;
         self.inner.idle.send_replace(st.live);
-        forgotten
-    }
-
-    fn with_run<T>(&self, tenant: &TenantId, run_id: &str, f: impl FnOnce(&RunEntry) -> T) -> Result<T, BrokerError> {
-        let st = self.inner.state.lock().expect("broker state");
-        match st.runs.get(run_id) {
-            Some(entry) if entry.tenant == *tenant => Ok(f(entry)),
-            _ => Err(BrokerError::NotFound),
-        }
     }
 
     /// A run of `tenant`.
-    pub fn get(&self, tenant: &TenantId, run_id: &str) -> Result<RunInfo, BrokerError> {
-        self.with_run(tenant, run_id, |e| e.info.clone())
+    pub async fn get(&self, tenant: &TenantId, run_id: &str) -> Result<RunInfo, BrokerError> {
+        let mut info = self.inner.registry.get(tenant, run_id).await?.ok_or(BrokerError::NotFound)?;
+        if info.status == RunStatus::Running {
+            // The registry may lag the log (a worker records its progress now and then).
+            if let Some(last) = self.inner.log.last_covered(tenant, run_id).await {
+                info.last_sequence = Some(info.last_sequence.map_or(last, |l| l.max(last)));
+            }
+        }
+        Ok(info)
     }
 
     /// The runs of `tenant` (running and kept finished ones), newest first.
-    pub fn list(&self, tenant: &TenantId) -> Vec<RunInfo> {
-        let st = self.inner.state.lock().expect("broker state");
-        let mut runs: Vec<RunInfo> = st.runs.values().filter(|e| e.tenant == *tenant).map(|e| e.info.clone()).collect();
-        // Ids start with their creation time, so they sort by it.
-        runs.sort_by(|a, b| b.created_at.cmp(&a.created_at).then_with(|| b.id.cmp(&a.id)));
-        runs
+    pub async fn list(&self, tenant: &TenantId) -> Result<Vec<RunInfo>, BrokerError> {
+        Ok(self.inner.registry.list(tenant).await?)
     }
 
     /// Read a run's stream after sequence `after` (`None`: from the start).
@@ -406,19 +405,24 @@ impl RunBroker {
         run_id: &str,
         after: Option<u64>,
     ) -> Result<BrokerSubscription, BrokerError> {
+        self.inner.registry.get(tenant, run_id).await?.ok_or(BrokerError::NotFound)?;
         let limit = self.inner.limits.subscribers_per_run;
-        let counter = self.with_run(tenant, run_id, |e| e.subscribers.clone())?;
-        if counter.fetch_add(1, Ordering::SeqCst) >= limit {
-            counter.fetch_sub(1, Ordering::SeqCst);
-            return Err(BrokerError::TooManySubscribers { limit });
-        }
-        let guard = SubscriberSlot(counter);
-        let inner = self.inner.log.subscribe(run_id, after).await.map_err(|e| match e {
+        let slot = {
+            let mut st = self.inner.state.lock().expect("broker state");
+            let counter = st.subscribers.entry(run_id.into()).or_default().clone();
+            if counter.fetch_add(1, Ordering::SeqCst) >= limit {
+                counter.fetch_sub(1, Ordering::SeqCst);
+                return Err(BrokerError::TooManySubscribers { limit });
+            }
+            SubscriberSlot { broker: self.inner.clone(), run_id: run_id.into(), counter }
+        };
+        let inner = self.inner.log.subscribe(tenant, run_id, after).await.map_err(|e| match e {
             SubscribeError::UnknownRun => BrokerError::NotFound,
             SubscribeError::AfterBeyondEnd { after, last } => BrokerError::AfterBeyondEnd { after, last },
             SubscribeError::Complete => BrokerError::Complete,
+            SubscribeError::Unavailable(m) => BrokerError::Backend(m),
         })?;
-        Ok(BrokerSubscription { inner, _slot: guard })
+        Ok(BrokerSubscription { inner, _slot: slot })
     }
 
     /// Cancel a run of `tenant` and wait (up to `wait`) for it to end. Idempotent: cancelling a
@@ -430,12 +434,24 @@ impl RunBroker {
         reason: &str,
         wait: Duration,
     ) -> Result<RunInfo, BrokerError> {
-        let (control, mut ended) = self.with_run(tenant, run_id, |e| (e.control.clone(), e.ended.clone()))?;
-        if !*ended.borrow() {
-            control.cancel(reason);
-            let _ = tokio::time::timeout(wait, ended.wait_for(|done| *done)).await;
+        let info = self.inner.registry.get(tenant, run_id).await?.ok_or(BrokerError::NotFound)?;
+        let local = self.inner.state.lock().expect("broker state").local.get(run_id).cloned();
+        match local {
+            // Executing here: stop it even if its record says it ended (a worker whose lease
+            // expired finds its run ended elsewhere, and must not leave the harness running).
+            Some(control) => control.cancel(reason),
+            None if info.status != RunStatus::Running => return Ok(info),
+            None => {
+                if let Some(control) = self.inner.executor.control(tenant, run_id) {
+                    control.cancel(reason);
+                }
+            }
         }
-        self.get(tenant, run_id)
+        if info.status != RunStatus::Running {
+            return Ok(info);
+        }
+        self.inner.registry.wait_ended(tenant, run_id, wait).await;
+        self.get(tenant, run_id).await
     }
 
     /// Stop starting runs (requests get [`BrokerError::ShuttingDown`]).
@@ -448,34 +464,55 @@ impl RunBroker {
         self.inner.accepting.load(Ordering::SeqCst)
     }
 
-    /// How many runs are running (all tenants).
+    /// How many runs execute in this process (all tenants), counting those being started.
     pub fn running(&self) -> usize {
         *self.inner.idle.borrow()
     }
 
-    /// Cancel every running run (all tenants) with `reason`.
+    /// How many runs are running wherever they execute (all tenants), as the registry knows.
+    pub fn running_everywhere(&self) -> usize {
+        self.inner.registry.running_total()
+    }
+
+    /// Whether runs can be started and followed now (the executor's view).
+    pub fn health(&self) -> Health {
+        self.inner.executor.health()
+    }
+
+    /// Cancel every run that executes in this process (all tenants) with `reason`. Runs on
+    /// workers are theirs to end.
     pub fn cancel_all(&self, reason: &str) {
-        let controls: Vec<Arc<dyn RunControl>> = {
-            let st = self.inner.state.lock().expect("broker state");
-            st.runs.values().filter(|e| !*e.ended.borrow()).map(|e| e.control.clone()).collect()
-        };
+        let controls: Vec<Arc<dyn RunControl>> =
+            self.inner.state.lock().expect("broker state").local.values().cloned().collect();
         for c in controls {
             c.cancel(reason);
         }
     }
 
-    /// Wait up to `timeout` until no run is running; true if none is.
+    /// Wait up to `timeout` until no run executes in this process; true if none does.
     pub async fn wait_idle(&self, timeout: Duration) -> bool {
         let mut rx = self.inner.idle.subscribe();
         tokio::time::timeout(timeout, rx.wait_for(|live| *live == 0)).await.is_ok()
     }
+
+    /// End the streams that wait for runs executing elsewhere (see [`EventLog::close`]).
+    pub fn close_streams(&self) {
+        self.inner.log.close();
+    }
 }
 
-struct SubscriberSlot(Arc<AtomicUsize>);
+struct SubscriberSlot {
+    broker: Arc<Inner>,
+    run_id: Arc<str>,
+    counter: Arc<AtomicUsize>,
+}
 
 impl Drop for SubscriberSlot {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
+        let mut st = self.broker.state.lock().expect("broker state");
+        if self.counter.fetch_sub(1, Ordering::SeqCst) == 1 {
+            st.subscribers.remove(&self.run_id);
+        }
     }
 }
 
@@ -498,6 +535,7 @@ mod tests {
     use super::*;
     use crate::executor::{Execution, RunExecutor};
     use crate::log::{MemoryLog, Retention};
+    use crate::registry::MemoryRegistry;
     use agentstream_core::lifecycle::{AgentState, LifecycleEvent, LifecycleReason, SandboxState};
     use agentstream_core::stream::{Envelope, StreamItem};
 
@@ -568,14 +606,14 @@ mod tests {
             Ok(Execution {
                 run_id: id.clone(),
                 control: Arc::new(ScriptedControl(tx)),
-                output: Box::new(ScriptedOutput {
+                placement: Placement::Local(Box::new(ScriptedOutput {
                     id,
                     next: 0,
                     lines: self.lines,
                     cancelled: rx,
                     hold: self.hold,
                     done: false,
-                }),
+                })),
             })
         }
     }
@@ -584,6 +622,7 @@ mod tests {
         RunBroker::new(
             Arc::new(Scripted { lines: 5, hold }),
             Arc::new(MemoryLog::new(Retention { events: 100, bytes: 1 << 20 })),
+            Arc::new(MemoryRegistry::new(10)),
             BrokerLimits { runs_per_tenant: 1, subscribers_per_run: 1, finished_runs_kept: 10 },
         )
     }
@@ -598,7 +637,7 @@ mod tests {
         out.iter()
             .map(|d| match d {
                 Delivered::Frame(f) => f.sequence,
-                Delivered::Gap(_) => u64::MAX,
+                Delivered::Gap(_) | Delivered::Notice(_) => u64::MAX,
             })
             .collect()
     }
@@ -609,14 +648,14 @@ mod tests {
         let (a, other): (TenantId, TenantId) = ("a".into(), "b".into());
         let info = b.start(&a, request()).await.unwrap();
         assert_eq!(info.status, RunStatus::Running);
-        assert_eq!(b.get(&other, &info.id), Err(BrokerError::NotFound));
-        assert!(b.list(&other).is_empty());
+        assert_eq!(b.get(&other, &info.id).await, Err(BrokerError::NotFound));
+        assert!(b.list(&other).await.unwrap().is_empty());
         assert_eq!(b.subscribe(&other, &info.id, None).await.err(), Some(BrokerError::NotFound));
         let sub = b.subscribe(&a, &info.id, None).await.unwrap();
         assert_eq!(b.subscribe(&a, &info.id, None).await.err(), Some(BrokerError::TooManySubscribers { limit: 1 }));
         assert_eq!(drain(sub).await, [0, 1, 2, 3, 4, 5]);
         assert!(b.wait_idle(Duration::from_secs(5)).await);
-        let done = b.get(&a, &info.id).unwrap();
+        let done = b.get(&a, &info.id).await.unwrap();
         assert_eq!((done.status, done.last_sequence), (RunStatus::Completed, Some(5)));
         assert_eq!(drain(b.subscribe(&a, &info.id, Some(2)).await.unwrap()).await, [3, 4, 5], "the slot was freed");
         assert_eq!(b.subscribe(&a, &info.id, Some(5)).await.err(), Some(BrokerError::Complete));
@@ -634,7 +673,11 @@ mod tests {
         assert_eq!(b.start(&a, request()).await.err(), Some(BrokerError::TooManyRuns { limit: 1 }));
         assert_eq!(b.running(), 1);
         assert_eq!(b.cancel(&"b".into(), &info.id, "no", Duration::from_millis(50)).await, Err(BrokerError::NotFound));
-        assert_eq!(b.get(&a, &info.id).unwrap().status, RunStatus::Running, "another tenant's cancel is not applied");
+        assert_eq!(
+            b.get(&a, &info.id).await.unwrap().status,
+            RunStatus::Running,
+            "another tenant's cancel is not applied"
+        );
         let cancelled = b.cancel(&a, &info.id, "stop", Duration::from_secs(5)).await.unwrap();
         assert_eq!(cancelled.status, RunStatus::Cancelled);
         assert_eq!(b.running(), 0);

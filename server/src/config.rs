@@ -23,6 +23,12 @@
 //!
 //! [shutdown]
 //! mode = "cancel"                  # or "drain"
+//!
+//! [nats]                           # runs on workers, any instance serves any run
+//! url = "nats://127.0.0.1:4222"
+//!
+//! [worker]                         # for `agentstream worker`
+//! max_runs = 8
 //! ```
 //!
 //! Every table and key is optional. With no `[[tenant]]`, the server makes one tenant `local`
@@ -39,6 +45,7 @@ use agentstream_core::Agent;
 use serde::Deserialize;
 
 use crate::auth::{TokenDigest, new_token};
+use crate::nats::{NatsSettings, WorkerSettings};
 
 /// The default listen address.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8787";
@@ -56,6 +63,11 @@ pub struct ServeConfig {
     pub limits: Limits,
     /// What SIGTERM/SIGINT does to runs in flight.
     pub shutdown: ShutdownPolicy,
+    /// The cluster (`[nats]`): with it, `serve` hands runs to workers and serves every run of
+    /// the cluster; without it (the default), everything runs in this process.
+    pub nats: Option<NatsSettings>,
+    /// `agentstream worker`'s own settings (`[worker]`).
+    pub worker: WorkerSettings,
 }
 
 /// One tenant: a name and the SHA-256 of its bearer token.
@@ -194,6 +206,28 @@ struct FileConfig {
     limits: FileLimits,
     #[serde(default)]
     shutdown: FileShutdown,
+    nats: Option<FileNats>,
+    #[serde(default)]
+    worker: FileWorker,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct FileNats {
+    url: Option<String>,
+    prefix: Option<String>,
+    retention_secs: Option<f64>,
+    retention_bytes: Option<u64>,
+    replicas: Option<usize>,
+    lease_secs: Option<f64>,
+    start_timeout_secs: Option<f64>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct FileWorker {
+    id: Option<String>,
+    max_runs: Option<usize>,
 }
 
 #[derive(Deserialize)]
@@ -247,6 +281,8 @@ impl Default for ServeConfig {
             agents: Agent::ALL.iter().map(|a| (a.name().to_string(), AgentEntry::default_for(*a))).collect(),
             limits: Limits::default(),
             shutdown: ShutdownPolicy::default(),
+            nats: None,
+            worker: WorkerSettings::default_for_this_process(),
         }
     }
 }
@@ -295,7 +331,37 @@ impl ServeConfig {
             kill_grace: seconds("shutdown.kill_grace_secs", file.shutdown.kill_grace_secs, true)?
                 .unwrap_or(d.kill_grace),
         };
+        if let Some(n) = file.nats {
+            config.nats = Some(nats(n)?);
+        }
+        if let Some(id) = file.worker.id {
+            config.worker.id = id;
+        }
+        if let Some(max_runs) = file.worker.max_runs {
+            if max_runs == 0 {
+                return Err(ConfigError("worker.max_runs must be at least 1".into()));
+            }
+            config.worker.max_runs = max_runs;
+        }
+        if !config.worker.id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+            || config.worker.id.is_empty()
+            || config.worker.id.len() > 64
+        {
+            return Err(ConfigError(format!(
+                "worker.id {:?} must be 1 to 64 letters, digits, '-' or '_'",
+                config.worker.id
+            )));
+        }
         Ok(config)
+    }
+
+    /// Use the cluster at `url` (`--nats`): the `[nats]` settings if any, with this URL.
+    pub fn set_nats_url(&mut self, url: &str) -> Result<(), ConfigError> {
+        let mut settings = self.nats.take().unwrap_or_else(|| NatsSettings::new(url));
+        settings.url = url.to_string();
+        settings.check().map_err(|e| ConfigError(format!("--nats: {e}")))?;
+        self.nats = Some(settings);
+        Ok(())
     }
 
     /// With no tenant configured, add the tenant `local` with a new random token and return
@@ -388,6 +454,38 @@ fn limits(f: FileLimits) -> Result<Limits, ConfigError> {
     Ok(limits)
 }
 
+fn nats(f: FileNats) -> Result<NatsSettings, ConfigError> {
+    let Some(url) = f.url else {
+        return Err(ConfigError(
+            "[nats] needs url (e.g. url = \"nats://127.0.0.1:4222\"), or remove the table to run in one process".into(),
+        ));
+    };
+    let mut n = NatsSettings::new(url);
+    if let Some(prefix) = f.prefix {
+        n.prefix = prefix;
+    }
+    if let Some(age) = seconds("nats.retention_secs", f.retention_secs, false)? {
+        n.retention_age = age;
+    }
+    if let Some(bytes) = f.retention_bytes {
+        if bytes < 1024 * 1024 {
+            return Err(ConfigError("nats.retention_bytes must be at least 1048576 (1 MiB)".into()));
+        }
+        n.retention_bytes = bytes;
+    }
+    if let Some(replicas) = f.replicas {
+        n.replicas = replicas;
+    }
+    if let Some(lease) = seconds("nats.lease_secs", f.lease_secs, false)? {
+        n.lease = lease;
+    }
+    if let Some(t) = seconds("nats.start_timeout_secs", f.start_timeout_secs, false)? {
+        n.start_timeout = t;
+    }
+    n.check().map_err(|e| ConfigError(format!("[nats] {e}")))?;
+    Ok(n)
+}
+
 fn seconds(name: &str, v: Option<f64>, zero_ok: bool) -> Result<Option<Duration>, ConfigError> {
     match v {
         None => Ok(None),
@@ -457,6 +555,36 @@ mod tests {
         assert_eq!(c.limits.run_timeout, Some(Duration::from_millis(1500)));
         assert_eq!(c.shutdown.mode, ShutdownMode::Drain);
         assert_eq!(c.shutdown.drain_timeout, Duration::ZERO);
+        assert!(c.nats.is_none(), "one process unless [nats] says otherwise");
+    }
+
+    #[test]
+    fn the_cluster_tables() {
+        let c = ServeConfig::from_toml(
+            r#"
+            [nats]
+            url = "nats://10.0.0.5:4222"
+            prefix = "team-a"
+            retention_secs = 3600
+            retention_bytes = 104857600
+            lease_secs = 5
+            [worker]
+            id = "gpu-box-1"
+            max_runs = 3
+            "#,
+        )
+        .unwrap();
+        let n = c.nats.unwrap();
+        assert_eq!((n.url.as_str(), n.prefix.as_str()), ("nats://10.0.0.5:4222", "team-a"));
+        assert_eq!(
+            (n.retention_age, n.retention_bytes, n.lease),
+            (Duration::from_secs(3600), 104_857_600, Duration::from_secs(5))
+        );
+        assert_eq!(n.start_timeout, Duration::from_secs(30), "default");
+        assert_eq!((c.worker.id.as_str(), c.worker.max_runs), ("gpu-box-1", 3));
+        let mut d = ServeConfig::default();
+        d.set_nats_url("nats://127.0.0.1:4222").unwrap();
+        assert_eq!(d.nats.unwrap().prefix, "agentstream");
     }
 
     #[test]
@@ -474,6 +602,13 @@ mod tests {
             ("[agents.claude]\nmodel = \"--yolo\"", "model"),
             ("[agents.claude]\nshell = true", "shell"),
             ("[shutdown]\nmode = \"never\"", "mode"),
+            ("[nats]\nprefix = \"x\"", "url"),
+            ("[nats]\nurl = \"nats://h\"\nprefix = \"A.B\"", "prefix"),
+            ("[nats]\nurl = \"nats://h\"\nlease_secs = 0.5", "lease_secs"),
+            ("[nats]\nurl = \"nats://h\"\nretention_bytes = 5", "retention_bytes"),
+            ("[nats]\nurl = \"nats://h\"\nstream = \"X\"", "stream"),
+            ("[worker]\nmax_runs = 0", "max_runs"),
+            ("[worker]\nid = \"a b\"", "worker.id"),
         ];
         for (text, word) in cases {
             let e = ServeConfig::from_toml(text).unwrap_err().to_string();

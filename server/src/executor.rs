@@ -1,7 +1,7 @@
 //! Where runs execute: the [`RunExecutor`] trait. The in-process implementation is
 //! [`LocalExecutor`](crate::local::LocalExecutor) (the harness as a child process of the
-//! server); a distributed one (workers taking run requests from a queue) implements the same
-//! trait.
+//! server); the cluster's, [`NatsExecutor`](crate::nats::NatsExecutor), hands each request to a
+//! worker through a JetStream work queue.
 
 use std::sync::Arc;
 
@@ -10,6 +10,7 @@ use agentstream_core::stream::Envelope;
 use async_trait::async_trait;
 
 use crate::auth::TenantId;
+use crate::broker::RunInfo;
 
 /// What a client asked for, checked: an agent by its configured name and a prompt.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,6 +41,9 @@ pub enum StartError {
     UnknownAgent,
     /// The agent is configured but cannot be started (binary missing, spawn failed, …).
     Unavailable(String),
+    /// Where runs execute cannot be reached (the cluster's messaging is down, no worker
+    /// answered): nothing was started.
+    Backend(String),
 }
 
 /// Stops a run.
@@ -60,14 +64,33 @@ pub trait RunOutput: Send {
     async fn finish(self: Box<Self>) -> RunResult;
 }
 
+/// Where a started run executes, and so who records it.
+pub enum Placement {
+    /// In this process: the broker reads its stream into the log and records its progress and
+    /// result in the registry.
+    Local(Box<dyn RunOutput>),
+    /// Elsewhere (a worker), which records the run itself in the shared log and registry; this
+    /// is its record as it started.
+    Remote(Box<RunInfo>),
+}
+
 /// A run that started.
 pub struct Execution {
     /// Its id (the `runId` of its envelopes).
     pub run_id: String,
     /// How to stop it.
     pub control: Arc<dyn RunControl>,
-    /// Its stream.
-    pub output: Box<dyn RunOutput>,
+    /// Where it runs.
+    pub placement: Placement,
+}
+
+/// Whether an executor can start runs now, for `/healthz`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Health {
+    /// False while runs cannot be started or followed (e.g. the cluster's messaging is down).
+    pub ok: bool,
+    /// What to show under `backend` in `/healthz` (absent for the in-process executor).
+    pub detail: Option<serde_json::Value>,
 }
 
 /// Where runs execute.
@@ -77,4 +100,15 @@ pub trait RunExecutor: Send + Sync + 'static {
     fn agents(&self) -> Vec<String>;
     /// Start a run.
     async fn start(&self, request: ExecRequest) -> Result<Execution, StartError>;
+
+    /// How to stop a run of `tenant` that this process did not start (a run on a worker,
+    /// started through another instance). `None`: this executor only knows its own runs.
+    fn control(&self, _tenant: &TenantId, _run_id: &str) -> Option<Arc<dyn RunControl>> {
+        None
+    }
+
+    /// Whether runs can be started and followed now.
+    fn health(&self) -> Health {
+        Health { ok: true, detail: None }
+    }
 }

@@ -1,5 +1,5 @@
 //! What a subscriber receives: [`Frame`]s (one stream envelope each, serialized once for every
-//! subscriber) and [`Gap`] notices.
+//! subscriber), [`Gap`] notices and [`Notice`]s about the backend.
 
 use bytes::Bytes;
 use serde::Serialize;
@@ -108,6 +108,56 @@ impl Gap {
     }
 }
 
+/// What a [`Notice`] is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NoticeReason {
+    /// The connection to the cluster's messaging (NATS) is lost: the run goes on on its worker,
+    /// but this stream is stalled until the connection returns.
+    BackendUnavailable,
+    /// The connection is back: the stream goes on where it stopped, nothing lost.
+    BackendRestored,
+}
+
+/// A notice about the stream's delivery, not part of the run (no sequence number). Wire form
+/// (SSE `event: notice`, or a WebSocket text message):
+///
+/// ```json
+/// {"type":"notice","runId":"run_…","reason":"backend_unavailable","message":"…"}
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Notice {
+    /// Always `"notice"`: what tells this message from an envelope or a gap.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// The run.
+    pub run_id: String,
+    /// What happened.
+    pub reason: NoticeReason,
+    /// For people.
+    pub message: String,
+}
+
+impl Notice {
+    /// A notice for `run_id`.
+    pub fn new(run_id: &str, reason: NoticeReason) -> Self {
+        let message = match reason {
+            NoticeReason::BackendUnavailable => {
+                "the server lost its connection to the cluster (NATS); the run goes on, and this stream resumes \
+                 where it stopped when the connection returns"
+            }
+            NoticeReason::BackendRestored => "the connection to the cluster (NATS) is back; the stream goes on",
+        };
+        Notice { kind: "notice", run_id: run_id.to_string(), reason, message: message.to_string() }
+    }
+
+    /// The wire form (compact JSON).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("notices serialize")
+    }
+}
+
 /// One thing a subscription delivers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Delivered {
@@ -115,6 +165,8 @@ pub enum Delivered {
     Frame(std::sync::Arc<Frame>),
     /// Envelopes this subscriber will not get.
     Gap(Gap),
+    /// Something about the delivery itself (e.g. the backend's connection lost or back).
+    Notice(Notice),
 }
 
 #[cfg(test)]

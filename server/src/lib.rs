@@ -16,13 +16,16 @@
 //!   [`local`] is the in-process one (the only user of the core's runner).
 //! * [`log`]: the [`EventLog`](log::EventLog) trait — where envelopes are kept and replayed;
 //!   [`MemoryLog`](log::MemoryLog) is the in-process one. [`frame`]: what subscribers get.
-//! * [`broker`]: [`RunBroker`], the tenant-scoped registry that connects an
-//!   executor and a log (start, get, list, subscribe, cancel, limits, shutdown).
+//! * [`registry`]: the [`RunRegistry`](registry::RunRegistry) trait — where run records live;
+//!   [`MemoryRegistry`](registry::MemoryRegistry) is the in-process one.
+//! * [`broker`]: [`RunBroker`], the tenant-scoped broker that connects an executor, a log and
+//!   a registry (start, get, list, subscribe, cancel, limits, shutdown).
 //! * [`http`]: the axum routes; [`view`]: the live run view and the offline HTML renderer.
 //! * [`server`]: [`Server`]: bind, serve, shut down in order.
 //!
-//! A distributed backend (runs on workers, envelopes in a shared log) implements the two traits
-//! and keeps the broker, the routes and the view.
+//! Without NATS everything is in one process; with it (`serve --nats`, `agentstream worker`)
+//! runs execute on workers and any instance starts, streams, resumes and cancels any run, with
+//! the same broker, routes and view.
 //!
 //! ```no_run
 //! # async fn demo() -> std::io::Result<()> {
@@ -43,6 +46,8 @@ pub mod frame;
 pub mod http;
 pub mod local;
 pub mod log;
+pub mod nats;
+pub mod registry;
 pub mod server;
 pub mod view;
 

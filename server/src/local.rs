@@ -14,7 +14,7 @@ use agentstream_core::stream::Envelope;
 use async_trait::async_trait;
 
 use crate::config::AgentEntry;
-use crate::executor::{ExecRequest, Execution, RunControl, RunExecutor, RunOutput, StartError};
+use crate::executor::{ExecRequest, Execution, Placement, RunControl, RunExecutor, RunOutput, StartError};
 
 /// Runs each request as a harness process (its own process group) on this machine.
 pub struct LocalExecutor {
@@ -72,7 +72,7 @@ impl RunExecutor for LocalExecutor {
         Ok(Execution {
             run_id: run.id().to_string(),
             control: Arc::new(LocalControl(run.clone())),
-            output: Box::new(LocalOutput { run, batch: Vec::new() }),
+            placement: Placement::Local(Box::new(LocalOutput { run, batch: Vec::new() })),
         })
     }
 }

@@ -18,9 +18,9 @@
 //! log's version. Replayed and live frames come from the same ring under the same lock, so a
 //! frame appended while a subscriber attaches is delivered exactly once.
 //!
-//! A distributed log (NATS JetStream, a later backend) implements the same trait: subjects per
-//! run, the stream's message sequence aligned with the envelope's, retention instead of the
-//! ring.
+//! The cluster's log, [`JetStreamLog`](crate::nats::JetStreamLog), implements the same trait
+//! over NATS JetStream: one subject per run, messages carrying contiguous ranges of envelope
+//! sequence numbers, retention (age, bytes) instead of the ring.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -28,6 +28,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use tokio::sync::watch;
 
+use crate::auth::TenantId;
 use crate::frame::{Delivered, Frame, Gap, GapReason};
 
 /// Why a subscription could not be opened.
@@ -44,6 +45,8 @@ pub enum SubscribeError {
     },
     /// The run has ended and the subscriber already has its terminal envelope: nothing to send.
     Complete,
+    /// The log cannot be read now (its backend is unreachable).
+    Unavailable(String),
 }
 
 /// A subscriber's view of one run's log.
@@ -55,20 +58,32 @@ pub trait Subscription: Send {
     async fn next_batch(&mut self, out: &mut Vec<Delivered>, max: usize) -> bool;
 }
 
-/// Where runs' envelopes are stored and replayed from.
+/// Where runs' envelopes are stored and replayed from. A run's log is written by the one process
+/// that runs it (`create`, `append`, `seal`) and read by any (`subscribe`).
 #[async_trait]
 pub trait EventLog: Send + Sync + 'static {
-    /// Make an empty log for a new run.
-    async fn create(&self, run_id: &str);
+    /// Make an empty log for a new run of `tenant`.
+    async fn create(&self, tenant: &TenantId, run_id: &str);
     /// Append frames, in sequence order. A terminal frame ends the log (nothing after it).
     async fn append(&self, run_id: &str, frames: Vec<Frame>);
     /// No more frames will come (the producer has finished, with or without a terminal frame):
     /// subscribers' streams end once they have read everything.
     async fn seal(&self, run_id: &str);
     /// Read the run's stream after sequence `after` (`None`: from the start).
-    async fn subscribe(&self, run_id: &str, after: Option<u64>) -> Result<Box<dyn Subscription>, SubscribeError>;
+    async fn subscribe(
+        &self,
+        tenant: &TenantId,
+        run_id: &str,
+        after: Option<u64>,
+    ) -> Result<Box<dyn Subscription>, SubscribeError>;
+    /// The last sequence number the run's log covers so far (`None`: nothing yet, or unknown).
+    async fn last_covered(&self, tenant: &TenantId, run_id: &str) -> Option<u64>;
     /// Forget a run (subscribers already attached read on until they finish).
     async fn remove(&self, run_id: &str);
+    /// The server is going away: end the subscriptions that would otherwise wait for runs that
+    /// do not end in this process (their clients resume elsewhere). Subscriptions to runs that
+    /// end here are left to deliver their terminal envelopes.
+    fn close(&self) {}
 }
 
 /// How much of each run a [`MemoryLog`] keeps.
@@ -120,7 +135,7 @@ impl MemoryLog {
 
 #[async_trait]
 impl EventLog for MemoryLog {
-    async fn create(&self, run_id: &str) {
+    async fn create(&self, _tenant: &TenantId, run_id: &str) {
         let id: Arc<str> = run_id.into();
         let log = Arc::new(RunLog { run_id: id.clone(), state: Mutex::default(), version: watch::Sender::new(0) });
         self.runs.lock().expect("log map").insert(id, log);
@@ -159,7 +174,12 @@ impl EventLog for MemoryLog {
         }
     }
 
-    async fn subscribe(&self, run_id: &str, after: Option<u64>) -> Result<Box<dyn Subscription>, SubscribeError> {
+    async fn subscribe(
+        &self,
+        _tenant: &TenantId,
+        run_id: &str,
+        after: Option<u64>,
+    ) -> Result<Box<dyn Subscription>, SubscribeError> {
         let log = self.run(run_id).ok_or(SubscribeError::UnknownRun)?;
         if let Some(after) = after {
             let st = log.state.lock().expect("run log");
@@ -172,6 +192,10 @@ impl EventLog for MemoryLog {
         }
         let rx = log.version.subscribe();
         Ok(Box::new(MemorySubscription { log, rx, cursor: after, attached: false, done: false }))
+    }
+
+    async fn last_covered(&self, _tenant: &TenantId, run_id: &str) -> Option<u64> {
+        self.run(run_id)?.state.lock().expect("run log").last_covered
     }
 
     async fn remove(&self, run_id: &str) {
@@ -194,20 +218,20 @@ impl MemorySubscription {
     fn take(&mut self, out: &mut Vec<Delivered>, max: usize) -> Option<bool> {
         let st = self.log.state.lock().expect("run log");
         let before = out.len();
-        if let Some(evicted) = st.evicted_through {
-            if self.cursor.is_none_or(|c| c < evicted) {
-                let missing = evicted - self.cursor.map_or(0, |c| c + 1) + 1;
-                let (reason, resume_from) = if self.attached {
-                    self.done = true;
-                    (GapReason::TooSlow, None)
-                } else {
-                    (GapReason::Evicted, st.frames.front().map(|f| f.sequence))
-                };
-                out.push(Delivered::Gap(Gap::new(&self.log.run_id, reason, self.cursor, missing, resume_from)));
-                self.cursor = Some(evicted);
-                if self.done {
-                    return Some(true);
-                }
+        if let Some(evicted) = st.evicted_through
+            && self.cursor.is_none_or(|c| c < evicted)
+        {
+            let missing = evicted - self.cursor.map_or(0, |c| c + 1) + 1;
+            let (reason, resume_from) = if self.attached {
+                self.done = true;
+                (GapReason::TooSlow, None)
+            } else {
+                (GapReason::Evicted, st.frames.front().map(|f| f.sequence))
+            };
+            out.push(Delivered::Gap(Gap::new(&self.log.run_id, reason, self.cursor, missing, resume_from)));
+            self.cursor = Some(evicted);
+            if self.done {
+                return Some(true);
             }
         }
         self.attached = true;
@@ -272,6 +296,10 @@ mod tests {
         }
     }
 
+    fn t() -> TenantId {
+        "tenant".into()
+    }
+
     fn log(events: usize) -> MemoryLog {
         MemoryLog::new(Retention { events, bytes: 1 << 20 })
     }
@@ -287,6 +315,7 @@ mod tests {
             .map(|x| match x {
                 Delivered::Frame(f) => f.sequence as i64,
                 Delivered::Gap(g) => -(g.missing as i64),
+                Delivered::Notice(_) => i64::MIN,
             })
             .collect()
     }
@@ -294,32 +323,32 @@ mod tests {
     #[tokio::test]
     async fn replay_then_live_then_end() {
         let l = log(100);
-        l.create("r").await;
+        l.create(&t(), "r").await;
         l.append("r", vec![frame(0, 0, false), frame(1, 2, false)]).await;
-        let mut from_start = l.subscribe("r", None).await.unwrap();
-        let mut after_one = l.subscribe("r", Some(1)).await.unwrap();
+        let mut from_start = l.subscribe(&t(), "r", None).await.unwrap();
+        let mut after_one = l.subscribe(&t(), "r", Some(1)).await.unwrap();
         let live = tokio::spawn(async move { drain(&mut from_start).await });
         l.append("r", vec![frame(4, 0, false), frame(5, 0, true), frame(6, 0, false)]).await;
         l.seal("r").await;
         assert_eq!(seqs(&live.await.unwrap()), [0, 1, 4, 5], "nothing after the terminal");
         assert_eq!(seqs(&drain(&mut after_one).await), [4, 5], "the coalesced frame covers 1..=3");
-        assert_eq!(l.subscribe("r", Some(5)).await.err(), Some(SubscribeError::Complete));
-        assert_eq!(l.subscribe("r", Some(7)).await.err(), Some(SubscribeError::Complete));
-        assert_eq!(l.subscribe("x", None).await.err(), Some(SubscribeError::UnknownRun));
+        assert_eq!(l.subscribe(&t(), "r", Some(5)).await.err(), Some(SubscribeError::Complete));
+        assert_eq!(l.subscribe(&t(), "r", Some(7)).await.err(), Some(SubscribeError::Complete));
+        assert_eq!(l.subscribe(&t(), "x", None).await.err(), Some(SubscribeError::UnknownRun));
     }
 
     #[tokio::test]
     async fn resume_points_beyond_the_end_are_refused() {
         let l = log(100);
-        l.create("r").await;
+        l.create(&t(), "r").await;
         assert_eq!(
-            l.subscribe("r", Some(0)).await.err(),
+            l.subscribe(&t(), "r", Some(0)).await.err(),
             Some(SubscribeError::AfterBeyondEnd { after: 0, last: None })
         );
         l.append("r", vec![frame(0, 1, false)]).await;
-        assert!(l.subscribe("r", Some(1)).await.is_ok());
+        assert!(l.subscribe(&t(), "r", Some(1)).await.is_ok());
         assert_eq!(
-            l.subscribe("r", Some(2)).await.err(),
+            l.subscribe(&t(), "r", Some(2)).await.err(),
             Some(SubscribeError::AfterBeyondEnd { after: 2, last: Some(1) })
         );
     }
@@ -327,26 +356,26 @@ mod tests {
     #[tokio::test]
     async fn an_evicted_resume_point_gets_a_gap_then_the_rest() {
         let l = log(3);
-        l.create("r").await;
+        l.create(&t(), "r").await;
         l.append("r", (0..10).map(|s| frame(s, 0, s == 9)).collect()).await;
-        let mut sub = l.subscribe("r", Some(2)).await.unwrap();
+        let mut sub = l.subscribe(&t(), "r", Some(2)).await.unwrap();
         let got = drain(&mut sub).await;
         let Delivered::Gap(g) = &got[0] else { panic!("{got:?}") };
         assert_eq!((g.reason, g.after, g.missing, g.resume_from), (GapReason::Evicted, Some(2), 4, Some(7)));
         assert_eq!(seqs(&got[1..]), [7, 8, 9]);
-        let mut from_start = l.subscribe("r", None).await.unwrap();
+        let mut from_start = l.subscribe(&t(), "r", None).await.unwrap();
         let got = drain(&mut from_start).await;
         assert_eq!(seqs(&got), [-7, 7, 8, 9]);
-        let mut kept = l.subscribe("r", Some(6)).await.unwrap();
+        let mut kept = l.subscribe(&t(), "r", Some(6)).await.unwrap();
         assert_eq!(seqs(&drain(&mut kept).await), [7, 8, 9], "no gap when nothing is missing");
     }
 
     #[tokio::test]
     async fn a_subscriber_that_falls_behind_is_told_and_dropped() {
         let l = log(4);
-        l.create("r").await;
+        l.create(&t(), "r").await;
         l.append("r", vec![frame(0, 0, false)]).await;
-        let mut slow = l.subscribe("r", None).await.unwrap();
+        let mut slow = l.subscribe(&t(), "r", None).await.unwrap();
         let mut out = Vec::new();
         assert!(slow.next_batch(&mut out, 1).await);
         // The run goes on without waiting for it.
@@ -358,7 +387,7 @@ mod tests {
         out.clear();
         assert!(!slow.next_batch(&mut out, 10).await, "dropped");
         // A new subscription from the same point resumes with an explicit gap.
-        let mut again = l.subscribe("r", Some(0)).await.unwrap();
+        let mut again = l.subscribe(&t(), "r", Some(0)).await.unwrap();
         out.clear();
         assert!(again.next_batch(&mut out, 10).await);
         assert_eq!(seqs(&out), [-15, 16, 17, 18, 19]);
@@ -367,9 +396,9 @@ mod tests {
     #[tokio::test]
     async fn byte_budget_evicts_but_keeps_the_newest() {
         let l = MemoryLog::new(Retention { events: 100, bytes: 1 });
-        l.create("r").await;
+        l.create(&t(), "r").await;
         l.append("r", vec![frame(0, 0, false), frame(1, 0, false)]).await;
-        let mut sub = l.subscribe("r", Some(0)).await.unwrap();
+        let mut sub = l.subscribe(&t(), "r", Some(0)).await.unwrap();
         let mut out = Vec::new();
         assert!(sub.next_batch(&mut out, 10).await);
         assert_eq!(seqs(&out), [1]);
@@ -378,8 +407,8 @@ mod tests {
     #[tokio::test]
     async fn seal_without_terminal_ends_streams() {
         let l = log(10);
-        l.create("r").await;
-        let mut sub = l.subscribe("r", None).await.unwrap();
+        l.create(&t(), "r").await;
+        let mut sub = l.subscribe(&t(), "r", None).await.unwrap();
         let t = tokio::spawn(async move { drain(&mut sub).await });
         l.append("r", vec![frame(0, 0, false)]).await;
         l.seal("r").await;

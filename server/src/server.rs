@@ -13,13 +13,15 @@ use crate::config::{ServeConfig, ShutdownMode, ShutdownPolicy};
 use crate::http::{AppState, router};
 use crate::local::LocalExecutor;
 use crate::log::{MemoryLog, Retention};
+use crate::nats::{Cluster, JetStreamLog, NatsExecutor, NatsRegistry};
+use crate::registry::MemoryRegistry;
 
 /// After the last run ended, how long open streams get to deliver their terminal envelopes
 /// before the server stops waiting for their connections.
 const DELIVERY_GRACE: Duration = Duration::from_secs(5);
 
-/// A bound server (in-process runs, in-memory logs). [`Server::run`] serves until a shutdown
-/// signal.
+/// A bound server: in-process runs and in-memory logs, or — with `[nats]` — a member of a
+/// cluster whose runs execute on workers. [`Server::run`] serves until a shutdown signal.
 pub struct Server {
     listener: TcpListener,
     broker: RunBroker,
@@ -39,8 +41,10 @@ pub struct ShutdownReport {
 }
 
 impl Server {
-    /// Bind `config.listen` and build the in-process broker. Fails when the address cannot be
-    /// bound or no tenant is configured (see [`ServeConfig::ensure_tenant`]).
+    /// Bind `config.listen` and build the broker: in-process, or on the cluster of
+    /// `config.nats` (connecting to NATS, failing with what to fix when it cannot). Fails when
+    /// the address cannot be bound or no tenant is configured (see
+    /// [`ServeConfig::ensure_tenant`]).
     pub async fn bind(config: &ServeConfig) -> std::io::Result<Server> {
         if config.tenants.is_empty() {
             return Err(std::io::Error::new(
@@ -50,17 +54,31 @@ impl Server {
         }
         let listener = TcpListener::bind(config.listen).await?;
         let limits = &config.limits;
-        let executor = LocalExecutor::new(config.agents.clone(), limits.run_timeout, config.shutdown.kill_grace);
-        let log = MemoryLog::new(Retention { events: limits.replay_events, bytes: limits.replay_bytes });
-        let broker = RunBroker::new(
-            Arc::new(executor),
-            Arc::new(log),
-            BrokerLimits {
-                runs_per_tenant: limits.runs_per_tenant,
-                subscribers_per_run: limits.subscribers_per_run,
-                finished_runs_kept: limits.finished_runs_kept,
-            },
-        );
+        let broker_limits = BrokerLimits {
+            runs_per_tenant: limits.runs_per_tenant,
+            subscribers_per_run: limits.subscribers_per_run,
+            finished_runs_kept: limits.finished_runs_kept,
+        };
+        let broker = match &config.nats {
+            None => {
+                let executor =
+                    LocalExecutor::new(config.agents.clone(), limits.run_timeout, config.shutdown.kill_grace);
+                let log = MemoryLog::new(Retention { events: limits.replay_events, bytes: limits.replay_bytes });
+                RunBroker::new(
+                    Arc::new(executor),
+                    Arc::new(log),
+                    Arc::new(MemoryRegistry::new(limits.finished_runs_kept)),
+                    broker_limits,
+                )
+            }
+            Some(nats) => {
+                let cluster =
+                    Cluster::connect(nats.clone(), "agentstream serve").await.map_err(std::io::Error::other)?;
+                let registry = Arc::new(NatsRegistry::observer(cluster.clone()).await.map_err(std::io::Error::other)?);
+                let executor = NatsExecutor::new(cluster.clone(), registry.clone());
+                RunBroker::new(Arc::new(executor), Arc::new(JetStreamLog::new(cluster, None)), registry, broker_limits)
+            }
+        };
         let state = AppState::new(
             broker.clone(),
             Tenants::new(&config.tenants),
@@ -127,6 +145,9 @@ impl Server {
                 result = &mut serve, if served.is_none() => served = Some(result),
             }
         };
+        // Streams of runs on workers do not end here: end them (their clients resume on another
+        // instance). Streams of this process's runs have their terminals by now.
+        broker.close_streams();
         let connections_closed = match served {
             Some(result) => result.map(|_| true)?,
             None => match tokio::time::timeout(DELIVERY_GRACE, &mut serve).await {

@@ -202,10 +202,7 @@ async fn cancel_ends_the_run_with_exactly_one_terminal_reason_caller() {
         })
     };
     // Let the harness print its trace and hang.
-    eventually("the trace is out", Duration::from_secs(10), || {
-        server.broker.get(&"a".into(), &id).unwrap().last_sequence.unwrap_or(0) > 5
-    })
-    .await;
+    server.wait_past(&id, 5).await; // the trace is out
     let resp = server
         .http
         .post(server.url(&format!("/v1/runs/{id}/cancel")))
@@ -301,10 +298,7 @@ async fn a_quiet_stream_gets_heartbeats_and_a_point_beyond_the_run_is_refused() 
     config.limits.heartbeat = Duration::from_millis(100);
     let server = TestServer::start(config, mark).await;
     let id = server.start_run(TOKEN_A, "hang").await;
-    eventually("the trace is out", Duration::from_secs(10), || {
-        server.broker.get(&"a".into(), &id).unwrap().last_sequence.unwrap_or(0) > 5
-    })
-    .await;
+    server.wait_past(&id, 5).await; // the trace is out
     // The harness prints nothing more: the stream carries comment frames only.
     let resp = server.http.get(server.url(&format!("/v1/runs/{id}/events"))).bearer_auth(TOKEN_A).send().await.unwrap();
     let mut stream = resp.bytes_stream();
@@ -325,7 +319,7 @@ async fn a_quiet_stream_gets_heartbeats_and_a_point_beyond_the_run_is_refused() 
     };
     tokio::time::timeout(Duration::from_secs(5), ping).await.expect("a ping");
     // A resume point the live run has not produced yet.
-    let last = server.broker.get(&"a".into(), &id).unwrap().last_sequence.unwrap();
+    let last = server.broker.get(&"a".into(), &id).await.unwrap().last_sequence.unwrap();
     let beyond = server.sse(TOKEN_A, &id, None, &format!("?after={}", last + 100)).await;
     assert_eq!(beyond.status, 400);
     let body: Value = serde_json::from_str(&beyond.raw).unwrap();

@@ -1,7 +1,10 @@
 //! Java (17+ records and sealed interfaces): one file per type in
 //! `bindings/java/src/main/java/dev/agentstream/generated/`, dependency-free: a generated
-//! `@WireName("…")` annotation carries each component's JSON key (and `required`), enums carry
-//! their wire strings (`wire()`, `fromWire`), and `ErrorTable` holds the error table.
+//! `@WireName("…")` annotation carries each component's JSON key (and `required`), a generated
+//! `@WireTag` annotation the discriminating key of a tagged union (on the sealed interface) and
+//! each kind's value (on its record), so a JSON reader can map the wire to the records without a
+//! table of its own; enums carry their wire strings (`wire()`, `fromWire`), and `ErrorTable`
+//! holds the error table.
 //!
 //! Conventions: camelCase record components (`sessionId`, `runId`); an optional value is a
 //! nullable reference (boxed numbers: `Long`, `Boolean`), absent on the wire when null; unsigned
@@ -20,6 +23,15 @@ use crate::text::{camel, first_paragraph, pascal, screaming, wrap};
 pub const LANGUAGE: Language = Language { name: "java", emit, owns: &[DIR] };
 
 const DIR: &str = "bindings/java/src/main/java/dev/agentstream/generated";
+
+/// Public names that differ from the schema's: the seed names Java's hook event `AgentEvent`
+/// (`type()`, `runId()`, `agentId()`, `timestamp()`, `status()`, `details()`).
+const RENAMES: &[(&str, &str)] = &[("HookEvent", "AgentEvent")];
+
+/// The Java name of a schema type.
+fn java_name(schema_name: &str) -> String {
+    RENAMES.iter().find(|(from, _)| *from == schema_name).map(|(_, to)| to.to_string()).unwrap_or(schema_name.into())
+}
 const PACKAGE: &str = "dev.agentstream.generated";
 
 const KEYWORDS: &[&str] = &[
@@ -83,25 +95,29 @@ fn path(type_name: &str) -> String {
 }
 
 fn emit(model: &Model) -> Vec<File> {
-    let mut files = vec![File { path: path("WireName"), text: wire_name() }];
+    let mut files =
+        vec![File { path: path("WireName"), text: wire_name() }, File { path: path("WireTag"), text: wire_tag() }];
     let variants = model.variant_structs();
     for def in &model.defs {
         let text = match &def.shape {
             Shape::Map(_) => continue,
             Shape::Enum(values) => enumeration(def, values),
             Shape::Struct(s) => {
-                let parent = variants.get(&def.name).map(|(union, value)| (union.as_str(), value.as_str()));
-                record(model, &def.name, &def.doc, &s.fields, parent)
+                let parent = variants.get(&def.name).map(|(union, value)| {
+                    let tag = union_tag(model, union);
+                    (union.as_str(), tag, value.as_str())
+                });
+                record(model, &java_name(&def.name), &def.doc, &s.fields, parent)
             }
             Shape::Union(u) => {
                 for v in u.variants.iter().filter(|v| v.reference.is_none()) {
-                    let text = record(model, &v.name, &v.doc, &v.fields, Some((&def.name, &v.value)));
+                    let text = record(model, &v.name, &v.doc, &v.fields, Some((&def.name, &u.tag, &v.value)));
                     files.push(File { path: path(&v.name), text });
                 }
                 union(def, u)
             }
         };
-        files.push(File { path: path(&def.name), text });
+        files.push(File { path: path(&java_name(&def.name)), text });
     }
     files.push(File { path: path("ErrorTable"), text: errors(model) });
     files
@@ -178,7 +194,7 @@ fn ty(model: &Model, t: &Ty) -> String {
         Ty::Nullable(t) => boxed(model, t),
         Ty::Ref(n) => match &model.def(n).shape {
             Shape::Map(v) => format!("java.util.Map<String, {}>", boxed(model, v)),
-            _ => n.clone(),
+            _ => java_name(n),
         },
     }
 }
@@ -204,6 +220,36 @@ fn wire_name() -> String {
     s
 }
 
+fn wire_tag() -> String {
+    let mut s = header();
+    s.push_str(
+        "import java.lang.annotation.ElementType;\n\
+         import java.lang.annotation.Retention;\n\
+         import java.lang.annotation.RetentionPolicy;\n\
+         import java.lang.annotation.Target;\n\n\
+         /**\n * The discriminator of a tagged union on the wire: on the sealed interface, {@code key} is the\n \
+         * JSON key that tells the kinds apart (and {@code value} is empty); on each kind's record, {@code\n \
+         * key} is that key and {@code value} the string it has for this kind.\n */\n\
+         @Retention(RetentionPolicy.RUNTIME)\n\
+         @Target(ElementType.TYPE)\n\
+         public @interface WireTag {\n\
+         \x20   /** The discriminating JSON key. @return the key */\n\
+         \x20   String key();\n\n\
+         \x20   /** The key's value for this kind (empty on the union itself). @return the value */\n\
+         \x20   String value() default \"\";\n\
+         }\n",
+    );
+    s
+}
+
+/// The discriminating key of the union named `name`.
+fn union_tag<'m>(model: &'m Model, name: &str) -> &'m str {
+    match &model.def(name).shape {
+        Shape::Union(u) => &u.tag,
+        _ => unreachable!("{name} is a union (Model::variant_structs)"),
+    }
+}
+
 fn enumeration(def: &Def, values: &[EnumValue]) -> String {
     let n = &def.name;
     let mut s = header();
@@ -227,7 +273,8 @@ fn enumeration(def: &Def, values: &[EnumValue]) -> String {
     s
 }
 
-fn record(model: &Model, name: &str, doc: &str, fields: &[Field], parent: Option<(&str, &str)>) -> String {
+/// `parent`: the union the record is a kind of, its discriminating key and this kind's value.
+fn record(model: &Model, name: &str, doc: &str, fields: &[Field], parent: Option<(&str, &str, &str)>) -> String {
     let mut s = header();
     let params: Vec<(String, String)> = fields.iter().map(|f| (ident(&f.name), f.doc.clone())).collect();
     javadoc(&mut s, doc, "", &params);
@@ -239,14 +286,17 @@ fn record(model: &Model, name: &str, doc: &str, fields: &[Field], parent: Option
             format!("        @WireName(value = {}{required}) {t} {}", quote(&f.name), ident(&f.name))
         })
         .collect();
-    let implements = parent.map(|(u, _)| format!(" implements {u}")).unwrap_or_default();
+    let implements = parent.map(|(u, _, _)| format!(" implements {u}")).unwrap_or_default();
+    if let Some((_, key, value)) = parent {
+        let _ = writeln!(s, "@WireTag(key = {}, value = {})", quote(key), quote(value));
+    }
     if components.is_empty() {
         let _ = write!(s, "public record {name}(){implements} {{");
     } else {
         let _ = write!(s, "public record {name}(\n{}){implements} {{", components.join(",\n"));
     }
     match parent {
-        Some((u, value)) => {
+        Some((u, _, value)) => {
             let _ = write!(
                 s,
                 "\n    @Override\n    public String {}Kind() {{\n        return {};\n    }}\n}}\n",
@@ -270,6 +320,7 @@ fn union(def: &Def, u: &Union) -> String {
     let mut s = header();
     javadoc(&mut s, &def.doc, "", &[]);
     let permits: Vec<&str> = u.variants.iter().map(|v| v.name.as_str()).collect();
+    let _ = writeln!(s, "@WireTag(key = {})", quote(&u.tag));
     let _ = writeln!(s, "public sealed interface {} permits {} {{", def.name, permits.join(", "));
     let _ = write!(
         s,

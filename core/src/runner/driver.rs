@@ -10,7 +10,7 @@ use tokio::process::{Child, Command};
 
 use super::argv::AgentConfig;
 use super::handle::{Posts, RunHandle, Shared};
-use super::process::{exit_parts, signal_group, signals};
+use super::process::{ensure_supported, exit_parts, signal_group, signals};
 use super::session::{CommandOptions, RunOptions, SessionState};
 use super::{FinalState, RunResult};
 use crate::answer::AnswerTracker;
@@ -128,6 +128,7 @@ pub(crate) fn start(
     session: Arc<Mutex<SessionState>>,
     announce_ready: bool,
 ) -> Result<RunHandle, Error> {
+    ensure_supported()?;
     let started_at = Instant::now();
     let plan = plan(op);
     let command_run = plan.decoder.is_none();
@@ -191,8 +192,10 @@ pub(crate) fn start(
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
-        .process_group(0)
         .kill_on_drop(true);
+    // Its own process group, so interrupt/pause/kill reach everything the harness started.
+    #[cfg(unix)]
+    cmd.process_group(0);
     if let Some(cwd) = &plan.cwd {
         cmd.current_dir(cwd);
     }

@@ -3,7 +3,7 @@
 //! | route | what |
 //! |---|---|
 //! | `GET /` , `GET /assets/{file}` | the live run view (no authentication: it holds no data) |
-//! | `GET /healthz` | `{"status": "ok" \| "shutting_down", "running": N}` |
+//! | `GET /healthz` | `{"status": "ok" \| "degraded" \| "shutting_down", "running": N, "backend"?: {…}}` |
 //! | `GET /v1/agents` | the agent names a run may use |
 //! | `POST /v1/runs` | start a run: `{"agent", "prompt", "model"?, "resume"?}` → 201 |
 //! | `GET /v1/runs` | the caller's runs, newest first |
@@ -106,9 +106,19 @@ impl FromRequestParts<AppState> for Caller {
 
 async fn healthz(State(state): State<AppState>) -> Response {
     let broker = state.broker();
-    let (status, code) =
-        if broker.is_accepting() { ("ok", StatusCode::OK) } else { ("shutting_down", StatusCode::SERVICE_UNAVAILABLE) };
-    (code, axum::Json(serde_json::json!({"status": status, "running": broker.running()}))).into_response()
+    let health = broker.health();
+    let (status, code) = if !broker.is_accepting() {
+        ("shutting_down", StatusCode::SERVICE_UNAVAILABLE)
+    } else if !health.ok {
+        ("degraded", StatusCode::SERVICE_UNAVAILABLE)
+    } else {
+        ("ok", StatusCode::OK)
+    };
+    let mut body = serde_json::json!({"status": status, "running": broker.running().max(broker.running_everywhere())});
+    if let Some(detail) = health.detail {
+        body["backend"] = detail;
+    }
+    (code, axum::Json(body)).into_response()
 }
 
 async fn agents(_caller: Caller, State(state): State<AppState>) -> Response {

@@ -113,12 +113,17 @@ pub(super) async fn create(
 }
 
 pub(super) async fn list(Caller(tenant): Caller, State(state): State<AppState>) -> Response {
-    let runs: Vec<Value> = state.broker().list(&tenant).iter().map(run_json).collect();
-    Json(serde_json::json!({ "runs": runs })).into_response()
+    match state.broker().list(&tenant).await {
+        Ok(runs) => {
+            let runs: Vec<Value> = runs.iter().map(run_json).collect();
+            Json(serde_json::json!({ "runs": runs })).into_response()
+        }
+        Err(e) => ApiError::broker(e, "after").into_response(),
+    }
 }
 
 pub(super) async fn get(Caller(tenant): Caller, State(state): State<AppState>, Path(id): Path<String>) -> Response {
-    match state.broker().get(&tenant, &id) {
+    match state.broker().get(&tenant, &id).await {
         Ok(info) => Json(run_json(&info)).into_response(),
         Err(e) => ApiError::broker(e, "after").into_response(),
     }

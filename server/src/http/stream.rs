@@ -3,7 +3,8 @@
 //! SSE: first `retry: 3000`, then per envelope `id: <sequence>`, `time: <when the server received
 //! it, Unix ms>` (a field SSE clients ignore; the live view measures durations with it) and
 //! `data: <envelope JSON>` (the default `message` event), a gap notice as `event: gap`, a `: heartbeat` comment after each
-//! heartbeat interval without an envelope; the response ends after the terminal envelope.
+//! heartbeat interval without an envelope, a notice about the cluster's connection as `event:
+//! notice`; the response ends after the terminal envelope.
 //! `Last-Event-ID` (what a browser's `EventSource` sends when it reconnects) or `?after=N`
 //! resumes right after sequence N; the header wins when both are given. A client that already
 //! has the terminal envelope gets `204 No Content`, which also tells `EventSource` to stop
@@ -56,11 +57,9 @@ fn resume_point(
             )
         })
     };
-    if allow_header {
-        if let Some(v) = headers.get("last-event-id") {
-            let raw = v.to_str().map_err(|_| ApiError::field("Last-Event-ID", "Last-Event-ID must be ASCII digits"))?;
-            return Ok((parse(raw, "Last-Event-ID")?, "Last-Event-ID"));
-        }
+    if allow_header && let Some(v) = headers.get("last-event-id") {
+        let raw = v.to_str().map_err(|_| ApiError::field("Last-Event-ID", "Last-Event-ID must be ASCII digits"))?;
+        return Ok((parse(raw, "Last-Event-ID")?, "Last-Event-ID"));
     }
     let params =
         params.as_ref().map_err(|e| ApiError::field("query", format!("the query string does not parse: {e}")))?;
@@ -85,7 +84,7 @@ async fn open(
     allow_header: bool,
 ) -> Result<Option<BrokerSubscription>, ApiError> {
     // The run first: another tenant's run is 404 whatever the query says.
-    state.broker().get(tenant, id).map_err(|e| ApiError::broker(e, "after"))?;
+    state.broker().get(tenant, id).await.map_err(|e| ApiError::broker(e, "after"))?;
     let (after, field) = resume_point(headers, params, allow_header)?;
     match state.broker().subscribe(tenant, id, after).await {
         Ok(sub) => Ok(Some(sub)),
@@ -99,7 +98,7 @@ fn sse_chunk(deliveries: &[Delivered]) -> Bytes {
         .iter()
         .map(|d| match d {
             Delivered::Frame(f) => f.json.len() + 48,
-            Delivered::Gap(_) => 256,
+            Delivered::Gap(_) | Delivered::Notice(_) => 256,
         })
         .sum();
     let mut buf = BytesMut::with_capacity(size);
@@ -117,6 +116,11 @@ fn sse_chunk(deliveries: &[Delivered]) -> Bytes {
             Delivered::Gap(g) => {
                 buf.put_slice(b"event: gap\ndata: ");
                 buf.put_slice(g.to_json().as_bytes());
+                buf.put_slice(b"\n\n");
+            }
+            Delivered::Notice(n) => {
+                buf.put_slice(b"event: notice\ndata: ");
+                buf.put_slice(n.to_json().as_bytes());
                 buf.put_slice(b"\n\n");
             }
         }
@@ -222,6 +226,7 @@ async fn serve_socket(
                     let text = match d {
                         Delivered::Frame(f) => Utf8Bytes::try_from(f.json.clone()).expect("envelope JSON is UTF-8"),
                         Delivered::Gap(g) => Utf8Bytes::from(g.to_json()),
+                        Delivered::Notice(n) => Utf8Bytes::from(n.to_json()),
                     };
                     if socket.send(Message::Text(text)).await.is_err() {
                         return;

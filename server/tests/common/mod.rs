@@ -193,6 +193,15 @@ impl TestServer {
         (status, resp.json().await.unwrap_or(Value::Null))
     }
 
+    /// Wait until tenant A's run `id` has delivered past sequence `past`.
+    pub async fn wait_past(&self, id: &str, past: u64) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while self.broker.get(&"a".into(), id).await.unwrap().last_sequence.unwrap_or(0) <= past {
+            assert!(Instant::now() < deadline, "run {id} did not get past sequence {past}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     /// Wait for a run to end; returns its final info.
     pub async fn wait_ended(&self, token: &str, id: &str) -> Value {
         let deadline = Instant::now() + Duration::from_secs(30);

@@ -86,5 +86,34 @@ namespace Agentstream
                 default: kind = default(ErrorKind); return false;
             }
         }
+
+        /// <summary>
+        /// The exception of an error of <paramref name="kind"/> with the library's
+        /// <paramref name="message"/>: one class per kind (<see cref="IAgentstreamError"/>).
+        /// </summary>
+        public static System.Exception ToException(this ErrorKind kind, string message)
+        {
+            switch (kind)
+            {
+                case ErrorKind.HarnessNotFound: return new HarnessNotFoundException(message);
+                case ErrorKind.AlreadyRunning: return new AlreadyRunningException(message);
+                case ErrorKind.SpawnFailed: return new SpawnFailedException(message);
+                case ErrorKind.InvalidArgument: return new InvalidArgumentException(message);
+                case ErrorKind.Cancelled: return new CancelledException(message);
+                case ErrorKind.Timeout: return new RunTimeoutException(message);
+                case ErrorKind.DecodeLimit: return new DecodeLimitException(message);
+                case ErrorKind.Internal: return new InternalException(message);
+                case ErrorKind.NotRunning: return new NotRunningException(message);
+                case ErrorKind.NullArgument: return new NullArgumentException(message);
+                case ErrorKind.InvalidHandle: return new InvalidHandleException(message);
+                case ErrorKind.Busy: return new BusyException(message);
+                case ErrorKind.BufferTooSmall: return new BufferTooSmallException(message);
+                case ErrorKind.StillRunning: return new StillRunningException(message);
+                case ErrorKind.Panic: return new PanicException(message);
+                case ErrorKind.CannotResume: return new CannotResumeException(message);
+                case ErrorKind.Unsupported: return new UnsupportedException(message);
+                default: throw new System.ArgumentOutOfRangeException("kind");
+            }
+        }
     }
 }

@@ -23,10 +23,34 @@ namespace Agentstream
     }
 
     /// <summary>
+    /// A free JSON value not built yet (its JSON text, kept by the codec): a lazy property builds it
+    /// on first read and keeps the result (from any thread: the first one stored wins).
+    /// </summary>
+    internal abstract class LazyValue
+    {
+        /// <summary>Builds the value.</summary>
+        internal abstract object Materialize();
+
+        /// <summary>The value in <paramref name="slot"/>, built and stored first if it is still lazy.</summary>
+        internal static object Resolve(ref object slot)
+        {
+            var current = System.Threading.Volatile.Read(ref slot);
+            var lazy = current as LazyValue;
+            if (lazy == null)
+            {
+                return current;
+            }
+            var value = lazy.Materialize();
+            var stored = System.Threading.Interlocked.CompareExchange(ref slot, value, current);
+            return ReferenceEquals(stored, current) ? value : stored;
+        }
+    }
+
+    /// <summary>
     /// One parsed event on the `content` channel: a session update plus the facts of the wire line
     /// it came from.
     /// </summary>
-    public sealed class OutputEvent
+    public sealed partial class OutputEvent
     {
         /// <summary>
         /// The harness's session/thread id, captured when first seen and stamped on every later
@@ -70,13 +94,20 @@ namespace Agentstream
         /// printed (e.g. `stop_reason`).
         /// </summary>
         [WireName("extra")]
-        public IDictionary<string, object> Extra { get; set; }
+        public IDictionary<string, object> Extra
+        {
+            get { return (IDictionary<string, object>)LazyValue.Resolve(ref ExtraSlot); }
+            set { ExtraSlot = value; }
+        }
+
+        /// <summary>The value of <see cref="Extra"/>, or its JSON until first read.</summary>
+        internal object ExtraSlot;
     }
 
     /// <summary>
     /// The eight kinds of session update, discriminated by `sessionUpdate`.
     /// </summary>
-    public abstract class SessionUpdate
+    public abstract partial class SessionUpdate
     {
         /// <summary>The <c>sessionUpdate</c> discriminator: which subclass this is (a serializer writes it first).</summary>
         public abstract string SessionUpdateKind { get; }
@@ -85,7 +116,7 @@ namespace Agentstream
     /// <summary>
     /// Text or an image from the agent, in pieces.
     /// </summary>
-    public sealed class AgentMessageChunk : SessionUpdate
+    public sealed partial class AgentMessageChunk : SessionUpdate
     {
         /// <summary>Always "agent_message_chunk".</summary>
         public override string SessionUpdateKind { get { return "agent_message_chunk"; } }
@@ -100,7 +131,7 @@ namespace Agentstream
     /// <summary>
     /// Reasoning/thinking text, in pieces.
     /// </summary>
-    public sealed class AgentThoughtChunk : SessionUpdate
+    public sealed partial class AgentThoughtChunk : SessionUpdate
     {
         /// <summary>Always "agent_thought_chunk".</summary>
         public override string SessionUpdateKind { get { return "agent_thought_chunk"; } }
@@ -115,7 +146,7 @@ namespace Agentstream
     /// <summary>
     /// The user's message echoed by the harness.
     /// </summary>
-    public sealed class UserMessageChunk : SessionUpdate
+    public sealed partial class UserMessageChunk : SessionUpdate
     {
         /// <summary>Always "user_message_chunk".</summary>
         public override string SessionUpdateKind { get { return "user_message_chunk"; } }
@@ -130,7 +161,7 @@ namespace Agentstream
     /// <summary>
     /// A tool call started (or was announced).
     /// </summary>
-    public sealed class ToolCall : SessionUpdate
+    public sealed partial class ToolCall : SessionUpdate
     {
         /// <summary>Always "tool_call".</summary>
         public override string SessionUpdateKind { get { return "tool_call"; } }
@@ -169,7 +200,14 @@ namespace Agentstream
         /// The tool input as the harness printed it.
         /// </summary>
         [WireName("rawInput")]
-        public object RawInput { get; set; }
+        public object RawInput
+        {
+            get { return LazyValue.Resolve(ref RawInputSlot); }
+            set { RawInputSlot = value; }
+        }
+
+        /// <summary>The value of <see cref="RawInput"/>, or its JSON until first read.</summary>
+        internal object RawInputSlot;
 
         /// <summary>
         /// Content of the call (a command's description, a diff, ...).
@@ -187,7 +225,7 @@ namespace Agentstream
     /// <summary>
     /// A tool call progressed or finished.
     /// </summary>
-    public sealed class ToolCallUpdate : SessionUpdate
+    public sealed partial class ToolCallUpdate : SessionUpdate
     {
         /// <summary>Always "tool_call_update".</summary>
         public override string SessionUpdateKind { get { return "tool_call_update"; } }
@@ -226,13 +264,20 @@ namespace Agentstream
         /// The harness's own structured record of the result, verbatim.
         /// </summary>
         [WireName("rawOutput")]
-        public object RawOutput { get; set; }
+        public object RawOutput
+        {
+            get { return LazyValue.Resolve(ref RawOutputSlot); }
+            set { RawOutputSlot = value; }
+        }
+
+        /// <summary>The value of <see cref="RawOutput"/>, or its JSON until first read.</summary>
+        internal object RawOutputSlot;
     }
 
     /// <summary>
     /// The agent's todo list; each plan replaces the whole list.
     /// </summary>
-    public sealed class Plan : SessionUpdate
+    public sealed partial class Plan : SessionUpdate
     {
         /// <summary>Always "plan".</summary>
         public override string SessionUpdateKind { get { return "plan"; } }
@@ -247,7 +292,7 @@ namespace Agentstream
     /// <summary>
     /// A failure the harness reported. Not agent work.
     /// </summary>
-    public sealed class AgentError : SessionUpdate
+    public sealed partial class AgentError : SessionUpdate
     {
         /// <summary>Always "error".</summary>
         public override string SessionUpdateKind { get { return "error"; } }
@@ -268,7 +313,7 @@ namespace Agentstream
     /// <summary>
     /// Token accounting the harness reported. Not agent work.
     /// </summary>
-    public sealed class AgentUsage : SessionUpdate
+    public sealed partial class AgentUsage : SessionUpdate
     {
         /// <summary>Always "usage".</summary>
         public override string SessionUpdateKind { get { return "usage"; } }
@@ -287,9 +332,25 @@ namespace Agentstream
     }
 
     /// <summary>
+    /// A SessionUpdate of a kind this version does not know (sent by a newer library): its
+    /// <c>sessionUpdate</c> and its other properties as read, so nothing is lost.
+    /// </summary>
+    public sealed partial class UnknownSessionUpdate : SessionUpdate
+    {
+        /// <summary>The <c>sessionUpdate</c> value.</summary>
+        public override string SessionUpdateKind { get { return Kind; } }
+
+        /// <summary>The <c>sessionUpdate</c> value.</summary>
+        public string Kind { get; set; }
+
+        /// <summary>The other properties, as read (free JSON).</summary>
+        public IDictionary<string, object> Properties { get; set; }
+    }
+
+    /// <summary>
     /// A piece of message content: text or an image.
     /// </summary>
-    public abstract class ContentBlock
+    public abstract partial class ContentBlock
     {
         /// <summary>The <c>type</c> discriminator: which subclass this is (a serializer writes it first).</summary>
         public abstract string ContentBlockKind { get; }
@@ -298,7 +359,7 @@ namespace Agentstream
     /// <summary>
     /// Plain text.
     /// </summary>
-    public sealed class TextContent : ContentBlock
+    public sealed partial class TextContent : ContentBlock
     {
         /// <summary>Always "text".</summary>
         public override string ContentBlockKind { get { return "text"; } }
@@ -313,7 +374,7 @@ namespace Agentstream
     /// <summary>
     /// An image, base64-encoded, or referenced by `uri` (then `data` and `mimeType` may be empty).
     /// </summary>
-    public sealed class ImageContent : ContentBlock
+    public sealed partial class ImageContent : ContentBlock
     {
         /// <summary>Always "image".</summary>
         public override string ContentBlockKind { get { return "image"; } }
@@ -335,6 +396,22 @@ namespace Agentstream
         /// </summary>
         [WireName("uri")]
         public string Uri { get; set; }
+    }
+
+    /// <summary>
+    /// A ContentBlock of a kind this version does not know (sent by a newer library): its
+    /// <c>type</c> and its other properties as read, so nothing is lost.
+    /// </summary>
+    public sealed partial class UnknownContentBlock : ContentBlock
+    {
+        /// <summary>The <c>type</c> value.</summary>
+        public override string ContentBlockKind { get { return Kind; } }
+
+        /// <summary>The <c>type</c> value.</summary>
+        public string Kind { get; set; }
+
+        /// <summary>The other properties, as read (free JSON).</summary>
+        public IDictionary<string, object> Properties { get; set; }
     }
 
     /// <summary>
@@ -436,7 +513,7 @@ namespace Agentstream
     /// <summary>
     /// Content attached to a tool call: wrapped content, or a diff.
     /// </summary>
-    public abstract class ToolCallContent
+    public abstract partial class ToolCallContent
     {
         /// <summary>The <c>type</c> discriminator: which subclass this is (a serializer writes it first).</summary>
         public abstract string ToolCallContentKind { get; }
@@ -445,7 +522,7 @@ namespace Agentstream
     /// <summary>
     /// A content block (the harness's result text, or an image).
     /// </summary>
-    public sealed class WrappedContent : ToolCallContent
+    public sealed partial class WrappedContent : ToolCallContent
     {
         /// <summary>Always "content".</summary>
         public override string ToolCallContentKind { get { return "content"; } }
@@ -460,7 +537,7 @@ namespace Agentstream
     /// <summary>
     /// A file change.
     /// </summary>
-    public sealed class DiffContent : ToolCallContent
+    public sealed partial class DiffContent : ToolCallContent
     {
         /// <summary>Always "diff".</summary>
         public override string ToolCallContentKind { get { return "diff"; } }
@@ -485,9 +562,25 @@ namespace Agentstream
     }
 
     /// <summary>
+    /// A ToolCallContent of a kind this version does not know (sent by a newer library): its
+    /// <c>type</c> and its other properties as read, so nothing is lost.
+    /// </summary>
+    public sealed partial class UnknownToolCallContent : ToolCallContent
+    {
+        /// <summary>The <c>type</c> value.</summary>
+        public override string ToolCallContentKind { get { return Kind; } }
+
+        /// <summary>The <c>type</c> value.</summary>
+        public string Kind { get; set; }
+
+        /// <summary>The other properties, as read (free JSON).</summary>
+        public IDictionary<string, object> Properties { get; set; }
+    }
+
+    /// <summary>
     /// A file a tool touches.
     /// </summary>
-    public sealed class ToolCallLocation
+    public sealed partial class ToolCallLocation
     {
         /// <summary>
         /// The file path.
@@ -505,7 +598,7 @@ namespace Agentstream
     /// <summary>
     /// One todo of a plan.
     /// </summary>
-    public sealed class PlanEntry
+    public sealed partial class PlanEntry
     {
         /// <summary>
         /// What the todo says.
@@ -596,7 +689,7 @@ namespace Agentstream
     /// Token counters, with Harbor ATIF `Metrics` names. A counter the harness did not print is
     /// absent.
     /// </summary>
-    public sealed class TokenUsage
+    public sealed partial class TokenUsage
     {
         /// <summary>
         /// Input INCLUDING the cached and cache-written shares.
@@ -627,13 +720,20 @@ namespace Agentstream
         /// printed.
         /// </summary>
         [WireName("extra")]
-        public IDictionary<string, object> Extra { get; set; }
+        public IDictionary<string, object> Extra
+        {
+            get { return (IDictionary<string, object>)LazyValue.Resolve(ref ExtraSlot); }
+            set { ExtraSlot = value; }
+        }
+
+        /// <summary>The value of <see cref="Extra"/>, or its JSON until first read.</summary>
+        internal object ExtraSlot;
     }
 
     /// <summary>
     /// A sandbox/agent state transition.
     /// </summary>
-    public sealed class LifecycleEvent
+    public sealed partial class LifecycleEvent
     {
         /// <summary>
         /// The sandbox id (`null` for a local run without one: the seed's `str | None`).
@@ -749,63 +849,123 @@ namespace Agentstream
     /// </summary>
     public enum LifecycleReason
     {
+        /// <summary>
+        /// `browser_ready`.
+        /// </summary>
         [WireName("browser_ready")]
         BrowserReady,
 
+        /// <summary>
+        /// `sandbox_boot`.
+        /// </summary>
         [WireName("sandbox_boot")]
         SandboxBoot,
 
+        /// <summary>
+        /// `sandbox_ready`.
+        /// </summary>
         [WireName("sandbox_ready")]
         SandboxReady,
 
+        /// <summary>
+        /// `sandbox_connected`.
+        /// </summary>
         [WireName("sandbox_connected")]
         SandboxConnected,
 
+        /// <summary>
+        /// `sandbox_pause`.
+        /// </summary>
         [WireName("sandbox_pause")]
         SandboxPause,
 
+        /// <summary>
+        /// `sandbox_resume`.
+        /// </summary>
         [WireName("sandbox_resume")]
         SandboxResume,
 
+        /// <summary>
+        /// `sandbox_killed`.
+        /// </summary>
         [WireName("sandbox_killed")]
         SandboxKilled,
 
+        /// <summary>
+        /// `sandbox_error`.
+        /// </summary>
         [WireName("sandbox_error")]
         SandboxError,
 
+        /// <summary>
+        /// `run_start`.
+        /// </summary>
         [WireName("run_start")]
         RunStart,
 
+        /// <summary>
+        /// `run_complete`.
+        /// </summary>
         [WireName("run_complete")]
         RunComplete,
 
+        /// <summary>
+        /// `run_interrupted`.
+        /// </summary>
         [WireName("run_interrupted")]
         RunInterrupted,
 
+        /// <summary>
+        /// `run_failed`.
+        /// </summary>
         [WireName("run_failed")]
         RunFailed,
 
+        /// <summary>
+        /// `run_background_complete`.
+        /// </summary>
         [WireName("run_background_complete")]
         RunBackgroundComplete,
 
+        /// <summary>
+        /// `run_background_failed`.
+        /// </summary>
         [WireName("run_background_failed")]
         RunBackgroundFailed,
 
+        /// <summary>
+        /// `command_start`.
+        /// </summary>
         [WireName("command_start")]
         CommandStart,
 
+        /// <summary>
+        /// `command_complete`.
+        /// </summary>
         [WireName("command_complete")]
         CommandComplete,
 
+        /// <summary>
+        /// `command_interrupted`.
+        /// </summary>
         [WireName("command_interrupted")]
         CommandInterrupted,
 
+        /// <summary>
+        /// `command_failed`.
+        /// </summary>
         [WireName("command_failed")]
         CommandFailed,
 
+        /// <summary>
+        /// `command_background_complete`.
+        /// </summary>
         [WireName("command_background_complete")]
         CommandBackgroundComplete,
 
+        /// <summary>
+        /// `command_background_failed`.
+        /// </summary>
         [WireName("command_background_failed")]
         CommandBackgroundFailed,
     }
@@ -813,7 +973,7 @@ namespace Agentstream
     /// <summary>
     /// One numbered item of a run: every channel shares one gapless `sequence` from 0.
     /// </summary>
-    public sealed class Envelope
+    public sealed partial class Envelope
     {
         /// <summary>
         /// The run it belongs to.
@@ -827,6 +987,9 @@ namespace Agentstream
         [WireName("sequence", Required = true)]
         public ulong Sequence { get; set; }
 
+        /// <summary>
+        /// The `channel` property.
+        /// </summary>
         [WireName("channel", Required = true)]
         public Channel Channel { get; set; }
 
@@ -878,7 +1041,7 @@ namespace Agentstream
     /// <summary>
     /// The wire shape of a `HookEvent` as read (and as the JSON Schema describes it).
     /// </summary>
-    public sealed class HookEvent
+    public sealed partial class AgentEvent
     {
         /// <summary>
         /// Dotted event name, e.g. `tool.started`.
@@ -920,7 +1083,14 @@ namespace Agentstream
         /// Event-specific facts, snake_case keys.
         /// </summary>
         [WireName("details", Required = true)]
-        public IDictionary<string, object> Details { get; set; }
+        public IDictionary<string, object> Details
+        {
+            get { return (IDictionary<string, object>)LazyValue.Resolve(ref DetailsSlot); }
+            set { DetailsSlot = value; }
+        }
+
+        /// <summary>The value of <see cref="Details"/>, or its JSON until first read.</summary>
+        internal object DetailsSlot;
     }
 
     /// <summary>
@@ -1077,7 +1247,7 @@ namespace Agentstream
     /// <summary>
     /// Details of `run.started`.
     /// </summary>
-    public sealed class RunStartedDetails
+    public sealed partial class RunStartedDetails
     {
         /// <summary>
         /// Whether a harness run or a command started.
@@ -1107,7 +1277,7 @@ namespace Agentstream
     /// <summary>
     /// Details of `run.resumed`.
     /// </summary>
-    public sealed class RunResumedDetails
+    public sealed partial class RunResumedDetails
     {
         /// <summary>
         /// Whether a harness run or a command started (always a run: commands do not resume).
@@ -1126,7 +1296,7 @@ namespace Agentstream
     /// <summary>
     /// Details of `step.started` and `step.completed`.
     /// </summary>
-    public sealed class StepStartedDetails
+    public sealed partial class StepStartedDetails
     {
         /// <summary>
         /// The step's index in the run, from 0.
@@ -1150,7 +1320,7 @@ namespace Agentstream
     /// <summary>
     /// Details of `model.completed`.
     /// </summary>
-    public sealed class ModelCompletedDetails
+    public sealed partial class ModelCompletedDetails
     {
         /// <summary>
         /// The step's index in the run, from 0.
@@ -1180,7 +1350,7 @@ namespace Agentstream
     /// <summary>
     /// Details of `tool.started`.
     /// </summary>
-    public sealed class ToolStartedDetails
+    public sealed partial class ToolStartedDetails
     {
         /// <summary>
         /// The step the call belongs to.
@@ -1216,13 +1386,20 @@ namespace Agentstream
         /// The tool input, verbatim (the harness's key names).
         /// </summary>
         [WireName("arguments")]
-        public object Arguments { get; set; }
+        public object Arguments
+        {
+            get { return LazyValue.Resolve(ref ArgumentsSlot); }
+            set { ArgumentsSlot = value; }
+        }
+
+        /// <summary>The value of <see cref="Arguments"/>, or its JSON until first read.</summary>
+        internal object ArgumentsSlot;
     }
 
     /// <summary>
     /// Details of `tool.preliminary_result`.
     /// </summary>
-    public sealed class ToolPreliminaryResultDetails
+    public sealed partial class ToolPreliminaryResultDetails
     {
         /// <summary>
         /// The step the call belongs to.
@@ -1252,7 +1429,7 @@ namespace Agentstream
     /// <summary>
     /// Details of `tool.completed`.
     /// </summary>
-    public sealed class ToolCompletedDetails
+    public sealed partial class ToolCompletedDetails
     {
         /// <summary>
         /// The step the call belongs to.
@@ -1282,13 +1459,20 @@ namespace Agentstream
         /// The harness's structured result record, verbatim.
         /// </summary>
         [WireName("raw_output")]
-        public object RawOutput { get; set; }
+        public object RawOutput
+        {
+            get { return LazyValue.Resolve(ref RawOutputSlot); }
+            set { RawOutputSlot = value; }
+        }
+
+        /// <summary>The value of <see cref="RawOutput"/>, or its JSON until first read.</summary>
+        internal object RawOutputSlot;
     }
 
     /// <summary>
     /// Details of `tool.failed`.
     /// </summary>
-    public sealed class ToolFailedDetails
+    public sealed partial class ToolFailedDetails
     {
         /// <summary>
         /// The step the call belongs to.
@@ -1324,7 +1508,7 @@ namespace Agentstream
     /// <summary>
     /// Details of `tool.indeterminate`.
     /// </summary>
-    public sealed class ToolIndeterminateDetails
+    public sealed partial class ToolIndeterminateDetails
     {
         /// <summary>
         /// The step the call belongs to.
@@ -1354,7 +1538,7 @@ namespace Agentstream
     /// <summary>
     /// Details of `run.waiting_for_human`.
     /// </summary>
-    public sealed class RunWaitingForHumanDetails
+    public sealed partial class RunWaitingForHumanDetails
     {
         /// <summary>
         /// The step the call belongs to.
@@ -1372,7 +1556,7 @@ namespace Agentstream
     /// <summary>
     /// The pause of a `run.waiting_for_human` hook.
     /// </summary>
-    public sealed class HookPause
+    public sealed partial class HookPause
     {
         /// <summary>
         /// Why the run waits.
@@ -1414,7 +1598,7 @@ namespace Agentstream
     /// <summary>
     /// Details of `response.output_text.delta` and `response.reasoning.delta`.
     /// </summary>
-    public sealed class TextDeltaDetails
+    public sealed partial class TextDeltaDetails
     {
         /// <summary>
         /// The step the text belongs to.
@@ -1432,7 +1616,7 @@ namespace Agentstream
     /// <summary>
     /// Details of `run.completed`.
     /// </summary>
-    public sealed class RunCompletedDetails
+    public sealed partial class RunCompletedDetails
     {
         /// <summary>
         /// The final answer: the message text of the last step that had any.
@@ -1450,7 +1634,7 @@ namespace Agentstream
     /// <summary>
     /// Totals of a run. Serialized camelCase like `TokenUsage`; absent counters are omitted.
     /// </summary>
-    public sealed class UsageTotals
+    public sealed partial class UsageTotals
     {
         /// <summary>
         /// Input tokens, including the cached and cache-written shares.
@@ -1480,7 +1664,7 @@ namespace Agentstream
     /// <summary>
     /// Details of `run.failed`.
     /// </summary>
-    public sealed class RunFailedDetails
+    public sealed partial class RunFailedDetails
     {
         /// <summary>
         /// Why it failed.
@@ -1492,7 +1676,7 @@ namespace Agentstream
     /// <summary>
     /// Details of `run.cancelled`.
     /// </summary>
-    public sealed class RunCancelledDetails
+    public sealed partial class RunCancelledDetails
     {
         /// <summary>
         /// Why it was cancelled.
@@ -1516,7 +1700,7 @@ namespace Agentstream
     /// <summary>
     /// Details of `run.stopped`.
     /// </summary>
-    public sealed class RunStoppedDetails
+    public sealed partial class RunStoppedDetails
     {
         /// <summary>
         /// The stop condition (`timeout`).
@@ -1534,7 +1718,7 @@ namespace Agentstream
     /// <summary>
     /// The authoritative record of a finished operation.
     /// </summary>
-    public sealed class RunResult
+    public sealed partial class RunResult
     {
         /// <summary>
         /// The run's id.
@@ -1697,7 +1881,7 @@ namespace Agentstream
     /// <summary>
     /// Live statistics of a run's buffer, readable at any time.
     /// </summary>
-    public sealed class Pressure
+    public sealed partial class Pressure
     {
         /// <summary>
         /// Items waiting unread now (the terminal item is not counted).
@@ -1759,7 +1943,7 @@ namespace Agentstream
     /// <summary>
     /// Per-run decode statistics.
     /// </summary>
-    public sealed class DecodeStats
+    public sealed partial class DecodeStats
     {
         /// <summary>
         /// Bytes fed.
@@ -1826,7 +2010,7 @@ namespace Agentstream
     /// The final state of a run. Serialized as `{"state": "completed"}`, `{"state": "failed",
     /// "error": …, "detail": …}` or `{"state": "cancelled", "reason": {…}}`.
     /// </summary>
-    public abstract class RunOutcome
+    public abstract partial class RunOutcome
     {
         /// <summary>The <c>state</c> discriminator: which subclass this is (a serializer writes it first).</summary>
         public abstract string RunOutcomeKind { get; }
@@ -1835,7 +2019,7 @@ namespace Agentstream
     /// <summary>
     /// Ended well: the harness exited cleanly with every line and tool call complete.
     /// </summary>
-    public sealed class RunOutcomeCompleted : RunOutcome
+    public sealed partial class RunOutcomeCompleted : RunOutcome
     {
         /// <summary>Always "completed".</summary>
         public override string RunOutcomeKind { get { return "completed"; } }
@@ -1844,7 +2028,7 @@ namespace Agentstream
     /// <summary>
     /// Ended badly.
     /// </summary>
-    public sealed class RunOutcomeFailed : RunOutcome
+    public sealed partial class RunOutcomeFailed : RunOutcome
     {
         /// <summary>Always "failed".</summary>
         public override string RunOutcomeKind { get { return "failed"; } }
@@ -1867,7 +2051,7 @@ namespace Agentstream
     /// <summary>
     /// Stopped by a cancellation (the first reason given).
     /// </summary>
-    public sealed class RunOutcomeCancelled : RunOutcome
+    public sealed partial class RunOutcomeCancelled : RunOutcome
     {
         /// <summary>Always "cancelled".</summary>
         public override string RunOutcomeKind { get { return "cancelled"; } }
@@ -1880,10 +2064,26 @@ namespace Agentstream
     }
 
     /// <summary>
+    /// A RunOutcome of a kind this version does not know (sent by a newer library): its
+    /// <c>state</c> and its other properties as read, so nothing is lost.
+    /// </summary>
+    public sealed partial class UnknownRunOutcome : RunOutcome
+    {
+        /// <summary>The <c>state</c> value.</summary>
+        public override string RunOutcomeKind { get { return Kind; } }
+
+        /// <summary>The <c>state</c> value.</summary>
+        public string Kind { get; set; }
+
+        /// <summary>The other properties, as read (free JSON).</summary>
+        public IDictionary<string, object> Properties { get; set; }
+    }
+
+    /// <summary>
     /// Why a run was cancelled. Serialized as `{"kind": "caller", "detail": "…"}`, `{"kind":
     /// "reader_left"}`, `{"kind": "stalled"}` or `{"kind": "timeout"}`.
     /// </summary>
-    public abstract class CancelReason
+    public abstract partial class CancelReason
     {
         /// <summary>The <c>kind</c> discriminator: which subclass this is (a serializer writes it first).</summary>
         public abstract string CancelReasonKind { get; }
@@ -1892,11 +2092,14 @@ namespace Agentstream
     /// <summary>
     /// The caller asked, with its own explanation (e.g. "the client pressed stop").
     /// </summary>
-    public sealed class CancelReasonCaller : CancelReason
+    public sealed partial class CancelReasonCaller : CancelReason
     {
         /// <summary>Always "caller".</summary>
         public override string CancelReasonKind { get { return "caller"; } }
 
+        /// <summary>
+        /// The `detail` property.
+        /// </summary>
         [WireName("detail", Required = true)]
         public string Detail { get; set; }
     }
@@ -1904,7 +2107,7 @@ namespace Agentstream
     /// <summary>
     /// The reader left before the run ended (an iterator dropped, a peer vanished).
     /// </summary>
-    public sealed class CancelReasonReaderLeft : CancelReason
+    public sealed partial class CancelReasonReaderLeft : CancelReason
     {
         /// <summary>Always "reader_left".</summary>
         public override string CancelReasonKind { get { return "reader_left"; } }
@@ -1913,7 +2116,7 @@ namespace Agentstream
     /// <summary>
     /// The reader held unread events for longer than `stall_seconds`.
     /// </summary>
-    public sealed class CancelReasonStalled : CancelReason
+    public sealed partial class CancelReasonStalled : CancelReason
     {
         /// <summary>Always "stalled".</summary>
         public override string CancelReasonKind { get { return "stalled"; } }
@@ -1922,16 +2125,32 @@ namespace Agentstream
     /// <summary>
     /// The run exceeded its time limit.
     /// </summary>
-    public sealed class CancelReasonTimeout : CancelReason
+    public sealed partial class CancelReasonTimeout : CancelReason
     {
         /// <summary>Always "timeout".</summary>
         public override string CancelReasonKind { get { return "timeout"; } }
     }
 
     /// <summary>
+    /// A CancelReason of a kind this version does not know (sent by a newer library): its
+    /// <c>kind</c> and its other properties as read, so nothing is lost.
+    /// </summary>
+    public sealed partial class UnknownCancelReason : CancelReason
+    {
+        /// <summary>The <c>kind</c> value.</summary>
+        public override string CancelReasonKind { get { return Kind; } }
+
+        /// <summary>The <c>kind</c> value.</summary>
+        public string Kind { get; set; }
+
+        /// <summary>The other properties, as read (free JSON).</summary>
+        public IDictionary<string, object> Properties { get; set; }
+    }
+
+    /// <summary>
     /// A problem with the input worth telling a person about (the run goes on).
     /// </summary>
-    public sealed class Diagnostic
+    public sealed partial class Diagnostic
     {
         /// <summary>
         /// 1-based line number in the input.

@@ -9,6 +9,7 @@ package dev.agentstream.generated;
  * @param message The harness's own message, verbatim.
  * @param fatal True when the harness treated it as terminal for the turn.
  */
+@WireTag(key = "sessionUpdate", value = "error")
 public record AgentError(
         @WireName(value = "message", required = true) String message,
         @WireName(value = "fatal", required = true) boolean fatal) implements SessionUpdate {

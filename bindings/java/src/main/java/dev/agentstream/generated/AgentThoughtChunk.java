@@ -8,6 +8,7 @@ package dev.agentstream.generated;
  *
  * @param content The piece.
  */
+@WireTag(key = "sessionUpdate", value = "agent_thought_chunk")
 public record AgentThoughtChunk(
         @WireName(value = "content", required = true) ContentBlock content) implements SessionUpdate {
     @Override

@@ -9,6 +9,7 @@ package dev.agentstream.generated;
  * @param scope One LLM call, or the harness's whole-run total.
  * @param usage The counters.
  */
+@WireTag(key = "sessionUpdate", value = "usage")
 public record AgentUsage(
         @WireName(value = "scope", required = true) UsageScope scope,
         @WireName(value = "usage", required = true) TokenUsage usage) implements SessionUpdate {

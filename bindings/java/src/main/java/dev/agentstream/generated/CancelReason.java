@@ -7,6 +7,7 @@ package dev.agentstream.generated;
  * Why a run was cancelled. Serialized as `{"kind": "caller", "detail": "…"}`, `{"kind":
  * "reader_left"}`, `{"kind": "stalled"}` or `{"kind": "timeout"}`.
  */
+@WireTag(key = "kind")
 public sealed interface CancelReason permits CancelReasonCaller, CancelReasonReaderLeft, CancelReasonStalled, CancelReasonTimeout {
     /**
      * The kind discriminator: which record this is.

@@ -8,6 +8,7 @@ package dev.agentstream.generated;
  *
  * @param detail (see the type)
  */
+@WireTag(key = "kind", value = "caller")
 public record CancelReasonCaller(
         @WireName(value = "detail", required = true) String detail) implements CancelReason {
     @Override

@@ -6,6 +6,7 @@ package dev.agentstream.generated;
 /**
  * The reader left before the run ended (an iterator dropped, a peer vanished).
  */
+@WireTag(key = "kind", value = "reader_left")
 public record CancelReasonReaderLeft() implements CancelReason {
     @Override
     public String cancelReasonKind() {

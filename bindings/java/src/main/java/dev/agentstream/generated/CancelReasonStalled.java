@@ -6,6 +6,7 @@ package dev.agentstream.generated;
 /**
  * The reader held unread events for longer than `stall_seconds`.
  */
+@WireTag(key = "kind", value = "stalled")
 public record CancelReasonStalled() implements CancelReason {
     @Override
     public String cancelReasonKind() {

@@ -6,6 +6,7 @@ package dev.agentstream.generated;
 /**
  * The run exceeded its time limit.
  */
+@WireTag(key = "kind", value = "timeout")
 public record CancelReasonTimeout() implements CancelReason {
     @Override
     public String cancelReasonKind() {

@@ -6,6 +6,7 @@ package dev.agentstream.generated;
 /**
  * A piece of message content: text or an image.
  */
+@WireTag(key = "type")
 public sealed interface ContentBlock permits TextContent, ImageContent {
     /**
      * The type discriminator: which record this is.

@@ -10,6 +10,7 @@ package dev.agentstream.generated;
  * @param oldText The text before; `null` for a new file (the seed's `str | None`).
  * @param newText The text after.
  */
+@WireTag(key = "type", value = "diff")
 public record DiffContent(
         @WireName(value = "path", required = true) String path,
         @WireName(value = "oldText", required = true) String oldText,

@@ -10,6 +10,7 @@ package dev.agentstream.generated;
  * @param mimeType e.g. `image/png` ("" when unknown).
  * @param uri Where the image lives, when it was referenced rather than inlined.
  */
+@WireTag(key = "type", value = "image")
 public record ImageContent(
         @WireName(value = "data", required = true) String data,
         @WireName(value = "mimeType", required = true) String mimeType,

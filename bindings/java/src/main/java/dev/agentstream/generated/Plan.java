@@ -8,6 +8,7 @@ package dev.agentstream.generated;
  *
  * @param entries Every entry of the list.
  */
+@WireTag(key = "sessionUpdate", value = "plan")
 public record Plan(
         @WireName(value = "entries", required = true) java.util.List<PlanEntry> entries) implements SessionUpdate {
     @Override

@@ -7,6 +7,7 @@ package dev.agentstream.generated;
  * The final state of a run. Serialized as `{"state": "completed"}`, `{"state": "failed", "error":
  * …, "detail": …}` or `{"state": "cancelled", "reason": {…}}`.
  */
+@WireTag(key = "state")
 public sealed interface RunOutcome permits RunOutcomeCompleted, RunOutcomeFailed, RunOutcomeCancelled {
     /**
      * The state discriminator: which record this is.

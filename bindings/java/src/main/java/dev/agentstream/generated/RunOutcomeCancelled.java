@@ -8,6 +8,7 @@ package dev.agentstream.generated;
  *
  * @param reason Why.
  */
+@WireTag(key = "state", value = "cancelled")
 public record RunOutcomeCancelled(
         @WireName(value = "reason", required = true) CancelReason reason) implements RunOutcome {
     @Override

@@ -6,6 +6,7 @@ package dev.agentstream.generated;
 /**
  * Ended well: the harness exited cleanly with every line and tool call complete.
  */
+@WireTag(key = "state", value = "completed")
 public record RunOutcomeCompleted() implements RunOutcome {
     @Override
     public String runOutcomeKind() {

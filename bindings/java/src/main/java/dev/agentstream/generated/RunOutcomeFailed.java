@@ -10,6 +10,7 @@ package dev.agentstream.generated;
  *     `unrecognized_output`, `truncated_output`, `no_final_result`, `no_output`, or the caller's own).
  * @param detail A sentence for people.
  */
+@WireTag(key = "state", value = "failed")
 public record RunOutcomeFailed(
         @WireName(value = "error", required = true) String error,
         @WireName(value = "detail", required = true) String detail) implements RunOutcome {

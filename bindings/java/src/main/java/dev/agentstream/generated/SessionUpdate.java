@@ -6,6 +6,7 @@ package dev.agentstream.generated;
 /**
  * The eight kinds of session update, discriminated by `sessionUpdate`.
  */
+@WireTag(key = "sessionUpdate")
 public sealed interface SessionUpdate permits AgentMessageChunk, AgentThoughtChunk, UserMessageChunk, ToolCall, ToolCallUpdate, Plan, AgentError, AgentUsage {
     /**
      * The sessionUpdate discriminator: which record this is.

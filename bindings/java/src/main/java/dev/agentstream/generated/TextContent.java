@@ -8,6 +8,7 @@ package dev.agentstream.generated;
  *
  * @param text The text.
  */
+@WireTag(key = "type", value = "text")
 public record TextContent(
         @WireName(value = "text", required = true) String text) implements ContentBlock {
     @Override

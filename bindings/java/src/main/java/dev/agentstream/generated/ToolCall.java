@@ -15,6 +15,7 @@ package dev.agentstream.generated;
  * @param content Content of the call (a command's description, a diff, ...).
  * @param locations Files the call touches.
  */
+@WireTag(key = "sessionUpdate", value = "tool_call")
 public record ToolCall(
         @WireName(value = "toolCallId", required = true) String toolCallId,
         @WireName(value = "title", required = true) String title,

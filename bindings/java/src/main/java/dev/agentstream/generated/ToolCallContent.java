@@ -6,6 +6,7 @@ package dev.agentstream.generated;
 /**
  * Content attached to a tool call: wrapped content, or a diff.
  */
+@WireTag(key = "type")
 public sealed interface ToolCallContent permits WrappedContent, DiffContent {
     /**
      * The type discriminator: which record this is.

@@ -14,6 +14,7 @@ package dev.agentstream.generated;
  * @param locations Files the call touched.
  * @param rawOutput The harness's own structured record of the result, verbatim.
  */
+@WireTag(key = "sessionUpdate", value = "tool_call_update")
 public record ToolCallUpdate(
         @WireName(value = "toolCallId", required = true) String toolCallId,
         @WireName(value = "status") ToolCallStatus status,

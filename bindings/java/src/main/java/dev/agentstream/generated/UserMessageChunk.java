@@ -8,6 +8,7 @@ package dev.agentstream.generated;
  *
  * @param content The piece.
  */
+@WireTag(key = "sessionUpdate", value = "user_message_chunk")
 public record UserMessageChunk(
         @WireName(value = "content", required = true) ContentBlock content) implements SessionUpdate {
     @Override

@@ -8,6 +8,7 @@ package dev.agentstream.generated;
  *
  * @param content The block.
  */
+@WireTag(key = "type", value = "content")
 public record WrappedContent(
         @WireName(value = "content", required = true) ContentBlock content) implements ToolCallContent {
     @Override

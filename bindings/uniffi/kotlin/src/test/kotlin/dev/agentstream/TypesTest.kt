@@ -40,11 +40,11 @@ class TypesTest {
 
     @Test
     fun `a hook type this version does not declare is read as OtherHookEvent`() {
-        val json = """{"type":"run.resumed","run_id":"r","agent_id":"a","timestamp":"t","status":"running","sequence":1,""" +
+        val json = """{"type":"run.rewound","run_id":"r","agent_id":"a","timestamp":"t","status":"running","sequence":1,""" +
             """"details":{"operation":"run","previous_status":"completed"}}"""
         val h = HookEvent.fromJson(Json.parseToJsonElement(json))
         assertTrue(h is OtherHookEvent, "$h")
-        assertEquals("run.resumed", h.type)
+        assertEquals("run.rewound", h.type)
         assertJsonEquals(Json.parseToJsonElement(json), h.toJson())
     }
 

@@ -14,7 +14,7 @@ package dev.agentstream.generated;
  * @param sequence The sequence of the stream item it was derived from.
  * @param details Event-specific facts, snake_case keys.
  */
-public record HookEvent(
+public record AgentEvent(
         @WireName(value = "type", required = true) String type,
         @WireName(value = "run_id", required = true) String runId,
         @WireName(value = "agent_id", required = true) String agentId,
