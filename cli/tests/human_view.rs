@@ -160,10 +160,11 @@ fn faults(out: &str) -> Vec<String> {
     for line in out.lines() {
         // "✓ Read Read /p": the title already names the tool.
         let mut words = line.split_whitespace();
-        if let (Some("✓" | "✗" | "→" | "…"), Some(a), Some(b)) = (words.next(), words.next(), words.next()) {
-            if squash(a) == squash(b) && !squash(a).is_empty() {
-                faults.push(format!("doubled name: {line}"));
-            }
+        if let (Some("✓" | "✗" | "→" | "…"), Some(a), Some(b)) = (words.next(), words.next(), words.next())
+            && squash(a) == squash(b)
+            && !squash(a).is_empty()
+        {
+            faults.push(format!("doubled name: {line}"));
         }
         // "1 lines", "1 files", "… 4 lines more".
         let words: Vec<&str> = line.split_whitespace().collect();
