@@ -59,8 +59,9 @@ public data object RunOutcomeCompleted : RunOutcome {
 /** Ended badly. */
 public data class RunOutcomeFailed(
     /**
-     * A short machine-readable cause (`exit_status`, `killed`, `harness_error`, `truncated_output`,
-     * `no_final_result`, or the caller's own).
+     * A short machine-readable cause (`exit_status`, `killed`, `harness_error`,
+     * `unrecognized_output`, `truncated_output`, `no_final_result`, `no_output`, or the caller's
+     * own).
      */
     val error: String,
     /** A sentence for people. */
