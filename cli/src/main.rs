@@ -39,8 +39,10 @@ enum Command {
     /// Run a real harness and render its stream (or print it as JSONL with --json / --hooks).
     ///
     /// Everything after `--` is the prompt (joined with spaces), unless --prompt is given, in
-    /// which case it is passed to the harness as extra arguments. Exit code: 0 completed,
-    /// 1 failed, 130 cancelled (Ctrl-C interrupts the harness's whole process group).
+    /// which case it is passed to the harness as extra arguments. Exit codes: 0 completed,
+    /// 1 failed, 2 bad arguments, 124 timed out (--timeout), 126 could not start (bad --cwd,
+    /// not executable), 127 harness not found, 128+N stopped by signal N sent to agentstream
+    /// (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP), 141 standard output closed.
     Run {
         /// The harness: claude, codex, gemini, qwen, kimi, opencode, droid.
         #[arg(long, short)]
@@ -64,6 +66,10 @@ enum Command {
         rest: Vec<String>,
     },
     /// Run any command with the same streaming, lifecycle and hooks (no content decoding).
+    ///
+    /// Exits with the command's own exit code (128+N when a signal N killed it); the codes of
+    /// `run` for everything agentstream itself decides (124 timed out, 126/127 could not
+    /// start, 128+N stopped by a signal sent to agentstream).
     Exec {
         #[command(flatten)]
         common: RunFlags,
@@ -94,9 +100,9 @@ struct RunFlags {
     /// Working directory of the process.
     #[arg(long)]
     cwd: Option<std::path::PathBuf>,
-    /// Cancel after this many seconds.
-    #[arg(long)]
-    timeout: Option<f64>,
+    /// Cancel after this many seconds (a positive number, fractions allowed; exit code 124).
+    #[arg(long, value_parser = run::parse_timeout, allow_hyphen_values = true)]
+    timeout: Option<std::time::Duration>,
     /// Print the run's sequenced stream (all four channels), one envelope per line, as JSONL.
     #[arg(long, conflicts_with = "hooks")]
     json: bool,

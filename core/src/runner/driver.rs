@@ -97,6 +97,26 @@ fn plan(op: Operation) -> Plan {
     }
 }
 
+/// A missing working directory is reported as such: spawning would fail with "not found",
+/// which reads as if the harness were missing.
+fn check_cwd(cwd: Option<&std::path::Path>) -> Result<(), Error> {
+    let Some(cwd) = cwd else { return Ok(()) };
+    match std::fs::metadata(cwd) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => Err(Error::new(
+            ErrorKind::SpawnFailed,
+            format!("the working directory {} is not a directory", cwd.display()),
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(Error::new(ErrorKind::SpawnFailed, format!("the working directory {} does not exist", cwd.display())))
+        }
+        Err(e) => Err(Error::new(
+            ErrorKind::SpawnFailed,
+            format!("the working directory {} cannot be used: {e}", cwd.display()),
+        )),
+    }
+}
+
 fn lifecycle(reason: LifecycleReason, sandbox: SandboxState, agent: AgentState) -> LifecycleEvent {
     LifecycleEvent::local(reason, sandbox, agent, crate::time::now_iso8601())
 }
@@ -110,6 +130,7 @@ pub(crate) fn start(
 ) -> Result<RunHandle, Error> {
     let started_at = Instant::now();
     let plan = plan(op);
+    check_cwd(plan.cwd.as_deref())?;
     let command_run = plan.decoder.is_none();
     let run_id = new_run_id();
     let kind = match (command_run, plan.background) {
