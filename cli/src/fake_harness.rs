@@ -13,6 +13,7 @@
 //! | `AGENTSTREAM_FAKE_HANG` | `1`: after the output, sleep until killed |
 //! | `AGENTSTREAM_FAKE_IGNORE_SIGTERM` | `1`: ignore SIGTERM (the runner must escalate to SIGKILL) |
 //! | `AGENTSTREAM_FAKE_FLOOD` | print this many extra small lines as fast as possible |
+//! | `AGENTSTREAM_FAKE_ARGV_FILE` | write the arguments it was given to this file, as a JSON array |
 
 use std::io::Write;
 use std::time::Duration;
@@ -50,6 +51,9 @@ pub fn main_with_args(args: &[String]) -> i32 {
         ignore_sigterm: truthy(env_or_flag(args, "IGNORE_SIGTERM")),
         flood: env_or_flag(args, "FLOOD").and_then(|v| v.parse().ok()).unwrap_or(0),
     };
+    if let Ok(path) = std::env::var("AGENTSTREAM_FAKE_ARGV_FILE") {
+        let _ = std::fs::write(path, serde_json::to_string(args).unwrap_or_default());
+    }
     if cfg.ignore_sigterm {
         // SAFETY: setting a signal disposition to SIG_IGN has no memory-safety preconditions.
         unsafe { libc::signal(libc::SIGTERM, libc::SIG_IGN) };

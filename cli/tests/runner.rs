@@ -353,3 +353,36 @@ fn a_lingering_reader_gets_every_delivery_in_fuller_batches() {
     assert_one_terminal_last_and_gapless(&items);
     assert!(batches * 4 < items.len(), "{batches} batches for {} items", items.len());
 }
+
+/// Every harness gets a prompt that looks like an option as its prompt: the process receives
+/// exactly the argv `harness_args` builds, with the prompt after the end of options (`--`) or
+/// joined to its option (`--prompt=…`), never as an argument of its own before `--`.
+#[test]
+fn a_prompt_that_looks_like_an_option_reaches_every_harness_as_its_prompt() {
+    let dir = std::env::temp_dir().join(format!("agentstream-argv-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let argv_file = dir.join("argv.json");
+    for agent in Agent::ALL {
+        for prompt in ["--yolo", "--dangerously-skip-permissions", "-p", "-", "--", "-y --yolo", "--prompt=x"] {
+            let s = fake(
+                agent,
+                &[trace(agent.name(), "s1-text"), ("AGENTSTREAM_FAKE_ARGV_FILE", argv_file.display().to_string())],
+            );
+            let h = s.start_run(RunOptions::new(prompt)).unwrap();
+            let _ = drain(&h);
+            assert_eq!(h.wait_blocking().state, FinalState::Completed, "{agent} {prompt:?}");
+            let got: Vec<String> = serde_json::from_slice(&std::fs::read(&argv_file).unwrap()).unwrap();
+            assert_eq!(got, agentstream_core::runner::harness_args(agent, prompt, None, &[]), "{agent}");
+            match agent {
+                Agent::Gemini | Agent::Qwen | Agent::Kimi => {
+                    assert_eq!(got.last().unwrap(), &format!("--prompt={prompt}"), "{agent}: {got:?}")
+                }
+                _ => {
+                    let end = got.iter().position(|a| a == "--").expect("an end of options");
+                    assert_eq!(&got[end + 1..], [prompt.to_string()], "{agent}: {got:?}");
+                }
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -71,6 +71,18 @@ pub fn default_program(agent: Agent) -> &'static str {
 }
 
 /// Headless streaming arguments (see each harness's docs; `extra` goes before the prompt).
+///
+/// The prompt is never read as an option, whatever it starts with (`--yolo`, `-p`, `--`): each
+/// harness gets it the way its own argument parser takes a value verbatim.
+///
+/// | harness | parser | the prompt is passed as |
+/// |---|---|---|
+/// | claude | commander (`-p` is the boolean `--print`, the prompt positional) | `-p -- <prompt>` |
+/// | codex | clap (`exec [PROMPT]`) | `-- <prompt>` |
+/// | opencode | yargs (`run [message..]`) | `-- <prompt>` |
+/// | droid | commander (`exec [prompt]`) | `-- <prompt>` |
+/// | gemini, qwen | yargs (`-p/--prompt <string>`; `-p --yolo` reads `--yolo` as a flag) | `--prompt=<prompt>` |
+/// | kimi | click/typer (`-p/--prompt TEXT`) | `--prompt=<prompt>` |
 pub fn harness_args(agent: Agent, prompt: &str, model: Option<&str>, extra: &[String]) -> Vec<String> {
     let s = |x: &str| x.to_string();
     let mut args: Vec<String> = match agent {
@@ -88,15 +100,13 @@ pub fn harness_args(agent: Agent, prompt: &str, model: Option<&str>, extra: &[St
     }
     args.extend(extra.iter().cloned());
     match agent {
-        Agent::Claude | Agent::Gemini | Agent::Qwen | Agent::Kimi => {
-            args.push(s("-p"));
-            args.push(s(prompt));
-        }
-        Agent::Codex | Agent::Opencode | Agent::Droid => {
-            // A prompt starting with '-' must not be read as a flag.
-            args.push(s("--"));
-            args.push(s(prompt));
-        }
+        // `-p` is claude's boolean print mode; the prompt is its positional argument, after the
+        // end of options.
+        Agent::Claude => args.extend([s("-p"), s("--"), s(prompt)]),
+        // An option's value joined with `=` is taken verbatim by yargs and click, even when it
+        // starts with `-`; a separate argument starting with `-` is read as the next option.
+        Agent::Gemini | Agent::Qwen | Agent::Kimi => args.push(format!("--prompt={prompt}")),
+        Agent::Codex | Agent::Opencode | Agent::Droid => args.extend([s("--"), s(prompt)]),
     }
     args
 }
@@ -109,7 +119,7 @@ mod tests {
     fn headless_streaming_argv_per_harness() {
         assert_eq!(
             harness_args(Agent::Claude, "hi", None, &[]),
-            ["--output-format", "stream-json", "--verbose", "-p", "hi"]
+            ["--output-format", "stream-json", "--verbose", "-p", "--", "hi"]
         );
         assert_eq!(
             harness_args(Agent::Codex, "hi", Some("gpt"), &["--yolo".into()]),
@@ -117,8 +127,52 @@ mod tests {
         );
         assert_eq!(
             harness_args(Agent::Kimi, "hi", None, &[]),
-            ["--print", "--output-format", "stream-json", "-p", "hi"]
+            ["--print", "--output-format", "stream-json", "--prompt=hi"]
         );
+        assert_eq!(harness_args(Agent::Gemini, "hi", None, &[]), ["--output-format", "stream-json", "--prompt=hi"]);
         assert_eq!(AgentConfig::new(Agent::Opencode).program(), "opencode");
+    }
+
+    /// Prompts that look like options, the ones a harness would act on included.
+    const OPTION_LIKE_PROMPTS: &[&str] = &[
+        "--yolo",
+        "--dangerously-skip-permissions",
+        "-p",
+        "-",
+        "--",
+        "-y",
+        "--prompt=other",
+        "--output-format=text",
+        "-m gpt --yolo",
+        "--help",
+        "-\nmulti\nline",
+    ];
+
+    /// How each harness's parser reads argv, reduced to the one question: which arguments are
+    /// options. Commander and clap stop at `--`; yargs and click take `--name=value` verbatim.
+    fn prompt_as_parsed(agent: Agent, args: &[String]) -> Option<String> {
+        match agent {
+            Agent::Gemini | Agent::Qwen | Agent::Kimi => {
+                let joined: Vec<&String> = args.iter().filter(|a| a.starts_with("--prompt=")).collect();
+                (joined.len() == 1).then(|| joined[0]["--prompt=".len()..].to_string())
+            }
+            _ => {
+                let end = args.iter().position(|a| a == "--")?;
+                (args.len() == end + 2).then(|| args[end + 1].clone())
+            }
+        }
+    }
+
+    #[test]
+    fn no_prompt_is_ever_read_as_an_option() {
+        for agent in Agent::ALL {
+            for prompt in OPTION_LIKE_PROMPTS {
+                let args = harness_args(agent, prompt, Some("m"), &["--extra".into()]);
+                assert_eq!(prompt_as_parsed(agent, &args).as_deref(), Some(*prompt), "{agent}: {args:?}");
+                // Everything but the prompt is what an ordinary prompt gets: the prompt adds no option.
+                let plain = harness_args(agent, "hello", Some("m"), &["--extra".into()]);
+                assert_eq!(args[..args.len() - 1], plain[..plain.len() - 1], "{agent}: {prompt:?}");
+            }
+        }
     }
 }
