@@ -23,6 +23,7 @@
 pub mod answer;
 pub mod casing;
 pub mod channel;
+pub(crate) mod counters;
 pub mod decode;
 pub mod error;
 pub mod event;
@@ -34,6 +35,7 @@ pub mod redact;
 pub mod replay;
 #[cfg(feature = "runner")]
 pub mod runner;
+pub mod sanitize;
 #[cfg(feature = "schema")]
 pub mod schema;
 pub mod stream;

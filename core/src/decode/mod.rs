@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::event::OutputEvent;
 use crate::framing::{DEFAULT_MAX_LINE_BYTES, Frame, LineFramer};
+use crate::sanitize::Sanitizer;
 
 mod borrowed;
 mod concat;
@@ -233,6 +234,7 @@ pub struct Decoder {
     ctx: DecodeContext,
     stats: DecodeStats,
     diagnostics: Vec<Diagnostic>,
+    sanitizer: Sanitizer,
     finished: bool,
 }
 
@@ -257,6 +259,7 @@ impl Decoder {
             ctx: DecodeContext::default(),
             stats: DecodeStats::default(),
             diagnostics: Vec::new(),
+            sanitizer: Sanitizer::new(),
             finished: false,
         }
     }
@@ -301,10 +304,11 @@ impl Decoder {
             return;
         }
         self.stats.bytes += bytes.len() as u64;
-        let Decoder { framer, harness, ctx, stats, diagnostics, .. } = self;
+        let Decoder { framer, harness, ctx, stats, diagnostics, sanitizer, .. } = self;
+        let mut line = LineState { harness: harness.as_mut(), ctx, stats, diagnostics, sanitizer };
         // Straight into `out`: no per-line buffer to move each event through.
         framer.push(bytes, &mut |frame| {
-            Self::decode_frame(frame, harness.as_mut(), ctx, stats, diagnostics, out);
+            line.decode_frame(frame, out);
         });
     }
 
@@ -316,10 +320,11 @@ impl Decoder {
             return;
         }
         self.stats.bytes += bytes.len() as u64;
-        let Decoder { framer, harness, ctx, stats, diagnostics, .. } = self;
+        let Decoder { framer, harness, ctx, stats, diagnostics, sanitizer, .. } = self;
+        let mut line = LineState { harness: harness.as_mut(), ctx, stats, diagnostics, sanitizer };
         let mut events = Vec::new();
         framer.push(bytes, &mut |frame| {
-            let text = Self::decode_frame(frame, harness.as_mut(), ctx, stats, diagnostics, &mut events);
+            let text = line.decode_frame(frame, &mut events);
             on_line(text.as_deref(), &mut events);
             events.clear();
         });
@@ -339,28 +344,82 @@ impl Decoder {
             return;
         }
         self.finished = true;
-        let Decoder { framer, harness, ctx, stats, diagnostics, .. } = self;
+        let Decoder { framer, harness, ctx, stats, diagnostics, sanitizer, .. } = self;
+        let mut line = LineState { harness: harness.as_mut(), ctx, stats, diagnostics, sanitizer };
         let mut events = Vec::new();
         framer.finish(&mut |frame| {
-            let text = Self::decode_frame(frame, harness.as_mut(), ctx, stats, diagnostics, &mut events);
+            let text = line.decode_frame(frame, &mut events);
             on_line(text.as_deref(), &mut events);
             events.clear();
         });
-        harness.finish(ctx, &mut events);
+        line.harness.finish(line.ctx, &mut events);
         if !events.is_empty() {
-            stats.events += events.len() as u64;
+            line.stats.events += events.len() as u64;
+            line.sanitize(&mut events, 0);
             on_line(None, &mut events);
         }
     }
 
+    /// Decode one complete line (without its line ending), appending events to `out`. For
+    /// callers that frame lines themselves; statistics are updated as for `feed`.
+    pub fn decode_line(&mut self, line: &[u8], out: &mut Vec<OutputEvent>) -> LineOutcome {
+        let Decoder { harness, ctx, stats, diagnostics, sanitizer, .. } = self;
+        let before_counts = *stats;
+        let mut state = LineState { harness: harness.as_mut(), ctx, stats, diagnostics, sanitizer };
+        state.decode_frame(Frame::Line(line), out);
+        let stats = &*state.stats;
+        if stats.blank_lines > before_counts.blank_lines {
+            LineOutcome::Blank
+        } else if stats.invalid_json > before_counts.invalid_json {
+            LineOutcome::InvalidJson
+        } else if stats.non_object > before_counts.non_object {
+            LineOutcome::NotObject
+        } else if stats.unknown_type > before_counts.unknown_type {
+            LineOutcome::UnknownType
+        } else if stats.unexpected_shape > before_counts.unexpected_shape {
+            LineOutcome::UnexpectedShape
+        } else {
+            LineOutcome::Decoded
+        }
+    }
+}
+
+/// The parts of a [`Decoder`] that decoding one line touches (borrowed apart from the framer,
+/// which calls back into it).
+struct LineState<'d> {
+    harness: &'d mut dyn HarnessDecoder,
+    ctx: &'d mut DecodeContext,
+    stats: &'d mut DecodeStats,
+    diagnostics: &'d mut Vec<Diagnostic>,
+    sanitizer: &'d mut Sanitizer,
+}
+
+impl LineState<'_> {
+    /// Prepare the events from `from` on for delivery ([`Sanitizer`]) and report what had to be
+    /// repaired or could not be computed (as diagnostics of the current line).
+    fn sanitize(&mut self, events: &mut [OutputEvent], from: usize) {
+        let mut repairs = crate::raw_json::Repairs::default();
+        for ev in &mut events[from..] {
+            repairs += self.sanitizer.event(ev);
+        }
+        let line = self.stats.lines;
+        if !repairs.is_empty() {
+            self.diagnostics.push(Diagnostic { line, message: repairs.describe() });
+        }
+        for what in crate::counters::take_overflows() {
+            self.diagnostics.push(Diagnostic {
+                line,
+                message: format!("{what} does not fit 64 bits (the harness printed a number near 2^64): left out"),
+            });
+        }
+    }
+
     fn decode_frame<'f>(
+        &mut self,
         frame: Frame<'f>,
-        harness: &mut dyn HarnessDecoder,
-        ctx: &mut DecodeContext,
-        stats: &mut DecodeStats,
-        diagnostics: &mut Vec<Diagnostic>,
         events: &mut Vec<OutputEvent>,
     ) -> Option<std::borrow::Cow<'f, str>> {
+        let LineState { harness, ctx, stats, diagnostics, .. } = self;
         stats.lines += 1;
         match frame {
             Frame::Oversize { len, terminated } => {
@@ -388,8 +447,10 @@ impl Decoder {
                     return Some(text);
                 }
                 let before = events.len();
-                let outcome = decode_guarded(harness, &text, ctx, events);
+                let outcome = decode_guarded(*harness, &text, ctx, events);
                 stats.events += (events.len() - before) as u64;
+                self.sanitize(events, before);
+                let stats = &mut *self.stats;
                 match outcome {
                     LineOutcome::Decoded | LineOutcome::Blank => {}
                     LineOutcome::InvalidJson => stats.invalid_json += 1,
@@ -399,31 +460,6 @@ impl Decoder {
                 }
                 Some(text)
             }
-        }
-    }
-
-    /// Decode one complete line (without its line ending), appending events to `out`. For
-    /// callers that frame lines themselves; statistics are updated as for `feed`.
-    pub fn decode_line(&mut self, line: &[u8], out: &mut Vec<OutputEvent>) -> LineOutcome {
-        let Decoder { harness, ctx, stats, diagnostics, .. } = self;
-        let before = out.len();
-        let mut events = Vec::new();
-        let before_counts = *stats;
-        Self::decode_frame(Frame::Line(line), harness.as_mut(), ctx, stats, diagnostics, &mut events);
-        out.append(&mut events);
-        let _ = before;
-        if stats.blank_lines > before_counts.blank_lines {
-            LineOutcome::Blank
-        } else if stats.invalid_json > before_counts.invalid_json {
-            LineOutcome::InvalidJson
-        } else if stats.non_object > before_counts.non_object {
-            LineOutcome::NotObject
-        } else if stats.unknown_type > before_counts.unknown_type {
-            LineOutcome::UnknownType
-        } else if stats.unexpected_shape > before_counts.unexpected_shape {
-            LineOutcome::UnexpectedShape
-        } else {
-            LineOutcome::Decoded
         }
     }
 }
