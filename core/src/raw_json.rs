@@ -156,11 +156,14 @@ impl RawJson {
     }
 }
 
+/// Replace `text[start..end]` with the string.
+type Edit = (usize, usize, String);
+
 /// The repaired text of the JSON `text`, or `None` when nothing needs repairing (or the text is
 /// not JSON after all: then it is left as it is).
 fn normalize(text: &str, deep: DeepContainers) -> Option<(String, Repairs)> {
     let b = text.as_bytes();
-    let mut edits: Vec<(usize, usize, String)> = Vec::new();
+    let mut edits: Vec<Edit> = Vec::new();
     let mut repairs = Repairs::default();
     let mut depth = 0usize;
     let mut i = 0;
@@ -223,7 +226,7 @@ fn normalize(text: &str, deep: DeepContainers) -> Option<(String, Repairs)> {
 fn string_end(
     b: &[u8],
     mut i: usize,
-    mut fix: Option<(&mut Vec<(usize, usize, String)>, &mut Repairs)>,
+    mut fix: Option<(&mut Vec<Edit>, &mut Repairs)>,
 ) -> Option<usize> {
     loop {
         i += memchr::memchr2(b'"', b'\\', &b[i..])?;
