@@ -223,11 +223,7 @@ fn normalize(text: &str, deep: DeepContainers) -> Option<(String, Repairs)> {
 
 /// The index after the closing quote of the string whose contents start at `i`. With `fix`,
 /// lone surrogate escapes are recorded as edits to `\ufffd`.
-fn string_end(
-    b: &[u8],
-    mut i: usize,
-    mut fix: Option<(&mut Vec<Edit>, &mut Repairs)>,
-) -> Option<usize> {
+fn string_end(b: &[u8], mut i: usize, mut fix: Option<(&mut Vec<Edit>, &mut Repairs)>) -> Option<usize> {
     loop {
         i += memchr::memchr2(b'"', b'\\', &b[i..])?;
         if b[i] == b'"' {
