@@ -11,7 +11,7 @@ import (
 // A tool input nested a million levels deep (issue 24, item 1): Parse, a Decoder fed in chunks,
 // Replay's hooks and a real run deliver it without an error or a crash, its containers past 64
 // levels as {"$rawJson": "<their JSON text>"} (the core's limit; encoding/json alone stops at
-// 10000 levels and failed the whole batch).
+// 10000 levels and failed the whole batch), or masked whole ("[redacted]") when redaction is on.
 
 const deepLevels = 1_000_000
 const maxDepth = 64
@@ -22,7 +22,7 @@ func deepLine() []byte {
 		`"content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls","deep":` + nested + `}}]}}` + "\n")
 }
 
-func checkDeepInput(t *testing.T, raw any) {
+func checkDeepInput(t *testing.T, raw any, masked bool) {
 	t.Helper()
 	m, ok := raw.(map[string]any)
 	if !ok || m["command"] != "ls" {
@@ -35,6 +35,12 @@ func checkDeepInput(t *testing.T, raw any) {
 			t.Fatalf("level %d: %T", i, v)
 		}
 		v = list[0]
+	}
+	if masked {
+		if v != "[redacted]" {
+			t.Fatalf("the deep rest: %T %v, want it masked", v, v)
+		}
+		return
 	}
 	marker, ok := v.(map[string]any)
 	text, _ := marker["$rawJson"].(string)
@@ -60,9 +66,14 @@ func TestAMillionLevelsDeepThroughParseDecoderAndReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkDeepInput(t, deepToolCall(t, events).RawInput)
+	checkDeepInput(t, deepToolCall(t, events).RawInput, true)
+	events, err = ParseWithOptions("claude", line, DecoderOptions{DisableRedaction: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkDeepInput(t, deepToolCall(t, events).RawInput, false)
 
-	d, err := NewDecoder("claude")
+	d, err := NewDecoderWithOptions("claude", DecoderOptions{DisableRedaction: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,15 +90,15 @@ func TestAMillionLevelsDeepThroughParseDecoderAndReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkDeepInput(t, deepToolCall(t, append(all, rest...)).RawInput)
+	checkDeepInput(t, deepToolCall(t, append(all, rest...)).RawInput, false)
 
-	r, err := Replay("claude", line)
+	r, err := ReplayWith("claude", line, ReplayOptions{DisableRedaction: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, h := range r.Hooks {
 		if h.Type == "tool.started" {
-			checkDeepInput(t, h.Details["arguments"])
+			checkDeepInput(t, h.Details["arguments"], false)
 			return
 		}
 	}
@@ -120,6 +131,6 @@ func TestAMillionLevelsDeepThroughARealRun(t *testing.T) {
 	if res.State != "completed" && res.State != "failed" {
 		t.Fatalf("state %s", res.State)
 	}
-	checkDeepInput(t, deepToolCall(t, contents).RawInput)
-	checkDeepInput(t, arguments)
+	checkDeepInput(t, deepToolCall(t, contents).RawInput, true)
+	checkDeepInput(t, arguments, true)
 }

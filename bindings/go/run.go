@@ -508,6 +508,8 @@ type ReplayOptions struct {
 	AgentID string
 	// Timestamp of lifecycle and hook events (default "1970-01-01T00:00:00.000Z").
 	Timestamp string
+	// DisableRedaction delivers tool-call inputs unmasked (masked by default, as in a run).
+	DisableRedaction bool
 }
 
 // Replay runs a recorded harness output (its stdout JSONL) through the whole pipeline without
@@ -520,7 +522,10 @@ func Replay(agent string, data []byte) (*ReplayResult, error) {
 
 // ReplayWith is Replay with options.
 func ReplayWith(agent string, data []byte, opts ReplayOptions) (*ReplayResult, error) {
-	m := map[string]string{}
+	m := map[string]any{}
+	if opts.DisableRedaction {
+		m["redact"] = false
+	}
 	if opts.RunID != "" {
 		m["run_id"] = opts.RunID
 	}

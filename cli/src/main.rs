@@ -25,7 +25,8 @@ enum Command {
     ///
     /// Reads FILE (or standard input for `-` or no FILE), prints one OutputEvent per line on
     /// stdout in the exact seed shape, and a one-line decode summary on stderr. Exits 0 unless
-    /// the input cannot be read. Malformed lines are counted, never fatal.
+    /// the input cannot be read. Malformed lines are counted, never fatal. Secret shapes in
+    /// tool-call inputs are masked, as in `run` (--no-redact to keep them).
     Parse {
         /// The harness that printed the input: claude, codex, gemini, qwen, kimi, opencode, droid.
         #[arg(long, short)]
@@ -33,6 +34,9 @@ enum Command {
         /// Maximum line length in bytes; longer lines are skipped and reported.
         #[arg(long, default_value_t = agentstream_core::framing::DEFAULT_MAX_LINE_BYTES)]
         max_line_bytes: usize,
+        /// Do not mask secret shapes in tool-call inputs (masked by default, as in `run`).
+        #[arg(long)]
+        no_redact: bool,
         /// The recorded stdout (JSONL); `-` or absent for standard input.
         file: Option<String>,
     },
@@ -125,7 +129,9 @@ fn main() -> ExitCode {
     }
     let cli = Cli::parse();
     match cli.command {
-        Command::Parse { agent, max_line_bytes, file } => parse_command(&agent, max_line_bytes, file.as_deref()),
+        Command::Parse { agent, max_line_bytes, no_redact, file } => {
+            parse_command(&agent, max_line_bytes, !no_redact, file.as_deref())
+        }
         Command::Run { agent, bin, prompt, model, extra_args, common, rest } => {
             run::run_command(&agent, bin, prompt, model, extra_args, rest, &common.into())
         }
@@ -149,7 +155,7 @@ impl From<RunFlags> for run::Flags {
     }
 }
 
-fn parse_command(agent: &str, max_line_bytes: usize, file: Option<&str>) -> ExitCode {
+fn parse_command(agent: &str, max_line_bytes: usize, redact: bool, file: Option<&str>) -> ExitCode {
     let agent: Agent = match agent.parse() {
         Ok(a) => a,
         Err(e) => {
@@ -167,7 +173,10 @@ fn parse_command(agent: &str, max_line_bytes: usize, file: Option<&str>) -> Exit
             }
         },
     };
-    let mut decoder = Decoder::with_options(agent, agentstream_core::DecoderOptions { max_line_bytes });
+    let options = agentstream_core::DecoderOptions::default()
+        .with_max_line_bytes(max_line_bytes)
+        .with_redaction(agentstream_core::RedactionPolicy { enabled: redact });
+    let mut decoder = Decoder::with_options(agent, options);
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     let mut buf = vec![0u8; 64 * 1024];

@@ -386,3 +386,59 @@ fn a_prompt_that_looks_like_an_option_reaches_every_harness_as_its_prompt() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The secret-shape corpus through every output path of the `agentstream` command: `parse`
+/// (masked by default, `--no-redact` keeps them), and a real run of each harness's secret trace
+/// printed as the sequenced stream (`--json`: every channel but the raw ones), as hook events
+/// (`--hooks`) and as the human view.
+#[test]
+fn no_secret_from_the_corpus_survives_any_output_of_the_command() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/secrets");
+    let mut secrets = Vec::new();
+    for line in std::fs::read_to_string(dir.join("corpus.jsonl")).unwrap().lines().filter(|l| !l.is_empty()) {
+        let entry: serde_json::Value = serde_json::from_str(line).unwrap();
+        for s in entry["secrets"].as_array().unwrap() {
+            let quoted = serde_json::to_string(s).unwrap();
+            secrets.push(quoted[1..quoted.len() - 1].to_string());
+        }
+    }
+    let bin = env!("CARGO_BIN_EXE_agentstream");
+    let survivors = |text: &str| secrets.iter().filter(|s| text.contains(s.as_str())).cloned().collect::<Vec<_>>();
+    for agent in Agent::ALL {
+        let trace = dir.join("traces").join(agent.name());
+        let input = format!("{}.input.jsonl", trace.display());
+        let run = |args: &[&str]| {
+            let out = std::process::Command::new(bin).args(args).output().unwrap();
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        assert_eq!(
+            survivors(&run(&["parse", "--agent", agent.name(), &input])),
+            Vec::<String>::new(),
+            "{agent}: parse"
+        );
+        assert_eq!(
+            survivors(&run(&["parse", "--no-redact", "--agent", agent.name(), &input])).len(),
+            secrets.len(),
+            "{agent}: parse --no-redact keeps every secret"
+        );
+        let fake = env!("CARGO_BIN_EXE_fake-harness");
+        for view in ["--json", "--hooks", "--show-stderr"] {
+            let out = std::process::Command::new(bin)
+                .args(["run", "--agent", agent.name(), "--bin", fake, view, "--", "x"])
+                .env("AGENTSTREAM_FAKE_TRACE", &trace)
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stdout);
+            let masked_paths: String = if view == "--json" {
+                // The raw channels carry the process's bytes verbatim, by design.
+                text.lines()
+                    .filter(|l| !l.contains(r#""channel":"stdout""#) && !l.contains(r#""channel":"stderr""#))
+                    .collect()
+            } else {
+                text.into_owned()
+            };
+            assert!(masked_paths.contains("[redacted]"), "{agent} {view}");
+            assert_eq!(survivors(&masked_paths), Vec::<String>::new(), "{agent}: run {view}");
+        }
+    }
+}

@@ -8,7 +8,7 @@
 use agentstream_core::raw_json::{MAX_DEPTH, RAW_JSON_MARKER};
 use agentstream_core::replay::{ReplayOptions, replay};
 use agentstream_core::stream::decode_envelope;
-use agentstream_core::{Agent, Decoder, SessionUpdate};
+use agentstream_core::{Agent, Decoder, DecoderOptions, RedactionPolicy, SessionUpdate};
 use serde_json::Value;
 
 const MAX: u64 = u64::MAX;
@@ -64,28 +64,41 @@ fn lone_surrogates_and_infinite_numbers_are_repaired_where_the_harness_printed_t
     assert!(notes.iter().any(|m| m.contains("2 lone surrogate escape(s)") && m.contains("2 number(s)")), "{notes:?}");
 }
 
-#[test]
-fn a_tool_input_a_million_levels_deep_is_delivered_with_its_deep_part_as_text() {
-    let depth = 1_000_000;
-    let input = format!(r#"{{"file_path":"/x","deep":{}{}}}"#, "[".repeat(depth), "]".repeat(depth));
-    let line = claude_tool_use(&input);
-    let mut d = Decoder::new(Agent::Claude);
-    let events = d.feed(line.as_bytes());
-    let call = events
-        .iter()
-        .find_map(|e| match &e.update {
-            SessionUpdate::ToolCall(c) => Some(c),
-            _ => None,
-        })
-        .expect("the tool call");
-    let mut v = call.raw_input.as_ref().unwrap().to_value();
+/// The input's value at `deep`, `MAX_DEPTH - 1` single-item lists down.
+fn deep_rest(input: &agentstream_core::RawJson) -> Value {
+    let mut v = input.to_value();
     assert_eq!(v["file_path"], "/x");
     v = v["deep"].take();
     for _ in 1..MAX_DEPTH {
         v = v[0].take();
     }
-    let text = v[RAW_JSON_MARKER].as_str().expect("the deep rest as text");
+    v
+}
+
+fn tool_input(events: &[agentstream_core::OutputEvent]) -> agentstream_core::RawJson {
+    events
+        .iter()
+        .find_map(|e| match &e.update {
+            SessionUpdate::ToolCall(c) => c.raw_input.clone(),
+            _ => None,
+        })
+        .expect("the tool call's input")
+}
+
+#[test]
+fn a_tool_input_a_million_levels_deep_is_delivered_with_its_deep_part_as_text_or_masked() {
+    let depth = 1_000_000;
+    let input = format!(r#"{{"file_path":"/x","deep":{}{}}}"#, "[".repeat(depth), "]".repeat(depth));
+    let line = claude_tool_use(&input);
+    // Redaction off: the deep rest as text.
+    let options = DecoderOptions::default().with_redaction(RedactionPolicy::disabled());
+    let mut d = Decoder::with_options(Agent::Claude, options);
+    let rest = deep_rest(&tool_input(&d.feed(line.as_bytes())));
+    let text = rest[RAW_JSON_MARKER].as_str().expect("the deep rest as text");
     assert_eq!(text.len(), 2 * (depth - (MAX_DEPTH - 1)));
+    // Redaction on (the default): what is too deep to judge is masked whole (fail closed).
+    let mut d = Decoder::new(Agent::Claude);
+    assert_eq!(deep_rest(&tool_input(&d.feed(line.as_bytes()))), Value::String("[redacted]".into()));
     // The hook view's `arguments` is the input too (it was null past serde_json's limit).
     let r = replay(Agent::Claude, line.as_bytes(), &ReplayOptions::default());
     let started = r.hooks.iter().find(|h| h.event_type == "tool.started").expect("tool.started");

@@ -1,7 +1,8 @@
 // A tool input nested a million levels deep (issue 24, item 1): every way a record reaches
 // JavaScript — parse, the Decoder, replay's hooks, a real run's content and hooks — delivers it
 // without a crash, its containers past 64 levels as {"$rawJson": "<their JSON text>"} (the core's
-// documented depth limit, the same in every language).
+// documented depth limit, the same in every language), or masked whole ("[redacted]") when
+// redaction is on (the default): what is too deep to judge is not passed through.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -27,12 +28,16 @@ function deepLine() {
   return JSON.stringify(line).replace('"@"', '['.repeat(DEPTH) + ']'.repeat(DEPTH)) + '\n';
 }
 
-function assertDeepInput(rawInput) {
+function assertDeepInput(rawInput, masked = true) {
   assert.equal(rawInput.command, 'ls');
   let value = rawInput.deep;
   for (let i = 0; i < MAX_DEPTH - 1; i++) {
     assert.equal(value.length, 1);
     value = value[0];
+  }
+  if (masked) {
+    assert.equal(value, '[redacted]');
+    return;
   }
   assert.deepEqual(Object.keys(value), ['$rawJson']);
   assert.equal(value.$rawJson.length, 2 * (DEPTH - MAX_DEPTH + 1));
@@ -43,14 +48,16 @@ const toolCall = (events) => events.find((e) => e.update.sessionUpdate === 'tool
 test('parse, Decoder and replay survive a tool input a million levels deep', () => {
   const line = deepLine();
   assertDeepInput(toolCall(parse('claude', line)).rawInput);
-  const decoder = new Decoder('claude');
+  assertDeepInput(toolCall(parse('claude', line, { redact: false })).rawInput, false);
+  const decoder = new Decoder('claude', { redact: false });
   const bytes = Buffer.from(line);
   const events = [];
   for (let i = 0; i < bytes.length; i += 65536) events.push(...decoder.feed(bytes.subarray(i, i + 65536)));
   events.push(...decoder.finish());
-  assertDeepInput(toolCall(events).rawInput);
-  const started = replay('claude', line).hooks.find((h) => h.type === 'tool.started');
-  assertDeepInput(started.arguments);
+  assertDeepInput(toolCall(events).rawInput, false);
+  assertDeepInput(replay('claude', line).hooks.find((h) => h.type === 'tool.started').arguments);
+  const unmasked = replay('claude', line, { redact: false }).hooks.find((h) => h.type === 'tool.started');
+  assertDeepInput(unmasked.arguments, false);
 });
 
 test('a real run survives a tool input a million levels deep', async () => {

@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::event::OutputEvent;
 use crate::framing::{DEFAULT_MAX_LINE_BYTES, Frame, LineFramer};
+use crate::redact::RedactionPolicy;
 use crate::sanitize::Sanitizer;
 
 mod borrowed;
@@ -197,11 +198,28 @@ pub struct Diagnostic {
 pub struct DecoderOptions {
     /// Lines longer than this many bytes are skipped and reported (default 16 MiB).
     pub max_line_bytes: usize,
+    /// Whether secret shapes in tool-call inputs are masked (default: on; see
+    /// [`redact`](crate::redact)).
+    pub redaction: RedactionPolicy,
 }
 
 impl Default for DecoderOptions {
     fn default() -> Self {
-        DecoderOptions { max_line_bytes: DEFAULT_MAX_LINE_BYTES }
+        DecoderOptions { max_line_bytes: DEFAULT_MAX_LINE_BYTES, redaction: RedactionPolicy::default() }
+    }
+}
+
+impl DecoderOptions {
+    /// These options with another line limit.
+    pub fn with_max_line_bytes(mut self, max_line_bytes: usize) -> Self {
+        self.max_line_bytes = max_line_bytes;
+        self
+    }
+
+    /// These options with another redaction policy.
+    pub fn with_redaction(mut self, redaction: RedactionPolicy) -> Self {
+        self.redaction = redaction;
+        self
     }
 }
 
@@ -259,9 +277,20 @@ impl Decoder {
             ctx: DecodeContext::default(),
             stats: DecodeStats::default(),
             diagnostics: Vec::new(),
-            sanitizer: Sanitizer::new(),
+            sanitizer: Sanitizer::new(options.redaction),
             finished: false,
         }
+    }
+
+    /// Change the redaction policy for the events decoded from now on (before the first feed,
+    /// for a whole run).
+    pub fn set_redaction(&mut self, policy: RedactionPolicy) {
+        self.sanitizer = Sanitizer::new(policy);
+    }
+
+    /// Whether this decoder masks tool inputs.
+    pub fn redacts(&self) -> bool {
+        self.sanitizer.redacts()
     }
 
     /// The agent this decoder reads.
@@ -482,7 +511,8 @@ fn decode_guarded(
     }
 }
 
-/// Decode a whole recorded output at once.
+/// Decode a whole recorded output at once (tool inputs masked; see [`DecoderOptions`] to turn
+/// that off).
 pub fn parse(agent: Agent, input: &[u8]) -> Vec<OutputEvent> {
     let mut decoder = Decoder::new(agent);
     let mut events = decoder.feed(input);

@@ -15,7 +15,7 @@ use super::session::{CommandOptions, RunOptions, SessionState};
 use super::{FinalState, RunResult};
 use crate::answer::AnswerTracker;
 use crate::channel::Channel;
-use crate::decode::Decoder;
+use crate::decode::{Decoder, DecoderOptions};
 use crate::error::{Error, ErrorKind};
 use crate::event::OutputEvent;
 use crate::framing::{LineFramer, Utf8Decoder};
@@ -44,7 +44,6 @@ struct Plan {
     channels: ChannelSet,
     background: bool,
     kill_grace: Duration,
-    redact: bool,
     idempotent: Vec<String>,
     decoder: Option<Decoder>,
     agent_id: String,
@@ -66,9 +65,11 @@ fn plan(op: Operation) -> Plan {
             channels: options.channels,
             background: options.background,
             kill_grace: options.kill_grace,
-            redact: options.redact,
             idempotent: options.idempotent_tools.into_iter().collect(),
-            decoder: Some(Decoder::new(config.agent)),
+            decoder: Some(Decoder::with_options(
+                config.agent,
+                DecoderOptions::default().with_redaction(RedactionPolicy { enabled: options.redact }),
+            )),
             agent_id: config.agent_id(),
             batch: Posts::with_capacity(BATCH + 8),
         },
@@ -87,7 +88,6 @@ fn plan(op: Operation) -> Plan {
                 channels: options.channels,
                 background: options.background,
                 kill_grace: options.kill_grace,
-                redact: false,
                 idempotent: Vec::new(),
                 decoder: None,
                 agent_id: config.agent_id(),
@@ -143,7 +143,8 @@ pub(crate) fn start(
     let mut stream = RunStream::new(run_id.clone(), plan.backpressure, Arc::new(SystemClock::new()))
         .map_err(|e| Error::new(ErrorKind::InvalidArgument, format!("invalid backpressure: {e}")))?
         .with_kind(kind)
-        .with_redaction(RedactionPolicy { enabled: plan.redact })
+        // The decoder masks tool inputs (per the run's option) where it emits them.
+        .with_redaction(RedactionPolicy::disabled())
         .with_token(token.clone());
     let channels = reader_channels(plan.channels, plan.hooks);
     stream.set_reader_channels(channels);

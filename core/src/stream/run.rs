@@ -14,7 +14,7 @@ use super::outcome::{RunKind, RunOutcome, RunRecord, TerminalContext};
 use super::tool_calls::{OpenToolCall, ToolCallTracker};
 use crate::hooks::TerminalFacts;
 use crate::lifecycle::LifecycleEvent;
-use crate::redact::RedactionPolicy;
+use crate::redact::{RedactionPolicy, Redactor};
 use crate::usage::{UsageAccumulator, UsageTotals};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,6 +55,7 @@ pub struct RunStream {
     clock: Arc<dyn Clock>,
     kind: RunKind,
     redaction: RedactionPolicy,
+    redactor: Redactor,
     token: CancellationToken,
     reader: Reader,
     channels: ChannelSet,
@@ -99,6 +100,7 @@ impl RunStream {
             clock,
             kind: RunKind::Run,
             redaction: RedactionPolicy::default(),
+            redactor: Redactor::new(),
             token: CancellationToken::new(),
             reader: Reader::Absent,
             channels: ChannelSet::ALL,
@@ -123,7 +125,9 @@ impl RunStream {
         self
     }
 
-    /// This stream with a redaction policy (default: on).
+    /// This stream with a redaction policy (default: on). Events decoded by a
+    /// [`Decoder`](crate::Decoder) are masked there already; a stream fed by one (the runner,
+    /// `replay`) turns its own masking off.
     pub fn with_redaction(mut self, policy: RedactionPolicy) -> Self {
         self.redaction = policy;
         self
@@ -315,7 +319,9 @@ impl RunStream {
         let sequence = self.number()?;
         let mut item = item;
         if let StreamItem::Content(ev) = &mut item {
-            self.redaction.apply(ev);
+            if self.redaction.enabled {
+                self.redactor.mask_event(ev);
+            }
             self.usage.observe(ev);
             self.tools.observe(sequence, ev);
         }
