@@ -14,6 +14,7 @@
 //! | `AGENTSTREAM_FAKE_IGNORE_SIGTERM` | `1`: ignore SIGTERM (the runner must escalate to SIGKILL) |
 //! | `AGENTSTREAM_FAKE_FLOOD` | print this many extra small lines as fast as possible |
 //! | `AGENTSTREAM_FAKE_ARGV_FILE` | write the arguments it was given to this file, as a JSON array |
+//! | `AGENTSTREAM_FAKE_CHILDREN` | `1`: first start two children that sleep until killed and keep stdout and stderr open — one in the harness's process group, one in a session of its own (`setsid`), as a background job or daemon would |
 
 use std::io::Write;
 use std::time::Duration;
@@ -53,6 +54,9 @@ pub fn main_with_args(args: &[String]) -> i32 {
     };
     if let Ok(path) = std::env::var("AGENTSTREAM_FAKE_ARGV_FILE") {
         let _ = std::fs::write(path, serde_json::to_string(args).unwrap_or_default());
+    }
+    if truthy(std::env::var("AGENTSTREAM_FAKE_CHILDREN").ok()) {
+        spawn_children();
     }
     if cfg.ignore_sigterm {
         // SAFETY: setting a signal disposition to SIG_IGN has no memory-safety preconditions.
@@ -97,6 +101,32 @@ pub fn main_with_args(args: &[String]) -> i32 {
         }
     }
     cfg.exit.or(meta_exit).unwrap_or(0)
+}
+
+/// Two copies of this program that only sleep, inheriting stdout and stderr: one in our process
+/// group, one that left it (`setsid`). They inherit the environment but for the variables
+/// that would make them replay or spawn again.
+fn spawn_children() {
+    use std::os::unix::process::CommandExt;
+    let Ok(me) = std::env::current_exe() else { return };
+    for leave_group in [false, true] {
+        let mut cmd = std::process::Command::new(&me);
+        cmd.env_remove("AGENTSTREAM_FAKE_CHILDREN")
+            .env_remove("AGENTSTREAM_FAKE_TRACE")
+            .env_remove("AGENTSTREAM_FAKE_ARGV_FILE")
+            .env("AGENTSTREAM_FAKE_HANG", "1")
+            .stdin(std::process::Stdio::null());
+        if leave_group {
+            // SAFETY: setsid is async-signal-safe and has no memory-safety preconditions.
+            unsafe {
+                cmd.pre_exec(|| {
+                    libc::setsid();
+                    Ok(())
+                });
+            }
+        }
+        let _ = cmd.spawn();
+    }
 }
 
 fn load_trace(prefix: &str) -> (Vec<u8>, Vec<u8>, Option<i32>) {

@@ -6,10 +6,10 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::io::AsyncReadExt;
-use tokio::process::{Child, Command};
 
 use super::argv::AgentConfig;
 use super::handle::{Posts, RunHandle, Shared};
+use super::harness::Harness;
 use super::process::{exit_parts, signal_group, signals};
 use super::session::{CommandOptions, RunOptions, SessionState};
 use super::{FinalState, RunResult};
@@ -173,19 +173,6 @@ pub(crate) fn start(
     });
     let handle = RunHandle::new(shared.clone(), deriver);
 
-    let mut cmd = Command::new(&plan.program);
-    cmd.args(&plan.args)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-    if let Some(cwd) = &plan.cwd {
-        cmd.current_dir(cwd);
-    }
-    for (k, v) in &plan.env {
-        cmd.env(k, v);
-    }
     // Each operation is driven by its own thread and single-threaded runtime: the task then never
     // migrates between the shared runtime's workers (each move left the decoder's working set in
     // the other core's cache), and concurrent runs decode in parallel. The child's pipes belong
@@ -196,17 +183,9 @@ pub(crate) fn start(
         .map_err(|e| Error::new(ErrorKind::SpawnFailed, format!("cannot start the runner: {e}")))?;
     let child = {
         let _enter = rt.enter();
-        cmd.spawn()
+        Harness::spawn(&plan.program, &plan.args, plan.cwd.as_deref(), &plan.env)?
     };
-    let program = plan.program.to_string_lossy().into_owned();
-    let child = child.map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => Error::new(ErrorKind::HarnessNotFound, format!("{program} not found")),
-        std::io::ErrorKind::PermissionDenied => {
-            Error::new(ErrorKind::SpawnFailed, format!("{program} is not executable: {e}"))
-        }
-        _ => Error::new(ErrorKind::SpawnFailed, format!("cannot start {program}: {e}")),
-    })?;
-    shared.pgid.store(child.id().map(|p| p as i32).unwrap_or(0), Ordering::SeqCst);
+    shared.pgid.store(child.pid, Ordering::SeqCst);
     // The caller holds the session lock (it claimed the session) and marks it running.
     if announce_ready {
         shared.post(StreamItem::Lifecycle(lifecycle(
@@ -296,10 +275,17 @@ struct Accounting {
 #[cfg(test)]
 pub(super) const PANIC_FOR_TEST: &str = "AGENTSTREAM_TEST_DRIVER_PANIC";
 
-async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Child, session: Arc<Mutex<SessionState>>) {
+/// After the harness leader exited, how long its output may take to end (what it printed is
+/// still in the pipes) before whatever is left of its process tree — a background child that
+/// kept stdout open — is killed.
+const EXIT_DRAIN: Duration = Duration::from_millis(500);
+
+/// After the tree was ended, how long to keep reading before giving the pipes up (only a
+/// process outside the tree, which was handed the pipe, could still hold them).
+const GIVE_UP: Duration = Duration::from_secs(2);
+
+async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Harness, session: Arc<Mutex<SessionState>>) {
     let started = Instant::now();
-    let mut stdout = child.stdout.take().expect("piped stdout");
-    let mut stderr = child.stderr.take().expect("piped stderr");
     let mut acct = Accounting::default();
     let mut raw_framer = LineFramer::default();
     let mut err_text = Utf8Decoder::default();
@@ -310,12 +296,16 @@ async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Child, session: A
     let mut kill_at: Option<tokio::time::Instant> = None;
     let mut stall_tick = tokio::time::interval(Duration::from_millis(500));
     stall_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut exit_status = None;
+    // `Some` once the leader exited (`Some(None)`: how is unknown).
+    let mut exit_status: Option<Option<std::process::ExitStatus>> = None;
+    let mut drain_until: Option<tokio::time::Instant> = None;
+    let mut give_up_at: Option<tokio::time::Instant> = None;
 
-    loop {
-        if !out_open && !err_open {
-            break;
-        }
+    // The run ends when the harness exits: its output is read to the end (a short, bounded
+    // drain), leftover descendants are killed, and the outcome is the harness's.
+    let Harness { stdout, stderr, tree, .. } = &mut child;
+    while exit_status.is_none() || out_open || err_open {
+        let running = exit_status.is_none();
         tokio::select! {
             n = stdout.read(&mut out_buf), if out_open => match n {
                 Ok(0) | Err(_) => out_open = false,
@@ -336,20 +326,39 @@ async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Child, session: A
                     }
                 }
             },
-            _ = shared.cancel_async.notified(), if kill_at.is_none() => {}
-            _ = sleep_until(deadline), if deadline.is_some() && kill_at.is_none() => {
+            status = tree.exited(), if running => {
+                exit_status = Some(status);
+                // A stop arriving from now on races a natural end: it changes nothing.
+                shared.stream.lock().expect("stream").ended_on_its_own();
+                drain_until = Some(tokio::time::Instant::now() + EXIT_DRAIN);
+            }
+            _ = shared.cancel_async.notified(), if running && kill_at.is_none() => {}
+            _ = sleep_until(deadline), if running && deadline.is_some() && kill_at.is_none() => {
                 shared.stream.lock().expect("stream").cancel(CancelReason::Timeout);
             }
-            _ = sleep_until(kill_at), if kill_at.is_some() => {
+            _ = sleep_until(kill_at), if running && kill_at.is_some() => {
                 signal_group(shared.pgid.load(Ordering::SeqCst), signals::KILL);
                 kill_at = Some(tokio::time::Instant::now() + Duration::from_secs(3600));
+            }
+            _ = sleep_until(drain_until), if drain_until.is_some() => {
+                // The leader is gone but its output is still open: a descendant holds it.
+                tree.end();
+                drain_until = None;
+                give_up_at = Some(tokio::time::Instant::now() + GIVE_UP);
+            }
+            _ = sleep_until(give_up_at), if give_up_at.is_some() => {
+                acct.diagnostics.push(format!(
+                    "the harness's output was still open {}s after its process tree was ended; stopped reading it",
+                    (EXIT_DRAIN + GIVE_UP).as_secs_f64()
+                ));
+                (out_open, err_open) = (false, false);
             }
             _ = stall_tick.tick() => {
                 // The stall clock runs only while something is unread (see RunStream::check_stall).
                 shared.stream.lock().expect("stream").check_stall();
             }
         }
-        if shared.cancel.is_cancelled() && kill_at.is_none() {
+        if exit_status.is_none() && shared.cancel.is_cancelled() && kill_at.is_none() {
             let pgid = shared.pgid.load(Ordering::SeqCst);
             if shared.kill_now.load(Ordering::SeqCst) {
                 signal_group(pgid, signals::KILL);
@@ -359,31 +368,11 @@ async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Child, session: A
             }
             kill_at = Some(tokio::time::Instant::now() + plan.kill_grace);
         }
-        if exit_status.is_none() && !out_open && !err_open {
-            break;
-        }
     }
-    // Output is closed; the process may still be running (it closed its pipes) or hang.
-    while exit_status.is_none() {
-        tokio::select! {
-            st = child.wait() => { exit_status = st.ok(); break; }
-            _ = shared.cancel_async.notified(), if kill_at.is_none() => {}
-            _ = sleep_until(deadline), if deadline.is_some() && kill_at.is_none() => {
-                shared.stream.lock().expect("stream").cancel(CancelReason::Timeout);
-            }
-            _ = sleep_until(kill_at), if kill_at.is_some() => {
-                signal_group(shared.pgid.load(Ordering::SeqCst), signals::KILL);
-                let _ = child.start_kill();
-                kill_at = Some(tokio::time::Instant::now() + Duration::from_secs(3600));
-            }
-        }
-        if shared.cancel.is_cancelled() && kill_at.is_none() {
-            let pgid = shared.pgid.load(Ordering::SeqCst);
-            signal_group(pgid, signals::CONT);
-            signal_group(pgid, if shared.kill_now.load(Ordering::SeqCst) { signals::KILL } else { signals::TERM });
-            kill_at = Some(tokio::time::Instant::now() + plan.kill_grace);
-        }
-    }
+    // Nothing of the run's process tree outlives it.
+    child.end_tree();
+    drop(child);
+    let exit_status = exit_status.flatten();
 
     // Everything printed is decoded BEFORE the terminal item, a final partial line included.
     let cut_mid_line = finish_stdout(&shared, &mut plan, &mut raw_framer, &mut acct);

@@ -22,8 +22,11 @@ mod batch;
 mod dispatch;
 mod driver;
 mod handle;
+mod harness;
 pub mod process;
 mod session;
+#[cfg(target_os = "linux")]
+mod supervisor;
 #[cfg(test)]
 mod tests;
 

@@ -66,6 +66,8 @@ pub struct RunStream {
     stalled: bool,
     dropped_after_terminal: u64,
     refused_terminals: u64,
+    /// The process ended by itself: cancels are refused from then on.
+    ended_on_its_own: bool,
     settled: Option<RunOutcome>,
     pending_terminal: Option<Envelope>,
     record: Option<RunRecord>,
@@ -111,6 +113,7 @@ impl RunStream {
             stalled: false,
             dropped_after_terminal: 0,
             refused_terminals: 0,
+            ended_on_its_own: false,
             settled: None,
             pending_terminal: None,
             record: None,
@@ -406,10 +409,19 @@ impl RunStream {
     /// rewrites the outcome). Items still arriving (the harness's last lines) are numbered as
     /// usual until [`finish`](Self::finish).
     pub fn cancel(&mut self, reason: CancelReason) -> bool {
-        if self.settled.is_some() {
+        if self.settled.is_some() || self.ended_on_its_own {
             return false;
         }
         self.token.cancel(reason)
+    }
+
+    /// The run's process ended by itself (the driver saw it exit) while its last output is
+    /// still being read: from now on [`cancel`](Self::cancel) is a no-op, so a stop racing the
+    /// natural end (a timeout, a reader leaving during the last read) never rewrites the
+    /// outcome, which is derived from how the process ended. A cancellation that came earlier
+    /// still stands.
+    pub fn ended_on_its_own(&mut self) {
+        self.ended_on_its_own = true;
     }
 
     /// Whether the run is cancelled (recorded as cancelled, or its token flipped before the
