@@ -385,8 +385,10 @@ async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Harness, session:
     let session_id = plan.decoder.as_ref().and_then(|d| d.session_id().map(str::to_string));
     let harness = plan.decoder.is_some();
 
+    // The stream stays locked until the session is free and the result is set: a reader that
+    // got the terminal item can start the next run at once, and ask for this one's result.
+    let mut stream = shared.stream.lock().expect("stream");
     let (outcome, record, pressure, state) = {
-        let mut stream = shared.stream.lock().expect("stream");
         let end = RunEnd {
             exit_code,
             signal,
@@ -450,6 +452,7 @@ async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Harness, session:
     };
     *shared.result.lock().expect("result") = Some(result);
     shared.finished.store(true, Ordering::SeqCst);
+    drop(stream);
     shared.done.notify_all();
     shared.done_async.notify_waiters();
     shared.wake_readers();
