@@ -1103,12 +1103,10 @@ fn is_command_boundary(c: u8) -> bool {
     matches!(c, b';' | b'|' | b'&' | b'\n' | b'(' | b')' | b'`' | b'\'' | b'"')
 }
 
-/// The command the option at `at` belongs to: the first word after the nearest command
-/// boundary before it, skipping `sudo`, `env`, … and `VAR=value` words; its last path
-/// component.
-fn command_before(b: &[u8], at: usize) -> Option<&[u8]> {
-    let from = b[..at].iter().rposition(|&c| is_command_boundary(c)).map_or(0, |p| p + 1);
-    b[from..at]
+/// The command of the segment `b[from..to]`: its first word, skipping `sudo`, `env`, … and
+/// `VAR=value` words; its last path component.
+fn command_of(segment: &[u8]) -> Option<&[u8]> {
+    segment
         .split(|c| c.is_ascii_whitespace())
         .filter(|w| !w.is_empty())
         .find(|w| !PREFIX_WORDS.contains(w) && !w.contains(&b'='))
@@ -1142,6 +1140,11 @@ fn scan_password_options(b: &[u8], spans: &mut Vec<(usize, usize)>) {
             spans.push((start, end));
         }
     };
+    // The command segments, found once: each option looks its segment up (linear overall, also
+    // on a hostile `mysql -p mysql -p …`).
+    let boundaries: Vec<usize> = (0..b.len()).filter(|&i| is_command_boundary(b[i])).collect();
+    let mut next_boundary = 0; // index into `boundaries` of the first one at or after j
+    let mut segment: Option<(usize, Option<&[u8]>, bool)> = None; // (start, command, has `login`)
     for j in memchr::memchr_iter(b'-', b) {
         let starts_word = j == 0 || b[j - 1].is_ascii_whitespace() || matches!(b[j - 1], b'"' | b'\'');
         if !starts_word {
@@ -1173,14 +1176,20 @@ fn scan_password_options(b: &[u8], spans: &mut Vec<(usize, usize)>) {
         if !(glued_p || word == b"-p" || word == b"-a") {
             continue;
         }
-        let Some(cmd) = command_before(b, j) else { continue };
-        let login = || {
-            let from = b[..j].iter().rposition(|&c| is_command_boundary(c)).map_or(0, |p| p + 1);
-            b[from..j].split(|c| c.is_ascii_whitespace()).any(|w| w == b"login")
-        };
+        while next_boundary < boundaries.len() && boundaries[next_boundary] < j {
+            next_boundary += 1;
+        }
+        let from = if next_boundary == 0 { 0 } else { boundaries[next_boundary - 1] + 1 };
+        if segment.is_none_or(|(start, _, _)| start != from) {
+            let to = boundaries.get(next_boundary).copied().unwrap_or(b.len());
+            let seg = &b[from..to];
+            let login = seg.split(|c| c.is_ascii_whitespace()).any(|w| w == b"login");
+            segment = Some((from, command_of(seg), login));
+        }
+        let Some((_, Some(cmd), login)) = segment else { continue };
         if glued_p && GLUED_P.contains(&cmd) {
             push(j + 2, after);
-        } else if (word == b"-p" && (SEPARATE_P.contains(&cmd) || (LOGIN_P.contains(&cmd) && login())))
+        } else if (word == b"-p" && (SEPARATE_P.contains(&cmd) || (LOGIN_P.contains(&cmd) && login)))
             || (word == b"-a" && cmd == b"redis-cli")
         {
             if let Some((vs, ve)) = word_after(b, after) {
