@@ -381,7 +381,7 @@ impl HookDeriver {
                     let thought = matches!(ev.update, SessionUpdate::AgentThoughtChunk { .. });
                     if !thought {
                         if let Some(s) = self.step.as_mut() {
-                            s.text.push_str(text);
+                            crate::answer::push_capped(&mut s.text, text);
                         }
                     }
                     let mut d = Map::new();

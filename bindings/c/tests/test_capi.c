@@ -1455,6 +1455,59 @@ static int test_run_callback_after_free(void) {
     return 1;
 }
 
+/* ---------- memory bounded by bytes ---------- */
+
+static size_t status_bytes(const char *field) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    size_t kib = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, field, strlen(field)) == 0) kib = strtoull(line + strlen(field), NULL, 10);
+    if (f) fclose(f);
+    return kib * 1024;
+}
+
+/* With the stream not read for 1 s, the runner stops reading the harness's pipes once the byte
+ * budget (8 MiB) is buffered: the peak RSS (VmHWM, reset through /proc/self/clear_refs) grows by
+ * less than the budget plus 64 MiB under a 1 GiB stderr flood and 3x10^6 stdout lines (without
+ * the bound each grew past 1 GB in that second). Not under valgrind or AddressSanitizer, whose
+ * own memory is measured too. */
+static int test_memory_bounded(void) {
+#if defined(__SANITIZE_ADDRESS__)
+    return 1;
+#endif
+    if (getenv("AGENTSTREAM_TEST_UNDER_VALGRIND")) return 1;
+    const char *floods[][2] = {{"AGENTSTREAM_FAKE_FLOOD_STDERR", "1073741824"}, {"AGENTSTREAM_FAKE_FLOOD", "3000000"}};
+    for (size_t i = 0; i < 2; i++) {
+        const char *env[] = {floods[i][0], floods[i][1], NULL};
+        agentstream_session *s = fake_session("claude", "s1-text", env);
+        CHECK(s != NULL);
+        FILE *clear = fopen("/proc/self/clear_refs", "w");
+        if (clear == NULL) {
+            agentstream_session_free(s);
+            return 1; /* cannot reset the peak: not measurable here */
+        }
+        fputs("5", clear);
+        fclose(clear);
+        size_t before = status_bytes("VmRSS:");
+        agentstream_run *run = NULL;
+        CHECK(agentstream_session_start_run(s, "x", "{\"iterate\":true}", NULL, NULL, NULL, &run) == AGENTSTREAM_STATUS_OK);
+        sleep(1);
+        size_t grew = status_bytes("VmHWM:") - before;
+        CHECK(agentstream_run_leave(run) == AGENTSTREAM_STATUS_OK);
+        jt_value *r = wait_result(run);
+        CHECK(r != NULL);
+        jt_free(r);
+        agentstream_run_free(run);
+        agentstream_session_free(s);
+        if (grew >= (size_t)(8 + 64) << 20) {
+            fprintf(stderr, "%s: peak RSS grew by %zu MiB\n", floods[i][0], grew >> 20);
+            return 0;
+        }
+    }
+    return 1;
+}
+
 /* ---------- the secret-shape corpus (tests/secrets) ---------- */
 
 static int contains(const char *text, size_t len, const char *needle) {
@@ -1590,6 +1643,7 @@ int main(int argc, char **argv) {
     run("run/command", test_command);
     run("misuse/callback_after_free", test_run_callback_after_free);
     run("secrets/corpus", test_secrets);
+    run("run/memory_bounded", test_memory_bounded);
     char name[512];
     for (golden_index = 0; golden_index < golden.gl_pathc; golden_index++) {
         const char *p = golden.gl_pathv[golden_index] + strlen(golden_dir) + 1;

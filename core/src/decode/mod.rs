@@ -251,9 +251,44 @@ pub struct Decoder {
     harness: Box<dyn HarnessDecoder>,
     ctx: DecodeContext,
     stats: DecodeStats,
-    diagnostics: Vec<Diagnostic>,
+    diagnostics: Diagnostics,
     sanitizer: Sanitizer,
     finished: bool,
+}
+
+/// The most diagnostics held between two [`Decoder::take_diagnostics`] calls; past that they
+/// are counted (a flood of bad lines must not grow memory; the statistics count every line).
+pub const MAX_DIAGNOSTICS: usize = 256;
+
+/// Diagnostics waiting to be taken, bounded by [`MAX_DIAGNOSTICS`].
+#[derive(Debug, Default)]
+struct Diagnostics {
+    kept: Vec<Diagnostic>,
+    not_kept: u64,
+}
+
+impl Diagnostics {
+    fn push(&mut self, d: Diagnostic) {
+        if self.kept.len() < MAX_DIAGNOSTICS {
+            self.kept.push(d);
+        } else {
+            self.not_kept += 1;
+        }
+    }
+
+    fn take(&mut self, line: u64) -> Vec<Diagnostic> {
+        let mut out = std::mem::take(&mut self.kept);
+        if self.not_kept > 0 {
+            out.push(Diagnostic {
+                line,
+                message: format!(
+                    "{} more diagnostics up to here were not kept (at most {MAX_DIAGNOSTICS} are held between two reads; the statistics count every line)",
+                    std::mem::take(&mut self.not_kept)
+                ),
+            });
+        }
+        out
+    }
 }
 
 impl fmt::Debug for Decoder {
@@ -276,7 +311,7 @@ impl Decoder {
             harness: harness_decoder(agent),
             ctx: DecodeContext::default(),
             stats: DecodeStats::default(),
-            diagnostics: Vec::new(),
+            diagnostics: Diagnostics::default(),
             sanitizer: Sanitizer::new(options.redaction),
             finished: false,
         }
@@ -310,7 +345,7 @@ impl Decoder {
 
     /// Diagnostics so far (oversize lines, invalid UTF-8), oldest first; cleared by the call.
     pub fn take_diagnostics(&mut self) -> Vec<Diagnostic> {
-        std::mem::take(&mut self.diagnostics)
+        self.diagnostics.take(self.stats.lines)
     }
 
     /// True when bytes of an unfinished line are held.
@@ -419,7 +454,7 @@ struct LineState<'d> {
     harness: &'d mut dyn HarnessDecoder,
     ctx: &'d mut DecodeContext,
     stats: &'d mut DecodeStats,
-    diagnostics: &'d mut Vec<Diagnostic>,
+    diagnostics: &'d mut Diagnostics,
     sanitizer: &'d mut Sanitizer,
 }
 

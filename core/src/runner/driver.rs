@@ -161,6 +161,7 @@ pub(crate) fn start(
         readable_async: tokio::sync::Notify::new(),
         cancel: token,
         cancel_async: tokio::sync::Notify::new(),
+        room_async: tokio::sync::Notify::new(),
         kill_now: AtomicBool::new(false),
         pgid: AtomicI32::new(0),
         result: Mutex::new(None),
@@ -267,6 +268,7 @@ fn end_after_driver_panic(shared: &Shared, session: &Mutex<SessionState>, starte
 struct Accounting {
     answer: AnswerTracker,
     diagnostics: Vec<String>,
+    diagnostics_not_kept: u64,
 }
 
 /// Unit tests only: a run whose environment sets this variable panics its driving task at
@@ -300,14 +302,27 @@ async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Harness, session:
     let mut exit_status: Option<Option<std::process::ExitStatus>> = None;
     let mut drain_until: Option<tokio::time::Instant> = None;
     let mut give_up_at: Option<tokio::time::Instant> = None;
+    // Set once the tree was ended: nothing can write to the pipes any more, so what is left in
+    // them (a pipe's capacity at most) is read whatever the budget.
+    let mut tree_ended = false;
 
     // The run ends when the harness exits: its output is read to the end (a short, bounded
     // drain), leftover descendants are killed, and the outcome is the harness's.
     let Harness { stdout, stderr, tree, .. } = &mut child;
     while exit_status.is_none() || out_open || err_open {
         let running = exit_status.is_none();
+        // Memory is bounded by bytes: with the reader's buffer full, the pipes are not read
+        // until it takes items (the harness blocks writing, as into a shell pipe); the stall
+        // clock still cancels a reader that never comes back.
+        let throttled = !tree_ended && shared.stream.lock().expect("stream").is_full();
+        if throttled {
+            // Waiting for room is not the pipes staying open: the give-up clock waits too.
+            if let Some(at) = give_up_at.as_mut() {
+                *at = tokio::time::Instant::now() + GIVE_UP;
+            }
+        }
         tokio::select! {
-            n = stdout.read(&mut out_buf), if out_open => match n {
+            n = stdout.read(&mut out_buf), if out_open && !throttled => match n {
                 Ok(0) | Err(_) => out_open = false,
                 Ok(n) => {
                     #[cfg(test)]
@@ -317,7 +332,7 @@ async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Harness, session:
                     post_stdout(&shared, &mut plan, &mut raw_framer, &mut acct, &out_buf[..n])
                 }
             },
-            n = stderr.read(&mut err_buf), if err_open => match n {
+            n = stderr.read(&mut err_buf), if err_open && !throttled => match n {
                 Ok(0) | Err(_) => err_open = false,
                 Ok(n) => {
                     let text = err_text.push(&err_buf[..n]);
@@ -333,6 +348,7 @@ async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Harness, session:
                 drain_until = Some(tokio::time::Instant::now() + EXIT_DRAIN);
             }
             _ = shared.cancel_async.notified(), if running && kill_at.is_none() => {}
+            _ = shared.room_async.notified(), if throttled => {}
             _ = sleep_until(deadline), if running && deadline.is_some() && kill_at.is_none() => {
                 shared.stream.lock().expect("stream").cancel(CancelReason::Timeout);
             }
@@ -343,10 +359,11 @@ async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Harness, session:
             _ = sleep_until(drain_until), if drain_until.is_some() => {
                 // The leader is gone but its output is still open: a descendant holds it.
                 tree.end();
+                tree_ended = true;
                 drain_until = None;
                 give_up_at = Some(tokio::time::Instant::now() + GIVE_UP);
             }
-            _ = sleep_until(give_up_at), if give_up_at.is_some() => {
+            _ = sleep_until(give_up_at), if give_up_at.is_some() && !throttled => {
                 acct.diagnostics.push(format!(
                     "the harness's output was still open {}s after its process tree was ended; stopped reading it",
                     (EXIT_DRAIN + GIVE_UP).as_secs_f64()
@@ -381,6 +398,20 @@ async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Harness, session:
         shared.post(StreamItem::Stderr(tail));
     }
     let (exit_code, signal) = exit_status.as_ref().map(exit_parts).unwrap_or((None, None));
+    if acct.diagnostics_not_kept > 0 {
+        acct.diagnostics.push(format!(
+            "{} more diagnostics were not kept (the decode statistics count every line)",
+            acct.diagnostics_not_kept
+        ));
+    }
+    if acct.answer.dropped_bytes() > 0 {
+        acct.diagnostics.push(format!(
+            "the final answer is longer than {} bytes: final_text holds its first {} bytes ({} more were streamed)",
+            crate::answer::MAX_ANSWER_BYTES,
+            crate::answer::MAX_ANSWER_BYTES,
+            acct.answer.dropped_bytes()
+        ));
+    }
     let stats = plan.decoder.as_ref().map(|d| *d.stats()).unwrap_or_default();
     let session_id = plan.decoder.as_ref().and_then(|d| d.session_id().map(str::to_string));
     let harness = plan.decoder.is_some();
@@ -537,9 +568,17 @@ fn post_stdout(shared: &Shared, plan: &mut Plan, raw: &mut LineFramer, acct: &mu
     plan.batch = batch;
 }
 
+/// The most diagnostics a run's result holds (a flood of bad lines must not grow memory; the
+/// decode statistics count every line).
+const MAX_RUN_DIAGNOSTICS: usize = 1000;
+
 fn collect_diagnostics(decoder: &mut Decoder, acct: &mut Accounting) {
     for d in decoder.take_diagnostics() {
-        acct.diagnostics.push(format!("stdout line {}: {}", d.line, d.message));
+        if acct.diagnostics.len() < MAX_RUN_DIAGNOSTICS {
+            acct.diagnostics.push(format!("stdout line {}: {}", d.line, d.message));
+        } else {
+            acct.diagnostics_not_kept += 1;
+        }
     }
 }
 

@@ -5,7 +5,7 @@
 //! ```text
 //! host (any thread) ──fork──▶ supervisor ──fork+exec──▶ harness (own process group)
 //!    ▲  status pipe ◀───────────  │                         └─▶ its children, grandchildren, …
-//!    └─ lifeline pipe ───────────▶ │  (child subreaper: every orphaned descendant becomes its child)
+//!    └─ lifeline (socket) ───────▶ │  (child subreaper: every orphaned descendant becomes its child)
 //! ```
 //!
 //! * The supervisor is a forked copy of the host that never returns to the host's code: it runs
@@ -17,7 +17,7 @@
 //!   process group (`setsid`, double forks) are re-parented to it when their parent dies, so
 //!   they can still be found.
 //! * The harness leader gets `PR_SET_PDEATHSIG(SIGKILL)`: it dies with its supervisor.
-//! * The host holds the write end of the lifeline pipe. The supervisor kills the whole tree —
+//! * The host holds one end of the lifeline (a socket pair). The supervisor kills the whole tree —
 //!   the harness's group and every descendant it can find, round after round until it has no
 //!   child left — and exits when the host writes [`KILL_TREE`] (the run is over: leftover
 //!   descendants go) or when the lifeline closes because the host died, however it died.
@@ -150,6 +150,19 @@ fn pipe() -> Result<(OwnedFd, OwnedFd), Error> {
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
+/// The lifeline: a connected socket pair (`(supervisor's end, host's end)`), not a pipe, so
+/// that the host's write after the supervisor is gone can be told not to raise SIGPIPE (which
+/// would end a Go host: a signal raised on a non-Go thread).
+fn lifeline() -> Result<(OwnedFd, OwnedFd), Error> {
+    let mut fds = [0; 2];
+    // SAFETY: `fds` is valid for two ints.
+    if unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0, fds.as_mut_ptr()) } != 0 {
+        return Err(os_error("socketpair"));
+    }
+    // SAFETY: socketpair returned two new descriptors we now own.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
 /// Start `program` under a supervisor (see the module docs). Errors: `HarnessNotFound` (not on
 /// `PATH`, no such file), `SpawnFailed` (not executable, the working directory unusable, no
 /// resources), `InvalidArgument` (a NUL byte in an argument).
@@ -164,7 +177,7 @@ pub(crate) fn spawn(
     let (out_r, out_w) = pipe()?;
     let (err_r, err_w) = pipe()?;
     let (status_r, status_w) = pipe()?;
-    let (life_r, life_w) = pipe()?;
+    let (life_r, life_w) = lifeline()?;
     // SAFETY: a NUL-terminated path literal.
     let devnull = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
     if devnull < 0 {
@@ -239,8 +252,9 @@ pub(crate) fn spawn(
 /// Ask the supervisor to end the tree now (idempotent; the lifeline stays open).
 pub(crate) fn kill_tree(lifeline: &OwnedFd) {
     let byte = [KILL_TREE];
-    // SAFETY: writing one byte from a valid buffer to a descriptor we own.
-    unsafe { libc::write(lifeline.as_raw_fd(), byte.as_ptr().cast(), 1) };
+    // SAFETY: sending one byte from a valid buffer on a socket we own; MSG_NOSIGNAL: a
+    // supervisor already gone is an EPIPE error, never a SIGPIPE in the host.
+    unsafe { libc::send(lifeline.as_raw_fd(), byte.as_ptr().cast(), 1, libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT) };
 }
 
 /// Wait for the supervisor to exit (it does once told to end the tree, or once the harness

@@ -348,6 +348,21 @@ impl RunStream {
 
     // -- pressure and stall ----------------------------------------------------------------
 
+    /// True when the reader is behind: the buffer holds `high_water` items or `byte_budget`
+    /// bytes (arriving text deltas merge now).
+    pub fn under_pressure(&self) -> bool {
+        self.reader == Reader::Attached
+            && (self.buffer.len() >= self.policy.high_water || self.buffer.bytes() >= self.policy.byte_budget)
+    }
+
+    /// True when the buffered bytes reached `byte_budget`: a producer must stop producing (the
+    /// runner stops reading the harness's pipes, so the harness blocks as in a shell pipe)
+    /// until the reader catches up — memory is bounded by bytes (decisions.md §3). Never true
+    /// without a reader (nothing is buffered then).
+    pub fn is_full(&self) -> bool {
+        self.reader == Reader::Attached && self.buffer.bytes() >= self.policy.byte_budget
+    }
+
     /// Live statistics (any time, also after the run).
     pub fn pressure(&self) -> Pressure {
         Pressure {
