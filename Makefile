@@ -6,16 +6,25 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 CARGO ?= cargo
 LANG_TESTS :=
+# The one version of every package and the repository's address: the Cargo workspace's
+# (`make check-versions` checks every other place that states them).
+VERSION := $(shell sed -n '/^\[workspace\.package\]/,/^\[/s/^version *= *"\([^"]*\)".*/\1/p' Cargo.toml)
+REPOSITORY := $(shell sed -n '/^\[workspace\.package\]/,/^\[/s/^repository *= *"\([^"]*\)".*/\1/p' Cargo.toml)
 
-.PHONY: demo test test-rust
+.PHONY: demo test test-rust lint
 
 demo:
 	$(CARGO) run -q --release -p agentstream-cli -- demo
 
 include $(sort $(wildcard mk/*.mk))
 
-test: test-rust $(LANG_TESTS)
+test: lint test-rust $(LANG_TESTS)
 	@echo "all tests passed"
+
+# Formatting and lints of every Rust crate in the workspace, as CI runs them.
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
 # Per crate rather than --workspace: features differ per crate and a workspace-wide run would
 # rebuild most of the graph (see design/toolchain.md).

@@ -24,12 +24,13 @@
 
 
 /**
- * The result of every fallible `agentstream_*` call. `AGENTSTREAM_STATUS_OK` (0) is success;
- * anything else is a failure whose message `agentstream_last_error_message` returns on the
- * same thread. The numbers are stable ABI: new codes are only ever appended.
+ * The result of every fallible `agentstream_*` call: `AGENTSTREAM_STATUS_OK` (0) is success;
+ * any other value is the code of the core's error kind, with the same snake_case name
+ * (`agentstream_status_name`) in every language. The failure's message (which says what to
+ * fix) is read with `agentstream_last_error_message` on the same thread.
  *
- * In C the type is a `uint32_t` (so C#, Java and Go can declare it as a 32-bit unsigned
- * integer); the enum constants name its values.
+ * In C the type is a `uint32_t` (so C#, Java and Go declare it as a 32-bit unsigned integer);
+ * the enum constants name its values. Codes are stable; new ones are only ever appended.
  */
 enum agentstream_status
 #if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
@@ -41,72 +42,83 @@ enum agentstream_status
    */
   AGENTSTREAM_STATUS_OK = 0,
   /**
-   * A required pointer argument was NULL.
+   * `harness_not_found`: the harness executable was not found (`bin`, or the harness's usual
+   * command on PATH).
    */
-  AGENTSTREAM_STATUS_NULL_ARGUMENT = 1,
+  AGENTSTREAM_STATUS_HARNESS_NOT_FOUND = 1001,
   /**
-   * An argument had a bad value: an unknown agent or channel name (the message lists the
-   * valid names), text that is not UTF-8, a wrong combination.
+   * `already_running`: the session already has a run or command going on (one at a time per
+   * session; use another session for parallel runs), or its configuration cannot change now.
    */
-  AGENTSTREAM_STATUS_INVALID_ARGUMENT = 2,
+  AGENTSTREAM_STATUS_ALREADY_RUNNING = 1002,
   /**
-   * `agentstream_last_error_message`: the buffer was too small; the message was truncated.
+   * `spawn_failed`: the harness was found but could not be started.
    */
-  AGENTSTREAM_STATUS_BUFFER_TOO_SMALL = 3,
+  AGENTSTREAM_STATUS_SPAWN_FAILED = 1003,
   /**
-   * The object is already in use: called from inside one of its own callbacks, or from two
-   * threads at once. Objects are not thread-safe; use each from one thread at a time.
+   * `invalid_argument`: an argument had a bad value (an unknown agent or channel name, a bad
+   * option; the message names the field and what is allowed), or text that is not UTF-8.
    */
-  AGENTSTREAM_STATUS_BUSY = 4,
+  AGENTSTREAM_STATUS_INVALID_ARGUMENT = 1004,
   /**
-   * An internal failure that is not a panic (e.g. an event that could not be serialized).
+   * `cancelled`: the operation was cancelled.
    */
-  AGENTSTREAM_STATUS_INTERNAL = 5,
+  AGENTSTREAM_STATUS_CANCELLED = 1005,
   /**
-   * A Rust panic was caught at the boundary (a bug in agentstream: please report it). The
-   * object involved may be in an inconsistent state; free it.
+   * `timeout`: the operation went past its time limit.
    */
-  AGENTSTREAM_STATUS_PANIC = 6,
+  AGENTSTREAM_STATUS_TIMEOUT = 1006,
   /**
-   * The harness executable was not found (`bin`, or the harness's usual command on PATH).
+   * `decode_limit`: input went past a configured decode limit.
    */
-  AGENTSTREAM_STATUS_HARNESS_NOT_FOUND = 7,
+  AGENTSTREAM_STATUS_DECODE_LIMIT = 1007,
   /**
-   * The session already has a run or command in progress (one operation at a time per
-   * session; use another session for parallel runs).
+   * `internal`: a failure inside agentstream that is not a panic (a bug: please report it).
    */
-  AGENTSTREAM_STATUS_ALREADY_RUNNING = 8,
+  AGENTSTREAM_STATUS_INTERNAL = 1008,
   /**
-   * The harness process could not be started.
+   * `not_running`: nothing is running (`pause` or `resume` without an active run).
    */
-  AGENTSTREAM_STATUS_SPAWN_FAILED = 9,
+  AGENTSTREAM_STATUS_NOT_RUNNING = 1009,
   /**
-   * The operation was cancelled.
+   * `null_argument`: a required pointer argument was NULL.
    */
-  AGENTSTREAM_STATUS_CANCELLED = 10,
+  AGENTSTREAM_STATUS_NULL_ARGUMENT = 1010,
   /**
-   * The operation exceeded its time limit.
+   * `invalid_handle`: the handle is not live (already freed, never returned by the library,
+   * or a handle of another type). Handles are checked numbers, never dereferenced, so this
+   * is an error rather than a crash.
    */
-  AGENTSTREAM_STATUS_TIMEOUT = 11,
+  AGENTSTREAM_STATUS_INVALID_HANDLE = 1011,
   /**
-   * Input went past a configured decode limit.
+   * `busy`: the object is in use by a call that has not returned: called from inside one of
+   * its own callbacks (e.g. `agentstream_run_wait` from the run's own callback), or a
+   * decoder from two threads at once.
    */
-  AGENTSTREAM_STATUS_DECODE_LIMIT = 12,
+  AGENTSTREAM_STATUS_BUSY = 1012,
   /**
-   * Nothing is running: `pause`, `resume` or `interrupt` without an active run.
+   * `buffer_too_small`: the caller's buffer was too small; the text was truncated.
    */
-  AGENTSTREAM_STATUS_NOT_RUNNING = 13,
+  AGENTSTREAM_STATUS_BUFFER_TOO_SMALL = 1013,
   /**
-   * The handle is not live: already freed, never returned by the library, or a handle of
-   * another type. Handles are checked numbers, never dereferenced, so this is an error
-   * rather than a crash.
+   * `still_running`: the run has not ended yet (its result exists once its terminal event
+   * was delivered), or a wait ran out of time first (wait again).
    */
-  AGENTSTREAM_STATUS_INVALID_HANDLE = 14,
+  AGENTSTREAM_STATUS_STILL_RUNNING = 1014,
   /**
-   * `agentstream_run_wait`: the run did not finish within the timeout (not a failure of the
-   * run; wait again).
+   * `panic`: a Rust panic was caught at the boundary (a bug in agentstream: please report
+   * it). The object involved may be in an inconsistent state; free it.
    */
-  AGENTSTREAM_STATUS_NOT_READY = 15,
+  AGENTSTREAM_STATUS_PANIC = 1015,
+  /**
+   * `cannot_resume`: the harness cannot continue a previous session, or the session to
+   * continue is unknown.
+   */
+  AGENTSTREAM_STATUS_CANNOT_RESUME = 1016,
+  /**
+   * `unsupported`: not available on this platform.
+   */
+  AGENTSTREAM_STATUS_UNSUPPORTED = 1017,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -132,7 +144,7 @@ enum agentstream_next
   AGENTSTREAM_NEXT_ITEM = 0,
   /**
    * `*out_json` is one hook event `{"type","run_id","agent_id","timestamp","status",
-   * "sequence","details"?}` (runs started with `"hooks": true`).
+   * "sequence","details"?}` (runs with `"hooks": true`).
    */
   AGENTSTREAM_NEXT_HOOK = 1,
   /**
@@ -146,8 +158,8 @@ enum agentstream_next
    */
   AGENTSTREAM_NEXT_TIMEOUT = 3,
   /**
-   * The stream is over: the terminal item (and its hooks) were delivered (`*out_json` is
-   * NULL, or `[]` for a batch).
+   * The stream is over: the terminal item (and its hooks) were delivered, or the run has no
+   * reader (`*out_json` is NULL, or `[]` for a batch).
    */
   AGENTSTREAM_NEXT_END = 4,
 };
@@ -158,6 +170,46 @@ typedef enum agentstream_next agentstream_next;
 typedef uint32_t agentstream_next;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
+
+/**
+ * How validation messages spell option names (`agentstream_session_new_json`): as in the
+ * JSON and C (`timeout_ms`), in camelCase (`timeoutMs`: Java, Kotlin, TypeScript) or in
+ * PascalCase (`TimeoutMs`: Go, C#). A `uint32_t` in C.
+ */
+enum agentstream_naming
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * `timeout_ms` (C, the JSON form).
+   */
+  AGENTSTREAM_NAMING_SNAKE = 0,
+  /**
+   * `timeoutMs`.
+   */
+  AGENTSTREAM_NAMING_CAMEL = 1,
+  /**
+   * `TimeoutMs`.
+   */
+  AGENTSTREAM_NAMING_PASCAL = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum agentstream_naming agentstream_naming;
+#else
+typedef uint32_t agentstream_naming;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * A byte allowance shared by at most `max_runs` concurrent runs (of any sessions it is attached
+ * to with `agentstream_session_set_budget`): each run takes a permit for its lifetime, and its
+ * byte budget is `total_bytes / max_runs`, so the runs in flight never hold more than
+ * `total_bytes` unread. Opaque; create with `agentstream_budget_new`, free with
+ * `agentstream_budget_free`. Thread-safe.
+ */
+typedef struct agentstream_budget agentstream_budget;
 
 /**
  * A stateful decoder of one harness's stdout (one run). Opaque; create with
@@ -172,18 +224,27 @@ typedef uint32_t agentstream_next;
 typedef struct agentstream_decoder agentstream_decoder;
 
 /**
- * One run or command. Opaque; returned by `agentstream_session_start_run` /
- * `agentstream_session_start_command`, freed with `agentstream_run_free`. Its functions may be
+ * One run or command. Opaque; returned by `agentstream_session_start` (and its conveniences
+ * `_start_run`, `_start_command`), freed with `agentstream_run_free`. Its functions may be
  * called from any thread. The handle is a checked number: a freed or foreign handle is refused
  * with `AGENTSTREAM_STATUS_INVALID_HANDLE`.
  */
 typedef struct agentstream_run agentstream_run;
 
 /**
- * One configured agent plus its `on(...)` handlers; starts runs and commands, one at a time.
- * Opaque; create with `agentstream_session_new`, free with `agentstream_session_free`. Its
- * functions may be called from any thread. The handle is a checked number: a freed or foreign
- * handle is refused with `AGENTSTREAM_STATUS_INVALID_HANDLE`.
+ * A consumer-side check of a run's sequence numbers (for deliveries that crossed a queue, a
+ * socket or a retry): accepts each number once and in order, and counts the numbers skipped.
+ * Opaque; create with `agentstream_sequence_check_new`, free with
+ * `agentstream_sequence_check_free`. Thread-safe (calls are serialized).
+ */
+typedef struct agentstream_sequence_check agentstream_sequence_check;
+
+/**
+ * One configured agent, its subscriptions, and the runs started from it (one at a time): the
+ * seed's `Evolve`. Opaque; create with `agentstream_session_new` or
+ * `agentstream_session_new_json`, free with `agentstream_session_free`. Its functions may be
+ * called from any thread. The handle is a checked number: a freed or foreign handle is refused
+ * with `AGENTSTREAM_STATUS_INVALID_HANDLE`.
  */
 typedef struct agentstream_session agentstream_session;
 
@@ -220,7 +281,8 @@ const char *agentstream_version(void);
  * boundary), and its full length in bytes (without the NUL) into `*out_len` when `out_len` is
  * not NULL. Every function that returns an `agentstream_status` sets it: to the failure's
  * message, or to `""` on success. Functions returning static strings (`agentstream_version`,
- * `agentstream_status_name`, `agentstream_session_agent`) and this one leave it alone.
+ * `agentstream_status_name`, `agentstream_session_agent`), `agentstream_string_free` and this
+ * one leave it alone.
  *
  * Returns `OK` when the whole message fit, `BUFFER_TOO_SMALL` when it was truncated (call
  * again with `cap >= *out_len + 1`; `buf = NULL, cap = 0` only queries the length). Reading the
@@ -235,21 +297,49 @@ const char *agentstream_version(void);
 agentstream_status agentstream_last_error_message(char *buf, size_t cap, size_t *out_len);
 
 /**
- * The stable snake_case name of a status code (`"ok"`, `"null_argument"`,
- * `"invalid_argument"`, …; `"unknown"` for a number that is not a status): a static string,
- * never freed. Takes a plain integer so any number is safe to pass.
+ * The stable snake_case name of a status code: `"ok"` for 0, else the core error kind's name
+ * (`"harness_not_found"` for 1001, `"invalid_argument"`, …, the same in every language);
+ * `"unknown"` for a number that is not a status. A static string, never freed. Takes a plain
+ * integer so any number is safe to pass.
  */
 const char *agentstream_status_name(uint32_t status);
 
 /**
- * Free a string returned by an `agentstream_*` function (`*_json`, `_session_id`, `_run_id`).
- * NULL is a no-op. Only strings from this library may be passed, each once (strings are plain
+ * Free a string returned by an `agentstream_*` function (`*_json`, `*_session_id`, `_run_id`).
+ * NULL is a no-op. Leaves the last error alone. Only strings from this library may be passed, each once (strings are plain
  * heap memory, not checked handles).
  *
  * # Safety
  * `s` NULL or a string returned by this library and not yet freed.
  */
 void agentstream_string_free(char *s);
+
+/**
+ * Create a budget of `total_bytes` for up to `max_runs` concurrent runs (each run's byte budget
+ * is `total_bytes / max_runs`, at least 1 byte). Errors: `INVALID_ARGUMENT` (`max_runs` 0),
+ * `NULL_ARGUMENT`. `*out` is freed with `agentstream_budget_free`.
+ *
+ * # Safety
+ * `out` NULL or valid for a write.
+ */
+agentstream_status agentstream_budget_new(size_t total_bytes, size_t max_runs, struct agentstream_budget **out);
+
+/**
+ * How many runs hold a permit of the budget now, in `*out_active`.
+ *
+ * # Safety
+ * `out_active` valid for a write.
+ */
+agentstream_status agentstream_budget_active(const struct agentstream_budget *budget, size_t *out_active);
+
+/**
+ * Free a budget handle. Sessions it is attached to keep using it (and their runs keep their
+ * permits). NULL is a no-op, and so is a handle that is not live.
+ *
+ * # Safety
+ * None beyond passing any value: handles are checked.
+ */
+void agentstream_budget_free(struct agentstream_budget *budget);
 
 /**
  * Create a decoder for `agent` (`"claude"`, `"codex"`, `"gemini"`, `"qwen"`, `"kimi"`,
@@ -396,54 +486,90 @@ void agentstream_decoder_free(struct agentstream_decoder *decoder);
 agentstream_status agentstream_replay_json(const char *agent, const uint8_t *bytes, size_t len, const char *options_json, char **out_json, size_t *out_len);
 
 /**
- * Start a harness run of `prompt` on the session's agent. Returns once the process is spawned;
- * `*out_run` is the run, freed with `agentstream_run_free` (NULL on failure).
+ * Start a run (`"prompt"`) or a command (`"command"`) described by `request_json`, the run
+ * request as JSON (every key but one of `prompt`/`command` optional; an unknown key is
+ * `INVALID_ARGUMENT`; validation messages name the bad field and what is allowed):
  *
- * `options_json` (NULL for every default) is a JSON object with any of:
- * `"iterate"` (bool, default false: see below), `"hooks"` (bool: interleave hook events when
- * iterating), `"timeout_ms"` (stop the run after this long: it ends `run_interrupted`, hook
- * `run.stopped`), `"redact"` (bool, default true: mask secrets in tool inputs),
- * `"idempotent_tools"` (array of tool names safe to retry), `"background"` (bool),
- * `"kill_grace_ms"` (SIGTERM→SIGKILL grace on cancel, default 5000), `"high_water"`,
- * `"byte_budget"`, `"stall_seconds"` (the backpressure buffer: defaults 256 items, 8 MiB, 30 s).
- * An unknown key is `INVALID_ARGUMENT` (the message lists the known ones).
+ * * `"prompt"`: the task for the harness (a harness run), or
+ * * `"command"`: `["program", "arg", …]`, any program streamed like a run (`execute_command`:
+ *   stdout/stderr, lifecycle `command_start` … `command_complete`/`_failed`/`_interrupted`; no
+ *   content decoding; not a shell string: use `["sh", "-c", "…"]` for one).
+ * * `"model"`, `"cwd"`, `"env"` (`{"NAME": "value"}`): override the session's configuration for
+ *   this run only.
+ * * `"timeout_ms"` (> 0): stop the run after this long (it ends `run_interrupted`, hook
+ *   `run.stopped`). Absent: no time limit.
+ * * `"background"` (bool, default false): a background run (terminal reasons
+ *   `run_background_*`).
+ * * `"hooks"` (bool, default false): derive hook events (implied by `on_event`; a pulled run
+ *   interleaves them with the items).
+ * * `"redact"` (bool, default true): mask secret shapes in everything derived from tool input.
+ * * `"resume"`: continue this harness session instead of the session's current conversation
+ *   (harness runs only).
+ * * `"idempotent_tools"` (`["tool", …]`): tools whose calls in flight at a cancellation are safe
+ *   to retry.
+ * * `"kill_grace_ms"` (default 5000): SIGTERM→SIGKILL grace period when the run is cancelled.
+ * * `"limits"`: `{"high_water"` (unread events before text deltas merge, default 256),
+ *   `"byte_budget"` (unread bytes, default 8 MiB, > 0), `"stall_ms"` (how long delivered
+ *   events may stay unread before the run is cancelled as stalled, default 30000, > 0),
+ *   `"max_line_bytes"` (the longest harness stdout line decoded, default 16 MiB, > 0)`}`.
+ * * `"read"`: `"handlers"` (default), `"iterate"` or `"await_only"` (below).
  *
- * Delivery, one of:
- * * callbacks (default): the session's `on` handlers (registered before this call) and
- *   `on_event` (hook events, canonical JSON; NULL for none) are called from the run's own
- *   thread, one at a time, in sequence order; the last call returns before
- *   `agentstream_run_wait` reports the result. `on_event_user_data` is owned by the run from
- *   a successful call on, destroyed with `on_event_free` (if not NULL) exactly once, after its
- *   last call (at `agentstream_run_free` at the latest); on failure the caller keeps it. Only
- *   the channels that have a handler are buffered (the others are numbered and dropped, so
- *   sequence numbers still count every item). With no handler and no `on_event`, nothing is
- *   buffered: the run is only awaited.
- * * `"iterate": true`: the caller pulls with `agentstream_run_next` or
- *   `agentstream_run_next_batch_json` (with backpressure: unread text deltas merge above the
- *   high-water mark, and a reader that stops reading for `stall_seconds` cancels the run);
- *   `on_event` must be NULL and the session's handlers are not called.
+ * A harness run continues the session's conversation (the session id the previous run
+ * reported, or `agentstream_session_set_session_id`); its hook events then begin with
+ * `run.resumed`. Returns once the process is spawned; `*out_run` is the run, freed with
+ * `agentstream_run_free` (NULL on failure).
  *
- * Errors: `NULL_ARGUMENT`, `INVALID_HANDLE`, `INVALID_ARGUMENT` (options), `HARNESS_NOT_FOUND`,
- * `SPAWN_FAILED`, `ALREADY_RUNNING` (one operation at a time per session).
+ * Delivery, decided here once:
+ * * **callbacks**: with `"read": "handlers"` and a C callback to call (a handler from
+ *   `agentstream_session_on`, or `on_event`), the handlers of each item's channel and
+ *   `on_event` (hook events, canonical JSON; implies `"hooks": true`) are called from a thread
+ *   of the library, one at a time, in sequence order; the last call returns before
+ *   `agentstream_run_wait` reports the result. Only subscribed channels are buffered (the
+ *   others are numbered and dropped, so sequence numbers still count every item).
+ * * **pulled by the caller** (`agentstream_run_next`, `_next_batch_json`): with
+ *   `"read": "iterate"` (every channel; `on_event` must be NULL and the session's handlers are
+ *   not called), or `"read": "handlers"` when the session's subscriptions were made with
+ *   `agentstream_session_subscribe` (only those channels; plus hook events with
+ *   `"hooks": true`). With backpressure: unread text deltas merge above the high-water mark,
+ *   and a reader that stops reading for `limits.stall_ms` cancels the run.
+ * * **await only**: with nothing to deliver (no subscription, no hooks) or
+ *   `"read": "await_only"`, nothing is buffered; pulling reports END at once.
+ *
+ * `on_event_user_data` is owned by the run from a successful call on, destroyed with
+ * `on_event_free` (if not NULL) exactly once, after its last call (at `agentstream_run_free` at
+ * the latest); on failure the caller keeps it.
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_HANDLE`, `INVALID_ARGUMENT` (the request; `on_event` with a
+ * pulled run; a session with both kinds of subscription), `HARNESS_NOT_FOUND`, `SPAWN_FAILED`,
+ * `ALREADY_RUNNING` (one run at a time per session), `CANNOT_RESUME`.
  *
  * # Safety
- * `prompt` NUL-terminated; `options_json` NULL or NUL-terminated; `on_event`/`on_event_free`
- * valid functions or NULL; `out_run` valid for a write.
+ * `request_json` NULL or NUL-terminated; `on_event`/`on_event_free` valid functions or NULL;
+ * `out_run` NULL or valid for a write.
+ */
+agentstream_status agentstream_session_start(struct agentstream_session *session, const char *request_json, agentstream_event_cb on_event, void *on_event_user_data, agentstream_free_cb on_event_free, struct agentstream_run **out_run);
+
+/**
+ * Start a harness run of `prompt`: `agentstream_session_start` with `options_json` (NULL for
+ * every default) as the request and `prompt` put in it. `options_json` takes every key of the
+ * request but `"prompt"` and `"command"` (`INVALID_ARGUMENT`). The prompt is a plain argument,
+ * so it needs no JSON escaping. Delivery, ownership and errors as `agentstream_session_start`.
+ *
+ * # Safety
+ * `prompt` NUL-terminated; the rest as `agentstream_session_start`.
  */
 agentstream_status agentstream_session_start_run(struct agentstream_session *session, const char *prompt, const char *options_json, agentstream_event_cb on_event, void *on_event_user_data, agentstream_free_cb on_event_free, struct agentstream_run **out_run);
 
 /**
  * Start a command (`execute_command`): `argv[0..argc]` is the program and its arguments (not a
- * shell string: use `{"sh", "-c", "…"}` for one), run with the session's environment, streamed
- * like a run (stdout/stderr, lifecycle `command_start` … `command_complete`/`_failed`/
- * `_interrupted`; no content decoding). `options_json` takes the keys of
- * `agentstream_session_start_run` that apply (`iterate`, `hooks`, `timeout_ms`, `background`,
- * `kill_grace_ms`, `high_water`, `byte_budget`, `stall_seconds`) plus `"cwd"` (string) and
- * `"env"` (object of strings). Delivery, ownership and errors as
- * `agentstream_session_start_run`; `INVALID_ARGUMENT` for `argc == 0`.
+ * shell string: use `{"sh", "-c", "…"}` for one): `agentstream_session_start` with
+ * `options_json` (NULL for every default) as the request and `"command"` put in it.
+ * `options_json` takes every key of the request but `"prompt"`, `"command"` (and `"resume"`,
+ * which only harness runs take). Delivery, ownership and errors as `agentstream_session_start`;
+ * `INVALID_ARGUMENT` for `argc == 0`.
  *
  * # Safety
- * `argv` valid for `argc` NUL-terminated strings; the rest as `agentstream_session_start_run`.
+ * `argv` valid for `argc` NUL-terminated strings; the rest as `agentstream_session_start`.
  */
 agentstream_status agentstream_session_start_command(struct agentstream_session *session, const char *const *argv, size_t argc, const char *options_json, agentstream_event_cb on_event, void *on_event_user_data, agentstream_free_cb on_event_free, struct agentstream_run **out_run);
 
@@ -451,13 +577,17 @@ agentstream_status agentstream_session_start_command(struct agentstream_session 
  * Wait for the run's result, up to `timeout_ms` milliseconds (negative: as long as it takes;
  * 0: just look). On `OK`, `*out_json` is the `RunResult` as an owned JSON object
  * (`{"run_id", "state": "completed"|"failed"|"cancelled", "exit_code"?, "signal"?,
- * "session_id"?, "usage", "final_text"?, "error"?, "cancel_reason"?, "pressure", "stats",
- * "last_sequence", "diagnostics"?, "duration_ms"}`; free with `agentstream_string_free`); in
- * callback mode the run's last callback has returned by then. A run that failed or was
- * cancelled is still `OK` here: read `"state"`.
+ * "session_id"?, "usage", "final_text"?, "error"?, "cancel_reason"?, "cancel_kind"?,
+ * "pressure", "stats", "last_sequence", "diagnostics"?, "duration_ms", "handler_errors"}`;
+ * free with `agentstream_string_free`). A run delivered to callbacks has had its last callback
+ * return by then; a run read with `"read": "iterate"` that the caller stopped pulling is
+ * drained here (its remaining deliveries are discarded); a run pulled with subscriptions from
+ * `agentstream_session_subscribe` must be pulled to its end. A run that failed or was cancelled
+ * is still `OK` here: read `"state"`. `"handler_errors"` counts the handler failures reported
+ * with `agentstream_run_handler_failed`.
  *
- * Errors: `NOT_READY` when the timeout passed first (wait again), `BUSY` when called from one
- * of the run's own callbacks, `NULL_ARGUMENT`, `INVALID_HANDLE`.
+ * Errors: `STILL_RUNNING` when the timeout passed first (wait again), `BUSY` when called from
+ * one of the run's own callbacks, `NULL_ARGUMENT`, `INVALID_HANDLE`.
  *
  * # Safety
  * `out_json` valid for a write; `out_len` NULL or valid for a write.
@@ -465,14 +595,25 @@ agentstream_status agentstream_session_start_command(struct agentstream_session 
 agentstream_status agentstream_run_wait(struct agentstream_run *run, int64_t timeout_ms, char **out_json, size_t *out_len);
 
 /**
- * Pull the next delivery of a run started with `"iterate": true`, waiting up to `timeout_ms`
- * (negative: as long as it takes; 0: just look). `*out_kind` says what came
+ * The run's result as `agentstream_run_wait` gives it, without waiting: `STILL_RUNNING` until
+ * the terminal event was delivered (and, for a run delivered to callbacks, the last callback
+ * returned) — never a partial record.
+ *
+ * # Safety
+ * `out_json` valid for a write; `out_len` NULL or valid for a write.
+ */
+agentstream_status agentstream_run_result_json(struct agentstream_run *run, char **out_json, size_t *out_len);
+
+/**
+ * Pull the next delivery of a run the caller reads (see `agentstream_session_start`), waiting
+ * up to `timeout_ms` (negative: as long as it takes; 0: just look). `*out_kind` says what came
  * (`AGENTSTREAM_NEXT_ITEM` with an envelope in `*out_json`, `AGENTSTREAM_NEXT_HOOK` with a
  * hook event, `AGENTSTREAM_NEXT_TIMEOUT` or `AGENTSTREAM_NEXT_END` with `*out_json` NULL).
  * Owned JSON; free with `agentstream_string_free`. Deliveries come in sequence order, each
- * hook right after the item it was derived from; after the terminal item and its hooks, END.
+ * hook right after the item it was derived from; after the terminal item and its hooks, END
+ * (at once for a run with no reader).
  *
- * Errors: `INVALID_ARGUMENT` (the run was not started with `"iterate": true`), `NULL_ARGUMENT`,
+ * Errors: `INVALID_ARGUMENT` (the run is delivered to callbacks), `NULL_ARGUMENT`,
  * `INVALID_HANDLE`.
  *
  * # Safety
@@ -481,23 +622,25 @@ agentstream_status agentstream_run_wait(struct agentstream_run *run, int64_t tim
 agentstream_status agentstream_run_next(struct agentstream_run *run, int64_t timeout_ms, agentstream_next *out_kind, char **out_json, size_t *out_len);
 
 /**
- * Pull up to `max` deliveries at once (`0` means 256) of a run started with
- * `"iterate": true`: waits up to `timeout_ms` for the first, then takes what is ready.
- * `*out_json` is always an owned JSON array (free with `agentstream_string_free`) of tagged
- * deliveries in order, `[{"item": <envelope>}, {"hook": <hook event>}, …]`, and `*out_kind`
- * is `AGENTSTREAM_NEXT_BATCH` (non-empty), `AGENTSTREAM_NEXT_TIMEOUT` or `AGENTSTREAM_NEXT_END`
+ * Pull what is ready of a run the caller reads, as ONE owned JSON array: waits up to
+ * `timeout_ms` (negative: as long as it takes; 0: just look) for the first delivery, then
+ * takes what is ready — at most `max_events` deliveries (0: 256) and about `max_bytes` bytes of
+ * events (0: 1 MiB; a batch always holds at least one delivery) — with no fixed wait to fill
+ * it. `*out_json` is always an owned array (free with `agentstream_string_free`) of tagged
+ * deliveries in order, `[{"item": <envelope>}, {"hook": <hook event>}, …]`, and `*out_kind` is
+ * `AGENTSTREAM_NEXT_BATCH` (non-empty), `AGENTSTREAM_NEXT_TIMEOUT` or `AGENTSTREAM_NEXT_END`
  * (both with `[]`). One call per batch: the cheapest way for hosts whose calls into C cost
  * (Go, Java, C#). Errors as `agentstream_run_next`.
  *
  * # Safety
  * As `agentstream_run_next`.
  */
-agentstream_status agentstream_run_next_batch_json(struct agentstream_run *run, size_t max, int64_t timeout_ms, agentstream_next *out_kind, char **out_json, size_t *out_len);
+agentstream_status agentstream_run_next_batch_json(struct agentstream_run *run, size_t max_events, size_t max_bytes, int64_t timeout_ms, agentstream_next *out_kind, char **out_json, size_t *out_len);
 
 /**
  * Cancel the run: SIGTERM to its process group, SIGKILL after the grace period; it ends
- * `run_interrupted` (hook `run.cancelled`) with `reason` (NULL: "no reason given"). The first
- * reason stands; cancelling again, or after the run finished, does nothing and returns `OK`.
+ * `run_interrupted` (hook `run.cancelled`) with `reason` (NULL: "cancelled"). The first reason
+ * stands; cancelling again, or after the run finished, does nothing and returns `OK`.
  *
  * # Safety
  * `reason` NULL or NUL-terminated.
@@ -505,16 +648,29 @@ agentstream_status agentstream_run_next_batch_json(struct agentstream_run *run, 
 agentstream_status agentstream_run_cancel(struct agentstream_run *run, const char *reason);
 
 /**
- * The reader of a run started with `"iterate": true` leaves early (stops reading before the
- * end): the run is cancelled with reason `reader_left`, through the same path as every other
- * cancellation, and the handle stays valid for `agentstream_run_wait`. After the end (or for a
- * run that is not pulled) this does nothing. `agentstream_run_free` of an unfinished pulled
- * run does the same.
+ * The caller stops reading a run it pulls, before the end: the run is cancelled with reason
+ * `reader_left`, through the same path as every other cancellation, and the handle stays valid
+ * for `agentstream_run_wait`. After the end, or for a run delivered to callbacks, this does
+ * nothing. `agentstream_run_free` of an unfinished pulled run does the same.
  *
  * # Safety
  * None beyond passing any value: handles are checked.
  */
 agentstream_status agentstream_run_leave(struct agentstream_run *run);
+
+/**
+ * Report that the caller's handler `handler` failed on the delivery `sequence` of `channel`
+ * (`"content"`, `"lifecycle"`, `"stdout"`, `"stderr"`, or `"on_event"` for a hook handler),
+ * with `message` (NULL: none given): for hosts that pull and dispatch to their own handlers.
+ * Every report is counted (the result's `"handler_errors"`); `*out_first` (optional) is true
+ * only for the FIRST failure of that handler — the one to show with its stack or traceback
+ * (later ones are only counted). `handler` is the subscription id, or any number the host
+ * uses for a handler (e.g. for its hook handler), the same each time.
+ *
+ * # Safety
+ * `channel` and `message` NULL or NUL-terminated; `out_first` NULL or valid for a write.
+ */
+agentstream_status agentstream_run_handler_failed(struct agentstream_run *run, uint64_t handler, const char *channel, uint64_t sequence, const char *message, bool *out_first);
 
 /**
  * The run's id (e.g. `"run_…"`) as an owned string (free with `agentstream_string_free`).
@@ -535,13 +691,14 @@ agentstream_status agentstream_run_id(struct agentstream_run *run, char **out, s
 agentstream_status agentstream_run_pressure_json(struct agentstream_run *run, char **out_json, size_t *out_len);
 
 /**
- * Free a run. A run that has not finished is cancelled ("the run handle was freed"; for a
- * pulled run: "reader left"). Its `on_event` is released: not called after this returns (a
- * call in flight on another thread is waited for; freed from inside its own `on_event`, the
- * destructor runs right after that call returns), and `on_event_free` runs exactly once. The
- * session's handlers stay registered and may still receive the rest of a cancelled run until
- * its terminal item. NULL is a no-op, and so is a handle that is not live (a second free: the
- * last error then says so).
+ * Free a run handle. What happens to an unfinished run is the core's rule: a run the caller
+ * pulls is cancelled (reason `reader_left`); a run delivered to callbacks goes on to its end,
+ * still calling the session's handlers; an await-only run (a background run) goes on. Cancel
+ * it first (`agentstream_run_cancel`) to stop it. The run's `on_event` is released: not called
+ * after this returns (a call in flight on another thread is waited for; freed from inside its
+ * own `on_event`, the destructor runs right after that call returns), and `on_event_free` runs
+ * exactly once. NULL is a no-op, and so is a handle that is not live (a second free: the last
+ * error then says so).
  *
  * # Safety
  * None beyond passing any value: handles are checked.
@@ -549,16 +706,72 @@ agentstream_status agentstream_run_pressure_json(struct agentstream_run *run, ch
 void agentstream_run_free(struct agentstream_run *run);
 
 /**
- * Create a session for `agent` (the names of `agentstream_decoder_new`) with the default
- * configuration: the harness's usual command on PATH, the current directory, the inherited
- * environment. Change it with the `agentstream_session_set_*` functions. `*out` is freed with
- * `agentstream_session_free`; NULL on failure. Errors: `NULL_ARGUMENT`, `INVALID_ARGUMENT`
- * (unknown agent; the message lists the valid names).
+ * Create a check expecting sequence 0. `*out` is freed with `agentstream_sequence_check_free`.
+ *
+ * # Safety
+ * `out` NULL or valid for a write.
+ */
+agentstream_status agentstream_sequence_check_new(struct agentstream_sequence_check **out);
+
+/**
+ * Offer an envelope's `sequence` and its `coalesced` count (0 when absent: the numbers its
+ * merged deltas absorbed). `*out_accepted` is false for a late or duplicate number (drop that
+ * delivery); a number past the expected one is accepted and the gap counted as missing.
+ *
+ * # Safety
+ * `out_accepted` valid for a write.
+ */
+agentstream_status agentstream_sequence_check_accept(struct agentstream_sequence_check *check, uint64_t sequence, uint64_t coalesced, bool *out_accepted);
+
+/**
+ * The numbers skipped so far (never received, not accounted for by a merge), in `*out_missing`.
+ *
+ * # Safety
+ * `out_missing` valid for a write.
+ */
+agentstream_status agentstream_sequence_check_missing(const struct agentstream_sequence_check *check, uint64_t *out_missing);
+
+/**
+ * Free a check. NULL is a no-op, and so is a handle that is not live.
+ *
+ * # Safety
+ * None beyond passing any value: handles are checked.
+ */
+void agentstream_sequence_check_free(struct agentstream_sequence_check *check);
+
+/**
+ * Create a session for `agent` (`"claude"`, `"codex"`, `"gemini"`, `"qwen"`, `"kimi"`,
+ * `"opencode"`, `"droid"`) with the default configuration: the harness's usual command on
+ * PATH, the current directory, the inherited environment. Change it with the
+ * `agentstream_session_set_*` functions, or create the session from a whole configuration with
+ * `agentstream_session_new_json`. `*out` is freed with `agentstream_session_free`; NULL on
+ * failure. Errors: `NULL_ARGUMENT`, `INVALID_ARGUMENT` (unknown agent; the message lists the
+ * valid names).
  *
  * # Safety
  * `agent` NULL or a NUL-terminated string; `out` NULL or valid for a write.
  */
 agentstream_status agentstream_session_new(const char *agent, struct agentstream_session **out);
+
+/**
+ * Create a session from a whole agent configuration (the seed's `AgentConfig`) as JSON:
+ * `{"type": "claude", "agent_id"?, "bin"?, "model"?, "extra_args"?: [...], "cwd"?, "env"?:
+ * {"NAME": "value"}}` — `type` is the agent (as for `agentstream_session_new`), `agent_id` the
+ * id hook events report (default: the agent's name), `bin` the harness executable (a path or a
+ * command on PATH), `model` the model to ask for, `extra_args` arguments after the streaming
+ * flags and before the prompt, `cwd` the working directory, `env` variables added to the
+ * inherited environment. Unknown keys are refused. The one-call constructor for hosts that
+ * build JSON (Go, C#, Java).
+ *
+ * `naming` (an `agentstream_naming` value, taken as a plain integer so any number is safe to
+ * pass) chooses how validation messages spell option names, for this session's configuration
+ * and its runs' options (`AGENTSTREAM_NAMING_SNAKE`: `timeout_ms`, as in the JSON). Errors: `NULL_ARGUMENT`, `INVALID_ARGUMENT` (bad JSON, an unknown key, an unknown
+ * agent, an empty value: the message names the field), with `*out` NULL.
+ *
+ * # Safety
+ * `config_json` NULL or NUL-terminated; `out` NULL or valid for a write.
+ */
+agentstream_status agentstream_session_new_json(const char *config_json, uint32_t naming, struct agentstream_session **out);
 
 /**
  * The session's agent name (e.g. `"claude"`): a static string, never freed; NULL for a handle
@@ -572,8 +785,9 @@ const char *agentstream_session_agent(const struct agentstream_session *session)
 /**
  * Set the harness executable (`bin`): a path, or a command name looked up on PATH. NULL
  * restores the default (the harness's usual command: `claude`, `codex`, …). Takes effect at
- * the next run. Errors: `NULL_ARGUMENT` (session), `INVALID_HANDLE`, `INVALID_ARGUMENT` (not
- * UTF-8), `ALREADY_RUNNING` (the configuration cannot change while a run is active).
+ * the next run; the session's environment stays (no second `sandbox_ready`). Errors:
+ * `NULL_ARGUMENT` (session), `INVALID_HANDLE`, `INVALID_ARGUMENT` (empty, not UTF-8),
+ * `ALREADY_RUNNING` (the configuration cannot change while a run is active).
  *
  * # Safety
  * `bin` NULL or NUL-terminated.
@@ -591,7 +805,8 @@ agentstream_status agentstream_session_set_cwd(struct agentstream_session *sessi
 
 /**
  * Set the model to ask the harness for (passed with the harness's own flag; NULL: the
- * harness's default). Errors as `agentstream_session_set_bin`.
+ * harness's default). A run's `"model"` overrides it for that run. Errors as
+ * `agentstream_session_set_bin`.
  *
  * # Safety
  * `model` NULL or NUL-terminated.
@@ -609,8 +824,9 @@ agentstream_status agentstream_session_set_agent_id(struct agentstream_session *
 
 /**
  * Add (or replace) one environment variable of the harness, on top of the inherited
- * environment. `value` NULL removes a variable set earlier with this function. Errors as
- * `agentstream_session_set_bin`; `NULL_ARGUMENT` for a NULL or empty-named `name`.
+ * environment. `value` NULL removes a variable set earlier. Errors as
+ * `agentstream_session_set_bin`; `NULL_ARGUMENT` for a NULL `name`, `INVALID_ARGUMENT` for a
+ * name that is empty or contains `=`.
  *
  * # Safety
  * `name` and `value` NULL or NUL-terminated.
@@ -618,8 +834,8 @@ agentstream_status agentstream_session_set_agent_id(struct agentstream_session *
 agentstream_status agentstream_session_set_env(struct agentstream_session *session, const char *name, const char *value);
 
 /**
- * Append one extra argument to the harness's command line (placed after the streaming flags
- * and before the prompt). Errors as `agentstream_session_set_bin`.
+ * Append one extra argument to the harness's command line (after the streaming flags, before
+ * the prompt). Errors as `agentstream_session_set_bin`.
  *
  * # Safety
  * `arg` NULL or NUL-terminated.
@@ -628,24 +844,114 @@ agentstream_status agentstream_session_add_arg(struct agentstream_session *sessi
 
 /**
  * Register `cb` for `channel`, which must be one of `"content"`, `"lifecycle"`, `"stdout"`,
- * `"stderr"` (otherwise `INVALID_ARGUMENT`, and the message lists the four). During a run
- * started without `"iterate": true`, the handlers are called from the run's own thread, in
- * sequence order, one at a time (never concurrently), handlers of one channel in registration
- * order. A run uses the handlers registered when it started.
+ * `"stderr"` (otherwise `INVALID_ARGUMENT`, and the message lists the four). In a run
+ * delivered to callbacks (see `agentstream_session_start`), the handlers are called from the
+ * run's own thread, in sequence order, one at a time (never concurrently), the handlers of one
+ * channel in registration order. A handler registered while a run is going on gets the rest
+ * of that run.
  *
  * Payloads: `content` gets an `OutputEvent` as JSON, `lifecycle` a `LifecycleEvent` as JSON
  * (snake_case keys, as in the seed), `stdout`/`stderr` the raw text (UTF-8, not JSON-quoted;
  * one stdout line with its newline per call).
  *
+ * `*out_id` (optional: NULL) receives the subscription id, for `agentstream_session_off_id`.
+ *
  * Ownership: on success the session owns `user_data` and calls `free_user_data(user_data)`
- * (if not NULL) exactly once, after the handler's last call: when the session is freed. On
- * failure nothing is taken: the caller still owns `user_data`. `user_data` must be usable
- * from any thread.
+ * (if not NULL) exactly once, after the handler's last call: when the handler is removed
+ * (`agentstream_session_off`, `_off_id`) or the session is freed. On failure nothing is taken:
+ * the caller still owns `user_data`. `user_data` must be usable from any thread.
  *
  * # Safety
- * `channel` NULL or NUL-terminated; `cb`/`free_user_data` valid functions or NULL.
+ * `channel` NULL or NUL-terminated; `cb`/`free_user_data` valid functions or NULL; `out_id`
+ * NULL or valid for a write.
  */
-agentstream_status agentstream_session_on(struct agentstream_session *session, const char *channel, agentstream_event_cb cb, void *user_data, agentstream_free_cb free_user_data);
+agentstream_status agentstream_session_on(struct agentstream_session *session, const char *channel, agentstream_event_cb cb, void *user_data, agentstream_free_cb free_user_data, uint64_t *out_id);
+
+/**
+ * Subscribe to `channel` WITHOUT a C handler: for hosts that pull the run and dispatch to their
+ * own handlers (the Go binding does; C#, Java). The run then buffers the channel, and the
+ * caller pulls it (`agentstream_run_next*`), calling its handlers in subscription-id order and
+ * reporting their failures with `agentstream_run_handler_failed`. `*out_id` (required)
+ * receives the subscription id. Names as `agentstream_session_on`.
+ *
+ * A session's runs are either delivered to C callbacks or pulled: a run cannot start while the
+ * session has both handlers from `agentstream_session_on` and subscriptions from this
+ * function (`INVALID_ARGUMENT`).
+ *
+ * # Safety
+ * `channel` NULL or NUL-terminated; `out_id` valid for a write.
+ */
+agentstream_status agentstream_session_subscribe(struct agentstream_session *session, const char *channel, uint64_t *out_id);
+
+/**
+ * Remove every subscription of `channel` (the seed's `off(name)`): their handlers are not
+ * called after this returns (a call in flight on another thread is waited for; removed from
+ * inside its own call, that handler's `user_data` is destroyed right after it returns).
+ * `*out_removed` (optional) receives how many were removed (0 is not an error). An unknown
+ * channel name is `INVALID_ARGUMENT`, as for `agentstream_session_on` (the message lists the
+ * four).
+ *
+ * # Safety
+ * `channel` NULL or NUL-terminated; `out_removed` NULL or valid for a write.
+ */
+agentstream_status agentstream_session_off(struct agentstream_session *session, const char *channel, size_t *out_removed);
+
+/**
+ * Remove one subscription by its id (from `agentstream_session_on` or `_subscribe`), as
+ * `agentstream_session_off` does. `*out_removed` (optional) is false when there was no such
+ * subscription (not an error).
+ *
+ * # Safety
+ * `out_removed` NULL or valid for a write.
+ */
+agentstream_status agentstream_session_off_id(struct agentstream_session *session, uint64_t id, bool *out_removed);
+
+/**
+ * The session's status as an owned JSON object (the seed's `status()`): `{"agent": "claude",
+ * "sandbox": "ready"|"running"|"paused"|"stopped"|…, "agent_state":
+ * "idle"|"running"|"interrupted"|"error", "has_run": bool, "active_run_id"?: "run_…" (while a
+ * run is going on), "session_id"?: the harness session the next run continues, "last_status"?:
+ * "completed"|"failed"|"cancelled" (how the last run ended)}`. Free with
+ * `agentstream_string_free`.
+ *
+ * # Safety
+ * `out_json` valid for a write; `out_len` NULL or valid for a write.
+ */
+agentstream_status agentstream_session_status_json(struct agentstream_session *session, char **out_json, size_t *out_len);
+
+/**
+ * The harness session (conversation) the next run continues, as an owned string in `*out`
+ * (free with `agentstream_string_free`): the session id the last run reported, or the one set
+ * with `agentstream_session_set_session_id`. `*out` is NULL (and the status OK) when there is
+ * none: the next run starts a new conversation.
+ *
+ * # Safety
+ * `out` valid for a write; `out_len` NULL or valid for a write.
+ */
+agentstream_status agentstream_session_session_id(struct agentstream_session *session, char **out, size_t *out_len);
+
+/**
+ * Choose the harness session the next run continues: a session id a run reported (of this
+ * session or another), or NULL to start a new conversation with the next run. Successive runs
+ * continue the conversation by default; a run's `"resume"` option chooses another for that run.
+ * Errors: `INVALID_ARGUMENT` (empty, or starting with `-`).
+ *
+ * # Safety
+ * `session_id` NULL or NUL-terminated.
+ */
+agentstream_status agentstream_session_set_session_id(struct agentstream_session *session, const char *session_id);
+
+/**
+ * Let the session's runs share `budget` (a byte allowance for a number of concurrent runs,
+ * `agentstream_budget_new`) with every other run using it: each run takes one of its permits
+ * for its lifetime, and its byte budget is the budget's per-run share. Starting a run when
+ * every permit is taken is `INVALID_ARGUMENT` (the message says so). NULL removes it. The
+ * session keeps the budget alive; freeing the budget handle does not detach it.
+ *
+ * # Safety
+ * None beyond passing any value: handles are checked (NULL `budget` detaches).
+ */
+agentstream_status agentstream_session_set_budget(struct agentstream_session *session, const struct agentstream_budget *budget);
 
 /**
  * Pause the active run or command: SIGSTOP to its process group; the run delivers a
@@ -668,27 +974,29 @@ agentstream_status agentstream_session_resume(struct agentstream_session *sessio
 
 /**
  * Interrupt the active run: SIGTERM to its process group, SIGKILL after the run's grace
- * period; it ends `run_interrupted` with `reason` (NULL: "interrupted"). Errors as
- * `agentstream_session_pause`.
+ * period; it ends `run_interrupted` with `reason` (NULL: "interrupted"). `*out_interrupted`
+ * (optional) says whether anything was interrupted: with no active run this does nothing and
+ * is not an error.
  *
  * # Safety
- * `reason` NULL or NUL-terminated.
+ * `reason` NULL or NUL-terminated; `out_interrupted` NULL or valid for a write.
  */
-agentstream_status agentstream_session_interrupt(struct agentstream_session *session, const char *reason);
+agentstream_status agentstream_session_interrupt(struct agentstream_session *session, const char *reason, bool *out_interrupted);
 
 /**
  * Kill the active run at once (SIGKILL; lifecycle `sandbox_killed`, then the terminal
- * `run_interrupted`). Without an active run this does nothing and returns `OK`.
+ * `run_interrupted`). `*out_killed` (optional) says whether anything was killed: with no
+ * active run this does nothing and is not an error.
  *
  * # Safety
- * None beyond passing any value: handles are checked.
+ * `out_killed` NULL or valid for a write.
  */
-agentstream_status agentstream_session_kill(struct agentstream_session *session);
+agentstream_status agentstream_session_kill(struct agentstream_session *session, bool *out_killed);
 
 /**
  * Free a session: kill its active run, if any (it ends `run_interrupted`; its run handle stays
- * valid until freed), and release every handler: no handler is called after this returns
- * (a call in flight on another thread is waited for), and each `free_user_data` runs exactly
+ * valid until freed), and release every handler: no handler is called after this returns (a
+ * call in flight on another thread is waited for), and each `free_user_data` runs exactly
  * once. Called from inside one of the session's own handlers, that handler's `user_data` is
  * destroyed right after it returns. NULL is a no-op, and so is a handle that is not live (a
  * second free: the last error then says so).
@@ -717,7 +1025,7 @@ agentstream_status agentstream_testing_panic(void);
 
 /**
  * TEST ONLY. Deliver `payload` (`len` bytes) `repeat` times to the handlers registered on
- * `session` for `channel`, in registration order, as a run will: from a new Rust thread when
+ * `session` for `channel` with `agentstream_session_on`, in registration order, as a run will: from a new Rust thread when
  * `from_thread` is nonzero (joined before returning), else on the calling thread. (A
  * `uint32_t` rather than `bool`: C# and JNA marshal C's 1-byte `bool` differently.)
  * `*out_delivered` (optional) receives the number of handler calls. Errors: `NULL_ARGUMENT`,

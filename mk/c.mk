@@ -2,12 +2,15 @@
 #   make test-c        header drift check, header compile checks (C11 and C++), Rust ABI tests,
 #                      the C tests against the shared and the static library, under
 #                      AddressSanitizer and under valgrind
-#   make test-go       go vet + go test -race over the static library
+#   make test-go       gofmt -l, go vet (shared and static link) + go test -race over the static
+#                      library, found through pkg-config like an installed one
 #   make check-header  regenerate the header (cargo build) and fail if it differs from git
 #   make bench-c / bench-go   events/s to a C / Go callback on the golden s* traces, through
 #                      the decoder and through real runs of the fake harness
 # Everything links the ONE release build of agentstream-c (target/release); the run tests use
-# the fake harness of the ONE release build of agentstream-cli's binaries.
+# the fake harness of the ONE release build of agentstream-cli's binaries. build-c also writes
+# pkg-config files for that build (target/pkgconfig: agentstream.pc, agentstream-static.pc), so
+# the Go package finds the library of the build tree exactly as it finds an installed one.
 
 C_DIR        := bindings/c
 C_INCLUDE    := include
@@ -20,6 +23,10 @@ C_STATIC_LIBS := -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
 C_WARN       := -Wall -Wextra -Werror
 C_TEST_SRC   := $(C_DIR)/tests/test_capi.c $(C_DIR)/tests/json_tiny.h
 FAKE_HARNESS := $(C_LIB_DIR)/fake-harness
+# The shared library's versioned name (bindings/c/build.rs links it in): what programs linked
+# with -lagentstream ask the loader for.
+C_SONAME     := libagentstream.so.$(firstword $(subst ., ,$(VERSION)))
+C_PKGCONFIG  := $(C_TARGET_DIR)/pkgconfig
 CC           ?= cc
 CXX          ?= c++
 GO           ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
@@ -38,6 +45,19 @@ LANG_TESTS += test-c test-go
 
 build-c:
 	$(CARGO) build --release -p agentstream-c
+	ln -sf libagentstream.so $(C_LIB_DIR)/$(C_SONAME)
+	$(call c_pkgconfig,$(C_PKGCONFIG),$(CURDIR),$(C_LIB_DIR),$(CURDIR)/$(C_INCLUDE))
+
+# $(call c_pkgconfig,DIR,PREFIX,LIBDIR,INCLUDEDIR): write DIR/agentstream.pc and
+# DIR/agentstream-static.pc from the templates in bindings/c (paths may use ${prefix} and
+# ${pcfiledir}, which pkg-config expands).
+define c_pkgconfig
+	@mkdir -p $(1)
+	@for pc in agentstream agentstream-static; do \
+	  sed -e 's|@PREFIX@|$(2)|' -e 's|@LIBDIR@|$(3)|' -e 's|@INCLUDEDIR@|$(4)|' -e 's|@VERSION@|$(VERSION)|' \
+	      -e 's|@URL@|$(REPOSITORY)|' -e 's|@NATIVE_LIBS@|$(C_STATIC_LIBS)|' $(C_DIR)/$$pc.pc.in > $(1)/$$pc.pc; \
+	done
+endef
 
 # The fake harness (replays a golden trace as a real process) for the run tests. Same core
 # features as agentstream-c, so the release build of the core is shared.
@@ -88,9 +108,15 @@ test-c-run: build-c build-fake-harness $(C_TEST_SRC)
 	@echo "== C tests under valgrind"
 	AGENTSTREAM_TEST_UNDER_VALGRIND=1 $(VALGRIND) $(C_OUT)/test_capi $(C_GOLDEN) $(FAKE_HARNESS) -q
 
+# The Go commands find the library through pkg-config, as a user's do.
+GO_ENV := GOTOOLCHAIN=local CGO_ENABLED=1 PKG_CONFIG_PATH=$(C_PKGCONFIG)
+
 test-go: build-c build-fake-harness
-	cd bindings/go && GOTOOLCHAIN=local CGO_ENABLED=1 $(GO) vet ./...
-	cd bindings/go && GOTOOLCHAIN=local CGO_ENABLED=1 AGENTSTREAM_FAKE_HARNESS=$(FAKE_HARNESS) $(GO) test -race -count=1 ./...
+	@unformatted=$$(cd bindings/go && "$$(dirname "$$(command -v $(GO))")/gofmt" -l .); \
+	  test -z "$$unformatted" || { echo "not gofmt-formatted: $$unformatted" >&2; exit 1; }
+	cd bindings/go && $(GO_ENV) $(GO) vet ./...
+	cd bindings/go && $(GO_ENV) $(GO) vet -tags agentstream_static ./...
+	cd bindings/go && $(GO_ENV) AGENTSTREAM_FAKE_HARNESS=$(FAKE_HARNESS) $(GO) test -tags agentstream_static -race -count=1 ./...
 
 bench-c: build-c build-fake-harness
 	@mkdir -p $(C_OUT)
@@ -99,4 +125,4 @@ bench-c: build-c build-fake-harness
 	$(C_OUT)/bench $(C_GOLDEN) 2 $(FAKE_HARNESS)
 
 bench-go: build-c build-fake-harness
-	cd bindings/go && GOTOOLCHAIN=local AGENTSTREAM_FAKE_HARNESS=$(FAKE_HARNESS) $(GO) test -run '^$$' -bench . -benchtime 2s ./...
+	cd bindings/go && $(GO_ENV) AGENTSTREAM_FAKE_HARNESS=$(FAKE_HARNESS) $(GO) test -tags agentstream_static -run '^$$' -bench . -benchtime 2s ./...

@@ -1,7 +1,9 @@
 # Python binding (agentstream: pyo3 + maturin, abi3 wheel for CPython >= 3.11).
 #   make test-python          venv at .venv (created if absent), maturin develop --release, the fake
 #                             harness (debug, shared with test-rust's build), pytest
-#   make test-python-install  `pip install .` through PEP 517 (maturin from PyPI) into a scratch venv
+#   make test-python-install  `pip install .` through PEP 517 (maturin from PyPI) into a scratch venv:
+#                             the contributors' install from a clone (not in `make test`: the
+#                             users' install, of the wheel, is in `make test-install`, mk/release.mk)
 #   make bench-python         benches/python_decode.py: Decoder and a real run (fake harness) vs
 #                             pure-Python baselines, events/s and MB/s to a Python callback
 # Cargo builds into the workspace target/ dir, shared with every other crate.
@@ -12,7 +14,7 @@ PY := $(PY_VENV)/bin/python
 PY_DEPS := maturin==1.16.0 pytest==9.2.0 mypy==2.4.1
 PY_DEPS_STAMP := $(PY_VENV)/.agentstream-deps-installed
 
-LANG_TESTS += test-python test-python-install
+LANG_TESTS += test-python
 .PHONY: python-develop python-fake-harness python-fake-harness-release test-python test-python-install bench-python
 
 $(PY):
@@ -45,7 +47,7 @@ test-python-install: $(PY)
 	cd target && python-install-check/bin/python -c 'import agentstream, sys; \
 	  e = agentstream.parse("codex", b"{\"type\":\"thread.started\",\"thread_id\":\"t\"}\n"); \
 	  print("pip install .: agentstream", agentstream.__version__, "from", agentstream.__file__); \
-	  r = agentstream.replay("codex", b"{\"type\":\"thread.started\",\"thread_id\":\"t\"}\n"); \
+	  r = agentstream.replay("codex", b"{\"type\":\"thread.started\",\"thread_id\":\"t\"}\n{\"type\":\"turn.completed\"}\n"); \
 	  sys.exit(0 if agentstream.Decoder("claude").stats["lines"] == 0 and r.hooks[-1]["type"] == "run.completed" else 1)'
 
 bench-python: python-develop python-fake-harness-release

@@ -23,6 +23,8 @@ fn main() {
          #define AGENTSTREAM_VERSION_PATCH {patch}\n"
     ));
 
+    link_versioned_name(&major);
+
     let bindings = cbindgen::Builder::new()
         .with_crate(&crate_dir)
         .with_config(config)
@@ -30,4 +32,17 @@ fn main() {
         .expect("cbindgen could not generate include/agentstream.h");
     // The repository's fixed layout: the public header lives in the top-level include/.
     bindings.write_to_file(crate_dir.join("../../include/agentstream.h"));
+}
+
+/// The shared library records a versioned name, so a program linked with `-lagentstream` asks
+/// the loader for `libagentstream.so.<major>` (the file installed as `.so.<version>` with that
+/// link beside it, see mk/release.mk) and keeps working across compatible releases.
+fn link_versioned_name(major: &str) {
+    let os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
+    let unix = std::env::var("CARGO_CFG_TARGET_FAMILY").is_ok_and(|f| f.split(',').any(|f| f == "unix"));
+    if os == "macos" || os == "ios" {
+        println!("cargo:rustc-cdylib-link-arg=-Wl,-install_name,@rpath/libagentstream.{major}.dylib");
+    } else if unix {
+        println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libagentstream.so.{major}");
+    }
 }

@@ -10,7 +10,8 @@ import (
 	"testing"
 )
 
-var agents = []string{"claude", "codex", "gemini", "qwen", "kimi", "opencode", "droid"}
+// The agent names: the generated list (from the core's Agent enum).
+var agents = strs(AgentValues()...)
 
 func TestVersion(t *testing.T) {
 	if Version() != HeaderVersion || Version() == "" {
@@ -26,7 +27,7 @@ func TestUnknownAgentListsTheValidNames(t *testing.T) {
 	} {
 		err := ctor()
 		var e *Error
-		if !errors.As(err, &e) || e.Status != StatusInvalidArgument || !errors.Is(err, ErrInvalidArgument) {
+		if !errors.As(err, &e) || e.Kind != ErrorKindInvalidArgument || !errors.Is(err, ErrInvalidArgument) {
 			t.Fatalf("%#v", err)
 		}
 		for _, a := range agents {
@@ -34,8 +35,8 @@ func TestUnknownAgentListsTheValidNames(t *testing.T) {
 				t.Fatalf("%q does not list %s", e.Message, a)
 			}
 		}
-		if e.Status.String() != "invalid_argument" {
-			t.Fatal(e.Status.String())
+		if e.Kind.Code() != 1004 {
+			t.Fatal(e.Kind.Code())
 		}
 	}
 	for _, a := range append(agents, "Claude", "claude-code") {
@@ -124,10 +125,27 @@ func TestUseAfterClose(t *testing.T) {
 	if err := d.FeedFunc(nil, func(OutputEvent) {}); err != ErrClosed {
 		t.Fatal(err)
 	}
-	s, _ := New(Config{Type: "claude"})
-	s.Close()
-	s.Close()
-	if err := s.On("content", func(OutputEvent) {}); err != ErrClosed {
+	c, _ := New(Config{Type: "claude"})
+	c.Close()
+	c.Close()
+	if err := c.On("content", func(OutputEvent) {}); err != ErrClosed || !errors.Is(err, ErrInvalidHandle) {
+		t.Fatal(err)
+	}
+	if _, err := c.Status(); err != ErrClosed {
+		t.Fatal(err)
+	}
+	if c.Interrupt() || c.Kill() || c.Agent() != "" {
+		t.Fatal("a closed client does nothing")
+	}
+	b, _ := NewBudget(1<<20, 1)
+	b.Close()
+	b.Close()
+	if _, err := b.Active(); err != ErrClosed {
+		t.Fatal(err)
+	}
+	sc, _ := NewSequenceCheck()
+	sc.Close()
+	if _, err := sc.Accept(&Envelope{}); err != ErrClosed {
 		t.Fatal(err)
 	}
 }
@@ -230,99 +248,147 @@ func TestFeedFuncPanicIsReraisedAfterTheCall(t *testing.T) {
 	t.Skip("no golden case produces an event yet")
 }
 
-func TestSessionOn(t *testing.T) {
-	s, err := New(Config{Type: "Claude", Model: "m"})
+func TestOnValidatesNamesAndHandlerTypes(t *testing.T) {
+	c, err := New(Config{Type: "Claude", Model: "m"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
-	if s.Agent() != "claude" || s.Config().Model != "m" {
-		t.Fatal(s.Agent(), s.Config())
+	defer c.Close()
+	if c.Agent() != "claude" || c.Config().Model != "m" {
+		t.Fatal(c.Agent(), c.Config())
 	}
-	err = s.On("message", func(OutputEvent) {})
-	if !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), `"lifecycle"`) {
-		t.Fatalf("%v", err)
+	for _, bad := range []func() error{
+		func() error { return c.On("message", func(OutputEvent) {}) },
+		func() error { return c.Off("message") },
+	} {
+		err := bad()
+		if !errors.Is(err, ErrInvalidArgument) {
+			t.Fatalf("%v", err)
+		}
+		for _, ch := range []string{`"content"`, `"lifecycle"`, `"stdout"`, `"stderr"`} {
+			if !strings.Contains(err.Error(), ch) {
+				t.Fatalf("%v does not list %s", err, ch)
+			}
+		}
 	}
 	for name, h := range map[string]any{
 		"content": func(string) {}, "lifecycle": func(OutputEvent) {}, "stdout": func([]byte) {}, "stderr": nil,
 	} {
-		err := s.On(name, h)
+		err := c.On(name, h)
 		if !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), "handler must be") {
 			t.Fatalf("%s: %v", name, err)
 		}
 	}
 	var nilFunc func(OutputEvent)
-	if err := s.On("content", nilFunc); !errors.Is(err, ErrInvalidArgument) {
+	if err := c.On("content", nilFunc); !errors.Is(err, ErrInvalidArgument) {
 		t.Fatal(err)
 	}
-
-	var mu sync.Mutex
-	var got []string
-	record := func(s string) { mu.Lock(); got = append(got, s); mu.Unlock() }
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
+	for _, h := range []any{
+		func(OutputEvent) {}, func(OutputEvent) error { return nil },
+	} {
+		if err := c.On("content", h); err != nil {
 			t.Fatal(err)
 		}
 	}
-	must(s.On("content", func(ev OutputEvent) {
-		record("a:" + ev.Kind() + ":" + ev.Update.(*AgentMessageChunk).Content.Text)
-	}))
-	must(s.On("content", func(ev OutputEvent) { record("b:" + ev.GetSessionID()) }))
-	must(s.On("lifecycle", func(ev LifecycleEvent) { record("lc:" + string(ev.Reason)) }))
-	must(s.On("stdout", func(line string) { record("out:" + line) }))
-
-	ev := `{"sessionId":"S","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi"}}}`
-	n, err := testingSessionEmit(s.ptr, "content", []byte(ev), 1, false)
-	if err != nil || n != 2 {
-		t.Fatal(n, err)
+	for name, h := range map[string]any{
+		"lifecycle": func(LifecycleEvent) error { return nil }, "stdout": func(string) {}, "stderr": func(string) error { return nil },
+	} {
+		if err := c.On(name, h); err != nil {
+			t.Fatal(name, err)
+		}
 	}
-	// From a Rust thread, as a run will deliver.
-	n, err = testingSessionEmit(s.ptr, "content", []byte(ev), 50, true)
-	if err != nil || n != 100 {
-		t.Fatal(n, err)
+	if len(c.subs.of(ChannelContent)) != 2 {
+		t.Fatal("two content handlers")
 	}
-	lc := `{"sandbox_id":null,"sandbox":"ready","agent":"idle","timestamp":"t","reason":"run_complete"}`
-	if n, err := testingSessionEmit(s.ptr, "lifecycle", []byte(lc), 1, true); err != nil || n != 1 {
-		t.Fatal(n, err)
+	if err := c.Off("content"); err != nil || len(c.subs.of(ChannelContent)) != 0 {
+		t.Fatal(err)
 	}
-	if n, err := testingSessionEmit(s.ptr, "stdout", []byte(`{"raw":1}`), 1, false); err != nil || n != 1 {
-		t.Fatal(n, err)
-	}
-	if len(got) != 2+100+2 || got[0] != "a:agent_message_chunk:hi" || got[1] != "b:S" || got[3] != "b:S" ||
-		got[102] != "lc:run_complete" || got[103] != `out:{"raw":1}` {
-		t.Fatalf("%d deliveries: %v ... %v", len(got), got[:4], got[len(got)-2:])
-	}
-	if s.HandlerError() != nil {
-		t.Fatal(s.HandlerError())
+	if err := c.Off("content"); err != nil {
+		t.Fatal("Off of a channel without handlers is not an error:", err)
 	}
 }
 
-func TestHandlerPanicIsReportedAndDoesNotStopOthers(t *testing.T) {
-	s, _ := New(Config{Type: "codex"})
-	defer s.Close()
-	calls := 0
-	_ = s.On("stderr", func(string) { panic("handler bug") })
-	_ = s.On("stderr", func(string) { calls++ })
-	if n, err := testingSessionEmit(s.ptr, "stderr", []byte("oops"), 2, true); err != nil || n != 4 {
-		t.Fatal(n, err)
+func TestBadConfigNamesTheField(t *testing.T) {
+	_, err := New(Config{Type: "codex", Model: ""})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if calls != 2 {
-		t.Fatal(calls)
-	}
-	var f *HandlerFailure
-	if err := s.HandlerError(); !errors.As(err, &f) || f.Cause != "handler bug" || string(f.Item) != "oops" || f.Channel != ChannelStderr {
-		t.Fatalf("%v", err)
+	_, err = New(Config{Type: "codex", Env: map[string]string{"A=B": "1"}})
+	if !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), "Env has an invalid variable name") {
+		t.Fatal(err)
 	}
 }
 
-// Sessions and decoders left to the garbage collector are freed by their finalizers (their
-// handler handles released through the library's free_user_data).
+// The error values are the core's table: every kind the linked library names has a Go value
+// with the same name and code, and nothing else.
+func TestErrorKindsAreTheCoreTable(t *testing.T) {
+	known := map[int]ErrorKind{}
+	for _, k := range ErrorKindValues() {
+		if statusName(uint32(k.Code())) != string(k) {
+			t.Fatalf("%s: the library calls %d %q", k, k.Code(), statusName(uint32(k.Code())))
+		}
+		if back, ok := ErrorKindOfCode(k.Code()); !ok || back != k {
+			t.Fatal(k)
+		}
+		known[k.Code()] = k
+	}
+	for code := 1; code < 1200; code++ {
+		if name := statusName(uint32(code)); name != "unknown" {
+			if _, ok := known[code]; !ok {
+				t.Fatalf("the core has kind %d %q: add it to errors.go", code, name)
+			}
+		}
+	}
+	sentinels := []*Error{ErrHarnessNotFound, ErrAlreadyRunning, ErrSpawnFailed, ErrInvalidArgument, ErrCancelled,
+		ErrTimeout, ErrDecodeLimit, ErrInternal, ErrNotRunning, ErrNullArgument, ErrInvalidHandle, ErrBusy,
+		ErrBufferTooSmall, ErrStillRunning, ErrPanic, ErrCannotResume, ErrUnsupported}
+	if len(sentinels) != len(known) {
+		t.Fatalf("%d error values for %d kinds", len(sentinels), len(known))
+	}
+	for i, e := range sentinels {
+		if e.Kind != ErrorKindValues()[i] || !errors.Is(&Error{Kind: e.Kind, Message: "x"}, e) || errors.Is(e, &Error{Kind: "other"}) {
+			t.Fatal(e.Kind)
+		}
+	}
+	if ErrorKind("nope").Code() != 0 {
+		t.Fatal("unknown kinds have code 0")
+	}
+}
+
+func TestSequenceCheck(t *testing.T) {
+	c, err := NewSequenceCheck()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	two := uint64(2)
+	for _, step := range []struct {
+		env  Envelope
+		want bool
+	}{
+		{Envelope{Sequence: 0}, true},
+		{Envelope{Sequence: 0}, false}, // duplicate
+		{Envelope{Sequence: 3, Coalesced: &two}, true},
+		{Envelope{Sequence: 6}, true},
+		{Envelope{Sequence: 5}, false}, // late
+	} {
+		if ok, err := c.Accept(&step.env); err != nil || ok != step.want {
+			t.Fatalf("%+v: %v %v", step.env, ok, err)
+		}
+	}
+	if missing, err := c.Missing(); err != nil || missing != 2 {
+		t.Fatal(missing, err)
+	}
+}
+
+// Clients and decoders left to the garbage collector are freed by their finalizers.
 func TestFinalizersFreeForgottenObjects(t *testing.T) {
 	for i := 0; i < 100; i++ {
-		s, _ := New(Config{Type: "gemini"})
-		_ = s.On("content", func(OutputEvent) {})
+		c, _ := New(Config{Type: "gemini"})
+		_ = c.On("content", func(OutputEvent) {})
 		_, _ = NewDecoder("qwen")
+		_, _ = NewBudget(1<<20, 2)
+		_, _ = NewSequenceCheck()
 	}
 	runtime.GC()
 	runtime.GC()

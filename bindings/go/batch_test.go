@@ -1,6 +1,7 @@
 package agentstream
 
 import (
+	"context"
 	"encoding/json"
 	"reflect"
 	"testing"
@@ -10,15 +11,12 @@ import (
 // channel, hooks, escapes in stdout lines), and falls back on anything else.
 func TestParseBatchAgreesWithEncodingJSON(t *testing.T) {
 	for _, trace := range []string{"s2-bash", "s3-read-edit"} {
-		s := fakeSession(t, "claude", trace, nil)
-		p, err := s.handle()
+		c := fakeClient(t, "claude", trace, nil)
+		run, err := c.start(context.Background(), RunOptions{Prompt: "x", Hooks: true}, "iterate")
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := runStart(p, "x", []byte(`{"iterate":true,"hooks":true}`), 0)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := run.ptr
 		batches := 0
 		for {
 			kind, data, err := runNextBatch(r, 7, 1000)

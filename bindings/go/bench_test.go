@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"testing"
 	"time"
 )
@@ -131,44 +130,6 @@ func BenchmarkBaselineGoJSONNormalize(b *testing.B) {
 	report(b, start, lines, "lines", total)
 }
 
-// A session handler called from a Rust thread (how a run will deliver): the cost of the
-// thread crossing plus decoding the OutputEvent, per event.
-func BenchmarkHandlerFromRustThread(b *testing.B) {
-	benchHandler(b, true)
-}
-
-// The same on the calling thread.
-func BenchmarkHandlerSameThread(b *testing.B) {
-	benchHandler(b, false)
-}
-
-func benchHandler(b *testing.B, fromThread bool) {
-	s, err := New(Config{Type: "claude"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	n := 0
-	if err := s.On("content", func(OutputEvent) { n++ }); err != nil {
-		b.Fatal(err)
-	}
-	ev := []byte(`{"sessionId":"S","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"` +
-		strings.Repeat("word ", 20) + `"}},"messageId":"msg_1"}`)
-	const batch = 1000
-	b.ResetTimer()
-	start := time.Now()
-	for i := 0; i < b.N; i++ {
-		if _, err := testingSessionEmit(s.ptr, "content", ev, batch, fromThread); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.StopTimer()
-	if s := time.Since(start).Seconds(); s > 0 && n > 0 {
-		b.ReportMetric(float64(n)/s, "events/s")
-		b.ReportMetric(s*1e9/float64(n), "ns/event")
-	}
-}
-
 // ---- the same corpus through REAL runs of the fake harness ----
 //
 // Each agent's s* traces are joined and repeated 100 times (about 5 MB of stdout in all) and
@@ -176,7 +137,7 @@ func benchHandler(b *testing.B, fromThread bool) {
 // buffer's marks are raised so no text delta is merged: every content event is delivered.
 // The time includes spawning the processes.
 
-var noMerge = Backpressure{HighWater: 1_000_000_000, ByteBudget: 4_000_000_000, StallSeconds: 600}
+var noMerge = Limits{HighWater: 1_000_000_000, ByteBudget: 4_000_000_000, Stall: 600 * time.Second}
 
 type runTrace struct {
 	agent, prefix string
@@ -210,7 +171,7 @@ func runCorpus(b *testing.B) []runTrace {
 	return out
 }
 
-func benchRuns(b *testing.B, run func(s *Session) int) {
+func benchRuns(b *testing.B, run func(c *Client) int) {
 	fake := fakeHarness(b)
 	traces := runCorpus(b)
 	total := 0
@@ -222,27 +183,27 @@ func benchRuns(b *testing.B, run func(s *Session) int) {
 	start := time.Now()
 	for i := 0; i < b.N; i++ {
 		for _, t := range traces {
-			s, err := New(Config{Type: t.agent, Bin: fake, Env: map[string]string{"AGENTSTREAM_FAKE_TRACE": t.prefix}})
+			c, err := New(Config{Type: t.agent, Bin: fake, Env: map[string]string{"AGENTSTREAM_FAKE_TRACE": t.prefix}})
 			if err != nil {
 				b.Fatal(err)
 			}
-			events += run(s)
-			s.Close()
+			events += run(c)
+			c.Close()
 		}
 	}
 	b.StopTimer()
 	report(b, start, events, "events", total)
 }
 
-// Run with an On("content") handler: one call per event from the run's (Rust) thread into Go
-// through cgo.Handle, the OutputEvent decoded for the handler.
-func BenchmarkRunCallback(b *testing.B) {
-	benchRuns(b, func(s *Session) int {
+// Run with an On("content") handler: the run's goroutine pulls batches of what is ready (one
+// cgo call and one JSON array per batch) and calls the handler with each decoded OutputEvent.
+func BenchmarkRunHandler(b *testing.B) {
+	benchRuns(b, func(c *Client) int {
 		n := 0
-		if err := s.On("content", func(OutputEvent) { n++ }); err != nil {
+		if err := c.On("content", func(OutputEvent) { n++ }); err != nil {
 			b.Fatal(err)
 		}
-		res, err := s.Run(context.Background(), RunOptions{Prompt: "bench", Backpressure: noMerge})
+		res, err := c.Run(context.Background(), RunOptions{Prompt: "bench", Limits: noMerge})
 		if err != nil || res.Pressure.Coalesced != 0 {
 			b.Fatalf("%+v %v", res, err)
 		}
@@ -250,11 +211,11 @@ func BenchmarkRunCallback(b *testing.B) {
 	})
 }
 
-// Stream: a goroutine pulls batches of 256 deliveries (one cgo call and one JSON array per
-// batch) and hands them over a channel; the reader decodes each content event.
+// Stream: a goroutine pulls batches (every channel) and hands them over a channel; the reader
+// decodes each content event.
 func BenchmarkRunStream(b *testing.B) {
-	benchRuns(b, func(s *Session) int {
-		st, err := s.Stream(context.Background(), RunOptions{Prompt: "bench", Backpressure: noMerge})
+	benchRuns(b, func(c *Client) int {
+		st, err := c.Stream(context.Background(), RunOptions{Prompt: "bench", Limits: noMerge})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -267,7 +228,7 @@ func BenchmarkRunStream(b *testing.B) {
 				n++
 			}
 		}
-		if res, err := st.Result(); err != nil || res.Pressure.Coalesced != 0 {
+		if res, err := st.Wait(context.Background()); err != nil || res.Pressure.Coalesced != 0 {
 			b.Fatalf("%+v %v", res, err)
 		}
 		return n

@@ -28,8 +28,8 @@ type Decoder struct {
 }
 
 // NewDecoder returns a decoder for agent: "claude", "codex", "gemini", "qwen", "kimi",
-// "opencode" or "droid" (case-insensitive). An unknown name is an *Error with
-// StatusInvalidArgument whose message lists the valid names.
+// "opencode" or "droid" (case-insensitive). An unknown name is an *Error (ErrInvalidArgument)
+// whose message lists the valid names.
 func NewDecoder(agent string) (*Decoder, error) {
 	return NewDecoderWithOptions(agent, DecoderOptions{})
 }
@@ -37,7 +37,7 @@ func NewDecoder(agent string) (*Decoder, error) {
 // NewDecoderWithOptions is NewDecoder with options.
 func NewDecoderWithOptions(agent string, opts DecoderOptions) (*Decoder, error) {
 	if opts.MaxLineBytes < 0 {
-		return nil, &Error{Status: StatusInvalidArgument, Message: "MaxLineBytes must not be negative"}
+		return nil, invalidArgument("MaxLineBytes must not be negative, got %d (0 for the default)", opts.MaxLineBytes)
 	}
 	p, err := decoderNew(agent, opts.MaxLineBytes, !opts.DisableRedaction)
 	if err != nil {

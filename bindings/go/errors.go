@@ -1,77 +1,95 @@
 package agentstream
 
-import (
-	"errors"
-	"fmt"
-)
+// The error values, ONE per kind of the core's error table (core/src/error.rs; C statuses
+// AGENTSTREAM_STATUS_<NAME> = the code). Everything table-derived lives in this file so it can be
+// replaced by declarations generated from core/schema; TestErrorKindsAreTheCoreTable checks it
+// against the linked library until then.
 
-// Status is a libagentstream status code (agentstream_status in the C header). The numbers are
-// stable; Status.String gives the snake_case name shared with the other bindings.
-type Status uint32
+import "fmt"
 
-// The status codes. StatusOK never appears in an *Error.
-const (
-	StatusOK              Status = 0
-	StatusNullArgument    Status = 1
-	StatusInvalidArgument Status = 2
-	StatusBufferTooSmall  Status = 3
-	StatusBusy            Status = 4
-	StatusInternal        Status = 5
-	StatusPanic           Status = 6
-	StatusHarnessNotFound Status = 7
-	StatusAlreadyRunning  Status = 8
-	StatusSpawnFailed     Status = 9
-	StatusCancelled       Status = 10
-	StatusTimeout         Status = 11
-	StatusDecodeLimit     Status = 12
-	StatusNotRunning      Status = 13
-	StatusInvalidHandle   Status = 14
-	StatusNotReady        Status = 15
-)
+// ErrorKind, its constants, Code(), Advice(), ErrorKindValues() and ErrorKindOfCode() are
+// generated from the core's error table (errors_gen.go, types_gen.go: `make generate`).
 
-// String is the library's name for the status ("invalid_argument", "panic", ...).
-func (s Status) String() string { return statusName(s) }
-
-// Error is a failure reported by libagentstream: a status plus the library's message (for an
-// unknown agent or channel name the message lists the valid names). Compare with errors.Is
-// against the Err* sentinels:
+// Error is a failure reported by the library: its kind and a message that says what to fix
+// (for an unknown agent or channel name it lists the valid ones; for a bad option it names the
+// field). Compare with errors.Is against the Err* values:
 //
-//	if errors.Is(err, agentstream.ErrInvalidArgument) { ... }
+//	if errors.Is(err, agentstream.ErrHarnessNotFound) { ... }
 type Error struct {
-	Status  Status
+	Kind    ErrorKind
 	Message string
 }
 
-func (e *Error) Error() string {
-	return fmt.Sprintf("agentstream: %s", e.Message)
-}
+func (e *Error) Error() string { return "agentstream: " + e.Message }
 
-// Is reports whether target is an *Error with the same status (so the Err* sentinels match any
+// Is reports whether target is an *Error of the same kind (so the Err* values match any
 // message).
 func (e *Error) Is(target error) bool {
-	var t *Error
-	return errors.As(target, &t) && t.Status == e.Status
+	t, ok := target.(*Error)
+	return ok && t.Kind == e.Kind
 }
 
-// Sentinels for errors.Is, one per status.
+func kindError(kind ErrorKind) *Error {
+	return &Error{Kind: kind, Message: string(kind)}
+}
+
+// The error values, one per kind, for errors.Is.
 var (
-	ErrNullArgument    = &Error{Status: StatusNullArgument, Message: "null argument"}
-	ErrInvalidArgument = &Error{Status: StatusInvalidArgument, Message: "invalid argument"}
-	ErrBusy            = &Error{Status: StatusBusy, Message: "busy"}
-	ErrInternal        = &Error{Status: StatusInternal, Message: "internal error"}
-	// ErrPanic: a Rust panic was caught inside the library (a bug; the object involved should
-	// be closed).
-	ErrPanic = &Error{Status: StatusPanic, Message: "panic"}
 	// ErrHarnessNotFound: the harness executable (Config.Bin, or the harness's usual command on
 	// PATH) was not found.
-	ErrHarnessNotFound = &Error{Status: StatusHarnessNotFound, Message: "harness not found"}
-	// ErrAlreadyRunning: the session already runs something (one operation at a time).
-	ErrAlreadyRunning = &Error{Status: StatusAlreadyRunning, Message: "already running"}
+	ErrHarnessNotFound = kindError(ErrorKindHarnessNotFound)
+	// ErrAlreadyRunning: the client already runs something (one run at a time per client; use
+	// another client for parallel runs).
+	ErrAlreadyRunning = kindError(ErrorKindAlreadyRunning)
 	// ErrSpawnFailed: the harness could not be started.
-	ErrSpawnFailed = &Error{Status: StatusSpawnFailed, Message: "spawn failed"}
-	// ErrNotRunning: Pause, Resume or Interrupt without an active run.
-	ErrNotRunning = &Error{Status: StatusNotRunning, Message: "not running"}
+	ErrSpawnFailed = kindError(ErrorKindSpawnFailed)
+	// ErrInvalidArgument: a bad argument; the message names it and what is allowed.
+	ErrInvalidArgument = kindError(ErrorKindInvalidArgument)
+	// ErrCancelled: the run was cancelled.
+	ErrCancelled = kindError(ErrorKindCancelled)
+	// ErrTimeout: the run went past its time limit.
+	ErrTimeout = kindError(ErrorKindTimeout)
+	// ErrDecodeLimit: input went past a decode limit.
+	ErrDecodeLimit = kindError(ErrorKindDecodeLimit)
+	// ErrInternal: a bug in agentstream.
+	ErrInternal = kindError(ErrorKindInternal)
+	// ErrNotRunning: Pause or Resume without an active run.
+	ErrNotRunning = kindError(ErrorKindNotRunning)
+	// ErrNullArgument: a required argument was missing.
+	ErrNullArgument = kindError(ErrorKindNullArgument)
+	// ErrInvalidHandle: an object used after Close (see also ErrClosed).
+	ErrInvalidHandle = kindError(ErrorKindInvalidHandle)
+	// ErrBusy: the object is in use by a call that has not returned (a Decoder called from its
+	// own FeedFunc callback).
+	ErrBusy = kindError(ErrorKindBusy)
+	// ErrBufferTooSmall: a buffer was too small.
+	ErrBufferTooSmall = kindError(ErrorKindBufferTooSmall)
+	// ErrStillRunning: the run has not ended yet (Run.Result before the end).
+	ErrStillRunning = kindError(ErrorKindStillRunning)
+	// ErrPanic: a Rust panic was caught inside the library (a bug; close the object involved).
+	ErrPanic = kindError(ErrorKindPanic)
+	// ErrCannotResume: the harness cannot continue the session asked for.
+	ErrCannotResume = kindError(ErrorKindCannotResume)
+	// ErrUnsupported: not available on this platform.
+	ErrUnsupported = kindError(ErrorKindUnsupported)
 )
 
-// ErrClosed is returned by methods of a Decoder or Session after Close.
-var ErrClosed = errors.New("agentstream: use after Close")
+// ErrClosed is returned by the methods of a Decoder, Client, Budget or SequenceCheck after
+// Close. It is an invalid_handle error: errors.Is(err, ErrInvalidHandle) holds too.
+var ErrClosed = &Error{Kind: ErrorKindInvalidHandle, Message: "use after Close"}
+
+// errorOfStatus is the error of a failed library call: its status is the kind's code.
+func errorOfStatus(status uint32, message string) *Error {
+	kind, ok := ErrorKindOfCode(int(status))
+	if !ok {
+		// A newer library than this package: keep its name for the kind.
+		kind = ErrorKind(statusName(status))
+	}
+	return &Error{Kind: kind, Message: message}
+}
+
+// invalidArgument is a Go-side conversion failure (a Go value the wire form cannot carry, such
+// as a negative duration), reported like the library's own.
+func invalidArgument(format string, args ...any) *Error {
+	return &Error{Kind: ErrorKindInvalidArgument, Message: fmt.Sprintf(format, args...)}
+}

@@ -1,11 +1,11 @@
 package agentstream
 
-// Go functions called from C (the library's callbacks). Kept apart from ffi.go: a file with
+// Go functions called from C (the decoder's callback). Kept apart from ffi.go: a file with
 // //export may only DECLARE C functions in its preamble.
 //
 // user_data is always a runtime/cgo.Handle: a C-held integer, never a Go pointer. A Go panic
-// must not unwind through the library's (Rust) frames, so every callback recovers; the panic
-// is parked and re-raised (decoder) or reported (session handlers) on the Go side.
+// must not unwind through the library's (Rust) frames, so the callback recovers; the panic is
+// parked and re-raised on the Go side once the library returned.
 
 /*
 #include <stddef.h>
@@ -36,15 +36,4 @@ func goAgentstreamDecoderEvent(userData unsafe.Pointer, data *C.char, n C.size_t
 		return
 	}
 	st.fn(ev)
-}
-
-//export goAgentstreamHandler
-func goAgentstreamHandler(userData unsafe.Pointer, data *C.char, n C.size_t) {
-	h := cgo.Handle(uintptr(userData)).Value().(*handlerEntry)
-	h.deliver(C.GoBytes(unsafe.Pointer(data), C.int(n)))
-}
-
-//export goAgentstreamRelease
-func goAgentstreamRelease(userData unsafe.Pointer) {
-	cgo.Handle(uintptr(userData)).Delete()
 }

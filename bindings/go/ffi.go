@@ -1,10 +1,11 @@
 package agentstream
 
-// The C side: small C helpers that pass a cgo.Handle as the callback's user_data (the cast
-// from an integer to void* happens in C, so `go vet` has no unsafe.Pointer(uintptr) to flag),
-// and the one place that turns a status into a Go error. This file must not use //export: a
-// preamble of a file with //export may only declare C functions, not define them (see
-// export.go for the Go callbacks).
+// The C side of the decoder and what every call shares: small C helpers that pass a
+// cgo.Handle as the callback's user_data (the cast from an integer to void* happens in C, so
+// `go vet` has no unsafe.Pointer(uintptr) to flag), and the one place that turns a status into a
+// Go error. This file must not use //export: a preamble of a file with //export may only
+// declare C functions, not define them (see export.go for the Go callback). ffi_run.go has the
+// client, run, budget and sequence-check calls.
 
 /*
 #include <stdint.h>
@@ -13,8 +14,6 @@ package agentstream
 
 // Defined in Go (export.go).
 extern void goAgentstreamDecoderEvent(void *user_data, char *json, size_t len);
-extern void goAgentstreamHandler(void *user_data, char *json, size_t len);
-extern void goAgentstreamRelease(void *user_data);
 
 static uint32_t as_decoder_feed(agentstream_decoder *d, const uint8_t *b, size_t n, uintptr_t h) {
 	return agentstream_decoder_feed(d, b, n, (agentstream_event_cb)goAgentstreamDecoderEvent, (void *)h);
@@ -22,11 +21,6 @@ static uint32_t as_decoder_feed(agentstream_decoder *d, const uint8_t *b, size_t
 
 static uint32_t as_decoder_finish(agentstream_decoder *d, uintptr_t h) {
 	return agentstream_decoder_finish(d, (agentstream_event_cb)goAgentstreamDecoderEvent, (void *)h);
-}
-
-static uint32_t as_session_on(agentstream_session *s, const char *channel, uintptr_t h) {
-	return agentstream_session_on(s, channel, (agentstream_event_cb)goAgentstreamHandler, (void *)h,
-	                              (agentstream_free_cb)goAgentstreamRelease);
 }
 */
 import "C"
@@ -37,10 +31,7 @@ import (
 )
 
 // Handle types usable from files without cgo.
-type (
-	decoderPtr = *C.agentstream_decoder
-	sessionPtr = *C.agentstream_session
-)
+type decoderPtr = *C.agentstream_decoder
 
 // call runs one C call that returns a status and, on failure, reads the thread-local error
 // message ON THE SAME OS THREAD: without LockOSThread the goroutine could move to another
@@ -52,7 +43,7 @@ func call(f func() uint32) error {
 	if st == 0 {
 		return nil
 	}
-	return &Error{Status: Status(st), Message: lastErrorMessage()}
+	return errorOfStatus(st, lastErrorMessage())
 }
 
 // lastErrorMessage reads agentstream_last_error_message (caller holds the OS thread).
@@ -91,13 +82,13 @@ func Version() string {
 // HeaderVersion is the AGENTSTREAM_VERSION macro of the header this package was compiled with.
 const HeaderVersion = C.AGENTSTREAM_VERSION
 
-// statusName is agentstream_status_name.
-func statusName(s Status) string {
-	return C.GoString(C.agentstream_status_name(C.uint32_t(s)))
+// statusName is agentstream_status_name: "ok", the core error kind's name, or "unknown".
+func statusName(status uint32) string {
+	return C.GoString(C.agentstream_status_name(C.uint32_t(status)))
 }
 
-// ValidateChannel checks a channel name with the rule of Session.On: nil for "content",
-// "lifecycle", "stdout" and "stderr"; otherwise an *Error (StatusInvalidArgument) whose message
+// ValidateChannel checks a channel name with the rule of Client.On: nil for "content",
+// "lifecycle", "stdout" and "stderr"; otherwise an *Error (ErrInvalidArgument) whose message
 // lists the four.
 func ValidateChannel(name string) error {
 	cname := C.CString(name)
@@ -177,49 +168,8 @@ func decoderFree(d *C.agentstream_decoder) {
 	C.agentstream_decoder_free(d)
 }
 
-// ---- session ----
-
-func sessionNew(agent string) (*C.agentstream_session, error) {
-	cagent := C.CString(agent)
-	defer C.free(unsafe.Pointer(cagent))
-	var s *C.agentstream_session
-	err := call(func() uint32 { return uint32(C.agentstream_session_new(cagent, &s)) })
-	return s, err
-}
-
-func sessionAgent(s *C.agentstream_session) string {
-	return C.GoString(C.agentstream_session_agent(s))
-}
-
-// sessionOn registers the Go handler behind handle h; on success the library owns h and
-// releases it (goAgentstreamRelease) when the session is freed.
-func sessionOn(s *C.agentstream_session, channel string, h uintptr) error {
-	cchannel := C.CString(channel)
-	defer C.free(unsafe.Pointer(cchannel))
-	return call(func() uint32 { return uint32(C.as_session_on(s, cchannel, C.uintptr_t(h))) })
-}
-
-func sessionFree(s *C.agentstream_session) {
-	C.agentstream_session_free(s)
-}
-
 // ---- test-only surface (used by the package tests; _test.go files cannot use cgo) ----
 
 func testingPanic() error {
 	return call(func() uint32 { return uint32(C.agentstream_testing_panic()) })
-}
-
-func testingSessionEmit(s *C.agentstream_session, channel string, payload []byte, repeat int, fromThread bool) (int, error) {
-	cchannel := C.CString(channel)
-	defer C.free(unsafe.Pointer(cchannel))
-	p, n := bytesArg(payload)
-	var delivered C.size_t
-	var thread C.uint32_t
-	if fromThread {
-		thread = 1
-	}
-	err := call(func() uint32 {
-		return uint32(C.agentstream_testing_session_emit(s, cchannel, p, n, C.size_t(repeat), thread, &delivered))
-	})
-	return int(delivered), err
 }

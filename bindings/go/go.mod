@@ -1,3 +1,3 @@
-module example.invalid/agentstream/bindings/go
+module github.com/agentstream/agentstream/bindings/go
 
 go 1.21

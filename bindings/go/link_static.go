@@ -1,13 +1,11 @@
-//go:build !agentstream_dynamic
+//go:build agentstream_static
 
 package agentstream
 
-// Default: link the static library built in this repository (`make build-c`, i.e.
-// `cargo build --release -p agentstream-c`), so test binaries and programs need no .so at run
-// time. Build with `-tags agentstream_dynamic` to link a system libagentstream instead.
+// With `-tags agentstream_static`: link libagentstream.a as agentstream-static.pc describes it,
+// so programs and test binaries need no shared library at run time.
 
 /*
-#cgo CFLAGS: -I${SRCDIR}/../../include
-#cgo LDFLAGS: ${SRCDIR}/../../target/release/libagentstream.a -lgcc_s -lutil -lrt -lpthread -lm -ldl
+#cgo pkg-config: agentstream-static
 */
 import "C"

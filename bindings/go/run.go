@@ -4,135 +4,425 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"runtime/cgo"
+	"math"
+	"runtime/debug"
 	"sync"
 	"time"
 )
 
-// Backpressure tunes the bounded buffer between a run and its reader (zero fields keep the
-// defaults: 256 items, 8 MiB, 30 s). Above HighWater items or ByteBudget bytes, arriving text
-// deltas merge into the newest buffered one (Envelope.Coalesced counts them; nothing else is
-// merged or dropped); a reader that leaves items unread for StallSeconds cancels the run.
-type Backpressure struct {
-	HighWater    int
-	ByteBudget   int
-	StallSeconds float64
-}
-
-// RunOptions are the options of Run and Stream.
+// RunOptions describe one run: a harness run (Prompt) or a command run (Command), and how to
+// run it. Zero values mean the core's defaults. The core validates them; its messages name
+// the fields as Go spells them (Prompt, Limits.StallMs for Limits.Stall, TimeoutMs for
+// Timeout, …).
 type RunOptions struct {
-	// Prompt is the task for the agent.
+	// Prompt is the task for the agent (a harness run).
 	Prompt string
-	// OnEvent receives the run's hook events (run.started, tool.started, …, exactly one
-	// terminal: run.completed / run.failed / run.cancelled / run.stopped), in sequence order,
-	// one at a time, from a goroutine that is not the caller's. A panic in it is reported in
-	// RunResult.HandlerErrors; the run goes on.
-	OnEvent func(AgentEvent)
-	// Hooks makes Stream interleave hook deliveries (Delivery.Hook) with the items; implied
-	// for Stream when OnEvent is set. Run ignores it (hooks go to OnEvent).
-	Hooks bool
-	// Timeout stops the run after this long (it ends "run_interrupted", hook "run.stopped").
+	// Command is a command run instead (the seed's execute_command): the program and its
+	// arguments, not a shell string (use []string{"sh", "-c", "…"} for one), streamed like a
+	// run (stdout/stderr, lifecycle "command_start" … "command_complete"/"_failed"/
+	// "_interrupted"; no content decoding). Give Prompt or Command, not both.
+	Command []string
+	// Model, Cwd and Env override the client's Config for this run only.
+	Model string
+	Cwd   string
+	Env   map[string]string
+	// Timeout stops the run after this long (it ends "run_interrupted", hook "run.stopped");
+	// 0: no time limit. Whole milliseconds (rounded up); negative is an error.
 	Timeout time.Duration
+	// Background marks a background run (terminal reasons run_background_*): start it with
+	// Client.Start and await its Run when you want the result.
+	Background bool
+	// OnEvent receives the run's hook events (run.started or run.resumed, tool.started, …,
+	// exactly one terminal: run.completed / run.failed / run.cancelled / run.stopped), in
+	// sequence order, after the item each was derived from, on the run's goroutine. An error
+	// or panic is a handler failure (see Client.On).
+	OnEvent func(AgentEvent) error
+	// Hooks makes a Stream hand over hook events (Delivery.Hook) too; implied by OnEvent.
+	Hooks bool
 	// DisableRedaction turns off the masking of secrets in tool-call inputs (on by default;
 	// answer text is never altered).
 	DisableRedaction bool
+	// Resume continues this harness session instead of the client's current one (harness runs
+	// only; see Client.Session).
+	Resume string
 	// IdempotentTools names tools whose calls in flight at a cancellation are safe to retry.
 	IdempotentTools []string
-	// Background marks a background run (terminal reasons run_background_*).
-	Background bool
-	// KillGrace is the SIGTERM→SIGKILL grace period of a cancellation (default 5 s).
+	// KillGrace is the SIGTERM→SIGKILL grace period of a cancellation (0: 5 s).
 	KillGrace time.Duration
-	// Backpressure tunes the run's buffer.
-	Backpressure Backpressure
+	// Limits bound what may wait unread for the reader.
+	Limits Limits
 }
 
-// CommandOptions are the options of ExecuteCommand and StreamCommand: any program, streamed
-// like a run (stdout/stderr and lifecycle "command_start" … "command_complete"/"_failed"/
-// "_interrupted"; no content decoding).
-type CommandOptions struct {
-	// Command is the program and its arguments (not a shell string: use
-	// []string{"sh", "-c", "…"} for one).
-	Command []string
-	// Cwd is the working directory (default: the session's, else the current one).
-	Cwd string
-	// Env is added to the environment.
-	Env map[string]string
-	// OnEvent, Hooks, Timeout, Background, KillGrace, Backpressure: as in RunOptions.
-	OnEvent      func(AgentEvent)
-	Hooks        bool
-	Timeout      time.Duration
-	Background   bool
-	KillGrace    time.Duration
-	Backpressure Backpressure
+// Limits of one run (zero fields keep the core's defaults: 256 events, 8 MiB, 30 s, 16 MiB).
+// Above HighWater unread events or ByteBudget unread bytes, arriving text deltas merge into
+// the newest buffered one (Envelope.Coalesced counts them; nothing else is merged or dropped);
+// a reader that leaves events unread for Stall cancels the run; a harness stdout line longer
+// than MaxLineBytes is skipped and reported.
+type Limits struct {
+	HighWater    int
+	ByteBudget   int
+	Stall        time.Duration
+	MaxLineBytes int
 }
 
-// RunState is how a run ended.
-type RunState string
-
-// Run states.
-const (
-	RunCompleted RunState = "completed"
-	RunFailed    RunState = "failed"
-	RunCancelled RunState = "cancelled"
-)
-
-// UsageTotals are a run's token totals (absent counters are nil, never 0).
-type UsageTotals struct {
-	PromptTokens     *uint64  `json:"prompt_tokens,omitempty"`
-	CompletionTokens *uint64  `json:"completion_tokens,omitempty"`
-	CachedTokens     *uint64  `json:"cached_tokens,omitempty"`
-	CostUSD          *float64 `json:"cost_usd,omitempty"`
+// runRequest is the core's RunRequest in its JSON form.
+type runRequest struct {
+	Prompt          string            `json:"prompt,omitempty"`
+	Command         []string          `json:"command,omitempty"`
+	Model           string            `json:"model,omitempty"`
+	Cwd             string            `json:"cwd,omitempty"`
+	Env             map[string]string `json:"env,omitempty"`
+	TimeoutMs       *uint64           `json:"timeout_ms,omitempty"`
+	Background      bool              `json:"background,omitempty"`
+	Hooks           bool              `json:"hooks,omitempty"`
+	Redact          *bool             `json:"redact,omitempty"`
+	Resume          string            `json:"resume,omitempty"`
+	IdempotentTools []string          `json:"idempotent_tools,omitempty"`
+	KillGraceMs     *uint64           `json:"kill_grace_ms,omitempty"`
+	Limits          map[string]uint64 `json:"limits,omitempty"`
+	Read            string            `json:"read,omitempty"`
 }
 
-// Pressure are a run's backpressure statistics.
-type Pressure struct {
-	Buffered             uint64 `json:"buffered"`
-	Bytes                uint64 `json:"bytes"`
-	Peak                 uint64 `json:"peak"`
-	PeakBytes            uint64 `json:"peak_bytes"`
-	Coalesced            uint64 `json:"coalesced"`
-	Oversize             uint64 `json:"oversize"`
-	Stalled              bool   `json:"stalled"`
-	DroppedAfterTerminal uint64 `json:"dropped_after_terminal"`
-	RefusedTerminals     uint64 `json:"refused_terminals"`
+// millis converts a duration option to whole milliseconds (rounded up, so a positive duration
+// never becomes 0); nil for 0; an error naming the field for a negative one.
+func millis(field string, d time.Duration) (*uint64, error) {
+	switch {
+	case d < 0:
+		return nil, invalidArgument("%s must not be negative, got %v (leave it 0 for the default)", field, d)
+	case d == 0:
+		return nil, nil
+	}
+	ms := uint64((d + time.Millisecond - 1) / time.Millisecond)
+	return &ms, nil
 }
 
-// RunResult is the authoritative record of a finished run or command.
-type RunResult struct {
-	RunID string   `json:"run_id"`
-	State RunState `json:"state"`
-	// ExitCode is the process exit code, when it exited; Signal the signal that ended it.
-	ExitCode *int `json:"exit_code,omitempty"`
-	Signal   *int `json:"signal,omitempty"`
-	// SessionID is the harness's session id, once seen.
-	SessionID string      `json:"session_id,omitempty"`
-	Usage     UsageTotals `json:"usage"`
-	// FinalText is the final answer, only for a completed run (partial text is never an
-	// answer).
-	FinalText    string      `json:"final_text,omitempty"`
-	Error        string      `json:"error,omitempty"`
-	CancelReason string      `json:"cancel_reason,omitempty"`
-	Pressure     Pressure    `json:"pressure"`
-	Stats        DecodeStats `json:"stats"`
-	// LastSequence is the sequence number of the terminal item.
-	LastSequence uint64   `json:"last_sequence"`
-	Diagnostics  []string `json:"diagnostics,omitempty"`
-	DurationMS   uint64   `json:"duration_ms"`
-	// HandlerErrors are the failures of the session's handlers and OnEvent during this run
-	// (each a *HandlerFailure: the first failure of a handler, with the item it failed on).
-	HandlerErrors []error `json:"-"`
+func count(field string, n int) (uint64, error) {
+	if n < 0 {
+		return 0, invalidArgument("%s must not be negative, got %d (leave it 0 for the default)", field, n)
+	}
+	return uint64(n), nil
+}
+
+// request is the options as the core's run request; read is "" (handlers) or "iterate".
+func (o RunOptions) request(read string) ([]byte, error) {
+	r := runRequest{
+		Prompt: o.Prompt, Command: o.Command, Model: o.Model, Cwd: o.Cwd, Env: o.Env,
+		Background: o.Background, Hooks: o.Hooks || o.OnEvent != nil, Resume: o.Resume,
+		IdempotentTools: o.IdempotentTools, Read: read,
+	}
+	var err error
+	if r.TimeoutMs, err = millis("Timeout", o.Timeout); err != nil {
+		return nil, err
+	}
+	if r.KillGraceMs, err = millis("KillGrace", o.KillGrace); err != nil {
+		return nil, err
+	}
+	if o.DisableRedaction {
+		off := false
+		r.Redact = &off
+	}
+	limits := map[string]uint64{}
+	for _, l := range []struct {
+		key, field string
+		n          int
+	}{
+		{"high_water", "Limits.HighWater", o.Limits.HighWater},
+		{"byte_budget", "Limits.ByteBudget", o.Limits.ByteBudget},
+		{"max_line_bytes", "Limits.MaxLineBytes", o.Limits.MaxLineBytes},
+	} {
+		n, err := count(l.field, l.n)
+		if err != nil {
+			return nil, err
+		}
+		if n > 0 {
+			limits[l.key] = n
+		}
+	}
+	stall, err := millis("Limits.Stall", o.Limits.Stall)
+	if err != nil {
+		return nil, err
+	}
+	if stall != nil {
+		limits["stall_ms"] = *stall
+	}
+	if len(limits) > 0 {
+		r.Limits = limits
+	}
+	return json.Marshal(r)
+}
+
+// onEventHandler is the handler id OnEvent's failures are counted under (subscription ids are
+// small numbers from 1).
+const onEventHandler = math.MaxUint64 - 1
+
+// Run is one started run (or command): its id, its result once it ended, and the controls.
+// Its deliveries are dispatched to the client's handlers and OnEvent by a goroutine of its own
+// until the end. Safe for concurrent use.
+type Run struct {
+	id      string
+	ctx     context.Context
+	subs    *subscriptions
+	onEvent func(AgentEvent) error
+	report  func(*HandlerError)
+
+	mu  sync.Mutex
+	ptr runPtr // nil once the run ended and its result was taken
+
+	stopWatching func() bool
+	done         chan struct{}
+	result       *RunResult
+	err          error
+}
+
+// Start starts a run and returns at once (the seed's background=True): a harness run of
+// opts.Prompt, or a command run of opts.Command. The run continues the client's harness
+// conversation when there is one (see Session; its hooks then begin with run.resumed).
+// Cancelling ctx cancels the run (SIGTERM, then SIGKILL after the grace period). Await the
+// result with Run.Wait. Errors: an *Error for a run that could not start (ErrHarnessNotFound,
+// ErrAlreadyRunning: one run at a time per client, ErrInvalidArgument naming the bad option,
+// ErrCannotResume), or ctx's error when it is already done.
+func (c *Client) Start(ctx context.Context, opts RunOptions) (*Run, error) {
+	r, err := c.start(ctx, opts, "")
+	if err != nil {
+		return nil, err
+	}
+	go r.deliver(nil)
+	return r, nil
+}
+
+// Run runs to the end and returns the run's result (Start, then Wait). A run that failed or
+// was cancelled is not an error here: read RunResult.State (or RunResult.Err); when ctx
+// cancelled it, Run returns the result together with ctx's error.
+func (c *Client) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
+	r, err := c.Start(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return r.Wait(ctx)
+}
+
+func (c *Client) start(ctx context.Context, opts RunOptions, read string) (*Run, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	request, err := opts.request(read)
+	if err != nil {
+		return nil, err
+	}
+	var p runPtr
+	if err := c.with(func(s sessionPtr) error {
+		var err error
+		p, err = sessionStart(s, request)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	id, _ := runID(p)
+	r := &Run{
+		id: id, ctx: ctx, subs: c.subs, onEvent: opts.OnEvent, report: c.reportFailure,
+		ptr: p, done: make(chan struct{}),
+	}
+	r.stopWatching = context.AfterFunc(ctx, func() { r.Cancel("context canceled: " + ctx.Err().Error()) })
+	return r, nil
+}
+
+// ID is the run's id ("run_…").
+func (r *Run) ID() string { return r.id }
+
+// Done is closed once the run ended and its last handler call returned.
+func (r *Run) Done() <-chan struct{} { return r.done }
+
+// Wait waits for the run's end and returns its result. When ctx is done first, the run is
+// cancelled, and Wait returns its result with ctx's error; when the context given to Start
+// cancelled the run, Wait returns that context's error with the result.
+func (r *Run) Wait(ctx context.Context) (*RunResult, error) {
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		r.Cancel("context canceled: " + ctx.Err().Error())
+		<-r.done
+		if r.err == nil {
+			return r.result, ctx.Err()
+		}
+	}
+	if r.err == nil && r.result.State == RunCancelled && r.ctx.Err() != nil {
+		return r.result, r.ctx.Err()
+	}
+	return r.result, r.err
+}
+
+// Result is the run's result once it ended (see Wait), without waiting: ErrStillRunning
+// before.
+func (r *Run) Result() (*RunResult, error) {
+	select {
+	case <-r.done:
+		return r.result, r.err
+	default:
+		return nil, &Error{Kind: ErrorKindStillRunning, Message: fmt.Sprintf("run %s is still running: wait for it", r.id)}
+	}
+}
+
+// Cancel cancels the run (SIGTERM to its process group, SIGKILL after the grace period; it
+// ends "run_interrupted" with reason). The first reason stands; after the end it does nothing.
+func (r *Run) Cancel(reason string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ptr != nil {
+		_ = runCancel(r.ptr, reason)
+	}
+}
+
+// Pressure returns the run's live backpressure statistics (after the end: the final ones).
+func (r *Run) Pressure() (Pressure, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ptr == nil {
+		if r.result == nil {
+			return Pressure{}, r.err
+		}
+		return r.result.Pressure, nil
+	}
+	var p Pressure
+	data, err := runPressure(r.ptr)
+	if err == nil {
+		err = json.Unmarshal(data, &p)
+	}
+	return p, err
+}
+
+// deliver pulls the run to its end (one library call per batch of what is ready) and hands
+// each delivery to handOver (nil: to the client's handlers and OnEvent), then takes the result
+// and frees the run.
+func (r *Run) deliver(handOver func(taggedDelivery) bool) {
+	defer close(r.done)
+	defer r.stopWatching()
+	for {
+		kind, data, err := runNextBatch(r.ptr, 0, 250)
+		if err == nil && kind == nextEnd {
+			break
+		}
+		if err == nil && kind == nextTimeout {
+			continue
+		}
+		var batch []taggedDelivery
+		if err == nil {
+			batch, err = parseBatch(data)
+		}
+		if err != nil { // a bug: stop reading, which cancels the run
+			r.err = fmt.Errorf("agentstream: reading run %s: %w", r.id, err)
+			_ = runLeave(r.ptr)
+			break
+		}
+		for _, d := range batch {
+			if handOver == nil {
+				r.dispatch(d)
+			} else if !handOver(d) {
+				_ = runLeave(r.ptr) // the reader left: the run is cancelled, the rest discarded
+				handOver = func(taggedDelivery) bool { return true }
+			}
+		}
+	}
+	data, err := runWait(r.ptr, -1)
+	var res RunResult
+	if err == nil {
+		err = json.Unmarshal(data, &res)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	runFree(r.ptr)
+	r.ptr = nil
+	if err != nil && r.err == nil {
+		r.err = err
+	}
+	if err == nil {
+		r.result = &res
+	}
+}
+
+// dispatch calls the handlers of one delivery, in subscription order.
+func (r *Run) dispatch(d taggedDelivery) {
+	if d.Hook != nil {
+		if r.onEvent != nil {
+			hook := *d.Hook
+			r.call(onEventHandler, "on_event", hook.Sequence, func() error { return r.onEvent(hook) })
+		}
+		return
+	}
+	env := d.Item
+	entries := r.subs.of(env.Channel)
+	if len(entries) == 0 {
+		return
+	}
+	var invoke func(*handlerEntry) error
+	switch env.Channel {
+	case ChannelContent:
+		ev, err := env.Content()
+		invoke = func(e *handlerEntry) error { return orDecodeError(err, func() error { return e.content(ev) }) }
+	case ChannelLifecycle:
+		ev, err := env.Lifecycle()
+		invoke = func(e *handlerEntry) error { return orDecodeError(err, func() error { return e.lifecycle(ev) }) }
+	default:
+		text, err := env.Text()
+		invoke = func(e *handlerEntry) error { return orDecodeError(err, func() error { return e.text(text) }) }
+	}
+	for _, e := range entries {
+		if e.removed.Load() {
+			continue
+		}
+		r.call(e.id, string(env.Channel), env.Sequence, func() error { return invoke(e) })
+	}
+}
+
+// orDecodeError is the delivery's decoding error (a bug: the core wrote it), else fn's.
+func orDecodeError(decodeErr error, fn func() error) error {
+	if decodeErr != nil {
+		return fmt.Errorf("agentstream could not decode the delivery (a bug: please report it): %w", decodeErr)
+	}
+	return fn()
+}
+
+// call runs one handler; a returned error or a panic is counted on the run, and reported when
+// it is that handler's first.
+func (r *Run) call(handler uint64, channel string, sequence uint64, fn func() error) {
+	failure := func() (failure *HandlerError) {
+		defer func() {
+			if p := recover(); p != nil {
+				failure = &HandlerError{Panic: p, Stack: debug.Stack()}
+			}
+		}()
+		if err := fn(); err != nil {
+			return &HandlerError{Err: err}
+		}
+		return nil
+	}()
+	if failure == nil {
+		return
+	}
+	failure.RunID, failure.Channel, failure.Sequence = r.id, channel, sequence
+	first, err := runHandlerFailed(r.ptr, handler, channel, sequence, failure.Error())
+	if err == nil && first && r.report != nil {
+		func() {
+			defer func() { _ = recover() }() // a failing report must not stop the run
+			r.report(failure)
+		}()
+	}
 }
 
 // Err is nil for a completed run and a *RunError otherwise.
-func (r *RunResult) Err() error {
-	if r == nil || r.State == RunCompleted {
+func (res *RunResult) Err() error {
+	if res == nil || res.State == RunCompleted {
 		return nil
 	}
-	msg := r.Error
-	if r.State == RunCancelled {
-		msg = r.CancelReason
+	msg := res.Error
+	if res.State == RunCancelled {
+		msg = res.CancelReason
 	}
-	return &RunError{State: r.State, Message: msg}
+	return &RunError{State: res.State, Message: msg}
+}
+
+// Duration is the run's wall-clock duration.
+func (res *RunResult) Duration() time.Duration {
+	return time.Duration(res.DurationMS) * time.Millisecond
 }
 
 // RunError is RunResult.Err for a run that failed or was cancelled.
@@ -142,407 +432,3 @@ type RunError struct {
 }
 
 func (e *RunError) Error() string { return fmt.Sprintf("agentstream: run %s: %s", e.State, e.Message) }
-
-func (o Backpressure) put(m map[string]any) {
-	if o.HighWater > 0 {
-		m["high_water"] = o.HighWater
-	}
-	if o.ByteBudget > 0 {
-		m["byte_budget"] = o.ByteBudget
-	}
-	if o.StallSeconds > 0 {
-		m["stall_seconds"] = o.StallSeconds
-	}
-}
-
-func (o RunOptions) optionsJSON(iterate bool) ([]byte, error) {
-	m := map[string]any{}
-	if iterate {
-		m["iterate"] = true
-		if o.Hooks || o.OnEvent != nil {
-			m["hooks"] = true
-		}
-	}
-	if o.Timeout > 0 {
-		m["timeout_ms"] = o.Timeout.Milliseconds()
-	}
-	if o.DisableRedaction {
-		m["redact"] = false
-	}
-	if len(o.IdempotentTools) > 0 {
-		m["idempotent_tools"] = o.IdempotentTools
-	}
-	if o.Background {
-		m["background"] = true
-	}
-	if o.KillGrace > 0 {
-		m["kill_grace_ms"] = o.KillGrace.Milliseconds()
-	}
-	o.Backpressure.put(m)
-	return json.Marshal(m)
-}
-
-func (o CommandOptions) optionsJSON(iterate bool) ([]byte, error) {
-	m := map[string]any{}
-	if iterate {
-		m["iterate"] = true
-		if o.Hooks || o.OnEvent != nil {
-			m["hooks"] = true
-		}
-	}
-	if o.Cwd != "" {
-		m["cwd"] = o.Cwd
-	}
-	if len(o.Env) > 0 {
-		m["env"] = o.Env
-	}
-	if o.Timeout > 0 {
-		m["timeout_ms"] = o.Timeout.Milliseconds()
-	}
-	if o.Background {
-		m["background"] = true
-	}
-	if o.KillGrace > 0 {
-		m["kill_grace_ms"] = o.KillGrace.Milliseconds()
-	}
-	o.Backpressure.put(m)
-	return json.Marshal(m)
-}
-
-// hookHandle wraps OnEvent for the library (0 when there is none); the library owns the handle
-// once a start succeeded.
-func (s *Session) hookHandle(fn func(AgentEvent)) cgo.Handle {
-	if fn == nil {
-		return 0
-	}
-	return cgo.NewHandle(&handlerEntry{errs: s.errs, channel: ChannelHook, hook: fn})
-}
-
-// start runs begin (a runStart/commandStart closure) with the session's C handle.
-func (s *Session) start(ctx context.Context, begin func(sessionPtr) (runPtr, error)) (runPtr, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	p, err := s.handle()
-	if err != nil {
-		return nil, err
-	}
-	s.errs.reset()
-	return begin(p)
-}
-
-// Run runs the agent on opts.Prompt and returns the run's result once it ended and its last
-// handler call returned. The session's On handlers and opts.OnEvent are called during the run
-// (see On). Cancelling ctx cancels the run (SIGTERM, then SIGKILL after the grace period); Run
-// then returns the cancelled run's result together with ctx's error. A run that failed or was
-// cancelled otherwise is not an error here: read RunResult.State (or RunResult.Err). Errors:
-// *Error for a run that could not start (ErrHarnessNotFound, ErrAlreadyRunning, …).
-func (s *Session) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
-	options, err := opts.optionsJSON(false)
-	if err != nil {
-		return nil, err
-	}
-	r, err := s.start(ctx, func(p sessionPtr) (runPtr, error) {
-		h := s.hookHandle(opts.OnEvent)
-		r, err := runStart(p, opts.Prompt, options, uintptr(h))
-		if err != nil && h != 0 {
-			h.Delete() // on failure the library took nothing
-		}
-		return r, err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return s.await(ctx, r)
-}
-
-// ExecuteCommand runs opts.Command with the session's environment, streamed to the session's
-// handlers like a run, and returns its result (see Run).
-func (s *Session) ExecuteCommand(ctx context.Context, opts CommandOptions) (*RunResult, error) {
-	options, err := opts.optionsJSON(false)
-	if err != nil {
-		return nil, err
-	}
-	r, err := s.start(ctx, func(p sessionPtr) (runPtr, error) {
-		h := s.hookHandle(opts.OnEvent)
-		r, err := commandStart(p, opts.Command, options, uintptr(h))
-		if err != nil && h != 0 {
-			h.Delete()
-		}
-		return r, err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return s.await(ctx, r)
-}
-
-// await waits for a callback-mode run, cancelling it when ctx is done, then frees it.
-func (s *Session) await(ctx context.Context, r runPtr) (*RunResult, error) {
-	defer runFree(r)
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		select {
-		case <-ctx.Done():
-			_ = runCancel(r, "context canceled: "+ctx.Err().Error())
-		case <-done:
-		}
-	}()
-	res, err := waitResult(r)
-	if err != nil {
-		return nil, err
-	}
-	res.HandlerErrors = s.errs.reset()
-	if ctx.Err() != nil && res.State == RunCancelled {
-		return res, ctx.Err()
-	}
-	return res, nil
-}
-
-func waitResult(r runPtr) (*RunResult, error) {
-	data, err := runWait(r, -1)
-	if err != nil {
-		return nil, err
-	}
-	var res RunResult
-	if err := json.Unmarshal(data, &res); err != nil {
-		return nil, fmt.Errorf("agentstream: run result: %w", err)
-	}
-	return &res, nil
-}
-
-// Delivery is one thing a Stream hands over, in order: a sequenced item of the run (Item), or
-// a hook event derived from the item before it (Hook, with RunOptions.Hooks).
-type Delivery struct {
-	Item *Envelope
-	Hook *AgentEvent
-}
-
-// Stream is a run read as a channel of deliveries. Read Deliveries until it is closed (after
-// the terminal item and its hooks), then Result. Backpressure comes from the run's own buffer:
-// a goroutine pulls batches from it only as fast as Deliveries is read; a reader that stops
-// reading for Backpressure.StallSeconds (default 30 s) cancels the run. Cancelling ctx, or
-// Close, cancels the run and closes the channel early. A Stream whose channel is abandoned
-// unread keeps its goroutine waiting to hand over the next delivery: Close it (or cancel ctx).
-type Stream struct {
-	ch      chan Delivery
-	run     runPtr
-	runID   string
-	onEvent func(AgentEvent)
-	errs    *failures
-
-	closeOnce sync.Once
-	closing   chan struct{}
-	finished  chan struct{}
-	result    *RunResult
-	err       error
-}
-
-// Stream starts a run like Run and returns at once; the run's items (and hook events, with
-// opts.Hooks or opts.OnEvent) arrive on Deliveries. The session's On handlers are not called.
-// OnEvent, if set, is called from the stream's goroutine for each hook event before it is
-// handed over.
-func (s *Session) Stream(ctx context.Context, opts RunOptions) (*Stream, error) {
-	options, err := opts.optionsJSON(true)
-	if err != nil {
-		return nil, err
-	}
-	r, err := s.start(ctx, func(p sessionPtr) (runPtr, error) { return runStart(p, opts.Prompt, options, 0) })
-	if err != nil {
-		return nil, err
-	}
-	return s.stream(ctx, r, opts.OnEvent), nil
-}
-
-// StreamCommand is Stream for a command (see ExecuteCommand).
-func (s *Session) StreamCommand(ctx context.Context, opts CommandOptions) (*Stream, error) {
-	options, err := opts.optionsJSON(true)
-	if err != nil {
-		return nil, err
-	}
-	r, err := s.start(ctx, func(p sessionPtr) (runPtr, error) { return commandStart(p, opts.Command, options, 0) })
-	if err != nil {
-		return nil, err
-	}
-	return s.stream(ctx, r, opts.OnEvent), nil
-}
-
-func (s *Session) stream(ctx context.Context, r runPtr, onEvent func(AgentEvent)) *Stream {
-	id, _ := runID(r)
-	st := &Stream{
-		ch: make(chan Delivery), run: r, runID: id, onEvent: onEvent, errs: s.errs,
-		closing: make(chan struct{}), finished: make(chan struct{}),
-	}
-	go st.pump(ctx)
-	return st
-}
-
-// Deliveries is the channel of deliveries, closed after the last one (or early, see Stream).
-func (st *Stream) Deliveries() <-chan Delivery { return st.ch }
-
-// RunID is the run's id.
-func (st *Stream) RunID() string { return st.runID }
-
-// Close stops reading: an unfinished run is cancelled (reason "reader left") and the channel is
-// closed. Result still reports the run. Calling it again is a no-op.
-func (st *Stream) Close() error {
-	st.closeOnce.Do(func() { close(st.closing) })
-	<-st.finished
-	return nil
-}
-
-// Result waits for the run to end and returns its result (and ctx's error when ctx cancelled
-// it). Deliveries nobody has read by then are discarded: read Deliveries to its end first to
-// see them all.
-func (st *Stream) Result() (*RunResult, error) {
-	for range st.ch {
-	}
-	<-st.finished
-	return st.result, st.err
-}
-
-func (st *Stream) pump(ctx context.Context) {
-	defer close(st.finished)
-	defer runFree(st.run)
-	stop := func(cancel func()) {
-		cancel()
-		close(st.ch)
-		st.result, st.err = waitResult(st.run)
-		if st.result != nil {
-			st.result.HandlerErrors = st.errs.reset()
-		}
-	}
-	leave := func() { _ = runLeave(st.run) }
-	byCtx := func() { _ = runCancel(st.run, "context canceled: "+ctx.Err().Error()) }
-	for {
-		select {
-		case <-ctx.Done():
-			stop(byCtx)
-			st.err = ctx.Err()
-			return
-		case <-st.closing:
-			stop(leave)
-			return
-		default:
-		}
-		kind, data, err := runNextBatch(st.run, 256, 100)
-		if err != nil {
-			stop(func() { _ = runCancel(st.run, "agentstream: "+err.Error()) })
-			st.err = err
-			return
-		}
-		if kind == nextEnd {
-			stop(func() {})
-			return
-		}
-		if kind == nextTimeout {
-			continue
-		}
-		batch, err := parseBatch(data)
-		if err != nil {
-			stop(func() { _ = runCancel(st.run, "agentstream: undecodable batch") })
-			st.err = fmt.Errorf("agentstream: delivery batch: %w", err)
-			return
-		}
-		for _, d := range batch {
-			if d.Hook != nil && st.onEvent != nil {
-				st.callOnEvent(*d.Hook)
-			}
-			select {
-			case st.ch <- Delivery{Item: d.Item, Hook: d.Hook}:
-			case <-ctx.Done():
-				stop(byCtx)
-				st.err = ctx.Err()
-				return
-			case <-st.closing:
-				stop(leave)
-				return
-			}
-		}
-	}
-}
-
-func (st *Stream) callOnEvent(ev AgentEvent) {
-	defer func() {
-		if r := recover(); r != nil {
-			item, _ := json.Marshal(ev)
-			st.errs.report(&st.onEvent, ChannelHook, item, r)
-		}
-	}()
-	st.onEvent(ev)
-}
-
-// CancelReason says why a run was cancelled: Kind "caller" (with Detail), "reader_left",
-// "stalled" or "timeout".
-type CancelReason struct {
-	Kind   string `json:"kind"`
-	Detail string `json:"detail,omitempty"`
-}
-
-// RunOutcome is how a replayed run ended: State "completed", "failed" (with Error, a short
-// cause, and Detail) or "cancelled" (with Reason).
-type RunOutcome struct {
-	State  RunState      `json:"state"`
-	Error  string        `json:"error,omitempty"`
-	Detail string        `json:"detail,omitempty"`
-	Reason *CancelReason `json:"reason,omitempty"`
-}
-
-// ReplayResult is everything a replayed run delivers.
-type ReplayResult struct {
-	// Items is the sequenced stream: run_start, each stdout line followed by its content
-	// events, the terminal lifecycle event last.
-	Items []Envelope `json:"items"`
-	// Hooks are the hook events derived from it, in order.
-	Hooks   []AgentEvent `json:"hooks"`
-	Outcome RunOutcome   `json:"outcome"`
-	Stats   DecodeStats  `json:"stats"`
-}
-
-// ReplayOptions are the options of ReplayWith.
-type ReplayOptions struct {
-	// RunID is stamped on every item and hook (default "replay").
-	RunID string
-	// AgentID is the hooks' agent id (default: the agent's name).
-	AgentID string
-	// Timestamp of lifecycle and hook events (default "1970-01-01T00:00:00.000Z").
-	Timestamp string
-	// DisableRedaction delivers tool-call inputs unmasked (masked by default, as in a run).
-	DisableRedaction bool
-}
-
-// Replay runs a recorded harness output (its stdout JSONL) through the whole pipeline without
-// a process — decoder, run stream, terminal, hooks — deterministically. The golden
-// tests/golden/<agent>/<case>.hooks.jsonl files are the Hooks of
-// ReplayWith(agent, input, ReplayOptions{RunID: "golden"}).
-func Replay(agent string, data []byte) (*ReplayResult, error) {
-	return ReplayWith(agent, data, ReplayOptions{})
-}
-
-// ReplayWith is Replay with options.
-func ReplayWith(agent string, data []byte, opts ReplayOptions) (*ReplayResult, error) {
-	m := map[string]any{}
-	if opts.DisableRedaction {
-		m["redact"] = false
-	}
-	if opts.RunID != "" {
-		m["run_id"] = opts.RunID
-	}
-	if opts.AgentID != "" {
-		m["agent_id"] = opts.AgentID
-	}
-	if opts.Timestamp != "" {
-		m["timestamp"] = opts.Timestamp
-	}
-	options, _ := json.Marshal(m)
-	out, err := replayJSON(agent, data, options)
-	if err != nil {
-		return nil, err
-	}
-	var r ReplayResult
-	if err := unmarshalNumbers(out, &r); err != nil {
-		return nil, fmt.Errorf("agentstream: replay: %w", err)
-	}
-	return &r, nil
-}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -111,6 +112,14 @@ func TestReplayErrors(t *testing.T) {
 	if err != nil || len(r.Items) != 2 || r.Items[0].RunID != "replay" {
 		t.Fatalf("%+v %v", r, err)
 	}
+	if _, err := ReplayWith("codex", nil, ReplayOptions{Timestamp: "noon"}); !errors.Is(err, ErrInvalidArgument) ||
+		!strings.Contains(err.Error(), "ISO 8601") {
+		t.Fatalf("a timestamp that is not ISO 8601 UTC: %v", err)
+	}
+	// codex without `turn.completed`: the harness did not finish (decisions.md §1).
+	if r.Outcome.State != "failed" || r.Outcome.Error != "no_final_result" {
+		t.Fatalf("%+v", r.Outcome)
+	}
 }
 
 // ---- real runs of the fake harness ----
@@ -131,7 +140,8 @@ func fakeHarness(t testing.TB) string {
 	return abs
 }
 
-func fakeSession(t testing.TB, agent, traceCase string, env map[string]string) *Session {
+// fakeConfig is a Config whose harness is the fake one replaying tests/golden/<agent>/<case>.
+func fakeConfig(t testing.TB, agent, traceCase string, env map[string]string) Config {
 	t.Helper()
 	trace, err := filepath.Abs(filepath.Join(goldenDir, agent, traceCase))
 	if err != nil {
@@ -141,12 +151,17 @@ func fakeSession(t testing.TB, agent, traceCase string, env map[string]string) *
 	for k, v := range env {
 		e[k] = v
 	}
-	s, err := New(Config{Type: agent, Bin: fakeHarness(t), Env: e})
+	return Config{Type: agent, Bin: fakeHarness(t), Env: e}
+}
+
+func fakeClient(t testing.TB, agent, traceCase string, env map[string]string, opts ...Option) *Client {
+	t.Helper()
+	c, err := New(fakeConfig(t, agent, traceCase, env), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Close() })
-	return s
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 // logEntry is one handler call, in call order.
@@ -157,6 +172,9 @@ type logEntry struct {
 	text      string
 	hook      AgentEvent
 }
+
+// ChannelHook names OnEvent's calls in a recorder.
+const ChannelHook Channel = "on_event"
 
 // recorder logs every handler call and checks they never overlap.
 type recorder struct {
@@ -176,20 +194,23 @@ func (r *recorder) add(e logEntry) {
 	r.mu.Unlock()
 }
 
-func (r *recorder) attach(t testing.TB, s *Session) {
+func (r *recorder) attach(t testing.TB, c *Client) {
 	t.Helper()
 	must := func(err error) {
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	must(s.On("content", func(ev OutputEvent) { r.add(logEntry{ch: ChannelContent, content: ev}) }))
-	must(s.On("lifecycle", func(ev LifecycleEvent) { r.add(logEntry{ch: ChannelLifecycle, lifecycle: ev}) }))
-	must(s.On("stdout", func(x string) { r.add(logEntry{ch: ChannelStdout, text: x}) }))
-	must(s.On("stderr", func(x string) { r.add(logEntry{ch: ChannelStderr, text: x}) }))
+	must(c.On("content", func(ev OutputEvent) { r.add(logEntry{ch: ChannelContent, content: ev}) }))
+	must(c.On("lifecycle", func(ev LifecycleEvent) { r.add(logEntry{ch: ChannelLifecycle, lifecycle: ev}) }))
+	must(c.On("stdout", func(x string) { r.add(logEntry{ch: ChannelStdout, text: x}) }))
+	must(c.On("stderr", func(x string) { r.add(logEntry{ch: ChannelStderr, text: x}) }))
 }
 
-func (r *recorder) onEvent(ev AgentEvent) { r.add(logEntry{ch: ChannelHook, hook: ev}) }
+func (r *recorder) onEvent(ev AgentEvent) error {
+	r.add(logEntry{ch: ChannelHook, hook: ev})
+	return nil
+}
 
 func (r *recorder) snapshot() []logEntry {
 	r.mu.Lock()
@@ -227,6 +248,16 @@ func (r *recorder) text(ch Channel) string {
 	return b.String()
 }
 
+func (r *recorder) hooks() []AgentEvent {
+	var out []AgentEvent
+	for _, e := range r.snapshot() {
+		if e.ch == ChannelHook {
+			out = append(out, e.hook)
+		}
+	}
+	return out
+}
+
 // oneTerminalLast: exactly one terminal lifecycle item, and no item after it.
 func (r *recorder) oneTerminalLast(t *testing.T) {
 	t.Helper()
@@ -251,20 +282,20 @@ func (r *recorder) oneTerminalLast(t *testing.T) {
 }
 
 func TestRunDeliversInSequenceOrderWithOneTerminal(t *testing.T) {
-	s := fakeSession(t, "claude", "s2-bash", nil)
+	c := fakeClient(t, "claude", "s2-bash", nil)
 	var rec recorder
-	rec.attach(t, s)
-	res, err := s.Run(context.Background(), RunOptions{Prompt: "List the files", OnEvent: rec.onEvent})
+	rec.attach(t, c)
+	res, err := c.Run(context.Background(), RunOptions{Prompt: "List the files", OnEvent: rec.onEvent})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.State != RunCompleted || res.Err() != nil || res.FinalText == "" || res.SessionID != "66c0abf3-0bc5-46a7-8e73-4fef192280ea" {
 		t.Fatalf("%+v", res)
 	}
-	if len(res.HandlerErrors) != 0 {
-		t.Fatal(res.HandlerErrors)
+	if res.HandlerErrors != 0 || res.Duration() != time.Duration(res.DurationMS)*time.Millisecond {
+		t.Fatal(res.HandlerErrors, res.Duration())
 	}
-	// The session's first run announces the environment (sandbox_ready) before run_start.
+	// The client's first run announces the environment (sandbox_ready) before run_start.
 	if got := rec.reasons(); !reflect.DeepEqual(got, []LifecycleReason{ReasonSandboxReady, ReasonRunStart, ReasonRunComplete}) {
 		t.Fatal(got)
 	}
@@ -313,12 +344,7 @@ func TestRunDeliversInSequenceOrderWithOneTerminal(t *testing.T) {
 	}
 	// The hooks: the golden hook view (run id, timestamps and sequences differ in a live run).
 	goldenHooks := jsonLines(t, filepath.Join(goldenDir, "claude", "s2-bash.hooks.jsonl"))
-	var hooks []AgentEvent
-	for _, e := range entries {
-		if e.ch == ChannelHook {
-			hooks = append(hooks, e.hook)
-		}
-	}
+	hooks := rec.hooks()
 	if len(hooks) != len(goldenHooks) {
 		t.Fatalf("%d hooks, expected %d", len(hooks), len(goldenHooks))
 	}
@@ -331,17 +357,47 @@ func TestRunDeliversInSequenceOrderWithOneTerminal(t *testing.T) {
 	}
 }
 
-func TestRunContextCancelCancelsTheRun(t *testing.T) {
-	s := fakeSession(t, "claude", "s1-text", map[string]string{"AGENTSTREAM_FAKE_HANG": "1"})
+// Timestamps read as time.Time: hooks and lifecycle events carry the core's UTC clock.
+func TestTimestampsAreTimes(t *testing.T) {
+	c := fakeClient(t, "claude", "s1-text", nil)
 	var rec recorder
-	rec.attach(t, s)
+	rec.attach(t, c)
+	before := time.Now().Add(-time.Second)
+	if _, err := c.Run(context.Background(), RunOptions{Prompt: "x", OnEvent: rec.onEvent}); err != nil {
+		t.Fatal(err)
+	}
+	after := time.Now().Add(time.Second)
+	for _, e := range rec.snapshot() {
+		var at time.Time
+		switch e.ch {
+		case ChannelHook:
+			at = e.hook.Time()
+		case ChannelLifecycle:
+			at = e.lifecycle.Time()
+		default:
+			continue
+		}
+		if at.Before(before) || at.After(after) || at.Location() != time.UTC {
+			t.Fatalf("%v is not the time of the run", at)
+		}
+	}
+	var none OutputEvent
+	if !none.Time().IsZero() || !(&AgentEvent{Timestamp: "yesterday"}).Time().IsZero() {
+		t.Fatal("an absent or unreadable timestamp is the zero Time")
+	}
+}
+
+func TestRunContextCancelCancelsTheRun(t *testing.T) {
+	c := fakeClient(t, "claude", "s1-text", map[string]string{"AGENTSTREAM_FAKE_HANG": "1"})
+	var rec recorder
+	rec.attach(t, c)
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(300*time.Millisecond, cancel)
-	res, err := s.Run(ctx, RunOptions{Prompt: "x", OnEvent: rec.onEvent, KillGrace: 300 * time.Millisecond})
+	res, err := c.Run(ctx, RunOptions{Prompt: "x", OnEvent: rec.onEvent, KillGrace: 300 * time.Millisecond})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err %v", err)
 	}
-	if res == nil || res.State != RunCancelled || !strings.Contains(res.CancelReason, "context canceled") {
+	if res == nil || res.State != RunCancelled || !strings.Contains(res.CancelReason, "context canceled") || res.CancelKind != CancelKindCaller {
 		t.Fatalf("%+v", res)
 	}
 	if got := rec.reasons(); !reflect.DeepEqual(got, []LifecycleReason{ReasonSandboxReady, ReasonRunStart, ReasonRunInterrupted}) {
@@ -353,25 +409,85 @@ func TestRunContextCancelCancelsTheRun(t *testing.T) {
 		t.Fatalf("%+v", last)
 	}
 	// An already cancelled context starts nothing.
-	if _, err := s.Run(ctx, RunOptions{Prompt: "x"}); !errors.Is(err, context.Canceled) {
+	if _, err := c.Run(ctx, RunOptions{Prompt: "x"}); !errors.Is(err, context.Canceled) {
 		t.Fatal(err)
 	}
 }
 
-func TestRunHandlerPanicIsReportedNotCrashing(t *testing.T) {
-	s := fakeSession(t, "claude", "s2-bash", nil)
+// A background run returns at once; its result is awaited later; Wait's own context cancels
+// it when it runs out first.
+func TestStartInTheBackgroundAndWait(t *testing.T) {
+	c := fakeClient(t, "claude", "s2-bash", map[string]string{"AGENTSTREAM_FAKE_DELAY_MS": "20"})
+	var rec recorder
+	rec.attach(t, c)
+	run, err := c.Start(context.Background(), RunOptions{Prompt: "x", Background: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run.Result(); !errors.Is(err, ErrStillRunning) {
+		t.Fatal(err)
+	}
+	if st, err := c.Status(); err != nil || st.ActiveRunID != run.ID() || !st.HasRun || st.AgentState != AgentStateRunning {
+		t.Fatalf("%+v %v", st, err)
+	}
+	if p, err := run.Pressure(); err != nil || p.Stalled {
+		t.Fatalf("%+v %v", p, err)
+	}
+	<-run.Done()
+	res, err := run.Wait(context.Background())
+	if err != nil || res.State != RunCompleted || res.RunID != run.ID() {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if r2, err := run.Result(); err != nil || r2 != res {
+		t.Fatal(err)
+	}
+	if got := rec.reasons(); got[len(got)-1] != ReasonRunBackgroundComplete {
+		t.Fatal(got)
+	}
+	if p, err := run.Pressure(); err != nil || p != res.Pressure {
+		t.Fatal(p, err)
+	}
+	run.Cancel("after the end: nothing") // no effect, no crash
+
+	slow := fakeClient(t, "claude", "s1-text", map[string]string{"AGENTSTREAM_FAKE_HANG": "1"})
+	run, err = slow.Start(context.Background(), RunOptions{Prompt: "x", KillGrace: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	res, err = run.Wait(ctx)
+	if !errors.Is(err, context.DeadlineExceeded) || res == nil || res.State != RunCancelled {
+		t.Fatalf("%+v %v", res, err)
+	}
+}
+
+// A handler that returns an error or panics is reported once per handler (with the panic's
+// stack) and every failure is counted; the other handlers and the run go on.
+func TestHandlerFailuresAreReportedOnceAndCounted(t *testing.T) {
+	var mu sync.Mutex
+	var reports []*HandlerError
+	c := fakeClient(t, "claude", "s2-bash", nil, OnHandlerError(func(e *HandlerError) {
+		mu.Lock()
+		reports = append(reports, e)
+		mu.Unlock()
+	}))
 	var contents, hooks atomic.Int32
-	if err := s.On("content", func(OutputEvent) { panic("handler bug") }); err != nil {
+	if err := c.On("content", func(OutputEvent) { panic("handler bug") }); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.On("content", func(OutputEvent) { contents.Add(1) }); err != nil {
+	if err := c.On("content", func(OutputEvent) error { return errors.New("handler said no") }); err != nil {
 		t.Fatal(err)
 	}
-	res, err := s.Run(context.Background(), RunOptions{Prompt: "x", OnEvent: func(ev AgentEvent) {
+	if err := c.On("content", func(OutputEvent) { contents.Add(1) }); err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Run(context.Background(), RunOptions{Prompt: "x", OnEvent: func(ev AgentEvent) error {
 		hooks.Add(1)
 		if ev.Type == "tool.started" {
 			panic(errors.New("hook bug"))
 		}
+		return nil
 	}})
 	if err != nil || res.State != RunCompleted {
 		t.Fatalf("%+v %v", res, err)
@@ -380,26 +496,95 @@ func TestRunHandlerPanicIsReportedNotCrashing(t *testing.T) {
 	if int(contents.Load()) != want || hooks.Load() < 5 {
 		t.Fatalf("the other handlers went on: %d contents (want %d), %d hooks", contents.Load(), want, hooks.Load())
 	}
-	if len(res.HandlerErrors) != 2 {
-		t.Fatalf("%v", res.HandlerErrors)
+	if res.HandlerErrors != uint64(2*want+1) {
+		t.Fatalf("%d handler errors counted, expected %d", res.HandlerErrors, 2*want+1)
 	}
-	var hf *HandlerFailure
-	if !errors.As(res.HandlerErrors[0], &hf) || hf.Channel != ChannelContent || hf.Cause != "handler bug" || hf.Repeats != want-1 || !bytes.Contains(hf.Item, []byte("sessionUpdate")) {
-		t.Fatalf("%#v", res.HandlerErrors[0])
+	mu.Lock()
+	defer mu.Unlock()
+	if len(reports) != 3 {
+		t.Fatalf("%d reports: %v", len(reports), reports)
 	}
-	if !errors.As(res.HandlerErrors[1], &hf) || hf.Channel != ChannelHook || !bytes.Contains(hf.Item, []byte("tool.started")) {
-		t.Fatalf("%#v", res.HandlerErrors[1])
+	panicked, returned, hook := reports[0], reports[1], reports[2]
+	if panicked.Channel != "content" || panicked.Panic != "handler bug" || !bytes.Contains(panicked.Stack, []byte("TestHandlerFailuresAreReportedOnceAndCounted")) ||
+		panicked.RunID != res.RunID || !strings.Contains(panicked.Error(), "panicked") {
+		t.Fatalf("%#v", panicked)
 	}
-	if s.HandlerError() != nil {
-		t.Fatal("the result took the failures")
+	if returned.Err == nil || returned.Err.Error() != "handler said no" || returned.Stack != nil || returned.Sequence != panicked.Sequence {
+		t.Fatalf("%#v", returned)
+	}
+	if hook.Channel != "on_event" || !strings.Contains(hook.Error(), "hook bug") || errors.Unwrap(hook) == nil {
+		t.Fatalf("%#v", hook)
+	}
+}
+
+// Without a hook, a failure goes to the log/slog default logger, with its stack.
+func TestHandlerFailuresGoToSlogByDefault(t *testing.T) {
+	var buf bytes.Buffer
+	previous := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
+	defer slog.SetDefault(previous)
+	c := fakeClient(t, "claude", "s1-text", nil)
+	if err := c.On("lifecycle", func(LifecycleEvent) { panic("lifecycle bug") }); err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Run(context.Background(), RunOptions{Prompt: "x"})
+	if err != nil || res.HandlerErrors != 3 { // sandbox_ready, run_start, run_complete
+		t.Fatalf("%+v %v", res, err)
+	}
+	log := buf.String()
+	if strings.Count(log, "agentstream: handler failed") != 1 || !strings.Contains(log, "lifecycle bug") || !strings.Contains(log, "goroutine") {
+		t.Fatal(log)
+	}
+}
+
+// A handler added during a run gets the rest of it; Off stops a handler during a run.
+func TestHandlersChangeDuringARun(t *testing.T) {
+	c := fakeClient(t, "gemini", "s2-bash", map[string]string{"AGENTSTREAM_FAKE_DELAY_MS": "40"}) // 12 stdout lines
+	var contents, lines, afterOff atomic.Int32
+	var off atomic.Bool
+	if err := c.On("content", func(OutputEvent) {
+		contents.Add(1)
+		if off.Load() {
+			afterOff.Add(1)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	run, err := c.Start(context.Background(), RunOptions{Prompt: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for contents.Load() < 2 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := c.On("stdout", func(string) { lines.Add(1) }); err != nil {
+		t.Fatal(err)
+	}
+	for lines.Load() < 3 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := c.Off("content"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Millisecond) // a call already started may finish
+	off.Store(true)
+	res, err := run.Wait(context.Background())
+	if err != nil || res.State != RunCompleted {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if n := lines.Load(); n < 3 || n >= 12 {
+		t.Fatalf("%d stdout lines: expected the rest of the run", n)
+	}
+	if afterOff.Load() != 0 {
+		t.Fatal("a removed handler was called")
 	}
 }
 
 func TestRunHarnessKilledMidLineFails(t *testing.T) {
-	s := fakeSession(t, "gemini", "s1-text", map[string]string{"AGENTSTREAM_FAKE_DIE_MID_LINE": "1"})
+	c := fakeClient(t, "gemini", "s1-text", map[string]string{"AGENTSTREAM_FAKE_DIE_MID_LINE": "1"})
 	var rec recorder
-	rec.attach(t, s)
-	res, err := s.Run(context.Background(), RunOptions{Prompt: "x"})
+	rec.attach(t, c)
+	res, err := c.Run(context.Background(), RunOptions{Prompt: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -421,38 +606,89 @@ func TestRunHarnessKilledMidLineFails(t *testing.T) {
 	}
 }
 
+// decisions.md §1: exit 0 without the harness's end-of-run record is a failed run that keeps the
+// answer so far.
+func TestRunWithoutTheFinalResultFailsAndKeepsTheAnswer(t *testing.T) {
+	for _, agent := range []string{"claude", "codex", "gemini", "qwen", "opencode", "droid"} {
+		c := fakeClient(t, agent, "e-no-final-result", map[string]string{"AGENTSTREAM_FAKE_EXIT": "0"})
+		var rec recorder
+		rec.attach(t, c)
+		res, err := c.Run(context.Background(), RunOptions{Prompt: "x"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.State != RunFailed || res.ExitCode == nil || *res.ExitCode != 0 || res.FinalText == "" ||
+			!strings.Contains(res.Error, "stopped without its final result") {
+			t.Fatalf("%s: %+v", agent, res)
+		}
+		rec.oneTerminalLast(t)
+		if got := rec.reasons(); got[len(got)-1] != ReasonRunFailed {
+			t.Fatalf("%s: %v", agent, got)
+		}
+	}
+}
+
 func TestRunTimeoutStopsTheRun(t *testing.T) {
-	s := fakeSession(t, "claude", "s1-text", map[string]string{"AGENTSTREAM_FAKE_HANG": "1"})
-	var hooks []AgentEvent
-	var mu sync.Mutex
-	res, err := s.Run(context.Background(), RunOptions{Prompt: "x", Timeout: 400 * time.Millisecond, KillGrace: 200 * time.Millisecond,
-		OnEvent: func(ev AgentEvent) { mu.Lock(); hooks = append(hooks, ev); mu.Unlock() }})
-	if err != nil || res.State != RunCancelled {
+	c := fakeClient(t, "claude", "s1-text", map[string]string{"AGENTSTREAM_FAKE_HANG": "1"})
+	var rec recorder
+	res, err := c.Run(context.Background(), RunOptions{Prompt: "x", Timeout: 400 * time.Millisecond, KillGrace: 200 * time.Millisecond,
+		OnEvent: rec.onEvent})
+	if err != nil || res.State != RunCancelled || res.CancelKind != CancelKindTimeout {
 		t.Fatalf("%+v %v", res, err)
 	}
-	if hooks[len(hooks)-1].Type != "run.stopped" {
+	if hooks := rec.hooks(); hooks[len(hooks)-1].Type != "run.stopped" {
 		t.Fatal(hooks[len(hooks)-1])
 	}
 }
 
+// Options the wire form cannot carry are errors naming the field; the rest is validated by the
+// core, whose messages spell the fields as Go does.
+func TestBadRunOptionsNameTheField(t *testing.T) {
+	c := fakeClient(t, "claude", "s1-text", nil)
+	for _, bad := range []struct {
+		opts RunOptions
+		want string
+	}{
+		{RunOptions{Prompt: "x", Timeout: -time.Second}, "Timeout must not be negative"},
+		{RunOptions{Prompt: "x", KillGrace: -1}, "KillGrace must not be negative"},
+		{RunOptions{Prompt: "x", Limits: Limits{HighWater: -1}}, "Limits.HighWater must not be negative"},
+		{RunOptions{Prompt: "x", Limits: Limits{Stall: -time.Millisecond}}, "Limits.Stall must not be negative"},
+		{RunOptions{}, "Prompt is required (or Command for a command run)"},
+		{RunOptions{Prompt: "x", Command: []string{"ls"}}, "give either Prompt (a harness run) or Command (a command run), not both"},
+		{RunOptions{Prompt: "x", Env: map[string]string{"A=B": "1"}}, "Env has an invalid variable name"},
+		{RunOptions{Prompt: "x", Resume: "-x"}, "Resume must not start with '-'"},
+		{RunOptions{Prompt: "x", Model: "m\x00"}, "Model must not contain a NUL"},
+		{RunOptions{Command: []string{"ls"}, Resume: "s"}, "Resume applies to harness runs only"},
+	} {
+		_, err := c.Run(context.Background(), bad.opts)
+		if !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), bad.want) {
+			t.Fatalf("%+v: %v", bad.opts, err)
+		}
+	}
+	// 1 ns is a whole millisecond, not "no limit".
+	res, err := c.Run(context.Background(), RunOptions{Prompt: "x", Timeout: time.Nanosecond, KillGrace: time.Millisecond})
+	if err != nil || res.State == RunFailed {
+		t.Fatalf("%+v %v", res, err)
+	}
+}
+
 func TestPauseAndResume(t *testing.T) {
-	s := fakeSession(t, "gemini", "s2-bash", map[string]string{"AGENTSTREAM_FAKE_DELAY_MS": "60"})
-	if err := s.Pause(); !errors.Is(err, ErrNotRunning) {
+	c := fakeClient(t, "gemini", "s2-bash", map[string]string{"AGENTSTREAM_FAKE_DELAY_MS": "60"})
+	if err := c.Pause(); !errors.Is(err, ErrNotRunning) {
 		t.Fatal(err)
 	}
 	var rec recorder
-	rec.attach(t, s)
-	done := make(chan *RunResult)
-	go func() {
-		res, err := s.Run(context.Background(), RunOptions{Prompt: "x"})
-		if err != nil {
-			t.Error(err)
-		}
-		done <- res
-	}()
-	time.Sleep(150 * time.Millisecond)
-	if err := s.Pause(); err != nil {
+	rec.attach(t, c)
+	run, err := c.Start(context.Background(), RunOptions{Prompt: "x"})
+	if err != nil {
 		t.Fatal(err)
+	}
+	time.Sleep(150 * time.Millisecond)
+	if err := c.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := c.Status(); st.Sandbox != SandboxStatePaused {
+		t.Fatalf("%+v", st)
 	}
 	time.Sleep(150 * time.Millisecond)
 	before := rec.count(ChannelStdout)
@@ -460,12 +696,12 @@ func TestPauseAndResume(t *testing.T) {
 	if during := rec.count(ChannelStdout); during != before || before >= 12 {
 		t.Fatalf("output while paused: %d then %d", before, during)
 	}
-	if err := s.Resume(); err != nil {
+	if err := c.Resume(); err != nil {
 		t.Fatal(err)
 	}
-	res := <-done
-	if res == nil || res.State != RunCompleted || rec.count(ChannelStdout) != 12 {
-		t.Fatalf("%+v", res)
+	res, err := run.Wait(context.Background())
+	if err != nil || res.State != RunCompleted || rec.count(ChannelStdout) != 12 {
+		t.Fatalf("%+v %v", res, err)
 	}
 	want := []LifecycleReason{ReasonSandboxReady, ReasonRunStart, ReasonSandboxPause, ReasonSandboxResume, ReasonRunComplete}
 	if got := rec.reasons(); !reflect.DeepEqual(got, want) {
@@ -474,25 +710,36 @@ func TestPauseAndResume(t *testing.T) {
 }
 
 func TestInterruptKillAndOneRunAtATime(t *testing.T) {
-	s := fakeSession(t, "claude", "s1-text", map[string]string{"AGENTSTREAM_FAKE_HANG": "1"})
-	st, err := s.Stream(context.Background(), RunOptions{Prompt: "x", KillGrace: 200 * time.Millisecond})
+	c := fakeClient(t, "claude", "s1-text", map[string]string{"AGENTSTREAM_FAKE_HANG": "1"})
+	if c.Interrupt() || c.Kill() {
+		t.Fatal("nothing runs: nothing to interrupt or kill")
+	}
+	run, err := c.Start(context.Background(), RunOptions{Prompt: "x", KillGrace: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Run(context.Background(), RunOptions{Prompt: "y"}); !errors.Is(err, ErrAlreadyRunning) {
+	if _, err := c.Run(context.Background(), RunOptions{Prompt: "y"}); !errors.Is(err, ErrAlreadyRunning) {
 		t.Fatal(err)
 	}
-	if err := s.Interrupt("enough"); err != nil {
-		t.Fatal(err)
+	if !c.Interrupt() {
+		t.Fatal("the run was interrupted")
 	}
-	res, err := st.Result()
-	if err != nil || res.State != RunCancelled || !strings.Contains(res.CancelReason, "enough") {
+	res, err := run.Wait(context.Background())
+	if err != nil || res.State != RunCancelled || !strings.Contains(res.CancelReason, "interrupted") {
 		t.Fatalf("%+v %v", res, err)
 	}
-	go func() { time.Sleep(200 * time.Millisecond); _ = s.Kill() }()
-	res, err = s.Run(context.Background(), RunOptions{Prompt: "x"})
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		if !c.Kill() {
+			t.Error("the run was killed")
+		}
+	}()
+	res, err = c.Run(context.Background(), RunOptions{Prompt: "x"})
 	if err != nil || res.State != RunCancelled || res.Signal == nil || *res.Signal != 9 {
 		t.Fatalf("%+v %v", res, err)
+	}
+	if st, err := c.Status(); err != nil || st.LastStatus != RunCancelled || st.ActiveRunID != "" {
+		t.Fatalf("%+v %v", st, err)
 	}
 
 	missing, err := New(Config{Type: "codex", Bin: "/nonexistent/codex-not-installed"})
@@ -505,15 +752,70 @@ func TestInterruptKillAndOneRunAtATime(t *testing.T) {
 	}
 }
 
-func TestExecuteCommand(t *testing.T) {
-	s, err := New(Config{Type: "claude"})
+// Successive runs continue the harness conversation; Session and SetSession read and choose it.
+func TestMultiTurnConversation(t *testing.T) {
+	argv := filepath.Join(t.TempDir(), "argv.json")
+	c := fakeClient(t, "claude", "s2-bash", map[string]string{"AGENTSTREAM_FAKE_ARGV_FILE": argv})
+	// The arguments of the harness's last start, joined (claude takes --resume=<id>).
+	lastArgv := func() string {
+		var out []string
+		data, _ := os.ReadFile(argv)
+		if err := json.Unmarshal(data, &out); err != nil {
+			t.Fatal(err)
+		}
+		return strings.ReplaceAll(strings.Join(out, " "), "--resume=", "--resume ")
+	}
+	if id, err := c.Session(); err != nil || id != "" {
+		t.Fatal(id, err)
+	}
+	turn := func(prompt string, opts RunOptions) string {
+		t.Helper()
+		var rec recorder
+		opts.Prompt, opts.OnEvent = prompt, rec.onEvent
+		res, err := c.Run(context.Background(), opts)
+		if err != nil || res.State != RunCompleted {
+			t.Fatalf("%+v %v", res, err)
+		}
+		return rec.hooks()[0].Type
+	}
+	if first := turn("first", RunOptions{}); first != "run.started" {
+		t.Fatal(first)
+	}
+	session, err := c.Session()
+	if err != nil || session != "66c0abf3-0bc5-46a7-8e73-4fef192280ea" {
+		t.Fatal(session, err)
+	}
+	if first := turn("second", RunOptions{}); first != "run.resumed" || !strings.Contains(lastArgv(), "--resume "+session) {
+		t.Fatal(first, lastArgv())
+	}
+	if err := c.SetSession(""); err != nil {
+		t.Fatal(err)
+	}
+	if first := turn("fresh", RunOptions{}); first != "run.started" || strings.Contains(lastArgv(), "--resume") {
+		t.Fatal(first, lastArgv())
+	}
+	if first := turn("explicit", RunOptions{Resume: "explicit-session"}); first != "run.resumed" ||
+		!strings.Contains(lastArgv(), "--resume explicit-session") {
+		t.Fatal(first, lastArgv())
+	}
+	if err := c.SetSession("-rf"); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatal(err)
+	}
+	st, err := c.Status()
+	if err != nil || st.Agent != "claude" || !st.HasRun || st.SessionID != session || st.LastStatus != RunCompleted {
+		t.Fatalf("%+v %v", st, err)
+	}
+}
+
+func TestCommandRun(t *testing.T) {
+	c, err := New(Config{Type: "claude"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer c.Close()
 	var rec recorder
-	rec.attach(t, s)
-	res, err := s.ExecuteCommand(context.Background(), CommandOptions{
+	rec.attach(t, c)
+	res, err := c.Run(context.Background(), RunOptions{
 		Command: []string{"sh", "-c", `echo one; echo "$GREETING" >&2; printf two; exit 4`},
 		Env:     map[string]string{"GREETING": "oops"},
 		OnEvent: rec.onEvent,
@@ -528,7 +830,63 @@ func TestExecuteCommand(t *testing.T) {
 		t.Fatalf("%q %q", rec.text(ChannelStdout), rec.text(ChannelStderr))
 	}
 	rec.oneTerminalLast(t)
-	if _, err := s.ExecuteCommand(context.Background(), CommandOptions{}); !errors.Is(err, ErrInvalidArgument) {
+	if _, err := c.Run(context.Background(), RunOptions{Command: []string{}}); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatal(err)
+	}
+	// Cwd and Env are this run's only.
+	dir := t.TempDir()
+	var out recorder
+	if err := c.Off("stdout"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.On("stdout", func(x string) { out.add(logEntry{ch: ChannelStdout, text: x}) }); err != nil {
+		t.Fatal(err)
+	}
+	sh := []string{"sh", "-c", `pwd; echo "[$GREETING]"`}
+	if _, err := c.Run(context.Background(), RunOptions{Command: sh, Cwd: dir}); err != nil {
+		t.Fatal(err)
+	}
+	real, _ := filepath.EvalSymlinks(dir)
+	if got := out.text(ChannelStdout); got != real+"\n[]\n" && got != dir+"\n[]\n" {
+		t.Fatalf("%q", got)
+	}
+}
+
+// A budget shared by two clients admits one run at a time; the permit goes with the run.
+func TestBudgetLimitsConcurrentRuns(t *testing.T) {
+	if _, err := NewBudget(1<<20, 0); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatal(err)
+	}
+	b, err := NewBudget(1<<20, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	hang := map[string]string{"AGENTSTREAM_FAKE_HANG": "1"}
+	c1, c2 := fakeClient(t, "claude", "s1-text", hang), fakeClient(t, "claude", "s1-text", hang)
+	for _, c := range []*Client{c1, c2} {
+		if err := c.SetBudget(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run, err := c1.Start(context.Background(), RunOptions{Prompt: "x", KillGrace: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := b.Active(); err != nil || n != 1 {
+		t.Fatal(n, err)
+	}
+	if _, err := c2.Start(context.Background(), RunOptions{Prompt: "x"}); !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), "permits") {
+		t.Fatal(err)
+	}
+	run.Cancel("done")
+	if _, err := run.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := b.Active(); n != 0 {
+		t.Fatalf("%d permits still held", n)
+	}
+	if err := c1.SetBudget(nil); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -545,7 +903,7 @@ func drainFrom(t *testing.T, st *Stream, next uint64) (items []Envelope, hooks [
 	for d := range st.Deliveries() {
 		switch {
 		case d.Item != nil:
-			if d.Item.Sequence != next || d.Item.RunID != st.RunID() {
+			if d.Item.Sequence != next || d.Item.RunID != st.ID() {
 				t.Fatalf("sequence %d, expected %d", d.Item.Sequence, next)
 			}
 			next++
@@ -566,15 +924,15 @@ func drainFrom(t *testing.T, st *Stream, next uint64) (items []Envelope, hooks [
 }
 
 func TestStreamPullsEverythingInOrder(t *testing.T) {
-	s := fakeSession(t, "claude", "s2-bash", nil)
-	var handlerCalls atomic.Int32
-	_ = s.On("content", func(OutputEvent) { handlerCalls.Add(1) })
-	st, err := s.Stream(context.Background(), RunOptions{Prompt: "x", Hooks: true})
+	c := fakeClient(t, "claude", "s2-bash", nil)
+	var handlerCalls, onEvents atomic.Int32
+	_ = c.On("content", func(OutputEvent) { handlerCalls.Add(1) })
+	st, err := c.Stream(context.Background(), RunOptions{Prompt: "x", OnEvent: func(AgentEvent) error { onEvents.Add(1); return nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	items, hooks := drain(t, st)
-	res, err := st.Result()
+	res, err := st.Wait(context.Background())
 	if err != nil || res.State != RunCompleted || res.LastSequence != items[len(items)-1].Sequence {
 		t.Fatalf("%+v %v", res, err)
 	}
@@ -589,11 +947,22 @@ func TestStreamPullsEverythingInOrder(t *testing.T) {
 	if last, _ := items[len(items)-1].Lifecycle(); terminals != 1 || last.Reason != ReasonRunComplete {
 		t.Fatalf("%d terminals, last %v", terminals, last.Reason)
 	}
-	if hooks[0].Type != "run.started" || hooks[len(hooks)-1].Type != "run.completed" {
-		t.Fatalf("%s … %s", hooks[0].Type, hooks[len(hooks)-1].Type)
+	if hooks[0].Type != "run.started" || hooks[len(hooks)-1].Type != "run.completed" || int(onEvents.Load()) != len(hooks) {
+		t.Fatalf("%s … %s, %d OnEvent calls", hooks[0].Type, hooks[len(hooks)-1].Type, onEvents.Load())
 	}
 	if handlerCalls.Load() != 0 {
 		t.Fatal("Stream called an On handler")
+	}
+	// The consumer-side sequence check accepts every item once.
+	check, _ := NewSequenceCheck()
+	defer check.Close()
+	for i := range items {
+		if ok, _ := check.Accept(&items[i]); !ok {
+			t.Fatalf("item %d refused", i)
+		}
+	}
+	if missing, _ := check.Missing(); missing != 0 {
+		t.Fatal(missing)
 	}
 	if err := st.Close(); err != nil { // after the end: nothing to do
 		t.Fatal(err)
@@ -602,9 +971,9 @@ func TestStreamPullsEverythingInOrder(t *testing.T) {
 
 func TestStreamContextCancelAndCloseCancelTheRun(t *testing.T) {
 	for _, byClose := range []bool{false, true} {
-		s := fakeSession(t, "claude", "s1-text", map[string]string{"AGENTSTREAM_FAKE_HANG": "1"})
+		c := fakeClient(t, "claude", "s1-text", map[string]string{"AGENTSTREAM_FAKE_HANG": "1"})
 		ctx, cancel := context.WithCancel(context.Background())
-		st, err := s.Stream(ctx, RunOptions{Prompt: "x", KillGrace: 200 * time.Millisecond})
+		st, err := c.Stream(ctx, RunOptions{Prompt: "x", KillGrace: 200 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -616,12 +985,12 @@ func TestStreamContextCancelAndCloseCancelTheRun(t *testing.T) {
 		}
 		for range st.Deliveries() {
 		}
-		res, err := st.Result()
+		res, err := st.Wait(context.Background())
 		cancel()
 		if res == nil || res.State != RunCancelled {
 			t.Fatalf("%+v %v", res, err)
 		}
-		if byClose && (err != nil || !strings.Contains(res.CancelReason, "reader left")) {
+		if byClose && (err != nil || res.CancelKind != CancelKindReaderLeft) {
 			t.Fatalf("%v %q", err, res.CancelReason)
 		}
 		if !byClose && (!errors.Is(err, context.Canceled) || !strings.Contains(res.CancelReason, "context canceled")) {
@@ -630,15 +999,28 @@ func TestStreamContextCancelAndCloseCancelTheRun(t *testing.T) {
 	}
 }
 
+// Waiting without reading discards what nobody read (the core drains an iterated run).
+func TestStreamWaitWithoutReading(t *testing.T) {
+	c := fakeClient(t, "claude", "s2-bash", nil)
+	st, err := c.Stream(context.Background(), RunOptions{Prompt: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := st.Wait(context.Background())
+	if err != nil || res.State != RunCompleted {
+		t.Fatalf("%+v %v", res, err)
+	}
+}
+
 func TestStreamBackpressureCoalescesWithoutLosingText(t *testing.T) {
-	s := fakeSession(t, "claude", "s1-text", map[string]string{"AGENTSTREAM_FAKE_FLOOD": "20000"})
-	st, err := s.Stream(context.Background(), RunOptions{Prompt: "x", Backpressure: Backpressure{HighWater: 16}})
+	c := fakeClient(t, "claude", "s1-text", map[string]string{"AGENTSTREAM_FAKE_FLOOD": "20000"})
+	st, err := c.Stream(context.Background(), RunOptions{Prompt: "x", Limits: Limits{HighWater: 16}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(500 * time.Millisecond) // a slow reader: the flood piles up in the core buffer
 	items, _ := drain(t, st)
-	res, err := st.Result()
+	res, err := st.Wait(context.Background())
 	if err != nil || res.State != RunCompleted || res.Pressure.Coalesced == 0 {
 		t.Fatalf("%+v %v", res, err)
 	}
@@ -660,19 +1042,19 @@ func TestStreamBackpressureCoalescesWithoutLosingText(t *testing.T) {
 	}
 }
 
-func TestStreamCommandAndSessionClosedDuringARun(t *testing.T) {
-	s, err := New(Config{Type: "claude"})
+func TestStreamCommandAndClientClosedDuringARun(t *testing.T) {
+	c, err := New(Config{Type: "claude"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := s.StreamCommand(context.Background(), CommandOptions{Command: []string{"sh", "-c", "echo hi; sleep 30"}, KillGrace: 100 * time.Millisecond})
+	st, err := c.Stream(context.Background(), RunOptions{Command: []string{"sh", "-c", "echo hi; sleep 30"}, KillGrace: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	<-st.Deliveries() // sandbox_ready
-	s.Close()         // kills the run; the stream still ends with its terminal
+	c.Close()         // kills the run; the stream still ends with its terminal
 	items, _ := drainFrom(t, st, 1)
-	res, err := st.Result()
+	res, err := st.Wait(context.Background())
 	if err != nil || res.State != RunCancelled {
 		t.Fatalf("%+v %v", res, err)
 	}
@@ -680,10 +1062,10 @@ func TestStreamCommandAndSessionClosedDuringARun(t *testing.T) {
 	if last.Reason != ReasonCommandInterrupted {
 		t.Fatal(last.Reason)
 	}
-	if _, err := s.Run(context.Background(), RunOptions{Prompt: "x"}); !errors.Is(err, ErrClosed) {
+	if _, err := c.Run(context.Background(), RunOptions{Prompt: "x"}); !errors.Is(err, ErrClosed) {
 		t.Fatal(err)
 	}
-	if err := s.Pause(); !errors.Is(err, ErrClosed) {
+	if err := c.Pause(); !errors.Is(err, ErrClosed) {
 		t.Fatal(err)
 	}
 }

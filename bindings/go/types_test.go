@@ -1,13 +1,14 @@
 package agentstream
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
-	"sort"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Every variant and edge of the event model (checked canonical against the core by
@@ -145,150 +146,141 @@ func TestLifecycleAndHookShapes(t *testing.T) {
 	}
 }
 
-// The Go types against the generated JSON Schema of the core's types
-// (core/schema/events.schema.json): same property names per type, same enum values, and
-// every schema definition accounted for, so a change in the core fails here until the Go
-// mirror follows.
-func TestTypesMatchCoreSchema(t *testing.T) {
+// The Go types are generated from the core's schema (types_gen.go, `make generate`; `make
+// check-generated` fails when they are stale). What is checked here is that they take in what
+// the library really sends: run results of real runs (completed, failed, timed out) and every
+// golden replay's outcome, statistics and hooks decode with DisallowUnknownFields (a wire field
+// the Go type lacks would be silently dropped otherwise) and encode back to the same JSON.
+func TestGeneratedTypesTakeEveryWireField(t *testing.T) {
+	strict := func(what string, data []byte, v any) {
+		t.Helper()
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.DisallowUnknownFields()
+		dec.UseNumber()
+		if err := dec.Decode(v); err != nil {
+			t.Fatalf("%s: %v\n%s", what, err, data)
+		}
+		if back := mustMarshal(t, v); !jsonEqual(back, data) {
+			t.Fatalf("%s: not lossless\n in  %s\n out %s", what, data, back)
+		}
+	}
+	cases := []struct {
+		trace string
+		env   map[string]string
+		opts  RunOptions
+		state RunState
+	}{
+		{"s2-bash", nil, RunOptions{Prompt: "x"}, RunCompleted},
+		{"s1-text", map[string]string{"AGENTSTREAM_FAKE_EXIT": "3"}, RunOptions{Prompt: "x"}, RunFailed},
+		{"s1-text", map[string]string{"AGENTSTREAM_FAKE_HANG": "1"},
+			RunOptions{Prompt: "x", Timeout: 100 * time.Millisecond, KillGrace: 100 * time.Millisecond}, RunCancelled},
+	}
+	for _, c := range cases {
+		client := fakeClient(t, "claude", c.trace, c.env)
+		request, err := c.opts.request("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r runPtr
+		if err := client.with(func(s sessionPtr) error {
+			var err error
+			r, err = sessionStart(s, request)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		raw, err := runWait(r, -1)
+		runFree(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res RunResult
+		strict("run result "+string(c.state), raw, &res)
+		if res.State != c.state {
+			t.Fatalf("state %s, want %s: %s", res.State, c.state, raw)
+		}
+		if c.state == RunCompleted && (res.Usage.PromptTokens == nil || res.Usage.CostUSD == nil) {
+			t.Fatalf("usage totals not decoded: %+v from %s", res.Usage, raw)
+		}
+		if c.state == RunCancelled && res.CancelKind != CancelKindTimeout {
+			t.Fatalf("cancel kind %q: %s", res.CancelKind, raw)
+		}
+	}
+	for _, gc := range goldenCases(t) {
+		input, err := os.ReadFile(gc.Input)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := replayJSON(gc.Agent, input, []byte(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var parts struct {
+			Outcome json.RawMessage   `json:"outcome"`
+			Stats   json.RawMessage   `json:"stats"`
+			Hooks   []json.RawMessage `json:"hooks"`
+		}
+		if err := json.Unmarshal(out, &parts); err != nil {
+			t.Fatal(err)
+		}
+		strict(gc.Input+" outcome", parts.Outcome, new(RunOutcome))
+		strict(gc.Input+" stats", parts.Stats, new(DecodeStats))
+		for _, h := range parts.Hooks {
+			strict(gc.Input+" hook", h, new(AgentEvent))
+		}
+	}
+}
+
+// The generated enums and the error table against the schema document itself.
+func TestEnumsAndErrorTableMatchTheSchema(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join("..", "..", "core", "schema", "events.schema.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var schema struct {
-		Defs map[string]map[string]any `json:"$defs"`
+		Defs   map[string]map[string]any `json:"$defs"`
+		Errors []struct {
+			Name   string `json:"name"`
+			Code   int    `json:"code"`
+			Advice string `json:"advice"`
+		} `json:"x-errors"`
 	}
 	if err := json.Unmarshal(data, &schema); err != nil {
 		t.Fatal(err)
 	}
-	defs := schema.Defs
-	seen := map[string]bool{}
-
-	var props func(def map[string]any) map[string]bool
-	props = func(def map[string]any) map[string]bool {
-		out := map[string]bool{}
-		if p, ok := def["properties"].(map[string]any); ok {
-			for k := range p {
-				out[k] = true
-			}
-		}
-		if ref, ok := def["$ref"].(string); ok {
-			name := strings.TrimPrefix(ref, "#/$defs/")
-			seen[name] = true
-			for k := range props(defs[name]) {
-				out[k] = true
-			}
-		}
-		return out
-	}
-	tags := func(v any) map[string]bool {
-		out := map[string]bool{}
-		rt := reflect.TypeOf(v)
-		for i := 0; i < rt.NumField(); i++ {
-			if tag := rt.Field(i).Tag.Get("json"); tag != "" && tag != "-" {
-				out[strings.Split(tag, ",")[0]] = true
-			}
-		}
-		return out
-	}
-	same := func(what string, got, want map[string]bool) {
-		t.Helper()
-		if !reflect.DeepEqual(got, want) {
-			t.Errorf("%s: Go has %v, schema has %v", what, keys(got), keys(want))
-		}
-	}
-	variants := func(name string) []map[string]any {
-		seen[name] = true
-		var out []map[string]any
-		for _, v := range defs[name]["oneOf"].([]any) {
-			out = append(out, v.(map[string]any))
-		}
-		return out
-	}
-	constOf := func(v map[string]any, key string) string {
-		if key == "" {
-			return v["const"].(string)
-		}
-		return v["properties"].(map[string]any)[key].(map[string]any)["const"].(string)
-	}
-
-	// Structs.
-	for name, v := range map[string]any{
-		"OutputEvent": OutputEvent{}, "ToolCallLocation": ToolCallLocation{}, "PlanEntry": PlanEntry{},
-		"TokenUsage": TokenUsage{}, "LifecycleEvent": LifecycleEvent{}, "DecodeStats": DecodeStats{},
-	} {
-		seen[name] = true
-		same(name, tags(v), props(defs[name]))
-	}
-	// Unions flattened into one Go struct with a "type" discriminator.
-	for name, v := range map[string]any{"ContentBlock": ContentBlock{}, "ToolCallContent": ToolCallContent{}} {
-		union := map[string]bool{}
-		for _, variant := range variants(name) {
-			for k := range props(variant) {
-				union[k] = true
-			}
-		}
-		same(name, tags(v), union)
-	}
-	// SessionUpdate: one Go type per variant.
-	goTypes := map[string]any{
-		"agent_message_chunk": AgentMessageChunk{}, "agent_thought_chunk": AgentThoughtChunk{},
-		"user_message_chunk": UserMessageChunk{}, "tool_call": ToolCall{}, "tool_call_update": ToolCallUpdate{},
-		"plan": Plan{}, "error": AgentError{}, "usage": AgentUsage{},
-	}
-	for _, variant := range variants("SessionUpdate") {
-		kind := constOf(variant, "sessionUpdate")
-		goType, ok := goTypes[kind]
-		if !ok {
-			t.Errorf("SessionUpdate %q has no Go type", kind)
-			continue
-		}
-		delete(goTypes, kind)
-		p := props(variant)
-		delete(p, "sessionUpdate")
-		same("SessionUpdate "+kind, tags(goType), p)
-	}
-	if len(goTypes) > 0 {
-		t.Errorf("Go types for kinds the schema does not have: %v", goTypes)
-	}
-	// String enums.
-	enums := map[string][]string{
-		"ToolKind": strs(ToolKindRead, ToolKindEdit, ToolKindDelete, ToolKindMove, ToolKindSearch, ToolKindExecute,
-			ToolKindThink, ToolKindFetch, ToolKindSwitchMode, ToolKindOther),
-		"ToolCallStatus":    strs(ToolCallPending, ToolCallInProgress, ToolCallCompleted, ToolCallFailed),
-		"PlanEntryStatus":   strs(PlanEntryPending, PlanEntryInProgress, PlanEntryCompleted),
-		"PlanEntryPriority": strs(PriorityHigh, PriorityMedium, PriorityLow),
-		"UsageScope":        strs(UsageScopeCall, UsageScopeRun),
-		"SandboxState": strs(SandboxStateBooting, SandboxStateError, SandboxStateReady, SandboxStateRunning,
-			SandboxStatePaused, SandboxStateStopped),
-		"AgentState": strs(AgentStateIdle, AgentStateRunning, AgentStateInterrupted, AgentStateError),
-		"LifecycleReason": strs(ReasonBrowserReady, ReasonSandboxBoot, ReasonSandboxReady, ReasonSandboxConnected,
-			ReasonSandboxPause, ReasonSandboxResume, ReasonSandboxKilled, ReasonSandboxError, ReasonRunStart,
-			ReasonRunComplete, ReasonRunInterrupted, ReasonRunFailed, ReasonRunBackgroundComplete,
-			ReasonRunBackgroundFailed, ReasonCommandStart, ReasonCommandComplete, ReasonCommandInterrupted,
-			ReasonCommandFailed, ReasonCommandBackgroundComplete, ReasonCommandBackgroundFailed),
-		"Agent": {"claude", "codex", "gemini", "qwen", "kimi", "opencode", "droid"},
-	}
-	for name, goValues := range enums {
-		var schemaValues []string
-		if list, ok := defs[name]["enum"].([]any); ok {
-			seen[name] = true
+	values := func(name string) []string {
+		var out []string
+		if list, ok := schema.Defs[name]["enum"].([]any); ok {
 			for _, v := range list {
-				schemaValues = append(schemaValues, v.(string))
+				out = append(out, v.(string))
 			}
-		} else {
-			for _, v := range variants(name) {
-				schemaValues = append(schemaValues, constOf(v, ""))
-			}
+			return out
 		}
-		sort.Strings(schemaValues)
-		sort.Strings(goValues)
-		if !reflect.DeepEqual(goValues, schemaValues) {
-			t.Errorf("%s: Go has %v, schema has %v", name, goValues, schemaValues)
+		for _, v := range schema.Defs[name]["oneOf"].([]any) {
+			out = append(out, v.(map[string]any)["const"].(string))
+		}
+		return out
+	}
+	for name, goValues := range map[string][]string{
+		"Agent": strs(AgentValues()...), "Channel": strs(ChannelValues()...), "ToolKind": strs(ToolKindValues()...),
+		"LifecycleReason": strs(LifecycleReasonValues()...), "RunState": strs(RunStateValues()...),
+		"CancelKind": strs(CancelKindValues()...), "ErrorKind": strs(ErrorKindValues()...),
+		"HookStatus": strs(HookStatusValues()...),
+	} {
+		if !reflect.DeepEqual(goValues, values(name)) {
+			t.Errorf("%s: Go has %v, schema has %v", name, goValues, values(name))
 		}
 	}
-	for name := range defs {
-		if !seen[name] {
-			t.Errorf("schema definition %s is not mirrored (or not checked) in Go", name)
+	if len(schema.Errors) != len(ErrorKindValues()) {
+		t.Fatalf("%d kinds in Go, %d in the schema", len(ErrorKindValues()), len(schema.Errors))
+	}
+	for i, row := range schema.Errors {
+		k := ErrorKindValues()[i]
+		if string(k) != row.Name || k.Code() != row.Code || k.Advice() != row.Advice {
+			t.Errorf("error kind %d: Go %s/%d/%q, schema %+v", i, k, k.Code(), k.Advice(), row)
+		}
+		if back, ok := ErrorKindOfCode(row.Code); !ok || back != k {
+			t.Errorf("ErrorKindOfCode(%d) = %s, %v", row.Code, back, ok)
 		}
 	}
 }
@@ -298,14 +290,5 @@ func strs[T ~string](vs ...T) []string {
 	for i, v := range vs {
 		out[i] = string(v)
 	}
-	return out
-}
-
-func keys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
 	return out
 }

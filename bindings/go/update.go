@@ -1,76 +1,17 @@
 package agentstream
 
+// The session update kinds (their structs, SessionUpdateKind and the constructor by kind) are
+// generated into types_gen.go; this file holds their hand-written methods: accessors, the
+// decoding by kind, and the exact wire encoding of each.
+
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
 )
 
-// SessionUpdate is what an OutputEvent reports: one of the eight seed variants below, told
-// apart with a type switch (or SessionUpdateKind, the wire discriminator):
-//
-//	switch u := ev.Update.(type) {
-//	case *agentstream.AgentMessageChunk:
-//		fmt.Print(u.Content.Text)
-//	case *agentstream.ToolCall:
-//		fmt.Println(u.GetToolName(), u.Kind, u.Status)
-//	}
-//
-// A kind this version of the package does not know arrives as *UnknownUpdate, which keeps
-// the raw JSON.
-type SessionUpdate interface {
-	// SessionUpdateKind is the sessionUpdate discriminator, e.g. "tool_call".
-	SessionUpdateKind() string
-	isSessionUpdate()
-}
-
-// AgentMessageChunk is text or an image from the agent, in pieces.
-type AgentMessageChunk struct {
-	Content ContentBlock `json:"content"`
-}
-
-// AgentThoughtChunk is reasoning/thinking, in pieces.
-type AgentThoughtChunk struct {
-	Content ContentBlock `json:"content"`
-}
-
-// UserMessageChunk is the user's message echoed by the harness.
-type UserMessageChunk struct {
-	Content ContentBlock `json:"content"`
-}
-
-// ToolCall is a tool call starting (or announced).
-type ToolCall struct {
-	// ToolCallID matches later ToolCallUpdates.
-	ToolCallID string `json:"toolCallId"`
-	// Title is for people to read (not round-trippable: use ToolName).
-	Title string `json:"title"`
-	// ToolName is the harness-native tool name, verbatim (e.g. "Bash", "mcp__server__tool").
-	ToolName *string        `json:"toolName,omitempty"`
-	Kind     ToolKind       `json:"kind"`
-	Status   ToolCallStatus `json:"status"`
-	// RawInput is the tool input as the harness printed it.
-	RawInput  any                `json:"rawInput,omitempty"`
-	Content   []ToolCallContent  `json:"content,omitempty"`
-	Locations []ToolCallLocation `json:"locations,omitempty"`
-}
-
 // GetToolName returns ToolName or "".
 func (t *ToolCall) GetToolName() string { return deref(t.ToolName) }
-
-// ToolCallUpdate is a tool call progressing or finishing (its call may not have been seen:
-// handle out-of-order).
-type ToolCallUpdate struct {
-	ToolCallID string          `json:"toolCallId"`
-	Status     *ToolCallStatus `json:"status,omitempty"`
-	Title      *string         `json:"title,omitempty"`
-	// Content is the result exactly as the harness sent it (never fenced or prefixed).
-	Content   []ToolCallContent  `json:"content,omitempty"`
-	Locations []ToolCallLocation `json:"locations,omitempty"`
-	// RawOutput is the harness's own structured record of the result, verbatim (read an exit
-	// code from here rather than from prose).
-	RawOutput any `json:"rawOutput,omitempty"`
-}
 
 // GetStatus returns Status or "".
 func (t *ToolCallUpdate) GetStatus() ToolCallStatus {
@@ -83,52 +24,16 @@ func (t *ToolCallUpdate) GetStatus() ToolCallStatus {
 // GetTitle returns Title or "".
 func (t *ToolCallUpdate) GetTitle() string { return deref(t.Title) }
 
-// Plan is the agent's todo list; each plan replaces the whole list.
-type Plan struct {
-	Entries []PlanEntry `json:"entries"`
-}
-
-// AgentError is a failure the HARNESS reported (sessionUpdate "error"). Not agent work.
-type AgentError struct {
-	// Message is the harness's own message, verbatim.
-	Message string `json:"message"`
-	// Fatal is true when the harness treated it as terminal for the turn.
-	Fatal bool `json:"fatal"`
-}
-
-// AgentUsage is token accounting the HARNESS reported (sessionUpdate "usage"). Not agent work.
-type AgentUsage struct {
-	Scope UsageScope `json:"scope"`
-	Usage TokenUsage `json:"usage"`
-}
-
 // UnknownUpdate is an update of a kind this package does not know; Raw is its JSON.
 type UnknownUpdate struct {
 	Kind string
 	Raw  json.RawMessage
 }
 
-func (*AgentMessageChunk) SessionUpdateKind() string { return "agent_message_chunk" }
-func (*AgentThoughtChunk) SessionUpdateKind() string { return "agent_thought_chunk" }
-func (*UserMessageChunk) SessionUpdateKind() string  { return "user_message_chunk" }
-func (*ToolCall) SessionUpdateKind() string          { return "tool_call" }
-func (*ToolCallUpdate) SessionUpdateKind() string    { return "tool_call_update" }
-func (*Plan) SessionUpdateKind() string              { return "plan" }
-func (*AgentError) SessionUpdateKind() string        { return "error" }
-func (*AgentUsage) SessionUpdateKind() string        { return "usage" }
-
 // SessionUpdateKind returns the unknown discriminator.
 func (u *UnknownUpdate) SessionUpdateKind() string { return u.Kind }
 
-func (*AgentMessageChunk) isSessionUpdate() {}
-func (*AgentThoughtChunk) isSessionUpdate() {}
-func (*UserMessageChunk) isSessionUpdate()  {}
-func (*ToolCall) isSessionUpdate()          {}
-func (*ToolCallUpdate) isSessionUpdate()    {}
-func (*Plan) isSessionUpdate()              {}
-func (*AgentError) isSessionUpdate()        {}
-func (*AgentUsage) isSessionUpdate()        {}
-func (*UnknownUpdate) isSessionUpdate()     {}
+func (*UnknownUpdate) isSessionUpdate() {}
 
 // IsWork reports whether an update is agent work: everything but "error" and "usage" (the
 // seed's did_work rule).
@@ -165,28 +70,10 @@ func UnmarshalSessionUpdate(data []byte) (SessionUpdate, error) {
 		}
 		kind = *head.Kind
 	}
-	var u SessionUpdate
-	// Only these variants hold open JSON values whose numbers must stay exact (json.Number);
-	// the others decode with the faster json.Unmarshal.
-	exactNumbers := false
-	switch kind {
-	case "agent_message_chunk":
-		u = new(AgentMessageChunk)
-	case "agent_thought_chunk":
-		u = new(AgentThoughtChunk)
-	case "user_message_chunk":
-		u = new(UserMessageChunk)
-	case "tool_call":
-		u, exactNumbers = new(ToolCall), true
-	case "tool_call_update":
-		u, exactNumbers = new(ToolCallUpdate), true
-	case "plan":
-		u = new(Plan)
-	case "error":
-		u = new(AgentError)
-	case "usage":
-		u, exactNumbers = new(AgentUsage), true
-	default:
+	// Only variants holding free JSON need its numbers kept exact (json.Number); the others
+	// decode with the faster json.Unmarshal.
+	u, exactNumbers := newSessionUpdate(kind)
+	if u == nil {
 		raw := make(json.RawMessage, len(data))
 		copy(raw, data)
 		return &UnknownUpdate{Kind: kind, Raw: raw}, nil

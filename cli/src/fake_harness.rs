@@ -120,7 +120,12 @@ pub fn main_with_args(args: &[String]) -> i32 {
         let _ = out.write_all(half);
         let _ = out.flush();
         // SAFETY: raising a signal on ourselves; the process ends here.
-        unsafe { libc::raise(libc::SIGKILL) };
+        #[cfg(unix)]
+        unsafe {
+            libc::raise(libc::SIGKILL)
+        };
+        #[cfg(not(unix))]
+        std::process::abort();
     }
     if cfg.hang {
         loop {

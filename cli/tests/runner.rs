@@ -119,6 +119,28 @@ fn a_non_zero_exit_fails_the_run() {
     assert_one_terminal_last_and_gapless(&items);
 }
 
+/// decisions.md §1: exit 0 without the harness's end-of-run record is not success; the
+/// answer so far stays in the result.
+#[test]
+fn an_exit_0_without_the_final_result_fails_and_keeps_the_answer() {
+    for agent in [Agent::Claude, Agent::Codex, Agent::Gemini, Agent::Qwen, Agent::Opencode, Agent::Droid] {
+        let s = fake(agent, &[trace(agent.name(), "e-no-final-result"), ("AGENTSTREAM_FAKE_EXIT", "0".into())]);
+        let mut opts = RunOptions::new("x");
+        opts.hooks = true;
+        let h = s.start_run(opts).unwrap();
+        let (items, hooks) = drain(&h);
+        let r = h.wait_blocking();
+        assert_eq!(r.state, FinalState::Failed, "{agent}: {r:?}");
+        assert_eq!(r.exit_code, Some(0), "{agent}");
+        let error = r.error.as_deref().unwrap_or_default();
+        assert!(error.contains("stopped without its final result"), "{agent}: {error}");
+        assert!(r.final_text.as_deref().is_some_and(|t| !t.is_empty()), "{agent}: the partial answer is kept");
+        assert_eq!(lifecycle_reasons(&items).last(), Some(&LifecycleReason::RunFailed), "{agent}");
+        assert_eq!(hooks.last().unwrap().event_type, "run.failed", "{agent}");
+        assert_one_terminal_last_and_gapless(&items);
+    }
+}
+
 #[test]
 fn a_harness_killed_mid_line_fails_after_its_partial_line_is_decoded() {
     let s = fake(Agent::Gemini, &[trace("gemini", "s1-text"), ("AGENTSTREAM_FAKE_DIE_MID_LINE", "1".into())]);
@@ -336,7 +358,7 @@ fn on_handlers_get_every_channel_in_order_and_a_failing_handler_does_not_stop_th
 }
 
 #[test]
-fn a_lingering_reader_gets_every_delivery_in_fuller_batches() {
+fn a_batch_reader_gets_every_delivery_in_batches() {
     let s = fake(Agent::Claude, &[trace("claude", "s2-bash"), ("AGENTSTREAM_FAKE_FLOOD", "3000".into())]);
     let mut opts = RunOptions::new("x");
     opts.hooks = true;
@@ -345,7 +367,7 @@ fn a_lingering_reader_gets_every_delivery_in_fuller_batches() {
     let (mut items, mut batches) = (Vec::new(), 0usize);
     while !h.is_ended() {
         assert!(Instant::now() < deadline, "run did not end");
-        let batch = h.next_batch_lingering(256, Some(Duration::from_millis(200)), Duration::from_millis(2));
+        let batch = h.next_batch_blocking(256, Some(Duration::from_millis(200)));
         batches += usize::from(!batch.is_empty());
         items.extend(batch.into_iter().filter_map(|d| if let Delivery::Item(e) = d { Some(e) } else { None }));
     }

@@ -1,11 +1,17 @@
-//! Decode throughput per agent and on a mixed corpus, side by side with a serde_json
-//! validate-only floor over the same bytes (each line parsed into `IgnoredAny`).
+//! Decode throughput per agent and on a mixed corpus, side by side with the validate-only
+//! floor over the same bytes: lines split with `memchr`, then
+//! `serde_json::from_slice::<serde::de::IgnoredAny>` per non-empty line (the yardstick of
+//! `../shared/bench/floor`, mode b; a trailing `\r` is cut as there).
 //!
-//! The corpus is generated in memory from the golden traces (`tests/golden/<agent>/*.input.jsonl`,
-//! repeated to about 4 MiB per agent); nothing large is committed. Besides criterion's own
-//! report, a summary table (MB/s, events/s, ratio to the floor) is printed at the end: that
-//! table is what goes into issue notes. `cargo bench -p agentstream-core --bench decode`
-//! (`BENCH_AGENTS=codex,kimi` for a subset, `BENCH_SUMMARY_ONLY=1` for the table alone).
+//! The corpora: `BENCH_CORPUS_DIR=DIR` reads `DIR/<agent>.jsonl` as built by
+//! `../shared/bench/make_corpus.py DIR --size-mib 64` (the corpora the performance targets are
+//! stated on); without it, one is generated in memory from the golden traces
+//! (`tests/golden/<agent>/s*.input.jsonl`, repeated to about 4 MiB per agent). Nothing large is
+//! committed. Besides criterion's own report, a summary table (MB/s, events/s, ratio to the
+//! floor: the median of side-by-side pairs, alternating which goes first) is printed at the
+//! end: that table is what goes into issue notes. `cargo bench -p agentstream-core --bench
+//! decode` (`BENCH_AGENTS=codex,kimi` for a subset, `BENCH_SUMMARY_ONLY=1` for the table alone,
+//! `BENCH_RUNS=N` pairs per agent, default 21).
 
 use std::hint::black_box;
 use std::path::Path;
@@ -18,6 +24,10 @@ use serde::de::IgnoredAny;
 const TARGET_BYTES: usize = 4 << 20;
 
 fn corpus(agent: Agent) -> Vec<u8> {
+    if let Some(dir) = std::env::var_os("BENCH_CORPUS_DIR") {
+        let path = Path::new(&dir).join(format!("{}.jsonl", agent.name()));
+        return std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    }
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/golden").join(agent.name());
     let mut one = Vec::new();
     let mut names: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().map(|e| e.path()).collect();
@@ -51,13 +61,24 @@ fn decode(agent: Agent, bytes: &[u8]) -> usize {
     n + d.finish().len()
 }
 
+/// The validate-only floor: `memchr` line splitting, then each non-empty line validated into
+/// `IgnoredAny` (nothing built).
 fn floor(bytes: &[u8]) -> usize {
     let mut n = 0;
-    for line in bytes.split(|b| *b == b'\n') {
+    let mut start = 0;
+    let mut validate = |mut line: &[u8]| {
+        if let [rest @ .., b'\r'] = line {
+            line = rest;
+        }
         if !line.is_empty() && serde_json::from_slice::<IgnoredAny>(line).is_ok() {
             n += 1;
         }
+    };
+    for nl in memchr::memchr_iter(b'\n', bytes) {
+        validate(&bytes[start..nl]);
+        start = nl + 1;
     }
+    validate(&bytes[start..]);
     n
 }
 
@@ -78,11 +99,19 @@ impl Pairs {
             let out = black_box(f());
             (t.elapsed(), out)
         };
+        // Which half goes first alternates, so neither always runs on a warmer cache.
         let times = (0..runs)
-            .map(|_| {
-                let (td, n) = time(decode);
-                events = n;
-                (td, time(floor).0)
+            .map(|i| {
+                if i % 2 == 0 {
+                    let (td, n) = time(decode);
+                    events = n;
+                    (td, time(floor).0)
+                } else {
+                    let tf = time(floor).0;
+                    let (td, n) = time(decode);
+                    events = n;
+                    (td, tf)
+                }
             })
             .collect();
         Pairs { times, events }
@@ -148,16 +177,16 @@ fn main() {
         "\n{:<10} {:>10} {:>12} {:>14} {:>8} {:>12}",
         "agent", "MB/s", "floor MB/s", "events/s", "ratio", "p25-p75"
     );
-    const RUNS: usize = 21;
+    let runs: usize = std::env::var("BENCH_RUNS").ok().and_then(|n| n.parse().ok()).unwrap_or(21).max(1);
     let mut all = Vec::new();
     for (agent, bytes) in &corpora {
-        let pairs = Pairs::measure(RUNS, &mut || decode(*agent, bytes), &mut || floor(bytes));
+        let pairs = Pairs::measure(runs, &mut || decode(*agent, bytes), &mut || floor(bytes));
         pairs.print_row(agent.name(), bytes.len());
         all.push((bytes.len(), pairs));
     }
     // Mixed: every agent's corpus once, pair by pair.
     let mixed = Pairs {
-        times: (0..RUNS)
+        times: (0..runs)
             .map(|i| {
                 all.iter().fold((Duration::ZERO, Duration::ZERO), |(d, f), (_, p)| (d + p.times[i].0, f + p.times[i].1))
             })

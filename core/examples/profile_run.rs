@@ -1,6 +1,6 @@
 //! A real run for profilers: the fake harness prints each agent's mixed corpus (the golden
 //! traces repeated to `MB` MiB, as `benches/python_decode.py` builds it) and a reader drains the
-//! run's handle the way the Python binding does (`next_batch_lingering`, batches of 256).
+//! run's handle the way the Python binding does (`next_batch_blocking`, batches of 256).
 //!
 //! ```sh
 //! cargo build --release -p agentstream-cli --bins
@@ -66,7 +66,7 @@ fn main() {
         let handle = Session::new(config).start_run(options).expect("start");
         let (mut items, mut content) = (0usize, 0usize);
         loop {
-            let batch = handle.next_batch_lingering(256, Some(Duration::from_millis(250)), Duration::from_millis(1));
+            let batch = handle.next_batch_blocking(256, Some(Duration::from_millis(250)));
             if batch.is_empty() && handle.is_ended() {
                 break;
             }

@@ -62,9 +62,12 @@ impl OutputEvent {
         }
     }
 
-    /// Serialize to compact JSON (the exact seed shape). Never fails for these types.
+    /// Serialize to compact JSON (the exact seed shape, byte for byte what serde_json writes for
+    /// it). Never fails for these types. [`OutputEvent::write_json`] appends to a buffer instead.
     pub fn to_json(&self) -> String {
-        serde_json::to_string(self).expect("OutputEvent always serializes")
+        let mut out = String::with_capacity(256);
+        self.write_json(&mut out);
+        out
     }
 }
 
@@ -74,16 +77,19 @@ impl OutputEvent {
 #[serde(tag = "sessionUpdate", rename_all = "snake_case")]
 pub enum SessionUpdate {
     /// Text or an image from the agent, in pieces.
+    #[cfg_attr(feature = "schema", schemars(title = "AgentMessageChunk"))]
     AgentMessageChunk {
         /// The piece.
         content: ContentBlock,
     },
     /// Reasoning/thinking text, in pieces.
+    #[cfg_attr(feature = "schema", schemars(title = "AgentThoughtChunk"))]
     AgentThoughtChunk {
         /// The piece.
         content: ContentBlock,
     },
     /// The user's message echoed by the harness.
+    #[cfg_attr(feature = "schema", schemars(title = "UserMessageChunk"))]
     UserMessageChunk {
         /// The piece.
         content: ContentBlock,
@@ -93,11 +99,13 @@ pub enum SessionUpdate {
     /// A tool call progressed or finished.
     ToolCallUpdate(ToolCallUpdate),
     /// The agent's todo list; each plan replaces the whole list.
+    #[cfg_attr(feature = "schema", schemars(title = "Plan"))]
     Plan {
         /// Every entry of the list.
         entries: Vec<PlanEntry>,
     },
     /// A failure the harness reported. Not agent work.
+    #[cfg_attr(feature = "schema", schemars(title = "AgentError"))]
     Error {
         /// The harness's own message, verbatim.
         message: String,
@@ -105,6 +113,7 @@ pub enum SessionUpdate {
         fatal: bool,
     },
     /// Token accounting the harness reported. Not agent work.
+    #[cfg_attr(feature = "schema", schemars(title = "AgentUsage"))]
     Usage {
         /// One LLM call, or the harness's whole-run total.
         scope: UsageScope,
@@ -165,6 +174,7 @@ pub fn did_work<'a>(events: impl IntoIterator<Item = &'a OutputEvent>) -> bool {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ContentBlock {
     /// Plain text.
+    #[cfg_attr(feature = "schema", schemars(title = "TextContent"))]
     Text {
         /// The text.
         text: String,
@@ -208,6 +218,7 @@ pub struct ImageContent {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ToolCallContent {
     /// A content block (the harness's result text, or an image).
+    #[cfg_attr(feature = "schema", schemars(title = "WrappedContent"))]
     Content {
         /// The block.
         content: ContentBlock,

@@ -8,53 +8,167 @@
 //! | hook | derived from | details (snake_case) |
 //! |---|---|---|
 //! | `run.started` | lifecycle `run_start` / `command_start` | `operation` (`run` or `command`) |
+//! | `run.resumed` | lifecycle `run_start` of a run that continues a harness session (instead of `run.started`) | `operation`, `previous_status` (the previous run's final status, or `unknown`) |
 //! | `step.started` | the first model output of a new LLM message (new `messageId`, or model output after tool results) | `step_index`, `message_id`?, `model`? |
-//! | `model.completed` | the end of that step: its first tool result, the next step, or the end of the run | `step_index`, `message_id`?, `model`?, `usage`? (the step's last call usage) |
+//! | `model.completed` | the model's reply of that step is complete: its first tool call or tool result, the next step, or the end of the run | `step_index`, `message_id`?, `model`?, `usage`? (the step's last call usage reported by then) |
 //! | `tool.started` | `tool_call` | `step_index`, `tool_call_id`, `tool_name`?, `kind`, `title`, `arguments`? |
 //! | `tool.preliminary_result` | `tool_call_update` still `in_progress` with content | `step_index`, `tool_call_id`, `tool_name`?, `result` |
 //! | `tool.completed` | `tool_call_update` `completed` | `step_index`, `tool_call_id`, `tool_name`?, `output`, `raw_output`? |
 //! | `tool.failed` | `tool_call_update` `failed`; or a call in flight at cancellation whose tool is idempotent (`retryable: true`) | `step_index`, `tool_call_id`, `tool_name`?, `error`, `retryable`? |
 //! | `tool.indeterminate` | a call in flight when the run was cancelled or died: whether its effect landed cannot be known | `step_index`, `tool_call_id`, `tool_name`?, `detail` |
 //! | `run.waiting_for_human` | a tool result in which the harness reports a permission prompt or denial | `step_index`, `pause` {`kind`, `tool_call_id`, `tool_name`?, `reason`} |
+//! | `step.completed` | the step ended (the next step started, or the run completed) and every tool it requested has finished | `step_index`, `message_id`?, `model`? |
 //! | `response.output_text.delta` | `agent_message_chunk` text | `step_index`, `delta` |
 //! | `response.reasoning.delta` | `agent_thought_chunk` text | `step_index`, `delta` |
-//! | `run.completed` | lifecycle `run_complete` / `command_complete` | `output` (the final answer: the message text of the last step that had any), `usage`? |
+//! | `run.completed` | lifecycle `run_complete` / `command_complete` | `output` (the final answer: the message text of the main agent's last step that had any), `usage`? |
 //! | `run.failed` | lifecycle `run_failed` / `command_failed` | `error` |
 //! | `run.cancelled` | lifecycle `run_interrupted` / `command_interrupted` | `reason`, `last_sequence`, `usage`? |
 //! | `run.stopped` | an interrupted run whose stop was a timeout | `stop_reason` |
+//!
+//! Order within a step (decisions.md §5, the seed's runtime order):
+//!
+//! | order | hooks |
+//! |---|---|
+//! | 1 | `step.started` |
+//! | 2 | `response.reasoning.delta` / `response.output_text.delta` as the reply streams |
+//! | 3 | `model.completed` (the reply is complete: it carries the usage reported by then; usage printed later goes to `usage` updates and the run totals) |
+//! | 4 | per tool call of that reply: `tool.started` < `tool.preliminary_result`* < `tool.completed` \| `tool.failed` (\| `tool.indeterminate` at an abnormal end), then `run.waiting_for_human` after a denied call |
+//! | 5 | `step.completed`, before the next step's `step.started` (or, when the step's tools still run, e.g. a subagent's steps nested in its call, right after its last tool hook) |
+//!
+//! Steps are tracked per agent: the events of a subagent (those with a `parentToolCallId`) make
+//! their own steps, which may run beside the main agent's (a background subagent's lines
+//! interleave with the main agent's); a subagent's step in progress ends when the call it runs
+//! under returns. `run.completed`'s `output` is the main agent's last text (a subagent's only
+//! when the main agent printed none).
+//!
+//! Every tool hook of a step falls between that step's `model.completed` and its
+//! `step.completed`. The step in progress when a run fails or is cancelled gets no
+//! `step.completed`: the terminal hook ends it, after the `tool.indeterminate` / retryable
+//! `tool.failed` of its calls still in flight. Hooks are in `sequence` order; `model.completed`
+//! is stamped with the item that proved the reply complete when that is earlier than the step's
+//! last item.
 //!
 //! `status` is the run's status when the hook fires: `running`, then exactly one of
 //! `completed`, `failed`, `cancelled`, `stopped` on the terminal hook.
 
 use std::collections::{HashMap, HashSet};
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value, json};
 
 use crate::event::{OutputEvent, SessionUpdate, SharedStr, ToolCallContent, ToolCallStatus, UsageScope};
 use crate::lifecycle::{LifecycleEvent, LifecycleReason};
 use crate::stream::InterruptedToolCall;
 
-/// One hook event, in the canonical (C/Go) shape: envelope fields plus `details`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+/// One hook event, the Rust shape of decisions.md §5 (the seed's `AgentEvent`): envelope fields,
+/// `timestamp_ms`, and the event's facts in `details`.
+///
+/// Its JSON (serde) is the canonical wire shape every other language is given, unchanged:
+/// `{"type", "run_id", "agent_id", "timestamp": ISO 8601 UTC with milliseconds, "status",
+/// "sequence", "details"?}` (`details` omitted when empty). Deserializing reads that shape back
+/// (a `timestamp` that is not IS 8601 UTC is an error).
+#[derive(Debug, Clone, PartialEq)]
 pub struct HookEvent {
     /// Dotted event name, e.g. `tool.started`.
-    #[serde(rename = "type")]
     pub event_type: String,
     /// The run it belongs to.
     pub run_id: String,
     /// The agent's id (the configured agent name unless the caller set one).
     pub agent_id: String,
-    /// When it fired, ISO 8601 UTC.
-    pub timestamp: String,
+    /// When it fired, in milliseconds since the Unix epoch (UTC).
+    pub timestamp_ms: u64,
     /// The run's status at emission.
     pub status: HookStatus,
     /// The sequence of the stream item it was derived from.
     pub sequence: u64,
-    /// Event-specific facts, snake_case keys.
-    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    /// Event-specific facts, snake_case keys (empty for hooks without any).
     pub details: Map<String, Value>,
+}
+
+/// The wire shape of a [`HookEvent`] as written (borrowed: serializing copies nothing).
+#[derive(Serialize)]
+struct HookEventOut<'a> {
+    #[serde(rename = "type")]
+    event_type: &'a str,
+    run_id: &'a str,
+    agent_id: &'a str,
+    timestamp: &'a str,
+    status: HookStatus,
+    sequence: u64,
+    #[serde(skip_serializing_if = "Map::is_empty")]
+    details: &'a Map<String, Value>,
+}
+
+/// The wire shape of a [`HookEvent`] as read (and as the JSON Schema describes it).
+#[derive(Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schema", schemars(rename = "HookEvent"))]
+struct HookEventWire {
+    /// Dotted event name, e.g. `tool.started`.
+    #[serde(rename = "type")]
+    event_type: String,
+    /// The run it belongs to.
+    run_id: String,
+    /// The agent's id.
+    agent_id: String,
+    /// When it fired, ISO 8601 UTC with milliseconds.
+    timestamp: String,
+    /// The run's status at emission.
+    status: HookStatus,
+    /// The sequence of the stream item it was derived from.
+    sequence: u64,
+    /// Event-specific facts, snake_case keys.
+    #[serde(default)]
+    details: Map<String, Value>,
+}
+
+impl Serialize for HookEvent {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let timestamp = self.timestamp();
+        HookEventOut {
+            event_type: &self.event_type,
+            run_id: &self.run_id,
+            agent_id: &self.agent_id,
+            timestamp: &timestamp,
+            status: self.status,
+            sequence: self.sequence,
+            details: &self.details,
+        }
+        .serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for HookEvent {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let w = HookEventWire::deserialize(deserializer)?;
+        let timestamp_ms =
+            crate::time::millis_from_iso8601(&w.timestamp).and_then(|ms| u64::try_from(ms).ok()).ok_or_else(|| {
+                serde::de::Error::custom(format!(
+                    "hook timestamp {:?} is not ISO 8601 UTC after 1970 (e.g. 2026-01-01T00:00:00.000Z)",
+                    w.timestamp
+                ))
+            })?;
+        Ok(HookEvent {
+            event_type: w.event_type,
+            run_id: w.run_id,
+            agent_id: w.agent_id,
+            timestamp_ms,
+            status: w.status,
+            sequence: w.sequence,
+            details: w.details,
+        })
+    }
+}
+
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for HookEvent {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "HookEvent".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        HookEventWire::json_schema(generator)
+    }
 }
 
 /// The run status a hook reports.
@@ -75,6 +189,11 @@ pub enum HookStatus {
 }
 
 impl HookEvent {
+    /// When it fired as the wire shows it: ISO 8601 UTC with milliseconds.
+    pub fn timestamp(&self) -> String {
+        crate::time::iso8601_from_millis(i64::try_from(self.timestamp_ms).unwrap_or(i64::MAX))
+    }
+
     /// True for the four terminal hook types.
     pub fn is_terminal(&self) -> bool {
         matches!(self.event_type.as_str(), "run.completed" | "run.failed" | "run.cancelled" | "run.stopped")
@@ -87,7 +206,7 @@ impl HookEvent {
         m.insert("type".into(), Value::String(self.event_type.clone()));
         m.insert("run_id".into(), Value::String(self.run_id.clone()));
         m.insert("agent_id".into(), Value::String(self.agent_id.clone()));
-        m.insert("timestamp".into(), Value::String(self.timestamp.clone()));
+        m.insert("timestamp".into(), Value::String(self.timestamp()));
         m.insert("status".into(), serde_json::to_value(self.status).unwrap_or(Value::Null));
         m.insert("sequence".into(), Value::from(self.sequence));
         for (k, v) in &self.details {
@@ -135,11 +254,20 @@ pub enum HookInput<'a> {
 #[derive(Debug, Default)]
 struct Step {
     index: u64,
+    /// Whose step it is: `None` for the main agent, else the `parentToolCallId` of the subagent
+    /// call it runs under (a background subagent's steps interleave with the main agent's).
+    scope: Option<SharedStr>,
+    /// A tool result of this scope came after the step's model output: the next output starts
+    /// a new step (for harnesses without message ids).
+    after_tool_result: bool,
     message_id: Option<SharedStr>,
     model: Option<SharedStr>,
     usage: Option<Value>,
     text: String,
     last_sequence: u64,
+    /// `model.completed` was derived: the model's reply is complete (its first tool call or
+    /// result was seen, or the step ended).
+    model_completed: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -148,20 +276,37 @@ struct OpenTool {
     step_index: u64,
 }
 
+/// A step whose model reply has ended (a later step started) while tools it requested are
+/// still running: its `step.completed` waits for the last of them.
+#[derive(Debug, Clone)]
+struct WaitingStep {
+    index: u64,
+    message_id: Option<SharedStr>,
+    model: Option<SharedStr>,
+}
+
 /// Derives hook events from one run's stream items. Sans-IO and deterministic: the caller
-/// passes each item's sequence and the timestamp to stamp.
+/// passes each item's sequence and the time to stamp.
 #[derive(Debug)]
 pub struct HookDeriver {
     run_id: String,
     agent_id: String,
     steps_started: u64,
-    step: Option<Step>,
-    after_tool_result: bool,
+    /// The steps in progress, one per scope (main agent, each subagent), oldest first.
+    steps: Vec<Step>,
+    waiting: Vec<WaitingStep>,
     tools: HashMap<String, OpenTool>,
     open_order: Vec<String>,
     idempotent_tools: HashSet<String>,
+    /// The message text of the main agent's last step that had any.
     final_answer: String,
+    /// The same over every scope (the answer when the main agent printed none).
+    last_text: String,
+    /// The sequence of the last hook derived: no hook is stamped behind it.
+    last_sequence: u64,
     terminated: bool,
+    /// `Some(previous status)` when the run continues a harness session.
+    resumed: Option<String>,
 }
 
 const PERMISSION_MARKERS: &[&str] = &[
@@ -179,14 +324,25 @@ impl HookDeriver {
             run_id: run_id.into(),
             agent_id: agent_id.into(),
             steps_started: 0,
-            step: None,
-            after_tool_result: false,
+            steps: Vec::new(),
+            waiting: Vec::new(),
             tools: HashMap::new(),
             open_order: Vec::new(),
             idempotent_tools: HashSet::new(),
             final_answer: String::new(),
+            last_text: String::new(),
+            last_sequence: 0,
             terminated: false,
+            resumed: None,
         }
+    }
+
+    /// This run continues a harness session: it starts with `run.resumed` (details:
+    /// `previous_status`, the previous run's final status or `unknown`) instead of
+    /// `run.started` (decisions.md §5).
+    pub fn resuming(mut self, previous_status: impl Into<String>) -> Self {
+        self.resumed = Some(previous_status.into());
+        self
     }
 
     /// Tools (by harness-native name) whose calls are safe to retry: a call of one of these in
@@ -207,27 +363,39 @@ impl HookDeriver {
         &self.open_order
     }
 
-    fn hook(&self, ty: &str, status: HookStatus, sequence: u64, ts: &str, details: Map<String, Value>) -> HookEvent {
-        HookEvent {
+    /// Emit one hook. Its sequence is never behind a hook already emitted (hooks stay in
+    /// sequence order, also when one is derived from an earlier item, as `model.completed` is).
+    fn emit(
+        &mut self,
+        ty: &str,
+        status: HookStatus,
+        sequence: u64,
+        ts: u64,
+        details: Map<String, Value>,
+        out: &mut Vec<HookEvent>,
+    ) {
+        let sequence = sequence.max(self.last_sequence);
+        self.last_sequence = sequence;
+        out.push(HookEvent {
             event_type: ty.to_string(),
             run_id: self.run_id.clone(),
             agent_id: self.agent_id.clone(),
-            timestamp: ts.to_string(),
+            timestamp_ms: ts,
             status,
             sequence,
             details,
-        }
+        });
     }
 
     /// Feed one stream item; hooks derived from it are appended to `out`.
-    pub fn observe(&mut self, sequence: u64, input: HookInput<'_>, timestamp: &str, out: &mut Vec<HookEvent>) {
+    pub fn observe(&mut self, sequence: u64, input: HookInput<'_>, timestamp_ms: u64, out: &mut Vec<HookEvent>) {
         if self.terminated {
             return;
         }
         match input {
             HookInput::Raw => {}
-            HookInput::Content(ev) => self.content(sequence, ev, timestamp, out),
-            HookInput::Lifecycle(ev, facts) => self.lifecycle(sequence, ev, facts, timestamp, out),
+            HookInput::Content(ev) => self.content(sequence, ev, timestamp_ms, out),
+            HookInput::Lifecycle(ev, facts) => self.lifecycle(sequence, ev, facts, timestamp_ms, out),
         }
     }
 
@@ -236,7 +404,7 @@ impl HookDeriver {
         sequence: u64,
         ev: &LifecycleEvent,
         facts: Option<&TerminalFacts>,
-        ts: &str,
+        ts: u64,
         out: &mut Vec<HookEvent>,
     ) {
         use LifecycleReason::*;
@@ -245,17 +413,37 @@ impl HookDeriver {
                 let mut d = Map::new();
                 let op = if ev.reason == RunStart { "run" } else { "command" };
                 d.insert("operation".into(), json!(op));
-                out.push(self.hook("run.started", HookStatus::Running, sequence, ts, d));
+                match self.resumed.clone() {
+                    Some(previous) => {
+                        d.insert("previous_status".into(), json!(previous));
+                        self.emit("run.resumed", HookStatus::Running, sequence, ts, d, out);
+                    }
+                    None => self.emit("run.started", HookStatus::Running, sequence, ts, d, out),
+                }
             }
             reason if reason.is_terminal() => {
                 let default_facts = TerminalFacts { last_sequence: sequence as i64 - 1, ..Default::default() };
                 let facts = facts.unwrap_or(&default_facts);
-                self.end_step(ts, out);
                 let interrupted = matches!(reason, RunInterrupted | CommandInterrupted);
                 let failed =
                     matches!(reason, RunFailed | CommandFailed | RunBackgroundFailed | CommandBackgroundFailed);
                 if interrupted || failed {
+                    // The steps in progress did not complete: the terminal hook ends them.
+                    for at in 0..self.steps.len() {
+                        self.complete_model(at, sequence, ts, out);
+                    }
+                    for step in std::mem::take(&mut self.steps) {
+                        self.keep_answer(step.scope.is_none(), step.text);
+                    }
                     self.settle_open_tools(sequence, ts, out);
+                    self.waiting.clear();
+                } else {
+                    while !self.steps.is_empty() {
+                        self.end_step(0, ts, out);
+                    }
+                    for step in std::mem::take(&mut self.waiting) {
+                        self.step_completed(&step, sequence, ts, out);
+                    }
                 }
                 let (ty, status, mut d) = if interrupted && facts.stopped_by_timeout {
                     let mut d = Map::new();
@@ -275,7 +463,8 @@ impl HookDeriver {
                     ("run.failed", HookStatus::Failed, d)
                 } else {
                     let mut d = Map::new();
-                    d.insert("output".into(), json!(self.final_answer));
+                    let answer = if self.final_answer.is_empty() { &self.last_text } else { &self.final_answer };
+                    d.insert("output".into(), json!(answer));
                     ("run.completed", HookStatus::Completed, d)
                 };
                 if let Some(u) = &facts.usage {
@@ -283,7 +472,7 @@ impl HookDeriver {
                         d.insert("usage".into(), u.clone());
                     }
                 }
-                out.push(self.hook(ty, status, sequence, ts, d));
+                self.emit(ty, status, sequence, ts, d, out);
                 self.terminated = true;
             }
             _ => {}
@@ -291,7 +480,7 @@ impl HookDeriver {
     }
 
     /// Calls still in flight when a run ends abnormally: their effect cannot be known.
-    fn settle_open_tools(&mut self, sequence: u64, ts: &str, out: &mut Vec<HookEvent>) {
+    fn settle_open_tools(&mut self, sequence: u64, ts: u64, out: &mut Vec<HookEvent>) {
         for id in std::mem::take(&mut self.open_order) {
             let Some(tool) = self.tools.remove(&id) else { continue };
             let mut d = Map::new();
@@ -307,92 +496,138 @@ impl HookDeriver {
                     json!("stopped while running; the tool is idempotent, so it is safe to retry"),
                 );
                 d.insert("retryable".into(), json!(true));
-                out.push(self.hook("tool.failed", HookStatus::Running, sequence, ts, d));
+                self.emit("tool.failed", HookStatus::Running, sequence, ts, d, out);
             } else {
                 d.insert("detail".into(), json!("stopped after dispatch: whether its effect landed cannot be known"));
-                out.push(self.hook("tool.indeterminate", HookStatus::Running, sequence, ts, d));
+                self.emit("tool.indeterminate", HookStatus::Running, sequence, ts, d, out);
             }
         }
     }
 
-    fn end_step(&mut self, ts: &str, out: &mut Vec<HookEvent>) {
-        if let Some(step) = self.step.take() {
-            let mut d = Map::new();
-            d.insert("step_index".into(), json!(step.index));
-            if let Some(m) = &step.message_id {
-                d.insert("message_id".into(), json!(m));
-            }
-            if let Some(m) = &step.model {
-                d.insert("model".into(), json!(m));
-            }
-            if let Some(u) = step.usage {
-                d.insert("usage".into(), u);
-            }
-            if !step.text.is_empty() {
-                self.final_answer = step.text;
-            }
-            // Never behind a hook already emitted: hooks stay in sequence order.
-            let sequence = step.last_sequence.max(out.last().map_or(0, |h: &HookEvent| h.sequence));
-            out.push(self.hook("model.completed", HookStatus::Running, sequence, ts, d));
+    /// The step's envelope details: `step_index`, `message_id`?, `model`?.
+    fn step_details(index: u64, message_id: Option<&SharedStr>, model: Option<&SharedStr>) -> Map<String, Value> {
+        let mut d = Map::new();
+        d.insert("step_index".into(), json!(index));
+        if let Some(m) = message_id {
+            d.insert("message_id".into(), json!(m));
+        }
+        if let Some(m) = model {
+            d.insert("model".into(), json!(m));
+        }
+        d
+    }
+
+    /// The step in progress of `scope`, by position in `steps`.
+    fn step_of(&self, scope: Option<&SharedStr>) -> Option<usize> {
+        self.steps.iter().position(|s| s.scope.as_ref() == scope)
+    }
+
+    /// The model's reply in step `at` is complete: `model.completed` (once per step), with the
+    /// usage reported by then. It comes before the hooks of the tools that reply requested, so
+    /// it is stamped with the item that proved it (`sequence`) when that comes before the
+    /// step's last item.
+    fn complete_model(&mut self, at: usize, sequence: u64, ts: u64, out: &mut Vec<HookEvent>) {
+        let Some(step) = self.steps.get_mut(at).filter(|s| !s.model_completed) else { return };
+        step.model_completed = true;
+        let mut d = Self::step_details(step.index, step.message_id.as_ref(), step.model.as_ref());
+        if let Some(u) = step.usage.take() {
+            d.insert("usage".into(), u);
+        }
+        let sequence = step.last_sequence.min(sequence);
+        self.emit("model.completed", HookStatus::Running, sequence, ts, d, out);
+    }
+
+    fn keep_answer(&mut self, main_agent: bool, text: String) {
+        if text.is_empty() {
+            return;
+        }
+        if main_agent {
+            self.final_answer.clone_from(&text);
+        }
+        self.last_text = text;
+    }
+
+    /// Step `at` ends (its scope starts a new step, or the run completes): `model.completed` if
+    /// not yet, then `step.completed` — at once, or when the last of its tools finishes.
+    fn end_step(&mut self, at: usize, ts: u64, out: &mut Vec<HookEvent>) {
+        let Some(last) = self.steps.get(at).map(|s| s.last_sequence) else { return };
+        self.complete_model(at, last, ts, out);
+        let step = self.steps.remove(at);
+        let waiting = WaitingStep { index: step.index, message_id: step.message_id, model: step.model };
+        self.keep_answer(step.scope.is_none(), step.text);
+        if self.tools.values().any(|t| t.step_index == waiting.index) {
+            self.waiting.push(waiting);
+        } else {
+            self.step_completed(&waiting, last, ts, out);
         }
     }
 
-    fn start_step_if_new(&mut self, sequence: u64, ev: &OutputEvent, ts: &str, out: &mut Vec<HookEvent>) -> u64 {
-        let new_step = match &self.step {
+    fn step_completed(&mut self, step: &WaitingStep, sequence: u64, ts: u64, out: &mut Vec<HookEvent>) {
+        let d = Self::step_details(step.index, step.message_id.as_ref(), step.model.as_ref());
+        self.emit("step.completed", HookStatus::Running, sequence, ts, d, out);
+    }
+
+    /// The step `ev` belongs to, started if it is new; its position in `steps`.
+    fn start_step_if_new(&mut self, sequence: u64, ev: &OutputEvent, ts: u64, out: &mut Vec<HookEvent>) -> usize {
+        let scope = ev.parent_tool_call_id.as_ref();
+        let current = self.step_of(scope);
+        let new_step = match current.map(|at| &self.steps[at]) {
             None => true,
             Some(step) => match (&ev.message_id, &step.message_id) {
                 (Some(a), Some(b)) => a != b,
-                _ => self.after_tool_result,
+                _ => step.after_tool_result,
             },
         };
-        if new_step {
-            self.end_step(ts, out);
-            let index = self.steps_started;
-            self.steps_started += 1;
-            self.step = Some(Step {
-                index,
-                message_id: ev.message_id.clone(),
-                model: ev.model.clone(),
-                usage: None,
-                text: String::new(),
-                last_sequence: sequence,
-            });
-            let mut d = Map::new();
-            d.insert("step_index".into(), json!(index));
-            if let Some(m) = &ev.message_id {
-                d.insert("message_id".into(), json!(m));
+        let at = match current {
+            Some(at) if !new_step => at,
+            _ => {
+                if let Some(at) = current {
+                    self.end_step(at, ts, out);
+                }
+                let index = self.steps_started;
+                self.steps_started += 1;
+                self.steps.push(Step {
+                    index,
+                    scope: scope.cloned(),
+                    message_id: ev.message_id.clone(),
+                    model: ev.model.clone(),
+                    last_sequence: sequence,
+                    ..Step::default()
+                });
+                let d = Self::step_details(index, ev.message_id.as_ref(), ev.model.as_ref());
+                self.emit("step.started", HookStatus::Running, sequence, ts, d, out);
+                self.steps.len() - 1
             }
-            if let Some(m) = &ev.model {
-                d.insert("model".into(), json!(m));
-            }
-            out.push(self.hook("step.started", HookStatus::Running, sequence, ts, d));
-        }
-        self.after_tool_result = false;
-        let step = self.step.as_mut().expect("a step is open");
+        };
+        let step = &mut self.steps[at];
+        step.after_tool_result = false;
         step.last_sequence = sequence;
-        step.index
+        at
     }
 
-    fn content(&mut self, sequence: u64, ev: &OutputEvent, ts: &str, out: &mut Vec<HookEvent>) {
+    fn content(&mut self, sequence: u64, ev: &OutputEvent, ts: u64, out: &mut Vec<HookEvent>) {
         match &ev.update {
             SessionUpdate::AgentMessageChunk { content } | SessionUpdate::AgentThoughtChunk { content } => {
-                let step = self.start_step_if_new(sequence, ev, ts, out);
+                let at = self.start_step_if_new(sequence, ev, ts, out);
+                let step = self.steps[at].index;
                 if let Some(text) = content.as_text() {
                     let thought = matches!(ev.update, SessionUpdate::AgentThoughtChunk { .. });
                     if !thought {
-                        if let Some(s) = self.step.as_mut() {
-                            crate::answer::push_capped(&mut s.text, text);
-                        }
+                        crate::answer::push_capped(&mut self.steps[at].text, text);
                     }
                     let mut d = Map::new();
                     d.insert("step_index".into(), json!(step));
                     d.insert("delta".into(), json!(text));
                     let ty = if thought { "response.reasoning.delta" } else { "response.output_text.delta" };
-                    out.push(self.hook(ty, HookStatus::Running, sequence, ts, d));
+                    self.emit(ty, HookStatus::Running, sequence, ts, d, out);
                 }
             }
             SessionUpdate::ToolCall(call) => {
-                let step = self.start_step_if_new(sequence, ev, ts, out);
+                let at = self.start_step_if_new(sequence, ev, ts, out);
+                let step = self.steps[at].index;
+                // A tool call is requested by a complete reply: the model call is over before
+                // its tools run, so `model.completed` comes first.
+                self.complete_model(at, sequence, ts, out);
                 if !self.tools.contains_key(&call.tool_call_id) {
                     self.open_order.push(call.tool_call_id.clone());
                 }
@@ -409,18 +644,33 @@ impl HookDeriver {
                 if let Some(input) = &call.raw_input {
                     d.insert("arguments".into(), input.to_value());
                 }
-                out.push(self.hook("tool.started", HookStatus::Running, sequence, ts, d));
+                self.emit("tool.started", HookStatus::Running, sequence, ts, d, out);
                 if matches!(call.status, ToolCallStatus::Completed | ToolCallStatus::Failed) {
                     // A call announced already finished (e.g. a file change): it is not in flight.
-                    self.close_tool(&call.tool_call_id);
+                    self.close_tool(&call.tool_call_id, sequence, ts, out);
                 }
             }
             SessionUpdate::ToolCallUpdate(update) => {
-                // Tool progress or a result proves the model's message is complete: the model call
-                // ended before its tools ran, so `model.completed` comes before the tool's hooks.
-                self.end_step(ts, out);
                 let known = self.tools.get(&update.tool_call_id).cloned();
-                let step = known.as_ref().map(|t| t.step_index).or(self.step.as_ref().map(|s| s.index)).unwrap_or(0);
+                let scope = ev.parent_tool_call_id.as_ref();
+                // Tool progress or a result proves the reply of the step that requested the call
+                // is complete; an orphan result belongs to its scope's step in progress.
+                let owner = match &known {
+                    Some(tool) => self.steps.iter().position(|s| s.index == tool.step_index),
+                    None => self.step_of(scope),
+                };
+                if let Some(at) = owner {
+                    self.complete_model(at, sequence, ts, out);
+                }
+                let step =
+                    known.as_ref().map(|t| t.step_index).or_else(|| owner.map(|at| self.steps[at].index)).unwrap_or(0);
+                if matches!(update.status, Some(ToolCallStatus::Completed | ToolCallStatus::Failed)) {
+                    self.end_steps_under(&update.tool_call_id, ts, out);
+                    // The next output of this scope starts a new step.
+                    if let Some(at) = self.step_of(scope) {
+                        self.steps[at].after_tool_result = true;
+                    }
+                }
                 let text = content_text(update.content.as_deref());
                 let mut d = Map::new();
                 d.insert("step_index".into(), json!(step));
@@ -434,14 +684,11 @@ impl HookDeriver {
                         if let Some(raw) = &update.raw_output {
                             d.insert("raw_output".into(), raw.to_value());
                         }
-                        self.close_tool(&update.tool_call_id);
-                        self.after_tool_result = true;
-                        out.push(self.hook("tool.completed", HookStatus::Running, sequence, ts, d));
+                        self.emit("tool.completed", HookStatus::Running, sequence, ts, d, out);
+                        self.close_tool(&update.tool_call_id, sequence, ts, out);
                     }
                     Some(ToolCallStatus::Failed) => {
                         d.insert("error".into(), json!(text));
-                        self.close_tool(&update.tool_call_id);
-                        self.after_tool_result = true;
                         let denied = PERMISSION_MARKERS.iter().any(|m| text.contains(m));
                         let pause_details = denied.then(|| {
                             let mut p = Map::new();
@@ -457,20 +704,22 @@ impl HookDeriver {
                             );
                             p
                         });
-                        out.push(self.hook("tool.failed", HookStatus::Running, sequence, ts, d));
+                        self.emit("tool.failed", HookStatus::Running, sequence, ts, d, out);
                         if let Some(p) = pause_details {
-                            out.push(self.hook("run.waiting_for_human", HookStatus::Running, sequence, ts, p));
+                            self.emit("run.waiting_for_human", HookStatus::Running, sequence, ts, p, out);
                         }
+                        self.close_tool(&update.tool_call_id, sequence, ts, out);
                     }
                     _ if update.content.as_ref().is_some_and(|c| !c.is_empty()) => {
                         d.insert("result".into(), json!(text));
-                        out.push(self.hook("tool.preliminary_result", HookStatus::Running, sequence, ts, d));
+                        self.emit("tool.preliminary_result", HookStatus::Running, sequence, ts, d, out);
                     }
                     _ => {}
                 }
             }
             SessionUpdate::Usage { scope: UsageScope::Call, usage } => {
-                if let Some(step) = self.step.as_mut() {
+                let at = self.step_of(ev.parent_tool_call_id.as_ref());
+                if let Some(step) = at.map(|at| &mut self.steps[at]).filter(|s| !s.model_completed) {
                     step.usage = serde_json::to_value(usage).ok();
                     step.last_sequence = sequence;
                 }
@@ -479,9 +728,23 @@ impl HookDeriver {
         }
     }
 
-    fn close_tool(&mut self, id: &str) {
-        self.tools.remove(id);
+    /// The steps of a subagent still open under call `id` end: its call returned (a foreground
+    /// subagent is done when its call's result arrives).
+    fn end_steps_under(&mut self, id: &str, ts: u64, out: &mut Vec<HookEvent>) {
+        while let Some(at) = self.steps.iter().position(|s| s.scope.as_deref() == Some(id)) {
+            self.end_step(at, ts, out);
+        }
+    }
+
+    /// A call finished: a step that ended while it ran completes with its last call.
+    fn close_tool(&mut self, id: &str, sequence: u64, ts: u64, out: &mut Vec<HookEvent>) {
+        let Some(tool) = self.tools.remove(id) else { return };
         self.open_order.retain(|x| x != id);
+        let done = !self.tools.values().any(|t| t.step_index == tool.step_index);
+        if let Some(at) = self.waiting.iter().position(|w| w.index == tool.step_index).filter(|_| done) {
+            let step = self.waiting.remove(at);
+            self.step_completed(&step, sequence, ts, out);
+        }
     }
 }
 
@@ -529,7 +792,7 @@ mod tests {
     fn a_tool_step_then_an_answer() {
         let mut d = HookDeriver::new("r", "claude");
         let mut out = Vec::new();
-        d.observe(0, HookInput::Lifecycle(&lc(LifecycleReason::RunStart), None), "t", &mut out);
+        d.observe(0, HookInput::Lifecycle(&lc(LifecycleReason::RunStart), None), 0, &mut out);
         let mut call = OutputEvent::new(SessionUpdate::ToolCall(ToolCall {
             tool_call_id: "t1".into(),
             title: "`ls`".into(),
@@ -541,35 +804,195 @@ mod tests {
             locations: None,
         }));
         call.message_id = Some("m1".into());
-        d.observe(1, HookInput::Content(&call), "t", &mut out);
+        d.observe(1, HookInput::Content(&call), 0, &mut out);
         let mut upd = ToolCallUpdate::new("t1");
         upd.status = Some(ToolCallStatus::Completed);
         upd.content = Some(vec![ToolCallContent::text("a\nb")]);
-        d.observe(2, HookInput::Content(&OutputEvent::new(SessionUpdate::ToolCallUpdate(upd))), "t", &mut out);
-        d.observe(3, HookInput::Content(&msg("Two ", "m2")), "t", &mut out);
-        d.observe(4, HookInput::Content(&msg("files.", "m2")), "t", &mut out);
-        d.observe(5, HookInput::Raw, "t", &mut out);
-        d.observe(6, HookInput::Lifecycle(&lc(LifecycleReason::RunComplete), None), "t", &mut out);
+        d.observe(2, HookInput::Content(&OutputEvent::new(SessionUpdate::ToolCallUpdate(upd))), 0, &mut out);
+        d.observe(3, HookInput::Content(&msg("Two ", "m2")), 0, &mut out);
+        d.observe(4, HookInput::Content(&msg("files.", "m2")), 0, &mut out);
+        d.observe(5, HookInput::Raw, 0, &mut out);
+        d.observe(6, HookInput::Lifecycle(&lc(LifecycleReason::RunComplete), None), 0, &mut out);
         assert_eq!(
             types(&out),
             [
                 "run.started",
                 "step.started",
-                "tool.started",
                 "model.completed",
+                "tool.started",
                 "tool.completed",
+                "step.completed",
                 "step.started",
                 "response.output_text.delta",
                 "response.output_text.delta",
                 "model.completed",
+                "step.completed",
                 "run.completed"
             ]
         );
         assert_eq!(out.last().unwrap().details["output"], "Two files.");
         assert_eq!(out.last().unwrap().status, HookStatus::Completed);
         assert!(out.windows(2).all(|w| w[0].sequence <= w[1].sequence));
-        d.observe(7, HookInput::Content(&msg("late", "m3")), "t", &mut out);
-        assert_eq!(out.len(), 10, "nothing after the terminal hook");
+        d.observe(7, HookInput::Content(&msg("late", "m3")), 0, &mut out);
+        assert_eq!(out.len(), 12, "nothing after the terminal hook");
+    }
+
+    fn call(id: &str, name: &str, mid: Option<&str>) -> OutputEvent {
+        let mut e = OutputEvent::new(SessionUpdate::ToolCall(ToolCall {
+            tool_call_id: id.into(),
+            title: name.into(),
+            tool_name: Some(name.into()),
+            kind: ToolKind::Other,
+            status: ToolCallStatus::Pending,
+            raw_input: None,
+            content: None,
+            locations: None,
+        }));
+        e.message_id = mid.map(Into::into);
+        e
+    }
+
+    fn result(id: &str, status: ToolCallStatus) -> OutputEvent {
+        let mut upd = ToolCallUpdate::new(id);
+        upd.status = Some(status);
+        upd.content = Some(vec![ToolCallContent::text("ok")]);
+        OutputEvent::new(SessionUpdate::ToolCallUpdate(upd))
+    }
+
+    fn call_usage(mid: &str, prompt: u64) -> OutputEvent {
+        let mut e = OutputEvent::new(SessionUpdate::Usage {
+            scope: UsageScope::Call,
+            usage: crate::event::TokenUsage { prompt_tokens: Some(prompt), ..Default::default() },
+        });
+        e.message_id = Some(mid.into());
+        e
+    }
+
+    /// Feeds events one by one (each with a fresh output buffer, as the runner does) and
+    /// returns every hook.
+    fn derive(events: &[OutputEvent], end: LifecycleReason) -> Vec<HookEvent> {
+        let mut d = HookDeriver::new("r", "claude");
+        let mut all = Vec::new();
+        let mut seq = 0;
+        let mut feed = |d: &mut HookDeriver, input: HookInput<'_>| {
+            let mut out = Vec::new();
+            d.observe(seq, input, 0, &mut out);
+            seq += 1;
+            all.extend(out);
+        };
+        feed(&mut d, HookInput::Lifecycle(&lc(LifecycleReason::RunStart), None));
+        for e in events {
+            feed(&mut d, HookInput::Raw);
+            feed(&mut d, HookInput::Content(e));
+        }
+        feed(&mut d, HookInput::Lifecycle(&lc(end), None));
+        assert!(all.windows(2).all(|w| w[0].sequence <= w[1].sequence), "hooks in sequence order");
+        all
+    }
+
+    /// Per step: `step.started` < `model.completed` < its tool hooks < `step.completed`.
+    fn assert_step_brackets(hooks: &[HookEvent]) {
+        let at = |ty: &str, step: u64| {
+            hooks.iter().position(|h| h.event_type == ty && h.details.get("step_index") == Some(&json!(step)))
+        };
+        for (i, h) in hooks.iter().enumerate() {
+            if !h.event_type.starts_with("tool.") {
+                continue;
+            }
+            let step = h.details["step_index"].as_u64().unwrap();
+            let model = at("model.completed", step).expect("model.completed of the tool's step");
+            assert!(model < i, "{} of step {step} before its model.completed", h.event_type);
+            if let Some(done) = at("step.completed", step) {
+                assert!(i < done, "{} of step {step} after its step.completed", h.event_type);
+            }
+        }
+    }
+
+    #[test]
+    fn model_completed_comes_before_the_tools_it_requested() {
+        let mut text = msg("Let me look.", "m1");
+        text.model = Some("x".into());
+        let hooks = derive(
+            &[
+                text,
+                call_usage("m1", 10),
+                call("a", "Bash", Some("m1")),
+                call_usage("m1", 12),
+                call("b", "Read", Some("m1")),
+                result("b", ToolCallStatus::Completed),
+                result("a", ToolCallStatus::Failed),
+                msg("Done.", "m2"),
+            ],
+            LifecycleReason::RunComplete,
+        );
+        assert_eq!(
+            types(&hooks),
+            [
+                "run.started",
+                "step.started",
+                "response.output_text.delta",
+                "model.completed",
+                "tool.started",
+                "tool.started",
+                "tool.completed",
+                "tool.failed",
+                "step.completed",
+                "step.started",
+                "response.output_text.delta",
+                "model.completed",
+                "step.completed",
+                "run.completed"
+            ]
+        );
+        // The usage reported by the time the reply was complete; the later report is not in it.
+        assert_eq!(hooks[3].details["usage"]["promptTokens"], 10);
+        assert_eq!(hooks[3].details["model"], "x");
+        assert_step_brackets(&hooks);
+    }
+
+    #[test]
+    fn a_step_waits_for_its_tools_while_a_subagent_runs() {
+        let sub = |mut e: OutputEvent| {
+            e.parent_tool_call_id = Some("agent".into());
+            e
+        };
+        let hooks = derive(
+            &[
+                call("agent", "Agent", Some("m1")),
+                sub(msg("Sub here.", "s1")),
+                // The main agent goes on while the background subagent works.
+                msg("Waiting for it.", "m1"),
+                sub(call("sub-tool", "Read", Some("s1"))),
+                sub(result("sub-tool", ToolCallStatus::Completed)),
+                sub(msg("Sub done.", "s2")),
+                result("agent", ToolCallStatus::Completed),
+                msg("All done.", "m2"),
+            ],
+            LifecycleReason::RunComplete,
+        );
+        let started = hooks.iter().filter(|h| h.event_type == "step.started").count();
+        assert_eq!(started, 4, "interleaved lines of one message stay one step: {:?}", types(&hooks));
+        assert_step_brackets(&hooks);
+        let completed: Vec<u64> = hooks
+            .iter()
+            .filter(|h| h.event_type == "step.completed")
+            .map(|h| h.details["step_index"].as_u64().unwrap())
+            .collect();
+        // The subagent's steps end when its call returns, then the call's own step completes.
+        assert_eq!(completed, [1, 2, 0, 3], "the Agent call's step completes with its call");
+        assert_eq!(hooks.last().unwrap().details["output"], "All done.", "the main agent's answer");
+    }
+
+    #[test]
+    fn an_abnormal_end_gives_the_step_in_progress_no_step_completed() {
+        for end in [LifecycleReason::RunFailed, LifecycleReason::RunInterrupted] {
+            let hooks = derive(&[msg("Working.", "m1"), call("a", "Bash", Some("m1"))], end);
+            let t = types(&hooks);
+            assert_eq!(&t[1..5], ["step.started", "response.output_text.delta", "model.completed", "tool.started"]);
+            assert_eq!(t[5], "tool.indeterminate");
+            assert!(!t.contains(&"step.completed"), "{t:?}");
+            assert_step_brackets(&hooks);
+        }
     }
 
     #[test]
@@ -587,12 +1010,23 @@ mod tests {
                 content: None,
                 locations: None,
             }));
-            d.observe(i as u64, HookInput::Content(&call), "t", &mut out);
+            d.observe(i as u64, HookInput::Content(&call), 0, &mut out);
         }
         let facts = TerminalFacts { cancel_reason: Some("caller".into()), last_sequence: 1, ..Default::default() };
-        d.observe(2, HookInput::Lifecycle(&lc(LifecycleReason::RunInterrupted), Some(&facts)), "t", &mut out);
+        d.observe(2, HookInput::Lifecycle(&lc(LifecycleReason::RunInterrupted), Some(&facts)), 0, &mut out);
         let t = types(&out);
-        assert_eq!(&t[t.len() - 4..], ["model.completed", "tool.indeterminate", "tool.failed", "run.cancelled"]);
+        assert_eq!(
+            t,
+            [
+                "step.started",
+                "model.completed",
+                "tool.started",
+                "tool.started",
+                "tool.indeterminate",
+                "tool.failed",
+                "run.cancelled"
+            ]
+        );
         assert_eq!(out[out.len() - 2].details["retryable"], true);
         assert_eq!(out.last().unwrap().details["reason"], "caller");
     }
@@ -605,16 +1039,28 @@ mod tests {
             event_type: "step.started".into(),
             run_id: "r".into(),
             agent_id: "a".into(),
-            timestamp: "t".into(),
+            timestamp_ms: 1_796_221_604_599,
             status: HookStatus::Running,
             sequence: 3,
             details: d,
         };
         assert_eq!(
             serde_json::to_string(&h).unwrap(),
-            r#"{"type":"step.started","run_id":"r","agent_id":"a","timestamp":"t","status":"running","sequence":3,"details":{"step_index":1}}"#
+            r#"{"type":"step.started","run_id":"r","agent_id":"a","timestamp":"2026-12-02T14:26:44.599Z","status":"running","sequence":3,"details":{"step_index":1}}"#
         );
+        // The wire shape reads back into the Rust shape (decisions.md §5: `timestamp_ms`, `details`).
+        let back: HookEvent = serde_json::from_str(&serde_json::to_string(&h).unwrap()).unwrap();
+        assert_eq!(back, h);
+        assert_eq!(back.timestamp_ms, 1_796_221_604_599);
+        let no_details = r#"{"type":"run.started","run_id":"r","agent_id":"a","timestamp":"1970-01-01T00:00:00.000Z","status":"running","sequence":0}"#;
+        let h0: HookEvent = serde_json::from_str(no_details).unwrap();
+        assert!(h0.details.is_empty() && h0.timestamp_ms == 0);
+        assert_eq!(serde_json::to_string(&h0).unwrap(), no_details, "empty details are omitted");
+        let bad = no_details.replace("1970-01-01T00:00:00.000Z", "yesterday");
+        let err = serde_json::from_str::<HookEvent>(&bad).unwrap_err().to_string();
+        assert!(err.contains("ISO 8601"), "{err}");
         assert_eq!(h.to_flat_snake()["step_index"], 1);
+        assert_eq!(h.to_flat_snake()["timestamp"], "2026-12-02T14:26:44.599Z");
         assert_eq!(h.to_flat_camel()["stepIndex"], 1);
         assert_eq!(h.to_flat_camel()["runId"], "r");
     }

@@ -21,14 +21,18 @@
 #![warn(missing_docs)]
 
 pub mod answer;
+#[cfg(feature = "runner")]
+pub mod bridge;
 pub mod casing;
 pub mod channel;
 pub(crate) mod counters;
 pub mod decode;
 pub mod error;
 pub mod event;
+mod event_json;
 pub mod framing;
 pub mod hooks;
+mod json;
 pub mod lifecycle;
 pub mod raw_json;
 pub mod redact;
@@ -56,9 +60,9 @@ pub use lifecycle::{AgentState, LifecycleEvent, LifecycleReason, SandboxState};
 pub use raw_json::RawJson;
 pub use redact::{RedactionPolicy, redact, redact_tool_input, redact_value};
 pub use stream::{
-    Backpressure, CancelReason, CancellationToken, Clock, Envelope, ManualClock, Pressure, RunEnd, RunKind, RunOutcome,
-    RunRecord, RunStream, SequenceCheck, SharedBudget, StreamError, StreamItem, SystemClock, decode_envelope,
-    derive_outcome, new_run_id,
+    Backpressure, CancelReason, CancellationToken, Clock, Envelope, EnvelopeReader, ManualClock, Pressure, RunEnd,
+    RunKind, RunOutcome, RunRecord, RunStream, SequenceCheck, SharedBudget, StreamError, StreamItem, SystemClock,
+    decode_envelope, derive_outcome, new_run_id,
 };
 pub use usage::{UsageAccumulator, UsageTotals};
 

@@ -20,6 +20,7 @@ pub struct LifecycleEvent {
     pub timestamp: String,
     /// Browser live-view facts (`live_url`, `session_id`, `session_tag`), for `browser_ready`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(with = "Option<crate::schema::BrowserInfo>"))]
     pub browser: Option<std::collections::BTreeMap<String, String>>,
     /// Why it happened.
     pub reason: LifecycleReason,

@@ -69,6 +69,60 @@ pub fn now_millis() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
 }
 
+/// `YYYY-MM-DDTHH:MM:SS[.fraction](Z|+00:00)` (UTC) → milliseconds since the epoch (a longer
+/// fraction is cut to milliseconds); `None` for anything else, including other offsets.
+pub fn millis_from_iso8601(text: &str) -> Option<i64> {
+    let b = text.as_bytes();
+    let num = |at: usize, width: usize| -> Option<i64> {
+        let digits = b.get(at..at + width)?;
+        digits.iter().try_fold(0i64, |n, c| c.is_ascii_digit().then(|| n * 10 + i64::from(c - b'0')))
+    };
+    let sep = |at: usize, c: u8| b.get(at) == Some(&c);
+    if !(sep(4, b'-') && sep(7, b'-') && matches!(b.get(10), Some(b'T' | b't')) && sep(13, b':') && sep(16, b':')) {
+        return None;
+    }
+    let (year, month, day) = (num(0, 4)?, num(5, 2)?, num(8, 2)?);
+    let (hour, minute, second) = (num(11, 2)?, num(14, 2)?, num(17, 2)?);
+    let mut at = 19;
+    let mut millis = 0;
+    if sep(at, b'.') {
+        let digits = b[at + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
+        if digits == 0 {
+            return None;
+        }
+        for i in 0..3 {
+            millis = millis * 10 + if i < digits { i64::from(b[at + 1 + i] - b'0') } else { 0 };
+        }
+        at += 1 + digits;
+    }
+    if !matches!(&b[at..], b"Z" | b"z" | b"+00:00") {
+        return None;
+    }
+    let days_in_month = match month {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) => 29,
+        2 => 28,
+        _ => return None,
+    };
+    if day < 1 || day > days_in_month || hour > 23 || minute > 59 || second > 59 {
+        return None;
+    }
+    let days = days_from_civil(year, month, day);
+    Some(((days * 86_400 + hour * 3600 + minute * 60 + second) * 1000) + millis)
+}
+
+/// (year, month, day) → days since 1970-01-01; Howard Hinnant's `days_from_civil`.
+fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
 /// Days since 1970-01-01 → (year, month, day); Howard Hinnant's `civil_from_days`.
 fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;
@@ -94,6 +148,29 @@ mod tests {
         assert_eq!(iso8601_from_millis(951_782_400_000), "2000-02-29T00:00:00.000Z");
         assert_eq!(iso8601_from_millis(-1), "1969-12-31T23:59:59.999Z");
         assert_eq!(iso8601_from_millis(253_402_300_800_000), "10000-01-01T00:00:00.000Z");
+    }
+
+    #[test]
+    fn parses_what_it_formats_and_refuses_the_rest() {
+        for ms in [0, 1, 999, 86_399_999, 951_782_400_000, 1_796_221_604_599, 253_402_300_799_999, -1] {
+            assert_eq!(millis_from_iso8601(&iso8601_from_millis(ms)), Some(ms), "{ms}");
+        }
+        assert_eq!(millis_from_iso8601("2026-12-02T14:26:44Z"), Some(1_796_221_604_000));
+        assert_eq!(millis_from_iso8601("2026-12-02T14:26:44.5999+00:00"), Some(1_796_221_604_599));
+        for bad in [
+            "",
+            "t",
+            "2026-12-02",
+            "2026-12-02T14:26:44",
+            "2026-12-02T14:26:44.Z",
+            "2026-12-02T14:26:44+01:00",
+            "2026-02-30T00:00:00Z",
+            "2026-12-02T24:00:00Z",
+            "2026-13-02T00:00:00Z",
+            "2026-12-02T14:26:44Zjunk",
+        ] {
+            assert_eq!(millis_from_iso8601(bad), None, "{bad:?}");
+        }
     }
 
     #[test]

@@ -81,7 +81,11 @@ fn golden_cases_replay_identically_at_any_chunking() {
         let expected_path = input_path.with_file_name(format!("{case}.expected.jsonl"));
         let got = render(&whole);
         if update {
-            std::fs::write(&expected_path, &got).unwrap();
+            // The canonical form (what `expected_events_are_valid_output_events` checks): a
+            // verbatim `rawInput` printed with spaces (kimi) is written compact.
+            let canonical: String =
+                got.lines().map(|l| serde_json::from_str::<OutputEvent>(l).unwrap().to_json() + "\n").collect();
+            std::fs::write(&expected_path, canonical).unwrap();
             continue;
         }
         let expected = std::fs::read_to_string(&expected_path)

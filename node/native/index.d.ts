@@ -9,6 +9,50 @@
  */
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
+/** One agent configuration, its subscriptions, one run at a time (the bridge's `Client`). */
+export declare class NativeClient {
+  /** Validated by the core: an unknown agent or a bad field throws `INVALID_ARGUMENT` naming it. */
+  constructor(config: NativeAgentConfig)
+  /** The canonical agent name. */
+  get agent(): string
+  /**
+   * Subscribe to channel `name`; returns the subscription id (the wrapper keeps the handler
+   * under it). `INVALID_ARGUMENT` listing the four channels for any other name.
+   */
+  on(name: string): number
+  /**
+   * Remove every subscription of channel `name`; returns their ids (an unknown name is an
+   * error, as for `on`).
+   */
+  off(name: string): Array<number>
+  /** Remove one subscription; false when it was not there. */
+  offId(subscription: number): boolean
+  /** The subscription ids of channel `name`, in the order their handlers are called. */
+  subscribers(name: string): Array<number>
+  /**
+   * Start a run or a command, validated by the core first (the error names the bad field in
+   * camelCase); returns once the process is spawned. Throws `HARNESS_NOT_FOUND`,
+   * `ALREADY_RUNNING`, `SPAWN_FAILED`, `INVALID_ARGUMENT`.
+   */
+  start(options: NativeRunOptions): NativeRun
+  /** Pause the active run (SIGSTOP; lifecycle `sandbox_pause`). `NOT_RUNNING` without one. */
+  pause(): void
+  /** Resume a paused run (SIGCONT; lifecycle `sandbox_resume`). `NOT_RUNNING` without one. */
+  resume(): void
+  /** Interrupt the active run (SIGTERM, SIGKILL after the grace period); whether anything was. */
+  interrupt(reason: string): boolean
+  /** Kill the active run at once (lifecycle `sandbox_killed`); whether anything was. */
+  kill(): boolean
+  /** The bridge's `ClientStatus` as camelCase JSON. */
+  statusJson(): string
+  /** The harness session the next run continues (`null`: a new conversation). */
+  get sessionId(): string | null
+  /** Choose the harness session the next run continues (`null`: start a new conversation). */
+  setSessionId(sessionId?: string | undefined | null): void
+  /** The id of the active run, if any. */
+  get activeRunId(): string | null
+}
+
 /** The stateful decoder of one run (the core's `Decoder`). Events are returned as a JSON array. */
 export declare class NativeDecoder {
   /**
@@ -52,56 +96,42 @@ export declare class NativeDecoder {
   get hasPartialLine(): boolean
 }
 
-/** One operation: pull its deliveries, cancel it, await its result. */
+/**
+ * One started run: pull its deliveries, cancel it, read its result. Dropping the last
+ * reference to a run that has a reader before its end cancels it (`reader_left`).
+ */
 export declare class NativeRun {
   /** The run's id. */
   get runId(): string
+  /** Whether anything reads the run (false: await-only, nothing is buffered). */
+  get hasReader(): boolean
   /**
-   * Up to `max` deliveries as a JSON array, as soon as at least one is ready; `null` once the
-   * stream is over (after the terminal item and its hook events). `mask` selects what is
-   * serialized (bits: 1 content, 2 lifecycle, 4 stdout, 8 stderr, 16 hook events; default
-   * all): the others are consumed unseen, so the array may be empty (`"[]"`).
+   * What is ready as a JSON array (up to `max` deliveries), as soon as at least one is;
+   * `null` once the stream is over (after the terminal item and its hook events).
    */
-  nextBatch(max: number, mask?: number | undefined | null): Promise<string | null>
+  nextBatch(max: number): Promise<string | null>
   /**
-   * The run's result (camelCase JSON), once it has finished. Resolves for every outcome:
-   * a failed or cancelled run is a result, not an error.
+   * Resolves once the run has ended for its reader (its terminal event was delivered; an
+   * await-only run: once it finished). Never reads the run itself.
    */
-  wait(): Promise<string>
-  /** The result (camelCase JSON) if the run has finished, else `null`. */
-  resultJson(): string | null
-  /** Cancel the run (the first reason stands). */
+  ended(): Promise<void>
+  /** The result (camelCase JSON): `STILL_RUNNING` until the terminal event was delivered. */
+  resultJson(): string
+  /** Cancel the run (the first reason stands); kind `caller`. */
   cancel(reason: string): void
-  /** The reader left early (`break` out of `for await`): cancels through the one path. */
+  /**
+   * The reader left early (`break` out of `for await`): cancels through the one path, kind
+   * `reader_left`; what is still to come can be pulled.
+   */
   readerLeft(): void
   /** Live backpressure statistics (camelCase JSON). */
   pressureJson(): string
-  /** True once the result is known. */
-  get isFinished(): boolean
-}
-
-/** One agent configuration; one operation at a time (the core's [`Session`]). */
-export declare class NativeSession {
-  constructor(config: NativeAgentConfig)
   /**
-   * Start a harness run with `options.prompt`. Throws `HARNESS_NOT_FOUND`,
-   * `ALREADY_RUNNING`, `SPAWN_FAILED` or `INVALID_ARGUMENT`.
+   * Record that handler `handler` (a subscription id, or 0 for `onEvent`) threw on the
+   * delivery `sequence` of `channel`: counted into the result's `handlerErrors`. True for
+   * that handler's FIRST failure on this run (the one to report with its stack).
    */
-  startRun(options: NativeRunOptions): NativeRun
-  /** Start any command (`options.argv`) with the same streaming and lifecycle. */
-  startCommand(options: NativeRunOptions): NativeRun
-  /** Pause the active operation (SIGSTOP; lifecycle `sandbox_pause`). `NOT_RUNNING` without one. */
-  pause(): void
-  /** Resume a paused operation (SIGCONT; lifecycle `sandbox_resume`). */
-  resume(): void
-  /** Interrupt the active operation (SIGTERM, SIGKILL after the grace period). */
-  interrupt(reason: string): void
-  /** Kill the active operation at once (lifecycle `sandbox_killed`); a no-op without one. */
-  kill(): void
-  /** The run id of the active operation, if any. */
-  get activeRunId(): string | null
-  /** The `sandbox_ready` lifecycle event describing the session now (camelCase JSON). */
-  readyEventJson(): string
+  handlerFailed(handler: number, channel: string, sequence: number, message: string): boolean
 }
 
 /**
@@ -121,18 +151,6 @@ export declare function agentNames(): Array<string>
 
 /** The four channel names, in documentation order. */
 export declare function channelNames(): Array<string>
-
-/**
- * The canonical agent name for `name` (accepts `claude-code`, any case); throws
- * `INVALID_ARGUMENT` listing the valid names otherwise.
- */
-export declare function checkAgent(name: string): string
-
-/**
- * `name` if it is one of the four channels; throws `INVALID_ARGUMENT` (the core's message,
- * which lists the four) otherwise.
- */
-export declare function checkChannel(name: string): string
 
 /** The version of the core this addon was built from. */
 export declare function coreVersion(): string
@@ -155,7 +173,7 @@ export declare function hookToCamelJson(canonicalJson: string): string
  */
 export declare function lifecycleToCamelJson(coreJson: string): string
 
-/** How to start a harness (the wrapper's `AgentConfig`, validated there). */
+/** How to start a harness (the wrapper's `AgentConfig`; types checked there, values here). */
 export interface NativeAgentConfig {
   agent: string
   agentId?: string
@@ -166,28 +184,32 @@ export interface NativeAgentConfig {
   env?: Record<string, string>
 }
 
-/** Options shared by runs and commands (milliseconds, and the core's backpressure marks). */
+/**
+ * One run (the wrapper's `RunOptions` / `ExecuteCommandOptions`): exactly one of `prompt`,
+ * `command` (an argv) and `shell` (a command line run through `sh -c`). Times in
+ * milliseconds; absent fields take the core's defaults.
+ */
 export interface NativeRunOptions {
-  /** The prompt (a harness run). */
   prompt?: string
-  /** The program and its arguments (a command run). */
-  argv?: Array<string>
-  /** Working directory of a command. */
+  command?: Array<string>
+  shell?: string
+  model?: string
   cwd?: string
-  /** Extra environment of a command. */
   env?: Record<string, string>
   timeoutMs?: number
+  background?: boolean
+  /** Derive hook events (an `onEvent` handler). */
+  hooks: boolean
+  redact?: boolean
+  resume?: string
+  idempotentTools?: Array<string>
+  killGraceMs?: number
   highWater?: number
   byteBudget?: number
-  stallSeconds?: number
-  redact?: boolean
-  idempotentTools?: Array<string>
-  /** Interleave hook events (`onEvent`). */
-  hooks: boolean
-  /** Attach a reader (false = await-only). */
-  attachReader: boolean
-  background?: boolean
-  killGraceMs?: number
+  stallMs?: number
+  maxLineBytes?: number
+  /** `true`: the caller iterates every delivery (`stream()`); else the handlers read. */
+  iterate: boolean
 }
 
 /**

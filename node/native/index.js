@@ -835,15 +835,13 @@ function __napiStampBindingTarget(exportsObject, target) {
 // linked import resolves to `undefined`.
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
+module.exports.NativeClient = nativeBinding.NativeClient
 module.exports.NativeDecoder = nativeBinding.NativeDecoder
 module.exports.NativeRun = nativeBinding.NativeRun
-module.exports.NativeSession = nativeBinding.NativeSession
 module.exports.__testPanic = nativeBinding.__testPanic
 module.exports.__testPanicAsync = nativeBinding.__testPanicAsync
 module.exports.agentNames = nativeBinding.agentNames
 module.exports.channelNames = nativeBinding.channelNames
-module.exports.checkAgent = nativeBinding.checkAgent
-module.exports.checkChannel = nativeBinding.checkChannel
 module.exports.coreVersion = nativeBinding.coreVersion
 module.exports.errorKindsJson = nativeBinding.errorKindsJson
 module.exports.hookToCamelJson = nativeBinding.hookToCamelJson

@@ -14,50 +14,28 @@
  * @module
  */
 
-/** The core's error kinds (snake_case names). */
-export type ErrorKind =
-  | 'harness_not_found'
-  | 'already_running'
-  | 'spawn_failed'
-  | 'invalid_argument'
-  | 'cancelled'
-  | 'timeout'
-  | 'decode_limit'
-  | 'internal'
-  | 'not_running';
+import { ERROR_TABLE, type ErrorCode } from './generated/errors';
+import type { ErrorKind } from './generated/types';
 
-/** The `code` of an agentstream error: the kind in SCREAMING_SNAKE_CASE. */
-export type ErrorCode =
-  | 'HARNESS_NOT_FOUND'
-  | 'ALREADY_RUNNING'
-  | 'SPAWN_FAILED'
-  | 'INVALID_ARGUMENT'
-  | 'CANCELLED'
-  | 'TIMEOUT'
-  | 'DECODE_LIMIT'
-  | 'INTERNAL'
-  | 'NOT_RUNNING';
+export { ERROR_TABLE, type ErrorCode, type ErrorInfo } from './generated/errors';
+export type { ErrorKind } from './generated/types';
 
 /** Every code, in the core's order (its numbers are 1001, 1002, …). */
-export const ERROR_CODES: readonly ErrorCode[] = Object.freeze([
-  'HARNESS_NOT_FOUND',
-  'ALREADY_RUNNING',
-  'SPAWN_FAILED',
-  'INVALID_ARGUMENT',
-  'CANCELLED',
-  'TIMEOUT',
-  'DECODE_LIMIT',
-  'INTERNAL',
-  'NOT_RUNNING',
-] as const);
+export const ERROR_CODES: readonly ErrorCode[] = Object.freeze(ERROR_TABLE.map((e) => e.code));
+
+function rowOf(code: ErrorCode) {
+  const row = ERROR_TABLE.find((e) => e.code === code);
+  if (row === undefined) throw new globalThis.Error(`agentstream: no error code ${code} in the error table`);
+  return row;
+}
 
 function kindOf(code: ErrorCode): ErrorKind {
-  return code.toLowerCase() as ErrorKind;
+  return rowOf(code).kind;
 }
 
 /** The core's stable number of a code (1001 `HARNESS_NOT_FOUND` … 1009 `NOT_RUNNING`). */
 function numberOf(code: ErrorCode): number {
-  return 1001 + ERROR_CODES.indexOf(code);
+  return rowOf(code).number;
 }
 
 /** An agentstream error other than a bad argument: `code` says which kind. */
@@ -102,7 +80,7 @@ export class DecodeLimitError<E = unknown> extends AgentStreamError {
 export class InvalidArgumentError extends TypeError {
   readonly code: 'INVALID_ARGUMENT' = 'INVALID_ARGUMENT';
   readonly kind: 'invalid_argument' = 'invalid_argument';
-  readonly numericCode: number = 1004;
+  readonly numericCode: number = numberOf('INVALID_ARGUMENT');
 
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
@@ -112,9 +90,11 @@ export class InvalidArgumentError extends TypeError {
 
 /**
  * A handler (`on(...)` or `onEvent`) threw or rejected while a run delivered an event. It is
- * REPORTED, not thrown: agentstream passes it to `process.emitWarning` once per failure, so
- * `process.on('warning', (w) => …)` receives it (and Node prints it unless warnings are
- * silenced), and the run goes on with the next handler and the next event.
+ * REPORTED, not thrown: agentstream passes it to `process.emitWarning` the first time each
+ * handler fails in a run (later failures are counted in `RunResult.handlerErrors`), so
+ * `process.on('warning', (w) => …)` receives it (and Node prints it, with the handler's stack as
+ * its `detail`, unless warnings are silenced), and the run goes on with the next handler and the
+ * next event.
  *
  * ```ts
  * process.on('warning', (w) => {
@@ -135,6 +115,8 @@ export class HandlerWarning extends Error {
   readonly event: unknown;
   /** What the handler threw (or rejected with). */
   declare readonly cause: unknown;
+  /** The handler's stack (what it threw, with where): Node prints it under the warning. */
+  readonly detail: string | undefined;
 
   constructor(
     channel: HandlerWarning['channel'],
@@ -150,6 +132,7 @@ export class HandlerWarning extends Error {
     this.runId = runId;
     this.sequence = sequence;
     this.event = event;
+    this.detail = cause instanceof Error && typeof cause.stack === 'string' ? cause.stack : undefined;
   }
 }
 

@@ -1,15 +1,25 @@
 /**
- * `Evolve`: run a coding-agent CLI (or any command) through the Rust core's process runner and
- * receive its output in real time — `on(channel, handler)`, `onEvent` hook handlers, or
- * `for await` over the sequenced stream.
+ * `Evolve`: run a coding-agent CLI (or any command) through the Rust core's bridge and receive
+ * its output in real time — `on(channel, handler)`, `onEvent` hook handlers, or `for await`
+ * over the sequenced stream.
+ *
+ * Every rule is the core's: option validation (messages name the field in camelCase), run vs.
+ * command, which channels a run buffers (await-only when nothing listens), the harness
+ * conversation successive runs continue, pause/resume/interrupt/kill, `status()`, when a result
+ * is final, cancel-on-drop and handler-error counting. This module checks JavaScript types,
+ * keeps the handler functions (under the core's subscription ids, called in the core's order)
+ * and calls them.
  *
  * Delivery model: this module PULLS batches of deliveries from the core (`nextBatch`, one JSON
- * array string per batch, parsed with `JSON.parse`) and calls the handlers one at a time, in
- * sequence order, awaiting any promise a handler returns before the next delivery. No Rust
- * thread calls into JavaScript; the core's backpressure sees a reader exactly as fast as the
- * handlers; and nothing holds Node's event loop open but a pending pull or result, so the process
- * can exit as soon as no run is active. Every decision (ordering, the one terminal, coalescing,
- * cancellation, hook derivation) is the core's; this module converts shapes and calls handlers.
+ * array string per batch: what is ready, never a wait to fill it) and calls the handlers one at
+ * a time, in sequence order, awaiting any promise a handler returns before the next delivery.
+ * No Rust thread calls into JavaScript; nothing holds Node's event loop open but a pending pull
+ * or result, so the process can exit as soon as no run is active.
+ *
+ * A handler that throws (or rejects) does not stop the run: the core counts it
+ * (`RunResult.handlerErrors`) and says whether it is that handler's first failure on the run;
+ * the first is reported through `process.emitWarning` as a {@link HandlerWarning} carrying the
+ * handler's stack (printed by Node as the warning's detail), later ones are only counted.
  *
  * @module
  */
@@ -18,92 +28,89 @@ import { HandlerWarning, InvalidArgumentError, fromNative } from './errors';
 import { agentName, call, describe, native } from './internal';
 import type {
   AgentConfig,
-  AgentName,
-  BackpressureOptions,
-  Channel,
-  ChannelHandler,
-  Envelope,
+  BackgroundCommandOptions,
+  BackgroundRunOptions,
   EvolveOptions,
+  EvolveStatus,
   ExecuteCommandOptions,
-  HookEvent,
-  HookHandler,
-  Pressure,
   RunOptions,
-  RunResult,
-} from './types';
+  StreamOptions,
+} from './clientTypes';
+import type { AgentName, Channel, ChannelHandler, Envelope, HookEvent, HookHandler, Pressure, RunResult } from './types';
 
 type NativeRun = InstanceType<typeof native.NativeRun>;
-type NativeSession = InstanceType<typeof native.NativeSession>;
-type NativeRunOptions = Parameters<NativeSession['startRun']>[0];
+type NativeClient = InstanceType<typeof native.NativeClient>;
+type NativeRunOptions = Parameters<NativeClient['start']>[0];
 
-/** Deliveries taken per pull. */
+// Node 20 defines Symbol.asyncDispose as Symbol.for('nodejs.asyncDispose'); give any runtime
+// without it the same symbol, so `await using` (TypeScript's helpers look it up on Symbol) and
+// Node agree on it.
+(Symbol as { asyncDispose?: symbol }).asyncDispose ??= Symbol.for('nodejs.asyncDispose');
+
+/** Deliveries taken per pull at most (the core also bounds a batch in bytes). */
 const BATCH = 256;
+
+/** The handler id of `onEvent` in the core's handler-error count (subscriptions start at 1). */
+const ON_EVENT_ID = 0;
 
 /** One delivery of a batch: a stream envelope (has `channel`) or a hook event (has `type`). */
 type Delivery = Envelope | HookEvent;
 
 type AnyHandler = (payload: unknown) => unknown;
 
-const EMPTY: readonly AnyHandler[] = Object.freeze([]);
+/** The handlers of each channel in the core's order, and their subscription ids. */
+interface Subscriptions {
+  readonly lists: Readonly<Record<Channel, readonly AnyHandler[]>>;
+  readonly ids: Readonly<Record<Channel, readonly number[]>>;
+}
+
+const NONE: Subscriptions = Object.freeze({
+  lists: Object.freeze({ content: [], lifecycle: [], stdout: [], stderr: [] }),
+  ids: Object.freeze({ content: [], lifecycle: [], stdout: [], stderr: [] }),
+});
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {
   return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function';
 }
 
 /**
- * Calls the handlers of each delivery of ONE run, in order, one at a time. Synchronous handlers
- * cost no promise; a handler that returns a promise is awaited before anything else is called.
+ * Calls the handlers of each delivery of ONE run, in order, one at a time: the `on(...)`
+ * handlers subscribed when the delivery is made, then `onEvent` for hook events. Synchronous
+ * handlers cost no promise; a handler that returns a promise is awaited before anything else.
  */
 class Sink {
-  readonly #lists: Readonly<Record<Channel, readonly AnyHandler[]>>;
-  readonly #onEvent: HookHandler | undefined;
-  readonly #hookList: readonly AnyHandler[];
-  runId = '';
+  readonly #current: () => Subscriptions;
+  readonly #hooks: readonly AnyHandler[];
+  readonly #run: NativeRun;
+  readonly #runId: string;
 
-  constructor(lists: Readonly<Record<Channel, readonly AnyHandler[]>>, onEvent: HookHandler | undefined) {
-    this.#lists = lists;
-    this.#onEvent = onEvent;
-    this.#hookList = onEvent === undefined ? EMPTY : [onEvent as AnyHandler];
-  }
-
-  /** Whether anything listens (else the run is await-only: no reader is attached). */
-  get listening(): boolean {
-    const l = this.#lists;
-    return this.#onEvent !== undefined || l.content.length + l.lifecycle.length + l.stdout.length + l.stderr.length > 0;
-  }
-
-  /** What the handlers listen to now, as `nextBatch`'s mask (1 content, 2 lifecycle, 4 stdout, 8 stderr, 16 hooks). */
-  get mask(): number {
-    const l = this.#lists;
-    return (
-      (l.content.length > 0 ? 1 : 0) |
-      (l.lifecycle.length > 0 ? 2 : 0) |
-      (l.stdout.length > 0 ? 4 : 0) |
-      (l.stderr.length > 0 ? 8 : 0) |
-      (this.#onEvent !== undefined ? 16 : 0)
-    );
+  constructor(current: () => Subscriptions, onEvent: HookHandler | undefined, run: NativeRun) {
+    this.#current = current;
+    this.#hooks = onEvent === undefined ? [] : [onEvent as AnyHandler];
+    this.#run = run;
+    this.#runId = run.runId;
   }
 
   /** Deliver one; returns a promise only when a handler returned one. */
   deliver(d: Delivery): Promise<void> | undefined {
     if ('channel' in d) {
-      const list = this.#lists[d.channel];
-      return list.length === 0 ? undefined : this.#each(list, d.channel, d.event, d.sequence);
+      const subs = this.#current();
+      const list = subs.lists[d.channel];
+      return list.length === 0 ? undefined : this.#each(list, subs.ids[d.channel], d.channel, d.event, d.sequence);
     }
-    return this.#hookList.length === 0 ? undefined : this.#each(this.#hookList, 'onEvent', d, d.sequence);
+    return this.#hooks.length === 0 ? undefined : this.#each(this.#hooks, [ON_EVENT_ID], 'onEvent', d, d.sequence);
   }
 
-  #each(list: readonly AnyHandler[], channel: HandlerWarning['channel'], payload: unknown, sequence: number): Promise<void> | undefined {
+  #each(list: readonly AnyHandler[], ids: readonly number[], channel: HandlerWarning['channel'], payload: unknown, sequence: number): Promise<void> | undefined {
     for (let i = 0; i < list.length; i++) {
       let r: unknown;
       try {
-        const h = list[i]!;
-        r = h(payload);
+        r = list[i]!(payload);
       } catch (e) {
-        this.#report(channel, sequence, payload, e);
+        this.#report(ids[i]!, channel, sequence, payload, e);
         continue;
       }
-      if (isThenable(r)) return this.#rest(r, list, i + 1, channel, payload, sequence);
+      if (isThenable(r)) return this.#rest(r, list, ids, i, channel, payload, sequence);
     }
     return undefined;
   }
@@ -111,7 +118,8 @@ class Sink {
   async #rest(
     pending: PromiseLike<unknown>,
     list: readonly AnyHandler[],
-    from: number,
+    ids: readonly number[],
+    at: number,
     channel: HandlerWarning['channel'],
     payload: unknown,
     sequence: number,
@@ -119,38 +127,31 @@ class Sink {
     try {
       await pending;
     } catch (e) {
-      this.#report(channel, sequence, payload, e);
+      this.#report(ids[at]!, channel, sequence, payload, e);
     }
-    for (let i = from; i < list.length; i++) {
+    for (let i = at + 1; i < list.length; i++) {
       try {
-        const h = list[i]!;
-        const r = h(payload);
+        const r = list[i]!(payload);
         if (isThenable(r)) await r;
       } catch (e) {
-        this.#report(channel, sequence, payload, e);
+        this.#report(ids[i]!, channel, sequence, payload, e);
       }
     }
   }
 
-  #report(channel: HandlerWarning['channel'], sequence: number, payload: unknown, e: unknown): void {
-    process.emitWarning(new HandlerWarning(channel, this.runId, sequence, payload, e));
+  #report(id: number, channel: HandlerWarning['channel'], sequence: number, payload: unknown, e: unknown): void {
+    const message = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+    const first = call(() => this.#run.handlerFailed(id, channel === 'onEvent' ? 'on_event' : channel, sequence, message));
+    if (first) process.emitWarning(new HandlerWarning(channel, this.#runId, sequence, payload, e));
   }
 }
 
-/** Parse a batch (JSON array string from the addon). */
-function batch(json: string): Delivery[] {
-  return JSON.parse(json) as Delivery[];
-}
-
-/**
- * Read `run` to its end, delivering to `sink`. Only what a handler listens to is serialized by
- * the addon (the mask is re-read at every pull, so `on()` during a run takes effect).
- */
+/** Read `run` to its end, delivering to `sink`. */
 async function pump(run: NativeRun, sink: Sink): Promise<void> {
   for (;;) {
-    const json = await pull(run, sink.mask);
+    const json = await pull(run);
     if (json === null) return;
-    const items = batch(json);
+    const items = JSON.parse(json) as Delivery[];
     for (let i = 0; i < items.length; i++) {
       const p = sink.deliver(items[i]!);
       if (p !== undefined) await p;
@@ -158,24 +159,38 @@ async function pump(run: NativeRun, sink: Sink): Promise<void> {
   }
 }
 
-async function pull(run: NativeRun, mask?: number): Promise<string | null> {
+async function pull(run: NativeRun): Promise<string | null> {
   try {
-    return await run.nextBatch(BATCH, mask);
+    return await run.nextBatch(BATCH);
   } catch (e) {
     throw fromNative(e);
   }
 }
 
-async function waitResult(run: NativeRun): Promise<RunResult> {
+/** The result, once the run ended for its reader (the core's rule: never before). */
+async function finalResult(run: NativeRun): Promise<RunResult> {
   try {
-    return JSON.parse(await run.wait()) as RunResult;
+    await run.ended();
   } catch (e) {
     throw fromNative(e);
   }
+  return JSON.parse(call(() => run.resultJson())) as RunResult;
+}
+
+/** Cancel `run` when `signal` aborts; returns the function that stops listening. */
+function cancelOnAbort(signal: AbortSignal | undefined, run: NativeRun): () => void {
+  if (signal === undefined) return () => {};
+  const onAbort = (): void => {
+    const reason: unknown = signal.reason;
+    call(() => run.cancel(`aborted: ${reason instanceof Error ? reason.message : String(reason)}`));
+  };
+  if (signal.aborted) onAbort();
+  else signal.addEventListener('abort', onAbort, { once: true });
+  return () => signal.removeEventListener('abort', onAbort);
 }
 
 // ------------------------------------------------------------------------------------------------
-// Option conversion (types and shapes only; the core validates ranges and says what is wrong)
+// Option conversion (JavaScript types only; the core checks values and names the field)
 // ------------------------------------------------------------------------------------------------
 
 function object(value: unknown, what: string): Record<string, unknown> {
@@ -185,116 +200,154 @@ function object(value: unknown, what: string): Record<string, unknown> {
   return value as Record<string, unknown>;
 }
 
-function optString(o: Record<string, unknown>, key: string, what: string): string | undefined {
+/** `o[key]` if it is absent or passes `ok`, else an error naming the field and what it takes. */
+function field<T>(o: Record<string, unknown>, key: string, what: string, type: string, ok: (v: unknown) => boolean): T | undefined {
   const v = o[key];
   if (v === undefined) return undefined;
-  if (typeof v !== 'string') throw new InvalidArgumentError(`${what}.${key} must be a string, got ${describe(v)}`);
-  return v;
+  if (!ok(v)) throw new InvalidArgumentError(`${what}.${key} must be ${type}, got ${describe(v)}`);
+  return v as T;
 }
 
-function optNumber(o: Record<string, unknown>, key: string, what: string): number | undefined {
-  const v = o[key];
-  if (v === undefined) return undefined;
-  if (typeof v !== 'number' || Number.isNaN(v)) {
-    throw new InvalidArgumentError(`${what}.${key} must be a number, got ${describe(v)}`);
+const isString = (v: unknown): boolean => typeof v === 'string';
+const isNumber = (v: unknown): boolean => typeof v === 'number';
+const isBoolean = (v: unknown): boolean => typeof v === 'boolean';
+const isFunction = (v: unknown): boolean => typeof v === 'function';
+const isStrings = (v: unknown): boolean => Array.isArray(v) && v.every(isString);
+
+function env(o: Record<string, unknown>, what: string): Record<string, string> | undefined {
+  if (o['env'] === undefined) return undefined;
+  const e = object(o['env'], `${what}.env`);
+  for (const [k, x] of Object.entries(e)) {
+    if (typeof x !== 'string') throw new InvalidArgumentError(`${what}.env.${k} must be a string, got ${describe(x)}`);
   }
-  return v;
+  return e as Record<string, string>;
 }
 
-function optBoolean(o: Record<string, unknown>, key: string, what: string): boolean | undefined {
-  const v = o[key];
-  if (v === undefined) return undefined;
-  if (typeof v !== 'boolean') throw new InvalidArgumentError(`${what}.${key} must be a boolean, got ${describe(v)}`);
-  return v;
-}
-
-function optStrings(o: Record<string, unknown>, key: string, what: string): string[] | undefined {
-  const v = o[key];
-  if (v === undefined) return undefined;
-  if (!Array.isArray(v) || !v.every((x) => typeof x === 'string')) {
-    throw new InvalidArgumentError(`${what}.${key} must be an array of strings, got ${describe(v)}`);
+/** Refuse keys an options object does not take (a misspelt or renamed option never passes silently). */
+function known(o: Record<string, unknown>, keys: readonly string[], what: string): void {
+  for (const k of Object.keys(o)) {
+    if (!keys.includes(k)) throw new InvalidArgumentError(`${what}: unknown option ${JSON.stringify(k)} (options: ${keys.join(', ')})`);
   }
-  return [...(v as string[])];
 }
 
-function optEnv(o: Record<string, unknown>, key: string, what: string): Record<string, string> | undefined {
-  const v = o[key];
-  if (v === undefined) return undefined;
-  const env = object(v, `${what}.${key}`);
-  const out: Record<string, string> = {};
-  for (const [k, x] of Object.entries(env)) {
-    if (typeof x !== 'string') throw new InvalidArgumentError(`${what}.${key}.${k} must be a string, got ${describe(x)}`);
-    out[k] = x;
-  }
-  return out;
+const OPERATION_KEYS = ['onEvent', 'timeoutMs', 'cwd', 'env', 'limits', 'killGraceMs', 'signal'] as const;
+const STREAM_KEYS = [...OPERATION_KEYS, 'prompt', 'model', 'resume', 'redact', 'idempotentTools'] as const;
+const RUN_KEYS = [...STREAM_KEYS, 'background'] as const;
+const COMMAND_KEYS = [...OPERATION_KEYS, 'command', 'background'] as const;
+const LIMIT_KEYS = ['highWater', 'byteBudget', 'stallMs', 'maxLineBytes'] as const;
+
+/** What one operation asks for, in the addon's shape, and what stays in JavaScript. */
+interface Operation {
+  request: NativeRunOptions;
+  onEvent: HookHandler | undefined;
+  signal: AbortSignal | undefined;
+  background: boolean;
 }
 
-function optHandler(o: Record<string, unknown>, what: string): HookHandler | undefined {
-  const v = o['onEvent'];
-  if (v === undefined) return undefined;
-  if (typeof v !== 'function') throw new InvalidArgumentError(`${what}.onEvent must be a function, got ${describe(v)}`);
-  return v as HookHandler;
-}
-
-/** The fields every operation takes, in the addon's shape. */
-function operation(o: Record<string, unknown>, what: string, listening: boolean, hooks: boolean): NativeRunOptions {
-  const out: NativeRunOptions = { hooks, attachReader: listening };
-  const timeout = optNumber(o, 'timeout', what);
-  if (timeout !== undefined) out.timeoutMs = timeout;
-  const grace = optNumber(o, 'killGrace', what);
-  if (grace !== undefined) out.killGraceMs = grace;
-  const background = optBoolean(o, 'background', what);
-  if (background !== undefined) out.background = background;
-  if (o['backpressure'] !== undefined) {
-    const b = object(o['backpressure'], `${what}.backpressure`) as Record<keyof BackpressureOptions, unknown>;
-    const w = `${what}.backpressure`;
-    const highWater = optNumber(b, 'highWater', w);
-    const byteBudget = optNumber(b, 'byteBudget', w);
-    const stallSeconds = optNumber(b, 'stallSeconds', w);
-    if (highWater !== undefined) out.highWater = highWater;
-    if (byteBudget !== undefined) out.byteBudget = byteBudget;
-    if (stallSeconds !== undefined) out.stallSeconds = stallSeconds;
-  }
-  return out;
-}
-
-function runOptions(options: RunOptions, what: string, sinkFor: (onEvent: HookHandler | undefined) => Sink, forceReader: boolean) {
+function operation(options: unknown, what: string, keys: readonly string[], iterate: boolean): Operation {
   const o = object(options, `${what} options`);
-  if (typeof o['prompt'] !== 'string') {
-    throw new InvalidArgumentError(`${what} needs { prompt: string }, got prompt: ${describe(o['prompt'])}`);
+  known(o, keys, what);
+  const onEvent = field<HookHandler>(o, 'onEvent', what, 'a function', isFunction);
+  const signal = field<AbortSignal>(o, 'signal', what, 'an AbortSignal', (v) => v instanceof AbortSignal);
+  const request: NativeRunOptions = { hooks: onEvent !== undefined, iterate };
+  const timeoutMs = field<number>(o, 'timeoutMs', what, 'a number of milliseconds', isNumber);
+  const killGraceMs = field<number>(o, 'killGraceMs', what, 'a number of milliseconds', isNumber);
+  const cwd = field<string>(o, 'cwd', what, 'a string', isString);
+  const e = env(o, what);
+  if (timeoutMs !== undefined) request.timeoutMs = timeoutMs;
+  if (killGraceMs !== undefined) request.killGraceMs = killGraceMs;
+  if (cwd !== undefined) request.cwd = cwd;
+  if (e !== undefined) request.env = e;
+  if (o['limits'] !== undefined) {
+    const l = object(o['limits'], `${what}.limits`);
+    const w = `${what}.limits`;
+    known(l, LIMIT_KEYS, w);
+    const highWater = field<number>(l, 'highWater', w, 'a number', isNumber);
+    const byteBudget = field<number>(l, 'byteBudget', w, 'a number', isNumber);
+    const stallMs = field<number>(l, 'stallMs', w, 'a number of milliseconds', isNumber);
+    const maxLineBytes = field<number>(l, 'maxLineBytes', w, 'a number', isNumber);
+    if (highWater !== undefined) request.highWater = highWater;
+    if (byteBudget !== undefined) request.byteBudget = byteBudget;
+    if (stallMs !== undefined) request.stallMs = stallMs;
+    if (maxLineBytes !== undefined) request.maxLineBytes = maxLineBytes;
   }
-  const onEvent = optHandler(o, what);
-  const sink = sinkFor(onEvent);
-  const native = operation(o, what, forceReader || sink.listening, onEvent !== undefined);
-  native.prompt = o['prompt'];
-  const redact = optBoolean(o, 'redact', what);
-  if (redact !== undefined) native.redact = redact;
-  const tools = optStrings(o, 'idempotentTools', what);
-  if (tools !== undefined) native.idempotentTools = tools;
-  return { sink, native };
+  if (keys.includes('prompt')) {
+    const prompt = o['prompt'];
+    if (typeof prompt !== 'string') throw new InvalidArgumentError(`${what} needs { prompt: string }, got prompt: ${describe(prompt)}`);
+    request.prompt = prompt;
+    const model = field<string>(o, 'model', what, 'a string', isString);
+    const resume = field<string>(o, 'resume', what, 'a string', isString);
+    const redact = field<boolean>(o, 'redact', what, 'a boolean', isBoolean);
+    const tools = field<string[]>(o, 'idempotentTools', what, 'an array of strings', isStrings);
+    if (model !== undefined) request.model = model;
+    if (resume !== undefined) request.resume = resume;
+    if (redact !== undefined) request.redact = redact;
+    if (tools !== undefined) request.idempotentTools = [...tools];
+  } else {
+    const command = o['command'];
+    if (typeof command === 'string') request.shell = command;
+    else if (isStrings(command)) request.command = [...(command as string[])];
+    else throw new InvalidArgumentError(`${what} needs { command: string | string[] }, got ${describe(command)}`);
+  }
+  const background = field<boolean>(o, 'background', what, 'a boolean', isBoolean) ?? false;
+  if (background) request.background = true;
+  if (signal?.aborted) throw signal.reason;
+  return { request, onEvent, signal, background };
 }
 
-/** A shell string runs through `sh -c`; an array is the argv itself. */
-function commandArgv(command: unknown, what: string): string[] {
-  if (typeof command === 'string') {
-    if (command.trim() === '') throw new InvalidArgumentError(`${what} needs a command, e.g. 'ls -la'`);
-    return ['sh', '-c', command];
+// ------------------------------------------------------------------------------------------------
+// Evolve
+// ------------------------------------------------------------------------------------------------
+
+/**
+ * A run started with `background: true`: it goes on (its handlers are called) while the caller
+ * does other things; `await handle.result` for its {@link RunResult}.
+ */
+export class BackgroundRun {
+  /** The run's id. */
+  readonly runId: string;
+  /** The run's result, once it ended and every delivery was handed to the handlers. */
+  readonly result: Promise<RunResult>;
+  readonly #run: NativeRun;
+  #done = false;
+
+  /** @internal Created by {@link Evolve.run} and {@link Evolve.executeCommand}. */
+  constructor(run: NativeRun, result: Promise<RunResult>) {
+    this.#run = run;
+    this.runId = run.runId;
+    this.result = result;
+    result.then(
+      () => (this.#done = true),
+      () => (this.#done = true),
+    );
   }
-  if (Array.isArray(command) && command.length > 0 && command.every((x) => typeof x === 'string')) {
-    return [...(command as string[])];
+
+  /** True once the run ended and its result is settled. */
+  get done(): boolean {
+    return this.#done;
   }
-  throw new InvalidArgumentError(`${what} needs { command: string | string[] } (a non-empty array), got ${describe(command)}`);
+
+  /** Cancel the run (the first reason stands); its result then says `cancelled`. */
+  cancel(reason = 'cancelled by the caller'): void {
+    call(() => this.#run.cancel(String(reason)));
+  }
+
+  /** Live backpressure statistics of the run. */
+  get pressure(): Pressure {
+    return JSON.parse(call(() => this.#run.pressureJson())) as Pressure;
+  }
 }
 
 /**
- * An agent you run: one harness configuration, one operation at a time.
+ * An agent you run: one harness configuration, one operation at a time. Successive runs
+ * continue the same harness conversation ({@link Evolve.getSession} / {@link Evolve.setSession}
+ * choose otherwise).
  *
  * ```ts
- * const evolve = new Evolve({ config: { type: 'claude' } });
+ * await using evolve = new Evolve({ config: { type: 'claude' } });
  * evolve.on('content', (event) => console.log(event.update.sessionUpdate));
- * evolve.on('lifecycle', (event) => console.log(event.reason, event.sandbox));
- * const run = await evolve.run({ prompt: 'Hello', onEvent: (e) => console.log(e.type) });
- * console.log(run.state, run.finalText);
+ * const first = await evolve.run({ prompt: 'Hello', onEvent: (e) => console.log(e.type) });
+ * const second = await evolve.run({ prompt: 'And now in French' }); // continues the conversation
  *
  * for await (const envelope of evolve.stream({ prompt: 'Hello' })) console.log(envelope.sequence);
  * ```
@@ -302,114 +355,147 @@ function commandArgv(command: unknown, what: string): string[] {
 export class Evolve {
   /** The configuration, with `type` normalised to the canonical agent name. */
   readonly config: Readonly<AgentConfig & { type: AgentName }>;
-  readonly #handlers: Record<Channel, Set<AnyHandler>> = {
-    content: new Set(),
-    lifecycle: new Set(),
-    stdout: new Set(),
-    stderr: new Set(),
-  };
-  /** Handler arrays, rebuilt by on()/off(): each run reads the arrays current at each delivery. */
-  #lists: Record<Channel, readonly AnyHandler[]> = { content: EMPTY, lifecycle: EMPTY, stdout: EMPTY, stderr: EMPTY };
-  readonly #session: NativeSession;
+  readonly #client: NativeClient;
+  readonly #handlers = new Map<number, AnyHandler>();
+  /** Rebuilt by on()/off() from the core's subscription order; each delivery reads the current one. */
+  #subs: Subscriptions = NONE;
+  /** Completions of the runs started here that have not ended (awaited when disposing). */
+  readonly #running = new Set<Promise<unknown>>();
 
-  /** @throws {InvalidArgumentError} when `config.type` is not a known agent or an option has the wrong type. */
+  /** @throws {InvalidArgumentError} when `config.type` is not a known agent or a field is bad (the core's message names it). */
   constructor(options: EvolveOptions) {
     if (options === null || typeof options !== 'object' || options.config === null || typeof options.config !== 'object') {
       throw new InvalidArgumentError("new Evolve() expects { config: { type: '<agent>' } }");
     }
     const c = options.config as unknown as Record<string, unknown>;
     const what = 'new Evolve(): config';
-    const type = call(() => native.checkAgent(agentName(c['type'], 'new Evolve()'))) as AgentName;
-    const config: ConstructorParameters<typeof native.NativeSession>[0] = { agent: type };
-    const agentId = optString(c, 'agentId', what);
-    const bin = optString(c, 'bin', what);
-    const model = optString(c, 'model', what);
-    const cwd = optString(c, 'cwd', what);
-    const extraArgs = optStrings(c, 'extraArgs', what);
-    const env = optEnv(c, 'env', what);
+    const config: ConstructorParameters<typeof native.NativeClient>[0] = { agent: agentName(c['type'], 'new Evolve()') };
+    const agentId = field<string>(c, 'agentId', what, 'a string', isString);
+    const bin = field<string>(c, 'bin', what, 'a string', isString);
+    const model = field<string>(c, 'model', what, 'a string', isString);
+    const cwd = field<string>(c, 'cwd', what, 'a string', isString);
+    const extraArgs = field<string[]>(c, 'extraArgs', what, 'an array of strings', isStrings);
+    const e = env(c, what);
     if (agentId !== undefined) config.agentId = agentId;
     if (bin !== undefined) config.bin = bin;
     if (model !== undefined) config.model = model;
     if (cwd !== undefined) config.cwd = cwd;
-    if (extraArgs !== undefined) config.extraArgs = extraArgs;
-    if (env !== undefined) config.env = env;
-    this.#session = call(() => new native.NativeSession(config));
-    this.config = Object.freeze({ ...options.config, type });
+    if (extraArgs !== undefined) config.extraArgs = [...extraArgs];
+    if (e !== undefined) config.env = e;
+    this.#client = call(() => new native.NativeClient(config));
+    this.config = Object.freeze({ ...options.config, type: call(() => this.#client.agent) as AgentName });
   }
 
   /**
    * Subscribe to a channel: `content` (OutputEvent), `lifecycle` (LifecycleEvent), `stdout` and
    * `stderr` (raw text). Handlers get every delivery of every later run (whether it was started
-   * with `run`, `executeCommand` or `stream`), in stream order, one at a time; a returned promise
-   * is awaited first. A handler that throws is reported (`HandlerWarning` via
-   * `process.emitWarning`) and the run goes on.
+   * with `run`, `executeCommand` or `stream`), in stream order, one at a time, in the order they
+   * were added; a returned promise is awaited first. A handler that throws is reported (the
+   * first time per run: a {@link HandlerWarning} through `process.emitWarning`), counted, and
+   * the run goes on.
    * @throws {InvalidArgumentError} (a `TypeError`) for any other name; the message lists the four.
    */
   on<C extends Channel>(name: C, handler: ChannelHandler<C>): this {
-    const channel = this.#channel(name);
+    const channel = this.#name(name);
     if (typeof handler !== 'function') {
+      call(() => this.#client.subscribers(channel));
       throw new InvalidArgumentError(`on('${channel}', handler): handler must be a function, got ${describe(handler)}`);
     }
-    this.#handlers[channel].add(handler as AnyHandler);
-    this.#rebuild(channel);
+    this.#handlers.set(call(() => this.#client.on(channel)), handler as AnyHandler);
+    this.#refresh(channel);
     return this;
   }
 
-  /** Remove a handler added with {@link Evolve.on}. */
-  off<C extends Channel>(name: C, handler: ChannelHandler<C>): this {
-    const channel = this.#channel(name);
-    this.#handlers[channel].delete(handler as AnyHandler);
-    this.#rebuild(channel);
+  /**
+   * Remove `handler` from a channel, or every handler of it when `handler` is left out.
+   * @throws {InvalidArgumentError} for an unknown channel name, as {@link Evolve.on}.
+   */
+  off<C extends Channel>(name: C, handler?: ChannelHandler<C>): this {
+    const channel = this.#name(name);
+    let removed: number[];
+    if (handler === undefined) {
+      removed = call(() => this.#client.off(channel));
+    } else {
+      removed = call(() => this.#client.subscribers(channel)).filter((id) => this.#handlers.get(id) === handler);
+      for (const id of removed) call(() => this.#client.offId(id));
+    }
+    for (const id of removed) this.#handlers.delete(id);
+    this.#refresh(channel);
     return this;
   }
 
   /** How many handlers a channel has. */
   listenerCount(name: Channel): number {
-    return this.#handlers[this.#channel(name)].size;
+    return call(() => this.#client.subscribers(this.#name(name))).length;
   }
 
-  #rebuild(channel: Channel): void {
-    this.#lists = { ...this.#lists, [channel]: Object.freeze([...this.#handlers[channel]]) };
+  #name<C extends Channel>(name: C): C {
+    return (typeof name === 'string' ? name : String(name)) as C;
   }
 
-  #channel<C extends Channel>(name: C): C {
-    // The core's Channel rule names the four; reuse its message for non-strings too.
-    return call(() => native.checkChannel(typeof name === 'string' ? name : String(name))) as C;
-  }
-
-  /** A sink reading the CURRENT handler arrays at each delivery. */
-  #sink(onEvent: HookHandler | undefined): Sink {
-    const self = this;
-    const lists = {
-      get content() {
-        return self.#lists.content;
-      },
-      get lifecycle() {
-        return self.#lists.lifecycle;
-      },
-      get stdout() {
-        return self.#lists.stdout;
-      },
-      get stderr() {
-        return self.#lists.stderr;
-      },
+  #refresh(channel: Channel): void {
+    const ids = call(() => this.#client.subscribers(channel));
+    const list = ids.map((id) => this.#handlers.get(id)!);
+    this.#subs = {
+      lists: { ...this.#subs.lists, [channel]: Object.freeze(list) },
+      ids: { ...this.#subs.ids, [channel]: Object.freeze(ids) },
     };
-    return new Sink(lists, onEvent);
+  }
+
+  #start(op: Operation): { run: NativeRun; sink: Sink } {
+    const run = call(() => this.#client.start(op.request));
+    return { run, sink: new Sink(() => this.#subs, op.onEvent, run) };
+  }
+
+  #track<T>(done: Promise<T>): Promise<T> {
+    this.#running.add(done);
+    const forget = (): void => void this.#running.delete(done);
+    done.then(forget, forget);
+    return done;
+  }
+
+  async #drive(run: NativeRun, sink: Sink, signal: AbortSignal | undefined): Promise<RunResult> {
+    const stopListening = cancelOnAbort(signal, run);
+    try {
+      if (run.hasReader) {
+        try {
+          await pump(run, sink);
+        } catch (e) {
+          run.readerLeft(); // an internal error while reading: cancel through the one path
+          throw e;
+        }
+      }
+      return await finalResult(run);
+    } finally {
+      stopListening();
+    }
+  }
+
+  #launch(op: Operation): Promise<RunResult> | BackgroundRun {
+    const { run, sink } = this.#start(op);
+    const done = this.#track(this.#drive(run, sink, op.signal));
+    if (!op.background) return done;
+    done.catch(() => {}); // never an unhandled rejection: the caller reads `result`
+    return new BackgroundRun(run, done);
   }
 
   /**
    * Run the harness with `prompt`, streaming every event to the `on(...)` handlers and `onEvent`
    * in real time; resolves to the run's {@link RunResult} once the last event was delivered.
-   * A run that fails (non-zero exit, killed, cut mid-line) or is cancelled (timeout, interrupt,
-   * kill) RESOLVES with `state: 'failed' | 'cancelled'`. Without handlers and `onEvent` the run is
-   * await-only (nothing is buffered).
+   * The run continues this `Evolve`'s harness conversation (`resume` picks another session);
+   * `model`, `cwd` and `env` apply to this run only. A run that fails (non-zero exit, killed, cut
+   * mid-line) or is cancelled (timeout, interrupt, kill, `signal`) RESOLVES with
+   * `state: 'failed' | 'cancelled'`. Without handlers and `onEvent` the run is await-only
+   * (nothing is buffered). With `background: true` it resolves at once with a
+   * {@link BackgroundRun}.
    * @throws {AgentStreamError} (rejects) `HARNESS_NOT_FOUND` (the executable is missing),
    *   `ALREADY_RUNNING` (one operation at a time per `Evolve`), `SPAWN_FAILED`;
-   *   {@link InvalidArgumentError} for bad options.
+   *   {@link InvalidArgumentError} for bad options; `signal.reason` when `signal` was already aborted.
    */
-  async run(options: RunOptions): Promise<RunResult> {
-    const { sink, native: o } = runOptions(options, 'run()', (h) => this.#sink(h), false);
-    return this.#drive(call(() => this.#session.startRun(o)), sink, o.attachReader);
+  run(options: RunOptions): Promise<RunResult>;
+  run(options: BackgroundRunOptions): Promise<BackgroundRun>;
+  async run(options: RunOptions | BackgroundRunOptions): Promise<RunResult | BackgroundRun> {
+    return this.#launch(operation(options, 'run()', RUN_KEYS, false));
   }
 
   /**
@@ -418,32 +504,10 @@ export class Evolve {
    * output is not decoded (no `content` events).
    * @throws {AgentStreamError} (rejects) as {@link Evolve.run}.
    */
-  async executeCommand(options: ExecuteCommandOptions): Promise<RunResult> {
-    const what = 'executeCommand()';
-    const o = object(options, `${what} options`);
-    const argv = commandArgv(o['command'], what);
-    const onEvent = optHandler(o, what);
-    const sink = this.#sink(onEvent);
-    const n = operation(o, what, sink.listening, onEvent !== undefined);
-    n.argv = argv;
-    const cwd = optString(o, 'cwd', what);
-    const env = optEnv(o, 'env', what);
-    if (cwd !== undefined) n.cwd = cwd;
-    if (env !== undefined) n.env = env;
-    return this.#drive(call(() => this.#session.startCommand(n)), sink, n.attachReader);
-  }
-
-  async #drive(run: NativeRun, sink: Sink, attached: boolean): Promise<RunResult> {
-    sink.runId = run.runId;
-    if (attached) {
-      try {
-        await pump(run, sink);
-      } catch (e) {
-        run.readerLeft(); // an internal error while reading: cancel through the one path
-        throw e;
-      }
-    }
-    return waitResult(run);
+  executeCommand(options: ExecuteCommandOptions): Promise<RunResult>;
+  executeCommand(options: BackgroundCommandOptions): Promise<BackgroundRun>;
+  async executeCommand(options: ExecuteCommandOptions | BackgroundCommandOptions): Promise<RunResult | BackgroundRun> {
+    return this.#launch(operation(options, 'executeCommand()', COMMAND_KEYS, false));
   }
 
   /**
@@ -451,61 +515,98 @@ export class Evolve {
    * evolve.stream({ prompt }))`. Each {@link Envelope} is `{ runId, sequence, channel, event,
    * coalesced? }` (gapless `sequence` from 0, exactly one terminal lifecycle event, last); the
    * `on(...)` handlers and `onEvent` are called for each delivery before it is yielded. Leaving
-   * the loop early (`break`, `return`, a throw) cancels the run (`cancelKind: 'reader_left'`).
-   * `await stream.result` gives the {@link RunResult}. The run starts at once; throws (not
-   * rejects) the errors of {@link Evolve.run}.
+   * the loop early (`break`, `return`, a throw) cancels the run (`cancelKind: 'reader_left'`)
+   * and hands the rest to the handlers. `await stream.result` gives the {@link RunResult} once
+   * the stream was read to its end (by the loop, or by leaving it). The run starts at once;
+   * throws (not rejects) the errors of {@link Evolve.run}.
    */
-  stream(options: RunOptions): RunStream {
-    const { sink, native: o } = runOptions(options, 'stream()', (h) => this.#sink(h), true);
-    return new RunStream(call(() => this.#session.startRun(o)), sink);
+  stream(options: StreamOptions): RunStream {
+    const op = operation(options, 'stream()', STREAM_KEYS, true);
+    const { run, sink } = this.#start(op);
+    // Not tracked for close(): a stream's result needs its reader, which close() cannot be.
+    return new RunStream(run, sink, op.signal);
+  }
+
+  /** The sandbox and agent state, whether a run was ever started, the active run, the session the next run continues, how the last run ended. */
+  status(): EvolveStatus {
+    return JSON.parse(call(() => this.#client.statusJson())) as EvolveStatus;
+  }
+
+  /** The harness session the next run continues: the one the last run reported, or the one given to {@link Evolve.setSession}; `undefined` when the next run starts a new conversation. */
+  getSession(): string | undefined {
+    return call(() => this.#client.sessionId) ?? undefined;
+  }
+
+  /**
+   * Choose the harness session the next run continues; `null` (or `undefined`) starts a new
+   * conversation.
+   * @throws {InvalidArgumentError} for an id the core refuses (empty, or starting with `-`).
+   */
+  setSession(sessionId: string | null | undefined): void {
+    if (sessionId !== null && sessionId !== undefined && typeof sessionId !== 'string') {
+      throw new InvalidArgumentError(`setSession(sessionId): sessionId must be a string or null, got ${describe(sessionId)}`);
+    }
+    call(() => this.#client.setSessionId(sessionId ?? null));
   }
 
   /** The id of the active run, if one is active. */
   get activeRunId(): string | undefined {
-    return call(() => this.#session.activeRunId) ?? undefined;
+    return call(() => this.#client.activeRunId) ?? undefined;
   }
 
   /**
    * Pause the active run: SIGSTOP to its process group (lifecycle `sandbox_pause`).
-   * @throws {AgentStreamError} `NOT_RUNNING` when no run is active.
+   * @throws {AgentStreamError} (rejects) `NOT_RUNNING` when no run is active.
    */
   async pause(): Promise<void> {
-    call(() => this.#session.pause());
+    call(() => this.#client.pause());
   }
 
-  /** Resume a paused run: SIGCONT (lifecycle `sandbox_resume`). @throws {AgentStreamError} `NOT_RUNNING`. */
+  /** Resume a paused run: SIGCONT (lifecycle `sandbox_resume`). @throws {AgentStreamError} (rejects) `NOT_RUNNING`. */
   async resume(): Promise<void> {
-    call(() => this.#session.resume());
+    call(() => this.#client.resume());
   }
 
   /**
    * Interrupt the active run: SIGTERM to its process group, SIGKILL after the grace period; it
-   * ends `cancelled` (lifecycle `run_interrupted`) with `reason`.
-   * @throws {AgentStreamError} `NOT_RUNNING` when no run is active.
+   * ends `cancelled` (lifecycle `run_interrupted`) with `reason`. Returns whether anything was
+   * interrupted (`false` when nothing runs).
    */
-  async interrupt(reason = 'interrupted'): Promise<void> {
+  interrupt(reason = 'interrupted by the caller'): boolean {
     if (typeof reason !== 'string') throw new InvalidArgumentError(`interrupt(reason): reason must be a string, got ${describe(reason)}`);
-    call(() => this.#session.interrupt(reason));
+    return call(() => this.#client.interrupt(reason));
   }
 
-  /** Kill the active run at once (SIGKILL; lifecycle `sandbox_killed`, then `run_interrupted`); a no-op without one. */
-  async kill(): Promise<void> {
-    call(() => this.#session.kill());
+  /** Kill the active run at once (SIGKILL; lifecycle `sandbox_killed`, then `run_interrupted`). Returns whether anything was killed. */
+  kill(): boolean {
+    return call(() => this.#client.kill());
+  }
+
+  /**
+   * Kill a run still going on and wait until every run started here has ended. The `Evolve`
+   * stays usable. `await using evolve = new Evolve(…)` calls it when the scope ends.
+   */
+  async close(): Promise<void> {
+    this.kill();
+    await Promise.allSettled([...this.#running]);
+  }
+
+  /** {@link Evolve.close}, for `await using`. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
   }
 }
 
 /**
  * A running harness as an async iterator of its sequenced envelopes (from
- * {@link Evolve.stream}). Iterate it once, with `for await`; `result` resolves to the run's
- * {@link RunResult} whatever happens to the iteration.
+ * {@link Evolve.stream}). Iterate it once, with `for await`.
  */
 export class RunStream implements AsyncIterableIterator<Envelope> {
   /** The run's id. */
   readonly runId: string;
   /**
-   * The run's result, once the run has finished and every delivery was handed out (to the
-   * iterator, or after an early exit, to the remaining handlers). Never rejects for a failed or
-   * cancelled run.
+   * The run's result, once the stream was read to its end: by the iterator, or after an early
+   * exit, by handing the rest to the handlers. Never rejects for a failed or cancelled run.
    */
   readonly result: Promise<RunResult>;
   readonly #run: NativeRun;
@@ -514,14 +615,18 @@ export class RunStream implements AsyncIterableIterator<Envelope> {
   #index = 0;
   #ended = false;
   #busy = false;
-  #drained: Promise<void> | undefined;
+  #markRead!: () => void;
+  readonly #read = new Promise<void>((resolve) => (this.#markRead = resolve));
+  /** Why reading failed (an internal error): the result rejects with it. */
+  #readError: unknown = undefined;
+  readonly #stopListening: () => void;
 
   /** @internal Created by {@link Evolve.stream}. */
-  constructor(run: NativeRun, sink: Sink) {
+  constructor(run: NativeRun, sink: Sink, signal: AbortSignal | undefined) {
     this.#run = run;
     this.#sink = sink;
     this.runId = run.runId;
-    sink.runId = this.runId;
+    this.#stopListening = cancelOnAbort(signal, run);
     this.result = this.#result();
     // A result nobody awaits must not become an unhandled rejection (it never rejects for a
     // failed run; only an internal error could).
@@ -529,9 +634,16 @@ export class RunStream implements AsyncIterableIterator<Envelope> {
   }
 
   async #result(): Promise<RunResult> {
-    const result = await waitResult(this.#run);
-    if (this.#drained !== undefined) await this.#drained;
-    return result;
+    await this.#read;
+    this.#stopListening();
+    if (this.#readError !== undefined) throw this.#readError;
+    return finalResult(this.#run);
+  }
+
+  /** Reading ended (the stream is over, or reading failed with `error`): the result can be had. */
+  #readDone(error?: unknown): void {
+    if (error !== undefined) this.#readError = error;
+    this.#markRead();
   }
 
   [Symbol.asyncIterator](): this {
@@ -554,11 +666,19 @@ export class RunStream implements AsyncIterableIterator<Envelope> {
           continue;
         }
         if (this.#ended) return { value: undefined, done: true };
-        const json = await pull(this.#run);
+        let json: string | null;
+        try {
+          json = await pull(this.#run);
+        } catch (e) {
+          this.#ended = true;
+          this.#readDone(e);
+          throw e;
+        }
         if (json === null) {
           this.#ended = true;
+          this.#readDone();
         } else {
-          this.#queue = batch(json);
+          this.#queue = JSON.parse(json) as Delivery[];
           this.#index = 0;
         }
       }
@@ -570,13 +690,16 @@ export class RunStream implements AsyncIterableIterator<Envelope> {
   /**
    * Leave early (called by `break`): the run is cancelled through the core's one path (reason
    * "the reader left"; a no-op once the terminal envelope was read). Deliveries still to come go
-   * to the `on(...)` handlers and `onEvent`, if any, so they too see exactly one terminal.
+   * to the `on(...)` handlers and `onEvent`, so they too see exactly one terminal.
    */
   async return(): Promise<IteratorResult<Envelope, undefined>> {
     if (!this.#ended) {
       this.#ended = true;
       call(() => this.#run.readerLeft());
-      if (this.#sink.listening) this.#drained = this.#drain().catch(() => {});
+      this.#drain().then(
+        () => this.#readDone(),
+        (e: unknown) => this.#readDone(e),
+      );
     }
     return { value: undefined, done: true };
   }
@@ -611,4 +734,3 @@ export async function __testPanicAsync(message: string): Promise<string> {
     throw fromNative(e);
   }
 }
-

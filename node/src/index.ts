@@ -7,13 +7,17 @@
  *
  * ```ts
  * import { Evolve, Decoder } from 'agentstream';
- * const evolve = new Evolve({ config: { type: 'claude' } });
+ * await using evolve = new Evolve({ config: { type: 'claude' } });
  * evolve.on('content', (event) => console.log(event.update.sessionUpdate));
- * const run = await evolve.run({ prompt: 'Hello', onEvent: (e) => console.log(e.type) });
+ * const run = await evolve.run({ prompt: 'Hello', onEvent: (e) => console.log(e.type), timeoutMs: 60_000 });
+ * const next = await evolve.run({ prompt: 'And now in French' }); // continues the conversation
  *
  * const decoder = new Decoder('gemini');
  * for (const event of decoder.feed(chunk)) console.log(event.update.sessionUpdate);
  * decoder.finish();
+ *
+ * const client = connect('http://127.0.0.1:8787', token);   // a run on `agentstream serve`
+ * for await (const envelope of await client.run('claude', 'Hello')) console.log(envelope.sequence);
  * ```
  *
  * @module
@@ -37,16 +41,33 @@ import type {
 } from './types';
 
 export * from './types';
-export { Evolve, RunStream, __testPanicAsync } from './evolve';
+export * from './clientTypes';
+export { BackgroundRun, Evolve, RunStream, __testPanicAsync } from './evolve';
+export {
+  Client,
+  ConnectionLostError,
+  RemoteRun,
+  ServerError,
+  StreamGapError,
+  connect,
+  type ConnectOptions,
+  type RemoteRunInfo,
+  type RemoteRunOptions,
+  type RemoteRunStatus,
+  type StreamGap,
+  type RemoteStreamOptions,
+} from './client';
 export {
   AgentStreamError,
   DecodeLimitError,
   ERROR_CODES,
+  ERROR_TABLE,
   HandlerWarning,
   InvalidArgumentError,
   isAgentStreamError,
   type AnyAgentStreamError,
   type ErrorCode,
+  type ErrorInfo,
   type ErrorKind,
 } from './errors';
 

@@ -29,8 +29,12 @@ const CLAUDE_LINES = [
 ].join('\n');
 
 test('constants come from the core', () => {
-  assert.deepEqual([...AGENTS], ['claude', 'codex', 'gemini', 'qwen', 'kimi', 'opencode', 'droid']);
-  assert.deepEqual([...CHANNELS], ['content', 'lifecycle', 'stdout', 'stderr']);
+  // The core's one list of agents (and of channels), as its schema writes it.
+  const schema = require('../../core/schema/events.schema.json');
+  const names = (def) => def.enum ?? def.oneOf.map((v) => v.const);
+  assert.deepEqual([...AGENTS], names(schema.$defs.Agent));
+  assert.ok(AGENTS.includes('claude') && AGENTS.length >= 7);
+  assert.deepEqual([...CHANNELS], names(schema.$defs.Channel));
   const table = JSON.parse(require('../native/index.js').errorKindsJson());
   assert.deepEqual([...ERROR_CODES], table.map((k) => k.code), 'the codes are the core table, in order');
   for (const k of table) {
@@ -150,22 +154,29 @@ test("Decoder: onOversize 'raise' throws DecodeLimitError with the call's other 
 });
 
 test('replay: a whole run from recorded output, deterministic', () => {
-  const r = replay('claude', CLAUDE_LINES);
+  const whole = CLAUDE_LINES + '{"type":"result","subtype":"success","is_error":false,"result":"héllo ✓"}\n';
+  const r = replay('claude', whole);
   assert.equal(r.items[0].runId, 'replay');
-  assert.deepStrictEqual(r.items.map((e) => e.channel), ['lifecycle', 'stdout', 'stdout', 'content', 'lifecycle']);
+  assert.deepStrictEqual(r.items.map((e) => e.channel), ['lifecycle', 'stdout', 'stdout', 'content', 'stdout', 'lifecycle']);
   assert.equal(r.items[1].event, CLAUDE_LINES.split('\n')[0] + '\n', 'stdout carries each raw line');
   assert.equal(r.items[0].event.timestamp, '1970-01-01T00:00:00.000Z');
   assert.deepStrictEqual(r.outcome, { state: 'completed' });
   assert.equal(r.hooks[0].type, 'run.started');
   assert.equal(r.hooks.at(-1).type, 'run.completed');
   assert.equal(r.hooks.at(-1).output, 'héllo ✓');
-  assert.equal(r.stats.lines, 2);
-  assert.deepStrictEqual(replay('claude', Buffer.from(CLAUDE_LINES)), r, 'text and bytes alike, deterministic');
-  const custom = replay('claude', CLAUDE_LINES, { runId: 'r-9', agentId: 'bot', timestamp: '2026-12-02T00:00:00.000Z' });
+  assert.equal(r.stats.lines, 3);
+  assert.deepStrictEqual(replay('claude', Buffer.from(whole)), r, 'text and bytes alike, deterministic');
+  // Without claude's closing `result` line the harness did not finish (decisions.md §1).
+  const cut = replay('claude', CLAUDE_LINES);
+  assert.equal(cut.outcome.state, 'failed');
+  assert.equal(cut.outcome.error, 'no_final_result');
+  assert.equal(cut.hooks.at(-1).type, 'run.failed');
+  const custom = replay('claude', whole, { runId: 'r-9', agentId: 'bot', timestamp: '2026-12-02T00:00:00.000Z' });
   assert.equal(custom.hooks[0].runId, 'r-9');
   assert.equal(custom.hooks[0].agentId, 'bot');
   assert.equal(custom.hooks[0].timestamp, '2026-12-02T00:00:00.000Z');
   assert.throws(() => replay('claude', CLAUDE_LINES, { runId: 7 }), { name: 'TypeError', code: 'INVALID_ARGUMENT' });
+  assert.throws(() => replay('claude', CLAUDE_LINES, { timestamp: 'noon' }), (e) => e.code === 'INVALID_ARGUMENT' && /ISO 8601/.test(e.message));
   assert.throws(() => replay('nope', ''), { name: 'TypeError', code: 'INVALID_ARGUMENT' });
 });
 

@@ -86,8 +86,8 @@ export function checkEnvelopes(envelopes) {
   return reasons;
 }
 
-/** The handler-view invariants of a recorder log: one terminal lifecycle event, then only its hooks; one terminal hook, last. */
-export function checkLog(log, { hooks = true } = {}) {
+/** The handler-view invariants of a recorder log: one terminal lifecycle event, then only its hooks; one terminal hook, last; `first` the first hook (`run.resumed` when a run continues a conversation). */
+export function checkLog(log, { hooks = true, first = 'run.started' } = {}) {
   const at = log.findIndex((x) => x.channel === 'lifecycle' && TERMINAL.has(x.event.reason));
   assert.ok(at >= 0, 'a terminal lifecycle event');
   assert.ok(log.slice(at + 1).every((x) => x.channel === 'hook'), 'nothing but hooks after the terminal event');
@@ -95,7 +95,7 @@ export function checkLog(log, { hooks = true } = {}) {
   if (hooks) {
     assert.equal(hookTypes.filter((t) => TERMINAL_HOOKS.has(t)).length, 1, `one terminal hook: ${hookTypes}`);
     assert.ok(TERMINAL_HOOKS.has(hookTypes[hookTypes.length - 1]), 'the terminal hook is last');
-    assert.equal(hookTypes[0], 'run.started');
+    assert.equal(hookTypes[0], first);
     const seqs = log.filter((x) => x.channel === 'hook').map((x) => x.event.sequence);
     assert.deepEqual(seqs, [...seqs].sort((a, b) => a - b), 'hooks in sequence order');
   }

@@ -89,7 +89,7 @@ test('run(): lifecycle order, stdout/stderr as printed, content after its line, 
   const again = await evolve.run({ prompt: 'again', onEvent });
   assert.equal(again.state, 'completed');
   assert.notEqual(again.runId, result.runId);
-  assert.deepEqual(checkLog(log), ['run_start', 'run_complete'], 'sandbox_ready only on the first operation');
+  assert.deepEqual(checkLog(log, { first: 'run.resumed' }), ['run_start', 'run_complete'], 'sandbox_ready only on the first operation; the second run continues the conversation');
   const hook = log.find((x) => x.channel === 'hook' && x.event.type === 'tool.started').event;
   for (const k of ['type', 'runId', 'agentId', 'timestamp', 'status', 'sequence', 'stepIndex', 'toolCallId', 'kind', 'title']) assert.ok(k in hook, k);
   assert.ok(Object.keys(hook).every((k) => !k.includes('_')), 'camelCase');
@@ -115,6 +115,20 @@ test('a non-zero exit resolves with state failed (not a rejection), no answer', 
   assert.equal(log.at(-1).event.type, 'run.failed');
 });
 
+test('exit 0 without the harness\'s end-of-run record: failed, the answer so far kept', async () => {
+  for (const agent of ['claude', 'codex', 'gemini', 'qwen', 'opencode', 'droid']) {
+    const evolve = fakeEvolve(agent, 'e-no-final-result', { AGENTSTREAM_FAKE_EXIT: '0' });
+    const { log, onEvent } = recorder(evolve);
+    const result = await evolve.run({ prompt: 'x', onEvent });
+    assert.equal(result.state, 'failed', agent);
+    assert.equal(result.exitCode, 0, agent);
+    assert.match(result.error, /stopped without its final result/, agent);
+    assert.ok(result.finalText, `${agent}: the partial answer stays in the result`);
+    assert.equal(checkLog(log).at(-1), 'run_failed', agent);
+    assert.equal(log.at(-1).event.type, 'run.failed', agent);
+  }
+});
+
 test('a harness killed mid-line: the partial last line is decoded before the terminal; failed, signal 9', async () => {
   const evolve = fakeEvolve('gemini', 's1-text', { AGENTSTREAM_FAKE_DIE_MID_LINE: '1' });
   const envelopes = [];
@@ -131,7 +145,7 @@ test('a harness killed mid-line: the partial last line is decoded before the ter
 test('for await … break cancels the run through the one path (reader_left); handlers still see one terminal', async () => {
   const evolve = fakeEvolve('claude', 's1-text', { AGENTSTREAM_FAKE_HANG: '1' });
   const { log, onEvent } = recorder(evolve);
-  const s = evolve.stream({ prompt: 'x', onEvent, killGrace: 200 });
+  const s = evolve.stream({ prompt: 'x', onEvent, killGraceMs: 200 });
   let seen = 0;
   for await (const e of s) {
     seen++;
@@ -153,7 +167,7 @@ test('for await … break cancels the run through the one path (reader_left); ha
 
 test('a throw inside for await also cancels; cancel() ends the iteration with the terminal envelope', async () => {
   const evolve = fakeEvolve('claude', 's1-text', { AGENTSTREAM_FAKE_HANG: '1' });
-  const s = evolve.stream({ prompt: 'x', killGrace: 200 });
+  const s = evolve.stream({ prompt: 'x', killGraceMs: 200 });
   await assert.rejects(
     (async () => {
       for await (const e of s) if (e.sequence === 2) throw new Error('mine');
@@ -162,7 +176,7 @@ test('a throw inside for await also cancels; cancel() ends the iteration with th
   );
   assert.equal((await s.result).cancelKind, 'reader_left');
 
-  const c = evolve.stream({ prompt: 'x', killGrace: 200 });
+  const c = evolve.stream({ prompt: 'x', killGraceMs: 200 });
   const envelopes = [];
   for await (const e of c) {
     envelopes.push(e);
@@ -174,7 +188,7 @@ test('a throw inside for await also cancels; cancel() ends the iteration with th
   assert.match(result.cancelReason, /the client pressed stop/);
 });
 
-test('a throwing or rejecting handler is reported once per failure, with its event, and the run goes on', async () => {
+test('a throwing or rejecting handler is reported once per handler, with its event and stack, counted, and the run goes on', async () => {
   const evolve = fakeEvolve('qwen', 's3-read-edit');
   const content = [];
   evolve.on('content', () => {
@@ -198,11 +212,13 @@ test('a throwing or rejecting handler is reported once per failure, with its eve
   );
   assert.equal(result.state, 'completed');
   const mine = warnings.filter((w) => w instanceof HandlerWarning);
-  assert.equal(mine.length, content.length + 2, 'one warning per failure');
+  assert.equal(mine.length, 3, 'one warning per failing handler');
+  assert.equal(result.handlerErrors, content.length + 2, 'every failure is counted');
   const byChannel = (ch) => mine.filter((w) => w.channel === ch);
-  assert.equal(byChannel('content').length, content.length);
-  assert.deepEqual(byChannel('content').map((w) => w.event), content, 'each warning carries the event it failed on');
+  assert.equal(byChannel('content').length, 1);
+  assert.deepEqual(byChannel('content')[0].event, content[0], 'the warning carries the event it failed on');
   assert.ok(byChannel('content').every((w) => w.cause.message === 'content handler broke' && w.runId === result.runId));
+  assert.match(byChannel('content')[0].detail, /content handler broke\n\s+at /, 'the handler\'s stack');
   assert.equal(byChannel('lifecycle').length, 1);
   assert.equal(byChannel('lifecycle')[0].event.reason, 'run_start');
   assert.ok(byChannel('lifecycle')[0].cause instanceof RangeError);
@@ -267,15 +283,15 @@ test('pause() stops the process (no output while paused) and resume() continues 
   assert.ok(log.some((x) => x.channel === 'stdout' && x.at > resumedAt), 'output after resume');
   await assert.rejects(evolve.pause(), (e) => e instanceof AgentStreamError && e.code === 'NOT_RUNNING');
   await assert.rejects(evolve.resume(), { code: 'NOT_RUNNING' });
-  await assert.rejects(evolve.interrupt(), { code: 'NOT_RUNNING' });
-  await evolve.kill(); // a no-op without a run
+  assert.equal(evolve.interrupt(), false, 'nothing to interrupt is not an error');
+  assert.equal(evolve.kill(), false, 'nothing to kill');
 });
 
 test('a timeout stops the run: cancelled (timeout), hook run.stopped, lifecycle run_interrupted', async () => {
   const evolve = fakeEvolve('claude', 's1-text', { AGENTSTREAM_FAKE_HANG: '1' });
   const { log, onEvent } = recorder(evolve);
   const started = performance.now();
-  const result = await evolve.run({ prompt: 'x', onEvent, timeout: 400, killGrace: 200 });
+  const result = await evolve.run({ prompt: 'x', onEvent, timeoutMs: 400, killGraceMs: 200 });
   assert.ok(performance.now() - started >= 350);
   assert.equal(result.state, 'cancelled');
   assert.equal(result.cancelKind, 'timeout');
@@ -286,9 +302,9 @@ test('a timeout stops the run: cancelled (timeout), hook run.stopped, lifecycle 
 test('interrupt() ends the run cancelled with its reason; SIGKILL when SIGTERM is ignored', async () => {
   const evolve = fakeEvolve('claude', 's1-text', { AGENTSTREAM_FAKE_HANG: '1', AGENTSTREAM_FAKE_IGNORE_SIGTERM: '1' });
   const { log, onEvent } = recorder(evolve);
-  const running = evolve.run({ prompt: 'x', onEvent, killGrace: 300 });
+  const running = evolve.run({ prompt: 'x', onEvent, killGraceMs: 300 });
   await sleep(200);
-  await evolve.interrupt('the user pressed stop');
+  assert.equal(evolve.interrupt('the user pressed stop'), true);
   const result = await running;
   assert.equal(result.state, 'cancelled');
   assert.equal(result.cancelKind, 'caller');
@@ -307,7 +323,7 @@ test('one operation at a time: ALREADY_RUNNING rejects; kill() ends the active r
   await assert.rejects(evolve.executeCommand({ command: 'true' }), busy);
   assert.throws(() => evolve.stream({ prompt: 'y' }), busy);
   await sleep(50);
-  await evolve.kill();
+  assert.equal(evolve.kill(), true);
   const result = await running;
   assert.equal(result.state, 'cancelled');
   const reasons = checkLog(log);
@@ -349,7 +365,7 @@ test('executeCommand(): any command streams with the command lifecycle and is no
 
 test('backpressure: a flood into a slow reader coalesces text without losing a character', async () => {
   const evolve = fakeEvolve('claude', 's1-text', { AGENTSTREAM_FAKE_FLOOD: '20000' });
-  const s = evolve.stream({ prompt: 'x', backpressure: { highWater: 16 } });
+  const s = evolve.stream({ prompt: 'x', limits: { highWater: 16 } });
   await sleep(500); // let the flood pile up unread
   assert.ok(s.pressure.buffered > 0);
   const envelopes = [];
@@ -369,10 +385,16 @@ test('backpressure: a flood into a slow reader coalesces text without losing a c
 test('bad options are TypeErrors (INVALID_ARGUMENT) with the core message', async () => {
   const evolve = fakeEvolve('claude', 's1-text');
   await assert.rejects(evolve.run({}), InvalidArgumentError);
-  await assert.rejects(evolve.run({ prompt: 'x', timeout: '5s' }), /timeout must be a number/);
+  await assert.rejects(evolve.run({ prompt: 'x', timeoutMs: '5s' }), /timeoutMs must be a number/);
+  await assert.rejects(evolve.run({ prompt: 'x', timeout: 5 }), (e) => e instanceof InvalidArgumentError && /unknown option "timeout"/.test(e.message) && /timeoutMs/.test(e.message));
+  await assert.rejects(evolve.run({ prompt: 'x', timeoutMs: 0 }), (e) => e.code === 'INVALID_ARGUMENT' && /^timeoutMs must be a number of milliseconds from 1/.test(e.message));
+  await assert.rejects(evolve.run({ prompt: 'x', resume: '-x' }), /^TypeError: resume must not start with '-'|resume must not start/);
+  await assert.rejects(evolve.run({ prompt: 'x', env: { 'A=B': '1' } }), /env has an invalid variable name "A=B"/);
+  await assert.rejects(evolve.run({ prompt: 'x', limits: { stallMs: 0 } }), /^TypeError: limits\.stallMs|limits\.stallMs must be/);
   await assert.rejects(evolve.run({ prompt: 'x', onEvent: 'nope' }), /onEvent must be a function/);
-  await assert.rejects(evolve.run({ prompt: 'x', backpressure: { byteBudget: 0 } }), (e) => e instanceof TypeError && e.code === 'INVALID_ARGUMENT' && /byte_budget/.test(e.message));
-  await assert.rejects(evolve.run({ prompt: 'x', timeout: -1 }), { code: 'INVALID_ARGUMENT' });
+  await assert.rejects(evolve.run({ prompt: 'x', limits: { byteBudget: 0 } }), (e) => e instanceof TypeError && e.code === 'INVALID_ARGUMENT' && /^limits\.byteBudget must be greater than 0/.test(e.message));
+  await assert.rejects(evolve.run({ prompt: 'x', timeoutMs: -1 }), { code: 'INVALID_ARGUMENT' });
+  await assert.rejects(evolve.executeCommand({ command: '  ' }), /^TypeError: command must not be blank|command must not be blank/);
   assert.throws(() => new Evolve({ config: { type: 'claude', env: { A: 1 } } }), /config.env.A must be a string/);
   assert.throws(() => new Evolve({ config: { type: 'claude', extraArgs: 'x' } }), InvalidArgumentError);
   assert.throws(() => new Evolve({ config: { type: 'nope' } }), /claude/);
@@ -412,7 +434,7 @@ test('the process exits by itself once no run is active (run, stream, break, awa
     a.on('content', () => {});
     const r1 = await a.run({ prompt: 'x', onEvent: () => {} });
     const r2 = await mk(${env('s1-text')}).run({ prompt: 'x' });
-    const s = mk(${env('s1-text', ", AGENTSTREAM_FAKE_HANG: '1'")}).stream({ prompt: 'x', killGrace: 200 });
+    const s = mk(${env('s1-text', ", AGENTSTREAM_FAKE_HANG: '1'")}).stream({ prompt: 'x', killGraceMs: 200 });
     for await (const e of s) break;
     const r3 = await s.result;
     console.log(JSON.stringify([r1.state, r2.state, r3.state]));

@@ -1,12 +1,16 @@
-// The exported TypeScript types against what the core really emits:
-//  1. every type of core/schema/events.schema.json has a TypeScript declaration with the same
-//     property names and optionality (LifecycleEvent and DecodeStats camelCased), the same enum
-//     members and the same union discriminants (read with the TypeScript compiler API);
+// The exported TypeScript types against what the core really emits. The wire types are
+// generated (node/src/generated/types.ts, from core/schema/events.schema.json by `make generate`;
+// `make check-generated` fails when they are stale); this test checks the generator's output
+// independently and, above all, checks real values against the types:
+//  1. every definition of the schema is exported from `agentstream` (read with the TypeScript
+//     compiler API), with the schema's property names camelCased, the same optionality, enum
+//     members and union/refinement discriminants (hook event details merged flat);
 //  2. `tsc --noEmit` (strict) accepts test/types/example.ts and example.mts, which use every
-//     public type, plus a generated file that types every golden expected event as OutputEvent,
-//     a hook event of every type and every golden input's replay (hooks, stream items, outcome,
-//     stats) as HookEvent / Envelope / RunOutcome / DecodeStats, and lifecycle events as
-//     LifecycleEvent (one representative of each distinct shape, to keep tsc fast).
+//     public type as user code does, plus a generated file that types every golden expected
+//     event as OutputEvent, a hook event of every type and every golden input's replay (hooks,
+//     stream items, outcome, stats) as HookEvent / Envelope / RunOutcome / DecodeStats, lifecycle
+//     events as LifecycleEvent, and results of real runs as RunResult (one representative of
+//     each distinct shape, to keep tsc fast).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -29,93 +33,32 @@ const schema = JSON.parse(readFileSync(join(repo, 'core', 'schema', 'events.sche
 const defs = schema.$defs;
 
 const camel = (k) => k.replace(/_([a-z0-9])/g, (_, c) => c.toUpperCase());
+/** Public names that differ from the schema's. */
+const RENAMED = { Agent: 'AgentName' };
+const tsName = (name) => RENAMED[name] ?? name;
+const defName = (ref) => ref.replace('#/$defs/', '');
 
 // ---------------------------------------------------------------------------------------------
 // Schema side
 
-/** Properties and required names of an object schema, following `$ref`s (variants of tagged enums). */
+/** Properties (name → {required}) of an object schema, following a `$ref` (variants). */
 function objectShape(node) {
   const props = new Map();
-  const required = new Set();
   const visit = (n) => {
-    if (n.$ref) visit(defs[n.$ref.replace('#/$defs/', '')]);
-    for (const [k, v] of Object.entries(n.properties ?? {})) props.set(k, v);
-    for (const k of n.required ?? []) required.add(k);
+    if (n.$ref) visit(defs[defName(n.$ref)]);
+    const required = new Set(n.required ?? []);
+    for (const k of Object.keys(n.properties ?? {})) props.set(k, { required: required.has(k) });
   };
   visit(node);
-  return { props, required };
+  return props;
 }
 
-function nullable(prop) {
-  const t = prop.type;
-  return Array.isArray(t) ? t.includes('null') : t === 'null';
-}
-
-function enumValues(def) {
-  if (def.enum) return def.enum;
-  return def.oneOf.map((v) => v.const ?? v.enum?.[0]);
-}
-
-function variant(defName, tag, value) {
-  const v = defs[defName].oneOf.find((x) => objectShape(x).props.get(tag)?.const === value);
-  assert.ok(v, `${defName} has no variant ${tag}=${value}`);
-  return v;
-}
-
-function discriminants(defName, tag) {
-  return defs[defName].oneOf.map((x) => objectShape(x).props.get(tag)?.const);
-}
-
-// TypeScript name → schema object (+ key casing)
-const OBJECTS = {
-  OutputEvent: [defs.OutputEvent],
-  AgentMessageChunk: [variant('SessionUpdate', 'sessionUpdate', 'agent_message_chunk')],
-  AgentThoughtChunk: [variant('SessionUpdate', 'sessionUpdate', 'agent_thought_chunk')],
-  UserMessageChunk: [variant('SessionUpdate', 'sessionUpdate', 'user_message_chunk')],
-  ToolCall: [variant('SessionUpdate', 'sessionUpdate', 'tool_call')],
-  ToolCallUpdate: [variant('SessionUpdate', 'sessionUpdate', 'tool_call_update')],
-  Plan: [variant('SessionUpdate', 'sessionUpdate', 'plan')],
-  AgentError: [variant('SessionUpdate', 'sessionUpdate', 'error')],
-  AgentUsage: [variant('SessionUpdate', 'sessionUpdate', 'usage')],
-  TextContent: [variant('ContentBlock', 'type', 'text')],
-  ImageContent: [variant('ContentBlock', 'type', 'image')],
-  WrappedContent: [variant('ToolCallContent', 'type', 'content')],
-  DiffContent: [variant('ToolCallContent', 'type', 'diff')],
-  ToolCallLocation: [defs.ToolCallLocation],
-  PlanEntry: [defs.PlanEntry],
-  TokenUsage: [defs.TokenUsage],
-  LifecycleEvent: [defs.LifecycleEvent, camel],
-  DecodeStats: [defs.DecodeStats, camel],
-};
-// Optional in the schema (an `Option` the Rust side serializes as null rather than skipping):
-// the seed's `sandbox_id: str | None` and `oldText: str | None` are always present.
-const ALWAYS_SERIALIZED = new Set(['LifecycleEvent.sandboxId', 'DiffContent.oldText']);
-// TypeScript name → schema enum
-const ENUMS = {
-  ToolKind: 'ToolKind',
-  ToolCallStatus: 'ToolCallStatus',
-  PlanEntryStatus: 'PlanEntryStatus',
-  PlanEntryPriority: 'PlanEntryPriority',
-  UsageScope: 'UsageScope',
-  SandboxState: 'SandboxState',
-  AgentState: 'AgentState',
-  LifecycleReason: 'LifecycleReason',
-  AgentName: 'Agent',
-};
-// TypeScript union → schema tagged union
-const UNIONS = {
-  SessionUpdate: ['SessionUpdate', 'sessionUpdate'],
-  ContentBlock: ['ContentBlock', 'type'],
-  ToolCallContent: ['ToolCallContent', 'type'],
-};
-// Schema definitions covered by a declaration above (every one must be).
-const COVERED = new Set([
-  'OutputEvent', 'SessionUpdate', 'ContentBlock', 'ImageContent', 'ToolCallContent', 'DiffContent', 'ToolCallLocation',
-  'ToolCall', 'ToolCallUpdate', 'PlanEntry', 'TokenUsage', 'LifecycleEvent', 'DecodeStats', ...Object.values(ENUMS),
-]);
+const isEnum = (def) => Array.isArray(def.enum) || (!def.properties && (def.oneOf ?? []).length > 0 && def.oneOf.every((a) => a.type === 'string' && 'const' in a));
+const enumValues = (def) => def.enum ?? def.oneOf.map((v) => v.const);
+const tagOf = (arm) => Object.entries(arm.properties ?? {}).find(([, v]) => 'const' in v)?.[0];
 
 // ---------------------------------------------------------------------------------------------
-// TypeScript side
+// TypeScript side: the public `agentstream` module's exports, through src/types.ts
 
 let loaded;
 function loadTypes() {
@@ -128,63 +71,93 @@ function compileTypes() {
   const program = ts.createProgram([file], { strict: true, target: ts.ScriptTarget.ES2022, noEmit: true, types: [] });
   const checker = program.getTypeChecker();
   const source = program.getSourceFile(file);
-  const exports = new Map(checker.getExportsOfModule(checker.getSymbolAtLocation(source)).map((s) => [s.name, s]));
+  const resolve = (s) => (s.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(s) : s);
+  const exports = new Map(checker.getExportsOfModule(checker.getSymbolAtLocation(source)).map((s) => [s.name, resolve(s)]));
   const declared = (name) => {
     const sym = exports.get(name);
     assert.ok(sym, `src/types.ts does not export ${name}`);
     return checker.getDeclaredTypeOfSymbol(sym);
   };
-  const properties = (name) =>
-    declared(name)
-      .getProperties()
-      .map((p) => ({
-        name: p.name,
-        optional: (p.flags & ts.SymbolFlags.Optional) !== 0,
-        type: checker.getTypeOfSymbol(p),
-      }));
+  const properties = (type) =>
+    new Map(
+      type.getProperties().map((p) => [
+        p.name,
+        { optional: (p.flags & ts.SymbolFlags.Optional) !== 0, type: checker.getTypeOfSymbol(p) },
+      ]),
+    );
   const literals = (type) => (type.isUnion() ? type.types : [type]).map((t) => t.value);
-  return { checker, declared, properties, literals };
+  const members = (type) => (type.isUnion() ? type.types : [type]);
+  return { checker, exports, declared, properties, literals, members };
 }
 
-test('every type of the core schema has a TypeScript declaration', () => {
-  for (const name of Object.keys(defs)) assert.ok(COVERED.has(name), `schema type ${name} has no TypeScript counterpart in this test`);
-});
+/** TypeScript properties of `type` against schema properties `want` (name → {required}). */
+function sameProperties(t, what, type, want) {
+  const got = t.properties(type);
+  assert.deepEqual([...got.keys()].sort(), [...want.keys()].sort(), `${what}: property names`);
+  for (const [name, w] of want) {
+    assert.equal(got.get(name).optional, !w.required, `${what}.${name}: optional in TypeScript = not required in the schema`);
+  }
+  return got;
+}
 
-test('object types: same properties and optionality as the schema', () => {
+test('every definition of the core schema is exported with its properties, members and tags', () => {
   const t = loadTypes();
-  for (const [tsName, [node, rename = (k) => k]] of Object.entries(OBJECTS)) {
-    const { props, required } = objectShape(node);
-    const want = new Map([...props].map(([k, v]) => [rename(k), { schema: v, required: required.has(k) }]));
-    const got = t.properties(tsName);
-    assert.deepEqual(got.map((p) => p.name).sort(), [...want.keys()].sort(), `${tsName}: property names`);
-    for (const p of got) {
-      const w = want.get(p.name);
-      if (p.optional) {
-        assert.ok(!w.required, `${tsName}.${p.name} is optional in TypeScript but required in the schema`);
-      } else {
-        const alwaysSerialized = ALWAYS_SERIALIZED.has(`${tsName}.${p.name}`) && nullable(w.schema);
-        assert.ok(w.required || alwaysSerialized, `${tsName}.${p.name} is required in TypeScript but optional in the schema`);
+  const detailDefs = new Set(
+    (defs.HookEvent.oneOf ?? []).map((arm) => defName(arm.properties.details.$ref)),
+  );
+  let checked = 0;
+  for (const [name, def] of Object.entries(defs)) {
+    if (detailDefs.has(name)) continue; // merged into the flat hook events, checked below
+    if (Object.values(defs).some((d) => (d.oneOf ?? []).some((arm) => arm.$ref === `#/$defs/${name}` && tagOf(arm)))) {
+      continue; // a struct that is a union variant: checked with its union
+    }
+    const type = t.declared(tsName(name));
+    checked += 1;
+    if (isEnum(def)) {
+      assert.deepEqual(t.literals(type).sort(), [...enumValues(def)].sort(), `${name}: members`);
+    } else if (def.properties && def.oneOf) {
+      // A refined struct: one union member per arm, the tag fixing the arm's constants and types.
+      const base = objectShape(def);
+      const flatten = name === 'HookEvent' ? 'details' : undefined;
+      const byTag = new Map(t.members(type).map((m) => [t.properties(m).get(camel(tagOf(def.oneOf[0]))).type.value, m]));
+      assert.equal(byTag.size, def.oneOf.length, `${name}: one member per arm`);
+      for (const arm of def.oneOf) {
+        const tag = tagOf(arm);
+        const member = byTag.get(arm.properties[tag].const);
+        assert.ok(member, `${name}: no member for ${tag}=${arm.properties[tag].const}`);
+        const want = new Map([...base].filter(([k]) => k !== flatten).map(([k, v]) => [camel(k), v]));
+        if (flatten) for (const [k, v] of objectShape(arm.properties[flatten])) want.set(camel(k), v);
+        const got = sameProperties(t, `${name} ${arm.title}`, member, want);
+        for (const [k, v] of Object.entries(arm.properties)) {
+          if ('const' in v) assert.deepEqual(t.literals(got.get(camel(k)).type), [v.const], `${arm.title}.${k}`);
+        }
       }
-      if (w.schema.const !== undefined) {
-        assert.deepEqual(t.literals(p.type), [w.schema.const], `${tsName}.${p.name} discriminant`);
+    } else if (def.oneOf) {
+      // A tagged union: one member per variant, same tag values and properties.
+      const tag = tagOf(def.oneOf[0]);
+      const byTag = new Map(t.members(type).map((m) => [t.properties(m).get(camel(tag)).type.value, m]));
+      assert.deepEqual([...byTag.keys()].sort(), def.oneOf.map((a) => a.properties[tag].const).sort(), `${name}: tags`);
+      for (const arm of def.oneOf) {
+        const want = new Map([...objectShape(arm)].map(([k, v]) => [camel(k), v]));
+        sameProperties(t, `${name} ${arm.properties[tag].const}`, byTag.get(arm.properties[tag].const), want);
       }
+    } else if (def.properties) {
+      const want = new Map([...objectShape(def)].map(([k, v]) => [camel(k), v]));
+      sameProperties(t, name, type, want);
+    } else {
+      assert.ok(def.additionalProperties, `${name}: a map`);
     }
   }
+  assert.ok(checked >= 30, `only ${checked} definitions checked`);
 });
 
-test('enums: same members as the schema', () => {
-  const t = loadTypes();
-  for (const [tsName, schemaName] of Object.entries(ENUMS)) {
-    assert.deepEqual(t.literals(t.declared(tsName)).sort(), [...enumValues(defs[schemaName])].sort(), tsName);
-  }
-});
-
-test('tagged unions: same discriminants as the schema', () => {
-  const t = loadTypes();
-  for (const [tsName, [schemaName, tag]] of Object.entries(UNIONS)) {
-    const got = t.declared(tsName).types.flatMap((m) => t.literals(t.checker.getTypeOfSymbol(m.getProperty(tag))));
-    assert.deepEqual(got.sort(), discriminants(schemaName, tag).sort(), tsName);
-  }
+test('the error table is exported in code order', async () => {
+  const { ERROR_TABLE, ERROR_CODES } = await import('agentstream');
+  assert.deepEqual(
+    ERROR_TABLE.map((e) => [e.kind, e.number, e.advice]),
+    schema['x-errors'].map((e) => [e.name, e.code, e.advice]),
+  );
+  assert.deepEqual(ERROR_CODES, schema['x-errors'].map((e) => e.name.toUpperCase()));
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -239,6 +212,7 @@ const CANONICAL_HOOKS = [
   { type: 'run.started', details: { operation: 'run' } },
   { type: 'step.started', details: { step_index: 0, message_id: 'm1', model: 'x' } },
   { type: 'model.completed', details: { step_index: 0, message_id: 'm1', model: 'x', usage } },
+  { type: 'step.completed', details: { step_index: 0, message_id: 'm1', model: 'x' } },
   { type: 'tool.started', details: { ...tool, kind: 'execute', title: 'ls', arguments: { command: 'ls', nested: [1, { a: null }] } } },
   { type: 'tool.preliminary_result', details: { ...tool, result: 'partial' } },
   { type: 'tool.completed', details: { ...tool, output: 'ok', raw_output: { exit_code: 0, aggregated_output: 'ok' } } },
@@ -275,8 +249,8 @@ async function liveRuns() {
     [fakeEvolve('claude', 's2-bash'), { prompt: 'x' }],
     [fakeEvolve('codex', 's1-text', { AGENTSTREAM_FAKE_EXIT: '3' }), { prompt: 'x' }],
     [fakeEvolve('gemini', 's1-text', { AGENTSTREAM_FAKE_DIE_MID_LINE: '1' }), { prompt: 'x' }],
-    [fakeEvolve('claude', 's1-text', { AGENTSTREAM_FAKE_HANG: '1' }), { prompt: 'x', timeout: 100, killGrace: 100 }],
-    [fakeEvolve('claude', 's1-text', { AGENTSTREAM_FAKE_FLOOD: '3000' }), { prompt: 'x', backpressure: { highWater: 0 } }],
+    [fakeEvolve('claude', 's1-text', { AGENTSTREAM_FAKE_HANG: '1' }), { prompt: 'x', timeoutMs: 100, killGraceMs: 100 }],
+    [fakeEvolve('claude', 's1-text', { AGENTSTREAM_FAKE_FLOOD: '3000' }), { prompt: 'x', limits: { highWater: 0 } }],
   ];
   const results = [];
   const items = [];

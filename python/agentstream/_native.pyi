@@ -5,6 +5,7 @@ from typing import Any, Final, Literal, TypedDict, final
 
 from agentstream.types import (
     AgentName,
+    AgentState,
     ChannelName,
     DecodeStats,
     Diagnostic,
@@ -14,6 +15,9 @@ from agentstream.types import (
     OutputEvent,
     Pressure,
     ReplayOutcome,
+    RunResultDict,
+    RunState,
+    SandboxState,
 )
 
 __all__ = [
@@ -21,18 +25,16 @@ __all__ = [
     "AGENTS",
     "CHANNELS",
     "ERROR_KINDS",
-    "CH_CONTENT",
-    "CH_LIFECYCLE",
-    "CH_STDOUT",
-    "CH_STDERR",
-    "CH_HOOKS",
+    "DEFAULT_LIMITS",
+    "DEFAULT_KILL_GRACE_MS",
     "Decoder",
-    "Session",
+    "Client",
     "Run",
     "Batch",
     "parse",
     "replay",
     "_raise_error_kind",
+    "agent_spec",
     "agent_name",
     "channel_name",
     "_hook_to_flat_snake",
@@ -49,14 +51,26 @@ __version__: Final[str]
 AGENTS: Final[tuple[AgentName, ...]]
 CHANNELS: Final[tuple[ChannelName, ...]]
 ERROR_KINDS: Final[dict[str, tuple[int, str]]]
-CH_CONTENT: Final[int]
-CH_LIFECYCLE: Final[int]
-CH_STDOUT: Final[int]
-CH_STDERR: Final[int]
-CH_HOOKS: Final[int]
+DEFAULT_LIMITS: Final[_Limits]
+DEFAULT_KILL_GRACE_MS: Final[int]
 
 _Delivery = tuple[str, Any, int, int]
 """``(channel, payload, sequence, coalesced)``; channel ``content``/``lifecycle``/``stdout``/``stderr``/``hook``."""
+
+class _Limits(TypedDict):
+    high_water: int
+    byte_budget: int
+    stall_ms: int
+    max_line_bytes: int
+
+class _Status(TypedDict, total=False):
+    agent: AgentName
+    sandbox: SandboxState
+    agent_state: AgentState
+    has_run: bool
+    active_run_id: str
+    session_id: str
+    last_status: RunState
 
 class _ReplayDict(TypedDict):
     items: list[Envelope]
@@ -108,9 +122,20 @@ def _output_event_from_json(json: str) -> OutputEvent: ...
 def _output_event_canonical_json(json: str) -> str: ...
 def _lifecycle_event_from_json(json: str) -> LifecycleEvent: ...
 
+def agent_spec(
+    agent: str,
+    *,
+    agent_id: str | None = None,
+    bin: str | None = None,
+    model: str | None = None,
+    extra_args: list[str] = ...,
+    cwd: str | None = None,
+    env: dict[str, str] = ...,
+) -> AgentName: ...
+
 @final
-class Session:
-    """One agent configuration of the core's runner; one operation at a time."""
+class Client:
+    """The core bridge's client: one agent configuration, its subscriptions, one run at a time."""
 
     def __new__(
         cls,
@@ -121,49 +146,45 @@ class Session:
         model: str | None = None,
         extra_args: list[str] = ...,
         cwd: str | None = None,
-        env: list[tuple[str, str]] = ...,
-    ) -> Session: ...
-    def start_run(
+        env: dict[str, str] = ...,
+    ) -> Client: ...
+    @property
+    def agent(self) -> AgentName: ...
+    def on(self, name: str) -> int: ...
+    def off(self, name: str) -> list[int]: ...
+    def off_id(self, id: int) -> bool: ...
+    def subscribers(self, name: str) -> list[int]: ...
+    def start(
         self,
-        prompt: str,
         *,
-        timeout: float | None = None,
-        high_water: int | None = None,
-        byte_budget: int | None = None,
-        stall_seconds: float | None = None,
-        redact: bool = True,
-        idempotent_tools: list[str] = ...,
-        hooks: bool = False,
-        attach_reader: bool = True,
-        background: bool = False,
-        kill_grace: float | None = None,
-        channels: int = ...,
-    ) -> Run: ...
-    def start_command(
-        self,
-        argv: list[str],
-        *,
+        prompt: str | None = None,
+        command: list[str] | None = None,
+        shell: str | None = None,
+        model: str | None = None,
         cwd: str | None = None,
-        env: list[tuple[str, str]] = ...,
-        timeout: float | None = None,
-        high_water: int | None = None,
-        byte_budget: int | None = None,
-        stall_seconds: float | None = None,
-        hooks: bool = False,
-        attach_reader: bool = True,
+        env: dict[str, str] = ...,
+        timeout_ms: float | None = None,
         background: bool = False,
-        kill_grace: float | None = None,
-        channels: int = ...,
+        hooks: bool = False,
+        redact: bool = True,
+        resume: str | None = None,
+        idempotent_tools: list[str] = ...,
+        kill_grace_ms: float | None = None,
+        high_water: float | None = None,
+        byte_budget: float | None = None,
+        stall_ms: float | None = None,
+        max_line_bytes: float | None = None,
+        read: str = "handlers",
     ) -> Run: ...
     def pause(self) -> None: ...
     def resume(self) -> None: ...
-    def interrupt(self, reason: str = "interrupted by the caller") -> None: ...
-    def kill(self) -> None: ...
-    def ready_event(self) -> LifecycleEvent: ...
+    def interrupt(self, reason: str = "interrupted by the caller") -> bool: ...
+    def kill(self) -> bool: ...
+    def status(self) -> _Status: ...
     @property
     def active_run_id(self) -> str | None: ...
-    @property
-    def agent(self) -> AgentName: ...
+    def session_id(self) -> str | None: ...
+    def set_session_id(self, session_id: str | None) -> None: ...
 
 @final
 class Batch:
@@ -178,16 +199,14 @@ class Batch:
 
 @final
 class Run:
-    """The reader side of one operation: pull batches of deliveries."""
+    """One started run of the core's bridge: pull batches of deliveries, then its result."""
 
     @property
     def run_id(self) -> str: ...
     @property
-    def channels(self) -> int: ...
-    @channels.setter
-    def channels(self, mask: int) -> None: ...
-    def try_pull(self, max: int = 256) -> Batch: ...
-    def pull(self, max: int = 256, timeout: float = 0.25) -> Batch: ...
+    def has_reader(self) -> bool: ...
+    def try_pull(self, max_events: int = 256) -> Batch: ...
+    def pull(self, timeout_ms: float = 250.0, max_events: int = 256) -> Batch: ...
     @property
     def ended(self) -> bool: ...
     @property
@@ -196,8 +215,12 @@ class Run:
     def reader_left(self) -> None: ...
     @property
     def pressure(self) -> Pressure: ...
-    def result(self) -> dict[str, Any] | None: ...
-    def wait(self, timeout: float | None = None) -> dict[str, Any] | None: ...
+    def result(self) -> RunResultDict: ...
+    def wait(self, timeout_ms: float | None = None) -> RunResultDict | None: ...
+    def wait_finished(self, timeout_ms: float) -> bool: ...
+    def handler_failed(self, handler: int, channel: str, sequence: int, message: str) -> bool: ...
+    @property
+    def handler_errors(self) -> int: ...
 
 def replay(
     agent: str,

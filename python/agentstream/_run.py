@@ -1,32 +1,40 @@
-"""Runs: results, handler dispatch, the pull loops (sync and asyncio) and the stream objects.
+"""Runs: results, handler dispatch, the pull loops (sync and asyncio), background runs and the
+stream objects.
 
-Delivery model. The Rust core runs the harness on its own threads and buffers what it
-delivers (with backpressure). This module PULLS batches of up to 256 deliveries from it —
-``_native.Run.try_pull`` when something is ready, otherwise ``_native.Run.pull``, which waits with
-the GIL released (on a small reader thread pool under asyncio, so the event loop never blocks)
-— and then dispatches each delivery in order, one at a time, to the ``on(...)`` handlers of its
-channel and to ``on_event``. No Rust thread ever calls into Python. A handler that raises is
-reported once (a :class:`~agentstream.errors.HandlerWarning` carrying the event) and the run goes
-on; ``async def`` handlers are awaited in order.
+Delivery model. The Rust core runs the harness on its own threads and buffers what it delivers
+(with backpressure); which channels it buffers, what a result is before the end and what
+dropping an unread run does are the core's bridge's rules. This module PULLS batches from it —
+``_native.Run.try_pull`` when something is ready, otherwise ``_native.Run.pull``, which waits
+with the GIL released (on a small reader thread pool under asyncio, so the event loop never
+blocks); a batch is what is ready, never a wait to fill one — and then dispatches each delivery
+in order, one at a time, to the ``on(...)`` handlers of its channel (in the core's subscription
+order) and to ``on_event``. No Rust thread ever calls into Python. ``async def`` handlers are
+awaited in order.
+
+A handler that raises does not stop the run: the core counts the failure
+(``RunResult.handler_errors``) and says whether it is that handler's first on this run; the
+first is logged with its traceback on the ``agentstream`` logger (:mod:`logging`, level
+ERROR), the later ones are only counted.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import logging
 import os
 import threading
-import warnings
 from collections import deque
-from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from inspect import isawaitable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from . import _native
-from .errors import HandlerWarning
+from ._client_types import Millis
+from .errors import BusyError, StillRunningError
 from .types import (
     CancelKind,
     DecodeStats,
@@ -43,7 +51,7 @@ if TYPE_CHECKING:
     from ._evolve import Evolve
 
 __all__ = [
-    "Backpressure",
+    "BackgroundRun",
     "RunResult",
     "RunStream",
     "SyncRunStream",
@@ -53,55 +61,48 @@ __all__ = [
     "HookHandler",
 ]
 
-BATCH = 256
-"""Deliveries taken per pull."""
-WAIT = 0.25
-"""Seconds a blocking pull waits before returning to Python (signals, cancellation)."""
-ABORT_WAIT = 2.0
-"""Seconds a blocking call waits for a run it cancelled because the caller's code raised."""
+logger = logging.getLogger("agentstream")
+"""Where a failing handler is reported (once per handler and run, with its traceback)."""
+
+WAIT_MS = 250.0
+"""How long a blocking pull waits before returning to Python (signals, cancellation)."""
+ABORT_WAIT_MS = 2000.0
+"""How long a blocking call waits for a run it cancelled because the caller's code raised."""
+HOOK_HANDLER_ID = 0
+"""The handler id of ``on_event`` in the core's handler-error count (subscriptions start at 1)."""
 
 HookHandler = Callable[[HookEvent], object]
 """An ``on_event`` handler: gets each hook event (a flat snake_case dict); may be ``async def``."""
-Timeout = float | int | timedelta | None
 
-_ITEMS = _native.CH_CONTENT | _native.CH_LIFECYCLE | _native.CH_STDOUT | _native.CH_STDERR
-_BITS = {
-    "content": _native.CH_CONTENT,
-    "lifecycle": _native.CH_LIFECYCLE,
-    "stdout": _native.CH_STDOUT,
-    "stderr": _native.CH_STDERR,
-    "hook": _native.CH_HOOKS,
-}
+
+def millis(value: Millis | None, what: str) -> float | None:
+    """A duration argument in milliseconds (int/float) or a ``timedelta``; ``None`` = none. The
+    core checks the range and names the field."""
+    if value is None:
+        return None
+    if isinstance(value, timedelta):
+        return value / timedelta(milliseconds=1)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{what} must be a number of milliseconds or a timedelta, not {type(value).__name__}")
+    return float(value)
+
 
 # -------------------------------------------------------------------------------------------------
-# Options and results
+# Results
 # -------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Backpressure:
-    """The bounded buffer between a run and its reader (decisions.md §3).
-
-    Past ``high_water`` unread items or ``byte_budget`` unread bytes, arriving text deltas
-    (message/thought text, stdout, stderr) merge into the newest buffered one (exactly, counted
-    in ``coalesced``); nothing else merges and nothing is dropped. A reader that leaves items
-    unread for ``stall_seconds`` gets the run cancelled (``cancel_kind == "stalled"``).
-    """
-
-    high_water: int = 256
-    byte_budget: int = 8 * 1024 * 1024
-    stall_seconds: float = 30.0
 
 
 @dataclass(frozen=True)
 class RunResult:
     """How a run or command ended (returned, not raised: check ``state`` or ``ok``).
 
-    ``state`` is ``"completed"`` (exit 0, every line and tool call complete), ``"failed"``
-    (non-zero exit, a signal, a fatal harness error, output cut mid-line or mid tool call;
-    ``error`` says which) or ``"cancelled"`` (``cancel_kind``: ``caller``, ``reader_left``,
-    ``stalled`` or ``timeout``; ``cancel_reason`` says it in words). ``final_text`` is the answer
-    of a completed harness run only: partial text is never presented as an answer.
+    ``state`` is ``"completed"`` (exit 0, every line and tool call complete, the harness's
+    end-of-run record printed), ``"failed"`` (non-zero exit, a signal, a fatal harness error,
+    output cut mid-line or mid tool call, or a harness that stopped without its end-of-run
+    record; ``error`` says which) or ``"cancelled"`` (``cancel_kind``: ``caller``,
+    ``reader_left``, ``stalled`` or ``timeout``; ``cancel_reason`` says it in words).
+    ``final_text`` is the answer of a completed harness run, and the answer so far of one that
+    failed because the harness stopped without its end-of-run record; otherwise ``None``.
     """
 
     run_id: str
@@ -120,7 +121,7 @@ class RunResult:
     diagnostics: list[str] = field(default_factory=list)
     duration_ms: int = 0
     handler_errors: int = 0
-    """How many handler calls raised during the run (each was reported as a HandlerWarning)."""
+    """How many handler calls raised during the run (the first of each handler was logged)."""
 
     @property
     def ok(self) -> bool:
@@ -129,13 +130,13 @@ class RunResult:
 
     @property
     def timed_out(self) -> bool:
-        """True when the run was stopped by its ``timeout``."""
+        """True when the run was stopped by its ``timeout_ms``."""
         return self.cancel_kind == "timeout"
 
     @classmethod
-    def _from_native(cls, d: Mapping[str, Any], handler_errors: int) -> RunResult:
+    def _from_native(cls, d: Mapping[str, Any]) -> RunResult:
         known = cls.__dataclass_fields__
-        return cls(**{k: v for k, v in d.items() if k in known}, handler_errors=handler_errors)
+        return cls(**{k: v for k, v in d.items() if k in known})
 
 
 def _zero_pressure() -> Pressure:
@@ -167,28 +168,9 @@ def _zero_stats() -> DecodeStats:
     }
 
 
-def seconds(value: Timeout, what: str = "timeout") -> float | None:
-    """``timeout``-like arguments: seconds (int/float) or a ``timedelta``; ``None`` = no limit."""
-    if value is None:
-        return None
-    if isinstance(value, timedelta):
-        return value.total_seconds()
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{what} must be a number of seconds or a timedelta, not {type(value).__name__}")
-    return float(value)
-
-
-def backpressure_kwargs(bp: Backpressure | None) -> dict[str, Any]:
-    if bp is None:
-        return {}
-    if not isinstance(bp, Backpressure):
-        raise TypeError(f"backpressure must be an agentstream.Backpressure, not {type(bp).__name__}")
-    return {"high_water": bp.high_water, "byte_budget": bp.byte_budget, "stall_seconds": bp.stall_seconds}
-
-
 class Done:
-    """An already-completed awaitable: ``pause()`` & co. act at once, and ``await`` on the result
-    (as in the seed's ``await evolve.pause()``) also works."""
+    """An already-completed awaitable: ``pause()`` and ``resume()`` act at once, and ``await`` on
+    the result (as in the seed's ``await evolve.pause()``) also works."""
 
     __slots__ = ()
 
@@ -205,36 +187,50 @@ class Done:
 # -------------------------------------------------------------------------------------------------
 
 _Table = dict[str, tuple[Callable[[Any], object], ...]]
+_Ids = dict[str, tuple[int, ...]]
 
 
 class Dispatch:
-    """Calls the handlers of each delivery, in order, one at a time; reports handler errors."""
+    """Calls the handlers of each delivery of one run, in order, one at a time; reports handler
+    failures to the core (which counts them) and logs the first of each handler."""
 
-    __slots__ = ("_evolve", "_on_event", "_version", "_table", "errors", "_loop_runner")
+    __slots__ = ("_evolve", "_run", "_on_event", "_version", "_table", "_ids", "_loop_runner")
 
-    def __init__(self, evolve: Evolve, on_event: HookHandler | None) -> None:
+    def __init__(self, evolve: Evolve, run: _native.Run, on_event: HookHandler | None) -> None:
         self._evolve = evolve
+        self._run = run
         self._on_event = on_event
         self._version = -1
         self._table: _Table = {}
-        self.errors = 0
+        self._ids: _Ids = {}
         self._loop_runner: asyncio.Runner | None = None
 
     def table(self) -> _Table:
+        """The handlers of each channel (and ``hook``: ``on_event``), as subscribed now."""
         version = self._evolve._version
         if version != self._version:
-            table: _Table = {ch: tuple(self._evolve.handlers(ch)) for ch in _native.CHANNELS}
+            table, ids = self._evolve._dispatch_table()
             table["hook"] = (self._on_event,) if self._on_event is not None else ()
-            self._table, self._version = table, version
+            ids["hook"] = (HOOK_HANDLER_ID,) if self._on_event is not None else ()
+            self._table, self._ids, self._version = table, ids, version
         return self._table
 
-    def mask(self) -> int:
-        return sum(_BITS[ch] for ch, hs in self.table().items() if hs)
-
-    def report(self, channel: str, handler: Callable[[Any], object], payload: Any, sequence: int,
-               exc: Exception) -> None:
-        self.errors += 1
-        warnings.warn(HandlerWarning(channel, handler, payload, sequence, exc), stacklevel=4)
+    def report(self, channel: str, index: int, payload: Any, sequence: int, exc: Exception) -> None:
+        handler = self._table[channel][index]
+        handler_id = self._ids[channel][index]
+        message = f"{type(exc).__name__}: {exc}"
+        if not self._run.handler_failed(handler_id, "on_event" if channel == "hook" else channel, sequence, message):
+            return
+        name = getattr(handler, "__qualname__", None) or repr(handler)
+        where = "on_event" if channel == "hook" else f"on({channel!r})"
+        logger.error(
+            "%s handler %s raised %s on sequence %d of run %s; the run goes on (this handler's later "
+            "failures in this run are counted in RunResult.handler_errors, not logged)",
+            where, name, message, sequence, self._run.run_id,
+            exc_info=exc,
+            extra={"agentstream_channel": channel, "agentstream_sequence": sequence,
+                   "agentstream_run_id": self._run.run_id, "agentstream_event": payload},
+        )
 
     # -- sync --------------------------------------------------------------------------------
 
@@ -245,36 +241,39 @@ class Dispatch:
             # raises; that delivery is finished here, from that handler on.
             while (stop := batch.call(table)) is not None:
                 channel, payload, sequence, index, result, error = stop
-                handlers = table[channel]
                 try:
                     if error is not None:
                         raise error
                     if isawaitable(result):
                         self._await_sync(result)
                 except Exception as exc:
-                    self.report(channel, handlers[index], payload, sequence, exc)
-                for handler in handlers[index + 1:]:
-                    try:
-                        r = handler(payload)
-                        if r is not None and isawaitable(r):
-                            self._await_sync(r)
-                    except Exception as exc:
-                        self.report(channel, handler, payload, sequence, exc)
+                    self.report(channel, index, payload, sequence, exc)
+                self._rest_sync(channel, payload, sequence, index + 1)
             return
         for channel, payload, sequence, _ in batch:
-            for handler in table[channel]:
-                try:
-                    r = handler(payload)
-                    if r is not None and isawaitable(r):
-                        self._await_sync(r)
-                except Exception as exc:
-                    self.report(channel, handler, payload, sequence, exc)
+            self._rest_sync(channel, payload, sequence, 0)
+
+    def one_sync(self, channel: str, payload: Any, sequence: int) -> None:
+        self.table()
+        self._rest_sync(channel, payload, sequence, 0)
+
+    def _rest_sync(self, channel: str, payload: Any, sequence: int, start: int) -> None:
+        handlers = self._table[channel]
+        for index in range(start, len(handlers)):
+            try:
+                r = handlers[index](payload)
+                if r is not None and isawaitable(r):
+                    self._await_sync(r)
+            except Exception as exc:
+                self.report(channel, index, payload, sequence, exc)
 
     def _await_sync(self, awaitable: Any) -> None:
         if self._loop_runner is None:
             self._loop_runner = asyncio.Runner()
+
         async def wait() -> None:
             await awaitable
+
         self._loop_runner.run(wait())
 
     def close(self) -> None:
@@ -290,48 +289,31 @@ class Dispatch:
             # As in call_sync: the native loop runs until a handler returns something or raises.
             while (stop := batch.call(table)) is not None:
                 channel, payload, sequence, index, result, error = stop
-                handlers = table[channel]
                 try:
                     if error is not None:
                         raise error
                     if isawaitable(result):
                         await result
                 except Exception as exc:
-                    self.report(channel, handlers[index], payload, sequence, exc)
-                for handler in handlers[index + 1:]:
-                    try:
-                        r = handler(payload)
-                        if r is not None and isawaitable(r):
-                            await r
-                    except Exception as exc:
-                        self.report(channel, handler, payload, sequence, exc)
+                    self.report(channel, index, payload, sequence, exc)
+                await self._rest_async(channel, payload, sequence, index + 1)
             return
         for channel, payload, sequence, _ in batch:
-            for handler in table[channel]:
-                try:
-                    r = handler(payload)
-                    if r is not None and isawaitable(r):
-                        await r
-                except Exception as exc:
-                    self.report(channel, handler, payload, sequence, exc)
+            await self._rest_async(channel, payload, sequence, 0)
 
     async def one_async(self, channel: str, payload: Any, sequence: int) -> None:
-        for handler in self.table()[channel]:
+        self.table()
+        await self._rest_async(channel, payload, sequence, 0)
+
+    async def _rest_async(self, channel: str, payload: Any, sequence: int, start: int) -> None:
+        handlers = self._table[channel]
+        for index in range(start, len(handlers)):
             try:
-                r = handler(payload)
+                r = handlers[index](payload)
                 if r is not None and isawaitable(r):
                     await r
             except Exception as exc:
-                self.report(channel, handler, payload, sequence, exc)
-
-    def one_sync(self, channel: str, payload: Any, sequence: int) -> None:
-        for handler in self.table()[channel]:
-            try:
-                r = handler(payload)
-                if r is not None and isawaitable(r):
-                    self._await_sync(r)
-            except Exception as exc:
-                self.report(channel, handler, payload, sequence, exc)
+                self.report(channel, index, payload, sequence, exc)
 
 
 # -------------------------------------------------------------------------------------------------
@@ -368,36 +350,31 @@ Batch = _native.Batch
 class Op:
     """A started operation: the native run, its dispatcher, the pull loops."""
 
-    __slots__ = ("evolve", "run", "dispatch", "_inflight", "result", "__weakref__")
+    __slots__ = ("run", "dispatch", "_inflight", "result", "__weakref__")
 
-    def __init__(self, evolve: Evolve, run: _native.Run, dispatch: Dispatch) -> None:
-        self.evolve = evolve
+    def __init__(self, evolve: Evolve, run: _native.Run, on_event: HookHandler | None) -> None:
         self.run = run
-        self.dispatch = dispatch
+        self.dispatch = Dispatch(evolve, run, on_event)
         self._inflight: concurrent.futures.Future[Batch] | None = None
         self.result: RunResult | None = None
-
-    def refresh_mask(self, iterate: bool) -> None:
-        self.run.channels = self.dispatch.mask() | (_ITEMS if iterate else 0)
 
     # -- pulling -----------------------------------------------------------------------------
 
     def pull_sync(self) -> Batch:
-        # What is ready first, as pull_async does: a blocking pull that gets a partial batch
-        # lingers for more, which idles this thread while the runner has work queued for it.
-        batch = self.run.try_pull(BATCH)
+        # What is ready first, as pull_async does.
+        batch = self.run.try_pull()
         if batch or self.run.ended:
             return batch
-        return self.run.pull(BATCH, WAIT)
+        return self.run.pull(WAIT_MS)
 
     async def pull_async(self) -> Batch:
         """The next batch (possibly empty: check ``run.ended``), without blocking the loop."""
         cf = self._inflight
         if cf is None or cf.cancelled():
-            batch = self.run.try_pull(BATCH)
+            batch = self.run.try_pull()
             if batch or self.run.ended:
                 return batch
-            cf = self._inflight = _pool().submit(self.run.pull, BATCH, WAIT)
+            cf = self._inflight = _pool().submit(self.run.pull, WAIT_MS)
         # If this task is cancelled while the pull runs, the pull still completes: its batch is
         # kept in `_inflight` and taken by the next call (nothing is lost for the handlers).
         batch = await asyncio.wrap_future(cf)
@@ -427,39 +404,37 @@ class Op:
 
     def finish_sync(self) -> RunResult:
         if self.result is None:
-            d = self.run.result()
+            d = self.run.wait(WAIT_MS)
             while d is None:
-                d = self.run.wait(WAIT)
-            self.result = RunResult._from_native(d, self.dispatch.errors)
+                d = self.run.wait(WAIT_MS)
+            self.result = RunResult._from_native(d)
             self.dispatch.close()
-            self.evolve._forget(self)
         return self.result
 
     async def finish_async(self) -> RunResult:
         if self.result is None:
-            d = self.run.result()
+            d = self.run.wait(0)
             while d is None:
-                d = await asyncio.wrap_future(_pool().submit(self.run.wait, WAIT))
-            self.result = RunResult._from_native(d, self.dispatch.errors)
+                d = await asyncio.wrap_future(_pool().submit(self.run.wait, WAIT_MS))
+            self.result = RunResult._from_native(d)
             self.dispatch.close()
-            self.evolve._forget(self)
         return self.result
 
-    def abort(self, why: str, wait: float = 0.0) -> None:
+    def abort(self, why: str, wait_ms: float = 0.0) -> None:
         """The caller's code raised (or its task was cancelled) in the middle of the run: cancel
         it through the one path. The run ends in the background within its kill grace; a
-        blocking caller waits up to ``wait`` seconds for that (so that Ctrl-C in a script does
-        not leave the harness behind when the interpreter exits right after)."""
+        blocking caller waits up to ``wait_ms`` for that (so that Ctrl-C in a script does not
+        leave the harness behind when the interpreter exits right after)."""
         if not self.run.finished:
             self.run.cancel(why)
-            if wait > 0:
-                self.run.wait(wait)
+            if wait_ms > 0:
+                self.run.wait_finished(wait_ms)
         self.dispatch.close()
 
 
 async def run_async(op: Op) -> RunResult:
     try:
-        if op.run.channels:
+        if op.run.has_reader:
             await op.drain_async()
         return await op.finish_async()
     except BaseException as exc:
@@ -469,12 +444,117 @@ async def run_async(op: Op) -> RunResult:
 
 def run_sync(op: Op) -> RunResult:
     try:
-        if op.run.channels:
+        if op.run.has_reader:
             op.drain_sync()
         return op.finish_sync()
     except BaseException as exc:
-        op.abort(f"the caller stopped waiting ({type(exc).__name__})", wait=ABORT_WAIT)
+        op.abort(f"the caller stopped waiting ({type(exc).__name__})", wait_ms=ABORT_WAIT_MS)
         raise
+
+
+# -------------------------------------------------------------------------------------------------
+# Background runs
+# -------------------------------------------------------------------------------------------------
+
+_RUNNING: set[BackgroundRun] = set()
+"""Background runs not finished yet: their task or thread must not be garbage-collected."""
+
+
+class BackgroundRun:
+    """A run started with ``background=True``: it goes on (its handlers are called) while the
+    caller does other things. ``await handle`` or ``handle.wait()`` gives the
+    :class:`RunResult`.
+
+    A background run started from ``await evolve.run(...)`` is driven by a task of that event
+    loop (it is cancelled with the loop); one started from ``run_sync(...)`` by a thread of its
+    own, which keeps the interpreter alive until the run ends.
+    """
+
+    def __init__(self, op: Op, future: concurrent.futures.Future[RunResult],
+                 loop: asyncio.AbstractEventLoop | None) -> None:
+        self._op = op
+        self._future = future
+        self._loop = loop
+        self._task: asyncio.Task[RunResult] | None = None
+        _RUNNING.add(self)
+        future.add_done_callback(lambda _: _RUNNING.discard(self))
+
+    @classmethod
+    def in_task(cls, op: Op) -> BackgroundRun:
+        loop = asyncio.get_running_loop()
+        future: concurrent.futures.Future[RunResult] = concurrent.futures.Future()
+        task = loop.create_task(run_async(op))
+
+        def settle(t: asyncio.Task[RunResult]) -> None:
+            if t.cancelled():
+                future.cancel()
+            elif (e := t.exception()) is not None:
+                future.set_exception(e)
+            else:
+                future.set_result(t.result())
+
+        task.add_done_callback(settle)
+        handle = cls(op, future, loop)
+        handle._task = task  # the loop holds tasks weakly
+        return handle
+
+    @classmethod
+    def in_thread(cls, op: Op) -> BackgroundRun:
+        future: concurrent.futures.Future[RunResult] = concurrent.futures.Future()
+
+        def drive() -> None:
+            try:
+                future.set_result(run_sync(op))
+            except BaseException as e:
+                future.set_exception(e)
+
+        threading.Thread(target=drive, name=f"agentstream-{op.run.run_id}").start()
+        return cls(op, future, None)
+
+    @property
+    def run_id(self) -> str:
+        """The run's id."""
+        return self._op.run.run_id
+
+    @property
+    def pressure(self) -> Pressure:
+        """Live backpressure statistics of the run."""
+        return self._op.run.pressure
+
+    def done(self) -> bool:
+        """True once the run ended and every delivery was handed to the handlers."""
+        return self._future.done()
+
+    def cancel(self, reason: str = "cancelled by the caller") -> None:
+        """Cancel the run (first reason stands); its result then says ``cancelled``."""
+        self._op.run.cancel(reason)
+
+    def wait(self, timeout_ms: Millis | None = None) -> RunResult:
+        """Block until the run ended and return its result; :class:`StillRunningError` when
+        ``timeout_ms`` passed first (the run goes on). From inside the event loop that drives
+        the run, ``await`` the handle instead (:class:`BusyError`)."""
+        if self._loop is not None and self._loop.is_running() and _running_loop() is self._loop:
+            raise BusyError("this background run is driven by the running event loop: await it instead of wait()")
+        timeout = millis(timeout_ms, "timeout_ms")
+        try:
+            return self._future.result(None if timeout is None else timeout / 1000.0)
+        except concurrent.futures.TimeoutError:
+            raise StillRunningError(
+                f"run {self.run_id} is still running after {timeout_ms} ms; wait longer or cancel it"
+            ) from None
+
+    def __await__(self) -> Generator[Any, None, RunResult]:
+        return asyncio.wrap_future(self._future).__await__()
+
+    def __repr__(self) -> str:
+        return f"<agentstream.BackgroundRun {self.run_id} {'done' if self.done() else 'running'}>"
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 # -------------------------------------------------------------------------------------------------
@@ -490,14 +570,12 @@ class _StreamBase:
     def __init__(self, start: _Starter) -> None:
         self._start = start
         self._op: Op | None = None
-        self._iterating = False
         self._pending: deque[tuple[str, Any, int, int]] = deque()
         self._exhausted = False
 
     def _ensure(self, iterate: bool) -> Op:
         if self._op is None:
             self._op = self._start(iterate)
-            self._iterating = iterate
         return self._op
 
     @property
@@ -534,25 +612,20 @@ class _StreamBase:
         if op is not None and op.result is None and not op.run.ended:
             op.run.reader_left()
 
-    def __del__(self) -> None:
-        # An `async for` broken out of without `async with`: still cancel the run.
-        try:
-            self._leave()
-        except Exception:
-            pass
-
 
 class RunStream(_StreamBase):
     """A run as an async iterator of sequenced envelopes (``evolve.stream(...)``).
 
-    ``async with evolve.stream(prompt=...) as stream: async for envelope in stream: ...`` then
+    ``async with evolve.stream(prompt) as stream: async for envelope in stream: ...`` then
     ``result = await stream``. Each envelope is ``{"run_id", "sequence", "channel", "event",
     "coalesced"?}`` (snake_case, like every envelope-level key in Python; ``event`` is the
     content/lifecycle dict or the stdout/stderr text). ``on(...)`` handlers and ``on_event``
     are called too, for each delivery before the iterator yields it. Leaving the ``async with``
     block before the end cancels the run (reason "reader left"); the remaining deliveries
-    still go to the handlers, and the result is ``cancelled``. ``await evolve.stream(...)``
-    without iterating just runs it to the end and returns the :class:`RunResult`.
+    still go to the handlers, and the result is ``cancelled``. An abandoned stream (no
+    ``async with``, dropped mid-way) cancels its run when it is garbage-collected.
+    ``await evolve.stream(...)`` without iterating just runs it to the end and returns the
+    :class:`RunResult`.
     """
 
     async def __aenter__(self) -> RunStream:
@@ -589,7 +662,7 @@ class RunStream(_StreamBase):
         if op.result is not None:
             return op.result
         try:
-            if op.run.channels:
+            if op.run.has_reader:
                 while self._pending:
                     channel, payload, sequence, _ = self._pending.popleft()
                     await op.dispatch.one_async(channel, payload, sequence)
@@ -613,7 +686,7 @@ class RunStream(_StreamBase):
 
 class SyncRunStream(_StreamBase):
     """The blocking twin of :class:`RunStream` (``evolve.stream_sync(...)``), for scripts:
-    ``with evolve.stream_sync(prompt=...) as stream: for envelope in stream: ...`` then
+    ``with evolve.stream_sync(prompt) as stream: for envelope in stream: ...`` then
     ``result = stream.wait()``."""
 
     def __enter__(self) -> SyncRunStream:
@@ -650,7 +723,7 @@ class SyncRunStream(_StreamBase):
         if op.result is not None:
             return op.result
         try:
-            if op.run.channels:
+            if op.run.has_reader:
                 while self._pending:
                     channel, payload, sequence, _ = self._pending.popleft()
                     op.dispatch.one_sync(channel, payload, sequence)
@@ -658,7 +731,7 @@ class SyncRunStream(_StreamBase):
             self._exhausted = True
             return op.finish_sync()
         except BaseException as exc:
-            op.abort(f"the caller stopped waiting ({type(exc).__name__})", wait=ABORT_WAIT)
+            op.abort(f"the caller stopped waiting ({type(exc).__name__})", wait_ms=ABORT_WAIT_MS)
             raise
 
     def close(self) -> None:
@@ -713,36 +786,3 @@ def replay(
     tool-call inputs are masked as in a run; ``redact=False`` keeps them."""
     r = _native.replay(agent, data, run_id=run_id, agent_id=agent_id, timestamp=timestamp, redact=redact)
     return Replay(items=r["items"], hooks=r["hooks"], outcome=r["outcome"], stats=r["stats"])
-
-
-def command_argv(command: str | Sequence[str]) -> list[str]:
-    """A shell string runs through ``sh -c``; a sequence is the argv itself."""
-    if isinstance(command, str):
-        if not command.strip():
-            raise ValueError("execute_command needs a command, e.g. 'ls -la'")
-        return ["sh", "-c", command]
-    argv = list(command)
-    if not argv or not all(isinstance(a, str) for a in argv):
-        raise TypeError("execute_command needs a str or a non-empty sequence of str, e.g. ['ls', '-la']")
-    return argv
-
-
-def env_pairs(env: Mapping[str, str] | None) -> list[tuple[str, str]]:
-    if env is None:
-        return []
-    pairs = list(env.items())
-    if not all(isinstance(k, str) and isinstance(v, str) for k, v in pairs):
-        raise TypeError("env must map str to str")
-    return pairs
-
-
-def str_list(values: Iterable[str], what: str) -> list[str]:
-    if isinstance(values, str):
-        raise TypeError(f"{what} must be a sequence of str, not a str")
-    out = list(values)
-    if not all(isinstance(v, str) for v in out):
-        raise TypeError(f"{what} must be a sequence of str")
-    return out
-
-
-Mode = Literal["run", "command"]

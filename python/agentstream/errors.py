@@ -11,8 +11,9 @@ language binding). Messages say what happened and what to do about it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, ClassVar
+
+from ._error_table import ERRORS
 
 __all__ = [
     "AgentstreamError",
@@ -27,7 +28,14 @@ __all__ = [
     "DecodeLimitError",
     "InternalError",
     "NotRunningError",
-    "HandlerWarning",
+    "NullArgumentError",
+    "InvalidHandleError",
+    "BusyError",
+    "BufferTooSmallError",
+    "StillRunningError",
+    "PanicError",
+    "CannotResumeError",
+    "UnsupportedError",
 ]
 
 
@@ -35,35 +43,43 @@ class AgentstreamError(Exception):
     """Base class of every error agentstream raises."""
 
     kind: ClassVar[str] = "internal"
-    code: ClassVar[int] = 1008
+    """The core's error kind (an :data:`ErrorKind`); the server client's transport errors add
+    ``server``, ``stream_gap`` and ``connection_lost`` (``code`` 0: not in the core's table)."""
+    code: ClassVar[int] = ERRORS["internal"].code
+    advice: ClassVar[str] = ERRORS["internal"].advice
+    """What the caller can do about it (the core's advice for the kind)."""
 
 
 class HarnessNotFoundError(AgentstreamError, FileNotFoundError):
     """The harness CLI executable was not found (install it or set ``AgentConfig.bin``)."""
 
     kind = "harness_not_found"
-    code = 1001
+    code = ERRORS["harness_not_found"].code
+    advice = ERRORS["harness_not_found"].advice
 
 
 class AlreadyRunningError(AgentstreamError, RuntimeError):
     """A run is already going on for this ``Evolve``; wait for it or cancel it first."""
 
     kind = "already_running"
-    code = 1002
+    code = ERRORS["already_running"].code
+    advice = ERRORS["already_running"].advice
 
 
 class SpawnFailedError(AgentstreamError, OSError):
     """The harness was found but could not be started."""
 
     kind = "spawn_failed"
-    code = 1003
+    code = ERRORS["spawn_failed"].code
+    advice = ERRORS["spawn_failed"].advice
 
 
 class InvalidArgumentError(AgentstreamError, ValueError):
     """An argument is not valid; the message says which values are."""
 
     kind = "invalid_argument"
-    code = 1004
+    code = ERRORS["invalid_argument"].code
+    advice = ERRORS["invalid_argument"].advice
 
 
 class InvalidAgentError(InvalidArgumentError):
@@ -78,14 +94,16 @@ class RunCancelledError(AgentstreamError):
     """The run was cancelled (by the caller, a stall, or leaving an iterator early)."""
 
     kind = "cancelled"
-    code = 1005
+    code = ERRORS["cancelled"].code
+    advice = ERRORS["cancelled"].advice
 
 
 class RunTimeoutError(AgentstreamError, TimeoutError):
     """The run went past its time limit."""
 
     kind = "timeout"
-    code = 1006
+    code = ERRORS["timeout"].code
+    advice = ERRORS["timeout"].advice
 
 
 class DecodeLimitError(AgentstreamError):
@@ -96,7 +114,8 @@ class DecodeLimitError(AgentstreamError):
     """
 
     kind = "decode_limit"
-    code = 1007
+    code = ERRORS["decode_limit"].code
+    advice = ERRORS["decode_limit"].advice
     events: list[Any]
     line: int
 
@@ -105,45 +124,84 @@ class InternalError(AgentstreamError):
     """A bug in agentstream (a Rust panic caught at the boundary); please report it."""
 
     kind = "internal"
-    code = 1008
+    code = ERRORS["internal"].code
+    advice = ERRORS["internal"].advice
 
 
 class NotRunningError(AgentstreamError, RuntimeError):
     """Nothing is running: pause, resume or interrupt without an active run. Start a run first."""
 
     kind = "not_running"
-    code = 1009
+    code = ERRORS["not_running"].code
+    advice = ERRORS["not_running"].advice
 
 
-class HandlerWarning(UserWarning):
-    """A handler registered with ``on(...)`` or passed as ``on_event`` raised.
+class NullArgumentError(AgentstreamError, TypeError):
+    """A required argument was missing (``None`` where a value is needed)."""
 
-    Reported once per failed call with :func:`warnings.warn` (so the usual warning filters
-    apply: ``warnings.simplefilter("error", HandlerWarning)`` makes it stop the run instead);
-    the run goes on and the other handlers still get the event. ``RunResult.handler_errors``
-    counts them. ``channel`` is ``content``, ``lifecycle``, ``stdout``, ``stderr`` or ``hook``
-    (``on_event``), ``event`` the payload the handler failed on, ``sequence`` its stream
-    position, ``exception`` what it raised (with its traceback).
-    """
-
-    def __init__(self, channel: str, handler: Callable[[Any], object], event: Any, sequence: int,
-                 exception: BaseException) -> None:
-        name = getattr(handler, "__qualname__", None) or repr(handler)
-        shown = repr(event)
-        if len(shown) > 400:
-            shown = shown[:400] + "..."
-        super().__init__(
-            f"{channel} handler {name} raised {type(exception).__name__}: {exception} "
-            f"(sequence {sequence}; the run goes on) on event {shown}"
-        )
-        self.channel = channel
-        self.handler = handler
-        self.event = event
-        self.sequence = sequence
-        self.exception = exception
+    kind = "null_argument"
+    code = ERRORS["null_argument"].code
+    advice = ERRORS["null_argument"].advice
 
 
-# Looked up by the native module by the core's ErrorKind name.
+class InvalidHandleError(AgentstreamError, RuntimeError):
+    """The object was already closed (or is not one the library made); use a live one."""
+
+    kind = "invalid_handle"
+    code = ERRORS["invalid_handle"].code
+    advice = ERRORS["invalid_handle"].advice
+
+
+class BusyError(AgentstreamError, RuntimeError):
+    """The object is in use by a call that has not returned (e.g. called from its own handler)."""
+
+    kind = "busy"
+    code = ERRORS["busy"].code
+    advice = ERRORS["busy"].advice
+
+
+class BufferTooSmallError(AgentstreamError):
+    """A caller's buffer was too small for the text (C ABI only; listed for the one table)."""
+
+    kind = "buffer_too_small"
+    code = ERRORS["buffer_too_small"].code
+    advice = ERRORS["buffer_too_small"].advice
+
+
+class StillRunningError(AgentstreamError, RuntimeError):
+    """The run has not ended: its result exists once its terminal event was delivered."""
+
+    kind = "still_running"
+    code = ERRORS["still_running"].code
+    advice = ERRORS["still_running"].advice
+
+
+class PanicError(AgentstreamError):
+    """A Rust panic caught at the API edge (a bug in agentstream): please report it."""
+
+    kind = "panic"
+    code = ERRORS["panic"].code
+    advice = ERRORS["panic"].advice
+
+
+class CannotResumeError(AgentstreamError, ValueError):
+    """The harness cannot continue the session asked for; start a fresh one."""
+
+    kind = "cannot_resume"
+    code = ERRORS["cannot_resume"].code
+    advice = ERRORS["cannot_resume"].advice
+
+
+class UnsupportedError(AgentstreamError, NotImplementedError):
+    """Not available on this platform (running harnesses needs Linux or another Unix)."""
+
+    kind = "unsupported"
+    code = ERRORS["unsupported"].code
+    advice = ERRORS["unsupported"].advice
+
+
+# Looked up by the native module by the core's ErrorKind name; one class per kind of the table
+# (python/tests/test_errors.py checks that every kind has one).
 _BY_KIND: dict[str, type[AgentstreamError]] = {
     cls.kind: cls
     for cls in (
@@ -156,5 +214,13 @@ _BY_KIND: dict[str, type[AgentstreamError]] = {
         DecodeLimitError,
         InternalError,
         NotRunningError,
+        NullArgumentError,
+        InvalidHandleError,
+        BusyError,
+        BufferTooSmallError,
+        StillRunningError,
+        PanicError,
+        CannotResumeError,
+        UnsupportedError,
     )
 }

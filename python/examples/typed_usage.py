@@ -9,8 +9,8 @@ Type-check it: ``mypy --strict python/examples/typed_usage.py`` (the test suite 
 from __future__ import annotations
 
 import asyncio
+import logging
 import sys
-import warnings
 from datetime import timedelta
 from pathlib import Path
 from typing import cast
@@ -26,7 +26,7 @@ from agentstream import (
     AgentThoughtChunk,
     AgentUsage,
     AlreadyRunningError,
-    Backpressure,
+    BackgroundRun,
     CancelKind,
     ContentBlock,
     DecodeLimitError,
@@ -38,7 +38,6 @@ from agentstream import (
     Envelope,
     Evolve,
     Handler,
-    HandlerWarning,
     HarnessNotFoundError,
     HookEvent,
     HookHandler,
@@ -48,6 +47,7 @@ from agentstream import (
     InvalidArgumentError,
     InvalidChannelError,
     LifecycleEvent,
+    Limits,
     NotRunningError,
     OutputEvent,
     Plan,
@@ -62,6 +62,7 @@ from agentstream import (
     RunTimeoutError,
     SessionUpdate,
     SpawnFailedError,
+    Status,
     SyncRunStream,
     TextContent,
     TokenUsage,
@@ -268,10 +269,17 @@ async def run_demo(trace: Path, agent: str, fake_harness: Path) -> None:
     evolve.on("content", on_content_async)
     evolve.on("lifecycle", on_lifecycle)
     hook_handler: HookHandler = on_hook
-    result = await evolve.run(prompt="List the files", on_event=hook_handler, timeout=timedelta(minutes=1),
-                              backpressure=Backpressure(high_water=64))
-    report(result)
-    stream: RunStream = evolve.stream(prompt="again", timeout=60.0)
+    async with evolve:
+        result = await evolve.run("List the files", on_event=hook_handler, timeout_ms=timedelta(minutes=1),
+                                  limits=Limits(high_water=64, stall_ms=60_000))
+        report(result)
+        session: str | None = evolve.get_session()
+        status: Status = evolve.status()
+        print(session, status.has_run, status.last_status, status.sandbox, status.agent_state)
+        handle: BackgroundRun = await evolve.run("and then?", background=True, model="other-model")
+        report(await handle)
+        evolve.set_session(None)
+    stream: RunStream = evolve.stream("again", timeout_ms=60_000)
     async with stream:
         async for envelope in stream:
             on_envelope(envelope)
@@ -283,6 +291,9 @@ async def run_demo(trace: Path, agent: str, fake_harness: Path) -> None:
         await done
     except NotRunningError as e:
         print(e.kind, e)
+    interrupted: bool = evolve.interrupt()
+    killed: bool = evolve.kill()
+    print(interrupted, killed)
 
 
 def sync_demo(trace: Path, agent: str, fake_harness: Path) -> None:
@@ -293,13 +304,15 @@ def sync_demo(trace: Path, agent: str, fake_harness: Path) -> None:
         raise RuntimeError("a bug in a handler")
 
     evolve.on("content", broken)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        report(evolve.run_sync(prompt="x"))
-    for w in caught:
-        if isinstance(w.message, HandlerWarning):
-            print(w.message.channel, w.message.sequence, type(w.message.exception).__name__)
+    logging.getLogger("agentstream").addHandler(logging.NullHandler())  # the traceback is logged there
+    logging.getLogger("agentstream").propagate = False
+    result = evolve.run_sync("x")
+    report(result)
+    assert result.handler_errors > 0
     evolve.off("content")
+    with evolve:
+        background: BackgroundRun = evolve.run_sync("x", background=True, resume=result.session_id)
+        report(background.wait(timeout_ms=60_000))
     stream: SyncRunStream = evolve.stream_sync(prompt="x")
     with stream:
         for envelope in stream:

@@ -13,8 +13,16 @@ def test_every_core_error_kind_has_a_class_with_its_code() -> None:
     for kind, (code, advice) in _native.ERROR_KINDS.items():
         cls = errors._BY_KIND[kind]
         assert issubclass(cls, agentstream.AgentstreamError)
-        assert cls.kind == kind and cls.code == code
+        assert cls.kind == kind and cls.code == code and cls.advice == advice
         assert advice
+
+
+def test_the_generated_error_table_is_the_native_one() -> None:
+    from agentstream._error_table import ERRORS
+
+    assert list(ERRORS) == list(_native.ERROR_KINDS), "same kinds, in code order"
+    for kind, (code, advice) in _native.ERROR_KINDS.items():
+        assert (ERRORS[kind].code, ERRORS[kind].advice) == (code, advice)
 
 
 def test_hierarchy_also_uses_the_builtin_exceptions() -> None:
@@ -26,9 +34,6 @@ def test_hierarchy_also_uses_the_builtin_exceptions() -> None:
     assert issubclass(agentstream.AlreadyRunningError, RuntimeError)
     assert issubclass(agentstream.NotRunningError, RuntimeError)
     for name in errors.__all__:
-        if name == "HandlerWarning":
-            assert issubclass(agentstream.HandlerWarning, UserWarning)
-            continue
         assert issubclass(getattr(agentstream, name), agentstream.AgentstreamError)
 
 

@@ -1,4 +1,5 @@
-"""Evolve.on() validation (the core's Channel rule) and AgentConfig."""
+"""Evolve.on()/off() validation (the core's Channel rule), AgentConfig (the core's AgentSpec rule),
+status, sessions and the scope of an Evolve without a run."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 
 import pytest
 
+import agentstream
 from agentstream import CHANNELS, AgentConfig, Evolve, InvalidChannelError
 
 
@@ -56,15 +58,15 @@ def test_on_stores_sync_and_async_handlers_in_order() -> None:
     evolve.on("content", sync_handler).on("content", async_handler).on("content", obj)
     evolve.on("stdout", lambda data: None)
     assert evolve.handlers("content") == (sync_handler, async_handler, obj)
-    flags = [r.is_async for r in evolve._handlers["content"]]
-    assert flags == [False, True, True]
     assert len(evolve.handlers("stdout")) == 1 and evolve.handlers("stderr") == ()
     evolve.off("content", async_handler)
     assert evolve.handlers("content") == (sync_handler, obj)
     evolve.off("content")
     assert evolve.handlers("content") == ()
-    with pytest.raises(ValueError):
-        evolve.off("nope")  # type: ignore[arg-type]
+    with pytest.raises(InvalidChannelError, match="stdout"):
+        evolve.off("nope")
+    with pytest.raises(InvalidChannelError):
+        evolve.off("nope", print)
 
 
 def test_on_rejects_non_callables() -> None:
@@ -88,3 +90,36 @@ def test_agent_config_is_a_validated_dataclass() -> None:
     assert Evolve().config.type == "claude"
     with pytest.raises(TypeError):
         Evolve(config={"type": "claude"})  # type: ignore[arg-type]
+
+
+def test_agent_config_fields_are_validated_by_the_core() -> None:
+    with pytest.raises(agentstream.InvalidAgentError, match="claude"):
+        AgentConfig(type="nope")
+    with pytest.raises(agentstream.InvalidArgumentError, match="^model must not be empty"):
+        AgentConfig(type="codex", model="")
+    with pytest.raises(agentstream.InvalidArgumentError, match="^env has an invalid variable name"):
+        AgentConfig(type="codex", env={"A=B": "x"})
+    with pytest.raises(agentstream.InvalidArgumentError, match=r"^extra_args\[1\] must not contain a NUL"):
+        AgentConfig(type="codex", extra_args=["ok", "a\0b"])
+
+
+def test_status_and_sessions_without_a_run() -> None:
+    evolve = Evolve(AgentConfig(type="gemini"))
+    status = evolve.status()
+    assert isinstance(status, agentstream.Status)
+    assert (status.agent, status.has_run, status.active_run_id, status.session_id, status.last_status) == (
+        "gemini", False, None, None, None)
+    assert status.sandbox == "ready" and status.agent_state == "idle"
+    assert evolve.get_session() is None
+    evolve.set_session("abc-123")
+    assert evolve.get_session() == "abc-123" and evolve.status().session_id == "abc-123"
+    evolve.set_session(None)
+    assert evolve.get_session() is None
+    with pytest.raises(agentstream.InvalidArgumentError, match="^session_id must not start with '-'"):
+        evolve.set_session("--help")
+    assert evolve.interrupt() is False and evolve.kill() is False
+    with pytest.raises(agentstream.NotRunningError):
+        evolve.pause()
+    with Evolve(AgentConfig(type="codex")) as scoped:
+        assert scoped.status().agent == "codex"
+    assert scoped.status().has_run is False, "closing an idle Evolve does nothing"

@@ -71,7 +71,7 @@ def test_one_ordered_stream(golden: GoldenCase) -> None:
 
 
 def test_replay_options_and_errors() -> None:
-    data = b'{"type":"thread.started","thread_id":"t"}\n{"type":"turn.started"}\n'
+    data = b'{"type":"thread.started","thread_id":"t"}\n{"type":"turn.started"}\n{"type":"turn.completed"}\n'
     r = agentstream.replay("codex", data, run_id="r1", agent_id="bot", timestamp="2026-01-01T00:00:00.000Z")
     assert {e["run_id"] for e in r.items} == {"r1"}
     assert {h["agent_id"] for h in r.hooks} == {"bot"}
@@ -80,5 +80,10 @@ def test_replay_options_and_errors() -> None:
     assert agentstream.replay("codex", data.decode()).events == agentstream.parse("codex", data)
     with pytest.raises(agentstream.InvalidAgentError):
         agentstream.replay("cursor", data)
+    with pytest.raises(agentstream.InvalidArgumentError, match="ISO 8601"):
+        agentstream.replay("codex", data, timestamp="noon")
+    # Without codex's `turn.completed` the harness did not finish (decisions.md §1).
+    cut = agentstream.replay("codex", data.rsplit(b"\n", 2)[0] + b"\n")
+    assert cut.outcome["state"] == "failed" and cut.outcome["error"] == "no_final_result"
     with pytest.raises(TypeError):
         agentstream.replay("codex", 42)  # type: ignore[arg-type]

@@ -5,6 +5,9 @@ handler dispatch (sync and async, exceptions), streams, the sync variants, error
 from __future__ import annotations
 
 import asyncio
+import gc
+import json
+import logging
 import threading
 import time
 import warnings
@@ -15,12 +18,13 @@ from typing import Any, TypeVar
 import pytest
 
 import agentstream
-from agentstream import AgentConfig, Backpressure, Evolve, RunResult
+from agentstream import AgentConfig, Evolve, Limits, RunResult
 from conftest import GOLDEN, GoldenCase, read_jsonl
 
 T = TypeVar("T")
 TERMINAL_REASONS = {"run_complete", "run_failed", "run_interrupted", "command_complete", "command_failed",
-                    "command_interrupted"}
+                    "command_interrupted", "run_background_complete", "run_background_failed",
+                    "command_background_complete", "command_background_failed"}
 TERMINAL_HOOKS = {"run.completed", "run.failed", "run.cancelled", "run.stopped"}
 
 
@@ -222,6 +226,21 @@ def test_a_non_zero_exit_returns_a_failed_result(fake_harness: Path) -> None:
     assert_one_terminal_last(rec, result)
 
 
+@pytest.mark.parametrize("agent", ["claude", "codex", "gemini", "qwen", "opencode", "droid"])
+def test_exit_0_without_the_final_result_fails_and_keeps_the_answer(fake_harness: Path, agent: str) -> None:
+    """decisions.md §1: exit 0 is not success without the harness's end-of-run record."""
+    evolve = fake(fake_harness, agent, "e-no-final-result", exit="0")
+    rec = Recorder(evolve)
+    result = go(evolve.run(prompt="x", on_event=rec.on_event))
+    assert result.state == "failed" and not result.ok
+    assert result.exit_code == 0
+    assert result.error and "stopped without its final result" in result.error
+    assert result.final_text, "the partial answer stays in the result"
+    assert rec.reasons()[-1] == "run_failed"
+    assert rec.hook_types()[-1] == "run.failed"
+    assert_one_terminal_last(rec, result)
+
+
 def test_a_harness_killed_mid_line_fails_after_its_partial_line(fake_harness: Path) -> None:
     evolve = fake(fake_harness, "gemini", "s1-text", die_mid_line="1")
     rec = Recorder(evolve)
@@ -236,7 +255,7 @@ def test_a_timeout_stops_the_run(fake_harness: Path) -> None:
     evolve = fake(fake_harness, "claude", "s1-text", hang="1")
     rec = Recorder(evolve)
     started = time.monotonic()
-    result = go(evolve.run(prompt="x", on_event=rec.on_event, timeout=0.4, kill_grace=0.2))
+    result = go(evolve.run(prompt="x", on_event=rec.on_event, timeout_ms=400, kill_grace_ms=200))
     assert time.monotonic() - started < 10
     assert result.state == "cancelled"
     assert result.cancel_kind == "timeout" and result.timed_out
@@ -252,14 +271,11 @@ def test_interrupt_terminates_and_escalates(fake_harness: Path, ignore_sigterm: 
     rec = Recorder(evolve)
 
     async def main() -> RunResult:
-        task = asyncio.create_task(evolve.run(prompt="x", on_event=rec.on_event, kill_grace=0.3))
+        task = asyncio.create_task(evolve.run(prompt="x", on_event=rec.on_event, kill_grace_ms=300))
         while "run_start" not in rec.reasons():
             await asyncio.sleep(0.02)
-        await evolve.interrupt("the client pressed stop")
-        try:
-            evolve.interrupt("a second stop")  # a no-op: the first reason stands
-        except agentstream.NotRunningError:
-            pass  # ... or the run already ended
+        assert evolve.interrupt("the client pressed stop") is True
+        evolve.interrupt("a second stop")  # a no-op (or nothing runs any more): the first reason stands
         return await task
 
     result = go(main())
@@ -276,7 +292,7 @@ def test_breaking_out_of_the_stream_cancels_the_run(fake_harness: Path) -> None:
 
     async def main() -> tuple[list[Any], RunResult]:
         seen = []
-        async with evolve.stream(prompt="x", on_event=rec.on_event, kill_grace=0.2) as stream:
+        async with evolve.stream(prompt="x", on_event=rec.on_event, kill_grace_ms=200) as stream:
             async for envelope in stream:
                 seen.append(envelope)
                 if envelope["channel"] == "content":
@@ -296,7 +312,7 @@ def test_breaking_out_of_the_stream_cancels_the_run(fake_harness: Path) -> None:
 
 def test_breaking_out_of_a_sync_stream_cancels_the_run(fake_harness: Path) -> None:
     evolve = fake(fake_harness, "claude", "s1-text", hang="1")
-    with evolve.stream_sync(prompt="x", kill_grace=0.2) as stream:
+    with evolve.stream_sync(prompt="x", kill_grace_ms=200) as stream:
         for envelope in stream:
             if envelope["channel"] == "stdout":
                 break
@@ -309,7 +325,7 @@ def test_cancelling_the_awaiting_task_cancels_the_run(fake_harness: Path) -> Non
     rec = Recorder(evolve)
 
     async def main() -> None:
-        task = asyncio.create_task(evolve.run(prompt="x", kill_grace=0.2))
+        task = asyncio.create_task(evolve.run(prompt="x", kill_grace_ms=200))
         while "run_start" not in rec.reasons():
             await asyncio.sleep(0.02)
         task.cancel()
@@ -343,14 +359,15 @@ def test_kill_and_already_running(fake_harness: Path) -> None:
         with pytest.raises(agentstream.AlreadyRunningError):
             async with evolve.stream(prompt="y"):
                 pass
-        await evolve.kill()
+        assert evolve.kill() is True
         return await task
 
     result = go(main())
     assert result.state == "cancelled"
     assert "sandbox_killed" in rec.reasons()
     assert_one_terminal_last(rec, result)
-    evolve.kill()  # idle: a no-op
+    assert evolve.kill() is False  # idle: nothing to kill
+    assert evolve.interrupt() is False
     with pytest.raises(agentstream.NotRunningError):
         evolve.pause()
 
@@ -378,18 +395,32 @@ def test_a_missing_harness_raises_at_the_edge(tmp_path: Path) -> None:
 
 def test_bad_options_raise_invalid_argument(fake_harness: Path) -> None:
     evolve = fake(fake_harness)
-    with pytest.raises(agentstream.InvalidArgumentError, match="timeout"):
-        evolve.run_sync(prompt="x", timeout=-1)
-    with pytest.raises(agentstream.InvalidArgumentError, match="byte_budget"):
-        evolve.run_sync(prompt="x", backpressure=Backpressure(byte_budget=0))
-    with pytest.raises(agentstream.InvalidArgumentError, match="stall_seconds"):
-        evolve.run_sync(prompt="x", backpressure=Backpressure(stall_seconds=float("nan")))
+    with pytest.raises(agentstream.InvalidArgumentError, match="^timeout_ms must be"):
+        evolve.run_sync(prompt="x", timeout_ms=-1)
+    with pytest.raises(agentstream.InvalidArgumentError, match="^timeout_ms must be .* got 0 "):
+        evolve.run_sync(prompt="x", timeout_ms=0)
+    with pytest.raises(agentstream.InvalidArgumentError, match="^limits.byte_budget must be greater than 0"):
+        evolve.run_sync(prompt="x", limits=Limits(byte_budget=0))
+    with pytest.raises(agentstream.InvalidArgumentError, match="^limits.stall_ms must be"):
+        evolve.run_sync(prompt="x", limits=Limits(stall_ms=float("nan")))
+    with pytest.raises(agentstream.InvalidArgumentError, match="^limits.high_water must be a whole number"):
+        evolve.run_sync(prompt="x", limits=Limits(high_water=-3))
+    with pytest.raises(agentstream.InvalidArgumentError, match="^env has an invalid variable name"):
+        evolve.run_sync(prompt="x", env={"A=B": "1"})
+    with pytest.raises(agentstream.InvalidArgumentError, match="^resume must not start with '-'"):
+        evolve.run_sync(prompt="x", resume="-x")
     with pytest.raises(TypeError):
-        evolve.run_sync(prompt="x", timeout="soon")  # type: ignore[arg-type]
+        evolve.run_sync(prompt="x", timeout_ms="soon")  # type: ignore[call-overload]
+    with pytest.raises(TypeError, match="timeout"):
+        evolve.run_sync(prompt="x", timeout=5)  # type: ignore[call-overload]  # seconds are gone
+    with pytest.raises(TypeError):
+        evolve.run_sync(prompt="x", limits={"high_water": 1})  # type: ignore[call-overload]
     with pytest.raises(TypeError):
         evolve.run_sync(prompt=["x"])  # type: ignore[arg-type]
-    with pytest.raises(ValueError):
+    with pytest.raises(agentstream.InvalidArgumentError, match="^command must not be blank"):
         evolve.execute_command_sync("   ")
+    with pytest.raises(agentstream.InvalidArgumentError, match="^command must not be empty"):
+        evolve.execute_command_sync([])
     with pytest.raises(TypeError):
         evolve.run_sync(prompt="x", on_event=42)  # type: ignore[arg-type]
     assert evolve.active_run_id is None
@@ -408,7 +439,8 @@ def test_every_runner_error_kind_maps_to_its_class() -> None:
 # -------------------------------------------------------------------------------------------------
 
 
-def test_a_raising_handler_is_reported_once_and_the_run_goes_on(fake_harness: Path) -> None:
+def test_a_raising_handler_is_logged_once_per_handler_and_counted(
+        fake_harness: Path, caplog: pytest.LogCaptureFixture) -> None:
     evolve = fake(fake_harness, "claude", "s2-bash")
     calls: list[int] = []
 
@@ -418,43 +450,35 @@ def test_a_raising_handler_is_reported_once_and_the_run_goes_on(fake_harness: Pa
             raise RuntimeError(f"bad event {len(calls)}")
 
     def bad_hook(hook: Any) -> None:
-        if hook["type"] == "tool.started":
+        if hook["type"] in ("tool.started", "tool.completed"):
             raise KeyError("nope")
 
     after: list[Any] = []
     evolve.on("content", flaky).on("content", after.append)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with caplog.at_level(logging.ERROR, logger="agentstream"):
         result = go(evolve.run(prompt="x", on_event=bad_hook))
     assert result.state == "completed"
     n_content = len(read_jsonl(GOLDEN / "claude" / "s2-bash.expected.jsonl"))
     assert len(calls) == n_content and len(after) == n_content, "every handler still gets every event"
-    reported = [w.message for w in caught if isinstance(w.message, agentstream.HandlerWarning)]
-    assert len(reported) == n_content // 2 + 1 == result.handler_errors
-    content_warnings = [w for w in reported if w.channel == "content"]
-    for w in content_warnings:
-        assert isinstance(w.exception, RuntimeError)
-        assert isinstance(w.event, dict) and "update" in w.event
-        assert f"sequence {w.sequence}" in str(w) and "flaky" in str(w)
-    (hook_warning,) = [w for w in reported if w.channel == "hook"]
-    assert hook_warning.event["type"] == "tool.started" and isinstance(hook_warning.exception, KeyError)
-
-
-def test_handler_warnings_can_be_made_errors(fake_harness: Path) -> None:
-    evolve = fake(fake_harness, "claude", "s1-text", hang="1")
-
-    def boom(event: Any) -> None:
-        raise ValueError("stop everything")
-
-    evolve.on("content", boom)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", agentstream.HandlerWarning)
-        with pytest.raises(agentstream.HandlerWarning):
-            evolve.run_sync(prompt="x", kill_grace=0.2)
-    deadline = time.monotonic() + 10
-    while evolve.active_run_id is not None:  # the run was cancelled through the one path
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    hook_failures = 2  # s2-bash has one tool call: started and completed
+    assert result.handler_errors == n_content // 2 + hook_failures, "the core counts every failure"
+    records = [r for r in caplog.records if r.name == "agentstream"]
+    assert len(records) == 2, "one report per failing handler, not per failure"
+    content, hook = records
+    assert content.levelno == logging.ERROR and "on('content') handler" in content.getMessage()
+    assert "flaky" in content.getMessage() and "RuntimeError: bad event 2" in content.getMessage()
+    assert content.exc_info is not None and content.exc_info[0] is RuntimeError
+    assert "raise RuntimeError" in caplog.text, "the traceback is logged"
+    assert content.agentstream_channel == "content"  # type: ignore[attr-defined]
+    assert content.agentstream_run_id == result.run_id  # type: ignore[attr-defined]
+    assert "update" in content.agentstream_event  # type: ignore[attr-defined]
+    assert hook.agentstream_event["type"] == "tool.started"  # type: ignore[attr-defined]
+    assert "on_event handler" in hook.getMessage() and hook.exc_info[0] is KeyError  # type: ignore[index]
+    # A second run reports again (once per handler and run).
+    caplog.clear()
+    with caplog.at_level(logging.ERROR, logger="agentstream"):
+        again = evolve.run_sync(prompt="x", on_event=bad_hook)
+    assert again.handler_errors > 0 and len([r for r in caplog.records if r.name == "agentstream"]) == 2
 
 
 def test_async_handlers_are_awaited_in_order(fake_harness: Path) -> None:
@@ -552,7 +576,7 @@ def test_the_gil_is_released_while_waiting(fake_harness: Path) -> None:
     t = threading.Thread(target=spin)
     t.start()
     try:
-        result = evolve.run_sync(prompt="x", timeout=0.6, kill_grace=0.2)
+        result = evolve.run_sync(prompt="x", timeout_ms=600, kill_grace_ms=200)
     finally:
         stop.set()
         t.join()
@@ -581,7 +605,7 @@ def test_a_flood_into_a_slow_reader_coalesces_without_losing_a_character(fake_ha
     envelopes: list[Any] = []
 
     async def main() -> RunResult:
-        async with evolve.stream(prompt="x", backpressure=Backpressure(high_water=16)) as stream:
+        async with evolve.stream(prompt="x", limits=Limits(high_water=16)) as stream:
             async for envelope in stream:
                 envelopes.append(envelope)
         return await stream
@@ -683,8 +707,99 @@ def test_a_base_exception_in_a_handler_stops_the_run(fake_harness: Path) -> None
 
     evolve.on("content", interrupt)
     with pytest.raises(KeyboardInterrupt):
-        evolve.run_sync(prompt="x", kill_grace=0.2)
+        evolve.run_sync(prompt="x", kill_grace_ms=200)
     deadline = time.monotonic() + 10
     while evolve.active_run_id is not None:  # cancelled through the one path
         assert time.monotonic() < deadline
         time.sleep(0.05)
+
+
+# -------------------------------------------------------------------------------------------------
+# Background runs, the conversation, the scope of an Evolve
+# -------------------------------------------------------------------------------------------------
+
+
+def test_a_background_run_returns_at_once_and_its_handle_gives_the_result(fake_harness: Path) -> None:
+    evolve = fake(fake_harness, "gemini", "s2-bash", delay_ms="20")
+    rec = Recorder(evolve)
+
+    async def main() -> tuple[agentstream.BackgroundRun, RunResult]:
+        handle = await evolve.run("x", background=True, on_event=rec.on_event)
+        assert isinstance(handle, agentstream.BackgroundRun)
+        assert not handle.done() and evolve.active_run_id == handle.run_id
+        with pytest.raises(agentstream.BusyError, match="await"):
+            handle.wait()  # from the loop that drives it: it would wait for itself
+        return handle, await handle
+
+    handle, result = go(main())
+    assert handle.done() and result.run_id == handle.run_id
+    assert result.state == "completed"
+    assert rec.reasons()[-1] == "run_background_complete", "the core's background terminal"
+    assert_one_terminal_last(rec, result)
+    # From a script: a thread drives it; wait() blocks, a short wait says still running.
+    handle = evolve.run_sync("x", background=True)
+    with pytest.raises(agentstream.StillRunningError):
+        handle.wait(timeout_ms=1)
+    assert handle.wait(timeout_ms=30_000).state == "completed"
+    assert go(asyncio.wait_for(_await(handle), 10)).state == "completed", "a finished handle can be awaited too"
+
+
+async def _await(handle: agentstream.BackgroundRun) -> RunResult:
+    return await handle
+
+
+def test_successive_runs_continue_the_conversation(fake_harness: Path, tmp_path: Path) -> None:
+    argv_file = tmp_path / "argv.json"
+    evolve = fake(fake_harness, "claude", "s2-bash", argv_file=str(argv_file))
+    session = "66c0abf3-0bc5-46a7-8e73-4fef192280ea"
+    hooks: list[str] = []
+    first = evolve.run_sync("first", on_event=lambda h: hooks.append(h["type"]))
+    assert first.session_id == session and evolve.get_session() == session
+    resumes = lambda: [a for a in json.loads(argv_file.read_text()) if a.startswith("--resume")]  # noqa: E731
+    assert resumes() == [] and hooks[0] == "run.started"
+    hooks.clear()
+    second = go(evolve.run("second", on_event=lambda h: hooks.append(h["type"])))
+    assert resumes() == [f"--resume={session}"] and hooks[0] == "run.resumed"
+    assert second.state == "completed" and evolve.status().last_status == "completed"
+    evolve.set_session(None)
+    evolve.run_sync("fresh")
+    assert resumes() == []
+    evolve.run_sync("elsewhere", resume="another-session", model="m-9")
+    argv = json.loads(argv_file.read_text())
+    assert resumes() == ["--resume=another-session"] and argv[argv.index("--model") + 1] == "m-9"
+
+
+def test_leaving_an_evolve_block_kills_the_active_run(fake_harness: Path) -> None:
+    async def main() -> RunResult:
+        async with fake(fake_harness, "claude", "s1-text", hang="1") as evolve:
+            handle = await evolve.run("x", background=True, kill_grace_ms=200)
+            await asyncio.sleep(0.2)
+            assert evolve.status().active_run_id == handle.run_id
+        assert evolve.active_run_id is None, "the block waited for the run to end"
+        return await handle
+
+    result = go(main())
+    assert result.state == "cancelled"
+    with fake(fake_harness, "claude", "s1-text", hang="1") as evolve:
+        handle = evolve.run_sync("x", background=True)
+        time.sleep(0.2)
+    assert handle.done() and handle.wait().state == "cancelled"
+    assert evolve.status().agent_state != "running"
+
+
+def test_an_abandoned_stream_cancels_its_run_when_collected(fake_harness: Path) -> None:
+    evolve = fake(fake_harness, "claude", "s1-text", hang="1")
+
+    async def main() -> None:
+        stream = evolve.stream("x", kill_grace_ms=200)
+        async for _ in stream:
+            break  # no `async with`: nothing closes the stream explicitly
+        del stream
+        gc.collect()
+        deadline = time.monotonic() + 10
+        while evolve.active_run_id is not None:
+            assert time.monotonic() < deadline, "the abandoned run was not cancelled"
+            await asyncio.sleep(0.05)
+
+    go(main())
+    assert evolve.status().last_status == "cancelled"

@@ -1,5 +1,6 @@
-"""Shapes: the dicts match the seed's TypedDicts (agentstream.types) exactly, and the TypedDicts
-match the core's generated JSON Schema (core/schema/events.schema.json)."""
+"""Shapes: the dicts agentstream hands out match the TypedDicts of ``agentstream.types`` exactly
+(key sets and value types, checked at run time), and those TypedDicts (generated from the core's
+JSON Schema, core/schema/events.schema.json, by ``make generate``) say what the schema says."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import agentstream
 from agentstream import _native
 from agentstream import types as t
 from conftest import REPO, GoldenCase, assert_conforms
+from pathlib import Path
 
 # One event per SessionUpdate variant with every optional field present.
 SAMPLES: list[dict[str, Any]] = [
@@ -141,7 +143,8 @@ def test_hook_events_are_flat_snake_case() -> None:
     assert got == {**{k: v for k, v in canonical.items() if k != "details"}, **canonical["details"]}
     assert_conforms(got, t.HookEvent)
     pause = dict(canonical, type="run.waiting_for_human",
-                 details={"step_index": 1, "pause": {"kind": "permission", "tool_call_id": "c", "reason": "asked"}})
+                 details={"step_index": 1, "pause": {"kind": "permission", "tool_call_id": "c", "tool_name": None,
+                                                   "reason": "asked"}})
     assert_conforms(_native._hook_to_flat_snake(json.dumps(pause)), t.HookEvent)
 
 
@@ -159,87 +162,124 @@ def test_decode_stats_and_diagnostics_conform() -> None:
         assert_conforms(diag, t.Diagnostic)
 
 
-# --- the TypedDicts against the generated JSON Schema ---------------------------------------------
+def test_replays_conform(golden: GoldenCase) -> None:
+    r = agentstream.replay(golden.agent, golden.input())
+    for item in r.items:
+        assert_conforms(item, t.Envelope)
+    for hook in r.hooks:
+        assert_conforms(hook, t.HookEvent)
+    assert_conforms(r.outcome, t.ReplayOutcome)
+    assert_conforms(r.stats, t.DecodeStats)
+
+
+def test_run_results_conform(fake_harness: Path) -> None:
+    """Results of real runs (completed, failed, timed out) against ``RunResultDict``, and the
+    ``RunResult`` dataclass built from them keeps every field of the record."""
+    from agentstream import AgentConfig, Evolve
+
+    cases = [({}, {}), ({"AGENTSTREAM_FAKE_EXIT": "3"}, {}), ({"AGENTSTREAM_FAKE_HANG": "1"}, {"timeout_ms": 200})]
+    states = []
+    for env, kwargs in cases:
+        trace = REPO / "tests" / "golden" / "claude" / "s2-bash"
+        config = AgentConfig(type="claude", bin=str(fake_harness),
+                             env={"AGENTSTREAM_FAKE_TRACE": str(trace), **env})
+        stream = Evolve(config=config).stream_sync(prompt="x", **kwargs)
+        for _ in stream:
+            pass
+        raw = stream._op.run.result() if stream._op is not None else None
+        assert raw is not None
+        assert_conforms(raw, t.RunResultDict)
+        result = stream.wait()
+        for key, value in raw.items():
+            assert getattr(result, key) == value, key
+        states.append(result.state)
+    assert states == ["completed", "failed", "cancelled"]
+
+
+def test_the_run_result_dataclass_has_every_field_of_the_record() -> None:
+    fields = set(agentstream.RunResult.__dataclass_fields__)
+    record = set(t.RunResultDict.__required_keys__ | t.RunResultDict.__optional_keys__)
+    assert fields == record, "RunResult (python/agentstream/_run.py) must follow RunResultDict"
+
+
+# --- the generated TypedDicts against the schema ------------------------------------------------
 
 SCHEMA = json.loads((REPO / "core" / "schema" / "events.schema.json").read_text())
 DEFS: dict[str, Any] = SCHEMA["$defs"]
-
-OBJECTS: dict[str, Any] = {
-    "OutputEvent": t.OutputEvent,
-    "ImageContent": t.ImageContent,
-    "DiffContent": t.DiffContent,
-    "ToolCallLocation": t.ToolCallLocation,
-    "ToolCall": t.ToolCall,
-    "ToolCallUpdate": t.ToolCallUpdate,
-    "PlanEntry": t.PlanEntry,
-    "TokenUsage": t.TokenUsage,
-    "LifecycleEvent": t.LifecycleEvent,
-    "DecodeStats": t.DecodeStats,
-}
-ENUMS: dict[str, Any] = {
-    "ToolKind": t.ToolKind,
-    "ToolCallStatus": t.ToolCallStatus,
-    "PlanEntryStatus": t.PlanEntryStatus,
-    "PlanEntryPriority": t.PlanEntryPriority,
-    "UsageScope": t.UsageScope,
-    "SandboxState": t.SandboxState,
-    "AgentState": t.AgentState,
-    "LifecycleReason": t.LifecycleReason,
-    "Agent": t.AgentName,
-}
-DISCRIMINATORS = {"type", "sessionUpdate"}
+# Public names that differ from the schema's (the names agentstream.types had before it was generated).
+RENAMED = {"Agent": "AgentName", "Channel": "ChannelName", "RunOutcome": "ReplayOutcome",
+           "RunResult": "RunResultDict"}
+# Python envelopes are built by the binding with snake_case keys (run_id), like every record.
+SNAKE = {"Envelope"}
 
 
-def schema_keys(obj: dict[str, Any]) -> tuple[set[str], set[str]]:
-    props = set(obj.get("properties", {}))
-    required = set(obj.get("required", []))
-    # serde writes an Option without skip_serializing_if as null, so the key is always present;
-    # schemars lists it as not required. The seed has two: LifecycleEvent.sandbox_id and
-    # DiffContent.oldText (both `str | None`).
-    always = {k for k in ("sandbox_id", "oldText") if k in props}
-    return props, required | always
+def snake(key: str) -> str:
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in key)
+
+
+def ref_name(node: dict[str, Any]) -> str:
+    return str(node["$ref"]).rsplit("/", 1)[1]
+
+
+def keys_of(node: dict[str, Any]) -> tuple[set[str], set[str]]:
+    """(every key, the required keys) of an object schema, following a variant's ``$ref``."""
+    props = set(node.get("properties", {}))
+    required = set(node.get("required", []))
+    if "$ref" in node:
+        p, r = keys_of(DEFS[ref_name(node)])
+        props, required = props | p, required | r
+    return props, required
 
 
 def typed_keys(td: Any) -> tuple[set[str], set[str]]:
-    keys = set(td.__required_keys__ | td.__optional_keys__) - DISCRIMINATORS
-    return keys, set(td.__required_keys__) - DISCRIMINATORS
+    return set(td.__required_keys__ | td.__optional_keys__), set(td.__required_keys__)
 
 
-@pytest.mark.parametrize("name", sorted(OBJECTS))
-def test_typeddict_matches_schema(name: str) -> None:
-    assert typed_keys(OBJECTS[name]) == schema_keys(DEFS[name])
+def is_enum(d: dict[str, Any]) -> bool:
+    return "enum" in d or ("properties" not in d and all("const" in a and a.get("type") == "string"
+                                                         for a in d.get("oneOf", [{}])))
 
 
-def enum_values(d: dict[str, Any]) -> set[str]:
-    if "enum" in d:
-        return set(d["enum"])
-    return {arm["const"] for arm in d["oneOf"]}
+def tag_of(arm: dict[str, Any]) -> str:
+    return next(k for k, v in arm.get("properties", {}).items() if "const" in v)
 
 
-@pytest.mark.parametrize("name", sorted(ENUMS))
-def test_literal_matches_schema(name: str) -> None:
-    assert get_origin(ENUMS[name]) is Literal
-    assert set(get_args(ENUMS[name])) == enum_values(DEFS[name])
+DETAILS = {ref_name(arm["properties"]["details"]) for arm in DEFS["HookEvent"]["oneOf"]}
+VARIANT_STRUCTS = {ref_name(arm) for d in DEFS.values() for arm in d.get("oneOf", []) if "$ref" in arm}
 
 
-def test_session_update_variants_match_schema() -> None:
-    by_kind = {get_args(td.__annotations__["sessionUpdate"])[0]: td for td in get_args(t.SessionUpdate)}
-    for arm in DEFS["SessionUpdate"]["oneOf"]:
-        kind = arm["properties"]["sessionUpdate"]["const"]
-        td = by_kind.pop(kind)
-        if "$ref" in arm:
-            target = DEFS[arm["$ref"].rsplit("/", 1)[1]]
-            assert typed_keys(td) == schema_keys(target), kind
+@pytest.mark.parametrize("name", sorted(set(DEFS) - DETAILS - VARIANT_STRUCTS))
+def test_every_schema_type_has_its_python_declaration(name: str) -> None:
+    d = DEFS[name]
+    py = getattr(t, RENAMED.get(name, name))
+    assert RENAMED.get(name, name) in t.__all__
+    if is_enum(d):
+        assert get_origin(py) is Literal
+        assert list(get_args(py)) == d.get("enum") or list(get_args(py)) == [a["const"] for a in d["oneOf"]]
+    elif "properties" in d and "oneOf" in d:
+        props, required = keys_of(d)
+        if name == "HookEvent":
+            # One flat dict: the envelope fields, then every hook type's details (all optional).
+            details = set().union(*(keys_of(DEFS[n])[0] for n in DETAILS))
+            assert typed_keys(py) == ((props - {"details"}) | details, required - {"details"})
+            hook_types = [arm["properties"]["type"]["const"] for arm in d["oneOf"]]
+            assert list(get_args(t.HookType)) == hook_types
         else:
-            props, required = schema_keys(arm)
-            assert typed_keys(td) == (props - DISCRIMINATORS, required - DISCRIMINATORS), kind
-    assert not by_kind, f"TypedDicts without a schema variant: {sorted(by_kind)}"
+            rename = snake if name in SNAKE else (lambda k: k)
+            assert typed_keys(py) == ({rename(k) for k in props}, {rename(k) for k in required})
+    elif "properties" in d:
+        assert typed_keys(py) == keys_of(d)
+    elif "oneOf" in d:
+        members = get_args(py)
+        tag = tag_of(d["oneOf"][0])
+        by_tag = {get_args(m.__annotations__[tag])[0]: m for m in members}
+        assert list(by_tag) == [arm["properties"][tag]["const"] for arm in d["oneOf"]]
+        for arm in d["oneOf"]:
+            assert typed_keys(by_tag[arm["properties"][tag]["const"]]) == keys_of(arm), arm
+    else:
+        assert get_origin(py) is dict
 
 
-def test_content_blocks_match_schema() -> None:
-    arms = {a["properties"]["type"]["const"]: a for a in DEFS["ContentBlock"]["oneOf"]}
-    assert set(arms) == {"text", "image"}
-    assert typed_keys(t.TextContent) == (set(arms["text"]["properties"]) - DISCRIMINATORS,
-                                         set(arms["text"]["required"]) - DISCRIMINATORS)
-    tc_arms = {a["properties"]["type"]["const"] for a in DEFS["ToolCallContent"]["oneOf"]}
-    assert tc_arms == {"content", "diff"}
+def test_all_eight_session_update_kinds() -> None:
+    assert list(get_args(t.SessionUpdateKind)) == [a["properties"]["sessionUpdate"]["const"]
+                                                   for a in DEFS["SessionUpdate"]["oneOf"]]

@@ -194,9 +194,9 @@ static int write_run_traces(const char *dir, int reps) {
     return 1;
 }
 
-static const char *NO_MERGE = "{\"high_water\":1000000000,\"byte_budget\":4000000000,\"stall_seconds\":600}";
+static const char *NO_MERGE = "{\"limits\":{\"high_water\":1000000000,\"byte_budget\":4000000000,\"stall_ms\":600000}}";
 static const char *NO_MERGE_PULL =
-    "{\"iterate\":true,\"high_water\":1000000000,\"byte_budget\":4000000000,\"stall_seconds\":600}";
+    "{\"read\":\"iterate\",\"limits\":{\"high_water\":1000000000,\"byte_budget\":4000000000,\"stall_ms\":600000}}";
 
 static size_t count_substr(const char *s, size_t len, const char *needle) {
     size_t n = 0, k = strlen(needle);
@@ -220,7 +220,7 @@ static size_t run_round(const char *fake, int pull, sink *s) {
             agentstream_session_set_bin(session, fake) != AGENTSTREAM_STATUS_OK ||
             agentstream_session_set_env(session, "AGENTSTREAM_FAKE_TRACE", run_traces[k].path) != AGENTSTREAM_STATUS_OK)
             abort();
-        if (pull == 0 && agentstream_session_on(session, "content", on_event, s, NULL) != AGENTSTREAM_STATUS_OK) abort();
+        if (pull == 0 && agentstream_session_on(session, "content", on_event, s, NULL, NULL) != AGENTSTREAM_STATUS_OK) abort();
         size_t before = s->events;
         if (agentstream_session_start_run(session, "bench", pull == 1 ? NO_MERGE_PULL : NO_MERGE, NULL, NULL, NULL, &run) !=
             AGENTSTREAM_STATUS_OK)
@@ -230,7 +230,7 @@ static size_t run_round(const char *fake, int pull, sink *s) {
                 agentstream_next kind;
                 char *json = NULL;
                 size_t len = 0;
-                if (agentstream_run_next_batch_json(run, 256, -1, &kind, &json, &len) != AGENTSTREAM_STATUS_OK) abort();
+                if (agentstream_run_next_batch_json(run, 256, 0, -1, &kind, &json, &len) != AGENTSTREAM_STATUS_OK) abort();
                 if (kind == AGENTSTREAM_NEXT_END) {
                     agentstream_string_free(json);
                     break;

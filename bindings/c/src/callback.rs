@@ -13,7 +13,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::decoder::{agentstream_event_cb, agentstream_free_cb};
-use crate::error::{Error, Result};
+use crate::error::{Result, null};
 
 struct Callback {
     cb: unsafe extern "C" fn(*mut c_void, *const c_char, usize),
@@ -56,7 +56,7 @@ impl Handler {
         free_user_data: agentstream_free_cb,
         arg: &str,
     ) -> Result<Handler> {
-        let cb = cb.ok_or_else(|| Error::null(arg))?;
+        let cb = cb.ok_or_else(|| null(arg))?;
         Ok(Handler {
             slot: Mutex::new(Some(Callback { cb, user_data, free_user_data })),
             release_pending: AtomicBool::new(false),

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use agentstream_core::{Agent, Decoder, DecoderOptions, OutputEvent};
 
-use crate::error::{Error, Result, agentstream_status, boundary};
+use crate::error::{Error, ErrorKind, Result, agentstream_status, boundary, invalid, null};
 use crate::handles::{Table, not_live_message};
 use crate::util::{bytes_arg, give_string, out_arg, reset_out, str_arg, to_json};
 
@@ -68,7 +68,7 @@ impl Guard {
         let obj = DECODERS.get(handle, "decoder")?;
         if obj.busy.swap(true, Ordering::Acquire) {
             return Err(Error::new(
-                agentstream_status::Busy,
+                ErrorKind::Busy,
                 "the decoder is busy: it was called from one of its own callbacks or from two threads at once",
             ));
         }
@@ -88,7 +88,7 @@ impl Drop for Guard {
 }
 
 fn parse_agent(name: &str) -> Result<Agent> {
-    name.parse::<Agent>().map_err(|e| Error::invalid(e.to_string()))
+    name.parse::<Agent>().map_err(|e| invalid(e.to_string()))
 }
 
 fn new_decoder(agent: Agent, options: DecoderOptions) -> *mut agentstream_decoder {
@@ -115,7 +115,7 @@ fn deliver(
         }
         scratch.clear();
         if let Err(e) = serde_json::to_writer(&mut *scratch, &ev) {
-            *failure = Some(Error::new(agentstream_status::Internal, format!("serialization failed: {e}")));
+            *failure = Some(Error::new(ErrorKind::Internal, format!("serialization failed: {e}")));
             continue;
         }
         let len = scratch.len();
@@ -133,7 +133,7 @@ fn json_array(events: &[OutputEvent]) -> Result<Vec<u8>> {
             out.push(b',');
         }
         serde_json::to_writer(&mut out, ev)
-            .map_err(|e| Error::new(agentstream_status::Internal, format!("serialization failed: {e}")))?;
+            .map_err(|e| Error::new(ErrorKind::Internal, format!("serialization failed: {e}")))?;
     }
     out.push(b']');
     Ok(out)
@@ -205,7 +205,7 @@ pub unsafe extern "C" fn agentstream_decoder_feed(
 ) -> agentstream_status {
     boundary(|| {
         let mut guard = Guard::enter(decoder)?;
-        let cb = cb.ok_or_else(|| Error::null("cb"))?;
+        let cb = cb.ok_or_else(|| null("cb"))?;
         // SAFETY: forwarded contract.
         let bytes = unsafe { bytes_arg(bytes, len, "bytes") }?;
         let obj = guard.obj.clone();
@@ -264,7 +264,7 @@ pub unsafe extern "C" fn agentstream_decoder_finish(
 ) -> agentstream_status {
     boundary(|| {
         let mut guard = Guard::enter(decoder)?;
-        let cb = cb.ok_or_else(|| Error::null("cb"))?;
+        let cb = cb.ok_or_else(|| null("cb"))?;
         let obj = guard.obj.clone();
         let free_requested = move || obj.freed.load(Ordering::Acquire);
         let Inner { decoder, scratch } = guard.inner();
@@ -409,10 +409,9 @@ pub unsafe extern "C" fn agentstream_decoder_free(decoder: *mut agentstream_deco
                 obj.freed.store(true, Ordering::Release);
                 Ok(())
             }
-            None => Err(Error::new(
-                agentstream_status::InvalidHandle,
-                not_live_message("agentstream_decoder", decoder as usize),
-            )),
+            None => {
+                Err(Error::new(ErrorKind::InvalidHandle, not_live_message("agentstream_decoder", decoder as usize)))
+            }
         }
     });
 }

@@ -1,164 +1,131 @@
-//! Status codes, the thread-local last error, and the panic boundary every export goes through.
+//! Status codes (the core's error table), the thread-local last error, and the panic boundary
+//! every export goes through.
+//!
+//! Failures inside the crate are the core's own [`agentstream_core::Error`]: the C status of a
+//! failure IS its kind's code ([`ErrorKind::code`]), mapped in one place ([`status_of`]).
 
 use std::any::Any;
 use std::cell::{Cell, RefCell};
-use std::ffi::c_char;
+use std::ffi::{CString, c_char};
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::Once;
+use std::sync::{Once, OnceLock};
 
-/// The result of every fallible `agentstream_*` call. `AGENTSTREAM_STATUS_OK` (0) is success;
-/// anything else is a failure whose message `agentstream_last_error_message` returns on the
-/// same thread. The numbers are stable ABI: new codes are only ever appended.
+pub use agentstream_core::{Error, ErrorKind};
+
+/// The result of every fallible `agentstream_*` call: `AGENTSTREAM_STATUS_OK` (0) is success;
+/// any other value is the code of the core's error kind, with the same snake_case name
+/// (`agentstream_status_name`) in every language. The failure's message (which says what to
+/// fix) is read with `agentstream_last_error_message` on the same thread.
 ///
-/// In C the type is a `uint32_t` (so C#, Java and Go can declare it as a 32-bit unsigned
-/// integer); the enum constants name its values.
+/// In C the type is a `uint32_t` (so C#, Java and Go declare it as a 32-bit unsigned integer);
+/// the enum constants name its values. Codes are stable; new ones are only ever appended.
 #[allow(non_camel_case_types)]
 #[repr(u32)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum agentstream_status {
     /// Success.
     Ok = 0,
-    /// A required pointer argument was NULL.
-    NullArgument = 1,
-    /// An argument had a bad value: an unknown agent or channel name (the message lists the
-    /// valid names), text that is not UTF-8, a wrong combination.
-    InvalidArgument = 2,
-    /// `agentstream_last_error_message`: the buffer was too small; the message was truncated.
-    BufferTooSmall = 3,
-    /// The object is already in use: called from inside one of its own callbacks, or from two
-    /// threads at once. Objects are not thread-safe; use each from one thread at a time.
-    Busy = 4,
-    /// An internal failure that is not a panic (e.g. an event that could not be serialized).
-    Internal = 5,
-    /// A Rust panic was caught at the boundary (a bug in agentstream: please report it). The
-    /// object involved may be in an inconsistent state; free it.
-    Panic = 6,
-    /// The harness executable was not found (`bin`, or the harness's usual command on PATH).
-    HarnessNotFound = 7,
-    /// The session already has a run or command in progress (one operation at a time per
-    /// session; use another session for parallel runs).
-    AlreadyRunning = 8,
-    /// The harness process could not be started.
-    SpawnFailed = 9,
-    /// The operation was cancelled.
-    Cancelled = 10,
-    /// The operation exceeded its time limit.
-    Timeout = 11,
-    /// Input went past a configured decode limit.
-    DecodeLimit = 12,
-    /// Nothing is running: `pause`, `resume` or `interrupt` without an active run.
-    NotRunning = 13,
-    /// The handle is not live: already freed, never returned by the library, or a handle of
-    /// another type. Handles are checked numbers, never dereferenced, so this is an error
-    /// rather than a crash.
-    InvalidHandle = 14,
-    /// `agentstream_run_wait`: the run did not finish within the timeout (not a failure of the
-    /// run; wait again).
-    NotReady = 15,
+    /// `harness_not_found`: the harness executable was not found (`bin`, or the harness's usual
+    /// command on PATH).
+    HarnessNotFound = 1001,
+    /// `already_running`: the session already has a run or command going on (one at a time per
+    /// session; use another session for parallel runs), or its configuration cannot change now.
+    AlreadyRunning = 1002,
+    /// `spawn_failed`: the harness was found but could not be started.
+    SpawnFailed = 1003,
+    /// `invalid_argument`: an argument had a bad value (an unknown agent or channel name, a bad
+    /// option; the message names the field and what is allowed), or text that is not UTF-8.
+    InvalidArgument = 1004,
+    /// `cancelled`: the operation was cancelled.
+    Cancelled = 1005,
+    /// `timeout`: the operation went past its time limit.
+    Timeout = 1006,
+    /// `decode_limit`: input went past a configured decode limit.
+    DecodeLimit = 1007,
+    /// `internal`: a failure inside agentstream that is not a panic (a bug: please report it).
+    Internal = 1008,
+    /// `not_running`: nothing is running (`pause` or `resume` without an active run).
+    NotRunning = 1009,
+    /// `null_argument`: a required pointer argument was NULL.
+    NullArgument = 1010,
+    /// `invalid_handle`: the handle is not live (already freed, never returned by the library,
+    /// or a handle of another type). Handles are checked numbers, never dereferenced, so this
+    /// is an error rather than a crash.
+    InvalidHandle = 1011,
+    /// `busy`: the object is in use by a call that has not returned: called from inside one of
+    /// its own callbacks (e.g. `agentstream_run_wait` from the run's own callback), or a
+    /// decoder from two threads at once.
+    Busy = 1012,
+    /// `buffer_too_small`: the caller's buffer was too small; the text was truncated.
+    BufferTooSmall = 1013,
+    /// `still_running`: the run has not ended yet (its result exists once its terminal event
+    /// was delivered), or a wait ran out of time first (wait again).
+    StillRunning = 1014,
+    /// `panic`: a Rust panic was caught at the boundary (a bug in agentstream: please report
+    /// it). The object involved may be in an inconsistent state; free it.
+    Panic = 1015,
+    /// `cannot_resume`: the harness cannot continue a previous session, or the session to
+    /// continue is unknown.
+    CannotResume = 1016,
+    /// `unsupported`: not available on this platform.
+    Unsupported = 1017,
 }
 
 /// Every status, in numeric order (not exported to C: cbindgen would render it as a macro).
-pub(crate) const ALL_STATUSES: [agentstream_status; 16] = [
+pub(crate) const ALL_STATUSES: [agentstream_status; 18] = [
     agentstream_status::Ok,
-    agentstream_status::NullArgument,
-    agentstream_status::InvalidArgument,
-    agentstream_status::BufferTooSmall,
-    agentstream_status::Busy,
-    agentstream_status::Internal,
-    agentstream_status::Panic,
     agentstream_status::HarnessNotFound,
     agentstream_status::AlreadyRunning,
     agentstream_status::SpawnFailed,
+    agentstream_status::InvalidArgument,
     agentstream_status::Cancelled,
     agentstream_status::Timeout,
     agentstream_status::DecodeLimit,
+    agentstream_status::Internal,
     agentstream_status::NotRunning,
+    agentstream_status::NullArgument,
     agentstream_status::InvalidHandle,
-    agentstream_status::NotReady,
+    agentstream_status::Busy,
+    agentstream_status::BufferTooSmall,
+    agentstream_status::StillRunning,
+    agentstream_status::Panic,
+    agentstream_status::CannotResume,
+    agentstream_status::Unsupported,
 ];
 
 impl agentstream_status {
-    /// The stable snake_case name (the error kind names shared with the other bindings).
-    pub fn name(self) -> &'static str {
-        self.name_nul().trim_end_matches('\0')
-    }
-
-    /// [`Self::name`] with a trailing NUL, for handing out to C.
-    fn name_nul(self) -> &'static str {
-        match self {
-            agentstream_status::Ok => "ok\0",
-            agentstream_status::NullArgument => "null_argument\0",
-            agentstream_status::InvalidArgument => "invalid_argument\0",
-            agentstream_status::BufferTooSmall => "buffer_too_small\0",
-            agentstream_status::Busy => "busy\0",
-            agentstream_status::Internal => "internal\0",
-            agentstream_status::Panic => "panic\0",
-            agentstream_status::HarnessNotFound => "harness_not_found\0",
-            agentstream_status::AlreadyRunning => "already_running\0",
-            agentstream_status::SpawnFailed => "spawn_failed\0",
-            agentstream_status::Cancelled => "cancelled\0",
-            agentstream_status::Timeout => "timeout\0",
-            agentstream_status::DecodeLimit => "decode_limit\0",
-            agentstream_status::NotRunning => "not_running\0",
-            agentstream_status::InvalidHandle => "invalid_handle\0",
-            agentstream_status::NotReady => "not_ready\0",
-        }
-    }
-
     /// The status with this number, if any.
     pub fn from_u32(n: u32) -> Option<Self> {
         ALL_STATUSES.into_iter().find(|s| *s as u32 == n)
     }
-}
 
-/// A failure to report: a status plus a message for people.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Error {
-    /// The status code returned to C.
-    pub status: agentstream_status,
-    /// The message `agentstream_last_error_message` returns.
-    pub message: String,
-}
-
-impl Error {
-    /// An error with `status`.
-    pub fn new(status: agentstream_status, message: impl Into<String>) -> Self {
-        Error { status, message: message.into() }
-    }
-
-    /// `NULL_ARGUMENT` naming the argument.
-    pub fn null(arg: &str) -> Self {
-        Error::new(agentstream_status::NullArgument, format!("argument `{arg}` must not be NULL"))
-    }
-
-    /// `INVALID_ARGUMENT`.
-    pub fn invalid(message: impl Into<String>) -> Self {
-        Error::new(agentstream_status::InvalidArgument, message)
+    /// The stable snake_case name: `ok`, or the core error kind's name.
+    pub fn name(self) -> &'static str {
+        match ErrorKind::from_code(self as u32) {
+            Some(kind) => kind.name(),
+            None => "ok",
+        }
     }
 }
 
-impl From<agentstream_core::Error> for Error {
-    /// The core's error kinds map one to one onto statuses (same snake_case names); the message
-    /// carries the core's advice.
-    fn from(e: agentstream_core::Error) -> Self {
-        use agentstream_core::ErrorKind as K;
-        let status = match e.kind {
-            K::HarnessNotFound => agentstream_status::HarnessNotFound,
-            K::AlreadyRunning => agentstream_status::AlreadyRunning,
-            K::SpawnFailed => agentstream_status::SpawnFailed,
-            K::InvalidArgument => agentstream_status::InvalidArgument,
-            K::Cancelled => agentstream_status::Cancelled,
-            K::Timeout => agentstream_status::Timeout,
-            K::DecodeLimit => agentstream_status::DecodeLimit,
-            K::Internal => agentstream_status::Internal,
-            K::NotRunning => agentstream_status::NotRunning,
-        };
-        Error::new(status, e.message_with_advice())
-    }
+/// THE mapping of the core's error kinds onto C statuses: the status is the kind's code (a test
+/// checks that every kind has the constant of the same name and value).
+pub fn status_of(kind: ErrorKind) -> agentstream_status {
+    agentstream_status::from_u32(kind.code()).unwrap_or(agentstream_status::Internal)
 }
 
 /// Result type of the code inside a boundary.
 pub type Result<T> = std::result::Result<T, Error>;
+
+/// `null_argument` naming the argument.
+pub fn null(arg: &str) -> Error {
+    Error::new(ErrorKind::NullArgument, format!("argument `{arg}` must not be NULL"))
+}
+
+/// `invalid_argument`.
+pub fn invalid(message: impl Into<String>) -> Error {
+    Error::new(ErrorKind::InvalidArgument, message)
+}
 
 thread_local! {
     /// The message of the last failed call on this thread ("" when none).
@@ -215,9 +182,9 @@ pub fn last_error() -> String {
     LAST_ERROR.with(|e| e.borrow().clone())
 }
 
-/// Run `f` behind the panic boundary: a returned error sets the last error and becomes its
-/// status; a panic is caught, its message goes to the last error, and `PANIC` is returned;
-/// success clears the last error and returns `OK`.
+/// Run `f` behind the panic boundary: a returned error sets the last error (its message with
+/// the kind's advice) and becomes its status; a panic is caught, its message goes to the last
+/// error, and `PANIC` is returned; success clears the last error and returns `OK`.
 pub fn boundary(f: impl FnOnce() -> Result<()>) -> agentstream_status {
     install_quiet_panic_hook();
     DEPTH.with(|d| d.set(d.get() + 1));
@@ -229,8 +196,8 @@ pub fn boundary(f: impl FnOnce() -> Result<()>) -> agentstream_status {
             agentstream_status::Ok
         }
         Ok(Err(e)) => {
-            set_last_error(&e.message);
-            e.status
+            set_last_error(&e.message_with_advice());
+            status_of(e.kind)
         }
         Err(payload) => {
             let caught = PANIC_MESSAGE.with(|m| m.borrow_mut().take());
@@ -279,12 +246,17 @@ pub unsafe fn copy_out(text: &str, buf: *mut c_char, cap: usize, out_len: *mut u
     if n == text.len() { agentstream_status::Ok } else { agentstream_status::BufferTooSmall }
 }
 
-/// The name of a status code as a static NUL-terminated string.
+/// The name of a status code as a static NUL-terminated string (`"unknown"` for a number that
+/// is not a status). The names are the core's, copied once for the life of the process.
 pub fn status_name_ptr(status: u32) -> *const c_char {
-    match agentstream_status::from_u32(status) {
-        Some(s) => s.name_nul().as_ptr().cast(),
-        None => c"unknown".as_ptr(),
-    }
+    static NAMES: OnceLock<Vec<(u32, CString)>> = OnceLock::new();
+    let names = NAMES.get_or_init(|| {
+        ALL_STATUSES
+            .iter()
+            .map(|&s| (s as u32, CString::new(s.name()).expect("status names have no NUL byte")))
+            .collect()
+    });
+    names.iter().find(|(code, _)| *code == status).map_or(c"unknown".as_ptr(), |(_, name)| name.as_ptr())
 }
 
 #[cfg(test)]
@@ -292,27 +264,39 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_are_snake_case_and_numbers_dense() {
-        for (i, s) in ALL_STATUSES.into_iter().enumerate() {
-            assert_eq!(s as u32, i as u32);
-            assert_eq!(agentstream_status::from_u32(i as u32), Some(s));
-            assert!(s.name().chars().all(|c| c.is_ascii_lowercase() || c == '_'), "{}", s.name());
+    fn every_core_error_kind_is_the_status_of_the_same_name_and_value() {
+        let header = include_str!("../../../include/agentstream.h");
+        for kind in ErrorKind::ALL {
+            let status = status_of(kind);
+            assert_eq!(status as u32, kind.code(), "{kind}");
+            assert_eq!(status.name(), kind.name());
+            let constant = format!("AGENTSTREAM_STATUS_{} = {},", kind.name().to_ascii_uppercase(), kind.code());
+            assert!(header.contains(&constant), "the header lacks `{constant}` (make check-header)");
         }
+        // Nothing but OK and the core's kinds.
+        assert_eq!(ALL_STATUSES.len(), ErrorKind::ALL.len() + 1);
+        assert_eq!(ALL_STATUSES[0], agentstream_status::Ok);
+        assert!(header.contains("AGENTSTREAM_STATUS_OK = 0,"));
+        assert!(!header.contains("NOT_READY"), "NOT_READY became STILL_RUNNING");
         assert_eq!(agentstream_status::from_u32(999), None);
     }
 
     #[test]
-    fn every_core_error_kind_has_the_status_of_the_same_name() {
-        for kind in agentstream_core::ErrorKind::ALL {
-            let e: Error = agentstream_core::Error::new(kind, "x").into();
-            assert_eq!(e.status.name(), kind.name());
+    fn status_names_are_the_core_names() {
+        let name = |s: u32| unsafe { std::ffi::CStr::from_ptr(status_name_ptr(s)) }.to_str().unwrap();
+        assert_eq!(name(0), "ok");
+        for kind in ErrorKind::ALL {
+            assert_eq!(name(kind.code()), kind.name());
         }
+        assert_eq!(name(12345), "unknown");
     }
 
     #[test]
     fn boundary_sets_and_clears_the_last_error() {
-        assert_eq!(boundary(|| Err(Error::invalid("nope"))), agentstream_status::InvalidArgument);
+        assert_eq!(boundary(|| Err(invalid("nope"))), agentstream_status::InvalidArgument);
         assert_eq!(last_error(), "nope");
+        assert_eq!(boundary(|| Err(Error::new(ErrorKind::NotRunning, "idle"))), agentstream_status::NotRunning);
+        assert_eq!(last_error(), format!("idle; {}", ErrorKind::NotRunning.advice()), "the core's advice is kept");
         assert_eq!(boundary(|| Ok(())), agentstream_status::Ok);
         assert_eq!(last_error(), "");
     }

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::error::{Error, Result, agentstream_status};
+use crate::error::{Error, ErrorKind, Result, null};
 
 /// Handle numbers: 16-aligned and at least 0x10000, so they are never NULL, never look like a
 /// small integer (Go's runtime rejects pointer-typed values below 4096), and distinct across
@@ -53,12 +53,12 @@ impl<T> Table<T> {
     /// The object behind `handle` (argument name `arg` for the messages).
     pub fn get<P>(&self, handle: *const P, arg: &str) -> Result<Arc<T>> {
         if handle.is_null() {
-            return Err(Error::null(arg));
+            return Err(null(arg));
         }
         let n = handle as usize;
         self.with(|m| m.get(&n).cloned()).ok_or_else(|| {
             Error::new(
-                agentstream_status::InvalidHandle,
+                ErrorKind::InvalidHandle,
                 format!(
                     "argument `{arg}` ({n:#x}) is not a live {}: it was already freed, or never returned by \
                      the library as one",
@@ -105,14 +105,14 @@ mod tests {
         assert!(t.remove(a).is_some());
         assert!(t.remove(a).is_none(), "a double free is a no-op");
         let e = t.get(a, "thing").unwrap_err();
-        assert_eq!(e.status, agentstream_status::InvalidHandle);
+        assert_eq!(e.kind, ErrorKind::InvalidHandle);
         assert!(e.message.contains("agentstream_thing"), "{}", e.message);
-        assert_eq!(t.get(std::ptr::null::<Opaque>(), "thing").unwrap_err().status, agentstream_status::NullArgument);
+        assert_eq!(t.get(std::ptr::null::<Opaque>(), "thing").unwrap_err().kind, ErrorKind::NullArgument);
         let c: *mut Opaque = t.insert("c".to_string());
         assert_ne!(c, a, "numbers are not reused");
         assert_eq!(t.live(), 2);
         let bogus = 0xdead_0000usize as *const Opaque;
-        assert_eq!(t.get(bogus, "thing").unwrap_err().status, agentstream_status::InvalidHandle);
+        assert_eq!(t.get(bogus, "thing").unwrap_err().kind, ErrorKind::InvalidHandle);
         t.remove(b);
         t.remove(c);
     }

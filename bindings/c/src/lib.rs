@@ -4,12 +4,18 @@
 //! cbindgen from this crate, checked in). It only converts shapes and calls `agentstream-core`;
 //! it is the hub for the Go, C# and Java bindings.
 //!
+//! Running is the core's bridge (`agentstream_core::bridge`): a session is a `Client`, a run a
+//! `Run` (pulled by the caller, or delivered to C callbacks by the core's `CallbackPump`); this
+//! crate keeps only the C shapes (handles, status codes, JSON strings, callbacks).
+//!
 //! ABI rules (see `docs/c.md`):
-//! * Opaque handles (`agentstream_decoder`, `agentstream_session`, `agentstream_run`) that are
-//!   checked numbers, never addresses (a freed handle is an error, not a crash), functions
-//!   named `agentstream_<object>_<verb>`, exactly one NULL-safe `_free` per owned type.
-//! * Every fallible function returns an `agentstream_status` (a `uint32_t`; 0 = OK) and never
-//!   lets a Rust panic unwind into the caller: a panic becomes `AGENTSTREAM_STATUS_PANIC`.
+//! * Opaque handles (`agentstream_decoder`, `agentstream_session`, `agentstream_run`,
+//!   `agentstream_budget`, `agentstream_sequence_check`) that are checked numbers, never
+//!   addresses (a freed handle is an error, not a crash), functions named
+//!   `agentstream_<object>_<verb>`, exactly one NULL-safe `_free` per owned type.
+//! * Every fallible function returns an `agentstream_status` (a `uint32_t`; 0 = OK, otherwise
+//!   the core error kind's code) and never lets a Rust panic unwind into the caller: a panic
+//!   becomes `AGENTSTREAM_STATUS_PANIC`.
 //! * The message of the last failed call on the calling thread is read with
 //!   `agentstream_last_error_message` (copied into the caller's buffer).
 //! * Events cross as UTF-8 JSON in the exact seed shapes: through callbacks
@@ -21,21 +27,25 @@
 
 use std::ffi::{CString, c_char};
 
-// Declaration order is the header's order: decoder, session, run, replay, testing.
+// cbindgen writes the header's functions module by module (lib.rs first, then by file name).
+pub mod budget;
 mod callback;
 pub mod decoder;
 pub mod error;
 mod handles;
 pub mod replay;
 pub mod run;
+pub mod sequence;
 pub mod session;
 pub mod testing;
 mod util;
 
+pub use budget::agentstream_budget;
 pub use decoder::{agentstream_decoder, agentstream_event_cb, agentstream_free_cb};
 pub use error::agentstream_status;
 pub use run::{agentstream_next, agentstream_run};
-pub use session::agentstream_session;
+pub use sequence::agentstream_sequence_check;
+pub use session::{agentstream_naming, agentstream_session};
 
 use error::{copy_out, last_error, status_name_ptr};
 
@@ -54,7 +64,8 @@ pub extern "C" fn agentstream_version() -> *const c_char {
 /// boundary), and its full length in bytes (without the NUL) into `*out_len` when `out_len` is
 /// not NULL. Every function that returns an `agentstream_status` sets it: to the failure's
 /// message, or to `""` on success. Functions returning static strings (`agentstream_version`,
-/// `agentstream_status_name`, `agentstream_session_agent`) and this one leave it alone.
+/// `agentstream_status_name`, `agentstream_session_agent`), `agentstream_string_free` and this
+/// one leave it alone.
 ///
 /// Returns `OK` when the whole message fit, `BUFFER_TOO_SMALL` when it was truncated (call
 /// again with `cap >= *out_len + 1`; `buf = NULL, cap = 0` only queries the length). Reading the
@@ -80,29 +91,32 @@ pub unsafe extern "C" fn agentstream_last_error_message(
     .unwrap_or(agentstream_status::Panic)
 }
 
-/// The stable snake_case name of a status code (`"ok"`, `"null_argument"`,
-/// `"invalid_argument"`, …; `"unknown"` for a number that is not a status): a static string,
-/// never freed. Takes a plain integer so any number is safe to pass.
+/// The stable snake_case name of a status code: `"ok"` for 0, else the core error kind's name
+/// (`"harness_not_found"` for 1001, `"invalid_argument"`, …, the same in every language);
+/// `"unknown"` for a number that is not a status. A static string, never freed. Takes a plain
+/// integer so any number is safe to pass.
 #[unsafe(no_mangle)]
 pub extern "C" fn agentstream_status_name(status: u32) -> *const c_char {
     std::panic::catch_unwind(|| status_name_ptr(status)).unwrap_or(c"unknown".as_ptr())
 }
 
-/// Free a string returned by an `agentstream_*` function (`*_json`, `_session_id`, `_run_id`).
-/// NULL is a no-op. Only strings from this library may be passed, each once (strings are plain
+/// Free a string returned by an `agentstream_*` function (`*_json`, `*_session_id`, `_run_id`).
+/// NULL is a no-op. Leaves the last error alone. Only strings from this library may be passed, each once (strings are plain
 /// heap memory, not checked handles).
 ///
 /// # Safety
 /// `s` NULL or a string returned by this library and not yet freed.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn agentstream_string_free(s: *mut c_char) {
-    error::boundary_void(|| {
+    // Not through `boundary`: freeing a string between a failed call and reading its message
+    // must not clear the message.
+    let _ = std::panic::catch_unwind(|| {
         if !s.is_null() {
             // SAFETY: created by CString::into_raw in util::give_string (serde_json output
             // has no interior NUL, checked there).
             drop(unsafe { CString::from_raw(s) });
         }
-    })
+    });
 }
 
 #[cfg(test)]
@@ -131,8 +145,10 @@ mod tests {
         let n = |s: u32| unsafe { CStr::from_ptr(agentstream_status_name(s)) }.to_str().unwrap();
         assert_eq!(n(0), "ok");
         assert_eq!(n(agentstream_status::InvalidArgument as u32), "invalid_argument");
-        assert_eq!(n(agentstream_status::Panic as u32), "panic");
+        assert_eq!(n(1001), "harness_not_found");
+        assert_eq!(n(agentstream_status::StillRunning as u32), "still_running");
         assert_eq!(n(12345), "unknown");
+        assert_eq!(agentstream_status_name(1004), agentstream_status_name(1004), "static: the same pointer");
     }
 
     #[test]

@@ -7,7 +7,7 @@ use agentstream_core::Agent;
 use agentstream_core::replay::{ReplayOptions, replay};
 use serde::Deserialize;
 
-use crate::error::{Error, agentstream_status, boundary};
+use crate::error::{agentstream_status, boundary, invalid};
 use crate::util::{bytes_arg, give_string, json_options, out_arg, reset_out, str_arg, to_json};
 
 #[derive(Debug, Default, Deserialize)]
@@ -52,7 +52,7 @@ pub unsafe extern "C" fn agentstream_replay_json(
         // SAFETY: forwarded contract.
         let out = unsafe { out_arg(out_json, "out_json") }?;
         // SAFETY: forwarded contract.
-        let agent: Agent = unsafe { str_arg(agent, "agent") }?.parse().map_err(|e| Error::invalid(format!("{e}")))?;
+        let agent: Agent = unsafe { str_arg(agent, "agent") }?.parse().map_err(|e| invalid(format!("{e}")))?;
         // SAFETY: forwarded contract.
         let input = unsafe { bytes_arg(bytes, len, "bytes") }?;
         // SAFETY: forwarded contract.
@@ -63,7 +63,7 @@ pub unsafe extern "C" fn agentstream_replay_json(
         }
         options.agent_id = o.agent_id;
         if let Some(v) = o.timestamp {
-            options.timestamp = v;
+            options = options.with_timestamp(&v)?;
         }
         if let Some(r) = o.redact {
             options.redaction = agentstream_core::RedactionPolicy { enabled: r };

@@ -1,94 +1,151 @@
-//! `agentstream_session`: one configured agent (the seed's `AgentConfig`), the handlers
-//! registered with `on(...)`, and the runs and commands started from it (one at a time).
+//! `agentstream_session`: the core's [`Client`] (the seed's `Evolve`) behind a checked handle —
+//! one agent configuration, its subscriptions (with the C handler kept under each subscription
+//! id), the harness conversation successive runs continue, and the controls. Starting runs is in
+//! `run.rs`.
 
+use std::collections::BTreeMap;
 use std::ffi::{c_char, c_void};
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
-use agentstream_core::runner::{AgentConfig, Session};
+use agentstream_core::bridge::{AgentSpec, Client, Naming, SubscriptionId};
+use agentstream_core::stream::SharedBudget;
 use agentstream_core::{Agent, Channel};
 
+use crate::budget::{BUDGETS, agentstream_budget};
 use crate::callback::Handler;
 use crate::decoder::{agentstream_event_cb, agentstream_free_cb};
-use crate::error::{Error, Result, agentstream_status, boundary};
+use crate::error::{Error, ErrorKind, Result, agentstream_status, boundary, invalid};
 use crate::handles::{Table, not_live_message};
-use crate::util::{out_arg, str_arg};
+use crate::util::{give_string, opt_str_arg, out_arg, put, reset_out, str_arg, to_json};
 
-/// One configured agent plus its `on(...)` handlers; starts runs and commands, one at a time.
-/// Opaque; create with `agentstream_session_new`, free with `agentstream_session_free`. Its
-/// functions may be called from any thread. The handle is a checked number: a freed or foreign
-/// handle is refused with `AGENTSTREAM_STATUS_INVALID_HANDLE`.
+/// One configured agent, its subscriptions, and the runs started from it (one at a time): the
+/// seed's `Evolve`. Opaque; create with `agentstream_session_new` or
+/// `agentstream_session_new_json`, free with `agentstream_session_free`. Its functions may be
+/// called from any thread. The handle is a checked number: a freed or foreign handle is refused
+/// with `AGENTSTREAM_STATUS_INVALID_HANDLE`.
 #[allow(non_camel_case_types)]
 pub struct agentstream_session {
     _opaque: [u8; 0],
 }
 
-pub(crate) struct SessionObj {
-    agent: Agent,
-    state: Mutex<State>,
-    handlers: Mutex<Vec<(Channel, Arc<Handler>)>>,
+/// How validation messages spell option names (`agentstream_session_new_json`): as in the
+/// JSON and C (`timeout_ms`), in camelCase (`timeoutMs`: Java, Kotlin, TypeScript) or in
+/// PascalCase (`TimeoutMs`: Go, C#). A `uint32_t` in C.
+#[allow(non_camel_case_types)]
+#[repr(u32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum agentstream_naming {
+    /// `timeout_ms` (C, the JSON form).
+    Snake = 0,
+    /// `timeoutMs`.
+    Camel = 1,
+    /// `TimeoutMs`.
+    Pascal = 2,
 }
 
-struct State {
-    config: AgentConfig,
-    /// The core session, created from `config` at the first run; given the new configuration
-    /// when it changes between runs (`Session::reconfigured`).
-    core: Option<Session>,
+pub(crate) struct SessionObj {
+    pub(crate) client: Client,
+    pub(crate) handlers: Arc<Handlers>,
+    /// The byte allowance the session's runs share with other runs (`agentstream_session_set_budget`).
+    budget: Mutex<Option<SharedBudget>>,
+    /// Serializes the setters' read-modify-write of the configuration.
+    configuring: Mutex<()>,
 }
 
 pub(crate) static SESSIONS: Table<SessionObj> = Table::new("agentstream_session");
 
+/// The C handlers of a session, under their subscription ids. The core keeps the subscriptions
+/// and their order (`Client::subscribers`); this only maps an id to the function to call. A
+/// subscription without an entry here was made with `agentstream_session_subscribe` (the
+/// caller pulls and dispatches itself).
+#[derive(Default)]
+pub(crate) struct Handlers {
+    map: Mutex<BTreeMap<SubscriptionId, Arc<Handler>>>,
+}
+
+impl Handlers {
+    fn lock(&self) -> MutexGuard<'_, BTreeMap<SubscriptionId, Arc<Handler>>> {
+        self.map.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The handlers of `ids`, in that order (ids without a C handler are skipped).
+    pub(crate) fn of(&self, ids: &[SubscriptionId]) -> Vec<Arc<Handler>> {
+        let map = self.lock();
+        ids.iter().filter_map(|id| map.get(id).cloned()).collect()
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.lock().is_empty()
+    }
+
+    pub(crate) fn contains(&self, id: SubscriptionId) -> bool {
+        self.lock().contains_key(&id)
+    }
+
+    /// Unregister `ids` and release their handlers (no call after this returns but the one this
+    /// thread may be inside; each destructor runs once).
+    fn release(&self, ids: &[SubscriptionId]) {
+        let removed: Vec<_> = {
+            let mut map = self.lock();
+            ids.iter().filter_map(|id| map.remove(id)).collect()
+        };
+        for h in removed {
+            h.release();
+        }
+    }
+
+    fn release_all(&self) {
+        let all = std::mem::take(&mut *self.lock());
+        for h in all.into_values() {
+            h.release();
+        }
+    }
+}
+
 impl SessionObj {
-    /// The handlers of `channel`, in registration order (a snapshot).
-    pub(crate) fn handlers(&self, channel: Channel) -> Vec<Arc<Handler>> {
-        self.all_handlers().into_iter().filter(|(c, _)| *c == channel).map(|(_, h)| h).collect()
-    }
-
-    /// Every handler with its channel, in registration order (a snapshot taken when a run
-    /// starts: handlers registered later are called from the next run on).
-    pub(crate) fn all_handlers(&self) -> Vec<(Channel, Arc<Handler>)> {
-        self.handlers.lock().unwrap_or_else(|p| p.into_inner()).clone()
-    }
-
-    /// The core session (created on first use from the current configuration).
-    pub(crate) fn core(&self) -> Session {
-        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        let config = st.config.clone();
-        st.core.get_or_insert_with(|| Session::new(config)).clone()
-    }
-
-    /// The core session if one exists (nothing was ever started otherwise).
-    fn existing_core(&self) -> Option<Session> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner()).core.clone()
-    }
-
-    /// Change the configuration (only while nothing runs).
-    fn configure(&self, what: &str, change: impl FnOnce(&mut AgentConfig)) -> Result<()> {
-        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(active) = st.core.as_ref().and_then(Session::active) {
-            return Err(Error::new(
-                agentstream_status::AlreadyRunning,
-                format!("cannot change {what} while a run is active ({}); wait for it to finish", active.run_id()),
-            ));
+    fn new(client: Client) -> SessionObj {
+        SessionObj {
+            client,
+            handlers: Arc::new(Handlers::default()),
+            budget: Mutex::new(None),
+            configuring: Mutex::new(()),
         }
-        change(&mut st.config);
-        // The same environment with the new configuration (no second `sandbox_ready`).
-        if let Some(core) = st.core.take() {
-            st.core = Some(core.reconfigured(st.config.clone()).map_err(Error::from)?);
-        }
-        Ok(())
+    }
+
+    pub(crate) fn budget(&self) -> Option<SharedBudget> {
+        self.budget.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Subscriptions without a C handler (made with `agentstream_session_subscribe`).
+    pub(crate) fn bare_subscriptions(&self) -> Vec<SubscriptionId> {
+        Channel::ALL
+            .into_iter()
+            .flat_map(|c| self.client.subscribers(c))
+            .filter(|id| !self.handlers.contains(*id))
+            .collect()
+    }
+
+    /// Change the configuration through the core (`Client::configure`: validated, refused with
+    /// `ALREADY_RUNNING` while a run is active).
+    fn reconfigure(&self, change: impl FnOnce(&mut AgentSpec)) -> Result<()> {
+        let _one_at_a_time = self.configuring.lock().unwrap_or_else(|p| p.into_inner());
+        let mut spec = self.client.spec();
+        change(&mut spec);
+        self.client.configure(spec)
     }
 }
 
-pub(crate) fn parse_channel(name: &str) -> Result<Channel> {
-    name.parse::<Channel>().map_err(|e| Error::invalid(e.to_string()))
+fn insert(client: Client) -> *mut agentstream_session {
+    SESSIONS.insert(SessionObj::new(client))
 }
 
-/// Create a session for `agent` (the names of `agentstream_decoder_new`) with the default
-/// configuration: the harness's usual command on PATH, the current directory, the inherited
-/// environment. Change it with the `agentstream_session_set_*` functions. `*out` is freed with
-/// `agentstream_session_free`; NULL on failure. Errors: `NULL_ARGUMENT`, `INVALID_ARGUMENT`
-/// (unknown agent; the message lists the valid names).
+/// Create a session for `agent` (`"claude"`, `"codex"`, `"gemini"`, `"qwen"`, `"kimi"`,
+/// `"opencode"`, `"droid"`) with the default configuration: the harness's usual command on
+/// PATH, the current directory, the inherited environment. Change it with the
+/// `agentstream_session_set_*` functions, or create the session from a whole configuration with
+/// `agentstream_session_new_json`. `*out` is freed with `agentstream_session_free`; NULL on
+/// failure. Errors: `NULL_ARGUMENT`, `INVALID_ARGUMENT` (unknown agent; the message lists the
+/// valid names).
 ///
 /// # Safety
 /// `agent` NULL or a NUL-terminated string; `out` NULL or valid for a write.
@@ -102,13 +159,47 @@ pub unsafe extern "C" fn agentstream_session_new(
         let out = unsafe { out_arg(out, "out") }?;
         *out = std::ptr::null_mut();
         // SAFETY: forwarded contract.
-        let name = unsafe { str_arg(agent, "agent") }?;
-        let agent = name.parse::<Agent>().map_err(|e| Error::invalid(e.to_string()))?;
-        *out = SESSIONS.insert(SessionObj {
-            agent,
-            state: Mutex::new(State { config: AgentConfig::new(agent), core: None }),
-            handlers: Mutex::new(Vec::new()),
-        });
+        let agent = unsafe { str_arg(agent, "agent") }?;
+        *out = insert(Client::new(AgentSpec::new(agent), Naming::Snake)?);
+        Ok(())
+    })
+}
+
+/// Create a session from a whole agent configuration (the seed's `AgentConfig`) as JSON:
+/// `{"type": "claude", "agent_id"?, "bin"?, "model"?, "extra_args"?: [...], "cwd"?, "env"?:
+/// {"NAME": "value"}}` — `type` is the agent (as for `agentstream_session_new`), `agent_id` the
+/// id hook events report (default: the agent's name), `bin` the harness executable (a path or a
+/// command on PATH), `model` the model to ask for, `extra_args` arguments after the streaming
+/// flags and before the prompt, `cwd` the working directory, `env` variables added to the
+/// inherited environment. Unknown keys are refused. The one-call constructor for hosts that
+/// build JSON (Go, C#, Java).
+///
+/// `naming` (an `agentstream_naming` value, taken as a plain integer so any number is safe to
+/// pass) chooses how validation messages spell option names, for this session's configuration
+/// and its runs' options (`AGENTSTREAM_NAMING_SNAKE`: `timeout_ms`, as in the JSON). Errors: `NULL_ARGUMENT`, `INVALID_ARGUMENT` (bad JSON, an unknown key, an unknown
+/// agent, an empty value: the message names the field), with `*out` NULL.
+///
+/// # Safety
+/// `config_json` NULL or NUL-terminated; `out` NULL or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn agentstream_session_new_json(
+    config_json: *const c_char,
+    naming: u32,
+    out: *mut *mut agentstream_session,
+) -> agentstream_status {
+    boundary(|| {
+        // SAFETY: forwarded contract.
+        let out = unsafe { out_arg(out, "out") }?;
+        *out = std::ptr::null_mut();
+        // SAFETY: forwarded contract.
+        let spec = AgentSpec::from_json(unsafe { str_arg(config_json, "config_json") }?)?;
+        let naming = match naming {
+            0 => Naming::Snake,
+            1 => Naming::Camel,
+            2 => Naming::Pascal,
+            other => return Err(invalid(format!("naming must be 0 (snake), 1 (camel) or 2 (pascal), got {other}"))),
+        };
+        *out = insert(Client::new(spec, naming)?);
         Ok(())
     })
 }
@@ -122,52 +213,40 @@ pub unsafe extern "C" fn agentstream_session_new(
 pub unsafe extern "C" fn agentstream_session_agent(session: *const agentstream_session) -> *const c_char {
     // A plain catch_unwind rather than `boundary`: this must not reset the last error.
     std::panic::catch_unwind(|| match SESSIONS.get(session, "session") {
-        Ok(s) => agent_name_ptr(s.agent),
+        Ok(s) => agent_name_ptr(s.client.agent()),
         Err(_) => std::ptr::null(),
     })
     .unwrap_or(std::ptr::null())
 }
 
+/// The agent's name as a static C string (the core's registry keeps it NUL-terminated).
 fn agent_name_ptr(agent: Agent) -> *const c_char {
-    let s: &'static std::ffi::CStr = match agent {
-        Agent::Claude => c"claude",
-        Agent::Codex => c"codex",
-        Agent::Gemini => c"gemini",
-        Agent::Qwen => c"qwen",
-        Agent::Kimi => c"kimi",
-        Agent::Opencode => c"opencode",
-        Agent::Droid => c"droid",
-    };
-    debug_assert_eq!(s.to_str().ok(), Some(agent.name()));
-    s.as_ptr()
+    // The core's registry holds every name NUL-terminated, for as long as the program runs.
+    agent.c_name().as_ptr()
 }
 
-/// Shared body of the string setters: `value` NULL resets to the default.
+/// Shared body of the string setters: `value` NULL restores the default.
 ///
 /// # Safety
 /// `value` NULL or NUL-terminated.
 unsafe fn set_opt(
     session: *mut agentstream_session,
     value: *const c_char,
-    what: &str,
-    apply: impl FnOnce(&mut AgentConfig, Option<String>),
+    apply: impl FnOnce(&mut AgentSpec, Option<String>),
 ) -> agentstream_status {
     boundary(|| {
         let s = SESSIONS.get(session, "session")?;
-        let value = if value.is_null() {
-            None
-        } else {
-            // SAFETY: forwarded contract.
-            Some(unsafe { str_arg(value, "value") }?.to_string())
-        };
-        s.configure(what, |c| apply(c, value))
+        // SAFETY: forwarded contract.
+        let value = unsafe { opt_str_arg(value, "value") }?.map(str::to_string);
+        s.reconfigure(|spec| apply(spec, value))
     })
 }
 
 /// Set the harness executable (`bin`): a path, or a command name looked up on PATH. NULL
 /// restores the default (the harness's usual command: `claude`, `codex`, …). Takes effect at
-/// the next run. Errors: `NULL_ARGUMENT` (session), `INVALID_HANDLE`, `INVALID_ARGUMENT` (not
-/// UTF-8), `ALREADY_RUNNING` (the configuration cannot change while a run is active).
+/// the next run; the session's environment stays (no second `sandbox_ready`). Errors:
+/// `NULL_ARGUMENT` (session), `INVALID_HANDLE`, `INVALID_ARGUMENT` (empty, not UTF-8),
+/// `ALREADY_RUNNING` (the configuration cannot change while a run is active).
 ///
 /// # Safety
 /// `bin` NULL or NUL-terminated.
@@ -177,7 +256,7 @@ pub unsafe extern "C" fn agentstream_session_set_bin(
     bin: *const c_char,
 ) -> agentstream_status {
     // SAFETY: forwarded contract.
-    unsafe { set_opt(session, bin, "bin", |c, v| c.bin = v.map(PathBuf::from)) }
+    unsafe { set_opt(session, bin, |spec, v| spec.bin = v) }
 }
 
 /// Set the harness's working directory (NULL: the current directory of the process). Errors
@@ -191,11 +270,12 @@ pub unsafe extern "C" fn agentstream_session_set_cwd(
     cwd: *const c_char,
 ) -> agentstream_status {
     // SAFETY: forwarded contract.
-    unsafe { set_opt(session, cwd, "cwd", |c, v| c.cwd = v.map(PathBuf::from)) }
+    unsafe { set_opt(session, cwd, |spec, v| spec.cwd = v) }
 }
 
 /// Set the model to ask the harness for (passed with the harness's own flag; NULL: the
-/// harness's default). Errors as `agentstream_session_set_bin`.
+/// harness's default). A run's `"model"` overrides it for that run. Errors as
+/// `agentstream_session_set_bin`.
 ///
 /// # Safety
 /// `model` NULL or NUL-terminated.
@@ -205,7 +285,7 @@ pub unsafe extern "C" fn agentstream_session_set_model(
     model: *const c_char,
 ) -> agentstream_status {
     // SAFETY: forwarded contract.
-    unsafe { set_opt(session, model, "model", |c, v| c.model = v) }
+    unsafe { set_opt(session, model, |spec, v| spec.model = v) }
 }
 
 /// Set the agent id reported in hook events (`agent_id`; NULL: the agent's name). Errors as
@@ -219,12 +299,13 @@ pub unsafe extern "C" fn agentstream_session_set_agent_id(
     agent_id: *const c_char,
 ) -> agentstream_status {
     // SAFETY: forwarded contract.
-    unsafe { set_opt(session, agent_id, "agent_id", |c, v| c.agent_id = v) }
+    unsafe { set_opt(session, agent_id, |spec, v| spec.agent_id = v) }
 }
 
 /// Add (or replace) one environment variable of the harness, on top of the inherited
-/// environment. `value` NULL removes a variable set earlier with this function. Errors as
-/// `agentstream_session_set_bin`; `NULL_ARGUMENT` for a NULL or empty-named `name`.
+/// environment. `value` NULL removes a variable set earlier. Errors as
+/// `agentstream_session_set_bin`; `NULL_ARGUMENT` for a NULL `name`, `INVALID_ARGUMENT` for a
+/// name that is empty or contains `=`.
 ///
 /// # Safety
 /// `name` and `value` NULL or NUL-terminated.
@@ -238,28 +319,21 @@ pub unsafe extern "C" fn agentstream_session_set_env(
         let s = SESSIONS.get(session, "session")?;
         // SAFETY: forwarded contract.
         let name = unsafe { str_arg(name, "name") }?.to_string();
-        if name.is_empty() || name.contains('=') {
-            return Err(Error::invalid(format!(
-                "environment variable name {name:?} must be non-empty and contain no '='"
-            )));
-        }
-        let value = if value.is_null() {
-            None
-        } else {
-            // SAFETY: forwarded contract.
-            Some(unsafe { str_arg(value, "value") }?.to_string())
-        };
-        s.configure("env", |c| {
-            c.env.retain(|(k, _)| *k != name);
-            if let Some(v) = value {
-                c.env.push((name, v));
+        // SAFETY: forwarded contract.
+        let value = unsafe { opt_str_arg(value, "value") }?.map(str::to_string);
+        s.reconfigure(|spec| match value {
+            Some(v) => {
+                spec.env.insert(name, v);
+            }
+            None => {
+                spec.env.remove(&name);
             }
         })
     })
 }
 
-/// Append one extra argument to the harness's command line (placed after the streaming flags
-/// and before the prompt). Errors as `agentstream_session_set_bin`.
+/// Append one extra argument to the harness's command line (after the streaming flags, before
+/// the prompt). Errors as `agentstream_session_set_bin`.
 ///
 /// # Safety
 /// `arg` NULL or NUL-terminated.
@@ -272,27 +346,31 @@ pub unsafe extern "C" fn agentstream_session_add_arg(
         let s = SESSIONS.get(session, "session")?;
         // SAFETY: forwarded contract.
         let arg = unsafe { str_arg(arg, "arg") }?.to_string();
-        s.configure("extra_args", |c| c.extra_args.push(arg))
+        s.reconfigure(|spec| spec.extra_args.push(arg))
     })
 }
 
 /// Register `cb` for `channel`, which must be one of `"content"`, `"lifecycle"`, `"stdout"`,
-/// `"stderr"` (otherwise `INVALID_ARGUMENT`, and the message lists the four). During a run
-/// started without `"iterate": true`, the handlers are called from the run's own thread, in
-/// sequence order, one at a time (never concurrently), handlers of one channel in registration
-/// order. A run uses the handlers registered when it started.
+/// `"stderr"` (otherwise `INVALID_ARGUMENT`, and the message lists the four). In a run
+/// delivered to callbacks (see `agentstream_session_start`), the handlers are called from the
+/// run's own thread, in sequence order, one at a time (never concurrently), the handlers of one
+/// channel in registration order. A handler registered while a run is going on gets the rest
+/// of that run.
 ///
 /// Payloads: `content` gets an `OutputEvent` as JSON, `lifecycle` a `LifecycleEvent` as JSON
 /// (snake_case keys, as in the seed), `stdout`/`stderr` the raw text (UTF-8, not JSON-quoted;
 /// one stdout line with its newline per call).
 ///
+/// `*out_id` (optional: NULL) receives the subscription id, for `agentstream_session_off_id`.
+///
 /// Ownership: on success the session owns `user_data` and calls `free_user_data(user_data)`
-/// (if not NULL) exactly once, after the handler's last call: when the session is freed. On
-/// failure nothing is taken: the caller still owns `user_data`. `user_data` must be usable
-/// from any thread.
+/// (if not NULL) exactly once, after the handler's last call: when the handler is removed
+/// (`agentstream_session_off`, `_off_id`) or the session is freed. On failure nothing is taken:
+/// the caller still owns `user_data`. `user_data` must be usable from any thread.
 ///
 /// # Safety
-/// `channel` NULL or NUL-terminated; `cb`/`free_user_data` valid functions or NULL.
+/// `channel` NULL or NUL-terminated; `cb`/`free_user_data` valid functions or NULL; `out_id`
+/// NULL or valid for a write.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn agentstream_session_on(
     session: *mut agentstream_session,
@@ -300,13 +378,200 @@ pub unsafe extern "C" fn agentstream_session_on(
     cb: agentstream_event_cb,
     user_data: *mut c_void,
     free_user_data: agentstream_free_cb,
+    out_id: *mut u64,
+) -> agentstream_status {
+    boundary(|| {
+        // SAFETY: forwarded contract.
+        unsafe { put(out_id, 0) };
+        let s = SESSIONS.get(session, "session")?;
+        // SAFETY: forwarded contract.
+        let channel = unsafe { str_arg(channel, "channel") }?;
+        let handler = Arc::new(Handler::new(cb, user_data, free_user_data, "cb")?);
+        let id = match s.client.on(channel) {
+            Ok(id) => id,
+            Err(e) => {
+                handler.forget(); // the caller keeps user_data
+                return Err(e);
+            }
+        };
+        s.handlers.lock().insert(id, handler);
+        // SAFETY: forwarded contract.
+        unsafe { put(out_id, id) };
+        Ok(())
+    })
+}
+
+/// Subscribe to `channel` WITHOUT a C handler: for hosts that pull the run and dispatch to their
+/// own handlers (the Go binding does; C#, Java). The run then buffers the channel, and the
+/// caller pulls it (`agentstream_run_next*`), calling its handlers in subscription-id order and
+/// reporting their failures with `agentstream_run_handler_failed`. `*out_id` (required)
+/// receives the subscription id. Names as `agentstream_session_on`.
+///
+/// A session's runs are either delivered to C callbacks or pulled: a run cannot start while the
+/// session has both handlers from `agentstream_session_on` and subscriptions from this
+/// function (`INVALID_ARGUMENT`).
+///
+/// # Safety
+/// `channel` NULL or NUL-terminated; `out_id` valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn agentstream_session_subscribe(
+    session: *mut agentstream_session,
+    channel: *const c_char,
+    out_id: *mut u64,
+) -> agentstream_status {
+    boundary(|| {
+        // SAFETY: forwarded contract.
+        let out = unsafe { out_arg(out_id, "out_id") }?;
+        *out = 0;
+        let s = SESSIONS.get(session, "session")?;
+        // SAFETY: forwarded contract.
+        *out = s.client.on(unsafe { str_arg(channel, "channel") }?)?;
+        Ok(())
+    })
+}
+
+/// Remove every subscription of `channel` (the seed's `off(name)`): their handlers are not
+/// called after this returns (a call in flight on another thread is waited for; removed from
+/// inside its own call, that handler's `user_data` is destroyed right after it returns).
+/// `*out_removed` (optional) receives how many were removed (0 is not an error). An unknown
+/// channel name is `INVALID_ARGUMENT`, as for `agentstream_session_on` (the message lists the
+/// four).
+///
+/// # Safety
+/// `channel` NULL or NUL-terminated; `out_removed` NULL or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn agentstream_session_off(
+    session: *mut agentstream_session,
+    channel: *const c_char,
+    out_removed: *mut usize,
+) -> agentstream_status {
+    boundary(|| {
+        // SAFETY: forwarded contract.
+        unsafe { put(out_removed, 0) };
+        let s = SESSIONS.get(session, "session")?;
+        // SAFETY: forwarded contract.
+        let ids = s.client.off(unsafe { str_arg(channel, "channel") }?)?;
+        s.handlers.release(&ids);
+        // SAFETY: forwarded contract.
+        unsafe { put(out_removed, ids.len()) };
+        Ok(())
+    })
+}
+
+/// Remove one subscription by its id (from `agentstream_session_on` or `_subscribe`), as
+/// `agentstream_session_off` does. `*out_removed` (optional) is false when there was no such
+/// subscription (not an error).
+///
+/// # Safety
+/// `out_removed` NULL or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn agentstream_session_off_id(
+    session: *mut agentstream_session,
+    id: u64,
+    out_removed: *mut bool,
+) -> agentstream_status {
+    boundary(|| {
+        // SAFETY: forwarded contract.
+        unsafe { put(out_removed, false) };
+        let s = SESSIONS.get(session, "session")?;
+        let removed = s.client.off_id(id);
+        s.handlers.release(&[id]);
+        // SAFETY: forwarded contract.
+        unsafe { put(out_removed, removed) };
+        Ok(())
+    })
+}
+
+/// The session's status as an owned JSON object (the seed's `status()`): `{"agent": "claude",
+/// "sandbox": "ready"|"running"|"paused"|"stopped"|…, "agent_state":
+/// "idle"|"running"|"interrupted"|"error", "has_run": bool, "active_run_id"?: "run_…" (while a
+/// run is going on), "session_id"?: the harness session the next run continues, "last_status"?:
+/// "completed"|"failed"|"cancelled" (how the last run ended)}`. Free with
+/// `agentstream_string_free`.
+///
+/// # Safety
+/// `out_json` valid for a write; `out_len` NULL or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn agentstream_session_status_json(
+    session: *mut agentstream_session,
+    out_json: *mut *mut c_char,
+    out_len: *mut usize,
+) -> agentstream_status {
+    boundary(|| {
+        // SAFETY: forwarded contract.
+        unsafe { reset_out(out_json, out_len) };
+        // SAFETY: forwarded contract.
+        let out = unsafe { out_arg(out_json, "out_json") }?;
+        let s = SESSIONS.get(session, "session")?;
+        // SAFETY: forwarded contract.
+        unsafe { give_string(to_json(&s.client.status())?, out, out_len) }
+    })
+}
+
+/// The harness session (conversation) the next run continues, as an owned string in `*out`
+/// (free with `agentstream_string_free`): the session id the last run reported, or the one set
+/// with `agentstream_session_set_session_id`. `*out` is NULL (and the status OK) when there is
+/// none: the next run starts a new conversation.
+///
+/// # Safety
+/// `out` valid for a write; `out_len` NULL or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn agentstream_session_session_id(
+    session: *mut agentstream_session,
+    out: *mut *mut c_char,
+    out_len: *mut usize,
+) -> agentstream_status {
+    boundary(|| {
+        // SAFETY: forwarded contract.
+        unsafe { reset_out(out, out_len) };
+        // SAFETY: forwarded contract.
+        let out = unsafe { out_arg(out, "out") }?;
+        let s = SESSIONS.get(session, "session")?;
+        match s.client.session_id() {
+            // SAFETY: forwarded contract.
+            Some(id) => unsafe { give_string(id.into_bytes(), out, out_len) },
+            None => Ok(()),
+        }
+    })
+}
+
+/// Choose the harness session the next run continues: a session id a run reported (of this
+/// session or another), or NULL to start a new conversation with the next run. Successive runs
+/// continue the conversation by default; a run's `"resume"` option chooses another for that run.
+/// Errors: `INVALID_ARGUMENT` (empty, or starting with `-`).
+///
+/// # Safety
+/// `session_id` NULL or NUL-terminated.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn agentstream_session_set_session_id(
+    session: *mut agentstream_session,
+    session_id: *const c_char,
 ) -> agentstream_status {
     boundary(|| {
         let s = SESSIONS.get(session, "session")?;
         // SAFETY: forwarded contract.
-        let channel = parse_channel(unsafe { str_arg(channel, "channel") }?)?;
-        let handler = Arc::new(Handler::new(cb, user_data, free_user_data, "cb")?);
-        s.handlers.lock().unwrap_or_else(|p| p.into_inner()).push((channel, handler));
+        let id = unsafe { opt_str_arg(session_id, "session_id") }?;
+        s.client.set_session_id(id.map(str::to_string))
+    })
+}
+
+/// Let the session's runs share `budget` (a byte allowance for a number of concurrent runs,
+/// `agentstream_budget_new`) with every other run using it: each run takes one of its permits
+/// for its lifetime, and its byte budget is the budget's per-run share. Starting a run when
+/// every permit is taken is `INVALID_ARGUMENT` (the message says so). NULL removes it. The
+/// session keeps the budget alive; freeing the budget handle does not detach it.
+///
+/// # Safety
+/// None beyond passing any value: handles are checked (NULL `budget` detaches).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn agentstream_session_set_budget(
+    session: *mut agentstream_session,
+    budget: *const agentstream_budget,
+) -> agentstream_status {
+    boundary(|| {
+        let s = SESSIONS.get(session, "session")?;
+        let budget = if budget.is_null() { None } else { Some((*BUDGETS.get(budget, "budget")?).clone()) };
+        *s.budget.lock().unwrap_or_else(|p| p.into_inner()) = budget;
         Ok(())
     })
 }
@@ -319,7 +584,7 @@ pub unsafe extern "C" fn agentstream_session_on(
 /// None beyond passing any value: handles are checked.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn agentstream_session_pause(session: *mut agentstream_session) -> agentstream_status {
-    boundary(|| Ok(SESSIONS.get(session, "session")?.core().pause()?))
+    boundary(|| SESSIONS.get(session, "session")?.client.pause())
 }
 
 /// Resume a paused run (SIGCONT; lifecycle `sandbox_resume`). Errors as
@@ -329,51 +594,59 @@ pub unsafe extern "C" fn agentstream_session_pause(session: *mut agentstream_ses
 /// None beyond passing any value: handles are checked.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn agentstream_session_resume(session: *mut agentstream_session) -> agentstream_status {
-    boundary(|| Ok(SESSIONS.get(session, "session")?.core().resume()?))
+    boundary(|| SESSIONS.get(session, "session")?.client.resume())
 }
 
 /// Interrupt the active run: SIGTERM to its process group, SIGKILL after the run's grace
-/// period; it ends `run_interrupted` with `reason` (NULL: "interrupted"). Errors as
-/// `agentstream_session_pause`.
+/// period; it ends `run_interrupted` with `reason` (NULL: "interrupted"). `*out_interrupted`
+/// (optional) says whether anything was interrupted: with no active run this does nothing and
+/// is not an error.
 ///
 /// # Safety
-/// `reason` NULL or NUL-terminated.
+/// `reason` NULL or NUL-terminated; `out_interrupted` NULL or valid for a write.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn agentstream_session_interrupt(
     session: *mut agentstream_session,
     reason: *const c_char,
+    out_interrupted: *mut bool,
 ) -> agentstream_status {
     boundary(|| {
+        // SAFETY: forwarded contract.
+        unsafe { put(out_interrupted, false) };
         let s = SESSIONS.get(session, "session")?;
-        let reason = if reason.is_null() {
-            "interrupted"
-        } else {
-            // SAFETY: forwarded contract.
-            unsafe { str_arg(reason, "reason") }?
-        };
-        Ok(s.core().interrupt(reason)?)
+        // SAFETY: forwarded contract.
+        let reason = unsafe { opt_str_arg(reason, "reason") }?.unwrap_or("interrupted");
+        let interrupted = s.client.interrupt(reason);
+        // SAFETY: forwarded contract.
+        unsafe { put(out_interrupted, interrupted) };
+        Ok(())
     })
 }
 
 /// Kill the active run at once (SIGKILL; lifecycle `sandbox_killed`, then the terminal
-/// `run_interrupted`). Without an active run this does nothing and returns `OK`.
+/// `run_interrupted`). `*out_killed` (optional) says whether anything was killed: with no
+/// active run this does nothing and is not an error.
 ///
 /// # Safety
-/// None beyond passing any value: handles are checked.
+/// `out_killed` NULL or valid for a write.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn agentstream_session_kill(session: *mut agentstream_session) -> agentstream_status {
+pub unsafe extern "C" fn agentstream_session_kill(
+    session: *mut agentstream_session,
+    out_killed: *mut bool,
+) -> agentstream_status {
     boundary(|| {
-        let s = SESSIONS.get(session, "session")?;
-        match s.existing_core() {
-            Some(core) => Ok(core.kill()?),
-            None => Ok(()),
-        }
+        // SAFETY: forwarded contract.
+        unsafe { put(out_killed, false) };
+        let killed = SESSIONS.get(session, "session")?.client.kill();
+        // SAFETY: forwarded contract.
+        unsafe { put(out_killed, killed) };
+        Ok(())
     })
 }
 
 /// Free a session: kill its active run, if any (it ends `run_interrupted`; its run handle stays
-/// valid until freed), and release every handler: no handler is called after this returns
-/// (a call in flight on another thread is waited for), and each `free_user_data` runs exactly
+/// valid until freed), and release every handler: no handler is called after this returns (a
+/// call in flight on another thread is waited for), and each `free_user_data` runs exactly
 /// once. Called from inside one of the session's own handlers, that handler's `user_data` is
 /// destroyed right after it returns. NULL is a no-op, and so is a handle that is not live (a
 /// second free: the last error then says so).
@@ -388,17 +661,12 @@ pub unsafe extern "C" fn agentstream_session_free(session: *mut agentstream_sess
         }
         let Some(s) = SESSIONS.remove(session) else {
             return Err(Error::new(
-                agentstream_status::InvalidHandle,
+                ErrorKind::InvalidHandle,
                 not_live_message("agentstream_session", session as usize),
             ));
         };
-        let handlers = std::mem::take(&mut *s.handlers.lock().unwrap_or_else(|p| p.into_inner()));
-        for (_, h) in &handlers {
-            h.release();
-        }
-        if let Some(core) = s.existing_core() {
-            let _ = core.kill();
-        }
+        s.handlers.release_all();
+        s.client.kill();
         Ok(())
     });
 }
@@ -413,6 +681,7 @@ pub unsafe extern "C" fn agentstream_session_free(session: *mut agentstream_sess
 pub unsafe extern "C" fn agentstream_channel_validate(name: *const c_char) -> agentstream_status {
     boundary(|| {
         // SAFETY: forwarded contract.
-        parse_channel(unsafe { str_arg(name, "name") }?).map(|_| ())
+        unsafe { str_arg(name, "name") }?.parse::<Channel>()?;
+        Ok(())
     })
 }

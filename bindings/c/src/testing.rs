@@ -3,8 +3,10 @@
 
 use std::ffi::c_char;
 
-use crate::error::{Error, agentstream_status, boundary};
-use crate::session::{SESSIONS, agentstream_session, parse_channel};
+use agentstream_core::Channel;
+
+use crate::error::{Error, ErrorKind, agentstream_status, boundary};
+use crate::session::{SESSIONS, agentstream_session};
 use crate::util::{bytes_arg, str_arg};
 
 /// TEST ONLY. Panics inside the library; returns `AGENTSTREAM_STATUS_PANIC` with the panic
@@ -16,7 +18,7 @@ pub extern "C" fn agentstream_testing_panic() -> agentstream_status {
 }
 
 /// TEST ONLY. Deliver `payload` (`len` bytes) `repeat` times to the handlers registered on
-/// `session` for `channel`, in registration order, as a run will: from a new Rust thread when
+/// `session` for `channel` with `agentstream_session_on`, in registration order, as a run will: from a new Rust thread when
 /// `from_thread` is nonzero (joined before returning), else on the calling thread. (A
 /// `uint32_t` rather than `bool`: C# and JNA marshal C's 1-byte `bool` differently.)
 /// `*out_delivered` (optional) receives the number of handler calls. Errors: `NULL_ARGUMENT`,
@@ -42,11 +44,11 @@ pub unsafe extern "C" fn agentstream_testing_session_emit(
         }
         let s = SESSIONS.get(session, "session")?;
         // SAFETY: forwarded contract.
-        let channel = parse_channel(unsafe { str_arg(channel, "channel") }?)?;
+        let channel: Channel = unsafe { str_arg(channel, "channel") }?.parse()?;
         // SAFETY: forwarded contract.
         let mut bytes = unsafe { bytes_arg(payload, len, "payload") }?.to_vec();
         bytes.push(0);
-        let handlers = s.handlers(channel);
+        let handlers = s.handlers.of(&s.client.subscribers(channel));
         drop(s);
         let work = move || {
             let mut n = 0usize;
@@ -63,9 +65,9 @@ pub unsafe extern "C" fn agentstream_testing_session_emit(
             std::thread::Builder::new()
                 .name("agentstream-testing".into())
                 .spawn(work)
-                .map_err(|e| Error::new(agentstream_status::Internal, format!("could not start a thread: {e}")))?
+                .map_err(|e| Error::new(ErrorKind::Internal, format!("could not start a thread: {e}")))?
                 .join()
-                .map_err(|_| Error::new(agentstream_status::Panic, "the delivering thread panicked"))?
+                .map_err(|_| Error::new(ErrorKind::Panic, "the delivering thread panicked"))?
         } else {
             work()
         };

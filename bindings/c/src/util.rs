@@ -2,7 +2,7 @@
 
 use std::ffi::{CStr, CString, c_char};
 
-use crate::error::{Error, Result, agentstream_status};
+use crate::error::{Error, ErrorKind, Result, invalid, null};
 
 /// A borrowed, NUL-terminated, UTF-8 argument.
 ///
@@ -10,11 +10,34 @@ use crate::error::{Error, Result, agentstream_status};
 /// `p` must be NULL or point to a NUL-terminated string that outlives the call.
 pub unsafe fn str_arg<'a>(p: *const c_char, name: &str) -> Result<&'a str> {
     if p.is_null() {
-        return Err(Error::null(name));
+        return Err(null(name));
     }
     // SAFETY: non-NULL and NUL-terminated per the contract.
     let c = unsafe { CStr::from_ptr(p) };
-    c.to_str().map_err(|_| Error::invalid(format!("argument `{name}` is not valid UTF-8")))
+    c.to_str().map_err(|_| invalid(format!("argument `{name}` is not valid UTF-8")))
+}
+
+/// An optional borrowed, NUL-terminated, UTF-8 argument (NULL: `None`).
+///
+/// # Safety
+/// As [`str_arg`].
+pub unsafe fn opt_str_arg<'a>(p: *const c_char, name: &str) -> Result<Option<&'a str>> {
+    if p.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: forwarded contract.
+    unsafe { str_arg(p, name) }.map(Some)
+}
+
+/// Write `value` to an optional out-parameter (NULL: nothing is written).
+///
+/// # Safety
+/// `p` must be NULL or valid for a write of `T`.
+pub unsafe fn put<T>(p: *mut T, value: T) {
+    if !p.is_null() {
+        // SAFETY: valid per the contract.
+        unsafe { p.write(value) };
+    }
 }
 
 /// A borrowed byte slice given as (pointer, length); NULL is allowed only with length 0.
@@ -26,7 +49,7 @@ pub unsafe fn bytes_arg<'a>(p: *const u8, len: usize, name: &str) -> Result<&'a 
         return Ok(&[]);
     }
     if p.is_null() {
-        return Err(Error::null(name));
+        return Err(null(name));
     }
     // SAFETY: valid for len bytes per the contract.
     Ok(unsafe { std::slice::from_raw_parts(p, len) })
@@ -38,7 +61,7 @@ pub unsafe fn bytes_arg<'a>(p: *const u8, len: usize, name: &str) -> Result<&'a 
 /// `p` must be NULL or valid for a write of `T`.
 pub unsafe fn out_arg<'a, T>(p: *mut T, name: &str) -> Result<&'a mut T> {
     // SAFETY: valid or NULL per the contract.
-    unsafe { p.as_mut() }.ok_or_else(|| Error::null(name))
+    unsafe { p.as_mut() }.ok_or_else(|| null(name))
 }
 
 /// Hand an owned, NUL-terminated copy of `bytes` to the caller, who frees it with
@@ -50,9 +73,8 @@ pub unsafe fn give_string(bytes: Vec<u8>, out: &mut *mut c_char, out_len: *mut u
     let len = bytes.len();
     // JSON from serde_json never contains a raw NUL (it escapes U+0000), so this only fails
     // on a bug; check anyway, since `agentstream_string_free` finds the end by the NUL.
-    let c = CString::new(bytes).map_err(|_| {
-        Error::new(agentstream_status::Internal, "output contained a NUL byte (a bug, please report it)")
-    })?;
+    let c = CString::new(bytes)
+        .map_err(|_| Error::new(ErrorKind::Internal, "output contained a NUL byte (a bug, please report it)"))?;
     *out = c.into_raw();
     if !out_len.is_null() {
         // SAFETY: valid per the contract.
@@ -78,8 +100,7 @@ pub unsafe fn reset_out(out: *mut *mut c_char, out_len: *mut usize) {
 
 /// Serialize to JSON bytes; a failure (impossible for the core's types) is `INTERNAL`.
 pub fn to_json<T: serde::Serialize>(value: &T) -> Result<Vec<u8>> {
-    serde_json::to_vec(value)
-        .map_err(|e| Error::new(agentstream_status::Internal, format!("serialization failed: {e}")))
+    serde_json::to_vec(value).map_err(|e| Error::new(ErrorKind::Internal, format!("serialization failed: {e}")))
 }
 
 /// An optional JSON-object argument parsed into `T` (NULL: `T::default()`). Unknown keys and
@@ -96,5 +117,5 @@ pub unsafe fn json_options<T: serde::de::DeserializeOwned + Default>(p: *const c
     if text.trim().is_empty() {
         return Ok(T::default());
     }
-    serde_json::from_str(text).map_err(|e| Error::invalid(format!("argument `{name}`: {e}")))
+    serde_json::from_str(text).map_err(|e| invalid(format!("argument `{name}`: {e}")))
 }

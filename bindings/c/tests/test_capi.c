@@ -6,11 +6,14 @@
  * Golden replay (every <agent>/<case>.input.jsonl, whole, byte by byte, in seeded random chunks
  * and through the JSON-array variant, compared semantically with .expected.jsonl; and through
  * agentstream_replay_json, comparing the content events AND the hook events with .hooks.jsonl),
- * real runs of the fake harness (callbacks from the run's thread in sequence order, pulling with
- * and without batches, lifecycle order, one terminal, cancel, a harness dying mid-line,
- * pause/resume, interrupt/kill, commands), misuse (NULL, freed and foreign handles, double
- * frees, unknown agent/channel names, bad options, reentrancy, callbacks after free), panics,
- * handler ownership and delivery from a Rust thread. Closing line: "C: N passed, N failed".
+ * real runs of the fake harness (callbacks from the library's thread in sequence order, pulling
+ * with and without batches, subscriptions dispatched by the caller with handler failures counted
+ * in the core, lifecycle order, one terminal, cancel, a harness dying mid-line, pause/resume,
+ * interrupt/kill, commands, handlers added and removed during a run, multi-turn sessions, a
+ * shared budget), the API parity table (tests/parity/api.json), the status codes = the core's
+ * error table, misuse (NULL, freed and foreign handles, double frees, unknown agent/channel
+ * names, bad requests, reentrancy, callbacks after free), panics, handler ownership and delivery
+ * from a Rust thread, the sequence check. Closing line: "C: N passed, N failed".
  * Run under AddressSanitizer and valgrind by `make test-c`.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -257,9 +260,51 @@ static int test_version(void) {
     CHECK(strcmp(agentstream_version(), AGENTSTREAM_VERSION) == 0);
     CHECK(strcmp(v, AGENTSTREAM_VERSION) == 0);
     CHECK(sizeof(agentstream_status) == 4);
-    CHECK(strcmp(agentstream_status_name(AGENTSTREAM_STATUS_INVALID_ARGUMENT), "invalid_argument") == 0);
-    CHECK(strcmp(agentstream_status_name(AGENTSTREAM_STATUS_PANIC), "panic") == 0);
     CHECK(strcmp(agentstream_status_name(4242), "unknown") == 0);
+    return 1;
+}
+
+/* The status codes ARE the core's error table: every constant has the core kind's code and
+ * name, and the library knows no kind this header lacks. */
+static int test_status_codes(void) {
+    static const struct {
+        agentstream_status status;
+        uint32_t code;
+        const char *name;
+    } table[] = {
+        {AGENTSTREAM_STATUS_OK, 0, "ok"},
+        {AGENTSTREAM_STATUS_HARNESS_NOT_FOUND, 1001, "harness_not_found"},
+        {AGENTSTREAM_STATUS_ALREADY_RUNNING, 1002, "already_running"},
+        {AGENTSTREAM_STATUS_SPAWN_FAILED, 1003, "spawn_failed"},
+        {AGENTSTREAM_STATUS_INVALID_ARGUMENT, 1004, "invalid_argument"},
+        {AGENTSTREAM_STATUS_CANCELLED, 1005, "cancelled"},
+        {AGENTSTREAM_STATUS_TIMEOUT, 1006, "timeout"},
+        {AGENTSTREAM_STATUS_DECODE_LIMIT, 1007, "decode_limit"},
+        {AGENTSTREAM_STATUS_INTERNAL, 1008, "internal"},
+        {AGENTSTREAM_STATUS_NOT_RUNNING, 1009, "not_running"},
+        {AGENTSTREAM_STATUS_NULL_ARGUMENT, 1010, "null_argument"},
+        {AGENTSTREAM_STATUS_INVALID_HANDLE, 1011, "invalid_handle"},
+        {AGENTSTREAM_STATUS_BUSY, 1012, "busy"},
+        {AGENTSTREAM_STATUS_BUFFER_TOO_SMALL, 1013, "buffer_too_small"},
+        {AGENTSTREAM_STATUS_STILL_RUNNING, 1014, "still_running"},
+        {AGENTSTREAM_STATUS_PANIC, 1015, "panic"},
+        {AGENTSTREAM_STATUS_CANNOT_RESUME, 1016, "cannot_resume"},
+        {AGENTSTREAM_STATUS_UNSUPPORTED, 1017, "unsupported"},
+    };
+    size_t n = sizeof table / sizeof *table;
+    for (size_t i = 0; i < n; i++) {
+        CHECK((uint32_t)table[i].status == table[i].code);
+        CHECK(strcmp(agentstream_status_name(table[i].code), table[i].name) == 0);
+    }
+    /* A code the library names but this table lacks: a kind added to the core without the C
+     * constant and this test. */
+    for (uint32_t code = 1; code < 1200; code++) {
+        if (strcmp(agentstream_status_name(code), "unknown") == 0) continue;
+        int known = 0;
+        for (size_t i = 0; i < n; i++) known |= table[i].code == code;
+        if (!known) fprintf(stderr, "  status %u (%s) has no constant here\n", code, agentstream_status_name(code));
+        CHECK(known);
+    }
     return 1;
 }
 
@@ -492,15 +537,20 @@ static int test_session(void) {
     CHECK(strcmp(agentstream_session_agent(s), "claude") == 0);
     CHECK(agentstream_session_agent(NULL) == NULL);
 
-    handler_state a = {0}, b = {0}, c = {0}, rejected = {0};
-    CHECK(agentstream_session_on(s, "message", handler_a, &rejected, free_state) == AGENTSTREAM_STATUS_INVALID_ARGUMENT);
+    handler_state a = {0}, b = {0}, c = {0}, d = {0}, rejected = {0};
+    uint64_t id = 99;
+    CHECK(agentstream_session_on(s, "message", handler_a, &rejected, free_state, &id) == AGENTSTREAM_STATUS_INVALID_ARGUMENT);
     CHECK(last_error_contains("lifecycle") && last_error_contains("stderr"));
-    CHECK(agentstream_session_on(s, "content", NULL, &rejected, free_state) == AGENTSTREAM_STATUS_NULL_ARGUMENT);
-    CHECK(agentstream_session_on(NULL, "content", handler_a, &rejected, free_state) == AGENTSTREAM_STATUS_NULL_ARGUMENT);
-    CHECK(agentstream_session_on(s, NULL, handler_a, &rejected, free_state) == AGENTSTREAM_STATUS_NULL_ARGUMENT);
-    CHECK(agentstream_session_on(s, "content", handler_a, &a, free_state) == AGENTSTREAM_STATUS_OK);
-    CHECK(agentstream_session_on(s, "content", handler_b, &b, free_state) == AGENTSTREAM_STATUS_OK);
-    CHECK(agentstream_session_on(s, "stdout", handler_a, &c, NULL) == AGENTSTREAM_STATUS_OK);
+    CHECK(id == 0);
+    CHECK(agentstream_session_on(s, "content", NULL, &rejected, free_state, NULL) == AGENTSTREAM_STATUS_NULL_ARGUMENT);
+    CHECK(agentstream_session_on(NULL, "content", handler_a, &rejected, free_state, NULL) == AGENTSTREAM_STATUS_NULL_ARGUMENT);
+    CHECK(agentstream_session_on(s, NULL, handler_a, &rejected, free_state, NULL) == AGENTSTREAM_STATUS_NULL_ARGUMENT);
+    uint64_t id_a = 0, id_b = 0, id_d = 0;
+    CHECK(agentstream_session_on(s, "content", handler_a, &a, free_state, &id_a) == AGENTSTREAM_STATUS_OK);
+    CHECK(agentstream_session_on(s, "content", handler_b, &b, free_state, &id_b) == AGENTSTREAM_STATUS_OK);
+    CHECK(id_a != 0 && id_b != 0 && id_a != id_b);
+    CHECK(agentstream_session_on(s, "stdout", handler_a, &c, NULL, NULL) == AGENTSTREAM_STATUS_OK);
+    CHECK(agentstream_session_on(s, "stderr", handler_b, &d, free_state, &id_d) == AGENTSTREAM_STATUS_OK);
 
     int log[64];
     order_log = log;
@@ -527,14 +577,35 @@ static int test_session(void) {
     CHECK(delivered == 1 && strcmp(c.last, "raw line") == 0);
     CHECK(agentstream_testing_session_emit(s, "stderr", (const uint8_t *)"x", 1, 1, 0, &delivered) ==
           AGENTSTREAM_STATUS_OK);
-    CHECK(delivered == 0);
+    CHECK(delivered == 1 && d.calls == 1);
     CHECK(agentstream_testing_session_emit(s, "nope", (const uint8_t *)"x", 1, 1, 0, NULL) ==
           AGENTSTREAM_STATUS_INVALID_ARGUMENT);
     CHECK(a.calls == 4 && b.calls == 4 && c.calls == 1);
 
-    CHECK(a.freed == 0 && b.freed == 0);
+    /* off(name): an unknown name is an error like on(); removing releases the handlers. */
+    size_t removed = 99;
+    CHECK(agentstream_session_off(s, "message", &removed) == AGENTSTREAM_STATUS_INVALID_ARGUMENT);
+    CHECK(last_error_contains("content") && last_error_contains("lifecycle") && last_error_contains("stdout") &&
+          last_error_contains("stderr"));
+    CHECK(removed == 0);
+    CHECK(agentstream_session_off(s, NULL, NULL) == AGENTSTREAM_STATUS_NULL_ARGUMENT);
+    CHECK(agentstream_session_off(s, "lifecycle", &removed) == AGENTSTREAM_STATUS_OK && removed == 0);
+    bool gone = false;
+    CHECK(agentstream_session_off_id(s, id_b, &gone) == AGENTSTREAM_STATUS_OK && gone);
+    CHECK(b.freed == 1 && a.freed == 0);
+    CHECK(agentstream_session_off_id(s, id_b, &gone) == AGENTSTREAM_STATUS_OK && !gone);
+    CHECK(agentstream_testing_session_emit(s, "content", (const uint8_t *)ev, strlen(ev), 1, 0, &delivered) ==
+          AGENTSTREAM_STATUS_OK);
+    CHECK(delivered == 1 && a.calls == 5 && b.calls == 4);
+    CHECK(agentstream_session_off(s, "content", &removed) == AGENTSTREAM_STATUS_OK && removed == 1);
+    CHECK(a.freed == 1);
+    CHECK(agentstream_testing_session_emit(s, "content", (const uint8_t *)ev, strlen(ev), 1, 0, &delivered) ==
+          AGENTSTREAM_STATUS_OK);
+    CHECK(delivered == 0);
+
+    CHECK(d.freed == 0);
     agentstream_session_free(s);
-    CHECK(a.freed == 1 && b.freed == 1);
+    CHECK(a.freed == 1 && b.freed == 1 && d.freed == 1);
     CHECK(c.freed == 0); /* registered without a destructor */
     CHECK(rejected.freed == 0); /* failed registrations take nothing */
     return 1;
@@ -633,6 +704,9 @@ static int test_replay_misuse(void) {
     CHECK(agentstream_replay_json("codex", NULL, 5, NULL, &json, NULL) == AGENTSTREAM_STATUS_NULL_ARGUMENT);
     CHECK(agentstream_replay_json("codex", NULL, 0, "{\"runid\":\"x\"}", &json, NULL) == AGENTSTREAM_STATUS_INVALID_ARGUMENT);
     CHECK(last_error_contains("run_id"));
+    CHECK(agentstream_replay_json("codex", NULL, 0, "{\"timestamp\":\"noon\"}", &json, NULL) ==
+          AGENTSTREAM_STATUS_INVALID_ARGUMENT);
+    CHECK(last_error_contains("ISO 8601"));
     CHECK(agentstream_replay_json("codex", NULL, 0, NULL, NULL, NULL) == AGENTSTREAM_STATUS_NULL_ARGUMENT);
     /* Empty input is still a whole run: run_start, then the terminal. */
     size_t len = 0;
@@ -729,7 +803,7 @@ static int tap_all(agentstream_session *s, run_log *l) {
     const char kinds[] = {'c', 'l', 'o', 'e'};
     for (int i = 0; i < 4; i++) {
         tap *t = new_tap(l, kinds[i]);
-        if (agentstream_session_on(s, names[i], tap_cb, t, tap_free) != AGENTSTREAM_STATUS_OK) {
+        if (agentstream_session_on(s, names[i], tap_cb, t, tap_free, NULL) != AGENTSTREAM_STATUS_OK) {
             free(t);
             return 0;
         }
@@ -964,7 +1038,7 @@ static int test_run_leave(void) {
     agentstream_session *s = fake_session("claude", "s1-text", env);
     CHECK(s != NULL);
     agentstream_run *run = NULL;
-    CHECK(agentstream_session_start_run(s, "x", "{\"iterate\":true,\"kill_grace_ms\":200}", NULL, NULL, NULL, &run) ==
+    CHECK(agentstream_session_start_run(s, "x", "{\"read\":\"iterate\",\"kill_grace_ms\":200}", NULL, NULL, NULL, &run) ==
           AGENTSTREAM_STATUS_OK);
     agentstream_next kind;
     char *json = NULL;
@@ -992,7 +1066,7 @@ static int test_run_iterate(void) {
         CHECK(s != NULL);
         CHECK(tap_all(s, &log));
         agentstream_run *run = NULL;
-        CHECK(agentstream_session_start_run(s, "x", "{\"iterate\":true,\"hooks\":true}", NULL, NULL, NULL, &run) ==
+        CHECK(agentstream_session_start_run(s, "x", "{\"read\":\"iterate\",\"hooks\":true}", NULL, NULL, NULL, &run) ==
               AGENTSTREAM_STATUS_OK);
         uint64_t next_seq = 0;
         size_t hooks = 0, terminals = 0, pulls = 0;
@@ -1001,7 +1075,7 @@ static int test_run_iterate(void) {
             agentstream_next kind = AGENTSTREAM_NEXT_TIMEOUT;
             char *json = NULL;
             size_t len = 0;
-            agentstream_status st = batch ? agentstream_run_next_batch_json(run, 4, 1000, &kind, &json, &len)
+            agentstream_status st = batch ? agentstream_run_next_batch_json(run, 4, 0, 1000, &kind, &json, &len)
                                           : agentstream_run_next(run, 1000, &kind, &json, &len);
             CHECK(st == AGENTSTREAM_STATUS_OK);
             if (kind == AGENTSTREAM_NEXT_END) {
@@ -1064,7 +1138,7 @@ static int test_run_iterate(void) {
 
 
 /* Cancel: SIGTERM (or SIGKILL when the harness ignores SIGTERM), the first reason stands,
- * run_interrupted last, hook run.cancelled last. wait with a short timeout says NOT_READY. */
+ * run_interrupted last, hook run.cancelled last. wait with a short timeout says STILL_RUNNING. */
 static int test_run_cancel(void) {
     const char *ignore[] = {"0", "1"};
     for (int k = 0; k < 2; k++) {
@@ -1078,9 +1152,11 @@ static int test_run_cancel(void) {
         CHECK(agentstream_session_start_run(s, "x", "{\"kill_grace_ms\":300}", tap_cb, new_tap(&log, 'h'), tap_free, &run) ==
               AGENTSTREAM_STATUS_OK);
         char *json = (char *)1;
-        CHECK(agentstream_run_wait(run, 200, &json, NULL) == AGENTSTREAM_STATUS_NOT_READY);
+        CHECK(agentstream_run_wait(run, 200, &json, NULL) == AGENTSTREAM_STATUS_STILL_RUNNING);
         CHECK(json == NULL);
-        CHECK(last_error_contains("not finished"));
+        CHECK(last_error_contains("wait again"));
+        json = (char *)1;
+        CHECK(agentstream_run_result_json(run, &json, NULL) == AGENTSTREAM_STATUS_STILL_RUNNING && json == NULL);
         CHECK(agentstream_run_cancel(run, "the client pressed stop") == AGENTSTREAM_STATUS_OK);
         CHECK(agentstream_run_cancel(run, "a second stop") == AGENTSTREAM_STATUS_OK);
         jt_value *r = wait_result(run);
@@ -1128,6 +1204,37 @@ static int test_run_dies_mid_line(void) {
     agentstream_run_free(run);
     agentstream_session_free(s);
     log_free(&log);
+    return 1;
+}
+
+/* decisions.md §1: exit 0 without the harness's end-of-run record is a failed run; the answer
+ * so far stays in the result. */
+static int test_run_without_final_result(void) {
+    const char *agents[] = {"claude", "codex", "gemini", "qwen", "opencode", "droid"};
+    for (size_t a = 0; a < sizeof agents / sizeof *agents; a++) {
+        run_log log;
+        log_init(&log);
+        const char *env[] = {"AGENTSTREAM_FAKE_EXIT", "0", NULL};
+        agentstream_session *s = fake_session(agents[a], "e-no-final-result", env);
+        CHECK(s != NULL);
+        CHECK(tap_all(s, &log));
+        agentstream_run *run = NULL;
+        CHECK(agentstream_session_start_run(s, "x", NULL, NULL, NULL, NULL, &run) == AGENTSTREAM_STATUS_OK);
+        jt_value *r = wait_result(run);
+        CHECK(r && result_is(r, "state", "failed") && result_is(r, "exit_code", "0"));
+        const jt_value *error = jt_get(r, "error");
+        CHECK(error && strstr(error->text, "stopped without its final result"));
+        const jt_value *text = jt_get(r, "final_text");
+        CHECK(text && text->len > 0); /* the answer so far is kept */
+        jt_free(r);
+        CHECK(one_terminal_last(&log));
+        char rs[512];
+        reasons(&log, rs, sizeof rs);
+        CHECK(strcmp(rs, "sandbox_ready,run_start,run_failed") == 0);
+        agentstream_run_free(run);
+        agentstream_session_free(s);
+        log_free(&log);
+    }
     return 1;
 }
 
@@ -1183,7 +1290,8 @@ static int test_run_session_control(void) {
     CHECK(second == NULL);
     CHECK(last_error_contains("already running"));
     CHECK(agentstream_session_set_model(s, "m") == AGENTSTREAM_STATUS_ALREADY_RUNNING);
-    CHECK(agentstream_session_interrupt(s, "enough") == AGENTSTREAM_STATUS_OK);
+    bool did = false;
+    CHECK(agentstream_session_interrupt(s, "enough", &did) == AGENTSTREAM_STATUS_OK && did);
     jt_value *r = wait_result(run);
     CHECK(r && result_is(r, "state", "cancelled") && strstr(jt_get(r, "cancel_reason")->text, "enough"));
     jt_free(r);
@@ -1192,12 +1300,14 @@ static int test_run_session_control(void) {
     /* The session runs again after the first ended; kill ends it at once. */
     CHECK(agentstream_session_start_run(s, "x", NULL, NULL, NULL, NULL, &run) == AGENTSTREAM_STATUS_OK);
     sleep_ms(100);
-    CHECK(agentstream_session_kill(s) == AGENTSTREAM_STATUS_OK);
+    CHECK(agentstream_session_kill(s, &did) == AGENTSTREAM_STATUS_OK && did);
     r = wait_result(run);
     CHECK(r && result_is(r, "state", "cancelled") && result_is(r, "signal", "9"));
     jt_free(r);
     agentstream_run_free(run);
-    CHECK(agentstream_session_kill(s) == AGENTSTREAM_STATUS_OK); /* nothing running: nothing to do */
+    CHECK(agentstream_session_kill(s, &did) == AGENTSTREAM_STATUS_OK && !did); /* nothing running: nothing to do */
+    CHECK(agentstream_session_interrupt(s, NULL, &did) == AGENTSTREAM_STATUS_OK && !did);
+    CHECK(agentstream_session_kill(s, NULL) == AGENTSTREAM_STATUS_OK);
     char rs[1024];
     reasons(&log, rs, sizeof rs);
     CHECK(strcmp(rs, "sandbox_ready,run_start,run_interrupted,run_start,sandbox_killed,run_interrupted") == 0);
@@ -1252,7 +1362,20 @@ static int test_command(void) {
     CHECK(strstr(log.e[log.n - 1].text, "\"run.failed\"") != NULL);
     agentstream_run_free(run);
     CHECK(agentstream_session_start_command(s, argv, 0, NULL, NULL, NULL, NULL, &run) == AGENTSTREAM_STATUS_INVALID_ARGUMENT);
+    CHECK(last_error_contains("command must not be empty"));
     CHECK(agentstream_session_start_command(s, NULL, 2, NULL, NULL, NULL, NULL, &run) == AGENTSTREAM_STATUS_NULL_ARGUMENT);
+    CHECK(agentstream_session_start_command(s, argv, 3, "{\"command\":[\"ls\"]}", NULL, NULL, NULL, &run) ==
+          AGENTSTREAM_STATUS_INVALID_ARGUMENT);
+    CHECK(agentstream_session_start_command(s, argv, 3, "{\"resume\":\"s1\"}", NULL, NULL, NULL, &run) ==
+          AGENTSTREAM_STATUS_INVALID_ARGUMENT);
+    CHECK(last_error_contains("harness runs only"));
+    /* The same command through the one start path, as a JSON request. */
+    CHECK(agentstream_session_start(s, "{\"command\":[\"sh\",\"-c\",\"exit 0\"],\"read\":\"await_only\"}", NULL, NULL,
+                                    NULL, &run) == AGENTSTREAM_STATUS_OK);
+    r = wait_result(run);
+    CHECK(r && result_is(r, "state", "completed"));
+    jt_free(r);
+    agentstream_run_free(run);
     agentstream_session_free(s);
     log_free(&log);
     return 1;
@@ -1267,10 +1390,11 @@ static int test_run_await_only(void) {
     jt_value *r = wait_result(run);
     CHECK(r && result_is(r, "state", "completed") && jt_get(r, "final_text"));
     jt_free(r);
-    agentstream_next kind;
-    char *json = NULL;
-    CHECK(agentstream_run_next(run, 0, &kind, &json, NULL) == AGENTSTREAM_STATUS_INVALID_ARGUMENT);
-    CHECK(last_error_contains("iterate"));
+    /* Nothing to pull: END at once. */
+    agentstream_next kind = AGENTSTREAM_NEXT_ITEM;
+    char *json = (char *)1;
+    CHECK(agentstream_run_next(run, -1, &kind, &json, NULL) == AGENTSTREAM_STATUS_OK);
+    CHECK(kind == AGENTSTREAM_NEXT_END && json == NULL);
     agentstream_run_free(run);
     agentstream_session_free(s);
     return 1;
@@ -1339,24 +1463,46 @@ static int test_run_misuse(void) {
     char *json = NULL;
     CHECK(agentstream_decoder_feed_json(d, (const uint8_t *)"x", 1, &json, NULL) == AGENTSTREAM_STATUS_INVALID_HANDLE);
 
-    /* Bad options; on failure the caller keeps on_event's user_data (no destructor). */
+    /* Bad requests (the core names the field); on failure the caller keeps on_event's user_data
+     * (no destructor). */
     destroyed_count = 0;
     CHECK(agentstream_session_start_run(s, "x", "{\"timeout\":5}", NULL, NULL, NULL, &run) == AGENTSTREAM_STATUS_INVALID_ARGUMENT);
-    CHECK(last_error_contains("timeout_ms"));
+    CHECK(last_error_contains("unknown field `timeout`") && last_error_contains("timeout_ms"));
     CHECK(agentstream_session_start_run(s, "x", "[1]", NULL, NULL, NULL, &run) == AGENTSTREAM_STATUS_INVALID_ARGUMENT);
-    CHECK(agentstream_session_start_run(s, "x", "{\"hooks\":true}", NULL, NULL, NULL, &run) == AGENTSTREAM_STATUS_INVALID_ARGUMENT);
-    CHECK(last_error_contains("on_event"));
-    CHECK(agentstream_session_start_run(s, "x", "{\"iterate\":true}", reentry_cb, NULL, count_destroy, &run) ==
+    CHECK(agentstream_session_start_run(s, "x", "{\"timeout_ms\":0}", reentry_cb, NULL, count_destroy, &run) ==
           AGENTSTREAM_STATUS_INVALID_ARGUMENT);
-    CHECK(agentstream_session_start_run(s, "x", "{\"byte_budget\":0}", reentry_cb, NULL, count_destroy, &run) ==
+    CHECK(last_error_contains("timeout_ms must be") && last_error_contains("leave it out for no time limit"));
+    CHECK(agentstream_session_start_run(s, "x", "{\"read\":\"iterate\"}", reentry_cb, NULL, count_destroy, &run) ==
           AGENTSTREAM_STATUS_INVALID_ARGUMENT);
-    CHECK(last_error_contains("byte_budget"));
+    CHECK(last_error_contains("on_event must be NULL"));
+    CHECK(agentstream_session_start_run(s, "x", "{\"read\":\"await_only\"}", reentry_cb, NULL, count_destroy, &run) ==
+          AGENTSTREAM_STATUS_INVALID_ARGUMENT);
+    CHECK(agentstream_session_start_run(s, "x", "{\"limits\":{\"byte_budget\":0}}", reentry_cb, NULL, count_destroy,
+                                        &run) == AGENTSTREAM_STATUS_INVALID_ARGUMENT);
+    CHECK(last_error_contains("limits.byte_budget must be greater than 0"));
+    CHECK(agentstream_session_start_run(s, "x", "{\"prompt\":\"y\"}", NULL, NULL, NULL, &run) ==
+          AGENTSTREAM_STATUS_INVALID_ARGUMENT);
+    CHECK(last_error_contains("must not contain \"prompt\""));
+    CHECK(agentstream_session_start(s, "{}", NULL, NULL, NULL, &run) == AGENTSTREAM_STATUS_INVALID_ARGUMENT);
+    CHECK(last_error_contains("prompt is required"));
+    CHECK(agentstream_session_start(s, "{\"prompt\":\"x\",\"command\":[\"ls\"]}", NULL, NULL, NULL, &run) ==
+          AGENTSTREAM_STATUS_INVALID_ARGUMENT);
+    CHECK(last_error_contains("not both"));
+    CHECK(agentstream_session_start(s, "{\"prompt\":\"x\",\"resume\":\"-rf\"}", NULL, NULL, NULL, &run) ==
+          AGENTSTREAM_STATUS_INVALID_ARGUMENT);
+    CHECK(last_error_contains("resume must not start with '-'"));
+    CHECK(agentstream_session_start(s, NULL, NULL, NULL, NULL, &run) == AGENTSTREAM_STATUS_NULL_ARGUMENT);
     CHECK(agentstream_session_start_run(s, NULL, NULL, NULL, NULL, NULL, &run) == AGENTSTREAM_STATUS_NULL_ARGUMENT);
     CHECK(agentstream_session_start_run(s, "x", NULL, NULL, NULL, NULL, NULL) == AGENTSTREAM_STATUS_NULL_ARGUMENT);
     CHECK(destroyed_count == 0);
+    CHECK(run == NULL);
     CHECK(agentstream_session_set_env(s, "", "x") == AGENTSTREAM_STATUS_INVALID_ARGUMENT);
     CHECK(agentstream_session_set_env(s, "A=B", "x") == AGENTSTREAM_STATUS_INVALID_ARGUMENT);
-    CHECK(agentstream_session_on(s, "message", reentry_cb, NULL, count_destroy) == AGENTSTREAM_STATUS_INVALID_ARGUMENT);
+    CHECK(last_error_contains("A=B"));
+    CHECK(agentstream_session_set_model(s, "") == AGENTSTREAM_STATUS_INVALID_ARGUMENT);
+    CHECK(last_error_contains("model must not be empty"));
+    CHECK(agentstream_session_set_session_id(s, "--help") == AGENTSTREAM_STATUS_INVALID_ARGUMENT);
+    CHECK(agentstream_session_on(s, "message", reentry_cb, NULL, count_destroy, NULL) == AGENTSTREAM_STATUS_INVALID_ARGUMENT);
     CHECK(last_error_contains("content") && last_error_contains("lifecycle") && last_error_contains("stdout") &&
           last_error_contains("stderr"));
     CHECK(destroyed_count == 0);
@@ -1386,8 +1532,8 @@ static int test_run_misuse(void) {
 }
 
 /* Callback after free: once agentstream_run_free returns, on_event is never called again (and
- * its destructor ran once); once agentstream_session_free returns, no handler is called. Also a
- * session freed from inside its own handler during a run. */
+ * its destructor ran once) while the run goes on to its end; once agentstream_session_free
+ * returns, no handler is called. Also a session freed from inside its own handler during a run. */
 static int test_run_callback_after_free(void) {
     /* A trickle of output that does not end by itself. */
     const char *env[] = {"AGENTSTREAM_FAKE_DELAY_MS", "20", "AGENTSTREAM_FAKE_HANG", "1", NULL};
@@ -1401,7 +1547,7 @@ static int test_run_callback_after_free(void) {
         CHECK(agentstream_session_start_run(s, "x", "{\"kill_grace_ms\":100}", tap_cb, new_tap(&log, 'h'), tap_free, &run) ==
               AGENTSTREAM_STATUS_OK);
         while (log_count(&log, 'h') < 3) sleep_ms(5);
-        agentstream_run_free(run); /* cancels it; on_event released */
+        agentstream_run_free(run); /* on_event released; the run goes on */
         pthread_mutex_lock(&log.mu);
         log.freed_flag = 1;
         int destroyed = log.destroyed;
@@ -1409,6 +1555,13 @@ static int test_run_callback_after_free(void) {
         CHECK(destroyed == 1);
         sleep_ms(200);
         CHECK(log.after_free == 0);
+        char *status = NULL;
+        CHECK(agentstream_session_status_json(s, &status, NULL) == AGENTSTREAM_STATUS_OK);
+        CHECK(strstr(status, "\"active_run_id\":\"run_") != NULL); /* still going */
+        agentstream_string_free(status);
+        bool killed = false;
+        agentstream_session_kill(s, &killed);
+        CHECK(killed);
         agentstream_session_free(s);
         log_free(&log);
     }
@@ -1441,7 +1594,7 @@ static int test_run_callback_after_free(void) {
         CHECK(s != NULL);
         reentry re = {NULL, &s, AGENTSTREAM_STATUS_OK, 1, 0, 2};
         destroyed_count = 0;
-        CHECK(agentstream_session_on(s, "content", reentry_cb, &re, count_destroy) == AGENTSTREAM_STATUS_OK);
+        CHECK(agentstream_session_on(s, "content", reentry_cb, &re, count_destroy, NULL) == AGENTSTREAM_STATUS_OK);
         agentstream_run *run = NULL;
         CHECK(agentstream_session_start_run(s, "x", NULL, NULL, NULL, NULL, &run) == AGENTSTREAM_STATUS_OK);
         jt_value *r = wait_result(run);
@@ -1595,6 +1748,555 @@ static int test_secrets(void) {
     for (size_t i = 0; i < np; i++) jt_free(parsed[i]);
     strlist_free(&lines);
     free(corpus);
+
+/* ---------- subscriptions the caller dispatches (the Go/C#/Java path) ---------- */
+
+/* Subscriptions without a C handler: the run is the caller's to pull; only the subscribed
+ * channels (and the terminal) are buffered; the caller reports its handlers' failures and the
+ * core counts them in the result, flagging the first failure of each handler. */
+static int test_subscribe_and_dispatch(void) {
+    agentstream_session *s = fake_session("claude", "s2-bash", NULL);
+    CHECK(s != NULL);
+    uint64_t content = 0, content2 = 0;
+    CHECK(agentstream_session_subscribe(s, "content", &content) == AGENTSTREAM_STATUS_OK && content != 0);
+    CHECK(agentstream_session_subscribe(s, "content", &content2) == AGENTSTREAM_STATUS_OK && content2 > content);
+    CHECK(agentstream_session_subscribe(s, "message", &content2) == AGENTSTREAM_STATUS_INVALID_ARGUMENT);
+    CHECK(agentstream_session_subscribe(s, "stdout", NULL) == AGENTSTREAM_STATUS_NULL_ARGUMENT);
+    /* Mixing C handlers with caller-dispatched subscriptions is refused at start. */
+    handler_state h = {0};
+    uint64_t cb_id = 0;
+    CHECK(agentstream_session_on(s, "stderr", handler_a, &h, free_state, &cb_id) == AGENTSTREAM_STATUS_OK);
+    agentstream_run *run = (agentstream_run *)1;
+    CHECK(agentstream_session_start_run(s, "x", NULL, NULL, NULL, NULL, &run) == AGENTSTREAM_STATUS_INVALID_ARGUMENT);
+    CHECK(last_error_contains("agentstream_session_subscribe") && run == NULL);
+    bool removed = false;
+    CHECK(agentstream_session_off_id(s, cb_id, &removed) == AGENTSTREAM_STATUS_OK && removed && h.freed == 1);
+
+    CHECK(agentstream_session_start_run(s, "x", "{\"hooks\":true}", NULL, NULL, NULL, &run) == AGENTSTREAM_STATUS_OK);
+    size_t contents = 0, hooks = 0, others = 0, firsts = 0;
+    int ended = 0;
+    while (!ended) {
+        agentstream_next kind;
+        char *json = NULL;
+        size_t len = 0;
+        CHECK(agentstream_run_next_batch_json(run, 0, 0, 5000, &kind, &json, &len) == AGENTSTREAM_STATUS_OK);
+        CHECK(kind != AGENTSTREAM_NEXT_TIMEOUT);
+        jt_value *v = jt_parse(json, len);
+        agentstream_string_free(json);
+        CHECK(v && v->kind == JT_ARRAY);
+        ended = kind == AGENTSTREAM_NEXT_END;
+        for (size_t i = 0; i < v->count; i++) {
+            const jt_value *item = jt_get(v->items[i], "item");
+            if (!item) {
+                hooks++;
+                continue;
+            }
+            if (strcmp(jt_get(item, "channel")->text, "content") != 0) {
+                others++; /* only the terminal lifecycle item */
+                continue;
+            }
+            contents++;
+            uint64_t seq = strtoull(jt_get(item, "sequence")->text, NULL, 10);
+            /* Dispatch in subscription order: the first handler "throws" on every call. */
+            bool first = false;
+            CHECK(agentstream_run_handler_failed(run, content, "content", seq, "boom", &first) == AGENTSTREAM_STATUS_OK);
+            firsts += first;
+        }
+        jt_free(v);
+    }
+    CHECK(contents > 3 && hooks > 3 && others == 1 && firsts == 1);
+    bool first = true;
+    CHECK(agentstream_run_handler_failed(run, 77, "on_event", 0, NULL, &first) == AGENTSTREAM_STATUS_OK && first);
+    CHECK(agentstream_run_handler_failed(run, 77, NULL, 0, NULL, &first) == AGENTSTREAM_STATUS_NULL_ARGUMENT);
+    char *json = NULL;
+    size_t len = 0;
+    CHECK(agentstream_run_result_json(run, &json, &len) == AGENTSTREAM_STATUS_OK);
+    jt_value *r = jt_parse(json, len);
+    agentstream_string_free(json);
+    char want[32];
+    snprintf(want, sizeof want, "%zu", contents + 1);
+    CHECK(r && result_is(r, "state", "completed") && result_is(r, "handler_errors", want));
+    jt_free(r);
+    agentstream_run_free(run);
+    agentstream_session_free(s);
+    return 1;
+}
+
+/* ---------- handlers added and removed during a run ---------- */
+
+typedef struct {
+    pthread_mutex_t mu;
+    int content, stdout_lines, after_off;
+    int off_done;
+} live_counts;
+
+static void count_content(void *user_data, const char *json, size_t len) {
+    (void)json;
+    (void)len;
+    live_counts *c = (live_counts *)user_data;
+    pthread_mutex_lock(&c->mu);
+    c->content++;
+    if (c->off_done) c->after_off++;
+    pthread_mutex_unlock(&c->mu);
+}
+
+static void count_stdout(void *user_data, const char *json, size_t len) {
+    (void)json;
+    (void)len;
+    live_counts *c = (live_counts *)user_data;
+    pthread_mutex_lock(&c->mu);
+    c->stdout_lines++;
+    pthread_mutex_unlock(&c->mu);
+}
+
+static int live(live_counts *c, int which) {
+    pthread_mutex_lock(&c->mu);
+    int n = which ? c->stdout_lines : c->content;
+    pthread_mutex_unlock(&c->mu);
+    return n;
+}
+
+/* A handler added during a run gets the rest of it; one removed gets nothing after off(). */
+static int test_handlers_change_during_a_run(void) {
+    const char *env[] = {"AGENTSTREAM_FAKE_DELAY_MS", "40", NULL};
+    agentstream_session *s = fake_session("gemini", "s2-bash", env); /* 12 stdout lines */
+    CHECK(s != NULL);
+    live_counts c;
+    memset(&c, 0, sizeof c);
+    pthread_mutex_init(&c.mu, NULL);
+    CHECK(agentstream_session_on(s, "content", count_content, &c, NULL, NULL) == AGENTSTREAM_STATUS_OK);
+    agentstream_run *run = NULL;
+    CHECK(agentstream_session_start_run(s, "x", NULL, NULL, NULL, NULL, &run) == AGENTSTREAM_STATUS_OK);
+    while (live(&c, 0) < 2) sleep_ms(5);
+    CHECK(agentstream_session_on(s, "stdout", count_stdout, &c, NULL, NULL) == AGENTSTREAM_STATUS_OK);
+    while (live(&c, 1) < 3) sleep_ms(5);
+    size_t removed = 0;
+    CHECK(agentstream_session_off(s, "content", &removed) == AGENTSTREAM_STATUS_OK && removed == 1);
+    pthread_mutex_lock(&c.mu);
+    c.off_done = 1;
+    pthread_mutex_unlock(&c.mu);
+    jt_value *r = wait_result(run);
+    CHECK(r && result_is(r, "state", "completed"));
+    jt_free(r);
+    int lines = live(&c, 1);
+    if (!(lines >= 3 && lines < 12)) fprintf(stderr, "  %d stdout lines\n", lines);
+    CHECK(lines >= 3 && lines < 12); /* the rest of the run, not its beginning */
+    CHECK(c.after_off == 0);
+    agentstream_run_free(run);
+    agentstream_session_free(s);
+    pthread_mutex_destroy(&c.mu);
+    return 1;
+}
+
+/* ---------- sessions: JSON configuration, naming, multi-turn ---------- */
+
+static int test_session_json_and_naming(void) {
+    agentstream_session *s = (agentstream_session *)1;
+    CHECK(agentstream_session_new_json("{\"type\":\"codex\",\"binary\":\"x\"}", AGENTSTREAM_NAMING_SNAKE, &s) ==
+          AGENTSTREAM_STATUS_INVALID_ARGUMENT);
+    CHECK(s == NULL && last_error_contains("unknown field `binary`"));
+    CHECK(agentstream_session_new_json("{\"type\":\"nope\"}", AGENTSTREAM_NAMING_PASCAL, &s) ==
+          AGENTSTREAM_STATUS_INVALID_ARGUMENT);
+    CHECK(last_error_contains("Type: unknown agent") && last_error_contains("opencode"));
+    CHECK(agentstream_session_new_json("not json", AGENTSTREAM_NAMING_SNAKE, &s) == AGENTSTREAM_STATUS_INVALID_ARGUMENT);
+    CHECK(agentstream_session_new_json(NULL, AGENTSTREAM_NAMING_SNAKE, &s) == AGENTSTREAM_STATUS_NULL_ARGUMENT);
+    CHECK(agentstream_session_new_json("{\"type\":\"codex\"}", 7, &s) ==
+          AGENTSTREAM_STATUS_INVALID_ARGUMENT);
+    CHECK(agentstream_session_new_json("{\"type\":\"codex\",\"model\":\"m\",\"env\":{\"A\":\"1\"}}", AGENTSTREAM_NAMING_PASCAL,
+                                       &s) == AGENTSTREAM_STATUS_OK);
+    CHECK(strcmp(agentstream_session_agent(s), "codex") == 0);
+    /* The session's naming spells the run request's fields too. */
+    agentstream_run *run = NULL;
+    CHECK(agentstream_session_start(s, "{\"prompt\":\"x\",\"timeout_ms\":0}", NULL, NULL, NULL, &run) ==
+          AGENTSTREAM_STATUS_INVALID_ARGUMENT);
+    CHECK(last_error_contains("TimeoutMs must be"));
+    CHECK(agentstream_session_start(s, "{\"prompt\":\"x\",\"limits\":{\"stall_ms\":0}}", NULL, NULL, NULL, &run) ==
+          AGENTSTREAM_STATUS_INVALID_ARGUMENT);
+    CHECK(last_error_contains("Limits.StallMs must be"));
+    agentstream_session_free(s);
+    return 1;
+}
+
+/* Successive runs continue the harness conversation (run.resumed first, --resume on the
+ * harness's command line); set_session_id(NULL) starts fresh; status tells it all. */
+static int test_multi_turn(void) {
+    agentstream_session *s = fake_session("claude", "s2-bash", NULL);
+    CHECK(s != NULL);
+    char *json = (char *)1;
+    size_t len = 0;
+    CHECK(agentstream_session_session_id(s, &json, &len) == AGENTSTREAM_STATUS_OK && json == NULL && len == 0);
+    CHECK(agentstream_session_status_json(s, &json, &len) == AGENTSTREAM_STATUS_OK);
+    jt_value *st = jt_parse(json, len);
+    agentstream_string_free(json);
+    CHECK(st && result_is(st, "agent", "claude") && jt_get(st, "has_run")->boolean == false && !jt_get(st, "session_id"));
+    jt_free(st);
+    const char *first_hook[3] = {0};
+    const char *prompts[] = {"first", "second", "third"};
+    for (int turn = 0; turn < 3; turn++) {
+        if (turn == 2) CHECK(agentstream_session_set_session_id(s, NULL) == AGENTSTREAM_STATUS_OK);
+        run_log log;
+        log_init(&log);
+        agentstream_run *run = NULL;
+        CHECK(agentstream_session_start_run(s, prompts[turn], NULL, tap_cb, new_tap(&log, 'h'), tap_free, &run) ==
+              AGENTSTREAM_STATUS_OK);
+        jt_value *r = wait_result(run);
+        CHECK(r && result_is(r, "state", "completed"));
+        jt_free(r);
+        CHECK(log.n > 0);
+        jt_value *h = jt_parse(log.e[0].text, log.e[0].len);
+        first_hook[turn] = strcmp(jt_get(h, "type")->text, "run.resumed") == 0 ? "resumed" : "started";
+        jt_free(h);
+        agentstream_run_free(run);
+        log_free(&log);
+    }
+    CHECK(strcmp(first_hook[0], "started") == 0 && strcmp(first_hook[1], "resumed") == 0 &&
+          strcmp(first_hook[2], "started") == 0);
+    CHECK(agentstream_session_session_id(s, &json, &len) == AGENTSTREAM_STATUS_OK);
+    CHECK(json && strcmp(json, "66c0abf3-0bc5-46a7-8e73-4fef192280ea") == 0 && len == strlen(json));
+    agentstream_string_free(json);
+    CHECK(agentstream_session_status_json(s, &json, &len) == AGENTSTREAM_STATUS_OK);
+    st = jt_parse(json, len);
+    agentstream_string_free(json);
+    CHECK(st && jt_get(st, "has_run")->boolean && result_is(st, "last_status", "completed") &&
+          result_is(st, "session_id", "66c0abf3-0bc5-46a7-8e73-4fef192280ea") && !jt_get(st, "active_run_id"));
+    jt_free(st);
+    CHECK(agentstream_session_set_session_id(s, "chosen") == AGENTSTREAM_STATUS_OK);
+    CHECK(agentstream_session_session_id(s, &json, NULL) == AGENTSTREAM_STATUS_OK && strcmp(json, "chosen") == 0);
+    agentstream_string_free(json);
+    agentstream_session_free(s);
+    return 1;
+}
+
+/* ---------- shared budget, sequence check ---------- */
+
+static int test_budget(void) {
+    agentstream_budget *b = (agentstream_budget *)1;
+    CHECK(agentstream_budget_new(1 << 20, 0, &b) == AGENTSTREAM_STATUS_INVALID_ARGUMENT);
+    CHECK(b == NULL && last_error_contains("max_runs"));
+    CHECK(agentstream_budget_new(1 << 20, 1, &b) == AGENTSTREAM_STATUS_OK);
+    const char *env[] = {"AGENTSTREAM_FAKE_HANG", "1", NULL};
+    agentstream_session *s1 = fake_session("claude", "s1-text", env), *s2 = fake_session("claude", "s1-text", env);
+    CHECK(s1 && s2);
+    CHECK(agentstream_session_set_budget(s1, b) == AGENTSTREAM_STATUS_OK);
+    CHECK(agentstream_session_set_budget(s2, b) == AGENTSTREAM_STATUS_OK);
+    CHECK(agentstream_session_set_budget(s2, (agentstream_budget *)0x7777770) == AGENTSTREAM_STATUS_INVALID_HANDLE);
+    agentstream_budget_free(b); /* the sessions keep it */
+    agentstream_run *run = NULL, *other = NULL;
+    CHECK(agentstream_session_start_run(s1, "x", "{\"kill_grace_ms\":100}", NULL, NULL, NULL, &run) == AGENTSTREAM_STATUS_OK);
+    CHECK(agentstream_session_start_run(s2, "x", NULL, NULL, NULL, NULL, &other) == AGENTSTREAM_STATUS_INVALID_ARGUMENT);
+    CHECK(last_error_contains("permits"));
+    CHECK(agentstream_run_cancel(run, NULL) == AGENTSTREAM_STATUS_OK);
+    jt_value *r = wait_result(run);
+    CHECK(r && result_is(r, "state", "cancelled"));
+    jt_free(r);
+    agentstream_run_free(run); /* the permit goes with the run */
+    CHECK(agentstream_session_set_budget(s1, NULL) == AGENTSTREAM_STATUS_OK);
+    CHECK(agentstream_session_start_run(s2, "x", "{\"kill_grace_ms\":100}", NULL, NULL, NULL, &other) == AGENTSTREAM_STATUS_OK);
+    agentstream_run_cancel(other, "done");
+    r = wait_result(other);
+    jt_free(r);
+    agentstream_run_free(other);
+    agentstream_session_free(s1);
+    agentstream_session_free(s2);
+    agentstream_budget_free(NULL);
+    return 1;
+}
+
+static int test_sequence_check(void) {
+    agentstream_sequence_check *c = NULL;
+    CHECK(agentstream_sequence_check_new(&c) == AGENTSTREAM_STATUS_OK);
+    bool ok = false;
+    uint64_t missing = 99;
+    CHECK(agentstream_sequence_check_accept(c, 0, 0, &ok) == AGENTSTREAM_STATUS_OK && ok);
+    CHECK(agentstream_sequence_check_accept(c, 0, 0, &ok) == AGENTSTREAM_STATUS_OK && !ok); /* duplicate */
+    CHECK(agentstream_sequence_check_accept(c, 3, 2, &ok) == AGENTSTREAM_STATUS_OK && ok);  /* 1, 2 skipped */
+    CHECK(agentstream_sequence_check_missing(c, &missing) == AGENTSTREAM_STATUS_OK && missing == 2);
+    CHECK(agentstream_sequence_check_accept(c, 6, 0, &ok) == AGENTSTREAM_STATUS_OK && ok); /* 4, 5 merged into 3 */
+    CHECK(agentstream_sequence_check_accept(c, 5, 0, &ok) == AGENTSTREAM_STATUS_OK && !ok); /* late */
+    CHECK(agentstream_sequence_check_missing(c, &missing) == AGENTSTREAM_STATUS_OK && missing == 2);
+    CHECK(agentstream_sequence_check_accept(c, 7, 0, NULL) == AGENTSTREAM_STATUS_NULL_ARGUMENT);
+    agentstream_sequence_check_free(c);
+    CHECK(agentstream_sequence_check_missing(c, &missing) == AGENTSTREAM_STATUS_INVALID_HANDLE);
+    agentstream_sequence_check_free(c);
+    agentstream_sequence_check_free(NULL);
+    return 1;
+}
+
+/* ---------- the API parity table (tests/parity/api.json) ---------- */
+
+/* One case's session and its subscriptions, dispatched by this runner as a host binding does
+ * (subscriptions without C handlers; the runner pulls and calls its "handlers"). */
+typedef struct {
+    agentstream_session *s;
+    uint64_t ids[16];
+    char channels[16][16];
+    int throwing[16];
+    size_t nsubs;
+    size_t handler_calls;
+    char argv_file[4096];
+    char first_hook[64];
+    agentstream_status last_status;
+    char last_message[2048];
+} parity_case;
+
+static char *jt_text(const jt_value *v) {
+    jt_out o = {0};
+    jt_write(&o, v);
+    jt_put(&o, "", 1);
+    return o.buf;
+}
+
+/* A JSON text with `"hooks":true` added to the object `obj` (NULL: empty). */
+static char *with_hooks(const jt_value *obj) {
+    char *text = obj ? jt_text(obj) : NULL;
+    const char *body = text && strcmp(text, "{}") != 0 ? text + 1 : "}";
+    size_t n = strlen(body) + 32;
+    char *out = (char *)malloc(n);
+    snprintf(out, n, "{\"hooks\":true%s%s", strcmp(body, "}") == 0 ? "" : ",", body);
+    free(text);
+    return out;
+}
+
+static void parity_record(parity_case *c, agentstream_status st) {
+    c->last_status = st;
+    c->last_message[0] = 0;
+    if (st != AGENTSTREAM_STATUS_OK) agentstream_last_error_message(c->last_message, sizeof c->last_message, NULL);
+}
+
+static agentstream_status parity_new(parity_case *c, const jt_value *config, const char *harness) {
+    char *text = jt_text(config);
+    agentstream_status st = agentstream_session_new_json(text, AGENTSTREAM_NAMING_SNAKE, &c->s);
+    free(text);
+    if (st == AGENTSTREAM_STATUS_OK && harness) {
+        char trace[4096];
+        snprintf(trace, sizeof trace, "%s/%s", golden_dir, harness);
+        if (agentstream_session_set_bin(c->s, fake_harness) != AGENTSTREAM_STATUS_OK ||
+            agentstream_session_set_env(c->s, "AGENTSTREAM_FAKE_TRACE", trace) != AGENTSTREAM_STATUS_OK ||
+            agentstream_session_set_env(c->s, "AGENTSTREAM_FAKE_ARGV_FILE", c->argv_file) != AGENTSTREAM_STATUS_OK)
+            st = AGENTSTREAM_STATUS_INTERNAL;
+    }
+    return st;
+}
+
+/* Run a request to its end, dispatching to the case's subscriptions; *out the result JSON. */
+static agentstream_status parity_run(parity_case *c, const jt_value *step, jt_value **out) {
+    const jt_value *on_event = jt_get(step, "on_event");
+    char *request = on_event && on_event->boolean ? with_hooks(jt_get(step, "request")) : jt_text(jt_get(step, "request"));
+    agentstream_run *run = NULL;
+    agentstream_status st = agentstream_session_start(c->s, request, NULL, NULL, NULL, &run);
+    free(request);
+    if (st != AGENTSTREAM_STATUS_OK) return st;
+    c->first_hook[0] = 0;
+    for (int ended = 0, guard = 0; !ended && guard < 10000; guard++) {
+        agentstream_next kind;
+        char *json = NULL;
+        size_t len = 0;
+        if (agentstream_run_next_batch_json(run, 0, 0, 30000, &kind, &json, &len) != AGENTSTREAM_STATUS_OK) break;
+        ended = kind == AGENTSTREAM_NEXT_END || kind == AGENTSTREAM_NEXT_TIMEOUT;
+        jt_value *batch = jt_parse(json, len);
+        agentstream_string_free(json);
+        for (size_t i = 0; batch && i < batch->count; i++) {
+            const jt_value *hook = jt_get(batch->items[i], "hook"), *item = jt_get(batch->items[i], "item");
+            if (hook) {
+                if (!c->first_hook[0]) snprintf(c->first_hook, sizeof c->first_hook, "%s", jt_get(hook, "type")->text);
+                continue;
+            }
+            const char *channel = jt_get(item, "channel")->text;
+            uint64_t seq = strtoull(jt_get(item, "sequence")->text, NULL, 10);
+            for (size_t k = 0; k < c->nsubs; k++) {
+                if (strcmp(c->channels[k], channel) != 0) continue;
+                c->handler_calls++;
+                if (c->throwing[k]) agentstream_run_handler_failed(run, c->ids[k], channel, seq, "a throwing handler", NULL);
+            }
+        }
+        jt_free(batch);
+    }
+    char *json = NULL;
+    size_t len = 0;
+    st = agentstream_run_result_json(run, &json, &len);
+    if (st == AGENTSTREAM_STATUS_OK) *out = jt_parse(json, len);
+    agentstream_string_free(json);
+    agentstream_run_free(run);
+    return st;
+}
+
+/* Every key of `want` matches in `got` (null: absent or null). */
+static int parity_matches(const jt_value *want, const jt_value *got) {
+    if (want->kind == JT_OBJECT) {
+        for (size_t i = 0; i < want->count; i++) {
+            const jt_value *g = jt_get(got, want->keys[i]);
+            if (want->items[i]->kind == JT_NULL ? g && g->kind != JT_NULL : !g || !parity_matches(want->items[i], g))
+                return 0;
+        }
+        return 1;
+    }
+    if (want->kind == JT_NULL) return !got || got->kind == JT_NULL;
+    return got && jt_equal(want, got);
+}
+
+static int argv_contains(const jt_value *argv, const jt_value *needle) {
+    if (!argv || argv->kind != JT_ARRAY) return 0;
+    for (size_t i = 0; i + needle->count <= argv->count; i++) {
+        size_t k = 0;
+        while (k < needle->count && jt_equal(argv->items[i + k], needle->items[k])) k++;
+        if (k == needle->count) return 1;
+    }
+    /* `--opt value` in the table also matches the joined `--opt=value` a harness gets. */
+    if (needle->count == 2) {
+        char joined[1024];
+        snprintf(joined, sizeof joined, "%s=%s", needle->items[0]->text, needle->items[1]->text);
+        for (size_t i = 0; i < argv->count; i++)
+            if (strcmp(argv->items[i]->text, joined) == 0) return 1;
+    }
+    return 0;
+}
+
+static int argv_has_flag(const jt_value *argv, const char *flag) {
+    size_t n = strlen(flag);
+    for (size_t i = 0; argv && i < argv->count; i++) {
+        const char *a = argv->items[i]->text;
+        if (strcmp(a, flag) == 0 || (strncmp(a, flag, n) == 0 && a[n] == '=')) return 1;
+    }
+    return 0;
+}
+
+static int parity_step(parity_case *c, const jt_value *step, const char *name) {
+    const char *call = jt_get(step, "call")->text;
+    const jt_value *channel = jt_get(step, "channel");
+    jt_value *got = NULL; /* what the call returned, when it returns something */
+    size_t calls_before = c->handler_calls;
+    agentstream_status st = AGENTSTREAM_STATUS_OK;
+    bool flag = false;
+    char *json = NULL;
+    size_t len = 0;
+    if (strcmp(call, "new") == 0) {
+        st = parity_new(c, jt_get(step, "config"), NULL);
+    } else if (strcmp(call, "on") == 0) {
+        uint64_t id = 0;
+        st = agentstream_session_subscribe(c->s, channel->text, &id);
+        if (st == AGENTSTREAM_STATUS_OK && c->nsubs < 16) {
+            const jt_value *handler = jt_get(step, "handler");
+            c->ids[c->nsubs] = id;
+            snprintf(c->channels[c->nsubs], sizeof c->channels[0], "%s", channel->text);
+            c->throwing[c->nsubs] = handler && strcmp(handler->text, "throw") == 0;
+            c->nsubs++;
+        }
+    } else if (strcmp(call, "off") == 0) {
+        st = agentstream_session_off(c->s, channel->text, NULL);
+        for (size_t k = 0; st == AGENTSTREAM_STATUS_OK && k < c->nsubs; k++)
+            if (strcmp(c->channels[k], channel->text) == 0) c->channels[k][0] = 0;
+    } else if (strcmp(call, "run") == 0) {
+        st = parity_run(c, step, &got);
+    } else if (strcmp(call, "status") == 0) {
+        st = agentstream_session_status_json(c->s, &json, &len);
+        if (st == AGENTSTREAM_STATUS_OK) got = jt_parse(json, len);
+    } else if (strcmp(call, "get_session") == 0) {
+        st = agentstream_session_session_id(c->s, &json, &len);
+        if (st == AGENTSTREAM_STATUS_OK) {
+            got = json ? jt_new(JT_STRING) : jt_new(JT_NULL);
+            if (json) {
+                got->text = strdup(json);
+                got->len = len;
+            }
+        }
+    } else if (strcmp(call, "set_session") == 0) {
+        const jt_value *id = jt_get(step, "session_id");
+        st = agentstream_session_set_session_id(c->s, id && id->kind == JT_STRING ? id->text : NULL);
+    } else if (strcmp(call, "interrupt") == 0 || strcmp(call, "kill") == 0) {
+        st = call[0] == 'i' ? agentstream_session_interrupt(c->s, "parity", &flag) : agentstream_session_kill(c->s, &flag);
+        got = jt_new(JT_BOOL);
+        got->boolean = flag;
+    } else if (strcmp(call, "pause") == 0) {
+        st = agentstream_session_pause(c->s);
+    } else if (strcmp(call, "resume") == 0) {
+        st = agentstream_session_resume(c->s);
+    } else if (strcmp(call, "argv") == 0) {
+        char *text = read_file(c->argv_file, &len);
+        got = text ? jt_parse(text, len) : NULL;
+        free(text);
+    } else {
+        fprintf(stderr, "  %s: the parity table names a call this runner does not know: %s\n", name, call);
+        return 0;
+    }
+    agentstream_string_free(json);
+    parity_record(c, st);
+    int ok = 1;
+    const jt_value *error = jt_get(step, "error");
+    if (error && st == AGENTSTREAM_STATUS_OK && strcmp(error->text, "harness_not_found") == 0 &&
+        getenv("AGENTSTREAM_TEST_UNDER_VALGRIND")) {
+        /* valgrind emulates the spawn with fork+exec: the missing program becomes a child that
+         * exits 127 instead of a spawn error (see test_run_session_control). */
+        ok = got && result_is(got, "state", "failed");
+        jt_free(got);
+        return ok;
+    }
+    if (error) {
+        ok = st != AGENTSTREAM_STATUS_OK && strcmp(agentstream_status_name(st), error->text) == 0;
+        const jt_value *has = jt_get(step, "message_has");
+        for (size_t i = 0; ok && has && i < has->count; i++) ok = strstr(c->last_message, has->items[i]->text) != NULL;
+        if (!ok) fprintf(stderr, "  %s / %s: expected %s, got %s: %s\n", name, call, error->text, agentstream_status_name(st), c->last_message);
+        jt_free(got);
+        return ok;
+    }
+    if (st != AGENTSTREAM_STATUS_OK) {
+        fprintf(stderr, "  %s / %s: unexpected %s: %s\n", name, call, agentstream_status_name(st), c->last_message);
+        jt_free(got);
+        return 0;
+    }
+    const jt_value *returns = jt_get(step, "returns");
+    if (returns && !parity_matches(returns, got)) {
+        char *g = got ? jt_text(got) : strdup("(nothing)"), *w = jt_text(returns);
+        fprintf(stderr, "  %s / %s: returned %s, expected %s\n", name, call, g, w);
+        free(g);
+        free(w);
+        ok = 0;
+    }
+    const jt_value *at_least = jt_get(step, "handler_calls_at_least");
+    if (ok && at_least && c->handler_calls - calls_before < strtoull(at_least->text, NULL, 10)) ok = 0;
+    const jt_value *errors_at_least = jt_get(step, "handler_errors_at_least");
+    if (ok && errors_at_least) {
+        const jt_value *n = jt_get(got, "handler_errors");
+        ok = n && strtoull(n->text, NULL, 10) >= strtoull(errors_at_least->text, NULL, 10);
+    }
+    const jt_value *first = jt_get(step, "hooks_first");
+    if (ok && first) ok = strcmp(c->first_hook, first->text) == 0;
+    const jt_value *has = jt_get(step, "argv_has"), *lacks = jt_get(step, "argv_lacks");
+    if (ok && has) ok = argv_contains(got, has);
+    for (size_t i = 0; ok && lacks && i < lacks->count; i++) ok = !argv_has_flag(got, lacks->items[i]->text);
+    if (!ok) fprintf(stderr, "  %s / %s: expectation not met\n", name, call);
+    jt_free(got);
+    return ok;
+}
+
+static int test_parity(void) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/../parity/api.json", golden_dir);
+    size_t n = 0;
+    char *text = read_file(path, &n);
+    CHECK(text != NULL);
+    jt_value *table = jt_parse(text, n);
+    free(text);
+    const jt_value *cases = jt_get(table, "cases");
+    CHECK(cases && cases->count > 0);
+    int ok = 1;
+    for (size_t i = 0; i < cases->count; i++) {
+        const jt_value *kase = cases->items[i];
+        const char *name = jt_get(kase, "name")->text;
+        parity_case c;
+        memset(&c, 0, sizeof c);
+        snprintf(c.argv_file, sizeof c.argv_file, "/tmp/agentstream-c-parity-%d-%zu.json", (int)getpid(), i);
+        const jt_value *config = jt_get(kase, "config"), *harness = jt_get(kase, "harness");
+        if (config && parity_new(&c, config, harness ? harness->text : NULL) != AGENTSTREAM_STATUS_OK) {
+            fprintf(stderr, "  %s: the case's client could not be built\n", name);
+            ok = 0;
+        }
+        const jt_value *steps = jt_get(kase, "steps");
+        for (size_t k = 0; ok && k < steps->count; k++) ok = parity_step(&c, steps->items[k], name);
+        agentstream_session_free(c.s);
+        unlink(c.argv_file);
+        if (!ok) break;
+    }
+    jt_free(table);
     return ok;
 }
 
@@ -1618,6 +2320,7 @@ int main(int argc, char **argv) {
     }
 
     run("version", test_version);
+    run("status_codes", test_status_codes);
     run("misuse/decoder", test_decoder_misuse);
     run("misuse/last_error_buffer", test_last_error_buffer);
     run("misuse/channels", test_channels);
@@ -1637,10 +2340,18 @@ int main(int argc, char **argv) {
     run("run/leave", test_run_leave);
     run("run/cancel", test_run_cancel);
     run("run/dies_mid_line", test_run_dies_mid_line);
+    run("run/without_final_result", test_run_without_final_result);
     run("run/pause_resume", test_run_pause_resume);
     run("run/session_control", test_run_session_control);
     run("run/await_only", test_run_await_only);
     run("run/command", test_command);
+    run("run/subscribe_and_dispatch", test_subscribe_and_dispatch);
+    run("run/handlers_change_during_a_run", test_handlers_change_during_a_run);
+    run("session/json_and_naming", test_session_json_and_naming);
+    run("session/multi_turn", test_multi_turn);
+    run("budget", test_budget);
+    run("sequence_check", test_sequence_check);
+    run("parity", test_parity);
     run("misuse/callback_after_free", test_run_callback_after_free);
     run("secrets/corpus", test_secrets);
     run("run/memory_bounded", test_memory_bounded);

@@ -22,6 +22,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Once;
 
 use agentstream_core::casing::camel_case_keys;
+mod client;
 mod run;
 
 use agentstream_core::replay::{ReplayOptions, replay};
@@ -245,7 +246,7 @@ pub fn replay_json(
         }
         options.agent_id = agent_id;
         if let Some(ts) = timestamp {
-            options.timestamp = ts;
+            options = options.with_timestamp(&ts).map_err(js_error)?;
         }
         let r = replay(agent, bytes, &options);
         let items = r
@@ -266,20 +267,6 @@ pub fn replay_json(
         let stats = camel_case_keys(serde_json::to_value(r.stats).map_err(internal)?);
         to_json(&serde_json::json!({"items": items, "hooks": hooks, "outcome": outcome, "stats": stats}))
     })
-}
-
-/// The canonical agent name for `name` (accepts `claude-code`, any case); throws
-/// `INVALID_ARGUMENT` listing the valid names otherwise.
-#[napi(catch_unwind)]
-pub fn check_agent(name: String) -> Result<String, Code> {
-    guard(|| Ok(parse_agent(&name)?.name().to_string()))
-}
-
-/// `name` if it is one of the four channels; throws `INVALID_ARGUMENT` (the core's message,
-/// which lists the four) otherwise.
-#[napi(catch_unwind)]
-pub fn check_channel(name: String) -> Result<String, Code> {
-    guard(|| name.parse::<Channel>().map(|c| c.name().to_string()).map_err(|e| js_error(e.into())))
 }
 
 /// Every agent name, in documentation order.

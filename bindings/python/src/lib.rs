@@ -14,6 +14,7 @@
 //! GIL (large inputs are decoded inside `py.detach`, with the lock taken and released there), so
 //! two Python threads sharing a decoder serialize instead of deadlocking.
 
+mod client;
 mod convert;
 mod json;
 
@@ -502,16 +503,15 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     }
     m.add("ERROR_KINDS", kinds)?;
     m.add_class::<PyDecoder>()?;
-    m.add_class::<run::PySession>()?;
+    m.add_class::<client::PyClient>()?;
     m.add_class::<run::PyRun>()?;
     m.add_class::<run::PyBatch>()?;
+    m.add_function(wrap_pyfunction!(client::agent_spec, m)?)?;
     m.add_function(wrap_pyfunction!(run::replay, m)?)?;
     m.add_function(wrap_pyfunction!(run::_raise_error_kind, m)?)?;
-    m.add("CH_CONTENT", run::CONTENT)?;
-    m.add("CH_LIFECYCLE", run::LIFECYCLE)?;
-    m.add("CH_STDOUT", run::STDOUT)?;
-    m.add("CH_STDERR", run::STDERR)?;
-    m.add("CH_HOOKS", run::HOOKS)?;
+    // The core's defaults, for the documentation of `Limits` (the core applies them).
+    m.add("DEFAULT_LIMITS", to_py(py, &agentstream_core::bridge::Limits::default())?)?;
+    m.add("DEFAULT_KILL_GRACE_MS", agentstream_core::bridge::DEFAULT_KILL_GRACE_MS)?;
     m.add_function(wrap_pyfunction!(parse, m)?)?;
     m.add_function(wrap_pyfunction!(agent_name, m)?)?;
     m.add_function(wrap_pyfunction!(channel_name, m)?)?;

@@ -1,31 +1,28 @@
-//! The process runner for Python: `Session` (one agent configuration) and `Run` (one operation's
-//! reader), thin wrappers of `agentstream_core::runner`, plus `replay`.
+//! Runs for Python: `Run` (one started run of the core's bridge, pulled in batches) and `Batch`
+//! (pulled deliveries, converted as they are iterated), plus `replay`.
 //!
-//! Delivery model (one design for every binding): the Python side pulls BATCHES of deliveries
-//! (`Run.pull` with the GIL released while it waits, `Run.try_pull` without waiting) and
-//! dispatches them to its handlers itself, in order, one at a time. No Rust thread ever calls
-//! into Python, so there is no per-event GIL hand-off (toolchain.md P3): one attach per batch,
-//! on the thread that asked for it.
+//! Delivery model (the bridge's, one design for every binding): the Python side pulls BATCHES
+//! of deliveries (`Run.pull`, which waits with the GIL released; `Run.try_pull`, which does not
+//! wait) and dispatches them to its handlers itself, in order, one at a time. No Rust thread
+//! ever calls into Python, so there is no per-event GIL hand-off (toolchain.md P3): one attach
+//! per batch, on the thread that asked for it. A batch is what is ready when the reader wakes,
+//! bounded in events and bytes ([`BatchLimits`]); there is no wait to fill it.
 //!
-//! Items on channels nobody listens to are not buffered by the core (`RunOptions::channels`,
-//! `RunHandle::set_channels`: they are still sequenced, and raw lines nobody reads are never
-//! copied); any already buffered when the mask changes are skipped here, before any Python
-//! object is built (the mask is the `channels` bit set of the run).
+//! Which channels are read, what a result is before the end, what dropping an unread run does
+//! and how handler failures are counted are the bridge's ([`Run`]); this module converts.
 //!
 //! A pulled delivery is the tuple `(channel, payload, sequence, coalesced)`: `channel` is one of
 //! the interned strings `content`, `lifecycle`, `stdout`, `stderr` or `hook`; `payload` is the
 //! OutputEvent dict (camelCase), the LifecycleEvent dict (snake_case), the text, or the flat
 //! snake_case hook dict.
 
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use agentstream_core::bridge::{BatchLimits, Delivery, HandlerError, Run};
 use agentstream_core::replay::{ReplayOptions, replay as core_replay};
-use agentstream_core::runner::{AgentConfig, CommandOptions, Delivery, RunHandle, RunOptions, Session};
-use agentstream_core::stream::{Backpressure, ChannelSet, Envelope, StreamItem};
-use agentstream_core::{Channel, Error as CoreError, ErrorKind, HookEvent};
+use agentstream_core::stream::{Envelope, StreamItem};
+use agentstream_core::{Error as CoreError, ErrorKind, HookEvent};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
@@ -33,67 +30,16 @@ use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use crate::convert;
 use crate::{Input, guard, invalid_argument, parse_agent, raise, to_py};
 
-/// Channel bits of [`PyRun::channels`].
-pub const CONTENT: u8 = 1;
-pub const LIFECYCLE: u8 = 2;
-pub const STDOUT: u8 = 4;
-pub const STDERR: u8 = 8;
-pub const HOOKS: u8 = 16;
-pub const ALL: u8 = CONTENT | LIFECYCLE | STDOUT | STDERR | HOOKS;
-
-/// How long a pull that got a partial batch waits for more (`RunHandle::next_batch_lingering`):
-/// the extra latency of a delivery is at most this, and a fast run is read in batches.
-const LINGER: Duration = Duration::from_millis(1);
-
-/// The core's reader channels for a mask: items of the other channels are then not even
-/// buffered (the core keeps content and lifecycle when hooks are on: hooks derive from them).
-fn core_channels(mask: u8) -> ChannelSet {
-    [(CONTENT, Channel::Content), (LIFECYCLE, Channel::Lifecycle), (STDOUT, Channel::Stdout), (STDERR, Channel::Stderr)]
-        .into_iter()
-        .filter(|(b, _)| mask & b != 0)
-        .fold(ChannelSet::NONE, |set, (_, c)| set.with(c))
-}
-
-fn bit(d: &Delivery) -> u8 {
-    match d {
-        Delivery::Hook(_) => HOOKS,
-        Delivery::Item(env) => match env.item {
-            StreamItem::Content(_) => CONTENT,
-            StreamItem::Lifecycle(_) => LIFECYCLE,
-            StreamItem::Stdout(_) => STDOUT,
-            StreamItem::Stderr(_) => STDERR,
-        },
-    }
-}
-
-/// Seconds from Python (`None` = no limit) as a `Duration`; `what` names the argument.
-fn seconds(py: Python<'_>, what: &str, value: Option<f64>) -> PyResult<Option<Duration>> {
-    match value {
-        None => Ok(None),
-        Some(s) if s.is_finite() && s > 0.0 && s < 1e9 => Ok(Some(Duration::from_secs_f64(s))),
-        Some(s) => Err(invalid_argument(py, format!("{what} must be a positive number of seconds, not {s}"))),
-    }
-}
-
-fn backpressure(
-    py: Python<'_>,
-    high_water: Option<usize>,
-    byte_budget: Option<usize>,
-    stall_seconds: Option<f64>,
-) -> PyResult<Backpressure> {
-    let mut b = Backpressure::default();
-    if let Some(h) = high_water {
-        b = b.with_high_water(h);
-    }
-    if let Some(n) = byte_budget {
-        b = b.with_byte_budget(n);
-    }
-    if let Some(s) = stall_seconds {
-        b = b.with_stall_seconds(s);
-    }
-    // The core's own rule and message (byte_budget > 0, stall_seconds finite and > 0).
-    b.validate().map_err(|e| invalid_argument(py, format!("invalid backpressure: {e}")))?;
-    Ok(b)
+/// A duration in milliseconds from Python (`None`: no limit); the number was checked by the
+/// Python layer's types, its range here.
+fn millis(py: Python<'_>, field: &str, value: Option<f64>) -> PyResult<Option<Duration>> {
+    value
+        .map(|v| {
+            agentstream_core::bridge::millis_from_f64(v, field, agentstream_core::bridge::Naming::Snake)
+                .map(Duration::from_millis)
+                .map_err(|e| raise(py, &e))
+        })
+        .transpose()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -166,170 +112,171 @@ fn envelope_dict<'py>(py: Python<'py>, env: &Envelope, strings: &mut convert::St
 }
 
 // ---------------------------------------------------------------------------------------------
-// Session
-// ---------------------------------------------------------------------------------------------
-
-/// One agent configuration; one operation at a time. See `agentstream.Evolve`.
-#[pyclass(module = "agentstream._native", name = "Session", frozen)]
-pub struct PySession {
-    session: Session,
-}
-
-#[pymethods]
-#[allow(clippy::too_many_arguments)] // Python keyword arguments
-impl PySession {
-    #[new]
-    #[pyo3(signature = (agent, *, agent_id = None, bin = None, model = None, extra_args = Vec::new(), cwd = None, env = Vec::new()))]
-    fn new(
-        py: Python<'_>,
-        agent: &str,
-        agent_id: Option<String>,
-        bin: Option<PathBuf>,
-        model: Option<String>,
-        extra_args: Vec<String>,
-        cwd: Option<PathBuf>,
-        env: Vec<(String, String)>,
-    ) -> PyResult<Self> {
-        guard(py, || {
-            let mut config = AgentConfig::new(parse_agent(py, agent)?);
-            config.agent_id = agent_id;
-            config.bin = bin;
-            config.model = model;
-            config.extra_args = extra_args;
-            config.cwd = cwd;
-            config.env = env;
-            Ok(PySession { session: Session::new(config) })
-        })
-    }
-
-    /// Start a harness run; returns once the process is spawned.
-    #[pyo3(signature = (prompt, *, timeout = None, high_water = None, byte_budget = None, stall_seconds = None,
-        redact = true, idempotent_tools = Vec::new(), hooks = false, attach_reader = true, background = false,
-        kill_grace = None, channels = ALL))]
-    fn start_run(
-        &self,
-        py: Python<'_>,
-        prompt: String,
-        timeout: Option<f64>,
-        high_water: Option<usize>,
-        byte_budget: Option<usize>,
-        stall_seconds: Option<f64>,
-        redact: bool,
-        idempotent_tools: Vec<String>,
-        hooks: bool,
-        attach_reader: bool,
-        background: bool,
-        kill_grace: Option<f64>,
-        channels: u8,
-    ) -> PyResult<PyRun> {
-        guard(py, || {
-            let mut options = RunOptions::new(prompt);
-            options.timeout = seconds(py, "timeout", timeout)?;
-            options.backpressure = backpressure(py, high_water, byte_budget, stall_seconds)?;
-            options.redact = redact;
-            options.idempotent_tools = idempotent_tools.into_iter().collect();
-            options.hooks = hooks;
-            options.attach_reader = attach_reader;
-            options.channels = core_channels(channels);
-            options.background = background;
-            if let Some(g) = seconds(py, "kill_grace", kill_grace)? {
-                options.kill_grace = g;
-            }
-            let session = self.session.clone();
-            // Spawning forks and execs: not with the GIL held.
-            let handle = py.detach(move || session.start_run(options)).map_err(|e| raise(py, &e))?;
-            Ok(PyRun::new(handle, channels))
-        })
-    }
-
-    /// Start any command (argv) with the same streaming and lifecycle (no content decoding).
-    #[pyo3(signature = (argv, *, cwd = None, env = Vec::new(), timeout = None, high_water = None, byte_budget = None,
-        stall_seconds = None, hooks = false, attach_reader = true, background = false, kill_grace = None,
-        channels = ALL))]
-    fn start_command(
-        &self,
-        py: Python<'_>,
-        argv: Vec<String>,
-        cwd: Option<PathBuf>,
-        env: Vec<(String, String)>,
-        timeout: Option<f64>,
-        high_water: Option<usize>,
-        byte_budget: Option<usize>,
-        stall_seconds: Option<f64>,
-        hooks: bool,
-        attach_reader: bool,
-        background: bool,
-        kill_grace: Option<f64>,
-        channels: u8,
-    ) -> PyResult<PyRun> {
-        guard(py, || {
-            let mut options = CommandOptions::new(argv);
-            options.cwd = cwd;
-            options.env = env;
-            options.timeout = seconds(py, "timeout", timeout)?;
-            options.backpressure = backpressure(py, high_water, byte_budget, stall_seconds)?;
-            options.hooks = hooks;
-            options.attach_reader = attach_reader;
-            options.channels = core_channels(channels);
-            options.background = background;
-            if let Some(g) = seconds(py, "kill_grace", kill_grace)? {
-                options.kill_grace = g;
-            }
-            let session = self.session.clone();
-            let handle = py.detach(move || session.start_command(options)).map_err(|e| raise(py, &e))?;
-            Ok(PyRun::new(handle, channels))
-        })
-    }
-
-    /// SIGSTOP the active operation's process group (lifecycle `sandbox_pause`).
-    fn pause(&self, py: Python<'_>) -> PyResult<()> {
-        guard(py, || self.session.pause().map_err(|e| raise(py, &e)))
-    }
-
-    /// SIGCONT a paused operation (lifecycle `sandbox_resume`).
-    fn resume(&self, py: Python<'_>) -> PyResult<()> {
-        guard(py, || self.session.resume().map_err(|e| raise(py, &e)))
-    }
-
-    /// SIGTERM, then SIGKILL after the grace period; the run ends `run_interrupted`.
-    #[pyo3(signature = (reason = "interrupted by the caller"))]
-    fn interrupt(&self, py: Python<'_>, reason: &str) -> PyResult<()> {
-        guard(py, || self.session.interrupt(reason).map_err(|e| raise(py, &e)))
-    }
-
-    /// SIGKILL at once (lifecycle `sandbox_killed`, then `run_interrupted`); a no-op when idle.
-    fn kill(&self, py: Python<'_>) -> PyResult<()> {
-        guard(py, || self.session.kill().map_err(|e| raise(py, &e)))
-    }
-
-    /// The id of the operation going on, if any.
-    #[getter]
-    fn active_run_id(&self, py: Python<'_>) -> PyResult<Option<String>> {
-        guard(py, || Ok(self.session.active().map(|h| h.run_id().to_string())))
-    }
-
-    /// The `sandbox_ready` lifecycle event describing the session now.
-    fn ready_event<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        guard(py, || to_py(py, &self.session.ready_event()))
-    }
-
-    #[getter]
-    fn agent(&self) -> &'static str {
-        self.session.config().agent.name()
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
 // Run
 // ---------------------------------------------------------------------------------------------
 
-/// The reader side of one operation.
+/// One started run (the bridge's [`Run`]). Dropping the last reference to a run that has a
+/// reader before its end cancels it (the bridge's rule, reason `reader_left`).
 #[pyclass(module = "agentstream._native", name = "Run", frozen)]
 pub struct PyRun {
-    handle: RunHandle,
-    channels: AtomicU8,
+    run: Run,
     /// Strings shared between the events of this run (only used with the GIL held).
     strings: Arc<Mutex<convert::Strings>>,
+}
+
+impl PyRun {
+    pub(crate) fn new(run: Run) -> Self {
+        PyRun { run, strings: Arc::default() }
+    }
+
+    fn batch(&self, deliveries: Vec<Delivery>) -> PyBatch {
+        PyBatch { items: Mutex::new((deliveries, 0)), strings: Arc::clone(&self.strings) }
+    }
+
+    fn result_dict<'py>(
+        &self,
+        py: Python<'py>,
+        result: Result<agentstream_core::bridge::RunResult, CoreError>,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        match result {
+            Ok(r) => to_py(py, &r).map(Some),
+            Err(e) if e.kind == ErrorKind::StillRunning => Ok(None),
+            Err(e) => Err(raise(py, &e)),
+        }
+    }
+}
+
+#[pymethods]
+impl PyRun {
+    #[getter]
+    fn run_id(&self) -> &str {
+        self.run.id()
+    }
+
+    /// Whether anything reads the run (false: await-only, nothing is buffered).
+    #[getter]
+    fn has_reader(&self) -> bool {
+        self.run.has_reader()
+    }
+
+    /// Up to `max_events` deliveries that are ready now, without waiting.
+    #[pyo3(signature = (max_events = 256))]
+    fn try_pull(&self, py: Python<'_>, max_events: usize) -> PyResult<PyBatch> {
+        guard(py, || {
+            let mut batch = buffer(max_events);
+            self.run.try_pull(&mut batch, limits(max_events));
+            Ok(self.batch(batch))
+        })
+    }
+
+    /// Wait up to `timeout_ms` (GIL released) for deliveries, then take what is ready (up to
+    /// `max_events`). An empty batch means the time passed or the stream ended (see `ended`).
+    #[pyo3(signature = (timeout_ms = 250.0, max_events = 256))]
+    fn pull(&self, py: Python<'_>, timeout_ms: f64, max_events: usize) -> PyResult<PyBatch> {
+        guard(py, || {
+            let timeout = millis(py, "timeout_ms", Some(timeout_ms))?;
+            let mut batch = buffer(max_events);
+            let run = &self.run;
+            py.detach(|| run.pull(&mut batch, limits(max_events), timeout));
+            Ok(self.batch(batch))
+        })
+    }
+
+    /// True once the terminal event (and its hook events) were pulled; for an await-only run,
+    /// once it finished.
+    #[getter]
+    fn ended(&self, py: Python<'_>) -> PyResult<bool> {
+        guard(py, || Ok(self.run.is_ended()))
+    }
+
+    /// True once the process ended and the result is known (the reader may still have
+    /// deliveries to take).
+    #[getter]
+    fn finished(&self) -> bool {
+        self.run.handle().is_finished()
+    }
+
+    /// Cancel the run (first reason stands; later calls are no-ops); kind `caller`.
+    #[pyo3(signature = (reason = "cancelled by the caller"))]
+    fn cancel(&self, py: Python<'_>, reason: &str) -> PyResult<()> {
+        guard(py, || {
+            self.run.cancel(reason);
+            Ok(())
+        })
+    }
+
+    /// The reader left before the end (an iterator abandoned early): cancels the run through the
+    /// one path, kind `reader_left`; the deliveries still to come can be pulled.
+    fn reader_left(&self, py: Python<'_>) -> PyResult<()> {
+        guard(py, || {
+            self.run.handle().reader_left();
+            Ok(())
+        })
+    }
+
+    /// Live backpressure statistics.
+    #[getter]
+    fn pressure<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        guard(py, || to_py(py, &self.run.pressure()))
+    }
+
+    /// The result dict; `StillRunningError` until the terminal event was delivered.
+    fn result<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        guard(py, || self.run.result().map_err(|e| raise(py, &e)).and_then(|r| to_py(py, &r)))
+    }
+
+    /// Wait (GIL released) up to `timeout_ms` (forever when None) for the result dict; `None`
+    /// when the time passed first. An iterated run is drained here (see the bridge's
+    /// `Run::wait`).
+    #[pyo3(signature = (timeout_ms = None))]
+    fn wait<'py>(&self, py: Python<'py>, timeout_ms: Option<f64>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        guard(py, || {
+            let timeout = millis(py, "timeout_ms", timeout_ms)?;
+            let run = &self.run;
+            let result = py.detach(|| run.wait(timeout));
+            self.result_dict(py, result)
+        })
+    }
+
+    /// Wait (GIL released) up to `timeout_ms` for the process to end, whether or not its
+    /// deliveries were read (after a cancel by a caller who stopped reading); whether it did.
+    fn wait_finished(&self, py: Python<'_>, timeout_ms: f64) -> PyResult<bool> {
+        guard(py, || {
+            let timeout = millis(py, "timeout_ms", Some(timeout_ms))?.unwrap_or_default();
+            let handle = self.run.handle();
+            Ok(py.detach(|| handle.wait_timeout(timeout).is_some()))
+        })
+    }
+
+    /// Record that handler `handler` (a subscription id, or 0 for `on_event`) raised on the
+    /// delivery `sequence` of `channel`: counted into the result's `handler_errors`. True for
+    /// that handler's FIRST failure on this run (the one to report with its traceback).
+    fn handler_failed(
+        &self,
+        py: Python<'_>,
+        handler: u64,
+        channel: String,
+        sequence: u64,
+        message: String,
+    ) -> PyResult<bool> {
+        guard(py, || Ok(self.run.handler_failed(HandlerError { handler, channel, sequence, message })))
+    }
+
+    /// Handler failures so far.
+    #[getter]
+    fn handler_errors(&self) -> u64 {
+        self.run.handler_error_count()
+    }
+
+    fn __repr__(&self) -> String {
+        let state = if self.run.is_ended() { "ended" } else { "running" };
+        format!("<agentstream._native.Run {} {state}>", self.run.id())
+    }
+}
+
+/// Batches bounded in events (as asked) and in bytes (the bridge's default).
+fn limits(max_events: usize) -> BatchLimits {
+    BatchLimits { max_events: max_events.max(1), ..BatchLimits::DEFAULT }
 }
 
 /// Batch buffers handed back by dropped batches, for the next pulls of any run: a batch of
@@ -343,16 +290,6 @@ const SPARE_BUFFERS: usize = 8;
 /// An empty buffer for a batch of up to `max` deliveries.
 fn buffer(max: usize) -> Vec<Delivery> {
     SPARE.lock().ok().and_then(|mut s| s.pop()).unwrap_or_else(|| Vec::with_capacity(max.min(1024)))
-}
-
-impl PyRun {
-    fn new(handle: RunHandle, channels: u8) -> Self {
-        PyRun { handle, channels: AtomicU8::new(channels), strings: Arc::default() }
-    }
-
-    fn batch(&self, deliveries: Vec<Delivery>) -> PyBatch {
-        PyBatch { items: Mutex::new((deliveries, 0)), strings: Arc::clone(&self.strings) }
-    }
 }
 
 /// Pulled deliveries, converted to Python one at a time as they are iterated.
@@ -481,126 +418,6 @@ impl PyBatch {
     }
 }
 
-#[pymethods]
-impl PyRun {
-    #[getter]
-    fn run_id(&self) -> &str {
-        self.handle.run_id()
-    }
-
-    /// The channel bit set: which deliveries `pull` returns. The core does not buffer items of
-    /// the other channels (nor copy raw lines nobody reads); what is already buffered is skipped
-    /// here unconverted.
-    #[getter]
-    fn get_channels(&self) -> u8 {
-        self.channels.load(Ordering::Relaxed)
-    }
-
-    #[setter]
-    fn set_channels(&self, mask: u8) {
-        self.channels.store(mask, Ordering::Relaxed);
-        self.handle.set_channels(core_channels(mask));
-    }
-
-    /// Up to `max` deliveries that are ready now, without waiting.
-    #[pyo3(signature = (max = 256))]
-    fn try_pull(&self, py: Python<'_>, max: usize) -> PyResult<PyBatch> {
-        guard(py, || {
-            let mask = self.channels.load(Ordering::Relaxed);
-            let mut batch = buffer(max);
-            self.handle.try_next_batch_into(&mut batch, max);
-            batch.retain(|d| bit(d) & mask != 0);
-            Ok(self.batch(batch))
-        })
-    }
-
-    /// Wait up to `timeout` seconds (GIL released) for deliveries, then take up to `max`.
-    /// An empty batch means the time passed or the stream ended (see `ended`).
-    #[pyo3(signature = (max = 256, timeout = 0.25))]
-    fn pull(&self, py: Python<'_>, max: usize, timeout: f64) -> PyResult<PyBatch> {
-        guard(py, || {
-            let timeout = seconds(py, "timeout", Some(timeout))?.unwrap_or_default();
-            let mask = self.channels.load(Ordering::Relaxed);
-            let handle = &self.handle;
-            let mut batch = buffer(max);
-            py.detach(|| {
-                let deadline = Instant::now() + timeout;
-                loop {
-                    let left = deadline.saturating_duration_since(Instant::now());
-                    handle.next_batch_into(&mut batch, max, Some(left), LINGER);
-                    batch.retain(|d| bit(d) & mask != 0);
-                    if !batch.is_empty() || handle.is_ended() || left.is_zero() {
-                        return;
-                    }
-                }
-            });
-            Ok(self.batch(batch))
-        })
-    }
-
-    /// True once the terminal item (and its hooks) were pulled.
-    #[getter]
-    fn ended(&self, py: Python<'_>) -> PyResult<bool> {
-        guard(py, || Ok(self.handle.is_ended()))
-    }
-
-    /// True once the result is known.
-    #[getter]
-    fn finished(&self) -> bool {
-        self.handle.is_finished()
-    }
-
-    /// Cancel the run (first reason stands; later calls are no-ops).
-    #[pyo3(signature = (reason = "cancelled by the caller"))]
-    fn cancel(&self, py: Python<'_>, reason: &str) -> PyResult<()> {
-        guard(py, || {
-            self.handle.cancel(reason);
-            Ok(())
-        })
-    }
-
-    /// The reader left before the end: cancels the run through the one path ("reader left").
-    fn reader_left(&self, py: Python<'_>) -> PyResult<()> {
-        guard(py, || {
-            self.handle.reader_left();
-            Ok(())
-        })
-    }
-
-    /// Live backpressure statistics.
-    #[getter]
-    fn pressure<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        guard(py, || to_py(py, &self.handle.pressure()))
-    }
-
-    /// The result dict, if the run has finished.
-    fn result<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        guard(py, || self.handle.result().map(|r| to_py(py, &r)).transpose())
-    }
-
-    /// Wait (GIL released) up to `timeout` seconds (forever when None) for the result dict.
-    #[pyo3(signature = (timeout = None))]
-    fn wait<'py>(&self, py: Python<'py>, timeout: Option<f64>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        guard(py, || {
-            let timeout = match timeout {
-                Some(t) if t <= 0.0 => Some(Duration::ZERO),
-                other => seconds(py, "timeout", other)?,
-            };
-            let handle = &self.handle;
-            let result = py.detach(|| match timeout {
-                Some(t) => handle.wait_timeout(t),
-                None => Some(handle.wait_blocking()),
-            });
-            result.map(|r| to_py(py, &r)).transpose()
-        })
-    }
-
-    fn __repr__(&self) -> String {
-        let state = if self.handle.is_finished() { "finished" } else { "running" };
-        format!("<agentstream._native.Run {} {state}>", self.handle.run_id())
-    }
-}
-
 // ---------------------------------------------------------------------------------------------
 // Replay
 // ---------------------------------------------------------------------------------------------
@@ -628,7 +445,7 @@ pub fn replay<'py>(
         }
         options.agent_id = agent_id;
         if let Some(t) = timestamp {
-            options.timestamp = t;
+            options = options.with_timestamp(&t).map_err(|e| crate::raise(py, &e))?;
         }
         options.redaction = agentstream_core::RedactionPolicy { enabled: redact };
         let r = py.detach(|| core_replay(agent, bytes, &options));

@@ -15,6 +15,11 @@ pub struct DecodeContext {
     pub message_ids: LastStr,
     /// The last parent tool call id a subagent line named.
     pub parents: LastStr,
+    /// The harness printed its end-of-run record (claude/qwen/gemini `result`, codex
+    /// `turn.completed` / `turn.failed`, opencode's last `step_finish`, droid `completion`) and
+    /// nothing has re-opened the run since (claude's second `system/init` after a background
+    /// task). A harness that exits 0 without it did not complete.
+    pub final_result_seen: bool,
 }
 
 impl DecodeContext {

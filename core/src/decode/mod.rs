@@ -6,13 +6,25 @@
 //! The one exception is kimi, which prints its failures as plain text on stdout: those lines
 //! become `error` updates.
 //!
-//! Each harness has its own module; the cross-harness tool tables are in [`crate::tools`]. What
-//! the decoders share lives in [`context`] (envelope stamping, the session id) and in private
-//! modules named by their job: `json` (lenient serde helpers), `scan` (the one-pass scanner every
-//! decoder reads its lines with), `borrowed` (serde field types that borrow from
-//! the line), `in_place` (serde reading into a struct the caller holds), `tree` (a borrowed JSON
-//! tree), `raw_record` (verbatim records as `RawJson`), `id_set` and `concat`.
+//! Numbers keep the value the harness printed: floats are read with round-trip precision
+//! (serde_json's `float_roundtrip`), so a cost such as `total_cost_usd` prints back with the same
+//! digits, and values kept verbatim (`rawInput`, `rawOutput`, `extra`) are the printed text.
+//!
+//! Each harness has its own module, a directory with one job per file: `mod.rs` maps the lines
+//! to events (the decoder), `wire.rs` reads the harness's wire format (claude and qwen read the
+//! stream-json protocol they share, module `stream_json`), `describe.rs` describes its tool calls
+//! (titles, content, locations, diffs). `HARNESSES` below is the one list of harnesses: adding
+//! one is an [`Agent`] variant, a decoder module, one registry line, its kind table in
+//! [`crate::tools`], its command line in the runner, and golden fixtures — no binding changes
+//! (every binding's agent list comes from the core).
+//!
+//! The cross-harness tool tables and title helpers are in
+//! [`crate::tools`]. What the decoders share lives in [`context`] (envelope stamping, the
+//! session id), `task_list` (task-list calls and their refusal), `id_set` (the open call ids of
+//! one run) and, for reading JSON lines, the crate-private `crate::json` module (the one-pass
+//! scanner, borrowed serde types, verbatim records).
 
+use std::ffi::CStr;
 use std::fmt;
 use std::str::FromStr;
 
@@ -23,17 +35,10 @@ use crate::framing::{DEFAULT_MAX_LINE_BYTES, Frame, LineFramer};
 use crate::redact::RedactionPolicy;
 use crate::sanitize::Sanitizer;
 
-mod borrowed;
-mod concat;
 pub mod context;
 mod id_set;
-mod in_place;
-pub(crate) mod json;
-mod raw_record;
-mod scan;
-mod tree;
+mod task_list;
 
-mod anthropic;
 mod claude;
 mod codex;
 mod droid;
@@ -41,6 +46,7 @@ mod gemini;
 mod kimi;
 mod opencode;
 mod qwen;
+mod stream_json;
 
 pub use context::DecodeContext;
 
@@ -65,22 +71,56 @@ pub enum Agent {
     Droid,
 }
 
+/// One harness: its agent, its name and its decoder. The ONE list of harnesses: names, the
+/// decoder of each, `Agent::ALL` and every binding's agent list come from it. Adding a harness
+/// is a variant of [`Agent`], a decoder module, and a line here (plus its fixtures).
+struct Harness {
+    agent: Agent,
+    /// The lowercase name, NUL-terminated (the C ABI hands it out as is).
+    name: &'static CStr,
+    decoder: fn() -> Box<dyn HarnessDecoder>,
+}
+
+fn boxed<D: HarnessDecoder + Default + 'static>() -> Box<dyn HarnessDecoder> {
+    Box::new(D::default())
+}
+
+/// The registry, in documentation order (the order of `Agent::ALL`).
+const HARNESSES: [Harness; 7] = [
+    Harness { agent: Agent::Claude, name: c"claude", decoder: boxed::<claude::ClaudeDecoder> },
+    Harness { agent: Agent::Codex, name: c"codex", decoder: boxed::<codex::CodexDecoder> },
+    Harness { agent: Agent::Gemini, name: c"gemini", decoder: boxed::<gemini::GeminiDecoder> },
+    Harness { agent: Agent::Qwen, name: c"qwen", decoder: boxed::<qwen::QwenDecoder> },
+    Harness { agent: Agent::Kimi, name: c"kimi", decoder: boxed::<kimi::KimiDecoder> },
+    Harness { agent: Agent::Opencode, name: c"opencode", decoder: boxed::<opencode::OpencodeDecoder> },
+    Harness { agent: Agent::Droid, name: c"droid", decoder: boxed::<droid::DroidDecoder> },
+];
+
 impl Agent {
     /// Every agent, in documentation order.
-    pub const ALL: [Agent; 7] =
-        [Agent::Claude, Agent::Codex, Agent::Gemini, Agent::Qwen, Agent::Kimi, Agent::Opencode, Agent::Droid];
+    pub const ALL: [Agent; HARNESSES.len()] = {
+        let mut all = [Agent::Claude; HARNESSES.len()];
+        let mut i = 0;
+        while i < HARNESSES.len() {
+            all[i] = HARNESSES[i].agent;
+            i += 1;
+        }
+        all
+    };
+
+    fn harness(self) -> &'static Harness {
+        // Every variant has its line (pinned by a test); the first is never reached otherwise.
+        HARNESSES.iter().find(|h| h.agent == self).unwrap_or(&HARNESSES[0])
+    }
 
     /// The lowercase name used on the command line and in every binding.
     pub fn name(self) -> &'static str {
-        match self {
-            Agent::Claude => "claude",
-            Agent::Codex => "codex",
-            Agent::Gemini => "gemini",
-            Agent::Qwen => "qwen",
-            Agent::Kimi => "kimi",
-            Agent::Opencode => "opencode",
-            Agent::Droid => "droid",
-        }
+        self.harness().name.to_str().unwrap_or_default()
+    }
+
+    /// [`Agent::name`] NUL-terminated, for a C ABI that hands out static strings.
+    pub fn c_name(self) -> &'static CStr {
+        self.harness().name
     }
 
     /// The valid names joined for error messages: `claude, codex, …`.
@@ -116,6 +156,21 @@ impl FromStr for Agent {
             .into_iter()
             .find(|a| a.name() == lower || (lower == "claude-code" && *a == Agent::Claude))
             .ok_or_else(|| UnknownAgent(s.to_string()))
+    }
+}
+
+/// Why a line that did not read as the decoder's struct is unusable, as its [`LineOutcome`].
+pub(crate) fn classify_failure(line: &str) -> LineOutcome {
+    crate::json::lenient::classify_failure(line).into()
+}
+
+impl From<crate::json::Unusable> for LineOutcome {
+    fn from(u: crate::json::Unusable) -> Self {
+        match u {
+            crate::json::Unusable::InvalidJson => LineOutcome::InvalidJson,
+            crate::json::Unusable::NotObject => LineOutcome::NotObject,
+            crate::json::Unusable::UnexpectedShape => LineOutcome::UnexpectedShape,
+        }
     }
 }
 
@@ -230,18 +285,21 @@ pub(crate) trait HarnessDecoder: Send {
 
     /// End of input: emit anything held back (e.g. kimi's multi-line plain-text errors).
     fn finish(&mut self, _ctx: &mut DecodeContext, _out: &mut Vec<OutputEvent>) {}
+
+    /// The harness's end-of-run record as people know it (e.g. "`result` line"), which the
+    /// decoder reports in [`DecodeContext::final_result_seen`]; `None` for a harness that prints
+    /// none (kimi).
+    fn final_record(&self) -> Option<&'static str>;
+
+    /// The session id in the harness's stderr text, for harnesses that print it only there
+    /// (kimi's "To resume this session: kimi -r <id>").
+    fn session_in_stderr<'t>(&self, _text: &'t str) -> Option<&'t str> {
+        None
+    }
 }
 
 fn harness_decoder(agent: Agent) -> Box<dyn HarnessDecoder> {
-    match agent {
-        Agent::Claude => Box::new(claude::ClaudeDecoder::default()),
-        Agent::Codex => Box::new(codex::CodexDecoder::default()),
-        Agent::Gemini => Box::new(gemini::GeminiDecoder::default()),
-        Agent::Qwen => Box::new(qwen::QwenDecoder::default()),
-        Agent::Kimi => Box::new(kimi::KimiDecoder::default()),
-        Agent::Opencode => Box::new(opencode::OpencodeDecoder::default()),
-        Agent::Droid => Box::new(droid::DroidDecoder::default()),
-    }
+    (agent.harness().decoder)()
 }
 
 /// The stateful decoder of one run. See the module docs.
@@ -254,6 +312,11 @@ pub struct Decoder {
     diagnostics: Diagnostics,
     sanitizer: Sanitizer,
     finished: bool,
+    /// The end of the stderr seen so far (a session hint may be split across chunks).
+    stderr_tail: String,
+    /// A session id found only on stderr: reported by [`Decoder::session_id`], never stamped
+    /// on events (they are decoded from stdout alone, identically in a run and a replay).
+    stderr_session: Option<String>,
 }
 
 /// The most diagnostics held between two [`Decoder::take_diagnostics`] calls; past that they
@@ -314,6 +377,8 @@ impl Decoder {
             diagnostics: Diagnostics::default(),
             sanitizer: Sanitizer::new(options.redaction),
             finished: false,
+            stderr_tail: String::new(),
+            stderr_session: None,
         }
     }
 
@@ -338,9 +403,45 @@ impl Decoder {
         &self.stats
     }
 
-    /// The harness session id, once seen.
+    /// The harness session id, once seen (on stdout, or on stderr for a harness that prints it
+    /// only there).
     pub fn session_id(&self) -> Option<&str> {
-        self.ctx.session_id.as_deref()
+        self.ctx.session_id.as_deref().or(self.stderr_session.as_deref())
+    }
+
+    /// Show the decoder the harness's stderr text (any chunking): a harness that prints its
+    /// session id only there (kimi) gets it captured for [`session_id`](Self::session_id), so a
+    /// later run can continue the session. Changes no event: events come from stdout alone.
+    pub fn observe_stderr(&mut self, text: &str) {
+        const KEEP: usize = 512;
+        if self.stderr_session.is_some() {
+            return;
+        }
+        self.stderr_tail.push_str(text);
+        let found = self.harness.session_in_stderr(&self.stderr_tail).map(str::to_string);
+        if let Some(id) = found {
+            self.stderr_session = Some(id);
+            self.stderr_tail = String::new();
+        } else if self.stderr_tail.len() > KEEP {
+            let mut cut = self.stderr_tail.len() - KEEP;
+            while !self.stderr_tail.is_char_boundary(cut) {
+                cut += 1;
+            }
+            self.stderr_tail.drain(..cut);
+        }
+    }
+
+    /// True once the harness printed its end-of-run record (and nothing re-opened the run since);
+    /// always true for a harness that prints none (kimi).
+    pub fn final_result_seen(&self) -> bool {
+        self.harness.final_record().is_none() || self.ctx.final_result_seen
+    }
+
+    /// The harness's end-of-run record (e.g. "`result` line") when it prints one and it has not
+    /// been seen: an input that ends now did not complete, whatever the exit status
+    /// (decisions.md §1). `None` when it was seen, or the harness prints none.
+    pub fn missing_final_result(&self) -> Option<&'static str> {
+        self.harness.final_record().filter(|_| !self.ctx.final_result_seen)
     }
 
     /// Diagnostics so far (oversize lines, invalid UTF-8), oldest first; cleared by the call.
@@ -576,6 +677,17 @@ mod tests {
         {
             assert_eq!(is_blank(text), blank, "{text:?}");
             assert_eq!(text.trim().is_empty(), blank);
+        }
+    }
+
+    #[test]
+    fn every_agent_has_one_registry_line() {
+        for (i, a) in Agent::ALL.iter().enumerate() {
+            assert_eq!(HARNESSES.iter().filter(|h| h.agent == *a).count(), 1, "{a:?}");
+            assert_eq!(HARNESSES[i].agent, *a);
+            assert_eq!(a.c_name().to_str().unwrap(), a.name());
+            assert_eq!(serde_json::to_value(a).unwrap(), a.name(), "the serde name is the registry's");
+            assert_eq!(Decoder::new(*a).agent(), *a);
         }
     }
 

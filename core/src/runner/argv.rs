@@ -55,6 +55,18 @@ impl AgentConfig {
     pub fn args(&self, prompt: &str) -> Vec<String> {
         harness_args(self.agent, prompt, self.model.as_deref(), &self.extra_args)
     }
+
+    /// The arguments for a run with `prompt` that continues the harness session `session_id`
+    /// (see [`resume_args`]); without one, [`args`](Self::args).
+    pub fn args_resuming(&self, prompt: &str, session_id: Option<&str>) -> Vec<String> {
+        let mut args = self.args(prompt);
+        if let Some(id) = session_id {
+            let at = resume_position(self.agent, &args);
+            let resume = resume_args(self.agent, id);
+            args.splice(at..at, resume);
+        }
+        args
+    }
 }
 
 /// The command name each harness installs.
@@ -109,6 +121,46 @@ pub fn harness_args(agent: Agent, prompt: &str, model: Option<&str>, extra: &[St
         Agent::Codex | Agent::Opencode | Agent::Droid => args.extend([s("--"), s(prompt)]),
     }
     args
+}
+
+/// How each harness continues a session by id, in its headless mode (from each CLI's own
+/// reference):
+///
+/// | harness | continue session `<id>` |
+/// |---|---|
+/// | claude | `--resume <id>` |
+/// | codex | `exec … resume <id> [PROMPT]` (a subcommand of `exec`, after exec's options) |
+/// | gemini, qwen | `--resume <id>` |
+/// | kimi | `--session <id>` |
+/// | opencode | `run --session <id>` |
+/// | droid | `exec --session-id <id>` |
+///
+/// The id is passed joined to its option (`--resume=<id>`) where the parser takes that form, so
+/// it is never read as an option itself; the bridge also refuses ids that start with `-`.
+pub fn resume_args(agent: Agent, session_id: &str) -> Vec<String> {
+    match agent {
+        Agent::Claude | Agent::Gemini | Agent::Qwen => vec![format!("--resume={session_id}")],
+        Agent::Kimi | Agent::Opencode => vec![format!("--session={session_id}")],
+        Agent::Droid => vec![format!("--session-id={session_id}")],
+        Agent::Codex => vec!["resume".to_string(), session_id.to_string()],
+    }
+}
+
+/// How many arguments at the end of [`harness_args`] carry the prompt: `-p -- <prompt>`
+/// (claude), `--prompt=<prompt>` (gemini, qwen, kimi), `-- <prompt>` (codex, opencode, droid).
+fn prompt_segment(agent: Agent) -> usize {
+    match agent {
+        Agent::Claude => 3,
+        Agent::Gemini | Agent::Qwen | Agent::Kimi => 1,
+        Agent::Codex | Agent::Opencode | Agent::Droid => 2,
+    }
+}
+
+/// Where the resume arguments go in a run's argv: after the streaming flags, the model and the
+/// extra arguments (codex: its `resume` subcommand follows exec's options), before the prompt
+/// and what introduces it (`--`, `-p`), so the end of options still comes right before it.
+fn resume_position(agent: Agent, args: &[String]) -> usize {
+    args.len().saturating_sub(prompt_segment(agent))
 }
 
 #[cfg(test)]
@@ -172,6 +224,47 @@ mod tests {
                 // Everything but the prompt is what an ordinary prompt gets: the prompt adds no option.
                 let plain = harness_args(agent, "hello", Some("m"), &["--extra".into()]);
                 assert_eq!(args[..args.len() - 1], plain[..plain.len() - 1], "{agent}: {prompt:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn resuming_adds_each_harness_own_option_before_the_prompt() {
+        let resumed = |agent| AgentConfig::new(agent).args_resuming("hi", Some("S1"));
+        let claude = resumed(Agent::Claude);
+        assert!(claude.contains(&"--resume=S1".to_string()), "{claude:?}");
+        assert_eq!(claude.last().unwrap(), "hi");
+        let codex = resumed(Agent::Codex);
+        let at = codex.iter().position(|a| a == "resume").unwrap();
+        assert_eq!(codex[at + 1], "S1");
+        assert!(codex.iter().position(|a| a == "--json").unwrap() < at, "exec's options come first: {codex:?}");
+        assert_eq!(&codex[codex.len() - 2..], ["--", "hi"]);
+        assert!(resumed(Agent::Kimi).contains(&"--session=S1".to_string()));
+        assert!(resumed(Agent::Opencode).contains(&"--session=S1".to_string()));
+        assert!(resumed(Agent::Droid).contains(&"--session-id=S1".to_string()));
+        for agent in Agent::ALL {
+            let plain = AgentConfig::new(agent).args("hi");
+            let with = resumed(agent);
+            assert_eq!(with.last(), plain.last(), "{agent}: the prompt stays last");
+            assert_eq!(with.len(), plain.len() + resume_args(agent, "S1").len());
+            assert_eq!(AgentConfig::new(agent).args_resuming("hi", None), plain);
+        }
+    }
+
+    #[test]
+    fn resuming_keeps_the_end_of_options_and_the_prompt_last() {
+        for agent in Agent::ALL {
+            for prompt in OPTION_LIKE_PROMPTS {
+                let config = AgentConfig::new(agent);
+                let plain = config.args(prompt);
+                let with = config.args_resuming(prompt, Some("S1"));
+                assert_eq!(prompt_as_parsed(agent, &with).as_deref(), Some(*prompt), "{agent}: {with:?}");
+                // The resume arguments go right before the prompt's segment, which is unchanged.
+                let segment = prompt_segment(agent);
+                assert_eq!(with[with.len() - segment..], plain[plain.len() - segment..], "{agent}: {with:?}");
+                let resume = resume_args(agent, "S1");
+                let at = with.len() - segment - resume.len();
+                assert_eq!(with[at..at + resume.len()], resume[..], "{agent}: {with:?}");
             }
         }
     }

@@ -10,7 +10,7 @@ use tokio::io::AsyncReadExt;
 use super::argv::AgentConfig;
 use super::handle::{Posts, RunHandle, Shared};
 use super::harness::Harness;
-use super::process::{exit_parts, signal_group, signals};
+use super::process::{ensure_supported, exit_parts, signal_group, signals};
 use super::session::{CommandOptions, RunOptions, SessionState};
 use super::{FinalState, RunResult};
 use crate::answer::AnswerTracker;
@@ -45,6 +45,9 @@ struct Plan {
     background: bool,
     kill_grace: Duration,
     idempotent: Vec<String>,
+    cancel_token: Option<CancellationToken>,
+    /// The previous run's status, when this run continues a harness session.
+    resumed: Option<String>,
     decoder: Option<Decoder>,
     agent_id: String,
     /// The posts of one stdout chunk (kept to reuse its allocation).
@@ -55,10 +58,10 @@ fn plan(op: Operation) -> Plan {
     match op {
         Operation::Harness { config, options } => Plan {
             program: config.program(),
-            args: config.args(&options.prompt),
+            args: config.args_resuming(&options.prompt, options.resume.as_ref().map(|r| r.session_id.as_str())),
             cwd: config.cwd.clone(),
             env: config.env.clone(),
-            timeout: options.timeout,
+            timeout: earliest(options.timeout, options.deadline),
             backpressure: options.backpressure,
             hooks: options.hooks,
             attach_reader: options.attach_reader,
@@ -66,9 +69,13 @@ fn plan(op: Operation) -> Plan {
             background: options.background,
             kill_grace: options.kill_grace,
             idempotent: options.idempotent_tools.into_iter().collect(),
+            cancel_token: options.cancel_token,
+            resumed: options.resume.map(|r| r.previous_status),
             decoder: Some(Decoder::with_options(
                 config.agent,
-                DecoderOptions::default().with_redaction(RedactionPolicy { enabled: options.redact }),
+                DecoderOptions::default()
+                    .with_max_line_bytes(options.max_line_bytes)
+                    .with_redaction(RedactionPolicy { enabled: options.redact }),
             )),
             agent_id: config.agent_id(),
             batch: Posts::with_capacity(BATCH + 8),
@@ -81,7 +88,7 @@ fn plan(op: Operation) -> Plan {
                 args: options.argv[1..].to_vec(),
                 cwd: options.cwd.or_else(|| config.cwd.clone()),
                 env,
-                timeout: options.timeout,
+                timeout: earliest(options.timeout, options.deadline),
                 backpressure: options.backpressure,
                 hooks: options.hooks,
                 attach_reader: options.attach_reader,
@@ -89,6 +96,8 @@ fn plan(op: Operation) -> Plan {
                 background: options.background,
                 kill_grace: options.kill_grace,
                 idempotent: Vec::new(),
+                cancel_token: options.cancel_token,
+                resumed: None,
                 decoder: None,
                 agent_id: config.agent_id(),
                 batch: Posts::with_capacity(BATCH + 8),
@@ -117,6 +126,16 @@ fn check_cwd(cwd: Option<&std::path::Path>) -> Result<(), Error> {
     }
 }
 
+/// The sooner of a time limit and a deadline, as a time limit from now (a deadline already
+/// past stops the run at once).
+fn earliest(timeout: Option<Duration>, deadline: Option<Instant>) -> Option<Duration> {
+    let until_deadline = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+    match (timeout, until_deadline) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 fn lifecycle(reason: LifecycleReason, sandbox: SandboxState, agent: AgentState) -> LifecycleEvent {
     LifecycleEvent::local(reason, sandbox, agent, crate::time::now_iso8601())
 }
@@ -128,6 +147,7 @@ pub(crate) fn start(
     session: Arc<Mutex<SessionState>>,
     announce_ready: bool,
 ) -> Result<RunHandle, Error> {
+    ensure_supported()?;
     let started_at = Instant::now();
     let plan = plan(op);
     check_cwd(plan.cwd.as_deref())?;
@@ -139,7 +159,8 @@ pub(crate) fn start(
         (true, false) => RunKind::Command,
         (true, true) => RunKind::BackgroundCommand,
     };
-    let token = CancellationToken::new();
+    // A caller's token is the run's token: its cancel is the run's cancel (one path).
+    let token = plan.cancel_token.clone().unwrap_or_default();
     let mut stream = RunStream::new(run_id.clone(), plan.backpressure, Arc::new(SystemClock::new()))
         .map_err(|e| Error::new(ErrorKind::InvalidArgument, format!("invalid backpressure: {e}")))?
         .with_kind(kind)
@@ -168,9 +189,23 @@ pub(crate) fn start(
         done: Condvar::new(),
         done_async: tokio::sync::Notify::new(),
         finished: AtomicBool::new(false),
+        read_to_end: AtomicBool::new(false),
+    });
+    // A caller's token may be cancelled from anywhere: wake the driver when it is (weakly, so
+    // a token that outlives the run keeps nothing of it alive).
+    let woken = Arc::downgrade(&shared);
+    shared.cancel.on_cancel(move || {
+        if let Some(shared) = woken.upgrade() {
+            shared.cancel_async.notify_one();
+        }
     });
     let deriver = plan.hooks.then(|| {
-        HookDeriver::new(run_id.clone(), plan.agent_id.clone()).with_idempotent_tools(plan.idempotent.clone())
+        let deriver =
+            HookDeriver::new(run_id.clone(), plan.agent_id.clone()).with_idempotent_tools(plan.idempotent.clone());
+        match &plan.resumed {
+            Some(previous) => deriver.resuming(previous.clone()),
+            None => deriver,
+        }
     });
     let handle = RunHandle::new(shared.clone(), deriver);
 
@@ -184,7 +219,16 @@ pub(crate) fn start(
         .map_err(|e| Error::new(ErrorKind::SpawnFailed, format!("cannot start the runner: {e}")))?;
     let child = {
         let _enter = rt.enter();
-        Harness::spawn(&plan.program, &plan.args, plan.cwd.as_deref(), &plan.env)?
+        Harness::spawn(&plan.program, &plan.args, plan.cwd.as_deref(), &plan.env)
+    };
+    let child = match child {
+        Ok(child) => child,
+        Err(e) => {
+            // Dropping a runtime blocks, which panics when the caller is itself on a runtime (an
+            // async server starting a run): let this one go without waiting (it has no task).
+            rt.shutdown_background();
+            return Err(e);
+        }
     };
     shared.pgid.store(child.pid, Ordering::SeqCst);
     // The caller holds the session lock (it claimed the session) and marks it running.
@@ -221,8 +265,9 @@ fn end_after_driver_panic(shared: &Shared, session: &Mutex<SessionState>, starte
     session.clear_poison();
     signal_group(shared.pgid.load(Ordering::SeqCst), signals::KILL);
     let detail = "the agentstream runner failed internally (a bug: please report it); the harness was killed";
+    // Locked until the result is stored, as at a normal end (see `drive`).
+    let mut stream = shared.stream.lock().unwrap_or_else(|e| e.into_inner());
     let (record, pressure) = {
-        let mut stream = shared.stream.lock().unwrap_or_else(|e| e.into_inner());
         stream.finish(RunOutcome::failed("internal", detail), |ctx| ctx.default_event(crate::time::now_iso8601()));
         (stream.record().cloned(), stream.pressure())
     };
@@ -249,6 +294,7 @@ fn end_after_driver_panic(shared: &Shared, session: &Mutex<SessionState>, starte
         last_sequence: record.map(|r| r.terminal_sequence).unwrap_or(0),
         diagnostics: Vec::new(),
         duration_ms: started.elapsed().as_millis() as u64,
+        handler_errors: 0,
     };
     let mut slot = shared.result.lock().unwrap_or_else(|e| e.into_inner());
     if slot.is_none() {
@@ -257,6 +303,7 @@ fn end_after_driver_panic(shared: &Shared, session: &Mutex<SessionState>, starte
     drop(slot);
     shared.pgid.store(0, Ordering::SeqCst);
     shared.finished.store(true, Ordering::SeqCst);
+    drop(stream);
     shared.done.notify_all();
     shared.done_async.notify_waiters();
     shared.wake_readers();
@@ -336,6 +383,9 @@ async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Harness, session:
                 Ok(0) | Err(_) => err_open = false,
                 Ok(n) => {
                     let text = err_text.push(&err_buf[..n]);
+                    if let Some(decoder) = plan.decoder.as_mut() {
+                        decoder.observe_stderr(&text);
+                    }
                     if !text.is_empty() {
                         shared.post(StreamItem::Stderr(text));
                     }
@@ -394,6 +444,9 @@ async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Harness, session:
     // Everything printed is decoded BEFORE the terminal item, a final partial line included.
     let cut_mid_line = finish_stdout(&shared, &mut plan, &mut raw_framer, &mut acct);
     let tail = err_text.finish();
+    if let Some(decoder) = plan.decoder.as_mut() {
+        decoder.observe_stderr(&tail);
+    }
     if !tail.is_empty() {
         shared.post(StreamItem::Stderr(tail));
     }
@@ -416,8 +469,9 @@ async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Harness, session:
     let session_id = plan.decoder.as_ref().and_then(|d| d.session_id().map(str::to_string));
     let harness = plan.decoder.is_some();
 
-    // The stream stays locked until the session is free and the result is set: a reader that
-    // got the terminal item can start the next run at once, and ask for this one's result.
+    // The stream stays locked until the result is stored and the session is idle again: a reader
+    // can take the terminal item only then, so whoever has read the end can read the result and
+    // start the next run at once.
     let mut stream = shared.stream.lock().expect("stream");
     let (outcome, record, pressure, state) = {
         let end = RunEnd {
@@ -430,6 +484,7 @@ async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Harness, session:
             truncated_mid_line: harness && cut_mid_line,
             open_tool_calls: if harness { stream.open_tool_calls().len() } else { 0 },
             fatal_error: acct.answer.fatal_error().map(str::to_string),
+            missing_final_result: plan.decoder.as_ref().and_then(|d| d.missing_final_result()).map(str::to_string),
         };
         let outcome = derive_outcome(&end);
         let state = match &outcome {
@@ -468,7 +523,7 @@ async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Harness, session:
         signal,
         session_id,
         usage: record.usage.clone(),
-        final_text: (state == FinalState::Completed && harness).then(|| acct.answer.answer().to_string()),
+        final_text: (harness && outcome.keeps_answer()).then(|| acct.answer.answer().to_string()),
         error: match &outcome {
             RunOutcome::Failed { detail, .. } => Some(detail.clone()),
             _ => None,
@@ -480,6 +535,7 @@ async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Harness, session:
         last_sequence: record.terminal_sequence,
         diagnostics: std::mem::take(&mut acct.diagnostics),
         duration_ms: started.elapsed().as_millis() as u64,
+        handler_errors: 0,
     };
     *shared.result.lock().expect("result") = Some(result);
     shared.finished.store(true, Ordering::SeqCst);

@@ -46,6 +46,33 @@ pub enum Next {
     End,
 }
 
+/// How much one pulled batch may hold: at most `max_events` deliveries and, past the first,
+/// about `max_bytes` bytes of events (their JSON length, as the byte budget counts them; hook
+/// events derived from them ride along). A batch always holds at least one delivery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchLimits {
+    /// The most deliveries in one batch (at least 1).
+    pub max_events: usize,
+    /// About the most bytes of events in one batch.
+    pub max_bytes: usize,
+}
+
+impl BatchLimits {
+    /// The default batch: 256 deliveries, 1 MiB.
+    pub const DEFAULT: BatchLimits = BatchLimits { max_events: 256, max_bytes: 1 << 20 };
+
+    /// At most `max_events` deliveries, bytes unbounded.
+    pub fn events(max_events: usize) -> Self {
+        BatchLimits { max_events, max_bytes: usize::MAX }
+    }
+}
+
+impl Default for BatchLimits {
+    fn default() -> Self {
+        BatchLimits::DEFAULT
+    }
+}
+
 pub(crate) struct Shared {
     pub run_id: String,
     pub stream: Mutex<RunStream>,
@@ -70,6 +97,9 @@ pub(crate) struct Shared {
     pub done: Condvar,
     pub done_async: tokio::sync::Notify,
     pub finished: AtomicBool,
+    /// The reader was handed the terminal item and everything derived from it (readable
+    /// without the reader lock, so waiting for it needs only the result lock).
+    pub read_to_end: AtomicBool,
 }
 
 impl Shared {
@@ -285,18 +315,38 @@ impl RunHandle {
     /// stream lock, so a reader that is behind takes a full batch for the price of one lock.
     pub fn try_next_batch(&self, max: usize) -> Vec<Delivery> {
         let mut out = Vec::new();
-        self.take_ready(max.max(1), &mut out);
+        self.take_ready(BatchLimits::events(max), &mut out);
         out
     }
 
-    /// [`try_next_batch`](Self::try_next_batch) appending to `out` (see
-    /// [`next_batch_into`](Self::next_batch_into)).
-    pub fn try_next_batch_into(&self, out: &mut Vec<Delivery>, max: usize) {
-        self.take_ready(out.len() + max.max(1), out);
+    /// [`try_next_batch`](Self::try_next_batch) appending to `out`, bounded by `limits`.
+    pub fn try_next_batch_into(&self, out: &mut Vec<Delivery>, limits: BatchLimits) {
+        self.take_ready(limits, out);
     }
 
-    /// Append to `out` what is ready, until `out` holds `max` deliveries.
-    fn take_ready(&self, max: usize, out: &mut Vec<Delivery>) {
+    /// Append to `out` what is ready, at most `limits.max_events` deliveries and (past the
+    /// first) `limits.max_bytes` bytes of envelopes.
+    fn take_ready(&self, limits: BatchLimits, out: &mut Vec<Delivery>) {
+        if self.shared.read_to_end.load(Ordering::SeqCst) {
+            return;
+        }
+        self.take_ready_inner(limits, out);
+        let read_to_end = {
+            let reader = self.reader.lock().expect("reader");
+            reader.ended && reader.pending.is_empty()
+        };
+        if read_to_end {
+            self.shared.read_to_end.store(true, Ordering::SeqCst);
+            // Waiters for the end ([`wait_ended`](Self::wait_ended)) check under the result
+            // lock: taking it before notifying means none of them misses this.
+            drop(self.shared.result.lock().expect("result"));
+            self.shared.done.notify_all();
+            self.shared.done_async.notify_waiters();
+        }
+    }
+
+    fn take_ready_inner(&self, limits: BatchLimits, out: &mut Vec<Delivery>) {
+        let max = out.len() + limits.max_events.max(1);
         let mut reader = self.reader.lock().expect("reader");
         while out.len() < max {
             match reader.pending.pop_front() {
@@ -312,7 +362,7 @@ impl RunHandle {
             let mut stream = self.shared.stream.lock().expect("stream");
             out.reserve((max - out.len()).min(stream.pressure().buffered + 1));
             // The terminal is the last envelope there is: nothing follows it to over-take.
-            let taken = stream.pop_up_to(max - out.len(), |env| {
+            let taken = stream.pop_bounded(max - out.len(), limits.max_bytes, |env| {
                 reader.ended |= env.is_terminal();
                 out.push(Delivery::Item(env));
             });
@@ -329,7 +379,7 @@ impl RunHandle {
             let mut stream = self.shared.stream.lock().expect("stream");
             envs.reserve((max - out.len()).min(stream.pressure().buffered + 1));
             let mut terminal = false;
-            let taken = stream.pop_up_to(max - out.len(), |env| {
+            let taken = stream.pop_bounded(max - out.len(), limits.max_bytes, |env| {
                 terminal |= env.is_terminal();
                 envs.push(env);
             });
@@ -358,13 +408,13 @@ impl RunHandle {
         let terminal = env.is_terminal();
         let mut hooks = Vec::new();
         if let Some(deriver) = reader.deriver.as_mut() {
-            let ts = crate::time::now_iso8601();
+            let ts = u64::try_from(crate::time::now_millis()).unwrap_or(0);
             let input = match &env.item {
                 StreamItem::Content(ev) => HookInput::Content(ev),
                 StreamItem::Lifecycle(l) => HookInput::Lifecycle(l, facts.as_ref()),
                 _ => HookInput::Raw,
             };
-            deriver.observe(env.sequence, input, &ts, &mut hooks);
+            deriver.observe(env.sequence, input, ts, &mut hooks);
         }
         reader.pending.push_back(Delivery::Item(env));
         reader.pending.extend(hooks.into_iter().map(Delivery::Hook));
@@ -425,43 +475,44 @@ impl RunHandle {
     /// An empty batch means the timeout passed; check [`RunHandle::is_ended`].
     pub fn next_batch_blocking(&self, max: usize, timeout: Option<Duration>) -> Vec<Delivery> {
         let mut out = Vec::new();
-        self.next_batch_into(&mut out, max, timeout, Duration::ZERO);
+        self.next_batch_into(&mut out, BatchLimits::events(max), timeout);
         out
     }
 
-    /// [`next_batch_blocking`](Self::next_batch_blocking) for a reader that is faster than the
-    /// run: once the first delivery arrived, if the batch is not full and the stream not over,
-    /// wait `linger` (sleeping, not on the condition variable, so the producer's posts wake
-    /// nobody) and then take what else is ready, up to `max`. A reader that drains a fast run
-    /// then wakes about once per batch instead of once per item (on a 2-core machine: ~40x fewer
-    /// context switches, ~1.6x less CPU per item); the cost is at most `linger` of extra latency
-    /// per batch. Bindings use this for their pull loop; `linger` of zero is plain
-    /// `next_batch_blocking`.
-    pub fn next_batch_lingering(&self, max: usize, timeout: Option<Duration>, linger: Duration) -> Vec<Delivery> {
-        let mut out = Vec::new();
-        self.next_batch_into(&mut out, max, timeout, linger);
-        out
-    }
-
-    /// [`next_batch_lingering`](Self::next_batch_lingering) appending to `out`, so that a reader
-    /// can reuse one allocation for its batches (a batch of envelopes is tens of kilobytes).
-    /// Appends nothing when the timeout passed or the stream is over.
-    pub fn next_batch_into(&self, out: &mut Vec<Delivery>, max: usize, timeout: Option<Duration>, linger: Duration) {
-        let (start, max) = (out.len(), max.max(1));
+    /// Wait up to `timeout` (forever when `None`) for at least one delivery, then append to
+    /// `out` what is ready, within `limits`. No lingering: a batch is what is ready when the
+    /// reader wakes (the producer posts one chunk of harness output at a time, so a fast run is
+    /// read in batches anyway, and a slow one is read with no added latency). Appends nothing
+    /// when the timeout passed or the stream is over.
+    pub fn next_batch_into(&self, out: &mut Vec<Delivery>, limits: BatchLimits, timeout: Option<Duration>) {
+        let start = out.len();
         let deadline = timeout.map(|t| Instant::now() + t);
         loop {
-            self.take_ready(start + max, out);
+            self.take_ready(limits, out);
             if out.len() > start {
-                break;
+                return;
             }
             match self.wait_ready(deadline) {
                 Wait::Ready => {}
                 Wait::End | Wait::Timeout => return,
             }
         }
-        if !linger.is_zero() && out.len() - start < max && !self.reader.lock().expect("reader").ended {
-            std::thread::sleep(linger);
-            self.take_ready(start + max, out);
+    }
+
+    /// Wait (asynchronously) for at least one delivery, then append to `out` what is ready
+    /// within `limits`. Appends nothing once the stream is over.
+    pub async fn next_batch_async(&self, out: &mut Vec<Delivery>, limits: BatchLimits) {
+        let start = out.len();
+        loop {
+            let notified = self.shared.readable_async.notified();
+            self.take_ready(limits, out);
+            if out.len() > start {
+                return;
+            }
+            if self.reader.lock().expect("reader").ended || self.stream_over() {
+                return;
+            }
+            let _ = tokio::time::timeout(Duration::from_millis(250), notified).await;
         }
     }
 
@@ -518,6 +569,40 @@ impl RunHandle {
             let notified = self.shared.done_async.notified();
             if let Some(r) = self.shared.result.lock().expect("result").as_ref() {
                 return r.clone();
+            }
+            let _ = tokio::time::timeout(Duration::from_millis(250), notified).await;
+        }
+    }
+
+    /// Wait until the run has finished AND its reader was handed the terminal item (for a run
+    /// without a reader: until it finished), up to `deadline` (forever when `None`). Returns
+    /// whether that happened.
+    pub fn wait_ended(&self, deadline: Option<Instant>) -> bool {
+        let attached = self.shared.stream.lock().expect("stream").has_reader();
+        let mut guard = self.shared.result.lock().expect("result");
+        loop {
+            if guard.is_some() && (!attached || self.shared.read_to_end.load(Ordering::SeqCst)) {
+                return true;
+            }
+            let wait = match deadline {
+                Some(d) => match d.checked_duration_since(Instant::now()) {
+                    Some(left) if !left.is_zero() => left.min(Duration::from_millis(250)),
+                    _ => return false,
+                },
+                None => Duration::from_millis(250),
+            };
+            guard = self.shared.done.wait_timeout(guard, wait).expect("result").0;
+        }
+    }
+
+    /// [`wait_ended`](Self::wait_ended) for async callers, without a deadline.
+    pub async fn wait_ended_async(&self) {
+        let attached = self.shared.stream.lock().expect("stream").has_reader();
+        loop {
+            let notified = self.shared.done_async.notified();
+            let read_to_end = self.shared.read_to_end.load(Ordering::SeqCst);
+            if self.shared.result.lock().expect("result").is_some() && (!attached || read_to_end) {
+                return;
             }
             let _ = tokio::time::timeout(Duration::from_millis(250), notified).await;
         }

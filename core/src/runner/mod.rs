@@ -32,11 +32,11 @@ mod supervisor;
 #[cfg(test)]
 mod tests;
 
-pub use argv::{AgentConfig, default_program, harness_args};
+pub use argv::{AgentConfig, default_program, harness_args, resume_args};
 pub use batch::{deliveries_to_json, write_deliveries_json};
 pub use dispatch::{Dispatcher, HandlerFailure, HandlerResult};
-pub use handle::{Delivery, Next, RunHandle};
-pub use session::{CommandOptions, RunOptions, Session};
+pub use handle::{BatchLimits, Delivery, Next, RunHandle};
+pub use session::{CommandOptions, Resume, RunOptions, Session};
 
 use std::sync::Mutex;
 
@@ -77,6 +77,7 @@ pub fn runtime() -> &'static tokio::runtime::Runtime {
 /// How an operation ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schema", schemars(rename = "RunState"))]
 #[serde(rename_all = "snake_case")]
 pub enum FinalState {
     /// The harness finished its work and exited 0.
@@ -107,7 +108,9 @@ pub struct RunResult {
     pub session_id: Option<String>,
     /// Token usage totals (see [`UsageTotals`]).
     pub usage: UsageTotals,
-    /// The final answer: the message text after the last tool result. Only for a completed run:
+    /// The final answer: the message text after the last tool result. For a completed run, and
+    /// for one that failed because the harness stopped without its end-of-run record (error
+    /// `no_final_result`: the answer so far is kept, the run is still `failed`); otherwise absent,
     /// partial text is never presented as an answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub final_text: Option<String>,
@@ -120,6 +123,7 @@ pub struct RunResult {
     /// The machine-readable kind of the cancellation ([`CancelReason::code`](crate::stream::CancelReason::code):
     /// `caller`, `reader_left`, `stalled` or `timeout`), so callers need not parse `cancel_reason`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(with = "Option<crate::schema::CancelKind>"))]
     pub cancel_kind: Option<String>,
     /// Backpressure statistics at the end.
     pub pressure: Pressure,
@@ -132,4 +136,8 @@ pub struct RunResult {
     pub diagnostics: Vec<String>,
     /// Wall-clock duration in milliseconds.
     pub duration_ms: u64,
+    /// How many times the caller's handlers failed (raised, threw, returned an error or
+    /// panicked) on this run's deliveries; each failing handler was reported once.
+    #[serde(default)]
+    pub handler_errors: u64,
 }

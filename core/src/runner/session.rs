@@ -3,7 +3,7 @@
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::argv::AgentConfig;
 use super::driver::{self, Operation};
@@ -11,7 +11,7 @@ use super::handle::RunHandle;
 use super::process::{signal_group, signals};
 use crate::error::{Error, ErrorKind};
 use crate::lifecycle::{AgentState, LifecycleEvent, LifecycleReason, SandboxState};
-use crate::stream::{Backpressure, ChannelSet};
+use crate::stream::{Backpressure, CancellationToken, ChannelSet};
 
 /// Options of one harness run.
 #[derive(Debug, Clone)]
@@ -39,6 +39,26 @@ pub struct RunOptions {
     pub background: bool,
     /// Grace period between SIGTERM and SIGKILL when cancelling.
     pub kill_grace: Duration,
+    /// The longest stdout line decoded (longer ones are skipped and reported).
+    pub max_line_bytes: usize,
+    /// The caller's own cancellation token: cancelling it cancels the run through the one
+    /// cancellation path (the token's reason stands). Default: a token of the run's own.
+    pub cancel_token: Option<CancellationToken>,
+    /// Stop the run at this instant, like a timeout (with `timeout` too, whichever is first).
+    pub deadline: Option<Instant>,
+    /// Continue a harness session instead of starting a new conversation (the hooks then start
+    /// with `run.resumed`).
+    pub resume: Option<Resume>,
+}
+
+/// A harness session a run continues.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resume {
+    /// The harness's session id (as a previous run reported it).
+    pub session_id: String,
+    /// How the previous run of that session ended (`completed`, `failed`, `cancelled`), or
+    /// `unknown`; reported as `previous_status` on `run.resumed`.
+    pub previous_status: String,
 }
 
 impl RunOptions {
@@ -55,6 +75,10 @@ impl RunOptions {
             channels: ChannelSet::ALL,
             background: false,
             kill_grace: Duration::from_secs(5),
+            max_line_bytes: crate::framing::DEFAULT_MAX_LINE_BYTES,
+            cancel_token: None,
+            deadline: None,
+            resume: None,
         }
     }
 }
@@ -82,6 +106,10 @@ pub struct CommandOptions {
     pub background: bool,
     /// Grace period between SIGTERM and SIGKILL when cancelling.
     pub kill_grace: Duration,
+    /// The caller's own cancellation token (see [`RunOptions::cancel_token`]).
+    pub cancel_token: Option<CancellationToken>,
+    /// Stop the command at this instant, like a timeout (see [`RunOptions::deadline`]).
+    pub deadline: Option<Instant>,
 }
 
 impl CommandOptions {
@@ -98,6 +126,8 @@ impl CommandOptions {
             channels: ChannelSet::ALL,
             background: false,
             kill_grace: Duration::from_secs(5),
+            cancel_token: None,
+            deadline: None,
         }
     }
 }
@@ -158,6 +188,12 @@ impl Session {
     pub fn ready_event(&self) -> LifecycleEvent {
         let st = self.state.lock().expect("session state");
         LifecycleEvent::local(LifecycleReason::SandboxReady, st.sandbox, st.agent, crate::time::now_iso8601())
+    }
+
+    /// The sandbox and agent states now.
+    pub fn states(&self) -> (SandboxState, AgentState) {
+        let st = self.state.lock().expect("session state");
+        (st.sandbox, st.agent)
     }
 
     /// The active operation, if any.
@@ -252,11 +288,10 @@ impl Session {
     /// Kill the active operation at once (SIGKILL; lifecycle `sandbox_killed`, then the
     /// terminal `run_interrupted`). Without an active operation this is a no-op.
     pub fn kill(&self) -> Result<(), Error> {
-        if let Some(h) = self.active() {
-            h.post_lifecycle(LifecycleReason::SandboxKilled, SandboxState::Stopped, AgentState::Interrupted);
-            h.kill_now("killed");
-            self.resume_if_paused(&h);
-        }
+        let Some(h) = self.active() else { return Ok(()) };
+        h.post_lifecycle(LifecycleReason::SandboxKilled, SandboxState::Stopped, AgentState::Interrupted);
+        h.kill_now("killed");
+        self.resume_if_paused(&h);
         let mut st = self.state.lock().expect("session state");
         st.sandbox = SandboxState::Stopped;
         Ok(())

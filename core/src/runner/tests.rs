@@ -44,7 +44,7 @@ fn drain_batches(h: &RunHandle) -> (Vec<Envelope>, Vec<HookEvent>) {
     let (mut items, mut hooks) = (Vec::new(), Vec::new());
     while !h.is_ended() {
         assert!(Instant::now() < deadline, "run did not end");
-        for d in h.next_batch_lingering(256, Some(Duration::from_millis(200)), Duration::from_millis(1)) {
+        for d in h.next_batch_blocking(256, Some(Duration::from_millis(200))) {
             match d {
                 Delivery::Item(e) => items.push(e),
                 Delivery::Hook(x) => hooks.push(x),
@@ -284,4 +284,17 @@ fn the_next_operation_can_start_as_soon_as_the_terminal_item_is_read() {
         drain(&h);
         assert!(h.result().is_some(), "the result is there with the terminal item");
     }
+}
+
+#[test]
+fn a_missing_harness_is_an_error_even_when_started_from_async_code() {
+    // An async server starts runs on its runtime's workers: the failed start must not drop the
+    // run's own runtime there (that would panic).
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let err = rt.block_on(async {
+        let mut config = AgentConfig::new(Agent::Codex);
+        config.bin = Some(PathBuf::from("/nonexistent/codex-not-installed"));
+        tokio::spawn(async move { Session::new(config).start_run(RunOptions::new("x")).unwrap_err() }).await.unwrap()
+    });
+    assert_eq!(err.kind, crate::error::ErrorKind::HarnessNotFound);
 }

@@ -107,6 +107,10 @@ impl Slots {
         }
     }
 
+    fn front(&self) -> Option<&Slot> {
+        self.chunks.front().and_then(VecDeque::front)
+    }
+
     fn back_mut(&mut self) -> Option<&mut Slot> {
         self.chunks.back_mut().and_then(VecDeque::back_mut)
     }
@@ -189,9 +193,20 @@ impl Buffer {
 
     #[inline]
     pub(crate) fn pop(&mut self) -> Option<Envelope> {
+        self.pop_weighed().map(|(env, _)| env)
+    }
+
+    /// The next envelope with its weight (the bytes it counted in the budget).
+    #[inline]
+    pub(crate) fn pop_weighed(&mut self) -> Option<(Envelope, usize)> {
         let slot = self.slots.pop_front()?;
         self.bytes -= slot.weight;
-        Some(slot.env)
+        Some((slot.env, slot.weight))
+    }
+
+    /// The weight of the next envelope, if any.
+    pub(crate) fn front_weight(&self) -> Option<usize> {
+        self.slots.front().map(|s| s.weight)
     }
 
     pub(crate) fn clear(&mut self) {

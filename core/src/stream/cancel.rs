@@ -62,10 +62,20 @@ impl fmt::Display for CancelReason {
     }
 }
 
-#[derive(Debug, Default)]
+/// A function to call once when the token is cancelled (e.g. to wake a run's driver).
+type Waker = Box<dyn Fn() + Send + Sync>;
+
+#[derive(Default)]
 struct Inner {
     cancelled: AtomicBool,
     reason: Mutex<Option<CancelReason>>,
+    wakers: Mutex<Vec<Waker>>,
+}
+
+impl fmt::Debug for Inner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CancellationToken").field("cancelled", &self.cancelled.load(Ordering::Relaxed)).finish()
+    }
 }
 
 /// A one-way, thread-safe cancellation switch. Clones share the switch.
@@ -102,7 +112,25 @@ impl CancellationToken {
         }
         *slot = Some(reason);
         self.inner.cancelled.store(true, Ordering::Release);
+        drop(slot);
+        let wakers = std::mem::take(&mut *self.inner.wakers.lock().unwrap_or_else(|e| e.into_inner()));
+        for wake in wakers {
+            wake();
+        }
         true
+    }
+
+    /// Call `wake` once when the token is cancelled (at once, on this thread, if it already
+    /// is). Wakers run on the cancelling thread, after the reason is recorded: keep them short
+    /// and non-blocking (a notification).
+    pub fn on_cancel(&self, wake: impl Fn() + Send + Sync + 'static) {
+        let mut wakers = self.inner.wakers.lock().unwrap_or_else(|e| e.into_inner());
+        if self.is_cancelled() {
+            drop(wakers);
+            wake();
+        } else {
+            wakers.push(Box::new(wake));
+        }
     }
 
     /// Whether the switch was flipped (lock-free).
@@ -143,6 +171,26 @@ mod tests {
         let first = t.reason().unwrap();
         assert!(!t.cancel(CancelReason::Stalled));
         assert_eq!(t.reason().unwrap(), first);
+    }
+
+    #[test]
+    fn wakers_run_once_on_cancel_or_at_once_when_already_cancelled() {
+        use std::sync::atomic::AtomicUsize;
+        let t = CancellationToken::new();
+        let calls = Arc::new(AtomicUsize::new(0));
+        let c = calls.clone();
+        t.clone().on_cancel(move || {
+            c.fetch_add(1, Ordering::SeqCst);
+        });
+        assert_eq!(calls.load(Ordering::SeqCst), 0);
+        assert!(t.cancel(CancelReason::Timeout));
+        assert!(!t.cancel(CancelReason::Stalled));
+        assert_eq!(calls.load(Ordering::SeqCst), 1, "once, by the cancel that flipped the switch");
+        let c = calls.clone();
+        t.on_cancel(move || {
+            c.fetch_add(10, Ordering::SeqCst);
+        });
+        assert_eq!(calls.load(Ordering::SeqCst), 11, "already cancelled: called at once");
     }
 
     #[test]

@@ -31,14 +31,18 @@ pub enum StreamError {
         /// The next sequence number the run would hand out (items `0..next_sequence` are gone).
         next_sequence: u64,
     },
-    /// The text is not an envelope at all (not JSON, not an object, or `runId` / `sequence` /
-    /// `channel` / `event` missing or of the wrong type).
+    /// The text is not an envelope at all: not JSON, or not an object
+    /// ([`decode_envelope`](super::decode_envelope) only; a stream reader skips these).
     MalformedEnvelope(String),
-    /// The envelope names a channel this version knows, but its event does not parse as that
-    /// channel's shape. A known kind is never decoded by guesswork.
+    /// The envelope names a kind this version knows (a channel, and for content and lifecycle
+    /// events their `sessionUpdate` / `reason`), but the envelope or its event does not parse as
+    /// that kind's shape. A known kind is never decoded by guesswork.
     BadEvent {
         /// The channel named by the envelope.
         channel: Channel,
+        /// The kind it saw: the `sessionUpdate` (content), the `reason` (lifecycle), or the
+        /// channel's name (stdout, stderr).
+        kind: String,
         /// What did not parse.
         message: String,
     },
@@ -60,8 +64,11 @@ impl fmt::Display for StreamError {
                  numbered and discarded)"
             ),
             StreamError::MalformedEnvelope(m) => write!(f, "malformed stream envelope: {m}"),
-            StreamError::BadEvent { channel, message } => {
-                write!(f, "the {channel} event of a stream envelope does not parse: {message}")
+            StreamError::BadEvent { channel, kind, message } if kind == channel.name() => {
+                write!(f, "a {channel} stream envelope does not parse: {message}")
+            }
+            StreamError::BadEvent { channel, kind, message } => {
+                write!(f, "a {channel} stream envelope of kind `{kind}` does not parse: {message}")
             }
         }
     }

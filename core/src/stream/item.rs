@@ -154,6 +154,11 @@ impl ChannelSet {
         self.0 & Self::bit(channel) != 0
     }
 
+    /// Whether the set has no channel.
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
     /// The set as bits (content 1, lifecycle 2, stdout 4, stderr 8), e.g. for an atomic.
     pub fn bits(self) -> u8 {
         self.0

@@ -56,8 +56,10 @@
 //! hands them to the hook layer.
 //!
 //! **Versions.** [`Envelope`] has one wire form (`runId`, `sequence`, `channel`, `event`,
-//! `coalesced` when > 0); [`decode_envelope`] skips channels and kinds it does not know and
-//! rejects known ones that do not parse.
+//! `coalesced` when > 0); [`decode_envelope`] and the stream reader [`EnvelopeReader`] skip
+//! (and count) lines that are not events — no kind, a kind of the wrong JSON type, a kind this
+//! version does not know, `sequence`-only objects — and reject known kinds that do not parse,
+//! naming the kind; the stream goes on either way.
 //!
 //! # Modules
 //!
@@ -99,4 +101,4 @@ pub use run_id::new_run_id;
 pub use sequence::SequenceCheck;
 pub use tool_calls::{InterruptedToolCall, OpenToolCall, ToolCallTracker, classify_interrupted};
 pub use weight::item_weight;
-pub use wire::decode_envelope;
+pub use wire::{EnvelopeLine, EnvelopeReader, EnvelopeStats, Skip, decode_envelope, read_envelope_line};

@@ -5,7 +5,8 @@
 //! [`RunOutcome`], and [`RunStream::finish`](super::RunStream::finish) numbers exactly one
 //! terminal lifecycle item for it. Partial output is never presented as a completed answer:
 //! a non-zero exit, a signal, a fatal harness error, stdout ending mid-line or with a tool call
-//! still open all make the run Failed.
+//! still open, or a harness that stops without printing its own end-of-run record all make the
+//! run Failed.
 
 use serde::{Deserialize, Serialize};
 
@@ -45,6 +46,7 @@ impl RunKind {
 /// The final state of a run. Serialized as `{"state": "completed"}`,
 /// `{"state": "failed", "error": …, "detail": …}` or `{"state": "cancelled", "reason": {…}}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum RunOutcome {
     /// Ended well: the harness exited cleanly with every line and tool call complete.
@@ -52,7 +54,7 @@ pub enum RunOutcome {
     /// Ended badly.
     Failed {
         /// A short machine-readable cause (`exit_status`, `killed`, `harness_error`,
-        /// `truncated_output`, or the caller's own).
+        /// `truncated_output`, `no_final_result`, or the caller's own).
         error: String,
         /// A sentence for people.
         detail: String,
@@ -68,6 +70,19 @@ impl RunOutcome {
     /// A failure with a cause and a detail.
     pub fn failed(error: impl Into<String>, detail: impl Into<String>) -> Self {
         RunOutcome::Failed { error: error.into(), detail: detail.into() }
+    }
+
+    /// The cause of a run whose harness stopped without printing its end-of-run record.
+    pub const NO_FINAL_RESULT: &'static str = "no_final_result";
+
+    /// True when the run result keeps the answer text: a completed run, and one whose harness
+    /// stopped without its end-of-run record (the partial answer stays, the run still failed).
+    pub fn keeps_answer(&self) -> bool {
+        match self {
+            RunOutcome::Completed => true,
+            RunOutcome::Failed { error, .. } => error == Self::NO_FINAL_RESULT,
+            RunOutcome::Cancelled { .. } => false,
+        }
     }
 
     /// The terminal lifecycle reason for this outcome in a run of `kind`.
@@ -115,6 +130,10 @@ pub struct RunEnd {
     pub open_tool_calls: usize,
     /// A fatal error the harness reported (an `error` update with `fatal: true`).
     pub fatal_error: Option<String>,
+    /// The harness prints an end-of-run record and the input ended without it: what that
+    /// record is, for the message (e.g. "`result` line";
+    /// [`Decoder::missing_final_result`](crate::Decoder::missing_final_result)).
+    pub missing_final_result: Option<String>,
 }
 
 /// Derive the outcome from how the run ended, first match wins:
@@ -125,7 +144,9 @@ pub struct RunEnd {
 /// 4. a fatal harness error → `Failed { error: "harness_error" }`;
 /// 5. input ended mid-line → `Failed { error: "truncated_output" }`;
 /// 6. tool calls still open → `Failed { error: "truncated_output" }`;
-/// 7. otherwise `Completed`.
+/// 7. no end-of-run record from the harness → `Failed { error: "no_final_result" }` (exit 0 is
+///    not success by itself: the harness stopped before it finished);
+/// 8. otherwise `Completed`.
 pub fn derive_outcome(end: &RunEnd) -> RunOutcome {
     if let Some(reason) = &end.cancel {
         return RunOutcome::Cancelled { reason: reason.clone() };
@@ -146,6 +167,15 @@ pub fn derive_outcome(end: &RunEnd) -> RunOutcome {
         return RunOutcome::failed(
             "truncated_output",
             format!("the harness output ended with {} tool call(s) still open", end.open_tool_calls),
+        );
+    }
+    if let Some(record) = &end.missing_final_result {
+        return RunOutcome::failed(
+            RunOutcome::NO_FINAL_RESULT,
+            format!(
+                "the harness stopped without its final result (no {record}): the run did not complete; its answer so \
+                 far is kept in the run result"
+            ),
         );
     }
     RunOutcome::Completed
@@ -239,6 +269,18 @@ mod tests {
         );
         assert_eq!(failed(RunEnd { open_tool_calls: 1, ..Default::default() }), "truncated_output");
         assert_eq!(failed(RunEnd { fatal_error: Some("rate limited".into()), ..Default::default() }), "harness_error");
+        // Exit 0 is not success by itself: no end-of-run record, no completed run.
+        let no_result =
+            RunEnd { exit_code: Some(0), missing_final_result: Some("`result` line".into()), ..Default::default() };
+        assert_eq!(failed(no_result.clone()), "no_final_result");
+        let RunOutcome::Failed { detail, .. } = derive_outcome(&no_result) else { unreachable!() };
+        assert!(detail.contains("stopped without its final result (no `result` line)"), "{detail}");
+        assert!(derive_outcome(&no_result).keeps_answer());
+        assert!(RunOutcome::Completed.keeps_answer());
+        assert!(!RunOutcome::failed("exit_status", "x").keeps_answer());
+        // A more specific cause wins.
+        let both = RunEnd { exit_code: Some(1), missing_final_result: Some("x".into()), ..Default::default() };
+        assert_eq!(failed(both), "exit_status");
         let cancelled = RunEnd { cancel: Some(CancelReason::Timeout), signal: Some(15), ..Default::default() };
         assert_eq!(derive_outcome(&cancelled), RunOutcome::Cancelled { reason: CancelReason::Timeout });
     }

@@ -256,6 +256,41 @@ impl RunStream {
         n
     }
 
+    /// Read envelopes in order, handing each to `take`, until `max` were read or the next one
+    /// would take the bytes read past `max_bytes` (item weights, as the budget counts them; the
+    /// terminal item weighs nothing). The first envelope is always read, however heavy, so a
+    /// reader always progresses. The clock is read once. Returns how many were read.
+    pub fn pop_bounded(&mut self, max: usize, max_bytes: usize, mut take: impl FnMut(Envelope)) -> usize {
+        if self.reader != Reader::Attached {
+            return 0;
+        }
+        let (mut n, mut bytes) = (0, 0usize);
+        while n < max {
+            if n > 0
+                && let Some(w) = self.buffer.front_weight()
+                && bytes.saturating_add(w) > max_bytes
+            {
+                break;
+            }
+            let env = match self.buffer.pop_weighed() {
+                Some((env, weight)) => {
+                    bytes = bytes.saturating_add(weight);
+                    env
+                }
+                None => match self.pending_terminal.take() {
+                    Some(env) => env,
+                    None => break,
+                },
+            };
+            take(env);
+            n += 1;
+        }
+        if n > 0 {
+            self.last_read_at = self.clock.now();
+        }
+        n
+    }
+
     // -- the producer ----------------------------------------------------------------------
 
     /// Post one item. Returns its sequence number, or `None` when it was not numbered:

@@ -3,6 +3,7 @@
 import {
   AGENTS,
   AgentStreamError,
+  BackgroundRun,
   DecodeLimitError,
   CHANNELS,
   Decoder,
@@ -28,7 +29,7 @@ import type {
   AgentThoughtChunk,
   AgentUsage,
   AnyAgentStreamError,
-  BackpressureOptions,
+  Limits,
   BrowserInfo,
   CancelKind,
   CancelReason,
@@ -45,6 +46,7 @@ import type {
   ErrorCode,
   ErrorKind,
   EvolveOptions,
+  EvolveStatus,
   ExecuteCommandOptions,
   HookEvent,
   HookEventBase,
@@ -73,16 +75,20 @@ import type {
   RunCompletedEvent,
   RunFailedEvent,
   RunOptions,
+  BackgroundRunOptions,
   RunOutcome,
   RunResult,
   RunStartedEvent,
+  RunResumedEvent,
   RunState,
   RunStoppedEvent,
   RunWaitingForHumanEvent,
   SandboxState,
+  StreamOptions,
   SessionUpdate,
   SessionUpdateKind,
   StepStartedEvent,
+  StepCompletedEvent,
   TextContent,
   TokenUsage,
   ToolCall,
@@ -234,6 +240,10 @@ function onEvent(event: HookEvent): string {
       const e: RunStartedEvent = event;
       return `${head} ${e.operation}`;
     }
+    case 'run.resumed': {
+      const e: RunResumedEvent = event;
+      return `${head} ${e.operation} after a ${e.previousStatus} run`;
+    }
     case 'step.started': {
       const e: StepStartedEvent = event;
       return `${head} step ${e.stepIndex} ${e.messageId ?? ''} ${e.model ?? ''}`;
@@ -241,6 +251,10 @@ function onEvent(event: HookEvent): string {
     case 'model.completed': {
       const e: ModelCompletedEvent = event;
       return `${head} step ${e.stepIndex} ${e.usage?.completionTokens ?? 0}`;
+    }
+    case 'step.completed': {
+      const e: StepCompletedEvent = event;
+      return `${head} step ${e.stepIndex} ${e.messageId ?? ''} ${e.model ?? ''}`;
     }
     case 'tool.started': {
       const e: ToolStartedEvent = event;
@@ -385,16 +399,33 @@ async function running(): Promise<void> {
     await new Promise((r) => setTimeout(r, 1));
     console.log(onEvent(event));
   };
-  const backpressure: BackpressureOptions = { highWater: 64, byteBudget: 1 << 20, stallSeconds: 10 };
-  const common: OperationOptions = { onEvent: onHook, timeout: 60_000, backpressure, background: false, killGrace: 2000 };
-  const runOptions: RunOptions = { ...common, prompt: 'Fix the failing test', redact: true, idempotentTools: ['Read'] };
+  const limits: Limits = { highWater: 64, byteBudget: 1 << 20, stallMs: 10_000, maxLineBytes: 1 << 24 };
+  const aborter = new AbortController();
+  const common: OperationOptions = { onEvent: onHook, timeoutMs: 60_000, limits, killGraceMs: 2000, signal: aborter.signal };
+  const runOptions: RunOptions = { ...common, prompt: 'Fix the failing test', redact: true, idempotentTools: ['Read'], model: 'm', background: false };
   const result: RunResult = await evolve.run(runOptions);
-  console.log(report(result));
+  console.log(report(result), result.handlerErrors);
+  const again: RunResult = await evolve.run({ prompt: 'And the other one', resume: result.sessionId ?? 'abc', cwd: '/tmp', env: { A: 'b' } });
+  console.log(report(again));
+  const backgroundOptions: BackgroundRunOptions = { prompt: 'In the background', background: true };
+  const background: BackgroundRun = await evolve.run(backgroundOptions);
+  const later: RunResult = await background.result;
+  console.log(background.runId, background.done, background.pressure.buffered, report(later));
+  background.cancel('not needed');
+  const backgroundCommand: BackgroundRun = await evolve.executeCommand({ command: 'sleep 1', background: true });
+  console.log(report(await backgroundCommand.result));
+  const status: EvolveStatus = evolve.status();
+  const session: string | undefined = evolve.getSession();
+  const sandbox: SandboxState = status.sandbox;
+  console.log(status.hasRun, status.activeRunId, status.lastStatus, status.agentState, sandbox, session);
+  evolve.setSession(null);
+  evolve.setSession('abc');
 
-  const command: ExecuteCommandOptions = { command: ['ls', '-la'], cwd: '/tmp', env: { LC_ALL: 'C' }, timeout: 5000 };
+  const command: ExecuteCommandOptions = { command: ['ls', '-la'], cwd: '/tmp', env: { LC_ALL: 'C' }, timeoutMs: 5000 };
   console.log(report(await evolve.executeCommand(command)), report(await evolve.executeCommand({ command: 'echo hi' })));
 
-  const stream: RunStream = evolve.stream({ prompt: 'Hello', onEvent: (e) => void console.log(e.type) });
+  const streamOptions: StreamOptions = { prompt: 'Hello', onEvent: (e) => void console.log(e.type), signal: aborter.signal };
+  const stream: RunStream = evolve.stream(streamOptions);
   const id: string = stream.runId;
   const live: Pressure = stream.pressure;
   for await (const envelope of stream) {
@@ -408,8 +439,10 @@ async function running(): Promise<void> {
 
   await evolve.pause();
   await evolve.resume();
-  await evolve.interrupt('the user pressed stop');
-  await evolve.kill();
+  const interrupted: boolean = evolve.interrupt('the user pressed stop');
+  const killed: boolean = evolve.kill();
+  console.log(interrupted, killed);
+  await evolve.close();
   const active: string | undefined = evolve.activeRunId;
   console.log(active);
 
@@ -424,9 +457,19 @@ async function running(): Promise<void> {
 process.on('warning', (w) => {
   if (w instanceof HandlerWarning) {
     const ch: 'content' | 'lifecycle' | 'stdout' | 'stderr' | 'onEvent' = w.channel;
-    console.log(ch, w.runId, w.sequence, w.event, w.cause, w.code);
+    const stack: string | undefined = w.detail;
+    console.log(ch, w.runId, w.sequence, w.event, w.cause, w.code, stack);
   }
 });
+
+/** `await using` ends the scope by killing a run still going on and waiting for it. */
+async function scoped(): Promise<void> {
+  await using scopedEvolve = new Evolve({ config: { type: 'claude' } });
+  scopedEvolve.on('stdout', (line) => void console.log(line.length));
+  const r: RunResult = await scopedEvolve.run({ prompt: 'x' });
+  console.log(report(r));
+}
+void scoped();
 void running();
 
 // Negative checks: these must NOT compile.
@@ -439,7 +482,11 @@ const badConfig: AgentConfig = { type: 'cursor' };
 // @ts-expect-error optional fields are absent, never null
 const badEvent: OutputEvent = { update: { sessionUpdate: 'plan', entries: [] }, sessionId: null };
 // @ts-expect-error run() needs a prompt
-void evolve.run({ timeout: 5 });
+void evolve.run({ timeoutMs: 5 });
+// @ts-expect-error time is timeoutMs (milliseconds), there is no `timeout`
+void evolve.run({ prompt: 'x', timeout: 5 });
+// @ts-expect-error a stream is not a background run
+void evolve.stream({ prompt: 'x', background: true });
 // @ts-expect-error a command is a string or an array of strings
 void evolve.executeCommand({ command: 42 });
 // @ts-expect-error a result's state is one of three

@@ -1,0 +1,283 @@
+package dev.agentstream;
+
+import static java.lang.foreign.ValueLayout.JAVA_BOOLEAN;
+
+import dev.agentstream.generated.AgentEvent;
+import dev.agentstream.generated.Channel;
+import dev.agentstream.generated.Pressure;
+import dev.agentstream.generated.RunResult;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.function.Consumer;
+
+/**
+ * One started run (or command): its id, its result once it ended, and cancellation. Started by
+ * {@link Evolve#start} (or {@link Evolve#run}, which returns its {@link #result()}); pause,
+ * resume, interrupt and kill are the {@link Evolve}'s, which has one run at a time. Thread-safe.
+ */
+public final class Run {
+    /** The handler id hook-handler failures are counted under (subscription ids are small). */
+    static final long ON_EVENT_HANDLER = -2L;
+
+    private static final Wire.Converter RUN_RESULT = Wire.converter(RunResult.class);
+
+    private final String id;
+    final MemorySegment handle;
+    private final Future result = new Future(this);
+    private final Consumer<? super AgentEvent> onEvent;
+    /** Keeps the Evolve (and its native session) alive while the run goes on; null after. */
+    private volatile Evolve owner;
+    private volatile boolean freed;
+    private final Object freeLock = new Object();
+    /** The result once the run ended (kept apart from the future, which its caller may cancel). */
+    private volatile RunResult finalResult;
+
+    Run(Evolve owner, MemorySegment handle, String id, Consumer<? super AgentEvent> onEvent) {
+        this.owner = owner;
+        this.handle = handle;
+        this.id = id;
+        this.onEvent = onEvent;
+    }
+
+    /**
+     * The run's id ({@code run_…}), as in its events and result.
+     *
+     * @return the id
+     */
+    public String id() {
+        return id;
+    }
+
+    /**
+     * The run's result, completed once the run ended and its last handler call returned. A run
+     * that failed or was cancelled is a normal completion: read {@code state()}. Cancelling this
+     * future cancels the run (SIGTERM to its process group, then SIGKILL after the grace period)
+     * and completes it with a {@link java.util.concurrent.CancellationException} at once; to cancel
+     * and still read the result, call {@link #cancel()} instead.
+     *
+     * @return the result
+     */
+    public CompletableFuture<RunResult> result() {
+        return result;
+    }
+
+    /** Whether the run ended (its result is complete). @return true once ended */
+    public boolean isDone() {
+        return result.isDone();
+    }
+
+    /**
+     * Cancels the run with the reason {@code "cancelled by the caller"} (see {@link
+     * #cancel(String)}).
+     */
+    public void cancel() {
+        cancel("cancelled by the caller");
+    }
+
+    /**
+     * Cancels the run: SIGTERM to its process group, SIGKILL after its grace period; it ends
+     * {@code run_interrupted} with this reason (the first reason given stands). After the end it
+     * does nothing.
+     *
+     * @param reason why, for the result's {@code cancelReason()}
+     */
+    public void cancel(String reason) {
+        synchronized (freeLock) {
+            if (freed) {
+                return;
+            }
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment r = Native.cstring(arena, reason);
+                Native.check(() -> (int) Native.RUN_CANCEL.invokeExact(handle, r));
+            }
+        }
+    }
+
+    /**
+     * The run's live backpressure statistics (after its end: its result's).
+     *
+     * @return the statistics
+     */
+    public Pressure pressure() {
+        synchronized (freeLock) {
+            if (!freed) {
+                byte[] json = Native.ownedBytes((out, len) -> (int) Native.RUN_PRESSURE.invokeExact(handle, out, len));
+                return Json.convert(Json.parse(json), Pressure.class);
+            }
+        }
+        RunResult r = finalResult;
+        return r != null ? r.pressure() : result.join().pressure();
+    }
+
+    // ---- delivery (package-private: Evolve and RunStream drive it) ----
+
+    /**
+     * Calls the handlers of the run's deliveries on this thread until the end, then completes the
+     * result: the delivery thread of a run started with handlers.
+     */
+    void deliver(Evolve.Subscriptions subscriptions) {
+        try (RunPuller puller = new RunPuller(handle)) {
+            List<Event> batch = new ArrayList<>();
+            while (true) {
+                int kind = puller.next(1000, batch);
+                for (Event e : batch) {
+                    dispatch(e, subscriptions);
+                }
+                batch.clear();
+                if (kind == Native.NEXT_END) {
+                    break;
+                }
+            }
+            finish();
+        } catch (Throwable t) {
+            fail(t);
+        }
+    }
+
+    private void dispatch(Event e, Evolve.Subscriptions subscriptions) {
+        if (e instanceof Event.Hook h) {
+            callOnEvent(h);
+            return;
+        }
+        Channel channel = switch (e) {
+            case Event.Content c -> Channel.CONTENT;
+            case Event.Lifecycle l -> Channel.LIFECYCLE;
+            case Event.Text t -> t.channel();
+            case Event.Hook h -> throw new AssertionError(h);
+        };
+        for (Subscription s : subscriptions.of(channel)) {
+            if (!s.removed) {
+                call(s.id(), channel.wire(), e.sequence(), () -> s.handler.accept(e));
+            }
+        }
+    }
+
+    /** The hook handler (if any) for one hook delivery. */
+    void callOnEvent(Event.Hook h) {
+        if (onEvent != null) {
+            call(ON_EVENT_HANDLER, "on_event", h.sequence(), () -> onEvent.accept(h.hook()));
+        }
+    }
+
+    /**
+     * Runs one handler call. Whatever it throws is counted on the run by the core, and reported
+     * (with its stack) when it is that handler's first failure in this run.
+     */
+    void call(long handler, String channel, long sequence, Runnable body) {
+        try {
+            body.run();
+        } catch (Throwable t) {
+            boolean first;
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment ch = Native.cstring(arena, channel);
+                MemorySegment msg = Native.cstring(arena, String.valueOf(t));
+                MemorySegment out = arena.allocate(JAVA_BOOLEAN);
+                Native.check(() -> (int) Native.RUN_HANDLER_FAILED.invokeExact(handle, handler, ch, sequence, msg, out));
+                first = Native.bool(out);
+            }
+            if (first) {
+                Evolve o = owner;
+                HandlerError failure = new HandlerError(id, channel, sequence, t);
+                try {
+                    if (o != null) {
+                        o.report(failure);
+                    } else {
+                        Evolve.logHandlerError(failure);
+                    }
+                } catch (Throwable reportFailed) {
+                    // A failing report must not stop the run.
+                    Evolve.logHandlerError(failure);
+                }
+            }
+        }
+    }
+
+    /** Waits for the result (the run's deliveries were read or discarded), frees the run, completes. */
+    void finish() {
+        byte[] json = Native.ownedBytes((out, len) -> (int) Native.RUN_WAIT.invokeExact(handle, -1L, out, len));
+        RunResult r = (RunResult) RUN_RESULT.convert(Json.parse(json));
+        finalResult = r;
+        free();
+        result.completeRun(r);
+    }
+
+    /**
+     * The reader leaves before the end: the run is cancelled (reason {@code reader_left}), what
+     * is left of it discarded, and its result completed once it ended.
+     */
+    void leave() {
+        synchronized (freeLock) {
+            if (!freed) {
+                Native.check(() -> (int) Native.RUN_LEAVE.invokeExact(handle));
+            }
+        }
+        finish();
+    }
+
+    /** A bug while reading: the run is cancelled (its reader left) and the result fails. */
+    void fail(Throwable t) {
+        synchronized (freeLock) {
+            if (!freed) {
+                try {
+                    Native.check(() -> (int) Native.RUN_LEAVE.invokeExact(handle));
+                } catch (RuntimeException ignored) {
+                    // Reported through the result below.
+                }
+            }
+        }
+        free();
+        result.failRun(t);
+    }
+
+    private void free() {
+        synchronized (freeLock) {
+            if (!freed) {
+                freed = true;
+                owner = null;
+                try {
+                    Native.RUN_FREE.invokeExact(handle);
+                } catch (Throwable t) {
+                    throw new IllegalStateException(t);
+                }
+            }
+        }
+    }
+
+    /** The result future: cancelling it cancels the run. */
+    static final class Future extends CompletableFuture<RunResult> {
+        private final Run run;
+
+        Future(Run run) {
+            this.run = run;
+        }
+
+        /**
+         * Cancels the future first, then the run: the run may end within milliseconds of the
+         * core's cancel, on its delivery thread, and must not complete the future before it is
+         * marked cancelled.
+         */
+        @Override
+        public boolean cancel(boolean mayInterruptIfRunning) {
+            boolean cancelled = super.cancel(mayInterruptIfRunning);
+            if (cancelled) {
+                try {
+                    run.cancel("cancelled through its CompletableFuture");
+                } catch (RuntimeException ignored) {
+                    // The run ended meanwhile.
+                }
+            }
+            return cancelled;
+        }
+
+        void completeRun(RunResult r) {
+            super.complete(r);
+        }
+
+        void failRun(Throwable t) {
+            super.completeExceptionally(t);
+        }
+    }
+}

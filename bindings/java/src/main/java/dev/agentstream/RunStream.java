@@ -1,0 +1,151 @@
+package dev.agentstream;
+
+import dev.agentstream.generated.RunResult;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.List;
+import java.util.NoSuchElementException;
+import java.util.Spliterator;
+import java.util.Spliterators;
+import java.util.stream.Stream;
+import java.util.stream.StreamSupport;
+
+/**
+ * A run read as an {@link Iterator} (or a {@link Stream}) of every delivery, in order: every
+ * channel's items and, with hooks, the hook events. It ends after the run's terminal item and its
+ * hooks. Backpressure is the run's own: the reader pulls from the run's buffer as fast as it
+ * reads; a reader that leaves items unread for the run's stall limit (default 30 s) has the run
+ * cancelled. Read by one thread at a time; {@link #cancel()} and {@link #close()} may come from
+ * any.
+ *
+ * <pre>{@code
+ * try (RunStream stream = evolve.stream(RunOptions.builder().prompt("Fix the test").hooks(true).build())) {
+ *     stream.stream().forEach(event -> System.out.println(Json.write(event)));
+ *     RunResult result = stream.result();
+ * }
+ * }</pre>
+ */
+public final class RunStream implements Iterator<Event>, AutoCloseable {
+    private final Run run;
+    private final RunPuller puller;
+    private final ArrayDeque<Event> ready = new ArrayDeque<>();
+    private final List<Event> batch = new ArrayList<>();
+    private boolean ended;
+    private volatile boolean closed;
+
+    RunStream(Run run) {
+        this.run = run;
+        this.puller = new RunPuller(run.handle);
+    }
+
+    /**
+     * The run (its id, its result future, cancellation).
+     *
+     * @return the run
+     */
+    public Run run() {
+        return run;
+    }
+
+    /**
+     * Whether another delivery comes; waits for it (or for the end).
+     *
+     * @return false after the last delivery
+     */
+    @Override
+    public synchronized boolean hasNext() {
+        while (ready.isEmpty() && !ended) {
+            if (closed) {
+                return false;
+            }
+            int kind;
+            try {
+                kind = puller.next(1000, batch);
+            } catch (RuntimeException e) {
+                ended = true;
+                run.fail(e);
+                puller.close();
+                throw e;
+            }
+            for (Event e : batch) {
+                if (e instanceof Event.Hook h) {
+                    run.callOnEvent(h);
+                }
+                ready.add(e);
+            }
+            batch.clear();
+            if (kind == Native.NEXT_END) {
+                ended = true;
+                puller.close();
+                run.finish();
+            }
+        }
+        return !ready.isEmpty();
+    }
+
+    /**
+     * The next delivery.
+     *
+     * @return the delivery
+     * @throws NoSuchElementException after the last one
+     */
+    @Override
+    public synchronized Event next() {
+        if (!hasNext()) {
+            throw new NoSuchElementException("the run's stream has ended");
+        }
+        return ready.poll();
+    }
+
+    /**
+     * The deliveries as a sequential {@link Stream}; closing the stream closes this.
+     *
+     * @return the stream
+     */
+    public Stream<Event> stream() {
+        Spliterator<Event> s = Spliterators.spliteratorUnknownSize(this, Spliterator.ORDERED | Spliterator.NONNULL);
+        return StreamSupport.stream(s, false).onClose(this::close);
+    }
+
+    /**
+     * Reads the rest of the run (discarding what was not read) and returns its result.
+     *
+     * @return the result
+     */
+    public RunResult result() {
+        synchronized (this) {
+            while (!ended && !closed) {
+                ready.clear();
+                hasNext();
+            }
+        }
+        return run.result().join();
+    }
+
+    /** Cancels the run (see {@link Run#cancel()}); the stream then ends after the terminal item. */
+    public void cancel() {
+        run.cancel();
+    }
+
+    /**
+     * Stops reading: an unfinished run is cancelled (reason: its reader left) and what is left of
+     * it is discarded. The run's result stays available ({@link Run#result()}). Closing again does
+     * nothing.
+     */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        synchronized (this) {
+            if (!ended) {
+                ended = true;
+                ready.clear();
+                puller.close();
+                run.leave();
+            }
+        }
+    }
+}

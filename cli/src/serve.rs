@@ -1,0 +1,241 @@
+//! `agentstream serve`, `agentstream view` and `agentstream token`: the HTTP server, the offline
+//! run page, and tenant tokens (see the `agentstream-server` crate and docs/server.md). The
+//! config loading and the shutdown signal are shared with `agentstream worker`.
+
+use std::io::{self, Read, Write};
+use std::path::Path;
+use std::process::ExitCode;
+
+use agentstream_core::Agent;
+use agentstream_core::replay::{ReplayOptions, replay};
+use agentstream_server::auth::{TokenDigest, new_token};
+use agentstream_server::config::parse_listen;
+use agentstream_server::{ServeConfig, Server};
+
+/// serve.toml at `path`, or the embedded default; `--nats URL` over `[nats] url`. An error is
+/// printed as `agentstream <command>: …` and is the exit code 2.
+pub(crate) fn load_config(command: &str, path: Option<&Path>, nats: Option<&str>) -> Result<ServeConfig, ExitCode> {
+    let mut config = match path {
+        Some(path) => ServeConfig::load(path).map_err(|e| {
+            eprintln!("agentstream {command}: {e}");
+            ExitCode::from(2)
+        })?,
+        None => ServeConfig::default(),
+    };
+    if let Some(url) = nats {
+        config.set_nats_url(url).map_err(|e| {
+            eprintln!("agentstream {command}: {e}");
+            ExitCode::from(2)
+        })?;
+    }
+    Ok(config)
+}
+
+/// A multi-threaded runtime named after the command.
+pub(crate) fn runtime(command: &str) -> Result<tokio::runtime::Runtime, ExitCode> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name(format!("agentstream-{command}"))
+        .build()
+        .map_err(|e| {
+            eprintln!("agentstream {command}: cannot start the async runtime: {e}");
+            ExitCode::from(1)
+        })
+}
+
+/// `agentstream serve [--config FILE] [--listen ADDR] [--nats URL]`.
+pub fn serve_command(config_path: Option<&Path>, listen: Option<&str>, nats: Option<&str>) -> ExitCode {
+    let mut config = match load_config("serve", config_path, nats) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    if let Some(listen) = listen {
+        match parse_listen(listen) {
+            Ok(addr) => config.listen = addr,
+            Err(e) => {
+                eprintln!("agentstream serve: --listen {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let token = config.ensure_tenant();
+    let runtime = match runtime("serve") {
+        Ok(rt) => rt,
+        Err(code) => return code,
+    };
+    runtime.block_on(async move {
+        let server = match Server::bind(&config).await {
+            Ok(s) => s,
+            Err(e) if e.kind() == io::ErrorKind::Other => {
+                eprintln!("agentstream serve: {e}");
+                return ExitCode::from(1);
+            }
+            Err(e) => {
+                eprintln!("agentstream serve: cannot listen on {}: {e}", config.listen);
+                return ExitCode::from(1);
+            }
+        };
+        let addr = server.local_addr();
+        announce(&config, addr, token.as_deref());
+        let report = match server.run(shutdown_signal("serve")).await {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("agentstream serve: {e}");
+                return ExitCode::from(1);
+            }
+        };
+        eprintln!(
+            "agentstream serve: stopped ({} run(s) were running; {}; {})",
+            report.running_at_signal,
+            if report.all_runs_ended { "every run ended" } else { "SOME RUNS DID NOT END" },
+            if report.connections_closed {
+                "every stream delivered its end"
+            } else {
+                "some connections were still open"
+            },
+        );
+        if report.all_runs_ended { ExitCode::SUCCESS } else { ExitCode::from(1) }
+    })
+}
+
+/// What a person (and a test) needs to start: the address and, for the generated tenant, the
+/// token — printed here once and never again (only its SHA-256 is kept).
+fn announce(config: &ServeConfig, addr: std::net::SocketAddr, token: Option<&str>) {
+    let mut out = io::stdout().lock();
+    let base = format!("http://{addr}");
+    let _ = writeln!(out, "agentstream serve: listening on {base}");
+    let agents: Vec<&str> = config.agents.keys().map(String::as_str).collect();
+    match &config.nats {
+        None => {
+            let _ = writeln!(out, "agentstream serve: agents: {}", agents.join(", "));
+        }
+        Some(nats) => {
+            let _ = writeln!(
+                out,
+                "agentstream serve: cluster: NATS at {} (prefix {:?}); runs execute on `agentstream worker`s",
+                agentstream_server::nats::redact_url(&nats.url),
+                nats.prefix
+            );
+        }
+    }
+    match token {
+        Some(token) => {
+            let _ = writeln!(out, "agentstream serve: token of tenant \"local\" (shown once, not stored): {token}");
+            let _ = writeln!(out, "agentstream serve: live view: {base}/#token={token}");
+            let example = agents.first().copied().unwrap_or("claude");
+            let _ = writeln!(
+                out,
+                "agentstream serve: try: curl -s -H 'Authorization: Bearer {token}' -d '{{\"agent\":\"{example}\",\"prompt\":\"hello\"}}' {base}/v1/runs"
+            );
+        }
+        None => {
+            let names: Vec<&str> = config.tenants.iter().map(|t| t.name.as_str()).collect();
+            let _ = writeln!(out, "agentstream serve: tenants: {}", names.join(", "));
+        }
+    }
+    let _ = out.flush();
+}
+
+/// SIGTERM or SIGINT (Ctrl-C). A second signal while shutting down only says so: the runs'
+/// harness processes are being stopped, and leaving now would leave them behind.
+#[cfg(unix)]
+pub(crate) async fn shutdown_signal(command: &'static str) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).expect("a SIGTERM handler");
+    let mut int = signal(SignalKind::interrupt()).expect("a SIGINT handler");
+    let name = tokio::select! {
+        _ = term.recv() => "SIGTERM",
+        _ = int.recv() => "SIGINT",
+    };
+    eprintln!("agentstream {command}: {name}: shutting down (no new runs; ending the runs in flight)");
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+            eprintln!("agentstream {command}: already shutting down; waiting for the harness processes to end");
+        }
+    });
+}
+
+/// Ctrl-C where there are no Unix signals (the server runs no harness there: runs are
+/// `unsupported`, see agentstream_core::runner::process).
+#[cfg(not(unix))]
+pub(crate) async fn shutdown_signal(command: &'static str) {
+    let _ = tokio::signal::ctrl_c().await;
+    eprintln!("agentstream {command}: Ctrl-C: shutting down");
+}
+
+/// `agentstream view --agent NAME FILE [-o OUT]`.
+pub fn view_command(agent: &str, file: &str, output: Option<&Path>) -> ExitCode {
+    let agent: Agent = match agent.parse() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("agentstream view: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut input = Vec::new();
+    let read = if file == "-" {
+        io::stdin().lock().read_to_end(&mut input).map(|_| ())
+    } else {
+        std::fs::read(file).map(|bytes| input = bytes)
+    };
+    if let Err(e) = read {
+        eprintln!("agentstream view: cannot read {file}: {e}");
+        return ExitCode::from(1);
+    }
+    let title = if file == "-" {
+        "standard input".to_string()
+    } else {
+        Path::new(file).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| file.to_string())
+    };
+    let options = ReplayOptions { run_id: title.clone(), ..ReplayOptions::default() };
+    let run = replay(agent, &input, &options);
+    let html = agentstream_server::view::offline_page(&title, agent.name(), &run);
+    let written = match output {
+        Some(path) if path != Path::new("-") => std::fs::write(path, &html),
+        _ => io::stdout().lock().write_all(html.as_bytes()),
+    };
+    if let Err(e) = written {
+        eprintln!("agentstream view: cannot write: {e}");
+        return ExitCode::from(1);
+    }
+    let state = serde_json::to_value(&run.outcome).ok().and_then(|v| v["state"].as_str().map(str::to_string));
+    eprintln!(
+        "agentstream view ({agent}): {} envelopes, {} content events, run {}{}",
+        run.items.len(),
+        run.stats.events,
+        state.as_deref().unwrap_or("ended"),
+        output.filter(|p| *p != Path::new("-")).map(|p| format!(" → {}", p.display())).unwrap_or_default(),
+    );
+    ExitCode::SUCCESS
+}
+
+/// `agentstream token [--tenant NAME] [--hash]`.
+pub fn token_command(tenant: &str, hash_stdin: bool) -> ExitCode {
+    let token = if hash_stdin {
+        let mut text = String::new();
+        if let Err(e) = io::stdin().read_to_string(&mut text) {
+            eprintln!("agentstream token: cannot read the token from standard input: {e}");
+            return ExitCode::from(1);
+        }
+        let token = text.trim().to_string();
+        if token.is_empty() {
+            eprintln!("agentstream token: --hash reads a token from standard input, and it was empty");
+            return ExitCode::from(2);
+        }
+        token
+    } else {
+        new_token()
+    };
+    let digest = TokenDigest::of(&token).to_hex();
+    if !hash_stdin {
+        println!("# the bearer token: give it to the client; it is stored nowhere");
+        println!("{token}");
+        println!("# add to serve.toml:");
+    }
+    println!("[[tenant]]\nname = {tenant:?}\ntoken_sha256 = \"{digest}\"");
+    ExitCode::SUCCESS
+}

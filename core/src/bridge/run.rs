@@ -1,0 +1,345 @@
+//! [`Run`]: one started run as every binding sees it — pulled in bounded batches, its result
+//! final only once its terminal event was delivered, cancelled when it is dropped unread, and
+//! counting its handlers' failures.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use super::options::ReadMode;
+use crate::error::{Error, ErrorKind};
+use crate::runner::{BatchLimits, Delivery, RunHandle, RunResult};
+use crate::stream::{BudgetPermit, ChannelSet, Pressure, StreamItem};
+
+/// The bit of hook deliveries in a [`Run`]'s delivery mask (the four channels use
+/// [`ChannelSet::bits`]).
+pub const HOOKS_BIT: u8 = 0b1_0000;
+
+/// What a pull found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pulled {
+    /// Deliveries were appended to the batch.
+    Batch,
+    /// Nothing arrived within the timeout; the run goes on.
+    Timeout,
+    /// The stream is over: the terminal event (and its hook events) were delivered.
+    End,
+}
+
+/// A handler that failed on a delivery: which one (the binding's own id for it), on what.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HandlerError {
+    /// The binding's id of the handler (a subscription id, or any stable number).
+    pub handler: u64,
+    /// `content`, `lifecycle`, `stdout`, `stderr` or `on_event`.
+    pub channel: String,
+    /// The sequence of the delivery it failed on.
+    pub sequence: u64,
+    /// The error's message (the binding formats its stack or traceback into it if it wants).
+    pub message: String,
+}
+
+#[derive(Default)]
+struct HandlerErrors {
+    count: u64,
+    reported: HashSet<u64>,
+    first: Vec<HandlerError>,
+}
+
+pub(crate) struct RunInner {
+    handle: RunHandle,
+    read: ReadMode,
+    attached: bool,
+    /// The deliveries handed out: channel bits plus [`HOOKS_BIT`]. Items of other channels
+    /// already buffered when the mask changed are skipped, never handed to nobody.
+    mask: AtomicU8,
+    handler_errors: Mutex<HandlerErrors>,
+    skipped: AtomicU64,
+    /// The permit of a shared budget, held for the run's life.
+    _permit: Option<BudgetPermit>,
+}
+
+impl Drop for RunInner {
+    fn drop(&mut self) {
+        // Cancel-on-drop: a run whose reader goes away before the end is cancelled through the
+        // one cancellation path (reason "reader left"). An await-only run keeps going: nobody
+        // was reading it, its result is what the caller may still want (a background run).
+        if self.attached && !self.handle.is_ended() && !self.handle.is_finished() {
+            self.handle.reader_left();
+        }
+    }
+}
+
+/// One started run (or command). Cheap to clone; all clones share one reader position. When
+/// the last clone of a run that has a reader is dropped before its terminal event was read, the
+/// run is cancelled (reason `reader_left`).
+#[derive(Clone)]
+pub struct Run {
+    pub(crate) inner: Arc<RunInner>,
+}
+
+impl std::fmt::Debug for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Run").field("id", &self.id()).field("read", &self.inner.read).finish_non_exhaustive()
+    }
+}
+
+impl Run {
+    pub(crate) fn new(
+        handle: RunHandle,
+        read: ReadMode,
+        attached: bool,
+        mask: u8,
+        permit: Option<BudgetPermit>,
+    ) -> Run {
+        Run {
+            inner: Arc::new(RunInner {
+                handle,
+                read,
+                attached,
+                mask: AtomicU8::new(mask),
+                handler_errors: Mutex::new(HandlerErrors::default()),
+                skipped: AtomicU64::new(0),
+                _permit: permit,
+            }),
+        }
+    }
+
+    pub(crate) fn downgrade(&self) -> Weak<RunInner> {
+        Arc::downgrade(&self.inner)
+    }
+
+    pub(crate) fn upgrade(weak: &Weak<RunInner>) -> Option<Run> {
+        weak.upgrade().map(|inner| Run { inner })
+    }
+
+    /// The run's id.
+    pub fn id(&self) -> &str {
+        self.inner.handle.run_id()
+    }
+
+    /// How the run is read.
+    pub fn read_mode(&self) -> ReadMode {
+        self.inner.read
+    }
+
+    /// Whether anything reads the run (false: await-only, nothing is buffered).
+    pub fn has_reader(&self) -> bool {
+        self.inner.attached
+    }
+
+    /// The core's handle (for Rust callers that want the runner's own API).
+    pub fn handle(&self) -> &RunHandle {
+        &self.inner.handle
+    }
+
+    /// The deliveries handed out: [`ChannelSet`] bits plus [`HOOKS_BIT`].
+    pub fn mask(&self) -> u8 {
+        self.inner.mask.load(Ordering::Acquire)
+    }
+
+    /// Change which channels the caller reads (subscriptions changed during the run). Items of
+    /// the others are numbered and not buffered from now on; those already buffered are skipped
+    /// when pulled. Iterated runs always read everything.
+    pub(crate) fn set_channels(&self, channels: ChannelSet) {
+        if self.inner.read != ReadMode::Handlers || !self.inner.attached {
+            return;
+        }
+        let hooks = self.mask() & HOOKS_BIT;
+        self.inner.mask.store(channels.bits() | hooks, Ordering::Release);
+        self.inner.handle.set_channels(channels);
+    }
+
+    /// Items skipped because their channel was no longer read when they were pulled.
+    pub fn skipped(&self) -> u64 {
+        self.inner.skipped.load(Ordering::Relaxed)
+    }
+
+    fn keep(&self, start: usize, out: &mut Vec<Delivery>) {
+        let mask = self.mask();
+        if mask == ChannelSet::ALL.bits() | HOOKS_BIT {
+            return;
+        }
+        let before = out.len();
+        let mut i = 0;
+        out.retain(|d| {
+            let keep = i < start
+                || match d {
+                    Delivery::Hook(_) => mask & HOOKS_BIT != 0,
+                    // The terminal is always delivered: it ends the stream.
+                    Delivery::Item(env) => env.item.is_terminal() || mask & channel_bit(&env.item) != 0,
+                };
+            i += 1;
+            keep
+        });
+        self.inner.skipped.fetch_add((before - out.len()) as u64, Ordering::Relaxed);
+    }
+
+    /// Wait up to `timeout` (forever when `None`) for at least one delivery, then append to
+    /// `out` what is ready within `limits` — one wake-up per batch, no fixed wait to fill it.
+    pub fn pull(&self, out: &mut Vec<Delivery>, limits: BatchLimits, timeout: Option<Duration>) -> Pulled {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        loop {
+            let start = out.len();
+            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            self.inner.handle.next_batch_into(out, limits, left);
+            if out.len() > start {
+                self.keep(start, out);
+                if out.len() > start {
+                    return Pulled::Batch;
+                }
+                continue; // everything was skipped: wait for more
+            }
+            if self.inner.handle.is_ended() || !self.inner.attached {
+                return Pulled::End;
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Pulled::Timeout;
+            }
+        }
+    }
+
+    /// Append what is ready now, without waiting.
+    pub fn try_pull(&self, out: &mut Vec<Delivery>, limits: BatchLimits) -> Pulled {
+        let start = out.len();
+        self.inner.handle.try_next_batch_into(out, limits);
+        self.keep(start, out);
+        if out.len() > start {
+            Pulled::Batch
+        } else if self.inner.handle.is_ended() || !self.inner.attached {
+            Pulled::End
+        } else {
+            Pulled::Timeout
+        }
+    }
+
+    /// [`pull`](Self::pull) for async callers: waits on the runtime, not on a thread.
+    pub async fn pull_async(&self, out: &mut Vec<Delivery>, limits: BatchLimits) -> Pulled {
+        loop {
+            let start = out.len();
+            self.inner.handle.next_batch_async(out, limits).await;
+            if out.len() > start {
+                self.keep(start, out);
+                if out.len() > start {
+                    return Pulled::Batch;
+                }
+                continue;
+            }
+            return Pulled::End;
+        }
+    }
+
+    /// Read and discard everything not yet read, to the end (awaiting an iterated run without
+    /// iterating it: the stream drains itself). Handlers are not called.
+    pub fn drain(&self) {
+        let mut sink = Vec::new();
+        loop {
+            sink.clear();
+            if self.pull(&mut sink, BatchLimits::DEFAULT, Some(Duration::from_millis(250))) == Pulled::End {
+                return;
+            }
+        }
+    }
+
+    /// True once the terminal event was delivered to the reader (or, for an await-only run,
+    /// once the run finished).
+    pub fn is_ended(&self) -> bool {
+        if self.inner.attached { self.inner.handle.is_ended() } else { self.inner.handle.result().is_some() }
+    }
+
+    /// The run's result: final only once its terminal event was delivered (for an await-only
+    /// run, once it finished). Before that, a `still_running` error — never a partial record.
+    pub fn result(&self) -> Result<RunResult, Error> {
+        // The runner stores the result before a reader can take the terminal item.
+        if self.is_ended()
+            && let Some(result) = self.inner.handle.result()
+        {
+            return Ok(self.with_handler_errors(result));
+        }
+        Err(Error::new(
+            ErrorKind::StillRunning,
+            format!("run {} is still running: its terminal event has not been delivered yet", self.id()),
+        ))
+    }
+
+    /// Wait up to `timeout` (forever when `None`) for the result. A run read by its handlers
+    /// or by the caller waits for its reader to reach the terminal event; an iterated run that
+    /// the caller stopped iterating is drained here (its remaining events are discarded).
+    /// `still_running` when the timeout passed first.
+    pub fn wait(&self, timeout: Option<Duration>) -> Result<RunResult, Error> {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        if self.inner.read == ReadMode::Iterate && self.inner.attached {
+            let mut sink = Vec::new();
+            while !self.is_ended() {
+                sink.clear();
+                let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+                if self.pull(&mut sink, BatchLimits::DEFAULT, left) == Pulled::Timeout {
+                    break;
+                }
+            }
+        }
+        self.inner.handle.wait_ended(deadline);
+        self.result()
+    }
+
+    /// [`wait`](Self::wait) for async callers (no timeout; drop the future to stop waiting).
+    pub async fn wait_async(&self) -> RunResult {
+        if self.inner.read == ReadMode::Iterate && self.inner.attached {
+            let mut sink = Vec::new();
+            while !self.is_ended() {
+                sink.clear();
+                self.pull_async(&mut sink, BatchLimits::DEFAULT).await;
+            }
+        }
+        loop {
+            self.inner.handle.wait_ended_async().await;
+            if let Ok(r) = self.result() {
+                return r;
+            }
+        }
+    }
+
+    /// Cancel the run (first reason stands; later calls are no-ops): SIGTERM to the harness's
+    /// process group, SIGKILL after the grace period; it ends `run_interrupted`.
+    pub fn cancel(&self, reason: &str) {
+        self.inner.handle.cancel(reason);
+    }
+
+    /// Live backpressure statistics.
+    pub fn pressure(&self) -> Pressure {
+        self.inner.handle.pressure()
+    }
+
+    /// Record that a handler failed on a delivery. Every failure is counted (the result's
+    /// `handler_errors`); returns true for the FIRST failure of that handler — the one a
+    /// binding reports with its stack or traceback (later ones are only counted).
+    pub fn handler_failed(&self, error: HandlerError) -> bool {
+        let mut errors = self.inner.handler_errors.lock().unwrap_or_else(|p| p.into_inner());
+        errors.count += 1;
+        let first = errors.reported.insert(error.handler);
+        if first {
+            errors.first.push(error);
+        }
+        first
+    }
+
+    /// Handler failures so far.
+    pub fn handler_error_count(&self) -> u64 {
+        self.inner.handler_errors.lock().unwrap_or_else(|p| p.into_inner()).count
+    }
+
+    /// The first failure of each handler that failed, in order.
+    pub fn handler_errors(&self) -> Vec<HandlerError> {
+        self.inner.handler_errors.lock().unwrap_or_else(|p| p.into_inner()).first.clone()
+    }
+
+    fn with_handler_errors(&self, mut result: RunResult) -> RunResult {
+        result.handler_errors = self.handler_error_count();
+        result
+    }
+}
+
+fn channel_bit(item: &StreamItem) -> u8 {
+    ChannelSet::NONE.with(item.channel()).bits()
+}

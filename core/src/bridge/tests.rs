@@ -1,0 +1,404 @@
+//! The bridge with real child processes: shell scripts stand in for harnesses (they print a
+//! golden trace, or stall), so every rule a binding relies on is checked once, here.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::*;
+use crate::channel::Channel;
+use crate::error::ErrorKind;
+use crate::stream::{CancellationToken, SequenceCheck, SharedBudget, StreamItem};
+
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new() -> Scratch {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static N: AtomicU64 = AtomicU64::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "agentstream-bridge-test-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+
+    /// An executable script with `body` (after `#!/bin/sh`).
+    fn script(&self, body: &str) -> String {
+        use std::os::unix::fs::PermissionsExt;
+        let path = self.0.join("harness.sh");
+        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path.to_string_lossy().into_owned()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn golden(agent: &str, case: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/golden").join(agent).join(format!("{case}.input.jsonl"))
+}
+
+/// A client whose harness prints the claude `s2-bash` golden trace.
+fn claude_client(scratch: &Scratch) -> Client {
+    let mut spec = AgentSpec::new("claude");
+    spec.bin = Some(scratch.script(&format!("exec cat '{}'", golden("claude", "s2-bash").display())));
+    Client::new(spec, Naming::Snake).unwrap()
+}
+
+/// A client whose harness prints a line, then sleeps (until killed).
+fn slow_client(scratch: &Scratch) -> Client {
+    let mut spec = AgentSpec::new("codex");
+    spec.bin = Some(scratch.script("echo '{\"type\":\"thread.started\",\"thread_id\":\"t1\"}'\nexec sleep 30"));
+    Client::new(spec, Naming::Snake).unwrap()
+}
+
+fn pull_all(run: &Run) -> Vec<Delivery> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut all = Vec::new();
+    loop {
+        assert!(Instant::now() < deadline, "run did not end");
+        match run.pull(&mut all, BatchLimits::DEFAULT, Some(Duration::from_millis(200))) {
+            Pulled::End => return all,
+            Pulled::Batch | Pulled::Timeout => {}
+        }
+    }
+}
+
+fn channels(deliveries: &[Delivery]) -> Vec<&'static str> {
+    deliveries
+        .iter()
+        .map(|d| match d {
+            Delivery::Item(env) => env.channel().name(),
+            Delivery::Hook(_) => "hook",
+        })
+        .collect()
+}
+
+fn assert_gapless_with_one_terminal_last(deliveries: &[Delivery]) {
+    let mut check = SequenceCheck::new();
+    let items: Vec<_> =
+        deliveries.iter().filter_map(|d| if let Delivery::Item(e) = d { Some(e) } else { None }).collect();
+    for e in &items {
+        assert!(check.accept(e), "in order, no duplicate: {}", e.sequence);
+    }
+    assert_eq!(items.iter().filter(|e| e.is_terminal()).count(), 1, "exactly one terminal");
+    assert!(items.last().unwrap().is_terminal(), "terminal last");
+}
+
+#[test]
+fn handlers_read_only_their_channels_and_the_terminal() {
+    let scratch = Scratch::new();
+    let client = claude_client(&scratch);
+    client.on("content").unwrap();
+    let run = client.start(RunRequest::prompt("hi")).unwrap();
+    assert!(run.has_reader());
+    let all = pull_all(&run);
+    let seen = channels(&all);
+    assert!(seen.contains(&"content"));
+    assert!(!seen.contains(&"stdout") && !seen.contains(&"stderr"), "{seen:?}");
+    assert_eq!(seen.last(), Some(&"lifecycle"), "the terminal is always delivered");
+    let result = run.result().unwrap();
+    assert_eq!(result.state, FinalState::Completed);
+}
+
+#[test]
+fn no_handler_means_await_only() {
+    let scratch = Scratch::new();
+    let client = claude_client(&scratch);
+    let run = client.start(RunRequest::prompt("hi")).unwrap();
+    assert!(!run.has_reader());
+    let result = run.wait(Some(Duration::from_secs(30))).unwrap();
+    assert_eq!(result.state, FinalState::Completed);
+    assert!(result.last_sequence > 0, "items were numbered though nobody read them");
+    let mut out = Vec::new();
+    assert_eq!(run.pull(&mut out, BatchLimits::DEFAULT, Some(Duration::ZERO)), Pulled::End);
+    assert!(out.is_empty());
+}
+
+#[test]
+fn iterated_runs_see_everything_and_the_result_is_final_only_at_the_end() {
+    let scratch = Scratch::new();
+    let client = claude_client(&scratch);
+    let mut request = RunRequest::prompt("hi");
+    request.read = ReadMode::Iterate;
+    request.hooks = true;
+    let run = client.start(request).unwrap();
+    // Read one batch, then ask: the terminal was not delivered yet.
+    let mut first = Vec::new();
+    assert_eq!(run.pull(&mut first, BatchLimits::events(1), Some(Duration::from_secs(10))), Pulled::Batch);
+    assert_eq!(first.len(), 1);
+    let e = run.result().unwrap_err();
+    assert_eq!(e.kind, ErrorKind::StillRunning);
+    assert!(e.message.contains("still running"), "{e}");
+    // Even once the process is done, the result waits for the reader.
+    assert!(run.handle().wait_timeout(Duration::from_secs(30)).is_some());
+    assert_eq!(run.result().unwrap_err().kind, ErrorKind::StillRunning);
+    let mut rest = pull_all(&run);
+    first.append(&mut rest);
+    let seen = channels(&first);
+    for c in ["content", "lifecycle", "stdout", "hook"] {
+        assert!(seen.contains(&c), "{c} in {seen:?}");
+    }
+    assert_gapless_with_one_terminal_last(&first);
+    assert!(matches!(first.last(), Some(Delivery::Hook(h)) if h.event_type == "run.completed"));
+    assert_eq!(run.result().unwrap().state, FinalState::Completed);
+}
+
+#[test]
+fn waiting_on_an_iterated_run_drains_it() {
+    let scratch = Scratch::new();
+    let client = claude_client(&scratch);
+    let mut request = RunRequest::prompt("hi");
+    request.read = ReadMode::Iterate;
+    let run = client.start(request).unwrap();
+    let result = run.wait(Some(Duration::from_secs(30))).unwrap();
+    assert_eq!(result.state, FinalState::Completed);
+    assert!(run.is_ended());
+}
+
+#[test]
+fn batches_are_bounded_in_events_and_bytes() {
+    let scratch = Scratch::new();
+    let client = claude_client(&scratch);
+    let mut request = RunRequest::prompt("hi");
+    request.read = ReadMode::Iterate;
+    let run = client.start(request).unwrap();
+    assert!(run.handle().wait_timeout(Duration::from_secs(30)).is_some(), "everything is buffered");
+    let mut batch = Vec::new();
+    assert_eq!(run.pull(&mut batch, BatchLimits { max_events: 3, max_bytes: usize::MAX }, None), Pulled::Batch);
+    assert_eq!(batch.len(), 3);
+    // One byte: each batch still holds one delivery (a reader always progresses).
+    let mut count = 3;
+    loop {
+        batch.clear();
+        match run.pull(&mut batch, BatchLimits { max_events: 256, max_bytes: 1 }, Some(Duration::from_secs(10))) {
+            Pulled::Batch => {
+                // One delivery per batch; the terminal (it weighs nothing) may ride along.
+                let terminal = matches!(batch.last(), Some(Delivery::Item(e)) if e.is_terminal());
+                assert!(batch.len() == 1 || (batch.len() == 2 && terminal), "{} deliveries", batch.len());
+                count += batch.len();
+            }
+            Pulled::End => break,
+            Pulled::Timeout => panic!("everything was ready"),
+        }
+    }
+    assert_eq!(count as u64, run.result().unwrap().last_sequence + 1);
+}
+
+#[test]
+fn dropping_an_unread_run_cancels_it() {
+    let scratch = Scratch::new();
+    let client = slow_client(&scratch);
+    let mut request = RunRequest::prompt("hi");
+    request.read = ReadMode::Iterate;
+    request.kill_grace_ms = 100;
+    let run = client.start(request).unwrap();
+    let handle = run.handle().clone();
+    drop(run);
+    let result = handle.wait_timeout(Duration::from_secs(20)).expect("the run ended");
+    assert_eq!(result.state, FinalState::Cancelled);
+    assert_eq!(result.cancel_kind.as_deref(), Some("reader_left"));
+}
+
+#[test]
+fn a_callers_token_and_deadline_stop_the_run() {
+    let scratch = Scratch::new();
+    let client = slow_client(&scratch);
+    let token = CancellationToken::new();
+    let mut request = RunRequest::prompt("hi");
+    request.cancel_token = Some(token.clone());
+    request.kill_grace_ms = 100;
+    let run = client.start(request).unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    token.cancel(crate::stream::CancelReason::caller("the client pressed stop"));
+    let result = run.wait(Some(Duration::from_secs(20))).unwrap();
+    assert_eq!(result.state, FinalState::Cancelled);
+    assert_eq!(result.cancel_kind.as_deref(), Some("caller"));
+    assert!(result.cancel_reason.unwrap().contains("the client pressed stop"));
+
+    let mut request = RunRequest::prompt("hi");
+    request.deadline = Some(Instant::now() + Duration::from_millis(300));
+    request.timeout_ms = Some(60_000);
+    request.kill_grace_ms = 100;
+    let started = Instant::now();
+    let result = client.start(request).unwrap().wait(Some(Duration::from_secs(20))).unwrap();
+    assert_eq!(result.cancel_kind.as_deref(), Some("timeout"), "the deadline came first");
+    assert!(started.elapsed() < Duration::from_secs(10));
+}
+
+#[test]
+fn one_run_at_a_time_and_controls_report_what_they_did() {
+    let scratch = Scratch::new();
+    let client = slow_client(&scratch);
+    assert!(!client.interrupt("nothing"), "interrupt when idle is not an error");
+    assert!(!client.kill(), "nothing to kill");
+    assert_eq!(client.status().sandbox, crate::lifecycle::SandboxState::Ready, "killing nothing stops nothing");
+    assert_eq!(client.pause().unwrap_err().kind, ErrorKind::NotRunning);
+    let status = client.status();
+    assert!(!status.has_run && status.active_run_id.is_none());
+    let mut request = RunRequest::prompt("hi");
+    request.kill_grace_ms = 100;
+    let run = client.start(request.clone()).unwrap();
+    assert_eq!(client.start(request).unwrap_err().kind, ErrorKind::AlreadyRunning);
+    let status = client.status();
+    assert!(status.has_run);
+    assert_eq!(status.active_run_id.as_deref(), Some(run.id()));
+    client.pause().unwrap();
+    client.resume().unwrap();
+    assert!(client.interrupt("enough"));
+    let result = run.wait(Some(Duration::from_secs(20))).unwrap();
+    assert_eq!(result.state, FinalState::Cancelled);
+    assert!(client.status().active_run_id.is_none());
+    assert_eq!(client.status().last_status, Some(FinalState::Cancelled));
+}
+
+#[test]
+fn subscriptions_validate_names_and_follow_a_running_run() {
+    let scratch = Scratch::new();
+    let client = slow_client(&scratch);
+    let e = client.on("message").unwrap_err();
+    assert_eq!(e.kind, ErrorKind::InvalidArgument);
+    assert!(e.message.contains("\"content\", \"lifecycle\", \"stdout\" and \"stderr\""), "{e}");
+    assert_eq!(client.off("nope").unwrap_err().kind, ErrorKind::InvalidArgument);
+    let a = client.on("stdout").unwrap();
+    let b = client.on("stdout").unwrap();
+    assert_eq!(client.subscribers(Channel::Stdout), [a, b]);
+    let mut request = RunRequest::prompt("hi");
+    request.kill_grace_ms = 100;
+    let run = client.start(request).unwrap();
+    assert_eq!(run.mask(), crate::stream::ChannelSet::of([Channel::Stdout]).bits());
+    client.on("lifecycle").unwrap();
+    assert_eq!(run.mask(), crate::stream::ChannelSet::of([Channel::Stdout, Channel::Lifecycle]).bits());
+    assert_eq!(client.off("stdout").unwrap(), [a, b]);
+    assert!(!client.off_id(a));
+    run.cancel("done");
+    let all = pull_all(&run);
+    assert!(all.iter().all(|d| matches!(d, Delivery::Item(e) if !matches!(e.item, StreamItem::Stdout(_)))));
+}
+
+#[test]
+fn handler_failures_are_counted_and_reported_once_per_handler() {
+    let scratch = Scratch::new();
+    let client = claude_client(&scratch);
+    let id = client.on("content").unwrap();
+    let run = client.start(RunRequest::prompt("hi")).unwrap();
+    let all = pull_all(&run);
+    let mut firsts = 0;
+    for d in &all {
+        if let Delivery::Item(env) = d
+            && env.channel() == Channel::Content
+        {
+            let error =
+                HandlerError { handler: id, channel: "content".into(), sequence: env.sequence, message: "boom".into() };
+            firsts += usize::from(run.handler_failed(error));
+        }
+    }
+    assert_eq!(firsts, 1);
+    let contents = all.iter().filter(|d| matches!(d, Delivery::Item(e) if e.channel() == Channel::Content)).count();
+    assert_eq!(run.result().unwrap().handler_errors, contents as u64);
+    assert_eq!(run.handler_errors().len(), 1);
+}
+
+#[test]
+fn the_callback_pump_delivers_everything_in_order() {
+    let scratch = Scratch::new();
+    let client = claude_client(&scratch);
+    client.on("stdout").unwrap();
+    client.on("content").unwrap();
+    let mut request = RunRequest::prompt("hi");
+    request.hooks = true;
+    let run = client.start(request).unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink_seen = seen.clone();
+    let pump = CallbackPump::start(run.clone(), move |d| {
+        assert!(CallbackPump::on_a_pump_thread());
+        sink_seen.lock().unwrap().push(d.clone());
+        if matches!(d, Delivery::Hook(h) if h.event_type == "run.started") {
+            panic!("a bug in a sink");
+        }
+        Dispatched::Ok
+    })
+    .unwrap();
+    assert!(!pump.on_this_thread());
+    assert!(pump.wait_done(Some(Instant::now() + Duration::from_secs(30))));
+    let seen = seen.lock().unwrap();
+    assert_gapless_with_one_terminal_last(&seen);
+    let result = run.result().unwrap();
+    assert_eq!(result.state, FinalState::Completed);
+    assert_eq!(result.handler_errors, 1, "the panic was counted");
+}
+
+#[test]
+fn a_shared_budget_limits_concurrent_runs_and_sets_their_byte_budget() {
+    let scratch = Scratch::new();
+    let client = slow_client(&scratch);
+    let budget = SharedBudget::new(1 << 20, 1).unwrap();
+    let mut request = RunRequest::prompt("hi");
+    request.budget = Some(budget.clone());
+    request.kill_grace_ms = 100;
+    let run = client.start(request.clone()).unwrap();
+    assert_eq!(budget.active(), 1);
+    let other = slow_client(&Scratch::new());
+    let e = other.start(request).unwrap_err();
+    assert!(e.message.contains("permits"), "{e}");
+    run.cancel("done");
+    run.wait(Some(Duration::from_secs(20))).unwrap();
+    drop(run);
+    assert_eq!(budget.active(), 0, "the permit is released with the run");
+}
+
+#[test]
+fn bad_requests_name_the_field() {
+    let scratch = Scratch::new();
+    let client = claude_client(&scratch);
+    let mut request = RunRequest::prompt("hi");
+    request.limits.stall_ms = 0;
+    let e = client.start(request).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::InvalidArgument);
+    assert!(e.message.starts_with("limits.stall_ms"), "{e}");
+    let camel = Client::new(AgentSpec::new("claude"), Naming::Camel).unwrap();
+    let mut request = RunRequest::prompt("hi");
+    request.timeout_ms = Some(0);
+    assert!(camel.start(request).unwrap_err().message.starts_with("timeoutMs"));
+    let mut missing = AgentSpec::new("claude");
+    missing.bin = Some("/nonexistent/claude".into());
+    let e = Client::new(missing, Naming::Snake).unwrap().start(RunRequest::prompt("hi")).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::HarnessNotFound);
+}
+
+#[test]
+fn per_run_overrides_apply_to_that_run_only() {
+    let scratch = Scratch::new();
+    let mut spec = AgentSpec::new("codex");
+    spec.bin = Some(scratch.script("printf '%s\\n' \"$PWD\" \"$AGENTSTREAM_T\" \"$@\" >&2"));
+    let client = Client::new(spec, Naming::Snake).unwrap();
+    client.on("stderr").unwrap();
+    let stderr = |request: RunRequest| -> String {
+        let run = client.start(request).unwrap();
+        pull_all(&run)
+            .iter()
+            .filter_map(|d| match d {
+                Delivery::Item(e) => {
+                    e.item.as_raw_text().filter(|_| e.channel() == Channel::Stderr).map(str::to_string)
+                }
+                _ => None,
+            })
+            .collect()
+    };
+    let mut request = RunRequest::prompt("p");
+    request.model = Some("m-1".into());
+    request.cwd = Some("/".into());
+    request.env.insert("AGENTSTREAM_T".into(), "yes".into());
+    let out = stderr(request);
+    assert!(out.starts_with("/\nyes\n"), "{out}");
+    assert!(out.contains("\n-m\nm-1\n"), "{out}");
+    let out = stderr(RunRequest::prompt("p"));
+    assert!(!out.contains("m-1") && !out.contains("yes"), "the next run has the client's config: {out}");
+}

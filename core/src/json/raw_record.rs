@@ -1,0 +1,437 @@
+//! Verbatim records (`rawInput`, `rawOutput`, a harness's own record) built as [`RawJson`]
+//! without building a `Value` tree and without serde_json reading the text a second time.
+//!
+//! - [`object_text`]: an object composed of members kept as printed ([`Printed`]).
+//! - [`read_raw_json`] / [`value_raw_json`]: text the [`Scan`]ner has read whole, kept as is.
+//! - [`checked_raw`]: a captured value kept when a `Value` would have held it.
+//! - [`ObjectMembers`]: an object of members kept as printed (a harness's other usage counters),
+//!   written as text once instead of built as a map of values.
+
+use std::borrow::Cow;
+
+use serde_json::value::RawValue;
+
+use super::borrowed::Checked;
+use super::scan::Scan;
+use super::text::raw_count;
+use crate::event::RawJson;
+
+/// `s` as a JSON string.
+fn write_json_str(out: &mut String, s: &str) {
+    out.push('"');
+    // Keys and short values rarely need an escape: checked eight bytes at a time.
+    if super::text::find_special(s.as_bytes(), 0) == s.len() {
+        out.push_str(s);
+        out.push('"');
+        return;
+    }
+    let mut start = 0;
+    for (i, b) in s.bytes().enumerate() {
+        let esc = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            0..=0x1f => "",
+            _ => continue,
+        };
+        out.push_str(&s[start..i]);
+        if esc.is_empty() {
+            out.push_str(&format!("\\u{b:04x}"));
+        } else {
+            out.push_str(esc);
+        }
+        start = i + 1;
+    }
+    out.push_str(&s[start..]);
+    out.push('"');
+}
+
+/// The members of a JSON object composed from values kept as printed, e.g. the counters of a
+/// usage record that no typed field took. A key printed twice keeps its first place and its last
+/// value, as a JSON reader's map does. Written once as text ([`ObjectMembers::into_raw_json`]):
+/// one allocation instead of a map, a key and a value tree per member. The first few members
+/// with borrowed keys are held inline (a usage record's odd counters need no allocation of
+/// their own, and an unused set costs nothing to drop).
+#[derive(Debug, Default)]
+pub(crate) struct ObjectMembers<'a> {
+    inline: [(&'a str, Printed<'a>); ObjectMembers::INLINE],
+    len: usize,
+    /// The members after the inline ones, in order.
+    more: Vec<(Cow<'a, str>, Printed<'a>)>,
+}
+
+/// A member's value: JSON text as printed, or a string to write as one.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Printed<'a> {
+    Raw(&'a str),
+    Text(&'a str),
+}
+
+impl Default for Printed<'_> {
+    fn default() -> Self {
+        Printed::Raw("")
+    }
+}
+
+impl<'a> ObjectMembers<'a> {
+    /// Members held without an allocation.
+    const INLINE: usize = 4;
+
+    /// Set `key` to the value printed as `raw` (text a [`Scan`] read whole, e.g. with
+    /// [`Scan::checked_raw`]).
+    pub fn insert(&mut self, key: Cow<'a, str>, raw: &'a str) {
+        self.set(key, Printed::Raw(raw));
+    }
+
+    /// Set `key` to the string `text` (written as a JSON string).
+    pub fn insert_text(&mut self, key: Cow<'a, str>, text: &'a str) {
+        self.set(key, Printed::Text(text));
+    }
+
+    fn set(&mut self, key: Cow<'a, str>, value: Printed<'a>) {
+        if let Some(member) = self.inline[..self.len].iter_mut().find(|(k, _)| **k == *key) {
+            member.1 = value;
+            return;
+        }
+        if let Some(member) = self.more.iter_mut().find(|(k, _)| *k == key) {
+            member.1 = value;
+            return;
+        }
+        match key {
+            // Inline while nothing went past the inline members (so the order holds).
+            Cow::Borrowed(k) if self.len < Self::INLINE && self.more.is_empty() => {
+                self.inline[self.len] = (k, value);
+                self.len += 1;
+            }
+            key => self.more.push((key, value)),
+        }
+    }
+
+    fn members(&self) -> impl Iterator<Item = (&str, Printed<'a>)> + Clone {
+        let inline = self.inline[..self.len].iter().map(|(k, v)| (*k, *v));
+        inline.chain(self.more.iter().map(|(k, v)| (&**k, *v)))
+    }
+
+    /// Remove `key`, keeping the others in order.
+    pub fn remove(&mut self, key: &str) {
+        let kept: Vec<(Cow<'a, str>, Printed<'a>)> =
+            (self.inline[..self.len].iter().map(|(k, v)| (Cow::Borrowed(*k), *v)))
+                .chain(std::mem::take(&mut self.more))
+                .filter(|(k, _)| k != key)
+                .collect();
+        *self = ObjectMembers::default();
+        for (k, v) in kept {
+            self.set(k, v);
+        }
+    }
+
+    /// The object's text, `None` when it has no members.
+    pub fn into_raw_json(self) -> Option<RawJson> {
+        (self.len > 0 || !self.more.is_empty()).then(|| object_text(self.members()))
+    }
+}
+
+/// The JSON object of `members` (each value a [`Scan`]-read value as printed, or a string) as
+/// text: one allocation of the right size, keys escaped as needed, and a value holding a raw CR
+/// between its tokens written compactly instead (so that an event never holds a raw CR).
+pub(crate) fn object_text<'v>(members: impl Iterator<Item = (&'v str, Printed<'v>)> + Clone) -> RawJson {
+    let len = members.clone().map(|(k, v)| k.len() + v.len() + 4).sum::<usize>() + 1;
+    let mut text = String::with_capacity(len);
+    text.push('{');
+    for (i, (key, value)) in members.enumerate() {
+        if i > 0 {
+            text.push(',');
+        }
+        write_json_str(&mut text, key);
+        text.push(':');
+        match value {
+            Printed::Text(s) => write_json_str(&mut text, s),
+            Printed::Raw(raw) if memchr::memchr(b'\r', raw.as_bytes()).is_some() => {
+                // The value was read whole, so it parses (see `anthropic::raw_json`).
+                let value: serde_json::Value = serde_json::from_str(raw).unwrap_or_default();
+                text.push_str(&value.to_string());
+            }
+            Printed::Raw(raw) => text.push_str(raw),
+        }
+    }
+    text.push('}');
+    read_raw_json(text)
+}
+
+/// The object `{"key":value,…}` of distinct keys whose values are printed as `members` give
+/// them (each read whole by the [`Scan`]ner).
+pub(crate) fn raw_members(members: &[(&str, &str)]) -> RawJson {
+    object_text(members.iter().map(|(k, v)| (*k, Printed::Raw(v))))
+}
+
+/// `extra` (an object's text, or none) with the member `key` set to the value printed as `raw`
+/// (text a [`Scan`] read by type): appended to the text when `extra` has no such key (a run
+/// total adding `modelUsage` or `stats` to its counters), else through a map.
+pub(crate) fn with_raw_member(extra: Option<RawJson>, key: &str, raw: &str) -> RawJson {
+    let Some(extra) = extra else { return object_text(std::iter::once((key, Printed::Raw(raw)))) };
+    let text = extra.get().trim();
+    let mut has_key = false;
+    let mut sc = Scan::new(text);
+    let read = sc.object(|r, k| {
+        has_key |= k == key;
+        r.skip()
+    });
+    if read.is_err() || has_key || memchr::memchr(b'\r', raw.as_bytes()).is_some() {
+        let mut map = match extra.to_value() {
+            serde_json::Value::Object(map) => map,
+            _ => serde_json::Map::new(),
+        };
+        map.insert(key.to_string(), serde_json::from_str(raw).unwrap_or_default());
+        return RawJson::from_value(&serde_json::Value::Object(map));
+    }
+    let mut out = String::with_capacity(text.len() + key.len() + raw.len() + 4);
+    let open = text[..text.len() - 1].trim_end();
+    out.push_str(open);
+    if open != "{" {
+        out.push(',');
+    }
+    write_json_str(&mut out, key);
+    out.push(':');
+    out.push_str(raw);
+    out.push('}');
+    read_raw_json(out)
+}
+
+impl Printed<'_> {
+    /// About how many bytes the value takes written.
+    fn len(&self) -> usize {
+        match self {
+            Printed::Raw(raw) => raw.len(),
+            Printed::Text(s) => s.len() + 2,
+        }
+    }
+}
+
+/// A harness's usage object read in the line's pass: the named counters, and every other member
+/// kept as printed.
+pub(crate) struct Counters<const N: usize> {
+    /// The count of each named counter (its last printing, as in a JSON reader).
+    pub counts: [Option<u64>; N],
+    /// The other members, and each named counter whose value is not a count.
+    pub extra: Option<RawJson>,
+}
+
+/// Read a usage object ([`Counters`]); any other value is read by type and gives `None`, as an
+/// object without members does. `null` counts as an absent counter when `null_is_absent`, else
+/// it is kept in `extra` like any value that is not a count. `also` sees each member that is not
+/// a named counter (with its value as printed) before it goes to `extra`.
+pub(crate) fn read_counters<'a, const N: usize>(
+    r: &mut Scan<'a>,
+    names: [&str; N],
+    null_is_absent: bool,
+    mut also: impl FnMut(&str, &'a str),
+) -> super::scan::Res<Option<Counters<N>>> {
+    if r.peek() != Some(b'{') {
+        return r.check().map(|()| None);
+    }
+    let mut counts = [None; N];
+    let mut extra = ObjectMembers::default();
+    let mut any = false;
+    // Counters in `extra` because their (latest) value was not a count.
+    let mut odd = [false; N];
+    r.object(|r, key| {
+        any = true;
+        // Read by type (what a `Value` accepts), kept as printed.
+        let raw = r.checked_raw()?;
+        let Some(i) = names.iter().position(|name| *name == key) else {
+            also(&key, raw);
+            extra.insert(key, raw);
+            return Ok(());
+        };
+        counts[i] = raw_count(raw);
+        if counts[i].is_none() && !(null_is_absent && raw == "null") {
+            odd[i] = true;
+            extra.insert(key, raw);
+        } else if odd[i] {
+            odd[i] = false;
+            extra.remove(&key);
+        }
+        Ok(())
+    })?;
+    Ok(any.then(|| Counters { counts, extra: extra.into_raw_json() }))
+}
+
+/// `raw` as [`RawJson`] (its text copied verbatim) when a [`serde_json::Value`] would hold it.
+pub fn checked_raw(raw: &RawValue) -> Option<RawJson> {
+    serde_json::from_str::<Checked>(raw.get()).is_ok().then(|| RawJson::from_raw(raw))
+}
+
+/// JSON text that a [`Scan`] has read whole (so it is one well-formed value, possibly with
+/// whitespace around it) as [`RawJson`], kept verbatim, without serde_json reading it a second
+/// time (`RawJson::from_text` would: about as long as reading it).
+///
+/// Callers pass only text that `json_of`, `Scan::check`/`checked_raw`/`raw` or
+/// `Scan::read_with_text` accepted whole; debug builds re-check it (serde_json's own
+/// `debug_assert` in `from_string_unchecked`).
+pub fn read_raw_json(text: String) -> RawJson {
+    let is_ws = |c| matches!(c, ' ' | '\t' | '\n' | '\r');
+    // (Nearly always nothing to trim: both ends are looked at first.)
+    let padded = text.starts_with(is_ws) || text.ends_with(is_ws);
+    let text = if padded { text.trim_matches(is_ws).to_string() } else { text };
+    // SAFETY: `text` is one well-formed JSON value without surrounding whitespace: a `Scan`
+    // (which accepts only what serde_json accepts, property-tested against it) has read it
+    // whole, and the whitespace around it was trimmed above.
+    let raw = unsafe { RawValue::from_string_unchecked(text) };
+    // Kept as it is: copying it again would cost an allocation per record.
+    RawJson::from_boxed(raw)
+}
+
+/// JSON `text` as [`RawJson`] (kept verbatim) when a [`serde_json::Value`] would read it whole.
+pub fn value_raw_json(text: &str) -> Option<RawJson> {
+    let mut r = Scan::new(text);
+    let value = r.checked_raw().ok()?;
+    r.end().ok()?;
+    Some(read_raw_json(value.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(500))]
+        /// The invariant `read_raw_json`'s SAFETY comment relies on: text a `Scan` read whole, with
+        /// whitespace around it, is one JSON value once trimmed — the value serde_json reads.
+        #[test]
+        fn text_a_scan_read_whole_is_one_json_value(value in json_value(), pad in "[ \t\r\n]{0,3}", pretty in proptest::bool::ANY) {
+            let printed = if pretty { serde_json::to_string_pretty(&value) } else { serde_json::to_string(&value) }.unwrap();
+            let text = format!("{pad}{printed}{pad}");
+            let mut r = Scan::new(&text);
+            r.checked_raw().expect("a Scan reads what serde_json writes");
+            r.end().expect("whole");
+            let raw = read_raw_json(text.clone());
+            proptest::prop_assert_eq!(raw.get(), printed.as_str(), "kept verbatim, trimmed");
+            proptest::prop_assert_eq!(serde_json::from_str::<Value>(raw.get()).unwrap(), value);
+        }
+    }
+
+    fn json_value() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Value::from),
+            any::<String>().prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 32, 6, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                proptest::collection::btree_map(any::<String>(), inner, 0..6)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    #[test]
+    fn composed_objects_are_valid_json_with_the_members_verbatim() {
+        let write = |members: &[(&str, Printed<'_>)]| object_text(members.iter().copied());
+        let (a, b) = (r#""x \"q\"""#, r#"[1, {"k": null}]"#);
+        assert_eq!(write(&[("command", Printed::Raw(a))]).get(), r#"{"command":"x \"q\""}"#);
+        let long = format!("\"{}\"", "y".repeat(200));
+        let big = write(&[("a", Printed::Raw(b)), ("we\"ird", Printed::Raw(&long))]);
+        assert_eq!(big.get(), format!(r#"{{"a":[1, {{"k": null}}],"we\"ird":{long}}}"#));
+        assert_eq!(write(&[]).get(), "{}");
+        let odd = "q\"\\\n\u{1}\u{8}\u{c}é";
+        let rec = write(&[("status", Printed::Text(odd)), ("output", Printed::Raw(a))]);
+        assert_eq!(rec.to_value(), serde_json::json!({"status": odd, "output": "x \"q\""}));
+        // Strings are escaped as serde_json escapes them.
+        assert_eq!(rec.get(), format!(r#"{{"status":{},"output":{a}}}"#, serde_json::to_string(odd).unwrap()));
+    }
+    #[test]
+    fn counts_read_as_a_value_reads_them() {
+        for text in
+            ["0", "7", "-0", "-1", "1.0", "1e2", "18446744073709551615", "18446744073709551616", "\"5\"", "null"]
+        {
+            let theirs = serde_json::from_str::<Value>(text).unwrap().as_u64();
+            assert_eq!(raw_count(text), theirs, "{text}");
+        }
+    }
+
+    #[test]
+    fn object_members_keep_first_places_and_last_values() {
+        let mut m = ObjectMembers::default();
+        assert!(ObjectMembers::default().into_raw_json().is_none());
+        m.insert("b".into(), "1");
+        m.insert("we\"ird".into(), r#"{"x": [1, 2]}"#);
+        m.insert("c".into(), "true");
+        m.insert("b".into(), "2.50");
+        m.remove("c");
+        m.insert_text("t".into(), "a \"q\"\n");
+        assert_eq!(m.into_raw_json().unwrap().get(), r#"{"b":2.50,"we\"ird":{"x": [1, 2]},"t":"a \"q\"\n"}"#);
+        let mut cr = ObjectMembers::default();
+        cr.insert("a".into(), "[1,\r2]");
+        assert_eq!(cr.into_raw_json().unwrap().get(), r#"{"a":[1,2]}"#);
+    }
+
+    #[test]
+    fn object_members_past_the_inline_ones_and_owned_keys_keep_their_order() {
+        // Checked against serde_json's own (insertion-ordered) map.
+        let ops: &[(&str, bool, &str)] = &[
+            ("a", false, "1"),
+            ("b", true, "2"),
+            ("c", false, "3"),
+            ("a", false, "4"),
+            ("d", false, "5"),
+            ("e", false, "6"),
+            ("f", true, "7"),
+            ("b", false, "8"),
+            ("-c", false, ""),
+            ("g", false, "9"),
+        ];
+        let mut ours = ObjectMembers::default();
+        let mut theirs = serde_json::Map::new();
+        for (key, owned, raw) in ops {
+            if let Some(key) = key.strip_prefix('-') {
+                ours.remove(key);
+                theirs.shift_remove(key);
+                continue;
+            }
+            let k: Cow<'_, str> = if *owned { Cow::Owned(key.to_string()) } else { Cow::Borrowed(key) };
+            ours.insert(k, raw);
+            theirs.insert(key.to_string(), serde_json::from_str(raw).unwrap());
+        }
+        assert_eq!(ours.into_raw_json().unwrap().get(), serde_json::Value::Object(theirs).to_string());
+    }
+
+    #[test]
+    fn members_are_appended_to_a_record_or_replace_theirs() {
+        let obj = |t: &str| Some(RawJson::from_text(t).unwrap());
+        assert_eq!(with_raw_member(None, "m", r#"{"a": 1}"#).get(), r#"{"m":{"a": 1}}"#);
+        assert_eq!(with_raw_member(obj(r#"{"x":1}"#), "m", "[2]").get(), r#"{"x":1,"m":[2]}"#);
+        assert_eq!(with_raw_member(obj("{ }"), "m", "2").get(), r#"{"m":2}"#);
+        assert_eq!(with_raw_member(obj(r#"{"m":1,"x":2}"#), "m", "3").get(), r#"{"m":3,"x":2}"#);
+        assert_eq!(with_raw_member(obj(r#"{"x":1}"#), "m", "[1,\r2]").get(), r#"{"x":1,"m":[1,2]}"#);
+    }
+
+    #[test]
+    fn value_raw_json_is_what_value_reads_kept_verbatim() {
+        for text in [
+            r#" {"a": [1, 2.5], "b": "x\n"} "#,
+            r#"{"a":1e400}"#,
+            r#"{"s":"\ud800"}"#,
+            r#"{"a":1"#,
+            "[1,2]",
+            r#""s""#,
+            "\n[]\t",
+        ] {
+            let theirs = serde_json::from_str::<Value>(text).ok();
+            let ours = value_raw_json(text);
+            assert_eq!(ours.as_ref().map(RawJson::to_value), theirs, "{text}");
+            if let Some(raw) = ours {
+                assert_eq!(raw.get(), text.trim(), "{text}");
+            }
+        }
+        assert_eq!(read_raw_json(" {\"a\": 1}\n".to_string()).get(), r#"{"a": 1}"#);
+    }
+}

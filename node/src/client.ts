@@ -1,0 +1,418 @@
+/**
+ * A client for `agentstream serve`: start runs on a server and stream their events, resuming by
+ * sequence after a dropped connection. Uses the global `fetch` of Node 20.
+ *
+ * ```ts
+ * import { connect } from 'agentstream';
+ * const client = connect('http://127.0.0.1:8787', token);
+ * const run = await client.run('claude', 'Fix the failing test');
+ * for await (const envelope of run) {            // { runId, sequence, channel, event }
+ *   if (envelope.channel === 'content') console.log(envelope.event.update.sessionUpdate);
+ * }
+ * const result = await run.wait();                // RunResult, as for a local run
+ *
+ * for await (const envelope of client.stream(run.id, { after: 41 })) { … } // resume after 41
+ * ```
+ *
+ * The envelopes have the same shape as a local run's ({@link Envelope}: camelCase, lifecycle
+ * events as {@link LifecycleEvent}), exactly one terminal lifecycle event last. A connection
+ * that drops is reconnected with the last sequence received, so nothing is yielded twice and
+ * nothing is skipped. When the server no longer has the envelopes after that point (older than
+ * its replay buffer) it says so and the stream throws {@link StreamGapError} — never a silent
+ * hole (`gaps: 'skip'` calls `onGap` and goes on).
+ *
+ * @module
+ */
+
+import { call, native } from './internal';
+import type { Envelope, LifecycleEvent, RunResult } from './types';
+
+/** Where a run is on the server. */
+export type RemoteRunStatus = 'running' | 'completed' | 'failed' | 'cancelled';
+
+/** A run as the server reports it (`GET /v1/runs/{id}`). */
+export interface RemoteRunInfo {
+  /** The run id (the `runId` of its envelopes). */
+  id: string;
+  /** The configured agent's name. */
+  agent: string;
+  /** The model asked for, if any. */
+  model?: string;
+  /** The harness session continued, if any. */
+  resume?: string;
+  /** The prompt. */
+  prompt: string;
+  /** Where it is. */
+  status: RemoteRunStatus;
+  /** When it started (ISO 8601 UTC). */
+  createdAt: string;
+  /** When its terminal envelope was delivered. */
+  endedAt?: string;
+  /** The last sequence number delivered so far. */
+  lastSequence?: number;
+  /** The run's result once it ended (the same shape as a local run's). */
+  result?: RunResult;
+  /** The path of its Server-Sent Events stream. */
+  events: string;
+  /** The path of its WebSocket stream. */
+  ws: string;
+}
+
+/** The server's notice that envelopes are missing (SSE `event: gap`). */
+export interface StreamGap {
+  type: 'gap';
+  runId: string;
+  /** `evicted`: older than the replay buffer; `too_slow`: this reader fell too far behind. */
+  reason: 'evicted' | 'too_slow';
+  /** The sequence the reader had reached (absent: from the start). */
+  after?: number;
+  /** How many sequence numbers it will not see. */
+  missing: number;
+  /** Where the stream goes on (absent when it ended with the notice). */
+  resumeFrom?: number;
+  /** For people. */
+  message: string;
+}
+
+/** Options of {@link connect}. */
+export interface ConnectOptions {
+  /** Milliseconds a request, or a stream without any byte (the server sends a heartbeat every
+   *  15 s), may wait before it is retried (default 60 000). */
+  timeoutMs?: number;
+  /** Reconnection attempts in a row, without receiving anything, before giving up (default 10). */
+  maxRetries?: number;
+}
+
+/** Options of {@link Client.stream}. */
+export interface RemoteStreamOptions {
+  /** Resume right after this sequence number (default: from the start). */
+  after?: number;
+  /** What to do when the server no longer has some envelopes: `'throw'` a
+   *  {@link StreamGapError} (default) or `'skip'` them (after calling `onGap`). */
+  gaps?: 'throw' | 'skip';
+  /** Told about each gap skipped. */
+  onGap?: (gap: StreamGap) => void;
+  /** Stop the stream (the iteration ends). */
+  signal?: AbortSignal;
+}
+
+/** Options of {@link Client.run}. */
+export interface RemoteRunOptions {
+  /** The model, passed with the harness's own flag. */
+  model?: string;
+  /** A harness session id to continue (the `sessionId` of an earlier run's events). */
+  resume?: string;
+}
+
+/** The server refused a request: `status` (HTTP), `error` (its code: `unauthorized`,
+ *  `not_found`, `invalid_field`, `limit_reached`, …) and, for bad input, the `field` at fault. */
+export class ServerError extends Error {
+  readonly status: number;
+  readonly error: string;
+  readonly field: string | undefined;
+
+  constructor(status: number, error: string, message: string, field?: string) {
+    super(`${status} ${error}: ${message}${field ? ` (field: ${field})` : ''}`);
+    this.name = 'ServerError';
+    this.status = status;
+    this.error = error;
+    this.field = field;
+  }
+}
+
+/** The server no longer has the envelopes after the point the stream reached. */
+export class StreamGapError extends Error {
+  readonly gap: StreamGap;
+
+  constructor(gap: StreamGap) {
+    super(gap.message);
+    this.name = 'StreamGapError';
+    this.gap = gap;
+  }
+}
+
+/** The server could not be reached again within `maxRetries` attempts. */
+export class ConnectionLostError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'ConnectionLostError';
+  }
+}
+
+/** The keys whose values are the harness's own records, kept verbatim (core/src/casing.rs). */
+const VERBATIM = new Set(['arguments', 'raw_output', 'output', 'result', 'extra', 'usage']);
+
+/** snake_case → camelCase keys of our shapes, by the core's rule (core/src/casing.rs). */
+function camelKeys(value: unknown): unknown {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return value;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
+    out[k.replace(/_(.)/g, (_, c: string) => c.toUpperCase())] = VERBATIM.has(k) ? v : camelKeys(v);
+  }
+  return out;
+}
+
+function runInfo(wire: Record<string, unknown>): RemoteRunInfo {
+  const info = { ...wire } as unknown as RemoteRunInfo;
+  if (wire.result) info.result = camelKeys(wire.result) as RunResult;
+  return info;
+}
+
+/** A wire envelope as a local run delivers it: lifecycle events camelCase (the addon converts
+ *  them, by the core's rule); `undefined` for a lifecycle reason this version does not know. */
+function envelope(wire: Record<string, unknown>): Envelope | undefined {
+  if (wire.channel !== 'lifecycle') return wire as unknown as Envelope;
+  try {
+    const event = JSON.parse(call(() => native.lifecycleToCamelJson(JSON.stringify(wire.event)))) as LifecycleEvent;
+    return { ...wire, event } as unknown as Envelope;
+  } catch {
+    return undefined; // a newer server's lifecycle reason: skipped, as decodeEnvelope would
+  }
+}
+
+async function serverError(response: Response): Promise<ServerError> {
+  const text = await response.text();
+  try {
+    const body = JSON.parse(text) as { error?: string; message?: string; field?: string };
+    return new ServerError(response.status, body.error ?? 'error', body.message ?? '', body.field);
+  } catch {
+    return new ServerError(response.status, 'http_error', text.slice(0, 500));
+  }
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener('abort', () => {
+      clearTimeout(timer);
+      resolve();
+    }, { once: true });
+  });
+}
+
+/** A connection to one `agentstream serve` as one tenant (its bearer token). */
+export class Client {
+  /** The server's base URL. */
+  readonly url: string;
+  readonly #token: string;
+  readonly #timeoutMs: number;
+  readonly #maxRetries: number;
+
+  constructor(url: string, token: string, options: ConnectOptions = {}) {
+    let parsed: URL;
+    try {
+      parsed = new URL(url);
+    } catch {
+      throw new TypeError(`url must be http(s)://host[:port][/prefix], not ${JSON.stringify(url)}`);
+    }
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+      throw new TypeError(`url must be http(s)://host[:port][/prefix], not ${JSON.stringify(url)}`);
+    }
+    if (typeof token !== 'string' || token === '') {
+      throw new TypeError('token is empty: give the bearer token the server printed or its operator issued');
+    }
+    this.url = url.replace(/\/+$/, '');
+    this.#token = token;
+    this.#timeoutMs = options.timeoutMs ?? 60_000;
+    this.#maxRetries = options.maxRetries ?? 10;
+  }
+
+  /** Never shows the token. */
+  toString(): string {
+    return `agentstream.Client(${this.url})`;
+  }
+
+  async #request(method: string, path: string, body?: object): Promise<unknown> {
+    const init: RequestInit = {
+      method,
+      headers: {
+        Authorization: `Bearer ${this.#token}`,
+        ...(body ? { 'Content-Type': 'application/json' } : {}),
+      },
+      signal: AbortSignal.timeout(this.#timeoutMs),
+    };
+    if (body) init.body = JSON.stringify(body);
+    const response = await fetch(this.url + path, init);
+    if (response.status >= 400) throw await serverError(response);
+    const text = await response.text();
+    return text ? JSON.parse(text) : undefined;
+  }
+
+  /** The agent names this server runs. */
+  async agents(): Promise<string[]> {
+    return ((await this.#request('GET', '/v1/agents')) as { agents: string[] }).agents;
+  }
+
+  /** Start a run of the configured `agent` with `prompt`; iterate the returned
+   *  {@link RemoteRun} for its envelopes, `wait()` for its result. */
+  async run(agent: string, prompt: string, options: RemoteRunOptions = {}): Promise<RemoteRun> {
+    const body: Record<string, string> = { agent, prompt };
+    if (options.model !== undefined) body.model = options.model;
+    if (options.resume !== undefined) body.resume = options.resume;
+    const info = runInfo((await this.#request('POST', '/v1/runs', body)) as Record<string, unknown>);
+    return new RemoteRun(this, info);
+  }
+
+  /** This tenant's runs, newest first. */
+  async runs(): Promise<RemoteRunInfo[]> {
+    const { runs } = (await this.#request('GET', '/v1/runs')) as { runs: Record<string, unknown>[] };
+    return runs.map(runInfo);
+  }
+
+  /** One run: its status and, once ended, `result`. */
+  async get(runId: string): Promise<RemoteRunInfo> {
+    return runInfo((await this.#request('GET', `/v1/runs/${encodeURIComponent(runId)}`)) as Record<string, unknown>);
+  }
+
+  /** Cancel a run; the server waits (briefly) for it to end and returns it. Idempotent. */
+  async cancel(runId: string, reason?: string): Promise<RemoteRunInfo> {
+    const body = reason ? { reason } : undefined;
+    const info = await this.#request('POST', `/v1/runs/${encodeURIComponent(runId)}/cancel`, body);
+    return runInfo(info as Record<string, unknown>);
+  }
+
+  /** The run's {@link RunResult} once it ended (`undefined` while it runs). */
+  async result(runId: string): Promise<RunResult | undefined> {
+    return (await this.get(runId)).result;
+  }
+
+  /** The run's envelopes after `options.after` (default: from the start) until the terminal one,
+   *  reconnecting and resuming on its own. Leaving the `for await` early closes the connection. */
+  stream(runId: string, options: RemoteStreamOptions = {}): AsyncGenerator<Envelope, void, undefined> {
+    const { after, gaps = 'throw' } = options;
+    if (after !== undefined && (!Number.isSafeInteger(after) || after < 0)) {
+      throw new TypeError(`after must be a sequence number >= 0, not ${String(after)}`);
+    }
+    if (gaps !== 'throw' && gaps !== 'skip') {
+      throw new TypeError(`gaps must be 'throw' or 'skip', not ${String(gaps)}`);
+    }
+    return this.#stream(`/v1/runs/${encodeURIComponent(runId)}/events`, options);
+  }
+
+  async *#stream(path: string, options: RemoteStreamOptions): AsyncGenerator<Envelope, void, undefined> {
+    let last = options.after;
+    let failures = 0;
+    let maxDelay = 3000;
+    for (;;) {
+      if (options.signal?.aborted) return;
+      const controller = new AbortController();
+      const abort = (): void => controller.abort();
+      options.signal?.addEventListener('abort', abort, { once: true });
+      let idle: NodeJS.Timeout | undefined;
+      const arm = (): void => {
+        clearTimeout(idle);
+        idle = setTimeout(abort, this.#timeoutMs);
+      };
+      let progressed = false;
+      let failure: unknown;
+      try {
+        arm();
+        const response = await fetch(this.url + path + (last !== undefined ? `?after=${last}` : ''), {
+          headers: { Authorization: `Bearer ${this.#token}`, Accept: 'text/event-stream' },
+          signal: controller.signal,
+        });
+        if (response.status === 204) return; // the stream already ended at `last`
+        if (response.status >= 500) throw new Error(`server error ${response.status}`);
+        if (response.status !== 200) throw await serverError(response);
+        if (!response.body) throw new Error('a response without a body');
+        const decoder = new TextDecoder();
+        let buffer = '';
+        for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+          arm();
+          buffer += decoder.decode(chunk, { stream: true });
+          let end: number;
+          while ((end = buffer.indexOf('\n\n')) !== -1) {
+            const block = buffer.slice(0, end);
+            buffer = buffer.slice(end + 2);
+            let event = 'message';
+            const data: string[] = [];
+            for (const line of block.split('\n')) {
+              if (line === '' || line.startsWith(':')) continue;
+              const colon = line.indexOf(':');
+              const name = colon === -1 ? line : line.slice(0, colon);
+              let value = colon === -1 ? '' : line.slice(colon + 1);
+              if (value.startsWith(' ')) value = value.slice(1);
+              if (name === 'data') data.push(value);
+              else if (name === 'event') event = value;
+              else if (name === 'retry' && /^\d+$/.test(value)) maxDelay = Number(value);
+            }
+            if (!data.length) continue;
+            const payload = JSON.parse(data.join('\n')) as Record<string, unknown>;
+            if (event === 'gap') {
+              const gap = payload as unknown as StreamGap;
+              if (options.gaps !== 'skip') throw new StreamGapError(gap);
+              options.onGap?.(gap);
+              if (gap.resumeFrom !== undefined) last = gap.resumeFrom - 1;
+            } else if (event === 'message') {
+              last = (payload.sequence as number) + ((payload.coalesced as number | undefined) ?? 0);
+              progressed = true;
+              const env = envelope(payload);
+              if (env) yield env;
+            }
+          }
+        }
+        // The server ends a response after the terminal envelope; asked for what follows, it
+        // answers 204. A response cut short (network, proxy) is resumed the same way.
+      } catch (e) {
+        if (e instanceof ServerError || e instanceof StreamGapError) throw e;
+        if (options.signal?.aborted) return;
+        failure = e;
+      } finally {
+        clearTimeout(idle);
+        options.signal?.removeEventListener('abort', abort);
+        controller.abort();
+      }
+      failures = progressed ? 0 : failures + 1;
+      if (failures > this.#maxRetries) {
+        throw new ConnectionLostError(
+          `lost the stream of ${path} and could not resume after ${this.#maxRetries} attempts`,
+          failure === undefined ? undefined : { cause: failure },
+        );
+      }
+      if (failures > 0) await sleep(Math.min(500 * failures, maxDelay), options.signal);
+    }
+  }
+}
+
+/** A run on the server: `for await` it for its envelopes (from the start, resuming on its own),
+ *  `wait()` for its {@link RunResult}, `cancel()` to stop it. */
+export class RemoteRun implements AsyncIterable<Envelope> {
+  readonly client: Client;
+  /** The run as the server reported it last. */
+  info: RemoteRunInfo;
+
+  constructor(client: Client, info: RemoteRunInfo) {
+    this.client = client;
+    this.info = info;
+  }
+
+  /** The run id. */
+  get id(): string {
+    return this.info.id;
+  }
+
+  [Symbol.asyncIterator](): AsyncGenerator<Envelope, void, undefined> {
+    return this.client.stream(this.id);
+  }
+
+  /** Cancel the run (first reason stands); resolves to the run as the server then reports it. */
+  async cancel(reason?: string): Promise<RemoteRunInfo> {
+    this.info = await this.client.cancel(this.id, reason);
+    return this.info;
+  }
+
+  /** Resolves once the run ended, to its result (the same shape as a local run's). */
+  async wait(pollMs = 200): Promise<RunResult> {
+    for (;;) {
+      const result = await this.client.result(this.id);
+      if (result) return result;
+      await sleep(pollMs);
+    }
+  }
+}
+
+/** A {@link Client} for the `agentstream serve` at `url` (`http://host:port`, or with a path
+ *  prefix behind a proxy), as the tenant whose bearer `token` this is. Sends nothing yet. */
+export function connect(url: string, token: string, options: ConnectOptions = {}): Client {
+  return new Client(url, token, options);
+}

@@ -1,0 +1,130 @@
+// The Evolve API beyond one run (real runs through the fake harness): background runs, an
+// AbortSignal on run() and on the stream iterator, the conversation successive runs continue,
+// status(), off(), and `await using` (Symbol.asyncDispose) killing a run still going on.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { BackgroundRun, Evolve, InvalidArgumentError } from 'agentstream';
+
+import { checkLog, fakeEvolve, recorder, sleep } from './fake.mjs';
+
+test('run({ background: true }) resolves at once with a handle whose result resolves when the run ends', async () => {
+  const evolve = fakeEvolve('gemini', 's2-bash', { AGENTSTREAM_FAKE_DELAY_MS: '20' });
+  const { log, onEvent } = recorder(evolve);
+  const handle = await evolve.run({ prompt: 'x', background: true, onEvent });
+  assert.ok(handle instanceof BackgroundRun);
+  assert.equal(handle.done, false);
+  assert.equal(evolve.activeRunId, handle.runId);
+  assert.equal(evolve.status().activeRunId, handle.runId);
+  const result = await handle.result;
+  assert.equal(result.state, 'completed');
+  assert.equal(result.runId, handle.runId);
+  assert.equal(handle.done, true);
+  assert.equal(checkLog(log).at(-1), 'run_background_complete', "the core's background terminal");
+
+  const command = await evolve.executeCommand({ command: 'sleep 30', background: true, killGraceMs: 100 });
+  await sleep(100);
+  command.cancel('not needed');
+  const cancelled = await command.result;
+  assert.equal(cancelled.state, 'cancelled');
+  assert.match(cancelled.cancelReason, /not needed/);
+});
+
+test('an AbortSignal cancels a run (it still resolves with its result) and a stream (it ends with the terminal)', async () => {
+  const evolve = fakeEvolve('claude', 's1-text', { AGENTSTREAM_FAKE_HANG: '1' });
+  const { log, onEvent } = recorder(evolve);
+  const controller = new AbortController();
+  const running = evolve.run({ prompt: 'x', onEvent, signal: controller.signal, killGraceMs: 200 });
+  await sleep(150);
+  controller.abort(new Error('the user closed the tab'));
+  const result = await running;
+  assert.equal(result.state, 'cancelled');
+  assert.equal(result.cancelKind, 'caller');
+  assert.match(result.cancelReason, /aborted: the user closed the tab/);
+  assert.equal(log.at(-1).event.type, 'run.cancelled');
+
+  const streamController = new AbortController();
+  const s = evolve.stream({ prompt: 'x', signal: streamController.signal, killGraceMs: 200 });
+  const envelopes = [];
+  for await (const e of s) {
+    envelopes.push(e);
+    if (e.sequence === 1) streamController.abort();
+  }
+  assert.equal(envelopes.at(-1).event.reason, 'run_interrupted', 'the iteration ends with the terminal');
+  assert.equal((await s.result).cancelKind, 'caller');
+
+  // Already aborted: nothing starts.
+  const aborted = AbortSignal.abort(new Error('too late'));
+  await assert.rejects(evolve.run({ prompt: 'x', signal: aborted }), /too late/);
+  assert.throws(() => evolve.stream({ prompt: 'x', signal: aborted }), /too late/);
+  assert.equal(evolve.activeRunId, undefined);
+  await assert.rejects(evolve.run({ prompt: 'x', signal: 'stop' }), (e) => e instanceof InvalidArgumentError && /signal must be an AbortSignal/.test(e.message));
+});
+
+test('successive runs continue the conversation; setSession(null) starts fresh; resume picks another', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'agentstream-session-'));
+  const argvFile = join(dir, 'argv.json');
+  const resumes = () => JSON.parse(readFileSync(argvFile, 'utf8')).filter((a) => a.startsWith('--resume'));
+  try {
+    const evolve = fakeEvolve('claude', 's2-bash', { AGENTSTREAM_FAKE_ARGV_FILE: argvFile });
+    const session = '66c0abf3-0bc5-46a7-8e73-4fef192280ea';
+    assert.equal(evolve.getSession(), undefined);
+    const hooks = [];
+    const first = await evolve.run({ prompt: 'first', onEvent: (h) => void hooks.push(h.type) });
+    assert.equal(first.sessionId, session);
+    assert.equal(evolve.getSession(), session);
+    assert.deepEqual(resumes(), []);
+    assert.equal(hooks[0], 'run.started');
+    hooks.length = 0;
+    await evolve.run({ prompt: 'second', onEvent: (h) => void hooks.push(h.type) });
+    assert.deepEqual(resumes(), [`--resume=${session}`]);
+    assert.equal(hooks[0], 'run.resumed');
+    const status = evolve.status();
+    assert.deepEqual(
+      { hasRun: status.hasRun, sessionId: status.sessionId, lastStatus: status.lastStatus, agent: status.agent, agentState: status.agentState },
+      { hasRun: true, sessionId: session, lastStatus: 'completed', agent: 'claude', agentState: 'idle' },
+    );
+    assert.equal(status.activeRunId, undefined);
+    evolve.setSession(null);
+    assert.equal(evolve.getSession(), undefined);
+    await evolve.run({ prompt: 'fresh' });
+    assert.deepEqual(resumes(), []);
+    await evolve.run({ prompt: 'elsewhere', resume: 'another-session', model: 'm-9' });
+    assert.deepEqual(resumes(), ['--resume=another-session']);
+    assert.throws(() => evolve.setSession('--help'), (e) => e instanceof InvalidArgumentError && /^sessionId must not start with '-'/.test(e.message));
+    assert.throws(() => evolve.setSession(42), InvalidArgumentError);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('off(name) removes every handler of a channel, off(name, handler) one; an unknown name throws like on()', () => {
+  const evolve = new Evolve({ config: { type: 'codex' } });
+  const a = () => {};
+  const b = () => {};
+  evolve.on('stdout', a).on('stdout', b).on('stdout', a);
+  assert.equal(evolve.listenerCount('stdout'), 3);
+  evolve.off('stdout', a);
+  assert.equal(evolve.listenerCount('stdout'), 1);
+  evolve.off('stdout');
+  assert.equal(evolve.listenerCount('stdout'), 0);
+  for (const bad of ['message', 'hooks']) {
+    assert.throws(() => evolve.off(bad), (e) => e instanceof InvalidArgumentError && e.message.includes('"content", "lifecycle", "stdout" and "stderr"'));
+  }
+});
+
+test('Symbol.asyncDispose (await using) kills a run still going on and waits for it; the Evolve stays usable', async () => {
+  assert.equal(typeof Symbol.asyncDispose, 'symbol');
+  const evolve = fakeEvolve('claude', 's1-text', { AGENTSTREAM_FAKE_HANG: '1' });
+  const running = evolve.run({ prompt: 'x', killGraceMs: 200 });
+  await sleep(100);
+  await evolve[Symbol.asyncDispose]();
+  assert.equal(evolve.activeRunId, undefined, 'disposing waited for the run to end');
+  assert.equal((await running).state, 'cancelled');
+  const idle = new Evolve({ config: { type: 'claude' } });
+  await idle[Symbol.asyncDispose](); // nothing to kill
+  assert.equal(idle.status().hasRun, false);
+});

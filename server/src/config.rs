@@ -1,0 +1,622 @@
+//! `serve.toml`: where the server listens, who may call it (tenants), what it may run (agents),
+//! and its limits.
+//!
+//! ```toml
+//! listen = "127.0.0.1:8787"
+//!
+//! [[tenant]]
+//! name = "acme"
+//! token_sha256 = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+//!
+//! [agents.claude]                  # a client asks for "claude" and a prompt, nothing else
+//! bin = "/usr/local/bin/claude"
+//! args = ["--permission-mode", "acceptEdits"]
+//! env = { CLAUDE_CONFIG_DIR = "/srv/claude" }
+//! cwd = "/srv/work"
+//!
+//! [agents.reviewer]                # any name; `harness` says which CLI's output it prints
+//! harness = "codex"
+//! model = "gpt-5"
+//!
+//! [limits]
+//! runs_per_tenant = 16
+//!
+//! [shutdown]
+//! mode = "cancel"                  # or "drain"
+//!
+//! [nats]                           # runs on workers, any instance serves any run
+//! url = "nats://127.0.0.1:4222"
+//!
+//! [worker]                         # for `agentstream worker`
+//! max_runs = 8
+//! ```
+//!
+//! Every table and key is optional. With no `[[tenant]]`, the server makes one tenant `local`
+//! whose token it prints once at start ([`ServeConfig::ensure_tenant`]); with no `[agents]`, the
+//! seven harnesses by their usual command names. Unknown keys are errors (a misspelt limit must
+//! not silently keep its default). Tokens are never in the file: only their SHA-256, in hex.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use agentstream_core::Agent;
+use serde::Deserialize;
+
+use crate::auth::{TokenDigest, new_token};
+use crate::nats::{NatsSettings, WorkerSettings};
+
+/// The default listen address.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8787";
+
+/// The whole configuration of `agentstream serve`.
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    /// Where to listen.
+    pub listen: SocketAddr,
+    /// Who may call the API.
+    pub tenants: Vec<TenantConfig>,
+    /// What a client may run, by name.
+    pub agents: BTreeMap<String, AgentEntry>,
+    /// Per-tenant, per-run and per-request limits.
+    pub limits: Limits,
+    /// What SIGTERM/SIGINT does to runs in flight.
+    pub shutdown: ShutdownPolicy,
+    /// The cluster (`[nats]`): with it, `serve` hands runs to workers and serves every run of
+    /// the cluster; without it (the default), everything runs in this process.
+    pub nats: Option<NatsSettings>,
+    /// `agentstream worker`'s own settings (`[worker]`).
+    pub worker: WorkerSettings,
+}
+
+/// One tenant: a name and the SHA-256 of its bearer token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TenantConfig {
+    /// The tenant's name (appears in logs; never in another tenant's responses).
+    pub name: String,
+    /// SHA-256 of the bearer token.
+    pub token_sha256: TokenDigest,
+}
+
+/// One agent a client may ask for: which harness and how to start it. Clients choose the name;
+/// the binary, arguments, environment and directory are the operator's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentEntry {
+    /// Which harness's output the binary prints (decides decoding and the headless flags).
+    pub harness: Agent,
+    /// The executable (default: the harness's usual command name, found on PATH).
+    pub bin: PathBuf,
+    /// Extra arguments, after the streaming flags and before the prompt.
+    pub args: Vec<String>,
+    /// Environment added to the server's own for the harness process.
+    pub env: Vec<(String, String)>,
+    /// Working directory of the harness (default: the server's).
+    pub cwd: Option<PathBuf>,
+    /// The model when the request names none.
+    pub model: Option<String>,
+}
+
+impl AgentEntry {
+    /// The harness with its usual command name and nothing else.
+    pub fn default_for(harness: Agent) -> Self {
+        AgentEntry {
+            harness,
+            bin: PathBuf::from(agentstream_core::runner::default_program(harness)),
+            args: Vec::new(),
+            env: Vec::new(),
+            cwd: None,
+            model: None,
+        }
+    }
+}
+
+/// Limits (all counts > 0).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest accepted request body, in bytes (default 64 KiB).
+    pub max_body_bytes: usize,
+    /// Runs one tenant may have running at once (default 16).
+    pub runs_per_tenant: usize,
+    /// Streams (SSE or WebSocket) open on one run at once (default 256).
+    pub subscribers_per_run: usize,
+    /// Envelopes kept per run for resuming (default 8192); older ones are evicted.
+    pub replay_events: usize,
+    /// Bytes of envelope JSON kept per run for resuming (default 32 MiB).
+    pub replay_bytes: usize,
+    /// Finished runs kept per tenant, with their replay buffers (default 256); the oldest
+    /// finished run is forgotten first.
+    pub finished_runs_kept: usize,
+    /// Cancel a run after this long (default: never).
+    pub run_timeout: Option<Duration>,
+    /// A comment frame (SSE) or ping (WebSocket) after this long without an envelope
+    /// (default 15 s), so proxies keep the connection and dead peers are noticed.
+    pub heartbeat: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_body_bytes: 64 * 1024,
+            runs_per_tenant: 16,
+            subscribers_per_run: 256,
+            replay_events: 8192,
+            replay_bytes: 32 * 1024 * 1024,
+            finished_runs_kept: 256,
+            run_timeout: None,
+            heartbeat: Duration::from_secs(15),
+        }
+    }
+}
+
+/// What happens to runs in flight on SIGTERM/SIGINT. New requests are refused either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShutdownPolicy {
+    /// Cancel at once (default) or let runs finish.
+    pub mode: ShutdownMode,
+    /// In `drain` mode, how long runs may take before they are cancelled (default 30 s).
+    pub drain_timeout: Duration,
+    /// Between SIGTERM and SIGKILL of a cancelled harness's process group (default 5 s).
+    pub kill_grace: Duration,
+}
+
+impl Default for ShutdownPolicy {
+    fn default() -> Self {
+        ShutdownPolicy {
+            mode: ShutdownMode::Cancel,
+            drain_timeout: Duration::from_secs(30),
+            kill_grace: Duration::from_secs(5),
+        }
+    }
+}
+
+/// See [`ShutdownPolicy::mode`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ShutdownMode {
+    /// Cancel every run (each ends `run_interrupted`, reason `caller`).
+    Cancel,
+    /// Wait for runs to end on their own, up to `drain_timeout`, then cancel the rest.
+    Drain,
+}
+
+/// A configuration that cannot be used, with what to fix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError(pub String);
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+// ---- the file's shape -------------------------------------------------------------------------
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    listen: Option<String>,
+    #[serde(default)]
+    tenant: Vec<FileTenant>,
+    #[serde(default)]
+    agents: BTreeMap<String, FileAgent>,
+    #[serde(default)]
+    limits: FileLimits,
+    #[serde(default)]
+    shutdown: FileShutdown,
+    nats: Option<FileNats>,
+    #[serde(default)]
+    worker: FileWorker,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct FileNats {
+    url: Option<String>,
+    prefix: Option<String>,
+    retention_secs: Option<f64>,
+    retention_bytes: Option<u64>,
+    replicas: Option<usize>,
+    lease_secs: Option<f64>,
+    start_timeout_secs: Option<f64>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct FileWorker {
+    id: Option<String>,
+    max_runs: Option<usize>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileTenant {
+    name: String,
+    token_sha256: String,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct FileAgent {
+    harness: Option<String>,
+    bin: Option<PathBuf>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    cwd: Option<PathBuf>,
+    model: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct FileLimits {
+    max_body_bytes: Option<usize>,
+    runs_per_tenant: Option<usize>,
+    subscribers_per_run: Option<usize>,
+    replay_events: Option<usize>,
+    replay_bytes: Option<usize>,
+    finished_runs_kept: Option<usize>,
+    run_timeout_secs: Option<f64>,
+    heartbeat_secs: Option<f64>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct FileShutdown {
+    mode: Option<ShutdownMode>,
+    drain_timeout_secs: Option<f64>,
+    kill_grace_secs: Option<f64>,
+}
+
+impl Default for ServeConfig {
+    /// The embedded default: listen on [`DEFAULT_LISTEN`], the seven harnesses by their usual
+    /// command names, default limits, no tenant yet (see [`ServeConfig::ensure_tenant`]).
+    fn default() -> Self {
+        ServeConfig {
+            listen: DEFAULT_LISTEN.parse().expect("a valid default address"),
+            tenants: Vec::new(),
+            agents: Agent::ALL.iter().map(|a| (a.name().to_string(), AgentEntry::default_for(*a))).collect(),
+            limits: Limits::default(),
+            shutdown: ShutdownPolicy::default(),
+            nats: None,
+            worker: WorkerSettings::default_for_this_process(),
+        }
+    }
+}
+
+impl ServeConfig {
+    /// Read and check a TOML file.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ConfigError(format!("cannot read the config file {}: {e}", path.display())))?;
+        Self::from_toml(&text).map_err(|e| ConfigError(format!("{}: {e}", path.display())))
+    }
+
+    /// Parse and check TOML text.
+    pub fn from_toml(text: &str) -> Result<Self, ConfigError> {
+        let file: FileConfig = toml::from_str(text).map_err(|e| ConfigError(e.to_string().trim_end().to_string()))?;
+        let mut config = ServeConfig::default();
+        if let Some(listen) = file.listen {
+            config.listen = parse_listen(&listen).map_err(|e| ConfigError(format!("listen: {e}")))?;
+        }
+        for t in file.tenant {
+            check_name(&t.name).map_err(|e| ConfigError(format!("[[tenant]] name {:?}: {e}", t.name)))?;
+            let digest = TokenDigest::from_hex(&t.token_sha256).map_err(|e| {
+                ConfigError(format!("[[tenant]] {:?}: token_sha256 {e} (the hex SHA-256 of the bearer token)", t.name))
+            })?;
+            if config.tenants.iter().any(|x| x.name == t.name) {
+                return Err(ConfigError(format!("[[tenant]] {:?} is configured twice", t.name)));
+            }
+            if config.tenants.iter().any(|x| x.token_sha256 == digest) {
+                return Err(ConfigError(format!("[[tenant]] {:?} has the same token as another tenant", t.name)));
+            }
+            config.tenants.push(TenantConfig { name: t.name, token_sha256: digest });
+        }
+        if !file.agents.is_empty() {
+            config.agents.clear();
+            for (name, a) in file.agents {
+                let entry = agent_entry(&name, a).map_err(|e| ConfigError(format!("[agents.{name}] {e}")))?;
+                config.agents.insert(name, entry);
+            }
+        }
+        config.limits = limits(file.limits)?;
+        let d = ShutdownPolicy::default();
+        config.shutdown = ShutdownPolicy {
+            mode: file.shutdown.mode.unwrap_or(d.mode),
+            drain_timeout: seconds("shutdown.drain_timeout_secs", file.shutdown.drain_timeout_secs, true)?
+                .unwrap_or(d.drain_timeout),
+            kill_grace: seconds("shutdown.kill_grace_secs", file.shutdown.kill_grace_secs, true)?
+                .unwrap_or(d.kill_grace),
+        };
+        if let Some(n) = file.nats {
+            config.nats = Some(nats(n)?);
+        }
+        if let Some(id) = file.worker.id {
+            config.worker.id = id;
+        }
+        if let Some(max_runs) = file.worker.max_runs {
+            if max_runs == 0 {
+                return Err(ConfigError("worker.max_runs must be at least 1".into()));
+            }
+            config.worker.max_runs = max_runs;
+        }
+        if !config.worker.id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+            || config.worker.id.is_empty()
+            || config.worker.id.len() > 64
+        {
+            return Err(ConfigError(format!(
+                "worker.id {:?} must be 1 to 64 letters, digits, '-' or '_'",
+                config.worker.id
+            )));
+        }
+        Ok(config)
+    }
+
+    /// Use the cluster at `url` (`--nats`): the `[nats]` settings if any, with this URL.
+    pub fn set_nats_url(&mut self, url: &str) -> Result<(), ConfigError> {
+        let mut settings = self.nats.take().unwrap_or_else(|| NatsSettings::new(url));
+        settings.url = url.to_string();
+        settings.check().map_err(|e| ConfigError(format!("--nats: {e}")))?;
+        self.nats = Some(settings);
+        Ok(())
+    }
+
+    /// With no tenant configured, add the tenant `local` with a new random token and return
+    /// that token (to be shown once: only its hash is kept). `None` when tenants are configured.
+    pub fn ensure_tenant(&mut self) -> Option<String> {
+        if !self.tenants.is_empty() {
+            return None;
+        }
+        let token = new_token();
+        self.tenants.push(TenantConfig { name: "local".into(), token_sha256: TokenDigest::of(&token) });
+        Some(token)
+    }
+}
+
+/// Parse a listen address (`host:port`, IPv6 in brackets).
+pub fn parse_listen(s: &str) -> Result<SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    s.to_socket_addrs()
+        .map_err(|e| format!("{s:?} is not an address to listen on (host:port): {e}"))?
+        .next()
+        .ok_or_else(|| format!("{s:?} resolves to no address"))
+}
+
+fn check_name(name: &str) -> Result<(), String> {
+    if name.is_empty() || name.len() > 64 {
+        return Err("must be 1 to 64 characters".into());
+    }
+    if !name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.')) {
+        return Err("may hold only letters, digits, '-', '_' and '.'".into());
+    }
+    Ok(())
+}
+
+fn agent_entry(name: &str, a: FileAgent) -> Result<AgentEntry, String> {
+    check_name(name).map_err(|e| format!("name: {e}"))?;
+    let harness_name = a.harness.as_deref().unwrap_or(name);
+    let harness: Agent = harness_name.parse().map_err(|_| match &a.harness {
+        Some(h) => format!("harness {h:?} is not one of {}", agent_names()),
+        None => format!("is not a harness name: add harness = one of {}", agent_names()),
+    })?;
+    let mut entry = AgentEntry::default_for(harness);
+    if let Some(bin) = a.bin {
+        if bin.as_os_str().is_empty() {
+            return Err("bin is empty".into());
+        }
+        entry.bin = bin;
+    }
+    if let Some(model) = a.model {
+        check_model(&model)?;
+        entry.model = Some(model);
+    }
+    entry.args = a.args;
+    entry.env = a.env.into_iter().collect();
+    entry.cwd = a.cwd;
+    Ok(entry)
+}
+
+/// A model name a harness flag may carry: not empty, not a flag, no control characters.
+pub(crate) fn check_model(model: &str) -> Result<(), String> {
+    if model.is_empty() || model.len() > 200 {
+        return Err("model must be 1 to 200 characters".into());
+    }
+    if model.starts_with('-') || model.chars().any(char::is_control) {
+        return Err("model must not start with '-' or hold control characters".into());
+    }
+    Ok(())
+}
+
+fn agent_names() -> String {
+    Agent::ALL.iter().map(|a| a.name()).collect::<Vec<_>>().join(", ")
+}
+
+fn limits(f: FileLimits) -> Result<Limits, ConfigError> {
+    let d = Limits::default();
+    let count = |name: &str, v: Option<usize>, default: usize| match v {
+        Some(0) => Err(ConfigError(format!("limits.{name} must be at least 1"))),
+        Some(n) => Ok(n),
+        None => Ok(default),
+    };
+    let limits = Limits {
+        max_body_bytes: count("max_body_bytes", f.max_body_bytes, d.max_body_bytes)?,
+        runs_per_tenant: count("runs_per_tenant", f.runs_per_tenant, d.runs_per_tenant)?,
+        subscribers_per_run: count("subscribers_per_run", f.subscribers_per_run, d.subscribers_per_run)?,
+        replay_events: count("replay_events", f.replay_events, d.replay_events)?,
+        replay_bytes: count("replay_bytes", f.replay_bytes, d.replay_bytes)?,
+        finished_runs_kept: count("finished_runs_kept", f.finished_runs_kept, d.finished_runs_kept)?,
+        run_timeout: seconds("limits.run_timeout_secs", f.run_timeout_secs, false)?,
+        heartbeat: seconds("limits.heartbeat_secs", f.heartbeat_secs, false)?.unwrap_or(d.heartbeat),
+    };
+    Ok(limits)
+}
+
+fn nats(f: FileNats) -> Result<NatsSettings, ConfigError> {
+    let Some(url) = f.url else {
+        return Err(ConfigError(
+            "[nats] needs url (e.g. url = \"nats://127.0.0.1:4222\"), or remove the table to run in one process".into(),
+        ));
+    };
+    let mut n = NatsSettings::new(url);
+    if let Some(prefix) = f.prefix {
+        n.prefix = prefix;
+    }
+    if let Some(age) = seconds("nats.retention_secs", f.retention_secs, false)? {
+        n.retention_age = age;
+    }
+    if let Some(bytes) = f.retention_bytes {
+        if bytes < 1024 * 1024 {
+            return Err(ConfigError("nats.retention_bytes must be at least 1048576 (1 MiB)".into()));
+        }
+        n.retention_bytes = bytes;
+    }
+    if let Some(replicas) = f.replicas {
+        n.replicas = replicas;
+    }
+    if let Some(lease) = seconds("nats.lease_secs", f.lease_secs, false)? {
+        n.lease = lease;
+    }
+    if let Some(t) = seconds("nats.start_timeout_secs", f.start_timeout_secs, false)? {
+        n.start_timeout = t;
+    }
+    n.check().map_err(|e| ConfigError(format!("[nats] {e}")))?;
+    Ok(n)
+}
+
+fn seconds(name: &str, v: Option<f64>, zero_ok: bool) -> Result<Option<Duration>, ConfigError> {
+    match v {
+        None => Ok(None),
+        Some(s) if s.is_finite() && (s > 0.0 || (zero_ok && s == 0.0)) && s < 1e9 => {
+            Ok(Some(Duration::from_secs_f64(s)))
+        }
+        Some(s) => Err(ConfigError(format!(
+            "{name} = {s} must be a number of seconds {}",
+            if zero_ok { ">= 0" } else { "> 0" }
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HASH: &str = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+
+    #[test]
+    fn empty_file_is_the_embedded_default() {
+        let c = ServeConfig::from_toml("").unwrap();
+        assert_eq!(c.listen.to_string(), DEFAULT_LISTEN);
+        assert_eq!(c.agents.len(), 7);
+        assert_eq!(c.agents["codex"].bin, PathBuf::from("codex"));
+        assert!(c.tenants.is_empty());
+        assert_eq!(c.limits, Limits::default());
+        let mut c = c;
+        let token = c.ensure_tenant().unwrap();
+        assert_eq!(c.tenants[0].name, "local");
+        assert_eq!(c.tenants[0].token_sha256, TokenDigest::of(&token));
+        assert!(c.ensure_tenant().is_none(), "only once");
+    }
+
+    #[test]
+    fn a_full_file() {
+        let c = ServeConfig::from_toml(&format!(
+            r#"
+            listen = "127.0.0.1:0"
+            [[tenant]]
+            name = "acme"
+            token_sha256 = "{HASH}"
+            [agents.claude]
+            bin = "/opt/claude"
+            args = ["--x"]
+            env = {{ A = "1" }}
+            cwd = "/tmp"
+            [agents.reviewer]
+            harness = "codex"
+            model = "gpt-5"
+            [limits]
+            runs_per_tenant = 2
+            run_timeout_secs = 1.5
+            [shutdown]
+            mode = "drain"
+            drain_timeout_secs = 0
+            "#
+        ))
+        .unwrap();
+        assert_eq!(c.listen.port(), 0);
+        assert_eq!(c.tenants[0].name, "acme");
+        assert_eq!(c.agents.len(), 2);
+        assert_eq!(c.agents["claude"].env, [("A".to_string(), "1".to_string())]);
+        assert_eq!(c.agents["reviewer"].harness, Agent::Codex);
+        assert_eq!(c.agents["reviewer"].bin, PathBuf::from("codex"));
+        assert_eq!(c.limits.runs_per_tenant, 2);
+        assert_eq!(c.limits.run_timeout, Some(Duration::from_millis(1500)));
+        assert_eq!(c.shutdown.mode, ShutdownMode::Drain);
+        assert_eq!(c.shutdown.drain_timeout, Duration::ZERO);
+        assert!(c.nats.is_none(), "one process unless [nats] says otherwise");
+    }
+
+    #[test]
+    fn the_cluster_tables() {
+        let c = ServeConfig::from_toml(
+            r#"
+            [nats]
+            url = "nats://10.0.0.5:4222"
+            prefix = "team-a"
+            retention_secs = 3600
+            retention_bytes = 104857600
+            lease_secs = 5
+            [worker]
+            id = "gpu-box-1"
+            max_runs = 3
+            "#,
+        )
+        .unwrap();
+        let n = c.nats.unwrap();
+        assert_eq!((n.url.as_str(), n.prefix.as_str()), ("nats://10.0.0.5:4222", "team-a"));
+        assert_eq!(
+            (n.retention_age, n.retention_bytes, n.lease),
+            (Duration::from_secs(3600), 104_857_600, Duration::from_secs(5))
+        );
+        assert_eq!(n.start_timeout, Duration::from_secs(30), "default");
+        assert_eq!((c.worker.id.as_str(), c.worker.max_runs), ("gpu-box-1", 3));
+        let mut d = ServeConfig::default();
+        d.set_nats_url("nats://127.0.0.1:4222").unwrap();
+        assert_eq!(d.nats.unwrap().prefix, "agentstream");
+    }
+
+    #[test]
+    fn mistakes_are_named() {
+        let cases = [
+            ("listen = 5", "listen"),
+            ("listen = \"nowhere\"", "listen"),
+            ("[limits]\nrun_per_tenant = 3", "run_per_tenant"),
+            ("[limits]\nruns_per_tenant = 0", "runs_per_tenant"),
+            ("[limits]\nheartbeat_secs = -1", "heartbeat_secs"),
+            ("[[tenant]]\nname = \"a\"\ntoken_sha256 = \"abc\"", "token_sha256"),
+            ("[[tenant]]\nname = \"a b\"\ntoken_sha256 = \"abc\"", "name"),
+            ("[agents.helper]\nbin = \"x\"", "harness"),
+            ("[agents.x]\nharness = \"gpt\"", "harness"),
+            ("[agents.claude]\nmodel = \"--yolo\"", "model"),
+            ("[agents.claude]\nshell = true", "shell"),
+            ("[shutdown]\nmode = \"never\"", "mode"),
+            ("[nats]\nprefix = \"x\"", "url"),
+            ("[nats]\nurl = \"nats://h\"\nprefix = \"A.B\"", "prefix"),
+            ("[nats]\nurl = \"nats://h\"\nlease_secs = 0.5", "lease_secs"),
+            ("[nats]\nurl = \"nats://h\"\nretention_bytes = 5", "retention_bytes"),
+            ("[nats]\nurl = \"nats://h\"\nstream = \"X\"", "stream"),
+            ("[worker]\nmax_runs = 0", "max_runs"),
+            ("[worker]\nid = \"a b\"", "worker.id"),
+        ];
+        for (text, word) in cases {
+            let e = ServeConfig::from_toml(text).unwrap_err().to_string();
+            assert!(e.contains(word), "{text:?}: {e}");
+        }
+        let twice = format!(
+            "[[tenant]]\nname = \"a\"\ntoken_sha256 = \"{HASH}\"\n[[tenant]]\nname = \"b\"\ntoken_sha256 = \"{HASH}\""
+        );
+        assert!(ServeConfig::from_toml(&twice).unwrap_err().to_string().contains("same token"));
+    }
+}

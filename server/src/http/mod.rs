@@ -1,0 +1,134 @@
+//! The HTTP API (axum): routes, authentication, and JSON errors.
+//!
+//! | route | what |
+//! |---|---|
+//! | `GET /` , `GET /assets/{file}` | the live run view (no authentication: it holds no data) |
+//! | `GET /healthz` | `{"status": "ok" \| "degraded" \| "shutting_down", "running": N, "backend"?: {…}}` |
+//! | `GET /v1/agents` | the agent names a run may use |
+//! | `POST /v1/runs` | start a run: `{"agent", "prompt", "model"?, "resume"?}` → 201 |
+//! | `GET /v1/runs` | the caller's runs, newest first |
+//! | `GET /v1/runs/{id}` | one run: status and, once ended, its result |
+//! | `GET /v1/runs/{id}/events` | Server-Sent Events: one per envelope, `id` = sequence |
+//! | `GET /v1/runs/{id}/ws` | WebSocket: the same envelopes, one text message each |
+//! | `POST /v1/runs/{id}/cancel` | cancel; the run ends with one terminal envelope |
+//!
+//! Everything under `/v1` needs `Authorization: Bearer <token>`: none or an unknown token is 401;
+//! another tenant's run is 404 on every route, exactly like an id that does not exist.
+
+mod error;
+mod runs;
+mod stream;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{FromRequestParts, State};
+use axum::http::request::Parts;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+
+pub use error::ApiError;
+
+use crate::auth::{TenantId, Tenants};
+use crate::broker::RunBroker;
+
+/// What the handlers share.
+#[derive(Clone)]
+pub struct AppState {
+    inner: Arc<AppInner>,
+}
+
+struct AppInner {
+    broker: RunBroker,
+    tenants: Tenants,
+    max_body_bytes: usize,
+    heartbeat: Duration,
+    cancel_wait: Duration,
+}
+
+impl AppState {
+    /// The state of a server over `broker`, accepting `tenants`.
+    pub fn new(
+        broker: RunBroker,
+        tenants: Tenants,
+        max_body_bytes: usize,
+        heartbeat: Duration,
+        cancel_wait: Duration,
+    ) -> Self {
+        AppState { inner: Arc::new(AppInner { broker, tenants, max_body_bytes, heartbeat, cancel_wait }) }
+    }
+
+    pub(crate) fn broker(&self) -> &RunBroker {
+        &self.inner.broker
+    }
+}
+
+/// The router of the whole API and the live view.
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/", get(crate::view::index))
+        .route("/assets/{file}", get(crate::view::asset))
+        .route("/healthz", get(healthz))
+        .route("/v1/agents", get(agents))
+        .route("/v1/runs", post(runs::create).get(runs::list))
+        .route("/v1/runs/{id}", get(runs::get))
+        .route("/v1/runs/{id}/cancel", post(runs::cancel))
+        .route("/v1/runs/{id}/events", get(stream::sse))
+        .route("/v1/runs/{id}/ws", get(stream::websocket))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .with_state(state)
+}
+
+/// The authenticated tenant of a request.
+pub struct Caller(pub TenantId);
+
+impl FromRequestParts<AppState> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        let Some(value) = parts.headers.get(header::AUTHORIZATION) else {
+            return Err(ApiError::unauthorized("send Authorization: Bearer <token>"));
+        };
+        let token = value
+            .to_str()
+            .ok()
+            .and_then(|v| v.split_once(' '))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, token)| token.trim())
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| ApiError::unauthorized("the Authorization header must be: Bearer <token>"))?;
+        state.inner.tenants.authenticate(token).map(Caller).ok_or_else(|| ApiError::unauthorized("unknown token"))
+    }
+}
+
+async fn healthz(State(state): State<AppState>) -> Response {
+    let broker = state.broker();
+    let health = broker.health();
+    let (status, code) = if !broker.is_accepting() {
+        ("shutting_down", StatusCode::SERVICE_UNAVAILABLE)
+    } else if !health.ok {
+        ("degraded", StatusCode::SERVICE_UNAVAILABLE)
+    } else {
+        ("ok", StatusCode::OK)
+    };
+    let mut body = serde_json::json!({"status": status, "running": broker.running().max(broker.running_everywhere())});
+    if let Some(detail) = health.detail {
+        body["backend"] = detail;
+    }
+    (code, axum::Json(body)).into_response()
+}
+
+async fn agents(_caller: Caller, State(state): State<AppState>) -> Response {
+    axum::Json(serde_json::json!({"agents": state.broker().agents()})).into_response()
+}
+
+async fn not_found() -> ApiError {
+    ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such route; the API is under /v1 (see docs/server.md)")
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", "this route does not take that method")
+}

@@ -1,0 +1,312 @@
+//! `GET /v1/runs/{id}/events` (Server-Sent Events) and `GET /v1/runs/{id}/ws` (WebSocket).
+//!
+//! SSE: first `retry: 3000`, then per envelope `id: <sequence>`, `time: <when the server received
+//! it, Unix ms>` (a field SSE clients ignore; the live view measures durations with it) and
+//! `data: <envelope JSON>` (the default `message` event), a gap notice as `event: gap`, a `: heartbeat` comment after each
+//! heartbeat interval without an envelope, a notice about the cluster's connection as `event:
+//! notice`; the response ends after the terminal envelope.
+//! `Last-Event-ID` (what a browser's `EventSource` sends when it reconnects) or `?after=N`
+//! resumes right after sequence N; the header wins when both are given. A client that already
+//! has the terminal envelope gets `204 No Content`, which also tells `EventSource` to stop
+//! reconnecting.
+//!
+//! WebSocket: the same JSON, one text message per envelope or gap notice, `?after=N` to resume;
+//! pings as heartbeats; a normal close (1000) after the terminal envelope. The client may send
+//! `{"type": "cancel", "reason"?: "…"}` to cancel the run; other messages are ignored. A peer
+//! that goes away does NOT cancel the run: runs outlive connections so that clients can
+//! resume; stopping a run is explicit.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::ws::{
+    CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade, rejection::WebSocketUpgradeRejection,
+};
+use axum::extract::{Path, Query, State, rejection::QueryRejection};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use bytes::{BufMut, Bytes, BytesMut};
+use futures_util::stream;
+
+use super::{ApiError, AppState, Caller};
+use crate::auth::TenantId;
+use crate::broker::{BrokerError, BrokerSubscription};
+use crate::frame::Delivered;
+use crate::log::Subscription;
+
+/// Deliveries written per chunk / read per wake.
+const BATCH: usize = 256;
+/// What `EventSource` waits before reconnecting, in milliseconds.
+const RETRY_MS: u32 = 3000;
+
+type Params = Result<Query<HashMap<String, String>>, QueryRejection>;
+
+/// The resume point of a request and where it came from (for the error's `field`).
+fn resume_point(
+    headers: &HeaderMap,
+    params: &Params,
+    allow_header: bool,
+) -> Result<(Option<u64>, &'static str), ApiError> {
+    let parse = |raw: &str, field: &'static str| {
+        raw.trim().parse::<u64>().map(Some).map_err(|_| {
+            ApiError::field(
+                field,
+                format!("{field} must be the sequence number of an envelope you have (an integer >= 0), not {raw:?}"),
+            )
+        })
+    };
+    if allow_header && let Some(v) = headers.get("last-event-id") {
+        let raw = v.to_str().map_err(|_| ApiError::field("Last-Event-ID", "Last-Event-ID must be ASCII digits"))?;
+        return Ok((parse(raw, "Last-Event-ID")?, "Last-Event-ID"));
+    }
+    let params =
+        params.as_ref().map_err(|e| ApiError::field("query", format!("the query string does not parse: {e}")))?;
+    if let Some(unknown) = params.keys().find(|k| k.as_str() != "after") {
+        return Err(ApiError::field(
+            unknown.as_str(),
+            format!("unknown query parameter {unknown:?}; the only one is after"),
+        ));
+    }
+    match params.get("after") {
+        Some(raw) => Ok((parse(raw, "after")?, "after")),
+        None => Ok((None, "after")),
+    }
+}
+
+async fn open(
+    state: &AppState,
+    tenant: &TenantId,
+    id: &str,
+    headers: &HeaderMap,
+    params: &Params,
+    allow_header: bool,
+) -> Result<Option<BrokerSubscription>, ApiError> {
+    // The run first: another tenant's run is 404 whatever the query says.
+    state.broker().get(tenant, id).await.map_err(|e| ApiError::broker(e, "after"))?;
+    let (after, field) = resume_point(headers, params, allow_header)?;
+    match state.broker().subscribe(tenant, id, after).await {
+        Ok(sub) => Ok(Some(sub)),
+        Err(BrokerError::Complete) => Ok(None),
+        Err(e) => Err(ApiError::broker(e, field)),
+    }
+}
+
+fn sse_chunk(deliveries: &[Delivered]) -> Bytes {
+    let size: usize = deliveries
+        .iter()
+        .map(|d| match d {
+            Delivered::Frame(f) => f.json.len() + 48,
+            Delivered::Gap(_) | Delivered::Notice(_) => 256,
+        })
+        .sum();
+    let mut buf = BytesMut::with_capacity(size);
+    for d in deliveries {
+        match d {
+            Delivered::Frame(f) => {
+                buf.put_slice(b"id: ");
+                buf.put_slice(f.sequence.to_string().as_bytes());
+                buf.put_slice(b"\ntime: ");
+                buf.put_slice(f.received_ms.to_string().as_bytes());
+                buf.put_slice(b"\ndata: ");
+                buf.put_slice(&f.json);
+                buf.put_slice(b"\n\n");
+            }
+            Delivered::Gap(g) => {
+                buf.put_slice(b"event: gap\ndata: ");
+                buf.put_slice(g.to_json().as_bytes());
+                buf.put_slice(b"\n\n");
+            }
+            Delivered::Notice(n) => {
+                buf.put_slice(b"event: notice\ndata: ");
+                buf.put_slice(n.to_json().as_bytes());
+                buf.put_slice(b"\n\n");
+            }
+        }
+    }
+    buf.freeze()
+}
+
+pub(super) async fn sse(
+    Caller(tenant): Caller,
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    params: Params,
+) -> Response {
+    let sub = match open(&state, &tenant, &id, &headers, &params, true).await {
+        Ok(Some(sub)) => sub,
+        Ok(None) => return StatusCode::NO_CONTENT.into_response(),
+        Err(e) => return e.into_response(),
+    };
+    let heartbeat = state.inner.heartbeat;
+    struct Feed {
+        sub: BrokerSubscription,
+        buf: Vec<Delivered>,
+        started: bool,
+    }
+    let body =
+        stream::unfold(Feed { sub, buf: Vec::with_capacity(BATCH), started: false }, move |mut feed| async move {
+            if !feed.started {
+                feed.started = true;
+                return Some((Ok::<_, Infallible>(Bytes::from(format!("retry: {RETRY_MS}\n\n"))), feed));
+            }
+            match tokio::time::timeout(heartbeat, feed.sub.next_batch(&mut feed.buf, BATCH)).await {
+                Err(_) => Some((Ok(Bytes::from_static(b": heartbeat\n\n")), feed)),
+                Ok(false) => None,
+                Ok(true) => {
+                    let chunk = sse_chunk(&feed.buf);
+                    feed.buf.clear();
+                    Some((Ok(chunk), feed))
+                }
+            }
+        });
+    let mut response = Response::new(Body::from_stream(body));
+    let h = response.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache, no-transform"));
+    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    response
+}
+
+pub(super) async fn websocket(
+    Caller(tenant): Caller,
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    params: Params,
+    upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
+) -> Response {
+    let sub = match open(&state, &tenant, &id, &headers, &params, false).await {
+        Ok(sub) => sub,
+        Err(e) => return e.into_response(),
+    };
+    let upgrade = match upgrade {
+        Ok(u) => u,
+        Err(e) => {
+            return ApiError::new(
+                StatusCode::UPGRADE_REQUIRED,
+                "websocket_required",
+                format!("this route speaks WebSocket only: {e}"),
+            )
+            .into_response();
+        }
+    };
+    let heartbeat = state.inner.heartbeat;
+    upgrade.on_upgrade(move |socket| async move {
+        match sub {
+            Some(sub) => serve_socket(socket, sub, state, tenant, id, heartbeat).await,
+            None => close(socket, "the run's stream already ended").await,
+        }
+    })
+}
+
+async fn close(mut socket: WebSocket, why: &'static str) {
+    let _ = socket.send(Message::Close(Some(CloseFrame { code: 1000, reason: Utf8Bytes::from_static(why) }))).await;
+}
+
+async fn serve_socket(
+    mut socket: WebSocket,
+    mut sub: BrokerSubscription,
+    state: AppState,
+    tenant: TenantId,
+    id: String,
+    heartbeat: Duration,
+) {
+    let mut buf = Vec::with_capacity(BATCH);
+    let mut ping = tokio::time::interval_at(tokio::time::Instant::now() + heartbeat, heartbeat);
+    loop {
+        tokio::select! {
+            more = sub.next_batch(&mut buf, BATCH) => {
+                if !more {
+                    return close(socket, "the run's stream ended").await;
+                }
+                for d in buf.drain(..) {
+                    let text = match d {
+                        Delivered::Frame(f) => Utf8Bytes::try_from(f.json.clone()).expect("envelope JSON is UTF-8"),
+                        Delivered::Gap(g) => Utf8Bytes::from(g.to_json()),
+                        Delivered::Notice(n) => Utf8Bytes::from(n.to_json()),
+                    };
+                    if socket.send(Message::Text(text)).await.is_err() {
+                        return;
+                    }
+                }
+            }
+            incoming = socket.recv() => match incoming {
+                None | Some(Err(_)) | Some(Ok(Message::Close(_))) => return,
+                Some(Ok(Message::Text(text))) => {
+                    if let Some(reason) = cancel_message(text.as_str()) {
+                        // No waiting: the terminal envelope comes through this socket.
+                        let _ = state.broker().cancel(&tenant, &id, &reason, Duration::ZERO).await;
+                    }
+                }
+                Some(Ok(_)) => {}
+            },
+            _ = ping.tick() => {
+                if socket.send(Message::Ping(Bytes::new())).await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// `{"type": "cancel", "reason"?: "…"}` → the reason; anything else → `None` (ignored).
+fn cancel_message(text: &str) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_str(text).ok()?;
+    let obj = v.as_object()?;
+    if obj.get("type")?.as_str()? != "cancel" {
+        return None;
+    }
+    let reason = obj.get("reason").and_then(|r| r.as_str()).filter(|r| !r.trim().is_empty());
+    Some(reason.unwrap_or("cancelled over the WebSocket").to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::frame::{Frame, Gap, GapReason};
+    use std::sync::Arc;
+
+    #[test]
+    fn sse_framing() {
+        let f = Frame {
+            sequence: 7,
+            last_covered: 7,
+            terminal: false,
+            json: Bytes::from_static(b"{\"a\":1}"),
+            received_ms: 12,
+        };
+        let g = Gap::new("r", GapReason::Evicted, None, 3, Some(3));
+        let chunk = sse_chunk(&[Delivered::Frame(Arc::new(f)), Delivered::Gap(g.clone())]);
+        let text = String::from_utf8(chunk.to_vec()).unwrap();
+        assert_eq!(text, format!("id: 7\ntime: 12\ndata: {{\"a\":1}}\n\nevent: gap\ndata: {}\n\n", g.to_json()));
+    }
+
+    #[test]
+    fn control_messages() {
+        assert_eq!(cancel_message(r#"{"type":"cancel"}"#).as_deref(), Some("cancelled over the WebSocket"));
+        assert_eq!(cancel_message(r#"{"type":"cancel","reason":"stop","runId":"other"}"#).as_deref(), Some("stop"));
+        for ignored in [r#"["cancel"]"#, "cancel", r#"{"type":"approve"}"#, r#"{"type":5}"#] {
+            assert_eq!(cancel_message(ignored), None, "{ignored}");
+        }
+    }
+
+    #[test]
+    fn resume_points() {
+        let q = |pairs: &[(&str, &str)]| -> Params {
+            Ok(Query(pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()))
+        };
+        let mut h = HeaderMap::new();
+        assert_eq!(resume_point(&h, &q(&[]), true).unwrap(), (None, "after"));
+        assert_eq!(resume_point(&h, &q(&[("after", "4")]), true).unwrap(), (Some(4), "after"));
+        assert_eq!(resume_point(&h, &q(&[("after", "-1")]), true).unwrap_err().field.as_deref(), Some("after"));
+        assert_eq!(resume_point(&h, &q(&[("from", "1")]), true).unwrap_err().field.as_deref(), Some("from"));
+        h.insert("last-event-id", HeaderValue::from_static("9"));
+        assert_eq!(resume_point(&h, &q(&[("after", "4")]), true).unwrap(), (Some(9), "Last-Event-ID"));
+        assert_eq!(resume_point(&h, &q(&[("after", "4")]), false).unwrap(), (Some(4), "after"));
+        h.insert("last-event-id", HeaderValue::from_static("x"));
+        assert_eq!(resume_point(&h, &q(&[]), true).unwrap_err().field.as_deref(), Some("Last-Event-ID"));
+    }
+}

@@ -1,0 +1,417 @@
+//! Where a run's envelopes are kept and replayed from: the [`EventLog`] trait and its in-process
+//! implementation, [`MemoryLog`].
+//!
+//! A run's log is appended by exactly one producer (the broker's pump of that run), in sequence
+//! order, and ends with the terminal frame ([`EventLog::seal`] after it). Subscribers read it
+//! from any resume point: the frames whose `sequence` is greater than `after`, then live ones as
+//! they are appended, and their stream ends after the terminal frame.
+//!
+//! **Bounded, never silently lossy.** Each run keeps at most `replay_events` frames and
+//! `replay_bytes` of JSON (the newest frame is always kept). A resume point older than what is
+//! kept gets a [`Gap`] (`evicted`) first and then the oldest kept frame onwards; a subscriber
+//! that falls so far behind that its next frame was evicted gets a [`Gap`] (`too_slow`) and its
+//! stream ends. Nobody ever waits for a subscriber: appending never blocks, so a slow reader
+//! never slows the run or the other subscribers.
+//!
+//! **Atomic hand-over from replay to live.** Subscribers do not have queues of their own: each
+//! holds a cursor (the last sequence number it has) into the shared ring and a watch on the
+//! log's version. Replayed and live frames come from the same ring under the same lock, so a
+//! frame appended while a subscriber attaches is delivered exactly once.
+//!
+//! The cluster's log, [`JetStreamLog`](crate::nats::JetStreamLog), implements the same trait
+//! over NATS JetStream: one subject per run, messages carrying contiguous ranges of envelope
+//! sequence numbers, retention (age, bytes) instead of the ring.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use tokio::sync::watch;
+
+use crate::auth::TenantId;
+use crate::frame::{Delivered, Frame, Gap, GapReason};
+
+/// Why a subscription could not be opened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SubscribeError {
+    /// No log for this run.
+    UnknownRun,
+    /// `after` is beyond the last sequence number the run has produced (`last`: none yet).
+    AfterBeyondEnd {
+        /// The requested resume point.
+        after: u64,
+        /// The run's last sequence number so far.
+        last: Option<u64>,
+    },
+    /// The run has ended and the subscriber already has its terminal envelope: nothing to send.
+    Complete,
+    /// The log cannot be read now (its backend is unreachable).
+    Unavailable(String),
+}
+
+/// A subscriber's view of one run's log.
+#[async_trait]
+pub trait Subscription: Send {
+    /// Wait until something is ready, then append up to `max` deliveries to `out` (at least
+    /// one). Returns false, appending nothing, once the stream is over (after the terminal
+    /// frame, or after a `too_slow` gap). Cancel-safe: dropping the future loses nothing.
+    async fn next_batch(&mut self, out: &mut Vec<Delivered>, max: usize) -> bool;
+}
+
+/// Where runs' envelopes are stored and replayed from. A run's log is written by the one process
+/// that runs it (`create`, `append`, `seal`) and read by any (`subscribe`).
+#[async_trait]
+pub trait EventLog: Send + Sync + 'static {
+    /// Make an empty log for a new run of `tenant`.
+    async fn create(&self, tenant: &TenantId, run_id: &str);
+    /// Append frames, in sequence order. A terminal frame ends the log (nothing after it).
+    async fn append(&self, run_id: &str, frames: Vec<Frame>);
+    /// No more frames will come (the producer has finished, with or without a terminal frame):
+    /// subscribers' streams end once they have read everything.
+    async fn seal(&self, run_id: &str);
+    /// Read the run's stream after sequence `after` (`None`: from the start).
+    async fn subscribe(
+        &self,
+        tenant: &TenantId,
+        run_id: &str,
+        after: Option<u64>,
+    ) -> Result<Box<dyn Subscription>, SubscribeError>;
+    /// The last sequence number the run's log covers so far (`None`: nothing yet, or unknown).
+    async fn last_covered(&self, tenant: &TenantId, run_id: &str) -> Option<u64>;
+    /// Forget a run (subscribers already attached read on until they finish).
+    async fn remove(&self, run_id: &str);
+    /// The server is going away: end the subscriptions that would otherwise wait for runs that
+    /// do not end in this process (their clients resume elsewhere). Subscriptions to runs that
+    /// end here are left to deliver their terminal envelopes.
+    fn close(&self) {}
+}
+
+/// How much of each run a [`MemoryLog`] keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retention {
+    /// Frames per run.
+    pub events: usize,
+    /// Bytes of JSON per run.
+    pub bytes: usize,
+}
+
+/// The in-process [`EventLog`]: one bounded ring of frames per run.
+pub struct MemoryLog {
+    retention: Retention,
+    runs: Mutex<HashMap<Arc<str>, Arc<RunLog>>>,
+}
+
+struct RunLog {
+    run_id: Arc<str>,
+    state: Mutex<LogState>,
+    /// Bumped on every append and on seal; subscribers wait on it.
+    version: watch::Sender<u64>,
+}
+
+#[derive(Default)]
+struct LogState {
+    frames: VecDeque<Arc<Frame>>,
+    bytes: usize,
+    /// The last sequence number covered by an evicted frame.
+    evicted_through: Option<u64>,
+    /// The last sequence number covered by any frame.
+    last_covered: Option<u64>,
+    /// The terminal frame's sequence, once appended.
+    terminal: Option<u64>,
+    sealed: bool,
+}
+
+impl MemoryLog {
+    /// A log keeping `retention` of each run.
+    pub fn new(retention: Retention) -> Self {
+        assert!(retention.events > 0 && retention.bytes > 0, "a replay buffer holds at least one frame");
+        MemoryLog { retention, runs: Mutex::new(HashMap::new()) }
+    }
+
+    fn run(&self, run_id: &str) -> Option<Arc<RunLog>> {
+        self.runs.lock().expect("log map").get(run_id).cloned()
+    }
+}
+
+#[async_trait]
+impl EventLog for MemoryLog {
+    async fn create(&self, _tenant: &TenantId, run_id: &str) {
+        let id: Arc<str> = run_id.into();
+        let log = Arc::new(RunLog { run_id: id.clone(), state: Mutex::default(), version: watch::Sender::new(0) });
+        self.runs.lock().expect("log map").insert(id, log);
+    }
+
+    async fn append(&self, run_id: &str, frames: Vec<Frame>) {
+        let Some(log) = self.run(run_id) else { return };
+        {
+            let mut st = log.state.lock().expect("run log");
+            for frame in frames {
+                if st.terminal.is_some() || st.sealed {
+                    break; // nothing after the terminal
+                }
+                st.bytes += frame.json.len();
+                st.last_covered = Some(frame.last_covered);
+                if frame.terminal {
+                    st.terminal = Some(frame.sequence);
+                }
+                st.frames.push_back(Arc::new(frame));
+                while st.frames.len() > 1
+                    && (st.frames.len() > self.retention.events || st.bytes > self.retention.bytes)
+                {
+                    let old = st.frames.pop_front().expect("non-empty");
+                    st.bytes -= old.json.len();
+                    st.evicted_through = Some(old.last_covered);
+                }
+            }
+        }
+        log.version.send_modify(|v| *v += 1);
+    }
+
+    async fn seal(&self, run_id: &str) {
+        if let Some(log) = self.run(run_id) {
+            log.state.lock().expect("run log").sealed = true;
+            log.version.send_modify(|v| *v += 1);
+        }
+    }
+
+    async fn subscribe(
+        &self,
+        _tenant: &TenantId,
+        run_id: &str,
+        after: Option<u64>,
+    ) -> Result<Box<dyn Subscription>, SubscribeError> {
+        let log = self.run(run_id).ok_or(SubscribeError::UnknownRun)?;
+        if let Some(after) = after {
+            let st = log.state.lock().expect("run log");
+            if st.terminal.is_some_and(|t| after >= t) {
+                return Err(SubscribeError::Complete);
+            }
+            if st.last_covered.is_none_or(|last| after > last) {
+                return Err(SubscribeError::AfterBeyondEnd { after, last: st.last_covered });
+            }
+        }
+        let rx = log.version.subscribe();
+        Ok(Box::new(MemorySubscription { log, rx, cursor: after, attached: false, done: false }))
+    }
+
+    async fn last_covered(&self, _tenant: &TenantId, run_id: &str) -> Option<u64> {
+        self.run(run_id)?.state.lock().expect("run log").last_covered
+    }
+
+    async fn remove(&self, run_id: &str) {
+        self.runs.lock().expect("log map").remove(run_id);
+    }
+}
+
+struct MemorySubscription {
+    log: Arc<RunLog>,
+    rx: watch::Receiver<u64>,
+    /// The last sequence number this subscriber has (as an envelope or inside a coalesced one).
+    cursor: Option<u64>,
+    /// Whether the first read happened (a gap before it is a resume gap, after it a lag).
+    attached: bool,
+    done: bool,
+}
+
+impl MemorySubscription {
+    /// Take what is ready; `None` when nothing is (and the stream is not over).
+    fn take(&mut self, out: &mut Vec<Delivered>, max: usize) -> Option<bool> {
+        let st = self.log.state.lock().expect("run log");
+        let before = out.len();
+        if let Some(evicted) = st.evicted_through
+            && self.cursor.is_none_or(|c| c < evicted)
+        {
+            let missing = evicted - self.cursor.map_or(0, |c| c + 1) + 1;
+            let (reason, resume_from) = if self.attached {
+                self.done = true;
+                (GapReason::TooSlow, None)
+            } else {
+                (GapReason::Evicted, st.frames.front().map(|f| f.sequence))
+            };
+            out.push(Delivered::Gap(Gap::new(&self.log.run_id, reason, self.cursor, missing, resume_from)));
+            self.cursor = Some(evicted);
+            if self.done {
+                return Some(true);
+            }
+        }
+        self.attached = true;
+        let start = match self.cursor {
+            None => 0,
+            Some(c) => st.frames.partition_point(|f| f.sequence <= c),
+        };
+        for frame in st.frames.range(start..).take(max) {
+            self.cursor = Some(frame.last_covered);
+            out.push(Delivered::Frame(frame.clone()));
+            if frame.terminal {
+                self.done = true;
+                break;
+            }
+        }
+        if out.len() > before {
+            return Some(true);
+        }
+        if st.sealed {
+            self.done = true;
+            return Some(false);
+        }
+        None
+    }
+}
+
+#[async_trait]
+impl Subscription for MemorySubscription {
+    async fn next_batch(&mut self, out: &mut Vec<Delivered>, max: usize) -> bool {
+        let max = max.max(1);
+        loop {
+            if self.done {
+                return false;
+            }
+            // Mark the version seen BEFORE looking, so an append after the look wakes us.
+            self.rx.borrow_and_update();
+            if let Some(more) = self.take(out, max) {
+                return more;
+            }
+            if self.rx.changed().await.is_err() {
+                // The log itself is gone (cannot happen while we hold it); read what is left.
+                if self.take(out, max).is_none() {
+                    self.done = true;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+
+    fn frame(seq: u64, coalesced: u64, terminal: bool) -> Frame {
+        Frame {
+            sequence: seq,
+            last_covered: seq + coalesced,
+            terminal,
+            json: Bytes::from(format!("{{\"s\":{seq}}}")),
+            received_ms: 0,
+        }
+    }
+
+    fn t() -> TenantId {
+        "tenant".into()
+    }
+
+    fn log(events: usize) -> MemoryLog {
+        MemoryLog::new(Retention { events, bytes: 1 << 20 })
+    }
+
+    async fn drain(sub: &mut Box<dyn Subscription>) -> Vec<Delivered> {
+        let mut out = Vec::new();
+        while sub.next_batch(&mut out, 3).await {}
+        out
+    }
+
+    fn seqs(d: &[Delivered]) -> Vec<i64> {
+        d.iter()
+            .map(|x| match x {
+                Delivered::Frame(f) => f.sequence as i64,
+                Delivered::Gap(g) => -(g.missing as i64),
+                Delivered::Notice(_) => i64::MIN,
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn replay_then_live_then_end() {
+        let l = log(100);
+        l.create(&t(), "r").await;
+        l.append("r", vec![frame(0, 0, false), frame(1, 2, false)]).await;
+        let mut from_start = l.subscribe(&t(), "r", None).await.unwrap();
+        let mut after_one = l.subscribe(&t(), "r", Some(1)).await.unwrap();
+        let live = tokio::spawn(async move { drain(&mut from_start).await });
+        l.append("r", vec![frame(4, 0, false), frame(5, 0, true), frame(6, 0, false)]).await;
+        l.seal("r").await;
+        assert_eq!(seqs(&live.await.unwrap()), [0, 1, 4, 5], "nothing after the terminal");
+        assert_eq!(seqs(&drain(&mut after_one).await), [4, 5], "the coalesced frame covers 1..=3");
+        assert_eq!(l.subscribe(&t(), "r", Some(5)).await.err(), Some(SubscribeError::Complete));
+        assert_eq!(l.subscribe(&t(), "r", Some(7)).await.err(), Some(SubscribeError::Complete));
+        assert_eq!(l.subscribe(&t(), "x", None).await.err(), Some(SubscribeError::UnknownRun));
+    }
+
+    #[tokio::test]
+    async fn resume_points_beyond_the_end_are_refused() {
+        let l = log(100);
+        l.create(&t(), "r").await;
+        assert_eq!(
+            l.subscribe(&t(), "r", Some(0)).await.err(),
+            Some(SubscribeError::AfterBeyondEnd { after: 0, last: None })
+        );
+        l.append("r", vec![frame(0, 1, false)]).await;
+        assert!(l.subscribe(&t(), "r", Some(1)).await.is_ok());
+        assert_eq!(
+            l.subscribe(&t(), "r", Some(2)).await.err(),
+            Some(SubscribeError::AfterBeyondEnd { after: 2, last: Some(1) })
+        );
+    }
+
+    #[tokio::test]
+    async fn an_evicted_resume_point_gets_a_gap_then_the_rest() {
+        let l = log(3);
+        l.create(&t(), "r").await;
+        l.append("r", (0..10).map(|s| frame(s, 0, s == 9)).collect()).await;
+        let mut sub = l.subscribe(&t(), "r", Some(2)).await.unwrap();
+        let got = drain(&mut sub).await;
+        let Delivered::Gap(g) = &got[0] else { panic!("{got:?}") };
+        assert_eq!((g.reason, g.after, g.missing, g.resume_from), (GapReason::Evicted, Some(2), 4, Some(7)));
+        assert_eq!(seqs(&got[1..]), [7, 8, 9]);
+        let mut from_start = l.subscribe(&t(), "r", None).await.unwrap();
+        let got = drain(&mut from_start).await;
+        assert_eq!(seqs(&got), [-7, 7, 8, 9]);
+        let mut kept = l.subscribe(&t(), "r", Some(6)).await.unwrap();
+        assert_eq!(seqs(&drain(&mut kept).await), [7, 8, 9], "no gap when nothing is missing");
+    }
+
+    #[tokio::test]
+    async fn a_subscriber_that_falls_behind_is_told_and_dropped() {
+        let l = log(4);
+        l.create(&t(), "r").await;
+        l.append("r", vec![frame(0, 0, false)]).await;
+        let mut slow = l.subscribe(&t(), "r", None).await.unwrap();
+        let mut out = Vec::new();
+        assert!(slow.next_batch(&mut out, 1).await);
+        // The run goes on without waiting for it.
+        l.append("r", (1..20).map(|s| frame(s, 0, false)).collect()).await;
+        out.clear();
+        assert!(slow.next_batch(&mut out, 10).await);
+        let Delivered::Gap(g) = &out[0] else { panic!("{out:?}") };
+        assert_eq!((g.reason, g.after, g.missing, g.resume_from), (GapReason::TooSlow, Some(0), 15, None));
+        out.clear();
+        assert!(!slow.next_batch(&mut out, 10).await, "dropped");
+        // A new subscription from the same point resumes with an explicit gap.
+        let mut again = l.subscribe(&t(), "r", Some(0)).await.unwrap();
+        out.clear();
+        assert!(again.next_batch(&mut out, 10).await);
+        assert_eq!(seqs(&out), [-15, 16, 17, 18, 19]);
+    }
+
+    #[tokio::test]
+    async fn byte_budget_evicts_but_keeps_the_newest() {
+        let l = MemoryLog::new(Retention { events: 100, bytes: 1 });
+        l.create(&t(), "r").await;
+        l.append("r", vec![frame(0, 0, false), frame(1, 0, false)]).await;
+        let mut sub = l.subscribe(&t(), "r", Some(0)).await.unwrap();
+        let mut out = Vec::new();
+        assert!(sub.next_batch(&mut out, 10).await);
+        assert_eq!(seqs(&out), [1]);
+    }
+
+    #[tokio::test]
+    async fn seal_without_terminal_ends_streams() {
+        let l = log(10);
+        l.create(&t(), "r").await;
+        let mut sub = l.subscribe(&t(), "r", None).await.unwrap();
+        let t = tokio::spawn(async move { drain(&mut sub).await });
+        l.append("r", vec![frame(0, 0, false)]).await;
+        l.seal("r").await;
+        assert_eq!(seqs(&t.await.unwrap()), [0]);
+    }
+}

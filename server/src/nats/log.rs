@@ -1,0 +1,467 @@
+//! [`JetStreamLog`]: the [`EventLog`] on the events stream (see the module doc of
+//! [`crate::nats`] for the message format and how resuming finds its place).
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_nats::header::NATS_MESSAGE_ID;
+use async_nats::jetstream::consumer::{DeliverPolicy, pull};
+use async_nats::jetstream::context::PublishErrorKind;
+use async_nats::jetstream::message::PublishMessage;
+use async_nats::jetstream::stream::DirectGetErrorKind;
+use async_trait::async_trait;
+use bytes::{Bytes, BytesMut};
+use futures_util::StreamExt;
+use tokio::sync::{mpsc, watch};
+
+use super::Cluster;
+use super::wire::{self, Meta};
+use crate::auth::TenantId;
+use crate::frame::{Delivered, Frame, Gap, GapReason, Notice, NoticeReason};
+use crate::log::{EventLog, SubscribeError, Subscription};
+
+/// The smallest message the writer packs (every NATS server accepts far more).
+const MIN_MESSAGE_BYTES: usize = 1024;
+
+/// A run this process was writing was ended by someone else (its lease expired and another
+/// instance appended the terminal): the run must stop here.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LostRun {
+    /// The tenant.
+    pub tenant: TenantId,
+    /// The run.
+    pub run_id: String,
+    /// Why, for the cancel reason.
+    pub why: String,
+}
+
+/// The [`EventLog`] on NATS JetStream: appends go to the run's subject (from the one process
+/// that runs it), subscriptions are ordered consumers on that subject (from any process).
+pub struct JetStreamLog {
+    cluster: Arc<Cluster>,
+    writers: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Writer>>>>,
+    lost: Option<mpsc::UnboundedSender<LostRun>>,
+    closing: watch::Sender<bool>,
+}
+
+struct Writer {
+    tenant: TenantId,
+    subject: String,
+    /// The stream sequence of this run's last message (0: none yet).
+    last_stream_seq: u64,
+    /// Someone else ended the run: nothing more is appended.
+    lost: bool,
+}
+
+/// The last message of a run's subject, as far as resuming needs it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Tail {
+    pub stream_seq: u64,
+    pub meta: Meta,
+}
+
+/// Read the last message of `subject` (`None`: the subject has none).
+pub(crate) async fn tail(cluster: &Cluster, subject: &str) -> Result<Option<Tail>, String> {
+    match cluster.events.direct_get_last_for_subject(subject).await {
+        Ok(m) => Ok(Meta::of(&m.headers).map(|meta| Tail { stream_seq: m.sequence, meta })),
+        Err(e) if e.kind() == DirectGetErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("cannot read the run's stream from NATS: {e}")),
+    }
+}
+
+impl JetStreamLog {
+    /// A log on `cluster`'s events stream. `lost` hears of runs this process was writing that
+    /// another instance ended (a worker passes it; a serve instance, which only reads, need not).
+    pub fn new(cluster: Arc<Cluster>, lost: Option<mpsc::UnboundedSender<LostRun>>) -> Self {
+        JetStreamLog { cluster, writers: Mutex::default(), lost, closing: watch::Sender::new(false) }
+    }
+
+    fn writer(&self, run_id: &str) -> Option<Arc<tokio::sync::Mutex<Writer>>> {
+        self.writers.lock().expect("writers").get(run_id).cloned()
+    }
+
+    /// Publish one message after the writer's last, retrying through outages.
+    async fn publish(&self, run_id: &str, w: &mut Writer, msg: &wire::Outgoing) -> Published {
+        let mut delay = Duration::from_millis(50);
+        loop {
+            let mut publish = PublishMessage::build()
+                .payload(msg.payload.clone())
+                .message_id(&msg.msg_id)
+                .expected_last_subject_sequence(w.last_stream_seq);
+            for (name, values) in msg.headers.iter() {
+                for v in values {
+                    publish = publish.header(name.clone(), v.clone());
+                }
+            }
+            let sent = match self.cluster.js.send_publish(w.subject.clone(), publish).await {
+                Ok(ack) => ack.await,
+                Err(e) => Err(e),
+            };
+            match sent {
+                Ok(ack) => {
+                    w.last_stream_seq = ack.sequence;
+                    return Published::Stored;
+                }
+                Err(e) if e.kind() == PublishErrorKind::WrongLastSequence => {
+                    // Ours, stored before (its ack was lost), or someone else's?
+                    match self.cluster.events.direct_get_last_for_subject(w.subject.as_str()).await {
+                        Ok(m) if m.headers.get(NATS_MESSAGE_ID).is_some_and(|id| id.as_str() == msg.msg_id) => {
+                            w.last_stream_seq = m.sequence;
+                            return Published::Stored;
+                        }
+                        Ok(_) => {
+                            w.lost = true;
+                            if let Some(lost) = &self.lost {
+                                let _ = lost.send(LostRun {
+                                    tenant: w.tenant.clone(),
+                                    run_id: run_id.to_string(),
+                                    why: "another instance ended this run (this worker's lease on it had expired)"
+                                        .into(),
+                                });
+                            }
+                            return Published::Lost;
+                        }
+                        Err(_) => {} // cannot tell now: retry
+                    }
+                }
+                // Refused before sending (the server's max_payload is smaller than it was).
+                Err(e) if e.kind() == PublishErrorKind::MaxPayloadExceeded => return Published::TooLarge,
+                Err(_) => {} // no connection, timed out: retry
+            }
+            // Retry after a pause, or as soon as a lost connection is back.
+            let mut connection = self.cluster.connection();
+            if *connection.borrow_and_update() {
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_secs(2));
+            } else {
+                let _ = connection.wait_for(|up| *up).await;
+                delay = Duration::from_millis(50);
+            }
+        }
+    }
+}
+
+/// How a publish ended.
+enum Published {
+    Stored,
+    /// Someone else appended to the run's subject: the run is no longer this process's.
+    Lost,
+    /// Larger than the server accepts: nothing was sent.
+    TooLarge,
+}
+
+#[async_trait]
+impl EventLog for JetStreamLog {
+    async fn create(&self, tenant: &TenantId, run_id: &str) {
+        let writer = Writer {
+            tenant: tenant.clone(),
+            subject: self.cluster.settings.events_subject(tenant, run_id),
+            last_stream_seq: 0,
+            lost: false,
+        };
+        self.writers.lock().expect("writers").insert(run_id.to_string(), Arc::new(tokio::sync::Mutex::new(writer)));
+    }
+
+    async fn append(&self, run_id: &str, frames: Vec<Frame>) {
+        let Some(writer) = self.writer(run_id) else { return };
+        let mut w = writer.lock().await;
+        if w.lost {
+            return;
+        }
+        let mut max = self.cluster.max_message_bytes();
+        let mut start = 0;
+        'pack: while start < frames.len() {
+            for msg in wire::pack(run_id, &frames[start..], max) {
+                match self.publish(run_id, &mut w, &msg).await {
+                    Published::Stored => {}
+                    Published::Lost => return,
+                    // Pack again from this message's first envelope, smaller (a split envelope
+                    // starts over with part 1, which tells readers to drop the earlier parts).
+                    Published::TooLarge if max > MIN_MESSAGE_BYTES => {
+                        start = frames.iter().position(|f| f.sequence == msg.first).unwrap_or(start);
+                        max /= 2;
+                        continue 'pack;
+                    }
+                    Published::TooLarge => {
+                        eprintln!("agentstream: run {run_id}: the NATS server refuses messages of {max} bytes");
+                        return;
+                    }
+                }
+            }
+            break;
+        }
+    }
+
+    async fn seal(&self, run_id: &str) {
+        self.writers.lock().expect("writers").remove(run_id);
+    }
+
+    async fn subscribe(
+        &self,
+        tenant: &TenantId,
+        run_id: &str,
+        after: Option<u64>,
+    ) -> Result<Box<dyn Subscription>, SubscribeError> {
+        let subject = self.cluster.settings.events_subject(tenant, run_id);
+        let last = tail(&self.cluster, &subject).await.map_err(SubscribeError::Unavailable)?;
+        let deliver_policy = match (after, last) {
+            (None, _) => DeliverPolicy::All,
+            (Some(after), None) => return Err(SubscribeError::AfterBeyondEnd { after, last: None }),
+            (Some(after), Some(t)) if after > t.meta.last => {
+                return Err(SubscribeError::AfterBeyondEnd { after, last: Some(t.meta.last) });
+            }
+            (Some(after), Some(t)) if t.meta.terminal && after >= t.meta.last => return Err(SubscribeError::Complete),
+            // Everything so far: from the next message on.
+            (Some(after), Some(t)) if after == t.meta.last => {
+                DeliverPolicy::ByStartSequence { start_sequence: t.stream_seq + 1 }
+            }
+            (Some(after), Some(t)) => DeliverPolicy::ByStartSequence {
+                start_sequence: find_start(&self.cluster, &subject, after, t)
+                    .await
+                    .map_err(SubscribeError::Unavailable)?,
+            },
+        };
+        let messages = follow(&self.cluster, &subject, deliver_policy).await.map_err(SubscribeError::Unavailable)?;
+        let mut connection = self.cluster.connection();
+        connection.borrow_and_update();
+        Ok(Box::new(JetStreamSubscription {
+            cluster: self.cluster.clone(),
+            subject,
+            deliver_policy,
+            last_stream_seq: None,
+            refollow: false,
+            run_id: run_id.to_string(),
+            messages,
+            cursor: after,
+            read_through: None,
+            pending: VecDeque::new(),
+            partial: None,
+            done: false,
+            connection,
+            told_down: false,
+            closing: self.closing.subscribe(),
+            errors: 0,
+        }))
+    }
+
+    async fn last_covered(&self, tenant: &TenantId, run_id: &str) -> Option<u64> {
+        let subject = self.cluster.settings.events_subject(tenant, run_id);
+        tail(&self.cluster, &subject).await.ok().flatten().map(|t| t.meta.last)
+    }
+
+    async fn remove(&self, _run_id: &str) {
+        // Retention (age, bytes) removes runs from the stream.
+    }
+
+    fn close(&self) {
+        self.closing.send_replace(true);
+    }
+}
+
+/// An ordered consumer of `subject` from `deliver_policy`.
+async fn follow(cluster: &Cluster, subject: &str, deliver_policy: DeliverPolicy) -> Result<pull::Ordered, String> {
+    let unavailable = |e: &dyn std::fmt::Display| format!("cannot follow the run's stream on NATS: {e}");
+    let consumer = cluster
+        .events
+        .create_consumer(pull::OrderedConfig {
+            filter_subject: subject.to_string(),
+            deliver_policy,
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| unavailable(&e))?;
+    consumer.messages().await.map_err(|e| unavailable(&e))
+}
+
+/// The stream sequence of the run's first message that covers a number after `after`: a binary
+/// search over stream sequences with direct gets (`tail` covers more than `after`).
+async fn find_start(cluster: &Cluster, subject: &str, after: u64, tail: Tail) -> Result<u64, String> {
+    let unavailable = |e: async_nats::jetstream::stream::DirectGetError| format!("cannot read the run's stream: {e}");
+    let first = cluster.events.direct_get_first_for_subject(subject).await.map_err(unavailable)?;
+    if Meta::of(&first.headers).is_none_or(|m| m.last > after) {
+        return Ok(first.sequence);
+    }
+    // Invariant: the first message at or after `lo` covers nothing after `after`; the first at or
+    // after `hi` does.
+    let (mut lo, mut hi) = (first.sequence, tail.stream_seq);
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        let m = cluster.events.direct_get_next_for_subject(subject, Some(mid)).await.map_err(unavailable)?;
+        if Meta::of(&m.headers).is_none_or(|meta| meta.last > after) {
+            hi = mid;
+        } else {
+            lo = m.sequence.max(mid);
+        }
+    }
+    Ok(hi)
+}
+
+/// An envelope being reassembled from its parts.
+struct Partial {
+    first: u64,
+    next_part: u32,
+    headers: async_nats::HeaderMap,
+    data: BytesMut,
+}
+
+struct JetStreamSubscription {
+    cluster: Arc<Cluster>,
+    subject: String,
+    /// Where the consumer started (used again if it must be re-created before any message).
+    deliver_policy: DeliverPolicy,
+    /// The stream sequence of the last message taken.
+    last_stream_seq: Option<u64>,
+    /// The connection came back: re-create the consumer from `last_stream_seq` (the old one may
+    /// not have survived, and would notice only after missing its heartbeats).
+    refollow: bool,
+    run_id: String,
+    messages: pull::Ordered,
+    /// The last sequence number this subscriber has.
+    cursor: Option<u64>,
+    /// The last sequence number covered by what was read, delivered or skipped.
+    read_through: Option<u64>,
+    pending: VecDeque<Delivered>,
+    partial: Option<Partial>,
+    done: bool,
+    connection: watch::Receiver<bool>,
+    /// Whether the subscriber was told the connection is down (and not yet that it is back).
+    told_down: bool,
+    closing: watch::Receiver<bool>,
+    /// Consumer errors in a row while connected.
+    errors: u32,
+}
+
+/// Consumer errors in a row, while connected, after which a subscription gives up.
+const MAX_CONSECUTIVE_ERRORS: u32 = 20;
+
+impl JetStreamSubscription {
+    /// Turn one stream message into deliveries (in `pending`).
+    fn take(&mut self, headers: &async_nats::HeaderMap, payload: Bytes) {
+        let Some(meta) = Meta::of(headers) else { return };
+        let whole = match meta.part {
+            None => {
+                self.partial = None; // an envelope whose last parts never came
+                Some((headers.clone(), payload))
+            }
+            Some((k, n)) => {
+                let continues = self.partial.as_ref().is_some_and(|p| p.first == meta.first && p.next_part == k);
+                if k == 1 {
+                    self.partial = Some(Partial {
+                        first: meta.first,
+                        next_part: 1,
+                        headers: headers.clone(),
+                        data: BytesMut::new(),
+                    });
+                } else if !continues {
+                    self.partial = None;
+                    return;
+                }
+                let p = self.partial.as_mut().expect("a partial envelope");
+                p.data.extend_from_slice(&payload);
+                p.next_part += 1;
+                if k < n {
+                    return;
+                }
+                let p = self.partial.take().expect("a partial envelope");
+                Some((p.headers, p.data.freeze()))
+            }
+        };
+        let Some((headers, payload)) = whole else { return };
+        let Some(frames) = wire::unpack(&headers, &meta, &payload) else { return };
+        for frame in frames {
+            // Already had (the same rule as the in-process log: by the envelope's own number).
+            if self.cursor.is_some_and(|c| frame.sequence <= c) {
+                self.read_through = self.read_through.max(Some(frame.last_covered));
+                continue;
+            }
+            let expected = self.cursor.max(self.read_through).map_or(0, |c| c + 1);
+            if frame.sequence > expected {
+                // Removed by retention before this subscriber read it.
+                let missing = frame.sequence - expected;
+                self.pending.push_back(Delivered::Gap(Gap::new(
+                    &self.run_id,
+                    GapReason::Evicted,
+                    self.cursor,
+                    missing,
+                    Some(frame.sequence),
+                )));
+            }
+            self.cursor = Some(frame.last_covered);
+            self.read_through = self.cursor;
+            let terminal = frame.terminal;
+            self.pending.push_back(Delivered::Frame(Arc::new(frame)));
+            if terminal {
+                self.done = true;
+                return;
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl Subscription for JetStreamSubscription {
+    async fn next_batch(&mut self, out: &mut Vec<Delivered>, max: usize) -> bool {
+        let max = max.max(1);
+        loop {
+            if !self.pending.is_empty() {
+                let n = self.pending.len().min(max);
+                out.extend(self.pending.drain(..n));
+                return true;
+            }
+            if self.done || *self.closing.borrow() {
+                return false;
+            }
+            let up = *self.connection.borrow_and_update();
+            if up == self.told_down {
+                self.told_down = !up;
+                self.refollow |= up;
+                let reason = if up { NoticeReason::BackendRestored } else { NoticeReason::BackendUnavailable };
+                out.push(Delivered::Notice(Notice::new(&self.run_id, reason)));
+                return true;
+            }
+            if self.refollow && up {
+                let from = match self.last_stream_seq {
+                    Some(seq) => DeliverPolicy::ByStartSequence { start_sequence: seq + 1 },
+                    None => self.deliver_policy,
+                };
+                match follow(&self.cluster, &self.subject, from).await {
+                    Ok(messages) => {
+                        self.messages = messages;
+                        self.refollow = false;
+                    }
+                    Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+                }
+                continue;
+            }
+            tokio::select! {
+                next = self.messages.next() => match next {
+                    Some(Ok(msg)) => {
+                        self.errors = 0;
+                        if let Ok(info) = msg.info() {
+                            self.last_stream_seq = Some(info.stream_sequence);
+                        }
+                        let headers = msg.headers.clone().unwrap_or_default();
+                        self.take(&headers, msg.payload.clone());
+                    }
+                    // The ordered consumer recreates itself across outages; errors that keep
+                    // coming while connected are ones it cannot get past: end this stream (the
+                    // client resumes, on this instance or another).
+                    Some(Err(_)) => {
+                        if *self.connection.borrow() {
+                            self.errors += 1;
+                        }
+                        if self.errors >= MAX_CONSECUTIVE_ERRORS {
+                            self.done = true;
+                        } else {
+                            tokio::time::sleep(Duration::from_millis(100)).await;
+                        }
+                    }
+                    None => self.done = true,
+                },
+                _ = self.connection.changed() => {}
+                _ = self.closing.changed() => {}
+            }
+        }
+    }
+}

@@ -1,0 +1,159 @@
+// The live run view in a real browser: Debian's chromium, headless, driven by playwright-core.
+// Starts `agentstream serve` with the fake harness as the agent, opens the page, starts a run
+// from its form, sees the tool call appear and the run complete; follows a slow run through
+// dropped connections (resume by Last-Event-ID, nothing shown twice); opens the offline page
+// `agentstream view` writes. Screenshots go to target/server-webtest/.
+//
+//   AGENTSTREAM_BIN             the agentstream binary (default target/debug/agentstream)
+//   AGENTSTREAM_FAKE_HARNESS    the fake harness (default target/debug/fake-harness)
+//   CHROMIUM                    the browser (default /usr/bin/chromium)
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, execFileSync } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { mkdirSync, writeFileSync, existsSync } from 'node:fs';
+import { join, resolve, dirname } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const repo = resolve(here, '..', '..');
+const bin = process.env.AGENTSTREAM_BIN || join(repo, 'target', 'debug', 'agentstream');
+const fake = process.env.AGENTSTREAM_FAKE_HARNESS || join(repo, 'target', 'debug', 'fake-harness');
+const executablePath = process.env.CHROMIUM || '/usr/bin/chromium';
+const out = join(repo, 'target', 'server-webtest');
+const golden = (agent, c) => join(repo, 'tests', 'golden', agent, c);
+const FLAGS = [
+  '--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
+  '--disable-component-update', '--no-first-run',
+];
+
+let server;
+let base;
+let token;
+let browser;
+
+for (const [what, path] of [['agentstream', bin], ['fake harness', fake], ['chromium', executablePath]]) {
+  if (!existsSync(path)) {
+    throw new Error(`${what} not found at ${path}: build with \`cargo build -p agentstream-cli --bins\` / install with .ci/install-server.sh`);
+  }
+}
+
+function toml(s) {
+  return JSON.stringify(s);
+}
+
+before(async () => {
+  mkdirSync(out, { recursive: true });
+  const config = join(out, 'serve.toml');
+  const agent = (delay) => `bin = ${toml(fake)}\nenv = { AGENTSTREAM_FAKE_TRACE = ${toml(golden('claude', 's2-bash'))}, AGENTSTREAM_FAKE_DELAY_MS = "${delay}" }\n`;
+  writeFileSync(config, `[agents.claude]\n${agent(150)}\n[agents.slow]\nharness = "claude"\n${agent(700)}`);
+  server = spawn(bin, ['serve', '--config', config, '--listen', '127.0.0.1:0'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const lines = createInterface({ input: server.stdout });
+  for await (const line of lines) {
+    const listening = line.match(/listening on (http:\/\/\S+)/);
+    if (listening) base = listening[1];
+    const shown = line.match(/\(shown once, not stored\): (\S+)/);
+    if (shown) token = shown[1];
+    if (line.includes(' try: curl')) break;
+  }
+  assert.ok(base && token, 'serve announced its address and token');
+  browser = await chromium.launch({ executablePath, headless: true, args: FLAGS });
+});
+
+after(async () => {
+  if (browser) await browser.close();
+  if (server) {
+    const exited = new Promise((r) => server.once('exit', r));
+    server.kill('SIGTERM');
+    await exited;
+  }
+});
+
+/** A page that fails the test on a script error or a request to anywhere but `allowed`. */
+async function newPage(allowed) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
+  const problems = [];
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  page.on('console', (m) => m.type() === 'error' && !m.text().includes('net::ERR_ABORTED') && problems.push(`console: ${m.text()}`));
+  page.on('request', (r) => {
+    if (!r.url().startsWith(allowed)) problems.push(`request to ${r.url()}`);
+  });
+  return { page, problems };
+}
+
+async function api(path, init = {}) {
+  const response = await fetch(`${base}${path}`, {
+    ...init,
+    headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', ...(init.headers || {}) },
+  });
+  return { status: response.status, body: await response.json().catch(() => null) };
+}
+
+test('a run started from the page shows its tool call and completes', async () => {
+  const { page, problems } = await newPage(base);
+  await page.goto(`${base}/#token=${token}`);
+  await page.waitForSelector('#start-form', { state: 'visible' });
+  assert.ok(!page.url().includes(token), 'the token leaves the address bar at once');
+  await page.selectOption('#agent', 'claude');
+  await page.fill('#prompt', 'List the files');
+  await page.click('#start-form button[type=submit]');
+  // Live: the tool call appears while the run is still going.
+  const tool = page.locator('.entry.tool-call').first();
+  await tool.waitFor({ timeout: 15000 });
+  assert.equal(await page.getAttribute('#run-status', 'data-status'), 'running', 'seen while running');
+  await page.waitForSelector('#run-status[data-status="completed"]', { timeout: 20000 });
+  assert.equal(await tool.getAttribute('data-status'), 'completed');
+  assert.match(await tool.locator('.tool-title').innerText(), /ls/);
+  assert.ok((await tool.locator('.duration').innerText()).length > 0, 'a duration');
+  assert.match(await page.locator('.entry.message').last().innerText(), /three files/);
+  assert.match(await page.locator('#run-usage').innerText(), /in · .* out/);
+  assert.match(await page.locator('#run-cost').innerText(), /^\$0\.01/);
+  await page.waitForSelector('.run-item .badge.completed');
+  await page.screenshot({ path: join(out, 'live-view.png'), fullPage: true });
+  assert.deepEqual(problems, []);
+});
+
+test('the live timeline resumes after dropped connections without showing anything twice', async () => {
+  const { status, body } = await api('/v1/runs', { method: 'POST', body: JSON.stringify({ agent: 'slow', prompt: 'List the files' }) });
+  assert.equal(status, 201);
+  const { page, problems } = await newPage(base);
+  await page.goto(`${base}/#token=${token}&run=${body.id}`);
+  await page.waitForSelector('.entry', { timeout: 15000 });
+  let drops = 0;
+  while ((await page.getAttribute('#run-status', 'data-status')) === 'running' && drops < 4) {
+    await page.evaluate(() => window.agentstreamLive.current().dropConnection());
+    drops += 1;
+    await page.waitForTimeout(900);
+  }
+  assert.ok(drops >= 2, `dropped the stream ${drops} times while the run went on`);
+  await page.waitForSelector('#run-status[data-status="completed"]', { timeout: 30000 });
+  assert.equal(await page.locator('.entry.tool-call').count(), 1, 'one tool call, not repeated');
+  // The harness printed the call and its result 700 ms apart: the duration is measured from
+  // when the server received them, even though this page may have got both in one replay.
+  const duration = await page.locator('.entry.tool-call .duration').innerText();
+  const ms = duration.endsWith(' ms') ? Number.parseFloat(duration) : Number.parseFloat(duration) * 1000;
+  assert.ok(ms >= 500 && ms < 5000, `the tool's duration: ${duration}`);
+  const messages = await page.locator('.entry.message .text').allInnerTexts();
+  assert.deepEqual(messages, ["I'll list the files.", 'The directory contains three files: README.md, hello.py and notes.txt.']);
+  await page.screenshot({ path: join(out, 'live-view-resumed.png'), fullPage: true });
+  assert.deepEqual(problems, []);
+});
+
+test('agentstream view writes a page that renders the run offline', async () => {
+  const file = join(out, 'run.html');
+  execFileSync(bin, ['view', '--agent', 'claude', golden('claude', 's3-read-edit.input.jsonl'), '-o', file], { stdio: 'ignore' });
+  const url = pathToFileURL(file).href;
+  const { page, problems } = await newPage(url);
+  await page.goto(url);
+  await page.waitForSelector('#run-status[data-status="completed"]');
+  const tools = page.locator('.entry.tool-call');
+  assert.equal(await tools.count(), 3, 'Read, Edit, Bash');
+  assert.deepEqual(await tools.evaluateAll((els) => els.map((e) => e.dataset.status)), ['completed', 'completed', 'completed']);
+  assert.equal(await page.locator('.diff .diff-new').count() > 0, true, 'the edit shows its diff');
+  assert.match(await page.locator('#run-cost').innerText(), /^\$/);
+  await page.screenshot({ path: join(out, 'offline-view.png'), fullPage: true });
+  assert.deepEqual(problems, []);
+});
