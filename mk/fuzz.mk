@@ -14,7 +14,10 @@
 LANG_TESTS += test-fuzz
 SOAK_ARGS ?=
 
+# The crate is outside the workspace, so make lint does not see it: its format and lints here.
 test-fuzz:
+	$(CARGO) fmt --manifest-path fuzz/Cargo.toml -- --check
+	CARGO_TARGET_DIR=$(CURDIR)/target/fuzz $(CARGO) clippy --manifest-path fuzz/Cargo.toml --all-targets -- -D warnings
 	CARGO_TARGET_DIR=$(CURDIR)/target/fuzz $(CARGO) test --manifest-path fuzz/Cargo.toml
 	@if $(CARGO) +nightly fuzz --version >/dev/null 2>&1; then \
 	  SMOKE=1 fuzz/run.sh; \
