@@ -120,10 +120,11 @@ func TestAMillionLevelsDeepThroughARealRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	var arguments any
-	res, err := s.Run(context.Background(), RunOptions{Prompt: "x", OnEvent: func(h AgentEvent) {
+	res, err := s.Run(context.Background(), RunOptions{Prompt: "x", OnEvent: func(h AgentEvent) error {
 		if h.Type == "tool.started" {
 			arguments = h.Details["arguments"]
 		}
+		return nil
 	}})
 	if err != nil {
 		t.Fatal(err)

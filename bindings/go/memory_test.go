@@ -46,7 +46,7 @@ func resetPeak(t *testing.T) int {
 	return statusBytes(t, "VmRSS:")
 }
 
-func floodSession(t *testing.T, flag, value string) *Session {
+func floodSession(t *testing.T, flag, value string) *Client {
 	t.Helper()
 	trace, _ := filepath.Abs(filepath.Join(goldenDir, "claude", "s1-text"))
 	s, err := New(Config{Type: "claude", Bin: fakeHarness(t), Env: map[string]string{"AGENTSTREAM_FAKE_TRACE": trace, flag: value}})

@@ -114,7 +114,7 @@ func TestEverySecretIsMaskedInARealRun(t *testing.T) {
 		var seen []any
 		_ = s.On("content", func(e OutputEvent) { seen = append(seen, e) })
 		_ = s.On("lifecycle", func(e LifecycleEvent) { seen = append(seen, e) })
-		if _, err := s.Run(context.Background(), RunOptions{Prompt: "x", OnEvent: func(h AgentEvent) { seen = append(seen, h) }}); err != nil {
+		if _, err := s.Run(context.Background(), RunOptions{Prompt: "x", OnEvent: func(h AgentEvent) error { seen = append(seen, h); return nil }}); err != nil {
 			t.Fatal(err)
 		}
 		if leaked := survivors(t, secrets, seen); len(leaked) > 0 {

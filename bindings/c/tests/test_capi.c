@@ -1644,7 +1644,7 @@ static int test_memory_bounded(void) {
         fclose(clear);
         size_t before = status_bytes("VmRSS:");
         agentstream_run *run = NULL;
-        CHECK(agentstream_session_start_run(s, "x", "{\"iterate\":true}", NULL, NULL, NULL, &run) == AGENTSTREAM_STATUS_OK);
+        CHECK(agentstream_session_start_run(s, "x", "{\"read\":\"iterate\"}", NULL, NULL, NULL, &run) == AGENTSTREAM_STATUS_OK);
         sleep(1);
         size_t grew = status_bytes("VmHWM:") - before;
         CHECK(agentstream_run_leave(run) == AGENTSTREAM_STATUS_OK);
@@ -1748,6 +1748,8 @@ static int test_secrets(void) {
     for (size_t i = 0; i < np; i++) jt_free(parsed[i]);
     strlist_free(&lines);
     free(corpus);
+    return ok;
+}
 
 /* ---------- subscriptions the caller dispatches (the Go/C#/Java path) ---------- */
 
