@@ -139,7 +139,6 @@ pub fn main_with_args(args: &[String]) -> i32 {
 /// group, one that left it (`setsid`). They inherit the environment but for the variables
 /// that would make them replay or spawn again.
 fn spawn_children() {
-    use std::os::unix::process::CommandExt;
     let Ok(me) = std::env::current_exe() else { return };
     for leave_group in [false, true] {
         let mut cmd = std::process::Command::new(&me);
@@ -148,7 +147,10 @@ fn spawn_children() {
             .env_remove("AGENTSTREAM_FAKE_ARGV_FILE")
             .env("AGENTSTREAM_FAKE_HANG", "1")
             .stdin(std::process::Stdio::null());
+        // (Sessions are a Unix notion: elsewhere both children stay with the harness.)
+        #[cfg(unix)]
         if leave_group {
+            use std::os::unix::process::CommandExt;
             // SAFETY: setsid is async-signal-safe and has no memory-safety preconditions.
             unsafe {
                 cmd.pre_exec(|| {
@@ -157,6 +159,8 @@ fn spawn_children() {
                 });
             }
         }
+        #[cfg(not(unix))]
+        let _ = leave_group;
         let _ = cmd.spawn();
     }
 }

@@ -150,6 +150,7 @@ enum Exit {
 /// SIGINT (Ctrl-C), SIGTERM and SIGHUP stop the run through its one cancellation path — its
 /// whole process tree is terminated — instead of killing us mid-render with the harness left
 /// running. Returns the number of the first such signal once one arrived (0 before).
+#[cfg(unix)]
 fn stop_on_signals(handle: &RunHandle) -> Arc<AtomicI32> {
     use tokio::signal::unix::{SignalKind, signal};
     let received = Arc::new(AtomicI32::new(0));
@@ -172,6 +173,21 @@ fn stop_on_signals(handle: &RunHandle) -> Arc<AtomicI32> {
             }
         });
     }
+    received
+}
+
+/// Ctrl-C stops the run the same way where there are no Unix signals (no run starts there yet:
+/// see `runner::process::ensure_supported`).
+#[cfg(not(unix))]
+fn stop_on_signals(handle: &RunHandle) -> Arc<AtomicI32> {
+    let received = Arc::new(AtomicI32::new(0));
+    let (h, r) = (handle.clone(), received.clone());
+    agentstream_core::runner::runtime().spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            let _ = r.compare_exchange(0, libc::SIGINT, Ordering::SeqCst, Ordering::SeqCst);
+            h.cancel("agentstream received Ctrl-C");
+        }
+    });
     received
 }
 

@@ -113,8 +113,11 @@ impl Harness {
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
-            .process_group(0)
             .kill_on_drop(true);
+        // Its own process group, so interrupt/pause/kill reach everything the harness started.
+        // (No run starts where there are no process groups: see `process::ensure_supported`.)
+        #[cfg(unix)]
+        cmd.process_group(0);
         if let Some(cwd) = cwd {
             cmd.current_dir(cwd);
         }
