@@ -412,6 +412,18 @@ agentstream_status agentstream_decoder_finish(struct agentstream_decoder *decode
 agentstream_status agentstream_decoder_finish_json(struct agentstream_decoder *decoder, char **out_json, size_t *out_len);
 
 /**
+ * Whether this decoder masks secret shapes in tool-call inputs (and every field derived from
+ * them) in the events it delivers from now on: `true` by default; `false` delivers them as
+ * the harness printed them. Call it before the first feed for a whole run.
+ *
+ * Errors: `NULL_ARGUMENT`, `BUSY` (called from this decoder's own callback).
+ *
+ * # Safety
+ * `decoder` NULL or live.
+ */
+agentstream_status agentstream_decoder_set_redact(struct agentstream_decoder *decoder, bool redact);
+
+/**
  * The decode statistics so far as an owned JSON object (`DecodeStats`: `bytes`, `lines`,
  * `events`, `blank_lines`, `invalid_json`, `non_object`, `unknown_type`, `unexpected_shape`,
  * `oversize_lines`, `invalid_utf8_lines`). Free with `agentstream_string_free`.
@@ -461,7 +473,8 @@ void agentstream_decoder_free(struct agentstream_decoder *decoder);
  *
  * `options_json` (NULL for the defaults) may set `"run_id"` (default `"replay"`), `"agent_id"`
  * (default: the agent's name) and `"timestamp"` of lifecycle and hook events (default
- * `"1970-01-01T00:00:00.000Z"`). The golden `tests/golden/<agent>/<case>.hooks.jsonl` files are
+ * `"1970-01-01T00:00:00.000Z"`) and `"redact"` (default true: secret shapes in tool-call
+ * inputs masked, as in a run). The golden `tests/golden/<agent>/<case>.hooks.jsonl` files are
  * the hooks of a replay with `{"run_id": "golden"}`.
  *
  * Errors: `NULL_ARGUMENT`, `INVALID_ARGUMENT` (unknown agent; bad options).

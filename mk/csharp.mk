@@ -5,7 +5,7 @@
 #   make test-csharp        the C library and the fake harness (the shared release builds), then
 #                           the test runner target/csharp/Agentstream.Tests.exe under mono: every
 #                           golden fixture, real runs of the fake harness, misuse, 10^6-deep
-#                           nesting, the API parity table; then the README quick start from a
+#                           nesting, the secret corpus, the API parity table; then the README quick start from a
 #                           fresh folder (test-csharp-quickstart). "C#: N passed, N failed"
 #   make bench-csharp       events/s to a C# handler vs a C callback on the mixed corpus, side by
 #                           side in one process (bindings/csharp/bench/README.md)

@@ -2,7 +2,7 @@
 # built and tested with JDK 25 (Temurin) and Maven; Java 17 stays the machine's default.
 #   make test-java        the release library and fake harness, then the Maven build: JUnit
 #                         Jupiter through Surefire (golden fixtures, real runs of the fake harness,
-#                         misuse, 10^6-deep nesting, the API parity table) and the jar; then the
+#                         misuse, 10^6-deep nesting, the secret corpus, the API parity table) and the jar; then the
 #                         quick start run from a fresh folder against that jar alone; prints
 #                         "java: N passed, N failed, N skipped"
 #   make dist-java        dist/java/agentstream-<version>.jar: the jar with the (stripped) native

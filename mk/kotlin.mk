@@ -1,7 +1,7 @@
 # Kotlin and Swift through uniffi (bindings/uniffi: the agentstream-uniffi crate, proc-macro mode).
 #   make test-kotlin       the native library (release) and the fake harness, then the Kotlin
 #                          project's JUnit 5 suite through Maven (bindings/uniffi/kotlin): golden
-#                          fixtures, real runs of the fake harness, 10^6-deep nesting, the API
+#                          fixtures, real runs of the fake harness, 10^6-deep nesting, the secret corpus, the API
 #                          parity table; prints "kotlin: N passed, N failed, N skipped"
 #   make check-uniffi      regenerate the Kotlin and Swift sources uniffi writes from the built
 #                          library and fail when the checked-in copies differ (no Swift toolchain

@@ -12,6 +12,9 @@ type DecoderOptions struct {
 	// MaxLineBytes: a longer line is skipped, counted (DecodeStats.OversizeLines) and reported
 	// as a Diagnostic, so memory stays bounded. 0 means the default (16 MiB).
 	MaxLineBytes int
+	// DisableRedaction delivers tool-call inputs as the harness printed them; by default secret
+	// shapes in them (and in every field derived from them) are masked, as in a run.
+	DisableRedaction bool
 }
 
 // Decoder turns one harness CLI's stdout (one run) into OutputEvents. Feed it bytes at any
@@ -36,7 +39,7 @@ func NewDecoderWithOptions(agent string, opts DecoderOptions) (*Decoder, error) 
 	if opts.MaxLineBytes < 0 {
 		return nil, invalidArgument("MaxLineBytes must not be negative, got %d (0 for the default)", opts.MaxLineBytes)
 	}
-	p, err := decoderNew(agent, opts.MaxLineBytes)
+	p, err := decoderNew(agent, opts.MaxLineBytes, !opts.DisableRedaction)
 	if err != nil {
 		return nil, err
 	}
@@ -45,9 +48,14 @@ func NewDecoderWithOptions(agent string, opts DecoderOptions) (*Decoder, error) 
 	return d, nil
 }
 
-// Parse decodes a whole recorded output at once.
+// Parse decodes a whole recorded output at once (secret shapes in tool-call inputs masked).
 func Parse(agent string, data []byte) ([]OutputEvent, error) {
-	d, err := NewDecoder(agent)
+	return ParseWithOptions(agent, data, DecoderOptions{})
+}
+
+// ParseWithOptions is Parse with decoder options (e.g. DisableRedaction).
+func ParseWithOptions(agent string, data []byte, opts DecoderOptions) ([]OutputEvent, error) {
+	d, err := NewDecoderWithOptions(agent, opts)
 	if err != nil {
 		return nil, err
 	}

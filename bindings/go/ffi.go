@@ -98,13 +98,19 @@ func ValidateChannel(name string) error {
 
 // ---- decoder ----
 
-func decoderNew(agent string, maxLineBytes int) (*C.agentstream_decoder, error) {
+func decoderNew(agent string, maxLineBytes int, redact bool) (*C.agentstream_decoder, error) {
 	cagent := C.CString(agent)
 	defer C.free(unsafe.Pointer(cagent))
 	var d *C.agentstream_decoder
 	err := call(func() uint32 {
 		return uint32(C.agentstream_decoder_new_with_options(cagent, C.size_t(maxLineBytes), &d))
 	})
+	if err == nil && !redact {
+		if err = call(func() uint32 { return uint32(C.agentstream_decoder_set_redact(d, C.bool(false))) }); err != nil {
+			C.agentstream_decoder_free(d)
+			return nil, err
+		}
+	}
 	return d, err
 }
 

@@ -24,6 +24,14 @@ type ReplayOptions struct {
 	AgentID string `json:"agent_id,omitempty"`
 	// Timestamp of lifecycle and hook events (default "1970-01-01T00:00:00.000Z").
 	Timestamp string `json:"timestamp,omitempty"`
+	// DisableRedaction delivers tool-call inputs unmasked (masked by default, as in a run).
+	DisableRedaction bool `json:"-"`
+}
+
+// replayOptionsJSON is ReplayOptions as the library reads them.
+type replayOptionsJSON struct {
+	ReplayOptions
+	Redact *bool `json:"redact,omitempty"`
 }
 
 // Replay runs a recorded harness output (its stdout JSONL) through the whole pipeline without
@@ -36,7 +44,12 @@ func Replay(agent string, data []byte) (*ReplayResult, error) {
 
 // ReplayWith is Replay with options.
 func ReplayWith(agent string, data []byte, opts ReplayOptions) (*ReplayResult, error) {
-	options, err := json.Marshal(opts)
+	wire := replayOptionsJSON{ReplayOptions: opts}
+	if opts.DisableRedaction {
+		off := false
+		wire.Redact = &off
+	}
+	options, err := json.Marshal(wire)
 	if err != nil {
 		return nil, err
 	}

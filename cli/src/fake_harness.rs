@@ -13,7 +13,10 @@
 //! | `AGENTSTREAM_FAKE_HANG` | `1`: after the output, sleep until killed |
 //! | `AGENTSTREAM_FAKE_IGNORE_SIGTERM` | `1`: ignore SIGTERM (the runner must escalate to SIGKILL) |
 //! | `AGENTSTREAM_FAKE_FLOOD` | print this many extra small lines as fast as possible |
+//! | `AGENTSTREAM_FAKE_FLOOD_TEXT` | then print this many bytes of answer text as claude text deltas (`stream_event` `text_delta` lines; the text is [`flood_text`]'s), as fast as possible |
+//! | `AGENTSTREAM_FAKE_FLOOD_STDERR` | first print this many bytes of text lines on stderr, as fast as possible |
 //! | `AGENTSTREAM_FAKE_ARGV_FILE` | write the arguments it was given to this file, as a JSON array |
+//! | `AGENTSTREAM_FAKE_CHILDREN` | `1`: first start two children that sleep until killed and keep stdout and stderr open — one in the harness's process group, one in a session of its own (`setsid`), as a background job or daemon would |
 
 use std::io::Write;
 use std::time::Duration;
@@ -26,6 +29,8 @@ struct Config {
     hang: bool,
     ignore_sigterm: bool,
     flood: u64,
+    flood_text: u64,
+    flood_stderr: u64,
 }
 
 fn env_or_flag(args: &[String], name: &str) -> Option<String> {
@@ -50,9 +55,14 @@ pub fn main_with_args(args: &[String]) -> i32 {
         hang: truthy(env_or_flag(args, "HANG")),
         ignore_sigterm: truthy(env_or_flag(args, "IGNORE_SIGTERM")),
         flood: env_or_flag(args, "FLOOD").and_then(|v| v.parse().ok()).unwrap_or(0),
+        flood_text: env_or_flag(args, "FLOOD_TEXT").and_then(|v| v.parse().ok()).unwrap_or(0),
+        flood_stderr: env_or_flag(args, "FLOOD_STDERR").and_then(|v| v.parse().ok()).unwrap_or(0),
     };
     if let Ok(path) = std::env::var("AGENTSTREAM_FAKE_ARGV_FILE") {
         let _ = std::fs::write(path, serde_json::to_string(args).unwrap_or_default());
+    }
+    if truthy(std::env::var("AGENTSTREAM_FAKE_CHILDREN").ok()) {
+        spawn_children();
     }
     if cfg.ignore_sigterm {
         // SAFETY: setting a signal disposition to SIG_IGN has no memory-safety preconditions.
@@ -64,6 +74,14 @@ pub fn main_with_args(args: &[String]) -> i32 {
     };
     let mut err = std::io::stderr().lock();
     let _ = err.write_all(&stderr_bytes);
+    let mut written = 0u64;
+    let line = format!("{}\n", "e".repeat(99));
+    while written < cfg.flood_stderr {
+        if err.write_all(line.as_bytes()).is_err() {
+            return 141;
+        }
+        written += line.len() as u64;
+    }
     let _ = err.flush();
     drop(err);
 
@@ -80,6 +98,19 @@ pub fn main_with_args(args: &[String]) -> i32 {
     }
     for i in 0..cfg.flood {
         if writeln!(out, "{{\"type\":\"flood\",\"n\":{i}}}").is_err() {
+            return 141;
+        }
+    }
+    let mut written = 0u64;
+    let mut n = 0u64;
+    while written < cfg.flood_text {
+        let text = flood_text(n);
+        n += 1;
+        written += text.len() as u64;
+        let line = format!(
+            "{{\"type\":\"stream_event\",\"event\":{{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{{\"type\":\"text_delta\",\"text\":\"{text}\"}}}},\"session_id\":\"flood\",\"parent_tool_use_id\":null}}\n"
+        );
+        if out.write_all(line.as_bytes()).is_err() {
             return 141;
         }
     }
@@ -102,6 +133,42 @@ pub fn main_with_args(args: &[String]) -> i32 {
         }
     }
     cfg.exit.or(meta_exit).unwrap_or(0)
+}
+
+/// Two copies of this program that only sleep, inheriting stdout and stderr: one in our process
+/// group, one that left it (`setsid`). They inherit the environment but for the variables
+/// that would make them replay or spawn again.
+fn spawn_children() {
+    let Ok(me) = std::env::current_exe() else { return };
+    for leave_group in [false, true] {
+        let mut cmd = std::process::Command::new(&me);
+        cmd.env_remove("AGENTSTREAM_FAKE_CHILDREN")
+            .env_remove("AGENTSTREAM_FAKE_TRACE")
+            .env_remove("AGENTSTREAM_FAKE_ARGV_FILE")
+            .env("AGENTSTREAM_FAKE_HANG", "1")
+            .stdin(std::process::Stdio::null());
+        // (Sessions are a Unix notion: elsewhere both children stay with the harness.)
+        #[cfg(unix)]
+        if leave_group {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: setsid is async-signal-safe and has no memory-safety preconditions.
+            unsafe {
+                cmd.pre_exec(|| {
+                    libc::setsid();
+                    Ok(())
+                });
+            }
+        }
+        #[cfg(not(unix))]
+        let _ = leave_group;
+        let _ = cmd.spawn();
+    }
+}
+
+/// The text of the `n`-th delta of `AGENTSTREAM_FAKE_FLOOD_TEXT` (64 bytes, numbered, so a test
+/// can tell that the concatenation is exact).
+pub fn flood_text(n: u64) -> String {
+    format!("{n:012} abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRSTUVWXYZ|")
 }
 
 fn load_trace(prefix: &str) -> (Vec<u8>, Vec<u8>, Option<i32>) {

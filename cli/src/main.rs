@@ -35,21 +35,27 @@ enum Command {
     /// stdout in the exact seed shape, and a one-line decode summary on stderr. Malformed lines
     /// are counted, never fatal. Exits 0 unless the input cannot be read (1) or nothing was
     /// decoded from it (1: binary input, plain text, another harness's output — one line on
-    /// stderr says what the lines were).
+    /// stderr says what the lines were). Secret shapes in tool-call inputs are masked, as in
+    /// `run` (--no-redact to keep them).
     Parse {
         #[arg(long, short, help = agent_help("The harness that printed the input"))]
         agent: String,
         /// Maximum line length in bytes; longer lines are skipped and reported.
         #[arg(long, default_value_t = agentstream_core::framing::DEFAULT_MAX_LINE_BYTES)]
         max_line_bytes: usize,
+        /// Do not mask secret shapes in tool-call inputs (masked by default, as in `run`).
+        #[arg(long)]
+        no_redact: bool,
         /// The recorded stdout (JSONL); `-` or absent for standard input.
         file: Option<String>,
     },
     /// Run a real harness and render its stream (or print it as JSONL with --json / --hooks).
     ///
     /// Everything after `--` is the prompt (joined with spaces), unless --prompt is given, in
-    /// which case it is passed to the harness as extra arguments. Exit code: 0 completed,
-    /// 1 failed, 130 cancelled (Ctrl-C interrupts the harness's whole process group).
+    /// which case it is passed to the harness as extra arguments. Exit codes: 0 completed,
+    /// 1 failed, 2 bad arguments, 124 timed out (--timeout), 126 could not start (bad --cwd,
+    /// not executable), 127 harness not found, 128+N stopped by signal N sent to agentstream
+    /// (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP), 141 standard output closed.
     Run {
         #[arg(long, short, help = agent_help("The harness"))]
         agent: String,
@@ -72,6 +78,10 @@ enum Command {
         rest: Vec<String>,
     },
     /// Run any command with the same streaming, lifecycle and hooks (no content decoding).
+    ///
+    /// Exits with the command's own exit code (128+N when a signal N killed it); the codes of
+    /// `run` for everything agentstream itself decides (124 timed out, 126/127 could not
+    /// start, 128+N stopped by a signal sent to agentstream).
     Exec {
         #[command(flatten)]
         common: RunFlags,
@@ -173,9 +183,9 @@ struct RunFlags {
     /// Working directory of the process.
     #[arg(long)]
     cwd: Option<std::path::PathBuf>,
-    /// Cancel after this many seconds.
-    #[arg(long)]
-    timeout: Option<f64>,
+    /// Cancel after this many seconds (a positive number, fractions allowed; exit code 124).
+    #[arg(long, value_parser = run::parse_timeout, allow_hyphen_values = true)]
+    timeout: Option<std::time::Duration>,
     /// Print the run's sequenced stream (all four channels), one envelope per line, as JSONL.
     #[arg(long, conflicts_with = "hooks")]
     json: bool,
@@ -198,7 +208,9 @@ fn main() -> ExitCode {
     }
     let cli = Cli::parse();
     match cli.command {
-        Command::Parse { agent, max_line_bytes, file } => parse_command(&agent, max_line_bytes, file.as_deref()),
+        Command::Parse { agent, max_line_bytes, no_redact, file } => {
+            parse_command(&agent, max_line_bytes, !no_redact, file.as_deref())
+        }
         Command::Run { agent, bin, prompt, model, extra_args, common, rest } => {
             run::run_command(&agent, bin, prompt, model, extra_args, rest, &common.into())
         }
@@ -230,7 +242,7 @@ impl From<RunFlags> for run::Flags {
     }
 }
 
-fn parse_command(agent: &str, max_line_bytes: usize, file: Option<&str>) -> ExitCode {
+fn parse_command(agent: &str, max_line_bytes: usize, redact: bool, file: Option<&str>) -> ExitCode {
     let agent: Agent = match agent.parse() {
         Ok(a) => a,
         Err(e) => {
@@ -248,7 +260,10 @@ fn parse_command(agent: &str, max_line_bytes: usize, file: Option<&str>) -> Exit
             }
         },
     };
-    let mut decoder = Decoder::with_options(agent, agentstream_core::DecoderOptions { max_line_bytes });
+    let options = agentstream_core::DecoderOptions::default()
+        .with_max_line_bytes(max_line_bytes)
+        .with_redaction(agentstream_core::RedactionPolicy { enabled: redact });
+    let mut decoder = Decoder::with_options(agent, options);
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     let mut buf = vec![0u8; 64 * 1024];

@@ -3,6 +3,8 @@
 use std::io::{self, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::Duration;
 
 use agentstream_core::Agent;
@@ -16,16 +18,52 @@ use crate::render::{Renderer, Style};
 /// Flags shared by the run-like commands.
 pub struct Flags {
     pub cwd: Option<PathBuf>,
-    pub timeout: Option<f64>,
+    pub timeout: Option<Duration>,
     pub json: bool,
     pub hooks: bool,
     pub show_stderr: bool,
     pub redact: bool,
 }
 
-impl Flags {
-    fn timeout(&self) -> Option<Duration> {
-        self.timeout.filter(|t| *t > 0.0).map(Duration::from_secs_f64)
+/// The longest `--timeout` accepted: ten years, far below what a `Duration` can hold.
+const MAX_TIMEOUT_SECS: f64 = 10.0 * 365.0 * 24.0 * 3600.0;
+
+/// `--timeout SECS`: a finite number of seconds greater than 0 (fractions allowed), at most ten
+/// years. `0`, negative numbers, `nan`, `inf` and words are refused with a message saying so
+/// (leave the flag out for no time limit).
+pub fn parse_timeout(text: &str) -> Result<Duration, String> {
+    let secs: f64 = text.trim().parse().map_err(|_| format!("{text:?} is not a number of seconds (e.g. 30 or 1.5)"))?;
+    if !secs.is_finite() {
+        return Err(format!("{text:?} is not a finite number of seconds; leave --timeout out for no time limit"));
+    }
+    if secs <= 0.0 {
+        return Err(format!("{text:?} must be greater than 0; leave --timeout out for no time limit"));
+    }
+    if secs > MAX_TIMEOUT_SECS {
+        return Err(format!("{text:?} is more than ten years ({MAX_TIMEOUT_SECS} seconds)"));
+    }
+    Duration::try_from_secs_f64(secs).map_err(|e| format!("{text:?}: {e}"))
+}
+
+/// Exit codes (documented in `agentstream run --help` and the README).
+pub mod exit {
+    /// The run completed.
+    pub const COMPLETED: u8 = 0;
+    /// The run failed (`exec`: the command's own code is used instead).
+    pub const FAILED: u8 = 1;
+    /// Bad arguments (clap's usage errors exit 2 as well).
+    pub const USAGE: u8 = 2;
+    /// `--timeout` elapsed (as GNU `timeout`).
+    pub const TIMED_OUT: u8 = 124;
+    /// The process could not be started: the working directory is missing, not executable, ….
+    pub const CANNOT_START: u8 = 126;
+    /// The harness or command was not found.
+    pub const NOT_FOUND: u8 = 127;
+    /// Standard output was closed under us (as a process killed by SIGPIPE).
+    pub const OUTPUT_CLOSED: u8 = 128 + 13;
+    /// 128 + the signal: agentstream was asked to stop by SIGINT (130), SIGTERM (143), SIGHUP (129).
+    pub fn signalled(signal: i32) -> u8 {
+        (128 + signal).clamp(129, 255) as u8
     }
 }
 
@@ -42,7 +80,7 @@ pub fn run_command(
         Ok(a) => a,
         Err(e) => {
             eprintln!("agentstream run: {e}");
-            return ExitCode::from(2);
+            return ExitCode::from(exit::USAGE);
         }
     };
     let prompt = match prompt {
@@ -53,7 +91,7 @@ pub fn run_command(
         None if !rest.is_empty() => rest.join(" "),
         None => {
             eprintln!("agentstream run: no prompt: give --prompt TEXT or the prompt after `--`");
-            return ExitCode::from(2);
+            return ExitCode::from(exit::USAGE);
         }
     };
     let mut config = AgentConfig::new(agent);
@@ -68,47 +106,93 @@ pub fn run_command(
 pub fn run_session(session: &Session, prompt: String, flags: &Flags, env: &[(String, String)]) -> ExitCode {
     let _ = env;
     let mut options = RunOptions::new(prompt);
-    options.timeout = flags.timeout();
+    options.timeout = flags.timeout;
     options.redact = flags.redact;
     options.hooks = flags.hooks;
-    let handle = match session.start_run(options) {
-        Ok(h) => h,
-        Err(e) => {
-            eprintln!("agentstream run: {e}");
-            return ExitCode::from(if e.kind == agentstream_core::ErrorKind::HarnessNotFound { 127 } else { 1 });
-        }
-    };
-    show(&handle, flags)
+    match session.start_run(options) {
+        Ok(handle) => show(&handle, flags, Exit::Run),
+        Err(e) => start_failed("run", &e),
+    }
 }
 
 pub fn exec_command(command: Vec<String>, flags: &Flags) -> ExitCode {
     let session = Session::new(AgentConfig::new(Agent::Claude));
     let mut options = CommandOptions::new(command);
     options.cwd = flags.cwd.clone();
-    options.timeout = flags.timeout();
+    options.timeout = flags.timeout;
     options.hooks = flags.hooks;
-    let handle = match session.start_command(options) {
-        Ok(h) => h,
-        Err(e) => {
-            eprintln!("agentstream exec: {e}");
-            return ExitCode::from(if e.kind == agentstream_core::ErrorKind::HarnessNotFound { 127 } else { 1 });
-        }
-    };
-    show(&handle, flags)
+    match session.start_command(options) {
+        Ok(handle) => show(&handle, flags, Exit::PassThrough),
+        Err(e) => start_failed("exec", &e),
+    }
 }
 
-/// Ctrl-C interrupts the run (its whole process group) instead of killing us mid-render.
-fn interrupt_on_ctrl_c(handle: &RunHandle) {
-    let h = handle.clone();
+fn start_failed(command: &str, e: &agentstream_core::Error) -> ExitCode {
+    use agentstream_core::ErrorKind;
+    eprintln!("agentstream {command}: {e}");
+    ExitCode::from(match e.kind {
+        ErrorKind::HarnessNotFound => exit::NOT_FOUND,
+        ErrorKind::SpawnFailed => exit::CANNOT_START,
+        ErrorKind::InvalidArgument => exit::USAGE,
+        _ => exit::FAILED,
+    })
+}
+
+/// How a finished operation's outcome becomes the exit code.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Exit {
+    /// `run`: 0 completed, 1 failed.
+    Run,
+    /// `exec`: the command's own exit code (128+N for a signal N).
+    PassThrough,
+}
+
+/// SIGINT (Ctrl-C), SIGTERM and SIGHUP stop the run through its one cancellation path — its
+/// whole process tree is terminated — instead of killing us mid-render with the harness left
+/// running. Returns the number of the first such signal once one arrived (0 before).
+#[cfg(unix)]
+fn stop_on_signals(handle: &RunHandle) -> Arc<AtomicI32> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let received = Arc::new(AtomicI32::new(0));
+    for (kind, number, name) in [
+        (SignalKind::interrupt(), libc::SIGINT, "SIGINT (Ctrl-C)"),
+        (SignalKind::terminate(), libc::SIGTERM, "SIGTERM"),
+        (SignalKind::hangup(), libc::SIGHUP, "SIGHUP"),
+    ] {
+        let (h, received) = (handle.clone(), received.clone());
+        // Registered before the run is read, so a signal from now on is ours to handle.
+        let stream = {
+            let _enter = agentstream_core::runner::runtime().enter();
+            signal(kind)
+        };
+        let Ok(mut stream) = stream else { continue };
+        agentstream_core::runner::runtime().spawn(async move {
+            if stream.recv().await.is_some() {
+                let _ = received.compare_exchange(0, number, Ordering::SeqCst, Ordering::SeqCst);
+                h.cancel(&format!("agentstream received {name}"));
+            }
+        });
+    }
+    received
+}
+
+/// Ctrl-C stops the run the same way where there are no Unix signals (no run starts there yet:
+/// see `runner::process::ensure_supported`).
+#[cfg(not(unix))]
+fn stop_on_signals(handle: &RunHandle) -> Arc<AtomicI32> {
+    let received = Arc::new(AtomicI32::new(0));
+    let (h, r) = (handle.clone(), received.clone());
     agentstream_core::runner::runtime().spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
-            h.cancel("interrupted by Ctrl-C");
+            let _ = r.compare_exchange(0, libc::SIGINT, Ordering::SeqCst, Ordering::SeqCst);
+            h.cancel("agentstream received Ctrl-C");
         }
     });
+    received
 }
 
-fn show(handle: &RunHandle, flags: &Flags) -> ExitCode {
-    interrupt_on_ctrl_c(handle);
+fn show(handle: &RunHandle, flags: &Flags, exit_rule: Exit) -> ExitCode {
+    let signal = stop_on_signals(handle);
     let stdout = io::stdout();
     let tty = stdout.is_terminal();
     let mut out = stdout.lock();
@@ -149,11 +233,42 @@ fn show(handle: &RunHandle, flags: &Flags) -> ExitCode {
     for d in &result.diagnostics {
         eprintln!("agentstream: {d}");
     }
-    ExitCode::from(match result.state {
-        FinalState::Completed => 0,
-        FinalState::Failed => 1,
-        FinalState::Cancelled => 130,
-    })
+    ExitCode::from(exit_code(&result, signal.load(Ordering::SeqCst), exit_rule))
+}
+
+/// The exit code of a finished operation (see [`exit`]).
+fn exit_code(r: &RunResult, signal: i32, rule: Exit) -> u8 {
+    match r.state {
+        FinalState::Completed => exit::COMPLETED,
+        FinalState::Failed => match rule {
+            Exit::Run => exit::FAILED,
+            Exit::PassThrough => match (r.exit_code, r.signal) {
+                (Some(code), _) if code != 0 => code.clamp(1, 255) as u8,
+                (_, Some(sig)) => exit::signalled(sig),
+                _ => exit::FAILED,
+            },
+        },
+        FinalState::Cancelled => match r.cancel_kind.as_deref() {
+            Some("timeout") => exit::TIMED_OUT,
+            Some("reader_left") => exit::OUTPUT_CLOSED,
+            Some("caller") if signal != 0 => exit::signalled(signal),
+            _ => exit::FAILED,
+        },
+    }
+}
+
+/// Why a cancelled run was cancelled, without the reason's own "cancelled" prefix (the summary
+/// line already says it).
+fn cancel_detail(r: &RunResult) -> String {
+    let reason = r.cancel_reason.clone().unwrap_or_default();
+    match r.cancel_kind.as_deref() {
+        Some("timeout") => "the --timeout elapsed".to_string(),
+        _ => reason
+            .strip_prefix("cancelled by the caller: ")
+            .or_else(|| reason.strip_prefix("cancelled: "))
+            .unwrap_or(&reason)
+            .to_string(),
+    }
 }
 
 /// `completed in 2.1s · 1 tool call · 6092 prompt + 51 completion tokens · $0.0317`
@@ -163,11 +278,9 @@ pub fn summary_line(r: &RunResult, tools: usize, failed_tools: usize) -> String 
         FinalState::Failed => {
             format!("failed after {:.1}s: {}", r.duration_ms as f64 / 1000.0, r.error.clone().unwrap_or_default())
         }
-        FinalState::Cancelled => format!(
-            "cancelled after {:.1}s: {}",
-            r.duration_ms as f64 / 1000.0,
-            r.cancel_reason.clone().unwrap_or_default()
-        ),
+        FinalState::Cancelled => {
+            format!("cancelled after {:.1}s: {}", r.duration_ms as f64 / 1000.0, cancel_detail(r))
+        }
     }];
     if tools > 0 {
         let failed = if failed_tools > 0 { format!(" ({failed_tools} failed)") } else { String::new() };

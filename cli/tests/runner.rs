@@ -375,3 +375,92 @@ fn a_batch_reader_gets_every_delivery_in_batches() {
     assert_one_terminal_last_and_gapless(&items);
     assert!(batches * 4 < items.len(), "{batches} batches for {} items", items.len());
 }
+
+/// Every harness gets a prompt that looks like an option as its prompt: the process receives
+/// exactly the argv `harness_args` builds, with the prompt after the end of options (`--`) or
+/// joined to its option (`--prompt=…`), never as an argument of its own before `--`.
+#[test]
+fn a_prompt_that_looks_like_an_option_reaches_every_harness_as_its_prompt() {
+    let dir = std::env::temp_dir().join(format!("agentstream-argv-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let argv_file = dir.join("argv.json");
+    for agent in Agent::ALL {
+        for prompt in ["--yolo", "--dangerously-skip-permissions", "-p", "-", "--", "-y --yolo", "--prompt=x"] {
+            let s = fake(
+                agent,
+                &[trace(agent.name(), "s1-text"), ("AGENTSTREAM_FAKE_ARGV_FILE", argv_file.display().to_string())],
+            );
+            let h = s.start_run(RunOptions::new(prompt)).unwrap();
+            let _ = drain(&h);
+            assert_eq!(h.wait_blocking().state, FinalState::Completed, "{agent} {prompt:?}");
+            let got: Vec<String> = serde_json::from_slice(&std::fs::read(&argv_file).unwrap()).unwrap();
+            assert_eq!(got, agentstream_core::runner::harness_args(agent, prompt, None, &[]), "{agent}");
+            match agent {
+                Agent::Gemini | Agent::Qwen | Agent::Kimi => {
+                    assert_eq!(got.last().unwrap(), &format!("--prompt={prompt}"), "{agent}: {got:?}")
+                }
+                _ => {
+                    let end = got.iter().position(|a| a == "--").expect("an end of options");
+                    assert_eq!(&got[end + 1..], [prompt.to_string()], "{agent}: {got:?}");
+                }
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The secret-shape corpus through every output path of the `agentstream` command: `parse`
+/// (masked by default, `--no-redact` keeps them), and a real run of each harness's secret trace
+/// printed as the sequenced stream (`--json`: every channel but the raw ones), as hook events
+/// (`--hooks`) and as the human view.
+#[test]
+fn no_secret_from_the_corpus_survives_any_output_of_the_command() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/secrets");
+    let mut secrets = Vec::new();
+    for line in std::fs::read_to_string(dir.join("corpus.jsonl")).unwrap().lines().filter(|l| !l.is_empty()) {
+        let entry: serde_json::Value = serde_json::from_str(line).unwrap();
+        for s in entry["secrets"].as_array().unwrap() {
+            let quoted = serde_json::to_string(s).unwrap();
+            secrets.push(quoted[1..quoted.len() - 1].to_string());
+        }
+    }
+    let bin = env!("CARGO_BIN_EXE_agentstream");
+    let survivors = |text: &str| secrets.iter().filter(|s| text.contains(s.as_str())).cloned().collect::<Vec<_>>();
+    for agent in Agent::ALL {
+        let trace = dir.join("traces").join(agent.name());
+        let input = format!("{}.input.jsonl", trace.display());
+        let run = |args: &[&str]| {
+            let out = std::process::Command::new(bin).args(args).output().unwrap();
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        assert_eq!(
+            survivors(&run(&["parse", "--agent", agent.name(), &input])),
+            Vec::<String>::new(),
+            "{agent}: parse"
+        );
+        assert_eq!(
+            survivors(&run(&["parse", "--no-redact", "--agent", agent.name(), &input])).len(),
+            secrets.len(),
+            "{agent}: parse --no-redact keeps every secret"
+        );
+        let fake = env!("CARGO_BIN_EXE_fake-harness");
+        for view in ["--json", "--hooks", "--show-stderr"] {
+            let out = std::process::Command::new(bin)
+                .args(["run", "--agent", agent.name(), "--bin", fake, view, "--", "x"])
+                .env("AGENTSTREAM_FAKE_TRACE", &trace)
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stdout);
+            let masked_paths: String = if view == "--json" {
+                // The raw channels carry the process's bytes verbatim, by design.
+                text.lines()
+                    .filter(|l| !l.contains(r#""channel":"stdout""#) && !l.contains(r#""channel":"stderr""#))
+                    .collect()
+            } else {
+                text.into_owned()
+            };
+            assert!(masked_paths.contains("[redacted]"), "{agent} {view}");
+            assert_eq!(survivors(&masked_paths), Vec::<String>::new(), "{agent}: run {view}");
+        }
+    }
+}

@@ -613,7 +613,7 @@ impl HookDeriver {
                 if let Some(text) = content.as_text() {
                     let thought = matches!(ev.update, SessionUpdate::AgentThoughtChunk { .. });
                     if !thought {
-                        self.steps[at].text.push_str(text);
+                        crate::answer::push_capped(&mut self.steps[at].text, text);
                     }
                     let mut d = Map::new();
                     d.insert("step_index".into(), json!(step));

@@ -25,6 +25,7 @@ pub mod answer;
 pub mod bridge;
 pub mod casing;
 pub mod channel;
+pub(crate) mod counters;
 pub mod decode;
 pub mod error;
 pub mod event;
@@ -38,6 +39,7 @@ pub mod redact;
 pub mod replay;
 #[cfg(feature = "runner")]
 pub mod runner;
+pub mod sanitize;
 #[cfg(feature = "schema")]
 pub mod schema;
 pub mod stream;

@@ -4,6 +4,21 @@
 //! [`serde_json::Value`] tree: a tree costs one allocation per string and per object (plus
 //! hashing every key), and most consumers never look inside these records. Serializing with
 //! serde_json writes the text verbatim; [`RawJson::to_value`] parses it when someone does look.
+//!
+//! # What every JSON reader can read
+//!
+//! A harness may print JSON that one parser accepts and another refuses or crashes on. Before a
+//! record leaves the core it is [normalized](RawJson::normalized), so that everything the product
+//! writes is read by every strict JSON parser (and by the product's own envelope reader), and
+//! by every binding without unbounded recursion:
+//!
+//! | printed | delivered |
+//! |---|---|
+//! | a lone surrogate escape (`"\ud800"`, a `\udc00` without its lead) | `"\ufffd"` (U+FFFD, as invalid UTF-8 is replaced) |
+//! | a number beyond `f64` (`1e999`, a 400-digit integer) | `null` (what JSON writers make of an infinite number) |
+//! | a container nested deeper than [`MAX_DEPTH`] levels inside the record | `{"$rawJson": "<its JSON text>"}` ([`RAW_JSON_MARKER`]), or `"[redacted]"` in a masked tool input |
+//!
+//! Each repair is counted ([`Repairs`]) and reported by the decoder as a diagnostic.
 
 use std::fmt;
 
@@ -47,15 +62,222 @@ impl RawJson {
     }
 
     /// The record parsed into a [`Value`] (a key printed twice keeps its last value, as in
-    /// every JSON reader).
+    /// every JSON reader), [normalized](Self::normalized) first when it has to be: containers
+    /// nested past [`MAX_DEPTH`] become `{"$rawJson": "…"}`, so a deep record is a value
+    /// (never `null`, as serde_json's own recursion limit would make it).
     pub fn to_value(&self) -> Value {
-        serde_json::from_str(self.0.get()).unwrap_or(Value::Null)
+        match serde_json::from_str(self.0.get()) {
+            Ok(v) => v,
+            Err(_) => match self.normalized(DeepContainers::AsText) {
+                Some((fixed, _)) => serde_json::from_str(fixed.get()).unwrap_or(Value::Null),
+                None => Value::Null,
+            },
+        }
     }
 
     /// True when the record is JSON `null`.
     pub fn is_null(&self) -> bool {
         self.0.get().trim() == "null"
     }
+}
+
+/// Containers (objects, arrays) nested deeper than this inside one record are delivered as
+/// their JSON text under [`RAW_JSON_MARKER`] (see the [module docs](self)): every binding
+/// converts records recursively, and a record nested a million levels deep must not take its
+/// host down.
+pub const MAX_DEPTH: usize = 64;
+
+/// The one key of the object that stands in for a container nested past [`MAX_DEPTH`]; its
+/// value is the container's JSON text, verbatim.
+pub const RAW_JSON_MARKER: &str = "$rawJson";
+
+/// What a container nested past [`MAX_DEPTH`] becomes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeepContainers {
+    /// `{"$rawJson": "<its JSON text>"}`.
+    AsText,
+    /// The string `"[redacted]"`: a tool input too deep to judge is masked whole (fail closed).
+    Masked,
+}
+
+/// What [`RawJson::normalized`] repaired.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Repairs {
+    /// Lone surrogate escapes replaced by `\ufffd`.
+    pub lone_surrogates: u32,
+    /// Numbers beyond `f64` replaced by `null`.
+    pub out_of_range_numbers: u32,
+    /// Containers nested past [`MAX_DEPTH`] replaced whole.
+    pub deep_containers: u32,
+}
+
+impl std::ops::AddAssign for Repairs {
+    fn add_assign(&mut self, other: Repairs) {
+        self.lone_surrogates += other.lone_surrogates;
+        self.out_of_range_numbers += other.out_of_range_numbers;
+        self.deep_containers += other.deep_containers;
+    }
+}
+
+impl Repairs {
+    /// True when nothing was repaired.
+    pub fn is_empty(&self) -> bool {
+        *self == Repairs::default()
+    }
+
+    /// One line for people, e.g. `1 lone surrogate escape replaced by U+FFFD`.
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if self.lone_surrogates > 0 {
+            parts.push(format!("{} lone surrogate escape(s) replaced by U+FFFD", self.lone_surrogates));
+        }
+        if self.out_of_range_numbers > 0 {
+            parts
+                .push(format!("{} number(s) beyond 64-bit floating point replaced by null", self.out_of_range_numbers));
+        }
+        if self.deep_containers > 0 {
+            parts.push(format!(
+                "{} container(s) nested deeper than {MAX_DEPTH} levels delivered whole as {RAW_JSON_MARKER} text (or masked)",
+                self.deep_containers
+            ));
+        }
+        parts.join("; ")
+    }
+}
+
+impl RawJson {
+    /// This record as every JSON reader can read it (see the [module docs](self)): `None` when
+    /// it already is (the usual case: one pass over the text, no allocation), else the repaired
+    /// record and what was repaired. Iterative: any nesting depth.
+    pub fn normalized(&self, deep: DeepContainers) -> Option<(RawJson, Repairs)> {
+        let (text, repairs) = normalize(self.get(), deep)?;
+        let raw = RawValue::from_string(text).ok()?;
+        Some((RawJson(raw), repairs))
+    }
+}
+
+/// Replace `text[start..end]` with the string.
+type Edit = (usize, usize, String);
+
+/// The repaired text of the JSON `text`, or `None` when nothing needs repairing (or the text is
+/// not JSON after all: then it is left as it is).
+fn normalize(text: &str, deep: DeepContainers) -> Option<(String, Repairs)> {
+    let b = text.as_bytes();
+    let mut edits: Vec<Edit> = Vec::new();
+    let mut repairs = Repairs::default();
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'"' => i = string_end(b, i + 1, Some((&mut edits, &mut repairs)))?,
+            b'[' | b'{' if depth == MAX_DEPTH => {
+                let end = container_end(b, i)?;
+                let replacement = match deep {
+                    DeepContainers::AsText => {
+                        format!("{{\"{RAW_JSON_MARKER}\":{}}}", serde_json::to_string(&text[i..end]).ok()?)
+                    }
+                    DeepContainers::Masked => format!("\"{}\"", crate::redact::REDACTED),
+                };
+                edits.push((i, end, replacement));
+                repairs.deep_containers += 1;
+                i = end;
+            }
+            b'[' | b'{' => {
+                depth += 1;
+                i += 1;
+            }
+            b']' | b'}' => {
+                depth = depth.checked_sub(1)?;
+                i += 1;
+            }
+            b'-' | b'0'..=b'9' => {
+                let start = i;
+                while i < b.len() && matches!(b[i], b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E') {
+                    i += 1;
+                }
+                let number = &text[start..i];
+                // Up to 19 plain digits always fit; anything else is judged the way a reader
+                // that parses numbers as f64 judges it.
+                let plain = number.len() <= 19 && !number.bytes().any(|c| matches!(c, b'.' | b'e' | b'E'));
+                if !plain && !number.parse::<f64>().is_ok_and(f64::is_finite) {
+                    edits.push((start, i, "null".to_string()));
+                    repairs.out_of_range_numbers += 1;
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    if edits.is_empty() {
+        return None;
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut pos = 0;
+    for (start, end, replacement) in edits {
+        out.push_str(&text[pos..start]);
+        out.push_str(&replacement);
+        pos = end;
+    }
+    out.push_str(&text[pos..]);
+    Some((out, repairs))
+}
+
+/// The index after the closing quote of the string whose contents start at `i`. With `fix`,
+/// lone surrogate escapes are recorded as edits to `\ufffd`.
+fn string_end(b: &[u8], mut i: usize, mut fix: Option<(&mut Vec<Edit>, &mut Repairs)>) -> Option<usize> {
+    loop {
+        i += memchr::memchr2(b'"', b'\\', &b[i..])?;
+        if b[i] == b'"' {
+            return Some(i + 1);
+        }
+        if b.get(i + 1) != Some(&b'u') {
+            i += 2;
+            continue;
+        }
+        let unit = hex4(b, i + 2)?;
+        let paired = (0xD800..=0xDBFF).contains(&unit)
+            && b.get(i + 6..i + 8) == Some(b"\\u")
+            && hex4(b, i + 8).is_some_and(|lo| (0xDC00..=0xDFFF).contains(&lo));
+        if paired {
+            i += 12;
+        } else {
+            if (0xD800..=0xDFFF).contains(&unit) {
+                if let Some((edits, repairs)) = fix.as_mut() {
+                    edits.push((i, i + 6, "\\ufffd".to_string()));
+                    repairs.lone_surrogates += 1;
+                }
+            }
+            i += 6;
+        }
+    }
+}
+
+fn hex4(b: &[u8], at: usize) -> Option<u32> {
+    let digits = b.get(at..at + 4)?;
+    digits.iter().try_fold(0u32, |n, d| Some(n * 16 + (*d as char).to_digit(16)?))
+}
+
+/// The index after the container that opens at `start` (iterative: any depth).
+fn container_end(b: &[u8], start: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut i = start;
+    while i < b.len() {
+        match b[i] {
+            b'"' => {
+                i = string_end(b, i + 1, None)?;
+                continue;
+            }
+            b'[' | b'{' => depth += 1,
+            b']' | b'}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i + 1);
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
 }
 
 fn null() -> Box<RawValue> {
@@ -162,6 +384,69 @@ mod tests {
         assert!(RawJson::from_text("{not json").is_none());
         assert!(RawJson::from_text(" null").unwrap().is_null());
         assert!(!RawJson::from_value(&json!(0)).is_null());
+    }
+
+    fn normalized(text: &str) -> (String, Repairs) {
+        let raw = RawJson::from_text(text).unwrap();
+        match raw.normalized(DeepContainers::AsText) {
+            Some((fixed, repairs)) => (fixed.get().to_string(), repairs),
+            None => (text.to_string(), Repairs::default()),
+        }
+    }
+
+    #[test]
+    fn lone_surrogates_and_infinite_numbers_are_repaired_for_strict_readers() {
+        let cases = [
+            (r#"{"a":"x\ud800y"}"#, r#"{"a":"x\ufffdy"}"#),
+            (r#"["\udc00", "\uD83D\uDE00", "\ud83d"]"#, r#"["\ufffd", "\uD83D\uDE00", "\ufffd"]"#),
+            (r#"{"\ud800":1}"#, r#"{"\ufffd":1}"#),
+            (
+                r#"[1e999, -1E400, 1.5e308, 1e308, 0.5, -0, 12345678901234567890123]"#,
+                r#"[null, null, 1.5e308, 1e308, 0.5, -0, 12345678901234567890123]"#,
+            ),
+            (r#"{"n": 1e999}"#, r#"{"n": null}"#),
+        ];
+        for (input, want) in cases {
+            let (got, repairs) = normalized(input);
+            assert_eq!(got, want, "{input}");
+            assert!(!repairs.is_empty(), "{input}");
+            // What we write, serde_json (strict: it refuses both) reads.
+            assert!(serde_json::from_str::<Value>(&got).is_ok(), "{got}");
+        }
+        let big = format!("[{}]", "9".repeat(400));
+        assert_eq!(normalized(&big).0, "[null]");
+        for fine in [r#"{"a":"\u00e9\n\"\\"}"#, "[1, -2.5, 3e10, 18446744073709551615]", r#""sk-\ud83d\ude00""#] {
+            assert_eq!(normalized(fine), (fine.to_string(), Repairs::default()), "{fine}");
+        }
+    }
+
+    #[test]
+    fn containers_past_the_depth_limit_are_delivered_as_text_at_any_depth() {
+        for depth in [MAX_DEPTH, MAX_DEPTH + 1, 1000, 1_000_000] {
+            let text = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+            let raw = RawJson::from_text(text.clone()).unwrap();
+            let value = raw.to_value();
+            assert_ne!(value, Value::Null, "depth {depth}");
+            match raw.normalized(DeepContainers::AsText) {
+                None => assert!(depth <= MAX_DEPTH, "depth {depth} within the limit"),
+                Some((fixed, repairs)) => {
+                    assert_eq!(repairs.deep_containers, 1);
+                    let mut v = &serde_json::from_str::<Value>(fixed.get()).unwrap();
+                    for _ in 0..MAX_DEPTH {
+                        v = &v[0];
+                    }
+                    assert_eq!(v[RAW_JSON_MARKER], Value::String(text[MAX_DEPTH..text.len() - MAX_DEPTH].to_string()));
+                    let (masked, _) = raw.normalized(DeepContainers::Masked).unwrap();
+                    assert!(masked.get().contains("\"[redacted]\""));
+                }
+            }
+        }
+        // Siblings past the limit are each replaced; strings that look like brackets are not.
+        let deep = format!("{}{}", "{\"k\":".repeat(MAX_DEPTH), "[[\"]]\"],[1]]");
+        let text = format!("{deep}{}", "}".repeat(MAX_DEPTH));
+        let (fixed, repairs) = normalized(&text);
+        assert_eq!(repairs.deep_containers, 1);
+        assert!(fixed.contains(r#"{"$rawJson":"[[\"]]\"],[1]]"}"#), "{fixed}");
     }
 
     #[test]

@@ -1,50 +1,80 @@
 //! Masking secret shapes in tool-call inputs (decisions.md §6).
 //!
-//! Redaction happens in the core, before an event is numbered: a transport that redacts has
-//! already handed the value to whatever it logs to. It applies to tool-call INPUTS only —
-//! `rawInput` and `title` of `tool_call` events (and the `title` of `tool_call_update`, which
-//! re-titles the same call), and the diffs in the `content` of either (an edit's text IS its
-//! input) — via [`redact_tool_input`]. Answer text is never altered: deltas
-//! that no longer reassemble to the answer are a corrupted answer.
+//! Redaction happens in the core, where events are emitted (the decoder's output, and
+//! [`RunStream`](crate::stream::RunStream) for events posted to it directly), before an event is
+//! numbered: a transport that redacts has already handed the value to whatever it logs to.
+//! [`Redactor::mask_event`] masks EVERY field derived from a tool call's input, wherever it is
+//! emitted:
+//!
+//! | event | masked |
+//! |---|---|
+//! | `tool_call` | `rawInput` (every string, every object key, the value of a secret-named key), `title`, `content` (text and diffs), `locations` |
+//! | `tool_call_update` | `title`, diffs in `content` (`oldText`, `newText`, `path`), `locations`, `rawOutput` (harnesses echo the input in their result records: codex's `command`, opencode's `state.input`); in a result's text, only the secrets this run's inputs held (a result echoing its input) |
+//!
+//! Hook events (`arguments`, titles, `raw_output`) and the CLI's human view are derived from
+//! these events, so they are masked too. Answer text (message and thought chunks) is never
+//! altered: deltas that no longer reassemble to the answer are a corrupted answer; neither is a
+//! tool result's text, except where it repeats a secret of the run's own inputs. The raw `stdout` and
+//! `stderr` channels carry the process's own bytes verbatim, by design: a consumer that must
+//! not see secrets reads `content`.
+//!
+//! **At any depth, failing closed.** A container nested deeper than
+//! [`MAX_DEPTH`](crate::raw_json::MAX_DEPTH) inside a masked record is replaced whole by
+//! `"[redacted]"`: what is too deep to judge is masked, never passed through.
+//!
+//! **Derived fields.** A title or a diff is derived from the input, often shortened (`ls
+//! ghp_0123…`): a secret cut in half no longer looks like a secret. So every secret masked in a
+//! run's inputs is remembered ([`Redactor`], up to [`MAX_KNOWN_SECRETS`] of at least
+//! [`MIN_KNOWN_SECRET`] bytes) and masked wherever it appears in a derived field later, and so is
+//! its beginning where a field was cut right after it (at `…`).
 //!
 //! Each match is replaced by the literal [`REDACTED`] (`[redacted]`); the rest of the string is
 //! kept. The shapes, all found by small byte scanners (no regex):
 //!
 //! | shape | example | masked |
 //! |---|---|---|
-//! | API-key prefixes at a word start: `sk-`/`sk_` (incl. `sk-ant-…`, `sk-proj-…`), `pk_`/`pk-`, `rk_`/`rk-`, `api-`/`api_`, then ≥ 8 of `[A-Za-z0-9_-]` containing a digit (or ≥ 24 without) | `sk-live-01234567890abcdef` | the whole key |
+//! | API-key prefixes at a word start: `sk-`/`sk_` (incl. `sk-ant-…`, `sk-proj-…`, `sk_live_…`), `pk_`/`pk-`, `rk_`/`rk-`, `api-`/`api_`, then ≥ 8 of `[A-Za-z0-9_-]` containing a digit (or ≥ 24 without) | `sk-live-01234567890abcdef` | the whole key |
 //! | provider tokens: GitHub `ghp_`/`gho_`/`ghu_`/`ghs_`/`ghr_` (≥ 20), `github_pat_` (≥ 20), GitLab `glpat-` (≥ 20), Slack `xoxb-`/`xoxp-`/`xoxa-`/`xoxr-`/`xoxs-` (≥ 10), Google `AIza` (≥ 30), Hugging Face `hf_` (≥ 30) | `ghp_0123…` | the whole token |
 //! | AWS access key ids: `AKIA`/`ASIA` + exactly 16 of `[A-Z0-9]` | `AKIAIOSFODNN7EXAMPLE` | the id |
 //! | JWTs: `eyJ` + ≥ 10 base64url chars, with up to two more `.`-separated parts | `eyJhbGciOi….eyJzdWIi….sig` | the token |
 //! | `Bearer <token>` (any case), token ≥ 8 chars of `[A-Za-z0-9-._~+/=]` with a digit or symbol (or ≥ 20) | `Authorization: Bearer abc123…` | the token (`Bearer ` kept) |
 //! | PEM private keys: `-----BEGIN … PRIVATE KEY-----` … `-----END … PRIVATE KEY-----` | | the whole block (to the end of the text when the END line is missing) |
+//! | credentials in a URL: `scheme://user:password@host`, or a generated-looking `scheme://token@host` | `postgres://admin:S3cret@db` | the password (the token) |
 //! | a value after a secret-named key, as `k=v`, `k: v`, `"k": "v"`, `'k': 'v'`, `--k v`, `--k=v` | `password=hunter2`, `"token": "…"` | the value |
+//! | command-line passwords: `-u user:password` / `--user user:password` (curl, wget, …); `-p<password>` of mysql/mariadb tools; `-p <password>` of `sshpass`, `docker`/`podman`/`helm` `login`, `mongo`/`mongosh`; `-a <password>` of `redis-cli` | `mysql -uroot -phunter22`, `curl -u bob:pw` | the password |
 //!
-//! A key is secret-named when its last word (split on `_` `-` `.` and camelCase) is
-//! `password`, `passwd`, `pwd`, `pass`, `passphrase`, `secret`, `credential(s)` — then any
-//! value of ≥ 3 chars is masked, except `null`/`none`/`true`/`false`/`undefined`, `$VAR`
-//! references and `***` — or `key`, `token`, `apikey`, `accesskey`, `secretkey`, `privatekey`,
-//! `signature` — then the value is masked when it looks generated: ≥ 16 chars of
-//! `[A-Za-z0-9+/=_.~-]` mixing at least two of lower case, upper case and digits (long hex and
-//! base64 values). So `aws_secret_access_key=wJalr…` and `GITHUB_TOKEN=…` are masked,
+//! A key is secret-named when its last word (split on `_` `-` `.` and camelCase) is, or ends
+//! with, `password`, `passwd`, `passphrase`, `secret`, `credential(s)`, or is `pwd` or `pass` —
+//! then any value of ≥ 3 chars is masked, except `null`/`none`/`true`/`false`/`undefined`,
+//! `$VAR` references and `***` — or is, or ends with, `token`, or is `key`, `apikey`,
+//! `accesskey`, `secretkey`, `privatekey`, `signature`, `auth` — then the value is masked when it
+//! looks generated: ≥ 16 chars of `[A-Za-z0-9+/=_.~-]` mixing at least two of lower case, upper
+//! case and digits (long hex and base64 values); for an environment-variable name
+//! (`UPPER_SNAKE`, as in `export GITHUB_TOKEN=…`) any ≥ 8 such chars. So
+//! `aws_secret_access_key=wJalr…`, `GITHUB_TOKEN=…` and `PGPASSWORD=…` are masked,
 //! `sort_key=created_at` is not. In JSON values ([`redact_value`]) the same rule applies to an
-//! object member whose key is secret-named: `{"api_key": "…"}` has its value masked whole.
+//! object member whose key is secret-named: `{"api_key": "…"}` has its value masked whole; an
+//! object KEY that holds a secret shape is masked like any string (two keys masked to the same
+//! text are told apart by a ` #n` suffix, so no member is lost).
 //!
 //! Known false positives: a word such as `api-version-2024-01-01` (prefix + digit); a
 //! mixed-case identifier of ≥ 16 chars under a `…key`/`…token` name (`cache_key=UserProfile2024v`);
 //! any ≥ 3-char value under a password-named key, placeholders included.
-//! Known misses: upper-case prefixes (`SK-…`); secrets under names not listed (`DB_URL` with a
-//! password inside the URL, `auth=`); short or single-class values under `key`/`token`
-//! names (`token=abcdefghijklmnopqrst`); a value over 1 KiB under a secret-named key (not
-//! judged, which keeps scanning linear); bare long hex/base64 without a key name (deliberately:
-//! git SHAs and ids look the same); a secret split across two strings; tool RESULTS (only
-//! inputs are masked) and the raw `stdout` line the tool input was decoded from.
+//! Known misses: upper-case prefixes (`SK-…`); secrets under names not listed (`DB_URL` holding
+//! a bare token); short or single-class values under lower-case `key`/`token` names
+//! (`token=abcdefghijklmnopqrst`); a value over 1 KiB under a secret-named key (not judged,
+//! which keeps scanning linear); bare long hex/base64 without a key name (deliberately: git SHAs
+//! and ids look the same); a secret split across two strings; `-p <password>` of tools not
+//! listed (`-p` is a port, a package or a path for most); tool RESULT text; the raw `stdout`
+//! line the tool input was decoded from.
 
 use std::borrow::Cow;
 
 use serde_json::Value;
 
-use crate::event::{OutputEvent, RawJson, SessionUpdate, ToolCallContent};
+use crate::event::{
+    ContentBlock, DiffContent, ImageContent, OutputEvent, RawJson, SessionUpdate, ToolCallContent, ToolCallLocation,
+};
 
 /// The mask that replaces each secret.
 pub const REDACTED: &str = "[redacted]";
@@ -68,96 +98,339 @@ impl RedactionPolicy {
         RedactionPolicy { enabled: false }
     }
 
-    /// Apply the policy to one content event ([`redact_tool_input`] when enabled).
+    /// Apply the policy to one content event (a one-event [`Redactor`] when enabled: nothing is
+    /// remembered from earlier events; use a `Redactor` for a stream of events).
     pub fn apply(&self, event: &mut OutputEvent) {
         if self.enabled {
-            redact_tool_input(event);
+            Redactor::new().mask_event(event);
         }
     }
 }
 
-/// Mask the tool-call inputs of `event` in place: `rawInput` (every string inside, see
-/// [`redact_value`]) and `title` of a `tool_call`, `title` of a `tool_call_update`, and the
-/// old and new text of the diffs in the `content` of either (an edit's text is its input).
-/// Nothing else is touched: message, thought and user text, tool results, plans, errors and
-/// usage are delivered as they are.
+/// Mask the tool-call input-derived fields of `event` in place (see the [module docs](self)),
+/// remembering nothing: [`Redactor::mask_event`] of a fresh [`Redactor`].
 pub fn redact_tool_input(event: &mut OutputEvent) {
-    match &mut event.update {
-        SessionUpdate::ToolCall(call) => {
-            replace_if_owned(&mut call.title);
-            if let Some(raw) = &mut call.raw_input {
-                redact_raw(raw);
+    Redactor::new().mask_event(event);
+}
+
+/// The most secrets a [`Redactor`] remembers per run (the first ones seen).
+pub const MAX_KNOWN_SECRETS: usize = 256;
+
+/// Secrets shorter than this are not remembered (only their shape masks them): masking every
+/// occurrence of a three-letter password in later diffs would mask ordinary words.
+pub const MIN_KNOWN_SECRET: usize = 6;
+
+/// The masker of one run's events: masks every tool-input-derived field (see the [module
+/// docs](self)) and remembers the secrets it masked in the run's inputs, so that later derived
+/// fields — a shortened title, a diff, a result record echoing the input — are masked even where
+/// the secret no longer has its shape.
+#[derive(Debug, Default, Clone)]
+pub struct Redactor {
+    known: Vec<String>,
+}
+
+impl Redactor {
+    /// A redactor that has seen nothing yet.
+    pub fn new() -> Self {
+        Redactor::default()
+    }
+
+    /// The secrets remembered so far (longest first).
+    pub fn known_secrets(&self) -> &[String] {
+        &self.known
+    }
+
+    fn remember(&mut self, secret: &str) {
+        // A multi-line secret (a PEM block) may reappear re-wrapped or escaped (`\n` in a
+        // JSON text): its long lines are remembered one by one too.
+        if secret.contains('\n') {
+            for line in secret.lines().map(str::trim).filter(|l| l.len() >= 16 && !l.starts_with("-----")) {
+                self.remember_one(line);
             }
-            redact_diffs(call.content.as_deref_mut());
         }
-        SessionUpdate::ToolCallUpdate(update) => {
-            if let Some(title) = &mut update.title {
-                replace_if_owned(title);
+        self.remember_one(secret);
+    }
+
+    fn remember_one(&mut self, secret: &str) {
+        let secret = secret.trim();
+        if secret.len() < MIN_KNOWN_SECRET
+            || secret.len() > MAX_VALUE
+            || secret == REDACTED
+            || self.known.len() >= MAX_KNOWN_SECRETS
+            || self.known.iter().any(|k| k == secret)
+        {
+            return;
+        }
+        self.known.push(secret.to_string());
+        // Longest first: a secret that contains another is masked whole.
+        self.known.sort_by_key(|k| std::cmp::Reverse(k.len()));
+    }
+
+    /// Mask the input-derived fields of `event` in place (see the [module docs](self)).
+    pub fn mask_event(&mut self, event: &mut OutputEvent) {
+        match &mut event.update {
+            SessionUpdate::ToolCall(call) => {
+                // The input first: what it masks is remembered for the fields derived from it.
+                if let Some(raw) = &mut call.raw_input {
+                    self.mask_record(raw);
+                }
+                self.mask_text(&mut call.title);
+                if let Some(content) = &mut call.content {
+                    for c in content {
+                        match c {
+                            ToolCallContent::Content { content } => self.mask_block(content),
+                            ToolCallContent::Diff(diff) => self.mask_diff(diff),
+                        }
+                    }
+                }
+                if let Some(locations) = &mut call.locations {
+                    self.mask_locations(locations);
+                }
             }
-            redact_diffs(update.content.as_deref_mut());
+            SessionUpdate::ToolCallUpdate(update) => {
+                if let Some(raw) = &mut update.raw_output {
+                    self.mask_record(raw);
+                }
+                if let Some(title) = &mut update.title {
+                    self.mask_text(title);
+                }
+                if let Some(content) = &mut update.content {
+                    for c in content {
+                        match c {
+                            // A result is the harness's text: only a secret this run's inputs
+                            // held is masked in it (a result echoing the input), nothing else.
+                            ToolCallContent::Content { content: ContentBlock::Text { text } } => {
+                                if let Cow::Owned(masked) = mask_known(text, &self.known) {
+                                    *text = masked;
+                                }
+                            }
+                            ToolCallContent::Content { content: ContentBlock::Image(_) } => {}
+                            ToolCallContent::Diff(diff) => self.mask_diff(diff),
+                        }
+                    }
+                }
+                if let Some(locations) = &mut update.locations {
+                    self.mask_locations(locations);
+                }
+            }
+            SessionUpdate::AgentMessageChunk { .. }
+            | SessionUpdate::AgentThoughtChunk { .. }
+            | SessionUpdate::UserMessageChunk { .. }
+            | SessionUpdate::Plan { .. }
+            | SessionUpdate::Error { .. }
+            | SessionUpdate::Usage { .. } => {}
         }
-        _ => {}
+    }
+
+    fn mask_block(&mut self, block: &mut ContentBlock) {
+        match block {
+            ContentBlock::Text { text } => self.mask_text(text),
+            ContentBlock::Image(ImageContent { uri, .. }) => {
+                if let Some(uri) = uri {
+                    self.mask_text(uri);
+                }
+            }
+        }
+    }
+
+    fn mask_diff(&mut self, diff: &mut DiffContent) {
+        self.mask_text(&mut diff.path);
+        if let Some(old) = &mut diff.old_text {
+            self.mask_text(old);
+        }
+        self.mask_text(&mut diff.new_text);
+    }
+
+    fn mask_locations(&mut self, locations: &mut [ToolCallLocation]) {
+        for l in locations {
+            self.mask_text(&mut l.path);
+        }
+    }
+
+    /// Mask one derived text field: its own secret shapes, then every remembered secret.
+    fn mask_text(&mut self, text: &mut String) {
+        let mut found = Vec::new();
+        if let Cow::Owned(masked) = redact_collecting(text, &mut found) {
+            *text = masked;
+        }
+        for f in found {
+            self.remember(&f);
+        }
+        if let Cow::Owned(masked) = mask_known(text, &self.known) {
+            *text = masked;
+        }
+    }
+
+    /// Mask a JSON record in place (see [`redact_value`]), remembering what it masked.
+    fn mask_record(&mut self, raw: &mut RawJson) {
+        let text = raw.get();
+        let known_inside = self.known.iter().any(|k| memchr::memmem::find(text.as_bytes(), k.as_bytes()).is_some());
+        if !known_inside && !may_hold_secrets(text.as_bytes()) {
+            return;
+        }
+        let mut value = raw.to_value();
+        let mut found = Vec::new();
+        let mut changed = mask_value(&mut value, &mut found);
+        for f in found {
+            self.remember(&f);
+        }
+        if !self.known.is_empty() {
+            changed |= mask_value_known(&mut value, &self.known);
+        }
+        if changed {
+            *raw = RawJson::from_value(&value);
+        }
     }
 }
 
-fn redact_diffs(content: Option<&mut [ToolCallContent]>) {
-    for item in content.into_iter().flatten() {
-        if let ToolCallContent::Diff(diff) = item {
-            replace_if_owned(&mut diff.new_text);
-            if let Some(old) = &mut diff.old_text {
-                replace_if_owned(old);
-            }
+/// `text` with every occurrence of a `known` secret masked, and the beginning of one where the
+/// text was cut right after it (at `…`, the mark every shortened title ends with).
+fn mask_known<'t>(text: &'t str, known: &[String]) -> Cow<'t, str> {
+    if known.is_empty() {
+        return Cow::Borrowed(text);
+    }
+    let b = text.as_bytes();
+    let mut spans = Vec::new();
+    for k in known {
+        for at in memchr::memmem::find_iter(b, k.as_bytes()) {
+            spans.push((at, at + k.len()));
         }
     }
-}
-
-fn replace_if_owned(s: &mut String) -> bool {
-    if let Cow::Owned(masked) = redact(s) {
-        *s = masked;
-        return true;
+    for cut in memchr::memmem::find_iter(b, "…".as_bytes()) {
+        let before = &text[..cut];
+        let longest = known
+            .iter()
+            .filter_map(|k| (4..k.len()).rev().find(|&n| k.is_char_boundary(n) && before.ends_with(&k[..n])))
+            .max();
+        if let Some(n) = longest {
+            spans.push((cut - n, cut));
+        }
     }
-    false
+    apply_spans(text, spans)
 }
 
 /// [`redact_value`] for a record kept as text: rewritten only when something was masked.
 ///
 /// Most tool inputs hold nothing secret-shaped, so the text is first scanned for what every
-/// mask needs ([`may_hold_secrets`]); only when that finds something is it parsed.
+/// mask needs ([`may_hold_secrets`]); only when that finds something is it parsed. A record
+/// nested past [`MAX_DEPTH`](crate::raw_json::MAX_DEPTH) has its deep containers masked whole.
 pub fn redact_raw(raw: &mut RawJson) {
+    if let Some((bounded, _)) = raw.normalized(crate::raw_json::DeepContainers::Masked) {
+        *raw = bounded;
+    }
     if !may_hold_secrets(raw.get().as_bytes()) {
         return;
     }
     let mut value = raw.to_value();
-    if redact_value_changed(&mut value) {
+    if mask_value(&mut value, &mut Vec::new()) {
         *raw = RawJson::from_value(&value);
     }
 }
 
-/// Mask every string inside a JSON value in place ([`redact`] on each), and mask whole the
-/// string value of an object member whose key is secret-named (see the module docs).
+/// Mask every string inside a JSON value in place ([`redact`] on each) and every object key,
+/// and mask whole the string value of an object member whose key is secret-named (see the
+/// module docs).
 pub fn redact_value(value: &mut Value) {
-    redact_value_changed(value);
+    mask_value(value, &mut Vec::new());
 }
 
-fn redact_value_changed(value: &mut Value) -> bool {
-    match value {
-        Value::String(s) => replace_if_owned(s),
-        Value::Array(items) => items.iter_mut().fold(false, |changed, v| redact_value_changed(v) | changed),
-        Value::Object(members) => {
-            let mut changed = false;
-            for (key, v) in members.iter_mut() {
-                match v {
-                    Value::String(s) if key_class(key.as_bytes()).is_some_and(|c| value_is_secret(c, s.as_bytes())) => {
-                        *s = REDACTED.to_string();
-                        changed = true;
+/// [`redact_value`], pushing each masked secret onto `found`; true when something changed.
+/// Iterative over the containers (a value may be as deep as serde_json allows).
+fn mask_value(value: &mut Value, found: &mut Vec<String>) -> bool {
+    let mut changed = false;
+    let mut pending: Vec<&mut Value> = vec![value];
+    while let Some(v) = pending.pop() {
+        match v {
+            Value::String(s) => changed |= replace_collecting(s, found),
+            Value::Array(items) => pending.extend(items.iter_mut()),
+            Value::Object(members) => {
+                if members.keys().any(|k| may_hold_secrets(k.as_bytes())) {
+                    changed |= mask_keys(members, found);
+                }
+                for (key, v) in members.iter_mut() {
+                    match v {
+                        Value::String(s)
+                            if s != REDACTED
+                                && key_class(key.as_bytes())
+                                    .is_some_and(|c| value_is_secret(c, key.as_bytes(), s.as_bytes())) =>
+                        {
+                            found.push(std::mem::replace(s, REDACTED.to_string()));
+                            changed = true;
+                        }
+                        other => pending.push(other),
                     }
-                    other => changed |= redact_value_changed(other),
                 }
             }
-            changed
+            Value::Null | Value::Bool(_) | Value::Number(_) => {}
         }
-        Value::Null | Value::Bool(_) | Value::Number(_) => false,
     }
+    changed
+}
+
+/// Mask the keys of `members` that hold a secret shape, keeping order and every member.
+fn mask_keys(members: &mut serde_json::Map<String, Value>, found: &mut Vec<String>) -> bool {
+    let old = std::mem::take(members);
+    let mut changed = false;
+    for (key, v) in old {
+        let mut key = match redact_collecting(&key, found) {
+            Cow::Owned(masked) => {
+                changed = true;
+                masked
+            }
+            Cow::Borrowed(_) => key,
+        };
+        if members.contains_key(&key) {
+            let base = key.clone();
+            key = (2..).map(|n| format!("{base} #{n}")).find(|k| !members.contains_key(k)).unwrap_or(base);
+        }
+        members.insert(key, v);
+    }
+    changed
+}
+
+/// Mask every remembered secret in every string and key of `value`; true when something changed.
+fn mask_value_known(value: &mut Value, known: &[String]) -> bool {
+    let mut changed = false;
+    let mut pending: Vec<&mut Value> = vec![value];
+    while let Some(v) = pending.pop() {
+        match v {
+            Value::String(s) => {
+                if let Cow::Owned(masked) = mask_known(s, known) {
+                    *s = masked;
+                    changed = true;
+                }
+            }
+            Value::Array(items) => pending.extend(items.iter_mut()),
+            Value::Object(members) => {
+                if members.keys().any(|k| matches!(mask_known(k, known), Cow::Owned(_))) {
+                    let old = std::mem::take(members);
+                    for (key, v) in old {
+                        let mut key = mask_known(&key, known).into_owned();
+                        if members.contains_key(&key) {
+                            let base = key.clone();
+                            key = (2..)
+                                .map(|n| format!("{base} #{n}"))
+                                .find(|k| !members.contains_key(k))
+                                .unwrap_or(base);
+                        }
+                        members.insert(key, v);
+                    }
+                    changed = true;
+                }
+                pending.extend(members.values_mut());
+            }
+            Value::Null | Value::Bool(_) | Value::Number(_) => {}
+        }
+    }
+    changed
+}
+
+fn replace_collecting(s: &mut String, found: &mut Vec<String>) -> bool {
+    if let Cow::Owned(masked) = redact_collecting(s, found) {
+        *s = masked;
+        return true;
+    }
+    false
 }
 
 /// False only when masking can change nothing in `text`: neither [`redact`] on it as plain
@@ -181,11 +454,12 @@ pub fn may_hold_secrets(text: &[u8]) -> bool {
         }
         let found = match c {
             b'\\' => b.get(j + 1) == Some(&b'u') || secret_word_ends_at(b, j),
-            b'-' => b[j..].starts_with(b"-----BEGIN ") || prefixed_token_ends_at(b, j),
+            b'-' => b[j..].starts_with(b"-----BEGIN ") || prefixed_token_ends_at(b, j) || option_at(b, j),
             b'_' => prefixed_token_ends_at(b, j),
             b'A' => prefixed_token_from(b, j),
             b'J' => j >= 2 && prefixed_token_from(b, j - 2),
             b'b' | b'B' => b.len() >= j + 6 && b[j..j + 6].eq_ignore_ascii_case(b"bearer"),
+            b':' => url_credentials_at(b, j) || secret_word_ends_at(b, j),
             _ => secret_word_ends_at(b, j),
         };
         if found {
@@ -206,6 +480,19 @@ const ANCHOR: [bool; 256] = {
     }
     t
 };
+
+/// A command-line option that may take a password (`-p`, `-u`, `-a`, `--user`) at `j`, at a
+/// word start (judged on JSON text too: an escape before it leaves a letter).
+fn option_at(b: &[u8], j: usize) -> bool {
+    let starts_word =
+        j == 0 || b[j - 1].is_ascii_whitespace() || matches!(b[j - 1], b'"' | b'\'') || json_word_start(b, j);
+    starts_word && matches!(b.get(j + 1), Some(b'p' | b'u' | b'a' | b'-'))
+}
+
+/// `://` at `j` with an `@` within the next [`MAX_VALUE`] bytes: a URL that may carry credentials.
+fn url_credentials_at(b: &[u8], j: usize) -> bool {
+    b[j..].starts_with(b"://") && memchr::memchr(b'@', &b[j..(j + 3 + MAX_VALUE).min(b.len())]).is_some()
+}
 
 /// A word boundary before `i` in the decoded string, judged on JSON text: a short escape
 /// (`\n`) leaves a letter in the text where the string has a control character.
@@ -246,8 +533,8 @@ fn secret_word_ends_at(b: &[u8], j: usize) -> bool {
 
 /// `(mask, bytes)` of the last (up to) eight bytes of each secret-named last word of a key
 /// (see [`key_class`]), placed as the top bytes of a little-endian word.
-const SECRET_WORD_ENDS: [(u64, u64); 11] = {
-    const WORDS: [&[u8]; 11] = [
+const SECRET_WORD_ENDS: [(u64, u64); 12] = {
+    const WORDS: [&[u8]; 12] = [
         b"key",
         b"token",
         b"pass",
@@ -259,8 +546,9 @@ const SECRET_WORD_ENDS: [(u64, u64); 11] = {
         b"credential",
         b"credentials",
         b"signature",
+        b"auth",
     ];
-    let mut out = [(0u64, 0u64); 11];
+    let mut out = [(0u64, 0u64); 12];
     let mut k = 0;
     while k < WORDS.len() {
         let w = WORDS[k];
@@ -280,16 +568,38 @@ const SECRET_WORD_ENDS: [(u64, u64); 11] = {
 /// Mask the secret shapes in `text` (see the module docs). Borrowed back unchanged when
 /// nothing matched.
 pub fn redact(text: &str) -> Cow<'_, str> {
-    let b = text.as_bytes();
-    if !may_hold_secrets(b) {
-        return Cow::Borrowed(text);
-    }
+    redact_collecting(text, &mut Vec::new())
+}
+
+/// The spans of `b` that [`redact`] masks, unsorted and possibly overlapping.
+fn secret_spans(b: &[u8]) -> Vec<(usize, usize)> {
     let mut spans: Vec<(usize, usize)> = Vec::new();
+    if !may_hold_secrets(b) {
+        return spans;
+    }
     scan_pem(b, &mut spans);
     scan_prefixed(b, &mut spans);
     scan_bearer(b, &mut spans);
     scan_key_values(b, &mut spans);
     scan_flags(b, &mut spans);
+    scan_url_credentials(b, &mut spans);
+    scan_password_options(b, &mut spans);
+    spans
+}
+
+/// [`redact`], pushing the text of each masked span onto `found`.
+fn redact_collecting<'t>(text: &'t str, found: &mut Vec<String>) -> Cow<'t, str> {
+    let spans = secret_spans(text.as_bytes());
+    for &(start, end) in &spans {
+        if let Some(secret) = text.get(start..end) {
+            found.push(secret.to_string());
+        }
+    }
+    apply_spans(text, spans)
+}
+
+/// `text` with each of `spans` (merged where they overlap) replaced by [`REDACTED`].
+fn apply_spans(text: &str, mut spans: Vec<(usize, usize)>) -> Cow<'_, str> {
     if spans.is_empty() {
         return Cow::Borrowed(text);
     }
@@ -541,18 +851,26 @@ fn key_class(key: &[u8]) -> Option<KeyClass> {
         }
     }
     let last = key[start..].to_ascii_lowercase();
+    let ends = |words: &[&[u8]]| words.iter().any(|w| last.ends_with(w));
     match last.as_slice() {
-        b"password" | b"passwd" | b"pwd" | b"pass" | b"passphrase" | b"secret" | b"credential" | b"credentials" => {
-            Some(KeyClass::Password)
-        }
-        b"key" | b"token" | b"apikey" | b"accesskey" | b"secretkey" | b"privatekey" | b"signature" => {
+        b"pwd" | b"pass" | b"credential" | b"credentials" => Some(KeyClass::Password),
+        _ if ends(&[b"password", b"passwd", b"passphrase", b"secret"]) => Some(KeyClass::Password),
+        b"key" | b"apikey" | b"accesskey" | b"secretkey" | b"privatekey" | b"signature" | b"auth" => {
             Some(KeyClass::Token)
         }
+        _ if ends(&[b"token"]) => Some(KeyClass::Token),
         _ => None,
     }
 }
 
-fn value_is_secret(class: KeyClass, v: &[u8]) -> bool {
+/// An environment-variable name: `UPPER_SNAKE` (`GITHUB_TOKEN`, `export`ed or assigned).
+fn is_env_name(key: &[u8]) -> bool {
+    key.len() >= 2
+        && key.iter().all(|&c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == b'_')
+        && key.iter().any(u8::is_ascii_uppercase)
+}
+
+fn value_is_secret(class: KeyClass, key: &[u8], v: &[u8]) -> bool {
     if v == REDACTED.as_bytes() {
         return false;
     }
@@ -564,6 +882,8 @@ fn value_is_secret(class: KeyClass, v: &[u8]) -> bool {
                 && !v.starts_with(b"$")
                 && !v.iter().all(|&c| c == b'*')
         }
+        // An environment variable holding a token holds nothing else: any token-like value.
+        KeyClass::Token if is_env_name(key) => v.len() >= 8 && v.iter().all(|&c| is_token_value_char(c)),
         KeyClass::Token => {
             let classes = [
                 v.iter().any(u8::is_ascii_lowercase),
@@ -657,7 +977,7 @@ fn push_if_secret(b: &[u8], key: &[u8], v: usize, frontier: &mut Frontier, spans
         return; // already masked: stay idempotent
     }
     if let Some((start, end)) = value_at(b, v, frontier) {
-        if start < end && value_is_secret(class, &b[start..end]) {
+        if start < end && value_is_secret(class, key, &b[start..end]) {
             spans.push((start, end));
         }
     }
@@ -708,6 +1028,173 @@ fn scan_flags(b: &[u8], spans: &mut Vec<(usize, usize)>) {
         let v = after + run_len(b, after, |c| c == b' ');
         if b.get(v).is_some_and(|&c| c != b'-') {
             push_if_secret(b, &b[k..after], v, &mut frontier, spans);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Credentials in URLs
+
+/// `scheme://user:password@host` (the password) and `scheme://token@host` (a generated-looking
+/// token). The authority ends at `/`, `?`, `#`, a blank, a quote or a backslash; the userinfo
+/// ends at its last `@` (a raw `@` in a password is common).
+fn scan_url_credentials(b: &[u8], spans: &mut Vec<(usize, usize)>) {
+    for i in memchr::memmem::find_iter(b, b"://") {
+        if i == 0 || !b[i - 1].is_ascii_alphabetic() {
+            continue;
+        }
+        let u = i + 3;
+        let window = &b[u..(u + MAX_VALUE).min(b.len())];
+        let auth_len = window
+            .iter()
+            .position(|&c| {
+                matches!(c, b'/' | b'?' | b'#' | b'"' | b'\'' | b'\\' | b'<' | b'>') || c.is_ascii_whitespace()
+            })
+            .unwrap_or(window.len());
+        let Some(at) = memchr::memrchr(b'@', &window[..auth_len]) else { continue };
+        let userinfo = &window[..at];
+        if userinfo.starts_with(REDACTED.as_bytes()) {
+            continue;
+        }
+        match memchr::memchr(b':', userinfo) {
+            Some(c) if c + 1 < at && &userinfo[c + 1..] != REDACTED.as_bytes() => spans.push((u + c + 1, u + at)),
+            Some(_) => {}
+            None if looks_generated(userinfo) || prefixed_token_at(userinfo, 0).is_some() => spans.push((u, u + at)),
+            None => {}
+        }
+    }
+}
+
+/// ≥ 16 token chars mixing at least two of lower case, upper case and digits.
+fn looks_generated(v: &[u8]) -> bool {
+    let classes =
+        [v.iter().any(u8::is_ascii_lowercase), v.iter().any(u8::is_ascii_uppercase), v.iter().any(u8::is_ascii_digit)];
+    v.len() >= 16 && v.iter().all(|&c| is_token_value_char(c)) && classes.iter().filter(|&&x| x).count() >= 2
+}
+
+// ---------------------------------------------------------------------------------------------
+// Passwords given as command-line options
+
+/// Tools whose `-p<password>` (glued) is a password.
+const GLUED_P: &[&[u8]] = &[
+    b"mysql",
+    b"mysqldump",
+    b"mysqladmin",
+    b"mysqlimport",
+    b"mysqlshow",
+    b"mysqlcheck",
+    b"mysqlsh",
+    b"mariadb",
+    b"mariadb-dump",
+    b"mariadb-admin",
+    b"sshpass",
+];
+
+/// Tools whose `-p <password>` (separated) is a password (`login` subcommands: only then).
+const SEPARATE_P: &[&[u8]] =
+    &[b"sshpass", b"mongo", b"mongosh", b"mongodump", b"mongorestore", b"mongoexport", b"mongoimport"];
+const LOGIN_P: &[&[u8]] = &[b"docker", b"podman", b"helm", b"nerdctl", b"buildah", b"skopeo", b"oras"];
+
+/// Words before the command that do not name it.
+const PREFIX_WORDS: &[&[u8]] = &[b"sudo", b"env", b"nohup", b"time", b"exec", b"command", b"doas"];
+
+/// The bytes that end one command and start another (or open a quoted one: `bash -lc 'mysql …'`).
+fn is_command_boundary(c: u8) -> bool {
+    matches!(c, b';' | b'|' | b'&' | b'\n' | b'(' | b')' | b'`' | b'\'' | b'"')
+}
+
+/// The command of the segment `b[from..to]`: its first word, skipping `sudo`, `env`, … and
+/// `VAR=value` words; its last path component.
+fn command_of(segment: &[u8]) -> Option<&[u8]> {
+    segment
+        .split(|c| c.is_ascii_whitespace())
+        .filter(|w| !w.is_empty())
+        .find(|w| !PREFIX_WORDS.contains(w) && !w.contains(&b'='))
+        .map(|w| &w[w.iter().rposition(|&c| c == b'/').map_or(0, |p| p + 1)..])
+}
+
+/// The word starting at `at` after blanks: `(start, end)` inside its quotes when quoted; `None`
+/// when there is none or it is another option.
+fn word_after(b: &[u8], at: usize) -> Option<(usize, usize)> {
+    let s = at + run_len(b, at, |c| c == b' ' || c == b'\t');
+    match *b.get(s)? {
+        q @ (b'\'' | b'"') => {
+            let len = memchr::memchr(q, &b[s + 1..(s + 1 + MAX_VALUE).min(b.len())])?;
+            Some((s + 1, s + 1 + len))
+        }
+        b'-' => None,
+        _ => {
+            let len = run_len(b, s, |c| !c.is_ascii_whitespace() && !is_command_boundary(c));
+            (len > 0 && len <= MAX_VALUE).then_some((s, s + len))
+        }
+    }
+}
+
+/// `-u user:password` / `--user user:password` / `-uuser:password` / `--user=user:password`
+/// anywhere (a `uid:gid` pair is not a password); `-p`/`-a` passwords of the tools listed
+/// above, the tool being the command the option belongs to (which may sit inside quotes:
+/// `bash -lc 'mysql -p…'`).
+fn scan_password_options(b: &[u8], spans: &mut Vec<(usize, usize)>) {
+    let mut push = |start: usize, end: usize| {
+        if start < end && &b[start..end] != REDACTED.as_bytes() {
+            spans.push((start, end));
+        }
+    };
+    // The command segments, found once: each option looks its segment up (linear overall, also
+    // on a hostile `mysql -p mysql -p …`).
+    let boundaries: Vec<usize> = (0..b.len()).filter(|&i| is_command_boundary(b[i])).collect();
+    let mut next_boundary = 0; // index into `boundaries` of the first one at or after j
+    let mut segment: Option<(usize, Option<&[u8]>, bool)> = None; // (start, command, has `login`)
+    for j in memchr::memchr_iter(b'-', b) {
+        let starts_word = j == 0 || b[j - 1].is_ascii_whitespace() || matches!(b[j - 1], b'"' | b'\'');
+        if !starts_word {
+            continue;
+        }
+        let word_len = run_len(b, j, |c| !c.is_ascii_whitespace() && !matches!(c, b'"' | b'\'' | b';' | b'|' | b'&'));
+        let word = &b[j..j + word_len];
+        let after = j + word_len;
+        // -u user:password
+        let userpass = if word == b"-u" || word == b"--user" {
+            word_after(b, after)
+        } else if word.starts_with(b"--user=") {
+            Some((j + 7, after))
+        } else if word.starts_with(b"-u") && word.len() > 2 && !word.starts_with(b"--") {
+            Some((j + 2, after))
+        } else {
+            None
+        };
+        if let Some((us, ue)) = userpass {
+            if let Some(c) = memchr::memchr(b':', &b[us..ue]) {
+                let pass = &b[us + c + 1..ue];
+                if !pass.is_empty() && !pass.iter().all(u8::is_ascii_digit) {
+                    push(us + c + 1, ue);
+                }
+            }
+            continue;
+        }
+        let glued_p = word.starts_with(b"-p") && word.len() > 2 && !word.starts_with(b"--");
+        if !(glued_p || word == b"-p" || word == b"-a") {
+            continue;
+        }
+        while next_boundary < boundaries.len() && boundaries[next_boundary] < j {
+            next_boundary += 1;
+        }
+        let from = if next_boundary == 0 { 0 } else { boundaries[next_boundary - 1] + 1 };
+        if segment.is_none_or(|(start, _, _)| start != from) {
+            let to = boundaries.get(next_boundary).copied().unwrap_or(b.len());
+            let seg = &b[from..to];
+            let login = seg.split(|c| c.is_ascii_whitespace()).any(|w| w == b"login");
+            segment = Some((from, command_of(seg), login));
+        }
+        let Some((_, Some(cmd), login)) = segment else { continue };
+        if glued_p && GLUED_P.contains(&cmd) {
+            push(j + 2, after);
+        } else if (word == b"-p" && (SEPARATE_P.contains(&cmd) || (LOGIN_P.contains(&cmd) && login)))
+            || (word == b"-a" && cmd == b"redis-cli")
+        {
+            if let Some((vs, ve)) = word_after(b, after) {
+                push(vs, ve);
+            }
         }
     }
 }
@@ -770,6 +1257,104 @@ mod tests {
     }
 
     #[test]
+    fn urls_options_and_environment_names() {
+        let cases = [
+            (
+                "psql postgres://admin:Sup3rS3cretPw@db.internal:5432/app",
+                "psql postgres://admin:[redacted]@db.internal:5432/app",
+            ),
+            (
+                "git clone https://x-access-token:gh0-secret-value@github.com/a/b",
+                "git clone https://x-access-token:[redacted]@github.com/a/b",
+            ),
+            ("pull https://AbCdEf0123456789XyZ@git.example.com/r.git", "pull https://[redacted]@git.example.com/r.git"),
+            ("mysql -u root -pMyDbPassw0rd appdb", "mysql -u root -p[redacted] appdb"),
+            (
+                "sudo /usr/bin/mysqldump -uroot -phunter22 db > x.sql",
+                "sudo /usr/bin/mysqldump -uroot -p[redacted] db > x.sql",
+            ),
+            ("sshpass -p 'Hunter2Horse!' ssh admin@host", "sshpass -p '[redacted]' ssh admin@host"),
+            ("curl -u alice:W0nderl4nd! https://api.example.com", "curl -u alice:[redacted] https://api.example.com"),
+            ("curl --user=bob:pa55word x", "curl --user=bob:[redacted] x"),
+            ("echo hi && docker login -p s3cretpass registry.io", "echo hi && docker login -p [redacted] registry.io"),
+            ("redis-cli -h r -a Redis-Pass-1 ping", "redis-cli -h r -a [redacted] ping"),
+            ("export API_TOKEN=abcdefghijklmnopqrstuv", "export API_TOKEN=[redacted]"),
+            ("PGPASSWORD=pgpass99 psql -h db", "PGPASSWORD=[redacted] psql -h db"),
+            (r#"{"authToken": "AbCdEfGh12345678IjKl"}"#, r#"{"authToken": "[redacted]"}"#),
+        ];
+        for (input, want) in cases {
+            assert_eq!(r(input), want, "{input}");
+            assert!(may_hold_secrets(input.as_bytes()), "{input}");
+        }
+        for fine in [
+            "mkdir -p /tmp/build",
+            "cargo test -p agentstream-core",
+            "tar -pxvf archive.tar",
+            "docker run -u 1000:1000 -p 8080:80 img",
+            "ls -a",
+            "see https://example.com/path@v2",
+            "export PATH=/usr/local/bin:$PATH",
+            "export SORT_KEY=name",
+        ] {
+            assert_eq!(r(fine), fine, "{fine}");
+        }
+    }
+
+    #[test]
+    fn object_keys_are_masked_and_no_member_is_lost() {
+        let mut v = json!({"sk-live-0123456789abcdef": 1, "sk-live-9876543210fedcba": 2, "ok": {"ghp_0123456789abcdefghijABCDEFGHIJ": true}});
+        redact_value(&mut v);
+        assert_eq!(v, json!({"[redacted]": 1, "[redacted] #2": 2, "ok": {"[redacted]": true}}));
+    }
+
+    #[test]
+    fn a_redactor_masks_derived_fields_where_the_secret_lost_its_shape() {
+        let mut call = OutputEvent::new(SessionUpdate::ToolCall(ToolCall {
+            tool_call_id: "t1".into(),
+            // A title cut short in the middle of the secret: it no longer looks like one.
+            title: "`export GITHUB_TOKEN=Q2xhdWRlQ29kZTI…`".into(),
+            tool_name: Some("Bash".into()),
+            kind: ToolKind::Execute,
+            status: ToolCallStatus::Pending,
+            raw_input: Some(json!({"command": "export GITHUB_TOKEN=Q2xhdWRlQ29kZTIwMjY5ZmRh && ./deploy"}).into()),
+            content: Some(vec![ToolCallContent::Diff(DiffContent {
+                path: "/etc/app.env".into(),
+                old_text: Some("TOKEN=old".into()),
+                new_text: "uses Q2xhdWRlQ29kZTIwMjY5ZmRh now".into(),
+            })]),
+            locations: Some(vec![ToolCallLocation { path: "/keys/Q2xhdWRlQ29kZTIwMjY5ZmRh.pem".into(), line: None }]),
+        }));
+        let mut redactor = Redactor::new();
+        redactor.mask_event(&mut call);
+        let json = call.to_json();
+        assert!(!json.contains("Q2xhdWRlQ29kZT"), "{json}");
+        assert!(json.contains("`export GITHUB_TOKEN=[redacted]…`"), "{json}");
+        assert_eq!(redactor.known_secrets(), ["Q2xhdWRlQ29kZTIwMjY5ZmRh"]);
+        // A later result record that echoes the input is masked too (it has no shape there).
+        let mut up = ToolCallUpdate::new("t1");
+        up.raw_output = Some(json!({"command": "echo Q2xhdWRlQ29kZTIwMjY5ZmRh", "exit_code": 0}).into());
+        let mut done = OutputEvent::new(SessionUpdate::ToolCallUpdate(up));
+        redactor.mask_event(&mut done);
+        assert!(!done.to_json().contains("Q2xhdWRlQ29kZTIwMjY5ZmRh"), "{}", done.to_json());
+    }
+
+    #[test]
+    fn an_input_nested_past_the_limit_is_masked_not_passed_through() {
+        for depth in [crate::raw_json::MAX_DEPTH + 1, 200, 100_000] {
+            let inner = format!(
+                "{}{{\"password\":\"hunter2x\",\"k\":\"sk-live-0123456789abcdef\"}}{}",
+                "[".repeat(depth),
+                "]".repeat(depth)
+            );
+            let mut raw = RawJson::from_text(format!(r#"{{"command":"ls","deep":{inner}}}"#)).unwrap();
+            redact_raw(&mut raw);
+            let text = raw.get();
+            assert!(!text.contains("hunter2x") && !text.contains("sk-live"), "depth {depth}");
+            assert_eq!(raw.to_value()["command"], "ls", "depth {depth}: the shallow part is kept");
+        }
+    }
+
+    #[test]
     fn pem_blocks() {
         let pem =
             "before\n-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\nabc\n-----END RSA PRIVATE KEY-----\nafter";
@@ -818,7 +1403,9 @@ mod tests {
 
     #[test]
     fn hostile_input_stays_linear() {
-        for unit in ["password:\"", "key=key=", "password=\\\"", "--token ", "Bearer x"] {
+        for unit in
+            ["password:\"", "key=key=", "password=\\\"", "--token ", "Bearer x", "a://", "x://a@", "-u a:", "mysql -p"]
+        {
             let s = unit.repeat(200_000);
             let t = std::time::Instant::now();
             let _ = redact(&s);
@@ -870,29 +1457,6 @@ mod tests {
         assert_eq!(c.title, "echo [redacted]");
         assert_eq!(c.raw_input.as_ref().map(|r| r.to_value()), Some(json!({"token": "[redacted]"})));
         assert_eq!(c.tool_call_id, "sk-live-01234567890abcdef", "ids are not inputs");
-
-        let diff = |old: Option<&str>, new: &str| {
-            ToolCallContent::Diff(crate::event::DiffContent {
-                path: "/p/.env".into(),
-                old_text: old.map(str::to_string),
-                new_text: new.into(),
-            })
-        };
-        let mut write = call.clone();
-        let SessionUpdate::ToolCall(c) = &mut write.update else { unreachable!() };
-        c.content = Some(vec![diff(Some("API_KEY=sk-live-01234567890abcdef\n"), "API_KEY=$KEY\npassword=hunter2\n")]);
-        redact_tool_input(&mut write);
-        let SessionUpdate::ToolCall(c) = &write.update else { unreachable!() };
-        assert_eq!(
-            c.content,
-            Some(vec![diff(Some("API_KEY=[redacted]\n"), "API_KEY=$KEY\npassword=[redacted]\n")]),
-            "an edit's text is its input"
-        );
-        let mut up = ToolCallUpdate::new("t");
-        up.content = Some(vec![diff(None, "token: sk-live-01234567890abcdef")]);
-        let mut ev = OutputEvent::new(SessionUpdate::ToolCallUpdate(up));
-        redact_tool_input(&mut ev);
-        assert!(ev.to_json().contains("token: [redacted]"), "{}", ev.to_json());
 
         let mut up = ToolCallUpdate::new("t");
         up.title = Some("password=hunter2".into());
@@ -975,6 +1539,23 @@ mod tests {
             "file_path",
             "/tmp/x.rs",
             "description",
+            "://",
+            "https://",
+            "@",
+            "user:",
+            "-p",
+            "-u",
+            "-a",
+            "--user",
+            "mysql ",
+            "sshpass ",
+            "redis-cli ",
+            "docker login ",
+            "; ",
+            "PGPASSWORD",
+            "GITHUB_TOKEN",
+            "authToken",
+            "\'",
         ];
         const KEYS: &[&str] = &[
             "api_key",
@@ -1124,6 +1705,8 @@ mod tests {
             scan_bearer(s.as_bytes(), &mut spans);
             scan_key_values(s.as_bytes(), &mut spans);
             scan_flags(s.as_bytes(), &mut spans);
+            scan_url_credentials(s.as_bytes(), &mut spans);
+            scan_password_options(s.as_bytes(), &mut spans);
             if !spans.is_empty() {
                 proptest::prop_assert!(may_hold_secrets(s.as_bytes()), "missed: {:?}", s);
             }

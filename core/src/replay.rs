@@ -6,10 +6,11 @@
 use std::sync::Arc;
 
 use crate::answer::AnswerTracker;
-use crate::decode::{Agent, DecodeStats, Decoder};
+use crate::decode::{Agent, DecodeStats, Decoder, DecoderOptions};
 use crate::event::OutputEvent;
 use crate::hooks::{HookDeriver, HookEvent, HookInput};
 use crate::lifecycle::{AgentState, LifecycleEvent, SandboxState};
+use crate::redact::RedactionPolicy;
 use crate::stream::{Backpressure, Envelope, ManualClock, RunEnd, RunOutcome, RunStream, StreamItem, derive_outcome};
 
 /// Options of a replay.
@@ -22,11 +23,18 @@ pub struct ReplayOptions {
     /// The time stamped on lifecycle and hook events, in milliseconds since the Unix epoch
     /// (default 0, `1970-01-01T00:00:00.000Z`, so output is byte-for-byte reproducible).
     pub timestamp_ms: u64,
+    /// Whether secret shapes in tool-call inputs are masked (default: on, as in a live run).
+    pub redaction: RedactionPolicy,
 }
 
 impl Default for ReplayOptions {
     fn default() -> Self {
-        ReplayOptions { run_id: "replay".to_string(), agent_id: None, timestamp_ms: 0 }
+        ReplayOptions {
+            run_id: "replay".to_string(),
+            agent_id: None,
+            timestamp_ms: 0,
+            redaction: RedactionPolicy::default(),
+        }
     }
 }
 
@@ -89,13 +97,15 @@ pub fn replay(agent: Agent, input: &[u8], options: &ReplayOptions) -> Replay {
     let ts = crate::time::iso8601_from_millis(i64::try_from(options.timestamp_ms).unwrap_or(i64::MAX));
     // Everything is read at the end, so nothing may merge: marks that are never reached.
     let policy = Backpressure::default().with_high_water(usize::MAX).with_byte_budget(usize::MAX);
-    let mut stream =
-        RunStream::new(options.run_id.clone(), policy, Arc::new(ManualClock::new())).expect("a valid policy");
+    // The decoder masks (per the options) where it emits; the stream need not mask again.
+    let mut stream = RunStream::new(options.run_id.clone(), policy, Arc::new(ManualClock::new()))
+        .expect("a valid policy")
+        .with_redaction(RedactionPolicy::disabled());
     stream.attach_reader().expect("a fresh stream has no reader");
     let start =
         LifecycleEvent::local(stream.kind().start_reason(), SandboxState::Running, AgentState::Running, ts.clone());
     stream.post(StreamItem::Lifecycle(start));
-    let mut decoder = Decoder::new(agent);
+    let mut decoder = Decoder::with_options(agent, DecoderOptions::default().with_redaction(options.redaction));
     let mut answer = AnswerTracker::default();
     {
         let mut post = |item| {

@@ -57,9 +57,10 @@ export declare class NativeClient {
 export declare class NativeDecoder {
   /**
    * A decoder for `agent` (`claude`, `codex`, `gemini`, `qwen`, `kimi`, `opencode`, `droid`).
-   * `maxLineBytes` (default 16 MiB): longer lines are skipped and reported.
+   * `maxLineBytes` (default 16 MiB): longer lines are skipped and reported. `redact`
+   * (default true): mask secret shapes in tool-call inputs.
    */
-  constructor(agent: string, maxLineBytes?: number | undefined | null)
+  constructor(agent: string, maxLineBytes?: number | undefined | null, redact?: boolean | undefined | null)
   /**
    * Feed bytes (a `Buffer` or `Uint8Array`); returns the JSON array of the events of every
    * line they complete.
@@ -211,11 +212,14 @@ export interface NativeRunOptions {
   iterate: boolean
 }
 
-/** Decode a whole recorded output (bytes) at once; returns a JSON array of events. */
-export declare function parse(agent: string, bytes: Uint8Array): string
+/**
+ * Decode a whole recorded output (bytes) at once; returns a JSON array of events. `redact`
+ * (default true): mask secret shapes in tool-call inputs.
+ */
+export declare function parse(agent: string, bytes: Uint8Array, redact?: boolean | undefined | null): string
 
 /** Decode a whole recorded output (text) at once; returns a JSON array of events. */
-export declare function parseString(agent: string, text: string): string
+export declare function parseString(agent: string, text: string, redact?: boolean | undefined | null): string
 
 /**
  * Replay a recorded output through the whole sans-IO pipeline (decoder, run stream, terminal
@@ -224,4 +228,4 @@ export declare function parseString(agent: string, text: string): string
  * in the TypeScript shapes: envelopes in their wire form with camelCase lifecycle events, hook
  * events flat camelCase, stats camelCase.
  */
-export declare function replayJson(agent: string, bytes: Uint8Array, runId?: string | undefined | null, agentId?: string | undefined | null, timestamp?: string | undefined | null): string
+export declare function replayJson(agent: string, bytes: Uint8Array, runId?: string | undefined | null, agentId?: string | undefined | null, timestamp?: string | undefined | null, redact?: boolean | undefined | null): string

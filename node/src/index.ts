@@ -35,6 +35,7 @@ import type {
   HookEvent,
   LifecycleEvent,
   OutputEvent,
+  ParseOptions,
   Replay,
   ReplayOptions,
 } from './types';
@@ -124,7 +125,8 @@ export class Decoder {
     }
     this.#raiseOnOversize = onOversize === 'raise';
     const max = options.maxLineBytes;
-    this.#native = call(() => new native.NativeDecoder(name, max));
+    const redact = redactOption(options.redact, 'new Decoder()');
+    this.#native = call(() => new native.NativeDecoder(name, max, redact));
   }
 
   /** Events from a native JSON array; with `onOversize: 'raise'`, throws if a line was skipped. */
@@ -203,14 +205,29 @@ export class Decoder {
   }
 }
 
+/** The `redact` option: a boolean, or absent (the default, on). */
+function redactOption(value: unknown, what: string): boolean | undefined {
+  if (value !== undefined && typeof value !== 'boolean') {
+    throw new InvalidArgumentError(`${what}: options.redact must be a boolean, got ${describe(value)}`);
+  }
+  return value;
+}
+
 /**
- * Decode a whole recorded output at once (text or bytes).
+ * Decode a whole recorded output at once (text or bytes). Secret shapes in tool-call inputs are
+ * masked unless `options.redact` is `false`.
  * @throws {InvalidArgumentError} for an unknown agent or an input of the wrong type.
  */
-export function parse(agent: AgentName | string, input: DecoderInput): OutputEvent[] {
+export function parse(agent: AgentName | string, input: DecoderInput, options: ParseOptions = {}): OutputEvent[] {
   const name = agentName(agent, 'parse()');
   const bytes = bytesOf(input, 'parse()');
-  return events(call(() => (bytes ? native.parse(name, bytes) : native.parseString(name, input as string))));
+  if (options === null || typeof options !== 'object') {
+    throw new InvalidArgumentError(`parse(): options must be an object, got ${describe(options)}`);
+  }
+  const redact = redactOption(options.redact, 'parse()');
+  return events(
+    call(() => (bytes ? native.parse(name, bytes, redact) : native.parseString(name, input as string, redact))),
+  );
 }
 
 /**
@@ -231,7 +248,10 @@ export function replay(agent: AgentName | string, input: DecoderInput, options: 
       throw new InvalidArgumentError(`replay(): options.${key} must be a string, got ${describe(v)}`);
     }
   }
-  return JSON.parse(call(() => native.replayJson(name, bytes, options.runId, options.agentId, options.timestamp))) as Replay;
+  const redact = redactOption(options.redact, 'replay()');
+  return JSON.parse(
+    call(() => native.replayJson(name, bytes, options.runId, options.agentId, options.timestamp, redact)),
+  ) as Replay;
 }
 
 /**

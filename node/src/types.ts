@@ -66,6 +66,17 @@ export interface DecoderOptions {
    * `DECODE_LIMIT`) carrying the events of the other lines of that call; the decoder stays usable.
    */
   onOversize?: 'skip' | 'raise';
+  /**
+   * Mask secret shapes in tool-call inputs and every field derived from them (default `true`, as
+   * in a run; answer text is never altered). `false` delivers them as the harness printed them.
+   */
+  redact?: boolean;
+}
+
+/** Options of `parse`. */
+export interface ParseOptions {
+  /** Mask secret shapes in tool-call inputs (default `true`; see {@link DecoderOptions.redact}). */
+  redact?: boolean;
 }
 
 /** Options of `replay`. */
@@ -76,6 +87,8 @@ export interface ReplayOptions {
   agentId?: string;
   /** The timestamp of lifecycle and hook events (default `1970-01-01T00:00:00.000Z`). */
   timestamp?: string;
+  /** Mask secret shapes in tool-call inputs (default `true`, as in a run). */
+  redact?: boolean;
 }
 
 /** Everything a replayed run delivers. */

@@ -778,9 +778,11 @@ def replay(
     run_id: str = "replay",
     agent_id: str | None = None,
     timestamp: str | None = None,
+    redact: bool = True,
 ) -> Replay:
     """Replay recorded harness stdout through the whole pipeline — decoder, run stream, terminal,
     hooks — exactly as a live run would deliver it, without a process. Deterministic: lifecycle
-    and hook events carry ``timestamp`` (default ``1970-01-01T00:00:00.000Z``)."""
-    r = _native.replay(agent, data, run_id=run_id, agent_id=agent_id, timestamp=timestamp)
+    and hook events carry ``timestamp`` (default ``1970-01-01T00:00:00.000Z``). Secret shapes in
+    tool-call inputs are masked as in a run; ``redact=False`` keeps them."""
+    r = _native.replay(agent, data, run_id=run_id, agent_id=agent_id, timestamp=timestamp, redact=redact)
     return Replay(items=r["items"], hooks=r["hooks"], outcome=r["outcome"], stats=r["stats"])

@@ -298,6 +298,26 @@ pub unsafe extern "C" fn agentstream_decoder_finish_json(
     })
 }
 
+/// Whether this decoder masks secret shapes in tool-call inputs (and every field derived from
+/// them) in the events it delivers from now on: `true` by default; `false` delivers them as
+/// the harness printed them. Call it before the first feed for a whole run.
+///
+/// Errors: `NULL_ARGUMENT`, `BUSY` (called from this decoder's own callback).
+///
+/// # Safety
+/// `decoder` NULL or live.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn agentstream_decoder_set_redact(
+    decoder: *mut agentstream_decoder,
+    redact: bool,
+) -> agentstream_status {
+    boundary(|| {
+        let mut guard = Guard::enter(decoder)?;
+        guard.inner().decoder.set_redaction(agentstream_core::RedactionPolicy { enabled: redact });
+        Ok(())
+    })
+}
+
 /// The decode statistics so far as an owned JSON object (`DecodeStats`: `bytes`, `lines`,
 /// `events`, `blank_lines`, `invalid_json`, `non_object`, `unknown_type`, `unexpected_shape`,
 /// `oversize_lines`, `invalid_utf8_lines`). Free with `agentstream_string_free`.

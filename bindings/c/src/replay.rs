@@ -16,6 +16,7 @@ struct ReplayOptionsJson {
     run_id: Option<String>,
     agent_id: Option<String>,
     timestamp: Option<String>,
+    redact: Option<bool>,
 }
 
 /// Replay `len` bytes of a harness's recorded stdout as `agent` and return everything the run
@@ -27,7 +28,8 @@ struct ReplayOptionsJson {
 ///
 /// `options_json` (NULL for the defaults) may set `"run_id"` (default `"replay"`), `"agent_id"`
 /// (default: the agent's name) and `"timestamp"` of lifecycle and hook events (default
-/// `"1970-01-01T00:00:00.000Z"`). The golden `tests/golden/<agent>/<case>.hooks.jsonl` files are
+/// `"1970-01-01T00:00:00.000Z"`) and `"redact"` (default true: secret shapes in tool-call
+/// inputs masked, as in a run). The golden `tests/golden/<agent>/<case>.hooks.jsonl` files are
 /// the hooks of a replay with `{"run_id": "golden"}`.
 ///
 /// Errors: `NULL_ARGUMENT`, `INVALID_ARGUMENT` (unknown agent; bad options).
@@ -62,6 +64,9 @@ pub unsafe extern "C" fn agentstream_replay_json(
         options.agent_id = o.agent_id;
         if let Some(v) = o.timestamp {
             options = options.with_timestamp(&v)?;
+        }
+        if let Some(r) = o.redact {
+            options.redaction = agentstream_core::RedactionPolicy { enabled: r };
         }
         let r = replay(agent, input, &options);
         // SAFETY: forwarded contract.

@@ -1608,6 +1608,149 @@ static int test_run_callback_after_free(void) {
     return 1;
 }
 
+/* ---------- memory bounded by bytes ---------- */
+
+static size_t status_bytes(const char *field) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    size_t kib = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, field, strlen(field)) == 0) kib = strtoull(line + strlen(field), NULL, 10);
+    if (f) fclose(f);
+    return kib * 1024;
+}
+
+/* With the stream not read for 1 s, the runner stops reading the harness's pipes once the byte
+ * budget (8 MiB) is buffered: the peak RSS (VmHWM, reset through /proc/self/clear_refs) grows by
+ * less than the budget plus 64 MiB under a 1 GiB stderr flood and 3x10^6 stdout lines (without
+ * the bound each grew past 1 GB in that second). Not under valgrind or AddressSanitizer, whose
+ * own memory is measured too. */
+static int test_memory_bounded(void) {
+#if defined(__SANITIZE_ADDRESS__)
+    return 1;
+#endif
+    if (getenv("AGENTSTREAM_TEST_UNDER_VALGRIND")) return 1;
+    const char *floods[][2] = {{"AGENTSTREAM_FAKE_FLOOD_STDERR", "1073741824"}, {"AGENTSTREAM_FAKE_FLOOD", "3000000"}};
+    for (size_t i = 0; i < 2; i++) {
+        const char *env[] = {floods[i][0], floods[i][1], NULL};
+        agentstream_session *s = fake_session("claude", "s1-text", env);
+        CHECK(s != NULL);
+        FILE *clear = fopen("/proc/self/clear_refs", "w");
+        if (clear == NULL) {
+            agentstream_session_free(s);
+            return 1; /* cannot reset the peak: not measurable here */
+        }
+        fputs("5", clear);
+        fclose(clear);
+        size_t before = status_bytes("VmRSS:");
+        agentstream_run *run = NULL;
+        CHECK(agentstream_session_start_run(s, "x", "{\"read\":\"iterate\"}", NULL, NULL, NULL, &run) == AGENTSTREAM_STATUS_OK);
+        sleep(1);
+        size_t grew = status_bytes("VmHWM:") - before;
+        CHECK(agentstream_run_leave(run) == AGENTSTREAM_STATUS_OK);
+        jt_value *r = wait_result(run);
+        CHECK(r != NULL);
+        jt_free(r);
+        agentstream_run_free(run);
+        agentstream_session_free(s);
+        if (grew >= (size_t)(8 + 64) << 20) {
+            fprintf(stderr, "%s: peak RSS grew by %zu MiB\n", floods[i][0], grew >> 20);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* ---------- the secret-shape corpus (tests/secrets) ---------- */
+
+static int contains(const char *text, size_t len, const char *needle) {
+    size_t n = strlen(needle);
+    for (size_t i = 0; n > 0 && i + n <= len; i++)
+        if (text[i] == needle[0] && memcmp(text + i, needle, n) == 0) return 1;
+    return 0;
+}
+
+static int secrets_in(const char *text, size_t len, char **secrets, size_t n) {
+    int found = 0;
+    for (size_t i = 0; i < n; i++) found += contains(text, len, secrets[i]);
+    return found;
+}
+
+/* Every secret of tests/secrets/corpus.jsonl, through each harness's secret trace: the
+ * decoder masks them all (and delivers them all with agentstream_decoder_set_redact(false)),
+ * and so do replay's hook events. */
+static int test_secrets(void) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/../secrets/corpus.jsonl", golden_dir);
+    size_t clen = 0;
+    char *corpus = read_file(path, &clen);
+    CHECK(corpus != NULL);
+    strlist lines = {0};
+    split_lines(corpus, clen, &lines);
+    char *secrets[128];
+    size_t n = 0;
+    jt_value *parsed[64];
+    size_t np = 0;
+    for (size_t i = 0; i < lines.count && np < 64; i++) {
+        jt_value *entry = jt_parse(lines.items[i], lines.lens[i]);
+        CHECK(entry != NULL);
+        parsed[np++] = entry;
+        const jt_value *list = jt_get(entry, "secrets");
+        CHECK(list && list->kind == JT_ARRAY);
+        for (size_t k = 0; k < list->count && n < 128; k++) secrets[n++] = list->items[k]->text;
+    }
+    CHECK(n >= 24);
+    const char *agents[] = {"claude", "codex", "gemini", "qwen", "kimi", "opencode", "droid"};
+    int ok = 1;
+    for (size_t a = 0; a < 7 && ok; a++) {
+        snprintf(path, sizeof path, "%s/../secrets/traces/%s.input.jsonl", golden_dir, agents[a]);
+        size_t tlen = 0;
+        char *trace = read_file(path, &tlen);
+        CHECK(trace != NULL);
+        for (int redact = 1; redact >= 0 && ok; redact--) {
+            agentstream_decoder *d = NULL;
+            char *out = NULL, *tail = NULL;
+            size_t out_len = 0, tail_len = 0;
+            ok = agentstream_decoder_new(agents[a], &d) == AGENTSTREAM_STATUS_OK &&
+                 agentstream_decoder_set_redact(d, redact != 0) == AGENTSTREAM_STATUS_OK &&
+                 agentstream_decoder_feed_json(d, (const uint8_t *)trace, tlen, &out, &out_len) == AGENTSTREAM_STATUS_OK &&
+                 agentstream_decoder_finish_json(d, &tail, &tail_len) == AGENTSTREAM_STATUS_OK;
+            int found = ok ? secrets_in(out, out_len, secrets, n) + secrets_in(tail, tail_len, secrets, n) : -1;
+            if (ok && found != (redact ? 0 : (int)n)) {
+                fprintf(stderr, "%s: redact=%d: %d of %zu secrets in the events\n", agents[a], redact, found, n);
+                ok = 0;
+            }
+            agentstream_string_free(out);
+            agentstream_string_free(tail);
+            agentstream_decoder_free(d);
+        }
+        char *json = NULL;
+        size_t len = 0;
+        if (ok && agentstream_replay_json(agents[a], (const uint8_t *)trace, tlen, NULL, &json, &len) == AGENTSTREAM_STATUS_OK) {
+            /* The hook events follow the items in the replay object (the raw stdout items carry
+             * the process's bytes verbatim, by design). */
+            const char *hooks = strstr(json, "],\"hooks\":[");
+            ok = hooks != NULL && secrets_in(hooks, len - (size_t)(hooks - json), secrets, n) == 0;
+            if (!ok) fprintf(stderr, "%s: replay hooks leak a secret\n", agents[a]);
+        } else {
+            ok = 0;
+        }
+        agentstream_string_free(json);
+        json = NULL;
+        if (ok && agentstream_replay_json(agents[a], (const uint8_t *)trace, tlen, "{\"redact\": false}", &json, &len) ==
+                      AGENTSTREAM_STATUS_OK) {
+            const char *hooks = strstr(json, "],\"hooks\":[");
+            ok = hooks != NULL && secrets_in(hooks, len - (size_t)(hooks - json), secrets, n) > 0;
+        }
+        agentstream_string_free(json);
+        free(trace);
+    }
+    for (size_t i = 0; i < np; i++) jt_free(parsed[i]);
+    strlist_free(&lines);
+    free(corpus);
+    return ok;
+}
+
 /* ---------- subscriptions the caller dispatches (the Go/C#/Java path) ---------- */
 
 /* Subscriptions without a C handler: the run is the caller's to pull; only the subscribed
@@ -2212,6 +2355,8 @@ int main(int argc, char **argv) {
     run("sequence_check", test_sequence_check);
     run("parity", test_parity);
     run("misuse/callback_after_free", test_run_callback_after_free);
+    run("secrets/corpus", test_secrets);
+    run("run/memory_bounded", test_memory_bounded);
     char name[512];
     for (golden_index = 0; golden_index < golden.gl_pathc; golden_index++) {
         const char *p = golden.gl_pathv[golden_index] + strlen(golden_dir) + 1;

@@ -7,9 +7,11 @@ using System.Text;
 namespace Agentstream.Tests
 {
     /// <summary>
-    /// Values nested 10^6 levels deep (the core passes tool input through at any depth) are read,
-    /// delivered and written without exhausting a stack: every test runs on a thread with 1 MiB of
-    /// stack (the runner's), and the run's delivery thread reads the same way.
+    /// Values nested 10^6 levels deep are read, delivered and written without exhausting a stack:
+    /// every test runs on a thread with 1 MiB of stack (the runner's), and the run's delivery
+    /// thread reads the same way. The core delivers a tool input's containers past 64 levels as
+    /// <c>{"$rawJson": "&lt;their JSON text&gt;"}</c>, or masks them whole where redaction is on
+    /// (too deep to judge is never passed through); C#'s own JSON reader takes any depth.
     /// </summary>
     static class DeepNestingTests
     {
@@ -38,10 +40,60 @@ namespace Agentstream.Tests
                 Nested(depth, "[", "]", "") + "}}]},\"session_id\":\"s1\"}\n";
         }
 
+        /// <summary>The core's depth limit of delivered records, and one level for the marker.</summary>
+        const int DeliveredDepth = 64 + 1;
+
         static int DeepDepth(ToolCall call)
         {
             var input = (IDictionary<string, object>)call.RawInput;
             return Json.Depth(input["deep"]);
+        }
+
+        /// <summary>The text of the <c>$rawJson</c> marker that stands in for the deep part, or null.</summary>
+        static string RawJsonText(ToolCall call)
+        {
+            object value = ((IDictionary<string, object>)call.RawInput)["deep"];
+            while (true)
+            {
+                var list = value as IList<object>;
+                var map = value as IDictionary<string, object>;
+                object text;
+                if (map != null && map.TryGetValue("$rawJson", out text))
+                {
+                    return text as string;
+                }
+                if (list != null && list.Count > 0)
+                {
+                    value = list[0];
+                }
+                else if (map != null && map.Count > 0)
+                {
+                    value = map.Values.First();
+                }
+                else
+                {
+                    return null;
+                }
+            }
+        }
+
+        /// <summary>Masked by default: the deep part is bounded and carries no unjudged text.</summary>
+        static void CheckMasked(ToolCall call, string what)
+        {
+            var input = (IDictionary<string, object>)call.RawInput;
+            Check.Equal("ls", input["command"] as string, what + ": the command");
+            Check.True(DeepDepth(call) <= DeliveredDepth, what + ": bounded depth, got " + DeepDepth(call));
+            Check.Contains(AgentstreamJson.Serialize(input["deep"]), "[redacted]", what + ": masked past the core's depth");
+            Check.True(RawJsonText(call) == null, what + ": no raw text of a masked input");
+        }
+
+        /// <summary>Unmasked: the deep part is bounded, then its JSON text under <c>$rawJson</c>.</summary>
+        static void CheckRawJson(ToolCall call, string what)
+        {
+            Check.True(DeepDepth(call) <= DeliveredDepth, what + ": bounded depth, got " + DeepDepth(call));
+            var text = RawJsonText(call);
+            Check.True(text != null && text.StartsWith("[[[") && text.Length > Depth, what + ": the deep part as JSON text");
+            Check.Equal(Depth, Json.Depth(AgentstreamJson.Deserialize<object>(text)) + DeepDepth(call) - 1, what + ": all levels in all");
         }
 
         [Test]
@@ -63,10 +115,10 @@ namespace Agentstream.Tests
             var line = Encoding.UTF8.GetBytes(DeepToolLine(Depth));
             var events = Decoder.Parse("claude", line);
             var call = events.Select(e => e.Update).OfType<ToolCall>().Single();
-            Check.Equal(Depth, DeepDepth(call), "the tool input's depth");
+            CheckMasked(call, "parse");
             var json = AgentstreamJson.Serialize(events[0]);
             var back = AgentstreamJson.Deserialize<OutputEvent>(json);
-            Check.Equal(Depth, DeepDepth((ToolCall)back.Update), "written and read again");
+            CheckMasked((ToolCall)back.Update, "written and read again");
         }
 
         [Test]
@@ -120,9 +172,13 @@ namespace Agentstream.Tests
                         Check.Equal(RunState.Completed, result.State, "state");
                         Check.Equal(0UL, result.HandlerErrors, "handler errors");
                         Check.True(seen != null && seen.RawInput != null, "the handler got the tool call");
-                        if (!redact)
+                        if (redact)
                         {
-                            Check.Equal(Depth, DeepDepth(seen), "the delivered depth");
+                            CheckMasked(seen, "a run");
+                        }
+                        else
+                        {
+                            CheckRawJson(seen, "a run without redaction");
                         }
                         Check.True(started != null, "the tool.started hook");
                     }

@@ -26,7 +26,7 @@ mod client;
 mod run;
 
 use agentstream_core::replay::{ReplayOptions, replay};
-use agentstream_core::{Agent, Channel, Decoder, DecoderOptions, ErrorKind, HookEvent, OutputEvent};
+use agentstream_core::{Agent, Channel, Decoder, DecoderOptions, ErrorKind, HookEvent, OutputEvent, RedactionPolicy};
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
@@ -115,12 +115,13 @@ pub struct NativeDecoder {
 #[napi]
 impl NativeDecoder {
     /// A decoder for `agent` (`claude`, `codex`, `gemini`, `qwen`, `kimi`, `opencode`, `droid`).
-    /// `maxLineBytes` (default 16 MiB): longer lines are skipped and reported.
+    /// `maxLineBytes` (default 16 MiB): longer lines are skipped and reported. `redact`
+    /// (default true): mask secret shapes in tool-call inputs.
     #[napi(constructor, catch_unwind)]
-    pub fn new(agent: String, max_line_bytes: Option<f64>) -> Result<Self, Code> {
+    pub fn new(agent: String, max_line_bytes: Option<f64>, redact: Option<bool>) -> Result<Self, Code> {
         guard(|| {
             let agent = parse_agent(&agent)?;
-            let mut options = DecoderOptions::default();
+            let mut options = DecoderOptions::default().with_redaction(redaction(redact));
             if let Some(max) = max_line_bytes {
                 if !(max.is_finite() && max >= 1.0 && max.fract() == 0.0 && max <= usize::MAX as f64) {
                     return Err(invalid(format!("maxLineBytes must be a positive integer, got {max}")));
@@ -196,16 +197,31 @@ impl NativeDecoder {
     }
 }
 
-/// Decode a whole recorded output (bytes) at once; returns a JSON array of events.
+/// The redaction policy of an optional `redact` flag (default on).
+fn redaction(redact: Option<bool>) -> RedactionPolicy {
+    RedactionPolicy { enabled: redact.unwrap_or(true) }
+}
+
+/// Every event of `bytes` decoded at once.
+fn parse_all(agent: &str, bytes: &[u8], redact: Option<bool>) -> Result<String, Code> {
+    let mut decoder =
+        Decoder::with_options(parse_agent(agent)?, DecoderOptions::default().with_redaction(redaction(redact)));
+    let mut events = decoder.feed(bytes);
+    events.extend(decoder.finish());
+    events_json(&events)
+}
+
+/// Decode a whole recorded output (bytes) at once; returns a JSON array of events. `redact`
+/// (default true): mask secret shapes in tool-call inputs.
 #[napi(catch_unwind)]
-pub fn parse(agent: String, bytes: &[u8]) -> Result<String, Code> {
-    guard(|| events_json(&agentstream_core::parse(parse_agent(&agent)?, bytes)))
+pub fn parse(agent: String, bytes: &[u8], redact: Option<bool>) -> Result<String, Code> {
+    guard(|| parse_all(&agent, bytes, redact))
 }
 
 /// Decode a whole recorded output (text) at once; returns a JSON array of events.
 #[napi(catch_unwind)]
-pub fn parse_string(agent: String, text: String) -> Result<String, Code> {
-    guard(|| events_json(&agentstream_core::parse(parse_agent(&agent)?, text.as_bytes())))
+pub fn parse_string(agent: String, text: String, redact: Option<bool>) -> Result<String, Code> {
+    guard(|| parse_all(&agent, text.as_bytes(), redact))
 }
 
 /// Replay a recorded output through the whole sans-IO pipeline (decoder, run stream, terminal
@@ -220,10 +236,11 @@ pub fn replay_json(
     run_id: Option<String>,
     agent_id: Option<String>,
     timestamp: Option<String>,
+    redact: Option<bool>,
 ) -> Result<String, Code> {
     guard(|| {
         let agent = parse_agent(&agent)?;
-        let mut options = ReplayOptions::default();
+        let mut options = ReplayOptions { redaction: redaction(redact), ..ReplayOptions::default() };
         if let Some(run_id) = run_id {
             options.run_id = run_id;
         }

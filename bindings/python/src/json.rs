@@ -12,12 +12,21 @@
 //! the core kept it; anything this parser does not handle itself — a lone surrogate escape
 //! (`"\ud800"`, which Python keeps in a str and Rust cannot) or, defensively, text that is not
 //! JSON — goes to `json.loads` itself.
+//!
+//! The parser recurses once per nesting level, so its depth is bounded: records from the core
+//! never nest past [`MAX_DEPTH`] (the core delivers deeper containers as
+//! `{"$rawJson": "<text>"}`), and text that does (only reachable through the private test
+//! helpers) is first [normalized](agentstream_core::RawJson::normalized) the same way, never
+//! parsed by recursion without bound.
 
 use std::borrow::Cow;
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString};
+
+use agentstream_core::RawJson;
+use agentstream_core::raw_json::{DeepContainers, MAX_DEPTH};
 
 use crate::convert::Keys;
 
@@ -26,12 +35,18 @@ type Obj<'py> = Bound<'py, PyAny>;
 /// The Python value of the JSON `text` (see the module docs). `None` when even `json.loads`
 /// refuses it (not reachable for text the core validated).
 pub fn to_py<'py>(py: Python<'py>, text: &str, keys: &mut Keys) -> PyResult<Obj<'py>> {
-    let mut p = Parser { text, b: text.as_bytes(), pos: 0, buf: String::new() };
+    let mut p = Parser { text, b: text.as_bytes(), pos: 0, buf: String::new(), depth: 0, too_deep: false };
     if let Some(v) = p.value(py, keys)? {
         p.ws();
         if p.pos == p.b.len() {
             return Ok(v);
         }
+    }
+    if p.too_deep {
+        if let Some((bounded, _)) = RawJson::from_text(text).and_then(|r| r.normalized(DeepContainers::AsText)) {
+            return to_py(py, bounded.get(), keys);
+        }
+        return Ok(py.None().into_bound(py));
     }
     json_loads(py, text)
 }
@@ -48,6 +63,10 @@ struct Parser<'t> {
     pos: usize,
     /// Scratch for strings with escapes.
     buf: String,
+    /// Containers open now.
+    depth: usize,
+    /// A container past [`MAX_DEPTH`] was met (the text is normalized and parsed again).
+    too_deep: bool,
 }
 
 /// `Ok(None)`: this parser does not take the text (the caller falls back to `json.loads`).
@@ -82,6 +101,22 @@ impl<'t> Parser<'t> {
     fn value<'py>(&mut self, py: Python<'py>, keys: &mut Keys) -> Parsed<Obj<'py>> {
         self.ws();
         let Some(&c) = self.b.get(self.pos) else { return Ok(None) };
+        if matches!(c, b'{' | b'[') {
+            // MAX_DEPTH levels, plus the marker object the core puts at the last one.
+            if self.depth == MAX_DEPTH + 1 {
+                self.too_deep = true;
+                return Ok(None);
+            }
+            self.depth += 1;
+        }
+        let v = self.value_at(py, c, keys)?;
+        if matches!(c, b'{' | b'[') {
+            self.depth -= 1;
+        }
+        Ok(v)
+    }
+
+    fn value_at<'py>(&mut self, py: Python<'py>, c: u8, keys: &mut Keys) -> Parsed<Obj<'py>> {
         Ok(Some(match c {
             b'{' => {
                 self.pos += 1;

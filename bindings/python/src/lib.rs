@@ -271,11 +271,18 @@ impl PyDecoder {
 #[pymethods]
 impl PyDecoder {
     #[new]
-    #[pyo3(signature = (agent, *, max_line_bytes = None, on_oversize = "skip"))]
-    fn new(py: Python<'_>, agent: &str, max_line_bytes: Option<usize>, on_oversize: &str) -> PyResult<Self> {
+    #[pyo3(signature = (agent, *, max_line_bytes = None, on_oversize = "skip", redact = true))]
+    fn new(
+        py: Python<'_>,
+        agent: &str,
+        max_line_bytes: Option<usize>,
+        on_oversize: &str,
+        redact: bool,
+    ) -> PyResult<Self> {
         guard(py, || {
             let agent = parse_agent(py, agent)?;
-            let mut options = DecoderOptions::default();
+            let mut options =
+                DecoderOptions::default().with_redaction(agentstream_core::RedactionPolicy { enabled: redact });
             if let Some(n) = max_line_bytes {
                 if n == 0 {
                     return Err(invalid_argument(py, "max_line_bytes must be at least 1"));
@@ -357,15 +364,16 @@ impl PyDecoder {
 
 /// Decode a whole recorded output at once.
 #[pyfunction]
-#[pyo3(signature = (agent, data, *, max_line_bytes = None, on_oversize = "skip"))]
+#[pyo3(signature = (agent, data, *, max_line_bytes = None, on_oversize = "skip", redact = true))]
 fn parse<'py>(
     py: Python<'py>,
     agent: &str,
     data: &Bound<'py, PyAny>,
     max_line_bytes: Option<usize>,
     on_oversize: &str,
+    redact: bool,
 ) -> PyResult<Bound<'py, PyList>> {
-    let decoder = PyDecoder::new(py, agent, max_line_bytes, on_oversize)?;
+    let decoder = PyDecoder::new(py, agent, max_line_bytes, on_oversize, redact)?;
     guard(py, || {
         let input = Input::from_py(py, data)?;
         let list = decoder.run(py, Some(&input))?;

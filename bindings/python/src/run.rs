@@ -425,7 +425,7 @@ impl PyBatch {
 /// The core's replay: recorded stdout through the whole pipeline (decoder, run stream,
 /// terminal, hooks) without a process. Returns `{items, hooks, outcome, stats}`.
 #[pyfunction]
-#[pyo3(signature = (agent, data, *, run_id = None, agent_id = None, timestamp = None))]
+#[pyo3(signature = (agent, data, *, run_id = None, agent_id = None, timestamp = None, redact = true))]
 pub fn replay<'py>(
     py: Python<'py>,
     agent: &str,
@@ -433,6 +433,7 @@ pub fn replay<'py>(
     run_id: Option<String>,
     agent_id: Option<String>,
     timestamp: Option<String>,
+    redact: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     guard(py, || {
         let agent = parse_agent(py, agent)?;
@@ -446,6 +447,7 @@ pub fn replay<'py>(
         if let Some(t) = timestamp {
             options = options.with_timestamp(&t).map_err(|e| crate::raise(py, &e))?;
         }
+        options.redaction = agentstream_core::RedactionPolicy { enabled: redact };
         let r = py.detach(|| core_replay(agent, bytes, &options));
         let mut strings = convert::Strings::default();
         let items = PyList::empty(py);

@@ -32,6 +32,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::event::OutputEvent;
 use crate::framing::{DEFAULT_MAX_LINE_BYTES, Frame, LineFramer};
+use crate::redact::RedactionPolicy;
+use crate::sanitize::Sanitizer;
 
 pub mod context;
 mod id_set;
@@ -268,11 +270,28 @@ pub struct Diagnostic {
 pub struct DecoderOptions {
     /// Lines longer than this many bytes are skipped and reported (default 16 MiB).
     pub max_line_bytes: usize,
+    /// Whether secret shapes in tool-call inputs are masked (default: on; see
+    /// [`redact`](crate::redact)).
+    pub redaction: RedactionPolicy,
 }
 
 impl Default for DecoderOptions {
     fn default() -> Self {
-        DecoderOptions { max_line_bytes: DEFAULT_MAX_LINE_BYTES }
+        DecoderOptions { max_line_bytes: DEFAULT_MAX_LINE_BYTES, redaction: RedactionPolicy::default() }
+    }
+}
+
+impl DecoderOptions {
+    /// These options with another line limit.
+    pub fn with_max_line_bytes(mut self, max_line_bytes: usize) -> Self {
+        self.max_line_bytes = max_line_bytes;
+        self
+    }
+
+    /// These options with another redaction policy.
+    pub fn with_redaction(mut self, redaction: RedactionPolicy) -> Self {
+        self.redaction = redaction;
+        self
     }
 }
 
@@ -307,13 +326,49 @@ pub struct Decoder {
     harness: Box<dyn HarnessDecoder>,
     ctx: DecodeContext,
     stats: DecodeStats,
-    diagnostics: Vec<Diagnostic>,
+    diagnostics: Diagnostics,
+    sanitizer: Sanitizer,
     finished: bool,
     /// The end of the stderr seen so far (a session hint may be split across chunks).
     stderr_tail: String,
     /// A session id found only on stderr: reported by [`Decoder::session_id`], never stamped
     /// on events (they are decoded from stdout alone, identically in a run and a replay).
     stderr_session: Option<String>,
+}
+
+/// The most diagnostics held between two [`Decoder::take_diagnostics`] calls; past that they
+/// are counted (a flood of bad lines must not grow memory; the statistics count every line).
+pub const MAX_DIAGNOSTICS: usize = 256;
+
+/// Diagnostics waiting to be taken, bounded by [`MAX_DIAGNOSTICS`].
+#[derive(Debug, Default)]
+struct Diagnostics {
+    kept: Vec<Diagnostic>,
+    not_kept: u64,
+}
+
+impl Diagnostics {
+    fn push(&mut self, d: Diagnostic) {
+        if self.kept.len() < MAX_DIAGNOSTICS {
+            self.kept.push(d);
+        } else {
+            self.not_kept += 1;
+        }
+    }
+
+    fn take(&mut self, line: u64) -> Vec<Diagnostic> {
+        let mut out = std::mem::take(&mut self.kept);
+        if self.not_kept > 0 {
+            out.push(Diagnostic {
+                line,
+                message: format!(
+                    "{} more diagnostics up to here were not kept (at most {MAX_DIAGNOSTICS} are held between two reads; the statistics count every line)",
+                    std::mem::take(&mut self.not_kept)
+                ),
+            });
+        }
+        out
+    }
 }
 
 impl fmt::Debug for Decoder {
@@ -336,11 +391,23 @@ impl Decoder {
             harness: harness_decoder(agent),
             ctx: DecodeContext::default(),
             stats: DecodeStats::default(),
-            diagnostics: Vec::new(),
+            diagnostics: Diagnostics::default(),
+            sanitizer: Sanitizer::new(options.redaction),
             finished: false,
             stderr_tail: String::new(),
             stderr_session: None,
         }
+    }
+
+    /// Change the redaction policy for the events decoded from now on (before the first feed,
+    /// for a whole run).
+    pub fn set_redaction(&mut self, policy: RedactionPolicy) {
+        self.sanitizer = Sanitizer::new(policy);
+    }
+
+    /// Whether this decoder masks tool inputs.
+    pub fn redacts(&self) -> bool {
+        self.sanitizer.redacts()
     }
 
     /// The agent this decoder reads.
@@ -432,7 +499,7 @@ impl Decoder {
 
     /// Diagnostics so far (oversize lines, invalid UTF-8), oldest first; cleared by the call.
     pub fn take_diagnostics(&mut self) -> Vec<Diagnostic> {
-        std::mem::take(&mut self.diagnostics)
+        self.diagnostics.take(self.stats.lines)
     }
 
     /// True when bytes of an unfinished line are held.
@@ -455,10 +522,11 @@ impl Decoder {
             return;
         }
         self.stats.bytes += bytes.len() as u64;
-        let Decoder { framer, harness, ctx, stats, diagnostics, .. } = self;
+        let Decoder { framer, harness, ctx, stats, diagnostics, sanitizer, .. } = self;
+        let mut line = LineState { harness: harness.as_mut(), ctx, stats, diagnostics, sanitizer };
         // Straight into `out`: no per-line buffer to move each event through.
         framer.push(bytes, &mut |frame| {
-            Self::decode_frame(frame, harness.as_mut(), ctx, stats, diagnostics, out);
+            line.decode_frame(frame, out);
         });
     }
 
@@ -470,10 +538,11 @@ impl Decoder {
             return;
         }
         self.stats.bytes += bytes.len() as u64;
-        let Decoder { framer, harness, ctx, stats, diagnostics, .. } = self;
+        let Decoder { framer, harness, ctx, stats, diagnostics, sanitizer, .. } = self;
+        let mut line = LineState { harness: harness.as_mut(), ctx, stats, diagnostics, sanitizer };
         let mut events = Vec::new();
         framer.push(bytes, &mut |frame| {
-            let text = Self::decode_frame(frame, harness.as_mut(), ctx, stats, diagnostics, &mut events);
+            let text = line.decode_frame(frame, &mut events);
             on_line(text.as_deref(), &mut events);
             events.clear();
         });
@@ -493,28 +562,82 @@ impl Decoder {
             return;
         }
         self.finished = true;
-        let Decoder { framer, harness, ctx, stats, diagnostics, .. } = self;
+        let Decoder { framer, harness, ctx, stats, diagnostics, sanitizer, .. } = self;
+        let mut line = LineState { harness: harness.as_mut(), ctx, stats, diagnostics, sanitizer };
         let mut events = Vec::new();
         framer.finish(&mut |frame| {
-            let text = Self::decode_frame(frame, harness.as_mut(), ctx, stats, diagnostics, &mut events);
+            let text = line.decode_frame(frame, &mut events);
             on_line(text.as_deref(), &mut events);
             events.clear();
         });
-        harness.finish(ctx, &mut events);
+        line.harness.finish(line.ctx, &mut events);
         if !events.is_empty() {
-            stats.events += events.len() as u64;
+            line.stats.events += events.len() as u64;
+            line.sanitize(&mut events, 0);
             on_line(None, &mut events);
         }
     }
 
+    /// Decode one complete line (without its line ending), appending events to `out`. For
+    /// callers that frame lines themselves; statistics are updated as for `feed`.
+    pub fn decode_line(&mut self, line: &[u8], out: &mut Vec<OutputEvent>) -> LineOutcome {
+        let Decoder { harness, ctx, stats, diagnostics, sanitizer, .. } = self;
+        let before_counts = *stats;
+        let mut state = LineState { harness: harness.as_mut(), ctx, stats, diagnostics, sanitizer };
+        state.decode_frame(Frame::Line(line), out);
+        let stats = &*state.stats;
+        if stats.blank_lines > before_counts.blank_lines {
+            LineOutcome::Blank
+        } else if stats.invalid_json > before_counts.invalid_json {
+            LineOutcome::InvalidJson
+        } else if stats.non_object > before_counts.non_object {
+            LineOutcome::NotObject
+        } else if stats.unknown_type > before_counts.unknown_type {
+            LineOutcome::UnknownType
+        } else if stats.unexpected_shape > before_counts.unexpected_shape {
+            LineOutcome::UnexpectedShape
+        } else {
+            LineOutcome::Decoded
+        }
+    }
+}
+
+/// The parts of a [`Decoder`] that decoding one line touches (borrowed apart from the framer,
+/// which calls back into it).
+struct LineState<'d> {
+    harness: &'d mut dyn HarnessDecoder,
+    ctx: &'d mut DecodeContext,
+    stats: &'d mut DecodeStats,
+    diagnostics: &'d mut Diagnostics,
+    sanitizer: &'d mut Sanitizer,
+}
+
+impl LineState<'_> {
+    /// Prepare the events from `from` on for delivery ([`Sanitizer`]) and report what had to be
+    /// repaired or could not be computed (as diagnostics of the current line).
+    fn sanitize(&mut self, events: &mut [OutputEvent], from: usize) {
+        let mut repairs = crate::raw_json::Repairs::default();
+        for ev in &mut events[from..] {
+            repairs += self.sanitizer.event(ev);
+        }
+        let line = self.stats.lines;
+        if !repairs.is_empty() {
+            self.diagnostics.push(Diagnostic { line, message: repairs.describe() });
+        }
+        for what in crate::counters::take_overflows() {
+            self.diagnostics.push(Diagnostic {
+                line,
+                message: format!("{what} does not fit 64 bits (the harness printed a number near 2^64): left out"),
+            });
+        }
+    }
+
     fn decode_frame<'f>(
+        &mut self,
         frame: Frame<'f>,
-        harness: &mut dyn HarnessDecoder,
-        ctx: &mut DecodeContext,
-        stats: &mut DecodeStats,
-        diagnostics: &mut Vec<Diagnostic>,
         events: &mut Vec<OutputEvent>,
     ) -> Option<std::borrow::Cow<'f, str>> {
+        let LineState { harness, ctx, stats, diagnostics, .. } = self;
         stats.lines += 1;
         match frame {
             Frame::Oversize { len, terminated } => {
@@ -542,8 +665,10 @@ impl Decoder {
                     return Some(text);
                 }
                 let before = events.len();
-                let outcome = decode_guarded(harness, &text, ctx, events);
+                let outcome = decode_guarded(*harness, &text, ctx, events);
                 stats.events += (events.len() - before) as u64;
+                self.sanitize(events, before);
+                let stats = &mut *self.stats;
                 match outcome {
                     LineOutcome::Decoded | LineOutcome::Blank => {}
                     LineOutcome::InvalidJson => stats.invalid_json += 1,
@@ -553,31 +678,6 @@ impl Decoder {
                 }
                 Some(text)
             }
-        }
-    }
-
-    /// Decode one complete line (without its line ending), appending events to `out`. For
-    /// callers that frame lines themselves; statistics are updated as for `feed`.
-    pub fn decode_line(&mut self, line: &[u8], out: &mut Vec<OutputEvent>) -> LineOutcome {
-        let Decoder { harness, ctx, stats, diagnostics, .. } = self;
-        let before = out.len();
-        let mut events = Vec::new();
-        let before_counts = *stats;
-        Self::decode_frame(Frame::Line(line), harness.as_mut(), ctx, stats, diagnostics, &mut events);
-        out.append(&mut events);
-        let _ = before;
-        if stats.blank_lines > before_counts.blank_lines {
-            LineOutcome::Blank
-        } else if stats.invalid_json > before_counts.invalid_json {
-            LineOutcome::InvalidJson
-        } else if stats.non_object > before_counts.non_object {
-            LineOutcome::NotObject
-        } else if stats.unknown_type > before_counts.unknown_type {
-            LineOutcome::UnknownType
-        } else if stats.unexpected_shape > before_counts.unexpected_shape {
-            LineOutcome::UnexpectedShape
-        } else {
-            LineOutcome::Decoded
         }
     }
 }
@@ -600,7 +700,8 @@ fn decode_guarded(
     }
 }
 
-/// Decode a whole recorded output at once.
+/// Decode a whole recorded output at once (tool inputs masked; see [`DecoderOptions`] to turn
+/// that off).
 pub fn parse(agent: Agent, input: &[u8]) -> Vec<OutputEvent> {
     let mut decoder = Decoder::new(agent);
     let mut events = decoder.feed(input);

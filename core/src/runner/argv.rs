@@ -83,6 +83,18 @@ pub fn default_program(agent: Agent) -> &'static str {
 }
 
 /// Headless streaming arguments (see each harness's docs; `extra` goes before the prompt).
+///
+/// The prompt is never read as an option, whatever it starts with (`--yolo`, `-p`, `--`): each
+/// harness gets it the way its own argument parser takes a value verbatim.
+///
+/// | harness | parser | the prompt is passed as |
+/// |---|---|---|
+/// | claude | commander (`-p` is the boolean `--print`, the prompt positional) | `-p -- <prompt>` |
+/// | codex | clap (`exec [PROMPT]`) | `-- <prompt>` |
+/// | opencode | yargs (`run [message..]`) | `-- <prompt>` |
+/// | droid | commander (`exec [prompt]`) | `-- <prompt>` |
+/// | gemini, qwen | yargs (`-p/--prompt <string>`; `-p --yolo` reads `--yolo` as a flag) | `--prompt=<prompt>` |
+/// | kimi | click/typer (`-p/--prompt TEXT`) | `--prompt=<prompt>` |
 pub fn harness_args(agent: Agent, prompt: &str, model: Option<&str>, extra: &[String]) -> Vec<String> {
     let s = |x: &str| x.to_string();
     let mut args: Vec<String> = match agent {
@@ -100,15 +112,13 @@ pub fn harness_args(agent: Agent, prompt: &str, model: Option<&str>, extra: &[St
     }
     args.extend(extra.iter().cloned());
     match agent {
-        Agent::Claude | Agent::Gemini | Agent::Qwen | Agent::Kimi => {
-            args.push(s("-p"));
-            args.push(s(prompt));
-        }
-        Agent::Codex | Agent::Opencode | Agent::Droid => {
-            // A prompt starting with '-' must not be read as a flag.
-            args.push(s("--"));
-            args.push(s(prompt));
-        }
+        // `-p` is claude's boolean print mode; the prompt is its positional argument, after the
+        // end of options.
+        Agent::Claude => args.extend([s("-p"), s("--"), s(prompt)]),
+        // An option's value joined with `=` is taken verbatim by yargs and click, even when it
+        // starts with `-`; a separate argument starting with `-` is read as the next option.
+        Agent::Gemini | Agent::Qwen | Agent::Kimi => args.push(format!("--prompt={prompt}")),
+        Agent::Codex | Agent::Opencode | Agent::Droid => args.extend([s("--"), s(prompt)]),
     }
     args
 }
@@ -136,18 +146,21 @@ pub fn resume_args(agent: Agent, session_id: &str) -> Vec<String> {
     }
 }
 
+/// How many arguments at the end of [`harness_args`] carry the prompt: `-p -- <prompt>`
+/// (claude), `--prompt=<prompt>` (gemini, qwen, kimi), `-- <prompt>` (codex, opencode, droid).
+fn prompt_segment(agent: Agent) -> usize {
+    match agent {
+        Agent::Claude => 3,
+        Agent::Gemini | Agent::Qwen | Agent::Kimi => 1,
+        Agent::Codex | Agent::Opencode | Agent::Droid => 2,
+    }
+}
+
 /// Where the resume arguments go in a run's argv: after the streaming flags, the model and the
 /// extra arguments (codex: its `resume` subcommand follows exec's options), before the prompt
-/// and what introduces it (`--`, `-p`).
-fn resume_position(_agent: Agent, args: &[String]) -> usize {
-    let mut at = args.len().saturating_sub(1);
-    if at > 0 && args[at - 1] == "--" {
-        at -= 1;
-    }
-    if at > 0 && args[at - 1] == "-p" {
-        at -= 1;
-    }
-    at
+/// and what introduces it (`--`, `-p`), so the end of options still comes right before it.
+fn resume_position(agent: Agent, args: &[String]) -> usize {
+    args.len().saturating_sub(prompt_segment(agent))
 }
 
 #[cfg(test)]
@@ -158,7 +171,7 @@ mod tests {
     fn headless_streaming_argv_per_harness() {
         assert_eq!(
             harness_args(Agent::Claude, "hi", None, &[]),
-            ["--output-format", "stream-json", "--verbose", "-p", "hi"]
+            ["--output-format", "stream-json", "--verbose", "-p", "--", "hi"]
         );
         assert_eq!(
             harness_args(Agent::Codex, "hi", Some("gpt"), &["--yolo".into()]),
@@ -166,9 +179,53 @@ mod tests {
         );
         assert_eq!(
             harness_args(Agent::Kimi, "hi", None, &[]),
-            ["--print", "--output-format", "stream-json", "-p", "hi"]
+            ["--print", "--output-format", "stream-json", "--prompt=hi"]
         );
+        assert_eq!(harness_args(Agent::Gemini, "hi", None, &[]), ["--output-format", "stream-json", "--prompt=hi"]);
         assert_eq!(AgentConfig::new(Agent::Opencode).program(), "opencode");
+    }
+
+    /// Prompts that look like options, the ones a harness would act on included.
+    const OPTION_LIKE_PROMPTS: &[&str] = &[
+        "--yolo",
+        "--dangerously-skip-permissions",
+        "-p",
+        "-",
+        "--",
+        "-y",
+        "--prompt=other",
+        "--output-format=text",
+        "-m gpt --yolo",
+        "--help",
+        "-\nmulti\nline",
+    ];
+
+    /// How each harness's parser reads argv, reduced to the one question: which arguments are
+    /// options. Commander and clap stop at `--`; yargs and click take `--name=value` verbatim.
+    fn prompt_as_parsed(agent: Agent, args: &[String]) -> Option<String> {
+        match agent {
+            Agent::Gemini | Agent::Qwen | Agent::Kimi => {
+                let joined: Vec<&String> = args.iter().filter(|a| a.starts_with("--prompt=")).collect();
+                (joined.len() == 1).then(|| joined[0]["--prompt=".len()..].to_string())
+            }
+            _ => {
+                let end = args.iter().position(|a| a == "--")?;
+                (args.len() == end + 2).then(|| args[end + 1].clone())
+            }
+        }
+    }
+
+    #[test]
+    fn no_prompt_is_ever_read_as_an_option() {
+        for agent in Agent::ALL {
+            for prompt in OPTION_LIKE_PROMPTS {
+                let args = harness_args(agent, prompt, Some("m"), &["--extra".into()]);
+                assert_eq!(prompt_as_parsed(agent, &args).as_deref(), Some(*prompt), "{agent}: {args:?}");
+                // Everything but the prompt is what an ordinary prompt gets: the prompt adds no option.
+                let plain = harness_args(agent, "hello", Some("m"), &["--extra".into()]);
+                assert_eq!(args[..args.len() - 1], plain[..plain.len() - 1], "{agent}: {prompt:?}");
+            }
+        }
     }
 
     #[test]
@@ -191,6 +248,24 @@ mod tests {
             assert_eq!(with.last(), plain.last(), "{agent}: the prompt stays last");
             assert_eq!(with.len(), plain.len() + resume_args(agent, "S1").len());
             assert_eq!(AgentConfig::new(agent).args_resuming("hi", None), plain);
+        }
+    }
+
+    #[test]
+    fn resuming_keeps_the_end_of_options_and_the_prompt_last() {
+        for agent in Agent::ALL {
+            for prompt in OPTION_LIKE_PROMPTS {
+                let config = AgentConfig::new(agent);
+                let plain = config.args(prompt);
+                let with = config.args_resuming(prompt, Some("S1"));
+                assert_eq!(prompt_as_parsed(agent, &with).as_deref(), Some(*prompt), "{agent}: {with:?}");
+                // The resume arguments go right before the prompt's segment, which is unchanged.
+                let segment = prompt_segment(agent);
+                assert_eq!(with[with.len() - segment..], plain[plain.len() - segment..], "{agent}: {with:?}");
+                let resume = resume_args(agent, "S1");
+                let at = with.len() - segment - resume.len();
+                assert_eq!(with[at..at + resume.len()], resume[..], "{agent}: {with:?}");
+            }
         }
     }
 }

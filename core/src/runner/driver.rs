@@ -6,16 +6,16 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::io::AsyncReadExt;
-use tokio::process::{Child, Command};
 
 use super::argv::AgentConfig;
 use super::handle::{Posts, RunHandle, Shared};
+use super::harness::Harness;
 use super::process::{ensure_supported, exit_parts, signal_group, signals};
 use super::session::{CommandOptions, RunOptions, SessionState};
 use super::{FinalState, RunResult};
 use crate::answer::AnswerTracker;
 use crate::channel::Channel;
-use crate::decode::Decoder;
+use crate::decode::{Decoder, DecoderOptions};
 use crate::error::{Error, ErrorKind};
 use crate::event::OutputEvent;
 use crate::framing::{LineFramer, Utf8Decoder};
@@ -44,7 +44,6 @@ struct Plan {
     channels: ChannelSet,
     background: bool,
     kill_grace: Duration,
-    redact: bool,
     idempotent: Vec<String>,
     cancel_token: Option<CancellationToken>,
     /// The previous run's status, when this run continues a harness session.
@@ -69,13 +68,14 @@ fn plan(op: Operation) -> Plan {
             channels: options.channels,
             background: options.background,
             kill_grace: options.kill_grace,
-            redact: options.redact,
             idempotent: options.idempotent_tools.into_iter().collect(),
             cancel_token: options.cancel_token,
             resumed: options.resume.map(|r| r.previous_status),
             decoder: Some(Decoder::with_options(
                 config.agent,
-                crate::decode::DecoderOptions { max_line_bytes: options.max_line_bytes },
+                DecoderOptions::default()
+                    .with_max_line_bytes(options.max_line_bytes)
+                    .with_redaction(RedactionPolicy { enabled: options.redact }),
             )),
             agent_id: config.agent_id(),
             batch: Posts::with_capacity(BATCH + 8),
@@ -95,7 +95,6 @@ fn plan(op: Operation) -> Plan {
                 channels: options.channels,
                 background: options.background,
                 kill_grace: options.kill_grace,
-                redact: false,
                 idempotent: Vec::new(),
                 cancel_token: options.cancel_token,
                 resumed: None,
@@ -104,6 +103,26 @@ fn plan(op: Operation) -> Plan {
                 batch: Posts::with_capacity(BATCH + 8),
             }
         }
+    }
+}
+
+/// A missing working directory is reported as such: spawning would fail with "not found",
+/// which reads as if the harness were missing.
+fn check_cwd(cwd: Option<&std::path::Path>) -> Result<(), Error> {
+    let Some(cwd) = cwd else { return Ok(()) };
+    match std::fs::metadata(cwd) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => Err(Error::new(
+            ErrorKind::SpawnFailed,
+            format!("the working directory {} is not a directory", cwd.display()),
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(Error::new(ErrorKind::SpawnFailed, format!("the working directory {} does not exist", cwd.display())))
+        }
+        Err(e) => Err(Error::new(
+            ErrorKind::SpawnFailed,
+            format!("the working directory {} cannot be used: {e}", cwd.display()),
+        )),
     }
 }
 
@@ -131,6 +150,7 @@ pub(crate) fn start(
     ensure_supported()?;
     let started_at = Instant::now();
     let plan = plan(op);
+    check_cwd(plan.cwd.as_deref())?;
     let command_run = plan.decoder.is_none();
     let run_id = new_run_id();
     let kind = match (command_run, plan.background) {
@@ -144,7 +164,8 @@ pub(crate) fn start(
     let mut stream = RunStream::new(run_id.clone(), plan.backpressure, Arc::new(SystemClock::new()))
         .map_err(|e| Error::new(ErrorKind::InvalidArgument, format!("invalid backpressure: {e}")))?
         .with_kind(kind)
-        .with_redaction(RedactionPolicy { enabled: plan.redact })
+        // The decoder masks tool inputs (per the run's option) where it emits them.
+        .with_redaction(RedactionPolicy::disabled())
         .with_token(token.clone());
     let channels = reader_channels(plan.channels, plan.hooks);
     stream.set_reader_channels(channels);
@@ -161,6 +182,7 @@ pub(crate) fn start(
         readable_async: tokio::sync::Notify::new(),
         cancel: token,
         cancel_async: tokio::sync::Notify::new(),
+        room_async: tokio::sync::Notify::new(),
         kill_now: AtomicBool::new(false),
         pgid: AtomicI32::new(0),
         result: Mutex::new(None),
@@ -187,21 +209,6 @@ pub(crate) fn start(
     });
     let handle = RunHandle::new(shared.clone(), deriver);
 
-    let mut cmd = Command::new(&plan.program);
-    cmd.args(&plan.args)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true);
-    // Its own process group, so interrupt/pause/kill reach everything the harness started.
-    #[cfg(unix)]
-    cmd.process_group(0);
-    if let Some(cwd) = &plan.cwd {
-        cmd.current_dir(cwd);
-    }
-    for (k, v) in &plan.env {
-        cmd.env(k, v);
-    }
     // Each operation is driven by its own thread and single-threaded runtime: the task then never
     // migrates between the shared runtime's workers (each move left the decoder's working set in
     // the other core's cache), and concurrent runs decode in parallel. The child's pipes belong
@@ -212,7 +219,7 @@ pub(crate) fn start(
         .map_err(|e| Error::new(ErrorKind::SpawnFailed, format!("cannot start the runner: {e}")))?;
     let child = {
         let _enter = rt.enter();
-        cmd.spawn()
+        Harness::spawn(&plan.program, &plan.args, plan.cwd.as_deref(), &plan.env)
     };
     let child = match child {
         Ok(child) => child,
@@ -220,10 +227,10 @@ pub(crate) fn start(
             // Dropping a runtime blocks, which panics when the caller is itself on a runtime (an
             // async server starting a run): let this one go without waiting (it has no task).
             rt.shutdown_background();
-            return Err(spawn_error(&plan.program, e));
+            return Err(e);
         }
     };
-    shared.pgid.store(child.id().map(|p| p as i32).unwrap_or(0), Ordering::SeqCst);
+    shared.pgid.store(child.pid, Ordering::SeqCst);
     // The caller holds the session lock (it claimed the session) and marks it running.
     if announce_ready {
         shared.post(StreamItem::Lifecycle(lifecycle(
@@ -249,18 +256,6 @@ pub(crate) fn start(
         // Not started: the closure (and with it the child, killed on drop) is gone.
         .map_err(|e| Error::new(ErrorKind::SpawnFailed, format!("cannot start the runner thread: {e}")))?;
     Ok(handle)
-}
-
-/// The error of a harness that could not be started.
-fn spawn_error(program: &std::ffi::OsStr, e: std::io::Error) -> Error {
-    let program = program.to_string_lossy();
-    match e.kind() {
-        std::io::ErrorKind::NotFound => Error::new(ErrorKind::HarnessNotFound, format!("{program} not found")),
-        std::io::ErrorKind::PermissionDenied => {
-            Error::new(ErrorKind::SpawnFailed, format!("{program} is not executable: {e}"))
-        }
-        _ => Error::new(ErrorKind::SpawnFailed, format!("cannot start {program}: {e}")),
-    }
 }
 
 /// Finish a run whose driving task panicked: terminal `run_failed`, a failed result.
@@ -320,6 +315,7 @@ fn end_after_driver_panic(shared: &Shared, session: &Mutex<SessionState>, starte
 struct Accounting {
     answer: AnswerTracker,
     diagnostics: Vec<String>,
+    diagnostics_not_kept: u64,
 }
 
 /// Unit tests only: a run whose environment sets this variable panics its driving task at
@@ -328,10 +324,17 @@ struct Accounting {
 #[cfg(test)]
 pub(super) const PANIC_FOR_TEST: &str = "AGENTSTREAM_TEST_DRIVER_PANIC";
 
-async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Child, session: Arc<Mutex<SessionState>>) {
+/// After the harness leader exited, how long its output may take to end (what it printed is
+/// still in the pipes) before whatever is left of its process tree — a background child that
+/// kept stdout open — is killed.
+const EXIT_DRAIN: Duration = Duration::from_millis(500);
+
+/// After the tree was ended, how long to keep reading before giving the pipes up (only a
+/// process outside the tree, which was handed the pipe, could still hold them).
+const GIVE_UP: Duration = Duration::from_secs(2);
+
+async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Harness, session: Arc<Mutex<SessionState>>) {
     let started = Instant::now();
-    let mut stdout = child.stdout.take().expect("piped stdout");
-    let mut stderr = child.stderr.take().expect("piped stderr");
     let mut acct = Accounting::default();
     let mut raw_framer = LineFramer::default();
     let mut err_text = Utf8Decoder::default();
@@ -342,14 +345,31 @@ async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Child, session: A
     let mut kill_at: Option<tokio::time::Instant> = None;
     let mut stall_tick = tokio::time::interval(Duration::from_millis(500));
     stall_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut exit_status = None;
+    // `Some` once the leader exited (`Some(None)`: how is unknown).
+    let mut exit_status: Option<Option<std::process::ExitStatus>> = None;
+    let mut drain_until: Option<tokio::time::Instant> = None;
+    let mut give_up_at: Option<tokio::time::Instant> = None;
+    // Set once the tree was ended: nothing can write to the pipes any more, so what is left in
+    // them (a pipe's capacity at most) is read whatever the budget.
+    let mut tree_ended = false;
 
-    loop {
-        if !out_open && !err_open {
-            break;
+    // The run ends when the harness exits: its output is read to the end (a short, bounded
+    // drain), leftover descendants are killed, and the outcome is the harness's.
+    let Harness { stdout, stderr, tree, .. } = &mut child;
+    while exit_status.is_none() || out_open || err_open {
+        let running = exit_status.is_none();
+        // Memory is bounded by bytes: with the reader's buffer full, the pipes are not read
+        // until it takes items (the harness blocks writing, as into a shell pipe); the stall
+        // clock still cancels a reader that never comes back.
+        let throttled = !tree_ended && shared.stream.lock().expect("stream").is_full();
+        if throttled {
+            // Waiting for room is not the pipes staying open: the give-up clock waits too.
+            if let Some(at) = give_up_at.as_mut() {
+                *at = tokio::time::Instant::now() + GIVE_UP;
+            }
         }
         tokio::select! {
-            n = stdout.read(&mut out_buf), if out_open => match n {
+            n = stdout.read(&mut out_buf), if out_open && !throttled => match n {
                 Ok(0) | Err(_) => out_open = false,
                 Ok(n) => {
                     #[cfg(test)]
@@ -359,7 +379,7 @@ async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Child, session: A
                     post_stdout(&shared, &mut plan, &mut raw_framer, &mut acct, &out_buf[..n])
                 }
             },
-            n = stderr.read(&mut err_buf), if err_open => match n {
+            n = stderr.read(&mut err_buf), if err_open && !throttled => match n {
                 Ok(0) | Err(_) => err_open = false,
                 Ok(n) => {
                     let text = err_text.push(&err_buf[..n]);
@@ -371,20 +391,41 @@ async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Child, session: A
                     }
                 }
             },
-            _ = shared.cancel_async.notified(), if kill_at.is_none() => {}
-            _ = sleep_until(deadline), if deadline.is_some() && kill_at.is_none() => {
+            status = tree.exited(), if running => {
+                exit_status = Some(status);
+                // A stop arriving from now on races a natural end: it changes nothing.
+                shared.stream.lock().expect("stream").ended_on_its_own();
+                drain_until = Some(tokio::time::Instant::now() + EXIT_DRAIN);
+            }
+            _ = shared.cancel_async.notified(), if running && kill_at.is_none() => {}
+            _ = shared.room_async.notified(), if throttled => {}
+            _ = sleep_until(deadline), if running && deadline.is_some() && kill_at.is_none() => {
                 shared.stream.lock().expect("stream").cancel(CancelReason::Timeout);
             }
-            _ = sleep_until(kill_at), if kill_at.is_some() => {
+            _ = sleep_until(kill_at), if running && kill_at.is_some() => {
                 signal_group(shared.pgid.load(Ordering::SeqCst), signals::KILL);
                 kill_at = Some(tokio::time::Instant::now() + Duration::from_secs(3600));
+            }
+            _ = sleep_until(drain_until), if drain_until.is_some() => {
+                // The leader is gone but its output is still open: a descendant holds it.
+                tree.end();
+                tree_ended = true;
+                drain_until = None;
+                give_up_at = Some(tokio::time::Instant::now() + GIVE_UP);
+            }
+            _ = sleep_until(give_up_at), if give_up_at.is_some() && !throttled => {
+                acct.diagnostics.push(format!(
+                    "the harness's output was still open {}s after its process tree was ended; stopped reading it",
+                    (EXIT_DRAIN + GIVE_UP).as_secs_f64()
+                ));
+                (out_open, err_open) = (false, false);
             }
             _ = stall_tick.tick() => {
                 // The stall clock runs only while something is unread (see RunStream::check_stall).
                 shared.stream.lock().expect("stream").check_stall();
             }
         }
-        if shared.cancel.is_cancelled() && kill_at.is_none() {
+        if exit_status.is_none() && shared.cancel.is_cancelled() && kill_at.is_none() {
             let pgid = shared.pgid.load(Ordering::SeqCst);
             if shared.kill_now.load(Ordering::SeqCst) {
                 signal_group(pgid, signals::KILL);
@@ -394,31 +435,11 @@ async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Child, session: A
             }
             kill_at = Some(tokio::time::Instant::now() + plan.kill_grace);
         }
-        if exit_status.is_none() && !out_open && !err_open {
-            break;
-        }
     }
-    // Output is closed; the process may still be running (it closed its pipes) or hang.
-    while exit_status.is_none() {
-        tokio::select! {
-            st = child.wait() => { exit_status = st.ok(); break; }
-            _ = shared.cancel_async.notified(), if kill_at.is_none() => {}
-            _ = sleep_until(deadline), if deadline.is_some() && kill_at.is_none() => {
-                shared.stream.lock().expect("stream").cancel(CancelReason::Timeout);
-            }
-            _ = sleep_until(kill_at), if kill_at.is_some() => {
-                signal_group(shared.pgid.load(Ordering::SeqCst), signals::KILL);
-                let _ = child.start_kill();
-                kill_at = Some(tokio::time::Instant::now() + Duration::from_secs(3600));
-            }
-        }
-        if shared.cancel.is_cancelled() && kill_at.is_none() {
-            let pgid = shared.pgid.load(Ordering::SeqCst);
-            signal_group(pgid, signals::CONT);
-            signal_group(pgid, if shared.kill_now.load(Ordering::SeqCst) { signals::KILL } else { signals::TERM });
-            kill_at = Some(tokio::time::Instant::now() + plan.kill_grace);
-        }
-    }
+    // Nothing of the run's process tree outlives it.
+    child.end_tree();
+    drop(child);
+    let exit_status = exit_status.flatten();
 
     // Everything printed is decoded BEFORE the terminal item, a final partial line included.
     let cut_mid_line = finish_stdout(&shared, &mut plan, &mut raw_framer, &mut acct);
@@ -430,6 +451,20 @@ async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Child, session: A
         shared.post(StreamItem::Stderr(tail));
     }
     let (exit_code, signal) = exit_status.as_ref().map(exit_parts).unwrap_or((None, None));
+    if acct.diagnostics_not_kept > 0 {
+        acct.diagnostics.push(format!(
+            "{} more diagnostics were not kept (the decode statistics count every line)",
+            acct.diagnostics_not_kept
+        ));
+    }
+    if acct.answer.dropped_bytes() > 0 {
+        acct.diagnostics.push(format!(
+            "the final answer is longer than {} bytes: final_text holds its first {} bytes ({} more were streamed)",
+            crate::answer::MAX_ANSWER_BYTES,
+            crate::answer::MAX_ANSWER_BYTES,
+            acct.answer.dropped_bytes()
+        ));
+    }
     let stats = plan.decoder.as_ref().map(|d| *d.stats()).unwrap_or_default();
     let session_id = plan.decoder.as_ref().and_then(|d| d.session_id().map(str::to_string));
     let harness = plan.decoder.is_some();
@@ -591,9 +626,17 @@ fn post_stdout(shared: &Shared, plan: &mut Plan, raw: &mut LineFramer, acct: &mu
     plan.batch = batch;
 }
 
+/// The most diagnostics a run's result holds (a flood of bad lines must not grow memory; the
+/// decode statistics count every line).
+const MAX_RUN_DIAGNOSTICS: usize = 1000;
+
 fn collect_diagnostics(decoder: &mut Decoder, acct: &mut Accounting) {
     for d in decoder.take_diagnostics() {
-        acct.diagnostics.push(format!("stdout line {}: {}", d.line, d.message));
+        if acct.diagnostics.len() < MAX_RUN_DIAGNOSTICS {
+            acct.diagnostics.push(format!("stdout line {}: {}", d.line, d.message));
+        } else {
+            acct.diagnostics_not_kept += 1;
+        }
     }
 }
 

@@ -89,6 +89,8 @@ pub(crate) struct Shared {
     pub readable_async: tokio::sync::Notify,
     pub cancel: CancellationToken,
     pub cancel_async: tokio::sync::Notify,
+    /// Woken when the reader took items: a producer waiting for room checks again.
+    pub room_async: tokio::sync::Notify,
     pub kill_now: AtomicBool,
     pub pgid: AtomicI32,
     pub result: Mutex<Option<RunResult>>,
@@ -120,6 +122,11 @@ impl Shared {
 
     /// Post several items (one stdout chunk's worth) under a single stream lock and wake
     /// readers once, instead of locking and waking per item.
+    ///
+    /// While the reader is behind ([`RunStream::under_pressure`]) the batch's raw lines are
+    /// numbered first, then its content events (each still after the line it came from, and
+    /// in their order): the raw lines merge into one `stdout` item and the text deltas into one
+    /// delta, where one line's raw item between two deltas would keep every delta apart.
     pub fn post_all(&self, items: &mut Posts) {
         if items.is_empty() {
             return;
@@ -129,14 +136,35 @@ impl Shared {
             // between the batch and the buffer.
             let mut stream = self.stream.lock().expect("stream");
             let mut now = None;
-            for (before, item) in items.items.drain(..) {
-                for _ in 0..before {
+            if stream.under_pressure() {
+                for (before, item) in &mut items.items {
+                    for _ in 0..std::mem::take(before) {
+                        stream.post_unread_raw();
+                    }
+                    if matches!(item, StreamItem::Stdout(_)) {
+                        let raw = std::mem::replace(item, StreamItem::Stdout(String::new()));
+                        stream.post_reading_clock(raw, &mut now);
+                        *before = u32::MAX; // posted
+                    }
+                }
+                for _ in 0..std::mem::take(&mut items.unread) {
                     stream.post_unread_raw();
                 }
-                stream.post_reading_clock(item, &mut now);
-            }
-            for _ in 0..std::mem::take(&mut items.unread) {
-                stream.post_unread_raw();
+                for (before, item) in items.items.drain(..) {
+                    if before != u32::MAX {
+                        stream.post_reading_clock(item, &mut now);
+                    }
+                }
+            } else {
+                for (before, item) in items.items.drain(..) {
+                    for _ in 0..before {
+                        stream.post_unread_raw();
+                    }
+                    stream.post_reading_clock(item, &mut now);
+                }
+                for _ in 0..std::mem::take(&mut items.unread) {
+                    stream.post_unread_raw();
+                }
             }
         }
         if self.sleepers.load(Ordering::SeqCst) > 0 {
@@ -334,10 +362,14 @@ impl RunHandle {
             let mut stream = self.shared.stream.lock().expect("stream");
             out.reserve((max - out.len()).min(stream.pressure().buffered + 1));
             // The terminal is the last envelope there is: nothing follows it to over-take.
-            stream.pop_bounded(max - out.len(), limits.max_bytes, |env| {
+            let taken = stream.pop_bounded(max - out.len(), limits.max_bytes, |env| {
                 reader.ended |= env.is_terminal();
                 out.push(Delivery::Item(env));
             });
+            drop(stream);
+            if taken > 0 {
+                self.shared.room_async.notify_one();
+            }
             return;
         }
         // Each envelope makes at least one delivery: pop no more than the batch still takes.
@@ -347,12 +379,15 @@ impl RunHandle {
             let mut stream = self.shared.stream.lock().expect("stream");
             envs.reserve((max - out.len()).min(stream.pressure().buffered + 1));
             let mut terminal = false;
-            stream.pop_bounded(max - out.len(), limits.max_bytes, |env| {
+            let taken = stream.pop_bounded(max - out.len(), limits.max_bytes, |env| {
                 terminal |= env.is_terminal();
                 envs.push(env);
             });
             if terminal {
                 facts = stream.terminal_facts();
+            }
+            if taken > 0 {
+                self.shared.room_async.notify_one();
             }
         }
         for env in envs {

@@ -8,8 +8,10 @@
 //!   `next_batch_blocking`), with hook events interleaved when asked for, cancel it, read its
 //!   backpressure, and wait for its [`RunResult`].
 //!
-//! Every stdout line goes out on `stdout` as printed, immediately followed by the content
-//! events decoded from it; stderr text goes out as received; lifecycle events mark the start
+//! Every stdout line goes out on `stdout` as printed, followed by the content events decoded
+//! from it (immediately, unless the reader is behind: then a batch's lines come first, so that
+//! lines and deltas merge); memory is bounded by bytes: with `byte_budget` bytes unread the
+//! harness's pipes are not read until the reader catches up; stderr text goes out as received; lifecycle events mark the start
 //! and exactly one terminal, last, after every byte of stdout was decoded (a final line without
 //! a newline included). A reader that reads only some channels says so
 //! ([`RunOptions::channels`], [`RunHandle::set_channels`]): the others are numbered and not
@@ -22,8 +24,11 @@ mod batch;
 mod dispatch;
 mod driver;
 mod handle;
+mod harness;
 pub mod process;
 mod session;
+#[cfg(target_os = "linux")]
+mod supervisor;
 #[cfg(test)]
 mod tests;
 

@@ -274,6 +274,18 @@ fn a_reconfigured_session_runs_with_the_new_configuration_in_the_same_environmen
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A reader that got the terminal item can start the next operation at once (the session was
+/// freed, and the result set, before the terminal item became readable).
+#[test]
+fn the_next_operation_can_start_as_soon_as_the_terminal_item_is_read() {
+    let session = Session::new(AgentConfig::new(Agent::Claude));
+    for _ in 0..30 {
+        let h = session.start_command(super::CommandOptions::new(vec!["true".into()])).expect("the session is free");
+        drain(&h);
+        assert!(h.result().is_some(), "the result is there with the terminal item");
+    }
+}
+
 #[test]
 fn a_missing_harness_is_an_error_even_when_started_from_async_code() {
     // An async server starts runs on its runtime's workers: the failed start must not drop the

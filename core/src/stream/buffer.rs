@@ -15,11 +15,11 @@
 //!    budget is admitted and counted in `oversize` — dropping it could lose a tool call.
 //!
 //! What this bounds: below the marks items queue one by one; at a mark, a run of same-kind
-//! deltas becomes ONE item that grows, instead of many. What it cannot bound: the text itself.
-//! Merging is lossless and the producer never blocks, so text printed while nobody reads is
-//! held until it is read, and non-delta items (and deltas whose tail is another kind) are
-//! appended past the marks. That growth is capped in time, not space: a reader that leaves
-//! items unread for `stall_seconds` gets the run cancelled.
+//! deltas becomes ONE item that grows, instead of many. Admission never refuses, so what caps
+//! the bytes is the producer: once the buffered bytes reach `byte_budget`
+//! ([`RunStream::is_full`](super::RunStream::is_full)) the runner stops reading the harness's
+//! pipes until the reader takes items (the harness blocks, as in a shell pipe); a reader that
+//! leaves items unread for `stall_seconds` gets the run cancelled.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -216,6 +216,14 @@ impl Buffer {
 
     pub(crate) fn is_empty(&self) -> bool {
         self.slots.is_empty()
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    pub(crate) fn bytes(&self) -> usize {
+        self.bytes
     }
 
     /// Fill the buffer's share of a [`Pressure`].

@@ -32,10 +32,9 @@
 //! arriving text delta (message or thought text, stdout, stderr) merges into the tail item if
 //! that is a delta of the same kind and attribution ([`coalesce`]); concatenation is exact.
 //! Nothing else ever merges, nothing is ever dropped; an item heavier than the whole budget is
-//! admitted and counted `oversize`. [`Pressure`] is readable at any time. The text itself
-//! cannot be bounded without losing it or blocking the producer: see [`buffer`] for exactly
-//! what is bounded (the number of items per run of same-kind deltas) and what caps the rest
-//! (the stall clock).
+//! admitted and counted `oversize`. [`Pressure`] is readable at any time. The bytes are bounded
+//! by the producer: [`RunStream::is_full`] says when `byte_budget` bytes wait, and the runner
+//! then stops reading the harness until the reader catches up (see [`buffer`]).
 //!
 //! **A reader that stops reading stops the run.** The stall clock runs only while something
 //! is unread: age = now − max(last read, when the buffer last went from empty to non-empty).

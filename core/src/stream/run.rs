@@ -14,7 +14,7 @@ use super::outcome::{RunKind, RunOutcome, RunRecord, TerminalContext};
 use super::tool_calls::{OpenToolCall, ToolCallTracker};
 use crate::hooks::TerminalFacts;
 use crate::lifecycle::LifecycleEvent;
-use crate::redact::RedactionPolicy;
+use crate::redact::{RedactionPolicy, Redactor};
 use crate::usage::{UsageAccumulator, UsageTotals};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,6 +55,7 @@ pub struct RunStream {
     clock: Arc<dyn Clock>,
     kind: RunKind,
     redaction: RedactionPolicy,
+    redactor: Redactor,
     token: CancellationToken,
     reader: Reader,
     channels: ChannelSet,
@@ -65,6 +66,8 @@ pub struct RunStream {
     stalled: bool,
     dropped_after_terminal: u64,
     refused_terminals: u64,
+    /// The process ended by itself: cancels are refused from then on.
+    ended_on_its_own: bool,
     settled: Option<RunOutcome>,
     pending_terminal: Option<Envelope>,
     record: Option<RunRecord>,
@@ -99,6 +102,7 @@ impl RunStream {
             clock,
             kind: RunKind::Run,
             redaction: RedactionPolicy::default(),
+            redactor: Redactor::new(),
             token: CancellationToken::new(),
             reader: Reader::Absent,
             channels: ChannelSet::ALL,
@@ -109,6 +113,7 @@ impl RunStream {
             stalled: false,
             dropped_after_terminal: 0,
             refused_terminals: 0,
+            ended_on_its_own: false,
             settled: None,
             pending_terminal: None,
             record: None,
@@ -123,7 +128,9 @@ impl RunStream {
         self
     }
 
-    /// This stream with a redaction policy (default: on).
+    /// This stream with a redaction policy (default: on). Events decoded by a
+    /// [`Decoder`](crate::Decoder) are masked there already; a stream fed by one (the runner,
+    /// `replay`) turns its own masking off.
     pub fn with_redaction(mut self, policy: RedactionPolicy) -> Self {
         self.redaction = policy;
         self
@@ -350,7 +357,9 @@ impl RunStream {
         let sequence = self.number()?;
         let mut item = item;
         if let StreamItem::Content(ev) = &mut item {
-            self.redaction.apply(ev);
+            if self.redaction.enabled {
+                self.redactor.mask_event(ev);
+            }
             self.usage.observe(ev);
             self.tools.observe(sequence, ev);
         }
@@ -373,6 +382,21 @@ impl RunStream {
     }
 
     // -- pressure and stall ----------------------------------------------------------------
+
+    /// True when the reader is behind: the buffer holds `high_water` items or `byte_budget`
+    /// bytes (arriving text deltas merge now).
+    pub fn under_pressure(&self) -> bool {
+        self.reader == Reader::Attached
+            && (self.buffer.len() >= self.policy.high_water || self.buffer.bytes() >= self.policy.byte_budget)
+    }
+
+    /// True when the buffered bytes reached `byte_budget`: a producer must stop producing (the
+    /// runner stops reading the harness's pipes, so the harness blocks as in a shell pipe)
+    /// until the reader catches up — memory is bounded by bytes (decisions.md §3). Never true
+    /// without a reader (nothing is buffered then).
+    pub fn is_full(&self) -> bool {
+        self.reader == Reader::Attached && self.buffer.bytes() >= self.policy.byte_budget
+    }
 
     /// Live statistics (any time, also after the run).
     pub fn pressure(&self) -> Pressure {
@@ -435,10 +459,19 @@ impl RunStream {
     /// rewrites the outcome). Items still arriving (the harness's last lines) are numbered as
     /// usual until [`finish`](Self::finish).
     pub fn cancel(&mut self, reason: CancelReason) -> bool {
-        if self.settled.is_some() {
+        if self.settled.is_some() || self.ended_on_its_own {
             return false;
         }
         self.token.cancel(reason)
+    }
+
+    /// The run's process ended by itself (the driver saw it exit) while its last output is
+    /// still being read: from now on [`cancel`](Self::cancel) is a no-op, so a stop racing the
+    /// natural end (a timeout, a reader leaving during the last read) never rewrites the
+    /// outcome, which is derived from how the process ended. A cancellation that came earlier
+    /// still stands.
+    pub fn ended_on_its_own(&mut self) {
+        self.ended_on_its_own = true;
     }
 
     /// Whether the run is cancelled (recorded as cancelled, or its token flipped before the

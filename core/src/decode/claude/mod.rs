@@ -167,14 +167,14 @@ impl Dialect for Claude {
                 let sum = |key: &str| -> Option<u64> {
                     let vals: Vec<u64> =
                         models.values().filter_map(|m| m.as_object()).filter_map(|m| counter(m, key)).collect();
-                    (!vals.is_empty()).then(|| vals.iter().sum())
+                    crate::counters::sum("a per-model usage total", vals.into_iter().map(Some))
                 };
                 let prompt: Vec<u64> = ["inputTokens", "cacheReadInputTokens", "cacheCreationInputTokens"]
                     .iter()
                     .filter_map(|k| sum(k))
                     .collect();
                 if prompt.iter().chain(sum("outputTokens").iter()).any(|n| *n > 0) {
-                    total.prompt_tokens = (!prompt.is_empty()).then(|| prompt.iter().sum());
+                    total.prompt_tokens = crate::counters::sum("prompt tokens", prompt.into_iter().map(Some));
                     total.completion_tokens = sum("outputTokens");
                     total.cached_tokens = sum("cacheReadInputTokens");
                 }
@@ -308,7 +308,7 @@ impl Dialect for Claude {
                     // Internal key only: the CLI numbers tasks 1, 2, … in creation order.
                     .unwrap_or_else(|| {
                         let last = self.tasks.iter().filter_map(|t| t.id.parse::<u64>().ok()).max().unwrap_or(0);
-                        (last + 1).to_string()
+                        last.saturating_add(1).to_string()
                     });
                 let subject = if subject.is_empty() {
                     raw_output

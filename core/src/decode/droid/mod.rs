@@ -794,7 +794,7 @@ fn run_usage(mut usage: Entries<'_>) -> TokenUsage {
     let read = take("cache_read_input_tokens");
     let write = usage.get("cache_creation_input_tokens").and_then(Json::as_u64);
     TokenUsage {
-        prompt_tokens: input.map(|i| i + read.unwrap_or(0) + write.unwrap_or(0)),
+        prompt_tokens: input.and(crate::counters::sum("prompt tokens", [input, read, write])),
         completion_tokens: output,
         cached_tokens: read,
         cost_usd: None,
@@ -808,7 +808,7 @@ fn rpc_usage(mut usage: Entries<'_>) -> TokenUsage {
     let (input, output, read) = (take("inputTokens"), take("outputTokens"), take("cacheReadTokens"));
     let write = usage.get("cacheCreationTokens").and_then(Json::as_u64);
     TokenUsage {
-        prompt_tokens: input.map(|i| i + read.unwrap_or(0) + write.unwrap_or(0)),
+        prompt_tokens: input.and(crate::counters::sum("prompt tokens", [input, read, write])),
         completion_tokens: output,
         cached_tokens: read,
         cost_usd: None,

@@ -113,7 +113,7 @@ pub(super) fn read_stats(r: &mut Scan<'_>) -> Res<Option<TokenUsage>> {
         }
     })?;
     Ok(stats.map(|Counters { counts: [input_tokens, output_tokens, cached], extra }| TokenUsage {
-        prompt_tokens: input_tokens.or_else(|| Some(input? + cached.unwrap_or(0))),
+        prompt_tokens: input_tokens.or_else(|| crate::counters::sum("prompt tokens", [Some(input?), cached])),
         completion_tokens: output_tokens,
         cached_tokens: cached,
         cost_usd: None,

@@ -21,7 +21,7 @@
 //! | `{"type":"ToolResult","payload":{tool_call_id, return_value:{is_error, output, message, …}}}` | `tool_call_update`: content = `message` (when non-empty) then `output` (string or parts); status from `is_error` (payload or return value), else `return_value.type == "ToolError"`, else the text marker; `rawOutput` = `return_value` verbatim |
 //! | `{"type":"SubagentEvent","payload":{task_tool_call_id, event:{type, payload}}}` | the inner event decoded as above, with `parentToolCallId` = `task_tool_call_id` |
 //! | `TurnBegin`, `TurnEnd`, `StepBegin`, `StepInterrupted`, `CompactionBegin`, `CompactionEnd`, `StatusUpdate`, `ToolCallPart`, `ApprovalRequest`, `ApprovalRequestResolved` envelopes | nothing (control flow, no content) |
-//! | non-JSON text lines | ONE `error` update (`fatal: true`) per message: consecutive non-JSON lines are joined with `"\n"`, verbatim, and flushed when the next JSON object line arrives or at end of input; each line still counts as invalid JSON in the decode statistics. A valid non-object value (`404`) continues a message already started |
+//! | non-JSON text lines | ONE `error` update (`fatal: true`) per message: consecutive non-JSON lines are joined with `"\n"`, verbatim, and flushed when the next JSON object line arrives or at end of input (a message past 64 KiB goes on in the next `error` update: memory stays bounded); each line still counts as invalid JSON in the decode statistics. A valid non-object value (`404`) continues a message already started |
 //! | a JSON object cut short (starts with `{"`, does not parse) | nothing; counted as invalid JSON (a killed process, not a failure message: kimi's failure text is prose or a Python repr with single quotes) |
 //! | blank lines (e.g. after a hung-up assistant line) | nothing (the framer counts them as blank) |
 //!
@@ -155,13 +155,13 @@ impl HarnessDecoder for KimiDecoder {
                 LineOutcome::InvalidJson
             }
             Err(LineOutcome::InvalidJson) => {
-                self.hold_error_text(line);
+                self.hold_error_text(line, ctx, out);
                 LineOutcome::InvalidJson
             }
             // A line of plain text that happens to be valid JSON (`404`, `true`) continues a
             // failure message already being printed; on its own it is just a stray value.
             Err(LineOutcome::NotObject) if self.pending_error.is_some() => {
-                self.hold_error_text(line);
+                self.hold_error_text(line, ctx, out);
                 LineOutcome::NotObject
             }
             Err(outcome) => {
@@ -176,8 +176,15 @@ impl HarnessDecoder for KimiDecoder {
     }
 }
 
+/// A held plain-text failure message is delivered once it reaches this many bytes and goes on
+/// in a new `error` update: a flood of non-JSON lines never builds one unbounded event.
+const MAX_ERROR_TEXT: usize = 64 * 1024;
+
 impl KimiDecoder {
-    fn hold_error_text(&mut self, line: &str) {
+    fn hold_error_text(&mut self, line: &str, ctx: &DecodeContext, out: &mut Vec<OutputEvent>) {
+        if self.pending_error.as_ref().is_some_and(|t| t.len() + 1 + line.len() > MAX_ERROR_TEXT) {
+            self.flush_error(ctx, out);
+        }
         match &mut self.pending_error {
             Some(text) => {
                 text.push('\n');
@@ -851,6 +858,31 @@ mod tests {
             "\n"
         ));
         assert_eq!(ev[0]["update"]["status"], "completed");
+    }
+
+    #[test]
+    fn a_flood_of_plain_text_is_delivered_in_bounded_error_updates() {
+        let line = "E".repeat(1000);
+        let input = format!("{line}\n").repeat(1000);
+        let mut d = KimiDecoder::default();
+        let mut ctx = DecodeContext::default();
+        let mut out = Vec::new();
+        let mut biggest = 0;
+        for l in input.lines() {
+            d.decode_line(l, &mut ctx, &mut out);
+            biggest = biggest.max(d.pending_error.as_ref().map_or(0, String::len));
+        }
+        d.finish(&mut ctx, &mut out);
+        assert!(biggest <= MAX_ERROR_TEXT, "held {biggest} bytes");
+        let texts: Vec<String> = out
+            .iter()
+            .map(|e| match &e.update {
+                SessionUpdate::Error { message, fatal: true } => message.clone(),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert!(texts.len() > 1 && texts.iter().all(|t| t.len() <= MAX_ERROR_TEXT));
+        assert_eq!(texts.join("\n"), input.trim_end(), "every line, in order, nothing dropped");
     }
 
     #[test]

@@ -220,8 +220,8 @@ fn step_usage(tokens: Option<Tokens>, cost: Option<&str>) -> Option<TokenUsage> 
     }
     let t = tokens.unwrap_or_default();
     Some(TokenUsage {
-        prompt_tokens: t.input.map(|i| i + t.cache_read.unwrap_or(0) + t.cache_write.unwrap_or(0)),
-        completion_tokens: t.output.map(|o| o + t.reasoning.unwrap_or(0)),
+        prompt_tokens: t.input.and(crate::counters::sum("prompt tokens", [t.input, t.cache_read, t.cache_write])),
+        completion_tokens: t.output.and(crate::counters::sum("completion tokens", [t.output, t.reasoning])),
         cached_tokens: t.cache_read,
         cost_usd: cost,
         extra: t.object,

@@ -26,7 +26,10 @@ pub(super) fn tool_call(call: ToolUse<'_>) -> ToolCall {
             // Qwen's `offset` is 0-based; a location's line is 1-based.
             let offset = call.uint("offset");
             if let Some(p) = path {
-                locations.push(ToolCallLocation { path: p.to_string(), line: offset.map(|o| o + 1) });
+                locations.push(ToolCallLocation {
+                    path: p.to_string(),
+                    line: offset.and_then(|o| crate::counters::add("a read's first line", o, 1)),
+                });
             }
             read_title(path, offset, call.uint("limit"), "file")
         }

@@ -158,9 +158,16 @@ pub(crate) fn read_title(path: Option<&str>, offset: Option<u64>, limit: Option<
     match (offset, limit) {
         (o, Some(l)) if l > 0 => {
             let start = o.unwrap_or(0);
-            title.push_str(&format!(" ({} - {})", start + 1, start + l));
+            let first = crate::counters::add("a read's first line", start, 1);
+            if let (Some(first), Some(last)) = (first, crate::counters::add("a read's last line", start, l)) {
+                title.push_str(&format!(" ({first} - {last})"));
+            }
         }
-        (Some(o), _) if o > 0 => title.push_str(&format!(" (from line {})", o + 1)),
+        (Some(o), _) if o > 0 => {
+            if let Some(first) = crate::counters::add("a read's first line", o, 1) {
+                title.push_str(&format!(" (from line {first})"));
+            }
+        }
         _ => {}
     }
     title

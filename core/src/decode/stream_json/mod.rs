@@ -195,7 +195,7 @@ pub(crate) fn token_usage(u: Usage, prompt: Prompt) -> TokenUsage {
         Prompt::PlusCache => [u.input, u.cache_read, u.cache_creation],
         Prompt::InputOnly => [u.input, None, None],
     };
-    let prompt_tokens = parts.iter().flatten().copied().reduce(|a, b| a + b);
+    let prompt_tokens = crate::counters::sum("prompt tokens", parts);
     TokenUsage {
         prompt_tokens,
         completion_tokens: u.output,

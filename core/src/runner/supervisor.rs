@@ -1,0 +1,621 @@
+//! Linux: the harness runs under a small supervisor process, so that whatever ends the host —
+//! a normal end, a crash, `SIGKILL`, an interpreter exiting under a running thread — the
+//! harness's whole process tree ends too.
+//!
+//! ```text
+//! host (any thread) ──fork──▶ supervisor ──fork+exec──▶ harness (own process group)
+//!    ▲  status pipe ◀───────────  │                         └─▶ its children, grandchildren, …
+//!    └─ lifeline (socket) ───────▶ │  (child subreaper: every orphaned descendant becomes its child)
+//! ```
+//!
+//! * The supervisor is a forked copy of the host that never returns to the host's code: it runs
+//!   only async-signal-safe system calls (no allocation, no locks), so forking a multithreaded
+//!   host (Python, Node, Go) is safe; it is forked without the host's `pthread_atfork` handlers
+//!   (host code, which may touch descriptors that are the supervisor's by then). It ignores terminal signals and sits in its own process
+//!   group, so a Ctrl-C meant for the host does not kill it.
+//! * It is a child subreaper (`PR_SET_CHILD_SUBREAPER`): descendants that leave the harness's
+//!   process group (`setsid`, double forks) are re-parented to it when their parent dies, so
+//!   they can still be found.
+//! * The harness leader gets `PR_SET_PDEATHSIG(SIGKILL)`: it dies with its supervisor.
+//! * The host holds one end of the lifeline (a socket pair). The supervisor kills the whole tree —
+//!   the harness's group and every descendant it can find, round after round until it has no
+//!   child left — and exits when the host writes [`KILL_TREE`] (the run is over: leftover
+//!   descendants go) or when the lifeline closes because the host died, however it died.
+//! * Status messages go back on the status pipe: the harness started (its pid), could not be
+//!   started (stage and errno), or exited (its wait status).
+
+use std::ffi::{CString, OsStr, OsString};
+use std::fs::File;
+use std::io::Read;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, ErrorKind};
+
+/// What the host writes on the lifeline to end the tree.
+pub(crate) const KILL_TREE: u8 = b'K';
+
+const MSG_STARTED: i32 = 1;
+const MSG_FAILED: i32 = 2;
+const MSG_EXITED: i32 = 3;
+
+const STAGE_FORK: i32 = 1;
+const STAGE_CHDIR: i32 = 2;
+const STAGE_EXEC: i32 = 3;
+
+/// One status message: `[kind, a, b, 0]` as native-endian `i32`s.
+pub(crate) const MSG_LEN: usize = 16;
+
+/// A status message from the supervisor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Status {
+    /// The harness leader exited with this raw wait status.
+    Exited(i32),
+    /// Anything else (not expected after the start).
+    Other,
+}
+
+/// Decode one status message.
+pub(crate) fn parse_status(msg: &[u8; MSG_LEN]) -> Status {
+    let word = |i: usize| i32::from_ne_bytes([msg[i], msg[i + 1], msg[i + 2], msg[i + 3]]);
+    if word(0) == MSG_EXITED { Status::Exited(word(4)) } else { Status::Other }
+}
+
+/// A harness started under its supervisor.
+pub(crate) struct Supervised {
+    /// The harness leader (its process group id too).
+    pub pid: i32,
+    /// The supervisor's pid (the host's child: reap it).
+    pub supervisor: i32,
+    pub stdout: OwnedFd,
+    pub stderr: OwnedFd,
+    /// The status pipe's read end (messages after `started`).
+    pub status: OwnedFd,
+    /// The lifeline's write end.
+    pub lifeline: OwnedFd,
+}
+
+/// Everything the forked processes need, prepared before the fork (they must not allocate).
+struct Prepared {
+    path: CString,
+    argv: Vec<CString>,
+    argv_ptrs: Vec<*const libc::c_char>,
+    envp: Vec<CString>,
+    envp_ptrs: Vec<*const libc::c_char>,
+    cwd: Option<CString>,
+}
+
+fn cstring(bytes: &[u8], what: &str) -> Result<CString, Error> {
+    CString::new(bytes).map_err(|_| Error::new(ErrorKind::InvalidArgument, format!("{what} contains a NUL byte")))
+}
+
+/// The executable `program` names: a path as given (relative to the host's directory), or the
+/// first executable file of that name on the `PATH` the process will have.
+pub(crate) fn resolve_program(program: &OsStr, path_var: Option<&OsStr>) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let is_executable =
+        |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+    if program.as_bytes().contains(&b'/') {
+        let p = PathBuf::from(program);
+        let p = if p.is_relative() { std::env::current_dir().ok()?.join(p) } else { p };
+        return p.exists().then_some(p);
+    }
+    let path_var = path_var.map(OsStr::to_os_string).or_else(|| std::env::var_os("PATH"))?;
+    std::env::split_paths(&path_var).map(|dir| dir.join(program)).find(|p| is_executable(p))
+}
+
+fn prepare(program: &OsStr, args: &[String], cwd: Option<&Path>, env: &[(String, String)]) -> Result<Prepared, Error> {
+    let name = program.to_string_lossy().into_owned();
+    let path_override = env.iter().rev().find(|(k, _)| k == "PATH").map(|(_, v)| OsStr::new(v.as_str()));
+    let resolved = resolve_program(program, path_override)
+        .ok_or_else(|| Error::new(ErrorKind::HarnessNotFound, format!("{name} not found")))?;
+    let path = cstring(resolved.as_os_str().as_bytes(), "the program path")?;
+    let mut argv = vec![cstring(program.as_bytes(), "the program name")?];
+    for a in args {
+        argv.push(cstring(a.as_bytes(), "an argument")?);
+    }
+    // The host's environment with the run's variables added or replacing.
+    let mut vars: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+    for (k, v) in env {
+        vars.retain(|(name, _)| name.as_bytes() != k.as_bytes());
+        vars.push((k.into(), v.into()));
+    }
+    let mut envp = Vec::with_capacity(vars.len());
+    for (k, v) in vars {
+        let mut kv = k.into_vec();
+        kv.push(b'=');
+        kv.extend(v.into_vec());
+        envp.push(cstring(&kv, "an environment variable")?);
+    }
+    let cwd = cwd.map(|c| cstring(c.as_os_str().as_bytes(), "the working directory")).transpose()?;
+    let mut p = Prepared { path, argv, argv_ptrs: Vec::new(), envp, envp_ptrs: Vec::new(), cwd };
+    p.argv_ptrs = p.argv.iter().map(|c| c.as_ptr()).chain(std::iter::once(std::ptr::null())).collect();
+    p.envp_ptrs = p.envp.iter().map(|c| c.as_ptr()).chain(std::iter::once(std::ptr::null())).collect();
+    Ok(p)
+}
+
+fn os_error(what: &str) -> Error {
+    Error::new(ErrorKind::SpawnFailed, format!("cannot start the harness: {what}: {}", std::io::Error::last_os_error()))
+}
+
+/// A pipe whose both ends close on exec: `(read, write)`.
+fn pipe() -> Result<(OwnedFd, OwnedFd), Error> {
+    let mut fds = [0; 2];
+    // SAFETY: `fds` is valid for two ints.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(os_error("pipe"));
+    }
+    // SAFETY: pipe2 returned two new descriptors we now own.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// The lifeline: a connected socket pair (`(supervisor's end, host's end)`), not a pipe, so
+/// that the host's write after the supervisor is gone can be told not to raise SIGPIPE (which
+/// would end a Go host: a signal raised on a non-Go thread).
+fn lifeline() -> Result<(OwnedFd, OwnedFd), Error> {
+    let mut fds = [0; 2];
+    // SAFETY: `fds` is valid for two ints.
+    if unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0, fds.as_mut_ptr()) } != 0 {
+        return Err(os_error("socketpair"));
+    }
+    // SAFETY: socketpair returned two new descriptors we now own.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// Start `program` under a supervisor (see the module docs). Errors: `HarnessNotFound` (not on
+/// `PATH`, no such file), `SpawnFailed` (not executable, the working directory unusable, no
+/// resources), `InvalidArgument` (a NUL byte in an argument).
+pub(crate) fn spawn(
+    program: &OsStr,
+    args: &[String],
+    cwd: Option<&Path>,
+    env: &[(String, String)],
+) -> Result<Supervised, Error> {
+    let name = program.to_string_lossy().into_owned();
+    let prepared = prepare(program, args, cwd, env)?;
+    let (out_r, out_w) = pipe()?;
+    let (err_r, err_w) = pipe()?;
+    let (status_r, status_w) = pipe()?;
+    let (life_r, life_w) = lifeline()?;
+    // SAFETY: a NUL-terminated path literal.
+    let devnull = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
+    if devnull < 0 {
+        return Err(os_error("/dev/null"));
+    }
+    // SAFETY: open returned a new descriptor we own.
+    let devnull = unsafe { OwnedFd::from_raw_fd(devnull) };
+    let fds = [life_r.as_raw_fd(), status_w.as_raw_fd(), out_w.as_raw_fd(), err_w.as_raw_fd(), devnull.as_raw_fd()];
+
+    // No signal may run a host handler in the forked copy before it resets them all.
+    // SAFETY: plain signal-mask calls on sets we own.
+    let supervisor = unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+        let pid = raw_fork();
+        if pid == 0 {
+            supervisor_main(&prepared, fds);
+        }
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        pid
+    };
+    if supervisor < 0 {
+        return Err(os_error("fork"));
+    }
+    drop((out_w, err_w, status_w, life_r, devnull));
+
+    // The first message says whether the harness was started.
+    let mut status_file = File::from(status_r);
+    let mut msg = [0u8; MSG_LEN];
+    let started = status_file.read_exact(&mut msg);
+    let word = |i: usize| i32::from_ne_bytes([msg[i], msg[i + 1], msg[i + 2], msg[i + 3]]);
+    let failure = match started {
+        Err(e) => Some(Error::new(ErrorKind::SpawnFailed, format!("cannot start {name}: the supervisor failed ({e})"))),
+        Ok(()) if word(0) == MSG_STARTED => None,
+        Ok(()) => {
+            let (stage, errno) = (word(4), word(8));
+            let cause = std::io::Error::from_raw_os_error(errno);
+            Some(match (stage, errno) {
+                (STAGE_EXEC, libc::ENOENT) => Error::new(ErrorKind::HarnessNotFound, format!("{name} not found")),
+                (STAGE_EXEC, libc::EACCES | libc::ENOEXEC | libc::EISDIR) => {
+                    Error::new(ErrorKind::SpawnFailed, format!("{name} is not executable: {cause}"))
+                }
+                (STAGE_CHDIR, _) => Error::new(
+                    ErrorKind::SpawnFailed,
+                    format!(
+                        "cannot use the working directory {}: {cause}",
+                        cwd.map(|c| c.display().to_string()).unwrap_or_default()
+                    ),
+                ),
+                (STAGE_FORK, _) => Error::new(ErrorKind::SpawnFailed, format!("cannot start {name}: fork: {cause}")),
+                _ => Error::new(ErrorKind::SpawnFailed, format!("cannot start {name}: {cause}")),
+            })
+        }
+    };
+    if let Some(e) = failure {
+        drop(life_w);
+        reap(supervisor, std::time::Duration::from_secs(5));
+        return Err(e);
+    }
+    Ok(Supervised {
+        pid: word(4),
+        supervisor,
+        stdout: out_r,
+        stderr: err_r,
+        status: OwnedFd::from(status_file),
+        lifeline: life_w,
+    })
+}
+
+/// Ask the supervisor to end the tree now (idempotent; the lifeline stays open).
+pub(crate) fn kill_tree(lifeline: &OwnedFd) {
+    let byte = [KILL_TREE];
+    // SAFETY: sending one byte from a valid buffer on a socket we own; MSG_NOSIGNAL: a
+    // supervisor already gone is an EPIPE error, never a SIGPIPE in the host.
+    unsafe { libc::send(lifeline.as_raw_fd(), byte.as_ptr().cast(), 1, libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT) };
+}
+
+/// Wait for the supervisor to exit (it does once told to end the tree, or once the harness
+/// could not be started), up to `patience`; then kill it and wait.
+pub(crate) fn reap(supervisor: i32, patience: std::time::Duration) {
+    let deadline = std::time::Instant::now() + patience;
+    loop {
+        let mut status = 0;
+        // SAFETY: waiting for our own child.
+        let r = unsafe { libc::waitpid(supervisor, &mut status, libc::WNOHANG) };
+        if r != 0 {
+            return; // reaped, or not ours to reap (ECHILD: SIGCHLD ignored by the host)
+        }
+        if std::time::Instant::now() >= deadline {
+            // SAFETY: signalling and waiting for our own child.
+            unsafe {
+                libc::kill(supervisor, libc::SIGKILL);
+                libc::waitpid(supervisor, &mut status, 0);
+            }
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The forked processes. Only async-signal-safe system calls from here on: no allocation, no
+// locks, no panics (nothing that could unwind).
+
+/// Where the supervisor keeps what it needs (everything else is closed).
+const FD_LIFELINE: RawFd = 3;
+const FD_STATUS: RawFd = 4;
+const FD_OUT: RawFd = 5;
+const FD_ERR: RawFd = 6;
+const FD_NULL: RawFd = 7;
+const FD_FIRST_FREE: RawFd = 8;
+
+/// `fork()` without the host's `pthread_atfork` handlers: those are the host's code (libuv's
+/// re-creates its signal pipe on descriptors that are ours by then) and need not be
+/// async-signal-safe. A bare `clone(SIGCHLD)` is what fork does without them.
+unsafe fn raw_fork() -> libc::pid_t {
+    // SAFETY: clone with only SIGCHLD and no new stack is fork: the child continues on a copy
+    // of this stack; it only makes system calls until it execs or exits.
+    unsafe {
+        libc::syscall(libc::SYS_clone, libc::SIGCHLD as libc::c_ulong, 0usize, 0usize, 0usize, 0usize) as libc::pid_t
+    }
+}
+
+fn errno() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+unsafe fn report(kind: i32, a: i32, b: i32) {
+    let mut msg = [0u8; MSG_LEN];
+    msg[0..4].copy_from_slice(&kind.to_ne_bytes());
+    msg[4..8].copy_from_slice(&a.to_ne_bytes());
+    msg[8..12].copy_from_slice(&b.to_ne_bytes());
+    // SAFETY: a valid buffer; an error (the host is gone) is ignored (SIGPIPE is ignored).
+    unsafe { libc::write(FD_STATUS, msg.as_ptr().cast(), MSG_LEN) };
+}
+
+/// Every signal back to its default action, the mask empty but for `blocked`.
+unsafe fn reset_signals(blocked: Option<i32>) {
+    // SAFETY: sigaction/sigprocmask on zeroed, then filled, local structures.
+    unsafe {
+        let mut dfl: libc::sigaction = std::mem::zeroed();
+        dfl.sa_sigaction = libc::SIG_DFL;
+        for sig in 1..libc::SIGRTMAX() {
+            if sig != libc::SIGKILL && sig != libc::SIGSTOP {
+                libc::sigaction(sig, &dfl, std::ptr::null_mut());
+            }
+        }
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        if let Some(sig) = blocked {
+            libc::sigaddset(&mut set, sig);
+        }
+        libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
+    }
+}
+
+/// Move `fds` to 3, 4, 5, … (close-on-exec) and close every other descriptor from 3 on.
+unsafe fn arrange_fds(fds: [RawFd; 5]) {
+    // SAFETY: fcntl/dup3/close on descriptors of this process.
+    unsafe {
+        let base = fds.iter().copied().max().unwrap_or(0).max(FD_FIRST_FREE) + 1;
+        let mut temps = [0; 5];
+        for (t, fd) in temps.iter_mut().zip(fds) {
+            *t = libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, base);
+        }
+        for (i, t) in temps.iter().enumerate() {
+            libc::dup3(*t, 3 + i as RawFd, libc::O_CLOEXEC);
+        }
+        if libc::syscall(libc::SYS_close_range, FD_FIRST_FREE as libc::c_uint, libc::c_uint::MAX, 0) != 0 {
+            let mut limit: libc::rlimit = std::mem::zeroed();
+            libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit);
+            let top = (limit.rlim_cur as RawFd).clamp(FD_FIRST_FREE, 65536);
+            for fd in FD_FIRST_FREE..top {
+                libc::close(fd);
+            }
+        }
+    }
+}
+
+unsafe fn supervisor_main(p: &Prepared, fds: [RawFd; 5]) -> ! {
+    // SAFETY: the whole function runs in the forked child, with async-signal-safe calls only.
+    unsafe {
+        reset_signals(Some(libc::SIGCHLD));
+        for sig in
+            [libc::SIGINT, libc::SIGQUIT, libc::SIGTSTP, libc::SIGTTIN, libc::SIGTTOU, libc::SIGHUP, libc::SIGPIPE]
+        {
+            libc::signal(sig, libc::SIG_IGN);
+        }
+        libc::setpgid(0, 0);
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+        arrange_fds(fds);
+        let me = libc::getpid();
+
+        let mut chld: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut chld);
+        libc::sigaddset(&mut chld, libc::SIGCHLD);
+        let sfd = libc::signalfd(-1, &chld, libc::SFD_CLOEXEC | libc::SFD_NONBLOCK);
+
+        let mut errp = [0; 2];
+        if libc::pipe2(errp.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
+            report(MSG_FAILED, STAGE_FORK, errno());
+            libc::_exit(0);
+        }
+        let harness = raw_fork();
+        if harness == 0 {
+            harness_main(p, me, errp[1]);
+        }
+        if harness < 0 {
+            report(MSG_FAILED, STAGE_FORK, errno());
+            libc::_exit(0);
+        }
+        libc::close(errp[1]);
+        libc::close(FD_OUT);
+        libc::close(FD_ERR);
+        libc::close(FD_NULL);
+        // The exec result: nothing (exec succeeded: the descriptor closed) or [stage, errno].
+        let mut failure = [0u8; 8];
+        let mut got = 0;
+        while got < failure.len() {
+            let n = libc::read(errp[0], failure[got..].as_mut_ptr().cast(), failure.len() - got);
+            if n > 0 {
+                got += n as usize;
+            } else if n == 0 || errno() != libc::EINTR {
+                break;
+            }
+        }
+        libc::close(errp[0]);
+        if got == failure.len() {
+            let word = |i: usize| i32::from_ne_bytes([failure[i], failure[i + 1], failure[i + 2], failure[i + 3]]);
+            report(MSG_FAILED, word(0), word(4));
+            let mut st = 0;
+            libc::waitpid(harness, &mut st, 0);
+            libc::_exit(0);
+        }
+        report(MSG_STARTED, harness, 0);
+
+        let mut leader_alive = true;
+        loop {
+            let mut polls = [
+                libc::pollfd { fd: FD_LIFELINE, events: libc::POLLIN, revents: 0 },
+                libc::pollfd { fd: sfd, events: libc::POLLIN, revents: 0 },
+            ];
+            // Without a signalfd, look for exited children every 50 ms.
+            let (n, timeout) = if sfd >= 0 { (2, -1) } else { (1, 50) };
+            let r = libc::poll(polls.as_mut_ptr(), n, timeout);
+            if r < 0 && errno() != libc::EINTR {
+                break;
+            }
+            if sfd >= 0 && polls[1].revents != 0 {
+                let mut info = [0u8; 128];
+                while libc::read(sfd, info.as_mut_ptr().cast(), info.len()) > 0 {}
+            }
+            reap_children(harness, &mut leader_alive);
+            if polls[0].revents != 0 {
+                // A request to end the tree, or the host is gone (the lifeline closed).
+                break;
+            }
+        }
+        kill_tree_now(harness, me, &mut leader_alive);
+        libc::_exit(0);
+    }
+}
+
+/// Reap every exited child; report the leader's exit once.
+unsafe fn reap_children(leader: i32, leader_alive: &mut bool) {
+    loop {
+        let mut status = 0;
+        // SAFETY: waiting for our own children.
+        let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
+        if pid <= 0 {
+            return;
+        }
+        if pid == leader && *leader_alive {
+            *leader_alive = false;
+            // SAFETY: writing a status message.
+            unsafe { report(MSG_EXITED, status, 0) };
+        }
+    }
+}
+
+/// SIGKILL the harness's group and every descendant, round after round (a killed process's
+/// children become ours), until no child is left (at most ~2 s: a process in uninterruptible
+/// sleep cannot be helped).
+unsafe fn kill_tree_now(leader: i32, me: i32, leader_alive: &mut bool) {
+    for _ in 0..2000 {
+        // SAFETY: signalling processes of our own tree; scanning /proc.
+        unsafe {
+            libc::kill(-leader, libc::SIGKILL);
+            for_each_child(me, |pid| {
+                libc::kill(pid, libc::SIGKILL);
+            });
+            reap_children(leader, leader_alive);
+            let mut status = 0;
+            if libc::waitpid(-1, &mut status, libc::WNOHANG) < 0 && errno() == libc::ECHILD {
+                return;
+            }
+            let pause = libc::timespec { tv_sec: 0, tv_nsec: 1_000_000 };
+            libc::nanosleep(&pause, std::ptr::null_mut());
+        }
+    }
+}
+
+/// Call `f` with the pid of every process whose parent is `me` (from `/proc/<pid>/stat`).
+unsafe fn for_each_child(me: i32, mut f: impl FnMut(i32)) {
+    // SAFETY: open/getdents64/read/close with stack buffers.
+    unsafe {
+        let dir = libc::open(c"/proc".as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC);
+        if dir < 0 {
+            return;
+        }
+        let mut buf = [0u8; 8192];
+        loop {
+            let n = libc::syscall(libc::SYS_getdents64, dir, buf.as_mut_ptr(), buf.len());
+            if n <= 0 {
+                break;
+            }
+            let mut off = 0usize;
+            while off + 19 < n as usize {
+                let reclen = u16::from_ne_bytes([buf[off + 16], buf[off + 17]]) as usize;
+                if reclen == 0 {
+                    break;
+                }
+                let name = &buf[off + 19..(off + reclen).min(n as usize)];
+                let name = &name[..name.iter().position(|&c| c == 0).unwrap_or(name.len())];
+                if let Some(pid) = parse_pid(name) {
+                    if pid != me && parent_of(pid) == Some(me) {
+                        f(pid);
+                    }
+                }
+                off += reclen;
+            }
+        }
+        libc::close(dir);
+    }
+}
+
+fn parse_pid(name: &[u8]) -> Option<i32> {
+    if name.is_empty() || name.len() > 9 || !name.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    Some(name.iter().fold(0i32, |n, d| n * 10 + i32::from(d - b'0')))
+}
+
+/// The parent pid of `pid`, from `/proc/<pid>/stat` (`pid (comm) state ppid …`; the comm may
+/// hold parentheses, so the last `)` ends it).
+unsafe fn parent_of(pid: i32) -> Option<i32> {
+    let mut path = [0u8; 32];
+    let prefix = b"/proc/";
+    path[..prefix.len()].copy_from_slice(prefix);
+    let mut digits = [0u8; 10];
+    let mut n = pid;
+    let mut len = 0;
+    loop {
+        digits[len] = b'0' + (n % 10) as u8;
+        len += 1;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let mut at = prefix.len();
+    for i in (0..len).rev() {
+        path[at] = digits[i];
+        at += 1;
+    }
+    path[at..at + 5].copy_from_slice(b"/stat");
+    // SAFETY: `path` is NUL-terminated (zeroed tail); a stack buffer to read into.
+    unsafe {
+        let fd = libc::open(path.as_ptr().cast(), libc::O_RDONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return None;
+        }
+        let mut stat = [0u8; 512];
+        let got = libc::read(fd, stat.as_mut_ptr().cast(), stat.len());
+        libc::close(fd);
+        if got <= 0 {
+            return None;
+        }
+        let stat = &stat[..got as usize];
+        let close = stat.iter().rposition(|&c| c == b')')?;
+        // ") S ppid "
+        let rest = stat.get(close + 4..)?;
+        let end = rest.iter().position(|&c| c == b' ')?;
+        parse_pid(&rest[..end])
+    }
+}
+
+unsafe fn harness_main(p: &Prepared, supervisor: i32, errw: RawFd) -> ! {
+    // SAFETY: the forked harness child, async-signal-safe calls only, then exec.
+    unsafe {
+        let fail = |stage: i32| -> ! {
+            let mut msg = [0u8; 8];
+            msg[0..4].copy_from_slice(&stage.to_ne_bytes());
+            msg[4..8].copy_from_slice(&errno().to_ne_bytes());
+            libc::write(errw, msg.as_ptr().cast(), msg.len());
+            libc::_exit(127);
+        };
+        libc::setpgid(0, 0);
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+        if libc::getppid() != supervisor {
+            libc::_exit(127); // the supervisor is already gone
+        }
+        reset_signals(None);
+        if libc::dup2(FD_NULL, 0) < 0 || libc::dup2(FD_OUT, 1) < 0 || libc::dup2(FD_ERR, 2) < 0 {
+            fail(STAGE_FORK);
+        }
+        if let Some(cwd) = &p.cwd {
+            if libc::chdir(cwd.as_ptr()) != 0 {
+                fail(STAGE_CHDIR);
+            }
+        }
+        libc::execve(p.path.as_ptr(), p.argv_ptrs.as_ptr(), p.envp_ptrs.as_ptr());
+        fail(STAGE_EXEC);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pids_and_parents_are_read_from_proc() {
+        assert_eq!(parse_pid(b"1234"), Some(1234));
+        assert_eq!(parse_pid(b"self"), None);
+        assert_eq!(parse_pid(b""), None);
+        // SAFETY: reading /proc.
+        let parent = unsafe { parent_of(std::process::id() as i32) };
+        // SAFETY: getppid has no preconditions.
+        assert_eq!(parent, Some(unsafe { libc::getppid() }));
+    }
+
+    #[test]
+    fn programs_resolve_on_the_path_of_the_process() {
+        assert!(resolve_program(OsStr::new("sh"), None).is_some());
+        assert_eq!(resolve_program(OsStr::new("sh"), Some(OsStr::new("/definitely/not"))), None);
+        assert!(resolve_program(OsStr::new("/bin/sh"), None).is_some());
+        assert_eq!(resolve_program(OsStr::new("no-such-harness-anywhere"), None), None);
+    }
+}

@@ -1,0 +1,98 @@
+//! The secret-shape corpus (`tests/secrets/corpus.jsonl`) through every output path of the core:
+//! each harness's own recorded output with every corpus entry as a shell command, an edit's
+//! new text and a written file (`tests/secrets/traces/`, made by `make_traces.py`). With
+//! redaction off every secret reaches the output (so the fixtures exercise the paths); with
+//! redaction on — the default of `parse`, `Decoder`, `replay` and runs — none survives in any
+//! content event, run-stream envelope of a masked channel, or hook event.
+
+use std::path::{Path, PathBuf};
+
+use agentstream_core::replay::{ReplayOptions, replay};
+use agentstream_core::{Agent, Channel, Decoder, DecoderOptions, OutputEvent, RedactionPolicy};
+
+fn dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/secrets")
+}
+
+/// Every secret of the corpus, as it would appear inside JSON text.
+fn secrets() -> Vec<String> {
+    let corpus = std::fs::read_to_string(dir().join("corpus.jsonl")).unwrap();
+    let mut out = Vec::new();
+    for line in corpus.lines().filter(|l| !l.trim().is_empty()) {
+        let entry: serde_json::Value = serde_json::from_str(line).unwrap();
+        for s in entry["secrets"].as_array().unwrap() {
+            let s = s.as_str().unwrap();
+            let quoted = serde_json::to_string(s).unwrap();
+            out.push(quoted[1..quoted.len() - 1].to_string());
+        }
+    }
+    assert!(out.len() >= 24, "the corpus");
+    out
+}
+
+fn trace(agent: Agent) -> Vec<u8> {
+    std::fs::read(dir().join("traces").join(format!("{}.input.jsonl", agent.name()))).unwrap()
+}
+
+fn decode(agent: Agent, bytes: &[u8], redaction: RedactionPolicy, chunk: usize) -> Vec<OutputEvent> {
+    let mut d = Decoder::with_options(agent, DecoderOptions::default().with_redaction(redaction));
+    let mut events = Vec::new();
+    for c in bytes.chunks(chunk) {
+        events.extend(d.feed(c));
+    }
+    events.extend(d.finish());
+    events
+}
+
+fn survivors<'s>(text: &str, secrets: &'s [String]) -> Vec<&'s str> {
+    secrets.iter().filter(|s| text.contains(s.as_str())).map(String::as_str).collect()
+}
+
+#[test]
+fn every_secret_reaches_an_input_field_when_redaction_is_off() {
+    let secrets = secrets();
+    for agent in Agent::ALL {
+        let out: String = decode(agent, &trace(agent), RedactionPolicy::disabled(), 1 << 20)
+            .iter()
+            .map(OutputEvent::to_json)
+            .collect();
+        let missing: Vec<&String> = secrets.iter().filter(|s| !out.contains(s.as_str())).collect();
+        assert!(missing.is_empty(), "{agent}: the fixture never carries {missing:?} into an event");
+    }
+}
+
+#[test]
+fn no_secret_survives_parse_or_the_decoder_at_any_chunking() {
+    let secrets = secrets();
+    for agent in Agent::ALL {
+        let bytes = trace(agent);
+        let whole: String = agentstream_core::parse(agent, &bytes).iter().map(OutputEvent::to_json).collect();
+        assert_eq!(survivors(&whole, &secrets), Vec::<&str>::new(), "{agent}: parse");
+        assert!(whole.contains("[redacted]"), "{agent}");
+        for chunk in [3, 4096] {
+            let chunked: String =
+                decode(agent, &bytes, RedactionPolicy::default(), chunk).iter().map(OutputEvent::to_json).collect();
+            assert_eq!(chunked, whole, "{agent}: chunks of {chunk}");
+        }
+    }
+}
+
+#[test]
+fn no_secret_survives_a_replayed_run_or_its_hooks() {
+    let secrets = secrets();
+    for agent in Agent::ALL {
+        let r = replay(agent, &trace(agent), &ReplayOptions::default());
+        for env in &r.items {
+            // The raw channels are the process's bytes, verbatim by design (see redact's docs).
+            if matches!(env.channel(), Channel::Stdout | Channel::Stderr) {
+                continue;
+            }
+            let text = env.to_json();
+            assert_eq!(survivors(&text, &secrets), Vec::<&str>::new(), "{agent}: item {}", env.sequence);
+        }
+        for hook in &r.hooks {
+            let text = serde_json::to_string(hook).unwrap();
+            assert_eq!(survivors(&text, &secrets), Vec::<&str>::new(), "{agent}: hook {}", hook.event_type);
+        }
+    }
+}
