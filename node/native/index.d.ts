@@ -68,13 +68,14 @@ export declare class NativeDecoder {
   /** Feed text (encoded as UTF-8); returns a JSON array like `feed`. */
   feedString(text: string): string
   /**
-   * Benchmark only: like `feed`, but builds the JavaScript objects through napi (from a
-   * `serde_json::Value` tree) instead of returning JSON. Slower than `feed` + `JSON.parse`
-   * (see `benches/node_decode.mjs`) and lossy: napi turns integers above 2^32 that do not fit
-   * an i64 into strings, and typed structs with such u64s fail to convert at all (toolchain.md
-   * pitfall N3). Never used by the wrapper.
+   * Feed bytes; returns the events of every line they complete as a tape `[text, words]`
+   * (read by `node/src/tape.ts`).
    */
-  feedObjects(bytes: Uint8Array): unknown[]
+  feedTape(bytes: Uint8Array): [string, Uint32Array]
+  /** Feed text (encoded as UTF-8); returns a tape like `feedTape`. */
+  feedStringTape(text: string): [string, Uint32Array]
+  /** `finish` as a tape. */
+  finishTape(): [string, Uint32Array]
   /**
    * End of input: decodes a final line without a newline and flushes held-back events
    * (JSON array). Later calls return `[]`.
@@ -216,6 +217,12 @@ export declare function parse(agent: string, bytes: Uint8Array): string
 
 /** Decode a whole recorded output (text) at once; returns a JSON array of events. */
 export declare function parseString(agent: string, text: string): string
+
+/** `parse` of text as a tape `[text, words]`. */
+export declare function parseStringTape(agent: string, text: string): [string, Uint32Array]
+
+/** `parse` as a tape `[text, words]` (read by `node/src/tape.ts`). */
+export declare function parseTape(agent: string, bytes: Uint8Array): [string, Uint32Array]
 
 /**
  * Replay a recorded output through the whole sans-IO pipeline (decoder, run stream, terminal

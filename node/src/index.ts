@@ -25,6 +25,7 @@
 
 import { AgentStreamError, DecodeLimitError, InvalidArgumentError } from './errors';
 import { agentName, call, describe, native } from './internal';
+import { readEvents } from './tape';
 import type {
   AgentName,
   Channel,
@@ -79,9 +80,9 @@ export const AGENTS: readonly AgentName[] = Object.freeze(call(() => native.agen
 /** The four channel names `on(...)` accepts. */
 export const CHANNELS: readonly Channel[] = Object.freeze(call(() => native.channelNames()) as Channel[]);
 
-/** A JSON array of events from the addon → events. */
-function events(json: string): OutputEvent[] {
-  return json === '[]' ? [] : (JSON.parse(json) as OutputEvent[]);
+/** A tape of events from the addon (`[text, words]`, see `tape.ts`) → events. */
+function events([text, words]: [string, Uint32Array]): OutputEvent[] {
+  return words[0] === 0 ? [] : readEvents(text, words);
 }
 
 /** Bytes of any binary input, without copying; `undefined` for text. */
@@ -127,9 +128,9 @@ export class Decoder {
     this.#native = call(() => new native.NativeDecoder(name, max));
   }
 
-  /** Events from a native JSON array; with `onOversize: 'raise'`, throws if a line was skipped. */
-  #deliver(json: string): OutputEvent[] {
-    const out = events(json);
+  /** Events from a native tape; with `onOversize: 'raise'`, throws if a line was skipped. */
+  #deliver(tape: [string, Uint32Array]): OutputEvent[] {
+    const out = events(tape);
     if (this.#raiseOnOversize) {
       const diags = JSON.parse(call(() => this.#native.takeDiagnosticsJson())) as Diagnostic[];
       this.#pending.push(...diags);
@@ -153,7 +154,9 @@ export class Decoder {
    */
   feed(chunk: DecoderInput): OutputEvent[] {
     const bytes = bytesOf(chunk, 'Decoder.feed()');
-    return this.#deliver(call(() => (bytes ? this.#native.feed(bytes) : this.#native.feedString(chunk as string))));
+    return this.#deliver(
+      call(() => (bytes ? this.#native.feedTape(bytes) : this.#native.feedStringTape(chunk as string))),
+    );
   }
 
   /**
@@ -161,7 +164,7 @@ export class Decoder {
    * multi-line errors). Later `feed`/`finish` calls return `[]`.
    */
   finish(): OutputEvent[] {
-    return this.#deliver(call(() => this.#native.finish()));
+    return this.#deliver(call(() => this.#native.finishTape()));
   }
 
   /**
@@ -210,7 +213,7 @@ export class Decoder {
 export function parse(agent: AgentName | string, input: DecoderInput): OutputEvent[] {
   const name = agentName(agent, 'parse()');
   const bytes = bytesOf(input, 'parse()');
-  return events(call(() => (bytes ? native.parse(name, bytes) : native.parseString(name, input as string))));
+  return events(call(() => (bytes ? native.parseTape(name, bytes) : native.parseStringTape(name, input as string))));
 }
 
 /**
