@@ -106,10 +106,10 @@ export declare class NativeRun {
   /** Whether anything reads the run (false: await-only, nothing is buffered). */
   get hasReader(): boolean
   /**
-   * What is ready as a JSON array (up to `max` deliveries), as soon as at least one is;
-   * `null` once the stream is over (after the terminal item and its hook events).
+   * What is ready as a tape `[text, words]` (up to `max` deliveries), as soon as at least
+   * one is; `null` once the stream is over (after the terminal item and its hook events).
    */
-  nextBatch(max: number): Promise<string | null>
+  nextBatch(max: number): Promise<[string, Uint32Array] | null>
   /**
    * Resolves once the run has ended for its reader (its terminal event was delivered; an
    * await-only run: once it finished). Never reads the run itself.
@@ -232,3 +232,9 @@ export declare function parseTape(agent: string, bytes: Uint8Array): [string, Ui
  * events flat camelCase, stats camelCase.
  */
 export declare function replayJson(agent: string, bytes: Uint8Array, runId?: string | undefined | null, agentId?: string | undefined | null, timestamp?: string | undefined | null): string
+
+/**
+ * Whether JSON objects go on tapes by shape (`node/src/tape.ts` turns it off when the runtime
+ * cannot compile the shapes' literals; see `tape::use_shapes`). Process-wide.
+ */
+export declare function tapeShapes(on: boolean): void

@@ -851,3 +851,4 @@ module.exports.parseString = nativeBinding.parseString
 module.exports.parseStringTape = nativeBinding.parseStringTape
 module.exports.parseTape = nativeBinding.parseTape
 module.exports.replayJson = nativeBinding.replayJson
+module.exports.tapeShapes = nativeBinding.tapeShapes

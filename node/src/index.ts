@@ -25,7 +25,7 @@
 
 import { AgentStreamError, DecodeLimitError, InvalidArgumentError } from './errors';
 import { agentName, call, describe, native } from './internal';
-import { readEvents } from './tape';
+import { TapeShapes, readEvents } from './tape';
 import type {
   AgentName,
   Channel,
@@ -80,9 +80,10 @@ export const AGENTS: readonly AgentName[] = Object.freeze(call(() => native.agen
 /** The four channel names `on(...)` accepts. */
 export const CHANNELS: readonly Channel[] = Object.freeze(call(() => native.channelNames()) as Channel[]);
 
-/** A tape of events from the addon (`[text, words]`, see `tape.ts`) → events. */
-function events([text, words]: [string, Uint32Array]): OutputEvent[] {
-  return words[0] === 0 ? [] : readEvents(text, words);
+/** A tape of events from the addon (`[text, words]`, see `tape.ts`) → events; `shapes` are
+ * those of the tape's writer (one native decoder, or a fresh set for a one-off call). */
+function events([text, words]: [string, Uint32Array], shapes: TapeShapes = new TapeShapes()): OutputEvent[] {
+  return words[0] === 0 ? [] : readEvents(text, words, shapes);
 }
 
 /** Bytes of any binary input, without copying; `undefined` for text. */
@@ -104,6 +105,8 @@ function bytesOf(input: DecoderInput, what: string): Uint8Array | undefined {
  */
 export class Decoder {
   readonly #native: InstanceType<typeof native.NativeDecoder>;
+  /** The object shapes the native decoder's tapes have defined (see `tape.ts`). */
+  readonly #shapes = new TapeShapes();
   readonly #raiseOnOversize: boolean;
   /** Diagnostics read by `onOversize: 'raise'` and not yet taken by the caller. */
   #pending: Diagnostic[] = [];
@@ -130,7 +133,7 @@ export class Decoder {
 
   /** Events from a native tape; with `onOversize: 'raise'`, throws if a line was skipped. */
   #deliver(tape: [string, Uint32Array]): OutputEvent[] {
-    const out = events(tape);
+    const out = events(tape, this.#shapes);
     if (this.#raiseOnOversize) {
       const diags = JSON.parse(call(() => this.#native.takeDiagnosticsJson())) as Diagnostic[];
       this.#pending.push(...diags);

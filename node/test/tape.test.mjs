@@ -128,3 +128,30 @@ test('text that is not ASCII is cut in UTF-16 units', () => {
   assert.equal(events[0].update.content.text, text);
   assert.equal(events[0].sessionId, 'séss-1');
 });
+
+test('a real run read from tapes gives the wire shapes: every channel, hook events, key order', async () => {
+  const { fakeEvolve, golden } = await import('./fake.mjs');
+  const { replay } = await import('agentstream');
+  for (const [agent, name] of [['claude', 's2-bash'], ['codex', 's2-bash'], ['gemini', 's2-bash']]) {
+    const evolve = fakeEvolve(agent, name);
+    const hooks = [];
+    const envelopes = [];
+    for await (const envelope of evolve.stream({ prompt: 'tape', onEvent: (h) => hooks.push(h) })) envelopes.push(envelope);
+    // The same recording through the sans-IO pipeline, serialized as JSON by the core.
+    const want = replay(agent, readFileSync(`${golden(agent, name)}.input.jsonl`));
+    const content = (list) => list.filter((e) => e.channel === 'content');
+    assertSame(content(envelopes).map((e) => e.event), content(want.items).map((e) => e.event), `${agent}/${name} run`);
+    const stdout = envelopes.filter((e) => e.channel === 'stdout').map((e) => e.event).join('');
+    assert.equal(stdout, readFileSync(`${golden(agent, name)}.input.jsonl`, 'utf8'), `${agent}/${name} stdout`);
+    envelopes.forEach((e, i) => {
+      assert.equal(e.sequence, i, `${agent}/${name}: gapless sequence`);
+      assert.deepEqual(Object.keys(e), ['runId', 'sequence', 'channel', 'event'], `${agent}/${name}: envelope keys`);
+      assert.equal(e.runId, envelopes[0].runId);
+    });
+    const lifecycle = envelopes.filter((e) => e.channel === 'lifecycle');
+    const wantLifecycle = want.items.filter((e) => e.channel === 'lifecycle');
+    assert.deepEqual(Object.keys(lifecycle.at(-1).event), Object.keys(wantLifecycle.at(-1).event), `${agent}/${name}: lifecycle keys`);
+    assert.deepEqual(hooks.map((h) => h.type), want.hooks.map((h) => h.type), `${agent}/${name}: hooks`);
+    hooks.forEach((h, i) => assert.deepEqual(Object.keys(h), Object.keys(want.hooks[i]), `${agent}/${name}: hook ${i} keys`));
+  }
+});

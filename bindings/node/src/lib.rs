@@ -122,19 +122,9 @@ fn events_json(events: &[OutputEvent]) -> Result<String, Code> {
 }
 
 /// The events as a tape for `node/src/tape.ts`: `[text, words]` ([`tape::Tape`]).
-type TapeValue<'env> = (napi::JsString<'env>, tape::Words);
-
-fn events_tape<'env>(env: &'env Env, tape: &mut tape::Tape, events: &[OutputEvent]) -> Result<TapeValue<'env>, Code> {
+fn events_tape(env: &Env, tape: &mut tape::Tape, events: &[OutputEvent]) -> Result<tape::JsTape, Code> {
     tape.write_events(events);
-    let text = if tape.ascii {
-        // Pure ASCII is valid Latin-1: V8 copies it without decoding UTF-8.
-        env.create_string_latin1(tape.text.as_bytes())
-    } else {
-        env.create_string(&tape.text)
-    }
-    .map_err(|e| internal(e.reason))?;
-    let words = tape::Words::copy(env, &tape.words).map_err(|e| internal(e.reason))?;
-    Ok((text, words))
+    tape::JsTape::new(env, tape).map_err(|e| internal(e.reason))
 }
 
 fn to_json<T: serde::Serialize>(value: &T) -> Result<String, Code> {
@@ -183,19 +173,19 @@ impl NativeDecoder {
     /// Feed bytes; returns the events of every line they complete as a tape `[text, words]`
     /// (read by `node/src/tape.ts`).
     #[napi(catch_unwind, ts_return_type = "[string, Uint32Array]")]
-    pub fn feed_tape<'env>(&mut self, env: &'env Env, bytes: &[u8]) -> Result<TapeValue<'env>, Code> {
+    pub fn feed_tape(&mut self, env: &Env, bytes: &[u8]) -> Result<tape::JsTape, Code> {
         guard(|| events_tape(env, &mut self.tape, &self.inner.feed(bytes)))
     }
 
     /// Feed text (encoded as UTF-8); returns a tape like `feedTape`.
     #[napi(catch_unwind, ts_return_type = "[string, Uint32Array]")]
-    pub fn feed_string_tape<'env>(&mut self, env: &'env Env, text: String) -> Result<TapeValue<'env>, Code> {
+    pub fn feed_string_tape(&mut self, env: &Env, text: String) -> Result<tape::JsTape, Code> {
         guard(|| events_tape(env, &mut self.tape, &self.inner.feed(text.as_bytes())))
     }
 
     /// `finish` as a tape.
     #[napi(catch_unwind, ts_return_type = "[string, Uint32Array]")]
-    pub fn finish_tape<'env>(&mut self, env: &'env Env) -> Result<TapeValue<'env>, Code> {
+    pub fn finish_tape(&mut self, env: &Env) -> Result<tape::JsTape, Code> {
         guard(|| events_tape(env, &mut self.tape, &self.inner.finish()))
     }
 
@@ -249,14 +239,24 @@ pub fn parse(agent: String, bytes: &[u8]) -> Result<String, Code> {
 
 /// `parse` as a tape `[text, words]` (read by `node/src/tape.ts`).
 #[napi(catch_unwind, ts_return_type = "[string, Uint32Array]")]
-pub fn parse_tape<'env>(env: &'env Env, agent: String, bytes: &[u8]) -> Result<TapeValue<'env>, Code> {
+pub fn parse_tape(env: &Env, agent: String, bytes: &[u8]) -> Result<tape::JsTape, Code> {
     guard(|| events_tape(env, &mut tape::Tape::default(), &agentstream_core::parse(parse_agent(&agent)?, bytes)))
 }
 
 /// `parse` of text as a tape `[text, words]`.
 #[napi(catch_unwind, ts_return_type = "[string, Uint32Array]")]
-pub fn parse_string_tape<'env>(env: &'env Env, agent: String, text: String) -> Result<TapeValue<'env>, Code> {
+pub fn parse_string_tape(env: &Env, agent: String, text: String) -> Result<tape::JsTape, Code> {
     guard(|| events_tape(env, &mut tape::Tape::default(), &agentstream_core::parse(parse_agent(&agent)?, text.as_bytes())))
+}
+
+/// Whether JSON objects go on tapes by shape (`node/src/tape.ts` turns it off when the runtime
+/// cannot compile the shapes' literals; see `tape::use_shapes`). Process-wide.
+#[napi(catch_unwind)]
+pub fn tape_shapes(on: bool) -> Result<(), Code> {
+    guard(|| {
+        tape::use_shapes(on);
+        Ok(())
+    })
 }
 
 /// Decode a whole recorded output (text) at once; returns a JSON array of events.

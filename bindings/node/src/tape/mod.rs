@@ -1,23 +1,31 @@
-//! Content events for JavaScript as a *tape*: one string holding every text of a batch, back
-//! to back, and one `Uint32Array` of words saying how to cut it and what to build around it.
-//! `node/src/tape.ts` reads it into exactly the objects `JSON.parse` makes of the events' JSON
-//! (same keys, same key order, same values).
+//! Content events (and a run's deliveries) for JavaScript as a *tape*: one string holding every
+//! text of a batch, back to back, and one `Uint32Array` of words saying how to cut it and what to
+//! build around it. `node/src/tape.ts` reads it into exactly the objects `JSON.parse` makes of
+//! the core's JSON (same keys, same key order, same values).
 //!
 //! Why not JSON: measured on the per-harness corpora, `JSON.parse` of the events' JSON alone
 //! took longer than a plain-JavaScript decoder's whole job (its JSON is 0.7–1.7× the harness's
 //! bytes: every event repeats its session id, model and timestamp, and tool calls carry their
 //! title, content and raw input). Reading a tape, JavaScript scans no JSON syntax: each string is
 //! one `slice` of the batch's text, an event's repeated envelope strings are made once per
-//! batch, and objects are built by literals the JIT compiles to fixed shapes. Only the
-//! harness's own JSON (`rawInput`, `rawOutput`, `extra`) stays JSON: all of a batch's in one
-//! array, one `JSON.parse` call.
+//! batch, and objects are built by literals the JIT compiles to fixed shapes — the harness's own
+//! JSON records too ([`value`]: objects by shape).
 //!
 //! Format (every number one `u32` word unless said otherwise). A string is its length in UTF-16
-//! code units (the reader keeps a cursor into the text); a JSON value takes no word: the batch's
-//! JSON values are one JSON array at the end of the text, taken in order; a `u64` is two words,
-//! high then low; an `f64` is its bits as two words, high then low.
+//! code units (the reader keeps a cursor into the text); a JSON value is written as [`value`]
+//! says; a `u64` is two words, high then low; an `f64` is its bits as two words, high then low.
 //!
-//! * batch: `count`, then `count` events, then the length of the JSON array (0: none).
+//! * batch: `count`, then `count` events (or deliveries, for a run), then the trailer.
+//! * trailer: the shapes first used in this batch (each: its key count, then its keys as
+//!   strings), then five words: where those definitions start in the words, where their keys
+//!   start in the text (UTF-16 units), the id of the first (the reader checks it knows every
+//!   earlier one), how many there are, and the length of the JSON array of the values that stay
+//!   JSON text, which ends the text (0: none).
+//! * delivery of a run: a word — bits 0–2 the kind (0 content, 1 lifecycle, 2 stdout, 3 stderr
+//!   envelopes, 4 a hook event), bit 3 `coalesced` present, bits 4–5 the run id's code (as an
+//!   envelope string's) — then, for an envelope: the run id, the `u64` sequence, the event (a
+//!   content event as below, a lifecycle event as a JSON value, stdout/stderr text as a string)
+//!   and the `u64` coalesced count; for a hook event: its JSON value.
 //! * event: a header word — bits 0–9 five 2-bit codes for `sessionId`, `timestamp`, `model`,
 //!   `messageId`, `parentToolCallId` ([`ABSENT`], [`SAME`]: the last value this field was
 //!   given in the batch, [`NEW`]: a string follows), bit 10 `extra` present, bits
@@ -38,11 +46,22 @@
 //!   `cachedTokens`, 4 `costUsd` present, 5 `costUsd` is finite (else `null`), 6 `extra`), then
 //!   the numbers and the JSON present.
 //!
-//! Every struct is destructured without `..` and every enum matched without `_`, so a field or
-//! variant added to the core fails to compile here; `node/test/tape.test.mjs` checks the objects
-//! against `JSON.parse` of the core's own JSON on every golden case.
+//! Shapes live as long as the writer (a decoder's, a run's), so the reader keeps its factories
+//! as long: one `Tape` here for one reader state there. Every struct is destructured without
+//! `..` and every enum matched without `_`, so a field or variant added to the core fails to
+//! compile here; `node/test/tape.test.mjs` checks the objects against `JSON.parse` of the core's
+//! own JSON on every golden case.
 
+mod js;
+mod value;
+
+pub use js::JsTape;
+pub use value::use_shapes;
+
+use agentstream_core::casing::camel_case_keys;
 use agentstream_core::event::RawJson;
+use agentstream_core::runner::Delivery;
+use agentstream_core::stream::StreamItem;
 use agentstream_core::{
     ContentBlock, DiffContent, ImageContent, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus, SessionUpdate,
     SharedStr, TokenUsage, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolKind,
@@ -66,43 +85,115 @@ pub struct Tape {
     pub text: String,
     /// Whether `text` is pure ASCII (then JavaScript takes it as Latin-1, a plain copy).
     pub ascii: bool,
-    /// The JSON values of the batch, comma-separated, in reading order (appended to `text` as
-    /// one JSON array by [`finish`](Self::finish)).
+    /// `text`'s length in UTF-16 code units.
+    units: usize,
+    /// The JSON values of the batch that stay JSON text, comma-separated, in reading order
+    /// (appended to `text` as one JSON array by [`finish`](Self::finish)).
     json: String,
-    last: [Option<SharedStr>; 5],
+    /// The object shapes JavaScript knows (kept across batches: see [`value`]).
+    shapes: value::Shapes,
+    /// Scratch: the keys of the objects being walked.
+    keys: String,
+    /// Scratch: a string being unescaped.
+    scratch: String,
+    /// The last value of each envelope string: the five of an event, then a run's id.
+    last: [Option<SharedStr>; 6],
 }
 
 impl Tape {
     /// Write the tape of `events`, replacing what the buffers held.
     pub fn write_events(&mut self, events: &[OutputEvent]) {
-        self.words.clear();
-        self.text.clear();
-        self.json.clear();
-        self.ascii = true;
-        self.last = Default::default();
-        self.count(events.len());
+        self.start(events.len());
         for event in events {
             self.event(event);
         }
         self.finish();
     }
 
-    /// End the batch: the JSON values as one array at the end of the text (one `JSON.parse`
-    /// per batch instead of one per value), its length the last word (0: no value).
+    /// Write the tape of a run's `batch` (see the module docs: deliveries), replacing what the
+    /// buffers held.
+    pub fn write_deliveries(&mut self, batch: &[Delivery]) -> serde_json::Result<()> {
+        self.start(batch.len());
+        for delivery in batch {
+            match delivery {
+                Delivery::Item(env) => {
+                    let (kind, lifecycle) = match &env.item {
+                        StreamItem::Content(_) => (0, None),
+                        // The TypeScript shape of a lifecycle event has camelCase keys.
+                        StreamItem::Lifecycle(l) => (1, Some(camel_case_keys(serde_json::to_value(l)?).to_string())),
+                        StreamItem::Stdout(_) => (2, None),
+                        StreamItem::Stderr(_) => (3, None),
+                    };
+                    let run_id = Some(env.run_id.clone());
+                    let code = self.envelope_code(5, &run_id);
+                    self.word(kind | u32::from(env.coalesced > 0) << 3 | code << 4);
+                    self.envelope_str(code, &run_id);
+                    self.u64(env.sequence);
+                    match &env.item {
+                        StreamItem::Content(event) => self.event(event),
+                        StreamItem::Lifecycle(_) => self.value(lifecycle.as_deref().unwrap_or("null")),
+                        StreamItem::Stdout(text) | StreamItem::Stderr(text) => self.str(text),
+                    }
+                    if env.coalesced > 0 {
+                        self.u64(env.coalesced);
+                    }
+                }
+                Delivery::Hook(hook) => {
+                    self.word(4);
+                    self.value(&serde_json::Value::Object(hook.to_flat_camel()).to_string());
+                }
+            }
+        }
+        self.finish();
+        Ok(())
+    }
+
+    fn start(&mut self, count: usize) {
+        self.words.clear();
+        self.text.clear();
+        self.units = 0;
+        self.json.clear();
+        self.ascii = true;
+        self.last = Default::default();
+        self.shapes.start_batch();
+        self.count(count);
+    }
+
+    /// End the batch with its trailer: the shapes new to it, then the values that stay JSON
+    /// text as one array at the end of the text (one `JSON.parse` per batch).
     fn finish(&mut self) {
-        if self.json.is_empty() {
-            self.word(0);
-            return;
+        let defs_word = self.words.len();
+        let defs_text = self.units;
+        let new = std::mem::take(&mut self.shapes);
+        for keys in new.new_in_batch() {
+            self.count(keys.len());
+            for key in keys {
+                self.str(key);
+            }
         }
-        let start = self.text.len();
-        self.text.push('[');
-        self.text.push_str(&self.json);
-        self.text.push(']');
-        let units = utf16_len(&self.text[start..]);
-        if units != self.text.len() - start {
-            self.ascii = false;
-        }
-        self.count(units);
+        let defined = new.new_in_batch().len();
+        let first_id = new.first_new();
+        self.shapes = new;
+        let json_units = if self.json.is_empty() {
+            0
+        } else {
+            let start = self.text.len();
+            self.text.push('[');
+            let json = std::mem::take(&mut self.json);
+            self.text.push_str(&json);
+            self.json = json;
+            self.text.push(']');
+            let units = utf16_len(&self.text[start..]);
+            if units != self.text.len() - start {
+                self.ascii = false;
+            }
+            units
+        };
+        self.count(defs_word);
+        self.count(defs_text);
+        self.count(first_id);
+        self.count(defined);
+        self.count(json_units);
     }
 
     fn word(&mut self, w: u32) {
@@ -119,15 +210,21 @@ impl Tape {
             self.ascii = false;
         }
         self.count(units);
+        self.units += units;
         self.text.push_str(s);
     }
 
-    /// A JSON value: taken from the batch's array of values, in order (no word).
+    /// A JSON value ([`value`]).
     fn json(&mut self, raw: &RawJson) {
+        self.value(raw.get());
+    }
+
+    /// A value that stays JSON text: the next of the batch's JSON array.
+    fn json_text(&mut self, text: &str) {
         if !self.json.is_empty() {
             self.json.push(',');
         }
-        self.json.push_str(raw.get());
+        self.json.push_str(text);
     }
 
     fn u64(&mut self, n: u64) {
@@ -348,44 +445,6 @@ impl Tape {
         if let Some(extra) = extra {
             self.json(extra);
         }
-    }
-}
-
-/// A `Uint32Array` holding a copy of a tape's words, in memory V8 owns (the tape's own buffer
-/// is reused for the next batch).
-pub struct Words(napi::sys::napi_value);
-
-impl Words {
-    /// Copy `words` into a new `Uint32Array`.
-    pub fn copy(env: &napi::Env, words: &[u32]) -> napi::Result<Words> {
-        use napi::sys;
-        let bytes = std::mem::size_of_val(words);
-        let mut data = std::ptr::null_mut();
-        let mut buffer = std::ptr::null_mut();
-        let mut array = std::ptr::null_mut();
-        // SAFETY: napi_create_arraybuffer gives `data`, valid for `bytes` bytes (or null for
-        // none), which nothing else aliases until the buffer is handed to JavaScript below.
-        unsafe {
-            napi::check_status!(sys::napi_create_arraybuffer(env.raw(), bytes, &mut data, &mut buffer))?;
-            if bytes > 0 {
-                std::ptr::copy_nonoverlapping(words.as_ptr().cast::<u8>(), data.cast::<u8>(), bytes);
-            }
-            napi::check_status!(sys::napi_create_typedarray(
-                env.raw(),
-                sys::TypedarrayType::uint32_array,
-                words.len(),
-                buffer,
-                0,
-                &mut array,
-            ))?;
-        }
-        Ok(Words(array))
-    }
-}
-
-impl napi::bindgen_prelude::ToNapiValue for Words {
-    unsafe fn to_napi_value(_env: napi::sys::napi_env, val: Self) -> napi::Result<napi::sys::napi_value> {
-        Ok(val.0)
     }
 }
 
