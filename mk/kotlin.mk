@@ -22,7 +22,7 @@ SWIFT_DIR := bindings/uniffi/swift
 UNIFFI_LIB := target/release/libagentstream_uniffi.so
 UNIFFI_BINDGEN := target/debug/uniffi-bindgen
 UNIFFI_CHECK := target/uniffi-generated
-UNIFFI_KOTLIN_FILE := dev/agentstream/ffi/agentstream.kt
+UNIFFI_KOTLIN_FILE := dev/agentstream/kotlin/ffi/agentstream.kt
 UNIFFI_SWIFT_FILES := Agentstream.swift AgentstreamFFI.h AgentstreamFFI.modulemap
 
 LANG_TESTS += check-uniffi test-kotlin test-kotlin-example

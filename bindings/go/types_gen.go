@@ -753,8 +753,9 @@ type DecodeStats struct {
 // stay empty).
 type RunOutcome struct {
 	State RunState `json:"state"`
-	// A short machine-readable cause (`exit_status`, `killed`, `harness_error`, `truncated_output`,
-	// `no_final_result`, or the caller's own). (State "failed")
+	// A short machine-readable cause (`exit_status`, `killed`, `harness_error`,
+	// `unrecognized_output`, `truncated_output`, `no_final_result`, `no_output`, or the caller's
+	// own). (State "failed")
 	Error string `json:"error,omitempty"`
 	// A sentence for people. (State "failed")
 	Detail string `json:"detail,omitempty"`

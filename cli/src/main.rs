@@ -13,6 +13,7 @@ use clap::{Args, Parser, Subcommand};
 
 mod demo;
 mod fake_harness;
+mod parse_report;
 mod render;
 mod run;
 mod serve;
@@ -31,8 +32,10 @@ enum Command {
     /// Decode recorded harness stdout into content events (one JSON OutputEvent per line).
     ///
     /// Reads FILE (or standard input for `-` or no FILE), prints one OutputEvent per line on
-    /// stdout in the exact seed shape, and a one-line decode summary on stderr. Exits 0 unless
-    /// the input cannot be read. Malformed lines are counted, never fatal.
+    /// stdout in the exact seed shape, and a one-line decode summary on stderr. Malformed lines
+    /// are counted, never fatal. Exits 0 unless the input cannot be read (1) or nothing was
+    /// decoded from it (1: binary input, plain text, another harness's output — one line on
+    /// stderr says what the lines were).
     Parse {
         #[arg(long, short, help = agent_help("The harness that printed the input"))]
         agent: String,
@@ -269,11 +272,7 @@ fn parse_command(agent: &str, max_line_bytes: usize, file: Option<&str>) -> Exit
     if write_events(&mut out, &mut events).is_err() || out.flush().is_err() {
         return ExitCode::SUCCESS;
     }
-    for d in decoder.take_diagnostics() {
-        eprintln!("agentstream parse: line {}: {}", d.line, d.message);
-    }
-    eprintln!("agentstream parse ({agent}): {}", decoder.stats().summary());
-    ExitCode::SUCCESS
+    parse_report::finish(&mut decoder)
 }
 
 fn write_events(out: &mut impl Write, events: &mut Vec<agentstream_core::OutputEvent>) -> io::Result<()> {

@@ -131,7 +131,7 @@ fn show(handle: &RunHandle, flags: &Flags) -> ExitCode {
                     StreamItem::Content(ev) => r.content(ev),
                     StreamItem::Lifecycle(ev) => r.lifecycle(ev),
                     StreamItem::Stderr(t) => r.stderr(t),
-                    StreamItem::Stdout(_) => Ok(()),
+                    StreamItem::Stdout(t) => r.stdout(t),
                 },
                 _ => Ok(()),
             };

@@ -3,7 +3,8 @@
 //! Redaction happens in the core, before an event is numbered: a transport that redacts has
 //! already handed the value to whatever it logs to. It applies to tool-call INPUTS only —
 //! `rawInput` and `title` of `tool_call` events (and the `title` of `tool_call_update`, which
-//! re-titles the same call) — via [`redact_tool_input`]. Answer text is never altered: deltas
+//! re-titles the same call), and the diffs in the `content` of either (an edit's text IS its
+//! input) — via [`redact_tool_input`]. Answer text is never altered: deltas
 //! that no longer reassemble to the answer are a corrupted answer.
 //!
 //! Each match is replaced by the literal [`REDACTED`] (`[redacted]`); the rest of the string is
@@ -43,7 +44,7 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use crate::event::{OutputEvent, RawJson, SessionUpdate};
+use crate::event::{OutputEvent, RawJson, SessionUpdate, ToolCallContent};
 
 /// The mask that replaces each secret.
 pub const REDACTED: &str = "[redacted]";
@@ -76,7 +77,8 @@ impl RedactionPolicy {
 }
 
 /// Mask the tool-call inputs of `event` in place: `rawInput` (every string inside, see
-/// [`redact_value`]) and `title` of a `tool_call`, and `title` of a `tool_call_update`.
+/// [`redact_value`]) and `title` of a `tool_call`, `title` of a `tool_call_update`, and the
+/// old and new text of the diffs in the `content` of either (an edit's text is its input).
 /// Nothing else is touched: message, thought and user text, tool results, plans, errors and
 /// usage are delivered as they are.
 pub fn redact_tool_input(event: &mut OutputEvent) {
@@ -86,13 +88,26 @@ pub fn redact_tool_input(event: &mut OutputEvent) {
             if let Some(raw) = &mut call.raw_input {
                 redact_raw(raw);
             }
+            redact_diffs(call.content.as_deref_mut());
         }
         SessionUpdate::ToolCallUpdate(update) => {
             if let Some(title) = &mut update.title {
                 replace_if_owned(title);
             }
+            redact_diffs(update.content.as_deref_mut());
         }
         _ => {}
+    }
+}
+
+fn redact_diffs(content: Option<&mut [ToolCallContent]>) {
+    for item in content.into_iter().flatten() {
+        if let ToolCallContent::Diff(diff) = item {
+            replace_if_owned(&mut diff.new_text);
+            if let Some(old) = &mut diff.old_text {
+                replace_if_owned(old);
+            }
+        }
     }
 }
 
@@ -855,6 +870,29 @@ mod tests {
         assert_eq!(c.title, "echo [redacted]");
         assert_eq!(c.raw_input.as_ref().map(|r| r.to_value()), Some(json!({"token": "[redacted]"})));
         assert_eq!(c.tool_call_id, "sk-live-01234567890abcdef", "ids are not inputs");
+
+        let diff = |old: Option<&str>, new: &str| {
+            ToolCallContent::Diff(crate::event::DiffContent {
+                path: "/p/.env".into(),
+                old_text: old.map(str::to_string),
+                new_text: new.into(),
+            })
+        };
+        let mut write = call.clone();
+        let SessionUpdate::ToolCall(c) = &mut write.update else { unreachable!() };
+        c.content = Some(vec![diff(Some("API_KEY=sk-live-01234567890abcdef\n"), "API_KEY=$KEY\npassword=hunter2\n")]);
+        redact_tool_input(&mut write);
+        let SessionUpdate::ToolCall(c) = &write.update else { unreachable!() };
+        assert_eq!(
+            c.content,
+            Some(vec![diff(Some("API_KEY=[redacted]\n"), "API_KEY=$KEY\npassword=[redacted]\n")]),
+            "an edit's text is its input"
+        );
+        let mut up = ToolCallUpdate::new("t");
+        up.content = Some(vec![diff(None, "token: sk-live-01234567890abcdef")]);
+        let mut ev = OutputEvent::new(SessionUpdate::ToolCallUpdate(up));
+        redact_tool_input(&mut ev);
+        assert!(ev.to_json().contains("token: [redacted]"), "{}", ev.to_json());
 
         let mut up = ToolCallUpdate::new("t");
         up.title = Some("password=hunter2".into());

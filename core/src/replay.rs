@@ -109,6 +109,8 @@ pub fn replay(agent: Agent, input: &[u8], options: &ReplayOptions) -> Replay {
         open_tool_calls: stream.open_tool_calls().len(),
         fatal_error: answer.fatal_error().map(str::to_string),
         missing_final_result: decoder.missing_final_result().map(str::to_string),
+        unrecognized_output: decoder.unrecognized_output(),
+        no_output: decoder.stats().lines == decoder.stats().blank_lines,
         ..RunEnd::default()
     };
     let outcome = derive_outcome(&end);

@@ -813,7 +813,8 @@ class RunOutcomeFailed(TypedDict):
     state: Literal["failed"]
     error: str
     """A short machine-readable cause (`exit_status`, `killed`, `harness_error`,
-    `truncated_output`, `no_final_result`, or the caller's own).
+    `unrecognized_output`, `truncated_output`, `no_final_result`, `no_output`, or the caller's
+    own).
     """
     detail: str
     """A sentence for people."""

@@ -57,7 +57,7 @@ CP="$KOTLIN/target/test-classes:$KOTLIN/target/classes:$(cat "$WORK/classpath.tx
 echo "== C (bindings/c/bench/bench.c)"
 "$WORK/bench-c" "$WORK/traces" "$SECONDS_PER_MODE" "$FAKE" 1 | tee "$WORK/c.txt"
 echo "== Kotlin (uniffi, JNA)"
-java -cp "$CP" dev.agentstream.Bench "$WORK/traces" "$FAKE" "$SECONDS_PER_MODE" | tee "$WORK/kt.txt"
+java -cp "$CP" dev.agentstream.kotlin.Bench "$WORK/traces" "$FAKE" "$SECONDS_PER_MODE" | tee "$WORK/kt.txt"
 
 rate() { awk -v m="$1" '$1 == m {print $2; exit}' "$2"; }
 c_dec=$(rate callback "$WORK/c.txt"); kt_dec=$(rate kt-decode "$WORK/kt.txt")

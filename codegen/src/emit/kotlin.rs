@@ -1,6 +1,6 @@
 //! Kotlin (2.x, JVM): data classes, sealed interfaces, enums and the error table in
-//! `bindings/uniffi/kotlin/src/main/kotlin/dev/agentstream/types/` (package
-//! `dev.agentstream.types`), each with its own reader and writer of the wire form over
+//! `bindings/uniffi/kotlin/src/main/kotlin/dev/agentstream/kotlin/types/` (package
+//! `dev.agentstream.kotlin.types`), each with its own reader and writer of the wire form over
 //! kotlinx-serialization's JSON tree (`JsonElement`; no compiler plugin): `X.fromJson(json)`
 //! and `x.toJson()`. A value that does not have its declared shape is a `WireFormatException`
 //! naming the type and key.
@@ -26,8 +26,8 @@ use crate::text::{camel, first_paragraph, screaming, wrap};
 /// The Kotlin language.
 pub const LANGUAGE: Language = Language { name: "kotlin", emit, owns: &[DIR] };
 
-const DIR: &str = "bindings/uniffi/kotlin/src/main/kotlin/dev/agentstream/types";
-const PACKAGE: &str = "dev.agentstream.types";
+const DIR: &str = "bindings/uniffi/kotlin/src/main/kotlin/dev/agentstream/kotlin/types";
+const PACKAGE: &str = "dev.agentstream.kotlin.types";
 
 /// The definitions that are a kind of `RunEvent` (what a run delivers, one sequence).
 const RUN_EVENTS: &[&str] = &["Envelope", "HookEvent"];

@@ -218,7 +218,8 @@ pub struct DecodeStats {
 impl DecodeStats {
     /// One line for people: `12 lines, 9 events, 1 invalid JSON, …` (zero counters omitted).
     pub fn summary(&self) -> String {
-        let mut parts = vec![format!("{} lines", self.lines), format!("{} events", self.events)];
+        let plural = |n: u64, one: &str, many: &str| if n == 1 { format!("1 {one}") } else { format!("{n} {many}") };
+        let mut parts = vec![plural(self.lines, "line", "lines"), plural(self.events, "event", "events")];
         for (n, label) in [
             (self.blank_lines, "blank"),
             (self.invalid_json, "invalid JSON"),
@@ -233,6 +234,22 @@ impl DecodeStats {
             }
         }
         parts.join(", ")
+    }
+
+    /// Lines that were not the harness's JSON: invalid JSON (for kimi that includes its
+    /// plain-text errors), JSON that is not an object, objects of an unknown type or an
+    /// unusable shape, and oversize lines.
+    pub fn unrecognized_lines(&self) -> u64 {
+        [self.invalid_json, self.non_object, self.unknown_type, self.unexpected_shape, self.oversize_lines]
+            .iter()
+            .fold(0u64, |sum, n| sum.saturating_add(*n))
+    }
+
+    /// True when nothing was decoded from input that had something in it: no event came out
+    /// and at least one line was not the harness's JSON — another program's output (a wrong
+    /// executable, another harness) or no JSON at all. Empty input is not this.
+    pub fn nothing_decoded(&self) -> bool {
+        self.events == 0 && self.unrecognized_lines() > 0
     }
 }
 
@@ -375,6 +392,42 @@ impl Decoder {
     /// (decisions.md §1). `None` when it was seen, or the harness prints none.
     pub fn missing_final_result(&self) -> Option<&'static str> {
         self.harness.final_record().filter(|_| !self.ctx.final_result_seen)
+    }
+
+    /// Why the input is not this harness's output, when nothing was decoded from it
+    /// ([`DecodeStats::nothing_decoded`]), in one sentence for people:
+    /// `no events decoded: 3 lines were not claude JSON (2 invalid JSON, 1 unknown type)`.
+    pub fn unrecognized_output(&self) -> Option<String> {
+        let s = &self.stats;
+        if !s.nothing_decoded() {
+            return None;
+        }
+        let unrecognized = s.unrecognized_lines();
+        let non_blank = s.lines.saturating_sub(s.blank_lines);
+        let (count, verb) = match (unrecognized, non_blank) {
+            (1, 1) => ("1 line".to_string(), "was"),
+            (n, m) if n == m => (format!("{n} lines"), "were"),
+            (1, m) => (format!("1 of {m} lines"), "was"),
+            (n, m) => (format!("{n} of {m} lines"), "were"),
+        };
+        let kinds: Vec<String> = [
+            (s.invalid_json, "invalid JSON"),
+            (s.non_object, "non-object JSON"),
+            (s.unknown_type, "unknown type"),
+            (s.unexpected_shape, "unexpected shape"),
+            (s.oversize_lines, "oversize"),
+        ]
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, label)| format!("{n} {label}"))
+        .collect();
+        // Lines with invalid UTF-8 are counted in a category above too: said apart, as the sign
+        // of binary input.
+        let binary = match s.invalid_utf8_lines {
+            0 => String::new(),
+            n => format!("; {n} not valid UTF-8"),
+        };
+        Some(format!("no events decoded: {count} {verb} not {} JSON ({}{binary})", self.agent, kinds.join(", ")))
     }
 
     /// Diagnostics so far (oversize lines, invalid UTF-8), oldest first; cleared by the call.
@@ -577,6 +630,45 @@ mod tests {
             assert_eq!(is_blank(text), blank, "{text:?}");
             assert_eq!(text.trim().is_empty(), blank);
         }
+    }
+
+    #[test]
+    fn the_summary_counts_in_words() {
+        let one = DecodeStats { lines: 1, events: 1, ..Default::default() };
+        assert_eq!(one.summary(), "1 line, 1 event");
+        let many = DecodeStats { lines: 12, events: 0, invalid_json: 2, ..Default::default() };
+        assert_eq!(many.summary(), "12 lines, 0 events, 2 invalid JSON");
+    }
+
+    #[test]
+    fn input_with_nothing_decoded_says_what_it_was() {
+        for agent in Agent::ALL {
+            let mut d = Decoder::new(agent);
+            d.feed(b"\n");
+            assert_eq!(d.unrecognized_output(), None, "{agent}: blank lines are no foreign output");
+            d.feed(b"{\"type\":\"never-heard-of-it\"}\n[1]\n");
+            d.finish();
+            let why = d.unrecognized_output().unwrap_or_else(|| panic!("{agent}: {:?}", d.stats()));
+            assert_eq!(
+                why,
+                format!("no events decoded: 2 lines were not {agent} JSON (1 non-object JSON, 1 unknown type)")
+            );
+            assert!(d.stats().nothing_decoded());
+        }
+        // Plain text is kimi's way to print a failure: an event, so something was decoded.
+        let mut kimi = Decoder::new(Agent::Kimi);
+        kimi.feed(b"Error code: 401\n");
+        kimi.finish();
+        assert_eq!(kimi.unrecognized_output(), None);
+        let mut claude = Decoder::new(Agent::Claude);
+        claude.feed(b"Error code: 401\n");
+        claude.finish();
+        assert_eq!(
+            claude.unrecognized_output().unwrap(),
+            "no events decoded: 1 line was not claude JSON (1 invalid JSON)"
+        );
+        // Empty input is not foreign output, and decoded input is not either.
+        assert_eq!(Decoder::new(Agent::Codex).unrecognized_output(), None);
     }
 
     #[test]

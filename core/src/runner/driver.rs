@@ -450,6 +450,8 @@ async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Child, session: A
             open_tool_calls: if harness { stream.open_tool_calls().len() } else { 0 },
             fatal_error: acct.answer.fatal_error().map(str::to_string),
             missing_final_result: plan.decoder.as_ref().and_then(|d| d.missing_final_result()).map(str::to_string),
+            unrecognized_output: plan.decoder.as_ref().and_then(|d| d.unrecognized_output()),
+            no_output: harness && stats.lines == stats.blank_lines,
         };
         let outcome = derive_outcome(&end);
         let state = match &outcome {

@@ -54,7 +54,8 @@ pub enum RunOutcome {
     /// Ended badly.
     Failed {
         /// A short machine-readable cause (`exit_status`, `killed`, `harness_error`,
-        /// `truncated_output`, `no_final_result`, or the caller's own).
+        /// `unrecognized_output`, `truncated_output`, `no_final_result`, `no_output`, or the
+        /// caller's own).
         error: String,
         /// A sentence for people.
         detail: String,
@@ -74,6 +75,12 @@ impl RunOutcome {
 
     /// The cause of a run whose harness stopped without printing its end-of-run record.
     pub const NO_FINAL_RESULT: &'static str = "no_final_result";
+
+    /// The cause of a run whose output was not the harness's: nothing decoded from it.
+    pub const UNRECOGNIZED_OUTPUT: &'static str = "unrecognized_output";
+
+    /// The cause of a run whose harness printed nothing on stdout.
+    pub const NO_OUTPUT: &'static str = "no_output";
 
     /// True when the run result keeps the answer text: a completed run, and one whose harness
     /// stopped without its end-of-run record (the partial answer stays, the run still failed).
@@ -134,6 +141,12 @@ pub struct RunEnd {
     /// record is, for the message (e.g. "`result` line";
     /// [`Decoder::missing_final_result`](crate::Decoder::missing_final_result)).
     pub missing_final_result: Option<String>,
+    /// Nothing was decoded from the harness's output and some of its lines were not the
+    /// harness's JSON: why, for the message
+    /// ([`Decoder::unrecognized_output`](crate::Decoder::unrecognized_output)).
+    pub unrecognized_output: Option<String>,
+    /// The harness printed nothing on stdout (blank lines aside).
+    pub no_output: bool,
 }
 
 /// Derive the outcome from how the run ended, first match wins:
@@ -142,23 +155,33 @@ pub struct RunEnd {
 /// 2. a signal → `Failed { error: "killed" }`;
 /// 3. a non-zero exit status → `Failed { error: "exit_status" }`;
 /// 4. a fatal harness error → `Failed { error: "harness_error" }`;
-/// 5. input ended mid-line → `Failed { error: "truncated_output" }`;
-/// 6. tool calls still open → `Failed { error: "truncated_output" }`;
-/// 7. no end-of-run record from the harness → `Failed { error: "no_final_result" }` (exit 0 is
+/// 5. nothing decoded from output that was not the harness's JSON (a wrong executable, another
+///    harness's output) → `Failed { error: "unrecognized_output" }`;
+/// 6. input ended mid-line → `Failed { error: "truncated_output" }`;
+/// 7. tool calls still open → `Failed { error: "truncated_output" }`;
+/// 8. no end-of-run record from the harness → `Failed { error: "no_final_result" }` (exit 0 is
 ///    not success by itself: the harness stopped before it finished);
-/// 8. otherwise `Completed`.
+/// 9. nothing at all on stdout (for a harness that prints no end-of-run record: kimi) →
+///    `Failed { error: "no_output" }`: a run with no output has no answer;
+/// 10. otherwise `Completed`.
 pub fn derive_outcome(end: &RunEnd) -> RunOutcome {
     if let Some(reason) = &end.cancel {
         return RunOutcome::Cancelled { reason: reason.clone() };
     }
     if let Some(sig) = end.signal {
-        return RunOutcome::failed("killed", format!("the harness was killed by signal {sig}"));
+        return RunOutcome::failed("killed", format!("the process was killed by signal {sig}"));
     }
     if let Some(code) = end.exit_code.filter(|&c| c != 0) {
-        return RunOutcome::failed("exit_status", format!("the harness exited with status {code}"));
+        return RunOutcome::failed("exit_status", format!("the process exited with status {code}"));
     }
     if let Some(message) = &end.fatal_error {
         return RunOutcome::failed("harness_error", message.clone());
+    }
+    if let Some(why) = &end.unrecognized_output {
+        return RunOutcome::failed(
+            RunOutcome::UNRECOGNIZED_OUTPUT,
+            format!("the output is not the harness's: {why}; is the executable the right program?"),
+        );
     }
     if end.truncated_mid_line {
         return RunOutcome::failed("truncated_output", "the harness output ended in the middle of a line");
@@ -176,6 +199,12 @@ pub fn derive_outcome(end: &RunEnd) -> RunOutcome {
                 "the harness stopped without its final result (no {record}): the run did not complete; its answer so \
                  far is kept in the run result"
             ),
+        );
+    }
+    if end.no_output {
+        return RunOutcome::failed(
+            RunOutcome::NO_OUTPUT,
+            "the harness printed nothing on stdout: the run has no answer",
         );
     }
     RunOutcome::Completed
@@ -281,6 +310,21 @@ mod tests {
         // A more specific cause wins.
         let both = RunEnd { exit_code: Some(1), missing_final_result: Some("x".into()), ..Default::default() };
         assert_eq!(failed(both), "exit_status");
+        // Output that is not the harness's, or none at all, is no completed run.
+        let foreign = RunEnd {
+            exit_code: Some(0),
+            unrecognized_output: Some("no events decoded: 2 lines were not kimi JSON (2 unknown type)".into()),
+            ..Default::default()
+        };
+        assert_eq!(failed(foreign.clone()), "unrecognized_output");
+        let RunOutcome::Failed { detail, .. } = derive_outcome(&foreign) else { unreachable!() };
+        assert!(detail.contains("2 lines were not kimi JSON"), "{detail}");
+        let foreign_unfinished = RunEnd { missing_final_result: Some("`result` line".into()), ..foreign };
+        assert_eq!(failed(foreign_unfinished), "unrecognized_output", "the more specific cause");
+        assert_eq!(failed(RunEnd { exit_code: Some(0), no_output: true, ..Default::default() }), "no_output");
+        let empty_unfinished =
+            RunEnd { no_output: true, missing_final_result: Some("`result` line".into()), ..Default::default() };
+        assert_eq!(failed(empty_unfinished), "no_final_result");
         let cancelled = RunEnd { cancel: Some(CancelReason::Timeout), signal: Some(15), ..Default::default() };
         assert_eq!(derive_outcome(&cancelled), RunOutcome::Cancelled { reason: CancelReason::Timeout });
     }

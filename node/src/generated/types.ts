@@ -778,8 +778,9 @@ export interface RunOutcomeCompleted {
 export interface RunOutcomeFailed {
   state: 'failed';
   /**
-   * A short machine-readable cause (`exit_status`, `killed`, `harness_error`, `truncated_output`,
-   * `no_final_result`, or the caller's own).
+   * A short machine-readable cause (`exit_status`, `killed`, `harness_error`,
+   * `unrecognized_output`, `truncated_output`, `no_final_result`, `no_output`, or the caller's
+   * own).
    */
   error: string;
   /** A sentence for people. */

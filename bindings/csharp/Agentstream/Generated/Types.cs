@@ -2035,7 +2035,8 @@ namespace Agentstream
 
         /// <summary>
         /// A short machine-readable cause (`exit_status`, `killed`, `harness_error`,
-        /// `truncated_output`, `no_final_result`, or the caller's own).
+        /// `unrecognized_output`, `truncated_output`, `no_final_result`, `no_output`, or the
+        /// caller's own).
         /// </summary>
         [WireName("error", Required = true)]
         public string Error { get; set; }

@@ -1,10 +1,10 @@
-import dev.agentstream.AgentConfig
-import dev.agentstream.Evolve
-import dev.agentstream.types.AgentMessageChunk
-import dev.agentstream.types.HookEvent
-import dev.agentstream.types.TextContent
-import dev.agentstream.types.ToolCall
-import dev.agentstream.types.ToolStartedEvent
+import dev.agentstream.kotlin.AgentConfig
+import dev.agentstream.kotlin.Evolve
+import dev.agentstream.kotlin.types.AgentMessageChunk
+import dev.agentstream.kotlin.types.HookEvent
+import dev.agentstream.kotlin.types.TextContent
+import dev.agentstream.kotlin.types.ToolCall
+import dev.agentstream.kotlin.types.ToolStartedEvent
 import kotlinx.coroutines.runBlocking
 
 /**

@@ -7,7 +7,7 @@ package dev.agentstream.generated;
  * Ended badly.
  *
  * @param error A short machine-readable cause (`exit_status`, `killed`, `harness_error`,
- *     `truncated_output`, `no_final_result`, or the caller's own).
+ *     `unrecognized_output`, `truncated_output`, `no_final_result`, `no_output`, or the caller's own).
  * @param detail A sentence for people.
  */
 @WireTag(key = "state", value = "failed")
