@@ -92,8 +92,10 @@ pub struct Tape {
     json: String,
     /// The object shapes JavaScript knows (kept across batches: see [`value`]).
     shapes: value::Shapes,
-    /// Scratch: the keys of the objects being walked.
+    /// Scratch: the keys of the objects being walked that had escapes, unescaped.
     keys: String,
+    /// Scratch: where the keys of the objects being walked are, innermost last.
+    key_spans: Vec<value::Key>,
     /// Scratch: a string being unescaped.
     scratch: String,
     /// The last value of each envelope string: the five of an event, then a run's id.

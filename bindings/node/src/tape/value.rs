@@ -22,6 +22,7 @@
 //! always exactly `JSON.parse`'s. `node/test/tape.test.mjs` compares them.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::Tape;
@@ -53,17 +54,17 @@ pub const MAX_SHAPES: usize = 4096;
 pub struct Shapes {
     /// Key lists by id.
     keys: Vec<Vec<Box<str>>>,
-    /// Ids by the hash of their keys.
-    by_hash: HashMap<u64, Vec<u32>>,
+    /// Ids by the hash of their keys (already a hash: not hashed again).
+    by_hash: HashMap<u64, Vec<u32>, BuildHasherDefault<Prehashed>>,
     /// Ids defined by the batch being written (the first new id; all later ones are new too).
     first_new: usize,
 }
 
 impl Shapes {
-    fn find(&self, hash: u64, keys: &[&str]) -> Option<u32> {
+    fn find(&self, hash: u64, keys: &[Key], source: &str, scratch: &str) -> Option<u32> {
         self.by_hash.get(&hash)?.iter().copied().find(|&id| {
             let known = &self.keys[id as usize];
-            known.len() == keys.len() && known.iter().zip(keys).all(|(k, key)| **k == **key)
+            known.len() == keys.len() && known.iter().zip(keys).all(|(k, key)| **k == *key.get(source, scratch))
         })
     }
 
@@ -93,14 +94,41 @@ impl Shapes {
     }
 }
 
-fn hash_keys(keys: &[&str]) -> u64 {
-    // FNV-1a over the keys, each followed by a byte no UTF-8 text contains.
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for key in keys {
-        for &byte in key.as_bytes().iter().chain(&[0xff]) {
-            h = (h ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+/// A `u64` key that is a hash already.
+#[derive(Default)]
+struct Prehashed(u64);
+
+impl Hasher for Prehashed {
+    fn write(&mut self, bytes: &[u8]) {
+        // Only u64 keys are hashed here; fold anything else in, in case.
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
         }
     }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// Add a key to the hash of an object's keys (FxHash-like, eight bytes at a time, then the
+/// length, so "ab","c" and "a","bc" differ).
+fn hash_key(mut h: u64, key: &str) -> u64 {
+    const K: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+    let mut step = |w: u64| h = (h.rotate_left(5) ^ w).wrapping_mul(K);
+    let bytes = key.as_bytes();
+    let mut chunks = bytes.chunks_exact(8);
+    for c in &mut chunks {
+        step(u64::from_le_bytes(c.try_into().unwrap_or_default()));
+    }
+    let mut last = [0u8; 8];
+    last[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+    step(u64::from_le_bytes(last));
+    step(bytes.len() as u64);
     h
 }
 
@@ -120,9 +148,18 @@ fn literal_safe(keys: &[&str]) -> bool {
 /// Where a key of the object being walked is: in the JSON text itself (no escape in it), or
 /// unescaped in the tape's key scratch.
 #[derive(Clone, Copy)]
-enum Key {
+pub(super) enum Key {
     Source(usize, usize),
     Scratch(usize, usize),
+}
+
+impl Key {
+    fn get<'a>(self, source: &'a str, scratch: &'a str) -> &'a str {
+        match self {
+            Key::Source(a, b) => &source[a..b],
+            Key::Scratch(a, b) => &scratch[a..b],
+        }
+    }
 }
 
 /// Why a value stays JSON text.
@@ -144,6 +181,7 @@ impl Tape {
             self.text.truncate(mark.1);
             self.shapes.forget_from(mark.3);
             self.keys.clear();
+            self.key_spans.clear();
         }
         self.word(8);
         self.json_text(json);
@@ -217,8 +255,10 @@ impl Walk<'_> {
                 tape.word(6);
                 let at = tape.words.len();
                 tape.word(0);
-                // Only the keys' shape goes on the tape: they are kept aside while walking.
-                let mut keys: Vec<Key> = Vec::new();
+                // Only the keys' shape goes on the tape: they are kept aside while walking (on
+                // one stack for every level), hashed as they come.
+                let base = tape.key_spans.len();
+                let mut hash = 0;
                 self.ws();
                 if self.b.get(self.pos) == Some(&b'}') {
                     self.pos += 1;
@@ -230,8 +270,9 @@ impl Walk<'_> {
                         }
                         self.pos += 1;
                         let key = self.key(tape)?;
-                        keys.push(key);
-                        if keys.len() > MAX_KEYS {
+                        hash = hash_key(hash, key.get(self.s, &tape.keys));
+                        tape.key_spans.push(key);
+                        if tape.key_spans.len() - base > MAX_KEYS {
                             return Err(AsText);
                         }
                         self.ws();
@@ -251,7 +292,7 @@ impl Walk<'_> {
                         }
                     }
                 }
-                tape.words[at] = tape.shape(self.s, &keys)?;
+                tape.words[at] = tape.shape(self.s, base, hash)?;
             }
             b'-' | b'0'..=b'9' => self.number(tape)?,
             _ => return Err(AsText),
@@ -367,24 +408,15 @@ impl Walk<'_> {
 }
 
 impl Tape {
-    /// The id of the object shape whose keys are `keys` (in `source` or the key scratch),
-    /// defining a new one if needed; the scratch is cut back to before them.
-    fn shape(&mut self, source: &str, keys: &[Key]) -> Result<u32, AsText> {
-        let scratch_start = keys.iter().find_map(|k| match k {
-            Key::Scratch(a, _) => Some(*a),
-            Key::Source(..) => None,
-        });
-        let resolved: Vec<&str> = keys
-            .iter()
-            .map(|k| match *k {
-                Key::Source(a, b) => &source[a..b],
-                Key::Scratch(a, b) => &self.keys[a..b],
-            })
-            .collect();
-        let hash = hash_keys(&resolved);
-        let id = match self.shapes.find(hash, &resolved) {
+    /// The id of the object shape whose keys are `key_spans[base..]` (in `source` or the key
+    /// scratch; `hash` their [`hash_key`]), defining a new one if needed; then the keys are
+    /// dropped from the stack and the scratch.
+    fn shape(&mut self, source: &str, base: usize, hash: u64) -> Result<u32, AsText> {
+        let keys = &self.key_spans[base..];
+        let id = match self.shapes.find(hash, keys, source, &self.keys) {
             Some(id) => id,
             None => {
+                let resolved: Vec<&str> = keys.iter().map(|k| k.get(source, &self.keys)).collect();
                 // Checked once, when a shape is first seen: a known shape passed.
                 if self.shapes.keys.len() >= MAX_SHAPES || !literal_safe(&resolved) {
                     return Err(AsText);
@@ -395,9 +427,14 @@ impl Tape {
                 id
             }
         };
+        let scratch_start = keys.iter().find_map(|k| match k {
+            Key::Scratch(a, _) => Some(*a),
+            Key::Source(..) => None,
+        });
         if let Some(start) = scratch_start {
             self.keys.truncate(start);
         }
+        self.key_spans.truncate(base);
         Ok(id)
     }
 }
