@@ -81,8 +81,8 @@ def languages() -> list[Lang]:
              {"AGENTSTREAM_LIBRARY": str(RELEASE / "libagentstream.so")}),
         Lang("csharp", ["mono", str(OUT / "Latency.exe")], [OUT / "Latency.exe"], "make bench-latency-build",
              {"LD_LIBRARY_PATH": str(RELEASE)}),
-        Lang("kotlin", ["java", "-cp", kotlin_classpath, "dev.agentstream.LatencyBench"],
-             [KOTLIN / "target" / "test-classes" / "dev" / "agentstream" / "LatencyBench.class", kotlin_cp],
+        Lang("kotlin", ["java", "-cp", kotlin_classpath, "dev.agentstream.kotlin.LatencyBench"],
+             [KOTLIN / "target" / "test-classes" / "dev" / "agentstream" / "kotlin" / "LatencyBench.class", kotlin_cp],
              "make bench-latency-build"),
     ]
 

@@ -1,7 +1,7 @@
-package dev.agentstream
+package dev.agentstream.kotlin
 
-import dev.agentstream.types.AgentMessageChunk
-import dev.agentstream.types.TextContent
+import dev.agentstream.kotlin.types.AgentMessageChunk
+import dev.agentstream.kotlin.types.TextContent
 import kotlinx.coroutines.runBlocking
 import java.io.File
 
