@@ -69,13 +69,14 @@ export declare class NativeDecoder {
   /** Feed text (encoded as UTF-8); returns a JSON array like `feed`. */
   feedString(text: string): string
   /**
-   * Benchmark only: like `feed`, but builds the JavaScript objects through napi (from a
-   * `serde_json::Value` tree) instead of returning JSON. Slower than `feed` + `JSON.parse`
-   * (see `benches/node_decode.mjs`) and lossy: napi turns integers above 2^32 that do not fit
-   * an i64 into strings, and typed structs with such u64s fail to convert at all (toolchain.md
-   * pitfall N3). Never used by the wrapper.
+   * Feed bytes; returns the events of every line they complete as a tape `[text, words]`
+   * (read by `node/src/tape.ts`).
    */
-  feedObjects(bytes: Uint8Array): unknown[]
+  feedTape(bytes: Uint8Array): [string, Uint32Array]
+  /** Feed text (encoded as UTF-8); returns a tape like `feedTape`. */
+  feedStringTape(text: string): [string, Uint32Array]
+  /** `finish` as a tape. */
+  finishTape(): [string, Uint32Array]
   /**
    * End of input: decodes a final line without a newline and flushes held-back events
    * (JSON array). Later calls return `[]`.
@@ -106,10 +107,10 @@ export declare class NativeRun {
   /** Whether anything reads the run (false: await-only, nothing is buffered). */
   get hasReader(): boolean
   /**
-   * What is ready as a JSON array (up to `max` deliveries), as soon as at least one is;
-   * `null` once the stream is over (after the terminal item and its hook events).
+   * What is ready as a tape `[text, words]` (up to `max` deliveries), as soon as at least
+   * one is; `null` once the stream is over (after the terminal item and its hook events).
    */
-  nextBatch(max: number): Promise<string | null>
+  nextBatch(max: number): Promise<[string, Uint32Array] | null>
   /**
    * Resolves once the run has ended for its reader (its terminal event was delivered; an
    * await-only run: once it finished). Never reads the run itself.
@@ -221,6 +222,15 @@ export declare function parse(agent: string, bytes: Uint8Array, redact?: boolean
 /** Decode a whole recorded output (text) at once; returns a JSON array of events. */
 export declare function parseString(agent: string, text: string, redact?: boolean | undefined | null): string
 
+/** `parse` of text as a tape `[text, words]`. */
+export declare function parseStringTape(agent: string, text: string, redact?: boolean | undefined | null): [string, Uint32Array]
+
+/**
+ * `parse` as a tape `[text, words]` (read by `node/src/tape.ts`). `redact` (default true): mask
+ * secret shapes in tool-call inputs.
+ */
+export declare function parseTape(agent: string, bytes: Uint8Array, redact?: boolean | undefined | null): [string, Uint32Array]
+
 /**
  * Replay a recorded output through the whole sans-IO pipeline (decoder, run stream, terminal
  * and hook derivation), as a live run would deliver it. Returns JSON
@@ -229,3 +239,9 @@ export declare function parseString(agent: string, text: string, redact?: boolea
  * events flat camelCase, stats camelCase.
  */
 export declare function replayJson(agent: string, bytes: Uint8Array, runId?: string | undefined | null, agentId?: string | undefined | null, timestamp?: string | undefined | null, redact?: boolean | undefined | null): string
+
+/**
+ * Whether JSON objects go on tapes by shape (`node/src/tape.ts` turns it off when the runtime
+ * cannot compile the shapes' literals; see `tape::use_shapes`). Process-wide.
+ */
+export declare function tapeShapes(on: boolean): void

@@ -848,4 +848,7 @@ module.exports.hookToCamelJson = nativeBinding.hookToCamelJson
 module.exports.lifecycleToCamelJson = nativeBinding.lifecycleToCamelJson
 module.exports.parse = nativeBinding.parse
 module.exports.parseString = nativeBinding.parseString
+module.exports.parseStringTape = nativeBinding.parseStringTape
+module.exports.parseTape = nativeBinding.parseTape
 module.exports.replayJson = nativeBinding.replayJson
+module.exports.tapeShapes = nativeBinding.tapeShapes

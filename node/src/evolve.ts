@@ -10,8 +10,8 @@
  * keeps the handler functions (under the core's subscription ids, called in the core's order)
  * and calls them.
  *
- * Delivery model: this module PULLS batches of deliveries from the core (`nextBatch`, one JSON
- * array string per batch: what is ready, never a wait to fill it) and calls the handlers one at
+ * Delivery model: this module PULLS batches of deliveries from the core (`nextBatch`, one tape
+ * per batch, read by `./tape`: what is ready, never a wait to fill it) and calls the handlers one at
  * a time, in sequence order, awaiting any promise a handler returns before the next delivery.
  * No Rust thread calls into JavaScript; nothing holds Node's event loop open but a pending pull
  * or result, so the process can exit as soon as no run is active.
@@ -26,6 +26,7 @@
 
 import { HandlerWarning, InvalidArgumentError, fromNative } from './errors';
 import { agentName, call, describe, native } from './internal';
+import { TapeShapes, readDeliveries } from './tape';
 import type {
   AgentConfig,
   BackgroundCommandOptions,
@@ -147,11 +148,22 @@ class Sink {
 }
 
 /** Read `run` to its end, delivering to `sink`. */
+/** The object shapes of each native run's tapes: one set per run, whoever reads it (a stream
+ * left early is read to its end by a pump). */
+const RUN_SHAPES = new WeakMap<NativeRun, TapeShapes>();
+
+function shapesOf(run: NativeRun): TapeShapes {
+  let shapes = RUN_SHAPES.get(run);
+  if (shapes === undefined) RUN_SHAPES.set(run, (shapes = new TapeShapes()));
+  return shapes;
+}
+
 async function pump(run: NativeRun, sink: Sink): Promise<void> {
+  const shapes = shapesOf(run);
   for (;;) {
-    const json = await pull(run);
-    if (json === null) return;
-    const items = JSON.parse(json) as Delivery[];
+    const tape = await pull(run);
+    if (tape === null) return;
+    const items = readDeliveries(tape[0], tape[1], shapes);
     for (let i = 0; i < items.length; i++) {
       const p = sink.deliver(items[i]!);
       if (p !== undefined) await p;
@@ -159,7 +171,7 @@ async function pump(run: NativeRun, sink: Sink): Promise<void> {
   }
 }
 
-async function pull(run: NativeRun): Promise<string | null> {
+async function pull(run: NativeRun): Promise<[string, Uint32Array] | null> {
   try {
     return await run.nextBatch(BATCH);
   } catch (e) {
@@ -666,19 +678,19 @@ export class RunStream implements AsyncIterableIterator<Envelope> {
           continue;
         }
         if (this.#ended) return { value: undefined, done: true };
-        let json: string | null;
+        let tape: [string, Uint32Array] | null;
         try {
-          json = await pull(this.#run);
+          tape = await pull(this.#run);
         } catch (e) {
           this.#ended = true;
           this.#readDone(e);
           throw e;
         }
-        if (json === null) {
+        if (tape === null) {
           this.#ended = true;
           this.#readDone();
         } else {
-          this.#queue = JSON.parse(json) as Delivery[];
+          this.#queue = readDeliveries(tape[0], tape[1], shapesOf(this.#run));
           this.#index = 0;
         }
       }

@@ -25,6 +25,7 @@
 
 import { AgentStreamError, DecodeLimitError, InvalidArgumentError } from './errors';
 import { agentName, call, describe, native } from './internal';
+import { TapeShapes, readEvents } from './tape';
 import type {
   AgentName,
   Channel,
@@ -80,9 +81,10 @@ export const AGENTS: readonly AgentName[] = Object.freeze(call(() => native.agen
 /** The four channel names `on(...)` accepts. */
 export const CHANNELS: readonly Channel[] = Object.freeze(call(() => native.channelNames()) as Channel[]);
 
-/** A JSON array of events from the addon → events. */
-function events(json: string): OutputEvent[] {
-  return json === '[]' ? [] : (JSON.parse(json) as OutputEvent[]);
+/** A tape of events from the addon (`[text, words]`, see `tape.ts`) → events; `shapes` are
+ * those of the tape's writer (one native decoder, or a fresh set for a one-off call). */
+function events([text, words]: [string, Uint32Array], shapes: TapeShapes = new TapeShapes()): OutputEvent[] {
+  return words[0] === 0 ? [] : readEvents(text, words, shapes);
 }
 
 /** Bytes of any binary input, without copying; `undefined` for text. */
@@ -104,6 +106,8 @@ function bytesOf(input: DecoderInput, what: string): Uint8Array | undefined {
  */
 export class Decoder {
   readonly #native: InstanceType<typeof native.NativeDecoder>;
+  /** The object shapes the native decoder's tapes have defined (see `tape.ts`). */
+  readonly #shapes = new TapeShapes();
   readonly #raiseOnOversize: boolean;
   /** Diagnostics read by `onOversize: 'raise'` and not yet taken by the caller. */
   #pending: Diagnostic[] = [];
@@ -129,9 +133,9 @@ export class Decoder {
     this.#native = call(() => new native.NativeDecoder(name, max, redact));
   }
 
-  /** Events from a native JSON array; with `onOversize: 'raise'`, throws if a line was skipped. */
-  #deliver(json: string): OutputEvent[] {
-    const out = events(json);
+  /** Events from a native tape; with `onOversize: 'raise'`, throws if a line was skipped. */
+  #deliver(tape: [string, Uint32Array]): OutputEvent[] {
+    const out = events(tape, this.#shapes);
     if (this.#raiseOnOversize) {
       const diags = JSON.parse(call(() => this.#native.takeDiagnosticsJson())) as Diagnostic[];
       this.#pending.push(...diags);
@@ -155,7 +159,9 @@ export class Decoder {
    */
   feed(chunk: DecoderInput): OutputEvent[] {
     const bytes = bytesOf(chunk, 'Decoder.feed()');
-    return this.#deliver(call(() => (bytes ? this.#native.feed(bytes) : this.#native.feedString(chunk as string))));
+    return this.#deliver(
+      call(() => (bytes ? this.#native.feedTape(bytes) : this.#native.feedStringTape(chunk as string))),
+    );
   }
 
   /**
@@ -163,7 +169,7 @@ export class Decoder {
    * multi-line errors). Later `feed`/`finish` calls return `[]`.
    */
   finish(): OutputEvent[] {
-    return this.#deliver(call(() => this.#native.finish()));
+    return this.#deliver(call(() => this.#native.finishTape()));
   }
 
   /**
@@ -226,7 +232,7 @@ export function parse(agent: AgentName | string, input: DecoderInput, options: P
   }
   const redact = redactOption(options.redact, 'parse()');
   return events(
-    call(() => (bytes ? native.parse(name, bytes, redact) : native.parseString(name, input as string, redact))),
+    call(() => (bytes ? native.parseTape(name, bytes, redact) : native.parseStringTape(name, input as string, redact))),
   );
 }
 

@@ -94,3 +94,20 @@ def test_threads_sharing_a_decoder_do_not_deadlock() -> None:
     assert not any(t.is_alive() for t in threads), "deadlock"
     assert not errors
     assert d.stats["lines"] == 20 * (2000 + 1 + 2000 + 3)
+
+
+def test_the_garbage_collector_is_left_as_the_caller_set_it() -> None:
+    # Building a batch of events holds the cyclic collector off (convert.rs, GcPause), then puts
+    # it back as it was: on when it was on, off when the caller had turned it off.
+    import gc
+
+    line = b'{"type":"assistant","message":{"id":"m","content":[{"type":"text","text":"hi"}]},"session_id":"s"}\n'
+    was = gc.isenabled()
+    try:
+        for enabled in (True, False):
+            (gc.enable if enabled else gc.disable)()
+            events = agentstream.Decoder("claude").feed(line * 2000)
+            assert len(events) == 2000
+            assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()

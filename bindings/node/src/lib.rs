@@ -5,10 +5,12 @@
 //! import the hand-written TypeScript wrapper in `node/src/`, which gives the idiomatic shapes.
 //!
 //! Conventions:
-//! * Events cross as ONE JSON string per call (a JSON array for `feed`/`finish`/`parse`), which
-//!   the wrapper `JSON.parse`s: the serde form of the core types IS the wire shape, and V8's
-//!   `JSON.parse` is faster than building objects through napi (measured by
-//!   `benches/node_decode.mjs`; `feedObjects` is kept only for that comparison).
+//! * Content events cross as ONE tape per call ([`tape`]: a string of every text of the batch
+//!   and a `Uint32Array` saying how to cut it), which the wrapper reads into the events' objects
+//!   (`node/src/tape.ts`): no JSON syntax to scan, and far fewer crossings than building objects
+//!   through napi (measured by `benches/node_decode.mjs`). Everything else crosses as one JSON
+//!   string per call (the `…Json` methods, `feed` for `Decoder.feedJson`), which the wrapper
+//!   `JSON.parse`s: the serde form of the core types IS the wire shape.
 //! * Errors carry `code` = the core's [`ErrorKind::code`] (`INVALID_ARGUMENT`, `INTERNAL`, …);
 //!   the wrapper turns them into `TypeError` / `AgentStreamError`.
 //! * No Rust panic crosses into Node: every export runs inside [`guard`] (and is marked
@@ -24,6 +26,13 @@ use std::sync::Once;
 use agentstream_core::casing::camel_case_keys;
 mod client;
 mod run;
+mod tape;
+
+/// The decoders allocate many small strings per line; mimalloc serves them several times
+/// faster than glibc's malloc (a quarter of `feedTape`'s time on kimi's corpus went to malloc
+/// and free). Only this addon's Rust allocations use it, never Node's own.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use agentstream_core::replay::{ReplayOptions, replay};
 use agentstream_core::{Agent, Channel, Decoder, DecoderOptions, ErrorKind, HookEvent, OutputEvent, RedactionPolicy};
@@ -99,7 +108,23 @@ fn parse_agent(name: &str) -> Result<Agent, Code> {
 }
 
 fn events_json(events: &[OutputEvent]) -> Result<String, Code> {
-    serde_json::to_string(events).map_err(internal)
+    let mut out = String::with_capacity(2 + events.len() * 256);
+    out.push('[');
+    for (i, event) in events.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        // serde_json's exact text, without its byte-by-byte string escaping.
+        event.write_json(&mut out);
+    }
+    out.push(']');
+    Ok(out)
+}
+
+/// The events as a tape for `node/src/tape.ts`: `[text, words]` ([`tape::Tape`]).
+fn events_tape(env: &Env, tape: &mut tape::Tape, events: &[OutputEvent]) -> Result<tape::JsTape, Code> {
+    tape.write_events(events);
+    tape::JsTape::new(env, tape).map_err(|e| internal(e.reason))
 }
 
 fn to_json<T: serde::Serialize>(value: &T) -> Result<String, Code> {
@@ -110,6 +135,7 @@ fn to_json<T: serde::Serialize>(value: &T) -> Result<String, Code> {
 #[napi]
 pub struct NativeDecoder {
     inner: Decoder,
+    tape: tape::Tape,
 }
 
 #[napi]
@@ -128,7 +154,7 @@ impl NativeDecoder {
                 }
                 options.max_line_bytes = max as usize;
             }
-            Ok(NativeDecoder { inner: Decoder::with_options(agent, options) })
+            Ok(NativeDecoder { inner: Decoder::with_options(agent, options), tape: tape::Tape::default() })
         })
     }
 
@@ -145,14 +171,23 @@ impl NativeDecoder {
         guard(|| events_json(&self.inner.feed(text.as_bytes())))
     }
 
-    /// Benchmark only: like `feed`, but builds the JavaScript objects through napi (from a
-    /// `serde_json::Value` tree) instead of returning JSON. Slower than `feed` + `JSON.parse`
-    /// (see `benches/node_decode.mjs`) and lossy: napi turns integers above 2^32 that do not fit
-    /// an i64 into strings, and typed structs with such u64s fail to convert at all (toolchain.md
-    /// pitfall N3). Never used by the wrapper.
-    #[napi(catch_unwind, ts_return_type = "unknown[]")]
-    pub fn feed_objects(&mut self, bytes: &[u8]) -> Result<serde_json::Value, Code> {
-        guard(|| serde_json::to_value(self.inner.feed(bytes)).map_err(internal))
+    /// Feed bytes; returns the events of every line they complete as a tape `[text, words]`
+    /// (read by `node/src/tape.ts`).
+    #[napi(catch_unwind, ts_return_type = "[string, Uint32Array]")]
+    pub fn feed_tape(&mut self, env: &Env, bytes: &[u8]) -> Result<tape::JsTape, Code> {
+        guard(|| events_tape(env, &mut self.tape, &self.inner.feed(bytes)))
+    }
+
+    /// Feed text (encoded as UTF-8); returns a tape like `feedTape`.
+    #[napi(catch_unwind, ts_return_type = "[string, Uint32Array]")]
+    pub fn feed_string_tape(&mut self, env: &Env, text: String) -> Result<tape::JsTape, Code> {
+        guard(|| events_tape(env, &mut self.tape, &self.inner.feed(text.as_bytes())))
+    }
+
+    /// `finish` as a tape.
+    #[napi(catch_unwind, ts_return_type = "[string, Uint32Array]")]
+    pub fn finish_tape(&mut self, env: &Env) -> Result<tape::JsTape, Code> {
+        guard(|| events_tape(env, &mut self.tape, &self.inner.finish()))
     }
 
     /// End of input: decodes a final line without a newline and flushes held-back events
@@ -203,25 +238,48 @@ fn redaction(redact: Option<bool>) -> RedactionPolicy {
 }
 
 /// Every event of `bytes` decoded at once.
-fn parse_all(agent: &str, bytes: &[u8], redact: Option<bool>) -> Result<String, Code> {
+fn decode_all(agent: &str, bytes: &[u8], redact: Option<bool>) -> Result<Vec<OutputEvent>, Code> {
     let mut decoder =
         Decoder::with_options(parse_agent(agent)?, DecoderOptions::default().with_redaction(redaction(redact)));
     let mut events = decoder.feed(bytes);
     events.extend(decoder.finish());
-    events_json(&events)
+    Ok(events)
 }
 
 /// Decode a whole recorded output (bytes) at once; returns a JSON array of events. `redact`
 /// (default true): mask secret shapes in tool-call inputs.
 #[napi(catch_unwind)]
 pub fn parse(agent: String, bytes: &[u8], redact: Option<bool>) -> Result<String, Code> {
-    guard(|| parse_all(&agent, bytes, redact))
+    guard(|| events_json(&decode_all(&agent, bytes, redact)?))
+}
+
+/// `parse` as a tape `[text, words]` (read by `node/src/tape.ts`). `redact` (default true): mask
+/// secret shapes in tool-call inputs.
+#[napi(catch_unwind, ts_return_type = "[string, Uint32Array]")]
+pub fn parse_tape(env: &Env, agent: String, bytes: &[u8], redact: Option<bool>) -> Result<tape::JsTape, Code> {
+    guard(|| events_tape(env, &mut tape::Tape::default(), &decode_all(&agent, bytes, redact)?))
+}
+
+/// `parse` of text as a tape `[text, words]`.
+#[napi(catch_unwind, ts_return_type = "[string, Uint32Array]")]
+pub fn parse_string_tape(env: &Env, agent: String, text: String, redact: Option<bool>) -> Result<tape::JsTape, Code> {
+    guard(|| events_tape(env, &mut tape::Tape::default(), &decode_all(&agent, text.as_bytes(), redact)?))
+}
+
+/// Whether JSON objects go on tapes by shape (`node/src/tape.ts` turns it off when the runtime
+/// cannot compile the shapes' literals; see `tape::use_shapes`). Process-wide.
+#[napi(catch_unwind)]
+pub fn tape_shapes(on: bool) -> Result<(), Code> {
+    guard(|| {
+        tape::use_shapes(on);
+        Ok(())
+    })
 }
 
 /// Decode a whole recorded output (text) at once; returns a JSON array of events.
 #[napi(catch_unwind)]
 pub fn parse_string(agent: String, text: String, redact: Option<bool>) -> Result<String, Code> {
-    guard(|| parse_all(&agent, text.as_bytes(), redact))
+    guard(|| events_json(&decode_all(&agent, text.as_bytes(), redact)?))
 }
 
 /// Replay a recorded output through the whole sans-IO pipeline (decoder, run stream, terminal

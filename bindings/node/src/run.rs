@@ -1,10 +1,11 @@
 //! `NativeRun`: one started run of the core's bridge ([`Run`]) for JavaScript.
 //!
 //! Delivery model (the bridge's, the same for every binding): JavaScript PULLS.
-//! `NativeRun.nextBatch(max)` returns a Promise of one JSON array string holding what is ready
-//! (up to `max` deliveries and the bridge's byte bound: envelopes and hook events, in order), or
-//! `null` once the stream is over; the wrapper `JSON.parse`s it and calls the handlers one at a
-//! time, in order, before it asks for the next batch. No Rust thread ever calls into
+//! `NativeRun.nextBatch(max)` returns a Promise of one tape ([`crate::tape`]: `[text, words]`)
+//! holding what is ready (up to `max` deliveries and the bridge's byte bound: envelopes and hook
+//! events, in order), or `null` once the stream is over; the wrapper reads it
+//! (`node/src/tape.ts`) and calls the handlers one at a time, in order, before it asks for the
+//! next batch. No Rust thread ever calls into
 //! JavaScript, the core's backpressure sees a reader exactly as fast as the handlers, and
 //! nothing keeps Node's event loop alive except a pending promise: a run that is being read or
 //! awaited (a `JsDeferred` holds a threadsafe function until it is settled).
@@ -23,16 +24,16 @@
 //! result camelCased ([`camel_case_keys`]).
 
 use std::future::Future;
+use std::sync::{Arc, Mutex};
 
-use agentstream_core::Channel;
 use agentstream_core::bridge::{BatchLimits, Delivery, HandlerError, Pulled, Run};
 use agentstream_core::casing::camel_case_keys;
 use agentstream_core::runner;
-use agentstream_core::stream::Envelope;
 use napi::bindgen_prelude::*;
 use napi::{Env, JsDeferred};
 use napi_derive::napi;
 
+use crate::tape::{JsTape, Tape};
 use crate::{Code, guard, internal, js_error};
 
 type JsResult<T> = std::result::Result<T, String>;
@@ -40,38 +41,6 @@ type JsResult<T> = std::result::Result<T, String>;
 pub(crate) fn to_camel_json<T: serde::Serialize>(value: &T) -> Result<String, Code> {
     let v = serde_json::to_value(value).map_err(internal)?;
     serde_json::to_string(&camel_case_keys(v)).map_err(internal)
-}
-
-/// Append one envelope in the TypeScript shape: the wire form, lifecycle keys camelCased.
-pub(crate) fn write_envelope(out: &mut Vec<u8>, env: &Envelope) -> serde_json::Result<()> {
-    if env.channel() == Channel::Lifecycle {
-        let mut v = serde_json::to_value(env)?;
-        if let Some(event) = v.get_mut("event") {
-            *event = camel_case_keys(event.take());
-        }
-        serde_json::to_writer(out, &v)
-    } else {
-        serde_json::to_writer(out, env)
-    }
-}
-
-/// A batch of deliveries as one JSON array: envelopes (they have `channel`) and hook events
-/// (flat camelCase; they have `type` and no `channel`), in delivery order.
-fn batch_json(batch: &[Delivery]) -> JsResult<String> {
-    let mut out = Vec::with_capacity(batch.len() * 256);
-    out.push(b'[');
-    for (i, d) in batch.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        match d {
-            Delivery::Item(env) => write_envelope(&mut out, env),
-            Delivery::Hook(hook) => serde_json::to_writer(&mut out, &hook.to_flat_camel()),
-        }
-        .map_err(|e| e.to_string())?;
-    }
-    out.push(b']');
-    String::from_utf8(out).map_err(|e| e.to_string())
 }
 
 type Settle<T> = Box<dyn FnOnce(Env) -> napi::Result<T> + Send>;
@@ -84,18 +53,20 @@ fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
         .unwrap_or_else(|| "unknown panic payload".to_string())
 }
 
-/// Settle `deferred` with what `work` produces on the core's runtime; a panic in `work` (or an
-/// `Err`) rejects it with an `INTERNAL` message instead.
-fn settle_later<T, F>(deferred: JsDeferred<T, Settle<T>>, work: F)
+/// Settle `deferred` with what `work` produces on the core's runtime, made a JavaScript value by
+/// `to_js` on the JavaScript thread; a panic in `work` (or an `Err`) rejects it with an
+/// `INTERNAL` message instead.
+fn settle_later<T, V, F>(deferred: JsDeferred<T, Settle<T>>, work: F, to_js: fn(Env, V) -> napi::Result<T>)
 where
-    T: ToNapiValue + Send + 'static,
-    F: Future<Output = JsResult<T>> + Send + 'static,
+    T: ToNapiValue + 'static,
+    V: Send + 'static,
+    F: Future<Output = JsResult<V>> + Send + 'static,
 {
     let rt = runner::runtime();
     let task = rt.spawn(work);
     rt.spawn(async move {
         match task.await {
-            Ok(Ok(value)) => deferred.resolve(Box::new(move |_| Ok(value))),
+            Ok(Ok(value)) => deferred.resolve(Box::new(move |env| to_js(env, value))),
             Ok(Err(message)) => deferred.reject(napi::Error::from_reason(message)),
             Err(e) if e.is_panic() => {
                 deferred.reject(napi::Error::from_reason(format!("panic: {}", panic_message(e.into_panic()))))
@@ -105,16 +76,37 @@ where
     });
 }
 
+/// The value as it is (for `settle_later`).
+fn same<T>(_env: Env, value: T) -> napi::Result<T> {
+    Ok(value)
+}
+
+/// A run's tape, written by whichever thread pulled the batch and read into JavaScript values
+/// on the JavaScript thread. One pull at a time per run (the wrapper awaits each), so it is
+/// never contended; its buffers are reused batch after batch.
+type SharedTape = Arc<Mutex<Tape>>;
+
+fn write_tape(tape: &SharedTape, batch: &[Delivery]) -> JsResult<()> {
+    let mut tape = tape.lock().unwrap_or_else(|p| p.into_inner());
+    tape.write_deliveries(batch)
+        .map_err(|e| format!("internal error in agentstream: a delivery did not serialize: {e}"))
+}
+
+fn js_tape(env: Env, tape: SharedTape) -> napi::Result<JsTape> {
+    JsTape::new(&env, &tape.lock().unwrap_or_else(|p| p.into_inner()))
+}
+
 /// One started run: pull its deliveries, cancel it, read its result. Dropping the last
 /// reference to a run that has a reader before its end cancels it (`reader_left`).
 #[napi]
 pub struct NativeRun {
     run: Run,
+    tape: SharedTape,
 }
 
 impl NativeRun {
     pub(crate) fn new(run: Run) -> Self {
-        NativeRun { run }
+        NativeRun { run, tape: SharedTape::default() }
     }
 }
 
@@ -132,29 +124,41 @@ impl NativeRun {
         guard(|| Ok(self.run.has_reader()))
     }
 
-    /// What is ready as a JSON array (up to `max` deliveries), as soon as at least one is;
-    /// `null` once the stream is over (after the terminal item and its hook events).
-    #[napi(ts_return_type = "Promise<string | null>")]
+    /// What is ready as a tape `[text, words]` (up to `max` deliveries), as soon as at least
+    /// one is; `null` once the stream is over (after the terminal item and its hook events).
+    #[napi(ts_return_type = "Promise<[string, Uint32Array] | null>")]
     pub fn next_batch<'env>(&self, env: &'env Env, max: u32) -> napi::Result<Object<'env>> {
-        let (deferred, promise) = env.create_deferred::<Option<String>, Settle<Option<String>>>()?;
+        let (deferred, promise) = env.create_deferred::<Option<JsTape>, Settle<Option<JsTape>>>()?;
         let limits = BatchLimits { max_events: (max as usize).max(1), ..BatchLimits::DEFAULT };
         let run = self.run.clone();
+        let tape = self.tape.clone();
         let mut batch = Vec::new();
         // Ready now: settle at once, without a hop through the runtime.
-        let ready = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run.try_pull(&mut batch, limits)));
+        let ready = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let pulled = run.try_pull(&mut batch, limits);
+            if pulled == Pulled::Batch {
+                write_tape(&tape, &batch)?;
+            }
+            Ok::<_, String>(pulled)
+        }));
         match ready {
-            Ok(Pulled::Batch) => match batch_json(&batch) {
-                Ok(json) => deferred.resolve(Box::new(move |_| Ok(Some(json)))),
-                Err(e) => deferred.reject(napi::Error::from_reason(e)),
-            },
-            Ok(Pulled::End) => deferred.resolve(Box::new(|_| Ok(None))),
-            Ok(Pulled::Timeout) => settle_later(deferred, async move {
-                let mut batch = Vec::new();
-                match run.pull_async(&mut batch, limits).await {
-                    Pulled::End => Ok(None),
-                    Pulled::Batch | Pulled::Timeout => batch_json(&batch).map(Some),
-                }
-            }),
+            Ok(Ok(Pulled::Batch)) => deferred.resolve(Box::new(move |env| js_tape(env, tape).map(Some))),
+            Ok(Ok(Pulled::End)) => deferred.resolve(Box::new(|_| Ok(None))),
+            Ok(Ok(Pulled::Timeout)) => settle_later(
+                deferred,
+                async move {
+                    let mut batch = Vec::new();
+                    match run.pull_async(&mut batch, limits).await {
+                        Pulled::End => Ok(None),
+                        Pulled::Batch | Pulled::Timeout => {
+                            write_tape(&tape, &batch)?;
+                            Ok(Some(tape))
+                        }
+                    }
+                },
+                |env, tape: Option<SharedTape>| tape.map(|t| js_tape(env, t)).transpose(),
+            ),
+            Ok(Err(e)) => deferred.reject(napi::Error::from_reason(e)),
             Err(p) => deferred.reject(napi::Error::from_reason(format!("panic: {}", panic_message(p)))),
         }
         Ok(promise)
@@ -166,10 +170,14 @@ impl NativeRun {
     pub fn ended<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
         let (deferred, promise) = env.create_deferred::<(), Settle<()>>()?;
         let run = self.run.clone();
-        settle_later(deferred, async move {
-            run.handle().wait_ended_async().await;
-            Ok(())
-        });
+        settle_later(
+            deferred,
+            async move {
+                run.handle().wait_ended_async().await;
+                Ok(())
+            },
+            same,
+        );
         Ok(promise)
     }
 
@@ -228,11 +236,15 @@ impl NativeRun {
 #[napi(js_name = "__testPanicAsync", ts_return_type = "Promise<string>")]
 pub fn test_panic_async<'env>(env: &'env Env, message: String) -> napi::Result<Object<'env>> {
     let (deferred, promise) = env.create_deferred::<String, Settle<String>>()?;
-    settle_later(deferred, async move {
-        if !message.is_empty() {
-            panic!("{message}");
-        }
-        Ok(String::new())
-    });
+    settle_later(
+        deferred,
+        async move {
+            if !message.is_empty() {
+                panic!("{message}");
+            }
+            Ok(String::new())
+        },
+        same,
+    );
     Ok(promise)
 }

@@ -150,6 +150,7 @@ fn events_to_list<'py>(
     events: &[OutputEvent],
     strings: &mut convert::Strings,
 ) -> PyResult<Bound<'py, PyList>> {
+    let _gc = convert::GcPause::new(py);
     let items = events.iter().map(|ev| convert::output_event(py, ev, strings)).collect::<PyResult<Vec<_>>>()?;
     PyList::new(py, items)
 }

@@ -1,12 +1,12 @@
-package dev.agentstream
+package dev.agentstream.kotlin
 
-import dev.agentstream.types.ContentEnvelope
-import dev.agentstream.types.HookEvent
-import dev.agentstream.types.LifecycleEnvelope
-import dev.agentstream.types.OutputEvent
-import dev.agentstream.types.RunState
-import dev.agentstream.types.StderrEnvelope
-import dev.agentstream.types.StdoutEnvelope
+import dev.agentstream.kotlin.types.ContentEnvelope
+import dev.agentstream.kotlin.types.HookEvent
+import dev.agentstream.kotlin.types.LifecycleEnvelope
+import dev.agentstream.kotlin.types.OutputEvent
+import dev.agentstream.kotlin.types.RunState
+import dev.agentstream.kotlin.types.StderrEnvelope
+import dev.agentstream.kotlin.types.StdoutEnvelope
 import kotlinx.coroutines.flow.toList
 import kotlinx.coroutines.runBlocking
 import kotlinx.serialization.json.Json
