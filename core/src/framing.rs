@@ -55,6 +55,9 @@ pub struct LineFramer {
     max_line_bytes: usize,
     /// Bytes of the current line dropped so far, when it went over the limit.
     skipping: Option<usize>,
+    /// Whether the last byte dropped was a `\r` (a CRLF split between two chunks: the `\r` is
+    /// not part of the line's length, however the input was chunked).
+    skipped_cr: bool,
 }
 
 impl Default for LineFramer {
@@ -66,7 +69,7 @@ impl Default for LineFramer {
 impl LineFramer {
     /// A framer with the given maximum line length in bytes (at least 1).
     pub fn new(max_line_bytes: usize) -> Self {
-        LineFramer { partial: Vec::new(), max_line_bytes: max_line_bytes.max(1), skipping: None }
+        LineFramer { partial: Vec::new(), max_line_bytes: max_line_bytes.max(1), skipping: None, skipped_cr: false }
     }
 
     /// The configured maximum line length.
@@ -97,7 +100,11 @@ impl LineFramer {
                     let head = &chunk[..nl];
                     chunk = &chunk[nl + 1..];
                     if let Some(skipped) = self.skipping.take() {
-                        let len = strip_cr_len(skipped + head.len(), head);
+                        let len = if head.is_empty() {
+                            skipped - usize::from(self.skipped_cr)
+                        } else {
+                            strip_cr_len(skipped + head.len(), head)
+                        };
                         sink(Frame::Oversize { len, terminated: true });
                     } else if self.partial.is_empty() {
                         let line = strip_cr(head);
@@ -132,8 +139,10 @@ impl LineFramer {
                 None => {
                     if let Some(skipped) = self.skipping.as_mut() {
                         *skipped += chunk.len();
+                        self.skipped_cr = chunk.last() == Some(&b'\r');
                     } else if self.partial.len() + chunk.len() > self.max_line_bytes + 1 {
                         self.skipping = Some(self.partial.len() + chunk.len());
+                        self.skipped_cr = chunk.last() == Some(&b'\r');
                         self.partial = Vec::new();
                     } else {
                         self.partial.extend_from_slice(chunk);
@@ -282,6 +291,21 @@ mod tests {
         assert_eq!(whole, vec!["a", "bb", "", "ccc"]);
         let bytes: Vec<&[u8]> = input.chunks(1).collect();
         assert_eq!(frames(&mut LineFramer::default(), &bytes), whole);
+    }
+
+    #[test]
+    fn an_oversize_crlf_line_has_one_length_however_it_is_chunked() {
+        // Found by the `framing` fuzz target: the '\r' ending one chunk and the '\n' starting
+        // the next gave a length one byte longer than the same line in one piece.
+        let line = b"0123456789abcdef\r\n";
+        let mut whole = Vec::new();
+        LineFramer::new(8).push(line, &mut |f| whole.push(format!("{f:?}")));
+        let mut split = Vec::new();
+        let mut f = LineFramer::new(8);
+        f.push(&line[..17], &mut |fr| split.push(format!("{fr:?}")));
+        f.push(&line[17..], &mut |fr| split.push(format!("{fr:?}")));
+        assert_eq!(whole, ["Oversize { len: 16, terminated: true }"]);
+        assert_eq!(split, whole);
     }
 
     #[test]
