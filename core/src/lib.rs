@@ -48,7 +48,9 @@ pub mod tools;
 pub mod usage;
 
 pub use channel::{Channel, UnknownChannel};
-pub use decode::{Agent, DecodeStats, Decoder, DecoderOptions, Diagnostic, LineOutcome, UnknownAgent, parse};
+pub use decode::{
+    Agent, DecodeStats, Decoder, DecoderOptions, Diagnostic, LineOutcome, UnknownAgent, parse, parse_with_options,
+};
 pub use error::{Error, ErrorKind};
 pub use event::{
     ContentBlock, DiffContent, ImageContent, OutputEvent, PlanEntry, PlanEntryPriority, PlanEntryStatus, SessionUpdate,

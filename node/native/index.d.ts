@@ -213,21 +213,12 @@ export interface NativeRunOptions {
   iterate: boolean
 }
 
-/**
- * Decode a whole recorded output (bytes) at once; returns a JSON array of events. `redact`
- * (default true): mask secret shapes in tool-call inputs.
- */
-export declare function parse(agent: string, bytes: Uint8Array, redact?: boolean | undefined | null): string
-
-/** Decode a whole recorded output (text) at once; returns a JSON array of events. */
-export declare function parseString(agent: string, text: string, redact?: boolean | undefined | null): string
-
-/** `parse` of text as a tape `[text, words]`. */
+/** `parseTape` of a string. */
 export declare function parseStringTape(agent: string, text: string, redact?: boolean | undefined | null): [string, Uint32Array]
 
 /**
- * `parse` as a tape `[text, words]` (read by `node/src/tape.ts`). `redact` (default true): mask
- * secret shapes in tool-call inputs.
+ * Decode a whole recorded output (bytes) at once, as a tape `[text, words]` (read by
+ * `node/src/tape.ts`). `redact` (default true): mask secret shapes in tool-call inputs.
  */
 export declare function parseTape(agent: string, bytes: Uint8Array, redact?: boolean | undefined | null): [string, Uint32Array]
 

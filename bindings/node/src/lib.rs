@@ -251,28 +251,18 @@ fn redaction(redact: Option<bool>) -> RedactionPolicy {
 
 /// Every event of `bytes` decoded at once.
 fn decode_all(agent: &str, bytes: &[u8], redact: Option<bool>) -> Result<Vec<OutputEvent>, Code> {
-    let mut decoder =
-        Decoder::with_options(parse_agent(agent)?, DecoderOptions::default().with_redaction(redaction(redact)));
-    let mut events = decoder.feed(bytes);
-    events.extend(decoder.finish());
-    Ok(events)
+    let options = DecoderOptions::default().with_redaction(redaction(redact));
+    Ok(agentstream_core::parse_with_options(parse_agent(agent)?, bytes, options))
 }
 
-/// Decode a whole recorded output (bytes) at once; returns a JSON array of events. `redact`
-/// (default true): mask secret shapes in tool-call inputs.
-#[napi(catch_unwind)]
-pub fn parse(agent: String, bytes: &[u8], redact: Option<bool>) -> Result<String, Code> {
-    guard(|| events_json(&decode_all(&agent, bytes, redact)?))
-}
-
-/// `parse` as a tape `[text, words]` (read by `node/src/tape.ts`). `redact` (default true): mask
-/// secret shapes in tool-call inputs.
+/// Decode a whole recorded output (bytes) at once, as a tape `[text, words]` (read by
+/// `node/src/tape.ts`). `redact` (default true): mask secret shapes in tool-call inputs.
 #[napi(catch_unwind, ts_return_type = "[string, Uint32Array]")]
 pub fn parse_tape(env: &Env, agent: String, bytes: &[u8], redact: Option<bool>) -> Result<tape::JsTape, Code> {
     guard(|| events_tape(env, &mut tape::Tape::default(), &decode_all(&agent, bytes, redact)?))
 }
 
-/// `parse` of text as a tape `[text, words]`.
+/// `parseTape` of a string.
 #[napi(catch_unwind, ts_return_type = "[string, Uint32Array]")]
 pub fn parse_string_tape(env: &Env, agent: String, text: String, redact: Option<bool>) -> Result<tape::JsTape, Code> {
     guard(|| events_tape(env, &mut tape::Tape::default(), &decode_all(&agent, text.as_bytes(), redact)?))
@@ -286,12 +276,6 @@ pub fn tape_shapes(on: bool) -> Result<(), Code> {
         tape::use_shapes(on);
         Ok(())
     })
-}
-
-/// Decode a whole recorded output (text) at once; returns a JSON array of events.
-#[napi(catch_unwind)]
-pub fn parse_string(agent: String, text: String, redact: Option<bool>) -> Result<String, Code> {
-    guard(|| events_json(&decode_all(&agent, text.as_bytes(), redact)?))
 }
 
 /// Replay a recorded output through the whole sans-IO pipeline (decoder, run stream, terminal

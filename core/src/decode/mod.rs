@@ -703,7 +703,12 @@ fn decode_guarded(
 /// Decode a whole recorded output at once (tool inputs masked; see [`DecoderOptions`] to turn
 /// that off).
 pub fn parse(agent: Agent, input: &[u8]) -> Vec<OutputEvent> {
-    let mut decoder = Decoder::new(agent);
+    parse_with_options(agent, input, DecoderOptions::default())
+}
+
+/// [`parse`] with the given options (line limit, redaction).
+pub fn parse_with_options(agent: Agent, input: &[u8], options: DecoderOptions) -> Vec<OutputEvent> {
+    let mut decoder = Decoder::with_options(agent, options);
     let mut events = decoder.feed(input);
     events.extend(decoder.finish());
     events
