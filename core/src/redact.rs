@@ -68,6 +68,8 @@
 //! listed (`-p` is a port, a package or a path for most); tool RESULT text; the raw `stdout`
 //! line the tool input was decoded from.
 
+mod prefilter;
+
 use std::borrow::Cow;
 
 use serde_json::Value;
@@ -446,28 +448,53 @@ fn replace_collecting(s: &mut String, found: &mut Vec<String>) -> bool {
 /// in the text where the decoded string has a word boundary (a letter after a backslash counts
 /// as one). After a key name, a decoded quote or backslash shows as a backslash in the text.
 pub fn may_hold_secrets(text: &[u8]) -> bool {
-    let b = text;
-    // One pass; each trigger is anchored on one byte of it (most bytes are none of these).
-    for (j, &c) in b.iter().enumerate() {
-        if !ANCHOR[c as usize] {
-            continue;
-        }
-        let found = match c {
-            b'\\' => b.get(j + 1) == Some(&b'u') || secret_word_ends_at(b, j),
-            b'-' => b[j..].starts_with(b"-----BEGIN ") || prefixed_token_ends_at(b, j) || option_at(b, j),
-            b'_' => prefixed_token_ends_at(b, j),
-            b'A' => prefixed_token_from(b, j),
-            b'J' => j >= 2 && prefixed_token_from(b, j - 2),
-            b'b' | b'B' => b.len() >= j + 6 && b[j..j + 6].eq_ignore_ascii_case(b"bearer"),
-            b':' => url_credentials_at(b, j) || secret_word_ends_at(b, j),
-            _ => secret_word_ends_at(b, j),
-        };
-        if found {
-            return true;
-        }
-    }
-    false
+    prefilter::any_near_needle(text, pre_scan_needles, |j| trigger_at(text, j))
 }
+
+/// [`may_hold_secrets`] judging every byte (the needle search only narrows down which bytes are
+/// judged; the tests compare the two).
+#[cfg(test)]
+fn scan_every_byte(b: &[u8]) -> bool {
+    (0..b.len()).any(|j| trigger_at(b, j))
+}
+
+/// Whether a mask may be anchored on byte `j` of `b` (see [`may_hold_secrets`]).
+fn trigger_at(b: &[u8], j: usize) -> bool {
+    let c = b[j];
+    if !ANCHOR[c as usize] {
+        return false;
+    }
+    match c {
+        b'\\' => b.get(j + 1) == Some(&b'u') || secret_word_ends_at(b, j),
+        b'-' => b[j..].starts_with(PEM_BEGIN) || prefixed_token_ends_at(b, j) || option_at(b, j),
+        b'_' => prefixed_token_ends_at(b, j),
+        b'A' => prefixed_token_from(b, j),
+        b'J' => j >= 2 && prefixed_token_from(b, j - 2),
+        b'b' | b'B' => b.len() >= j + 6 && b[j..j + 6].eq_ignore_ascii_case(b"bearer"),
+        b':' => url_credentials_at(b, j) || secret_word_ends_at(b, j),
+        _ => secret_word_ends_at(b, j),
+    }
+}
+
+/// The needles every trigger of [`trigger_at`] lies near (see [`prefilter`]), from the same
+/// tables the triggers use: the tail of each secret-named key word, each token prefix, `bearer`,
+/// the PEM header, `\u`, the password options and `://`.
+fn pre_scan_needles() -> Vec<Vec<u8>> {
+    let mut needles: Vec<Vec<u8>> = Vec::new();
+    needles.extend(SECRET_WORDS.iter().map(|w| w[w.len().saturating_sub(8)..].to_vec()));
+    needles.extend(PREFIXES.iter().map(|p| p.prefix.to_vec()));
+    needles.extend(PASSWORD_OPTIONS.iter().map(|o| o.to_vec()));
+    needles.extend([b"bearer".to_vec(), PEM_BEGIN.to_vec(), b"\\u".to_vec(), b"://".to_vec()]);
+    needles
+}
+
+/// The header line every PEM private key begins with.
+const PEM_BEGIN: &[u8] = b"-----BEGIN ";
+
+/// The beginnings of the options that may take a password (`-p`, `-u`, `-a`, `--user`; see
+/// [`scan_password_options`]). A `--key value` flag needs no entry: its secret-named key is a
+/// key word before a blank.
+const PASSWORD_OPTIONS: [&[u8]; 4] = [b"-p", b"-u", b"-a", b"--user"];
 
 /// The bytes [`may_hold_secrets`] looks at.
 const ANCHOR: [bool; 256] = {
@@ -486,7 +513,7 @@ const ANCHOR: [bool; 256] = {
 fn option_at(b: &[u8], j: usize) -> bool {
     let starts_word =
         j == 0 || b[j - 1].is_ascii_whitespace() || matches!(b[j - 1], b'"' | b'\'') || json_word_start(b, j);
-    starts_word && matches!(b.get(j + 1), Some(b'p' | b'u' | b'a' | b'-'))
+    starts_word && PASSWORD_OPTIONS.iter().any(|o| b[j..].starts_with(o))
 }
 
 /// `://` at `j` with an `@` within the next [`MAX_VALUE`] bytes: a URL that may carry credentials.
@@ -521,7 +548,7 @@ fn prefixed_token_ends_at(b: &[u8], j: usize) -> bool {
 /// The eight bytes before `j` are compared at once with each word's last (up to) eight bytes,
 /// after OR-ing 0x20 into every byte: that lowercases letters and can only add matches.
 fn secret_word_ends_at(b: &[u8], j: usize) -> bool {
-    if j == 0 || !matches!(b[j - 1] | 0x20, b'y' | b'n' | b's' | b'd' | b'e' | b't' | b'l') {
+    if j == 0 || !SECRET_WORD_LAST[usize::from(b[j - 1] | 0x20)] {
         return false;
     }
     let from = j.saturating_sub(8);
@@ -531,24 +558,39 @@ fn secret_word_ends_at(b: &[u8], j: usize) -> bool {
     SECRET_WORD_ENDS.iter().any(|&(mask, end)| w & mask == end)
 }
 
+/// The secret-named last words of a key (see [`key_class`]), as [`secret_word_ends_at`] and the
+/// pre-scan's needles know them.
+const SECRET_WORDS: [&[u8]; 12] = [
+    b"key",
+    b"token",
+    b"pass",
+    b"passwd",
+    b"password",
+    b"passphrase",
+    b"pwd",
+    b"secret",
+    b"credential",
+    b"credentials",
+    b"signature",
+    b"auth",
+];
+
+/// The last letters of [`SECRET_WORDS`] (a quick first test of [`secret_word_ends_at`]).
+const SECRET_WORD_LAST: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut k = 0;
+    while k < SECRET_WORDS.len() {
+        t[SECRET_WORDS[k][SECRET_WORDS[k].len() - 1] as usize] = true;
+        k += 1;
+    }
+    t
+};
+
 /// `(mask, bytes)` of the last (up to) eight bytes of each secret-named last word of a key
 /// (see [`key_class`]), placed as the top bytes of a little-endian word.
-const SECRET_WORD_ENDS: [(u64, u64); 12] = {
-    const WORDS: [&[u8]; 12] = [
-        b"key",
-        b"token",
-        b"pass",
-        b"passwd",
-        b"password",
-        b"passphrase",
-        b"pwd",
-        b"secret",
-        b"credential",
-        b"credentials",
-        b"signature",
-        b"auth",
-    ];
-    let mut out = [(0u64, 0u64); 12];
+const SECRET_WORD_ENDS: [(u64, u64); SECRET_WORDS.len()] = {
+    const WORDS: [&[u8]; SECRET_WORDS.len()] = SECRET_WORDS;
+    let mut out = [(0u64, 0u64); SECRET_WORDS.len()];
     let mut k = 0;
     while k < WORDS.len() {
         let w = WORDS[k];
@@ -1555,6 +1597,7 @@ mod tests {
             "PGPASSWORD",
             "GITHUB_TOKEN",
             "authToken",
+            "auth",
             "\'",
         ];
         const KEYS: &[&str] = &[
@@ -1711,6 +1754,154 @@ mod tests {
                 proptest::prop_assert!(may_hold_secrets(s.as_bytes()), "missed: {:?}", s);
             }
         }
+    }
+
+    /// Bytes that make the needle search's life hard: pieces of needles, case variants, the bytes
+    /// that fold onto others (`_` and DEL, `\\` and `|`), escapes and non-ASCII.
+    fn needle_soup() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+        use proptest::prelude::*;
+        const PIECES: &[&[u8]] = &[
+            b"k",
+            b"K",
+            b"e",
+            b"y",
+            b"Y",
+            b"to",
+            b"ken",
+            b"pa",
+            b"ss",
+            b"wd",
+            b"word",
+            b"phrase",
+            b"cred",
+            b"ential",
+            b"s",
+            b"sig",
+            b"nature",
+            b"auth",
+            b"AUTH",
+            b"sk",
+            b"pk",
+            b"rk",
+            b"-",
+            b"_",
+            b"\x7f",
+            b"api",
+            b"gh",
+            b"p",
+            b"github",
+            b"_pat_",
+            b"gl",
+            b"xox",
+            b"b",
+            b"AI",
+            b"za",
+            b"hf",
+            b"AKIA",
+            b"ASIA",
+            b"eyJ",
+            b"EYj",
+            b"--user",
+            b"bearer",
+            b"BeArEr",
+            b"-----BEGIN ",
+            b"\\",
+            b"|",
+            b"u",
+            b":",
+            b"//",
+            b"@",
+            b"=",
+            b"\"",
+            b"'",
+            b" ",
+            b"\t",
+            b"0123456789",
+            b"abcdefghij",
+            b"\xc3\xa9",
+            b"\xff",
+        ];
+        proptest::collection::vec(proptest::sample::select(PIECES), 0..40).prop_map(|p| p.concat())
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(5000))]
+
+        /// Looking only near needles gives the verdict of judging every byte, on any bytes.
+        #[test]
+        fn the_needle_search_judges_as_every_byte(
+            soup in needle_soup(),
+            filler in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300),
+            secretish in secretish(),
+            at in 0usize..400,
+        ) {
+            for text in [soup.clone(), filler.clone(), secretish.clone().into_bytes()] {
+                proptest::prop_assert_eq!(may_hold_secrets(&text), scan_every_byte(&text), "{:?}", text);
+            }
+            // Also with the interesting part somewhere inside arbitrary bytes.
+            let mut mixed = filler.clone();
+            let at = at.min(mixed.len());
+            mixed.splice(at..at, soup.iter().chain(secretish.as_bytes()).copied());
+            proptest::prop_assert_eq!(may_hold_secrets(&mixed), scan_every_byte(&mixed), "{:?}", mixed);
+        }
+    }
+
+    #[test]
+    fn every_trigger_is_found_near_a_needle_at_every_position() {
+        // Each kind of trigger, alone, at every offset in a text of ordinary JSON bytes.
+        let triggers: &[&[u8]] = &[
+            b"password=",
+            b"\"apiKey\":",
+            b"PASSPHRASE ",
+            b"x.credentials'",
+            b"TOKEN\t",
+            b"auth\\",
+            b"sk-abcd1234",
+            b"pk_abcd1234",
+            b"github_pat_abcdefghijklmnopqrstu",
+            b"glpat-abcdefghijklmnopqrstu",
+            b"xoxs-abcdefghij",
+            b"AIzaabcdefghijklmnopqrstuvwxyz0123",
+            b"hf_abcdefghijklmnopqrstuvwxyz0123",
+            b"AKIAABCDEFGHIJKLMNOP",
+            b"eyJabcdefghijk",
+            b"Bearer",
+            b"-----BEGIN ",
+            b"\\u0073",
+            b"://a@b",
+            b"-p",
+            b"-u",
+            b"-a",
+            b"--user",
+        ];
+        let filler = br#"{"command":"ls -l /tmp","description":"List the files","x":[1,2,3]}"#;
+        for trigger in triggers {
+            assert!(scan_every_byte(trigger), "{}", String::from_utf8_lossy(trigger));
+            for at in 0..=filler.len() {
+                let mut text = filler.to_vec();
+                text.splice(at..at, std::iter::once(b' ').chain(trigger.iter().copied()));
+                assert_eq!(may_hold_secrets(&text), scan_every_byte(&text), "{}", String::from_utf8_lossy(&text));
+            }
+        }
+    }
+
+    #[test]
+    fn a_generated_value_under_an_auth_key_is_masked() {
+        // `auth` ends in a letter no other secret word ends in; the pre-scan once skipped it.
+        let mut raw = RawJson::from_text(r#"{"auth": "AbCdEf0123456789XyZab", "n": 1}"#.to_string()).unwrap();
+        redact_raw(&mut raw);
+        assert_eq!(raw.get(), r#"{"auth":"[redacted]","n":1}"#);
+        assert_eq!(r("auth=AbCdEf0123456789XyZab"), "auth=[redacted]");
+    }
+
+    #[test]
+    fn a_diff_header_is_not_a_password_option() {
+        // `--- a/file` in a diff starts with `--` at a word start, but only `--user` takes a
+        // password: records holding diffs are not parsed for it.
+        let record = r#"{"diff":"Index: a.py\n===\n--- a.py\n+++ a.py\n@@ -1 +1 @@\n-x\n+y\n"}"#;
+        assert!(!may_hold_secrets(record.as_bytes()));
+        assert!(may_hold_secrets(br#"{"command":"curl --user bob:pw x"}"#));
+        assert!(may_hold_secrets(br#"{"command":"tool --api-token abc x"}"#));
     }
 
     #[test]
