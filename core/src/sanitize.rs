@@ -2,7 +2,7 @@
 //! (`rawInput`, `rawOutput`, `extra`, a usage's `extra`) made readable by every JSON reader and
 //! by every binding at any nesting depth ([`RawJson::normalized`]), then — unless the caller
 //! turned redaction off — every field derived from a tool call's input masked
-//! ([`Redactor`](crate::redact::Redactor)); a masked record's containers past the depth limit
+//! ([`Redactor`]); a masked record's containers past the depth limit
 //! are masked whole (fail closed) rather than delivered as text.
 //!
 //! One place, applied where events are emitted ([`Decoder`](crate::Decoder) output), so no

@@ -271,7 +271,7 @@ pub struct DecoderOptions {
     /// Lines longer than this many bytes are skipped and reported (default 16 MiB).
     pub max_line_bytes: usize,
     /// Whether secret shapes in tool-call inputs are masked (default: on; see
-    /// [`redact`](crate::redact)).
+    /// [`redact`](mod@crate::redact)).
     pub redaction: RedactionPolicy,
 }
 
