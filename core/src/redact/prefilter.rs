@@ -71,12 +71,15 @@ impl Needles {
         Needles { pairs, by_pair_start }
     }
 
+    /// Whether some needle is looked for by the byte pair `pair` (`first << 8 | second`).
+    #[inline(always)]
+    fn looked_for_by(&self, pair: usize) -> bool {
+        self.pairs[(pair >> 6) & 1023] & (1 << (pair & 63)) != 0
+    }
+
     /// The start of a needle looked for by the pair at `i` of `text`, if one is there.
+    #[cold]
     fn found_at(&self, text: &[u8], i: usize) -> Option<usize> {
-        let pair = usize::from(text[i]) << 8 | usize::from(text[i + 1]);
-        if self.pairs[pair / 64] & (1 << (pair % 64)) == 0 {
-            return None;
-        }
         self.by_pair_start[usize::from(text[i] | 0x20)].iter().find_map(|needle| {
             let start = i.checked_sub(needle.offset)?;
             let there = text.get(start..start + needle.folded.len())?;
@@ -97,8 +100,14 @@ pub(super) fn any_near_needle(
     let needles = NEEDLES.get_or_init(|| Needles::new(needles()));
     // Bytes before this index have been checked.
     let mut checked = 0;
-    for i in 0..text.len().saturating_sub(1) {
-        if let Some(start) = needles.found_at(text, i) {
+    let Some((&first, rest)) = text.split_first() else { return false };
+    let mut pair = usize::from(first);
+    for (i, &c) in rest.iter().enumerate() {
+        // `i` is the index of the pair's first byte.
+        pair = (pair << 8 | usize::from(c)) & 0xffff;
+        if needles.looked_for_by(pair)
+            && let Some(start) = needles.found_at(text, i)
+        {
             let end = (start + REACH + 1).min(text.len());
             for j in start.max(checked)..end {
                 if check(j) {
