@@ -5,7 +5,7 @@
 use std::sync::{Mutex, MutexGuard};
 
 use agentstream_core::replay::{ReplayOptions, replay};
-use agentstream_core::{Agent, DecoderOptions, ErrorKind, OutputEvent};
+use agentstream_core::{Agent, DecoderOptions, ErrorKind, OutputEvent, RedactionPolicy};
 
 use crate::error::{Result, error};
 
@@ -44,11 +44,13 @@ impl Decoder {
 impl Decoder {
     /// A decoder for `agent` (`claude`, `codex`, `gemini`, `qwen`, `kimi`, `opencode`,
     /// `droid`; an unknown name is an `InvalidArgument` error listing them). Lines longer than
-    /// `max_line_bytes` (default 16 MiB) are skipped and reported.
+    /// `max_line_bytes` (default 16 MiB) are skipped and reported. Secret shapes in tool-call
+    /// inputs are masked unless `redact` is false (default true).
     #[uniffi::constructor]
-    pub fn new(agent: String, max_line_bytes: Option<i64>) -> Result<std::sync::Arc<Self>> {
+    pub fn new(agent: String, max_line_bytes: Option<i64>, redact: Option<bool>) -> Result<std::sync::Arc<Self>> {
         let agent = self::agent(&agent)?;
         let mut options = DecoderOptions::default();
+        options.redaction = redaction(redact);
         if let Some(max) = max_line_bytes {
             options.max_line_bytes = match usize::try_from(max) {
                 Ok(n) if n > 0 => n,
@@ -106,17 +108,25 @@ impl Decoder {
     }
 }
 
-/// Decode a whole recorded output at once: a JSON array of `OutputEvent`.
+/// The redaction policy of a `redact` argument: on unless it is false.
+fn redaction(redact: Option<bool>) -> RedactionPolicy {
+    if redact == Some(false) { RedactionPolicy::disabled() } else { RedactionPolicy::default() }
+}
+
+/// Decode a whole recorded output at once: a JSON array of `OutputEvent`. Secret shapes in
+/// tool-call inputs are masked unless `redact` is false (default true).
 #[uniffi::export]
-pub fn parse_json(agent: String, bytes: Vec<u8>) -> Result<String> {
-    events_json(&agentstream_core::parse(self::agent(&agent)?, &bytes))
+pub fn parse_json(agent: String, bytes: Vec<u8>, redact: Option<bool>) -> Result<String> {
+    let options = DecoderOptions { redaction: redaction(redact), ..DecoderOptions::default() };
+    events_json(&agentstream_core::parse_with_options(self::agent(&agent)?, &bytes, options))
 }
 
 /// Replay a recorded output through the whole pipeline without a process (decoder, run stream,
 /// terminal and hook derivation), as a live run would deliver it. Returns JSON
 /// `{"items": [Envelope…], "hooks": [HookEvent…], "outcome": RunOutcome, "stats": DecodeStats}`
 /// (envelopes in their wire form, hooks canonical). Deterministic: run id `replay`, timestamps
-/// at the epoch, unless given.
+/// at the epoch, unless given. Secret shapes in tool-call inputs are masked unless `redact` is
+/// false (default true).
 #[uniffi::export]
 pub fn replay_json(
     agent: String,
@@ -124,9 +134,10 @@ pub fn replay_json(
     run_id: Option<String>,
     agent_id: Option<String>,
     timestamp: Option<String>,
+    redact: Option<bool>,
 ) -> Result<String> {
     let agent = self::agent(&agent)?;
-    let mut options = ReplayOptions::default();
+    let mut options = ReplayOptions { redaction: redaction(redact), ..ReplayOptions::default() };
     if let Some(run_id) = run_id {
         options.run_id = run_id;
     }

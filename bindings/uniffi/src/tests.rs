@@ -254,22 +254,47 @@ fn evolve_config() -> AgentConfig {
 #[test]
 fn the_decoder_and_replay_hand_over_json() {
     let line = b"{\"type\":\"thread.started\",\"thread_id\":\"t\"}\n{\"type\":\"item.completed\",\"item\":{\"id\":\"i\",\"type\":\"agent_message\",\"text\":\"hi\"}}\n";
-    let d = crate::Decoder::new("codex".into(), None).unwrap();
+    let d = crate::Decoder::new("codex".into(), None, None).unwrap();
     let events: Vec<Value> = serde_json::from_str(&d.feed(line[..10].to_vec()).unwrap()).unwrap();
     assert!(events.is_empty() && d.has_partial_line());
     let events: Vec<Value> = serde_json::from_str(&d.feed(line[10..].to_vec()).unwrap()).unwrap();
     assert_eq!(events.len(), 1);
     assert_eq!(d.session_id().as_deref(), Some("t"));
     assert_eq!(d.finish().unwrap(), "[]");
-    let whole: Vec<Value> = serde_json::from_str(&crate::parse_json("codex".into(), line.to_vec()).unwrap()).unwrap();
+    let whole: Vec<Value> =
+        serde_json::from_str(&crate::parse_json("codex".into(), line.to_vec(), None).unwrap()).unwrap();
     assert_eq!(whole, events);
     let replay: Value = serde_json::from_str(
-        &crate::replay_json("codex".into(), line.to_vec(), Some("r1".into()), None, None).unwrap(),
+        &crate::replay_json("codex".into(), line.to_vec(), Some("r1".into()), None, None, None).unwrap(),
     )
     .unwrap();
     assert_eq!(replay["items"][0]["runId"], "r1");
     assert_eq!(replay["hooks"][0]["type"], "run.started");
-    assert!(matches!(crate::Decoder::new("codex".into(), Some(0)), Err(AgentstreamError::InvalidArgument(_))));
+    assert!(matches!(crate::Decoder::new("codex".into(), Some(0), None), Err(AgentstreamError::InvalidArgument(_))));
+}
+
+#[test]
+fn redact_false_keeps_tool_inputs_as_printed_everywhere() {
+    let line = b"{\"type\":\"item.started\",\"item\":{\"id\":\"i\",\"type\":\"command_execution\",\"command\":\"export API_TOKEN=abcdefghijklmnopqrstuv\",\"status\":\"in_progress\"}}\n";
+    let command = |events: &Value| events[0]["update"]["rawInput"]["command"].as_str().unwrap().to_string();
+    for (redact, want) in [
+        (None, "export API_TOKEN=[redacted]"),
+        (Some(true), "export API_TOKEN=[redacted]"),
+        (Some(false), "export API_TOKEN=abcdefghijklmnopqrstuv"),
+    ] {
+        let parsed: Value =
+            serde_json::from_str(&crate::parse_json("codex".into(), line.to_vec(), redact).unwrap()).unwrap();
+        assert_eq!(command(&parsed), want, "parse_json redact={redact:?}");
+        let d = crate::Decoder::new("codex".into(), None, redact).unwrap();
+        let fed: Value = serde_json::from_str(&d.feed(line.to_vec()).unwrap()).unwrap();
+        assert_eq!(command(&fed), want, "Decoder redact={redact:?}");
+        let replay: Value =
+            serde_json::from_str(&crate::replay_json("codex".into(), line.to_vec(), None, None, None, redact).unwrap())
+                .unwrap();
+        let content: Vec<&Value> =
+            replay["items"].as_array().unwrap().iter().filter(|i| i["channel"] == "content").collect();
+        assert_eq!(content[0]["event"]["update"]["rawInput"]["command"], want, "replay_json redact={redact:?}");
+    }
 }
 
 /// Records each batch and fails every call of handler `fail`.

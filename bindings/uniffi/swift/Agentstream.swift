@@ -1688,15 +1688,17 @@ open class Decoder: DecoderProtocol, @unchecked Sendable {
     /**
      * A decoder for `agent` (`claude`, `codex`, `gemini`, `qwen`, `kimi`, `opencode`,
      * `droid`; an unknown name is an `InvalidArgument` error listing them). Lines longer than
-     * `max_line_bytes` (default 16 MiB) are skipped and reported.
+     * `max_line_bytes` (default 16 MiB) are skipped and reported. Secret shapes in tool-call
+     * inputs are masked unless `redact` is false (default true).
      */
-public convenience init(agent: String, maxLineBytes: Int64?)throws  {
+public convenience init(agent: String, maxLineBytes: Int64?, redact: Bool?)throws  {
     let handle =
         try rustCallWithError(FfiConverterTypeAgentstreamError_lift) {
         uniffiCallStatus in
     uniffi_agentstream_uniffi_fn_constructor_decoder_new(
         FfiConverterString.lower(agent),
-        FfiConverterOptionInt64.lower(maxLineBytes),uniffiCallStatus
+        FfiConverterOptionInt64.lower(maxLineBytes),
+        FfiConverterOptionBool.lower(redact),uniffiCallStatus
     )
 }
     self.init(unsafeFromHandle: handle)
@@ -4230,14 +4232,16 @@ public func coreVersion() -> String  {
 })
 }
 /**
- * Decode a whole recorded output at once: a JSON array of `OutputEvent`.
+ * Decode a whole recorded output at once: a JSON array of `OutputEvent`. Secret shapes in
+ * tool-call inputs are masked unless `redact` is false (default true).
  */
-public func parseJson(agent: String, bytes: Data)throws  -> String  {
+public func parseJson(agent: String, bytes: Data, redact: Bool?)throws  -> String  {
     return try  FfiConverterString.lift(try rustCallWithError(FfiConverterTypeAgentstreamError_lift) {
         uniffiCallStatus in
     uniffi_agentstream_uniffi_fn_func_parse_json(
         FfiConverterString.lower(agent),
-        FfiConverterData.lower(bytes),uniffiCallStatus
+        FfiConverterData.lower(bytes),
+        FfiConverterOptionBool.lower(redact),uniffiCallStatus
     )
 })
 }
@@ -4246,9 +4250,10 @@ public func parseJson(agent: String, bytes: Data)throws  -> String  {
  * terminal and hook derivation), as a live run would deliver it. Returns JSON
  * `{"items": [Envelope…], "hooks": [HookEvent…], "outcome": RunOutcome, "stats": DecodeStats}`
  * (envelopes in their wire form, hooks canonical). Deterministic: run id `replay`, timestamps
- * at the epoch, unless given.
+ * at the epoch, unless given. Secret shapes in tool-call inputs are masked unless `redact` is
+ * false (default true).
  */
-public func replayJson(agent: String, bytes: Data, runId: String?, agentId: String?, timestamp: String?)throws  -> String  {
+public func replayJson(agent: String, bytes: Data, runId: String?, agentId: String?, timestamp: String?, redact: Bool?)throws  -> String  {
     return try  FfiConverterString.lift(try rustCallWithError(FfiConverterTypeAgentstreamError_lift) {
         uniffiCallStatus in
     uniffi_agentstream_uniffi_fn_func_replay_json(
@@ -4256,7 +4261,8 @@ public func replayJson(agent: String, bytes: Data, runId: String?, agentId: Stri
         FfiConverterData.lower(bytes),
         FfiConverterOptionString.lower(runId),
         FfiConverterOptionString.lower(agentId),
-        FfiConverterOptionString.lower(timestamp),uniffiCallStatus
+        FfiConverterOptionString.lower(timestamp),
+        FfiConverterOptionBool.lower(redact),uniffiCallStatus
     )
 })
 }
@@ -4285,10 +4291,10 @@ private let initializationResult: InitializationResult = {
     if (uniffi_agentstream_uniffi_checksum_func_core_version() != 34947) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_agentstream_uniffi_checksum_func_parse_json() != 19209) {
+    if (uniffi_agentstream_uniffi_checksum_func_parse_json() != 34027) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_agentstream_uniffi_checksum_func_replay_json() != 34326) {
+    if (uniffi_agentstream_uniffi_checksum_func_replay_json() != 52526) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_agentstream_uniffi_checksum_method_decoder_agent() != 6435) {
@@ -4420,7 +4426,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_agentstream_uniffi_checksum_method_hooklistener_on_hook() != 48879) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_agentstream_uniffi_checksum_constructor_decoder_new() != 17796) {
+    if (uniffi_agentstream_uniffi_checksum_constructor_decoder_new() != 15028) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_agentstream_uniffi_checksum_constructor_evolve_new() != 20141) {

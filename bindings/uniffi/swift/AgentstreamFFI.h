@@ -303,7 +303,7 @@ void uniffi_agentstream_uniffi_fn_free_decoder(uint64_t handle, RustCallStatus *
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_AGENTSTREAM_UNIFFI_FN_CONSTRUCTOR_DECODER_NEW
 #define UNIFFI_FFIDEF_UNIFFI_AGENTSTREAM_UNIFFI_FN_CONSTRUCTOR_DECODER_NEW
-uint64_t uniffi_agentstream_uniffi_fn_constructor_decoder_new(RustBuffer agent, RustBuffer max_line_bytes, RustCallStatus *_Nonnull out_status
+uint64_t uniffi_agentstream_uniffi_fn_constructor_decoder_new(RustBuffer agent, RustBuffer max_line_bytes, RustBuffer redact, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_AGENTSTREAM_UNIFFI_FN_METHOD_DECODER_AGENT
@@ -627,12 +627,12 @@ RustBuffer uniffi_agentstream_uniffi_fn_func_core_version(RustCallStatus *_Nonnu
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_AGENTSTREAM_UNIFFI_FN_FUNC_PARSE_JSON
 #define UNIFFI_FFIDEF_UNIFFI_AGENTSTREAM_UNIFFI_FN_FUNC_PARSE_JSON
-RustBuffer uniffi_agentstream_uniffi_fn_func_parse_json(RustBuffer agent, RustBuffer bytes, RustCallStatus *_Nonnull out_status
+RustBuffer uniffi_agentstream_uniffi_fn_func_parse_json(RustBuffer agent, RustBuffer bytes, RustBuffer redact, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_AGENTSTREAM_UNIFFI_FN_FUNC_REPLAY_JSON
 #define UNIFFI_FFIDEF_UNIFFI_AGENTSTREAM_UNIFFI_FN_FUNC_REPLAY_JSON
-RustBuffer uniffi_agentstream_uniffi_fn_func_replay_json(RustBuffer agent, RustBuffer bytes, RustBuffer run_id, RustBuffer agent_id, RustBuffer timestamp, RustCallStatus *_Nonnull out_status
+RustBuffer uniffi_agentstream_uniffi_fn_func_replay_json(RustBuffer agent, RustBuffer bytes, RustBuffer run_id, RustBuffer agent_id, RustBuffer timestamp, RustBuffer redact, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_FFI_AGENTSTREAM_UNIFFI_RUSTBUFFER_ALLOC

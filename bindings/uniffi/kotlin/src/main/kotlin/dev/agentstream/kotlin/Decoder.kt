@@ -23,9 +23,15 @@ import dev.agentstream.kotlin.ffi.Decoder as NativeDecoder
  * @param agent `claude`, `codex`, `gemini`, `qwen`, `kimi`, `opencode` or `droid` (an unknown
  *     name is an [AgentstreamException.InvalidArgument] listing them).
  * @param maxLineBytes lines longer than this are skipped and reported (default 16 MiB).
+ * @param redact false to deliver tool-call inputs as the harness printed them (default true:
+ *     secret shapes are masked).
  */
-public class Decoder(agent: String, maxLineBytes: Long? = null) : AutoCloseable {
-    private val native = NativeDecoder(agent, maxLineBytes)
+public class Decoder @JvmOverloads constructor(
+    agent: String,
+    maxLineBytes: Long? = null,
+    redact: Boolean = true,
+) : AutoCloseable {
+    private val native = NativeDecoder(agent, maxLineBytes, redact)
 
     /** Feed bytes; the events of every line they complete. */
     public fun feed(bytes: ByteArray): List<OutputEvent> = events(native.feed(bytes))
@@ -77,24 +83,32 @@ public data class Replay(
 
 /** Decoding without a process, and the names every binding shares. */
 public object Agentstream {
-    /** Decode a whole recorded output of [agent] at once. */
+    /**
+     * Decode a whole recorded output of [agent] at once. Secret shapes in tool-call inputs are
+     * masked unless [redact] is false.
+     */
     @JvmStatic
-    public fun parse(agent: String, bytes: ByteArray): List<OutputEvent> =
-        events(dev.agentstream.kotlin.ffi.parseJson(agent, bytes))
+    @JvmOverloads
+    public fun parse(agent: String, bytes: ByteArray, redact: Boolean = true): List<OutputEvent> =
+        events(dev.agentstream.kotlin.ffi.parseJson(agent, bytes, redact))
 
     /**
      * Replay a recorded output of [agent] as a live run would deliver it. Deterministic: run id
-     * `replay` and timestamps at the epoch unless given.
+     * `replay` and timestamps at the epoch unless given. Secret shapes in tool-call inputs are
+     * masked unless [redact] is false.
      */
     @JvmStatic
+    @JvmOverloads
     public fun replay(
         agent: String,
         bytes: ByteArray,
         runId: String? = null,
         agentId: String? = null,
         timestamp: String? = null,
+        redact: Boolean = true,
     ): Replay {
-        val o = WireJson.parse(dev.agentstream.kotlin.ffi.replayJson(agent, bytes, runId, agentId, timestamp)) as JsonObject
+        val o =
+            WireJson.parse(dev.agentstream.kotlin.ffi.replayJson(agent, bytes, runId, agentId, timestamp, redact)) as JsonObject
         return Replay(
             items = (o["items"] as JsonArray).map(Envelope::fromJson),
             hooks = (o["hooks"] as JsonArray).map(HookEvent::fromJson),

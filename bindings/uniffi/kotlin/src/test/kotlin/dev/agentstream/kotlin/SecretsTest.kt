@@ -70,6 +70,19 @@ class SecretsTest {
     }
 
     @Test
+    fun `parse, the decoder and replay deliver tool inputs as printed with redaction off`() {
+        for (agent in agents) {
+            val data = trace(agent)
+            val parsed = survivors(Agentstream.parse(agent, data, redact = false))
+            assertTrue(parsed.isNotEmpty(), "$agent: parse with redact = false delivers the secrets")
+            val fed = Decoder(agent, redact = false).use { d -> d.feed(data) + d.finish() }
+            assertEquals(parsed, survivors(fed), "$agent: a Decoder with redact = false")
+            assertEquals(parsed, survivors(Agentstream.replay(agent, data, redact = false).events), "$agent: replay")
+            assertEquals(emptyList<String>(), survivors(Agentstream.parse(agent, data, redact = true)), "$agent: redact = true")
+        }
+    }
+
+    @Test
     fun `every secret is masked in a real run and delivered with redaction off`() = runBlocking {
         for (agent in agents) {
             for (redact in listOf(true, false)) {

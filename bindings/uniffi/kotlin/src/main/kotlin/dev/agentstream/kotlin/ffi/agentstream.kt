@@ -877,7 +877,7 @@ internal object UniffiLib {
     ): Long
     external fun uniffi_agentstream_uniffi_fn_free_decoder(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
-    external fun uniffi_agentstream_uniffi_fn_constructor_decoder_new(`agent`: RustBuffer.ByValue,`maxLineBytes`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    external fun uniffi_agentstream_uniffi_fn_constructor_decoder_new(`agent`: RustBuffer.ByValue,`maxLineBytes`: RustBuffer.ByValue,`redact`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
     external fun uniffi_agentstream_uniffi_fn_method_decoder_agent(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
@@ -1005,9 +1005,9 @@ internal object UniffiLib {
     ): RustBuffer.ByValue
     external fun uniffi_agentstream_uniffi_fn_func_core_version(uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
-    external fun uniffi_agentstream_uniffi_fn_func_parse_json(`agent`: RustBuffer.ByValue,`bytes`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    external fun uniffi_agentstream_uniffi_fn_func_parse_json(`agent`: RustBuffer.ByValue,`bytes`: RustBuffer.ByValue,`redact`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
-    external fun uniffi_agentstream_uniffi_fn_func_replay_json(`agent`: RustBuffer.ByValue,`bytes`: RustBuffer.ByValue,`runId`: RustBuffer.ByValue,`agentId`: RustBuffer.ByValue,`timestamp`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    external fun uniffi_agentstream_uniffi_fn_func_replay_json(`agent`: RustBuffer.ByValue,`bytes`: RustBuffer.ByValue,`runId`: RustBuffer.ByValue,`agentId`: RustBuffer.ByValue,`timestamp`: RustBuffer.ByValue,`redact`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun ffi_agentstream_uniffi_rustbuffer_alloc(`size`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
@@ -1137,10 +1137,10 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_agentstream_uniffi_checksum_func_core_version() and 0xFFFF) != 34947) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_agentstream_uniffi_checksum_func_parse_json() and 0xFFFF) != 19209) {
+    if ((lib.uniffi_agentstream_uniffi_checksum_func_parse_json() and 0xFFFF) != 34027) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_agentstream_uniffi_checksum_func_replay_json() and 0xFFFF) != 34326) {
+    if ((lib.uniffi_agentstream_uniffi_checksum_func_replay_json() and 0xFFFF) != 52526) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_agentstream_uniffi_checksum_method_decoder_agent() and 0xFFFF) != 6435) {
@@ -1272,7 +1272,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_agentstream_uniffi_checksum_method_hooklistener_on_hook() and 0xFFFF) != 48879) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_agentstream_uniffi_checksum_constructor_decoder_new() and 0xFFFF) != 17796) {
+    if ((lib.uniffi_agentstream_uniffi_checksum_constructor_decoder_new() and 0xFFFF) != 15028) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_agentstream_uniffi_checksum_constructor_evolve_new() and 0xFFFF) != 20141) {
@@ -3411,16 +3411,18 @@ open class Decoder: Disposable, AutoCloseable, DecoderInterface
     /**
      * A decoder for `agent` (`claude`, `codex`, `gemini`, `qwen`, `kimi`, `opencode`,
      * `droid`; an unknown name is an `InvalidArgument` error listing them). Lines longer than
-     * `max_line_bytes` (default 16 MiB) are skipped and reported.
+     * `max_line_bytes` (default 16 MiB) are skipped and reported. Secret shapes in tool-call
+     * inputs are masked unless `redact` is false (default true).
      */
-    constructor(`agent`: kotlin.String, `maxLineBytes`: kotlin.Long?) :
+    constructor(`agent`: kotlin.String, `maxLineBytes`: kotlin.Long?, `redact`: kotlin.Boolean?) :
         this(UniffiWithHandle, 
     uniffiRustCallWithError(AgentstreamException) { _status ->
     UniffiLib.uniffi_agentstream_uniffi_fn_constructor_decoder_new(
     
         
         FfiConverterString.lower(`agent`),
-        FfiConverterOptionalLong.lower(`maxLineBytes`),_status)
+        FfiConverterOptionalLong.lower(`maxLineBytes`),
+        FfiConverterOptionalBoolean.lower(`redact`),_status)
 }
     )
 
@@ -6085,16 +6087,18 @@ public object FfiConverterMapStringString: FfiConverterRustBuffer<Map<kotlin.Str
     
 
         /**
-         * Decode a whole recorded output at once: a JSON array of `OutputEvent`.
+         * Decode a whole recorded output at once: a JSON array of `OutputEvent`. Secret shapes in
+         * tool-call inputs are masked unless `redact` is false (default true).
          */
-    @Throws(AgentstreamException::class) fun `parseJson`(`agent`: kotlin.String, `bytes`: kotlin.ByteArray): kotlin.String {
+    @Throws(AgentstreamException::class) fun `parseJson`(`agent`: kotlin.String, `bytes`: kotlin.ByteArray, `redact`: kotlin.Boolean?): kotlin.String {
             return FfiConverterString.lift(
     uniffiRustCallWithError(AgentstreamException) { _status ->
     UniffiLib.uniffi_agentstream_uniffi_fn_func_parse_json(
     
         
         FfiConverterString.lower(`agent`),
-        FfiConverterByteArray.lower(`bytes`),_status)
+        FfiConverterByteArray.lower(`bytes`),
+        FfiConverterOptionalBoolean.lower(`redact`),_status)
 }
     )
     }
@@ -6105,9 +6109,10 @@ public object FfiConverterMapStringString: FfiConverterRustBuffer<Map<kotlin.Str
          * terminal and hook derivation), as a live run would deliver it. Returns JSON
          * `{"items": [Envelope…], "hooks": [HookEvent…], "outcome": RunOutcome, "stats": DecodeStats}`
          * (envelopes in their wire form, hooks canonical). Deterministic: run id `replay`, timestamps
-         * at the epoch, unless given.
+         * at the epoch, unless given. Secret shapes in tool-call inputs are masked unless `redact` is
+         * false (default true).
          */
-    @Throws(AgentstreamException::class) fun `replayJson`(`agent`: kotlin.String, `bytes`: kotlin.ByteArray, `runId`: kotlin.String?, `agentId`: kotlin.String?, `timestamp`: kotlin.String?): kotlin.String {
+    @Throws(AgentstreamException::class) fun `replayJson`(`agent`: kotlin.String, `bytes`: kotlin.ByteArray, `runId`: kotlin.String?, `agentId`: kotlin.String?, `timestamp`: kotlin.String?, `redact`: kotlin.Boolean?): kotlin.String {
             return FfiConverterString.lift(
     uniffiRustCallWithError(AgentstreamException) { _status ->
     UniffiLib.uniffi_agentstream_uniffi_fn_func_replay_json(
@@ -6117,7 +6122,8 @@ public object FfiConverterMapStringString: FfiConverterRustBuffer<Map<kotlin.Str
         FfiConverterByteArray.lower(`bytes`),
         FfiConverterOptionalString.lower(`runId`),
         FfiConverterOptionalString.lower(`agentId`),
-        FfiConverterOptionalString.lower(`timestamp`),_status)
+        FfiConverterOptionalString.lower(`timestamp`),
+        FfiConverterOptionalBoolean.lower(`redact`),_status)
 }
     )
     }
