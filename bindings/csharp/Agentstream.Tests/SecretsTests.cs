@@ -58,6 +58,29 @@ namespace Agentstream.Tests
         }
 
         [Test]
+        static void ParseTheDecoderAndReplayDeliverToolInputsAsPrintedWithRedactOff()
+        {
+            var secrets = CorpusSecrets();
+            foreach (var agent in Agents)
+            {
+                var data = File.ReadAllBytes(Path.Combine(SecretsDir, "traces", agent + ".input.jsonl"));
+                var parsed = Survivors(secrets, Decoder.Parse(agent, data, redact: false));
+                Check.True(parsed.Count > 0, agent + ": parse with redact: false delivers the secrets");
+                var fed = new List<OutputEvent>();
+                using (var d = new Decoder(agent, redact: false))
+                {
+                    fed.AddRange(d.Feed(data));
+                    fed.AddRange(d.Finish());
+                }
+                Check.Equal(string.Join("\n", parsed), string.Join("\n", Survivors(secrets, fed)), agent + ": a Decoder with redact: false");
+                var r = Replay.Run(agent, data, new ReplayOptions { Redact = false });
+                var content = r.Items.Where(i => i.Channel == Channel.Content).ToList();
+                Check.Equal(string.Join("\n", parsed), string.Join("\n", Survivors(secrets, content)), agent + ": replay with Redact = false");
+                None(secrets, Decoder.Parse(agent, data, redact: true), agent + ": parse with redact: true");
+            }
+        }
+
+        [Test]
         static void EverySecretIsMaskedByParseTheDecoderAndReplay()
         {
             var secrets = CorpusSecrets();

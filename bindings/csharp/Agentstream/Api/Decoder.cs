@@ -21,9 +21,10 @@ namespace Agentstream
         /// A decoder for <paramref name="agent"/>: "claude", "codex", "gemini", "qwen", "kimi",
         /// "opencode" or "droid" (any case); an unknown name is an <see cref="InvalidArgumentException"/>
         /// listing the valid names. A line longer than <paramref name="maxLineBytes"/> (0: the default,
-        /// 16 MiB) is skipped, counted and reported as a <see cref="Diagnostic"/>.
+        /// 16 MiB) is skipped, counted and reported as a <see cref="Diagnostic"/>. Secret shapes in
+        /// tool-call inputs are masked unless <paramref name="redact"/> is false.
         /// </summary>
-        public Decoder(string agent, long maxLineBytes = 0)
+        public Decoder(string agent, long maxLineBytes = 0, bool redact = true)
         {
             if (maxLineBytes < 0)
             {
@@ -31,6 +32,15 @@ namespace Agentstream
             }
             DecoderHandle h;
             Native.Check(Native.agentstream_decoder_new_with_options(Native.Utf8(agent), (UIntPtr)(ulong)maxLineBytes, out h));
+            if (!redact)
+            {
+                uint status = Native.agentstream_decoder_set_redact(h, false);
+                if (status != 0)
+                {
+                    h.Dispose();
+                    Native.Check(status);
+                }
+            }
             handle = h;
             Agent = agent;
         }
@@ -38,10 +48,10 @@ namespace Agentstream
         /// <summary>The agent name it was created with.</summary>
         public string Agent { get; private set; }
 
-        /// <summary>Decodes a whole recorded output at once.</summary>
-        public static IList<OutputEvent> Parse(string agent, byte[] data)
+        /// <summary>Decodes a whole recorded output at once (secret shapes in tool-call inputs masked unless <paramref name="redact"/> is false).</summary>
+        public static IList<OutputEvent> Parse(string agent, byte[] data, bool redact = true)
         {
-            using (var d = new Decoder(agent))
+            using (var d = new Decoder(agent, 0, redact))
             {
                 var events = d.Feed(data);
                 foreach (var e in d.Finish())
@@ -52,10 +62,10 @@ namespace Agentstream
             }
         }
 
-        /// <summary>Decodes a recorded output read from <paramref name="input"/> (to its end), yielding each event as its line completes.</summary>
-        public static IEnumerable<OutputEvent> Decode(string agent, Stream input)
+        /// <summary>Decodes a recorded output read from <paramref name="input"/> (to its end), yielding each event as its line completes (secret shapes in tool-call inputs masked unless <paramref name="redact"/> is false).</summary>
+        public static IEnumerable<OutputEvent> Decode(string agent, Stream input, bool redact = true)
         {
-            using (var d = new Decoder(agent))
+            using (var d = new Decoder(agent, 0, redact))
             {
                 var chunk = new byte[64 * 1024];
                 int n;

@@ -31,6 +31,9 @@ namespace Agentstream
 
         /// <summary>The timestamp of lifecycle and hook events (default "1970-01-01T00:00:00.000Z").</summary>
         public string Timestamp { get; set; }
+
+        /// <summary>Mask secret shapes in tool-call inputs (default true); false delivers them as the harness printed them.</summary>
+        public bool Redact { get; set; } = true;
     }
 
     /// <summary>Recorded harness output through the whole pipeline, without a process.</summary>
@@ -55,6 +58,11 @@ namespace Agentstream
                 Options.OptionalString(w, "run_id", options.RunId);
                 Options.OptionalString(w, "agent_id", options.AgentId);
                 Options.OptionalString(w, "timestamp", options.Timestamp);
+                if (!options.Redact)
+                {
+                    w.Key("redact");
+                    w.Bool(false);
+                }
             }
             w.EndObject();
             IntPtr p;

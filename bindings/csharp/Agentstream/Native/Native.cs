@@ -49,6 +49,9 @@ namespace Agentstream.Interop
         internal static extern uint agentstream_decoder_new_with_options(byte[] agent, UIntPtr maxLineBytes, out DecoderHandle decoder);
 
         [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern uint agentstream_decoder_set_redact(DecoderHandle decoder, [MarshalAs(UnmanagedType.I1)] bool redact);
+
+        [DllImport(Lib, CallingConvention = Cdecl)]
         internal static extern uint agentstream_decoder_feed_json(DecoderHandle decoder, IntPtr bytes, UIntPtr len, out IntPtr json, out UIntPtr jsonLen);
 
         [DllImport(Lib, CallingConvention = Cdecl)]

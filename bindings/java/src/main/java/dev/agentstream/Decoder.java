@@ -117,6 +117,18 @@ public final class Decoder implements AutoCloseable {
      *     (0: the default, 16 MiB)
      */
     public Decoder(String agent, long maxLineBytes) {
+        this(agent, maxLineBytes, true);
+    }
+
+    /**
+     * A decoder with a line limit and a redaction switch.
+     *
+     * @param agent the agent (see {@link #Decoder(String)})
+     * @param maxLineBytes a longer line is skipped, counted and reported (0: the default, 16 MiB)
+     * @param redact false to deliver tool-call inputs as the harness printed them (true, the
+     *     default: secret shapes in them are masked)
+     */
+    public Decoder(String agent, long maxLineBytes, boolean redact) {
         Objects.requireNonNull(agent, "agent");
         if (maxLineBytes < 0) {
             throw Errors.invalidArgument("maxLineBytes must not be negative, got " + maxLineBytes + " (0 for the default)");
@@ -129,6 +141,15 @@ public final class Decoder implements AutoCloseable {
             handle = out.get(ADDRESS, 0);
         }
         cleanable = CLEANER.register(this, new FreeDecoder(handle));
+        if (!redact) {
+            MemorySegment created = handle;
+            try {
+                Native.check(() -> (int) Native.DECODER_SET_REDACT.invokeExact(created, false));
+            } catch (RuntimeException e) {
+                cleanable.clean();
+                throw e;
+            }
+        }
     }
 
     /** Frees a native decoder (once). */
@@ -151,7 +172,19 @@ public final class Decoder implements AutoCloseable {
      * @return the events, in order
      */
     public static List<OutputEvent> parse(String agent, byte[] output) {
-        try (Decoder d = new Decoder(agent)) {
+        return parse(agent, output, true);
+    }
+
+    /**
+     * Decodes a whole recorded output at once, with a redaction switch.
+     *
+     * @param agent the agent
+     * @param output its stdout
+     * @param redact false to deliver tool-call inputs as the harness printed them
+     * @return the events, in order
+     */
+    public static List<OutputEvent> parse(String agent, byte[] output, boolean redact) {
+        try (Decoder d = new Decoder(agent, 0, redact)) {
             List<OutputEvent> events = d.feed(output);
             events.addAll(d.finish());
             return events;

@@ -65,6 +65,7 @@ final class Native {
     static final MethodHandle DECODER_DIAGNOSTICS = fn("agentstream_decoder_take_diagnostics_json", status(ADDRESS, ADDRESS, ADDRESS));
     static final MethodHandle DECODER_SESSION_ID = fn("agentstream_decoder_session_id", status(ADDRESS, ADDRESS, ADDRESS));
     static final MethodHandle DECODER_FREE = fn("agentstream_decoder_free", FunctionDescriptor.ofVoid(ADDRESS));
+    static final MethodHandle DECODER_SET_REDACT = fn("agentstream_decoder_set_redact", status(ADDRESS, JAVA_BOOLEAN));
 
     // ---- replay ----
     static final MethodHandle REPLAY = fn("agentstream_replay_json", status(ADDRESS, ADDRESS, JAVA_LONG, ADDRESS, ADDRESS, ADDRESS));

@@ -62,6 +62,23 @@ public record Replay(List<Event> items, List<AgentEvent> hooks, RunOutcome outco
      * @throws InvalidArgumentException for an unknown agent (the message lists the seven)
      */
     public static Replay of(String agent, byte[] output, String runId, String agentId, String timestamp) {
+        return of(agent, output, runId, agentId, timestamp, true);
+    }
+
+    /**
+     * Replays an output, with a redaction switch.
+     *
+     * @param agent the harness that printed it
+     * @param output its stdout
+     * @param runId stamped on every item and hook (null: {@code replay})
+     * @param agentId the hooks' agent id (null: the agent's name)
+     * @param timestamp of lifecycle and hook events (null: {@code 1970-01-01T00:00:00.000Z})
+     * @param redact false to deliver tool-call inputs as the harness printed them (true: secret
+     *     shapes in them are masked)
+     * @return the replay
+     * @throws InvalidArgumentException for an unknown agent (the message lists the seven)
+     */
+    public static Replay of(String agent, byte[] output, String runId, String agentId, String timestamp, boolean redact) {
         Objects.requireNonNull(agent, "agent");
         Objects.requireNonNull(output, "output");
         Map<String, Object> options = new LinkedHashMap<>();
@@ -73,6 +90,9 @@ public record Replay(List<Event> items, List<AgentEvent> hooks, RunOutcome outco
         }
         if (timestamp != null) {
             options.put("timestamp", timestamp);
+        }
+        if (!redact) {
+            options.put("redact", false);
         }
         byte[] json;
         try (Arena arena = Arena.ofConfined()) {

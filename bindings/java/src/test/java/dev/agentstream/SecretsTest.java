@@ -86,6 +86,26 @@ class SecretsTest {
     }
 
     @Test
+    void parseTheDecoderAndReplayDeliverToolInputsAsPrintedWithRedactionOff() {
+        List<String> secrets = corpusSecrets();
+        for (String agent : AGENTS) {
+            byte[] data = trace(agent);
+            List<String> parsed = survivors(secrets, Decoder.parse(agent, data, false));
+            assertTrue(!parsed.isEmpty(), agent + ": parse with redact false delivers the secrets");
+            List<OutputEvent> fed = new ArrayList<>();
+            try (Decoder d = new Decoder(agent, 0, false)) {
+                fed.addAll(d.feed(data, 0, data.length));
+                fed.addAll(d.finish());
+            }
+            assertEquals(parsed, survivors(secrets, fed), agent + ": a Decoder with redact false");
+            Replay r = Replay.of(agent, data, null, null, null, false);
+            List<Event> content = r.items().stream().filter(e -> !(e instanceof Event.Text)).toList();
+            assertEquals(parsed, survivors(secrets, content), agent + ": replay with redact false");
+            assertEquals(List.of(), survivors(secrets, Decoder.parse(agent, data, true)), agent + ": parse with redact true");
+        }
+    }
+
+    @Test
     void everySecretIsMaskedInARealRunAndDeliveredWithRedactionOff() throws Exception {
         List<String> secrets = corpusSecrets();
         for (String agent : AGENTS) {
