@@ -54,10 +54,9 @@ fn main() {
         }
         for delivery in &batch {
             let now = monotonic_ns();
-            if let Delivery::Item(env) = delivery
-                && let StreamItem::Content(event) = &env.item
-                && let SessionUpdate::AgentMessageChunk { content: ContentBlock::Text { text } } = &event.update
-            {
+            let Delivery::Item(env) = delivery else { continue };
+            let StreamItem::Content(event) = &env.item else { continue };
+            if let SessionUpdate::AgentMessageChunk { content: ContentBlock::Text { text } } = &event.update {
                 samples.extend(stamps(text).map(|(line, ns)| (line, now - ns)));
             }
         }

@@ -49,8 +49,7 @@ impl Decoder {
     #[uniffi::constructor]
     pub fn new(agent: String, max_line_bytes: Option<i64>, redact: Option<bool>) -> Result<std::sync::Arc<Self>> {
         let agent = self::agent(&agent)?;
-        let mut options = DecoderOptions::default();
-        options.redaction = redaction(redact);
+        let mut options = DecoderOptions { redaction: redaction(redact), ..DecoderOptions::default() };
         if let Some(max) = max_line_bytes {
             options.max_line_bytes = match usize::try_from(max) {
                 Ok(n) if n > 0 => n,

@@ -252,10 +252,10 @@ impl Run {
     /// run, once it finished). Before that, a `still_running` error — never a partial record.
     pub fn result(&self) -> Result<RunResult, Error> {
         // The runner stores the result before a reader can take the terminal item.
-        if self.is_ended()
-            && let Some(result) = self.inner.handle.result()
-        {
-            return Ok(self.with_handler_errors(result));
+        if self.is_ended() {
+            if let Some(result) = self.inner.handle.result() {
+                return Ok(self.with_handler_errors(result));
+            }
         }
         Err(Error::new(
             ErrorKind::StillRunning,

@@ -105,9 +105,10 @@ pub(super) fn any_near_needle(
     for (i, &c) in rest.iter().enumerate() {
         // `i` is the index of the pair's first byte.
         pair = (pair << 8 | usize::from(c)) & 0xffff;
-        if needles.looked_for_by(pair)
-            && let Some(start) = needles.found_at(text, i)
-        {
+        if !needles.looked_for_by(pair) {
+            continue;
+        }
+        if let Some(start) = needles.found_at(text, i) {
             let end = (start + REACH + 1).min(text.len());
             for j in start.max(checked)..end {
                 if check(j) {

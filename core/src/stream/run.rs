@@ -266,10 +266,7 @@ impl RunStream {
         }
         let (mut n, mut bytes) = (0, 0usize);
         while n < max {
-            if n > 0
-                && let Some(w) = self.buffer.front_weight()
-                && bytes.saturating_add(w) > max_bytes
-            {
+            if n > 0 && self.buffer.front_weight().is_some_and(|w| bytes.saturating_add(w) > max_bytes) {
                 break;
             }
             let env = match self.buffer.pop_weighed() {

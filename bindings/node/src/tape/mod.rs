@@ -253,9 +253,7 @@ impl Tape {
     }
 
     fn envelope_str(&mut self, code: u32, value: &Option<SharedStr>) {
-        if code == NEW
-            && let Some(v) = value
-        {
+        if let Some(v) = value.as_ref().filter(|_| code == NEW) {
             self.str(v);
         }
     }

@@ -390,11 +390,11 @@ impl Walk<'_> {
         }
         let text = &self.s[start..self.pos];
         // A plain non-negative integer (no sign: "-0" is -0 for JSON.parse) below 2^31: one word.
-        if text.len() <= 10
-            && text.bytes().all(|c| c.is_ascii_digit())
-            && let Ok(n) = text.parse::<u32>()
-            && n < 1 << 31
-        {
+        let small = (text.len() <= 10 && text.bytes().all(|c| c.is_ascii_digit()))
+            .then(|| text.parse::<u32>().ok())
+            .flatten()
+            .filter(|&n| n < 1 << 31);
+        if let Some(n) = small {
             tape.word(7);
             tape.word(n);
             return Ok(());
