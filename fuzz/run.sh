@@ -21,7 +21,7 @@ MAX_LEN=${MAX_LEN:-4096}
 SANITIZER=${SANITIZER:-none}
 LIMIT=(-runs="$RUNS")
 if [ "${SMOKE:-}" = 1 ]; then LIMIT=(-max_total_time="${SMOKE_SECONDS:-5}"); fi
-ALL=(framing decode_claude decode_codex decode_gemini decode_qwen decode_kimi decode_opencode decode_droid replay redaction)
+ALL=(framing decode_claude decode_codex decode_gemini decode_qwen decode_kimi decode_opencode decode_droid replay redaction pre_scan)
 TARGETS=("${@:-${ALL[@]}}")
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target/fuzz}
 
@@ -60,6 +60,11 @@ corpus = [l for l in open("tests/secrets/corpus.jsonl") if l.strip()]
 for a in range(len(agents)):
     for e in range(len(corpus)):
         put("redaction", bytes([a, e]) + b"ls -la")
+for line in corpus:
+    put("pre_scan", line.encode())
+for path in sorted(glob.glob("tests/golden/*/*.input.jsonl"))[:40]:
+    for g in groups(path):
+        put("pre_scan", g)
 PY
 
 cargo +nightly fuzz build --fuzz-dir fuzz -O -s "$SANITIZER" >/dev/null

@@ -1,5 +1,5 @@
 # Fuzzing and soak (issue 24; docs/reliability.md). The fuzz crate (fuzz/: cargo-fuzz targets for
-# line framing, each decoder, the replayed pipeline and redaction) is its own workspace: cargo-fuzz
+# line framing, each decoder, the replayed pipeline, redaction and its pre-scan) is its own workspace: cargo-fuzz
 # builds it apart, with nightly; it builds in target/fuzz.
 #   make test-fuzz   (part of make test) the targets' checks on stable over the seed corpus and
 #                    deterministic mutations of it (fuzz/tests/smoke.rs); then, where a nightly

@@ -451,11 +451,12 @@ pub fn may_hold_secrets(text: &[u8]) -> bool {
     prefilter::any_near_needle(text, pre_scan_needles, |j| trigger_at(text, j))
 }
 
-/// [`may_hold_secrets`] judging every byte (the needle search only narrows down which bytes are
-/// judged; the tests compare the two).
-#[cfg(test)]
-fn scan_every_byte(b: &[u8]) -> bool {
-    (0..b.len()).any(|j| trigger_at(b, j))
+/// [`may_hold_secrets`] judging every byte of `text`, without the needle search that narrows
+/// down which bytes are judged: slower, and always the same verdict. Public for the tests and
+/// the `pre_scan` fuzz target, which compare the two.
+#[doc(hidden)]
+pub fn may_hold_secrets_judging_every_byte(text: &[u8]) -> bool {
+    (0..text.len()).any(|j| trigger_at(text, j))
 }
 
 /// Whether a mask may be anchored on byte `j` of `b` (see [`may_hold_secrets`]).
@@ -1836,13 +1837,13 @@ mod tests {
             at in 0usize..400,
         ) {
             for text in [soup.clone(), filler.clone(), secretish.clone().into_bytes()] {
-                proptest::prop_assert_eq!(may_hold_secrets(&text), scan_every_byte(&text), "{:?}", text);
+                proptest::prop_assert_eq!(may_hold_secrets(&text), may_hold_secrets_judging_every_byte(&text), "{:?}", text);
             }
             // Also with the interesting part somewhere inside arbitrary bytes.
             let mut mixed = filler.clone();
             let at = at.min(mixed.len());
             mixed.splice(at..at, soup.iter().chain(secretish.as_bytes()).copied());
-            proptest::prop_assert_eq!(may_hold_secrets(&mixed), scan_every_byte(&mixed), "{:?}", mixed);
+            proptest::prop_assert_eq!(may_hold_secrets(&mixed), may_hold_secrets_judging_every_byte(&mixed), "{:?}", mixed);
         }
     }
 
@@ -1876,11 +1877,16 @@ mod tests {
         ];
         let filler = br#"{"command":"ls -l /tmp","description":"List the files","x":[1,2,3]}"#;
         for trigger in triggers {
-            assert!(scan_every_byte(trigger), "{}", String::from_utf8_lossy(trigger));
+            assert!(may_hold_secrets_judging_every_byte(trigger), "{}", String::from_utf8_lossy(trigger));
             for at in 0..=filler.len() {
                 let mut text = filler.to_vec();
                 text.splice(at..at, std::iter::once(b' ').chain(trigger.iter().copied()));
-                assert_eq!(may_hold_secrets(&text), scan_every_byte(&text), "{}", String::from_utf8_lossy(&text));
+                assert_eq!(
+                    may_hold_secrets(&text),
+                    may_hold_secrets_judging_every_byte(&text),
+                    "{}",
+                    String::from_utf8_lossy(&text)
+                );
             }
         }
     }

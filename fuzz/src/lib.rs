@@ -205,6 +205,14 @@ pub fn shell_call(agent: Agent, command: &str) -> String {
     out
 }
 
+/// The secret pre-scan: looking only near its needles gives the verdict of judging every byte,
+/// on any bytes (the pre-scan decides which tool records are masked at all).
+pub fn check_pre_scan(data: &[u8]) {
+    let fast = agentstream_core::redact::may_hold_secrets(data);
+    let exhaustive = agentstream_core::redact::may_hold_secrets_judging_every_byte(data);
+    assert_eq!(fast, exhaustive, "the pre-scan's needle search disagrees with judging every byte on {data:?}");
+}
+
 /// Redaction: the input chooses a harness and a corpus entry; the rest is arbitrary text put
 /// on the lines before and after the entry in the command of a shell call. No secret of the
 /// entry may be delivered by any event (redaction is on by default) or hook.
