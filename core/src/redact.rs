@@ -448,7 +448,8 @@ fn replace_collecting(s: &mut String, found: &mut Vec<String>) -> bool {
 /// in the text where the decoded string has a word boundary (a letter after a backslash counts
 /// as one). After a key name, a decoded quote or backslash shows as a backslash in the text.
 pub fn may_hold_secrets(text: &[u8]) -> bool {
-    prefilter::any_near_needle(text, pre_scan_needles, |j| trigger_at(text, j))
+    static NEEDLES: std::sync::OnceLock<prefilter::Needles> = std::sync::OnceLock::new();
+    NEEDLES.get_or_init(|| prefilter::Needles::new(pre_scan_needles())).any_near(text, |j| trigger_at(text, j))
 }
 
 /// [`may_hold_secrets`] judging every byte of `text`, without the needle search that narrows

@@ -19,8 +19,6 @@
 //! both read as DEL), never lose one. The verdict is then the exact scan's own on those bytes; a
 //! property test compares the two on random and adversarial texts.
 
-use std::sync::OnceLock;
-
 /// The longest needle, in bytes: a trigger lies at most this far after the start of a needle.
 pub(super) const REACH: usize = 11;
 
@@ -42,7 +40,7 @@ struct Needle {
 }
 
 /// The needles, indexed for a scan that looks at each pair of adjacent bytes once.
-struct Needles {
+pub(super) struct Needles {
     /// Bit `a << 8 | b` is set when some needle is looked for by bytes `a`, `b` (any case).
     pairs: Box<[u64; 1024]>,
     /// The needles by the folded first byte of the pair they are looked for by.
@@ -50,7 +48,8 @@ struct Needles {
 }
 
 impl Needles {
-    fn new(needles: Vec<Vec<u8>>) -> Needles {
+    /// Index `needles` (each 2..=[`REACH`] bytes, matched with ASCII case folded).
+    pub(super) fn new(needles: Vec<Vec<u8>>) -> Needles {
         let mut pairs = Box::new([0u64; 1024]);
         let mut by_pair_start: Vec<Vec<Needle>> = (0..256).map(|_| Vec::new()).collect();
         for needle in needles {
@@ -86,37 +85,30 @@ impl Needles {
             there.iter().zip(&needle.folded).all(|(c, n)| c | 0x20 == *n).then_some(start)
         })
     }
-}
 
-/// Whether `check` holds at some byte within [`REACH`] bytes after the start of a needle in
-/// `text` (each byte checked at most once). `needles` lists them (each 2..=[`REACH`] bytes,
-/// matched with case folded); it is read once per process.
-pub(super) fn any_near_needle(
-    text: &[u8],
-    needles: fn() -> Vec<Vec<u8>>,
-    mut check: impl FnMut(usize) -> bool,
-) -> bool {
-    static NEEDLES: OnceLock<Needles> = OnceLock::new();
-    let needles = NEEDLES.get_or_init(|| Needles::new(needles()));
-    // Bytes before this index have been checked.
-    let mut checked = 0;
-    let Some((&first, rest)) = text.split_first() else { return false };
-    let mut pair = usize::from(first);
-    for (i, &c) in rest.iter().enumerate() {
-        // `i` is the index of the pair's first byte.
-        pair = (pair << 8 | usize::from(c)) & 0xffff;
-        if !needles.looked_for_by(pair) {
-            continue;
-        }
-        if let Some(start) = needles.found_at(text, i) {
-            let end = (start + REACH + 1).min(text.len());
-            for j in start.max(checked)..end {
-                if check(j) {
-                    return true;
-                }
+    /// Whether `check` holds at some byte within [`REACH`] bytes after the start of a needle in
+    /// `text` (each byte checked at most once).
+    pub(super) fn any_near(&self, text: &[u8], mut check: impl FnMut(usize) -> bool) -> bool {
+        // Bytes before this index have been checked.
+        let mut checked = 0;
+        let Some((&first, rest)) = text.split_first() else { return false };
+        let mut pair = usize::from(first);
+        for (i, &c) in rest.iter().enumerate() {
+            // `i` is the index of the pair's first byte.
+            pair = (pair << 8 | usize::from(c)) & 0xffff;
+            if !self.looked_for_by(pair) {
+                continue;
             }
-            checked = checked.max(end);
+            if let Some(start) = self.found_at(text, i) {
+                let end = (start + REACH + 1).min(text.len());
+                for j in start.max(checked)..end {
+                    if check(j) {
+                        return true;
+                    }
+                }
+                checked = checked.max(end);
+            }
         }
+        false
     }
-    false
 }
