@@ -17,7 +17,10 @@
 //! are compared with `0x20` OR-ed into every byte: that folds ASCII letters to lower case exactly
 //! as the key-word check does, and for every other byte it can only add matches (`_` and DEL
 //! both read as DEL), never lose one. The verdict is then the exact scan's own on those bytes; a
-//! property test compares the two on random and adversarial texts.
+//! property test compares the two on random and adversarial texts, and the `pre_scan` fuzz
+//! target on any bytes.
+
+use std::ops::Range;
 
 /// The longest needle, in bytes: a trigger lies at most this far after the start of a needle.
 pub(super) const REACH: usize = 11;
@@ -76,21 +79,28 @@ impl Needles {
         self.pairs[(pair >> 6) & 1023] & (1 << (pair & 63)) != 0
     }
 
-    /// The start of a needle looked for by the pair at `i` of `text`, if one is there.
+    /// The bytes to judge for the needles looked for by the pair at `i` of `text`: from the
+    /// earliest start of one found there to [`REACH`] bytes after the latest (all of them start
+    /// within [`REACH`] bytes before `i`, so this is one range); `None` when none is there.
     #[cold]
-    fn found_at(&self, text: &[u8], i: usize) -> Option<usize> {
-        self.by_pair_start[usize::from(text[i] | 0x20)].iter().find_map(|needle| {
-            let start = i.checked_sub(needle.offset)?;
-            let there = text.get(start..start + needle.folded.len())?;
-            there.iter().zip(&needle.folded).all(|(c, n)| c | 0x20 == *n).then_some(start)
-        })
+    fn found_at(&self, text: &[u8], i: usize) -> Option<Range<usize>> {
+        let mut window: Option<Range<usize>> = None;
+        for needle in &self.by_pair_start[usize::from(text[i] | 0x20)] {
+            let Some(start) = i.checked_sub(needle.offset) else { continue };
+            let Some(there) = text.get(start..start + needle.folded.len()) else { continue };
+            if there.iter().zip(&needle.folded).all(|(c, n)| c | 0x20 == *n) {
+                let end = (start + REACH + 1).min(text.len());
+                window = Some(window.map_or(start..end, |w| w.start.min(start)..w.end.max(end)));
+            }
+        }
+        window
     }
 
     /// Whether `check` holds at some byte within [`REACH`] bytes after the start of a needle in
-    /// `text` (each byte checked at most once).
+    /// `text` (a byte is judged again only where two needles' ranges are apart by another).
     pub(super) fn any_near(&self, text: &[u8], mut check: impl FnMut(usize) -> bool) -> bool {
-        // Bytes before this index have been checked.
-        let mut checked = 0;
+        // The bytes judged last (windows mostly overlap the one before).
+        let mut judged = 0..0;
         let Some((&first, rest)) = text.split_first() else { return false };
         let mut pair = usize::from(first);
         for (i, &c) in rest.iter().enumerate() {
@@ -99,16 +109,46 @@ impl Needles {
             if !self.looked_for_by(pair) {
                 continue;
             }
-            if let Some(start) = self.found_at(text, i) {
-                let end = (start + REACH + 1).min(text.len());
-                for j in start.max(checked)..end {
+            if let Some(window) = self.found_at(text, i) {
+                for j in window.clone().filter(|j| !judged.contains(j)) {
                     if check(j) {
                         return true;
                     }
                 }
-                checked = checked.max(end);
+                judged = if window.start <= judged.end && judged.start <= window.end {
+                    judged.start.min(window.start)..judged.end.max(window.end)
+                } else {
+                    window
+                };
             }
         }
         false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn needles_found_at_one_pair_are_all_judged_near() {
+        // Both needles are looked for by the pair `nq` (at offset 1 in the first, 0 in the
+        // second), so both are found at the same pair; the second one's range reaches one byte
+        // further than the first one's.
+        let needles = Needles::new(vec![b"enqz".to_vec(), b"nqzzzzzzzzz".to_vec()]);
+        let text = b"..enqzzzzzzzzz!!";
+        let last = 2 + 1 + REACH; // the second needle starts at 3
+        assert!(needles.any_near(text, |j| j == last));
+        assert!(needles.any_near(text, |j| j == 2));
+        assert!(!needles.any_near(text, |j| j == 1 || j == last + 1));
+    }
+
+    #[test]
+    fn case_is_folded_and_a_needle_at_either_end_is_found() {
+        let needles = Needles::new(vec![b"token".to_vec()]);
+        for text in [&b"TOKEN"[..], b"x ToKeN", b"tOkEn="] {
+            assert!(needles.any_near(text, |j| j == text.len() - 1), "{}", String::from_utf8_lossy(text));
+        }
+        assert!(!needles.any_near(b"tokn token", |j| j < 5));
     }
 }
