@@ -100,6 +100,12 @@ impl RedactionPolicy {
         RedactionPolicy { enabled: false }
     }
 
+    /// The policy of an optional `redact` switch, as the bindings take one: absent is the
+    /// default (on).
+    pub fn from_switch(redact: Option<bool>) -> Self {
+        redact.map_or_else(Self::default, |enabled| RedactionPolicy { enabled })
+    }
+
     /// Apply the policy to one content event (a one-event [`Redactor`] when enabled: nothing is
     /// remembered from earlier events; use a `Redactor` for a stream of events).
     pub fn apply(&self, event: &mut OutputEvent) {
@@ -483,7 +489,7 @@ fn trigger_at(b: &[u8], j: usize) -> bool {
 /// the PEM header, `\u`, the password options and `://`.
 fn pre_scan_needles() -> Vec<Vec<u8>> {
     let mut needles: Vec<Vec<u8>> = Vec::new();
-    needles.extend(SECRET_WORDS.iter().map(|w| w[w.len().saturating_sub(8)..].to_vec()));
+    needles.extend(SECRET_WORDS.iter().map(|w| w[w.len().saturating_sub(SECRET_WORD_TAIL)..].to_vec()));
     needles.extend(PREFIXES.iter().map(|p| p.prefix.to_vec()));
     needles.extend(PASSWORD_OPTIONS.iter().map(|o| o.to_vec()));
     needles.extend([b"bearer".to_vec(), PEM_BEGIN.to_vec(), b"\\u".to_vec(), b"://".to_vec()]);
@@ -553,9 +559,9 @@ fn secret_word_ends_at(b: &[u8], j: usize) -> bool {
     if j == 0 || !SECRET_WORD_LAST[usize::from(b[j - 1] | 0x20)] {
         return false;
     }
-    let from = j.saturating_sub(8);
-    let mut last = [0u8; 8];
-    last[8 - (j - from)..].copy_from_slice(&b[from..j]);
+    let from = j.saturating_sub(SECRET_WORD_TAIL);
+    let mut last = [0u8; SECRET_WORD_TAIL];
+    last[SECRET_WORD_TAIL - (j - from)..].copy_from_slice(&b[from..j]);
     let w = u64::from_le_bytes(last) | 0x2020_2020_2020_2020;
     SECRET_WORD_ENDS.iter().any(|&(mask, end)| w & mask == end)
 }
@@ -577,6 +583,9 @@ const SECRET_WORDS: [&[u8]; 12] = [
     b"auth",
 ];
 
+/// How many of a secret word's last bytes [`secret_word_ends_at`] compares (one `u64`).
+const SECRET_WORD_TAIL: usize = 8;
+
 /// The last letters of [`SECRET_WORDS`] (a quick first test of [`secret_word_ends_at`]).
 const SECRET_WORD_LAST: [bool; 256] = {
     let mut t = [false; 256];
@@ -591,12 +600,11 @@ const SECRET_WORD_LAST: [bool; 256] = {
 /// `(mask, bytes)` of the last (up to) eight bytes of each secret-named last word of a key
 /// (see [`key_class`]), placed as the top bytes of a little-endian word.
 const SECRET_WORD_ENDS: [(u64, u64); SECRET_WORDS.len()] = {
-    const WORDS: [&[u8]; SECRET_WORDS.len()] = SECRET_WORDS;
     let mut out = [(0u64, 0u64); SECRET_WORDS.len()];
     let mut k = 0;
-    while k < WORDS.len() {
-        let w = WORDS[k];
-        let n = if w.len() < 8 { w.len() } else { 8 };
+    while k < SECRET_WORDS.len() {
+        let w = SECRET_WORDS[k];
+        let n = if w.len() < SECRET_WORD_TAIL { w.len() } else { SECRET_WORD_TAIL };
         let mut i = 0;
         while i < n {
             let shift = 8 * (8 - n + i);
@@ -1890,6 +1898,13 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn an_absent_switch_is_the_default_policy() {
+        assert_eq!(RedactionPolicy::from_switch(None), RedactionPolicy::default());
+        assert!(RedactionPolicy::from_switch(Some(true)).enabled);
+        assert_eq!(RedactionPolicy::from_switch(Some(false)), RedactionPolicy::disabled());
     }
 
     #[test]

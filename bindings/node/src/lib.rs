@@ -159,7 +159,7 @@ impl NativeDecoder {
     pub fn new(agent: String, max_line_bytes: Option<f64>, redact: Option<bool>) -> Result<Self, Code> {
         guard(|| {
             let agent = parse_agent(&agent)?;
-            let mut options = DecoderOptions::default().with_redaction(redaction(redact));
+            let mut options = DecoderOptions::default().with_redaction(RedactionPolicy::from_switch(redact));
             if let Some(max) = max_line_bytes {
                 if !(max.is_finite() && max >= 1.0 && max.fract() == 0.0 && max <= usize::MAX as f64) {
                     return Err(invalid(format!("maxLineBytes must be a positive integer, got {max}")));
@@ -244,14 +244,9 @@ impl NativeDecoder {
     }
 }
 
-/// The redaction policy of an optional `redact` flag (default on).
-fn redaction(redact: Option<bool>) -> RedactionPolicy {
-    RedactionPolicy { enabled: redact.unwrap_or(true) }
-}
-
 /// Every event of `bytes` decoded at once.
 fn decode_all(agent: &str, bytes: &[u8], redact: Option<bool>) -> Result<Vec<OutputEvent>, Code> {
-    let options = DecoderOptions::default().with_redaction(redaction(redact));
+    let options = DecoderOptions::default().with_redaction(RedactionPolicy::from_switch(redact));
     Ok(agentstream_core::parse_with_options(parse_agent(agent)?, bytes, options))
 }
 
@@ -294,7 +289,7 @@ pub fn replay_json(
 ) -> Result<String, Code> {
     guard(|| {
         let agent = parse_agent(&agent)?;
-        let mut options = ReplayOptions { redaction: redaction(redact), ..ReplayOptions::default() };
+        let mut options = ReplayOptions { redaction: RedactionPolicy::from_switch(redact), ..ReplayOptions::default() };
         if let Some(run_id) = run_id {
             options.run_id = run_id;
         }

@@ -49,7 +49,7 @@ impl Decoder {
     #[uniffi::constructor]
     pub fn new(agent: String, max_line_bytes: Option<i64>, redact: Option<bool>) -> Result<std::sync::Arc<Self>> {
         let agent = self::agent(&agent)?;
-        let mut options = DecoderOptions { redaction: redaction(redact), ..DecoderOptions::default() };
+        let mut options = DecoderOptions::default().with_redaction(RedactionPolicy::from_switch(redact));
         if let Some(max) = max_line_bytes {
             options.max_line_bytes = match usize::try_from(max) {
                 Ok(n) if n > 0 => n,
@@ -107,16 +107,11 @@ impl Decoder {
     }
 }
 
-/// The redaction policy of a `redact` argument: on unless it is false.
-fn redaction(redact: Option<bool>) -> RedactionPolicy {
-    if redact == Some(false) { RedactionPolicy::disabled() } else { RedactionPolicy::default() }
-}
-
 /// Decode a whole recorded output at once: a JSON array of `OutputEvent`. Secret shapes in
 /// tool-call inputs are masked unless `redact` is false (default true).
 #[uniffi::export]
 pub fn parse_json(agent: String, bytes: Vec<u8>, redact: Option<bool>) -> Result<String> {
-    let options = DecoderOptions { redaction: redaction(redact), ..DecoderOptions::default() };
+    let options = DecoderOptions::default().with_redaction(RedactionPolicy::from_switch(redact));
     events_json(&agentstream_core::parse_with_options(self::agent(&agent)?, &bytes, options))
 }
 
@@ -136,7 +131,7 @@ pub fn replay_json(
     redact: Option<bool>,
 ) -> Result<String> {
     let agent = self::agent(&agent)?;
-    let mut options = ReplayOptions { redaction: redaction(redact), ..ReplayOptions::default() };
+    let mut options = ReplayOptions { redaction: RedactionPolicy::from_switch(redact), ..ReplayOptions::default() };
     if let Some(run_id) = run_id {
         options.run_id = run_id;
     }
