@@ -9,7 +9,7 @@ use agentstream_core::bridge::{Client, ClientStatus as CoreStatus};
 
 use crate::error::Result;
 use crate::options::{AgentConfig, NAMING, RunOptions};
-use crate::run::{AgentRun, BatchListener, CancelToken, ChannelListener, HookListener, Listeners, RunFinished};
+use crate::run::{AgentRun, CancelToken, ChannelListener, HookListener, Listeners, RunFinished};
 
 /// What `Evolve.status()` reports: the seed's `status()`. States are the wire names of the
 /// generated `SandboxState`, `AgentState` and `RunState` enums.
@@ -140,21 +140,7 @@ impl Evolve {
         let mut request = options.to_request(cancel.as_ref())?;
         request.hooks |= on_event.is_some();
         let run = self.client.start(request)?;
-        Ok(Arc::new(AgentRun::new(run, self.client.clone(), self.listeners.clone(), on_event, None)))
-    }
-
-    /// [`start`](Self::start) for a binding that calls its listeners itself, a batch at a time
-    /// (see [`BatchListener`]): the run's deliveries go to `listener` — the items of subscribed
-    /// channels with the subscription ids to call, and the hook events when `options.hooks` is
-    /// on — instead of to the per-item listeners.
-    pub fn start_batched(
-        &self,
-        options: RunOptions,
-        listener: Arc<dyn BatchListener>,
-        cancel: Option<Arc<CancelToken>>,
-    ) -> Result<Arc<AgentRun>> {
-        let run = self.client.start(options.to_request(cancel.as_ref())?)?;
-        Ok(Arc::new(AgentRun::new(run, self.client.clone(), self.listeners.clone(), None, Some(listener))))
+        Ok(Arc::new(AgentRun::new(run, self.client.clone(), self.listeners.clone(), on_event)))
     }
 
     /// Start a run, deliver it to the listeners until its end (on the thread polling this),

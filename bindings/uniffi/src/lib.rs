@@ -10,9 +10,11 @@
 //!   `status`, the session the next run continues.
 //! * [`AgentRun`]: one run, read by its listeners (`dispatch`, `dispatch_async`) or pulled as
 //!   JSON batches (`next_batch`, `next_batch_async`), cancelled, awaited; a [`CancelToken`].
-//! * `Evolve::start_batched` with a foreign [`BatchListener`]: the same deliveries, one foreign
-//!   call per batch, each item naming the subscription ids of its listeners in order — for a
-//!   binding whose every crossing is costly (the Kotlin layer: JNA).
+//! * [`routed::agentstream_uniffi_run_pull_routed`], a plain C function beside the uniffi
+//!   ones: a run's deliveries pulled a batch at a time into the caller's buffer, each item
+//!   naming the subscription ids of its listeners in order (`AgentRun::routed_reader`,
+//!   `AgentRun::report_failures`) — for a binding whose every uniffi call leaves garbage behind
+//!   (the Kotlin layer: JNA).
 //! * [`Decoder`], [`parse_json`], [`replay_json`]: decoding without a process.
 //! * Errors: [`AgentstreamError`], one variant per kind of the core's table.
 //!
@@ -32,6 +34,7 @@ mod decoder;
 mod error;
 mod evolve;
 mod options;
+pub mod routed;
 pub mod run;
 mod runtime;
 
@@ -39,10 +42,7 @@ pub use decoder::{Decoder, agent_names, channel_names, core_version, parse_json,
 pub use error::{AgentstreamError, ListenerError};
 pub use evolve::{ClientStatus, Evolve};
 pub use options::{AgentConfig, ReadMode, RunLimits, RunOptions};
-pub use run::{
-    AgentRun, Batch, BatchListener, CancelToken, ChannelListener, HandlerFailure, HookListener, ListenerFailed,
-    RunFinished,
-};
+pub use run::{AgentRun, Batch, CancelToken, ChannelListener, HandlerFailure, HookListener, RunFinished};
 
 #[cfg(test)]
 mod tests;

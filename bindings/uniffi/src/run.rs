@@ -11,7 +11,7 @@
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use agentstream_core::bridge::{BatchLimits, Client, Delivery, HandlerError, Pulled, Run, SubscriptionId};
@@ -42,35 +42,8 @@ pub trait HookListener: Send + Sync {
     fn on_hook(&self, hook_json: String) -> std::result::Result<(), ListenerError>;
 }
 
-/// A run's deliveries, one batch per call, for a binding whose per-call cost is high (a JVM
-/// through JNA pays for every crossing): the binding calls its own functions for the listeners
-/// each entry names, in order, and returns the ones that failed. Routing stays here: which
-/// listeners, in which order, and the hook events only when the run derives them.
-#[uniffi::export(with_foreign)]
-pub trait BatchListener: Send + Sync {
-    /// `batch_json` is one JSON array, in delivery order, of `{"item": <envelope>, "to": [<id>…]}`
-    /// (call the listeners with these subscription ids, in this order) and `{"hook": <hook
-    /// event>}` (call the run's hook listener). Only deliveries somebody listens to are present.
-    /// Returns every listener call that failed; each is counted on the run.
-    fn on_batch(&self, batch_json: String) -> std::result::Result<Vec<ListenerFailed>, ListenerError>;
-}
-
-/// One listener call that failed in a [`BatchListener`] batch.
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
-pub struct ListenerFailed {
-    /// The subscription id, or 0 for the run's hook listener.
-    pub handler: u64,
-    /// The sequence of the delivery.
-    pub sequence: u64,
-    /// What went wrong (a Kotlin listener's stack trace).
-    pub reason: String,
-}
-
 /// The handler id a run's hook listener is counted under (subscription ids start at 1).
 pub(crate) const HOOK_LISTENER: u64 = 0;
-
-/// The handler id a failure of the batch listener itself is counted under.
-pub(crate) const BATCH_LISTENER: u64 = u64::MAX;
 
 /// A cancellation switch a caller creates before a run and may flip from any thread, before or
 /// during the run: the run ends `run_interrupted` (reason `caller`). One token may serve
@@ -168,10 +141,12 @@ pub struct AgentRun {
     client: Client,
     listeners: Arc<Listeners>,
     hook_listener: Option<Arc<dyn HookListener>>,
-    /// Set: deliveries go to it, one call per batch, instead of the per-item listeners.
-    batch_listener: Option<Arc<dyn BatchListener>>,
     /// Set while a call reads the run: one reader at a time.
     reading: AtomicBool,
+    /// The id `agentstream_uniffi_run_pull_routed` knows this run by, once issued.
+    routed_reader: OnceLock<u64>,
+    /// A routed batch written but not yet handed over (it did not fit the caller's buffer).
+    routed_pending: Mutex<Vec<u8>>,
 }
 
 impl std::fmt::Debug for AgentRun {
@@ -180,8 +155,16 @@ impl std::fmt::Debug for AgentRun {
     }
 }
 
+impl Drop for AgentRun {
+    fn drop(&mut self) {
+        if let Some(id) = self.routed_reader.get() {
+            crate::routed::unregister(*id);
+        }
+    }
+}
+
 /// Holds the run's reader slot for one read.
-struct Reading<'a>(&'a AtomicBool);
+pub(crate) struct Reading<'a>(&'a AtomicBool);
 
 impl Drop for Reading<'_> {
     fn drop(&mut self) {
@@ -228,12 +211,36 @@ impl AgentRun {
         client: Client,
         listeners: Arc<Listeners>,
         hook_listener: Option<Arc<dyn HookListener>>,
-        batch_listener: Option<Arc<dyn BatchListener>>,
     ) -> Self {
-        AgentRun { run, client, listeners, hook_listener, batch_listener, reading: AtomicBool::new(false) }
+        AgentRun {
+            run,
+            client,
+            listeners,
+            hook_listener,
+            reading: AtomicBool::new(false),
+            routed_reader: OnceLock::new(),
+            routed_pending: Mutex::new(Vec::new()),
+        }
     }
 
-    fn reading(&self) -> Result<Reading<'_>> {
+    /// The core's run.
+    pub(crate) fn core(&self) -> &Run {
+        &self.run
+    }
+
+    /// The subscription ids of `channel`, in registration order.
+    pub(crate) fn subscribers(&self, channel: Channel) -> Vec<SubscriptionId> {
+        self.client.subscribers(channel)
+    }
+
+    /// The routed batch waiting to be handed over (empty when none).
+    pub(crate) fn routed_pending(&self) -> std::sync::MutexGuard<'_, Vec<u8>> {
+        self.routed_pending.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Take the run's reader slot for one read: `Busy` while another call (or a listener of
+    /// this run, on this thread) reads it.
+    pub(crate) fn reading(&self) -> Result<Reading<'_>> {
         if self.delivering_here() {
             return Err(error(
                 ErrorKind::Busy,
@@ -264,9 +271,6 @@ impl AgentRun {
     /// failed for the first time. Subscriptions are read once per batch.
     fn deliver(&self, batch: &[Delivery]) -> Vec<HandlerFailure> {
         let _delivering = Delivering::enter(self);
-        if let Some(listener) = &self.batch_listener {
-            return self.deliver_batch(listener.as_ref(), batch);
-        }
         let mut targets: [Option<Targets>; 4] = Default::default();
         let mut first = Vec::new();
         for delivery in batch {
@@ -306,66 +310,6 @@ impl AgentRun {
                     }
                 }
             }
-        }
-        first
-    }
-
-    /// [`deliver`](Self::deliver) through a [`BatchListener`]: one call for the batch.
-    fn deliver_batch(&self, listener: &dyn BatchListener, batch: &[Delivery]) -> Vec<HandlerFailure> {
-        let mut targets: [Option<Vec<SubscriptionId>>; 4] = Default::default();
-        let mut channels: HashMap<u64, Channel> = HashMap::new();
-        let mut out = Vec::with_capacity(64 + batch.len() * 256);
-        out.push(b'[');
-        let mut first_sequence = None;
-        for delivery in batch {
-            let start = out.len();
-            if out.len() > 1 {
-                out.push(b',');
-            }
-            let written = match delivery {
-                Delivery::Item(env) => {
-                    let channel = env.channel();
-                    let slot = Channel::ALL.iter().position(|c| *c == channel).unwrap_or(0);
-                    let ids = targets[slot].get_or_insert_with(|| self.client.subscribers(channel));
-                    if ids.is_empty() {
-                        out.truncate(start);
-                        continue;
-                    }
-                    channels.insert(env.sequence, channel);
-                    first_sequence.get_or_insert(env.sequence);
-                    out.extend_from_slice(b"{\"item\":");
-                    serde_json::to_writer(&mut out, env).and_then(|()| {
-                        out.extend_from_slice(b",\"to\":");
-                        serde_json::to_writer(&mut out, ids)
-                    })
-                }
-                Delivery::Hook(hook) => {
-                    first_sequence.get_or_insert(hook.sequence);
-                    out.extend_from_slice(b"{\"hook\":");
-                    serde_json::to_writer(&mut out, hook)
-                }
-            };
-            if written.is_err() {
-                out.truncate(start); // not reachable: envelopes and hooks always serialize
-                continue;
-            }
-            out.push(b'}');
-        }
-        out.push(b']');
-        let mut first = Vec::new();
-        let Some(sequence) = first_sequence else { return first };
-        let json = String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
-        match listener.on_batch(json) {
-            Ok(failed) => {
-                for f in failed {
-                    let channel = match f.handler {
-                        HOOK_LISTENER => "on_event",
-                        _ => channels.get(&f.sequence).map(|c| c.name()).unwrap_or("unknown"),
-                    };
-                    self.failed(f.handler, channel, f.sequence, ListenerError::Failed { reason: f.reason }, &mut first);
-                }
-            }
-            Err(e) => self.failed(BATCH_LISTENER, "batch", sequence, e, &mut first),
         }
         first
     }
@@ -480,6 +424,30 @@ impl AgentRun {
             Ok(self.finish_read(pulled, &batch, true))
         })
         .await
+    }
+
+    /// The id to pull this run with through `agentstream_uniffi_run_pull_routed`, the plain C
+    /// function for a binding whose uniffi calls are costly (see the `routed` module): each call
+    /// returns the same id. The run keeps its own lifetime: closing this handle frees it, and
+    /// the id then names no run.
+    pub fn routed_reader(self: Arc<Self>) -> u64 {
+        *self.routed_reader.get_or_init(|| crate::routed::register(&self))
+    }
+
+    /// Count the listener calls of pulled routed batches that failed (each one, on the run's
+    /// `handler_errors`) and return the first failure of each listener that failed for the
+    /// first time: the ones to report. `channel` names the item's channel, or `on_event` for
+    /// the hook listener (handler 0).
+    pub fn report_failures(&self, failures: Vec<HandlerFailure>) -> Vec<HandlerFailure> {
+        let mut first = Vec::new();
+        for f in failures {
+            let error =
+                HandlerError { handler: f.handler, channel: f.channel, sequence: f.sequence, message: f.reason };
+            if self.run.handler_failed(error.clone()) {
+                first.push(error.into());
+            }
+        }
+        first
     }
 
     /// The result (`RunResult` JSON) once the terminal event was delivered; a `StillRunning`

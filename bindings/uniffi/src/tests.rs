@@ -297,45 +297,49 @@ fn redact_false_keeps_tool_inputs_as_printed_everywhere() {
     }
 }
 
-/// Records each batch and fails every call of handler `fail`.
-struct Batches {
-    log: Mutex<Vec<Value>>,
-    fail: u64,
-}
-
-impl crate::BatchListener for Batches {
-    fn on_batch(&self, batch_json: String) -> Result<Vec<crate::ListenerFailed>, ListenerError> {
-        let batch: Vec<Value> = serde_json::from_str(&batch_json).expect("a JSON array");
-        let mut failed = Vec::new();
-        for entry in &batch {
-            let (sequence, ids) = match (entry.get("item"), entry.get("hook")) {
-                (Some(item), None) => (item["sequence"].as_u64().unwrap(), entry["to"].as_array().unwrap().clone()),
-                (None, Some(hook)) => (hook["sequence"].as_u64().unwrap(), vec![Value::from(0)]),
-                _ => panic!("an entry is an item or a hook: {entry}"),
-            };
-            for id in ids {
-                if id.as_u64() == Some(self.fail) {
-                    failed.push(crate::ListenerFailed { handler: self.fail, sequence, reason: "boom".into() });
-                }
+/// Pulls a run through `agentstream_uniffi_run_pull_routed` to its end, starting with a buffer
+/// of `capacity` bytes and growing it when told to; the entries of every batch.
+fn pull_routed_to_end(run: &Arc<AgentRun>, capacity: usize) -> (Vec<Value>, usize) {
+    use crate::routed::{PULL_END, PULL_TIMEOUT, PULL_TOO_SMALL, agentstream_uniffi_run_pull_routed};
+    let reader = run.clone().routed_reader();
+    assert_eq!(run.clone().routed_reader(), reader, "one id per run");
+    let mut buf = vec![0u8; capacity];
+    let (mut entries, mut too_small) = (Vec::new(), 0);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        assert!(Instant::now() < deadline, "the run did not end");
+        // SAFETY: buf holds buf.len() bytes for the call.
+        let n = unsafe { agentstream_uniffi_run_pull_routed(reader, 1_000, buf.as_mut_ptr(), buf.len() as u64) };
+        match n {
+            PULL_END => return (entries, too_small),
+            PULL_TIMEOUT => continue,
+            PULL_TOO_SMALL => {
+                too_small += 1;
+                let need = u64::from_le_bytes(buf[..8].try_into().unwrap()) as usize;
+                assert!(need > buf.len(), "asked for {need} with {} bytes", buf.len());
+                buf = vec![0u8; need];
+            }
+            n => {
+                assert!(n >= 2, "a batch or a PULL_ code, got {n}");
+                let batch: Vec<Value> = serde_json::from_slice(&buf[..n as usize]).expect("a JSON array");
+                assert!(!batch.is_empty(), "a batch with nothing to deliver is not handed over");
+                entries.extend(batch);
             }
         }
-        self.log.lock().unwrap().extend(batch);
-        Ok(failed)
     }
 }
 
 #[test]
-fn a_batched_run_names_the_listeners_of_each_item_and_counts_what_failed() {
+fn a_routed_pull_names_the_listeners_of_each_item_and_counts_what_failed() {
     let log: Log = Default::default();
     let e = evolve();
     let a = e.on("stdout".into(), Recorder::new("a", &log, false)).unwrap();
     let b = e.on("stdout".into(), Recorder::new("b", &log, false)).unwrap();
-    let batches = Arc::new(Batches { log: Mutex::new(Vec::new()), fail: b });
     let options = RunOptions { hooks: true, ..command("echo one; echo two") };
-    let run = e.start_batched(options, batches.clone(), None).unwrap();
-    let failures = dispatch_to_end(&run);
+    let run = e.start(options, None, None).unwrap();
+    let (entries, too_small) = pull_routed_to_end(&run, 8);
+    assert!(too_small >= 1, "an 8-byte buffer is too small for any batch");
     assert!(log.lock().unwrap().is_empty(), "the per-item listeners are not called: {:?}", log.lock().unwrap());
-    let entries = batches.log.lock().unwrap().clone();
     let items: Vec<&Value> = entries.iter().filter(|e| e.get("item").is_some()).collect();
     assert_eq!(items.len(), 2, "only the subscribed channel's items: {entries:?}");
     assert!(items.iter().all(|i| i["item"]["channel"] == "stdout" && i["to"] == serde_json::json!([a, b])));
@@ -345,7 +349,59 @@ fn a_batched_run_names_the_listeners_of_each_item_and_counts_what_failed() {
         .map(|e| e.get("item").or_else(|| e.get("hook")).unwrap()["sequence"].as_u64().unwrap())
         .collect();
     assert!(sequences.windows(2).all(|w| w[0] <= w[1]), "delivery order: {sequences:?}");
-    assert_eq!(failures.len(), 1, "{failures:?}");
-    assert_eq!((failures[0].handler, failures[0].channel.as_str(), failures[0].reason.as_str()), (b, "stdout", "boom"));
+
+    let failed =
+        |sequence| crate::HandlerFailure { handler: b, channel: "stdout".into(), sequence, reason: "boom".into() };
+    let first = run.report_failures(vec![failed(items[0]["item"]["sequence"].as_u64().unwrap())]);
+    assert_eq!(first, vec![failed(items[0]["item"]["sequence"].as_u64().unwrap())], "the first failure of b");
+    assert!(run.report_failures(vec![failed(items[1]["item"]["sequence"].as_u64().unwrap())]).is_empty());
+    assert!(run.report_failures(Vec::new()).is_empty());
     assert_eq!(result(&run)["handler_errors"], 2);
+}
+
+#[test]
+fn a_routed_pull_of_an_iterated_run_hands_over_every_item() {
+    let e = evolve();
+    let options = RunOptions { read: Some(ReadMode::Iterate), ..command("echo one; echo oops >&2") };
+    let run = e.start(options, None, None).unwrap();
+    let (entries, _) = pull_routed_to_end(&run, 64 * 1024);
+    let channels: Vec<&str> = entries.iter().filter_map(|e| e["item"]["channel"].as_str()).collect();
+    assert!(
+        channels.contains(&"stdout") && channels.contains(&"stderr") && channels.contains(&"lifecycle"),
+        "{channels:?}"
+    );
+    assert!(entries.iter().all(|e| e["to"] == serde_json::json!([])), "nobody listens: {entries:?}");
+    assert_eq!(result(&run)["state"], "completed");
+}
+
+#[test]
+fn a_routed_pull_refuses_what_it_cannot_serve() {
+    use crate::routed::*;
+    let mut buf = [0u8; 64];
+    // SAFETY: buf holds 64 bytes; the null and short calls are refused before any write.
+    unsafe {
+        assert_eq!(agentstream_uniffi_run_pull_routed(u64::MAX, 0, buf.as_mut_ptr(), 64), PULL_UNKNOWN_READER);
+        assert_eq!(agentstream_uniffi_run_pull_routed(1, 0, std::ptr::null_mut(), 64), PULL_BAD_ARGUMENT);
+        assert_eq!(agentstream_uniffi_run_pull_routed(1, 0, buf.as_mut_ptr(), 7), PULL_BAD_ARGUMENT);
+    }
+    let e = evolve();
+    let run = e.start(RunOptions { read: Some(ReadMode::Iterate), ..command("sleep 30") }, None, None).unwrap();
+    let reader = run.clone().routed_reader();
+    let reading = run.reading().unwrap();
+    // SAFETY: as above.
+    assert_eq!(unsafe { agentstream_uniffi_run_pull_routed(reader, 0, buf.as_mut_ptr(), 64) }, PULL_BUSY);
+    drop(reading);
+    let mut big = vec![0u8; 64 * 1024];
+    // SAFETY: big holds big.len() bytes.
+    let pull = |big: &mut Vec<u8>| unsafe {
+        agentstream_uniffi_run_pull_routed(reader, 0, big.as_mut_ptr(), big.len() as u64)
+    };
+    let mut lifecycle = 0;
+    while pull(&mut big) >= 2 {
+        lifecycle += 1; // the run's start
+        assert!(lifecycle < 100, "a sleeping run delivers a few lifecycle events, then nothing");
+    }
+    assert_eq!(pull(&mut big), PULL_TIMEOUT, "sleeping: nothing more within 0 ms");
+    drop(run); // closing the only handle frees the run (and cancels it): the id names no run
+    assert_eq!(unsafe { agentstream_uniffi_run_pull_routed(reader, 0, buf.as_mut_ptr(), 64) }, PULL_UNKNOWN_READER);
 }

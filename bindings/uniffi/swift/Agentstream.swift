@@ -660,10 +660,26 @@ public protocol AgentRunProtocol: AnyObject, Sendable {
     func readMode()  -> ReadMode
     
     /**
+     * Count the listener calls of pulled routed batches that failed (each one, on the run's
+     * `handler_errors`) and return the first failure of each listener that failed for the
+     * first time: the ones to report. `channel` names the item's channel, or `on_event` for
+     * the hook listener (handler 0).
+     */
+    func reportFailures(failures: [HandlerFailure])  -> [HandlerFailure]
+    
+    /**
      * The result (`RunResult` JSON) once the terminal event was delivered; a `StillRunning`
      * error before.
      */
     func resultJson() throws  -> String
+    
+    /**
+     * The id to pull this run with through `agentstream_uniffi_run_pull_routed`, the plain C
+     * function for a binding whose uniffi calls are costly (see the `routed` module): each call
+     * returns the same id. The run keeps its own lifetime: closing this handle frees it, and
+     * the id then names no run.
+     */
+    func routedReader()  -> UInt64
     
     /**
      * Wait up to `timeout_ms` (forever when null) for the result (`RunResult` JSON). A run
@@ -892,6 +908,22 @@ open func readMode() -> ReadMode  {
 }
     
     /**
+     * Count the listener calls of pulled routed batches that failed (each one, on the run's
+     * `handler_errors`) and return the first failure of each listener that failed for the
+     * first time: the ones to report. `channel` names the item's channel, or `on_event` for
+     * the hook listener (handler 0).
+     */
+open func reportFailures(failures: [HandlerFailure]) -> [HandlerFailure]  {
+    return try!  FfiConverterSequenceTypeHandlerFailure.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_agentstream_uniffi_fn_method_agentrun_report_failures(
+            self.uniffiCloneHandle(),
+        FfiConverterSequenceTypeHandlerFailure.lower(failures),uniffiCallStatus
+    )
+})
+}
+    
+    /**
      * The result (`RunResult` JSON) once the terminal event was delivered; a `StillRunning`
      * error before.
      */
@@ -899,6 +931,21 @@ open func resultJson()throws  -> String  {
     return try  FfiConverterString.lift(try rustCallWithError(FfiConverterTypeAgentstreamError_lift) {
         uniffiCallStatus in
     uniffi_agentstream_uniffi_fn_method_agentrun_result_json(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * The id to pull this run with through `agentstream_uniffi_run_pull_routed`, the plain C
+     * function for a binding whose uniffi calls are costly (see the `routed` module): each call
+     * returns the same id. The run keeps its own lifetime: closing this handle frees it, and
+     * the id then names no run.
+     */
+open func routedReader() -> UInt64  {
+    return try!  FfiConverterUInt64.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_agentstream_uniffi_fn_method_agentrun_routed_reader(
             self.uniffiCloneHandle(),uniffiCallStatus
     )
 })
@@ -981,230 +1028,6 @@ public func FfiConverterTypeAgentRun_lift(_ handle: UInt64) throws -> AgentRun {
 #endif
 public func FfiConverterTypeAgentRun_lower(_ value: AgentRun) -> UInt64 {
     return FfiConverterTypeAgentRun.lower(value)
-}
-
-
-
-
-
-
-/**
- * A run's deliveries, one batch per call, for a binding whose per-call cost is high (a JVM
- * through JNA pays for every crossing): the binding calls its own functions for the listeners
- * each entry names, in order, and returns the ones that failed. Routing stays here: which
- * listeners, in which order, and the hook events only when the run derives them.
- */
-public protocol BatchListener: AnyObject, Sendable {
-    
-    /**
-     * `batch_json` is one JSON array, in delivery order, of `{"item": <envelope>, "to": [<id>…]}`
-     * (call the listeners with these subscription ids, in this order) and `{"hook": <hook
-     * event>}` (call the run's hook listener). Only deliveries somebody listens to are present.
-     * Returns every listener call that failed; each is counted on the run.
-     */
-    func onBatch(batchJson: String) throws  -> [ListenerFailed]
-    
-}
-/**
- * A run's deliveries, one batch per call, for a binding whose per-call cost is high (a JVM
- * through JNA pays for every crossing): the binding calls its own functions for the listeners
- * each entry names, in order, and returns the ones that failed. Routing stays here: which
- * listeners, in which order, and the hook events only when the run derives them.
- */
-open class BatchListenerImpl: BatchListener, @unchecked Sendable {
-    fileprivate let handle: UInt64
-
-    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
-#if swift(>=5.8)
-    @_documentation(visibility: private)
-#endif
-    public struct NoHandle {
-        public init() {}
-    }
-
-    // TODO: We'd like this to be `private` but for Swifty reasons,
-    // we can't implement `FfiConverter` without making this `required` and we can't
-    // make it `required` without making it `public`.
-#if swift(>=5.8)
-    @_documentation(visibility: private)
-#endif
-    required public init(unsafeFromHandle handle: UInt64) {
-        self.handle = handle
-    }
-
-    // This constructor can be used to instantiate a fake object.
-    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
-    //
-    // - Warning:
-    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
-#if swift(>=5.8)
-    @_documentation(visibility: private)
-#endif
-    public init(noHandle: NoHandle) {
-        self.handle = 0
-    }
-
-#if swift(>=5.8)
-    @_documentation(visibility: private)
-#endif
-    public func uniffiCloneHandle() -> UInt64 {
-        return try! rustCall { uniffi_agentstream_uniffi_fn_clone_batchlistener(self.handle, $0) }
-    }
-    // No primary constructor declared for this class.
-
-    deinit {
-        if handle == 0 {
-            // Mock objects have handle=0 don't try to free them
-            return
-        }
-
-        try! rustCall { uniffi_agentstream_uniffi_fn_free_batchlistener(handle, $0) }
-    }
-
-    
-
-    
-    /**
-     * `batch_json` is one JSON array, in delivery order, of `{"item": <envelope>, "to": [<id>…]}`
-     * (call the listeners with these subscription ids, in this order) and `{"hook": <hook
-     * event>}` (call the run's hook listener). Only deliveries somebody listens to are present.
-     * Returns every listener call that failed; each is counted on the run.
-     */
-open func onBatch(batchJson: String)throws  -> [ListenerFailed]  {
-    return try  FfiConverterSequenceTypeListenerFailed.lift(try rustCallWithError(FfiConverterTypeListenerError_lift) {
-        uniffiCallStatus in
-    uniffi_agentstream_uniffi_fn_method_batchlistener_on_batch(
-            self.uniffiCloneHandle(),
-        FfiConverterString.lower(batchJson),uniffiCallStatus
-    )
-})
-}
-    
-
-    
-}
-
-
-
-// Put the implementation in a struct so we don't pollute the top-level namespace
-fileprivate struct UniffiCallbackInterfaceBatchListener {
-
-    // Create the VTable using a series of closures.
-    // Swift automatically converts these into C callback functions.
-    //
-    // Store the vtable directly.
-    static let vtable: UniffiVTableCallbackInterfaceBatchListener = UniffiVTableCallbackInterfaceBatchListener(
-        uniffiFree: { (uniffiHandle: UInt64) -> () in
-            do {
-                try FfiConverterTypeBatchListener.handleMap.remove(handle: uniffiHandle)
-            } catch {
-                print("Uniffi callback interface BatchListener: handle missing in uniffiFree")
-            }
-        },
-        uniffiClone: { (uniffiHandle: UInt64) -> UInt64 in
-            do {
-                return try FfiConverterTypeBatchListener.handleMap.clone(handle: uniffiHandle)
-            } catch {
-                fatalError("Uniffi callback interface BatchListener: handle missing in uniffiClone")
-            }
-        },
-        onBatch: { (
-            uniffiHandle: UInt64,
-            batchJson: RustBuffer,
-            uniffiOutReturn: UnsafeMutablePointer<RustBuffer>,
-            uniffiCallStatus: UnsafeMutablePointer<RustCallStatus>
-        ) in
-            let makeCall = {
-                () throws -> [ListenerFailed] in
-                guard let uniffiObj = try? FfiConverterTypeBatchListener.handleMap.get(handle: uniffiHandle) else {
-                    throw UniffiInternalError.unexpectedStaleHandle
-                }
-                return try uniffiObj.onBatch(
-                     batchJson: try FfiConverterString.lift(batchJson)
-                )
-            }
-
-            
-            let writeReturn = { uniffiOutReturn.pointee = FfiConverterSequenceTypeListenerFailed.lower($0) }
-            uniffiTraitInterfaceCallWithError(
-                callStatus: uniffiCallStatus,
-                makeCall: makeCall,
-                writeReturn: writeReturn,
-                lowerError: FfiConverterTypeListenerError_lower
-            )
-        }
-    )
-
-    // Rust stores this pointer for future callback invocations, so it must live
-    // for the process lifetime (not just for the init function call).
-    //
-    // `nonisolated(unsafe)` is needed under Swift 6 strict concurrency.
-    // This is safe because the pointee is initialized once during static init
-    // and never mutated by either side of the FFI.  Its fields are C function pointers.
-    nonisolated(unsafe) static let vtablePtr: UnsafePointer<UniffiVTableCallbackInterfaceBatchListener> = {
-        let ptr = UnsafeMutablePointer<UniffiVTableCallbackInterfaceBatchListener>.allocate(capacity: 1)
-        ptr.initialize(to: vtable)
-        return UnsafePointer(ptr)
-    }()
-}
-
-private func uniffiCallbackInitBatchListener() {
-    uniffi_agentstream_uniffi_fn_init_callback_vtable_batchlistener(UniffiCallbackInterfaceBatchListener.vtablePtr)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeBatchListener: FfiConverter {
-    fileprivate static let handleMap = UniffiHandleMap<BatchListener>()
-
-    typealias FfiType = UInt64
-    typealias SwiftType = BatchListener
-
-    public static func lift(_ handle: UInt64) throws -> BatchListener {
-        if ((handle & 1) == 0) {
-            // Rust-generated handle, construct a new class that uses the handle to implement the
-            // interface
-            return BatchListenerImpl(unsafeFromHandle: handle)
-        } else {
-            // Swift-generated handle, get the object from the handle map
-            return try handleMap.remove(handle: handle)
-        }
-    }
-
-    public static func lower(_ value: BatchListener) -> UInt64 {
-         if let rustImpl = value as? BatchListenerImpl {
-             // Rust-implemented object.  Clone the handle and return it
-            return rustImpl.uniffiCloneHandle()
-         } else {
-            // Swift object, generate a new vtable handle and return that.
-            return handleMap.insert(obj: value)
-         }
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> BatchListener {
-        let handle: UInt64 = try readInt(&buf)
-        return try lift(handle)
-    }
-
-    public static func write(_ value: BatchListener, into buf: inout [UInt8]) {
-        writeInt(&buf, lower(value))
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeBatchListener_lift(_ handle: UInt64) throws -> BatchListener {
-    return try FfiConverterTypeBatchListener.lift(handle)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeBatchListener_lower(_ value: BatchListener) -> UInt64 {
-    return FfiConverterTypeBatchListener.lower(value)
 }
 
 
@@ -1954,14 +1777,6 @@ public protocol EvolveProtocol: AnyObject, Sendable {
     func start(options: RunOptions, onEvent: HookListener?, cancel: CancelToken?) throws  -> AgentRun
     
     /**
-     * [`start`](Self::start) for a binding that calls its listeners itself, a batch at a time
-     * (see [`BatchListener`]): the run's deliveries go to `listener` — the items of subscribed
-     * channels with the subscription ids to call, and the hook events when `options.hooks` is
-     * on — instead of to the per-item listeners.
-     */
-    func startBatched(options: RunOptions, listener: BatchListener, cancel: CancelToken?) throws  -> AgentRun
-    
-    /**
      * The sandbox and agent state, whether a run ever started, the active run and the
      * conversation the next run continues.
      */
@@ -2223,24 +2038,6 @@ open func start(options: RunOptions, onEvent: HookListener?, cancel: CancelToken
             self.uniffiCloneHandle(),
         FfiConverterTypeRunOptions_lower(options),
         FfiConverterOptionTypeHookListener.lower(onEvent),
-        FfiConverterOptionTypeCancelToken.lower(cancel),uniffiCallStatus
-    )
-})
-}
-    
-    /**
-     * [`start`](Self::start) for a binding that calls its listeners itself, a batch at a time
-     * (see [`BatchListener`]): the run's deliveries go to `listener` — the items of subscribed
-     * channels with the subscription ids to call, and the hook events when `options.hooks` is
-     * on — instead of to the per-item listeners.
-     */
-open func startBatched(options: RunOptions, listener: BatchListener, cancel: CancelToken?)throws  -> AgentRun  {
-    return try  FfiConverterTypeAgentRun_lift(try rustCallWithError(FfiConverterTypeAgentstreamError_lift) {
-        uniffiCallStatus in
-    uniffi_agentstream_uniffi_fn_method_evolve_start_batched(
-            self.uniffiCloneHandle(),
-        FfiConverterTypeRunOptions_lower(options),
-        FfiConverterTypeBatchListener_lower(listener),
         FfiConverterOptionTypeCancelToken.lower(cancel),uniffiCallStatus
     )
 })
@@ -2949,85 +2746,6 @@ public func FfiConverterTypeHandlerFailure_lift(_ buf: RustBuffer) throws -> Han
 #endif
 public func FfiConverterTypeHandlerFailure_lower(_ value: HandlerFailure) -> RustBuffer {
     return FfiConverterTypeHandlerFailure.lower(value)
-}
-
-
-/**
- * One listener call that failed in a [`BatchListener`] batch.
- */
-public struct ListenerFailed: Equatable, Hashable {
-    /**
-     * The subscription id, or 0 for the run's hook listener.
-     */
-    public var handler: UInt64
-    /**
-     * The sequence of the delivery.
-     */
-    public var sequence: UInt64
-    /**
-     * What went wrong (a Kotlin listener's stack trace).
-     */
-    public var reason: String
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(
-        /**
-         * The subscription id, or 0 for the run's hook listener.
-         */handler: UInt64, 
-        /**
-         * The sequence of the delivery.
-         */sequence: UInt64, 
-        /**
-         * What went wrong (a Kotlin listener's stack trace).
-         */reason: String) {
-        self.handler = handler
-        self.sequence = sequence
-        self.reason = reason
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension ListenerFailed: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeListenerFailed: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ListenerFailed {
-        return
-            try ListenerFailed(
-                handler: FfiConverterUInt64.read(from: &buf), 
-                sequence: FfiConverterUInt64.read(from: &buf), 
-                reason: FfiConverterString.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: ListenerFailed, into buf: inout [UInt8]) {
-        FfiConverterUInt64.write(value.handler, into: &buf)
-        FfiConverterUInt64.write(value.sequence, into: &buf)
-        FfiConverterString.write(value.reason, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeListenerFailed_lift(_ buf: RustBuffer) throws -> ListenerFailed {
-    return try FfiConverterTypeListenerFailed.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeListenerFailed_lower(_ value: ListenerFailed) -> RustBuffer {
-    return FfiConverterTypeListenerFailed.lower(value)
 }
 
 
@@ -4106,31 +3824,6 @@ fileprivate struct FfiConverterSequenceTypeHandlerFailure: FfiConverterRustBuffe
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-fileprivate struct FfiConverterSequenceTypeListenerFailed: FfiConverterRustBuffer {
-    typealias SwiftType = [ListenerFailed]
-
-    public static func write(_ value: [ListenerFailed], into buf: inout [UInt8]) {
-        let len = Int32(value.count)
-        writeInt(&buf, len)
-        for item in value {
-            FfiConverterTypeListenerFailed.write(item, into: &buf)
-        }
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [ListenerFailed] {
-        let len: Int32 = try readInt(&buf)
-        var seq = [ListenerFailed]()
-        seq.reserveCapacity(Int(len))
-        for _ in 0 ..< len {
-            seq.append(try FfiConverterTypeListenerFailed.read(from: &buf))
-        }
-        return seq
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
 fileprivate struct FfiConverterDictionaryStringString: FfiConverterRustBuffer {
     public static func write(_ value: [String: String], into buf: inout [UInt8]) {
         let len = Int32(value.count)
@@ -4360,9 +4053,6 @@ private let initializationResult: InitializationResult = {
     if (uniffi_agentstream_uniffi_checksum_method_evolve_start() != 38247) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_agentstream_uniffi_checksum_method_evolve_start_batched() != 29969) {
-        return InitializationResult.apiChecksumMismatch
-    }
     if (uniffi_agentstream_uniffi_checksum_method_evolve_status() != 44294) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -4402,16 +4092,19 @@ private let initializationResult: InitializationResult = {
     if (uniffi_agentstream_uniffi_checksum_method_agentrun_read_mode() != 8430) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_agentstream_uniffi_checksum_method_agentrun_report_failures() != 27674) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_agentstream_uniffi_checksum_method_agentrun_result_json() != 18710) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_agentstream_uniffi_checksum_method_agentrun_routed_reader() != 29038) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_agentstream_uniffi_checksum_method_agentrun_wait_json() != 22177) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_agentstream_uniffi_checksum_method_agentrun_wait_json_async() != 23741) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_agentstream_uniffi_checksum_method_batchlistener_on_batch() != 56984) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_agentstream_uniffi_checksum_method_canceltoken_cancel() != 32362) {
@@ -4436,7 +4129,6 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
 
-    uniffiCallbackInitBatchListener()
     uniffiCallbackInitChannelListener()
     uniffiCallbackInitHookListener()
     return InitializationResult.ok

@@ -243,13 +243,6 @@ typedef void (*UniffiForeignFutureCompleteVoid)(uint64_t, UniffiForeignFutureRes
     );
 
 #endif
-#ifndef UNIFFI_FFIDEF_CALLBACK_INTERFACE_BATCH_LISTENER_METHOD0
-#define UNIFFI_FFIDEF_CALLBACK_INTERFACE_BATCH_LISTENER_METHOD0
-typedef void (*UniffiCallbackInterfaceBatchListenerMethod0)(uint64_t, RustBuffer, RustBuffer* _Nonnull, 
-        RustCallStatus *_Nonnull uniffiCallStatus
-    );
-
-#endif
 #ifndef UNIFFI_FFIDEF_CALLBACK_INTERFACE_CHANNEL_LISTENER_METHOD0
 #define UNIFFI_FFIDEF_CALLBACK_INTERFACE_CHANNEL_LISTENER_METHOD0
 typedef void (*UniffiCallbackInterfaceChannelListenerMethod0)(uint64_t, RustBuffer, void* _Nonnull, 
@@ -262,15 +255,6 @@ typedef void (*UniffiCallbackInterfaceChannelListenerMethod0)(uint64_t, RustBuff
 typedef void (*UniffiCallbackInterfaceHookListenerMethod0)(uint64_t, RustBuffer, void* _Nonnull, 
         RustCallStatus *_Nonnull uniffiCallStatus
     );
-
-#endif
-#ifndef UNIFFI_FFIDEF_V_TABLE_CALLBACK_INTERFACE_BATCH_LISTENER
-#define UNIFFI_FFIDEF_V_TABLE_CALLBACK_INTERFACE_BATCH_LISTENER
-typedef struct UniffiVTableCallbackInterfaceBatchListener {
-    UniffiCallbackInterfaceFree _Nonnull uniffiFree;
-    UniffiCallbackInterfaceClone _Nonnull uniffiClone;
-    UniffiCallbackInterfaceBatchListenerMethod0 _Nonnull onBatch;
-} UniffiVTableCallbackInterfaceBatchListener;
 
 #endif
 #ifndef UNIFFI_FFIDEF_V_TABLE_CALLBACK_INTERFACE_CHANNEL_LISTENER
@@ -426,11 +410,6 @@ void uniffi_agentstream_uniffi_fn_method_evolve_set_session_id(uint64_t ptr, Rus
 uint64_t uniffi_agentstream_uniffi_fn_method_evolve_start(uint64_t ptr, RustBuffer options, RustBuffer on_event, RustBuffer cancel, RustCallStatus *_Nonnull out_status
 );
 #endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_AGENTSTREAM_UNIFFI_FN_METHOD_EVOLVE_START_BATCHED
-#define UNIFFI_FFIDEF_UNIFFI_AGENTSTREAM_UNIFFI_FN_METHOD_EVOLVE_START_BATCHED
-uint64_t uniffi_agentstream_uniffi_fn_method_evolve_start_batched(uint64_t ptr, RustBuffer options, uint64_t listener, RustBuffer cancel, RustCallStatus *_Nonnull out_status
-);
-#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_AGENTSTREAM_UNIFFI_FN_METHOD_EVOLVE_STATUS
 #define UNIFFI_FFIDEF_UNIFFI_AGENTSTREAM_UNIFFI_FN_METHOD_EVOLVE_STATUS
 RustBuffer uniffi_agentstream_uniffi_fn_method_evolve_status(uint64_t ptr, RustCallStatus *_Nonnull out_status
@@ -506,9 +485,19 @@ RustBuffer uniffi_agentstream_uniffi_fn_method_agentrun_pressure_json(uint64_t p
 RustBuffer uniffi_agentstream_uniffi_fn_method_agentrun_read_mode(uint64_t ptr, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_AGENTSTREAM_UNIFFI_FN_METHOD_AGENTRUN_REPORT_FAILURES
+#define UNIFFI_FFIDEF_UNIFFI_AGENTSTREAM_UNIFFI_FN_METHOD_AGENTRUN_REPORT_FAILURES
+RustBuffer uniffi_agentstream_uniffi_fn_method_agentrun_report_failures(uint64_t ptr, RustBuffer failures, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_AGENTSTREAM_UNIFFI_FN_METHOD_AGENTRUN_RESULT_JSON
 #define UNIFFI_FFIDEF_UNIFFI_AGENTSTREAM_UNIFFI_FN_METHOD_AGENTRUN_RESULT_JSON
 RustBuffer uniffi_agentstream_uniffi_fn_method_agentrun_result_json(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_AGENTSTREAM_UNIFFI_FN_METHOD_AGENTRUN_ROUTED_READER
+#define UNIFFI_FFIDEF_UNIFFI_AGENTSTREAM_UNIFFI_FN_METHOD_AGENTRUN_ROUTED_READER
+uint64_t uniffi_agentstream_uniffi_fn_method_agentrun_routed_reader(uint64_t ptr, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_AGENTSTREAM_UNIFFI_FN_METHOD_AGENTRUN_WAIT_JSON
@@ -519,26 +508,6 @@ RustBuffer uniffi_agentstream_uniffi_fn_method_agentrun_wait_json(uint64_t ptr, 
 #ifndef UNIFFI_FFIDEF_UNIFFI_AGENTSTREAM_UNIFFI_FN_METHOD_AGENTRUN_WAIT_JSON_ASYNC
 #define UNIFFI_FFIDEF_UNIFFI_AGENTSTREAM_UNIFFI_FN_METHOD_AGENTRUN_WAIT_JSON_ASYNC
 uint64_t uniffi_agentstream_uniffi_fn_method_agentrun_wait_json_async(uint64_t ptr
-);
-#endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_AGENTSTREAM_UNIFFI_FN_CLONE_BATCHLISTENER
-#define UNIFFI_FFIDEF_UNIFFI_AGENTSTREAM_UNIFFI_FN_CLONE_BATCHLISTENER
-uint64_t uniffi_agentstream_uniffi_fn_clone_batchlistener(uint64_t handle, RustCallStatus *_Nonnull out_status
-);
-#endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_AGENTSTREAM_UNIFFI_FN_FREE_BATCHLISTENER
-#define UNIFFI_FFIDEF_UNIFFI_AGENTSTREAM_UNIFFI_FN_FREE_BATCHLISTENER
-void uniffi_agentstream_uniffi_fn_free_batchlistener(uint64_t handle, RustCallStatus *_Nonnull out_status
-);
-#endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_AGENTSTREAM_UNIFFI_FN_INIT_CALLBACK_VTABLE_BATCHLISTENER
-#define UNIFFI_FFIDEF_UNIFFI_AGENTSTREAM_UNIFFI_FN_INIT_CALLBACK_VTABLE_BATCHLISTENER
-void uniffi_agentstream_uniffi_fn_init_callback_vtable_batchlistener(const UniffiVTableCallbackInterfaceBatchListener* _Nonnull vtable
-);
-#endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_AGENTSTREAM_UNIFFI_FN_METHOD_BATCHLISTENER_ON_BATCH
-#define UNIFFI_FFIDEF_UNIFFI_AGENTSTREAM_UNIFFI_FN_METHOD_BATCHLISTENER_ON_BATCH
-RustBuffer uniffi_agentstream_uniffi_fn_method_batchlistener_on_batch(uint64_t ptr, RustBuffer batch_json, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_AGENTSTREAM_UNIFFI_FN_CLONE_CANCELTOKEN
@@ -1051,12 +1020,6 @@ uint16_t uniffi_agentstream_uniffi_checksum_method_evolve_start(void
     
 );
 #endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_AGENTSTREAM_UNIFFI_CHECKSUM_METHOD_EVOLVE_START_BATCHED
-#define UNIFFI_FFIDEF_UNIFFI_AGENTSTREAM_UNIFFI_CHECKSUM_METHOD_EVOLVE_START_BATCHED
-uint16_t uniffi_agentstream_uniffi_checksum_method_evolve_start_batched(void
-    
-);
-#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_AGENTSTREAM_UNIFFI_CHECKSUM_METHOD_EVOLVE_STATUS
 #define UNIFFI_FFIDEF_UNIFFI_AGENTSTREAM_UNIFFI_CHECKSUM_METHOD_EVOLVE_STATUS
 uint16_t uniffi_agentstream_uniffi_checksum_method_evolve_status(void
@@ -1135,9 +1098,21 @@ uint16_t uniffi_agentstream_uniffi_checksum_method_agentrun_read_mode(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_AGENTSTREAM_UNIFFI_CHECKSUM_METHOD_AGENTRUN_REPORT_FAILURES
+#define UNIFFI_FFIDEF_UNIFFI_AGENTSTREAM_UNIFFI_CHECKSUM_METHOD_AGENTRUN_REPORT_FAILURES
+uint16_t uniffi_agentstream_uniffi_checksum_method_agentrun_report_failures(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_AGENTSTREAM_UNIFFI_CHECKSUM_METHOD_AGENTRUN_RESULT_JSON
 #define UNIFFI_FFIDEF_UNIFFI_AGENTSTREAM_UNIFFI_CHECKSUM_METHOD_AGENTRUN_RESULT_JSON
 uint16_t uniffi_agentstream_uniffi_checksum_method_agentrun_result_json(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_AGENTSTREAM_UNIFFI_CHECKSUM_METHOD_AGENTRUN_ROUTED_READER
+#define UNIFFI_FFIDEF_UNIFFI_AGENTSTREAM_UNIFFI_CHECKSUM_METHOD_AGENTRUN_ROUTED_READER
+uint16_t uniffi_agentstream_uniffi_checksum_method_agentrun_routed_reader(void
     
 );
 #endif
@@ -1150,12 +1125,6 @@ uint16_t uniffi_agentstream_uniffi_checksum_method_agentrun_wait_json(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_AGENTSTREAM_UNIFFI_CHECKSUM_METHOD_AGENTRUN_WAIT_JSON_ASYNC
 #define UNIFFI_FFIDEF_UNIFFI_AGENTSTREAM_UNIFFI_CHECKSUM_METHOD_AGENTRUN_WAIT_JSON_ASYNC
 uint16_t uniffi_agentstream_uniffi_checksum_method_agentrun_wait_json_async(void
-    
-);
-#endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_AGENTSTREAM_UNIFFI_CHECKSUM_METHOD_BATCHLISTENER_ON_BATCH
-#define UNIFFI_FFIDEF_UNIFFI_AGENTSTREAM_UNIFFI_CHECKSUM_METHOD_BATCHLISTENER_ON_BATCH
-uint16_t uniffi_agentstream_uniffi_checksum_method_batchlistener_on_batch(void
     
 );
 #endif

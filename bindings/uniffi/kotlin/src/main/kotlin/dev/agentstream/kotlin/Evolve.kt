@@ -14,8 +14,6 @@ import dev.agentstream.kotlin.types.StdoutEnvelope
 import kotlinx.coroutines.CancellationException
 import kotlinx.coroutines.flow.Flow
 import kotlinx.coroutines.flow.flow
-import kotlinx.serialization.json.JsonArray
-import kotlinx.serialization.json.JsonObject
 import dev.agentstream.kotlin.ffi.Evolve as NativeEvolve
 
 /**
@@ -41,7 +39,7 @@ import dev.agentstream.kotlin.ffi.Evolve as NativeEvolve
 public class Evolve(config: AgentConfig) : AutoCloseable {
     private val native = NativeEvolve(config)
 
-    /** The listener lambdas by subscription id, called by [Dispatcher] as each batch names them. */
+    /** The listener lambdas by subscription id, called by [Router] as each batch names them. */
     private val listeners = java.util.concurrent.ConcurrentHashMap<ULong, (Envelope) -> Unit>()
 
     /**
@@ -111,26 +109,31 @@ public class Evolve(config: AgentConfig) : AutoCloseable {
         onEvent: ((HookEvent) -> Unit)? = null,
     ): RunResult {
         val hooks = options.hooks || onEvent != null
-        val run = native.startBatched(options.copy(hooks = hooks), Dispatcher(listeners, onEvent), cancel)
-        return run.use { readToEnd(it) }
+        val run = native.start(options.copy(hooks = hooks), null, cancel)
+        return run.use { readToEnd(it, Router(listeners, onEvent)) }
     }
 
     /** [run] a prompt with every other option at its default. */
     public suspend fun run(prompt: String, onEvent: ((HookEvent) -> Unit)? = null): RunResult =
         run(RunOptions(prompt = prompt), onEvent = onEvent)
 
-    private suspend fun readToEnd(run: AgentRun): RunResult {
+    private suspend fun readToEnd(run: AgentRun, router: Router): RunResult {
         try {
+            val reader = RoutedReader(run)
             while (true) {
-                val batch = run.dispatchAsync()
-                batch.failures.forEach { onListenerFailure(it) }
-                if (batch.ended) break
+                val batch = reader.next() ?: break
+                report(run, router.deliver(batch))
             }
             return RunResult.fromJson(WireJson.parse(run.waitJsonAsync()))
         } catch (e: CancellationException) {
             run.cancel("the coroutine running it was cancelled")
             throw e
         }
+    }
+
+    /** Count [failed] on [run] and hand the first failure of each listener to [onListenerFailure]. */
+    private fun report(run: AgentRun, failed: List<ListenerFailure>) {
+        if (failed.isNotEmpty()) run.reportFailures(failed).forEach { onListenerFailure(it) }
     }
 
     /**
@@ -141,14 +144,17 @@ public class Evolve(config: AgentConfig) : AutoCloseable {
      * Cancelling the collector (or leaving early: `take`, `first`, an exception) cancels the run.
      */
     public fun stream(options: RunOptions): Flow<RunEvent> = flow {
-        val run = native.startBatched(options.copy(read = ReadMode.ITERATE), Dispatcher(listeners, null), null)
+        val run = native.start(options.copy(read = ReadMode.ITERATE), null, null)
         run.use {
             try {
+                val reader = RoutedReader(it)
+                val router = Router(listeners, null)
+                val events = ArrayList<RunEvent>()
                 while (true) {
-                    val batch = it.nextBatchAsync(null)
-                    batch.failures.forEach { f -> onListenerFailure(f) }
-                    batch.deliveriesJson?.let { json -> for (d in WireJson.parse(json) as JsonArray) emit(delivery(d)) }
-                    if (batch.ended) break
+                    val batch = reader.next() ?: break
+                    events.clear()
+                    report(it, router.deliver(batch, events))
+                    for (event in events) emit(event)
                 }
             } catch (e: Throwable) {
                 if (!it.isEnded()) it.cancel("the stream's collector stopped: $e")
@@ -196,12 +202,6 @@ public class Evolve(config: AgentConfig) : AutoCloseable {
                 "agentstream: a ${f.channel} listener failed on delivery ${f.sequence} (later failures of " +
                     "it are only counted in the result's handlerErrors):\n${f.reason}",
             )
-        }
-
-        fun delivery(tagged: kotlinx.serialization.json.JsonElement): RunEvent {
-            val o = tagged as JsonObject
-            return o["item"]?.let { Envelope.fromJson(it) }
-                ?: HookEvent.fromJson(o["hook"] ?: error("a delivery is {\"item\": …} or {\"hook\": …}, got $o"))
         }
     }
 }

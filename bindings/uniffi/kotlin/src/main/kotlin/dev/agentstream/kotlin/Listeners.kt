@@ -1,12 +1,11 @@
 package dev.agentstream.kotlin
 
-import dev.agentstream.kotlin.ffi.BatchListener
 import dev.agentstream.kotlin.ffi.ChannelListener
 import dev.agentstream.kotlin.ffi.HookListener
 import dev.agentstream.kotlin.ffi.ListenerException
-import dev.agentstream.kotlin.ffi.ListenerFailed
 import dev.agentstream.kotlin.types.Envelope
 import dev.agentstream.kotlin.types.HookEvent
+import dev.agentstream.kotlin.types.RunEvent
 import kotlinx.serialization.json.JsonArray
 import kotlinx.serialization.json.JsonObject
 import kotlinx.serialization.json.JsonPrimitive
@@ -16,10 +15,9 @@ import kotlinx.serialization.json.JsonPrimitive
 // an Exception: a failed assertion, a TODO()) is reported with its stack trace, and the core
 // counts it on the run (never a crash, never an unwind through native code).
 //
-// Runs started by this layer use Dispatcher, one native call per batch: a JVM pays for every
-// crossing through JNA (a few microseconds each), so calling across once per event would cost
-// more than everything else a run does. The core still decides what goes where: each item
-// arrives with the subscription ids of its listeners, in the order to call them.
+// Runs started by this layer are read with RoutedReader and delivered by Router, which calls
+// this layer's lambdas: the core still decides what goes where (each item arrives with the
+// subscription ids of its listeners, in the order to call them), and counts the failures.
 
 internal class ChannelAdapter(private val listener: (Envelope) -> Unit) : ChannelListener {
     override fun onItem(envelopeJson: String) {
@@ -41,18 +39,25 @@ internal class HookAdapter(private val listener: (HookEvent) -> Unit) : HookList
     }
 }
 
-/** Calls this layer's listener lambdas for a run's batches (see the file's header). */
-internal class Dispatcher(
+/** Calls this layer's listener lambdas for a run's routed batches (see the file's header). */
+internal class Router(
     private val listeners: Map<ULong, (Envelope) -> Unit>,
     private val onEvent: ((HookEvent) -> Unit)?,
-) : BatchListener {
-    override fun onBatch(batchJson: String): List<ListenerFailed> {
-        var failed: MutableList<ListenerFailed>? = null
-        for (entry in WireJson.parse(batchJson) as JsonArray) {
+) {
+    /**
+     * Call the listeners [batch] names, in order, and [onEvent] for its hook events; every
+     * delivery is also appended to [into] when given (a stream's events). Returns the calls that
+     * failed.
+     */
+    fun deliver(batch: JsonArray, into: MutableList<RunEvent>? = null): List<ListenerFailure> {
+        var failed: MutableList<ListenerFailure>? = null
+        for (entry in batch) {
             val o = entry as JsonObject
             val item = o["item"]
+            val event: RunEvent
             if (item != null) {
                 val envelope = Envelope.fromJson(item)
+                event = envelope
                 for (id in o["to"] as JsonArray) {
                     val handler = (id as JsonPrimitive).content.toULong()
                     val listener = listeners[handler] ?: continue
@@ -60,20 +65,22 @@ internal class Dispatcher(
                         listener(envelope)
                     } catch (t: Throwable) {
                         failed = (failed ?: mutableListOf()).apply {
-                            add(ListenerFailed(handler, envelope.sequence.toULong(), t.stackTraceToString()))
+                            add(ListenerFailure(handler, envelope.channel.wire, envelope.sequence.toULong(), t.stackTraceToString()))
                         }
                     }
                 }
             } else {
-                val hook = HookEvent.fromJson(o.getValue("hook"))
+                val hook = HookEvent.fromJson(o["hook"] ?: error("a delivery is {\"item\": …} or {\"hook\": …}, got $o"))
+                event = hook
                 try {
                     onEvent?.invoke(hook)
                 } catch (t: Throwable) {
                     failed = (failed ?: mutableListOf()).apply {
-                        add(ListenerFailed(0u, hook.sequence.toULong(), t.stackTraceToString()))
+                        add(ListenerFailure(0u, "on_event", hook.sequence.toULong(), t.stackTraceToString()))
                     }
                 }
             }
+            into?.add(event)
         }
         return failed ?: emptyList()
     }

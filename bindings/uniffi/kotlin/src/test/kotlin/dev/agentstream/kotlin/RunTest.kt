@@ -311,4 +311,60 @@ class RunTest {
             eventually(what = "the client sees the run end") { evolve.status().activeRunId == null }
         }
     }
+
+    @Test
+    fun `lines larger than the batch buffer arrive whole, in order`() = runBlocking {
+        // 200,000 and 300,000 bytes: each batch is larger than the reader's first buffer (64 KiB).
+        val sizes = listOf(200_000, 300_000)
+        val script = sizes.joinToString("; ") { "head -c $it /dev/zero | tr '\\0' a; echo" }
+        val lines = mutableListOf<String>()
+        val result = Evolve(AgentConfig(type = "claude")).use { evolve ->
+            evolve.onStdout { lines += it }
+            evolve.run(RunOptions(command = listOf("sh", "-c", script)))
+        }
+        assertEquals(RunState.COMPLETED, result.state)
+        assertEquals(sizes.map { "a".repeat(it) + "\n" }, lines)
+    }
+
+    @Test
+    fun `listeners run on the coroutine's thread, never a library thread`() {
+        val threads = Collections.synchronizedSet(mutableSetOf<String>())
+        var caller = ""
+        runBlocking {
+            caller = Thread.currentThread().name
+            Evolve(fakeConfig("claude", bash)).use { evolve ->
+                evolve.onContent { threads += Thread.currentThread().name }
+                evolve.onLifecycle { threads += Thread.currentThread().name }
+                evolve.run(RunOptions(prompt = "x")) { threads += Thread.currentThread().name }
+            }
+        }
+        assertEquals(setOf(caller), threads.toSet())
+    }
+
+    @Test
+    fun `a stream calls the registered listeners, each item before it is emitted`() = runBlocking {
+        val log = mutableListOf<String>()
+        Evolve(fakeConfig("claude", bash)).use { evolve ->
+            evolve.on("content") { log += "heard ${it.sequence}" }
+            evolve.stream("x").collect { if (it is ContentEnvelope) log += "emitted ${it.sequence}" }
+        }
+        val heard = log.filter { it.startsWith("heard") }.map { it.substringAfter(' ') }
+        assertEquals(log.filter { it.startsWith("emitted") }.map { it.substringAfter(' ') }, heard, "once each, in order")
+        assertTrue(heard.isNotEmpty())
+        assertTrue(heard.all { log.indexOf("heard $it") < log.indexOf("emitted $it") }, log.toString())
+    }
+
+    @Test
+    fun `a pull of a run that is not there is an error naming it`() {
+        val buffer = java.nio.ByteBuffer.allocateDirect(64)
+        assertEquals(RoutedPull.UNKNOWN_READER, RoutedPull.agentstream_uniffi_run_pull_routed(Long.MAX_VALUE, 0, buffer, 64))
+        assertEquals(RoutedPull.BAD_ARGUMENT, RoutedPull.agentstream_uniffi_run_pull_routed(1, 0, buffer, 4))
+        val kinds = listOf(RoutedPull.BUSY, RoutedPull.UNKNOWN_READER, RoutedPull.PANIC, RoutedPull.BAD_ARGUMENT, -99L)
+            .map { RoutedPull.error(it, "r1") }
+        assertEquals(
+            listOf(ErrorKind.BUSY, ErrorKind.INVALID_HANDLE, ErrorKind.PANIC, ErrorKind.INTERNAL, ErrorKind.INTERNAL),
+            kinds.map { it.kind },
+        )
+        assertTrue(kinds.all { it.message!!.contains("r1") || it.kind == ErrorKind.INTERNAL }, kinds.toString())
+    }
 }

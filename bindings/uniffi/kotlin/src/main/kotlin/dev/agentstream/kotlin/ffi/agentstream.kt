@@ -657,33 +657,11 @@ internal open class UniffiForeignFutureResultVoid(
 internal interface UniffiForeignFutureCompleteVoid : com.sun.jna.Callback {
     fun callback(`callbackData`: Long,`result`: UniffiForeignFutureResultVoid.UniffiByValue,)
 }
-internal interface UniffiCallbackInterfaceBatchListenerMethod0 : com.sun.jna.Callback {
-    fun callback(`uniffiHandle`: Long,`batchJson`: RustBuffer.ByValue,`uniffiOutReturn`: RustBuffer,uniffiCallStatus: UniffiRustCallStatus,)
-}
 internal interface UniffiCallbackInterfaceChannelListenerMethod0 : com.sun.jna.Callback {
     fun callback(`uniffiHandle`: Long,`envelopeJson`: RustBuffer.ByValue,`uniffiOutReturn`: Pointer,uniffiCallStatus: UniffiRustCallStatus,)
 }
 internal interface UniffiCallbackInterfaceHookListenerMethod0 : com.sun.jna.Callback {
     fun callback(`uniffiHandle`: Long,`hookJson`: RustBuffer.ByValue,`uniffiOutReturn`: Pointer,uniffiCallStatus: UniffiRustCallStatus,)
-}
-@Structure.FieldOrder("uniffiFree", "uniffiClone", "onBatch")
-internal open class UniffiVTableCallbackInterfaceBatchListener(
-    @JvmField internal var `uniffiFree`: UniffiCallbackInterfaceFree? = null,
-    @JvmField internal var `uniffiClone`: UniffiCallbackInterfaceClone? = null,
-    @JvmField internal var `onBatch`: UniffiCallbackInterfaceBatchListenerMethod0? = null,
-) : Structure() {
-    class UniffiByValue(
-        `uniffiFree`: UniffiCallbackInterfaceFree? = null,
-        `uniffiClone`: UniffiCallbackInterfaceClone? = null,
-        `onBatch`: UniffiCallbackInterfaceBatchListenerMethod0? = null,
-    ): UniffiVTableCallbackInterfaceBatchListener(`uniffiFree`,`uniffiClone`,`onBatch`,), Structure.ByValue
-
-   internal fun uniffiSetValue(other: UniffiVTableCallbackInterfaceBatchListener) {
-        `uniffiFree` = other.`uniffiFree`
-        `uniffiClone` = other.`uniffiClone`
-        `onBatch` = other.`onBatch`
-    }
-
 }
 @Structure.FieldOrder("uniffiFree", "uniffiClone", "onItem")
 internal open class UniffiVTableCallbackInterfaceChannelListener(
@@ -800,8 +778,6 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_agentstream_uniffi_checksum_method_evolve_start(
     ): Int
-    external fun uniffi_agentstream_uniffi_checksum_method_evolve_start_batched(
-    ): Int
     external fun uniffi_agentstream_uniffi_checksum_method_evolve_status(
     ): Int
     external fun uniffi_agentstream_uniffi_checksum_method_evolve_subscribers(
@@ -828,13 +804,15 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_agentstream_uniffi_checksum_method_agentrun_read_mode(
     ): Int
+    external fun uniffi_agentstream_uniffi_checksum_method_agentrun_report_failures(
+    ): Int
     external fun uniffi_agentstream_uniffi_checksum_method_agentrun_result_json(
+    ): Int
+    external fun uniffi_agentstream_uniffi_checksum_method_agentrun_routed_reader(
     ): Int
     external fun uniffi_agentstream_uniffi_checksum_method_agentrun_wait_json(
     ): Int
     external fun uniffi_agentstream_uniffi_checksum_method_agentrun_wait_json_async(
-    ): Int
-    external fun uniffi_agentstream_uniffi_checksum_method_batchlistener_on_batch(
     ): Int
     external fun uniffi_agentstream_uniffi_checksum_method_canceltoken_cancel(
     ): Int
@@ -866,7 +844,6 @@ internal object UniffiLib {
 
     init {
         Native.register(UniffiLib::class.java, findLibraryName(componentName = "agentstream"))
-        uniffiCallbackInterfaceBatchListener.register(this)
         uniffiCallbackInterfaceChannelListener.register(this)
         uniffiCallbackInterfaceHookListener.register(this)
         
@@ -927,8 +904,6 @@ internal object UniffiLib {
     ): Unit
     external fun uniffi_agentstream_uniffi_fn_method_evolve_start(`ptr`: Long,`options`: RustBuffer.ByValue,`onEvent`: RustBuffer.ByValue,`cancel`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
-    external fun uniffi_agentstream_uniffi_fn_method_evolve_start_batched(`ptr`: Long,`options`: RustBuffer.ByValue,`listener`: Long,`cancel`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
-    ): Long
     external fun uniffi_agentstream_uniffi_fn_method_evolve_status(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_agentstream_uniffi_fn_method_evolve_subscribers(`ptr`: Long,`channel`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
@@ -959,20 +934,16 @@ internal object UniffiLib {
     ): RustBuffer.ByValue
     external fun uniffi_agentstream_uniffi_fn_method_agentrun_read_mode(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
+    external fun uniffi_agentstream_uniffi_fn_method_agentrun_report_failures(`ptr`: Long,`failures`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
     external fun uniffi_agentstream_uniffi_fn_method_agentrun_result_json(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
+    external fun uniffi_agentstream_uniffi_fn_method_agentrun_routed_reader(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
     external fun uniffi_agentstream_uniffi_fn_method_agentrun_wait_json(`ptr`: Long,`timeoutMs`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_agentstream_uniffi_fn_method_agentrun_wait_json_async(`ptr`: Long,
     ): Long
-    external fun uniffi_agentstream_uniffi_fn_clone_batchlistener(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
-    ): Long
-    external fun uniffi_agentstream_uniffi_fn_free_batchlistener(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
-    ): Unit
-    external fun uniffi_agentstream_uniffi_fn_init_callback_vtable_batchlistener(`vtable`: UniffiVTableCallbackInterfaceBatchListener,
-    ): Unit
-    external fun uniffi_agentstream_uniffi_fn_method_batchlistener_on_batch(`ptr`: Long,`batchJson`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
-    ): RustBuffer.ByValue
     external fun uniffi_agentstream_uniffi_fn_clone_canceltoken(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
     external fun uniffi_agentstream_uniffi_fn_free_canceltoken(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
@@ -1206,9 +1177,6 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_agentstream_uniffi_checksum_method_evolve_start() and 0xFFFF) != 38247) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_agentstream_uniffi_checksum_method_evolve_start_batched() and 0xFFFF) != 29969) {
-        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    }
     if ((lib.uniffi_agentstream_uniffi_checksum_method_evolve_status() and 0xFFFF) != 44294) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
@@ -1248,16 +1216,19 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_agentstream_uniffi_checksum_method_agentrun_read_mode() and 0xFFFF) != 8430) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
+    if ((lib.uniffi_agentstream_uniffi_checksum_method_agentrun_report_failures() and 0xFFFF) != 27674) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
     if ((lib.uniffi_agentstream_uniffi_checksum_method_agentrun_result_json() and 0xFFFF) != 18710) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_agentstream_uniffi_checksum_method_agentrun_routed_reader() and 0xFFFF) != 29038) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_agentstream_uniffi_checksum_method_agentrun_wait_json() and 0xFFFF) != 22177) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_agentstream_uniffi_checksum_method_agentrun_wait_json_async() and 0xFFFF) != 23741) {
-        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    }
-    if ((lib.uniffi_agentstream_uniffi_checksum_method_batchlistener_on_batch() and 0xFFFF) != 56984) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_agentstream_uniffi_checksum_method_canceltoken_cancel() and 0xFFFF) != 32362) {
@@ -1819,10 +1790,26 @@ public interface AgentRunInterface {
     fun `readMode`(): ReadMode
     
     /**
+     * Count the listener calls of pulled routed batches that failed (each one, on the run's
+     * `handler_errors`) and return the first failure of each listener that failed for the
+     * first time: the ones to report. `channel` names the item's channel, or `on_event` for
+     * the hook listener (handler 0).
+     */
+    fun `reportFailures`(`failures`: List<HandlerFailure>): List<HandlerFailure>
+    
+    /**
      * The result (`RunResult` JSON) once the terminal event was delivered; a `StillRunning`
      * error before.
      */
     fun `resultJson`(): kotlin.String
+    
+    /**
+     * The id to pull this run with through `agentstream_uniffi_run_pull_routed`, the plain C
+     * function for a binding whose uniffi calls are costly (see the `routed` module): each call
+     * returns the same id. The run keeps its own lifetime: closing this handle frees it, and
+     * the id then names no run.
+     */
+    fun `routedReader`(): kotlin.ULong
     
     /**
      * Wait up to `timeout_ms` (forever when null) for the result (`RunResult` JSON). A run
@@ -2152,6 +2139,26 @@ open class AgentRun: Disposable, AutoCloseable, AgentRunInterface
 
     
     /**
+     * Count the listener calls of pulled routed batches that failed (each one, on the run's
+     * `handler_errors`) and return the first failure of each listener that failed for the
+     * first time: the ones to report. `channel` names the item's channel, or `on_event` for
+     * the hook listener (handler 0).
+     */override fun `reportFailures`(`failures`: List<HandlerFailure>): List<HandlerFailure> {
+            return FfiConverterSequenceTypeHandlerFailure.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_agentstream_uniffi_fn_method_agentrun_report_failures(
+        it,
+        
+        FfiConverterSequenceTypeHandlerFailure.lower(`failures`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
      * The result (`RunResult` JSON) once the terminal event was delivered; a `StillRunning`
      * error before.
      */
@@ -2160,6 +2167,25 @@ open class AgentRun: Disposable, AutoCloseable, AgentRunInterface
     callWithHandle {
     uniffiRustCallWithError(AgentstreamException) { _status ->
     UniffiLib.uniffi_agentstream_uniffi_fn_method_agentrun_result_json(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * The id to pull this run with through `agentstream_uniffi_run_pull_routed`, the plain C
+     * function for a binding whose uniffi calls are costly (see the `routed` module): each call
+     * returns the same id. The run keeps its own lifetime: closing this handle frees it, and
+     * the id then names no run.
+     */override fun `routedReader`(): kotlin.ULong {
+            return FfiConverterULong.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_agentstream_uniffi_fn_method_agentrun_routed_reader(
         it,
         _status)
 }
@@ -2246,348 +2272,6 @@ public object FfiConverterTypeAgentRun: FfiConverter<AgentRun, Long> {
     override fun allocationSize(value: AgentRun) = 8UL
 
     override fun write(value: AgentRun, buf: ByteBuffer) {
-        buf.putLong(lower(value))
-    }
-}
-
-
-// This template implements a class for working with a Rust struct via a handle
-// to the live Rust struct on the other side of the FFI.
-//
-// There's some subtlety here, because we have to be careful not to operate on a Rust
-// struct after it has been dropped, and because we must expose a public API for freeing
-// theq Kotlin wrapper object in lieu of reliable finalizers. The core requirements are:
-//
-//   * Each instance holds an opaque handle to the underlying Rust struct.
-//     Method calls need to read this handle from the object's state and pass it in to
-//     the Rust FFI.
-//
-//   * When an instance is no longer needed, its handle should be passed to a
-//     special destructor function provided by the Rust FFI, which will drop the
-//     underlying Rust struct.
-//
-//   * Given an instance, calling code is expected to call the special
-//     `destroy` method in order to free it after use, either by calling it explicitly
-//     or by using a higher-level helper like the `use` method. Failing to do so risks
-//     leaking the underlying Rust struct.
-//
-//   * We can't assume that calling code will do the right thing, and must be prepared
-//     to handle Kotlin method calls executing concurrently with or even after a call to
-//     `destroy`, and to handle multiple (possibly concurrent!) calls to `destroy`.
-//
-//   * We must never allow Rust code to operate on the underlying Rust struct after
-//     the destructor has been called, and must never call the destructor more than once.
-//     Doing so may trigger memory unsafety.
-//
-//   * To mitigate many of the risks of leaking memory and use-after-free unsafety, a `Cleaner`
-//     is implemented to call the destructor when the Kotlin object becomes unreachable.
-//     This is done in a background thread. This is not a panacea, and client code should be aware that
-//      1. the thread may starve if some there are objects that have poorly performing
-//     `drop` methods or do significant work in their `drop` methods.
-//      2. the thread is shared across the whole library. This can be tuned by using `android_cleaner = true`,
-//         or `android = true` in the [`kotlin` section of the `uniffi.toml` file](https://mozilla.github.io/uniffi-rs/kotlin/configuration.html).
-//
-// If we try to implement this with mutual exclusion on access to the handle, there is the
-// possibility of a race between a method call and a concurrent call to `destroy`:
-//
-//    * Thread A starts a method call, reads the value of the handle, but is interrupted
-//      before it can pass the handle over the FFI to Rust.
-//    * Thread B calls `destroy` and frees the underlying Rust struct.
-//    * Thread A resumes, passing the already-read handle value to Rust and triggering
-//      a use-after-free.
-//
-// One possible solution would be to use a `ReadWriteLock`, with each method call taking
-// a read lock (and thus allowed to run concurrently) and the special `destroy` method
-// taking a write lock (and thus blocking on live method calls). However, we aim not to
-// generate methods with any hidden blocking semantics, and a `destroy` method that might
-// block if called incorrectly seems to meet that bar.
-//
-// So, we achieve our goals by giving each instance an associated `AtomicLong` counter to track
-// the number of in-flight method calls, and an `AtomicBoolean` flag to indicate whether `destroy`
-// has been called. These are updated according to the following rules:
-//
-//    * The initial value of the counter is 1, indicating a live object with no in-flight calls.
-//      The initial value for the flag is false.
-//
-//    * At the start of each method call, we atomically check the counter.
-//      If it is 0 then the underlying Rust struct has already been destroyed and the call is aborted.
-//      If it is nonzero them we atomically increment it by 1 and proceed with the method call.
-//
-//    * At the end of each method call, we atomically decrement and check the counter.
-//      If it has reached zero then we destroy the underlying Rust struct.
-//
-//    * When `destroy` is called, we atomically flip the flag from false to true.
-//      If the flag was already true we silently fail.
-//      Otherwise we atomically decrement and check the counter.
-//      If it has reached zero then we destroy the underlying Rust struct.
-//
-// Astute readers may observe that this all sounds very similar to the way that Rust's `Arc<T>` works,
-// and indeed it is, with the addition of a flag to guard against multiple calls to `destroy`.
-//
-// The overall effect is that the underlying Rust struct is destroyed only when `destroy` has been
-// called *and* all in-flight method calls have completed, avoiding violating any of the expectations
-// of the underlying Rust code.
-//
-// This makes a cleaner a better alternative to _not_ calling `destroy()` as
-// and when the object is finished with, but the abstraction is not perfect: if the Rust object's `drop`
-// method is slow, and/or there are many objects to cleanup, and it's on a low end Android device, then the cleaner
-// thread may be starved, and the app will leak memory.
-//
-// In this case, `destroy`ing manually may be a better solution.
-//
-// The cleaner can live side by side with the manual calling of `destroy`. In the order of responsiveness, uniffi objects
-// with Rust peers are reclaimed:
-//
-// 1. By calling the `destroy` method of the object, which calls `rustObject.free()`. If that doesn't happen:
-// 2. When the object becomes unreachable, AND the Cleaner thread gets to call `rustObject.free()`. If the thread is starved then:
-// 3. The memory is reclaimed when the process terminates.
-//
-// [1] https://stackoverflow.com/questions/24376768/can-java-finalize-an-object-when-it-is-still-in-scope/24380219
-//
-
-
-/**
- * A run's deliveries, one batch per call, for a binding whose per-call cost is high (a JVM
- * through JNA pays for every crossing): the binding calls its own functions for the listeners
- * each entry names, in order, and returns the ones that failed. Routing stays here: which
- * listeners, in which order, and the hook events only when the run derives them.
- */
-public interface BatchListener {
-    
-    /**
-     * `batch_json` is one JSON array, in delivery order, of `{"item": <envelope>, "to": [<id>…]}`
-     * (call the listeners with these subscription ids, in this order) and `{"hook": <hook
-     * event>}` (call the run's hook listener). Only deliveries somebody listens to are present.
-     * Returns every listener call that failed; each is counted on the run.
-     */
-    fun `onBatch`(`batchJson`: kotlin.String): List<ListenerFailed>
-    
-    companion object
-}
-
-/**
- * A run's deliveries, one batch per call, for a binding whose per-call cost is high (a JVM
- * through JNA pays for every crossing): the binding calls its own functions for the listeners
- * each entry names, in order, and returns the ones that failed. Routing stays here: which
- * listeners, in which order, and the hook events only when the run derives them.
- */
-open class BatchListenerImpl: Disposable, AutoCloseable, BatchListener
-{
-
-    @Suppress("UNUSED_PARAMETER")
-    /**
-     * @suppress
-     */
-    constructor(withHandle: UniffiWithHandle, handle: Long) {
-        this.handle = handle
-        this.cleanable = UniffiLib.CLEANER.register(this, UniffiCleanAction(handle))
-    }
-
-    /**
-     * @suppress
-     *
-     * This constructor can be used to instantiate a fake object. Only used for tests. Any
-     * attempt to actually use an object constructed this way will fail as there is no
-     * connected Rust object.
-     */
-    @Suppress("UNUSED_PARAMETER")
-    constructor(noHandle: NoHandle) {
-        this.handle = 0
-        this.cleanable = null
-    }
-
-    protected val handle: Long
-    protected val cleanable: UniffiCleaner.Cleanable?
-
-    private val wasDestroyed = AtomicBoolean(false)
-    private val callCounter = AtomicLong(1)
-
-    /**
-     * Whether the current object has been destroyed and its reference is gone in the Rust side.
-     */
-    val uniffiIsDestroyed: Boolean get() = wasDestroyed.get()
-
-    override fun destroy() {
-        // Only allow a single call to this method.
-        // TODO: maybe we should log a warning if called more than once?
-        if (this.wasDestroyed.compareAndSet(false, true)) {
-            // This decrement always matches the initial count of 1 given at creation time.
-            if (this.callCounter.decrementAndGet() == 0L) {
-                cleanable?.clean()
-            }
-        }
-    }
-
-    @Synchronized
-    override fun close() {
-        this.destroy()
-    }
-
-    internal inline fun <R> callWithHandle(block: (handle: Long) -> R): R {
-        // Check and increment the call counter, to keep the object alive.
-        // This needs a compare-and-set retry loop in case of concurrent updates.
-        do {
-            val c = this.callCounter.get()
-            if (c == 0L) {
-                throw IllegalStateException("${this.javaClass.simpleName} object has already been destroyed")
-            }
-            if (c == Long.MAX_VALUE) {
-                throw IllegalStateException("${this.javaClass.simpleName} call counter would overflow")
-            }
-        } while (! this.callCounter.compareAndSet(c, c + 1L))
-        // Now we can safely do the method call without the handle being freed concurrently.
-        try {
-            return block(this.uniffiCloneHandle())
-        } finally {
-            // This decrement always matches the increment we performed above.
-            if (this.callCounter.decrementAndGet() == 0L) {
-                cleanable?.clean()
-            }
-        }
-    }
-
-    // Use a static inner class instead of a closure so as not to accidentally
-    // capture `this` as part of the cleanable's action.
-    private class UniffiCleanAction(private val handle: Long) : Runnable {
-        override fun run() {
-            if (handle == 0.toLong()) {
-                // Fake object created with `NoHandle`, don't try to free.
-                return;
-            }
-            uniffiRustCall { status ->
-                UniffiLib.uniffi_agentstream_uniffi_fn_free_batchlistener(handle, status)
-            }
-        }
-    }
-
-    /**
-     * @suppress
-     */
-    fun uniffiCloneHandle(): Long {
-        if (handle == 0.toLong()) {
-            throw InternalException("uniffiCloneHandle() called on NoHandle object");
-        }
-        return uniffiRustCall() { status ->
-            UniffiLib.uniffi_agentstream_uniffi_fn_clone_batchlistener(handle, status)
-        }
-    }
-
-    
-    /**
-     * `batch_json` is one JSON array, in delivery order, of `{"item": <envelope>, "to": [<id>…]}`
-     * (call the listeners with these subscription ids, in this order) and `{"hook": <hook
-     * event>}` (call the run's hook listener). Only deliveries somebody listens to are present.
-     * Returns every listener call that failed; each is counted on the run.
-     */
-    @Throws(ListenerException::class)override fun `onBatch`(`batchJson`: kotlin.String): List<ListenerFailed> {
-            return FfiConverterSequenceTypeListenerFailed.lift(
-    callWithHandle {
-    uniffiRustCallWithError(ListenerException) { _status ->
-    UniffiLib.uniffi_agentstream_uniffi_fn_method_batchlistener_on_batch(
-        it,
-        
-        FfiConverterString.lower(`batchJson`),_status)
-}
-    }
-    )
-    }
-    
-
-    
-
-    
-
-
-    
-    
-    /**
-     * @suppress
-     */
-    companion object
-    
-}
-
-
-
-// Put the implementation in an object so we don't pollute the top-level namespace
-internal object uniffiCallbackInterfaceBatchListener {
-    internal object `onBatch`: UniffiCallbackInterfaceBatchListenerMethod0 {
-        override fun callback(`uniffiHandle`: Long,`batchJson`: RustBuffer.ByValue,`uniffiOutReturn`: RustBuffer,uniffiCallStatus: UniffiRustCallStatus,) {
-            val uniffiObj = FfiConverterTypeBatchListener.handleMap.get(uniffiHandle)
-            val makeCall = { ->
-                uniffiObj.`onBatch`(
-                    FfiConverterString.lift(`batchJson`),
-                )
-            }
-            val writeReturn = { value: List<ListenerFailed> -> uniffiOutReturn.setValue(FfiConverterSequenceTypeListenerFailed.lower(value)) }
-            uniffiTraitInterfaceCallWithError(
-                uniffiCallStatus,
-                makeCall,
-                writeReturn,
-                { e: ListenerException -> FfiConverterTypeListenerError.lower(e) }
-            )
-        }
-    }
-
-    internal object uniffiFree: UniffiCallbackInterfaceFree {
-        override fun callback(handle: Long) {
-            FfiConverterTypeBatchListener.handleMap.remove(handle)
-        }
-    }
-
-    internal object uniffiClone: UniffiCallbackInterfaceClone {
-        override fun callback(handle: Long): Long {
-            return FfiConverterTypeBatchListener.handleMap.clone(handle)
-        }
-    }
-
-    internal var vtable = UniffiVTableCallbackInterfaceBatchListener.UniffiByValue(
-        uniffiFree,
-        uniffiClone,
-        `onBatch`,
-    )
-
-    // Registers the foreign callback with the Rust side.
-    // This method is generated for each callback interface.
-    internal fun register(lib: UniffiLib) {
-        lib.uniffi_agentstream_uniffi_fn_init_callback_vtable_batchlistener(vtable)
-    }
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeBatchListener: FfiConverter<BatchListener, Long> {
-    internal val handleMap = UniffiHandleMap<BatchListener>()
-
-    override fun lower(value: BatchListener): Long {
-        if (value is BatchListenerImpl) {
-             // Rust-implemented object.  Clone the handle and return it
-            return value.uniffiCloneHandle()
-         } else {
-            // Kotlin object, generate a new vtable handle and return that.
-            return handleMap.insert(value)
-         }
-    }
-
-    override fun lift(value: Long): BatchListener {
-        if ((value and 1.toLong()) == 0.toLong()) {
-            // Rust-generated handle, construct a new class that uses the handle to implement the
-            // interface
-            return BatchListenerImpl(UniffiWithHandle, value)
-        } else {
-            // Kotlin-generated handle, get the object from the handle map
-            return handleMap.remove(value)
-        }
-    }
-
-    override fun read(buf: ByteBuffer): BatchListener {
-        return lift(buf.getLong())
-    }
-
-    override fun allocationSize(value: BatchListener) = 8UL
-
-    override fun write(value: BatchListener, buf: ByteBuffer) {
         buf.putLong(lower(value))
     }
 }
@@ -3861,14 +3545,6 @@ public interface EvolveInterface {
     fun `start`(`options`: RunOptions, `onEvent`: HookListener?, `cancel`: CancelToken?): AgentRun
     
     /**
-     * [`start`](Self::start) for a binding that calls its listeners itself, a batch at a time
-     * (see [`BatchListener`]): the run's deliveries go to `listener` — the items of subscribed
-     * channels with the subscription ids to call, and the hook events when `options.hooks` is
-     * on — instead of to the per-item listeners.
-     */
-    fun `startBatched`(`options`: RunOptions, `listener`: BatchListener, `cancel`: CancelToken?): AgentRun
-    
-    /**
      * The sandbox and agent state, whether a run ever started, the active run and the
      * conversation the next run continues.
      */
@@ -4241,29 +3917,6 @@ open class Evolve: Disposable, AutoCloseable, EvolveInterface
         
         FfiConverterTypeRunOptions.lower(`options`),
         FfiConverterOptionalTypeHookListener.lower(`onEvent`),
-        FfiConverterOptionalTypeCancelToken.lower(`cancel`),_status)
-}
-    }
-    )
-    }
-    
-
-    
-    /**
-     * [`start`](Self::start) for a binding that calls its listeners itself, a batch at a time
-     * (see [`BatchListener`]): the run's deliveries go to `listener` — the items of subscribed
-     * channels with the subscription ids to call, and the hook events when `options.hooks` is
-     * on — instead of to the per-item listeners.
-     */
-    @Throws(AgentstreamException::class)override fun `startBatched`(`options`: RunOptions, `listener`: BatchListener, `cancel`: CancelToken?): AgentRun {
-            return FfiConverterTypeAgentRun.lift(
-    callWithHandle {
-    uniffiRustCallWithError(AgentstreamException) { _status ->
-    UniffiLib.uniffi_agentstream_uniffi_fn_method_evolve_start_batched(
-        it,
-        
-        FfiConverterTypeRunOptions.lower(`options`),
-        FfiConverterTypeBatchListener.lower(`listener`),
         FfiConverterOptionalTypeCancelToken.lower(`cancel`),_status)
 }
     }
@@ -4970,61 +4623,6 @@ public object FfiConverterTypeHandlerFailure: FfiConverterRustBuffer<HandlerFail
     override fun write(value: HandlerFailure, buf: ByteBuffer) {
             FfiConverterULong.write(value.`handler`, buf)
             FfiConverterString.write(value.`channel`, buf)
-            FfiConverterULong.write(value.`sequence`, buf)
-            FfiConverterString.write(value.`reason`, buf)
-    }
-}
-
-
-
-/**
- * One listener call that failed in a [`BatchListener`] batch.
- */
-data class ListenerFailed (
-    /**
-     * The subscription id, or 0 for the run's hook listener.
-     */
-    var `handler`: kotlin.ULong
-    , 
-    /**
-     * The sequence of the delivery.
-     */
-    var `sequence`: kotlin.ULong
-    , 
-    /**
-     * What went wrong (a Kotlin listener's stack trace).
-     */
-    var `reason`: kotlin.String
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeListenerFailed: FfiConverterRustBuffer<ListenerFailed> {
-    override fun read(buf: ByteBuffer): ListenerFailed {
-        return ListenerFailed(
-            FfiConverterULong.read(buf),
-            FfiConverterULong.read(buf),
-            FfiConverterString.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: ListenerFailed) = (
-            FfiConverterULong.allocationSize(value.`handler`) +
-            FfiConverterULong.allocationSize(value.`sequence`) +
-            FfiConverterString.allocationSize(value.`reason`)
-    )
-
-    override fun write(value: ListenerFailed, buf: ByteBuffer) {
-            FfiConverterULong.write(value.`handler`, buf)
             FfiConverterULong.write(value.`sequence`, buf)
             FfiConverterString.write(value.`reason`, buf)
     }
@@ -5969,34 +5567,6 @@ public object FfiConverterSequenceTypeHandlerFailure: FfiConverterRustBuffer<Lis
         buf.putInt(value.size)
         value.iterator().forEach {
             FfiConverterTypeHandlerFailure.write(it, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterSequenceTypeListenerFailed: FfiConverterRustBuffer<List<ListenerFailed>> {
-    override fun read(buf: ByteBuffer): List<ListenerFailed> {
-        val len = buf.getInt()
-        return List<ListenerFailed>(len) {
-            FfiConverterTypeListenerFailed.read(buf)
-        }
-    }
-
-    override fun allocationSize(value: List<ListenerFailed>): ULong {
-        val sizeForLength = 4UL
-        val sizeForItems = value.map { FfiConverterTypeListenerFailed.allocationSize(it) }.sum()
-        return sizeForLength + sizeForItems
-    }
-
-    override fun write(value: List<ListenerFailed>, buf: ByteBuffer) {
-        buf.putInt(value.size)
-        value.iterator().forEach {
-            FfiConverterTypeListenerFailed.write(it, buf)
         }
     }
 }
