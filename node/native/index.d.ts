@@ -108,9 +108,10 @@ export declare class NativeRun {
   get hasReader(): boolean
   /**
    * What is ready as a tape `[text, words]` (up to `max` deliveries), as soon as at least
-   * one is; `null` once the stream is over (after the terminal item and its hook events).
+   * one is; `null` once the stream is over (after the terminal item and its hook events);
+   * `undefined` when a wait woke with nothing to take (call again).
    */
-  nextBatch(max: number): Promise<[string, Uint32Array] | null>
+  nextBatch(max: number): Promise<[string, Uint32Array] | null | undefined>
   /**
    * Resolves once the run has ended for its reader (its terminal event was delivered; an
    * await-only run: once it finished). Never reads the run itself.

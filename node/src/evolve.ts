@@ -173,7 +173,11 @@ async function pump(run: NativeRun, sink: Sink): Promise<void> {
 
 async function pull(run: NativeRun): Promise<[string, Uint32Array] | null> {
   try {
-    return await run.nextBatch(BATCH);
+    for (;;) {
+      // `undefined`: a wait woke with nothing to take (the core rechecks on a timer).
+      const tape = await run.nextBatch(BATCH);
+      if (tape !== undefined) return tape;
+    }
   } catch (e) {
     throw fromNative(e);
   }

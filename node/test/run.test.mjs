@@ -459,3 +459,19 @@ test('a run keeps the process alive until it ends, even when nobody awaits it', 
   assert.equal(code, 0, err);
   assert.equal(out.trim(), 'complete');
 });
+
+test('a quiet harness keeps the process alive and loses nothing: waits that wake empty wait again', async () => {
+  // 0.7 s between lines: longer than the core's recheck (250 ms), so a pending pull wakes with
+  // nothing to take (nextBatch settles undefined) and the reader waits again.
+  const script = `
+    import { Evolve } from 'agentstream';
+    const e = new Evolve({ config: { type: 'claude' } });
+    const lines = [];
+    e.on('stdout', (line) => lines.push(line));
+    e.executeCommand({ command: 'echo one; sleep 0.7; echo two; sleep 0.3; echo three' })
+      .then((r) => console.log(JSON.stringify([r.state, lines])));
+  `;
+  const { code, out, err } = await nodeExits(script);
+  assert.equal(code, 0, err);
+  assert.deepEqual(JSON.parse(out), ['completed', ['one\n', 'two\n', 'three\n']]);
+});

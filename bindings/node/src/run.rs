@@ -96,6 +96,119 @@ fn js_tape(env: Env, tape: SharedTape) -> napi::Result<JsTape> {
     JsTape::new(&env, &tape.lock().unwrap_or_else(|p| p.into_inner()))
 }
 
+/// What `nextBatch` settles with: a tape, `null` at the end, `undefined` to call again.
+enum NextBatch {
+    Tape(JsTape),
+    End,
+    Again,
+}
+
+impl ToNapiValue for NextBatch {
+    unsafe fn to_napi_value(env: napi::sys::napi_env, value: Self) -> napi::Result<napi::sys::napi_value> {
+        // SAFETY: forwarded as napi-rs calls it (a live env on the JavaScript thread).
+        unsafe {
+            match value {
+                NextBatch::Tape(tape) => JsTape::to_napi_value(env, tape),
+                NextBatch::End => Null::to_napi_value(env, Null),
+                NextBatch::Again => <()>::to_napi_value(env, ()),
+            }
+        }
+    }
+}
+
+type Deferred = JsDeferred<NextBatch, Settle<NextBatch>>;
+
+/// Take what is ready of `run` on the JavaScript thread and make it the promise's value.
+fn take_now(env: Env, run: &Run, tape: SharedTape, limits: BatchLimits) -> napi::Result<NextBatch> {
+    let mut batch = Vec::new();
+    match run.try_pull(&mut batch, limits) {
+        Pulled::Batch => {
+            write_tape(&tape, &batch).map_err(napi::Error::from_reason)?;
+            js_tape(env, tape).map(NextBatch::Tape)
+        }
+        Pulled::End => Ok(NextBatch::End),
+        Pulled::Timeout => Ok(NextBatch::Again),
+    }
+}
+
+/// A pull that found nothing ready, waiting for the run's next deliveries without a task of
+/// its own: the core's `pull_async` is polled once, on the JavaScript thread, with this as its
+/// waker; the thread that posts the next deliveries (the run's reader) wakes it, which settles
+/// the promise, and the JavaScript thread takes what is ready ([`take_now`]). One wake-up from
+/// the reader to JavaScript per batch, where a task on the core's runtime in between made two.
+struct BatchWaiter {
+    /// The promise and the pending pull, until the first wake-up takes them.
+    waiting: Mutex<Option<(Deferred, PendingPull)>>,
+    run: Run,
+    tape: SharedTape,
+    limits: BatchLimits,
+}
+
+type PendingPull = std::pin::Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// What the pull took, when its first poll found deliveries after all.
+type Taken = Arc<Mutex<Option<(Pulled, Vec<Delivery>)>>>;
+
+impl BatchWaiter {
+    fn arm(deferred: Deferred, run: Run, tape: SharedTape, limits: BatchLimits) {
+        let taken: Taken = Arc::default();
+        let pull: PendingPull = {
+            let (run, taken) = (run.clone(), taken.clone());
+            Box::pin(async move {
+                let mut batch = Vec::new();
+                let pulled = run.pull_async(&mut batch, limits).await;
+                *taken.lock().unwrap_or_else(|p| p.into_inner()) = Some((pulled, batch));
+            })
+        };
+        let waiter = Arc::new(BatchWaiter { waiting: Mutex::new(Some((deferred, pull))), run, tape, limits });
+        let waker = std::task::Waker::from(waiter.clone());
+        let mut cx = std::task::Context::from_waker(&waker);
+        let polled = {
+            // The core's waits recheck on a timer, which needs the runtime entered when polled.
+            let _entered = runner::runtime().enter();
+            let mut waiting = waiter.waiting.lock().unwrap_or_else(|p| p.into_inner());
+            match waiting.as_mut() {
+                Some((_, pull)) => {
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pull.as_mut().poll(&mut cx).is_ready()))
+                }
+                None => Ok(false), // not reachable: nothing can wake it before its first poll
+            }
+        };
+        if polled.as_ref().is_ok_and(|ready| !ready) {
+            return; // armed: the next post wakes it
+        }
+        let Some((deferred, _)) = waiter.waiting.lock().unwrap_or_else(|p| p.into_inner()).take() else { return };
+        match polled {
+            Err(p) => deferred.reject(napi::Error::from_reason(format!("panic: {}", panic_message(p)))),
+            // Deliveries arrived between the look and the wait: the pull took them; settle now.
+            _ => {
+                let taken = taken.lock().unwrap_or_else(|p| p.into_inner()).take();
+                let tape = waiter.tape.clone();
+                deferred.resolve(Box::new(move |env| match taken {
+                    Some((Pulled::Batch, batch)) => {
+                        write_tape(&tape, &batch).map_err(napi::Error::from_reason)?;
+                        js_tape(env, tape).map(NextBatch::Tape)
+                    }
+                    Some((Pulled::End, _)) => Ok(NextBatch::End),
+                    _ => Ok(NextBatch::Again),
+                }));
+            }
+        }
+    }
+}
+
+impl std::task::Wake for BatchWaiter {
+    fn wake(self: Arc<Self>) {
+        let Some((deferred, pull)) = self.waiting.lock().unwrap_or_else(|p| p.into_inner()).take() else { return };
+        let (run, tape, limits) = (self.run.clone(), self.tape.clone(), self.limits);
+        deferred.resolve(Box::new(move |env| {
+            // Never polled again: a pending pull has taken nothing.
+            drop(pull);
+            take_now(env, &run, tape, limits)
+        }));
+    }
+}
+
 /// One started run: pull its deliveries, cancel it, read its result. Dropping the last
 /// reference to a run that has a reader before its end cancels it (`reader_left`).
 #[napi]
@@ -125,15 +238,16 @@ impl NativeRun {
     }
 
     /// What is ready as a tape `[text, words]` (up to `max` deliveries), as soon as at least
-    /// one is; `null` once the stream is over (after the terminal item and its hook events).
-    #[napi(ts_return_type = "Promise<[string, Uint32Array] | null>")]
+    /// one is; `null` once the stream is over (after the terminal item and its hook events);
+    /// `undefined` when a wait woke with nothing to take (call again).
+    #[napi(ts_return_type = "Promise<[string, Uint32Array] | null | undefined>")]
     pub fn next_batch<'env>(&self, env: &'env Env, max: u32) -> napi::Result<Object<'env>> {
-        let (deferred, promise) = env.create_deferred::<Option<JsTape>, Settle<Option<JsTape>>>()?;
+        let (deferred, promise) = env.create_deferred::<NextBatch, Settle<NextBatch>>()?;
         let limits = BatchLimits { max_events: (max as usize).max(1), ..BatchLimits::DEFAULT };
         let run = self.run.clone();
         let tape = self.tape.clone();
         let mut batch = Vec::new();
-        // Ready now: settle at once, without a hop through the runtime.
+        // Ready now: settle at once.
         let ready = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let pulled = run.try_pull(&mut batch, limits);
             if pulled == Pulled::Batch {
@@ -142,22 +256,9 @@ impl NativeRun {
             Ok::<_, String>(pulled)
         }));
         match ready {
-            Ok(Ok(Pulled::Batch)) => deferred.resolve(Box::new(move |env| js_tape(env, tape).map(Some))),
-            Ok(Ok(Pulled::End)) => deferred.resolve(Box::new(|_| Ok(None))),
-            Ok(Ok(Pulled::Timeout)) => settle_later(
-                deferred,
-                async move {
-                    let mut batch = Vec::new();
-                    match run.pull_async(&mut batch, limits).await {
-                        Pulled::End => Ok(None),
-                        Pulled::Batch | Pulled::Timeout => {
-                            write_tape(&tape, &batch)?;
-                            Ok(Some(tape))
-                        }
-                    }
-                },
-                |env, tape: Option<SharedTape>| tape.map(|t| js_tape(env, t)).transpose(),
-            ),
+            Ok(Ok(Pulled::Batch)) => deferred.resolve(Box::new(move |env| js_tape(env, tape).map(NextBatch::Tape))),
+            Ok(Ok(Pulled::End)) => deferred.resolve(Box::new(|_| Ok(NextBatch::End))),
+            Ok(Ok(Pulled::Timeout)) => BatchWaiter::arm(deferred, run, tape, limits),
             Ok(Err(e)) => deferred.reject(napi::Error::from_reason(e)),
             Err(p) => deferred.reject(napi::Error::from_reason(format!("panic: {}", panic_message(p)))),
         }
