@@ -3,7 +3,8 @@
 //! Delivery model (the bridge's, the same for every binding): JavaScript PULLS.
 //! `NativeRun.nextBatch(max)` returns a Promise of one tape ([`crate::tape`]: `[text, words]`)
 //! holding what is ready (up to `max` deliveries and the bridge's byte bound: envelopes and hook
-//! events, in order), or `null` once the stream is over; the wrapper reads it
+//! events, in order), `null` once the stream is over, or `undefined` when a wait woke with
+//! nothing to take (the wrapper asks again); the wrapper reads it
 //! (`node/src/tape.ts`) and calls the handlers one at a time, in order, before it asks for the
 //! next batch. No Rust thread ever calls into
 //! JavaScript, the core's backpressure sees a reader exactly as fast as the handlers, and
@@ -13,10 +14,12 @@
 //! Which channels a run delivers, when its result is final, what dropping an unread run does
 //! and how handler failures are counted are the bridge's rules; this module converts.
 //!
-//! When deliveries are ready the promise is settled at once; otherwise a task on the core's
-//! runtime ([`runner::runtime`]) awaits the next batch ([`Run::pull_async`]: one wake-up per
-//! batch, no wait to fill it). A panic in that task becomes a rejection (its `JoinHandle`
-//! reports it), never a hang and never an abort.
+//! When deliveries are ready the promise is settled at once; otherwise the core's wait
+//! ([`Run::pull_async`]) is polled once with a waker of this module's ([`BatchWaiter`]): the
+//! run's reader thread, posting the next deliveries, wakes it, which settles the promise, and
+//! the JavaScript thread takes the batch — one wake-up per batch, no wait to fill it, no task in
+//! between. A panic while waiting becomes a rejection, never a hang and never an abort. (Other
+//! waits, `ended()`, are tasks on the core's runtime, [`runner::runtime`].)
 //!
 //! Shapes: envelopes in their wire form (`runId`, `sequence`, `channel`, `event`,
 //! `coalesced`?) with the lifecycle event's keys camelCased (`sandboxId`); hook events flat
