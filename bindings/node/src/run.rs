@@ -207,7 +207,9 @@ impl std::task::Wake for BatchWaiter {
         deferred.resolve(Box::new(move |env| {
             // Never polled again: a pending pull has taken nothing.
             drop(pull);
-            take_now(env, &run, tape, limits)
+            // A panic becomes a rejection here too, never an unwind into Node.
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| take_now(env, &run, tape, limits)))
+                .unwrap_or_else(|p| Err(napi::Error::from_reason(format!("panic: {}", panic_message(p)))))
         }));
     }
 }
