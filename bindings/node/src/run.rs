@@ -28,6 +28,7 @@
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};
+use std::task::Poll;
 
 use agentstream_core::bridge::{BatchLimits, Delivery, HandlerError, Pulled, Run};
 use agentstream_core::casing::camel_case_keys;
@@ -48,12 +49,14 @@ pub(crate) fn to_camel_json<T: serde::Serialize>(value: &T) -> Result<String, Co
 
 type Settle<T> = Box<dyn FnOnce(Env) -> napi::Result<T> + Send>;
 
-fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
-    payload
+/// A caught panic as the error a promise is rejected with (`panic: <its message>`).
+fn panic_error(payload: Box<dyn std::any::Any + Send>) -> napi::Error {
+    let message = payload
         .downcast_ref::<&str>()
         .map(|s| s.to_string())
         .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic payload".to_string())
+        .unwrap_or_else(|| "unknown panic payload".to_string());
+    napi::Error::from_reason(format!("panic: {message}"))
 }
 
 /// Settle `deferred` with what `work` produces on the core's runtime, made a JavaScript value by
@@ -71,9 +74,7 @@ where
         match task.await {
             Ok(Ok(value)) => deferred.resolve(Box::new(move |env| to_js(env, value))),
             Ok(Err(message)) => deferred.reject(napi::Error::from_reason(message)),
-            Err(e) if e.is_panic() => {
-                deferred.reject(napi::Error::from_reason(format!("panic: {}", panic_message(e.into_panic()))))
-            }
+            Err(e) if e.is_panic() => deferred.reject(panic_error(e.into_panic())),
             Err(e) => deferred.reject(napi::Error::from_reason(e.to_string())),
         }
     });
@@ -121,12 +122,12 @@ impl ToNapiValue for NextBatch {
 
 type Deferred = JsDeferred<NextBatch, Settle<NextBatch>>;
 
-/// Take what is ready of `run` on the JavaScript thread and make it the promise's value.
-fn take_now(env: Env, run: &Run, tape: SharedTape, limits: BatchLimits) -> napi::Result<NextBatch> {
-    let mut batch = Vec::new();
-    match run.try_pull(&mut batch, limits) {
+/// A pull's outcome as the promise's value (on the JavaScript thread): the batch as a tape,
+/// `null` at the end, `undefined` when nothing was taken.
+fn settled(env: Env, pulled: Pulled, batch: &[Delivery], tape: SharedTape) -> napi::Result<NextBatch> {
+    match pulled {
         Pulled::Batch => {
-            write_tape(&tape, &batch).map_err(napi::Error::from_reason)?;
+            write_tape(&tape, batch).map_err(napi::Error::from_reason)?;
             js_tape(env, tape).map(NextBatch::Tape)
         }
         Pulled::End => Ok(NextBatch::End),
@@ -137,8 +138,8 @@ fn take_now(env: Env, run: &Run, tape: SharedTape, limits: BatchLimits) -> napi:
 /// A pull that found nothing ready, waiting for the run's next deliveries without a task of
 /// its own: the core's `pull_async` is polled once, on the JavaScript thread, with this as its
 /// waker; the thread that posts the next deliveries (the run's reader) wakes it, which settles
-/// the promise, and the JavaScript thread takes what is ready ([`take_now`]). One wake-up from
-/// the reader to JavaScript per batch, where a task on the core's runtime in between made two.
+/// the promise, and the JavaScript thread takes what is ready then. One wake-up from the reader
+/// to JavaScript per batch, where a task on the core's runtime in between made two.
 struct BatchWaiter {
     /// The promise and the pending pull, until the first wake-up takes them.
     waiting: Mutex<Option<(Deferred, PendingPull)>>,
@@ -147,20 +148,17 @@ struct BatchWaiter {
     limits: BatchLimits,
 }
 
-type PendingPull = std::pin::Pin<Box<dyn Future<Output = ()> + Send>>;
-
-/// What the pull took, when its first poll found deliveries after all.
-type Taken = Arc<Mutex<Option<(Pulled, Vec<Delivery>)>>>;
+/// The core's wait for the next batch, with what it took.
+type PendingPull = std::pin::Pin<Box<dyn Future<Output = (Pulled, Vec<Delivery>)> + Send>>;
 
 impl BatchWaiter {
     fn arm(deferred: Deferred, run: Run, tape: SharedTape, limits: BatchLimits) {
-        let taken: Taken = Arc::default();
         let pull: PendingPull = {
-            let (run, taken) = (run.clone(), taken.clone());
+            let run = run.clone();
             Box::pin(async move {
                 let mut batch = Vec::new();
                 let pulled = run.pull_async(&mut batch, limits).await;
-                *taken.lock().unwrap_or_else(|p| p.into_inner()) = Some((pulled, batch));
+                (pulled, batch)
             })
         };
         let waiter = Arc::new(BatchWaiter { waiting: Mutex::new(Some((deferred, pull))), run, tape, limits });
@@ -170,32 +168,22 @@ impl BatchWaiter {
             // The core's waits recheck on a timer, which needs the runtime entered when polled.
             let _entered = runner::runtime().enter();
             let mut waiting = waiter.waiting.lock().unwrap_or_else(|p| p.into_inner());
-            match waiting.as_mut() {
-                Some((_, pull)) => {
-                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pull.as_mut().poll(&mut cx).is_ready()))
-                }
-                None => Ok(false), // not reachable: nothing can wake it before its first poll
-            }
+            let Some((_, pull)) = waiting.as_mut() else { return }; // nothing wakes it before this poll
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pull.as_mut().poll(&mut cx)))
         };
-        if polled.as_ref().is_ok_and(|ready| !ready) {
-            return; // armed: the next post wakes it
-        }
+        let ready = match polled {
+            Ok(Poll::Pending) => return, // armed: the next post wakes it
+            Ok(Poll::Ready(taken)) => Ok(taken),
+            Err(panic) => Err(panic),
+        };
         let Some((deferred, _)) = waiter.waiting.lock().unwrap_or_else(|p| p.into_inner()).take() else { return };
-        match polled {
-            Err(p) => deferred.reject(napi::Error::from_reason(format!("panic: {}", panic_message(p)))),
+        match ready {
             // Deliveries arrived between the look and the wait: the pull took them; settle now.
-            _ => {
-                let taken = taken.lock().unwrap_or_else(|p| p.into_inner()).take();
+            Ok((pulled, batch)) => {
                 let tape = waiter.tape.clone();
-                deferred.resolve(Box::new(move |env| match taken {
-                    Some((Pulled::Batch, batch)) => {
-                        write_tape(&tape, &batch).map_err(napi::Error::from_reason)?;
-                        js_tape(env, tape).map(NextBatch::Tape)
-                    }
-                    Some((Pulled::End, _)) => Ok(NextBatch::End),
-                    _ => Ok(NextBatch::Again),
-                }));
+                deferred.resolve(Box::new(move |env| settled(env, pulled, &batch, tape)));
             }
+            Err(p) => deferred.reject(panic_error(p)),
         }
     }
 }
@@ -208,8 +196,12 @@ impl std::task::Wake for BatchWaiter {
             // Never polled again: a pending pull has taken nothing.
             drop(pull);
             // A panic becomes a rejection here too, never an unwind into Node.
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| take_now(env, &run, tape, limits)))
-                .unwrap_or_else(|p| Err(napi::Error::from_reason(format!("panic: {}", panic_message(p)))))
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let mut batch = Vec::new();
+                let pulled = run.try_pull(&mut batch, limits);
+                settled(env, pulled, &batch, tape)
+            }))
+            .unwrap_or_else(|p| Err(panic_error(p)))
         }));
     }
 }
@@ -265,7 +257,7 @@ impl NativeRun {
             Ok(Ok(Pulled::End)) => deferred.resolve(Box::new(|_| Ok(NextBatch::End))),
             Ok(Ok(Pulled::Timeout)) => BatchWaiter::arm(deferred, run, tape, limits),
             Ok(Err(e)) => deferred.reject(napi::Error::from_reason(e)),
-            Err(p) => deferred.reject(napi::Error::from_reason(format!("panic: {}", panic_message(p)))),
+            Err(p) => deferred.reject(panic_error(p)),
         }
         Ok(promise)
     }
