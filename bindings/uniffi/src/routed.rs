@@ -19,10 +19,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
-use agentstream_core::Channel;
 use agentstream_core::bridge::{BatchLimits, Delivery, Pulled, ReadMode, SubscriptionId};
 
-use crate::run::AgentRun;
+use crate::run::{AgentRun, PerChannel};
 
 /// [`agentstream_uniffi_run_pull_routed`]: nothing arrived within the timeout; pull again.
 pub const PULL_TIMEOUT: i64 = -1;
@@ -70,7 +69,7 @@ fn reader(id: u64) -> Option<Arc<AgentRun>> {
 /// An item nobody listens to is left out, unless `every_item` (an iterated run: its reader
 /// takes everything). Returns whether anything was written besides the brackets.
 pub(crate) fn write_routed_batch(run: &AgentRun, batch: &[Delivery], every_item: bool, out: &mut Vec<u8>) -> bool {
-    let mut subscribers: [Option<Vec<SubscriptionId>>; 4] = Default::default();
+    let mut subscribers: PerChannel<Vec<SubscriptionId>> = PerChannel::new();
     out.push(b'[');
     let mut written = false;
     for delivery in batch {
@@ -81,8 +80,7 @@ pub(crate) fn write_routed_batch(run: &AgentRun, batch: &[Delivery], every_item:
         let serialized = match delivery {
             Delivery::Item(env) => {
                 let channel = env.channel();
-                let slot = Channel::ALL.iter().position(|c| *c == channel).unwrap_or(0);
-                let ids = subscribers[slot].get_or_insert_with(|| run.subscribers(channel));
+                let ids = subscribers.get(channel, || run.subscribers(channel));
                 if ids.is_empty() && !every_item {
                     out.truncate(start);
                     continue;

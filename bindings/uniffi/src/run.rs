@@ -128,6 +128,21 @@ pub(crate) type Listeners = Mutex<HashMap<SubscriptionId, Arc<dyn ChannelListene
 /// The listeners of one channel, in registration order.
 type Targets = Vec<(SubscriptionId, Arc<dyn ChannelListener>)>;
 
+/// Something read once per channel per batch (the channel's subscribers), looked up by channel.
+pub(crate) struct PerChannel<T>([Option<T>; 4]);
+
+impl<T> PerChannel<T> {
+    pub(crate) fn new() -> Self {
+        PerChannel(Default::default())
+    }
+
+    /// `channel`'s value, made by `read` the first time it is asked for.
+    pub(crate) fn get(&mut self, channel: Channel, read: impl FnOnce() -> T) -> &mut T {
+        let slot = Channel::ALL.iter().position(|c| *c == channel).unwrap_or(0);
+        self.0[slot].get_or_insert_with(read)
+    }
+}
+
 thread_local! {
     /// The run whose listeners this thread is calling now (null otherwise).
     static DELIVERING: Cell<*const AgentRun> = const { Cell::new(std::ptr::null()) };
@@ -271,14 +286,13 @@ impl AgentRun {
     /// failed for the first time. Subscriptions are read once per batch.
     fn deliver(&self, batch: &[Delivery]) -> Vec<HandlerFailure> {
         let _delivering = Delivering::enter(self);
-        let mut targets: [Option<Targets>; 4] = Default::default();
+        let mut targets: PerChannel<Targets> = PerChannel::new();
         let mut first = Vec::new();
         for delivery in batch {
             match delivery {
                 Delivery::Item(env) => {
                     let channel = env.channel();
-                    let slot = Channel::ALL.iter().position(|c| *c == channel).unwrap_or(0);
-                    let listeners = targets[slot].get_or_insert_with(|| self.targets(channel));
+                    let listeners = targets.get(channel, || self.targets(channel));
                     if listeners.is_empty() {
                         continue;
                     }
