@@ -95,7 +95,7 @@ impl Harness {
             Err(e) => {
                 super::supervisor::kill_tree(&lifeline);
                 drop(lifeline);
-                super::supervisor::reap(supervisor, std::time::Duration::from_secs(5));
+                super::supervisor::reap(supervisor, None, std::time::Duration::from_secs(5));
                 Err(reactor(e))
             }
         }
@@ -194,6 +194,9 @@ impl Drop for Tree {
     fn drop(&mut self) {
         self.end();
         #[cfg(target_os = "linux")]
-        super::supervisor::reap(self.supervisor, std::time::Duration::from_secs(5));
+        {
+            use std::os::fd::AsFd;
+            super::supervisor::reap(self.supervisor, Some(self.status.as_fd()), std::time::Duration::from_secs(5));
+        }
     }
 }

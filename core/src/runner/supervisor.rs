@@ -3,7 +3,7 @@
 //! harness's whole process tree ends too.
 //!
 //! ```text
-//! host (any thread) ──fork──▶ supervisor ──fork+exec──▶ harness (own process group)
+//! host (any thread) ──fork──▶ supervisor ──vfork+exec──▶ harness (own process group)
 //!    ▲  status pipe ◀───────────  │                         └─▶ its children, grandchildren, …
 //!    └─ lifeline (socket) ───────▶ │  (child subreaper: every orphaned descendant becomes its child)
 //! ```
@@ -27,9 +27,10 @@
 use std::ffi::{CString, OsStr, OsString};
 use std::fs::File;
 use std::io::Read;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI32, Ordering};
 
 use crate::error::{Error, ErrorKind};
 
@@ -236,7 +237,7 @@ pub(crate) fn spawn(
     };
     if let Some(e) = failure {
         drop(life_w);
-        reap(supervisor, std::time::Duration::from_secs(5));
+        reap(supervisor, Some(status_file.as_fd()), std::time::Duration::from_secs(5));
         return Err(e);
     }
     Ok(Supervised {
@@ -258,13 +259,22 @@ pub(crate) fn kill_tree(lifeline: &OwnedFd) {
 }
 
 /// Wait for the supervisor to exit (it does once told to end the tree, or once the harness
-/// could not be started), up to `patience`; then kill it and wait.
-pub(crate) fn reap(supervisor: i32, patience: std::time::Duration) {
+/// could not be started), up to `patience`; then kill it and wait. `status`, the status pipe's
+/// read end, reads end-of-file once the supervisor is gone (nothing else holds its write end):
+/// waiting for that wakes at the supervisor's exit instead of on a timer; what is still unread
+/// in it is dropped.
+pub(crate) fn reap(supervisor: i32, status: Option<BorrowedFd<'_>>, patience: std::time::Duration) {
     let deadline = std::time::Instant::now() + patience;
+    if let Some(status) = status {
+        wait_for_end_of_file(status, deadline);
+    }
+    // Closing its descriptors is part of its exit; becoming waitable follows within
+    // microseconds, so the pause between looks starts short.
+    let mut pause = std::time::Duration::from_micros(20);
     loop {
-        let mut status = 0;
+        let mut st = 0;
         // SAFETY: waiting for our own child.
-        let r = unsafe { libc::waitpid(supervisor, &mut status, libc::WNOHANG) };
+        let r = unsafe { libc::waitpid(supervisor, &mut st, libc::WNOHANG) };
         if r != 0 {
             return; // reaped, or not ours to reap (ECHILD: SIGCHLD ignored by the host)
         }
@@ -272,11 +282,36 @@ pub(crate) fn reap(supervisor: i32, patience: std::time::Duration) {
             // SAFETY: signalling and waiting for our own child.
             unsafe {
                 libc::kill(supervisor, libc::SIGKILL);
-                libc::waitpid(supervisor, &mut status, 0);
+                libc::waitpid(supervisor, &mut st, 0);
             }
             return;
         }
-        std::thread::sleep(std::time::Duration::from_millis(2));
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(std::time::Duration::from_millis(2));
+    }
+}
+
+/// Read and drop what `fd` holds until it reads end-of-file, fails, or `deadline` passes (it
+/// polls before each read, so a blocking descriptor waits no longer than that either).
+fn wait_for_end_of_file(fd: BorrowedFd<'_>, deadline: std::time::Instant) {
+    let mut sink = [0u8; 256];
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let mut poll = libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        let millis = i32::try_from(left.as_millis()).unwrap_or(i32::MAX);
+        // SAFETY: polling one descriptor the caller keeps open.
+        let ready = unsafe { libc::poll(&mut poll, 1, millis) };
+        if ready == 0 || (ready < 0 && errno() != libc::EINTR) {
+            return;
+        }
+        if ready < 0 {
+            continue;
+        }
+        // SAFETY: reading into a local buffer from a descriptor the caller keeps open.
+        let n = unsafe { libc::read(fd.as_raw_fd(), sink.as_mut_ptr().cast(), sink.len()) };
+        if n == 0 || (n < 0 && !matches!(errno(), libc::EAGAIN | libc::EINTR)) {
+            return;
+        }
     }
 }
 
@@ -378,38 +413,19 @@ unsafe fn supervisor_main(p: &Prepared, fds: [RawFd; 5]) -> ! {
         libc::sigaddset(&mut chld, libc::SIGCHLD);
         let sfd = libc::signalfd(-1, &chld, libc::SFD_CLOEXEC | libc::SFD_NONBLOCK);
 
-        let mut errp = [0; 2];
-        if libc::pipe2(errp.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
-            report(MSG_FAILED, STAGE_FORK, errno());
-            libc::_exit(0);
-        }
-        let harness = raw_fork();
-        if harness == 0 {
-            harness_main(p, me, errp[1]);
-        }
+        let outcome = ExecOutcome::default();
+        let harness = spawn_harness(p, me, &outcome);
         if harness < 0 {
             report(MSG_FAILED, STAGE_FORK, errno());
             libc::_exit(0);
         }
-        libc::close(errp[1]);
         libc::close(FD_OUT);
         libc::close(FD_ERR);
         libc::close(FD_NULL);
-        // The exec result: nothing (exec succeeded: the descriptor closed) or [stage, errno].
-        let mut failure = [0u8; 8];
-        let mut got = 0;
-        while got < failure.len() {
-            let n = libc::read(errp[0], failure[got..].as_mut_ptr().cast(), failure.len() - got);
-            if n > 0 {
-                got += n as usize;
-            } else if n == 0 || errno() != libc::EINTR {
-                break;
-            }
-        }
-        libc::close(errp[0]);
-        if got == failure.len() {
-            let word = |i: usize| i32::from_ne_bytes([failure[i], failure[i + 1], failure[i + 2], failure[i + 3]]);
-            report(MSG_FAILED, word(0), word(4));
+        // The harness child has exec'd or exited by now (CLONE_VFORK); a failed stage is set.
+        let stage = outcome.stage.load(Ordering::Acquire);
+        if stage != 0 {
+            report(MSG_FAILED, stage, outcome.errno.load(Ordering::Acquire));
             let mut st = 0;
             libc::waitpid(harness, &mut st, 0);
             libc::_exit(0);
@@ -462,23 +478,37 @@ unsafe fn reap_children(leader: i32, leader_alive: &mut bool) {
 
 /// SIGKILL the harness's group and every descendant, round after round (a killed process's
 /// children become ours), until no child is left (at most ~2 s: a process in uninterruptible
-/// sleep cannot be helped).
+/// sleep cannot be helped). With no child left the tree is empty — every descendant whose
+/// parent died was re-parented to this subreaper — so `/proc` is only searched when one is.
 unsafe fn kill_tree_now(leader: i32, me: i32, leader_alive: &mut bool) {
     for _ in 0..2000 {
         // SAFETY: signalling processes of our own tree; scanning /proc.
         unsafe {
             libc::kill(-leader, libc::SIGKILL);
+            reap_children(leader, leader_alive);
+            if !has_children() {
+                return;
+            }
             for_each_child(me, |pid| {
                 libc::kill(pid, libc::SIGKILL);
             });
             reap_children(leader, leader_alive);
-            let mut status = 0;
-            if libc::waitpid(-1, &mut status, libc::WNOHANG) < 0 && errno() == libc::ECHILD {
+            if !has_children() {
                 return;
             }
             let pause = libc::timespec { tv_sec: 0, tv_nsec: 1_000_000 };
             libc::nanosleep(&pause, std::ptr::null_mut());
         }
+    }
+}
+
+/// Whether this process has a child, running or exited (left waitable: `WNOWAIT`).
+unsafe fn has_children() -> bool {
+    // SAFETY: waitid on a zeroed local siginfo.
+    unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        let r = libc::waitid(libc::P_ALL, 0, &mut info, libc::WEXITED | libc::WNOHANG | libc::WNOWAIT);
+        !(r < 0 && errno() == libc::ECHILD)
     }
 }
 
@@ -567,14 +597,77 @@ unsafe fn parent_of(pid: i32) -> Option<i32> {
     }
 }
 
-unsafe fn harness_main(p: &Prepared, supervisor: i32, errw: RawFd) -> ! {
-    // SAFETY: the forked harness child, async-signal-safe calls only, then exec.
+/// Why the harness child could not exec (`stage` 0: it did). The child writes it in the
+/// supervisor's memory, which it shares until it execs or exits.
+#[derive(Default)]
+struct ExecOutcome {
+    stage: AtomicI32,
+    errno: AtomicI32,
+}
+
+/// What the harness child starts with (it runs on its own stack, in the supervisor's memory).
+struct HarnessStart<'a> {
+    prepared: &'a Prepared,
+    supervisor: i32,
+    outcome: &'a ExecOutcome,
+}
+
+/// The harness child's stack: it only resets signals, moves descriptors and execs.
+const HARNESS_STACK: usize = 64 * 1024;
+
+/// Start the harness the way `posix_spawn` does: `clone(CLONE_VM | CLONE_VFORK)` on a stack of
+/// its own, so the supervisor's page tables (a copy of the host's, however big the host) are not
+/// copied a second time; the supervisor is suspended until the child has exec'd or exited.
+/// Returns the child's pid, or -1 with `errno` set.
+unsafe fn spawn_harness(p: &Prepared, supervisor: i32, outcome: &ExecOutcome) -> libc::pid_t {
+    // SAFETY: a fresh private mapping used only as the child's stack, unmapped once the child
+    // no longer runs on it (CLONE_VFORK returns after its exec or exit); the start record
+    // outlives the child's use of it for the same reason.
+    unsafe {
+        let stack = libc::mmap(
+            std::ptr::null_mut(),
+            HARNESS_STACK,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+            -1,
+            0,
+        );
+        if stack == libc::MAP_FAILED {
+            return -1;
+        }
+        let start = HarnessStart { prepared: p, supervisor, outcome };
+        let top = stack.cast::<u8>().add(HARNESS_STACK).cast::<libc::c_void>();
+        let pid = libc::clone(
+            harness_entry,
+            top,
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            std::ptr::from_ref(&start).cast_mut().cast(),
+        );
+        let clone_errno = errno();
+        libc::munmap(stack, HARNESS_STACK);
+        if pid < 0 {
+            *libc::__errno_location() = clone_errno;
+        }
+        pid
+    }
+}
+
+extern "C" fn harness_entry(start: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `start` is the `HarnessStart` of `spawn_harness`, alive while the supervisor is
+    // suspended in `clone`.
+    unsafe {
+        let start = &*start.cast::<HarnessStart<'_>>();
+        harness_main(start.prepared, start.supervisor, start.outcome)
+    }
+}
+
+unsafe fn harness_main(p: &Prepared, supervisor: i32, outcome: &ExecOutcome) -> ! {
+    // SAFETY: the harness child, sharing the supervisor's memory until exec: system calls
+    // only (no allocation, no locks), then exec.
     unsafe {
         let fail = |stage: i32| -> ! {
-            let mut msg = [0u8; 8];
-            msg[0..4].copy_from_slice(&stage.to_ne_bytes());
-            msg[4..8].copy_from_slice(&errno().to_ne_bytes());
-            libc::write(errw, msg.as_ptr().cast(), msg.len());
+            outcome.errno.store(errno(), Ordering::Release);
+            outcome.stage.store(stage, Ordering::Release);
             libc::_exit(127);
         };
         libc::setpgid(0, 0);
@@ -609,6 +702,58 @@ mod tests {
         let parent = unsafe { parent_of(std::process::id() as i32) };
         // SAFETY: getppid has no preconditions.
         assert_eq!(parent, Some(unsafe { libc::getppid() }));
+    }
+
+    /// The next status message, within `patience`.
+    fn next_status(status: &OwnedFd, patience: std::time::Duration) -> Status {
+        let mut poll = libc::pollfd { fd: status.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        // SAFETY: polling one descriptor we own.
+        let ready = unsafe { libc::poll(&mut poll, 1, patience.as_millis() as i32) };
+        assert_eq!(ready, 1, "no status message within {patience:?}");
+        let mut msg = [0u8; MSG_LEN];
+        // SAFETY: reading into a buffer of MSG_LEN bytes.
+        let got = unsafe { libc::read(status.as_raw_fd(), msg.as_mut_ptr().cast(), MSG_LEN) };
+        assert_eq!(got, MSG_LEN as isize);
+        parse_status(&msg)
+    }
+
+    #[test]
+    fn a_started_harness_reports_its_pid_output_and_exit_status() {
+        let args = vec!["-c".to_string(), "echo \"$GREETING from $PWD\"; exit 3".to_string()];
+        let dir = std::env::temp_dir();
+        let env = [("GREETING".to_string(), "hello".to_string())];
+        let s = spawn(OsStr::new("sh"), &args, Some(&dir), &env).expect("sh starts");
+        assert!(s.pid > 0 && s.pid != s.supervisor);
+        let mut out = String::new();
+        File::from(s.stdout).read_to_string(&mut out).unwrap();
+        let dir = dir.canonicalize().unwrap();
+        assert_eq!(out, format!("hello from {}\n", dir.display()));
+        match next_status(&s.status, std::time::Duration::from_secs(10)) {
+            Status::Exited(raw) => assert!(libc::WIFEXITED(raw) && libc::WEXITSTATUS(raw) == 3, "raw status {raw}"),
+            other => panic!("expected the exit, got {other:?}"),
+        }
+        kill_tree(&s.lifeline);
+        reap(s.supervisor, Some(s.status.as_fd()), std::time::Duration::from_secs(5));
+    }
+
+    #[test]
+    fn exec_and_working_directory_failures_come_back_from_the_harness_child() {
+        // Not executable: the file exists (so it resolves) but exec refuses it.
+        let file = std::env::temp_dir().join(format!("agentstream-not-executable-{}", std::process::id()));
+        std::fs::write(&file, "#!/bin/sh\n").unwrap();
+        let err = spawn(file.as_os_str(), &[], None, &[]).err().expect("exec fails");
+        std::fs::remove_file(&file).unwrap();
+        assert_eq!(err.kind, ErrorKind::SpawnFailed);
+        assert!(err.message.contains("is not executable"), "{}", err.message);
+
+        let missing = Path::new("/definitely/not/a/directory");
+        let err = spawn(OsStr::new("true"), &[], Some(missing), &[]).err().expect("chdir fails");
+        assert_eq!(err.kind, ErrorKind::SpawnFailed);
+        assert!(
+            err.message.contains("cannot use the working directory /definitely/not/a/directory"),
+            "{}",
+            err.message
+        );
     }
 
     #[test]
