@@ -351,6 +351,10 @@ unsafe fn report(kind: i32, a: i32, b: i32) {
     unsafe { libc::write(FD_STATUS, msg.as_ptr().cast(), MSG_LEN) };
 }
 
+/// The signals the supervisor ignores (every other one has its default action there).
+const SUPERVISOR_IGNORES: [i32; 7] =
+    [libc::SIGINT, libc::SIGQUIT, libc::SIGTSTP, libc::SIGTTIN, libc::SIGTTOU, libc::SIGHUP, libc::SIGPIPE];
+
 /// Every signal back to its default action, the mask empty but for `blocked`.
 unsafe fn reset_signals(blocked: Option<i32>) {
     // SAFETY: sigaction/sigprocmask on zeroed, then filled, local structures.
@@ -398,9 +402,7 @@ unsafe fn supervisor_main(p: &Prepared, fds: [RawFd; 5]) -> ! {
     // SAFETY: the whole function runs in the forked child, with async-signal-safe calls only.
     unsafe {
         reset_signals(Some(libc::SIGCHLD));
-        for sig in
-            [libc::SIGINT, libc::SIGQUIT, libc::SIGTSTP, libc::SIGTTIN, libc::SIGTTOU, libc::SIGHUP, libc::SIGPIPE]
-        {
+        for sig in SUPERVISOR_IGNORES {
             libc::signal(sig, libc::SIG_IGN);
         }
         libc::setpgid(0, 0);
@@ -675,7 +677,14 @@ unsafe fn harness_main(p: &Prepared, supervisor: i32, outcome: &ExecOutcome) -> 
         if libc::getppid() != supervisor {
             libc::_exit(127); // the supervisor is already gone
         }
-        reset_signals(None);
+        // The supervisor's signal state but for what it changed (exec keeps ignored signals
+        // ignored and the mask; it resets handlers, and the supervisor has none).
+        for sig in SUPERVISOR_IGNORES {
+            libc::signal(sig, libc::SIG_DFL);
+        }
+        let mut none: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut none);
+        libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
         if libc::dup2(FD_NULL, 0) < 0 || libc::dup2(FD_OUT, 1) < 0 || libc::dup2(FD_ERR, 2) < 0 {
             fail(STAGE_FORK);
         }
@@ -731,6 +740,25 @@ mod tests {
         match next_status(&s.status, std::time::Duration::from_secs(10)) {
             Status::Exited(raw) => assert!(libc::WIFEXITED(raw) && libc::WEXITSTATUS(raw) == 3, "raw status {raw}"),
             other => panic!("expected the exit, got {other:?}"),
+        }
+        kill_tree(&s.lifeline);
+        reap(s.supervisor, Some(s.status.as_fd()), std::time::Duration::from_secs(5));
+    }
+
+    #[test]
+    fn the_harness_starts_with_no_signal_ignored_or_blocked() {
+        // The test process ignores SIGPIPE (Rust's runtime does), the supervisor ignores seven
+        // signals and blocks SIGCHLD: none of that reaches the harness.
+        let s = spawn(OsStr::new("cat"), &["/proc/self/status".to_string()], None, &[]).expect("cat starts");
+        let mut status = String::new();
+        File::from(s.stdout).read_to_string(&mut status).unwrap();
+        for field in ["SigIgn:", "SigBlk:"] {
+            let line = status.lines().find(|l| l.starts_with(field)).expect(field);
+            let mask = u64::from_str_radix(line[field.len()..].trim(), 16).unwrap();
+            // Signals 32 and 33 are glibc's own (thread cancellation, set*id): its `sigaction`
+            // refuses them, and what the host had for them is the harness's glibc's concern.
+            let glibc_internal = 0b11 << 31;
+            assert_eq!(mask & !glibc_internal, 0, "{line}");
         }
         kill_tree(&s.lifeline);
         reap(s.supervisor, Some(s.status.as_fd()), std::time::Duration::from_secs(5));
