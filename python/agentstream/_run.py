@@ -5,8 +5,9 @@ Delivery model. The Rust core runs the harness on its own threads and buffers wh
 (with backpressure); which channels it buffers, what a result is before the end and what
 dropping an unread run does are the core's bridge's rules. This module PULLS batches from it —
 ``_native.Run.try_pull`` when something is ready, otherwise ``_native.Run.pull``, which waits
-with the GIL released (on a small reader thread pool under asyncio, so the event loop never
-blocks); a batch is what is ready, never a wait to fill one — and then dispatches each delivery
+with the GIL released (under asyncio, ``_native.Run.pull_or_arm``, whose wake-up makes a
+descriptor the event loop watches readable, so the loop never blocks and no thread sits in
+between); a batch is what is ready, never a wait to fill one — and then dispatches each delivery
 in order, one at a time, to the ``on(...)`` handlers of its channel (in the core's subscription
 order) and to ``on_event``. No Rust thread ever calls into Python. ``async def`` handlers are
 awaited in order.
@@ -343,6 +344,35 @@ def _pool() -> concurrent.futures.ThreadPoolExecutor:
         return _POOL
 
 
+def _settle(woken: asyncio.Future[None]) -> None:
+    if not woken.done():
+        woken.set_result(None)
+
+
+def _loop_watches_descriptors(loop: asyncio.AbstractEventLoop) -> bool:
+    """Whether ``loop.add_reader`` works there (selector loops and uvloop do; Windows'
+    proactor loop does not, and waits on the reader pool instead)."""
+    known = _WATCHES.get(type(loop))
+    if known is None:
+        try:
+            r, w = os.pipe()
+        except OSError:
+            return False
+        try:
+            loop.add_reader(r, lambda: None)
+            loop.remove_reader(r)
+            known = True
+        except NotImplementedError:
+            known = False
+        finally:
+            os.close(r)
+            os.close(w)
+        _WATCHES[type(loop)] = known
+    return known
+
+
+_WATCHES: dict[type, bool] = {}
+
 Batch = _native.Batch
 """Pulled deliveries ``(channel, payload, sequence, coalesced)``, converted as they are iterated."""
 
@@ -374,11 +404,28 @@ class Op:
             batch = self.run.try_pull()
             if batch or self.run.ended:
                 return batch
+            if _loop_watches_descriptors(asyncio.get_running_loop()):
+                return await self._pull_on_loop()
             cf = self._inflight = _pool().submit(self.run.pull, WAIT_MS)
         # If this task is cancelled while the pull runs, the pull still completes: its batch is
         # kept in `_inflight` and taken by the next call (nothing is lost for the handlers).
         batch = await asyncio.wrap_future(cf)
         self._inflight = None
+        return batch
+
+    async def _pull_on_loop(self) -> Batch:
+        """Wait on the event loop itself: the native wait's waker makes ``wake_fd`` readable
+        (one wake-up per batch, no thread in between). A wait left armed by a cancelled task
+        is the one the next call polls: nothing it takes is lost."""
+        loop = asyncio.get_running_loop()
+        fd = self.run.wake_fd
+        while (batch := self.run.pull_or_arm()) is None:
+            woken = loop.create_future()
+            loop.add_reader(fd, _settle, woken)
+            try:
+                await woken
+            finally:
+                loop.remove_reader(fd)
         return batch
 
     # -- draining ----------------------------------------------------------------------------

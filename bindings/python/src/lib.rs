@@ -22,6 +22,7 @@ mod json;
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod run;
+mod wake;
 
 use std::cell::{Cell, RefCell};
 use std::panic::{AssertUnwindSafe, catch_unwind};

@@ -28,6 +28,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
 use crate::convert;
+use crate::wake::LoopWait;
 use crate::{Input, guard, invalid_argument, parse_agent, raise, to_py};
 
 /// A duration in milliseconds from Python (`None`: no limit); the number was checked by the
@@ -120,13 +121,15 @@ fn envelope_dict<'py>(py: Python<'py>, env: &Envelope, strings: &mut convert::St
 #[pyclass(module = "agentstream._native", name = "Run", frozen)]
 pub struct PyRun {
     run: Run,
+    /// Waits on an asyncio event loop (`wake_fd`, `pull_or_arm`).
+    loop_wait: LoopWait,
     /// Strings shared between the events of this run (only used with the GIL held).
     strings: Arc<Mutex<convert::Strings>>,
 }
 
 impl PyRun {
     pub(crate) fn new(run: Run) -> Self {
-        PyRun { run, strings: Arc::default() }
+        PyRun { run, loop_wait: LoopWait::default(), strings: Arc::default() }
     }
 
     fn batch(&self, deliveries: Vec<Delivery>) -> PyBatch {
@@ -179,6 +182,25 @@ impl PyRun {
             let run = &self.run;
             py.detach(|| run.pull(&mut batch, limits(max_events), timeout));
             Ok(self.batch(batch))
+        })
+    }
+
+    /// The descriptor an asyncio event loop watches (`loop.add_reader`) while `pull_or_arm` is
+    /// armed: readable means "ask again". Owned by the run (closed with it).
+    #[getter]
+    fn wake_fd(&self, py: Python<'_>) -> PyResult<i32> {
+        guard(py, || Ok(self.loop_wait.fd()?))
+    }
+
+    /// Deliveries that are ready (up to `max_events`; an empty batch once the stream ended), or
+    /// `None`: nothing is ready and the wait is armed, so `wake_fd` becomes readable when this
+    /// should be called again. Never blocks. A wait left armed (its coroutine was cancelled)
+    /// is the one the next call polls; nothing it takes is lost.
+    #[pyo3(signature = (max_events = 256))]
+    fn pull_or_arm(&self, py: Python<'_>, max_events: usize) -> PyResult<Option<PyBatch>> {
+        guard(py, || {
+            let taken = self.loop_wait.poll(&self.run, limits(max_events), || buffer(max_events))?;
+            Ok(taken.map(|batch| self.batch(batch)))
         })
     }
 
