@@ -48,6 +48,100 @@ pub(super) struct Needles {
     pairs: Box<[u64; 1024]>,
     /// The needles by the folded first byte of the pair they are looked for by.
     by_pair_start: Vec<Vec<Needle>>,
+    /// The same pairs as nibble tables, for reading 32 pairs at a time.
+    nibbles: PairNibbles,
+}
+
+/// The pairs of [`Needles::pairs`] in eight buckets, as four tables indexed by a nibble: pair
+/// `(a, b)` may be looked for when some bit is set in all of `first_lo[a & 15]`,
+/// `first_hi[a >> 4]`, `second_lo[b & 15]` and `second_hi[b >> 4]`. Every pair of the bitmap
+/// passes (it set those bits); others pass only where a bucket's nibbles combine into them, so
+/// a pair that passes is still looked up in the bitmap. This is how a vector shuffle can judge
+/// 32 pairs at once (the "Teddy" idea of Hyperscan, for pairs).
+#[derive(Default)]
+struct PairNibbles {
+    first_lo: [u8; 16],
+    first_hi: [u8; 16],
+    second_lo: [u8; 16],
+    second_hi: [u8; 16],
+}
+
+impl PairNibbles {
+    /// The tables of every pair set in `pairs`, a pair's bucket chosen by its first byte
+    /// (folded): consecutive first bytes share a bucket, so a bucket's nibbles combine into few
+    /// pairs that are not looked for.
+    fn new(pairs: &[u64; 1024]) -> PairNibbles {
+        let set = |pair: usize| pairs[pair / 64] & (1 << (pair % 64)) != 0;
+        let mut firsts: Vec<u8> = (0..=255u8).filter(|&a| (0..256).any(|b| set(usize::from(a) << 8 | b))).collect();
+        firsts.sort_by_key(|a| (a | 0x20, *a));
+        let folded: Vec<u8> = {
+            let mut f: Vec<u8> = firsts.iter().map(|a| a | 0x20).collect();
+            f.dedup();
+            f
+        };
+        let bucket_of = |a: u8| {
+            let rank = folded.iter().position(|&f| f == a | 0x20).unwrap_or(0);
+            1u8 << (rank * 8 / folded.len().max(1))
+        };
+        let mut t = PairNibbles::default();
+        for pair in (0..65536).filter(|&p| set(p)) {
+            let (a, b) = ((pair >> 8) as u8, pair as u8);
+            let bit = bucket_of(a);
+            t.first_lo[usize::from(a & 15)] |= bit;
+            t.first_hi[usize::from(a >> 4)] |= bit;
+            t.second_lo[usize::from(b & 15)] |= bit;
+            t.second_hi[usize::from(b >> 4)] |= bit;
+        }
+        t
+    }
+
+    /// Whether the pair `(a, b)` passes the tables (the scalar form of [`Self::candidates`]).
+    #[cfg(test)]
+    fn passes(&self, a: u8, b: u8) -> bool {
+        self.first_lo[usize::from(a & 15)]
+            & self.first_hi[usize::from(a >> 4)]
+            & self.second_lo[usize::from(b & 15)]
+            & self.second_hi[usize::from(b >> 4)]
+            != 0
+    }
+
+    /// Bit `k` set for each pair `(text[at + k], text[at + k + 1])`, `k < 32`, that passes.
+    ///
+    /// # Safety
+    /// AVX2 is available, and `at + 33 <= text.len()`.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn candidates(&self, text: &[u8], at: usize) -> u32 {
+        use std::arch::x86_64::*;
+        debug_assert!(at + 33 <= text.len());
+        // SAFETY: the caller guarantees 33 readable bytes from `at` (two unaligned 32-byte
+        // loads, the second one byte later); the tables are 16 bytes each.
+        unsafe {
+            let table = |t: &[u8; 16]| _mm256_broadcastsi128_si256(_mm_loadu_si128(t.as_ptr().cast()));
+            let nibble = _mm256_set1_epi8(0x0f);
+            let first = _mm256_loadu_si256(text.as_ptr().add(at).cast());
+            let second = _mm256_loadu_si256(text.as_ptr().add(at + 1).cast());
+            // Shifting 16-bit lanes by 4 brings the high nibble down (the mask drops what came
+            // from the neighbouring byte).
+            let lookup = |bytes: __m256i, lo: &[u8; 16], hi: &[u8; 16]| {
+                let low = _mm256_and_si256(bytes, nibble);
+                let high = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), nibble);
+                _mm256_and_si256(_mm256_shuffle_epi8(table(lo), low), _mm256_shuffle_epi8(table(hi), high))
+            };
+            let both = _mm256_and_si256(
+                lookup(first, &self.first_lo, &self.first_hi),
+                lookup(second, &self.second_lo, &self.second_hi),
+            );
+            let none = _mm256_cmpeq_epi8(both, _mm256_setzero_si256());
+            !(_mm256_movemask_epi8(none) as u32)
+        }
+    }
+}
+
+/// Whether [`PairNibbles::candidates`] can run here (checked once; a cached flag after that).
+#[cfg(target_arch = "x86_64")]
+fn has_avx2() -> bool {
+    std::is_x86_feature_detected!("avx2")
 }
 
 impl Needles {
@@ -70,7 +164,8 @@ impl Needles {
             }
             by_pair_start[usize::from(x)].push(Needle { folded, offset });
         }
-        Needles { pairs, by_pair_start }
+        let nibbles = PairNibbles::new(&pairs);
+        Needles { pairs, by_pair_start, nibbles }
     }
 
     /// Whether some needle is looked for by the byte pair `pair` (`first << 8 | second`).
@@ -98,29 +193,50 @@ impl Needles {
 
     /// Whether `check` holds at some byte within [`REACH`] bytes after the start of a needle in
     /// `text` (a byte is judged again only where two needles' ranges are apart by another).
+    /// Pairs are visited in order; with AVX2, 32 at a time are passed through [`PairNibbles`]
+    /// first and only those that pass are looked up.
     pub(super) fn any_near(&self, text: &[u8], mut check: impl FnMut(usize) -> bool) -> bool {
         // The bytes judged last (windows mostly overlap the one before).
         let mut judged = 0..0;
-        let Some((&first, rest)) = text.split_first() else { return false };
-        let mut pair = usize::from(first);
-        for (i, &c) in rest.iter().enumerate() {
-            // `i` is the index of the pair's first byte.
-            pair = (pair << 8 | usize::from(c)) & 0xffff;
+        // The pair whose first byte is at `i`.
+        let mut visit = |i: usize| -> bool {
+            let pair = usize::from(text[i]) << 8 | usize::from(text[i + 1]);
             if !self.looked_for_by(pair) {
-                continue;
+                return false;
             }
-            if let Some(window) = self.found_at(text, i) {
-                for j in window.clone().filter(|j| !judged.contains(j)) {
-                    if check(j) {
+            let Some(window) = self.found_at(text, i) else { return false };
+            for j in window.clone().filter(|j| !judged.contains(j)) {
+                if check(j) {
+                    return true;
+                }
+            }
+            judged = if window.start <= judged.end && judged.start <= window.end {
+                judged.start.min(window.start)..judged.end.max(window.end)
+            } else {
+                window
+            };
+            false
+        };
+        let mut i = 0;
+        #[cfg(target_arch = "x86_64")]
+        if text.len() >= 33 && has_avx2() {
+            while i + 33 <= text.len() {
+                // SAFETY: AVX2 was detected, and 33 bytes from `i` are in `text`.
+                let mut passed = unsafe { self.nibbles.candidates(text, i) };
+                while passed != 0 {
+                    if visit(i + passed.trailing_zeros() as usize) {
                         return true;
                     }
+                    passed &= passed - 1;
                 }
-                judged = if window.start <= judged.end && judged.start <= window.end {
-                    judged.start.min(window.start)..judged.end.max(window.end)
-                } else {
-                    window
-                };
+                i += 32;
             }
+        }
+        while i + 1 < text.len() {
+            if visit(i) {
+                return true;
+            }
+            i += 1;
         }
         false
     }
@@ -144,11 +260,64 @@ mod tests {
     }
 
     #[test]
+    fn every_pair_looked_for_passes_the_nibble_tables_and_few_others_do() {
+        let needles = Needles::new(super::super::pre_scan_needles());
+        let (mut looked_for, mut passing) = (0, 0);
+        for pair in 0..65536usize {
+            let passes = needles.nibbles.passes((pair >> 8) as u8, pair as u8);
+            if needles.looked_for_by(pair) {
+                looked_for += 1;
+                assert!(passes, "pair {:02x} {:02x} is looked for but does not pass", pair >> 8, pair & 255);
+            }
+            passing += usize::from(passes);
+        }
+        // The tables only help when they pass a small share of all pairs.
+        assert!(passing < 8 * looked_for, "{passing} pairs pass for {looked_for} looked for");
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn the_vector_candidates_are_the_scalar_ones() {
+        if !has_avx2() {
+            return;
+        }
+        let needles = Needles::new(super::super::pre_scan_needles());
+        let mut text: Vec<u8> = b"{\"apiKey\":\"sk-ABC\",\"TOKEN\":1,\"x\":\"-----BEGIN \\u00e9\"}".to_vec();
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..4096 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            text.push((state >> 24) as u8);
+        }
+        for at in 0..text.len() - 33 {
+            // SAFETY: AVX2 was detected; 33 bytes from `at` are in `text`.
+            let got = unsafe { needles.nibbles.candidates(&text, at) };
+            let want =
+                (0..32).fold(0u32, |m, k| m | u32::from(needles.nibbles.passes(text[at + k], text[at + k + 1])) << k);
+            assert_eq!(got, want, "at {at}");
+        }
+    }
+
+    #[test]
     fn case_is_folded_and_a_needle_at_either_end_is_found() {
         let needles = Needles::new(vec![b"token".to_vec()]);
         for text in [&b"TOKEN"[..], b"x ToKeN", b"tOkEn="] {
             assert!(needles.any_near(text, |j| j == text.len() - 1), "{}", String::from_utf8_lossy(text));
         }
         assert!(!needles.any_near(b"tokn token", |j| j < 5));
+    }
+
+    #[test]
+    fn needles_are_found_across_the_vector_blocks_and_in_the_tail() {
+        let needles = Needles::new(vec![b"token".to_vec()]);
+        // A needle at every offset of a text longer than two 32-byte blocks, the pair it is
+        // looked for by straddling a block's edge at some offsets.
+        for at in 0..80 {
+            let mut text = vec![b'.'; 90];
+            text[at..at + 5].copy_from_slice(b"ToKeN");
+            assert!(needles.any_near(&text, |j| j == at + 4), "needle at {at}");
+            assert!(!needles.any_near(&text, |j| j > at + 5 + REACH), "nothing judged beyond reach at {at}");
+        }
     }
 }
