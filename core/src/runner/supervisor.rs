@@ -617,18 +617,22 @@ struct HarnessStart<'a> {
 /// The harness child's stack: it only resets signals, moves descriptors and execs.
 const HARNESS_STACK: usize = 64 * 1024;
 
+/// An inaccessible page below that stack: an overflow faults instead of writing into the
+/// supervisor's memory, which the child shares.
+const GUARD: usize = 4096;
+
 /// Start the harness the way `posix_spawn` does: `clone(CLONE_VM | CLONE_VFORK)` on a stack of
 /// its own, so the supervisor's page tables (a copy of the host's, however big the host) are not
 /// copied a second time; the supervisor is suspended until the child has exec'd or exited.
 /// Returns the child's pid, or -1 with `errno` set.
 unsafe fn spawn_harness(p: &Prepared, supervisor: i32, outcome: &ExecOutcome) -> libc::pid_t {
-    // SAFETY: a fresh private mapping used only as the child's stack, unmapped once the child
-    // no longer runs on it (CLONE_VFORK returns after its exec or exit); the start record
-    // outlives the child's use of it for the same reason.
+    // SAFETY: a fresh private mapping used only as the child's stack (its lowest page made
+    // inaccessible), unmapped once the child no longer runs on it (CLONE_VFORK returns after
+    // its exec or exit); the start record outlives the child's use of it for the same reason.
     unsafe {
         let stack = libc::mmap(
             std::ptr::null_mut(),
-            HARNESS_STACK,
+            GUARD + HARNESS_STACK,
             libc::PROT_READ | libc::PROT_WRITE,
             libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
             -1,
@@ -637,8 +641,14 @@ unsafe fn spawn_harness(p: &Prepared, supervisor: i32, outcome: &ExecOutcome) ->
         if stack == libc::MAP_FAILED {
             return -1;
         }
+        if libc::mprotect(stack, GUARD, libc::PROT_NONE) != 0 {
+            let e = errno();
+            libc::munmap(stack, GUARD + HARNESS_STACK);
+            *libc::__errno_location() = e;
+            return -1;
+        }
         let start = HarnessStart { prepared: p, supervisor, outcome };
-        let top = stack.cast::<u8>().add(HARNESS_STACK).cast::<libc::c_void>();
+        let top = stack.cast::<u8>().add(GUARD + HARNESS_STACK).cast::<libc::c_void>();
         let pid = libc::clone(
             harness_entry,
             top,
@@ -646,7 +656,7 @@ unsafe fn spawn_harness(p: &Prepared, supervisor: i32, outcome: &ExecOutcome) ->
             std::ptr::from_ref(&start).cast_mut().cast(),
         );
         let clone_errno = errno();
-        libc::munmap(stack, HARNESS_STACK);
+        libc::munmap(stack, GUARD + HARNESS_STACK);
         if pid < 0 {
             *libc::__errno_location() = clone_errno;
         }
