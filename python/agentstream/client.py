@@ -350,10 +350,12 @@ async def _astream(stream: _Stream) -> AsyncIterator[Envelope]:
     queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue(maxsize=1024)
 
     def hand(kind: str, value: Any) -> bool:
+        put = queue.put((kind, value))
         try:
-            asyncio.run_coroutine_threadsafe(queue.put((kind, value)), loop).result()
+            asyncio.run_coroutine_threadsafe(put, loop).result()
             return True
-        except RuntimeError:  # the loop is gone
+        except RuntimeError:  # the loop is gone: the put never ran (close it, or it warns)
+            put.close()
             return False
 
     def pump() -> None:
