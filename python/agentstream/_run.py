@@ -380,12 +380,13 @@ Batch = _native.Batch
 class Op:
     """A started operation: the native run, its dispatcher, the pull loops."""
 
-    __slots__ = ("run", "dispatch", "_inflight", "result", "__weakref__")
+    __slots__ = ("run", "dispatch", "_inflight", "_on_loop", "result", "__weakref__")
 
     def __init__(self, evolve: Evolve, run: _native.Run, on_event: HookHandler | None) -> None:
         self.run = run
         self.dispatch = Dispatch(evolve, run, on_event)
         self._inflight: concurrent.futures.Future[Batch] | None = None
+        self._on_loop = False  # a task waits on the event loop for this run
         self.result: RunResult | None = None
 
     # -- pulling -----------------------------------------------------------------------------
@@ -417,16 +418,22 @@ class Op:
         """Wait on the event loop itself: the native wait's waker makes ``wake_fd`` readable
         (one wake-up per batch, no thread in between). A wait left armed by a cancelled task
         is the one the next call polls: nothing it takes is lost."""
+        if self._on_loop:
+            raise RuntimeError("a run is read by one task at a time (another task is waiting for its next batch)")
         loop = asyncio.get_running_loop()
         fd = self.run.wake_fd
-        while (batch := self.run.pull_or_arm()) is None:
-            woken = loop.create_future()
-            loop.add_reader(fd, _settle, woken)
-            try:
-                await woken
-            finally:
-                loop.remove_reader(fd)
-        return batch
+        self._on_loop = True
+        try:
+            while (batch := self.run.pull_or_arm()) is None:
+                woken = loop.create_future()
+                loop.add_reader(fd, _settle, woken)
+                try:
+                    await woken
+                finally:
+                    loop.remove_reader(fd)
+            return batch
+        finally:
+            self._on_loop = False
 
     # -- draining ----------------------------------------------------------------------------
 

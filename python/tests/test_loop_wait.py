@@ -117,3 +117,26 @@ def test_a_loop_that_cannot_watch_descriptors_waits_on_the_reader_pool() -> None
     finally:
         loop.close()
     assert result.state == "completed" and "".join(out) == EXPECTED
+
+
+def test_two_tasks_waiting_for_the_same_run_is_an_error_not_a_hang(fake_harness: Path) -> None:
+    evolve = slow_fake(fake_harness)
+
+    async def main() -> None:
+        async with evolve.stream("x") as stream:
+            iterator = aiter(stream)
+            for _ in range(200):
+                # Until one call has to wait (lines are 20 ms apart; the first ones are ready).
+                first = asyncio.ensure_future(anext(iterator))
+                while not first.done() and not stream._op._on_loop:  # type: ignore[attr-defined]
+                    await asyncio.sleep(0.001)
+                if not first.done():
+                    break
+                await first
+            else:
+                pytest.fail("no call ever waited")
+            with pytest.raises(RuntimeError, match="one task at a time"):
+                await anext(iterator)
+            await first  # the waiting task still gets its envelope
+
+    asyncio.run(main())
