@@ -67,26 +67,17 @@ struct PairNibbles {
 }
 
 impl PairNibbles {
-    /// The tables of every pair set in `pairs`, a pair's bucket chosen by its first byte
+    /// The tables of `pairs` (first byte, second byte), a pair's bucket chosen by its first byte
     /// (folded): consecutive first bytes share a bucket, so a bucket's nibbles combine into few
     /// pairs that are not looked for.
-    fn new(pairs: &[u64; 1024]) -> PairNibbles {
-        let set = |pair: usize| pairs[pair / 64] & (1 << (pair % 64)) != 0;
-        let mut firsts: Vec<u8> = (0..=255u8).filter(|&a| (0..256).any(|b| set(usize::from(a) << 8 | b))).collect();
-        firsts.sort_by_key(|a| (a | 0x20, *a));
-        let folded: Vec<u8> = {
-            let mut f: Vec<u8> = firsts.iter().map(|a| a | 0x20).collect();
-            f.dedup();
-            f
-        };
-        let bucket_of = |a: u8| {
-            let rank = folded.iter().position(|&f| f == a | 0x20).unwrap_or(0);
-            1u8 << (rank * 8 / folded.len().max(1))
-        };
+    fn new(pairs: &[(u8, u8)]) -> PairNibbles {
+        let mut folded: Vec<u8> = pairs.iter().map(|&(a, _)| a | 0x20).collect();
+        folded.sort_unstable();
+        folded.dedup();
         let mut t = PairNibbles::default();
-        for pair in (0..65536).filter(|&p| set(p)) {
-            let (a, b) = ((pair >> 8) as u8, pair as u8);
-            let bit = bucket_of(a);
+        for &(a, b) in pairs {
+            let rank = folded.binary_search(&(a | 0x20)).unwrap_or(0);
+            let bit = 1u8 << (rank * 8 / folded.len());
             t.first_lo[usize::from(a & 15)] |= bit;
             t.first_hi[usize::from(a >> 4)] |= bit;
             t.second_lo[usize::from(b & 15)] |= bit;
@@ -149,6 +140,7 @@ impl Needles {
     pub(super) fn new(needles: Vec<Vec<u8>>) -> Needles {
         let mut pairs = Box::new([0u64; 1024]);
         let mut by_pair_start: Vec<Vec<Needle>> = (0..256).map(|_| Vec::new()).collect();
+        let mut looked_for = Vec::new();
         for needle in needles {
             let folded: Vec<u8> = needle.iter().map(|c| c | 0x20).collect();
             assert!((2..=REACH).contains(&folded.len()), "a pre-scan needle is 2..={REACH} bytes");
@@ -160,11 +152,12 @@ impl Needles {
                 for b in (0..=255u8).filter(|b| b | 0x20 == y) {
                     let pair = usize::from(a) << 8 | usize::from(b);
                     pairs[pair / 64] |= 1 << (pair % 64);
+                    looked_for.push((a, b));
                 }
             }
             by_pair_start[usize::from(x)].push(Needle { folded, offset });
         }
-        let nibbles = PairNibbles::new(&pairs);
+        let nibbles = PairNibbles::new(&looked_for);
         Needles { pairs, by_pair_start, nibbles }
     }
 
