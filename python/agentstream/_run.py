@@ -349,6 +349,10 @@ def _settle(woken: asyncio.Future[None]) -> None:
         woken.set_result(None)
 
 
+_WATCHES: dict[type, bool] = {}
+"""Per event loop class: whether ``add_reader`` works there (see below)."""
+
+
 def _loop_watches_descriptors(loop: asyncio.AbstractEventLoop) -> bool:
     """Whether ``loop.add_reader`` works there (selector loops and uvloop do; Windows'
     proactor loop does not, and waits on the reader pool instead)."""
@@ -369,9 +373,6 @@ def _loop_watches_descriptors(loop: asyncio.AbstractEventLoop) -> bool:
             os.close(w)
         _WATCHES[type(loop)] = known
     return known
-
-
-_WATCHES: dict[type, bool] = {}
 
 Batch = _native.Batch
 """Pulled deliveries ``(channel, payload, sequence, coalesced)``, converted as they are iterated."""
