@@ -94,7 +94,7 @@ test-c-run: build-c build-fake-harness $(C_TEST_SRC)
 	@mkdir -p $(C_OUT)
 	$(CC) -std=c11 $(C_WARN) -O1 -g -I$(C_INCLUDE) $(C_DIR)/tests/test_capi.c \
 	  -L$(C_LIB_DIR) -lagentstream -Wl,-rpath,$(C_LIB_DIR) -lpthread -o $(C_OUT)/test_capi
-	$(CC) -std=c11 $(C_WARN) -O1 -g -I$(C_INCLUDE) $(C_DIR)/tests/test_capi.c \
+	$(CC) -std=c11 $(C_WARN) -O1 -g -DAGENTSTREAM_TEST_STATIC -I$(C_INCLUDE) $(C_DIR)/tests/test_capi.c \
 	  $(C_LIB_DIR)/libagentstream.a $(C_STATIC_LIBS) -o $(C_OUT)/test_capi_static
 	$(CC) -std=c11 $(C_WARN) -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -I$(C_INCLUDE) \
 	  $(C_DIR)/tests/test_capi.c -L$(C_LIB_DIR) -lagentstream -Wl,-rpath,$(C_LIB_DIR) -lpthread -o $(C_OUT)/test_capi_asan

@@ -1334,6 +1334,38 @@ static int test_run_session_control(void) {
     return 1;
 }
 
+/* The harness's parent is the supervisor: libagentstream run as a program (its command line
+ * holds the library and the supervisor marker), not a fork of this process; linked statically,
+ * there is no library to run, and the supervisor is a fork (named, but with our command line). */
+static int test_supervisor_is_execd(void) {
+    run_log log;
+    log_init(&log);
+    agentstream_session *s = NULL;
+    CHECK(agentstream_session_new("claude", &s) == AGENTSTREAM_STATUS_OK);
+    CHECK(tap_all(s, &log));
+    const char *argv[] = {"sh", "-c", "tr '\\0' ' ' < /proc/$PPID/cmdline; echo; cat /proc/$PPID/comm"};
+    agentstream_run *run = NULL;
+    CHECK(agentstream_session_start_command(s, argv, 3, NULL, NULL, NULL, NULL, &run) == AGENTSTREAM_STATUS_OK);
+    jt_value *r = wait_result(run);
+    CHECK(r && result_is(r, "state", "completed"));
+    jt_free(r);
+    char out[4096] = "";
+    for (size_t i = 0; i < log.n; i++)
+        if (log.e[i].kind == 'o') strncat(out, log.e[i].text, sizeof out - strlen(out) - 1);
+#ifdef AGENTSTREAM_TEST_STATIC
+    CHECK(strstr(out, "--agentstream-supervisor-1") == NULL);
+    CHECK(strstr(out, "test_capi_static") != NULL);
+#else
+    CHECK(strstr(out, "libagentstream") != NULL);
+    CHECK(strstr(out, "--agentstream-supervisor-1") != NULL);
+#endif
+    CHECK(strstr(out, "\nagentstream-sup\n") != NULL);
+    agentstream_run_free(run);
+    agentstream_session_free(s);
+    log_free(&log);
+    return 1;
+}
+
 /* execute_command: any program, streamed with command lifecycle, no content decoding. */
 static int test_command(void) {
     run_log log;
@@ -2347,6 +2379,7 @@ int main(int argc, char **argv) {
     run("run/session_control", test_run_session_control);
     run("run/await_only", test_run_await_only);
     run("run/command", test_command);
+    run("run/supervisor is exec'd", test_supervisor_is_execd);
     run("run/subscribe_and_dispatch", test_subscribe_and_dispatch);
     run("run/handlers_change_during_a_run", test_handlers_change_during_a_run);
     run("session/json_and_naming", test_session_json_and_naming);

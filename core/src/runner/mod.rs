@@ -26,6 +26,8 @@ mod driver;
 mod handle;
 mod harness;
 pub mod process;
+#[cfg(target_os = "linux")]
+mod self_exec;
 mod session;
 #[cfg(target_os = "linux")]
 mod supervisor;

@@ -3,15 +3,17 @@
 //! harness's whole process tree ends too.
 //!
 //! ```text
-//! host (any thread) ──fork──▶ supervisor ──vfork+exec──▶ harness (own process group)
-//!    ▲  status pipe ◀───────────  │                         └─▶ its children, grandchildren, …
-//!    └─ lifeline (socket) ───────▶ │  (child subreaper: every orphaned descendant becomes its child)
+//! host (any thread) ──exec'd library or fork──▶ supervisor ──vfork+exec──▶ harness (own process group)
+//!    ▲  status pipe ◀──────────────────────────  │                          └─▶ its children, grandchildren, …
+//!    └─ lifeline (socket) ──────────────────────▶ │  (child subreaper: every orphaned descendant becomes its child)
 //! ```
 //!
-//! * The supervisor is a forked copy of the host that never returns to the host's code: it runs
-//!   only async-signal-safe system calls (no allocation, no locks), so forking a multithreaded
-//!   host (Python, Node, Go) is safe; it is forked without the host's `pthread_atfork` handlers
-//!   (host code, which may touch descriptors that are the supervisor's by then). It ignores terminal signals and sits in its own process
+//! * The supervisor is the library holding this code run as a program ([`super::self_exec`]),
+//!   or, where that cannot be, a forked copy of the host that never returns to the host's code:
+//!   it runs only async-signal-safe system calls (no allocation, no locks), so forking a
+//!   multithreaded host (Python, Node, Go) is safe; it is forked without the host's
+//!   `pthread_atfork` handlers (host code, which may touch descriptors that are the
+//!   supervisor's by then). Either way it ignores terminal signals and sits in its own process
 //!   group, so a Ctrl-C meant for the host does not kill it.
 //! * It is a child subreaper (`PR_SET_CHILD_SUBREAPER`): descendants that leave the harness's
 //!   process group (`setsid`, double forks) are re-parented to it when their parent dies, so
@@ -43,7 +45,7 @@ const MSG_EXITED: i32 = 3;
 
 const STAGE_FORK: i32 = 1;
 const STAGE_CHDIR: i32 = 2;
-const STAGE_EXEC: i32 = 3;
+pub(super) const STAGE_EXEC: i32 = 3;
 
 /// One status message: `[kind, a, b, 0]` as native-endian `i32`s.
 pub(crate) const MSG_LEN: usize = 16;
@@ -77,14 +79,28 @@ pub(crate) struct Supervised {
     pub lifeline: OwnedFd,
 }
 
-/// Everything the forked processes need, prepared before the fork (they must not allocate).
-struct Prepared {
-    path: CString,
-    argv: Vec<CString>,
+/// Everything the supervisor and the harness child need, prepared before they start (a forked
+/// supervisor must not allocate); an exec'd supervisor decodes it from the run's spec.
+pub(super) struct Prepared {
+    pub(super) path: CString,
+    pub(super) argv: Vec<CString>,
     argv_ptrs: Vec<*const libc::c_char>,
-    envp: Vec<CString>,
+    pub(super) envp: Vec<CString>,
     envp_ptrs: Vec<*const libc::c_char>,
-    cwd: Option<CString>,
+    pub(super) cwd: Option<CString>,
+}
+
+impl Prepared {
+    /// The harness's program path, argument vector (program name first), environment
+    /// (`NAME=value`) and working directory, with the NULL-terminated pointer arrays `execve`
+    /// takes.
+    pub(super) fn new(path: CString, argv: Vec<CString>, envp: Vec<CString>, cwd: Option<CString>) -> Prepared {
+        let nul_terminated = |strings: &[CString]| -> Vec<*const libc::c_char> {
+            strings.iter().map(|c| c.as_ptr()).chain(std::iter::once(std::ptr::null())).collect()
+        };
+        let (argv_ptrs, envp_ptrs) = (nul_terminated(&argv), nul_terminated(&envp));
+        Prepared { path, argv, argv_ptrs, envp, envp_ptrs, cwd }
+    }
 }
 
 fn cstring(bytes: &[u8], what: &str) -> Result<CString, Error> {
@@ -130,10 +146,7 @@ fn prepare(program: &OsStr, args: &[String], cwd: Option<&Path>, env: &[(String,
         envp.push(cstring(&kv, "an environment variable")?);
     }
     let cwd = cwd.map(|c| cstring(c.as_os_str().as_bytes(), "the working directory")).transpose()?;
-    let mut p = Prepared { path, argv, argv_ptrs: Vec::new(), envp, envp_ptrs: Vec::new(), cwd };
-    p.argv_ptrs = p.argv.iter().map(|c| c.as_ptr()).chain(std::iter::once(std::ptr::null())).collect();
-    p.envp_ptrs = p.envp.iter().map(|c| c.as_ptr()).chain(std::iter::once(std::ptr::null())).collect();
-    Ok(p)
+    Ok(Prepared::new(path, argv, envp, cwd))
 }
 
 fn os_error(what: &str) -> Error {
@@ -188,19 +201,23 @@ pub(crate) fn spawn(
     let devnull = unsafe { OwnedFd::from_raw_fd(devnull) };
     let fds = [life_r.as_raw_fd(), status_w.as_raw_fd(), out_w.as_raw_fd(), err_w.as_raw_fd(), devnull.as_raw_fd()];
 
-    // No signal may run a host handler in the forked copy before it resets them all.
-    // SAFETY: plain signal-mask calls on sets we own.
-    let supervisor = unsafe {
+    // An exec'd supervisor when this process can start one (see `self_exec`), else a fork.
+    let exec_launch = super::self_exec::Launch::prepare(&prepared);
+    // No signal may run a host handler in the new process before it resets them all (a forked
+    // supervisor) or execs (a vfork child sharing the host's memory).
+    // SAFETY: plain signal-mask calls on sets we own; the launches below run only system calls
+    // in their child.
+    let (supervisor, exec_launched) = unsafe {
         let mut all: libc::sigset_t = std::mem::zeroed();
         let mut old: libc::sigset_t = std::mem::zeroed();
         libc::sigfillset(&mut all);
         libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
-        let pid = raw_fork();
-        if pid == 0 {
-            supervisor_main(&prepared, fds);
-        }
+        let launched = match exec_launch.as_ref().and_then(|launch| launch.start(fds)) {
+            Some(pid) => (pid, true),
+            None => (fork_supervisor(&prepared, fds), false),
+        };
         libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
-        pid
+        launched
     };
     if supervisor < 0 {
         return Err(os_error("fork"));
@@ -213,6 +230,14 @@ pub(crate) fn spawn(
     let started = status_file.read_exact(&mut msg);
     let word = |i: usize| i32::from_ne_bytes([msg[i], msg[i + 1], msg[i + 2], msg[i + 3]]);
     let failure = match started {
+        Err(_) if exec_launched => {
+            // The exec'd supervisor ended without a word: the dynamic loader could not run this
+            // library as a program here. Every later run forks its supervisor; this one too.
+            super::self_exec::disable();
+            drop(life_w);
+            reap(supervisor, Some(status_file.as_fd()), std::time::Duration::from_secs(5));
+            return spawn(program, args, cwd, env);
+        }
         Err(e) => Some(Error::new(ErrorKind::SpawnFailed, format!("cannot start {name}: the supervisor failed ({e})"))),
         Ok(()) if word(0) == MSG_STARTED => None,
         Ok(()) => {
@@ -320,12 +345,24 @@ fn wait_for_end_of_file(fd: BorrowedFd<'_>, deadline: std::time::Instant) {
 // locks, no panics (nothing that could unwind).
 
 /// Where the supervisor keeps what it needs (everything else is closed).
-const FD_LIFELINE: RawFd = 3;
-const FD_STATUS: RawFd = 4;
-const FD_OUT: RawFd = 5;
-const FD_ERR: RawFd = 6;
-const FD_NULL: RawFd = 7;
-const FD_FIRST_FREE: RawFd = 8;
+pub(super) const FD_LIFELINE: RawFd = 3;
+pub(super) const FD_STATUS: RawFd = 4;
+pub(super) const FD_OUT: RawFd = 5;
+pub(super) const FD_ERR: RawFd = 6;
+pub(super) const FD_NULL: RawFd = 7;
+
+/// Fork the supervisor: the copy of the host runs [`supervisor_main`] and never returns.
+/// Returns its pid, or -1 with `errno` set. The caller blocks every signal around it.
+unsafe fn fork_supervisor(p: &Prepared, fds: [RawFd; 5]) -> libc::pid_t {
+    // SAFETY: the child runs only async-signal-safe system calls (see `supervisor_main`).
+    unsafe {
+        let pid = raw_fork();
+        if pid == 0 {
+            supervisor_main(p, fds);
+        }
+        pid
+    }
+}
 
 /// `fork()` without the host's `pthread_atfork` handlers: those are the host's code (libuv's
 /// re-creates its signal pipe on descriptors that are ours by then) and need not be
@@ -338,7 +375,7 @@ unsafe fn raw_fork() -> libc::pid_t {
     }
 }
 
-fn errno() -> i32 {
+pub(super) fn errno() -> i32 {
     std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
 }
 
@@ -375,30 +412,34 @@ unsafe fn reset_signals(blocked: Option<i32>) {
     }
 }
 
-/// Move `fds` to 3, 4, 5, … (close-on-exec) and close every other descriptor from 3 on.
-unsafe fn arrange_fds(fds: [RawFd; 5]) {
+/// Move `fds` (at most eight) to 3, 4, 5, … (close-on-exec) and close every other descriptor
+/// from 3 on.
+pub(super) unsafe fn arrange_fds(fds: &[RawFd]) {
     // SAFETY: fcntl/dup3/close on descriptors of this process.
     unsafe {
-        let base = fds.iter().copied().max().unwrap_or(0).max(FD_FIRST_FREE) + 1;
-        let mut temps = [0; 5];
-        for (t, fd) in temps.iter_mut().zip(fds) {
+        let first_free = 3 + fds.len() as RawFd;
+        let base = fds.iter().copied().max().unwrap_or(0).max(first_free) + 1;
+        let mut temps = [0; 8];
+        for (t, &fd) in temps.iter_mut().zip(fds) {
             *t = libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, base);
         }
-        for (i, t) in temps.iter().enumerate() {
+        for (i, t) in temps.iter().take(fds.len()).enumerate() {
             libc::dup3(*t, 3 + i as RawFd, libc::O_CLOEXEC);
         }
-        if libc::syscall(libc::SYS_close_range, FD_FIRST_FREE as libc::c_uint, libc::c_uint::MAX, 0) != 0 {
+        if libc::syscall(libc::SYS_close_range, first_free as libc::c_uint, libc::c_uint::MAX, 0) != 0 {
             let mut limit: libc::rlimit = std::mem::zeroed();
             libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit);
-            let top = (limit.rlim_cur as RawFd).clamp(FD_FIRST_FREE, 65536);
-            for fd in FD_FIRST_FREE..top {
+            let top = (limit.rlim_cur as RawFd).clamp(first_free, 65536);
+            for fd in first_free..top {
                 libc::close(fd);
             }
         }
     }
 }
 
-unsafe fn supervisor_main(p: &Prepared, fds: [RawFd; 5]) -> ! {
+/// The supervisor: runs in a forked copy of the host (async-signal-safe calls only) or in the
+/// exec'd library (`self_exec`), with its descriptors in `fds`.
+pub(super) unsafe fn supervisor_main(p: &Prepared, fds: [RawFd; 5]) -> ! {
     // SAFETY: the whole function runs in the forked child, with async-signal-safe calls only.
     unsafe {
         reset_signals(Some(libc::SIGCHLD));
@@ -407,7 +448,9 @@ unsafe fn supervisor_main(p: &Prepared, fds: [RawFd; 5]) -> ! {
         }
         libc::setpgid(0, 0);
         libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-        arrange_fds(fds);
+        arrange_fds(&fds);
+        // `ps` shows what it is (a forked one would show the host's name).
+        libc::prctl(libc::PR_SET_NAME, c"agentstream-sup".as_ptr(), 0, 0, 0);
         let me = libc::getpid();
 
         let mut chld: libc::sigset_t = std::mem::zeroed();
@@ -599,12 +642,12 @@ unsafe fn parent_of(pid: i32) -> Option<i32> {
     }
 }
 
-/// Why the harness child could not exec (`stage` 0: it did). The child writes it in the
-/// supervisor's memory, which it shares until it execs or exits.
+/// Why a vfork child could not exec (`stage` 0: it did). The child writes it in its parent's
+/// memory, which it shares until it execs or exits.
 #[derive(Default)]
-struct ExecOutcome {
-    stage: AtomicI32,
-    errno: AtomicI32,
+pub(super) struct ExecOutcome {
+    pub(super) stage: AtomicI32,
+    pub(super) errno: AtomicI32,
 }
 
 /// What the harness child starts with (it runs on its own stack, in the supervisor's memory).
@@ -614,25 +657,33 @@ struct HarnessStart<'a> {
     outcome: &'a ExecOutcome,
 }
 
-/// The harness child's stack: it only resets signals, moves descriptors and execs.
-const HARNESS_STACK: usize = 64 * 1024;
+/// The stack of a vfork child (the harness child, the exec'd supervisor's launcher): it only
+/// resets signals, moves descriptors and execs.
+const VFORK_STACK: usize = 64 * 1024;
 
 /// An inaccessible page below that stack: an overflow faults instead of writing into the
-/// supervisor's memory, which the child shares.
+/// parent's memory, which the child shares.
 const GUARD: usize = 4096;
 
-/// Start the harness the way `posix_spawn` does: `clone(CLONE_VM | CLONE_VFORK)` on a stack of
-/// its own, so the supervisor's page tables (a copy of the host's, however big the host) are not
-/// copied a second time; the supervisor is suspended until the child has exec'd or exited.
-/// Returns the child's pid, or -1 with `errno` set.
-unsafe fn spawn_harness(p: &Prepared, supervisor: i32, outcome: &ExecOutcome) -> libc::pid_t {
+/// Start a child the way `posix_spawn` does: `clone(CLONE_VM | CLONE_VFORK)` running `entry(arg)`
+/// on a stack of its own, so the caller's page tables (however big) are not copied; the caller
+/// is suspended until the child has exec'd or exited. Returns the child's pid, or -1 with
+/// `errno` set.
+///
+/// # Safety
+/// `entry` runs in the caller's memory on another stack: system calls only (no allocation, no
+/// locks, no unwinding), ending in `execve` or `_exit`; `arg` must stay valid until this returns.
+pub(super) unsafe fn clone_vfork(
+    entry: extern "C" fn(*mut libc::c_void) -> libc::c_int,
+    arg: *mut libc::c_void,
+) -> libc::pid_t {
     // SAFETY: a fresh private mapping used only as the child's stack (its lowest page made
     // inaccessible), unmapped once the child no longer runs on it (CLONE_VFORK returns after
-    // its exec or exit); the start record outlives the child's use of it for the same reason.
+    // its exec or exit).
     unsafe {
         let stack = libc::mmap(
             std::ptr::null_mut(),
-            GUARD + HARNESS_STACK,
+            GUARD + VFORK_STACK,
             libc::PROT_READ | libc::PROT_WRITE,
             libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
             -1,
@@ -643,25 +694,29 @@ unsafe fn spawn_harness(p: &Prepared, supervisor: i32, outcome: &ExecOutcome) ->
         }
         if libc::mprotect(stack, GUARD, libc::PROT_NONE) != 0 {
             let e = errno();
-            libc::munmap(stack, GUARD + HARNESS_STACK);
+            libc::munmap(stack, GUARD + VFORK_STACK);
             *libc::__errno_location() = e;
             return -1;
         }
-        let start = HarnessStart { prepared: p, supervisor, outcome };
-        let top = stack.cast::<u8>().add(GUARD + HARNESS_STACK).cast::<libc::c_void>();
-        let pid = libc::clone(
-            harness_entry,
-            top,
-            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
-            std::ptr::from_ref(&start).cast_mut().cast(),
-        );
+        let top = stack.cast::<u8>().add(GUARD + VFORK_STACK).cast::<libc::c_void>();
+        let pid = libc::clone(entry, top, libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD, arg);
         let clone_errno = errno();
-        libc::munmap(stack, GUARD + HARNESS_STACK);
+        libc::munmap(stack, GUARD + VFORK_STACK);
         if pid < 0 {
             *libc::__errno_location() = clone_errno;
         }
         pid
     }
+}
+
+/// Start the harness child (see [`clone_vfork`]): the supervisor's page tables (a copy of the
+/// host's, when it was forked) are not copied a second time. Returns the child's pid, or -1
+/// with `errno` set.
+unsafe fn spawn_harness(p: &Prepared, supervisor: i32, outcome: &ExecOutcome) -> libc::pid_t {
+    let start = HarnessStart { prepared: p, supervisor, outcome };
+    // SAFETY: `harness_entry` only makes system calls and execs or exits; `start` outlives the
+    // child's use of it (CLONE_VFORK returns after its exec or exit).
+    unsafe { clone_vfork(harness_entry, std::ptr::from_ref(&start).cast_mut().cast()) }
 }
 
 extern "C" fn harness_entry(start: *mut libc::c_void) -> libc::c_int {

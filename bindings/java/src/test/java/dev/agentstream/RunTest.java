@@ -446,6 +446,25 @@ class RunTest {
     }
 
     @Test
+    void theHarnessRunsUnderAnExecdSupervisorNotACopyOfTheJvm() throws Exception {
+        // The harness's parent is the supervisor: the library run as a program (its command
+        // line names it and the supervisor marker), not a fork of this JVM, whose start would
+        // copy the JVM's page tables on every run.
+        try (Evolve evolve = new Evolve(AgentConfig.of("claude"))) {
+            Recorder rec = new Recorder();
+            rec.attach(evolve);
+            RunResult res = evolve.run(RunOptions.builder()
+                            .command("sh", "-c", "tr '\\0' ' ' < /proc/$PPID/cmdline; echo; cat /proc/$PPID/comm")
+                            .build())
+                    .get(30, TimeUnit.SECONDS);
+            assertEquals(RunState.COMPLETED, res.state());
+            String[] lines = rec.text(Channel.STDOUT).split("\n");
+            assertTrue(lines[0].contains("libagentstream") && lines[0].contains("--agentstream-supervisor-1"), lines[0]);
+            assertEquals("agentstream-sup", lines[1]);
+        }
+    }
+
+    @Test
     void successiveRunsContinueTheConversation() throws Exception {
         try (Evolve evolve = new Evolve(fake("claude", "claude/s2-bash"))) {
             List<AgentEvent> first = new CopyOnWriteArrayList<>();

@@ -276,6 +276,20 @@ class RunTest {
     }
 
     @Test
+    fun `the harness runs under an exec'd supervisor, not a copy of the JVM`() = runBlocking {
+        // The harness's parent is the supervisor: the native library run as a program (its
+        // command line names it and the marker), not a fork whose start copies the JVM.
+        val lines = mutableListOf<String>()
+        val result = Evolve(AgentConfig(type = "claude")).use { evolve ->
+            evolve.onStdout { lines += it }
+            evolve.run(RunOptions(command = listOf("sh", "-c", "tr '\\0' ' ' < /proc/\$PPID/cmdline; echo; cat /proc/\$PPID/comm")))
+        }
+        assertEquals(RunState.COMPLETED, result.state)
+        assertTrue(lines[0].contains("agentstream_uniffi") && lines[0].contains("--agentstream-supervisor-1"), lines[0])
+        assertEquals("agentstream-sup\n", lines[1])
+    }
+
+    @Test
     fun `the session of the last run is continued, chosen or cleared`() = runBlocking {
         Evolve(fakeConfig("claude", bash)).use { evolve ->
             assertNull(evolve.sessionId)

@@ -1,0 +1,440 @@
+//! The supervisor as a program of its own: the shared library holding this code, run through
+//! the host's dynamic loader (`<loader> <library> --agentstream-supervisor-1`) and started the way
+//! `posix_spawn` starts a program (`clone(CLONE_VM | CLONE_VFORK)`, then `execve`).
+//!
+//! Why: a forked supervisor is a copy of the host. Copying a big host's page tables costs every
+//! run's start (a JVM: ~30 ms, more with a big touched heap), every page the host writes while
+//! the run lives is copied once more (copy-on-write), and with `vm.overcommit_memory=2` the copy
+//! may be refused outright. An exec'd supervisor shares nothing with the host but the
+//! descriptors it is handed.
+//!
+//! How: a shared library is an ELF object like a program. Linked with an entry point (the C and
+//! uniffi bindings' build scripts pass `-Wl,-e,agentstream_supervisor_start`), the dynamic loader
+//! runs it as a program when given its path. Python's and Node's modules are not linked so: they
+//! use their interpreter's symbols (`PyExc_TypeError`, `napi_*`), which the loader cannot
+//! resolve outside it, and would only ever fail. The entry reads the run's spec (the harness's
+//! path, arguments, environment and working directory) from a memfd the host wrote, then runs
+//! the very `supervisor_main` a forked supervisor runs. Only libc's initialisation runs before
+//! it (the loader leaves a main program's own constructors to `__libc_start_main`, which is never
+//! called here), so none of the binding's start-up code (a Python module's, a Node addon's) runs
+//! in the supervisor. The environment is not passed on the command line: `/proc/<pid>/cmdline`
+//! is readable by every user, a process's environment only by its owner.
+//!
+//! When: on x86-64 glibc, in a host with a dynamic loader (`PT_INTERP`), from a library whose
+//! ELF entry is this module's start symbol (which proves the build script passed the flag).
+//! Otherwise — Python, Node, a statically linked host (Go with `agentstream-static`), a Rust
+//! program linking the core, another architecture, `AGENTSTREAM_SUPERVISOR=fork` in the host's environment, or
+//! an exec'd supervisor that ended without a word (the loader refused the library) — the
+//! supervisor is forked, for the rest of the process's life once it came to that.
+
+use std::ffi::{CStr, CString};
+use std::io::Write;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::supervisor::{ExecOutcome, Prepared};
+
+/// The argument that tells the library it runs as the supervisor (the number is the spec's
+/// version: a library file replaced by an incompatible one refuses the spec and the host forks).
+const MARKER: &CStr = c"--agentstream-supervisor-1";
+
+/// The first field of a spec.
+const SPEC_HEADER: &[u8] = b"agentstream-run-spec-1";
+
+/// Where the exec'd supervisor finds the spec: right after the five descriptors every
+/// supervisor gets (3..=7).
+const FD_SPEC: RawFd = 8;
+
+/// The environment variable that forces forked supervisors (`fork`).
+pub(crate) const MODE_VARIABLE: &str = "AGENTSTREAM_SUPERVISOR";
+
+/// Set once an exec'd supervisor could not be started: every later run forks.
+static DISABLED: AtomicBool = AtomicBool::new(false);
+
+/// Fork every later run's supervisor (this process's exec'd one failed).
+pub(super) fn disable() {
+    DISABLED.store(true, Ordering::Relaxed);
+}
+
+/// What runs as the supervisor: `loader library MARKER`.
+struct Image {
+    loader: CString,
+    library: CString,
+}
+
+/// This process's image, found once (`None`: supervisors are forked).
+fn image() -> Option<&'static Image> {
+    static IMAGE: OnceLock<Option<Image>> = OnceLock::new();
+    IMAGE.get_or_init(find_image).as_ref()
+}
+
+#[cfg(all(target_arch = "x86_64", target_env = "gnu"))]
+mod entry {
+    use std::ffi::CStr;
+
+    // The ELF entry point. The loader jumps here with the stack as the kernel laid it out for
+    // a program (`argc`, `argv…`, NULL, `envp…`), `rsp` 16-byte aligned and no return address:
+    // pass that stack to Rust with the frame pointer cleared (the end of the frame chain) and
+    // the alignment the C calling convention expects at a call.
+    std::arch::global_asm!(
+        ".globl agentstream_supervisor_start",
+        ".hidden agentstream_supervisor_start",
+        ".type agentstream_supervisor_start,@function",
+        "agentstream_supervisor_start:",
+        "xor ebp, ebp",
+        "mov rdi, rsp",
+        "and rsp, -16",
+        "call {entry}",
+        "ud2",
+        entry = sym supervisor_entry,
+    );
+
+    unsafe extern "C" {
+        /// The entry point above (its address is compared with the library's ELF entry).
+        pub(super) fn agentstream_supervisor_start();
+    }
+
+    /// The exec'd supervisor's `main`: check the marker, read the spec, supervise.
+    ///
+    /// # Safety
+    /// Called only by `agentstream_supervisor_start`, with the program's initial stack.
+    unsafe extern "C" fn supervisor_entry(stack: *const usize) -> ! {
+        // SAFETY: the initial stack holds argc, then argc argument pointers (the loader has
+        // already dropped its own arguments); the descriptors were arranged by `launch_entry`.
+        unsafe {
+            let argc = *stack;
+            let argv = stack.add(1).cast::<*const libc::c_char>();
+            if argc < 2 || CStr::from_ptr(*argv.add(1)) != super::MARKER {
+                say(b"this is the agentstream library: it runs as a program only to supervise a harness agentstream starts\n");
+                libc::_exit(2);
+            }
+            match super::read_spec(super::FD_SPEC).as_deref().and_then(super::decode) {
+                Some(prepared) => super::super::supervisor::supervisor_main(
+                    &prepared,
+                    [
+                        super::super::supervisor::FD_LIFELINE,
+                        super::super::supervisor::FD_STATUS,
+                        super::super::supervisor::FD_OUT,
+                        super::super::supervisor::FD_ERR,
+                        super::super::supervisor::FD_NULL,
+                    ],
+                ),
+                None => {
+                    // The host sees the status pipe close without a word and forks instead.
+                    say(b"agentstream supervisor: the run's spec is missing or unreadable\n");
+                    libc::_exit(2);
+                }
+            }
+        }
+    }
+
+    fn say(message: &[u8]) {
+        // SAFETY: writing a valid buffer to standard error (an error is of no consequence).
+        unsafe { libc::write(2, message.as_ptr().cast(), message.len()) };
+    }
+}
+
+/// The image, if this process can exec one: see the module docs.
+fn find_image() -> Option<Image> {
+    if std::env::var_os(MODE_VARIABLE).is_some_and(|mode| mode == "fork") {
+        return None;
+    }
+    let library = library_built_with_entry()?;
+    let loader = host_loader()?;
+    // SAFETY: access() on two NUL-terminated paths.
+    let usable =
+        unsafe { libc::access(loader.as_ptr(), libc::X_OK) == 0 && libc::access(library.as_ptr(), libc::R_OK) == 0 };
+    usable.then_some(Image { loader, library })
+}
+
+/// The path of the shared object holding this code, if its ELF entry point is
+/// `agentstream_supervisor_start` (a program's entry is its own `_start`; a library linked
+/// without the flag has none).
+#[cfg(all(target_arch = "x86_64", target_env = "gnu"))]
+fn library_built_with_entry() -> Option<CString> {
+    let start = entry::agentstream_supervisor_start as *const () as usize;
+    // SAFETY: dladdr fills `info` for an address of this object; the ELF header is mapped at
+    // the object's base (the first loaded segment starts with it) and read only after its
+    // magic number is checked.
+    unsafe {
+        let mut info: libc::Dl_info = std::mem::zeroed();
+        if libc::dladdr(start as *const libc::c_void, &mut info) == 0 || info.dli_fname.is_null() {
+            return None;
+        }
+        let header = &*info.dli_fbase.cast::<libc::Elf64_Ehdr>();
+        const ET_DYN: u16 = 3;
+        if header.e_ident[..4] != *b"\x7fELF" || header.e_type != ET_DYN {
+            return None;
+        }
+        if (info.dli_fbase as usize).wrapping_add(header.e_entry as usize) != start {
+            return None;
+        }
+        let path = CStr::from_ptr(info.dli_fname);
+        // A relative name (a library opened by one) depends on a directory that may have
+        // changed since.
+        path.to_bytes().starts_with(b"/").then(|| path.to_owned())
+    }
+}
+
+#[cfg(not(all(target_arch = "x86_64", target_env = "gnu")))]
+fn library_built_with_entry() -> Option<CString> {
+    None
+}
+
+/// The dynamic loader the host was started with: its program's `PT_INTERP` (none in a
+/// statically linked program).
+fn host_loader() -> Option<CString> {
+    // SAFETY: getauxval has no preconditions; the program headers it points at are mapped for
+    // the life of the process, and PT_INTERP's string lies in the program's first segment.
+    unsafe {
+        let headers = libc::getauxval(libc::AT_PHDR) as *const libc::Elf64_Phdr;
+        let count = libc::getauxval(libc::AT_PHNUM) as usize;
+        if headers.is_null() || count == 0 {
+            return None;
+        }
+        let headers = std::slice::from_raw_parts(headers, count);
+        // The load bias: where the headers are minus where the program says they are.
+        let own = headers.iter().find(|h| h.p_type == libc::PT_PHDR)?;
+        let bias = (headers.as_ptr() as usize).wrapping_sub(own.p_vaddr as usize);
+        let interp = headers.iter().find(|h| h.p_type == libc::PT_INTERP)?;
+        let path = CStr::from_ptr(bias.wrapping_add(interp.p_vaddr as usize) as *const libc::c_char);
+        path.to_bytes().starts_with(b"/").then(|| path.to_owned())
+    }
+}
+
+/// A run's spec: NUL-terminated fields — the header, the counts of arguments and of
+/// environment entries, `+` and the working directory or `-`, the program path, the arguments
+/// (the program's name first), the environment entries.
+fn encode(p: &Prepared) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut field = |bytes: &[u8]| {
+        out.extend_from_slice(bytes);
+        out.push(0);
+    };
+    field(SPEC_HEADER);
+    field(p.argv.len().to_string().as_bytes());
+    field(p.envp.len().to_string().as_bytes());
+    match &p.cwd {
+        Some(cwd) => {
+            field(b"+");
+            field(cwd.as_bytes());
+        }
+        None => field(b"-"),
+    }
+    field(p.path.as_bytes());
+    for s in p.argv.iter().chain(&p.envp) {
+        field(s.as_bytes());
+    }
+    out
+}
+
+/// The [`Prepared`] a spec describes, if it is one (every field, nothing more).
+fn decode(spec: &[u8]) -> Option<Prepared> {
+    let mut fields = spec.strip_suffix(&[0])?.split(|&b| b == 0);
+    let mut next = || fields.next();
+    if next()? != SPEC_HEADER {
+        return None;
+    }
+    let count = |f: &[u8]| std::str::from_utf8(f).ok()?.parse::<usize>().ok();
+    let (argc, envc) = (count(next()?)?, count(next()?)?);
+    let cstring = |f: &[u8]| CString::new(f).ok();
+    let cwd = match next()? {
+        b"+" => Some(cstring(next()?)?),
+        b"-" => None,
+        _ => return None,
+    };
+    let path = cstring(next()?)?;
+    let argv = (0..argc).map(|_| cstring(next()?)).collect::<Option<Vec<_>>>()?;
+    let envp = (0..envc).map(|_| cstring(next()?)).collect::<Option<Vec<_>>>()?;
+    if next().is_some() || argv.is_empty() {
+        return None;
+    }
+    Some(Prepared::new(path, argv, envp, cwd))
+}
+
+/// Read the whole spec from `fd` (from its start: the host left its offset at the end).
+fn read_spec(fd: RawFd) -> Option<Vec<u8>> {
+    let mut spec = Vec::new();
+    let mut chunk = [0u8; 64 * 1024];
+    loop {
+        // SAFETY: reading into a local buffer at an offset within the file.
+        let n = unsafe { libc::pread(fd, chunk.as_mut_ptr().cast(), chunk.len(), spec.len() as libc::off_t) };
+        match n {
+            0 => return Some(spec),
+            n if n > 0 => spec.extend_from_slice(&chunk[..n as usize]),
+            _ if super::supervisor::errno() == libc::EINTR => {}
+            _ => return None,
+        }
+    }
+}
+
+/// An exec'd supervisor ready to start: its command line, environment and spec.
+pub(super) struct Launch {
+    loader: &'static CStr,
+    argv: [*const libc::c_char; 4],
+    /// Kept alive for `envp`.
+    _ld_library_path: Option<CString>,
+    envp: [*const libc::c_char; 2],
+    spec: OwnedFd,
+}
+
+impl Launch {
+    /// Everything for an exec'd supervisor of `p`, or `None` when supervisors are forked here.
+    pub(super) fn prepare(p: &Prepared) -> Option<Launch> {
+        if DISABLED.load(Ordering::Relaxed) {
+            return None;
+        }
+        let image = image()?;
+        let spec = memfd_holding(&encode(p))?;
+        // The loader may need the host's library path to find the library's dependencies;
+        // nothing else of the host's environment is passed (the harness's is in the spec).
+        let ld_library_path = std::env::var_os("LD_LIBRARY_PATH").and_then(|v| {
+            let mut kv = b"LD_LIBRARY_PATH=".to_vec();
+            kv.extend(std::os::unix::ffi::OsStringExt::into_vec(v));
+            CString::new(kv).ok()
+        });
+        let envp = [ld_library_path.as_ref().map_or(std::ptr::null(), |c| c.as_ptr()), std::ptr::null()];
+        Some(Launch {
+            loader: &image.loader,
+            argv: [image.loader.as_ptr(), image.library.as_ptr(), MARKER.as_ptr(), std::ptr::null()],
+            _ld_library_path: ld_library_path,
+            envp,
+            spec,
+        })
+    }
+
+    /// Start the supervisor with its five descriptors `fds` (lifeline, status, stdout, stderr,
+    /// /dev/null). Returns its pid, or `None` (and forks from now on) when it could not be
+    /// exec'd.
+    ///
+    /// # Safety
+    /// The caller blocks every signal around it (the child shares the host's memory until it
+    /// execs).
+    pub(super) unsafe fn start(&self, fds: [RawFd; 5]) -> Option<libc::pid_t> {
+        let outcome = ExecOutcome::default();
+        let [a, b, c, d, e] = fds;
+        let start = LaunchStart { launch: self, fds: [a, b, c, d, e, self.spec.as_raw_fd()], outcome: &outcome };
+        // SAFETY: `launch_entry` only makes system calls and execs or exits; `start` outlives
+        // the child's use of it (CLONE_VFORK returns after its exec or exit).
+        let pid = unsafe { super::supervisor::clone_vfork(launch_entry, std::ptr::from_ref(&start).cast_mut().cast()) };
+        if pid < 0 {
+            disable();
+            return None;
+        }
+        if outcome.stage.load(Ordering::Acquire) != 0 {
+            let mut status = 0;
+            // SAFETY: reaping the child that could not exec.
+            unsafe { libc::waitpid(pid, &mut status, 0) };
+            disable();
+            return None;
+        }
+        Some(pid)
+    }
+}
+
+/// A memfd (close-on-exec) holding `bytes`.
+fn memfd_holding(bytes: &[u8]) -> Option<OwnedFd> {
+    // SAFETY: a NUL-terminated name; memfd_create returns a new descriptor we own.
+    let fd = unsafe { libc::memfd_create(c"agentstream-run-spec".as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: a new descriptor nothing else owns.
+    let mut file = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+    file.write_all(bytes).ok()?;
+    Some(OwnedFd::from(file))
+}
+
+/// What the launching child starts with (it runs on its own stack, in the host's memory).
+struct LaunchStart<'a> {
+    launch: &'a Launch,
+    /// The supervisor's five descriptors and the spec, in their order at 3..=8.
+    fds: [RawFd; 6],
+    outcome: &'a ExecOutcome,
+}
+
+extern "C" fn launch_entry(start: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `start` is the `LaunchStart` of `Launch::start`, alive while the host thread is
+    // suspended in `clone`; only system calls follow, then exec or exit.
+    unsafe {
+        let start = &*start.cast::<LaunchStart<'_>>();
+        super::supervisor::arrange_fds(&start.fds);
+        for fd in 3..3 + start.fds.len() as RawFd {
+            libc::fcntl(fd, libc::F_SETFD, 0);
+        }
+        // Nothing the supervisor or its loader could print belongs in the host's output; a
+        // supervisor that cannot start says so by ending without a status message.
+        for std_fd in 0..3 {
+            libc::dup2(super::supervisor::FD_NULL, std_fd);
+        }
+        let launch = start.launch;
+        libc::execve(launch.loader.as_ptr(), launch.argv.as_ptr(), launch.envp.as_ptr());
+        start.outcome.errno.store(super::supervisor::errno(), Ordering::Release);
+        start.outcome.stage.store(super::supervisor::STAGE_EXEC, Ordering::Release);
+        libc::_exit(127);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn prepared(cwd: Option<&str>) -> Prepared {
+        let c = |s: &str| CString::new(s).unwrap();
+        Prepared::new(
+            c("/bin/sh"),
+            vec![c("sh"), c("-c"), c("echo \"$A\" ''; exit 3"), c("")],
+            vec![c("A=1"), c("EMPTY="), c("WITH=equals=inside")],
+            cwd.map(c),
+        )
+    }
+
+    #[test]
+    fn a_spec_decodes_to_what_was_encoded() {
+        for cwd in [None, Some("/tmp/a dir")] {
+            let p = prepared(cwd);
+            let back = decode(&encode(&p)).expect("decodes");
+            assert_eq!(back.path, p.path);
+            assert_eq!(back.argv, p.argv);
+            assert_eq!(back.envp, p.envp);
+            assert_eq!(back.cwd, p.cwd);
+        }
+    }
+
+    #[test]
+    fn a_damaged_spec_is_refused() {
+        let spec = encode(&prepared(Some("/tmp")));
+        assert!(decode(&spec[..spec.len() - 1]).is_none(), "the last NUL cut");
+        assert!(decode(&spec[..spec.len() / 2]).is_none(), "cut in half");
+        let mut longer = spec.clone();
+        longer.extend_from_slice(b"extra\0");
+        assert!(decode(&longer).is_none(), "a field too many");
+        let mut other_version = spec.clone();
+        other_version[SPEC_HEADER.len() - 1] = b'9';
+        assert!(decode(&other_version).is_none(), "another spec version");
+        assert!(decode(b"").is_none());
+    }
+
+    #[test]
+    fn a_spec_is_read_back_from_its_memfd() {
+        let spec = encode(&prepared(None));
+        let fd = memfd_holding(&spec).expect("memfd");
+        assert_eq!(read_spec(fd.as_raw_fd()).as_deref(), Some(&spec[..]));
+    }
+
+    #[test]
+    fn the_host_loader_is_the_test_programs_interpreter() {
+        // The test binary is a dynamically linked program: its loader exists and runs.
+        let loader = host_loader().expect("a PT_INTERP");
+        // SAFETY: access() on a NUL-terminated path.
+        assert_eq!(unsafe { libc::access(loader.as_ptr(), libc::X_OK) }, 0, "{loader:?}");
+    }
+
+    #[test]
+    fn a_program_is_not_taken_for_a_library_built_with_the_entry() {
+        // The code lives in the test executable, whose entry is its own `_start`: supervisors
+        // are forked here (the bindings' tests check the exec'd ones).
+        assert_eq!(library_built_with_entry(), None);
+    }
+}
