@@ -201,6 +201,9 @@ struct RunFlags {
 }
 
 fn main() -> ExitCode {
+    // A run's supervisor is this program started again with a marker (no copy of this
+    // process's memory per run: see core/src/runner/self_exec.rs); in that case it never returns.
+    agentstream_core::runner::supervise_if_asked();
     // The demo re-executes this binary as the fake harness (see `demo.rs`).
     if std::env::var_os(demo::FAKE_HARNESS_ENV).is_some() {
         let args: Vec<String> = std::env::args().skip(1).collect();

@@ -132,3 +132,17 @@ fn stopping_the_command_by_any_signal_leaves_no_process_behind() {
         assert_none_left(&mark, &format!("after signal {signal} to the host"));
     }
 }
+
+#[test]
+fn the_commands_runs_are_supervised_by_the_command_started_again_not_by_a_fork() {
+    // The harness's parent is the supervisor: `agentstream --agentstream-supervisor-1` (the
+    // program's own file exec'd, see core/src/runner/self_exec.rs), not a copy of this process.
+    let script = "tr '\\0' ' ' < /proc/$PPID/cmdline; echo; cat /proc/$PPID/comm";
+    let out = Command::new(BIN).args(["exec", "--", "sh", "-c", script]).stderr(Stdio::null()).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut lines = text.lines();
+    let cmdline = lines.next().unwrap_or_default();
+    assert!(cmdline.ends_with("/agentstream --agentstream-supervisor-1 "), "{text}");
+    assert_eq!(lines.next(), Some("agentstream-sup"), "{text}");
+}

@@ -40,6 +40,13 @@ pub use dispatch::{Dispatcher, HandlerFailure, HandlerResult};
 pub use handle::{BatchLimits, Delivery, Next, RunHandle};
 pub use session::{CommandOptions, Resume, RunOptions, Session};
 
+#[cfg(target_os = "linux")]
+pub use self_exec::supervise_if_asked;
+
+/// Make this program its own runs' supervisor (Linux; elsewhere this returns at once).
+#[cfg(not(target_os = "linux"))]
+pub fn supervise_if_asked() {}
+
 use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};

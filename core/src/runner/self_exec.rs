@@ -20,10 +20,15 @@
 //! in the supervisor. The environment is not passed on the command line: `/proc/<pid>/cmdline`
 //! is readable by every user, a process's environment only by its owner.
 //!
+//! A program that starts runs (the `agentstream` command, and so its server) can be its own
+//! runs' supervisor the same way: it calls [`supervise_if_asked`] first thing in `main`, and a
+//! run execs `/proc/self/exe` with the marker.
+//!
 //! When: on x86-64 glibc, in a host with a dynamic loader (`PT_INTERP`), from a library whose
-//! ELF entry is this module's start symbol (which proves the build script passed the flag).
+//! ELF entry is this module's start symbol (which proves the build script passed the flag); in
+//! a program that called [`supervise_if_asked`], on any Linux.
 //! Otherwise — Python, Node, a statically linked host (Go with `agentstream-static`), a Rust
-//! program linking the core, another architecture, `AGENTSTREAM_SUPERVISOR=fork` in the host's environment, or
+//! program that did not call it, another architecture, `AGENTSTREAM_SUPERVISOR=fork` in the host's environment, or
 //! an exec'd supervisor that ended without a word (the loader refused the library) — the
 //! supervisor is forked, for the rest of the process's life once it came to that.
 
@@ -57,16 +62,71 @@ pub(super) fn disable() {
     DISABLED.store(true, Ordering::Relaxed);
 }
 
-/// What runs as the supervisor: `loader library MARKER`.
+/// What runs as the supervisor when this process's code is in a library: `loader library MARKER`.
 struct Image {
     loader: CString,
     library: CString,
 }
 
-/// This process's image, found once (`None`: supervisors are forked).
+/// This process's library image, found once (`None`: no library to run here).
 fn image() -> Option<&'static Image> {
     static IMAGE: OnceLock<Option<Image>> = OnceLock::new();
     IMAGE.get_or_init(find_image).as_ref()
+}
+
+/// Set by [`supervise_if_asked`]: this program is its runs' supervisor when started with the
+/// marker, so a run can exec it (`/proc/self/exe MARKER`).
+static PROGRAM_ANSWERS: AtomicBool = AtomicBool::new(false);
+
+/// The name the program is shown under in `ps` when exec'd as a supervisor.
+fn program_name() -> &'static CStr {
+    static NAME: OnceLock<CString> = OnceLock::new();
+    NAME.get_or_init(|| {
+        std::env::current_exe()
+            .ok()
+            .and_then(|p| CString::new(std::os::unix::ffi::OsStringExt::into_vec(p.into_os_string())).ok())
+            .unwrap_or_else(|| c"agentstream".to_owned())
+    })
+}
+
+/// Make this program its own runs' supervisor: call it first thing in `main`, before any
+/// thread is started. In a process started as a supervisor it supervises and never returns;
+/// otherwise it returns at once, and from then on this process's runs exec the program's own
+/// file (`/proc/self/exe`, which stays valid if the file is replaced or deleted) as their
+/// supervisor instead of forking a copy of the process. The `agentstream` command (and so
+/// `agentstream serve`) does; a Rust program using the core that does not keeps forked
+/// supervisors. Does nothing but return off Linux.
+pub fn supervise_if_asked() {
+    if std::env::args_os().nth(1).is_some_and(|arg| arg.as_encoded_bytes() == MARKER.to_bytes()) {
+        // SAFETY: started by `Launch::start` with the marker: the descriptors are in place.
+        unsafe { supervise_from_spec() }
+    }
+    PROGRAM_ANSWERS.store(true, Ordering::Relaxed);
+}
+
+/// Read the spec and supervise (the exec'd supervisor's `main`, either kind).
+///
+/// # Safety
+/// Only in a process started by `Launch::start`: descriptors 3..=8 are the supervisor's and
+/// the spec.
+unsafe fn supervise_from_spec() -> ! {
+    use super::supervisor::{FD_ERR, FD_LIFELINE, FD_NULL, FD_OUT, FD_STATUS, supervisor_main};
+    match read_spec(FD_SPEC).as_deref().and_then(decode) {
+        // SAFETY: the descriptors are this process's, arranged by `launch_entry`.
+        Some(prepared) => unsafe { supervisor_main(&prepared, [FD_LIFELINE, FD_STATUS, FD_OUT, FD_ERR, FD_NULL]) },
+        None => {
+            // The host sees the status pipe close without a word and forks instead.
+            say(b"agentstream supervisor: the run's spec is missing or unreadable\n");
+            // SAFETY: ending the process.
+            unsafe { libc::_exit(2) }
+        }
+    }
+}
+
+/// Write `message` to standard error (an error is of no consequence).
+fn say(message: &[u8]) {
+    // SAFETY: writing a valid buffer to descriptor 2.
+    unsafe { libc::write(2, message.as_ptr().cast(), message.len()) };
 }
 
 #[cfg(all(target_arch = "x86_64", target_env = "gnu"))]
@@ -95,7 +155,7 @@ mod entry {
         pub(super) fn agentstream_supervisor_start();
     }
 
-    /// The exec'd supervisor's `main`: check the marker, read the spec, supervise.
+    /// The exec'd library's `main`: check the marker, then read the spec and supervise.
     ///
     /// # Safety
     /// Called only by `agentstream_supervisor_start`, with the program's initial stack.
@@ -106,32 +166,11 @@ mod entry {
             let argc = *stack;
             let argv = stack.add(1).cast::<*const libc::c_char>();
             if argc < 2 || CStr::from_ptr(*argv.add(1)) != super::MARKER {
-                say(b"this is the agentstream library: it runs as a program only to supervise a harness agentstream starts\n");
+                super::say(b"this is the agentstream library: it runs as a program only to supervise a harness agentstream starts\n");
                 libc::_exit(2);
             }
-            match super::read_spec(super::FD_SPEC).as_deref().and_then(super::decode) {
-                Some(prepared) => super::super::supervisor::supervisor_main(
-                    &prepared,
-                    [
-                        super::super::supervisor::FD_LIFELINE,
-                        super::super::supervisor::FD_STATUS,
-                        super::super::supervisor::FD_OUT,
-                        super::super::supervisor::FD_ERR,
-                        super::super::supervisor::FD_NULL,
-                    ],
-                ),
-                None => {
-                    // The host sees the status pipe close without a word and forks instead.
-                    say(b"agentstream supervisor: the run's spec is missing or unreadable\n");
-                    libc::_exit(2);
-                }
-            }
+            super::supervise_from_spec()
         }
-    }
-
-    fn say(message: &[u8]) {
-        // SAFETY: writing a valid buffer to standard error (an error is of no consequence).
-        unsafe { libc::write(2, message.as_ptr().cast(), message.len()) };
     }
 }
 
@@ -271,7 +310,7 @@ fn read_spec(fd: RawFd) -> Option<Vec<u8>> {
 
 /// An exec'd supervisor ready to start: its command line, environment and spec.
 pub(super) struct Launch {
-    loader: &'static CStr,
+    program: &'static CStr,
     argv: [*const libc::c_char; 4],
     /// Kept alive for `envp`.
     _ld_library_path: Option<CString>,
@@ -285,9 +324,18 @@ impl Launch {
         if DISABLED.load(Ordering::Relaxed) {
             return None;
         }
-        let image = image()?;
+        let (program, argv) = if let Some(image) = image() {
+            (
+                image.loader.as_c_str(),
+                [image.loader.as_ptr(), image.library.as_ptr(), MARKER.as_ptr(), std::ptr::null()],
+            )
+        } else if PROGRAM_ANSWERS.load(Ordering::Relaxed) {
+            (c"/proc/self/exe", [program_name().as_ptr(), MARKER.as_ptr(), std::ptr::null(), std::ptr::null()])
+        } else {
+            return None;
+        };
         let spec = memfd_holding(&encode(p))?;
-        // The loader may need the host's library path to find the library's dependencies;
+        // The loader may need the host's library path to find the supervisor's dependencies;
         // nothing else of the host's environment is passed (the harness's is in the spec).
         let ld_library_path = std::env::var_os("LD_LIBRARY_PATH").and_then(|v| {
             let mut kv = b"LD_LIBRARY_PATH=".to_vec();
@@ -295,13 +343,7 @@ impl Launch {
             CString::new(kv).ok()
         });
         let envp = [ld_library_path.as_ref().map_or(std::ptr::null(), |c| c.as_ptr()), std::ptr::null()];
-        Some(Launch {
-            loader: &image.loader,
-            argv: [image.loader.as_ptr(), image.library.as_ptr(), MARKER.as_ptr(), std::ptr::null()],
-            _ld_library_path: ld_library_path,
-            envp,
-            spec,
-        })
+        Some(Launch { program, argv, _ld_library_path: ld_library_path, envp, spec })
     }
 
     /// Start the supervisor with its five descriptors `fds` (lifeline, status, stdout, stderr,
@@ -369,7 +411,7 @@ extern "C" fn launch_entry(start: *mut libc::c_void) -> libc::c_int {
             libc::dup2(super::supervisor::FD_NULL, std_fd);
         }
         let launch = start.launch;
-        libc::execve(launch.loader.as_ptr(), launch.argv.as_ptr(), launch.envp.as_ptr());
+        libc::execve(launch.program.as_ptr(), launch.argv.as_ptr(), launch.envp.as_ptr());
         start.outcome.errno.store(super::supervisor::errno(), Ordering::Release);
         start.outcome.stage.store(super::supervisor::STAGE_EXEC, Ordering::Release);
         libc::_exit(127);
