@@ -61,6 +61,8 @@ fn rss_mib() -> f64 {
 }
 
 fn main() {
+    // Its runs' supervisors are this program exec'd again, as the `agentstream` command's are.
+    agentstream_core::runner::supervise_if_asked();
     let runs = arg("--runs", 64) as usize;
     // `--seconds` (below) overrides `--minutes` for a quick try.
     let minutes = arg("--minutes", 10);
