@@ -24,8 +24,12 @@ $(PY_DEPS_STAMP): mk/python.mk | $(PY)
 	$(PY) -m pip install --quiet --disable-pip-version-check $(PY_DEPS)
 	touch $@
 
+# The module cannot be run as a program: its runs' supervisor is `agentstream-supervisor`
+# (supervisor/), kept beside it (python/agentstream/, as in the wheel; git ignores it).
 python-develop: $(PY_DEPS_STAMP)
 	VIRTUAL_ENV=$(abspath $(PY_VENV)) $(PY_VENV)/bin/maturin develop --release
+	$(CARGO) build --release -p agentstream-supervisor
+	install -m 755 target/release/agentstream-supervisor python/agentstream/agentstream-supervisor
 
 # The real-run tests start target/debug/fake-harness as the harness: the same build as
 # `cargo test -p agentstream-cli` (test-rust), so in `make test` it costs nothing. The run

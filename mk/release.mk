@@ -92,6 +92,9 @@ $(ZIGCC): mk/release.mk $(DIST_PY_STAMP)
 
 dist-python: dist-host-check $(PY_DEPS_STAMP) $(DIST_PY_STAMP) $(ZIGCC)
 	rm -rf $(DIST)/python && mkdir -p $(DIST)/python $(DIST_STAGE)
+	@# The runs' supervisor program, beside the module in the wheel (python.mk, python-develop).
+	$(CARGO) rustc --release -p agentstream-supervisor --bin agentstream-supervisor -- $(DIST_RUSTFLAGS)
+	install -m 755 target/release/agentstream-supervisor python/agentstream/agentstream-supervisor
 	VIRTUAL_ENV=$(abspath $(PY_VENV)) $(PY_VENV)/bin/maturin build --release --interpreter $(PY) \
 	  --compatibility manylinux_2_17 --out $(DIST)/python -- $(DIST_RUSTFLAGS)
 	$(PY_VENV)/bin/maturin sdist --out $(DIST)/python

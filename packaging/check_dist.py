@@ -4,7 +4,7 @@
 
 For each artifact: its name carries VERSION; it holds what a user's install needs and nothing of
 the build tree; every shared object a user loads (the wheel's extension, the .node addon,
-libagentstream.so) needs glibc 2.17 at most; libagentstream.so carries the soname
+libagentstream.so) and the wheel's supervisor program need glibc 2.17 at most; libagentstream.so carries the soname
 libagentstream.so.<major> and the tarball the links to it; the pkg-config files are relocatable;
 the Go module finds the library through pkg-config only. Exits 1 listing every failure.
 """
@@ -56,7 +56,8 @@ def python(dist: Path, version: str) -> None:
         check("manylinux_2_17_x86_64" in wheel.name, f"{wheel.name}: no manylinux_2_17_x86_64 tag")
         with zipfile.ZipFile(wheel) as zf:
             names = set(zf.namelist())
-            for required in ("agentstream/__init__.py", "agentstream/py.typed", "agentstream/_native.abi3.so"):
+            for required in ("agentstream/__init__.py", "agentstream/py.typed", "agentstream/_native.abi3.so",
+                             "agentstream/agentstream-supervisor"):
                 check(required in names, f"{wheel.name}: no {required}")
             info = f"agentstream-{version}.dist-info"
             metadata = zf.read(f"{info}/METADATA").decode() if f"{info}/METADATA" in names else ""
@@ -65,6 +66,13 @@ def python(dist: Path, version: str) -> None:
             check(not any("/tests/" in n for n in names), f"{wheel.name}: carries the test suite")
             if "agentstream/_native.abi3.so" in names:
                 elf_facts(zf.read("agentstream/_native.abi3.so"), f"{wheel.name}:_native.abi3.so")
+            if "agentstream/agentstream-supervisor" in names:
+                # The runs' supervisor program: run by the loader on the user's machine, and
+                # executable once installed (pip keeps the mode the wheel records).
+                supervisor = zf.getinfo("agentstream/agentstream-supervisor")
+                check(supervisor.external_attr >> 16 & 0o111 == 0o111,
+                      f"{wheel.name}: agentstream/agentstream-supervisor is not executable")
+                elf_facts(zf.read(supervisor), f"{wheel.name}:agentstream-supervisor")
     sdist = one(dist / "python", f"agentstream-{version}.tar.gz")
     if sdist:
         with tarfile.open(sdist) as tf:

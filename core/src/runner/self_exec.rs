@@ -22,12 +22,14 @@
 //!
 //! A program that starts runs (the `agentstream` command, and so its server) can be its own
 //! runs' supervisor the same way: it calls [`supervise_if_asked`] first thing in `main`, and a
-//! run execs `/proc/self/exe` with the marker.
+//! run execs `/proc/self/exe` with the marker. Python and Node ship `agentstream-supervisor`
+//! (the `supervisor/` crate: that call and nothing else) beside their module and name it with
+//! [`set_supervisor_program`].
 //!
 //! When: on x86-64 glibc, in a host with a dynamic loader (`PT_INTERP`), from a library whose
 //! ELF entry is this module's start symbol (which proves the build script passed the flag); in
-//! a program that called [`supervise_if_asked`], on any Linux.
-//! Otherwise — Python, Node, a statically linked host (Go with `agentstream-static`), a Rust
+//! a program that called [`supervise_if_asked`] or was named by [`set_supervisor_program`], on
+//! any Linux. Otherwise — Python and Node without their shipped program, a statically linked host (Go with `agentstream-static`), a Rust
 //! program that did not call it, another architecture, `AGENTSTREAM_SUPERVISOR=fork` in the host's environment, or
 //! an exec'd supervisor that ended without a word (the loader refused the library) — the
 //! supervisor is forked, for the rest of the process's life once it came to that.
@@ -35,8 +37,8 @@
 use std::ffi::{CStr, CString};
 use std::io::Write;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 use super::supervisor::{ExecOutcome, Prepared};
 
@@ -72,6 +74,36 @@ struct Image {
 fn image() -> Option<&'static Image> {
     static IMAGE: OnceLock<Option<Image>> = OnceLock::new();
     IMAGE.get_or_init(find_image).as_ref()
+}
+
+/// A supervisor program named by the binding ([`set_supervisor_program`]).
+static NAMED_PROGRAM: Mutex<Option<&'static CStr>> = Mutex::new(None);
+
+/// Name the program that is this process's runs' supervisor from now on: an executable file
+/// that calls [`supervise_if_asked`] first in its `main` (`agentstream-supervisor`, the
+/// `supervisor/` crate). For bindings whose native module cannot be run as a program itself
+/// (Python's and Node's need their interpreter's symbols), which ship that program beside it. A
+/// library that can run itself (the C library, uniffi's) still does; a program that called
+/// [`supervise_if_asked`] still execs itself. Errors: `InvalidArgument` when `path` is not an
+/// absolute path to an executable file (runs keep the supervisor they had).
+pub fn set_supervisor_program(path: &std::path::Path) -> Result<(), crate::error::Error> {
+    use crate::error::{Error, ErrorKind};
+    let invalid =
+        |why: &str| Error::new(ErrorKind::InvalidArgument, format!("supervisor program {}: {why}", path.display()));
+    if !path.is_absolute() {
+        return Err(invalid("not an absolute path"));
+    }
+    let c = CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| invalid("contains a NUL byte"))?;
+    if !path.is_file() {
+        return Err(invalid("no such file"));
+    }
+    // SAFETY: access() on a NUL-terminated path.
+    if unsafe { libc::access(c.as_ptr(), libc::X_OK) } != 0 {
+        return Err(invalid("not executable"));
+    }
+    // Named rarely (once per process): the few bytes of an earlier name are not worth freeing.
+    *NAMED_PROGRAM.lock().unwrap_or_else(|p| p.into_inner()) = Some(Box::leak(c.into_boxed_c_str()));
+    Ok(())
 }
 
 /// Set by [`supervise_if_asked`]: this program is its runs' supervisor when started with the
@@ -176,9 +208,6 @@ mod entry {
 
 /// The image, if this process can exec one: see the module docs.
 fn find_image() -> Option<Image> {
-    if std::env::var_os(MODE_VARIABLE).is_some_and(|mode| mode == "fork") {
-        return None;
-    }
     let library = library_built_with_entry()?;
     let loader = host_loader()?;
     // SAFETY: access() on two NUL-terminated paths.
@@ -321,7 +350,9 @@ pub(super) struct Launch {
 impl Launch {
     /// Everything for an exec'd supervisor of `p`, or `None` when supervisors are forked here.
     pub(super) fn prepare(p: &Prepared) -> Option<Launch> {
-        if DISABLED.load(Ordering::Relaxed) {
+        static FORK_ASKED: OnceLock<bool> = OnceLock::new();
+        let fork_asked = *FORK_ASKED.get_or_init(|| std::env::var_os(MODE_VARIABLE).is_some_and(|mode| mode == "fork"));
+        if fork_asked || DISABLED.load(Ordering::Relaxed) {
             return None;
         }
         let (program, argv) = if let Some(image) = image() {
@@ -329,6 +360,8 @@ impl Launch {
                 image.loader.as_c_str(),
                 [image.loader.as_ptr(), image.library.as_ptr(), MARKER.as_ptr(), std::ptr::null()],
             )
+        } else if let Some(program) = *NAMED_PROGRAM.lock().unwrap_or_else(|p| p.into_inner()) {
+            (program, [program.as_ptr(), MARKER.as_ptr(), std::ptr::null(), std::ptr::null()])
         } else if PROGRAM_ANSWERS.load(Ordering::Relaxed) {
             (c"/proc/self/exe", [program_name().as_ptr(), MARKER.as_ptr(), std::ptr::null(), std::ptr::null()])
         } else {
@@ -471,6 +504,19 @@ mod tests {
         let loader = host_loader().expect("a PT_INTERP");
         // SAFETY: access() on a NUL-terminated path.
         assert_eq!(unsafe { libc::access(loader.as_ptr(), libc::X_OK) }, 0, "{loader:?}");
+    }
+
+    #[test]
+    fn a_supervisor_program_must_be_an_absolute_path_to_an_executable_file() {
+        let err = |p: &str| set_supervisor_program(std::path::Path::new(p)).unwrap_err().message;
+        assert!(err("relative/agentstream-supervisor").ends_with("not an absolute path"));
+        assert!(err("/definitely/not/agentstream-supervisor").ends_with("no such file"));
+        let file = std::env::temp_dir().join(format!("agentstream-not-a-program-{}", std::process::id()));
+        std::fs::write(&file, "").unwrap();
+        let message = set_supervisor_program(&file).unwrap_err().message;
+        std::fs::remove_file(&file).unwrap();
+        assert!(message.ends_with("not executable"), "{message}");
+        assert!(NAMED_PROGRAM.lock().unwrap().is_none(), "a refused name is not kept");
     }
 
     #[test]
