@@ -37,7 +37,6 @@ Runs on an ``agentstream serve`` (standard library only; reconnects and resumes 
     result = run.wait()                        # RunResult
 """
 
-from . import _supervisor as _supervisor  # names the shipped supervisor program, on import
 from . import types
 from ._client_types import Limits, Millis, Status
 from ._evolve import AgentConfig, Evolve, Handler

@@ -394,14 +394,6 @@ fn agent_name(py: Python<'_>, name: &str) -> PyResult<&'static str> {
     guard(py, || Ok(parse_agent(py, name)?.name()))
 }
 
-/// Name the program that supervises this process's runs (the `agentstream-supervisor` shipped
-/// beside this module; the package does it on import). Raises `InvalidArgumentError` when
-/// `path` is not an absolute path to an executable file.
-#[pyfunction]
-fn _set_supervisor_program(py: Python<'_>, path: std::path::PathBuf) -> PyResult<()> {
-    agentstream_core::runner::set_supervisor_program(&path).map_err(|e| invalid_argument(py, e.message))
-}
-
 /// `name` if it is one of the four channels; raises `InvalidChannelError` (a `ValueError`)
 /// with the core's message listing them.
 #[pyfunction]
@@ -533,6 +525,5 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_decode_count, m)?)?;
     m.add_function(wrap_pyfunction!(_raw_json_to_py, m)?)?;
     m.add_function(wrap_pyfunction!(_debug_panic, m)?)?;
-    m.add_function(wrap_pyfunction!(_set_supervisor_program, m)?)?;
     Ok(())
 }

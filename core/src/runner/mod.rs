@@ -41,18 +41,11 @@ pub use handle::{BatchLimits, Delivery, Next, RunHandle};
 pub use session::{CommandOptions, Resume, RunOptions, Session};
 
 #[cfg(target_os = "linux")]
-pub use self_exec::{set_supervisor_program, supervise_if_asked};
+pub use self_exec::supervise_if_asked;
 
 /// Make this program its own runs' supervisor (Linux; elsewhere this returns at once).
 #[cfg(not(target_os = "linux"))]
 pub fn supervise_if_asked() {}
-
-/// Name the program that supervises this process's runs (Linux; elsewhere runs have no
-/// supervisor and this accepts any path).
-#[cfg(not(target_os = "linux"))]
-pub fn set_supervisor_program(_path: &std::path::Path) -> Result<(), crate::error::Error> {
-    Ok(())
-}
 
 use std::sync::Mutex;
 

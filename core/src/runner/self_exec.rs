@@ -22,23 +22,25 @@
 //!
 //! A program that starts runs (the `agentstream` command, and so its server) can be its own
 //! runs' supervisor the same way: it calls [`supervise_if_asked`] first thing in `main`, and a
-//! run execs `/proc/self/exe` with the marker. Python and Node ship `agentstream-supervisor`
-//! (the `supervisor/` crate: that call and nothing else) beside their module and name it with
-//! [`set_supervisor_program`].
+//! run execs `/proc/self/exe` with the marker. A library that cannot run itself uses the
+//! `agentstream-supervisor` program (the `supervisor/` crate: that call and nothing else) when
+//! its package ships one beside it: Python's wheel does.
 //!
 //! When: on x86-64 glibc, in a host with a dynamic loader (`PT_INTERP`), from a library whose
-//! ELF entry is this module's start symbol (which proves the build script passed the flag); in
-//! a program that called [`supervise_if_asked`] or was named by [`set_supervisor_program`], on
-//! any Linux. Otherwise — Python and Node without their shipped program, a statically linked host (Go with `agentstream-static`), a Rust
-//! program that did not call it, another architecture, `AGENTSTREAM_SUPERVISOR=fork` in the host's environment, or
-//! an exec'd supervisor that ended without a word (the loader refused the library) — the
-//! supervisor is forked, for the rest of the process's life once it came to that.
+//! ELF entry is this module's start symbol (which proves the build script passed the flag); on
+//! any Linux, in a program that called [`supervise_if_asked`] or from a library with an
+//! executable `agentstream-supervisor` in its directory. Otherwise — Node, Python built from
+//! the sdist, a statically linked host (Go with `agentstream-static`), a Rust program that did
+//! not call it, another architecture for the C library, `AGENTSTREAM_SUPERVISOR=fork` in the
+//! host's environment, or an exec'd supervisor that ended without a word (the loader refused the
+//! library) — the supervisor is forked, for the rest of the process's life once it came to that.
 
 use std::ffi::{CStr, CString};
 use std::io::Write;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, OnceLock};
 
 use super::supervisor::{ExecOutcome, Prepared};
 
@@ -64,46 +66,21 @@ pub(super) fn disable() {
     DISABLED.store(true, Ordering::Relaxed);
 }
 
-/// What runs as the supervisor when this process's code is in a library: `loader library MARKER`.
-struct Image {
-    loader: CString,
-    library: CString,
+/// What runs as the supervisor when this process's code is in a shared library.
+enum Image {
+    /// The library itself, through the loader: `loader library MARKER`.
+    Library { loader: CString, library: CString },
+    /// The `agentstream-supervisor` program beside the library: `program MARKER`.
+    Program(CString),
 }
 
-/// This process's library image, found once (`None`: no library to run here).
+/// The name of the supervisor program a package ships beside a library that cannot run itself.
+const SHIPPED_PROGRAM: &str = "agentstream-supervisor";
+
+/// This process's library image, found once (`None`: no library, or nothing it can run).
 fn image() -> Option<&'static Image> {
     static IMAGE: OnceLock<Option<Image>> = OnceLock::new();
     IMAGE.get_or_init(find_image).as_ref()
-}
-
-/// A supervisor program named by the binding ([`set_supervisor_program`]).
-static NAMED_PROGRAM: Mutex<Option<&'static CStr>> = Mutex::new(None);
-
-/// Name the program that is this process's runs' supervisor from now on: an executable file
-/// that calls [`supervise_if_asked`] first in its `main` (`agentstream-supervisor`, the
-/// `supervisor/` crate). For bindings whose native module cannot be run as a program itself
-/// (Python's and Node's need their interpreter's symbols), which ship that program beside it. A
-/// library that can run itself (the C library, uniffi's) still does; a program that called
-/// [`supervise_if_asked`] still execs itself. Errors: `InvalidArgument` when `path` is not an
-/// absolute path to an executable file (runs keep the supervisor they had).
-pub fn set_supervisor_program(path: &std::path::Path) -> Result<(), crate::error::Error> {
-    use crate::error::{Error, ErrorKind};
-    let invalid =
-        |why: &str| Error::new(ErrorKind::InvalidArgument, format!("supervisor program {}: {why}", path.display()));
-    if !path.is_absolute() {
-        return Err(invalid("not an absolute path"));
-    }
-    let c = CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| invalid("contains a NUL byte"))?;
-    if !path.is_file() {
-        return Err(invalid("no such file"));
-    }
-    // SAFETY: access() on a NUL-terminated path.
-    if unsafe { libc::access(c.as_ptr(), libc::X_OK) } != 0 {
-        return Err(invalid("not executable"));
-    }
-    // Named rarely (once per process): the few bytes of an earlier name are not worth freeing.
-    *NAMED_PROGRAM.lock().unwrap_or_else(|p| p.into_inner()) = Some(Box::leak(c.into_boxed_c_str()));
-    Ok(())
 }
 
 /// Set by [`supervise_if_asked`]: this program is its runs' supervisor when started with the
@@ -116,7 +93,7 @@ fn program_name() -> &'static CStr {
     NAME.get_or_init(|| {
         std::env::current_exe()
             .ok()
-            .and_then(|p| CString::new(std::os::unix::ffi::OsStringExt::into_vec(p.into_os_string())).ok())
+            .and_then(|p| CString::new(p.into_os_string().into_vec()).ok())
             .unwrap_or_else(|| c"agentstream".to_owned())
     })
 }
@@ -208,53 +185,79 @@ mod entry {
 
 /// The image, if this process can exec one: see the module docs.
 fn find_image() -> Option<Image> {
-    let library = library_built_with_entry()?;
-    let loader = host_loader()?;
-    // SAFETY: access() on two NUL-terminated paths.
-    let usable =
-        unsafe { libc::access(loader.as_ptr(), libc::X_OK) == 0 && libc::access(library.as_ptr(), libc::R_OK) == 0 };
-    usable.then_some(Image { loader, library })
+    let (library, runs_itself) = shared_object_holding_this_code()?;
+    if runs_itself {
+        if let Some(loader) = host_loader() {
+            // SAFETY: access() on two NUL-terminated paths.
+            if unsafe {
+                libc::access(loader.as_ptr(), libc::X_OK) == 0 && libc::access(library.as_ptr(), libc::R_OK) == 0
+            } {
+                return Some(Image::Library { loader, library });
+            }
+        }
+    }
+    let beside = std::path::Path::new(std::ffi::OsStr::from_bytes(library.to_bytes())).with_file_name(SHIPPED_PROGRAM);
+    let beside = CString::new(beside.into_os_string().into_vec()).ok()?;
+    // SAFETY: access() on a NUL-terminated path.
+    (unsafe { libc::access(beside.as_ptr(), libc::X_OK) } == 0).then_some(Image::Program(beside))
 }
 
-/// The path of the shared object holding this code, if its ELF entry point is
-/// `agentstream_supervisor_start` (a program's entry is its own `_start`; a library linked
-/// without the flag has none).
-#[cfg(all(target_arch = "x86_64", target_env = "gnu"))]
-fn library_built_with_entry() -> Option<CString> {
-    let start = entry::agentstream_supervisor_start as *const () as usize;
+/// The absolute path of the shared library holding this code (`None` in a program: the code
+/// was linked into it), and whether its ELF entry point is `agentstream_supervisor_start`
+/// (the library was linked to run itself).
+fn shared_object_holding_this_code() -> Option<(CString, bool)> {
+    let here = find_image as *const () as usize;
     // SAFETY: dladdr fills `info` for an address of this object; the ELF header is mapped at
     // the object's base (the first loaded segment starts with it) and read only after its
     // magic number is checked.
     unsafe {
         let mut info: libc::Dl_info = std::mem::zeroed();
-        if libc::dladdr(start as *const libc::c_void, &mut info) == 0 || info.dli_fname.is_null() {
+        if libc::dladdr(here as *const libc::c_void, &mut info) == 0 || info.dli_fname.is_null() {
             return None;
         }
-        let header = &*info.dli_fbase.cast::<libc::Elf64_Ehdr>();
-        const ET_DYN: u16 = 3;
-        if header.e_ident[..4] != *b"\x7fELF" || header.e_type != ET_DYN {
+        let base = info.dli_fbase as usize;
+        if Some(base) == main_program_base() {
             return None;
         }
-        if (info.dli_fbase as usize).wrapping_add(header.e_entry as usize) != start {
+        let header = &*(base as *const libc::Elf64_Ehdr);
+        if header.e_ident[..4] != *b"\x7fELF" {
             return None;
         }
         let path = CStr::from_ptr(info.dli_fname);
         // A relative name (a library opened by one) depends on a directory that may have
         // changed since.
-        path.to_bytes().starts_with(b"/").then(|| path.to_owned())
+        if !path.to_bytes().starts_with(b"/") {
+            return None;
+        }
+        Some((path.to_owned(), entry_is_the_supervisors(base, header.e_entry as usize)))
     }
 }
 
-#[cfg(not(all(target_arch = "x86_64", target_env = "gnu")))]
-fn library_built_with_entry() -> Option<CString> {
-    None
+/// Whether an object loaded at `base` with ELF entry `entry` enters at the start symbol.
+#[cfg(all(target_arch = "x86_64", target_env = "gnu"))]
+fn entry_is_the_supervisors(base: usize, entry: usize) -> bool {
+    base.wrapping_add(entry) == entry::agentstream_supervisor_start as *const () as usize
 }
 
-/// The dynamic loader the host was started with: its program's `PT_INTERP` (none in a
-/// statically linked program).
-fn host_loader() -> Option<CString> {
+#[cfg(not(all(target_arch = "x86_64", target_env = "gnu")))]
+fn entry_is_the_supervisors(_base: usize, _entry: usize) -> bool {
+    false
+}
+
+/// Where the main program is loaded: its load bias plus its lowest segment's address.
+fn main_program_base() -> Option<usize> {
+    let (headers, bias) = main_program_headers()?;
+    let lowest = headers.iter().filter(|h| h.p_type == libc::PT_LOAD).map(|h| h.p_vaddr as usize).min()?;
+    // SAFETY: sysconf has no preconditions.
+    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
+    Some(bias.wrapping_add(lowest & !(page - 1)))
+}
+
+/// The main program's program headers and load bias (where the headers are minus where the
+/// program says they are).
+fn main_program_headers() -> Option<(&'static [libc::Elf64_Phdr], usize)> {
     // SAFETY: getauxval has no preconditions; the program headers it points at are mapped for
-    // the life of the process, and PT_INTERP's string lies in the program's first segment.
+    // the life of the process.
     unsafe {
         let headers = libc::getauxval(libc::AT_PHDR) as *const libc::Elf64_Phdr;
         let count = libc::getauxval(libc::AT_PHNUM) as usize;
@@ -262,13 +265,20 @@ fn host_loader() -> Option<CString> {
             return None;
         }
         let headers = std::slice::from_raw_parts(headers, count);
-        // The load bias: where the headers are minus where the program says they are.
         let own = headers.iter().find(|h| h.p_type == libc::PT_PHDR)?;
-        let bias = (headers.as_ptr() as usize).wrapping_sub(own.p_vaddr as usize);
-        let interp = headers.iter().find(|h| h.p_type == libc::PT_INTERP)?;
-        let path = CStr::from_ptr(bias.wrapping_add(interp.p_vaddr as usize) as *const libc::c_char);
-        path.to_bytes().starts_with(b"/").then(|| path.to_owned())
+        Some((headers, (headers.as_ptr() as usize).wrapping_sub(own.p_vaddr as usize)))
     }
+}
+
+/// The dynamic loader the host was started with: its program's `PT_INTERP` (none in a
+/// statically linked program).
+fn host_loader() -> Option<CString> {
+    let (headers, bias) = main_program_headers()?;
+    let interp = headers.iter().find(|h| h.p_type == libc::PT_INTERP)?;
+    // SAFETY: PT_INTERP's NUL-terminated string lies in the program's first segment, mapped for
+    // the life of the process.
+    let path = unsafe { CStr::from_ptr(bias.wrapping_add(interp.p_vaddr as usize) as *const libc::c_char) };
+    path.to_bytes().starts_with(b"/").then(|| path.to_owned())
 }
 
 /// A run's spec: NUL-terminated fields — the header, the counts of arguments and of
@@ -355,24 +365,24 @@ impl Launch {
         if fork_asked || DISABLED.load(Ordering::Relaxed) {
             return None;
         }
-        let (program, argv) = if let Some(image) = image() {
-            (
-                image.loader.as_c_str(),
-                [image.loader.as_ptr(), image.library.as_ptr(), MARKER.as_ptr(), std::ptr::null()],
-            )
-        } else if let Some(program) = *NAMED_PROGRAM.lock().unwrap_or_else(|p| p.into_inner()) {
-            (program, [program.as_ptr(), MARKER.as_ptr(), std::ptr::null(), std::ptr::null()])
-        } else if PROGRAM_ANSWERS.load(Ordering::Relaxed) {
-            (c"/proc/self/exe", [program_name().as_ptr(), MARKER.as_ptr(), std::ptr::null(), std::ptr::null()])
-        } else {
-            return None;
+        let (program, argv): (&'static CStr, _) = match image() {
+            Some(Image::Library { loader, library }) => {
+                (loader, [loader.as_ptr(), library.as_ptr(), MARKER.as_ptr(), std::ptr::null()])
+            }
+            _ if PROGRAM_ANSWERS.load(Ordering::Relaxed) => {
+                (c"/proc/self/exe", [program_name().as_ptr(), MARKER.as_ptr(), std::ptr::null(), std::ptr::null()])
+            }
+            Some(Image::Program(program)) => {
+                (program, [program.as_ptr(), MARKER.as_ptr(), std::ptr::null(), std::ptr::null()])
+            }
+            None => return None,
         };
         let spec = memfd_holding(&encode(p))?;
         // The loader may need the host's library path to find the supervisor's dependencies;
         // nothing else of the host's environment is passed (the harness's is in the spec).
         let ld_library_path = std::env::var_os("LD_LIBRARY_PATH").and_then(|v| {
             let mut kv = b"LD_LIBRARY_PATH=".to_vec();
-            kv.extend(std::os::unix::ffi::OsStringExt::into_vec(v));
+            kv.extend(v.into_vec());
             CString::new(kv).ok()
         });
         let envp = [ld_library_path.as_ref().map_or(std::ptr::null(), |c| c.as_ptr()), std::ptr::null()];
@@ -507,22 +517,14 @@ mod tests {
     }
 
     #[test]
-    fn a_supervisor_program_must_be_an_absolute_path_to_an_executable_file() {
-        let err = |p: &str| set_supervisor_program(std::path::Path::new(p)).unwrap_err().message;
-        assert!(err("relative/agentstream-supervisor").ends_with("not an absolute path"));
-        assert!(err("/definitely/not/agentstream-supervisor").ends_with("no such file"));
-        let file = std::env::temp_dir().join(format!("agentstream-not-a-program-{}", std::process::id()));
-        std::fs::write(&file, "").unwrap();
-        let message = set_supervisor_program(&file).unwrap_err().message;
-        std::fs::remove_file(&file).unwrap();
-        assert!(message.ends_with("not executable"), "{message}");
-        assert!(NAMED_PROGRAM.lock().unwrap().is_none(), "a refused name is not kept");
-    }
-
-    #[test]
-    fn a_program_is_not_taken_for_a_library_built_with_the_entry() {
-        // The code lives in the test executable, whose entry is its own `_start`: supervisors
-        // are forked here (the bindings' tests check the exec'd ones).
-        assert_eq!(library_built_with_entry(), None);
+    fn code_linked_into_a_program_is_not_taken_for_a_library() {
+        // The code lives in the test executable: there is no library to run or to look beside,
+        // and supervisors are forked here (the bindings' tests check the exec'd ones).
+        assert_eq!(shared_object_holding_this_code(), None);
+        assert!(find_image().is_none());
+        // SAFETY: getauxval has no preconditions.
+        let phdr = unsafe { libc::getauxval(libc::AT_PHDR) } as usize;
+        let base = main_program_base().expect("the program's base");
+        assert!(base <= phdr && phdr - base < 1 << 20, "{base:#x} {phdr:#x}");
     }
 }
