@@ -106,7 +106,9 @@ dist-node: dist-host-check $(NODE_STAMP) $(ZIGCC)
 	$(NPM) run build:ts --workspace agentstream
 	$(CARGO) rustc --release -p agentstream-node --lib --crate-type cdylib --target $(DIST_TRIPLE) -- $(DIST_RUSTFLAGS)
 	rm -rf $(DIST)/node && mkdir -p $(DIST)/node
-	node packaging/node_stage.mjs $(DIST_STAGE)/node linux-x64-gnu=$(NODE_DIST_LIB_DIR)/libagentstream_node.so
+	$(CARGO) rustc --release -p agentstream-supervisor --bin agentstream-supervisor -- $(DIST_RUSTFLAGS)
+	node packaging/node_stage.mjs $(DIST_STAGE)/node linux-x64-gnu=$(NODE_DIST_LIB_DIR)/libagentstream_node.so \
+	  --supervisor linux-x64-gnu=target/release/agentstream-supervisor
 	cd $(DIST_STAGE)/node/agentstream && $(NPM) pack --silent --pack-destination $(abspath $(DIST)/node)
 	cd $(DIST_STAGE)/node/npm/linux-x64-gnu && $(NPM) pack --silent --pack-destination $(abspath $(DIST)/node)
 

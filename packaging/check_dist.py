@@ -4,7 +4,8 @@
 
 For each artifact: its name carries VERSION; it holds what a user's install needs and nothing of
 the build tree; every shared object a user loads (the wheel's extension, the .node addon,
-libagentstream.so) and the wheel's supervisor program need glibc 2.17 at most; libagentstream.so carries the soname
+libagentstream.so) and the supervisor programs of the wheel and the npm platform package need
+glibc 2.17 at most; libagentstream.so carries the soname
 libagentstream.so.<major> and the tarball the links to it; the pkg-config files are relocatable;
 the Go module finds the library through pkg-config only. Exits 1 listing every failure.
 """
@@ -121,6 +122,14 @@ def node(dist: Path, version: str) -> None:
         check(isinstance(addon, bytes), f"{platform.name}: no agentstream.linux-x64-gnu.node")
         if isinstance(addon, bytes):
             elf_facts(addon, f"{platform.name}:agentstream.linux-x64-gnu.node")
+        # The runs' supervisor program beside the addon, executable once installed.
+        supervisor = files.get("package/agentstream-supervisor")
+        check(isinstance(supervisor, bytes), f"{platform.name}: no agentstream-supervisor")
+        if isinstance(supervisor, bytes):
+            with tarfile.open(platform) as tf:
+                mode = tf.getmember("package/agentstream-supervisor").mode
+            check(mode & 0o111 == 0o111, f"{platform.name}: agentstream-supervisor is not executable ({mode:o})")
+            elf_facts(supervisor, f"{platform.name}:agentstream-supervisor")
 
 
 def c(dist: Path, version: str) -> None:

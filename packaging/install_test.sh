@@ -128,10 +128,12 @@ for dir in "$tmp"/quickstarts/*/; do
   run_step "quickstart-$lang" "$dir" bash -euo pipefail run.sh
 done
 
-# The installed wheel supervises its runs with the program it ships (kept executable by pip),
-# not with a fork of the interpreter: the harness reads its parent's command line.
+# The installed wheel and npm packages supervise their runs with the program they ship (kept
+# executable by pip and npm), not with a fork of the interpreter: the harness reads its
+# parent's command line.
 run_check installed-python-supervisor "$tmp/quickstarts/python" \
   .venv/bin/python "$repo/packaging/check_python_supervisor.py"
+run_check installed-node-supervisor "$tmp/quickstarts/node" node "$repo/packaging/check_node_supervisor.cjs"
 
 # Contributors: `make install` into a prefix, with the same PATH (no cargo), then the C quick
 # start against it (shared with an rpath, and static) and the Go one through a replace.

@@ -5,32 +5,42 @@
 // optionalDependencies: npm installs only the platform package whose os/cpu/libc match, and the
 // loader (node/native/index.js) requires it by that name.
 //
-//   node packaging/node_stage.mjs STAGE_DIR PLATFORM=ADDON [PLATFORM=ADDON ...]
+//   node packaging/node_stage.mjs STAGE_DIR PLATFORM=ADDON [PLATFORM=ADDON ...] [--supervisor PLATFORM=PROGRAM ...]
 //
 // e.g. `linux-x64-gnu=target/x86_64-unknown-linux-gnu/release/libagentstream_node.so`. Every
 // platform of napi.targets needs its addon: a main package must not list a platform package
-// that has no binary. Writes STAGE_DIR/agentstream and STAGE_DIR/npm/<platform>; `npm pack`
+// that has no binary. A platform's `agentstream-supervisor` (the supervisor/ crate) goes beside
+// its addon, executable: the core runs it as each run's supervisor instead of forking Node. Writes STAGE_DIR/agentstream and STAGE_DIR/npm/<platform>; `npm pack`
 // in each gives the tarballs (mk/release.mk).
 
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const [stageArg, ...addonArgs] = process.argv.slice(2);
+const [stageArg, ...rest] = process.argv.slice(2);
+const addonArgs = [];
+const supervisorArgs = [];
+for (let i = 0; i < rest.length; i++) {
+  if (rest[i] === '--supervisor') supervisorArgs.push(rest[++i] ?? '');
+  else addonArgs.push(rest[i]);
+}
 if (!stageArg || addonArgs.length === 0) {
-  console.error('usage: node packaging/node_stage.mjs STAGE_DIR PLATFORM=ADDON [PLATFORM=ADDON ...]');
+  console.error('usage: node packaging/node_stage.mjs STAGE_DIR PLATFORM=ADDON [PLATFORM=ADDON ...] [--supervisor PLATFORM=PROGRAM ...]');
   process.exit(2);
 }
 const stage = resolve(stageArg);
-const addons = new Map(
-  addonArgs.map((arg) => {
-    const at = arg.indexOf('=');
-    if (at <= 0) throw new Error(`expected PLATFORM=ADDON, got ${arg}`);
-    return [arg.slice(0, at), resolve(arg.slice(at + 1))];
-  }),
-);
+const byPlatform = (args, what) =>
+  new Map(
+    args.map((arg) => {
+      const at = arg.indexOf('=');
+      if (at <= 0) throw new Error(`expected PLATFORM=${what}, got ${arg}`);
+      return [arg.slice(0, at), resolve(arg.slice(at + 1))];
+    }),
+  );
+const addons = byPlatform(addonArgs, 'ADDON');
+const supervisors = byPlatform(supervisorArgs, 'PROGRAM');
 
 const readJson = (path) => JSON.parse(readFileSync(path, 'utf8'));
 const writeJson = (path, value) => writeFileSync(path, `${JSON.stringify(value, null, 2)}\n`);
@@ -71,12 +81,21 @@ for (const platform of platforms) {
   // "main" is the file name napi's loader requires: <binaryName>.<platform>.node.
   copyFileSync(addon, join(dir, platformManifest.main));
   copyFileSync(join(root, 'LICENSE'), join(dir, 'LICENSE'));
+  const supervisor = supervisors.get(platform);
+  if (supervisor) {
+    if (!existsSync(supervisor)) throw new Error(`${supervisor} does not exist`);
+    copyFileSync(supervisor, join(dir, 'agentstream-supervisor'));
+    chmodSync(join(dir, 'agentstream-supervisor'), 0o755);
+    platformManifest.files = [...(platformManifest.files ?? [platformManifest.main]), 'agentstream-supervisor'];
+    supervisors.delete(platform);
+  }
   if (source.repository) platformManifest.repository = source.repository;
   writeJson(join(dir, 'package.json'), platformManifest);
   optionalDependencies[platformManifest.name] = platformManifest.version;
   addons.delete(platform);
 }
 if (addons.size > 0) throw new Error(`addons for platforms napi.targets does not list: ${[...addons.keys()].join(', ')}`);
+if (supervisors.size > 0) throw new Error(`supervisors for platforms napi.targets does not list: ${[...supervisors.keys()].join(', ')}`);
 
 writeJson(join(main, 'package.json'), { ...manifest, optionalDependencies });
 console.log(`staged ${source.name}@${source.version} with ${Object.keys(optionalDependencies).join(', ')} in ${stage}`);

@@ -24,13 +24,13 @@
 //! runs' supervisor the same way: it calls [`supervise_if_asked`] first thing in `main`, and a
 //! run execs `/proc/self/exe` with the marker. A library that cannot run itself uses the
 //! `agentstream-supervisor` program (the `supervisor/` crate: that call and nothing else) when
-//! its package ships one beside it: Python's wheel does.
+//! its package ships one beside it: the Python wheel and the npm platform package do.
 //!
 //! When: on x86-64 glibc, in a host with a dynamic loader (`PT_INTERP`), from a library whose
 //! ELF entry is this module's start symbol (which proves the build script passed the flag); on
 //! any Linux, in a program that called [`supervise_if_asked`] or from a library with an
-//! executable `agentstream-supervisor` in its directory. Otherwise — Node, Python built from
-//! the sdist, a statically linked host (Go with `agentstream-static`), a Rust program that did
+//! executable `agentstream-supervisor` in its directory. Otherwise — Python or Node built
+//! without that program (the sdist, `pip install .`), a statically linked host (Go with `agentstream-static`), a Rust program that did
 //! not call it, another architecture for the C library, `AGENTSTREAM_SUPERVISOR=fork` in the
 //! host's environment, or an exec'd supervisor that ended without a word (the loader refused the
 //! library) — the supervisor is forked, for the rest of the process's life once it came to that.
