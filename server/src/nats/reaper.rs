@@ -52,18 +52,25 @@ async fn reap_once(shared: &Shared, key: &str) -> Result<bool, String> {
     if let Some(t) = last
         && t.meta.terminal
     {
-        // The worker appended the terminal but died before recording how the run ended.
-        let reason = terminal_reason(cluster, &subject).await;
+        let terminal = last_terminal(cluster, &subject).await;
+        let reason = terminal.as_ref().and_then(|t| t.reason.clone());
         let status = match reason.as_deref() {
             Some("run_complete") => RunStatus::Completed,
             Some("run_interrupted") => RunStatus::Cancelled,
             _ => RunStatus::Failed,
         };
-        let why = format!(
-            "the worker {:?} stopped before recording this run's result (the run had ended: {})",
-            stored.owner,
-            reason.as_deref().unwrap_or("unknown")
-        );
+        let why = if terminal.is_some_and(|t| t.by_reaper) {
+            // Another reaper (another instance's sweep) appended it and has not recorded the
+            // end yet: the same account of the run as that reaper's, whichever writes first.
+            lease_expired(&stored, settings)
+        } else {
+            // The worker appended the terminal but died before recording how the run ended.
+            format!(
+                "the worker {:?} stopped before recording this run's result (the run had ended: {})",
+                stored.owner,
+                reason.as_deref().unwrap_or("unknown")
+            )
+        };
         finish_record(&mut stored, status, t.meta.last, why);
         return Ok(shared.write(key, &stored, revision).await?.is_some() || ended(shared, key).await);
     }
@@ -85,7 +92,7 @@ async fn reap_once(shared: &Shared, key: &str) -> Result<bool, String> {
     let msg = wire::pack(&run_id, std::slice::from_ref(&frame), usize::MAX).remove(0);
     let mut publish = PublishMessage::build()
         .payload(msg.payload)
-        .message_id(format!("{run_id}.{sequence}.lost"))
+        .message_id(format!("{run_id}.{sequence}{REAPER_MESSAGE_SUFFIX}"))
         .expected_last_subject_sequence(last.map_or(0, |t| t.stream_seq));
     for (name, values) in msg.headers.iter() {
         for v in values {
@@ -101,12 +108,7 @@ async fn reap_once(shared: &Shared, key: &str) -> Result<bool, String> {
         Err(e) if e.kind() == PublishErrorKind::WrongLastSequence => return Ok(false),
         Err(e) => return Err(e.to_string()),
     }
-    let why = format!(
-        "the worker {:?} running this run stopped renewing its lease for {} s (it stopped, or lost its \
-         connection to NATS); the run was ended as failed, and what it printed before is kept",
-        stored.owner,
-        settings.lease.as_secs()
-    );
+    let why = lease_expired(&stored, settings);
     finish_record(&mut stored, RunStatus::Failed, sequence, why);
     // Our terminal stands, so the record is ours to finish, over any progress a slow worker
     // wrote meanwhile (retrying through lost answers; the next sweep tries again after that).
@@ -129,11 +131,36 @@ async fn ended(shared: &Shared, key: &str) -> bool {
 }
 
 /// The terminal envelope's lifecycle reason (the last line of the subject's last message).
-async fn terminal_reason(cluster: &super::Cluster, subject: &str) -> Option<String> {
+/// The message id suffix of a terminal a reaper appends (`<run>.<sequence>.lost`).
+const REAPER_MESSAGE_SUFFIX: &str = ".lost";
+
+/// The terminal at the end of a run's stream: its reason, and whether a reaper appended it.
+struct LastTerminal {
+    reason: Option<String>,
+    by_reaper: bool,
+}
+
+async fn last_terminal(cluster: &super::Cluster, subject: &str) -> Option<LastTerminal> {
     let m = cluster.events.direct_get_last_for_subject(subject).await.ok()?;
-    let line = m.payload.split(|b| *b == b'\n').next_back()?;
-    let v: serde_json::Value = serde_json::from_slice(line).ok()?;
-    v["event"]["reason"].as_str().map(str::to_string)
+    let by_reaper = m
+        .headers
+        .get(async_nats::header::NATS_MESSAGE_ID)
+        .is_some_and(|id| id.as_str().ends_with(REAPER_MESSAGE_SUFFIX));
+    let reason = m.payload.split(|b| *b == b'\n').next_back().and_then(|line| {
+        let v: serde_json::Value = serde_json::from_slice(line).ok()?;
+        v["event"]["reason"].as_str().map(str::to_string)
+    });
+    Some(LastTerminal { reason, by_reaper })
+}
+
+/// Why a reaper ended a run: its worker stopped renewing the lease.
+fn lease_expired(stored: &StoredRun, settings: &super::NatsSettings) -> String {
+    format!(
+        "the worker {:?} running this run stopped renewing its lease for {} s (it stopped, or lost its \
+         connection to NATS); the run was ended as failed, and what it printed before is kept",
+        stored.owner,
+        settings.lease.as_secs()
+    )
 }
 
 fn finish_record(stored: &mut StoredRun, status: RunStatus, last_sequence: u64, why: String) {
