@@ -36,7 +36,7 @@
 //! library) — the supervisor is forked, for the rest of the process's life once it came to that.
 
 use std::ffi::{CStr, CString};
-use std::io::Write;
+use std::io::{Read, Seek, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::sync::OnceLock;
@@ -56,7 +56,7 @@ const SPEC_HEADER: &[u8] = b"agentstream-run-spec-1";
 const FD_SPEC: RawFd = 8;
 
 /// The environment variable that forces forked supervisors (`fork`).
-pub(crate) const MODE_VARIABLE: &str = "AGENTSTREAM_SUPERVISOR";
+const MODE_VARIABLE: &str = "AGENTSTREAM_SUPERVISOR";
 
 /// Set once an exec'd supervisor could not be started: every later run forks.
 static DISABLED: AtomicBool = AtomicBool::new(false);
@@ -331,20 +331,13 @@ fn decode(spec: &[u8]) -> Option<Prepared> {
     Some(Prepared::new(path, argv, envp, cwd))
 }
 
-/// Read the whole spec from `fd` (from its start: the host left its offset at the end).
+/// Read the whole spec from `fd` (the host left its offset at the start).
 fn read_spec(fd: RawFd) -> Option<Vec<u8>> {
+    // SAFETY: `fd` is open for the caller's whole use; ManuallyDrop leaves it open.
+    let mut file = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(fd) });
     let mut spec = Vec::new();
-    let mut chunk = [0u8; 64 * 1024];
-    loop {
-        // SAFETY: reading into a local buffer at an offset within the file.
-        let n = unsafe { libc::pread(fd, chunk.as_mut_ptr().cast(), chunk.len(), spec.len() as libc::off_t) };
-        match n {
-            0 => return Some(spec),
-            n if n > 0 => spec.extend_from_slice(&chunk[..n as usize]),
-            _ if super::supervisor::errno() == libc::EINTR => {}
-            _ => return None,
-        }
-    }
+    file.read_to_end(&mut spec).ok()?;
+    Some(spec)
 }
 
 /// An exec'd supervisor ready to start: its command line, environment and spec.
@@ -365,16 +358,16 @@ impl Launch {
         if fork_asked || DISABLED.load(Ordering::Relaxed) {
             return None;
         }
-        let (program, argv): (&'static CStr, _) = match image() {
+        // A program runs as `shown MARKER`, whatever file is exec'd.
+        let as_program = |file: &'static CStr, shown: &'static CStr| {
+            (file, [shown.as_ptr(), MARKER.as_ptr(), std::ptr::null(), std::ptr::null()])
+        };
+        let (program, argv) = match image() {
             Some(Image::Library { loader, library }) => {
-                (loader, [loader.as_ptr(), library.as_ptr(), MARKER.as_ptr(), std::ptr::null()])
+                (loader.as_c_str(), [loader.as_ptr(), library.as_ptr(), MARKER.as_ptr(), std::ptr::null()])
             }
-            _ if PROGRAM_ANSWERS.load(Ordering::Relaxed) => {
-                (c"/proc/self/exe", [program_name().as_ptr(), MARKER.as_ptr(), std::ptr::null(), std::ptr::null()])
-            }
-            Some(Image::Program(program)) => {
-                (program, [program.as_ptr(), MARKER.as_ptr(), std::ptr::null(), std::ptr::null()])
-            }
+            _ if PROGRAM_ANSWERS.load(Ordering::Relaxed) => as_program(c"/proc/self/exe", program_name()),
+            Some(Image::Program(shipped)) => as_program(shipped, shipped),
             None => return None,
         };
         let spec = memfd_holding(&encode(p))?;
@@ -418,7 +411,7 @@ impl Launch {
     }
 }
 
-/// A memfd (close-on-exec) holding `bytes`.
+/// A memfd (close-on-exec) holding `bytes`, its offset back at the start.
 fn memfd_holding(bytes: &[u8]) -> Option<OwnedFd> {
     // SAFETY: a NUL-terminated name; memfd_create returns a new descriptor we own.
     let fd = unsafe { libc::memfd_create(c"agentstream-run-spec".as_ptr(), libc::MFD_CLOEXEC) };
@@ -428,6 +421,7 @@ fn memfd_holding(bytes: &[u8]) -> Option<OwnedFd> {
     // SAFETY: a new descriptor nothing else owns.
     let mut file = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) });
     file.write_all(bytes).ok()?;
+    file.rewind().ok()?;
     Some(OwnedFd::from(file))
 }
 

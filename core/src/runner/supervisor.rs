@@ -3,13 +3,14 @@
 //! harness's whole process tree ends too.
 //!
 //! ```text
-//! host (any thread) ──exec'd library or fork──▶ supervisor ──vfork+exec──▶ harness (own process group)
+//! host (any thread) ──exec'd program or fork──▶ supervisor ──vfork+exec──▶ harness (own process group)
 //!    ▲  status pipe ◀──────────────────────────  │                          └─▶ its children, grandchildren, …
 //!    └─ lifeline (socket) ──────────────────────▶ │  (child subreaper: every orphaned descendant becomes its child)
 //! ```
 //!
-//! * The supervisor is the library holding this code run as a program ([`super::self_exec`]),
-//!   or, where that cannot be, a forked copy of the host that never returns to the host's code:
+//! * The supervisor is a program of its own ([`super::self_exec`]: the library holding this code
+//!   run as one, the program holding it started again, or `agentstream-supervisor`), or, where
+//!   none can be, a forked copy of the host that never returns to the host's code:
 //!   it runs only async-signal-safe system calls (no allocation, no locks), so forking a
 //!   multithreaded host (Python, Node, Go) is safe; it is forked without the host's
 //!   `pthread_atfork` handlers (host code, which may touch descriptors that are the
@@ -231,8 +232,8 @@ pub(crate) fn spawn(
     let word = |i: usize| i32::from_ne_bytes([msg[i], msg[i + 1], msg[i + 2], msg[i + 3]]);
     let failure = match started {
         Err(_) if exec_launched => {
-            // The exec'd supervisor ended without a word: the dynamic loader could not run this
-            // library as a program here. Every later run forks its supervisor; this one too.
+            // The exec'd supervisor ended without a word (a loader refused the library or the
+            // program). Every later run forks its supervisor; this one too.
             super::self_exec::disable();
             drop(life_w);
             reap(supervisor, Some(status_file.as_fd()), std::time::Duration::from_secs(5));
@@ -437,8 +438,8 @@ pub(super) unsafe fn arrange_fds(fds: &[RawFd]) {
     }
 }
 
-/// The supervisor: runs in a forked copy of the host (async-signal-safe calls only) or in the
-/// exec'd library (`self_exec`), with its descriptors in `fds`.
+/// The supervisor: runs in a forked copy of the host (async-signal-safe calls only) or in an
+/// exec'd program (`self_exec`), with its descriptors in `fds`.
 pub(super) unsafe fn supervisor_main(p: &Prepared, fds: [RawFd; 5]) -> ! {
     // SAFETY: the whole function runs in the forked child, with async-signal-safe calls only.
     unsafe {

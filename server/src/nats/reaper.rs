@@ -130,7 +130,6 @@ async fn ended(shared: &Shared, key: &str) -> bool {
     matches!(shared.read(key).await, Ok(Some((s, _))) if s.run.status != RunStatus::Running)
 }
 
-/// The terminal envelope's lifecycle reason (the last line of the subject's last message).
 /// The message id suffix of a terminal a reaper appends (`<run>.<sequence>.lost`).
 const REAPER_MESSAGE_SUFFIX: &str = ".lost";
 
@@ -140,6 +139,8 @@ struct LastTerminal {
     by_reaper: bool,
 }
 
+/// The terminal at the end of the subject (its last message): its lifecycle reason (the
+/// message's last line) and whether its message id is a reaper's.
 async fn last_terminal(cluster: &super::Cluster, subject: &str) -> Option<LastTerminal> {
     let m = cluster.events.direct_get_last_for_subject(subject).await.ok()?;
     let by_reaper = m
