@@ -9,6 +9,7 @@ use async_nats::header::NATS_MESSAGE_ID;
 use async_nats::jetstream::consumer::{DeliverPolicy, pull};
 use async_nats::jetstream::context::PublishErrorKind;
 use async_nats::jetstream::message::PublishMessage;
+use async_nats::jetstream::message::StreamMessage;
 use async_nats::jetstream::stream::DirectGetErrorKind;
 use async_trait::async_trait;
 use bytes::{Bytes, BytesMut};
@@ -54,17 +55,19 @@ struct Writer {
     lost: bool,
 }
 
-/// The last message of a run's subject, as far as resuming needs it.
-#[derive(Debug, Clone, Copy)]
+/// The last message of a run's subject: where it is and what it holds.
+#[derive(Debug, Clone)]
 pub(crate) struct Tail {
     pub stream_seq: u64,
     pub meta: Meta,
+    /// The message (a reaper reads the id and the reason of a terminal from it).
+    pub message: StreamMessage,
 }
 
 /// Read the last message of `subject` (`None`: the subject has none).
 pub(crate) async fn tail(cluster: &Cluster, subject: &str) -> Result<Option<Tail>, String> {
     match cluster.events.direct_get_last_for_subject(subject).await {
-        Ok(m) => Ok(Meta::of(&m.headers).map(|meta| Tail { stream_seq: m.sequence, meta })),
+        Ok(message) => Ok(Meta::of(&message.headers).map(|meta| Tail { stream_seq: message.sequence, meta, message })),
         Err(e) if e.kind() == DirectGetErrorKind::NotFound => Ok(None),
         Err(e) => Err(format!("cannot read the run's stream from NATS: {e}")),
     }

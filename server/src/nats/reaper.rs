@@ -12,7 +12,7 @@ use agentstream_core::lifecycle::{AgentState, LifecycleEvent, LifecycleReason, S
 use agentstream_core::runner::RunResult;
 use agentstream_core::stream::{Envelope, Pressure, StreamItem};
 use async_nats::jetstream::context::PublishErrorKind;
-use async_nats::jetstream::message::PublishMessage;
+use async_nats::jetstream::message::{PublishMessage, StreamMessage};
 
 use super::log::tail;
 use super::registry::Shared;
@@ -49,17 +49,17 @@ async fn reap_once(shared: &Shared, key: &str) -> Result<bool, String> {
     let run_id = stored.run.id.clone();
     let subject = settings.events_subject(&stored.tenant, &run_id);
     let last = tail(cluster, &subject).await?;
-    if let Some(t) = last
+    if let Some(t) = &last
         && t.meta.terminal
     {
-        let terminal = last_terminal(cluster, &subject).await;
-        let reason = terminal.as_ref().and_then(|t| t.reason.clone());
+        let terminal = LastTerminal::of(&t.message);
+        let reason = terminal.reason;
         let status = match reason.as_deref() {
             Some("run_complete") => RunStatus::Completed,
             Some("run_interrupted") => RunStatus::Cancelled,
             _ => RunStatus::Failed,
         };
-        let why = if terminal.is_some_and(|t| t.by_reaper) {
+        let why = if terminal.by_reaper {
             // Another reaper (another instance's sweep) appended it and has not recorded the
             // end yet: the same account of the run as that reaper's, whichever writes first.
             lease_expired(&stored, settings)
@@ -76,7 +76,7 @@ async fn reap_once(shared: &Shared, key: &str) -> Result<bool, String> {
     }
     // Where the terminal goes: after the last whole envelope (an envelope whose last parts never
     // came is replaced).
-    let sequence = match last {
+    let sequence = match &last {
         None => 0,
         Some(t) if t.meta.is_incomplete_part() => t.meta.first,
         Some(t) => t.meta.last + 1,
@@ -93,7 +93,7 @@ async fn reap_once(shared: &Shared, key: &str) -> Result<bool, String> {
     let mut publish = PublishMessage::build()
         .payload(msg.payload)
         .message_id(format!("{run_id}.{sequence}{REAPER_MESSAGE_SUFFIX}"))
-        .expected_last_subject_sequence(last.map_or(0, |t| t.stream_seq));
+        .expected_last_subject_sequence(last.as_ref().map_or(0, |t| t.stream_seq));
     for (name, values) in msg.headers.iter() {
         for v in values {
             publish = publish.header(name.clone(), v.clone());
@@ -139,19 +139,20 @@ struct LastTerminal {
     by_reaper: bool,
 }
 
-/// The terminal at the end of the subject (its last message): its lifecycle reason (the
-/// message's last line) and whether its message id is a reaper's.
-async fn last_terminal(cluster: &super::Cluster, subject: &str) -> Option<LastTerminal> {
-    let m = cluster.events.direct_get_last_for_subject(subject).await.ok()?;
-    let by_reaper = m
-        .headers
-        .get(async_nats::header::NATS_MESSAGE_ID)
-        .is_some_and(|id| id.as_str().ends_with(REAPER_MESSAGE_SUFFIX));
-    let reason = m.payload.split(|b| *b == b'\n').next_back().and_then(|line| {
-        let v: serde_json::Value = serde_json::from_slice(line).ok()?;
-        v["event"]["reason"].as_str().map(str::to_string)
-    });
-    Some(LastTerminal { reason, by_reaper })
+impl LastTerminal {
+    /// The terminal in `message` (a run's last message, holding its terminal envelope): its
+    /// lifecycle reason (the message's last line) and whether its message id is a reaper's.
+    fn of(message: &StreamMessage) -> LastTerminal {
+        let by_reaper = message
+            .headers
+            .get(async_nats::header::NATS_MESSAGE_ID)
+            .is_some_and(|id| id.as_str().ends_with(REAPER_MESSAGE_SUFFIX));
+        let reason = message.payload.split(|b| *b == b'\n').next_back().and_then(|line| {
+            let v: serde_json::Value = serde_json::from_slice(line).ok()?;
+            v["event"]["reason"].as_str().map(str::to_string)
+        });
+        LastTerminal { reason, by_reaper }
+    }
 }
 
 /// Why a reaper ended a run: its worker stopped renewing the lease.
