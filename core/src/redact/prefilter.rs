@@ -187,7 +187,8 @@ impl Needles {
     /// Whether `check` holds at some byte within [`REACH`] bytes after the start of a needle in
     /// `text` (a byte is judged again only where two needles' ranges are apart by another).
     /// Pairs are visited in order; with AVX2, 32 at a time are passed through [`PairNibbles`]
-    /// first and only those that pass are looked up.
+    /// first and only those that pass are looked up — the last fewer than 32 too (most texts
+    /// judged are short: titles, paths, a command), from a zero-padded copy.
     pub(super) fn any_near(&self, text: &[u8], mut check: impl FnMut(usize) -> bool) -> bool {
         // The bytes judged last (windows mostly overlap the one before).
         let mut judged = 0..0;
@@ -212,7 +213,7 @@ impl Needles {
         };
         let mut i = 0;
         #[cfg(target_arch = "x86_64")]
-        if text.len() >= 33 && has_avx2() {
+        if text.len() >= 2 && has_avx2() {
             while i + 33 <= text.len() {
                 // SAFETY: AVX2 was detected, and 33 bytes from `i` are in `text`.
                 let mut passed = unsafe { self.nibbles.candidates(text, i) };
@@ -224,6 +225,21 @@ impl Needles {
                 }
                 i += 32;
             }
+            // The rest, 2..=32 bytes (1..=31 pairs): the pairs of the padding are cut off.
+            let rest = text.len() - i;
+            if rest >= 2 {
+                let mut block = [0u8; 33];
+                block[..rest].copy_from_slice(&text[i..]);
+                // SAFETY: AVX2 was detected, and `block` holds 33 bytes.
+                let mut passed = unsafe { self.nibbles.candidates(&block, 0) } & ((1u32 << (rest - 1)) - 1);
+                while passed != 0 {
+                    if visit(i + passed.trailing_zeros() as usize) {
+                        return true;
+                    }
+                    passed &= passed - 1;
+                }
+            }
+            return false;
         }
         while i + 1 < text.len() {
             if visit(i) {
@@ -299,6 +315,38 @@ mod tests {
             assert!(needles.any_near(text, |j| j == text.len() - 1), "{}", String::from_utf8_lossy(text));
         }
         assert!(!needles.any_near(b"tokn token", |j| j < 5));
+    }
+
+    #[test]
+    fn short_texts_and_every_tail_length_are_judged_as_pair_by_pair() {
+        // The reference: every pair looked up, no tables (what a machine without AVX2 does).
+        fn near_pair_by_pair(needles: &Needles, text: &[u8], check: impl Fn(usize) -> bool) -> bool {
+            (0..text.len().saturating_sub(1)).any(|i| {
+                let pair = usize::from(text[i]) << 8 | usize::from(text[i + 1]);
+                needles.looked_for_by(pair) && needles.found_at(text, i).is_some_and(|w| w.into_iter().any(&check))
+            })
+        }
+        let needles = Needles::new(vec![b"token".to_vec(), b"sk-".to_vec(), b"\\u".to_vec()]);
+        // Every length through one block and a tail, a needle at every offset (cut at the end
+        // too); judged: the needle's last byte, the last byte in reach, the first out of reach.
+        for len in 0..=70 {
+            for at in 0..=len {
+                for needle in [&b"ToKeN"[..], b"sk-", b"\\u"] {
+                    let mut text = vec![b'.'; len];
+                    let end = (at + needle.len()).min(len);
+                    text[at..end].copy_from_slice(&needle[..end - at]);
+                    for judged in [at + needle.len() - 1, at + REACH, at + REACH + 1] {
+                        let check = |j: usize| j == judged;
+                        assert_eq!(
+                            needles.any_near(&text, check),
+                            near_pair_by_pair(&needles, &text, check),
+                            "{:?} judging {judged}",
+                            String::from_utf8_lossy(&text)
+                        );
+                    }
+                }
+            }
+        }
     }
 
     #[test]
