@@ -189,7 +189,13 @@ impl Needles {
     /// Pairs are visited in order; with AVX2, 32 at a time are passed through [`PairNibbles`]
     /// first and only those that pass are looked up — the last fewer than 32 too (most texts
     /// judged are short: titles, paths, a command), from a zero-padded copy.
-    pub(super) fn any_near(&self, text: &[u8], mut check: impl FnMut(usize) -> bool) -> bool {
+    pub(super) fn any_near(&self, text: &[u8], check: impl FnMut(usize) -> bool) -> bool {
+        self.any_near_by(text, check, true)
+    }
+
+    /// [`Self::any_near`], with the vector pass where AVX2 is available if `vector`, else pair
+    /// by pair anywhere (what a machine without AVX2 runs: the tests run both).
+    fn any_near_by(&self, text: &[u8], mut check: impl FnMut(usize) -> bool, vector: bool) -> bool {
         // The bytes judged last (windows mostly overlap the one before).
         let mut judged = 0..0;
         // The pair whose first byte is at `i`.
@@ -213,7 +219,7 @@ impl Needles {
         };
         let mut i = 0;
         #[cfg(target_arch = "x86_64")]
-        if text.len() >= 2 && has_avx2() {
+        if vector && text.len() >= 2 && has_avx2() {
             while i + 33 <= text.len() {
                 // SAFETY: AVX2 was detected, and 33 bytes from `i` are in `text`.
                 let mut passed = unsafe { self.nibbles.candidates(text, i) };
@@ -241,6 +247,7 @@ impl Needles {
             }
             return false;
         }
+        let _ = vector; // read on x86-64 only
         while i + 1 < text.len() {
             if visit(i) {
                 return true;
@@ -337,12 +344,15 @@ mod tests {
                     text[at..end].copy_from_slice(&needle[..end - at]);
                     for judged in [at + needle.len() - 1, at + REACH, at + REACH + 1] {
                         let check = |j: usize| j == judged;
-                        assert_eq!(
-                            needles.any_near(&text, check),
-                            near_pair_by_pair(&needles, &text, check),
-                            "{:?} judging {judged}",
-                            String::from_utf8_lossy(&text)
-                        );
+                        let want = near_pair_by_pair(&needles, &text, check);
+                        for vector in [true, false] {
+                            assert_eq!(
+                                needles.any_near_by(&text, check, vector),
+                                want,
+                                "vector pass {vector}: {:?} judging {judged}",
+                                String::from_utf8_lossy(&text)
+                            );
+                        }
                     }
                 }
             }
