@@ -164,6 +164,18 @@ func fakeClient(t testing.TB, agent, traceCase string, env map[string]string, op
 	return c
 }
 
+// commandClient is a client for command runs (a command needs no harness), closed when the
+// test ends.
+func commandClient(t testing.TB) *Client {
+	t.Helper()
+	c, err := New(Config{Type: "claude"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
 // logEntry is one handler call, in call order.
 type logEntry struct {
 	ch        Channel // ChannelHook for OnEvent
@@ -808,11 +820,7 @@ func TestMultiTurnConversation(t *testing.T) {
 }
 
 func TestCommandRun(t *testing.T) {
-	c, err := New(Config{Type: "claude"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := commandClient(t)
 	var rec recorder
 	rec.attach(t, c)
 	res, err := c.Run(context.Background(), RunOptions{
@@ -1043,10 +1051,7 @@ func TestStreamBackpressureCoalescesWithoutLosingText(t *testing.T) {
 }
 
 func TestStreamCommandAndClientClosedDuringARun(t *testing.T) {
-	c, err := New(Config{Type: "claude"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := commandClient(t)
 	st, err := c.Stream(context.Background(), RunOptions{Command: []string{"sh", "-c", "echo hi; sleep 30"}, KillGrace: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

@@ -11,11 +11,7 @@ import (
 // marker), not a fork of this Go process; linked statically, there is no library to run and
 // the supervisor is a fork, named but with this test binary's command line.
 func TestTheSupervisorIsTheLibraryRunAsAProgramUnlessLinkedStatically(t *testing.T) {
-	c, err := New(Config{Type: "claude"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := commandClient(t)
 	var rec recorder
 	rec.attach(t, c)
 	res, err := c.Run(context.Background(), RunOptions{
