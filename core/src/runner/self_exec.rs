@@ -30,10 +30,11 @@
 //! ELF entry is this module's start symbol (which proves the build script passed the flag); on
 //! any Linux, in a program that called [`supervise_if_asked`] or from a library with an
 //! executable `agentstream-supervisor` in its directory. Otherwise — Python or Node built
-//! without that program (the sdist, `pip install .`), a statically linked host (Go with `agentstream-static`), a Rust program that did
-//! not call it, another architecture for the C library, `AGENTSTREAM_SUPERVISOR=fork` in the
-//! host's environment, or an exec'd supervisor that ended without a word (the loader refused the
-//! library) — the supervisor is forked, for the rest of the process's life once it came to that.
+//! without that program (the sdist, `pip install .`), a statically linked host (Go with
+//! `agentstream-static`), a Rust program that did not call it, another architecture for the C
+//! library, `AGENTSTREAM_SUPERVISOR=fork` in the host's environment, or an exec'd supervisor that
+//! ended without a word (the loader refused the library) — the supervisor is forked, for the rest
+//! of the process's life once it came to that.
 
 use std::ffi::{CStr, CString};
 use std::io::{Read, Seek, Write};
