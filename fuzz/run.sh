@@ -21,7 +21,7 @@ MAX_LEN=${MAX_LEN:-4096}
 SANITIZER=${SANITIZER:-none}
 LIMIT=(-runs="$RUNS")
 if [ "${SMOKE:-}" = 1 ]; then LIMIT=(-max_total_time="${SMOKE_SECONDS:-5}"); fi
-ALL=(framing decode_claude decode_codex decode_gemini decode_qwen decode_kimi decode_opencode decode_droid replay redaction pre_scan)
+ALL=(framing decode_claude decode_codex decode_gemini decode_qwen decode_kimi decode_opencode decode_droid replay redaction pre_scan repair_scan)
 TARGETS=("${@:-${ALL[@]}}")
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target/fuzz}
 
@@ -56,6 +56,7 @@ for i, agent in enumerate(agents):
             put(f"decode_{agent}", g)
             put("replay", bytes([i]) + g)
             put("framing", g)
+            put("repair_scan", g)
 corpus = [l for l in open("tests/secrets/corpus.jsonl") if l.strip()]
 for a in range(len(agents)):
     for e in range(len(corpus)):

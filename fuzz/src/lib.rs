@@ -13,6 +13,10 @@
 //!   product's own envelope reader, hook events are strict JSON, one terminal item, last.
 //! * [`check_redaction`]: a secret of `tests/secrets/corpus.jsonl` in a tool call, among
 //!   arbitrary text, is never delivered by any event or hook of the run.
+//! * [`check_pre_scan`]: the secret pre-scan's needle search gives the verdict of judging every
+//!   byte.
+//! * [`check_repair_scan`]: a record's repair gives the exact pass's result although most
+//!   records are judged clean at a first look.
 
 use std::sync::LazyLock;
 
@@ -253,4 +257,85 @@ pub fn check_redaction(data: &[u8]) {
             panic!("{agent}: the secret {s:?} survived in a hook event: {json}");
         }
     }
+}
+
+/// The record repair's first look: a record it judges clean needs no repair by the exact pass,
+/// so both give the same result — on every line of the input that is JSON (and on each of its
+/// top-level members' values), and on JSON values built from the input's bytes, token by token
+/// (deep nesting, long digit runs, exponents, surrogate escapes, filler that moves them across
+/// the 32-byte blocks), four bytes to a value so that most hold one repair or none: a value
+/// holding several is sent to the exact pass by any of them and would hide a missed one.
+pub fn check_repair_scan(data: &[u8]) {
+    use agentstream_core::RawJson;
+    use agentstream_core::raw_json::DeepContainers;
+    let same = |text: &str| {
+        let Some(raw) = RawJson::from_text(text) else { return };
+        for deep in [DeepContainers::AsText, DeepContainers::Masked] {
+            let fast = raw.normalized(deep).map(|(r, n)| (r.get().to_string(), n));
+            let exact = raw.normalized_by_exact_pass(deep).map(|(r, n)| (r.get().to_string(), n));
+            assert_eq!(fast, exact, "the first look disagrees with the exact pass on {text:?}");
+        }
+    };
+    let text = String::from_utf8_lossy(data);
+    for line in text.lines() {
+        same(line);
+        if let Ok(serde_json::Value::Object(map)) = serde_json::from_str::<serde_json::Value>(line) {
+            for value in map.values() {
+                same(&value.to_string());
+            }
+        }
+    }
+    for tokens in data.chunks(4) {
+        same(&json_from_tokens(tokens));
+    }
+}
+
+/// A JSON value built from `data`, one token per byte (what the low bits pick), brackets kept
+/// balanced; the other bits size the token.
+fn json_from_tokens(data: &[u8]) -> String {
+    let mut out = String::from("[");
+    let mut open: Vec<char> = vec![']'];
+    let mut first = true;
+    for &b in data {
+        let size = usize::from(b >> 3);
+        let value = match b & 7 {
+            0 => {
+                // 1 to 76 levels at once (past the repair's limit of 64 from one token).
+                out.push_str(if first { "" } else { "," });
+                for _ in 0..1 + (size / 2) * 5 {
+                    if size % 2 == 0 {
+                        out.push('[');
+                    } else {
+                        out.push_str("{\"k\":[");
+                        open.push('}');
+                    }
+                    open.push(']');
+                }
+                first = true;
+                continue;
+            }
+            1 if open.len() > 1 => {
+                let close = open.pop().unwrap_or(']');
+                out.push(close);
+                if close == ']' && open.last() == Some(&'}') {
+                    out.push(open.pop().unwrap_or('}'));
+                }
+                first = false;
+                continue;
+            }
+            2 => "9".repeat(size * 11 + 1),
+            3 => format!("1.5e{}", 300 + size),
+            4 => format!("\"\\u{:04x}\"", 0xd7f0 + size * 9),
+            5 => format!("\"{}\"", "abc d ".repeat(size)),
+            6 => format!("-{size}.25E-{size}"),
+            _ => "\"\\\\ud800\"".to_string(),
+        };
+        out.push_str(if first { "" } else { "," });
+        out.push_str(&value);
+        first = false;
+    }
+    while let Some(close) = open.pop() {
+        out.push(close);
+    }
+    out
 }

@@ -7,7 +7,9 @@
 use std::path::{Path, PathBuf};
 
 use agentstream_core::Agent;
-use agentstream_fuzz::{CORPUS, check_decoder, check_framing, check_pre_scan, check_redaction, check_replay};
+use agentstream_fuzz::{
+    CORPUS, check_decoder, check_framing, check_pre_scan, check_redaction, check_repair_scan, check_replay,
+};
 
 /// Mutations per seed (`AGENTSTREAM_FUZZ_SMOKE_MUTATIONS` overrides).
 fn mutations() -> usize {
@@ -143,6 +145,11 @@ fn pre_scan() {
     let mut inputs: Vec<Vec<u8>> = CORPUS.iter().map(|e| e.text.as_bytes().to_vec()).collect();
     inputs.extend(seeds(None).into_iter().take(200));
     over_mutations(&inputs, check_pre_scan);
+}
+
+#[test]
+fn repair_scan() {
+    over_mutations(&seeds(None), check_repair_scan);
 }
 
 #[test]
