@@ -268,13 +268,13 @@ pub fn check_redaction(data: &[u8]) {
 pub fn check_repair_scan(data: &[u8]) {
     use agentstream_core::RawJson;
     use agentstream_core::raw_json::DeepContainers;
+    // One way of delivering deep containers is enough: the first look does not depend on it
+    // (a record it does not clear takes the exact pass, whichever way).
     let same = |text: &str| {
         let Some(raw) = RawJson::from_text(text) else { return };
-        for deep in [DeepContainers::AsText, DeepContainers::Masked] {
-            let fast = raw.normalized(deep).map(|(r, n)| (r.get().to_string(), n));
-            let exact = raw.normalized_by_exact_pass(deep).map(|(r, n)| (r.get().to_string(), n));
-            assert_eq!(fast, exact, "the first look disagrees with the exact pass on {text:?}");
-        }
+        let fast = raw.normalized(DeepContainers::AsText).map(|(r, n)| (r.get().to_string(), n));
+        let exact = raw.normalized_by_exact_pass(DeepContainers::AsText).map(|(r, n)| (r.get().to_string(), n));
+        assert_eq!(fast, exact, "the first look disagrees with the exact pass on {text:?}");
     };
     let text = String::from_utf8_lossy(data);
     for line in text.lines() {
