@@ -149,12 +149,10 @@ impl Repairs {
 
 impl RawJson {
     /// This record as every JSON reader can read it (see the [module docs](self)): `None` when
-    /// it already is (the usual case: one pass over the text, no allocation), else the repaired
-    /// record and what was repaired. Iterative: any nesting depth.
+    /// it already is (the usual case: one vector pass over the text, no allocation), else the
+    /// repaired record and what was repaired. Iterative: any nesting depth.
     pub fn normalized(&self, deep: DeepContainers) -> Option<(RawJson, Repairs)> {
-        let (text, repairs) = normalize(self.get(), deep)?;
-        let raw = RawValue::from_string(text).ok()?;
-        Some((RawJson(raw), repairs))
+        repaired(normalize(self.get(), deep)?)
     }
 
     /// [`RawJson::normalized`] without its first look ([`clean::surely_clean`]): the exact pass
@@ -162,10 +160,14 @@ impl RawJson {
     /// `repair_scan` fuzz target, which compare the two.
     #[doc(hidden)]
     pub fn normalized_by_exact_pass(&self, deep: DeepContainers) -> Option<(RawJson, Repairs)> {
-        let (text, repairs) = repair(self.get(), deep)?;
-        let raw = RawValue::from_string(text).ok()?;
-        Some((RawJson(raw), repairs))
+        repaired(repair(self.get(), deep)?)
     }
+}
+
+/// A repaired text as a record (validated: the repairs keep it JSON).
+fn repaired((text, repairs): (String, Repairs)) -> Option<(RawJson, Repairs)> {
+    let raw = RawValue::from_string(text).ok()?;
+    Some((RawJson(raw), repairs))
 }
 
 /// Replace `text[start..end]` with the string.
