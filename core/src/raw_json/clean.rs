@@ -30,7 +30,7 @@ pub(super) fn surely_clean(text: &[u8]) -> bool {
         // SAFETY: AVX2 was detected.
         return unsafe { surely_clean_avx2(text) };
     }
-    let _ = text;
+    let _ = text; // read on x86-64 only
     false
 }
 
@@ -121,12 +121,8 @@ mod tests {
 
     /// `repair` placed at every offset of a string of `len` filler bytes, inside a JSON array.
     fn placed(filler: &str, len: usize, repair: &str) -> Vec<String> {
-        (0..=len)
-            .map(|at| {
-                let pad: String = filler.chars().cycle().take(len).collect();
-                format!("[\"{}\",{repair},\"{}\"]", &pad[..at], &pad[at..])
-            })
-            .collect()
+        let pad: String = filler.chars().cycle().take(len).collect();
+        (0..=len).map(|at| format!("[\"{}\",{repair},\"{}\"]", &pad[..at], &pad[at..])).collect()
     }
 
     #[test]
