@@ -13,7 +13,7 @@ use serde_json::value::RawValue;
 
 use super::borrowed::Checked;
 use super::scan::Scan;
-use super::text::raw_count;
+use super::text::{find_special, raw_count};
 use crate::event::RawJson;
 
 /// `s` as a JSON string.
@@ -230,6 +230,106 @@ pub(crate) fn read_counters<'a, const N: usize>(
     null_is_absent: bool,
     mut also: impl FnMut(&str, &'a str),
 ) -> super::scan::Res<Option<Counters<N>>> {
+    if let Some((counters, len)) = r.rest().and_then(|text| plain_counters(text, names, &mut also)) {
+        r.skip_read(len);
+        return Ok(Some(counters));
+    }
+    read_counters_by_type(r, names, null_is_absent, also)
+}
+
+/// The most members [`plain_counters`] takes (a usage object has a handful).
+const PLAIN_MEMBERS: usize = 12;
+
+/// [`read_counters`] for the shape a harness prints on every usage line, read without the
+/// general reader: a compact object (no whitespace) of at most [`PLAIN_MEMBERS`] members whose
+/// keys need no escape and whose values are all unsigned integers of at most 19 digits (so each
+/// fits a `u64`), with no key of `extra` printed twice. The counters and the length of the
+/// object's text; `None` for anything else (an empty object too), which the general reader then
+/// reads from the object's start: `also` is called only once the whole object has been read.
+/// Same counters and the same `extra` text as [`read_counters_by_type`] (property-tested).
+fn plain_counters<'a, const N: usize>(
+    text: &'a str,
+    names: [&str; N],
+    also: &mut impl FnMut(&str, &'a str),
+) -> Option<(Counters<N>, usize)> {
+    let b = text.as_bytes();
+    // A container anywhere after the opening brace (in the object or in the rest of the line)
+    // sends the object to the general reader at once, before any member is looked at: a run
+    // total that nests per-model counters (gemini's `stats`) is not this shape, and finding that
+    // out member by member cost more than the general read it saves.
+    if b.first() != Some(&b'{') || memchr::memchr2(b'{', b'[', &b[1..]).is_some() {
+        return None;
+    }
+    // Each member: its key, its value as printed, and that value.
+    let mut members = [("", "", 0u64); PLAIN_MEMBERS];
+    let mut len = 0;
+    let mut pos = 1;
+    let end = loop {
+        if len == PLAIN_MEMBERS || b.get(pos) != Some(&b'"') {
+            return None;
+        }
+        let key_start = pos + 1;
+        let key_end = find_special(b, key_start);
+        if b.get(key_end) != Some(&b'"') || b.get(key_end + 1) != Some(&b':') {
+            return None;
+        }
+        let value_start = key_end + 2;
+        let mut value_end = value_start;
+        let mut count = 0u64;
+        while let Some(&digit @ b'0'..=b'9') = b.get(value_end) {
+            // Wrapping: past 19 digits the object is refused below.
+            count = count.wrapping_mul(10).wrapping_add(u64::from(digit - b'0'));
+            value_end += 1;
+        }
+        let digits = value_end - value_start;
+        if digits == 0 || digits > 19 || (digits > 1 && b[value_start] == b'0') {
+            return None;
+        }
+        // Quotes and digits are ASCII: both slices start and end on character boundaries.
+        members[len] = (&text[key_start..key_end], &text[value_start..value_end], count);
+        len += 1;
+        match b.get(value_end) {
+            Some(b',') => pos = value_end + 1,
+            Some(b'}') => break value_end + 1,
+            _ => return None,
+        }
+    };
+    let members = &members[..len];
+    let named = |key: &str| names.iter().position(|name| *name == key);
+    let mut counts = [None; N];
+    let mut extra_len = 0;
+    for (i, &(key, value, count)) in members.iter().enumerate() {
+        match named(key) {
+            // The last printing counts, as in a JSON reader.
+            Some(n) => counts[n] = Some(count),
+            // A member of `extra` printed twice keeps its first position: the general reader's.
+            None if members[..i].iter().any(|(k, _, _)| *k == key) => return None,
+            None => extra_len += key.len() + value.len() + 4,
+        }
+    }
+    let extra = (extra_len > 0).then(|| {
+        let mut out = String::with_capacity(extra_len + 1);
+        for &(key, value, _) in members.iter().filter(|(key, _, _)| named(key).is_none()) {
+            also(key, value);
+            out.push(if out.is_empty() { '{' } else { ',' });
+            out.push('"');
+            out.push_str(key);
+            out.push_str("\":");
+            out.push_str(value);
+        }
+        out.push('}');
+        read_raw_json(out)
+    });
+    Some((Counters { counts, extra }, end))
+}
+
+/// [`read_counters`] by the general reader: any object, any values.
+fn read_counters_by_type<'a, const N: usize>(
+    r: &mut Scan<'a>,
+    names: [&str; N],
+    null_is_absent: bool,
+    mut also: impl FnMut(&str, &'a str),
+) -> super::scan::Res<Option<Counters<N>>> {
     if r.peek() != Some(b'{') {
         return r.check().map(|()| None);
     }
@@ -313,6 +413,103 @@ mod tests {
             proptest::prop_assert_eq!(raw.get(), printed.as_str(), "kept verbatim, trimmed");
             proptest::prop_assert_eq!(serde_json::from_str::<Value>(raw.get()).unwrap(), value);
         }
+    }
+
+    /// What reading `text` with `read` gives: the counters, `extra`'s text, the members `also`
+    /// saw, and the text left after the value (`None` where the read failed).
+    type CountersRead = Option<(Vec<Option<u64>>, Option<String>, Vec<(String, String)>, String)>;
+
+    fn counters_read<'a>(
+        text: &'a str,
+        read: impl FnOnce(&mut Scan<'a>, &mut dyn FnMut(&str, &'a str)) -> super::super::scan::Res<Option<Counters<3>>>,
+    ) -> CountersRead {
+        let mut seen = Vec::new();
+        let mut r = Scan::new(text);
+        let read = read(&mut r, &mut |k, v| seen.push((k.to_string(), v.to_string()))).ok()?;
+        let (counts, extra) = match read {
+            Some(Counters { counts, extra }) => (counts.to_vec(), extra.map(|e| e.get().to_string())),
+            None => (Vec::new(), None),
+        };
+        Some((counts, extra, seen, r.rest().unwrap_or_default().to_string()))
+    }
+
+    const NAMES: [&str; 3] = ["input_tokens", "cached_input_tokens", "output_tokens"];
+
+    /// A usage-like object: keys named and not (some needing an escape, some twice), values
+    /// mostly counts (some past 19 digits, some with a leading zero) and now and then anything
+    /// else, now and then whitespace, and text after it.
+    fn usage_text() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let key = prop_oneof![
+            4 => prop::sample::select(vec!["input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens", "cache_write_input_tokens", "é"]).prop_map(|k| format!("\"{k}\"")),
+            1 => prop::sample::select(vec![r#""a\"b""#, r#""tab\t""#, r#""\u0069nput_tokens""#, r#""""#]).prop_map(str::to_string),
+        ];
+        let value = prop_oneof![
+            8 => (0u64..u64::MAX).prop_map(|n| n.to_string()),
+            2 => (0u64..1000).prop_map(|n| n.to_string()),
+            1 => prop::sample::select(vec!["00", "07", "-1", "1.5", "2e3", "null", "\"7\"", "{}", "[1]", "true", "99999999999999999999", "18446744073709551616", "1234567890123456789"]).prop_map(str::to_string),
+        ];
+        let space = prop_oneof![9 => Just(""), 1 => Just(" ")];
+        (
+            proptest::collection::vec((key, value, space.clone()), 0..14),
+            space,
+            prop::sample::select(vec!["", "}", ",\"x\":1}", " ]"]),
+        )
+            .prop_map(|(members, pad, after)| {
+                let body: Vec<String> = members.iter().map(|(k, v, sp)| format!("{k}:{sp}{v}")).collect();
+                format!("{{{}{pad}}}{after}", body.join(","))
+            })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
+        /// The plain-object reading of a usage object gives what the general reader gives: the
+        /// same counters, the same `extra` text, the same members seen, the cursor at the same place.
+        #[test]
+        fn plain_counters_read_as_the_general_reader(text in usage_text()) {
+            let general = counters_read(&text, |r, also| read_counters_by_type(r, NAMES, true, also));
+            let read = counters_read(&text, |r, also| read_counters(r, NAMES, true, also));
+            proptest::prop_assert_eq!(read, general, "{}", text);
+        }
+    }
+
+    #[test]
+    fn a_codex_usage_object_is_read_as_plain_counters_and_other_shapes_are_not() {
+        let mut seen = 0;
+        let mut plain = |text: &str| {
+            plain_counters(text, NAMES, &mut |_, _| seen += 1)
+                .map(|(c, len)| (c.counts, c.extra.map(|e| e.get().to_string()), len))
+        };
+        let line = r#"{"input_tokens":2500,"cached_input_tokens":2000,"cache_write_input_tokens":0,"output_tokens":84,"reasoning_output_tokens":14}}"#;
+        assert_eq!(
+            plain(line),
+            Some((
+                [Some(2500), Some(2000), Some(84)],
+                Some(r#"{"cache_write_input_tokens":0,"reasoning_output_tokens":14}"#.into()),
+                line.len() - 1
+            ))
+        );
+        assert_eq!(plain(r#"{"output_tokens":1}"#), Some(([None, None, Some(1)], None, 19)));
+        for other in [
+            "{}",
+            r#"{"input_tokens": 1}"#,
+            r#"{ "input_tokens":1}"#,
+            r#"{"input_tokens":1 }"#,
+            r#"{"input_tokens":1.0}"#,
+            r#"{"input_tokens":-1}"#,
+            r#"{"input_tokens":01}"#,
+            r#"{"input_tokens":null}"#,
+            r#"{"input_tokens":12345678901234567890}"#,
+            r#"{"in\"put":1}"#,
+            r#"{"a":1,"a":2}"#,
+            r#"{"a":{"b":1}}"#,
+            r#"{"a":1,}"#,
+            r#"{"a":1"#,
+            "[1]",
+        ] {
+            assert_eq!(plain(other), None, "{other}");
+        }
+        assert_eq!(seen, 2, "`also` saw the two other members of the one object read whole, nothing of the others");
     }
 
     fn json_value() -> impl proptest::strategy::Strategy<Value = Value> {

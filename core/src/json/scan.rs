@@ -197,6 +197,24 @@ impl<'a> Scan<'a> {
         Ok(Some(key))
     }
 
+    /// The text from the next value on, for a reader of one shape of its own (it then moves the
+    /// cursor past what it read with [`Scan::skip_read`]); `None` where an object could not be
+    /// entered by type (no nesting left), so that such a reader never accepts what the typed
+    /// read would refuse.
+    #[inline]
+    pub(crate) fn rest(&mut self) -> Option<&'a str> {
+        self.ws();
+        (self.depth_left > 1).then(|| &self.src[self.pos..])
+    }
+
+    /// Move the cursor past the first `n` bytes of [`Scan::rest`], which the caller read whole
+    /// as one JSON value.
+    #[inline]
+    pub(crate) fn skip_read(&mut self, n: usize) {
+        debug_assert!(self.src.is_char_boundary(self.pos + n));
+        self.pos += n;
+    }
+
     /// Enter the array that is the next value.
     #[inline(always)]
     pub fn open_array(&mut self) -> Res<()> {
