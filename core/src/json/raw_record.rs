@@ -237,80 +237,104 @@ pub(crate) fn read_counters<'a, const N: usize>(
     read_counters_by_type(r, names, null_is_absent, also)
 }
 
-/// The most members [`plain_counters`] takes (a usage object has a handful).
+/// The most members a [`PlainCounts`] object holds (a usage object has a handful; at most 16,
+/// the bits of [`PlainCounts::kept`]'s mask).
 const PLAIN_MEMBERS: usize = 12;
 
-/// [`read_counters`] for the shape a harness prints on every usage line, read without the
-/// general reader: a compact object (no whitespace) of at most [`PLAIN_MEMBERS`] members whose
-/// keys need no escape and whose values are all unsigned integers of at most 19 digits (so each
-/// fits a `u64`), with no key of `extra` printed twice. The counters and the length of the
-/// object's text; `None` for anything else (an empty object too), which the general reader then
-/// reads from the object's start: `also` is called only once the whole object has been read.
-/// Same counters and the same `extra` text as [`read_counters_by_type`] (property-tested).
-fn plain_counters<'a, const N: usize>(
-    text: &'a str,
-    names: [&str; N],
-    also: &mut impl FnMut(&str, &'a str),
-) -> Option<(Counters<N>, usize)> {
-    let b = text.as_bytes();
-    // A container anywhere after the opening brace (in the object or in the rest of the line)
-    // sends the object to the general reader at once, before any member is looked at: a run
-    // total that nests per-model counters (gemini's `stats`) is not this shape, and finding that
-    // out member by member cost more than the general read it saves.
-    if b.first() != Some(&b'{') || memchr::memchr2(b'{', b'[', &b[1..]).is_some() {
-        return None;
-    }
-    // Each member: its key, its value as printed, and that value.
-    let mut members = [("", "", 0u64); PLAIN_MEMBERS];
-    let mut len = 0;
-    let mut pos = 1;
-    let end = loop {
-        if len == PLAIN_MEMBERS || b.get(pos) != Some(&b'"') {
+/// The shape a harness prints its usage counters in on every usage line, read in one pass of its
+/// own instead of by the general reader: a compact object (no whitespace) of at most
+/// [`PLAIN_MEMBERS`] members whose keys need no escape and whose values are all unsigned
+/// integers of at most 19 digits (so each fits a `u64`). Anything else is not read as one (see
+/// [`PlainCounts::read`]); its reader then reads it by type, from the object's start.
+pub(crate) struct PlainCounts<'a> {
+    /// Each member: its key, its value as printed, and that value.
+    members: [(&'a str, &'a str, u64); PLAIN_MEMBERS],
+    len: usize,
+    /// The length of the object's text.
+    text_len: usize,
+}
+
+impl<'a> PlainCounts<'a> {
+    /// The object at the start of `text` (from [`Scan::rest`]), when it has this shape; `None`
+    /// for anything else, an empty object too.
+    #[inline]
+    pub fn read(text: &'a str) -> Option<Self> {
+        let b = text.as_bytes();
+        // A container anywhere after the opening brace (in the object or in the rest of the
+        // line) sends the object to the general reader at once, before any member is looked
+        // at: a run total that nests per-model counters (gemini's `stats`) is not this shape,
+        // and finding that out member by member cost more than the general read it saves.
+        if b.first() != Some(&b'{') || memchr::memchr2(b'{', b'[', &b[1..]).is_some() {
             return None;
         }
-        let key_start = pos + 1;
-        let key_end = find_special(b, key_start);
-        if b.get(key_end) != Some(&b'"') || b.get(key_end + 1) != Some(&b':') {
-            return None;
-        }
-        let value_start = key_end + 2;
-        let mut value_end = value_start;
-        let mut count = 0u64;
-        while let Some(&digit @ b'0'..=b'9') = b.get(value_end) {
-            // Wrapping: past 19 digits the object is refused below.
-            count = count.wrapping_mul(10).wrapping_add(u64::from(digit - b'0'));
-            value_end += 1;
-        }
-        let digits = value_end - value_start;
-        if digits == 0 || digits > 19 || (digits > 1 && b[value_start] == b'0') {
-            return None;
-        }
-        // Quotes and digits are ASCII: both slices start and end on character boundaries.
-        members[len] = (&text[key_start..key_end], &text[value_start..value_end], count);
-        len += 1;
-        match b.get(value_end) {
-            Some(b',') => pos = value_end + 1,
-            Some(b'}') => break value_end + 1,
-            _ => return None,
-        }
-    };
-    let members = &members[..len];
-    let named = |key: &str| names.iter().position(|name| *name == key);
-    let mut counts = [None; N];
-    let mut extra_len = 0;
-    for (i, &(key, value, count)) in members.iter().enumerate() {
-        match named(key) {
-            // The last printing counts, as in a JSON reader.
-            Some(n) => counts[n] = Some(count),
-            // A member of `extra` printed twice keeps its first position: the general reader's.
-            None if members[..i].iter().any(|(k, _, _)| *k == key) => return None,
-            None => extra_len += key.len() + value.len() + 4,
+        let mut plain = PlainCounts { members: [("", "", 0); PLAIN_MEMBERS], len: 0, text_len: 0 };
+        let mut pos = 1;
+        loop {
+            if plain.len == PLAIN_MEMBERS || b.get(pos) != Some(&b'"') {
+                return None;
+            }
+            let key_start = pos + 1;
+            let key_end = find_special(b, key_start);
+            if b.get(key_end) != Some(&b'"') || b.get(key_end + 1) != Some(&b':') {
+                return None;
+            }
+            let value_start = key_end + 2;
+            let mut value_end = value_start;
+            let mut count = 0u64;
+            while let Some(&digit @ b'0'..=b'9') = b.get(value_end) {
+                // Wrapping: past 19 digits the object is refused below.
+                count = count.wrapping_mul(10).wrapping_add(u64::from(digit - b'0'));
+                value_end += 1;
+            }
+            let digits = value_end - value_start;
+            if digits == 0 || digits > 19 || (digits > 1 && b[value_start] == b'0') {
+                return None;
+            }
+            // Quotes and digits are ASCII: both slices start and end on character boundaries.
+            plain.members[plain.len] = (&text[key_start..key_end], &text[value_start..value_end], count);
+            plain.len += 1;
+            match b.get(value_end) {
+                Some(b',') => pos = value_end + 1,
+                Some(b'}') => {
+                    plain.text_len = value_end + 1;
+                    return Some(plain);
+                }
+                _ => return None,
+            }
         }
     }
-    let extra = (extra_len > 0).then(|| {
-        let mut out = String::with_capacity(extra_len + 1);
-        for &(key, value, _) in members.iter().filter(|(key, _, _)| named(key).is_none()) {
-            also(key, value);
+
+    /// The members in order: key, value as printed, value.
+    pub fn members(&self) -> &[(&'a str, &'a str, u64)] {
+        &self.members[..self.len]
+    }
+
+    /// The length of the object's text (to move the [`Scan`] past it).
+    pub fn text_len(&self) -> usize {
+        self.text_len
+    }
+
+    /// The object of the members whose bits are set in `kept` (bit `i`: member `i`), in order,
+    /// as [`ObjectMembers`] would write it (`None` when none is kept), each kept member shown to
+    /// `each` first; `Err` when a kept key is printed twice (`ObjectMembers` keeps its first
+    /// position and last value: its reader handles that case), before anything is shown.
+    #[inline]
+    pub fn kept(&self, kept: u16, mut each: impl FnMut(&str, &'a str)) -> Result<Option<RawJson>, KeyTwice> {
+        let is_kept = |i: usize| kept & (1 << i) != 0;
+        let members = self.members();
+        let mut text_len = 0;
+        for (i, &(key, value, _)) in members.iter().enumerate().filter(|&(i, _)| is_kept(i)) {
+            if members[..i].iter().enumerate().any(|(j, (k, _, _))| is_kept(j) && *k == key) {
+                return Err(KeyTwice);
+            }
+            text_len += key.len() + value.len() + 4;
+        }
+        if text_len == 0 {
+            return Ok(None);
+        }
+        let mut out = String::with_capacity(text_len + 1);
+        for &(key, value, _) in members.iter().enumerate().filter(|&(i, _)| is_kept(i)).map(|(_, m)| m) {
+            each(key, value);
             out.push(if out.is_empty() { '{' } else { ',' });
             out.push('"');
             out.push_str(key);
@@ -318,9 +342,35 @@ fn plain_counters<'a, const N: usize>(
             out.push_str(value);
         }
         out.push('}');
-        read_raw_json(out)
-    });
-    Some((Counters { counts, extra }, end))
+        Ok(Some(read_raw_json(out)))
+    }
+}
+
+/// A key printed twice among the members [`PlainCounts::kept`] keeps.
+#[derive(Debug)]
+pub(crate) struct KeyTwice;
+
+/// [`read_counters`] for a [`PlainCounts`] object: the counters and the length of the object's
+/// text; `None` for any other (which the general reader then reads), and when a key of `extra`
+/// is printed twice. `also` is called only once the whole object has been read. Same counters
+/// and the same `extra` text as [`read_counters_by_type`] (property-tested).
+fn plain_counters<'a, const N: usize>(
+    text: &'a str,
+    names: [&str; N],
+    also: &mut impl FnMut(&str, &'a str),
+) -> Option<(Counters<N>, usize)> {
+    let plain = PlainCounts::read(text)?;
+    let mut counts = [None; N];
+    let mut others = 0;
+    for (i, &(key, _, count)) in plain.members().iter().enumerate() {
+        match names.iter().position(|name| *name == key) {
+            // The last printing counts, as in a JSON reader.
+            Some(n) => counts[n] = Some(count),
+            None => others |= 1 << i,
+        }
+    }
+    let extra = plain.kept(others, &mut *also).ok()?;
+    Some((Counters { counts, extra }, plain.text_len()))
 }
 
 /// [`read_counters`] by the general reader: any object, any values.
@@ -394,7 +444,7 @@ pub fn value_raw_json(text: &str) -> Option<RawJson> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use serde_json::Value;
 
@@ -435,13 +485,15 @@ mod tests {
 
     const NAMES: [&str; 3] = ["input_tokens", "cached_input_tokens", "output_tokens"];
 
-    /// A usage-like object: keys named and not (some needing an escape, some twice), values
-    /// mostly counts (some past 19 digits, some with a leading zero) and now and then anything
-    /// else, now and then whitespace, and text after it.
-    fn usage_text() -> impl proptest::strategy::Strategy<Value = String> {
+    /// A usage-like object: keys from `keys` and others (some needing an escape, some twice),
+    /// values mostly counts (some past 19 digits, some with a leading zero) and now and then
+    /// anything else, now and then whitespace, and text after it.
+    pub(crate) fn usage_text(keys: &[&'static str]) -> impl proptest::strategy::Strategy<Value = String> {
         use proptest::prelude::*;
+        let mut keys = keys.to_vec();
+        keys.extend(["reasoning_output_tokens", "cache_write_input_tokens", "é"]);
         let key = prop_oneof![
-            4 => prop::sample::select(vec!["input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens", "cache_write_input_tokens", "é"]).prop_map(|k| format!("\"{k}\"")),
+            4 => prop::sample::select(keys).prop_map(|k| format!("\"{k}\"")),
             1 => prop::sample::select(vec![r#""a\"b""#, r#""tab\t""#, r#""\u0069nput_tokens""#, r#""""#]).prop_map(str::to_string),
         ];
         let value = prop_oneof![
@@ -466,7 +518,7 @@ mod tests {
         /// The plain-object reading of a usage object gives what the general reader gives: the
         /// same counters, the same `extra` text, the same members seen, the cursor at the same place.
         #[test]
-        fn plain_counters_read_as_the_general_reader(text in usage_text()) {
+        fn plain_counters_read_as_the_general_reader(text in usage_text(&NAMES)) {
             let general = counters_read(&text, |r, also| read_counters_by_type(r, NAMES, true, also));
             let read = counters_read(&text, |r, also| read_counters(r, NAMES, true, also));
             proptest::prop_assert_eq!(read, general, "{}", text);

@@ -10,7 +10,7 @@ use serde_json::value::RawValue;
 use crate::decode::LineOutcome;
 use crate::decode::classify_failure;
 use crate::event::{JsonObject, RawJson};
-use crate::json::raw_record::ObjectMembers;
+use crate::json::raw_record::{ObjectMembers, PlainCounts};
 use crate::json::scan::{Bad, Res, Scan};
 use crate::json::text::raw_count;
 
@@ -522,6 +522,41 @@ impl Usage {
 
     /// Read a usage object (the next value must be an object).
     pub fn read(sc: &mut Scan<'_>) -> Res<Usage> {
+        if let Some((usage, len)) = sc.rest().and_then(Usage::plain) {
+            sc.skip_read(len);
+            return Ok(usage);
+        }
+        Usage::read_by_type(sc)
+    }
+
+    /// [`Usage::read`] of a [`PlainCounts`] object (every value a count, as the API prints it
+    /// when nothing is nested), and the length of its text; `None` for any other object and
+    /// when a key kept in `rest` is printed twice. Same usage as [`Usage::read_by_type`]
+    /// (property-tested).
+    fn plain(text: &str) -> Option<(Usage, usize)> {
+        let plain = PlainCounts::read(text)?;
+        let mut usage = Usage::default();
+        // The members kept in `rest`.
+        let mut rest = 0;
+        for (i, &(key, _, count)) in plain.members().iter().enumerate() {
+            // The last printing counts, as in a JSON reader.
+            match key {
+                "input_tokens" => usage.input = Some(count),
+                "output_tokens" => usage.output = Some(count),
+                "cache_read_input_tokens" => usage.cache_read = Some(count),
+                "cache_creation_input_tokens" => {
+                    usage.cache_creation = Some(count);
+                    rest |= 1 << i;
+                }
+                _ => rest |= 1 << i,
+            }
+        }
+        usage.rest = plain.kept(rest, |_, _| {}).ok()?;
+        Some((usage, plain.text_len()))
+    }
+
+    /// [`Usage::read`] by the general reader: any object, any values.
+    fn read_by_type(sc: &mut Scan<'_>) -> Res<Usage> {
         let (mut input, mut output, mut cache_read, mut cache_creation) = (None, None, None, None);
         if sc.peek() != Some(b'{') {
             return Err(Bad);
@@ -630,5 +665,47 @@ pub(crate) fn object_of(record: Option<RawJson>) -> JsonObject {
     match record.map(|r| r.to_value()) {
         Some(Value::Object(map)) => map,
         _ => JsonObject::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::json::raw_record::tests::usage_text;
+
+    /// What reading `text` with `read` gives, and the text left after it.
+    fn usage_read(text: &str, read: fn(&mut Scan<'_>) -> Res<Usage>) -> Option<(Usage, String)> {
+        let mut sc = Scan::new(text);
+        let usage = read(&mut sc).ok()?;
+        Some((usage, sc.rest().unwrap_or_default().to_string()))
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
+        /// A usage object of plain counts is read as the general reader reads it: the same
+        /// counters, the same `rest`, the cursor at the same place (every other object is the
+        /// general reader's).
+        #[test]
+        fn a_plain_usage_reads_as_the_general_reader(text in usage_text(&[
+            "input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens",
+        ])) {
+            proptest::prop_assert_eq!(usage_read(&text, Usage::read), usage_read(&text, Usage::read_by_type), "{}", text);
+        }
+    }
+
+    #[test]
+    fn the_api_usage_object_is_read_plain() {
+        let text =
+            r#"{"input_tokens":1523,"output_tokens":1,"cache_creation_input_tokens":0,"cache_read_input_tokens":7}"#;
+        let (usage, len) = Usage::plain(text).expect("plain");
+        assert_eq!(len, text.len());
+        assert_eq!(
+            (usage.input, usage.output, usage.cache_read, usage.cache_creation),
+            (Some(1523), Some(1), Some(7), Some(0))
+        );
+        assert_eq!(usage.rest.as_ref().map(|r| r.get()), Some(r#"{"cache_creation_input_tokens":0}"#));
+        assert_eq!(Some(usage), usage_read(text, Usage::read_by_type).map(|(u, _)| u));
+        // Nested counters (the API's `cache_creation` breakdown) are the general reader's.
+        assert!(Usage::plain(r#"{"input_tokens":1,"cache_creation":{"ephemeral_5m_input_tokens":0}}"#).is_none());
     }
 }
