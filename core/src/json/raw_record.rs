@@ -332,6 +332,10 @@ impl<'a> PlainCounts<'a> {
         if text_len == 0 {
             return Ok(None);
         }
+        // Written here rather than by `object_text`: `read` found every key free of anything to
+        // escape and every value a run of digits, so `object_text`'s escape search per key and
+        // CR search per value would find nothing (through it, codex's decoding measured 2 % more
+        // instructions). Same text.
         let mut out = String::with_capacity(text_len + 1);
         for &(key, value, _) in members.iter().enumerate().filter(|&(i, _)| is_kept(i)).map(|(_, m)| m) {
             each(key, value);
