@@ -230,47 +230,49 @@ pub(crate) fn read_counters<'a, const N: usize>(
     null_is_absent: bool,
     mut also: impl FnMut(&str, &'a str),
 ) -> super::scan::Res<Option<Counters<N>>> {
-    if let Some((counters, len)) = r.rest().and_then(|text| plain_counters(text, names, &mut also)) {
+    if let Some((counters, len)) = compact_counters(r, names, &mut also) {
         r.skip_read(len);
         return Ok(Some(counters));
     }
     read_counters_by_type(r, names, null_is_absent, also)
 }
 
-/// The most members a [`PlainCounts`] object holds (a usage object has a handful; at most 16,
-/// the bits of [`PlainCounts::kept`]'s mask).
-const PLAIN_MEMBERS: usize = 12;
+/// The most members a [`CompactCounts`] object holds (a usage object has a handful; at most
+/// 16, the bits of [`CompactCounts::kept`]'s mask).
+const COMPACT_MEMBERS: usize = 12;
 
-/// The shape a harness prints its usage counters in on every usage line, read in one pass of its
-/// own instead of by the general reader: a compact object (no whitespace) of at most
-/// [`PLAIN_MEMBERS`] members whose keys need no escape and whose values are all unsigned
-/// integers of at most 19 digits (so each fits a `u64`). Anything else is not read as one (see
-/// [`PlainCounts::read`]); its reader then reads it by type, from the object's start.
-pub(crate) struct PlainCounts<'a> {
-    /// Each member: its key, its value as printed, and that value.
-    members: [(&'a str, &'a str, u64); PLAIN_MEMBERS],
+/// The shape harnesses print their usage objects in, read in one pass of its own instead of by
+/// the general reader: a compact object (no whitespace between its members) of at most
+/// [`COMPACT_MEMBERS`] members whose keys need no escape. A value that is an unsigned integer
+/// of at most 19 digits (so it fits a `u64`) is read here as a count; any other value (a run
+/// total's per-model counters, a service tier) is read by type by the [`Scan`] at its real
+/// depth ([`Scan::member_len`]) and kept as printed. Anything else is not read as one (see
+/// [`CompactCounts::read`]); its reader then reads it by type, from the object's start.
+pub(crate) struct CompactCounts<'a> {
+    /// Each member: its key, its value as printed, and that value when it is a count.
+    members: [(&'a str, &'a str, u64); COMPACT_MEMBERS],
     len: usize,
+    /// Bit `i` set: member `i` is not a count (its value is read by type).
+    not_counts: u16,
     /// The length of the object's text.
     text_len: usize,
 }
 
-impl<'a> PlainCounts<'a> {
-    /// The object at the start of `text` (from [`Scan::rest`]), when it has this shape; `None`
-    /// for anything else, an empty object too.
+impl<'a> CompactCounts<'a> {
+    /// The object that is the next value of `r`, when it has this shape; `None` for anything
+    /// else, an empty object too. The cursor does not move (the caller moves it past
+    /// [`CompactCounts::text_len`] bytes once it has taken the object).
     #[inline]
-    pub fn read(text: &'a str) -> Option<Self> {
+    pub fn read(r: &mut Scan<'a>) -> Option<Self> {
+        let text = r.rest()?;
         let b = text.as_bytes();
-        // A container anywhere after the opening brace (in the object or in the rest of the
-        // line) sends the object to the general reader at once, before any member is looked
-        // at: a run total that nests per-model counters (gemini's `stats`) is not this shape,
-        // and finding that out member by member cost more than the general read it saves.
-        if b.first() != Some(&b'{') || memchr::memchr2(b'{', b'[', &b[1..]).is_some() {
+        if b.first() != Some(&b'{') {
             return None;
         }
-        let mut plain = PlainCounts { members: [("", "", 0); PLAIN_MEMBERS], len: 0, text_len: 0 };
+        let mut compact = CompactCounts { members: [("", "", 0); COMPACT_MEMBERS], len: 0, not_counts: 0, text_len: 0 };
         let mut pos = 1;
         loop {
-            if plain.len == PLAIN_MEMBERS || b.get(pos) != Some(&b'"') {
+            if compact.len == COMPACT_MEMBERS || b.get(pos) != Some(&b'"') {
                 return None;
             }
             let key_start = pos + 1;
@@ -282,31 +284,38 @@ impl<'a> PlainCounts<'a> {
             let mut value_end = value_start;
             let mut count = 0u64;
             while let Some(&digit @ b'0'..=b'9') = b.get(value_end) {
-                // Wrapping: past 19 digits the object is refused below.
+                // Wrapping: past 19 digits the value is not taken as a count below.
                 count = count.wrapping_mul(10).wrapping_add(u64::from(digit - b'0'));
                 value_end += 1;
             }
             let digits = value_end - value_start;
-            if digits == 0 || digits > 19 || (digits > 1 && b[value_start] == b'0') {
-                return None;
+            let is_count = (1..=19).contains(&digits)
+                && (digits == 1 || b[value_start] != b'0')
+                && matches!(b.get(value_end), Some(b',' | b'}'));
+            if !is_count {
+                value_end = value_start + r.member_len(value_start)?;
+                compact.not_counts |= 1 << compact.len;
             }
-            // Quotes and digits are ASCII: both slices start and end on character boundaries.
-            plain.members[plain.len] = (&text[key_start..key_end], &text[value_start..value_end], count);
-            plain.len += 1;
+            // Quotes, digits and the ends of a value read whole are on character boundaries.
+            compact.members[compact.len] = (&text[key_start..key_end], &text[value_start..value_end], count);
+            compact.len += 1;
             match b.get(value_end) {
                 Some(b',') => pos = value_end + 1,
                 Some(b'}') => {
-                    plain.text_len = value_end + 1;
-                    return Some(plain);
+                    compact.text_len = value_end + 1;
+                    return Some(compact);
                 }
                 _ => return None,
             }
         }
     }
 
-    /// The members in order: key, value as printed, value.
-    pub fn members(&self) -> &[(&'a str, &'a str, u64)] {
-        &self.members[..self.len]
+    /// The members in order: key, value as printed, the value when it is a count.
+    pub fn members(&self) -> impl Iterator<Item = (&'a str, &'a str, Option<u64>)> + '_ {
+        self.members[..self.len]
+            .iter()
+            .enumerate()
+            .map(|(i, &(key, value, count))| (key, value, (self.not_counts & (1 << i) == 0).then_some(count)))
     }
 
     /// The length of the object's text (to move the [`Scan`] past it).
@@ -316,16 +325,19 @@ impl<'a> PlainCounts<'a> {
 
     /// The object of the members whose bits are set in `kept` (bit `i`: member `i`), in order,
     /// as [`ObjectMembers`] would write it (`None` when none is kept), each kept member shown to
-    /// `each` first; `Err` when a kept key is printed twice (`ObjectMembers` keeps its first
-    /// position and last value: its reader handles that case), before anything is shown.
+    /// `each` first; `Err` when a kept key is printed twice or a kept value has a carriage return
+    /// in it (`ObjectMembers` keeps a repeated key's first position and last value and writes a
+    /// value with a CR anew: its reader handles both), before anything is shown.
     #[inline]
-    pub fn kept(&self, kept: u16, mut each: impl FnMut(&str, &'a str)) -> Result<Option<RawJson>, KeyTwice> {
+    pub fn kept(&self, kept: u16, mut each: impl FnMut(&str, &'a str)) -> Result<Option<RawJson>, NotKept> {
         let is_kept = |i: usize| kept & (1 << i) != 0;
-        let members = self.members();
+        let members = &self.members[..self.len];
         let mut text_len = 0;
         for (i, &(key, value, _)) in members.iter().enumerate().filter(|&(i, _)| is_kept(i)) {
-            if members[..i].iter().enumerate().any(|(j, (k, _, _))| is_kept(j) && *k == key) {
-                return Err(KeyTwice);
+            if members[..i].iter().enumerate().any(|(j, (k, _, _))| is_kept(j) && *k == key)
+                || (self.not_counts & (1 << i) != 0 && memchr::memchr(b'\r', value.as_bytes()).is_some())
+            {
+                return Err(NotKept);
             }
             text_len += key.len() + value.len() + 4;
         }
@@ -333,9 +345,9 @@ impl<'a> PlainCounts<'a> {
             return Ok(None);
         }
         // Written here rather than by `object_text`: `read` found every key free of anything to
-        // escape and every value a run of digits, so `object_text`'s escape search per key and
-        // CR search per value would find nothing (through it, codex's decoding measured 2 % more
-        // instructions). Same text.
+        // escape and every value free of a CR was checked above, so `object_text`'s escape
+        // search per key and CR search per value would find nothing (through it, codex's
+        // decoding measured 2 % more instructions). Same text.
         let mut out = String::with_capacity(text_len + 1);
         for &(key, value, _) in members.iter().enumerate().filter(|&(i, _)| is_kept(i)).map(|(_, m)| m) {
             each(key, value);
@@ -350,31 +362,34 @@ impl<'a> PlainCounts<'a> {
     }
 }
 
-/// A key printed twice among the members [`PlainCounts::kept`] keeps.
+/// What [`CompactCounts::kept`] leaves to the general reader: a kept key printed twice, or a
+/// kept value with a carriage return in it.
 #[derive(Debug)]
-pub(crate) struct KeyTwice;
+pub(crate) struct NotKept;
 
-/// [`read_counters`] for a [`PlainCounts`] object: the counters and the length of the object's
-/// text; `None` for any other (which the general reader then reads), and when a key of `extra`
-/// is printed twice. `also` is called only once the whole object has been read. Same counters
-/// and the same `extra` text as [`read_counters_by_type`] (property-tested).
-fn plain_counters<'a, const N: usize>(
-    text: &'a str,
+/// [`read_counters`] for a [`CompactCounts`] object: the counters and the length of the
+/// object's text; `None` for any other (which the general reader then reads), when a named
+/// counter's value is not a count, and when [`CompactCounts::kept`] refuses `extra`. `also` is
+/// called only once the whole object has been read. Same counters and the same `extra` text as
+/// [`read_counters_by_type`] (property-tested).
+fn compact_counters<'a, const N: usize>(
+    r: &mut Scan<'a>,
     names: [&str; N],
     also: &mut impl FnMut(&str, &'a str),
 ) -> Option<(Counters<N>, usize)> {
-    let plain = PlainCounts::read(text)?;
+    let compact = CompactCounts::read(r)?;
     let mut counts = [None; N];
     let mut others = 0;
-    for (i, &(key, _, count)) in plain.members().iter().enumerate() {
+    for (i, (key, _, count)) in compact.members().enumerate() {
         match names.iter().position(|name| *name == key) {
-            // The last printing counts, as in a JSON reader.
-            Some(n) => counts[n] = Some(count),
+            // The last printing counts, as in a JSON reader; any other value is the general
+            // reader's (`null` may be an absent counter, the rest goes to `extra`).
+            Some(n) => counts[n] = Some(count?),
             None => others |= 1 << i,
         }
     }
-    let extra = plain.kept(others, &mut *also).ok()?;
-    Some((Counters { counts, extra }, plain.text_len()))
+    let extra = compact.kept(others, &mut *also).ok()?;
+    Some((Counters { counts, extra }, compact.text_len()))
 }
 
 /// [`read_counters`] by the general reader: any object, any values.
@@ -469,29 +484,72 @@ pub(crate) mod tests {
         }
     }
 
-    /// What reading `text` with `read` gives: the counters, `extra`'s text, the members `also`
-    /// saw, and the text left after the value (`None` where the read failed).
+    /// `read` run on the value that `text` nests in `levels` arrays (entered by type, so that
+    /// the value is read with that much less nesting left): what it gave and the text it read;
+    /// `None` where it failed (what follows the value in `text` does not matter).
+    pub(crate) fn read_nested<'a, T>(
+        text: &'a str,
+        levels: usize,
+        read: &mut dyn FnMut(&mut Scan<'a>) -> super::super::scan::Res<T>,
+    ) -> Option<(T, &'a str)> {
+        fn enter<'a, T>(
+            r: &mut Scan<'a>,
+            levels: usize,
+            read: &mut dyn FnMut(&mut Scan<'a>) -> super::super::scan::Res<T>,
+            out: &mut Option<(T, &'a str)>,
+        ) -> super::super::scan::Res<()> {
+            if levels > 0 {
+                return r.array(|r| enter(r, levels - 1, read, out));
+            }
+            let mut value = None;
+            let text = r.read_with_text(|r| read(r).map(|v| value = Some(v)))?;
+            *out = value.map(|v| (v, text));
+            Ok(())
+        }
+        let mut out = None;
+        let _ = enter(&mut Scan::new(text), levels, read, &mut out);
+        out
+    }
+
+    /// `text` nested in `levels` arrays.
+    pub(crate) fn nest(text: &str, levels: usize) -> String {
+        format!("{}{text}{}", "[".repeat(levels), "]".repeat(levels))
+    }
+
+    /// How deep a usage object is read in the property tests: half of them at the top, half
+    /// where the nesting left runs out (a [`Scan`] enters at most 127 containers).
+    pub(crate) fn levels() -> impl proptest::strategy::Strategy<Value = usize> {
+        use proptest::prelude::*;
+        prop_oneof![1 => Just(0usize), 1 => 122usize..=127]
+    }
+
+    /// What reading `text` (nested in `levels` arrays) with `read` gives: the counters,
+    /// `extra`'s text, the members `also` saw, and the text read (`None` where the read failed).
     type CountersRead = Option<(Vec<Option<u64>>, Option<String>, Vec<(String, String)>, String)>;
 
     fn counters_read<'a>(
         text: &'a str,
-        read: impl FnOnce(&mut Scan<'a>, &mut dyn FnMut(&str, &'a str)) -> super::super::scan::Res<Option<Counters<3>>>,
+        levels: usize,
+        read: impl Fn(&mut Scan<'a>, &mut dyn FnMut(&str, &'a str)) -> super::super::scan::Res<Option<Counters<3>>>,
     ) -> CountersRead {
         let mut seen = Vec::new();
-        let mut r = Scan::new(text);
-        let read = read(&mut r, &mut |k, v| seen.push((k.to_string(), v.to_string()))).ok()?;
+        let (read, text) = read_nested(text, levels, &mut |r| {
+            seen.clear();
+            read(r, &mut |k, v| seen.push((k.to_string(), v.to_string())))
+        })?;
         let (counts, extra) = match read {
             Some(Counters { counts, extra }) => (counts.to_vec(), extra.map(|e| e.get().to_string())),
             None => (Vec::new(), None),
         };
-        Some((counts, extra, seen, r.rest().unwrap_or_default().to_string()))
+        Some((counts, extra, seen, text.to_string()))
     }
 
     const NAMES: [&str; 3] = ["input_tokens", "cached_input_tokens", "output_tokens"];
 
     /// A usage-like object: keys from `keys` and others (some needing an escape, some twice),
     /// values mostly counts (some past 19 digits, some with a leading zero) and now and then
-    /// anything else, now and then whitespace, and text after it.
+    /// anything else (strings, containers nested up to five deep, with whitespace and carriage
+    /// returns in them, text that is not JSON), now and then whitespace, and text after it.
     pub(crate) fn usage_text(keys: &[&'static str]) -> impl proptest::strategy::Strategy<Value = String> {
         use proptest::prelude::*;
         let mut keys = keys.to_vec();
@@ -500,10 +558,44 @@ pub(crate) mod tests {
             4 => prop::sample::select(keys).prop_map(|k| format!("\"{k}\"")),
             1 => prop::sample::select(vec![r#""a\"b""#, r#""tab\t""#, r#""\u0069nput_tokens""#, r#""""#]).prop_map(str::to_string),
         ];
+        let scalar = prop::sample::select(vec![
+            "00",
+            "07",
+            "-1",
+            "1.5",
+            "2e3",
+            "1e400",
+            "null",
+            "\"7\"",
+            "\"standard\"",
+            "\"a\\\"b\"",
+            "\"\\ud800\"",
+            "\"é\"",
+            "true",
+            "tru",
+            "99999999999999999999",
+            "18446744073709551616",
+            "1234567890123456789",
+        ]);
+        let container =
+            (1usize..=5, prop::sample::select(vec!["", " ", "\r", "\r\n "]), prop::sample::select(vec!["{", "["]))
+                .prop_map(|(depth, space, open)| {
+                    let mut text = "1".to_string();
+                    for level in 0..depth {
+                        text = if (open == "{") == (level % 2 == 0) {
+                            format!("{{\"k{level}\":{space}{text},\"n\":0}}")
+                        } else {
+                            format!("[{space}{text},{space}\"s\"]")
+                        };
+                    }
+                    text
+                });
         let value = prop_oneof![
             8 => (0u64..u64::MAX).prop_map(|n| n.to_string()),
             2 => (0u64..1000).prop_map(|n| n.to_string()),
-            1 => prop::sample::select(vec!["00", "07", "-1", "1.5", "2e3", "null", "\"7\"", "{}", "[1]", "true", "99999999999999999999", "18446744073709551616", "1234567890123456789"]).prop_map(str::to_string),
+            1 => scalar.prop_map(str::to_string),
+            1 => container,
+            1 => prop::sample::select(vec!["{}", "[]", "{\"a\":1,}", "[1,]", "{\"a\"}"]).prop_map(str::to_string),
         ];
         let space = prop_oneof![9 => Just(""), 1 => Just(" ")];
         (
@@ -519,33 +611,44 @@ pub(crate) mod tests {
 
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
-        /// The plain-object reading of a usage object gives what the general reader gives: the
-        /// same counters, the same `extra` text, the same members seen, the cursor at the same place.
+        /// The compact-object reading of a usage object gives what the general reader gives: the
+        /// same counters, the same `extra` text, the same members seen, the same text read.
         #[test]
-        fn plain_counters_read_as_the_general_reader(text in usage_text(&NAMES)) {
-            let general = counters_read(&text, |r, also| read_counters_by_type(r, NAMES, true, also));
-            let read = counters_read(&text, |r, also| read_counters(r, NAMES, true, also));
+        fn compact_counters_read_as_the_general_reader(text in usage_text(&NAMES), levels in levels()) {
+            let text = nest(&text, levels);
+            let general = counters_read(&text, levels, |r, also| read_counters_by_type(r, NAMES, true, also));
+            let read = counters_read(&text, levels, |r, also| read_counters(r, NAMES, true, also));
             proptest::prop_assert_eq!(read, general, "{}", text);
         }
     }
 
     #[test]
-    fn a_codex_usage_object_is_read_as_plain_counters_and_other_shapes_are_not() {
+    fn usage_objects_as_harnesses_print_them_are_read_compact_and_other_shapes_are_not() {
         let mut seen = 0;
-        let mut plain = |text: &str| {
-            plain_counters(text, NAMES, &mut |_, _| seen += 1)
+        let mut compact = |text: &str| {
+            compact_counters(&mut Scan::new(text), NAMES, &mut |_, _| seen += 1)
                 .map(|(c, len)| (c.counts, c.extra.map(|e| e.get().to_string()), len))
         };
         let line = r#"{"input_tokens":2500,"cached_input_tokens":2000,"cache_write_input_tokens":0,"output_tokens":84,"reasoning_output_tokens":14}}"#;
         assert_eq!(
-            plain(line),
+            compact(line),
             Some((
                 [Some(2500), Some(2000), Some(84)],
                 Some(r#"{"cache_write_input_tokens":0,"reasoning_output_tokens":14}"#.into()),
                 line.len() - 1
             ))
         );
-        assert_eq!(plain(r#"{"output_tokens":1}"#), Some(([None, None, Some(1)], None, 19)));
+        assert_eq!(compact(r#"{"output_tokens":1}"#), Some(([None, None, Some(1)], None, 19)));
+        // A run total nesting per-model counters (gemini's `stats`), a service tier.
+        let stats = r#"{"input_tokens":1624,"output_tokens":40,"models":{"m":{"input_tokens":1624, "x":[1,{}]}},"tier":"standard"}"#;
+        assert_eq!(
+            compact(stats),
+            Some((
+                [Some(1624), None, Some(40)],
+                Some(r#"{"models":{"m":{"input_tokens":1624, "x":[1,{}]}},"tier":"standard"}"#.into()),
+                stats.len()
+            ))
+        );
         for other in [
             "{}",
             r#"{"input_tokens": 1}"#,
@@ -556,16 +659,37 @@ pub(crate) mod tests {
             r#"{"input_tokens":01}"#,
             r#"{"input_tokens":null}"#,
             r#"{"input_tokens":12345678901234567890}"#,
+            r#"{"input_tokens":{"a":1}}"#,
             r#"{"in\"put":1}"#,
             r#"{"a":1,"a":2}"#,
-            r#"{"a":{"b":1}}"#,
+            r#"{"a": {"b":1}}"#,
+            "{\"a\":{\"b\":\r1}}",
+            r#"{"a":{"b":1}"#,
+            r#"{"a":01}"#,
             r#"{"a":1,}"#,
             r#"{"a":1"#,
             "[1]",
         ] {
-            assert_eq!(plain(other), None, "{other}");
+            assert_eq!(compact(other), None, "{other}");
         }
-        assert_eq!(seen, 2, "`also` saw the two other members of the one object read whole, nothing of the others");
+        assert_eq!(seen, 4, "`also` saw the other members of the objects read whole, nothing of the others");
+    }
+
+    #[test]
+    fn a_compact_object_nests_no_deeper_than_the_typed_read_would() {
+        // A member nested one level deeper than the object: read where a container can still
+        // be entered, refused by both readers one level further down.
+        let usage = r#"{"input_tokens":1,"models":{"m":1}}"#;
+        let read = |levels| {
+            let text = nest(usage, levels);
+            let general = counters_read(&text, levels, |r, also| read_counters_by_type(r, NAMES, true, also));
+            let compact = counters_read(&text, levels, |r, also| read_counters(r, NAMES, true, also));
+            assert_eq!(compact, general, "{levels} levels");
+            compact.is_some()
+        };
+        assert!(read(125), "the object and its member fit");
+        assert!(!read(126), "its member does not");
+        assert!(!read(127), "the object does not");
     }
 
     fn json_value() -> impl proptest::strategy::Strategy<Value = Value> {

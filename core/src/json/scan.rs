@@ -23,8 +23,6 @@
 
 use std::borrow::Cow;
 
-use serde::Deserialize;
-use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::borrowed::Checked;
@@ -207,6 +205,22 @@ impl<'a> Scan<'a> {
         (self.depth_left > 1).then(|| &self.src[self.pos..])
     }
 
+    /// For a reader of [`Scan::rest`] that met a member value it does not read itself: the
+    /// length of the value starting at byte `start` of `rest`, read by type ([`Scan::check`])
+    /// as the member of an object at the cursor — one level deeper than the cursor, with the
+    /// nesting the typed read would have left there —; `None` where the typed read refuses it.
+    /// The cursor does not move.
+    pub(crate) fn member_len(&self, start: usize) -> Option<usize> {
+        let at = self.pos + start;
+        if self.b.get(at).is_none_or(|&c| is_ws(c)) || self.depth_left <= 1 {
+            return None;
+        }
+        let mut member =
+            Scan { src: self.src, b: self.b, pos: at, depth_left: self.depth_left - 1, entries: Vec::new() };
+        member.check().ok()?;
+        Some(member.pos - at)
+    }
+
     /// Move the cursor past the first `n` bytes of [`Scan::rest`], which the caller read whole
     /// as one JSON value.
     #[inline]
@@ -386,20 +400,13 @@ impl<'a> Scan<'a> {
         Ok(&self.src[start..self.pos])
     }
 
-    /// The next value as a `&RawValue` borrowed from the line (read by serde_json, so it is one
-    /// pass: a `&RawValue` cannot be made from text without it); `None` for `null`.
-    pub fn raw_value(&mut self) -> Res<Option<&'a RawValue>> {
+    /// The next value as printed ([`Scan::raw`]), `None` for `null`.
+    pub fn raw_or_null(&mut self) -> Res<Option<&'a str>> {
         if self.peek() == Some(b'n') {
             self.literal(b"null")?;
             return Ok(None);
         }
-        let rest = &self.src[self.pos..];
-        let mut de = serde_json::Deserializer::from_str(rest);
-        let raw = <&RawValue>::deserialize(&mut de).map_err(|_| Bad)?;
-        // The value ends where its text ends inside `rest`.
-        let end = raw.get().as_ptr() as usize - rest.as_ptr() as usize + raw.get().len();
-        self.pos += end;
-        Ok(Some(raw))
+        self.raw().map(Some)
     }
 
     /// Past a number, checking its syntax (serde_json's `ignore_integer` grammar); its text.
@@ -752,7 +759,9 @@ pub(crate) use read_object;
 mod tests {
     use super::*;
     use proptest::prelude::Strategy;
+    use serde::Deserialize;
     use serde::de::IgnoredAny;
+    use serde_json::value::RawValue;
 
     fn scans(s: &str) -> bool {
         let mut sc = Scan::new(s);
@@ -893,13 +902,30 @@ mod tests {
         let mut first = true;
         sc.open_object().unwrap();
         assert!(sc.next_key(&mut first).unwrap().unwrap().is("a"));
-        assert_eq!(sc.raw_value().unwrap().unwrap().get(), r#"{"x":[1,2]}"#);
+        assert_eq!(sc.raw_or_null().unwrap(), Some(r#"{"x":[1,2]}"#));
         assert!(sc.next_key(&mut first).unwrap().unwrap().is("b"));
-        assert!(sc.raw_value().unwrap().is_none());
+        assert!(sc.raw_or_null().unwrap().is_none());
         assert!(sc.next_key(&mut first).unwrap().unwrap().is("c"));
         assert_eq!(sc.raw().unwrap(), r#""s""#);
         assert!(sc.next_key(&mut first).unwrap().is_none());
         sc.end().unwrap();
+    }
+
+    #[test]
+    fn raw_values_nest_without_bound_as_serde_json_captures_them() {
+        // serde_json captures a `&RawValue` at any depth (its skipping is not recursive), and so
+        // does `raw`: a record is kept whole however deep, and bounded later where it leaves
+        // the core.
+        let deep = format!("{}{}", "[{\"a\":".repeat(5_000), "}]".repeat(5_000));
+        let deep = deep.replacen("{\"a\":}", "{\"a\":1}", 1);
+        let text = format!("{{\"input\":{deep},\"x\":null}}");
+        let mut sc = Scan::new(&text);
+        let mut first = true;
+        sc.open_object().unwrap();
+        assert!(sc.next_key(&mut first).unwrap().unwrap().is("input"));
+        let raw = sc.raw_or_null().unwrap();
+        assert_eq!(raw, Some(deep.as_str()));
+        assert_eq!(raw, serde_json::from_str::<&RawValue>(&deep).ok().map(RawValue::get));
     }
 
     /// Random JSON-ish text: mostly valid, with the corner cases serde_json treats specially,

@@ -394,7 +394,6 @@ mod tests {
     use super::*;
     use crate::decode::Agent;
     use crate::decode::parse;
-    use serde_json::value::RawValue;
 
     fn run(input: &str) -> Vec<OutputEvent> {
         parse(Agent::Claude, input.as_bytes())
@@ -563,9 +562,7 @@ mod tests {
 
     #[test]
     fn grep_titles() {
-        let input: &RawValue =
-            serde_json::from_str(r#"{"pattern":"foo","path":"/src","-i":true,"output_mode":"count","head_limit":5}"#)
-                .unwrap();
+        let input = r#"{"pattern":"foo","path":"/src","-i":true,"output_mode":"count","head_limit":5}"#;
         let call = ToolUse::new("t", "Grep", Some(input));
         assert_eq!(grep_title(&call), "grep -i -c \"foo\" /src | head -5");
     }

@@ -6,7 +6,6 @@ use std::borrow::Cow;
 use std::cell::OnceCell;
 
 use serde_json::Value;
-use serde_json::value::RawValue;
 
 use super::wire::*;
 use crate::event::{
@@ -26,7 +25,7 @@ pub(crate) struct ToolUse<'l> {
     /// The harness-native tool name.
     pub name: &'l str,
     /// The input as printed (usually an object), `None` when absent or `null`.
-    pub input: Option<&'l RawValue>,
+    pub input: Option<&'l str>,
     /// The input's top-level arguments, read on first use.
     pub(crate) args: OnceCell<Args<'l>>,
 }
@@ -46,9 +45,9 @@ pub(crate) struct Args<'l>(Vec<(Cow<'l, str>, Arg<'l>)>);
 impl<'l> Args<'l> {
     /// Read the arguments of `raw` (one scan of the input; nothing is built for values that are
     /// not strings).
-    pub(crate) fn read(raw: Option<&'l RawValue>) -> Args<'l> {
+    pub(crate) fn read(raw: Option<&'l str>) -> Args<'l> {
         let Some(raw) = raw else { return Args::default() };
-        let mut sc = Scan::new(raw.get());
+        let mut sc = Scan::new(raw);
         if sc.peek() != Some(b'{') {
             return Args::default();
         }
@@ -76,7 +75,7 @@ impl<'l> Args<'l> {
 
 impl<'l> ToolUse<'l> {
     /// A call; `input` is kept as printed.
-    pub fn new(id: &'l str, name: &'l str, input: Option<&'l RawValue>) -> Self {
+    pub fn new(id: &'l str, name: &'l str, input: Option<&'l str>) -> Self {
         ToolUse { id, name, input, args: OnceCell::new() }
     }
 

@@ -64,7 +64,6 @@ pub(crate) use self::wire::*;
 use std::borrow::Cow;
 
 use serde_json::Value;
-use serde_json::value::RawValue;
 
 use crate::decode::LineOutcome;
 use crate::decode::context::{DecodeContext, Envelope};
@@ -221,13 +220,13 @@ pub(crate) struct ToolResult<'l> {
     /// The result content verbatim.
     pub content: Option<Vec<ToolCallContent>>,
     /// The harness's structured record (claude `tool_use_result`), as printed.
-    pub raw_output: Option<&'l RawValue>,
+    pub raw_output: Option<&'l str>,
 }
 
 impl ToolResult<'_> {
     /// The structured record parsed (for the few dialect rules that look inside it).
     pub fn raw_output_value(&self) -> Option<Value> {
-        self.raw_output.and_then(|r| serde_json::from_str(r.get()).ok())
+        self.raw_output.and_then(|r| serde_json::from_str(r).ok())
     }
 
     /// The first text of the content.
@@ -479,14 +478,14 @@ impl<D: Dialect> Protocol<D> {
             BlockKind::Call => {
                 let Block { id, name, input, .. } = block;
                 let (Some(id), Some(name)) = (id.get(), name.get()) else { return };
-                self.dialect.tool_use(ToolUse::new(id, name, input.filter(|v| v.get() != "null")), out);
+                self.dialect.tool_use(ToolUse::new(id, name, input), out);
             }
             BlockKind::Result => self.tool_result(block, None, out),
             BlockKind::Other => {}
         }
     }
 
-    fn tool_result<'l>(&mut self, block: Block<'l>, raw_output: Option<&'l RawValue>, out: &mut Updates) {
+    fn tool_result<'l>(&mut self, block: Block<'l>, raw_output: Option<&'l str>, out: &mut Updates) {
         let Block { tool_use_id, is_error, content, .. } = block;
         let Some(id) = tool_use_id.into_inner() else { return };
         let status = if is_true(is_error) { ToolCallStatus::Failed } else { ToolCallStatus::Completed };
@@ -508,7 +507,7 @@ impl<D: Dialect> Protocol<D> {
             Content::Blocks(blocks) => {
                 let results = blocks.iter().filter(|b| BlockKind::of(b) == BlockKind::Result).count();
                 // `tool_use_result` describes the line's one result; with several it is ambiguous.
-                let mut raw_output = raw_output.filter(|v| results == 1 && v.get() != "null");
+                let mut raw_output = raw_output.filter(|_| results == 1);
                 for block in blocks {
                     match BlockKind::of(&block) {
                         BlockKind::Text => {

@@ -5,12 +5,11 @@
 use std::borrow::Cow;
 
 use serde_json::Value;
-use serde_json::value::RawValue;
 
 use crate::decode::LineOutcome;
 use crate::decode::classify_failure;
 use crate::event::{JsonObject, RawJson};
-use crate::json::raw_record::{ObjectMembers, PlainCounts};
+use crate::json::raw_record::{CompactCounts, ObjectMembers, read_raw_json};
 use crate::json::scan::{Bad, Res, Scan};
 use crate::json::text::raw_count;
 
@@ -180,7 +179,7 @@ pub(crate) struct Line<'a> {
     pub timestamp: LooseStr<'a>,
     pub message: LooseObj<Message<'a>>,
     pub event: LooseObj<Box<StreamEvent<'a>>>,
-    pub tool_use_result: Option<&'a RawValue>,
+    pub tool_use_result: Option<&'a str>,
     pub usage: LooseObj<Usage>,
     /// As printed (an object read by type).
     pub model_usage: LooseObj<&'a str>,
@@ -277,7 +276,7 @@ impl<'a> Line<'a> {
                 "message" if sc.peek() == Some(b'"') => set(&mut fact(&mut l.facts).message_text, raw(sc)?, 1 << 5),
                 "message" => set(&mut l.message, LooseObj::read(sc, |sc| Message::read(sc, 2))?, 1 << 5),
                 "event" => set(&mut l.event, LooseObj::read(sc, |sc| StreamEvent::read(sc).map(Box::new))?, 1 << 6),
-                "tool_use_result" => set(&mut l.tool_use_result, sc.raw_value()?, 1 << 7),
+                "tool_use_result" => set(&mut l.tool_use_result, sc.raw_or_null()?, 1 << 7),
                 "error" => set(&mut fact(&mut l.facts).error, raw(sc)?, 1 << 8),
                 "is_error" => set(&mut fact(&mut l.facts).is_error, raw(sc)?, 1 << 9),
                 "result" => set(&mut fact(&mut l.facts).result, raw(sc)?, 1 << 10),
@@ -364,7 +363,7 @@ pub(crate) struct Block<'a> {
     pub thinking: LooseStr<'a>,
     pub id: LooseStr<'a>,
     pub name: LooseStr<'a>,
-    pub input: Option<&'a RawValue>,
+    pub input: Option<&'a str>,
     pub tool_use_id: LooseStr<'a>,
     pub content: Content<'a>,
     pub is_error: Raw<'a>,
@@ -390,7 +389,7 @@ impl<'a> Block<'a> {
                 "thinking" => set(&mut b.thinking, LooseStr::read(sc)?, 1 << 2),
                 "id" => set(&mut b.id, LooseStr::read(sc)?, 1 << 3),
                 "name" => set(&mut b.name, LooseStr::read(sc)?, 1 << 4),
-                "input" => set(&mut b.input, sc.raw_value()?, 1 << 5),
+                "input" => set(&mut b.input, sc.raw_or_null()?, 1 << 5),
                 "tool_use_id" => set(&mut b.tool_use_id, LooseStr::read(sc)?, 1 << 6),
                 "content" => set(&mut b.content, Content::read(sc, depth + 1)?, 1 << 7),
                 "is_error" => set(&mut b.is_error, raw(sc)?, 1 << 8),
@@ -522,37 +521,38 @@ impl Usage {
 
     /// Read a usage object (the next value must be an object).
     pub fn read(sc: &mut Scan<'_>) -> Res<Usage> {
-        if let Some((usage, len)) = sc.rest().and_then(Usage::plain) {
+        if let Some((usage, len)) = Usage::compact(sc) {
             sc.skip_read(len);
             return Ok(usage);
         }
         Usage::read_by_type(sc)
     }
 
-    /// [`Usage::read`] of a [`PlainCounts`] object (every value a count, as the API prints it
-    /// when nothing is nested), and the length of its text; `None` for any other object and
-    /// when a key kept in `rest` is printed twice. Same usage as [`Usage::read_by_type`]
+    /// [`Usage::read`] of a [`CompactCounts`] object (as the API prints it), and the length of
+    /// its text; `None` for any other object, when a counter's value is not a count, and when
+    /// [`CompactCounts::kept`] refuses `rest`. Same usage as [`Usage::read_by_type`]
     /// (property-tested).
-    fn plain(text: &str) -> Option<(Usage, usize)> {
-        let plain = PlainCounts::read(text)?;
+    fn compact(sc: &mut Scan<'_>) -> Option<(Usage, usize)> {
+        let compact = CompactCounts::read(sc)?;
         let mut usage = Usage::default();
         // The members kept in `rest`.
         let mut rest = 0;
-        for (i, &(key, _, count)) in plain.members().iter().enumerate() {
-            // The last printing counts, as in a JSON reader.
+        for (i, (key, _, count)) in compact.members().enumerate() {
+            // The last printing counts, as in a JSON reader; a counter printed as anything but
+            // a count is the general reader's.
             match key {
-                "input_tokens" => usage.input = Some(count),
-                "output_tokens" => usage.output = Some(count),
-                "cache_read_input_tokens" => usage.cache_read = Some(count),
+                "input_tokens" => usage.input = Some(count?),
+                "output_tokens" => usage.output = Some(count?),
+                "cache_read_input_tokens" => usage.cache_read = Some(count?),
                 "cache_creation_input_tokens" => {
-                    usage.cache_creation = Some(count);
+                    usage.cache_creation = Some(count?);
                     rest |= 1 << i;
                 }
                 _ => rest |= 1 << i,
             }
         }
-        usage.rest = plain.kept(rest, |_, _| {}).ok()?;
-        Some((usage, plain.text_len()))
+        usage.rest = compact.kept(rest, |_, _| {}).ok()?;
+        Some((usage, compact.text_len()))
     }
 
     /// [`Usage::read`] by the general reader: any object, any values.
@@ -650,14 +650,15 @@ pub(crate) const RESULT_KINDS: &[&str] = &[
 /// The block kinds that carry a tool call.
 pub(crate) const CALL_KINDS: &[&str] = &["tool_use", "server_tool_use", "mcp_tool_use"];
 
-/// A harness record kept as printed ([`RawJson::from_raw`]), unless its text holds a carriage
-/// return between tokens: that record is written compactly instead, so that an event never holds
-/// a raw CR (a reader splitting lines on CR, as Python's text mode does, would cut it).
-pub(crate) fn raw_json(raw: &RawValue) -> RawJson {
-    if memchr::memchr(b'\r', raw.get().as_bytes()).is_none() {
-        return RawJson::from_raw(raw);
+/// A harness record read whole by the [`Scan`] ([`Scan::raw`]), kept as printed unless its text
+/// holds a carriage return between tokens: that record is written compactly instead, so that an
+/// event never holds a raw CR (a reader splitting lines on CR, as Python's text mode does, would
+/// cut it).
+pub(crate) fn raw_json(raw: &str) -> RawJson {
+    if memchr::memchr(b'\r', raw.as_bytes()).is_none() {
+        return read_raw_json(raw.to_owned());
     }
-    serde_json::from_str::<Value>(raw.get()).map_or_else(|_| RawJson::from_raw(raw), |v| RawJson::from_value(&v))
+    serde_json::from_str::<Value>(raw).map_or_else(|_| read_raw_json(raw.to_owned()), |v| RawJson::from_value(&v))
 }
 
 /// A record kept as text, read into a map (an empty map for none or for anything but an object).
@@ -671,41 +672,52 @@ pub(crate) fn object_of(record: Option<RawJson>) -> JsonObject {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::json::raw_record::tests::usage_text;
+    use crate::json::raw_record::tests::{levels, nest, read_nested, usage_text};
 
-    /// What reading `text` with `read` gives, and the text left after it.
-    fn usage_read(text: &str, read: fn(&mut Scan<'_>) -> Res<Usage>) -> Option<(Usage, String)> {
-        let mut sc = Scan::new(text);
-        let usage = read(&mut sc).ok()?;
-        Some((usage, sc.rest().unwrap_or_default().to_string()))
+    /// What reading `text` (nested in `levels` arrays) with `read` gives, and the text it read.
+    fn usage_read(text: &str, levels: usize, read: fn(&mut Scan<'_>) -> Res<Usage>) -> Option<(Usage, String)> {
+        read_nested(text, levels, &mut |r| read(r)).map(|(usage, text)| (usage, text.to_string()))
     }
 
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
-        /// A usage object of plain counts is read as the general reader reads it: the same
-        /// counters, the same `rest`, the cursor at the same place (every other object is the
-        /// general reader's).
+        /// A usage object is read as the general reader reads it: the same counters, the same
+        /// `rest`, the same text read (whether the compact reading took it or not).
         #[test]
-        fn a_plain_usage_reads_as_the_general_reader(text in usage_text(&[
+        fn a_usage_reads_as_the_general_reader(text in usage_text(&[
             "input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens",
-        ])) {
-            proptest::prop_assert_eq!(usage_read(&text, Usage::read), usage_read(&text, Usage::read_by_type), "{}", text);
+        ]), levels in levels()) {
+            let text = nest(&text, levels);
+            proptest::prop_assert_eq!(usage_read(&text, levels, Usage::read), usage_read(&text, levels, Usage::read_by_type), "{}", text);
         }
     }
 
     #[test]
-    fn the_api_usage_object_is_read_plain() {
+    fn the_api_usage_objects_are_read_compact() {
+        let compact = |text: &str| Usage::compact(&mut Scan::new(text));
         let text =
             r#"{"input_tokens":1523,"output_tokens":1,"cache_creation_input_tokens":0,"cache_read_input_tokens":7}"#;
-        let (usage, len) = Usage::plain(text).expect("plain");
+        let (usage, len) = compact(text).expect("compact");
         assert_eq!(len, text.len());
         assert_eq!(
             (usage.input, usage.output, usage.cache_read, usage.cache_creation),
             (Some(1523), Some(1), Some(7), Some(0))
         );
         assert_eq!(usage.rest.as_ref().map(|r| r.get()), Some(r#"{"cache_creation_input_tokens":0}"#));
-        assert_eq!(Some(usage), usage_read(text, Usage::read_by_type).map(|(u, _)| u));
-        // Nested counters (the API's `cache_creation` breakdown) are the general reader's.
-        assert!(Usage::plain(r#"{"input_tokens":1,"cache_creation":{"ephemeral_5m_input_tokens":0}}"#).is_none());
+        assert_eq!(Some(usage), usage_read(text, 0, Usage::read_by_type).map(|(u, _)| u));
+        // A run's total: nested counters and a service tier, kept in `rest` as printed.
+        let text = r#"{"input_tokens":3046,"cache_creation_input_tokens":0,"output_tokens":29,"server_tool_use":{"web_search_requests":0},"service_tier":"standard"}"#;
+        let (usage, len) = compact(text).expect("compact");
+        assert_eq!(len, text.len());
+        assert_eq!(
+            usage.rest.as_ref().map(|r| r.get()),
+            Some(
+                r#"{"cache_creation_input_tokens":0,"server_tool_use":{"web_search_requests":0},"service_tier":"standard"}"#
+            )
+        );
+        assert_eq!(Some(usage), usage_read(text, 0, Usage::read_by_type).map(|(u, _)| u));
+        // A counter printed as anything but a count is the general reader's.
+        assert!(compact(r#"{"input_tokens":null,"output_tokens":1}"#).is_none());
+        assert!(compact(r#"{"output_tokens":{"n":1}}"#).is_none());
     }
 }
