@@ -575,7 +575,11 @@ pub(crate) mod tests {
             "tru",
             "99999999999999999999",
             "18446744073709551616",
+            "18446744073709551615",
             "1234567890123456789",
+            "{\"read\":5,\"write\":7}",
+            "{\"write\":0,\"read\":1,\"read\":2}",
+            "{\"read\": 3}",
         ]);
         let container =
             (1usize..=5, prop::sample::select(vec!["", " ", "\r", "\r\n "]), prop::sample::select(vec!["{", "["]))

@@ -11,7 +11,7 @@ use crate::event::{RawJson, ToolCallStatus};
 use crate::json::borrowed::unescape_literal;
 use crate::json::in_place::{SeenKeys, key_text};
 use crate::json::lenient::ObjList;
-use crate::json::raw_record::{ObjectMembers, read_raw_json};
+use crate::json::raw_record::{CompactCounts, ObjectMembers, read_raw_json};
 use crate::json::scan::{Bad, Res, Scan, read_obj_list};
 use crate::json::text::raw_count;
 
@@ -209,8 +209,41 @@ pub(super) struct Tokens {
 }
 
 /// `part.tokens`: [`Tokens`] for an object; `None` for `null` or any other value (read by type
-/// all the same, so text a `Value` refuses fails the line).
+/// all the same, so text a `Value` refuses fails the line). The object as opencode prints it
+/// (compact, escape-free keys) is read in one pass ([`CompactCounts`]), any other by type.
 pub(super) fn read_tokens(sc: &mut Scan<'_>) -> Res<Option<Tokens>> {
+    if let Some((tokens, len)) = compact_tokens(sc) {
+        sc.skip_read(len);
+        return Ok(Some(tokens));
+    }
+    read_tokens_by_type(sc)
+}
+
+/// [`read_tokens`] of a [`CompactCounts`] object, and the length of its text; `None` for any
+/// other value and when [`CompactCounts::kept`] refuses the object. Same tokens as
+/// [`read_tokens_by_type`] (property-tested).
+fn compact_tokens(sc: &mut Scan<'_>) -> Option<(Tokens, usize)> {
+    let compact = CompactCounts::read(sc)?;
+    let mut t = Tokens::default();
+    let mut all = 0;
+    for (i, (key, value, count)) in compact.members().enumerate() {
+        all |= 1 << i;
+        // The last printing counts; a value that is not a count as `raw_count` reads it.
+        let count = count.or_else(|| raw_count(value));
+        match key {
+            "input" => t.input = count,
+            "output" => t.output = count,
+            "reasoning" => t.reasoning = count,
+            "cache" => (t.cache_read, t.cache_write) = cache_counts(value),
+            _ => {}
+        }
+    }
+    t.object = compact.kept(all, |_, _| {}).ok()?;
+    Some((t, compact.text_len()))
+}
+
+/// [`read_tokens`] by the general reader: any object, any values.
+fn read_tokens_by_type(sc: &mut Scan<'_>) -> Res<Option<Tokens>> {
     if sc.peek() != Some(b'{') {
         return sc.check().map(|()| None);
     }
@@ -489,5 +522,55 @@ impl Meta {
             Some(n) if n != 0.0 => ToolCallStatus::Failed,
             _ => ToolCallStatus::Completed,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::json::raw_record::tests::{levels, nest, read_nested, usage_text};
+
+    /// What reading `text` (nested in `levels` arrays) with `read` gives: the counters, the
+    /// object's text, and the text read.
+    type TokensRead = Option<([Option<u64>; 5], Option<String>, String)>;
+
+    fn tokens_read(text: &str, levels: usize, read: fn(&mut Scan<'_>) -> Res<Option<Tokens>>) -> TokensRead {
+        let (tokens, text) = read_nested(text, levels, &mut |r| read(r))?;
+        let t = tokens.unwrap_or_default();
+        let counts = [t.input, t.output, t.reasoning, t.cache_read, t.cache_write];
+        Some((counts, t.object.map(|o| o.get().to_string()), text.to_string()))
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
+        /// A `tokens` object is read as the general reader reads it, whether the compact reading
+        /// took it or not.
+        #[test]
+        fn tokens_read_as_the_general_reader(
+            text in usage_text(&["input", "output", "reasoning", "cache", "total"]),
+            levels in levels(),
+        ) {
+            let text = nest(&text, levels);
+            proptest::prop_assert_eq!(
+                tokens_read(&text, levels, read_tokens),
+                tokens_read(&text, levels, read_tokens_by_type),
+                "{}", text
+            );
+        }
+    }
+
+    #[test]
+    fn opencode_tokens_are_read_compact() {
+        let text = r#"{"total":1242,"input":200,"output":35,"reasoning":7,"cache":{"write":0,"read":1000}}"#;
+        let (t, len) = compact_tokens(&mut Scan::new(text)).expect("compact");
+        assert_eq!(len, text.len());
+        assert_eq!(
+            [t.input, t.output, t.reasoning, t.cache_read, t.cache_write],
+            [Some(200), Some(35), Some(7), Some(1000), Some(0)]
+        );
+        assert_eq!(t.object.map(|o| o.get().to_string()).as_deref(), Some(text));
+        // A count too long for the compact reading is still read as `raw_count` reads it.
+        let text = r#"{"input":18446744073709551615}"#;
+        assert_eq!(compact_tokens(&mut Scan::new(text)).map(|(t, _)| t.input), Some(Some(u64::MAX)));
     }
 }
