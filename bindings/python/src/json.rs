@@ -19,8 +19,6 @@
 //! helpers) is first [normalized](agentstream_core::RawJson::normalized) the same way, never
 //! parsed by recursion without bound.
 
-use std::borrow::Cow;
-
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString};
@@ -67,6 +65,14 @@ struct Parser<'t> {
     depth: usize,
     /// A container past [`MAX_DEPTH`] was met (the text is normalized and parsed again).
     too_deep: bool,
+}
+
+/// Where a string read by [`Parser::string`] is: a range of the text (no escapes), or the
+/// scratch buffer (decoded; never copied out of it: it is turned into a Python string at once).
+#[derive(Clone, Copy)]
+enum StrAt {
+    Text(usize, usize),
+    Scratch,
 }
 
 /// `Ok(None)`: this parser does not take the text (the caller falls back to `json.loads`).
@@ -127,7 +133,7 @@ impl<'t> Parser<'t> {
                             return Ok(None);
                         }
                         let Some(key) = self.string()? else { return Ok(None) };
-                        let key = keys.get(py, &key);
+                        let key = keys.get(py, self.str_at(key));
                         if !self.eat(b':') {
                             return Ok(None);
                         }
@@ -165,7 +171,7 @@ impl<'t> Parser<'t> {
             b'"' => {
                 self.pos += 1;
                 let Some(s) = self.string()? else { return Ok(None) };
-                PyString::new(py, &s).into_any()
+                PyString::new(py, self.str_at(s)).into_any()
             }
             b't' if self.literal("true") => PyBool::new(py, true).to_owned().into_any(),
             b'f' if self.literal("false") => PyBool::new(py, false).to_owned().into_any(),
@@ -175,15 +181,15 @@ impl<'t> Parser<'t> {
         }))
     }
 
-    /// The string whose opening quote was just read; `None` for a lone surrogate escape or an
-    /// unterminated string. (Raw control characters cannot occur: serde_json refused them when
-    /// the core validated the text.)
-    fn string(&mut self) -> Parsed<Cow<'t, str>> {
+    /// The string whose opening quote was just read (read it with [`Parser::str_at`]); `None`
+    /// for a lone surrogate escape or an unterminated string. (Raw control characters cannot
+    /// occur: serde_json refused them when the core validated the text.)
+    fn string(&mut self) -> Parsed<StrAt> {
         let start = self.pos;
         let Some(end) = memchr::memchr2(b'"', b'\\', &self.b[start..]).map(|i| start + i) else { return Ok(None) };
         if self.b[end] == b'"' {
             self.pos = end + 1;
-            return Ok(Some(Cow::Borrowed(&self.text[start..end])));
+            return Ok(Some(StrAt::Text(start, end)));
         }
         self.buf.clear();
         let mut from = start;
@@ -234,7 +240,16 @@ impl<'t> Parser<'t> {
             };
             self.buf.push(c);
         }
-        Ok(Some(Cow::Owned(self.buf.clone())))
+        Ok(Some(StrAt::Scratch))
+    }
+
+    /// The text of a string [`Parser::string`] read: borrowed from the JSON text, or (with
+    /// escapes) from the scratch buffer it was decoded into, until the next string is read.
+    fn str_at(&self, at: StrAt) -> &str {
+        match at {
+            StrAt::Text(start, end) => &self.text[start..end],
+            StrAt::Scratch => &self.buf,
+        }
     }
 
     fn hex4(&self, at: usize) -> Option<u32> {
