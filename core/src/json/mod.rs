@@ -14,9 +14,12 @@
 //! | [`raw_record`] | verbatim records (`rawInput`, `rawOutput`, usage `extra`) as `RawJson`, without a `Value` tree |
 //! | [`in_place`] | serde reading into a struct the caller holds, and the seen-key sets of one-pass readers |
 //!
-//! `unsafe` is used twice, each block with a SAFETY comment naming the invariant and a test
-//! pinning it: [`text::unescape`] (its output is valid UTF-8) and [`raw_record::read_raw_json`]
-//! (the text is one whole JSON value without surrounding whitespace).
+//! `unsafe` is used five times, each block with a SAFETY comment naming the invariant and a
+//! test pinning it: [`text::unescape`] (its output is valid UTF-8), [`text::find_special`]'s
+//! SSE2 loads (inside the slice), the slices of a string's text between its quotes in
+//! [`scan::Scan::str`] and [`scan::JStr::printed`] (cut on character boundaries) and
+//! [`raw_record::read_raw_json`] (the text is one whole JSON value without surrounding
+//! whitespace).
 
 pub(crate) mod borrowed;
 pub(crate) mod in_place;
