@@ -150,16 +150,22 @@ pub(crate) fn object_text<'v>(members: impl Iterator<Item = (&'v str, Printed<'v
         text.push(':');
         match value {
             Printed::Text(s) => write_json_str(&mut text, s),
-            Printed::Raw(raw) if memchr::memchr(b'\r', raw.as_bytes()).is_some() => {
-                // The value was read whole, so it parses (see `anthropic::raw_json`).
-                let value: serde_json::Value = serde_json::from_str(raw).unwrap_or_default();
-                text.push_str(&value.to_string());
-            }
-            Printed::Raw(raw) => text.push_str(raw),
+            Printed::Raw(raw) => text.push_str(&without_cr(raw)),
         }
     }
     text.push('}');
     read_raw_json(text)
+}
+
+/// A value read whole by the [`Scan`] as an event may hold it: its text as printed, unless a
+/// carriage return sits between its tokens — then written compactly, so that an event never
+/// holds a raw CR (a reader splitting lines on CR, as Python's text mode does, would cut it).
+/// (Text that does not parse, which a value read whole never is, is left as printed.)
+pub(crate) fn without_cr(raw: &str) -> Cow<'_, str> {
+    if memchr::memchr(b'\r', raw.as_bytes()).is_none() {
+        return Cow::Borrowed(raw);
+    }
+    serde_json::from_str::<serde_json::Value>(raw).map_or(Cow::Borrowed(raw), |value| Cow::Owned(value.to_string()))
 }
 
 /// The object `{"key":value,…}` of distinct keys whose values are printed as `members` give
@@ -439,7 +445,7 @@ pub fn checked_raw(raw: &RawValue) -> Option<RawJson> {
 /// time (`RawJson::from_text` would: about as long as reading it).
 ///
 /// Callers pass only text that `json_of`, `Scan::check`/`checked_raw`/`raw` or
-/// `Scan::read_with_text` accepted whole; debug builds re-check it (serde_json's own
+/// `Scan::read_with_text` accepted whole (or [`without_cr`] wrote from such text); debug builds re-check it (serde_json's own
 /// `debug_assert` in `from_string_unchecked`).
 pub fn read_raw_json(text: String) -> RawJson {
     let is_ws = |c| matches!(c, ' ' | '\t' | '\n' | '\r');
@@ -677,6 +683,16 @@ pub(crate) mod tests {
             assert_eq!(compact(other), None, "{other}");
         }
         assert_eq!(seen, 4, "`also` saw the other members of the objects read whole, nothing of the others");
+    }
+
+    #[test]
+    fn a_value_with_a_carriage_return_between_tokens_is_written_compactly() {
+        assert!(matches!(without_cr(r#"{"a": [1, "x\r"]}"#), Cow::Borrowed(_)), "an escaped CR is no raw CR");
+        assert_eq!(without_cr("{\"a\":\r\n [1,\r\"x\"]}"), r#"{"a":[1,"x"]}"#);
+        assert_eq!(without_cr("\r\n7\r"), "7");
+        // Inside an object of members, the same rule (`object_text`).
+        let object = raw_members(&[("k", "{\"b\":\r2}"), ("n", "1")]);
+        assert_eq!(object.get(), r#"{"k":{"b":2},"n":1}"#);
     }
 
     #[test]

@@ -561,6 +561,15 @@ mod tests {
     }
 
     #[test]
+    fn a_tool_input_with_a_carriage_return_between_tokens_is_kept_compact() {
+        // A bare CR: a CR-LF would end the line.
+        let line = "{\"type\":\"assistant\",\"message\":{\"id\":\"m1\",\"content\":[{\"type\":\"tool_use\",\"id\":\"t1\",\"name\":\"Bash\",\"input\":{\"command\":\r \"ls\"}}]}}\n";
+        let evs = run(line);
+        let SessionUpdate::ToolCall(call) = &evs[0].update else { panic!("{evs:?}") };
+        assert_eq!(call.raw_input.as_ref().map(|r| r.get()), Some(r#"{"command":"ls"}"#));
+    }
+
+    #[test]
     fn grep_titles() {
         let input = r#"{"pattern":"foo","path":"/src","-i":true,"output_mode":"count","head_limit":5}"#;
         let call = ToolUse::new("t", "Grep", Some(input));

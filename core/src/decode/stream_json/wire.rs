@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::decode::LineOutcome;
 use crate::decode::classify_failure;
 use crate::event::{JsonObject, RawJson};
-use crate::json::raw_record::{CompactCounts, ObjectMembers, read_raw_json};
+use crate::json::raw_record::{CompactCounts, ObjectMembers, read_raw_json, without_cr};
 use crate::json::scan::{Bad, Res, Scan};
 use crate::json::text::raw_count;
 
@@ -650,15 +650,9 @@ pub(crate) const RESULT_KINDS: &[&str] = &[
 /// The block kinds that carry a tool call.
 pub(crate) const CALL_KINDS: &[&str] = &["tool_use", "server_tool_use", "mcp_tool_use"];
 
-/// A harness record read whole by the [`Scan`] ([`Scan::raw`]), kept as printed unless its text
-/// holds a carriage return between tokens: that record is written compactly instead, so that an
-/// event never holds a raw CR (a reader splitting lines on CR, as Python's text mode does, would
-/// cut it).
+/// A harness record read whole by the [`Scan`] ([`Scan::raw`]), as [`without_cr`] keeps it.
 pub(crate) fn raw_json(raw: &str) -> RawJson {
-    if memchr::memchr(b'\r', raw.as_bytes()).is_none() {
-        return read_raw_json(raw.to_owned());
-    }
-    serde_json::from_str::<Value>(raw).map_or_else(|_| read_raw_json(raw.to_owned()), |v| RawJson::from_value(&v))
+    read_raw_json(without_cr(raw).into_owned())
 }
 
 /// A record kept as text, read into a map (an empty map for none or for anything but an object).
