@@ -69,12 +69,14 @@ export declare class NativeDecoder {
   /** Feed text (encoded as UTF-8); returns a JSON array like `feed`. */
   feedString(text: string): string
   /**
-   * Feed bytes; returns the events of every line they complete as a tape `[text, words]`
-   * (read by `node/src/tape.ts`).
+   * Feed bytes; returns the events of every line they complete as a tape (read by
+   * `node/src/tape.ts`): its words are written into `words` when they fit before its last
+   * element, which then holds their count, and only the text is returned
+   * (`node/src/index.ts` keeps one such array per decoder); otherwise `[text, words]`.
    */
-  feedTape(bytes: Uint8Array): [string, Uint32Array]
-  /** Feed text (encoded as UTF-8); returns a tape like `feedTape`. */
-  feedStringTape(text: string): [string, Uint32Array]
+  feedTapeInto(bytes: Uint8Array, words: Uint32Array): string | [string, Uint32Array]
+  /** Feed text (encoded as UTF-8); returns the events like `feedTapeInto`. */
+  feedStringTapeInto(text: string, words: Uint32Array): string | [string, Uint32Array]
   /** `finish` as a tape. */
   finishTape(): [string, Uint32Array]
   /**

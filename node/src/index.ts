@@ -81,6 +81,11 @@ export const AGENTS: readonly AgentName[] = Object.freeze(call(() => native.agen
 /** The four channel names `on(...)` accepts. */
 export const CHANNELS: readonly Channel[] = Object.freeze(call(() => native.channelNames()) as Channel[]);
 
+/** `Decoder`'s array for tape words: 16 KiB at first (a 64 KiB chunk of most harnesses' output
+ * fits), doubled when a batch needs more, up to 4 MiB (larger batches bring their own). */
+const TAPE_WORDS_INITIAL = 4096;
+const TAPE_WORDS_MAX = 1 << 20;
+
 /** A tape of events from the addon (`[text, words]`, see `tape.ts`) → events; `shapes` are
  * those of the tape's writer (one native decoder, or a fresh set for a one-off call). */
 function events([text, words]: [string, Uint32Array], shapes: TapeShapes = new TapeShapes()): OutputEvent[] {
@@ -111,6 +116,9 @@ export class Decoder {
   readonly #raiseOnOversize: boolean;
   /** Diagnostics read by `onOversize: 'raise'` and not yet taken by the caller. */
   #pending: Diagnostic[] = [];
+  /** Where the native decoder writes each batch's tape words (their count in the last element),
+   * so that a batch makes no new `ArrayBuffer`; grown when a batch did not fit. */
+  #words = new Uint32Array(TAPE_WORDS_INITIAL);
 
   /**
    * @param agent `claude`, `codex`, `gemini`, `qwen`, `kimi`, `opencode` or `droid`
@@ -133,9 +141,20 @@ export class Decoder {
     this.#native = call(() => new native.NativeDecoder(name, max, redact));
   }
 
-  /** Events from a native tape; with `onOversize: 'raise'`, throws if a line was skipped. */
-  #deliver(tape: [string, Uint32Array]): OutputEvent[] {
-    const out = events(tape, this.#shapes);
+  /** Events from a native tape (the text alone when its words are in `#words`); with
+   * `onOversize: 'raise'`, throws if a line was skipped. */
+  #deliver(tape: string | [string, Uint32Array]): OutputEvent[] {
+    let out: OutputEvent[];
+    if (typeof tape === 'string') {
+      const words = this.#words;
+      out = words[0] === 0 ? [] : readEvents(tape, words, this.#shapes, words[words.length - 1]);
+    } else {
+      out = events(tape, this.#shapes);
+      const needed = tape[1].length + 1;
+      if (needed > this.#words.length && needed <= TAPE_WORDS_MAX) {
+        this.#words = new Uint32Array(2 ** Math.ceil(Math.log2(needed)));
+      }
+    }
     if (this.#raiseOnOversize) {
       const diags = JSON.parse(call(() => this.#native.takeDiagnosticsJson())) as Diagnostic[];
       this.#pending.push(...diags);
@@ -159,8 +178,11 @@ export class Decoder {
    */
   feed(chunk: DecoderInput): OutputEvent[] {
     const bytes = bytesOf(chunk, 'Decoder.feed()');
+    const words = this.#words;
     return this.#deliver(
-      call(() => (bytes ? this.#native.feedTape(bytes) : this.#native.feedStringTape(chunk as string))),
+      call(() =>
+        bytes ? this.#native.feedTapeInto(bytes, words) : this.#native.feedStringTapeInto(chunk as string, words),
+      ),
     );
   }
 

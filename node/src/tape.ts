@@ -108,13 +108,14 @@ class Reader {
   v = 0;
   readonly factories: Factory[];
 
+  /** `end`: where the tape's words end (a reused array holds more than one tape's worth). */
   constructor(
     readonly text: string,
     readonly words: Uint32Array,
     shapes: TapeShapes,
+    end: number = words.length,
   ) {
     // The trailer: new shapes (their keys at their own place in the text), the JSON values.
-    const end = words.length;
     const json = words[end - 1]!;
     const defined = words[end - 2]!;
     if (defined !== 0) {
@@ -195,9 +196,15 @@ class Reader {
   }
 }
 
-/** The events of one tape `[text, words]` of the writer whose shapes are `shapes`. */
-export function readEvents(text: string, words: Uint32Array, shapes: TapeShapes): OutputEvent[] {
-  const r = new Reader(text, words, shapes);
+/** The events of one tape `[text, words]` of the writer whose shapes are `shapes`; its words are
+ * `words[0, end)`. */
+export function readEvents(
+  text: string,
+  words: Uint32Array,
+  shapes: TapeShapes,
+  end: number = words.length,
+): OutputEvent[] {
+  const r = new Reader(text, words, shapes, end);
   const n = r.word();
   const out: OutputEvent[] = new Array<OutputEvent>(n);
   for (let k = 0; k < n; k++) out[k] = readEvent(r);

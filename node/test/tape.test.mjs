@@ -67,6 +67,25 @@ test('every golden input is read from the tape exactly as from the core JSON', (
   assert.ok(events > 1000, `only ${events} events compared`);
 });
 
+test('a batch too large for the decoder\'s tape array comes whole, and later batches still read right', () => {
+  // The decoder keeps one array for its tapes' words (16 KiB at first) and grows it after a batch
+  // that did not fit: every golden claude input many times over is one such batch, then the same
+  // again fits the grown array, then small chunks reuse it.
+  const lines = all.filter((i) => i.agent === 'claude').map((i) => readFileSync(i.file));
+  const once = Buffer.concat(lines.map((b) => (b.length && b[b.length - 1] !== 10 ? Buffer.concat([b, Buffer.from('\n')]) : b)));
+  const big = Buffer.concat(Array.from({ length: 40 }, () => once));
+  const tape = new Decoder('claude');
+  const json = new Decoder('claude');
+  let events = 0;
+  for (const [what, chunk] of [['first large batch', big], ['second large batch', big], ...[...Array(30).keys()].map((i) => [`small chunk ${i}`, once.subarray(i * 97, i * 97 + 97)])]) {
+    const viaTape = tape.feed(chunk);
+    const viaJson = JSON.parse(json.feedJson(chunk));
+    assertSame(viaTape, viaJson, what);
+    events += viaJson.length;
+  }
+  assert.ok(events > 4096, `only ${events} events: the large batches did not outgrow the array`);
+});
+
 test('every kind of update and field the goldens hold is covered', () => {
   const seen = new Set();
   const walk = (value, path) => {

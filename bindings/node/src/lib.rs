@@ -139,6 +139,22 @@ fn events_tape(env: &Env, tape: &mut tape::Tape, events: &[OutputEvent]) -> Resu
     tape::JsTape::new(env, tape).map_err(|e| internal(e.reason))
 }
 
+/// The events as a tape whose words go into the reader's `words` when they fit
+/// ([`tape::JsTape::reusing`]).
+fn events_tape_into(
+    env: &Env,
+    tape: &mut tape::Tape,
+    events: &[OutputEvent],
+    words: &mut Uint32ArraySlice<'_>,
+) -> Result<tape::JsTape, Code> {
+    tape.write_events(events);
+    // SAFETY: the slice is the typed array JavaScript passed to this call; no JavaScript runs
+    // until it returns (this is the JavaScript thread), so nothing else reads or writes it
+    // meanwhile, and it is not used after.
+    let words = unsafe { words.as_mut() };
+    tape::JsTape::reusing(env, tape, words).map_err(|e| internal(e.reason))
+}
+
 fn to_json<T: serde::Serialize>(value: &T) -> Result<String, Code> {
     serde_json::to_string(value).map_err(internal)
 }
@@ -183,17 +199,29 @@ impl NativeDecoder {
         guard(|| events_json(&self.inner.feed(text.as_bytes())))
     }
 
-    /// Feed bytes; returns the events of every line they complete as a tape `[text, words]`
-    /// (read by `node/src/tape.ts`).
-    #[napi(catch_unwind, ts_return_type = "[string, Uint32Array]")]
-    pub fn feed_tape(&mut self, env: &Env, bytes: &[u8]) -> Result<tape::JsTape, Code> {
-        guard(|| events_tape(env, &mut self.tape, &self.inner.feed(bytes)))
+    /// Feed bytes; returns the events of every line they complete as a tape (read by
+    /// `node/src/tape.ts`): its words are written into `words` when they fit before its last
+    /// element, which then holds their count, and only the text is returned
+    /// (`node/src/index.ts` keeps one such array per decoder); otherwise `[text, words]`.
+    #[napi(catch_unwind, ts_return_type = "string | [string, Uint32Array]")]
+    pub fn feed_tape_into(
+        &mut self,
+        env: &Env,
+        bytes: &[u8],
+        mut words: Uint32ArraySlice<'_>,
+    ) -> Result<tape::JsTape, Code> {
+        guard(|| events_tape_into(env, &mut self.tape, &self.inner.feed(bytes), &mut words))
     }
 
-    /// Feed text (encoded as UTF-8); returns a tape like `feedTape`.
-    #[napi(catch_unwind, ts_return_type = "[string, Uint32Array]")]
-    pub fn feed_string_tape(&mut self, env: &Env, text: String) -> Result<tape::JsTape, Code> {
-        guard(|| events_tape(env, &mut self.tape, &self.inner.feed(text.as_bytes())))
+    /// Feed text (encoded as UTF-8); returns the events like `feedTapeInto`.
+    #[napi(catch_unwind, ts_return_type = "string | [string, Uint32Array]")]
+    pub fn feed_string_tape_into(
+        &mut self,
+        env: &Env,
+        text: String,
+        mut words: Uint32ArraySlice<'_>,
+    ) -> Result<tape::JsTape, Code> {
+        guard(|| events_tape_into(env, &mut self.tape, &self.inner.feed(text.as_bytes()), &mut words))
     }
 
     /// `finish` as a tape.

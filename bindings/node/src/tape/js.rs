@@ -3,20 +3,44 @@
 use super::Tape;
 
 /// A tape as JavaScript gets it: the array `[text, words]`, a string and a `Uint32Array`, both
-/// copies in memory V8 owns (the [`Tape`]'s buffers are reused for the next batch). Made on the
+/// copies in memory V8 owns (the [`Tape`]'s buffers are reused for the next batch) — or, from
+/// [`JsTape::reusing`], the text alone, its words copied into the reader's own array. Made on the
 /// JavaScript thread, handed to JavaScript at once (a value of the current handle scope).
 pub struct JsTape(napi::sys::napi_value);
 
+/// The text of `tape` as a JavaScript string (a copy).
+fn text<'env>(env: &'env napi::Env, tape: &Tape) -> napi::Result<napi::JsString<'env>> {
+    if tape.ascii {
+        // Pure ASCII is valid Latin-1: V8 copies it without decoding UTF-8.
+        env.create_string_latin1(tape.text.as_bytes())
+    } else {
+        env.create_string(&tape.text)
+    }
+}
+
 impl JsTape {
+    /// The tape with its words copied into `words`, a `Uint32Array` the reader keeps and passes
+    /// on every call, when they fit before its last element, which then holds their count: the
+    /// value is then the text alone. Otherwise (too many words) the tape as [`JsTape::new`]
+    /// makes it. A new `ArrayBuffer` per batch was most of a small batch's cost in V8 (its
+    /// backing store, then its sweeping); a stream fed line by line makes one batch per line.
+    pub fn reusing(env: &napi::Env, tape: &Tape, words: &mut [u32]) -> napi::Result<JsTape> {
+        let n = tape.words.len();
+        match words.split_last_mut() {
+            Some((count, room)) if n <= room.len() => {
+                room[..n].copy_from_slice(&tape.words);
+                // Fits in a u32: `room` is a JavaScript typed array's length minus one.
+                *count = n as u32;
+                Ok(JsTape(napi::JsValue::raw(&text(env, tape)?)))
+            }
+            _ => JsTape::new(env, tape),
+        }
+    }
+
     /// Copy `tape` into JavaScript values.
     pub fn new(env: &napi::Env, tape: &Tape) -> napi::Result<JsTape> {
         use napi::sys;
-        let text = if tape.ascii {
-            // Pure ASCII is valid Latin-1: V8 copies it without decoding UTF-8.
-            env.create_string_latin1(tape.text.as_bytes())?
-        } else {
-            env.create_string(&tape.text)?
-        };
+        let text = text(env, tape)?;
         let words = &tape.words;
         let bytes = std::mem::size_of_val(words.as_slice());
         let mut data = std::ptr::null_mut();
