@@ -271,6 +271,7 @@ fn parse_command(agent: &str, max_line_bytes: usize, redact: bool, file: Option<
     let mut out = BufWriter::new(stdout.lock());
     let mut buf = vec![0u8; 64 * 1024];
     let mut events = Vec::new();
+    let mut text = String::new();
     loop {
         let n = match input.read(&mut buf) {
             Ok(0) => break,
@@ -282,22 +283,27 @@ fn parse_command(agent: &str, max_line_bytes: usize, redact: bool, file: Option<
             }
         };
         decoder.feed_into(&buf[..n], &mut events);
-        if write_events(&mut out, &mut events).is_err() {
+        if write_events(&mut out, &mut events, &mut text).is_err() {
             return ExitCode::SUCCESS; // stdout closed (e.g. piped into `head`)
         }
     }
     events.extend(decoder.finish());
-    if write_events(&mut out, &mut events).is_err() || out.flush().is_err() {
+    if write_events(&mut out, &mut events, &mut text).is_err() || out.flush().is_err() {
         return ExitCode::SUCCESS;
     }
     parse_report::finish(&mut decoder)
 }
 
-fn write_events(out: &mut impl Write, events: &mut Vec<agentstream_core::OutputEvent>) -> io::Result<()> {
-    // One text buffer for the whole chunk's events (`write_json` is serde_json's text, faster).
-    let mut text = String::new();
+/// A chunk's events as JSON lines, written at once; `text` is the buffer, reused from chunk to chunk.
+fn write_events(
+    out: &mut impl Write,
+    events: &mut Vec<agentstream_core::OutputEvent>,
+    text: &mut String,
+) -> io::Result<()> {
+    // `write_json` is serde_json's text, faster.
+    text.clear();
     for ev in events.drain(..) {
-        ev.write_json(&mut text);
+        ev.write_json(text);
         text.push('\n');
     }
     out.write_all(text.as_bytes())
