@@ -89,7 +89,7 @@ const TAPE_WORDS_MAX = 1 << 20;
 /** A tape of events from the addon (`[text, words]`, see `tape.ts`) → events; `shapes` are
  * those of the tape's writer (one native decoder, or a fresh set for a one-off call). */
 function events([text, words]: [string, Uint32Array], shapes: TapeShapes = new TapeShapes()): OutputEvent[] {
-  return words[0] === 0 ? [] : readEvents(text, words, shapes);
+  return readEvents(text, words, shapes);
 }
 
 /** Bytes of any binary input, without copying; `undefined` for text. */
@@ -147,7 +147,7 @@ export class Decoder {
     let out: OutputEvent[];
     if (typeof tape === 'string') {
       const words = this.#words;
-      out = words[0] === 0 ? [] : readEvents(tape, words, this.#shapes, words[words.length - 1]);
+      out = readEvents(tape, words, this.#shapes, words[words.length - 1]);
     } else {
       out = events(tape, this.#shapes);
       const needed = tape[1].length + 1;

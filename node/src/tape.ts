@@ -197,13 +197,14 @@ class Reader {
 }
 
 /** The events of one tape `[text, words]` of the writer whose shapes are `shapes`; its words are
- * `words[0, end)`. */
+ * `words[0, end)`. A tape of no events (its first word) defines no shapes: nothing to read. */
 export function readEvents(
   text: string,
   words: Uint32Array,
   shapes: TapeShapes,
   end: number = words.length,
 ): OutputEvent[] {
+  if (words[0] === 0) return [];
   const r = new Reader(text, words, shapes, end);
   const n = r.word();
   const out: OutputEvent[] = new Array<OutputEvent>(n);
