@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
+from pathlib import Path
 
 import agentstream
 
@@ -111,3 +113,70 @@ def test_the_garbage_collector_is_left_as_the_caller_set_it() -> None:
             assert gc.isenabled() is enabled
     finally:
         (gc.enable if was else gc.disable)()
+
+
+def large_input(agent: str, at_least: int = 256 * 1024) -> bytes:
+    """Every golden input of `agent` (each ending with a newline), repeated past `at_least` bytes:
+    large feeds of it decode on the core's helper thread (core/src/decode/overlapped.rs)."""
+    from conftest import GOLDEN
+
+    parts = [p.read_bytes() for p in sorted((GOLDEN / agent).glob("*.input.jsonl"))]
+    one = b"".join(p if p.endswith(b"\n") else p + b"\n" for p in parts)
+    return one * (at_least // len(one) + 1)
+
+
+def decode(agent: str, data: bytes, chunk: int) -> tuple[list[object], dict[str, int], list[object]]:
+    d = agentstream.Decoder(agent)
+    events = [ev for at in range(0, len(data), chunk) for ev in d.feed(data[at:at + chunk])]
+    events += d.finish()
+    return events, d.stats, d.diagnostics
+
+
+def test_large_feeds_give_what_small_ones_give() -> None:
+    # A 256 KiB feed decodes a piece at a time on the helper thread while the dicts of the pieces
+    # before are built; 4 KiB feeds decode on the caller's thread. Same events, stats, diagnostics.
+    for agent in ("claude", "codex", "gemini", "qwen", "kimi", "opencode", "droid"):
+        data = large_input(agent)
+        whole = decode(agent, data, len(data))
+        assert whole == decode(agent, data, 4096), agent
+        assert len(whole[0]) > 100, agent
+    if (os.cpu_count() or 1) > 1 and sys.platform == "linux":
+        # The large feeds above really went through the helper (named for its thread).
+        names = {(task / "comm").read_text().strip() for task in Path("/proc/self/task").iterdir()}
+        assert "agentstream-dec" in names, names
+
+
+def test_large_feeds_from_several_threads() -> None:
+    # Each thread its own decoder: one feed at a time holds the helper, the others decode on their
+    # own thread; every result is the single-threaded one.
+    data = large_input("claude")
+    expected = decode("claude", data, len(data))
+    results: list[object] = []
+
+    def work() -> None:
+        for _ in range(3):
+            results.append(decode("claude", data, 64 * 1024))
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads), "deadlock"
+    assert len(results) == 12 and all(r == expected for r in results)
+
+
+def test_a_forked_child_decodes_large_feeds() -> None:
+    # The helper thread is not in a forked child: the child starts its own instead of waiting
+    # on the parent's forever.
+    import signal
+
+    data = large_input("claude")
+    expected = len(decode("claude", data, len(data))[0])
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through its exit status
+        signal.alarm(60)
+        ok = len(decode("claude", data, len(data))[0]) == expected
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

@@ -26,19 +26,18 @@ mod wake;
 
 use std::cell::{Cell, RefCell};
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::mpsc::Receiver;
 use std::sync::{Mutex, MutexGuard, Once};
 
+use agentstream_core::decode::{HelperMessage, OverlappedDecoder};
 use agentstream_core::{
     Agent, Channel, DecodeStats, Decoder, DecoderOptions, Diagnostic, Error as CoreError, ErrorKind, HookEvent,
     LifecycleEvent, OutputEvent,
 };
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
+use pyo3::sync::{MutexExt, PyOnceLock};
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 use serde::Serialize;
-
-/// Inputs at least this large are decoded with the GIL released.
-const DETACH_THRESHOLD: usize = 64 * 1024;
 
 // ---------------------------------------------------------------------------------------------
 // Errors and panics
@@ -82,8 +81,14 @@ fn guard<T>(py: Python<'_>, f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
     GUARD_DEPTH.with(|d| d.set(d.get() - 1));
     match result {
         Ok(r) => r,
-        Err(_) => {
-            let msg = LAST_PANIC.with(|p| p.borrow_mut().take()).unwrap_or_else(|| "unknown panic".into());
+        Err(payload) => {
+            // A panic on the core's decode helper thread was reported by the hook there and
+            // raised again here: its message is the payload's.
+            let msg = LAST_PANIC
+                .with(|p| p.borrow_mut().take())
+                .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
             Err(raise(py, &CoreError::new(ErrorKind::Internal, format!("internal error in agentstream: {msg}"))))
         }
     }
@@ -200,23 +205,8 @@ impl<'py> Input<'py> {
 // ---------------------------------------------------------------------------------------------
 
 struct State {
-    decoder: Decoder,
+    decoder: OverlappedDecoder,
     diagnostics: Vec<Diagnostic>,
-}
-
-impl State {
-    /// Feed (or finish, when `bytes` is None); returns the events, the diagnostics new to this
-    /// call and how many lines it skipped as oversize.
-    fn step(&mut self, bytes: Option<&[u8]>) -> (Vec<OutputEvent>, Vec<Diagnostic>, u64) {
-        let oversize_before = self.decoder.stats().oversize_lines;
-        let events = match bytes {
-            Some(b) => self.decoder.feed(b),
-            None => self.decoder.finish(),
-        };
-        let new = self.decoder.take_diagnostics();
-        self.diagnostics.extend(new.iter().cloned());
-        (events, new, self.decoder.stats().oversize_lines - oversize_before)
-    }
 }
 
 /// A stateful decoder for one harness's stdout. See `agentstream.Decoder`.
@@ -230,10 +220,13 @@ struct PyDecoder {
 }
 
 impl PyDecoder {
-    fn lock(&self) -> MutexGuard<'_, State> {
+    /// The decoder's state, waited for with the GIL released: a thread in an overlapped feed
+    /// holds it while it builds events (with the GIL), so blocking on it with the GIL held
+    /// could deadlock.
+    fn lock(&self, py: Python<'_>) -> MutexGuard<'_, State> {
         // A panic while locked cannot leave the core decoder half-updated in a way that matters
         // more than the panic itself (already reported); keep serving.
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        self.state.lock_py_attached(py).unwrap_or_else(|p| p.into_inner())
     }
 
     fn run<'py>(&self, py: Python<'py>, input: Option<&Input<'py>>) -> PyResult<Bound<'py, PyList>> {
@@ -241,18 +234,36 @@ impl PyDecoder {
             Some(i) => Some(i.as_bytes()?),
             None => None,
         };
-        let large = bytes.is_some_and(|b| b.len() >= DETACH_THRESHOLD);
-        let (events, new_diags, oversize) = if large {
-            // The lock is taken and released without the GIL: never held while re-attaching.
-            // A panic in here unwinds through `detach` (which re-attaches) to the caller's guard.
-            py.detach(|| self.lock().step(bytes))
-        } else {
-            self.lock().step(bytes)
+        let mut state = self.lock(py);
+        let mut strings = self.strings.try_lock();
+        let mut own_strings = convert::Strings::default();
+        let strings = match &mut strings {
+            Ok(strings) => &mut **strings,
+            Err(_) => &mut own_strings,
         };
-        let list = match self.strings.try_lock() {
-            Ok(mut strings) => events_to_list(py, &events, &mut strings)?,
-            Err(_) => events_to_list(py, &events, &mut convert::Strings::default())?,
+        let oversize_before = state.decoder.stats().oversize_lines;
+        let list = match bytes {
+            Some(bytes) => {
+                // A large input decodes on the core's helper thread, a piece at a time, while
+                // this thread builds the previous piece's dicts; waiting for a piece releases
+                // the GIL. A small one decodes here, in one batch.
+                let list = PyList::empty(py);
+                let mut wait = |rx: &mut Receiver<HelperMessage>| py.detach(move || rx.recv().ok());
+                state.decoder.feed_overlapped(bytes, &mut wait, |events| {
+                    let _gc = convert::GcPause::new(py);
+                    for ev in &events {
+                        list.append(convert::output_event(py, ev, strings)?)?;
+                    }
+                    Ok::<_, PyErr>(())
+                })?;
+                list
+            }
+            None => events_to_list(py, &state.decoder.finish(), strings)?,
         };
+        let new_diags = state.decoder.take_diagnostics();
+        state.diagnostics.extend(new_diags.iter().cloned());
+        let oversize = state.decoder.stats().oversize_lines - oversize_before;
+        drop(state);
         if self.raise_on_oversize && oversize > 0 {
             // The core reports an oversize line as a diagnostic that already says what to do.
             let diag = new_diags.iter().rev().find(|d| d.message.contains("max_line_bytes"));
@@ -304,7 +315,10 @@ impl PyDecoder {
             Ok(PyDecoder {
                 agent,
                 raise_on_oversize,
-                state: Mutex::new(State { decoder: Decoder::with_options(agent, options), diagnostics: Vec::new() }),
+                state: Mutex::new(State {
+                    decoder: OverlappedDecoder::new(Decoder::with_options(agent, options)),
+                    diagnostics: Vec::new(),
+                }),
                 strings: Mutex::new(convert::Strings::default()),
             })
         })
@@ -331,7 +345,7 @@ impl PyDecoder {
     #[getter]
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         guard(py, || {
-            let stats: DecodeStats = *self.lock().decoder.stats();
+            let stats: DecodeStats = *self.lock(py).decoder.stats();
             to_py(py, &stats)
         })
     }
@@ -339,23 +353,23 @@ impl PyDecoder {
     #[getter]
     fn diagnostics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         guard(py, || {
-            let diags = self.lock().diagnostics.clone();
+            let diags = self.lock(py).diagnostics.clone();
             to_py(py, &diags)
         })
     }
 
     #[getter]
-    fn session_id(&self) -> Option<String> {
-        self.lock().decoder.session_id().map(str::to_string)
+    fn session_id(&self, py: Python<'_>) -> Option<String> {
+        self.lock(py).decoder.session_id().map(str::to_string)
     }
 
     #[getter]
-    fn has_partial_line(&self) -> bool {
-        self.lock().decoder.has_partial_line()
+    fn has_partial_line(&self, py: Python<'_>) -> bool {
+        self.lock(py).decoder.has_partial_line()
     }
 
-    fn __repr__(&self) -> String {
-        let state = self.lock();
+    fn __repr__(&self, py: Python<'_>) -> String {
+        let state = self.lock(py);
         format!("<agentstream.Decoder agent={:?} {}>", self.agent.name(), state.decoder.stats().summary())
     }
 }

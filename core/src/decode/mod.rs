@@ -37,6 +37,7 @@ use crate::sanitize::Sanitizer;
 
 pub mod context;
 mod id_set;
+mod overlapped;
 mod task_list;
 
 mod claude;
@@ -49,6 +50,7 @@ mod qwen;
 mod stream_json;
 
 pub use context::DecodeContext;
+pub use overlapped::{HelperMessage, OVERLAP_MIN_BYTES, OverlappedDecoder, PIECE_BYTES, Wait};
 
 /// The harness CLIs agentstream understands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
