@@ -108,3 +108,25 @@ def test_records_in_events_are_converted_the_same_way() -> None:
             '[{"type":"tool_use","id":"t1","name":"Bash","input":' + raw + '}]},"session_id":"s"}\n')
     [event] = agentstream.Decoder("claude").feed(line.encode())
     assert same(event["update"]["rawInput"], json.loads(raw))
+
+
+def test_object_keys_come_from_the_key_cache_unmixed() -> None:
+    # Object keys come from a per-decoder cache of Python strings (convert.rs, Keys; bounded in
+    # keys and in key length): keys that share both ends, differ in one byte anywhere, hold NUL
+    # or non-ASCII, or pass the length bound must each come out as themselves, on first sight
+    # and from the cache, past the cache's bound, in one record and across events.
+    keys = ["", "a", "a\u0000", "ab", "abcdefgh", "abcdefghi", "abcdefgh_", "abcdefgh_abcdefg",
+            "abcdefgh_abcdefh", "abcdefghXabcdefgh", "abcdefghYabcdefgh", "é", "éé", "k" * 64,
+            "k" * 63 + "j", "k" * 65, "k" * 64 + "j"]
+    keys += [f"key{i:05d}" for i in range(3000)]  # more than the cache's slots: keys take turns
+    record = {k: i for i, k in enumerate(keys)}
+    text = json.dumps([record, record, {k: [record] for k in keys[:20]}])
+    assert same(_native._raw_json_to_py(text), json.loads(text))
+    decoder = agentstream.Decoder("claude", redact=False)
+    for round_ in range(3):
+        raw = json.dumps({k: round_ for k in reversed(keys[:40])} | record)
+        line = ('{"type":"assistant","message":{"id":"m","type":"message","role":"assistant","model":"x",'
+                '"content":[{"type":"tool_use","id":"t%d","name":"Bash","input":%s}]},"session_id":"s"}\n'
+                % (round_, raw))
+        [event] = decoder.feed(line.encode())
+        assert same(event["update"]["rawInput"], json.loads(raw)), round_
