@@ -29,6 +29,10 @@ use crate::event::OutputEvent;
 /// the events early, large enough to be one message among some sixteen per 64 KiB.
 pub const PIECE_BYTES: usize = 4 * 1024;
 
+/// The most input handed to the helper at once (cut at the next line end): a larger feed goes
+/// over in windows of this size, one after the other, so its copy stays this small.
+pub const WINDOW_BYTES: usize = 1024 * 1024;
+
 /// Inputs smaller than this decode on the caller's thread: handing the input over and waking
 /// the helper costs tens of microseconds, more than overlapping a small feed saves.
 pub const OVERLAP_MIN_BYTES: usize = 32 * 1024;
@@ -77,19 +81,53 @@ impl OverlappedDecoder {
             let events = self.feed(bytes);
             return if events.is_empty() { Ok(()) } else { take(events) };
         };
+        let mut result = Ok(());
+        let mut take_panic = None;
+        let mut on_events = |events: Vec<OutputEvent>| {
+            if result.is_ok() && take_panic.is_none() {
+                match catch_unwind(AssertUnwindSafe(|| take(events))) {
+                    Ok(r) => result = r,
+                    Err(panic) => take_panic = Some(panic),
+                }
+            }
+        };
+        // A window at a time, so the copy handed over stays small whatever the input's size.
+        let mut helper_panic = None;
+        for window in pieces(bytes, WINDOW_BYTES) {
+            helper_panic = self.window_on_helper(&helper, window, wait, &mut on_events);
+            if helper_panic.is_some() {
+                break;
+            }
+        }
+        helper.release();
+        if let Some(panic) = helper_panic.or(take_panic) {
+            resume_unwind(panic);
+        }
+        result
+    }
+
+    /// Decode `window` on the helper (held by this feed), its events to `on_events` as they
+    /// come; the helper's panic, if decoding panicked.
+    fn window_on_helper(
+        &mut self,
+        helper: &Helper,
+        window: &[u8],
+        wait: &mut Wait<'_>,
+        on_events: &mut dyn FnMut(Vec<OutputEvent>),
+    ) -> Option<Box<dyn Any + Send>> {
         let (out, mut rx) = mpsc::channel();
         let decoder = self.decoder.take().expect("the decoder is back from the helper");
-        let job = Job { decoder, bytes: bytes.to_vec(), out };
+        let job = Job { decoder, bytes: window.to_vec(), out };
         if let Err(mpsc::SendError(job)) = helper.jobs.send(job) {
             // The helper thread is gone (it never exits on its own): decode here.
             self.decoder = Some(job.decoder);
-            helper.release();
-            let events = self.feed(bytes);
-            return if events.is_empty() { Ok(()) } else { take(events) };
+            let events = self.feed(window);
+            if !events.is_empty() {
+                on_events(events);
+            }
+            return None;
         }
-        let mut result = Ok(());
-        let mut take_panic = None;
-        let (decoder, helper_panic) = loop {
+        loop {
             let message = match rx.try_recv() {
                 Ok(m) => Some(m),
                 Err(TryRecvError::Empty) => wait(&mut rx),
@@ -100,23 +138,13 @@ impl OverlappedDecoder {
                 panic!("the decode helper stopped in the middle of a feed; this decoder is lost");
             };
             match message {
-                Message::Events(events) => {
-                    if result.is_ok() && take_panic.is_none() {
-                        match catch_unwind(AssertUnwindSafe(|| take(events))) {
-                            Ok(r) => result = r,
-                            Err(panic) => take_panic = Some(panic),
-                        }
-                    }
+                Message::Events(events) => on_events(events),
+                Message::Done(decoder, panic) => {
+                    self.decoder = Some(decoder);
+                    return panic;
                 }
-                Message::Done(decoder, panic) => break (decoder, panic),
             }
-        };
-        self.decoder = Some(decoder);
-        helper.release();
-        if let Some(panic) = helper_panic.or(take_panic) {
-            resume_unwind(panic);
         }
-        result
     }
 }
 
@@ -271,6 +299,25 @@ mod tests {
             assert_eq!(serde_json::to_string(&got).unwrap(), serde_json::to_string(&expected).unwrap());
             assert_eq!(overlapped.stats(), plain.stats());
         }
+    }
+
+    #[test]
+    fn an_input_larger_than_a_window_goes_over_in_windows() {
+        let one = large_input();
+        let input = one.repeat(WINDOW_BYTES.div_ceil(one.len()) * 2 + 1);
+        assert!(input.len() > 2 * WINDOW_BYTES);
+        let mut plain = Decoder::new(Agent::Claude);
+        let expected = plain.feed(&input);
+        let mut overlapped = OverlappedDecoder::new(Decoder::new(Agent::Claude));
+        let mut got = Vec::new();
+        let r: Result<(), ()> = overlapped.feed_overlapped(&input, &mut block, |batch| {
+            got.extend(batch);
+            Ok(())
+        });
+        assert!(r.is_ok());
+        assert_eq!(got.len(), expected.len());
+        assert_eq!(serde_json::to_string(&got).unwrap(), serde_json::to_string(&expected).unwrap());
+        assert_eq!(overlapped.stats(), plain.stats());
     }
 
     #[test]
