@@ -29,8 +29,8 @@ use crate::event::OutputEvent;
 /// the events early, large enough to be one message among some sixteen per 64 KiB.
 pub const PIECE_BYTES: usize = 4 * 1024;
 
-/// The most input handed to the helper at once (cut at the next line end): a larger feed goes
-/// over in windows of this size, one after the other, so its copy stays this small.
+/// The most input handed to the helper at once: a larger feed goes over in windows of this
+/// size, one after the other, so its copy stays this small even for one huge line.
 pub const WINDOW_BYTES: usize = 1024 * 1024;
 
 /// Inputs smaller than this decode on the caller's thread: handing the input over and waking
@@ -91,9 +91,10 @@ impl OverlappedDecoder {
                 }
             }
         };
-        // A window at a time, so the copy handed over stays small whatever the input's size.
+        // A window at a time, so the copy handed over stays small whatever the input's size (a
+        // window may end inside a line: the decoder holds partial lines across feeds).
         let mut helper_panic = None;
-        for window in pieces(bytes, WINDOW_BYTES) {
+        for window in bytes.chunks(WINDOW_BYTES) {
             helper_panic = self.window_on_helper(&helper, window, wait, &mut on_events);
             if helper_panic.is_some() {
                 break;
@@ -316,6 +317,27 @@ mod tests {
         });
         assert!(r.is_ok());
         assert_eq!(got.len(), expected.len());
+        assert_eq!(serde_json::to_string(&got).unwrap(), serde_json::to_string(&expected).unwrap());
+        assert_eq!(overlapped.stats(), plain.stats());
+    }
+
+    #[test]
+    fn a_line_longer_than_a_window_is_decoded_whole() {
+        let text = "x".repeat(WINDOW_BYTES * 2);
+        let line = format!(
+            r#"{{"type":"assistant","message":{{"id":"m","content":[{{"type":"text","text":"{text}"}}]}},"session_id":"s"}}"#
+        );
+        let input = format!("{line}\n{line}\n");
+        let mut plain = Decoder::new(Agent::Claude);
+        let expected = plain.feed(input.as_bytes());
+        assert_eq!(expected.len(), 2);
+        let mut overlapped = OverlappedDecoder::new(Decoder::new(Agent::Claude));
+        let mut got = Vec::new();
+        let r: Result<(), ()> = overlapped.feed_overlapped(input.as_bytes(), &mut block, |batch| {
+            got.extend(batch);
+            Ok(())
+        });
+        assert!(r.is_ok());
         assert_eq!(serde_json::to_string(&got).unwrap(), serde_json::to_string(&expected).unwrap());
         assert_eq!(overlapped.stats(), plain.stats());
     }
