@@ -8,6 +8,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 import agentstream
 
 LINE = b'{"type":"assistant","message":{"content":[{"type":"text","text":"hello world"}]}}\n'
@@ -180,3 +182,27 @@ def test_a_forked_child_decodes_large_feeds() -> None:
         os._exit(0 if ok else 1)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads the thread names in /proc")
+def test_the_helper_can_be_turned_off_for_a_process() -> None:
+    # AGENTSTREAM_DECODE_HELPER=off: every feed decodes on its caller's thread (no helper thread
+    # is started), with the same events.
+    import subprocess
+
+    script = (
+        "import sys, pathlib, agentstream\n"
+        "sys.path.insert(0, sys.argv[1])\n"
+        "from test_decoder import decode, large_input\n"
+        "data = large_input('claude')\n"
+        "events = decode('claude', data, len(data))[0]\n"
+        "names = {(t / 'comm').read_text().strip() for t in pathlib.Path('/proc/self/task').iterdir()}\n"
+        "print(len(events), 'agentstream-dec' in names)\n"
+    )
+    here = str(Path(__file__).parent)
+    expected = len(decode("claude", large_input("claude"), 1 << 20)[0])
+    for value, started in (("off", False), ("0", False), ("on", (os.cpu_count() or 1) > 1)):
+        env = {**os.environ, "AGENTSTREAM_DECODE_HELPER": value}
+        out = subprocess.run([sys.executable, "-c", script, here], env=env, capture_output=True, text=True,
+                             check=True, timeout=120).stdout.split()
+        assert out == [str(expected), str(started)], (value, out)

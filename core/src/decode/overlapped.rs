@@ -13,7 +13,8 @@
 //! travels to the helper and back (boxed), so nothing is borrowed across threads. There is one
 //! helper per process, started on first use and parked between feeds; a feed decodes on the
 //! caller's thread instead when the input is small ([`OVERLAP_MIN_BYTES`]), when the machine
-//! has one CPU, or when the helper is busy with another decoder's feed.
+//! has one CPU, when the process turned the helper off ([`HELPER_ENV`]), or when the helper is
+//! busy with another decoder's feed.
 
 use std::any::Any;
 use std::ops::{Deref, DerefMut};
@@ -36,6 +37,11 @@ pub const WINDOW_BYTES: usize = 1024 * 1024;
 /// Inputs smaller than this decode on the caller's thread: handing the input over and waking
 /// the helper costs tens of microseconds, more than overlapping a small feed saves.
 pub const OVERLAP_MIN_BYTES: usize = 32 * 1024;
+
+/// The environment variable that turns the helper off for the process when set to `0`, `off`,
+/// `false` or `no` (read once, at the first large feed): every feed then decodes on its caller's
+/// thread, for the least CPU rather than the soonest events (many processes decoding at once).
+pub const HELPER_ENV: &str = "AGENTSTREAM_DECODE_HELPER";
 
 /// What the helper sends back during a feed (opaque: the caller's `wait` only receives it).
 pub struct HelperMessage(Message);
@@ -197,12 +203,17 @@ struct Helper {
 }
 
 impl Helper {
-    /// The helper, reserved for one feed; `None` on a one-CPU machine, when it is busy, or
-    /// when no thread can be started.
+    /// The helper, reserved for one feed; `None` on a one-CPU machine, when the process turned
+    /// it off ([`HELPER_ENV`]), when it is busy, or when no thread can be started.
     fn claim() -> Option<Arc<Helper>> {
-        static SEVERAL_CPUS: OnceLock<bool> = OnceLock::new();
+        static WANTED: OnceLock<bool> = OnceLock::new();
         static HELPER: Mutex<Option<Arc<Helper>>> = Mutex::new(None);
-        if !*SEVERAL_CPUS.get_or_init(|| std::thread::available_parallelism().is_ok_and(|n| n.get() > 1)) {
+        let wanted = WANTED.get_or_init(|| {
+            let off = std::env::var(HELPER_ENV)
+                .is_ok_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "0" | "off" | "false" | "no"));
+            !off && std::thread::available_parallelism().is_ok_and(|n| n.get() > 1)
+        });
+        if !*wanted {
             return None;
         }
         let pid = std::process::id();
