@@ -324,7 +324,9 @@ impl PyDecoder {
         })
     }
 
-    /// Feed a chunk of stdout; returns the events of every line it completed.
+    /// Feed a chunk of stdout; returns the events of every line it completed. A chunk of
+    /// 32 KiB or more decodes on the core's decode helper thread while this thread builds the
+    /// dicts (docs/python.md).
     fn feed<'py>(&self, py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
         guard(py, || {
             let input = Input::from_py(py, data)?;
