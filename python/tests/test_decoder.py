@@ -206,3 +206,14 @@ def test_the_helper_can_be_turned_off_for_a_process() -> None:
         out = subprocess.run([sys.executable, "-c", script, here], env=env, capture_output=True, text=True,
                              check=True, timeout=120).stdout.split()
         assert out == [str(expected), str(started)], (value, out)
+
+
+def test_large_inputs_release_the_gil_without_the_helper_too() -> None:
+    # With the helper off a large feed decodes on the caller's thread, the GIL released meanwhile.
+    import subprocess
+
+    env = {**os.environ, "AGENTSTREAM_DECODE_HELPER": "off"}
+    test = f"{__file__}::test_large_inputs_release_the_gil"
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", test], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr

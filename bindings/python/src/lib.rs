@@ -26,10 +26,9 @@ mod wake;
 
 use std::cell::{Cell, RefCell};
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::mpsc::Receiver;
 use std::sync::{Mutex, MutexGuard, Once};
 
-use agentstream_core::decode::{HelperMessage, OverlappedDecoder};
+use agentstream_core::decode::OverlappedDecoder;
 use agentstream_core::{
     Agent, Channel, DecodeStats, Decoder, DecoderOptions, Diagnostic, Error as CoreError, ErrorKind, HookEvent,
     LifecycleEvent, OutputEvent,
@@ -245,11 +244,12 @@ impl PyDecoder {
         let list = match bytes {
             Some(bytes) => {
                 // A large input decodes on the core's helper thread, a piece at a time, while
-                // this thread builds the previous piece's dicts; waiting for a piece releases
-                // the GIL. A small one decodes here, in one batch.
+                // this thread builds the previous piece's dicts; waiting for a piece (or, without
+                // the helper, decoding a large input here) releases the GIL. A small one decodes
+                // here, in one batch.
                 let list = PyList::empty(py);
-                let mut wait = |rx: &mut Receiver<HelperMessage>| py.detach(move || rx.recv().ok());
-                state.decoder.feed_overlapped(bytes, &mut wait, |events| {
+                let mut blocking = |section: &mut (dyn FnMut() + Send)| py.detach(section);
+                state.decoder.feed_overlapped(bytes, &mut blocking, |events| {
                     let _gc = convert::GcPause::new(py);
                     for ev in &events {
                         list.append(convert::output_event(py, ev, strings)?)?;

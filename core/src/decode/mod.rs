@@ -50,9 +50,7 @@ mod qwen;
 mod stream_json;
 
 pub use context::DecodeContext;
-pub use overlapped::{
-    HELPER_ENV, HelperMessage, OVERLAP_MIN_BYTES, OverlappedDecoder, PIECE_BYTES, WINDOW_BYTES, Wait,
-};
+pub use overlapped::{Blocking, HELPER_ENV, OVERLAP_MIN_BYTES, OverlappedDecoder, PIECE_BYTES, WINDOW_BYTES};
 
 /// The harness CLIs agentstream understands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -20,7 +20,7 @@ use std::any::Any;
 use std::ops::{Deref, DerefMut};
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
+use std::sync::mpsc::{self, Sender, TryRecvError};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use super::Decoder;
@@ -43,8 +43,8 @@ pub const OVERLAP_MIN_BYTES: usize = 32 * 1024;
 /// thread, for the least CPU rather than the soonest events (many processes decoding at once).
 pub const HELPER_ENV: &str = "AGENTSTREAM_DECODE_HELPER";
 
-/// What the helper sends back during a feed (opaque: the caller's `wait` only receives it).
-pub struct HelperMessage(Message);
+/// What the helper sends back during a feed.
+struct HelperMessage(Message);
 
 enum Message {
     /// The events of one piece.
@@ -53,9 +53,11 @@ enum Message {
     Done(Box<Decoder>, Option<Box<dyn Any + Send>>),
 }
 
-/// How the caller waits for the helper when nothing is ready: block on the receiver
-/// (`|rx| rx.recv().ok()`; a binding releases its interpreter's lock around the wait).
-pub type Wait<'w> = dyn FnMut(&mut Receiver<HelperMessage>) -> Option<HelperMessage> + 'w;
+/// How the caller runs a blocking section — waiting for the helper, or decoding a large feed
+/// on its own thread when the helper is not available: `|section| section()`, or that with a
+/// language's interpreter lock released (Python: `py.detach`), so its other threads run
+/// meanwhile. The section touches no object of the language.
+pub type Blocking<'b> = dyn FnMut(&mut (dyn FnMut() + Send)) + 'b;
 
 /// A [`Decoder`] (it derefs to one) whose large feeds can decode on the helper thread.
 pub struct OverlappedDecoder {
@@ -71,7 +73,8 @@ impl OverlappedDecoder {
 
     /// Feed `bytes` as [`Decoder::feed`] does; `take` gets the events on the calling thread, in
     /// order, a batch per piece as the helper decodes them (or all at once when the feed
-    /// decodes here; never called with an empty batch).
+    /// decodes here; never called with an empty batch). Waiting for the helper, and decoding a
+    /// large feed here when the helper is not available, run through `blocking`.
     ///
     /// When `take` fails, the rest of the input is still decoded (the decoder's state stays
     /// that of the whole input) but its events are not taken; the first error is returned. A
@@ -79,12 +82,18 @@ impl OverlappedDecoder {
     pub fn feed_overlapped<E>(
         &mut self,
         bytes: &[u8],
-        wait: &mut Wait<'_>,
+        blocking: &mut Blocking<'_>,
         mut take: impl FnMut(Vec<OutputEvent>) -> Result<(), E>,
     ) -> Result<(), E> {
-        let helper = if bytes.len() >= OVERLAP_MIN_BYTES { Helper::claim() } else { None };
-        let Some(helper) = helper else {
+        if bytes.len() < OVERLAP_MIN_BYTES {
             let events = self.feed(bytes);
+            return if events.is_empty() { Ok(()) } else { take(events) };
+        }
+        let Some(helper) = Helper::claim() else {
+            // A large feed decoded here all the same: as a blocking section.
+            let decoder: &mut Decoder = self;
+            let mut events = Vec::new();
+            blocking(&mut || events = decoder.feed(bytes));
             return if events.is_empty() { Ok(()) } else { take(events) };
         };
         let mut result = Ok(());
@@ -101,7 +110,7 @@ impl OverlappedDecoder {
         // window may end inside a line: the decoder holds partial lines across feeds).
         let mut helper_panic = None;
         for window in bytes.chunks(WINDOW_BYTES) {
-            helper_panic = self.window_on_helper(&helper, window, wait, &mut on_events);
+            helper_panic = self.window_on_helper(&helper, window, blocking, &mut on_events);
             if helper_panic.is_some() {
                 break;
             }
@@ -119,7 +128,7 @@ impl OverlappedDecoder {
         &mut self,
         helper: &Helper,
         window: &[u8],
-        wait: &mut Wait<'_>,
+        blocking: &mut Blocking<'_>,
         on_events: &mut dyn FnMut(Vec<OutputEvent>),
     ) -> Option<Box<dyn Any + Send>> {
         let (out, mut rx) = mpsc::channel();
@@ -137,7 +146,12 @@ impl OverlappedDecoder {
         loop {
             let message = match rx.try_recv() {
                 Ok(m) => Some(m),
-                Err(TryRecvError::Empty) => wait(&mut rx),
+                Err(TryRecvError::Empty) => {
+                    let mut message = None;
+                    let (receiver, slot) = (&mut rx, &mut message);
+                    blocking(&mut move || *slot = receiver.recv().ok());
+                    message
+                }
                 Err(TryRecvError::Disconnected) => None,
             };
             let Some(HelperMessage(message)) = message else {
@@ -286,8 +300,8 @@ mod tests {
         input
     }
 
-    fn block(rx: &mut Receiver<HelperMessage>) -> Option<HelperMessage> {
-        rx.recv().ok()
+    fn block(section: &mut (dyn FnMut() + Send)) {
+        section()
     }
 
     #[test]
