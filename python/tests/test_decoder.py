@@ -72,9 +72,10 @@ def test_large_inputs_release_the_gil() -> None:
         stop.set()
         t.join()
         sys.setswitchinterval(old)
-    # Another Python thread keeps running while Rust decodes (thousands of ticks per second);
-    # with the GIL held it would get at most a tick or two at the edges of each call.
-    assert max(runs) > 1000, runs
+    # Another Python thread keeps running while Rust decodes (hundreds of thousands of ticks per
+    # second here); with the GIL held it only runs at the edges of the call and between
+    # switch intervals: a few thousand ticks per second (measured: 2,000-3,300).
+    assert max(runs) > 30_000, runs
 
 
 def test_threads_sharing_a_decoder_do_not_deadlock() -> None:
