@@ -115,7 +115,7 @@ impl OverlappedDecoder {
                 break;
             }
         }
-        helper.release();
+        drop(helper);
         if let Some(panic) = helper_panic.or(take_panic) {
             resume_unwind(panic);
         }
@@ -219,7 +219,7 @@ struct Helper {
 impl Helper {
     /// The helper, reserved for one feed; `None` on a one-CPU machine, when the process turned
     /// it off ([`HELPER_ENV`]), when it is busy, or when no thread can be started.
-    fn claim() -> Option<Arc<Helper>> {
+    fn claim() -> Option<Claim> {
         static WANTED: OnceLock<bool> = OnceLock::new();
         static HELPER: Mutex<Option<Arc<Helper>>> = Mutex::new(None);
         let wanted = WANTED.get_or_init(|| {
@@ -247,11 +247,25 @@ impl Helper {
                 }
             }
         };
-        helper.busy.compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire).is_ok().then_some(helper)
+        let free = helper.busy.compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire).is_ok();
+        free.then_some(Claim(helper))
     }
+}
 
-    fn release(&self) {
-        self.busy.store(false, Ordering::Release);
+/// The helper, held by one feed until dropped (on every path out of the feed, unwinding too).
+struct Claim(Arc<Helper>);
+
+impl Deref for Claim {
+    type Target = Helper;
+
+    fn deref(&self) -> &Helper {
+        &self.0
+    }
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        self.0.busy.store(false, Ordering::Release);
     }
 }
 
@@ -387,7 +401,7 @@ mod tests {
                 Message::Done(decoder, panic) => break (decoder, panic),
             }
         };
-        helper.release();
+        drop(helper);
         assert!(done.1.is_none());
         assert!(batches > 2, "{batches} batches for {} bytes", input.len());
         assert_eq!(done.0.stats().bytes, input.len() as u64);
