@@ -150,14 +150,14 @@ fn to_py<'py, T: Serialize + ?Sized>(py: Python<'py>, value: &T) -> PyResult<Bou
     })
 }
 
-fn events_to_list<'py>(
-    py: Python<'py>,
-    events: &[OutputEvent],
-    strings: &mut convert::Strings,
-) -> PyResult<Bound<'py, PyList>> {
+/// Append the dicts of `events` to `list` (the collector held off meanwhile).
+fn append_events(list: &Bound<'_, PyList>, events: &[OutputEvent], strings: &mut convert::Strings) -> PyResult<()> {
+    let py = list.py();
     let _gc = convert::GcPause::new(py);
-    let items = events.iter().map(|ev| convert::output_event(py, ev, strings)).collect::<PyResult<Vec<_>>>()?;
-    PyList::new(py, items)
+    for ev in events {
+        list.append(convert::output_event(py, ev, strings)?)?;
+    }
+    Ok(())
 }
 
 fn parse_agent(py: Python<'_>, name: &str) -> PyResult<Agent> {
@@ -234,32 +234,28 @@ impl PyDecoder {
             None => None,
         };
         let mut state = self.lock(py);
-        let mut strings = self.strings.try_lock();
-        let mut own_strings = convert::Strings::default();
-        let strings = match &mut strings {
-            Ok(strings) => &mut **strings,
-            Err(_) => &mut own_strings,
+        let mut held = self.strings.try_lock();
+        let mut fresh;
+        let strings = match held.as_deref_mut() {
+            Ok(strings) => strings,
+            Err(_) => {
+                fresh = convert::Strings::default();
+                &mut fresh
+            }
         };
         let oversize_before = state.decoder.stats().oversize_lines;
-        let list = match bytes {
+        let list = PyList::empty(py);
+        match bytes {
             Some(bytes) => {
                 // A large input decodes on the core's helper thread, a piece at a time, while
                 // this thread builds the previous piece's dicts; waiting for a piece (or, without
                 // the helper, decoding a large input here) releases the GIL. A small one decodes
                 // here, in one batch.
-                let list = PyList::empty(py);
                 let mut blocking = |section: &mut (dyn FnMut() + Send)| py.detach(section);
-                state.decoder.feed_overlapped(bytes, &mut blocking, |events| {
-                    let _gc = convert::GcPause::new(py);
-                    for ev in &events {
-                        list.append(convert::output_event(py, ev, strings)?)?;
-                    }
-                    Ok::<_, PyErr>(())
-                })?;
-                list
+                state.decoder.feed_overlapped(bytes, &mut blocking, |events| append_events(&list, &events, strings))?;
             }
-            None => events_to_list(py, &state.decoder.finish(), strings)?,
-        };
+            None => append_events(&list, &state.decoder.finish(), strings)?,
+        }
         let new_diags = state.decoder.take_diagnostics();
         state.diagnostics.extend(new_diags.iter().cloned());
         let oversize = state.decoder.stats().oversize_lines - oversize_before;

@@ -44,8 +44,6 @@ pub const OVERLAP_MIN_BYTES: usize = 32 * 1024;
 pub const HELPER_ENV: &str = "AGENTSTREAM_DECODE_HELPER";
 
 /// What the helper sends back during a feed.
-struct HelperMessage(Message);
-
 enum Message {
     /// The events of one piece.
     Events(Vec<OutputEvent>),
@@ -85,15 +83,16 @@ impl OverlappedDecoder {
         blocking: &mut Blocking<'_>,
         mut take: impl FnMut(Vec<OutputEvent>) -> Result<(), E>,
     ) -> Result<(), E> {
-        if bytes.len() < OVERLAP_MIN_BYTES {
-            let events = self.feed(bytes);
-            return if events.is_empty() { Ok(()) } else { take(events) };
-        }
-        let Some(helper) = Helper::claim() else {
-            // A large feed decoded here all the same: as a blocking section.
+        let large = bytes.len() >= OVERLAP_MIN_BYTES;
+        let Some(helper) = large.then(Helper::claim).flatten() else {
+            // Decoded here; a large feed all the same, as a blocking section.
             let decoder: &mut Decoder = self;
             let mut events = Vec::new();
-            blocking(&mut || events = decoder.feed(bytes));
+            if large {
+                blocking(&mut || events = decoder.feed(bytes));
+            } else {
+                events = decoder.feed(bytes);
+            }
             return if events.is_empty() { Ok(()) } else { take(events) };
         };
         let mut result = Ok(());
@@ -154,7 +153,7 @@ impl OverlappedDecoder {
                 }
                 Err(TryRecvError::Disconnected) => None,
             };
-            let Some(HelperMessage(message)) = message else {
+            let Some(message) = message else {
                 // Only if the helper thread died mid-feed, which its catch_unwind rules out.
                 panic!("the decode helper stopped in the middle of a feed; this decoder is lost");
             };
@@ -188,7 +187,7 @@ struct Job {
     decoder: Box<Decoder>,
     /// A copy: the caller's bytes may be borrowed from its language's objects.
     bytes: Vec<u8>,
-    out: Sender<HelperMessage>,
+    out: Sender<Message>,
 }
 
 impl Job {
@@ -200,11 +199,11 @@ impl Job {
                 decoder.feed_into(piece, &mut events);
                 // A caller whose `take` failed still receives (and drops) the rest.
                 if !events.is_empty() {
-                    let _ = out.send(HelperMessage(Message::Events(events)));
+                    let _ = out.send(Message::Events(events));
                 }
             }
         }));
-        let _ = out.send(HelperMessage(Message::Done(decoder, decoded.err())));
+        let _ = out.send(Message::Done(decoder, decoded.err()));
     }
 }
 
@@ -396,7 +395,7 @@ mod tests {
         helper.jobs.send(job).expect("the helper runs");
         let mut batches = 0;
         let done = loop {
-            match rx.recv().expect("the helper answers").0 {
+            match rx.recv().expect("the helper answers") {
                 Message::Events(_) => batches += 1,
                 Message::Done(decoder, panic) => break (decoder, panic),
             }
