@@ -1449,6 +1449,14 @@ static void reentry_cb(void *user_data, const char *json, size_t len) {
     reentry *r = (reentry *)user_data;
     r->calls++;
     agentstream_run *run = __atomic_load_n(&r->run, __ATOMIC_SEQ_CST);
+    /* The test publishes the run right after start_run returns; a slow test thread (valgrind on
+     * a busy machine) could publish it after the last line's callback: wait for it (10 s at
+     * most) so that the re-entrant wait is always tried. */
+    for (int waited_ms = 0; !r->tried && !run && waited_ms < 10000; waited_ms++) {
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+        run = __atomic_load_n(&r->run, __ATOMIC_SEQ_CST);
+    }
     if (!r->tried && run) {
         char *out = NULL;
         r->tried = 1;
