@@ -5,6 +5,8 @@
 #   make bench-latency-build   only the build: the emitter (the paced harness, C), the handlers of
 #                              Rust (core example), C, Go, Java, C# and Kotlin, and the Python and
 #                              Node packages
+# After the build, `python3 benches/latency/trace.py --lang c` runs one language under a scheduler
+# trace until a line waits --stall-ms (20) and says which thread waited for which CPU.
 # Benchmarks are never tests: nothing here runs in `make test`.
 
 LATENCY_DIR := benches/latency

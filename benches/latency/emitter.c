@@ -6,6 +6,9 @@
  *   AGENTSTREAM_LATENCY_RATE     lines per second (default 1000)
  *   AGENTSTREAM_LATENCY_LINES    stamped lines to print (default 3000)
  *   AGENTSTREAM_LATENCY_REPORT   if set, a file to write "lines late_lines seconds" to at the end
+ *   AGENTSTREAM_LATENCY_STAMPS   if set, a file to write "<line> <ns>" to at the end, one row per
+ *                                line: when each was written (benches/latency/trace.py matches them
+ *                                against a scheduler trace)
  *
  * Line i (from 0) is an assistant message whose only text is "@@<i>:<ns>;" (one agent_message_chunk
  * each; if the core merges chunks under backpressure the handler sees several tokens in one text,
@@ -66,6 +69,12 @@ int main(void) {
     long rate = env_long("AGENTSTREAM_LATENCY_RATE", 1000);
     long lines = env_long("AGENTSTREAM_LATENCY_LINES", 3000);
     const char *report = getenv("AGENTSTREAM_LATENCY_REPORT");
+    const char *stamps_path = getenv("AGENTSTREAM_LATENCY_STAMPS");
+    uint64_t *stamps = NULL;
+    if (stamps_path && *stamps_path && !(stamps = calloc((size_t)lines, sizeof *stamps))) {
+        fprintf(stderr, "latency emitter: no memory for %ld stamps\n", lines);
+        return 1;
+    }
     prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
 
     static const char init[] =
@@ -86,6 +95,7 @@ int main(void) {
             due = t; /* behind: move the schedule rather than burst to catch up */
         }
         uint64_t stamp = now_ns();
+        if (stamps) stamps[i] = stamp;
         int len = snprintf(buf, sizeof buf,
                            "{\"type\":\"assistant\",\"message\":{\"id\":\"msg_%ld\",\"type\":\"message\",\"role\":"
                            "\"assistant\",\"model\":\"latency\",\"content\":[{\"type\":\"text\",\"text\":\"@@%ld:%llu;\"}],"
@@ -98,6 +108,14 @@ int main(void) {
         "{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"duration_ms\":1,\"num_turns\":1,"
         "\"result\":\"done\",\"session_id\":\"latency\",\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}\n";
     if (write_all(result, sizeof result - 1)) return 141;
+    if (stamps) {
+        FILE *f = fopen(stamps_path, "w");
+        if (f) {
+            for (long i = 0; i < lines; i++) fprintf(f, "%ld %llu\n", i, (unsigned long long)stamps[i]);
+            fclose(f);
+        }
+        free(stamps);
+    }
     if (report) {
         FILE *f = fopen(report, "w");
         if (f) {
