@@ -2,14 +2,15 @@
 """Catch one long latency stall of a language's handler under a scheduler trace, and say where the
 time went.
 
-    python3 benches/latency/trace.py [--lang c] [--rate 20000] [--seconds 3] [--stall-ms 20]
-                                     [--tries 20] [--keep DIR]
+    python3 benches/latency/trace.py [--lang c] [--rate 20000] [--seconds 3] [--warmup 0.5]
+                                     [--stall-ms 20] [--tries 20] [--keep DIR]
 
 Runs the language's latency program (the same ones as benches/latency/run.py) under
 ``perf record -a -k CLOCK_MONOTONIC`` with the scheduler's ``sched_waking`` and ``sched_switch``
 events, try after try, until a line reaches the handler ``--stall-ms`` or more after the emitter
-wrote it. The emitter records when it wrote each line (``AGENTSTREAM_LATENCY_STAMPS``) and perf
-reads the same clock, so the stall's window is known exactly. For that window it prints:
+wrote it (the first ``--warmup`` seconds of lines not counted, as in run.py). The emitter records
+when it wrote each line (``AGENTSTREAM_LATENCY_STAMPS``) and perf reads the same clock, so the
+stall's window is known exactly. For that window it prints:
 
 * every thread that waited 1 ms or more between being woken (``sched_waking``, on the waker's
   CPU) and running (``sched_switch`` onto a CPU) — a woken reader whose CPU does not take it is
@@ -55,9 +56,9 @@ class Stall:
         return (self.handled_ns - self.written_ns) / 1e6
 
 
-def worst_line(out: Path, stamps: Path) -> Stall | None:
-    """The line that waited longest, from the handler's "<line> <latency>" rows and the emitter's
-    "<line> <written ns>" rows."""
+def worst_line(out: Path, stamps: Path, first_line: int) -> Stall | None:
+    """The line from `first_line` on that waited longest, from the handler's "<line> <latency>"
+    rows and the emitter's "<line> <written ns>" rows."""
     written = {}
     for row in stamps.read_text().split("\n"):
         if row:
@@ -68,7 +69,7 @@ def worst_line(out: Path, stamps: Path) -> Stall | None:
         if not row:
             continue
         line, latency = (int(x) for x in row.split())
-        if line in written and (worst is None or latency > worst.handled_ns - worst.written_ns):
+        if line >= first_line and line in written and (worst is None or latency > worst.handled_ns - worst.written_ns):
             worst = Stall(line, written[line], written[line] + latency)
     return worst
 
@@ -127,6 +128,7 @@ def main() -> int:
     ap.add_argument("--lang", default="c", help="a language of benches/latency/run.py (default c)")
     ap.add_argument("--rate", type=int, default=20000, help="lines per second (default 20000)")
     ap.add_argument("--seconds", type=float, default=3.0, help="seconds per try (default 3)")
+    ap.add_argument("--warmup", type=float, default=0.5, help="seconds of lines not counted at the start (0.5)")
     ap.add_argument("--stall-ms", type=float, default=20.0, help="the latency to catch (default 20 ms)")
     ap.add_argument("--tries", type=int, default=20, help="runs before giving up (default 20)")
     ap.add_argument("--keep", default=None, help="a folder to leave the trace and the samples in")
@@ -147,7 +149,7 @@ def main() -> int:
     work.mkdir(parents=True, exist_ok=True)
     out, stamps, perf_data = work / "samples.txt", work / "stamps.txt", work / "perf.data"
     env = {**os.environ, **lang.env, "AGENTSTREAM_LATENCY_RATE": str(args.rate),
-           "AGENTSTREAM_LATENCY_LINES": str(int((args.seconds + 0.5) * args.rate)),
+           "AGENTSTREAM_LATENCY_LINES": str(int((args.seconds + args.warmup) * args.rate)),
            "AGENTSTREAM_LATENCY_STAMPS": str(stamps)}
     try:
         for attempt in range(1, args.tries + 1):
@@ -158,7 +160,7 @@ def main() -> int:
                                   capture_output=True, text=True, timeout=120 + 2 * args.seconds)
             if proc.returncode != 0 or not out.exists() or not stamps.exists():
                 sys.exit(f"try {attempt}: the run or perf failed (exit {proc.returncode}):\n{proc.stdout}{proc.stderr}")
-            stall = worst_line(out, stamps)
+            stall = worst_line(out, stamps, int(args.warmup * args.rate))
             if stall is None:
                 sys.exit(f"try {attempt}: the handler recorded no line")
             print(f"try {attempt}: worst line {stall.line}, {stall.ms:.3f} ms", flush=True)
