@@ -110,10 +110,12 @@ int main(void) {
     if (write_all(result, sizeof result - 1)) return 141;
     if (stamps) {
         FILE *f = fopen(stamps_path, "w");
-        if (f) {
-            for (long i = 0; i < lines; i++) fprintf(f, "%ld %llu\n", i, (unsigned long long)stamps[i]);
-            fclose(f);
+        if (!f) {
+            fprintf(stderr, "latency emitter: cannot write %s: %s\n", stamps_path, strerror(errno));
+            return 1;
         }
+        for (long i = 0; i < lines; i++) fprintf(f, "%ld %llu\n", i, (unsigned long long)stamps[i]);
+        fclose(f);
         free(stamps);
     }
     if (report) {
