@@ -55,6 +55,17 @@ class Lang:
     build: str
     env: dict[str, str] = field(default_factory=dict)
 
+    def missing(self) -> list[str]:
+        """What this language's program needs and is not built."""
+        return [str(p) for p in self.needs if not p.exists()]
+
+    def environment(self, rate: int, lines: int, **emitter: str) -> dict[str, str]:
+        """The environment of one run: the emitter's pace and line count, and `emitter`'s
+        further AGENTSTREAM_LATENCY_* settings (REPORT=path, STAMPS=path)."""
+        return {**os.environ, **self.env, "AGENTSTREAM_LATENCY_RATE": str(rate),
+                "AGENTSTREAM_LATENCY_LINES": str(lines),
+                **{f"AGENTSTREAM_LATENCY_{key}": value for key, value in emitter.items()}}
+
 
 def languages() -> list[Lang]:
     python = REPO / ".venv" / "bin" / "python"
@@ -111,10 +122,7 @@ def run_once(lang: Lang, emitter: Path, rate: int, lines: int, warmup_lines: int
     report = work / f"{lang.name}-{rate}.emitter"
     for f in (out, report):
         f.unlink(missing_ok=True)
-    env = {**os.environ, **lang.env,
-           "AGENTSTREAM_LATENCY_RATE": str(rate),
-           "AGENTSTREAM_LATENCY_LINES": str(lines),
-           "AGENTSTREAM_LATENCY_REPORT": str(report)}
+    env = lang.environment(rate, lines, REPORT=str(report))
     proc = subprocess.run([*lang.argv, str(emitter), str(out)], env=env, cwd=REPO, capture_output=True, text=True,
                           timeout=120 + 2 * lines / rate)
     state = proc.stdout.strip().rsplit("state ", 1)[-1] if "state " in proc.stdout else "?"
@@ -167,13 +175,13 @@ def main() -> int:
             sys.exit(f"unknown language(s) {', '.join(unknown)}; known: {', '.join(lang.name for lang in every)}")
         langs = [lang for lang in every if lang.name in wanted]
         for lang in langs:
-            missing = [str(p) for p in lang.needs if not p.exists()]
+            missing = lang.missing()
             if missing:
                 sys.exit(f"{lang.name}: {', '.join(missing)} missing: {lang.build}")
     else:
         langs = []
         for lang in every:
-            missing = [str(p) for p in lang.needs if not p.exists()]
+            missing = lang.missing()
             if missing:
                 print(f"skipping {lang.name}: {missing[0]} is missing ({lang.build})", file=sys.stderr)
             else:

@@ -25,7 +25,6 @@ there. Needs ``perf`` and permission to trace the whole machine (root, or
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import shutil
 import subprocess
@@ -141,16 +140,16 @@ def main() -> int:
         sys.exit(f"unknown language {args.lang}; known: {', '.join(langs)}")
     lang = langs[args.lang]
     emitter = bench.OUT / "emitter"
-    missing = [str(p) for p in [emitter, *lang.needs] if not p.exists()]
+    if not emitter.exists():
+        sys.exit(f"{emitter} is missing: make bench-latency-build")
+    missing = lang.missing()
     if missing:
-        sys.exit(f"{', '.join(missing)} missing: make bench-latency-build")
+        sys.exit(f"{lang.name}: {', '.join(missing)} missing: {lang.build}")
 
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="agentstream-trace-"))
     work.mkdir(parents=True, exist_ok=True)
     out, stamps, perf_data = work / "samples.txt", work / "stamps.txt", work / "perf.data"
-    env = {**os.environ, **lang.env, "AGENTSTREAM_LATENCY_RATE": str(args.rate),
-           "AGENTSTREAM_LATENCY_LINES": str(int((args.seconds + args.warmup) * args.rate)),
-           "AGENTSTREAM_LATENCY_STAMPS": str(stamps)}
+    env = lang.environment(args.rate, int((args.seconds + args.warmup) * args.rate), STAMPS=str(stamps))
     try:
         for attempt in range(1, args.tries + 1):
             record = ["perf", "record", "-q", "-a", "-k", "CLOCK_MONOTONIC", "-o", str(perf_data)]
