@@ -132,6 +132,37 @@ pub struct Limits {
     /// A comment frame (SSE) or ping (WebSocket) after this long without an envelope
     /// (default 15 s), so proxies keep the connection and dead peers are noticed.
     pub heartbeat: Duration,
+    /// Connections open at once (default 1024, or half the process's open-file limit when
+    /// that is lower): each is a file descriptor, and the harnesses' pipes need theirs. Further
+    /// connections wait in the listen backlog until one closes.
+    pub max_connections: usize,
+    /// How long a connection may take to send a request's line and headers, and how long an
+    /// idle keep-alive connection is kept waiting for its next request (default 30 s).
+    pub header_timeout: Duration,
+    /// How long a request's body may take to arrive once its headers have (default 30 s; a
+    /// `408 body_timeout` after it).
+    pub body_timeout: Duration,
+}
+
+/// The default of [`Limits::max_connections`].
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+
+/// [`DEFAULT_MAX_CONNECTIONS`], or half the process's soft limit of open files when that is
+/// lower (never below 16): the other half stays for the harnesses' pipes, logs and the
+/// listener.
+pub fn default_max_connections() -> usize {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes one rlimit into the struct it is given, which lives on this stack.
+    let known = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0;
+    max_connections_for((known && limit.rlim_cur != libc::RLIM_INFINITY).then_some(limit.rlim_cur))
+}
+
+/// [`default_max_connections`] for a soft open-file limit (`None`: unknown or unlimited).
+fn max_connections_for(open_files: Option<u64>) -> usize {
+    match open_files {
+        None => DEFAULT_MAX_CONNECTIONS,
+        Some(n) => DEFAULT_MAX_CONNECTIONS.min(usize::try_from(n / 2).unwrap_or(usize::MAX)).max(16),
+    }
 }
 
 impl Default for Limits {
@@ -145,6 +176,9 @@ impl Default for Limits {
             finished_runs_kept: 256,
             run_timeout: None,
             heartbeat: Duration::from_secs(15),
+            max_connections: default_max_connections(),
+            header_timeout: Duration::from_secs(30),
+            body_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -261,6 +295,9 @@ struct FileLimits {
     finished_runs_kept: Option<usize>,
     run_timeout_secs: Option<f64>,
     heartbeat_secs: Option<f64>,
+    max_connections: Option<usize>,
+    header_timeout_secs: Option<f64>,
+    body_timeout_secs: Option<f64>,
 }
 
 #[derive(Deserialize, Default)]
@@ -450,6 +487,10 @@ fn limits(f: FileLimits) -> Result<Limits, ConfigError> {
         finished_runs_kept: count("finished_runs_kept", f.finished_runs_kept, d.finished_runs_kept)?,
         run_timeout: seconds("limits.run_timeout_secs", f.run_timeout_secs, false)?,
         heartbeat: seconds("limits.heartbeat_secs", f.heartbeat_secs, false)?.unwrap_or(d.heartbeat),
+        max_connections: count("max_connections", f.max_connections, d.max_connections)?,
+        header_timeout: seconds("limits.header_timeout_secs", f.header_timeout_secs, false)?
+            .unwrap_or(d.header_timeout),
+        body_timeout: seconds("limits.body_timeout_secs", f.body_timeout_secs, false)?.unwrap_or(d.body_timeout),
     };
     Ok(limits)
 }
@@ -539,6 +580,9 @@ mod tests {
             [limits]
             runs_per_tenant = 2
             run_timeout_secs = 1.5
+            max_connections = 10
+            header_timeout_secs = 2
+            body_timeout_secs = 0.5
             [shutdown]
             mode = "drain"
             drain_timeout_secs = 0
@@ -553,9 +597,21 @@ mod tests {
         assert_eq!(c.agents["reviewer"].bin, PathBuf::from("codex"));
         assert_eq!(c.limits.runs_per_tenant, 2);
         assert_eq!(c.limits.run_timeout, Some(Duration::from_millis(1500)));
+        assert_eq!(c.limits.max_connections, 10);
+        assert_eq!(c.limits.header_timeout, Duration::from_secs(2));
+        assert_eq!(c.limits.body_timeout, Duration::from_millis(500));
         assert_eq!(c.shutdown.mode, ShutdownMode::Drain);
         assert_eq!(c.shutdown.drain_timeout, Duration::ZERO);
         assert!(c.nats.is_none(), "one process unless [nats] says otherwise");
+    }
+
+    #[test]
+    fn connections_leave_half_the_open_files_to_the_harnesses() {
+        assert_eq!(max_connections_for(None), DEFAULT_MAX_CONNECTIONS);
+        assert_eq!(max_connections_for(Some(1_048_576)), DEFAULT_MAX_CONNECTIONS);
+        assert_eq!(max_connections_for(Some(1024)), 512);
+        assert_eq!(max_connections_for(Some(20)), 16, "never below 16");
+        assert!(default_max_connections() >= 16);
     }
 
     #[test]
@@ -595,6 +651,9 @@ mod tests {
             ("[limits]\nrun_per_tenant = 3", "run_per_tenant"),
             ("[limits]\nruns_per_tenant = 0", "runs_per_tenant"),
             ("[limits]\nheartbeat_secs = -1", "heartbeat_secs"),
+            ("[limits]\nmax_connections = 0", "max_connections"),
+            ("[limits]\nheader_timeout_secs = 0", "header_timeout_secs"),
+            ("[limits]\nbody_timeout_secs = \"1\"", "body_timeout_secs"),
             ("[[tenant]]\nname = \"a\"\ntoken_sha256 = \"abc\"", "token_sha256"),
             ("[[tenant]]\nname = \"a b\"\ntoken_sha256 = \"abc\"", "name"),
             ("[agents.helper]\nbin = \"x\"", "harness"),

@@ -44,6 +44,7 @@ pub mod config;
 pub mod executor;
 pub mod frame;
 pub mod http;
+pub mod listen;
 pub mod local;
 pub mod log;
 pub mod nats;

@@ -11,6 +11,7 @@ use crate::auth::Tenants;
 use crate::broker::{BrokerLimits, RunBroker};
 use crate::config::{ServeConfig, ShutdownMode, ShutdownPolicy};
 use crate::http::{AppState, router};
+use crate::listen::{self, Connections};
 use crate::local::LocalExecutor;
 use crate::log::{MemoryLog, Retention};
 use crate::nats::{Cluster, JetStreamLog, NatsExecutor, NatsRegistry};
@@ -27,6 +28,8 @@ pub struct Server {
     broker: RunBroker,
     state: AppState,
     shutdown: ShutdownPolicy,
+    connections: Connections,
+    header_timeout: Duration,
 }
 
 /// How a shutdown went.
@@ -79,14 +82,24 @@ impl Server {
                 RunBroker::new(Arc::new(executor), Arc::new(JetStreamLog::new(cluster, None)), registry, broker_limits)
             }
         };
+        let connections = Connections::new(limits.max_connections);
         let state = AppState::new(
             broker.clone(),
             Tenants::new(&config.tenants),
             limits.max_body_bytes,
+            limits.body_timeout,
             limits.heartbeat,
             config.shutdown.kill_grace + Duration::from_secs(2),
+            connections.clone(),
         );
-        Ok(Server { listener, broker, state, shutdown: config.shutdown })
+        Ok(Server {
+            listener,
+            broker,
+            state,
+            shutdown: config.shutdown,
+            connections,
+            header_timeout: limits.header_timeout,
+        })
     }
 
     /// The address actually bound (useful with port 0).
@@ -104,21 +117,10 @@ impl Server {
     /// terminal envelope, wait for the harness processes, and return.
     pub async fn run(self, signal: impl Future<Output = ()> + Send + 'static) -> std::io::Result<ShutdownReport> {
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-        let mut axum_stop = stop_rx.clone();
-        // Small frames go out at once: with Nagle's algorithm an envelope could wait for the
-        // client's delayed ACK (tens of milliseconds).
-        let listener = axum::serve::ListenerExt::tap_io(self.listener, |tcp| {
-            let _ = tcp.set_nodelay(true);
-        });
-        let serve = axum::serve(listener, router(self.state))
-            .with_graceful_shutdown(async move {
-                let _ = axum_stop.wait_for(|s| *s).await;
-            })
-            .into_future();
+        let serve = listen::serve(self.listener, router(self.state), self.connections, self.header_timeout, stop_rx);
         tokio::pin!(serve);
         tokio::select! {
-            result = &mut serve => {
-                result?;
+            () = &mut serve => {
                 return Ok(ShutdownReport { running_at_signal: 0, all_runs_ended: true, connections_closed: true });
             }
             _ = signal => {}
@@ -138,23 +140,17 @@ impl Server {
         };
         // Keep serving the open connections while runs end: their streams carry the terminals.
         tokio::pin!(finish);
-        let mut served = None;
+        let mut served = false;
         let all_runs_ended = loop {
             tokio::select! {
                 ended = &mut finish => break ended,
-                result = &mut serve, if served.is_none() => served = Some(result),
+                () = &mut serve, if !served => served = true,
             }
         };
         // Streams of runs on workers do not end here: end them (their clients resume on another
         // instance). Streams of this process's runs have their terminals by now.
         broker.close_streams();
-        let connections_closed = match served {
-            Some(result) => result.map(|_| true)?,
-            None => match tokio::time::timeout(DELIVERY_GRACE, &mut serve).await {
-                Ok(result) => result.map(|_| true)?,
-                Err(_) => false,
-            },
-        };
+        let connections_closed = served || tokio::time::timeout(DELIVERY_GRACE, &mut serve).await.is_ok();
         Ok(ShutdownReport { running_at_signal, all_runs_ended, connections_closed })
     }
 }

@@ -33,6 +33,7 @@ pub use error::ApiError;
 
 use crate::auth::{TenantId, Tenants};
 use crate::broker::RunBroker;
+use crate::listen::Connections;
 
 /// What the handlers share.
 #[derive(Clone)]
@@ -44,8 +45,10 @@ struct AppInner {
     broker: RunBroker,
     tenants: Tenants,
     max_body_bytes: usize,
+    body_timeout: Duration,
     heartbeat: Duration,
     cancel_wait: Duration,
+    connections: Connections,
 }
 
 impl AppState {
@@ -54,10 +57,13 @@ impl AppState {
         broker: RunBroker,
         tenants: Tenants,
         max_body_bytes: usize,
+        body_timeout: Duration,
         heartbeat: Duration,
         cancel_wait: Duration,
+        connections: Connections,
     ) -> Self {
-        AppState { inner: Arc::new(AppInner { broker, tenants, max_body_bytes, heartbeat, cancel_wait }) }
+        let inner = AppInner { broker, tenants, max_body_bytes, body_timeout, heartbeat, cancel_wait, connections };
+        AppState { inner: Arc::new(inner) }
     }
 
     pub(crate) fn broker(&self) -> &RunBroker {
@@ -114,7 +120,12 @@ async fn healthz(State(state): State<AppState>) -> Response {
     } else {
         ("ok", StatusCode::OK)
     };
-    let mut body = serde_json::json!({"status": status, "running": broker.running().max(broker.running_everywhere())});
+    let connections = &state.inner.connections;
+    let mut body = serde_json::json!({
+        "status": status,
+        "running": broker.running().max(broker.running_everywhere()),
+        "connections": {"open": connections.open(), "max": connections.max()},
+    });
     if let Some(detail) = health.detail {
         body["backend"] = detail;
     }

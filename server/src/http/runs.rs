@@ -1,5 +1,7 @@
 //! `POST /v1/runs`, `GET /v1/runs`, `GET /v1/runs/{id}`, `POST /v1/runs/{id}/cancel`.
 
+use std::time::Duration;
+
 use axum::Json;
 use axum::body::Body;
 use axum::extract::{Path, State};
@@ -25,8 +27,13 @@ fn run_json(info: &RunInfo) -> Value {
     v
 }
 
-/// Read a body of at most `limit` bytes.
-pub(super) async fn read_body(headers: &HeaderMap, body: Body, limit: usize) -> Result<bytes::Bytes, ApiError> {
+/// Read a body of at most `limit` bytes that arrives within `timeout`.
+pub(super) async fn read_body(
+    headers: &HeaderMap,
+    body: Body,
+    limit: usize,
+    timeout: Duration,
+) -> Result<bytes::Bytes, ApiError> {
     let too_big = || {
         ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -40,7 +47,18 @@ pub(super) async fn read_body(headers: &HeaderMap, body: Body, limit: usize) -> 
     if declared.is_some_and(|n| n > limit as u64) {
         return Err(too_big());
     }
-    match Limited::new(body, limit).collect().await {
+    let Ok(read) = tokio::time::timeout(timeout, Limited::new(body, limit).collect()).await else {
+        return Err(ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "body_timeout",
+            format!(
+                "the request body did not arrive within {} s of its headers (limits.body_timeout_secs)",
+                timeout.as_secs_f64()
+            ),
+        )
+        .with_field("body"));
+    };
+    match read {
         Ok(collected) => Ok(collected.to_bytes()),
         Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => Err(too_big()),
         Err(e) => Err(ApiError::field("body", format!("the request body could not be read: {e}"))),
@@ -98,7 +116,7 @@ pub(super) async fn create(
     body: Body,
 ) -> Response {
     let result = async {
-        let bytes = read_body(&headers, body, state.inner.max_body_bytes).await?;
+        let bytes = read_body(&headers, body, state.inner.max_body_bytes, state.inner.body_timeout).await?;
         let request = parse_request(&bytes)?;
         state.broker().start(&tenant, request).await.map_err(|e| ApiError::broker(e, "after"))
     }
@@ -138,7 +156,7 @@ pub(super) async fn cancel(
 ) -> Response {
     let result = async {
         // An optional {"reason": "…"}; an empty body is fine.
-        let bytes = read_body(&headers, body, state.inner.max_body_bytes).await?;
+        let bytes = read_body(&headers, body, state.inner.max_body_bytes, state.inner.body_timeout).await?;
         let reason = cancel_reason(&bytes)?;
         state
             .broker()

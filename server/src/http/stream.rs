@@ -24,7 +24,7 @@ use axum::body::Body;
 use axum::extract::ws::{
     CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade, rejection::WebSocketUpgradeRejection,
 };
-use axum::extract::{Path, Query, State, rejection::QueryRejection};
+use axum::extract::{Extension, Path, Query, State, rejection::QueryRejection};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::{BufMut, Bytes, BytesMut};
@@ -34,6 +34,7 @@ use super::{ApiError, AppState, Caller};
 use crate::auth::TenantId;
 use crate::broker::{BrokerError, BrokerSubscription};
 use crate::frame::Delivered;
+use crate::listen::ConnectionSlot;
 use crate::log::Subscription;
 
 /// Deliveries written per chunk / read per wake.
@@ -176,6 +177,7 @@ pub(super) async fn websocket(
     Path(id): Path<String>,
     headers: HeaderMap,
     params: Params,
+    slot: Option<Extension<ConnectionSlot>>,
     upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Response {
     let sub = match open(&state, &tenant, &id, &headers, &params, false).await {
@@ -195,6 +197,8 @@ pub(super) async fn websocket(
     };
     let heartbeat = state.inner.heartbeat;
     upgrade.on_upgrade(move |socket| async move {
+        // The socket counts as an open connection until it closes (see crate::listen).
+        let _slot = slot;
         match sub {
             Some(sub) => serve_socket(socket, sub, state, tenant, id, heartbeat).await,
             None => close(socket, "the run's stream already ended").await,
