@@ -114,7 +114,8 @@ impl AgentEntry {
 /// Limits (all counts > 0).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Limits {
-    /// Largest accepted request body, in bytes (default 64 KiB).
+    /// Largest accepted request body or WebSocket message from a client, in bytes (default
+    /// 64 KiB).
     pub max_body_bytes: usize,
     /// Runs one tenant may have running at once (default 16).
     pub runs_per_tenant: usize,

@@ -164,3 +164,39 @@ async fn connections_beyond_the_limit_wait_until_one_closes_and_websockets_count
     server.broker.cancel(&"a".into(), &id, "done", Duration::from_secs(10)).await.unwrap();
     server.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_websocket_message_over_the_body_limit_closes_the_socket_with_1009_and_the_run_goes_on() {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+    let mark = new_mark("ws-limit");
+    let mut config = config(&mark);
+    config.limits.max_body_bytes = 1024;
+    let server = TestServer::start(config, mark).await;
+    let id = server.start_run(TOKEN_A, "hang").await;
+    let mut ws = ws_connect(&server, Some(TOKEN_A), &id, "").await.expect("the socket opens");
+    // Not a cancel, and too long to be read at all.
+    let long = format!("{{\"type\":\"cancel\",\"reason\":\"{}\"}}", "x".repeat(4096));
+    ws.send(Message::text(long)).await.unwrap();
+    let close = tokio::time::timeout(Duration::from_secs(10), async {
+        while let Some(msg) = ws.next().await {
+            if let Ok(Message::Close(frame)) = msg {
+                return frame;
+            }
+        }
+        None
+    })
+    .await
+    .expect("the server closes the socket");
+    let frame = close.expect("with a close frame");
+    assert_eq!(u16::from(frame.code), 1009, "{frame:?}");
+    assert!(frame.reason.as_str().contains("limits.max_body_bytes"), "{frame:?}");
+    // The message was not read as a cancel: the run is still running, and a small cancel works.
+    assert_eq!(server.get_json(Some(TOKEN_A), &format!("/v1/runs/{id}")).await.1["status"], "running");
+    let mut ws = ws_connect(&server, Some(TOKEN_A), &id, "").await.expect("a second socket opens");
+    ws.send(Message::text(r#"{"type":"cancel","reason":"small enough"}"#)).await.unwrap();
+    let run = server.wait_ended(TOKEN_A, &id).await;
+    assert_eq!(run["status"], "cancelled", "{run}");
+    assert!(run["result"]["cancel_reason"].as_str().unwrap().contains("small enough"), "{run}");
+    server.shutdown().await;
+}

@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::ws::{
-    CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade, rejection::WebSocketUpgradeRejection,
+    CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade, close_code, rejection::WebSocketUpgradeRejection,
 };
 use axum::extract::{Extension, Path, Query, State, rejection::QueryRejection};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -196,6 +196,10 @@ pub(super) async fn websocket(
         }
     };
     let heartbeat = state.inner.heartbeat;
+    // A client sends only small control messages (`{"type": "cancel"}`): anything larger than a
+    // request body may be is refused before it is buffered.
+    let limit = state.inner.max_body_bytes;
+    let upgrade = upgrade.max_message_size(limit).max_frame_size(limit);
     upgrade.on_upgrade(move |socket| async move {
         // The socket counts as an open connection until it closes (see crate::listen).
         let _slot = slot;
@@ -238,7 +242,16 @@ async fn serve_socket(
                 }
             }
             incoming = socket.recv() => match incoming {
-                None | Some(Err(_)) | Some(Ok(Message::Close(_))) => return,
+                None | Some(Ok(Message::Close(_))) => return,
+                Some(Err(e)) => {
+                    if is_too_long(&e) {
+                        let limit = state.inner.max_body_bytes;
+                        let why = format!("a message to the server is limited to {limit} bytes (limits.max_body_bytes)");
+                        let frame = CloseFrame { code: close_code::SIZE, reason: Utf8Bytes::from(why) };
+                        let _ = socket.send(Message::Close(Some(frame))).await;
+                    }
+                    return;
+                }
                 Some(Ok(Message::Text(text))) => {
                     if let Some(reason) = cancel_message(text.as_str()) {
                         // No waiting: the terminal envelope comes through this socket.
@@ -254,6 +267,15 @@ async fn serve_socket(
             }
         }
     }
+}
+
+/// Whether a WebSocket read failed on a message or frame over the size limit. axum hands the
+/// WebSocket library's error over only as text, hence the match on its wording ("Space limit
+/// exceeded: Message too long: … > …", for a message and a frame alike); another error is
+/// answered by closing without a frame, as before. Pinned by a test against the real library.
+fn is_too_long(e: &axum::Error) -> bool {
+    let text = e.to_string();
+    text.contains("Space limit exceeded") || text.contains("Message too long")
 }
 
 /// `{"type": "cancel", "reason"?: "…"}` → the reason; anything else → `None` (ignored).
