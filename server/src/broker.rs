@@ -621,7 +621,7 @@ mod tests {
     fn broker(hold: bool) -> RunBroker {
         RunBroker::new(
             Arc::new(Scripted { lines: 5, hold }),
-            Arc::new(MemoryLog::new(Retention { events: 100, bytes: 1 << 20 })),
+            Arc::new(MemoryLog::new(Retention { events: 100, bytes: 1 << 20, total_bytes: 1 << 30 })),
             Arc::new(MemoryRegistry::new(10)),
             BrokerLimits { runs_per_tenant: 1, subscribers_per_run: 1, finished_runs_kept: 10 },
         )

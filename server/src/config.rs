@@ -125,6 +125,11 @@ pub struct Limits {
     pub replay_events: usize,
     /// Bytes of envelope JSON kept per run for resuming (default 32 MiB).
     pub replay_bytes: usize,
+    /// Bytes of envelope JSON kept by all runs together (default 1 GiB, at least
+    /// `replay_bytes`): over it, the oldest envelopes of the runs that went longest without a
+    /// new one are evicted first (each run keeps its newest). Without `[nats]` only; a cluster
+    /// has `[nats] retention_bytes`.
+    pub replay_bytes_total: usize,
     /// Finished runs kept per tenant, with their replay buffers (default 256); the oldest
     /// finished run is forgotten first.
     pub finished_runs_kept: usize,
@@ -174,6 +179,7 @@ impl Default for Limits {
             subscribers_per_run: 256,
             replay_events: 8192,
             replay_bytes: 32 * 1024 * 1024,
+            replay_bytes_total: 1024 * 1024 * 1024,
             finished_runs_kept: 256,
             run_timeout: None,
             heartbeat: Duration::from_secs(15),
@@ -293,6 +299,7 @@ struct FileLimits {
     subscribers_per_run: Option<usize>,
     replay_events: Option<usize>,
     replay_bytes: Option<usize>,
+    replay_bytes_total: Option<usize>,
     finished_runs_kept: Option<usize>,
     run_timeout_secs: Option<f64>,
     heartbeat_secs: Option<f64>,
@@ -485,6 +492,7 @@ fn limits(f: FileLimits) -> Result<Limits, ConfigError> {
         subscribers_per_run: count("subscribers_per_run", f.subscribers_per_run, d.subscribers_per_run)?,
         replay_events: count("replay_events", f.replay_events, d.replay_events)?,
         replay_bytes: count("replay_bytes", f.replay_bytes, d.replay_bytes)?,
+        replay_bytes_total: count("replay_bytes_total", f.replay_bytes_total, d.replay_bytes_total)?,
         finished_runs_kept: count("finished_runs_kept", f.finished_runs_kept, d.finished_runs_kept)?,
         run_timeout: seconds("limits.run_timeout_secs", f.run_timeout_secs, false)?,
         heartbeat: seconds("limits.heartbeat_secs", f.heartbeat_secs, false)?.unwrap_or(d.heartbeat),
@@ -493,6 +501,13 @@ fn limits(f: FileLimits) -> Result<Limits, ConfigError> {
             .unwrap_or(d.header_timeout),
         body_timeout: seconds("limits.body_timeout_secs", f.body_timeout_secs, false)?.unwrap_or(d.body_timeout),
     };
+    if limits.replay_bytes_total < limits.replay_bytes {
+        return Err(ConfigError(format!(
+            "limits.replay_bytes_total = {} is less than limits.replay_bytes = {}: all runs together must have room \
+             for one run's replay buffer (raise replay_bytes_total or lower replay_bytes)",
+            limits.replay_bytes_total, limits.replay_bytes
+        )));
+    }
     Ok(limits)
 }
 
@@ -653,6 +668,7 @@ mod tests {
             ("[limits]\nruns_per_tenant = 0", "runs_per_tenant"),
             ("[limits]\nheartbeat_secs = -1", "heartbeat_secs"),
             ("[limits]\nmax_connections = 0", "max_connections"),
+            ("[limits]\nreplay_bytes = 2000\nreplay_bytes_total = 1000", "replay_bytes_total"),
             ("[limits]\nheader_timeout_secs = 0", "header_timeout_secs"),
             ("[limits]\nbody_timeout_secs = \"1\"", "body_timeout_secs"),
             ("[[tenant]]\nname = \"a\"\ntoken_sha256 = \"abc\"", "token_sha256"),

@@ -7,7 +7,9 @@
 //! they are appended, and their stream ends after the terminal frame.
 //!
 //! **Bounded, never silently lossy.** Each run keeps at most `replay_events` frames and
-//! `replay_bytes` of JSON (the newest frame is always kept). A resume point older than what is
+//! `replay_bytes` of JSON, and all runs together at most `replay_bytes_total` (over it, the
+//! oldest frames of the runs appended to least recently go first, so finished runs give way to
+//! running ones); each run's newest frame is always kept. A resume point older than what is
 //! kept gets a [`Gap`] (`evicted`) first and then the oldest kept frame onwards; a subscriber
 //! that falls so far behind that its next frame was evicted gets a [`Gap`] (`too_slow`) and its
 //! stream ends. Nobody ever waits for a subscriber: appending never blocks, so a slow reader
@@ -23,6 +25,7 @@
 //! sequence numbers, retention (age, bytes) instead of the ring.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -86,19 +89,27 @@ pub trait EventLog: Send + Sync + 'static {
     fn close(&self) {}
 }
 
-/// How much of each run a [`MemoryLog`] keeps.
+/// How much a [`MemoryLog`] keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Retention {
     /// Frames per run.
     pub events: usize,
     /// Bytes of JSON per run.
     pub bytes: usize,
+    /// Bytes of JSON of all runs together.
+    pub total_bytes: usize,
 }
 
-/// The in-process [`EventLog`]: one bounded ring of frames per run.
+/// The in-process [`EventLog`]: one bounded ring of frames per run, all within one byte budget.
 pub struct MemoryLog {
     retention: Retention,
     runs: Mutex<HashMap<Arc<str>, Arc<RunLog>>>,
+    /// Bytes of JSON kept by every run together.
+    total: AtomicUsize,
+    /// Orders appends: a run's `last_append` is this counter's value at its latest append.
+    appends: AtomicU64,
+    /// Held by the one append that trims the other runs; the others skip trimming meanwhile.
+    trimming: Mutex<()>,
 }
 
 struct RunLog {
@@ -106,6 +117,8 @@ struct RunLog {
     state: Mutex<LogState>,
     /// Bumped on every append and on seal; subscribers wait on it.
     version: watch::Sender<u64>,
+    /// When this run was last appended to (see [`MemoryLog::appends`]).
+    last_append: AtomicU64,
 }
 
 #[derive(Default)]
@@ -124,12 +137,65 @@ struct LogState {
 impl MemoryLog {
     /// A log keeping `retention` of each run.
     pub fn new(retention: Retention) -> Self {
-        assert!(retention.events > 0 && retention.bytes > 0, "a replay buffer holds at least one frame");
-        MemoryLog { retention, runs: Mutex::new(HashMap::new()) }
+        assert!(
+            retention.events > 0 && retention.bytes > 0 && retention.total_bytes > 0,
+            "a replay buffer holds at least one frame"
+        );
+        MemoryLog {
+            retention,
+            runs: Mutex::new(HashMap::new()),
+            total: AtomicUsize::new(0),
+            appends: AtomicU64::new(0),
+            trimming: Mutex::new(()),
+        }
     }
 
     fn run(&self, run_id: &str) -> Option<Arc<RunLog>> {
         self.runs.lock().expect("log map").get(run_id).cloned()
+    }
+
+    /// Bytes of JSON kept by every run together.
+    pub fn total_bytes(&self) -> usize {
+        self.total.load(Ordering::Relaxed)
+    }
+
+    /// Over the total budget: evict the oldest frames of the runs appended to least recently
+    /// until an eighth of the budget is free again (so that the next appends do not each sort
+    /// every run), keeping each run's newest frame. One run's lock at a time: never two, so
+    /// appends trimming each other cannot deadlock.
+    fn trim_total(&self) {
+        let Ok(_one_trimmer) = self.trimming.try_lock() else { return };
+        let budget = self.retention.total_bytes;
+        let target = budget - budget / 8;
+        let mut runs: Vec<Arc<RunLog>> = self.runs.lock().expect("log map").values().cloned().collect();
+        runs.sort_by_key(|r| r.last_append.load(Ordering::Relaxed));
+        for log in runs {
+            if self.total.load(Ordering::Relaxed) <= target {
+                break;
+            }
+            let freed = {
+                let mut st = log.state.lock().expect("run log");
+                let mut freed = 0;
+                while st.frames.len() > 1 && self.total.load(Ordering::Relaxed).saturating_sub(freed) > target {
+                    freed += st.evict_oldest();
+                }
+                self.total.fetch_sub(freed, Ordering::Relaxed);
+                freed
+            };
+            if freed > 0 {
+                log.version.send_modify(|v| *v += 1);
+            }
+        }
+    }
+}
+
+impl LogState {
+    /// Drop the oldest frame (there is one); its bytes.
+    fn evict_oldest(&mut self) -> usize {
+        let old = self.frames.pop_front().expect("non-empty");
+        self.bytes -= old.json.len();
+        self.evicted_through = Some(old.last_covered);
+        old.json.len()
     }
 }
 
@@ -137,18 +203,26 @@ impl MemoryLog {
 impl EventLog for MemoryLog {
     async fn create(&self, _tenant: &TenantId, run_id: &str) {
         let id: Arc<str> = run_id.into();
-        let log = Arc::new(RunLog { run_id: id.clone(), state: Mutex::default(), version: watch::Sender::new(0) });
+        let log = Arc::new(RunLog {
+            run_id: id.clone(),
+            state: Mutex::default(),
+            version: watch::Sender::new(0),
+            last_append: AtomicU64::new(self.appends.fetch_add(1, Ordering::Relaxed)),
+        });
         self.runs.lock().expect("log map").insert(id, log);
     }
 
     async fn append(&self, run_id: &str, frames: Vec<Frame>) {
         let Some(log) = self.run(run_id) else { return };
+        log.last_append.store(self.appends.fetch_add(1, Ordering::Relaxed), Ordering::Relaxed);
         {
             let mut st = log.state.lock().expect("run log");
+            let (mut added, mut evicted) = (0, 0);
             for frame in frames {
                 if st.terminal.is_some() || st.sealed {
                     break; // nothing after the terminal
                 }
+                added += frame.json.len();
                 st.bytes += frame.json.len();
                 st.last_covered = Some(frame.last_covered);
                 if frame.terminal {
@@ -158,13 +232,18 @@ impl EventLog for MemoryLog {
                 while st.frames.len() > 1
                     && (st.frames.len() > self.retention.events || st.bytes > self.retention.bytes)
                 {
-                    let old = st.frames.pop_front().expect("non-empty");
-                    st.bytes -= old.json.len();
-                    st.evicted_through = Some(old.last_covered);
+                    evicted += st.evict_oldest();
                 }
             }
+            // Counted under the run's lock, so that a trim (which takes it too) never subtracts
+            // bytes the total does not hold yet.
+            self.total.fetch_add(added, Ordering::Relaxed);
+            self.total.fetch_sub(evicted, Ordering::Relaxed);
         }
         log.version.send_modify(|v| *v += 1);
+        if self.total.load(Ordering::Relaxed) > self.retention.total_bytes {
+            self.trim_total();
+        }
     }
 
     async fn seal(&self, run_id: &str) {
@@ -199,7 +278,14 @@ impl EventLog for MemoryLog {
     }
 
     async fn remove(&self, run_id: &str) {
-        self.runs.lock().expect("log map").remove(run_id);
+        let removed = self.runs.lock().expect("log map").remove(run_id);
+        if let Some(log) = removed {
+            // Only finished runs are removed: sealed, so no append adds to them after this.
+            let mut st = log.state.lock().expect("run log");
+            self.total.fetch_sub(st.bytes, Ordering::Relaxed);
+            // A subscriber still holding the log reads what is left; its bytes no longer count.
+            st.bytes = 0;
+        }
     }
 }
 
@@ -301,7 +387,7 @@ mod tests {
     }
 
     fn log(events: usize) -> MemoryLog {
-        MemoryLog::new(Retention { events, bytes: 1 << 20 })
+        MemoryLog::new(Retention { events, bytes: 1 << 20, total_bytes: 1 << 30 })
     }
 
     async fn drain(sub: &mut Box<dyn Subscription>) -> Vec<Delivered> {
@@ -395,13 +481,49 @@ mod tests {
 
     #[tokio::test]
     async fn byte_budget_evicts_but_keeps_the_newest() {
-        let l = MemoryLog::new(Retention { events: 100, bytes: 1 });
+        let l = MemoryLog::new(Retention { events: 100, bytes: 1, total_bytes: 1 << 30 });
         l.create(&t(), "r").await;
         l.append("r", vec![frame(0, 0, false), frame(1, 0, false)]).await;
         let mut sub = l.subscribe(&t(), "r", Some(0)).await.unwrap();
         let mut out = Vec::new();
         assert!(sub.next_batch(&mut out, 10).await);
         assert_eq!(seqs(&out), [1]);
+    }
+
+    /// What a subscriber from the start of `run` gets first.
+    async fn kept(l: &MemoryLog, run: &str) -> Vec<i64> {
+        let mut sub = l.subscribe(&t(), run, None).await.unwrap();
+        let mut out = Vec::new();
+        sub.next_batch(&mut out, 100).await;
+        seqs(&out)
+    }
+
+    #[tokio::test]
+    async fn the_total_budget_takes_from_the_run_appended_to_least_recently_first() {
+        // A test frame is 7 bytes ({"s":N}, 8 from N = 10): room for eight; a trim frees down to
+        // 53 bytes (an eighth of the budget free).
+        let l = MemoryLog::new(Retention { events: 100, bytes: 1 << 20, total_bytes: 60 });
+        for r in ["old", "new"] {
+            l.create(&t(), r).await;
+        }
+        l.append("old", (0..6).map(|s| frame(s, 0, s == 5)).collect()).await;
+        l.seal("old").await;
+        l.append("new", (0..4).map(|s| frame(s, 0, false)).collect()).await;
+        assert_eq!(l.total_bytes(), 49);
+        assert_eq!(kept(&l, "old").await, [-3, 3, 4, 5], "the finished run gave way, from its oldest");
+        assert_eq!(kept(&l, "new").await, [0, 1, 2, 3], "the running one kept everything");
+        // Over the budget again: the old run keeps at least its terminal, the new one gives way.
+        l.append("new", (4..12).map(|s| frame(s, 0, false)).collect()).await;
+        assert_eq!(l.total_bytes(), 51);
+        assert_eq!(kept(&l, "old").await, [-5, 5], "the newest frame (the terminal) always stays");
+        assert_eq!(kept(&l, "new").await, [-6, 6, 7, 8, 9, 10, 11]);
+        // Forgetting a run gives its bytes back.
+        let before = l.total_bytes();
+        l.remove("old").await;
+        assert_eq!(l.total_bytes(), before - "{\"s\":5}".len());
+        l.seal("new").await;
+        l.remove("new").await;
+        assert_eq!(l.total_bytes(), 0);
     }
 
     #[tokio::test]

@@ -66,7 +66,11 @@ impl Server {
             None => {
                 let executor =
                     LocalExecutor::new(config.agents.clone(), limits.run_timeout, config.shutdown.kill_grace);
-                let log = MemoryLog::new(Retention { events: limits.replay_events, bytes: limits.replay_bytes });
+                let log = MemoryLog::new(Retention {
+                    events: limits.replay_events,
+                    bytes: limits.replay_bytes,
+                    total_bytes: limits.replay_bytes_total,
+                });
                 RunBroker::new(
                     Arc::new(executor),
                     Arc::new(log),
