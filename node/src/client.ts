@@ -170,6 +170,24 @@ function envelope(wire: Record<string, unknown>): Envelope | undefined {
   }
 }
 
+/**
+ * A `200` stream that does not speak the protocol (not the server, or a proxy rewriting it): an
+ * error at once, never retried.
+ */
+function protocolError(path: string, what: string): ServerError {
+  return new ServerError(
+    200,
+    'protocol_error',
+    `${path} sent ${what}; is the URL an agentstream server's, and does a proxy in between rewrite or buffer the stream?`,
+  );
+}
+
+function isEnvelope(v: unknown): v is Record<string, unknown> {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
+  const o = v as Record<string, unknown>;
+  return typeof o.runId === 'string' && Number.isInteger(o.sequence) && typeof o.channel === 'string' && 'event' in o;
+}
+
 async function serverError(response: Response): Promise<ServerError> {
   const text = await response.text();
   try {
@@ -315,11 +333,15 @@ export class Client {
         if (response.status >= 500) throw new Error(`server error ${response.status}`);
         if (response.status !== 200) throw await serverError(response);
         if (!response.body) throw new Error('a response without a body');
-        const decoder = new TextDecoder();
+        const decoder = new TextDecoder('utf-8', { fatal: true });
         let buffer = '';
         for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
           arm();
-          buffer += decoder.decode(chunk, { stream: true });
+          try {
+            buffer += decoder.decode(chunk, { stream: true });
+          } catch {
+            throw protocolError(path, 'bytes that are not UTF-8');
+          }
           let end: number;
           while ((end = buffer.indexOf('\n\n')) !== -1) {
             const block = buffer.slice(0, end);
@@ -337,7 +359,16 @@ export class Client {
               else if (name === 'retry' && /^\d+$/.test(value)) maxDelay = Number(value);
             }
             if (!data.length) continue;
-            const payload = JSON.parse(data.join('\n')) as Record<string, unknown>;
+            const text = data.join('\n');
+            let payload: Record<string, unknown>;
+            try {
+              payload = JSON.parse(text) as Record<string, unknown>;
+            } catch {
+              throw protocolError(path, `an event whose data is not JSON: ${JSON.stringify(text.slice(0, 200))}`);
+            }
+            if (event === 'message' && !isEnvelope(payload)) {
+              throw protocolError(path, `an event that is not an envelope: ${JSON.stringify(text.slice(0, 200))}`);
+            }
             if (event === 'gap') {
               const gap = payload as unknown as StreamGap;
               if (options.gaps !== 'skip') throw new StreamGapError(gap);

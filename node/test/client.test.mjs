@@ -189,6 +189,32 @@ test('errors say what is wrong', async () => {
   await assert.rejects(collect(gone.stream('run_x')), ConnectionLostError);
 });
 
+test('a stream that is not the protocol is a protocol_error at once, not retried', async () => {
+  const { createServer: createHttpServer } = await import('node:http');
+  for (const [body, what] of [
+    [Buffer.from("data: <html>a proxy's page</html>\n\n"), /not JSON/],
+    [Buffer.concat([Buffer.from('data: {"sequence": 1}'), Buffer.from([0xff]), Buffer.from('\n\n')]), /not UTF-8/],
+    [Buffer.from('data: [1, 2]\n\n'), /not an envelope/],
+  ]) {
+    let requests = 0;
+    const other = createHttpServer((_req, res) => {
+      requests += 1;
+      res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Content-Length': body.length });
+      res.end(body);
+    });
+    await new Promise((resolve) => other.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${other.address().port}`;
+      await assert.rejects(collect(connect(url, 't', { maxRetries: 3 }).stream('run_x')), (e) =>
+        e instanceof ServerError && e.status === 200 && e.error === 'protocol_error' && what.test(e.message) &&
+        e.message.includes('/v1/runs/run_x/events'));
+      assert.equal(requests, 1, 'not retried: asking again would get the same');
+    } finally {
+      await new Promise((resolve) => other.close(resolve));
+    }
+  }
+});
+
 test('a gap is thrown or skipped, never silent', async () => {
   const small = await serve('[limits]\nreplay_events = 20\n');
   try {

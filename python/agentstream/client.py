@@ -219,6 +219,16 @@ class Client:
         return _Stream(self, run_id, after, gaps)
 
 
+def _protocol_error(path: str, what: str) -> ServerError:
+    """A ``200`` stream that does not speak the protocol (not the server, or a proxy rewriting
+    it): an error at once, never retried."""
+    return ServerError(
+        200, "protocol_error",
+        f"{path} sent {what}; is the URL an agentstream server's, and does a proxy in between "
+        "rewrite or buffer the stream?",
+    )
+
+
 def _server_error(status: int, data: bytes) -> ServerError:
     try:
         body = json.loads(data)
@@ -311,7 +321,10 @@ class _Stream:
             raw = resp.readline()
             if not raw:
                 return  # the response ended
-            line = raw.decode("utf-8").rstrip("\r\n")
+            try:
+                line = raw.decode("utf-8").rstrip("\r\n")
+            except UnicodeDecodeError as exc:
+                raise _protocol_error(self.path, f"a line that is not UTF-8 ({exc.reason} at byte {exc.start})") from None
             if line:
                 if line.startswith(":"):
                     continue
@@ -325,10 +338,17 @@ class _Stream:
                     self.retry.max_delay = int(value) / 1000
                 continue
             if data:
-                payload = json.loads("\n".join(data))
-                if event == "gap":
+                text = "\n".join(data)
+                try:
+                    payload = json.loads(text)
+                except ValueError:
+                    raise _protocol_error(self.path, f"an event whose data is not JSON: {text[:200]!r}") from None
+                if event == "gap" and isinstance(payload, dict):
                     self._gap(payload)
                 elif event == "message":
+                    if not (isinstance(payload, dict) and {"runId", "sequence", "channel", "event"} <= payload.keys()
+                            and isinstance(payload["sequence"], int)):
+                        raise _protocol_error(self.path, f"an event that is not an envelope: {text[:200]!r}")
                     env = _envelope(payload)
                     self.last = env["sequence"] + env.get("coalesced", 0)
                     yield env

@@ -252,6 +252,54 @@ def test_errors_say_what_is_wrong(server: Serve, client: agentstream.Client) -> 
         list(gone.stream("run_x"))
 
 
+class NotTheProtocol:
+    """An HTTP server that answers every stream request 200 with ``body`` (not agentstream's
+    protocol), counting the requests."""
+
+    def __init__(self, body: bytes) -> None:
+        import http.server
+
+        owner = self
+        self.requests = 0
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 (the standard library's name)
+                owner.requests += 1
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *_: Any) -> None:
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.mark.parametrize(("body", "what"), [
+    (b"data: <html>a proxy's page</html>\n\n", "not JSON"),
+    (b"data: {\"sequence\": 1}\xff\n\n", "not UTF-8"),
+    (b"data: [1, 2]\n\n", "not an envelope"),
+])
+def test_a_stream_that_is_not_the_protocol_is_a_protocol_error_at_once(body: bytes, what: str) -> None:
+    other = NotTheProtocol(body)
+    try:
+        with pytest.raises(agentstream.ServerError) as e:
+            list(agentstream.connect(other.url, "t", max_retries=3).stream("run_x"))
+        assert (e.value.status, e.value.error) == (200, "protocol_error")
+        assert what in e.value.message and "/v1/runs/run_x/events" in e.value.message, e.value.message
+        assert other.requests == 1, "not retried: asking again would get the same"
+    finally:
+        other.close()
+
+
 def test_a_gap_is_raised_or_skipped_never_silent(tmp_path: Path, fake_harness: Path) -> None:
     small = Serve(tmp_path, fake_harness, "[limits]\nreplay_events = 20\n")
     try:
