@@ -37,9 +37,10 @@ pub struct Connections {
 }
 
 impl Connections {
-    /// Room for `max` connections (at least 1).
+    /// Room for `max` connections (at least 1, at most `u32::MAX`: the shutdown waits for every
+    /// slot at once).
     pub fn new(max: usize) -> Self {
-        let max = max.clamp(1, Semaphore::MAX_PERMITS);
+        let max = max.clamp(1, (u32::MAX as usize).min(Semaphore::MAX_PERMITS));
         Connections { slots: Arc::new(Semaphore::new(max)), open: Arc::new(AtomicUsize::new(0)), max }
     }
 
@@ -127,7 +128,7 @@ pub(crate) async fn serve(
         tokio::spawn(serve_connection(tcp, router.clone(), held, header_timeout, stop.clone()));
     }
     drop(listener);
-    let every_slot = u32::try_from(connections.max).unwrap_or(u32::MAX);
+    let every_slot = u32::try_from(connections.max).expect("Connections::new keeps max within u32");
     let _all_closed = connections.slots.acquire_many(every_slot).await;
 }
 
