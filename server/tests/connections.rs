@@ -200,3 +200,32 @@ async fn a_websocket_message_over_the_body_limit_closes_the_socket_with_1009_and
     assert!(run["result"]["cancel_reason"].as_str().unwrap().contains("small enough"), "{run}");
     server.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streams_and_sockets_outlive_the_header_timeout() {
+    let mark = new_mark("long-streams");
+    let mut config = config(&mark);
+    config.limits.header_timeout = Duration::from_millis(300);
+    let server = TestServer::start(config, mark).await;
+    let id = server.start_run(TOKEN_A, "hang").await;
+    // An SSE response and a WebSocket open well past the header timeout (the client sends
+    // nothing more on either), then the run ends: both get everything, the terminal last.
+    let sse = {
+        let (http, url) = (server.http.clone(), server.url(&format!("/v1/runs/{id}/events")));
+        tokio::spawn(async move {
+            let resp = http.get(url).bearer_auth(TOKEN_A).send().await.unwrap();
+            assert_eq!(resp.status(), 200);
+            resp.text().await.unwrap()
+        })
+    };
+    let mut ws = ws_connect(&server, Some(TOKEN_A), &id, "").await.expect("the socket opens");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    server.broker.cancel(&"a".into(), &id, "done", Duration::from_secs(10)).await.unwrap();
+    let streamed: Vec<Value> =
+        parse_sse(&sse.await.unwrap()).iter().filter(|e| e.event == "message").map(|e| e.json()).collect();
+    assert_whole_stream(&streamed);
+    let (socketed, close) = ws_collect(&mut ws).await;
+    assert_whole_stream(&socketed);
+    assert_eq!(close, Some(1000));
+    server.shutdown().await;
+}
