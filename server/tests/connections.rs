@@ -111,21 +111,25 @@ async fn connections_beyond_the_limit_wait_until_one_closes_and_websockets_count
     let mut config = config(&mark);
     config.limits.max_connections = 3;
     let server = TestServer::start(config, mark).await;
-    // Each answered request's connection closes (the test client keeps none idle): wait for the
-    // count to settle before reading it.
-    let open_now = || async {
-        let deadline = Instant::now() + Duration::from_secs(5);
-        loop {
-            let h = health(&server).await;
-            assert_eq!(h["connections"]["max"], 3, "{h}");
-            let open = h["connections"]["open"].as_u64().unwrap();
-            if open == 1 || Instant::now() > deadline {
-                return open;
+    // Each answered request's connection closes (the test client keeps none idle): wait up to
+    // 5 s for the count (this health request's own connection included) to reach `expected`;
+    // the last count seen.
+    let open_settles_at = |expected: u64| {
+        let server = &server;
+        async move {
+            let deadline = Instant::now() + Duration::from_secs(5);
+            loop {
+                let h = health(server).await;
+                assert_eq!(h["connections"]["max"], 3, "{h}");
+                let open = h["connections"]["open"].as_u64().unwrap();
+                if open == expected || Instant::now() > deadline {
+                    return open;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
             }
-            tokio::time::sleep(Duration::from_millis(20)).await;
         }
     };
-    assert_eq!(open_now().await, 1, "only the health request's own connection");
+    assert_eq!(open_settles_at(1).await, 1, "only the health request's own connection");
 
     let mut idle = Vec::new();
     for _ in 0..3 {
@@ -150,17 +154,9 @@ async fn connections_beyond_the_limit_wait_until_one_closes_and_websockets_count
     // An upgraded WebSocket keeps its slot until it closes.
     let id = server.start_run(TOKEN_A, "hang").await;
     let ws = ws_connect(&server, Some(TOKEN_A), &id, "").await.expect("the socket opens");
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let open = health(&server).await["connections"]["open"].as_u64().unwrap();
-        if open == 2 {
-            break; // the socket and this request
-        }
-        assert!(Instant::now() < deadline, "open = {open}, expected the socket and this request");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    assert_eq!(open_settles_at(2).await, 2, "the socket and the health request");
     drop(ws);
-    assert_eq!(open_now().await, 1, "a closed socket frees its slot");
+    assert_eq!(open_settles_at(1).await, 1, "a closed socket frees its slot");
     server.broker.cancel(&"a".into(), &id, "done", Duration::from_secs(10)).await.unwrap();
     server.shutdown().await;
 }
@@ -210,20 +206,13 @@ async fn streams_and_sockets_outlive_the_header_timeout() {
     let id = server.start_run(TOKEN_A, "hang").await;
     // An SSE response and a WebSocket open well past the header timeout (the client sends
     // nothing more on either), then the run ends: both get everything, the terminal last.
-    let sse = {
-        let (http, url) = (server.http.clone(), server.url(&format!("/v1/runs/{id}/events")));
-        tokio::spawn(async move {
-            let resp = http.get(url).bearer_auth(TOKEN_A).send().await.unwrap();
-            assert_eq!(resp.status(), 200);
-            resp.text().await.unwrap()
-        })
-    };
     let mut ws = ws_connect(&server, Some(TOKEN_A), &id, "").await.expect("the socket opens");
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    server.broker.cancel(&"a".into(), &id, "done", Duration::from_secs(10)).await.unwrap();
-    let streamed: Vec<Value> =
-        parse_sse(&sse.await.unwrap()).iter().filter(|e| e.event == "message").map(|e| e.json()).collect();
-    assert_whole_stream(&streamed);
+    let (sse, ()) = tokio::join!(server.sse(TOKEN_A, &id, None, ""), async {
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        server.broker.cancel(&"a".into(), &id, "done", Duration::from_secs(10)).await.unwrap();
+    });
+    assert_eq!(sse.status, 200);
+    assert_whole_stream(&sse.envelopes());
     let (socketed, close) = ws_collect(&mut ws).await;
     assert_whole_stream(&socketed);
     assert_eq!(close, Some(1000));
