@@ -182,10 +182,13 @@ function protocolError(path: string, what: string): ServerError {
   );
 }
 
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
 function isEnvelope(v: unknown): v is Record<string, unknown> {
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
-  const o = v as Record<string, unknown>;
-  return typeof o.runId === 'string' && Number.isInteger(o.sequence) && typeof o.channel === 'string' && 'event' in o;
+  return isObject(v) && typeof v.runId === 'string' && Number.isInteger(v.sequence) &&
+    typeof v.channel === 'string' && 'event' in v;
 }
 
 async function serverError(response: Response): Promise<ServerError> {
@@ -368,6 +371,9 @@ export class Client {
             }
             if (event === 'message' && !isEnvelope(payload)) {
               throw protocolError(path, `an event that is not an envelope: ${JSON.stringify(text.slice(0, 200))}`);
+            }
+            if (event === 'gap' && !isObject(payload)) {
+              throw protocolError(path, `a gap that is not an object: ${JSON.stringify(text.slice(0, 200))}`);
             }
             if (event === 'gap') {
               const gap = payload as unknown as StreamGap;

@@ -195,6 +195,7 @@ test('a stream that is not the protocol is a protocol_error at once, not retried
     [Buffer.from("data: <html>a proxy's page</html>\n\n"), /not JSON/],
     [Buffer.concat([Buffer.from('data: {"sequence": 1}'), Buffer.from([0xff]), Buffer.from('\n\n')]), /not UTF-8/],
     [Buffer.from('data: [1, 2]\n\n'), /not an envelope/],
+    [Buffer.from('event: gap\ndata: 5\n\n'), /not an object/],
   ]) {
     let requests = 0;
     const other = createHttpServer((_req, res) => {

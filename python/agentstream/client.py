@@ -343,7 +343,9 @@ class _Stream:
                     payload = json.loads(text)
                 except ValueError:
                     raise _protocol_error(self.path, f"an event whose data is not JSON: {text[:200]!r}") from None
-                if event == "gap" and isinstance(payload, dict):
+                if event == "gap":
+                    if not isinstance(payload, dict):
+                        raise _protocol_error(self.path, f"a gap that is not an object: {text[:200]!r}")
                     self._gap(payload)
                 elif event == "message":
                     if not (isinstance(payload, dict) and {"runId", "sequence", "channel", "event"} <= payload.keys()

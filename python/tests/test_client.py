@@ -287,6 +287,7 @@ class NotTheProtocol:
     (b"data: <html>a proxy's page</html>\n\n", "not JSON"),
     (b"data: {\"sequence\": 1}\xff\n\n", "not UTF-8"),
     (b"data: [1, 2]\n\n", "not an envelope"),
+    (b"event: gap\ndata: 5\n\n", "not an object"),
 ])
 def test_a_stream_that_is_not_the_protocol_is_a_protocol_error_at_once(body: bytes, what: str) -> None:
     other = NotTheProtocol(body)
