@@ -25,8 +25,10 @@ if ! grep -qF 'java --enable-native-access=ALL-UNNAMED -cp agentstream.jar Quick
 fi
 
 cd "$dir"
+# A temp folder of its own, to see that the library extracted from the jar is not left behind.
+mkdir tmp
 out=$(env -u AGENTSTREAM_LIBRARY AGENTSTREAM_BIN="$harness" AGENTSTREAM_FAKE_TRACE="$golden/claude/s2-bash" \
-  "$java" --enable-native-access=ALL-UNNAMED -cp agentstream.jar QuickStart.java "List the files" 2>&1)
+  "$java" --enable-native-access=ALL-UNNAMED -Djava.io.tmpdir="$dir/tmp" -cp agentstream.jar QuickStart.java "List the files" 2>&1)
 for want in "hook run.started" "content tool_call" "hook run.completed" "completed: " "session 66c0abf3-0bc5-46a7-8e73-4fef192280ea" \
             "hook run.resumed" "decoded 8 events from recorded.jsonl"; do
   grep -qF "$want" <<<"$out" || {
@@ -35,4 +37,9 @@ for want in "hook run.started" "content tool_call" "hook run.completed" "complet
     exit 1
   }
 done
-echo "java quick start: ran from a fresh folder with only the jar"
+left=$(ls -A tmp)
+if [ -n "$left" ]; then
+  echo "java quick start: the JVM left in its temp folder: $left" >&2
+  exit 1
+fi
+echo "java quick start: ran from a fresh folder with only the jar, and left no temp files"

@@ -50,9 +50,7 @@ final class NativeLibrary {
                         PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
                 Path file = dir.resolve(System.mapLibraryName("agentstream"));
                 Files.copy(in, file, StandardCopyOption.REPLACE_EXISTING);
-                // Mapped now, so the file may go at exit (the mapping stays valid until then).
-                file.toFile().deleteOnExit();
-                dir.toFile().deleteOnExit();
+                removeExtracted(dir, file);
                 loadedFrom = "classpath:" + resource;
                 return SymbolLookup.libraryLookup(file, Arena.global());
             }
@@ -67,6 +65,17 @@ final class NativeLibrary {
                     + "/ library (platform not supported by this build), agentstream.library is not set, "
                     + "and the dynamic linker did not find " + System.mapLibraryName("agentstream"));
         }
+    }
+
+    /**
+     * Removes the extracted copy when the JVM exits. Not sooner: a run's supervisor is this file
+     * executed as a program, so it must keep its name while runs can start. {@code deleteOnExit}
+     * deletes in reverse order of registration, so the directory is registered first: deleted
+     * before the file it holds, it stayed behind (one empty directory per JVM).
+     */
+    private static void removeExtracted(Path dir, Path file) {
+        dir.toFile().deleteOnExit();
+        file.toFile().deleteOnExit();
     }
 
     /** {@code linux-x86_64}, {@code linux-aarch64}, {@code macos-aarch64}, … */
