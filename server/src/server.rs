@@ -14,7 +14,7 @@ use crate::http::{AppState, router};
 use crate::listen::{self, Connections};
 use crate::local::LocalExecutor;
 use crate::log::{MemoryLog, Retention};
-use crate::nats::{Cluster, JetStreamLog, NatsExecutor, NatsRegistry};
+use crate::nats::{Cluster, FollowBudget, JetStreamLog, NatsExecutor, NatsRegistry};
 use crate::registry::MemoryRegistry;
 
 /// After the last run ended, how long open streams get to deliver their terminal envelopes
@@ -83,7 +83,12 @@ impl Server {
                     Cluster::connect(nats.clone(), "agentstream serve").await.map_err(std::io::Error::other)?;
                 let registry = Arc::new(NatsRegistry::observer(cluster.clone()).await.map_err(std::io::Error::other)?);
                 let executor = NatsExecutor::new(cluster.clone(), registry.clone());
-                RunBroker::new(Arc::new(executor), Arc::new(JetStreamLog::new(cluster, None)), registry, broker_limits)
+                RunBroker::new(
+                    Arc::new(executor),
+                    Arc::new(JetStreamLog::new(cluster, None, FollowBudget::of(limits))),
+                    registry,
+                    broker_limits,
+                )
             }
         };
         let connections = Connections::new(limits.max_connections);

@@ -277,11 +277,20 @@ mod cluster {
         runs_per_tenant: usize,
         retention_bytes: u64,
         max_payload: Option<usize>,
+        /// The serve instances' `limits.replay_bytes` (what each keeps of a run it reads).
+        replay_bytes: Option<usize>,
     }
 
     impl Default for Setup {
         fn default() -> Self {
-            Setup { lease_secs: 5, max_runs: 4, runs_per_tenant: 16, retention_bytes: 1 << 30, max_payload: None }
+            Setup {
+                lease_secs: 5,
+                max_runs: 4,
+                runs_per_tenant: 16,
+                retention_bytes: 1 << 30,
+                max_payload: None,
+                replay_bytes: None,
+            }
         }
     }
 
@@ -291,11 +300,12 @@ mod cluster {
         pub b: TestServer,
         pub workers: Vec<WorkerProcess>,
         pub nats: NatsServer,
+        pub settings: NatsSettings,
     }
 
     impl Cluster {
         async fn start(test: &str, setup: Setup) -> Option<Cluster> {
-            let Setup { lease_secs, max_runs, runs_per_tenant, retention_bytes, max_payload } = setup;
+            let Setup { lease_secs, max_runs, runs_per_tenant, retention_bytes, max_payload, replay_bytes } = setup;
             let nats = NatsServer::start(test, max_payload)?;
             let mut settings = NatsSettings::new(nats.url());
             settings.lease = Duration::from_secs(lease_secs);
@@ -313,13 +323,16 @@ mod cluster {
                 c.nats = Some(settings.clone());
                 c.limits.runs_per_tenant = runs_per_tenant;
                 c.limits.heartbeat = Duration::from_millis(500);
+                if let Some(bytes) = replay_bytes {
+                    c.limits.replay_bytes = bytes;
+                }
                 (c, mark)
             };
             let (ca, ma) = serve("a");
             let (cb, mb) = serve("b");
             let a = TestServer::start(ca, ma).await;
             let b = TestServer::start(cb, mb).await;
-            let cluster = Cluster { a, b, workers, nats };
+            let cluster = Cluster { a, b, workers, nats, settings };
             // Both workers announced themselves to both instances.
             for s in [&cluster.a, &cluster.b] {
                 let deadline = Instant::now() + Duration::from_secs(10);
@@ -337,6 +350,15 @@ mod cluster {
 
         fn worker(&mut self, id: &str) -> &mut WorkerProcess {
             self.workers.iter_mut().find(|w| w.id == id).unwrap()
+        }
+
+        /// How many consumers the events stream has (ordered consumers outlive their reader
+        /// until the server finds them inactive, so this counts the ones a test made).
+        async fn event_consumers(&self) -> usize {
+            let client = async_nats::connect(self.nats.url()).await.expect("connect to NATS");
+            let js = async_nats::jetstream::new(client);
+            let mut stream = js.get_stream(self.settings.events_stream()).await.expect("the events stream");
+            stream.info().await.expect("stream info").state.consumer_count
         }
     }
 
@@ -471,6 +493,55 @@ mod cluster {
         for w in &cluster.workers {
             eventually("no harness left", Duration::from_secs(10), || processes_with_mark(&w.mark).is_empty()).await;
         }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_subscribers_of_a_run_on_one_instance_share_one_consumer() {
+        // Before, each subscriber had its own consumer: NATS sent the run once per subscriber
+        // over the instance's one connection (a hundred to a flood overflowed it).
+        let Some(cluster) = Cluster::start("shared", Setup::default()).await else { return };
+        let (a, b) = (&cluster.a, &cluster.b);
+        let id = a.start_run(TOKEN_A, "paced").await;
+        let readers: Vec<_> = (0..20).map(|_| spawn_sse(b, &id)).collect();
+        wait_past(b, &id, 3).await;
+        // Joining later, from the start and from the middle: what the shared follow holds.
+        let late = spawn_sse(b, &id);
+        let resumed = spawn_sse_after(b, &id, 2);
+        let whole: Vec<Vec<Value>> = join_envelopes(readers).await;
+        for envs in &whole {
+            assert_whole_stream(envs);
+            assert_eq!(envs, &whole[0], "every subscriber got the same stream");
+        }
+        assert_eq!(join_envelopes(vec![late]).await[0], whole[0]);
+        let tail = join_envelopes(vec![resumed]).await.remove(0);
+        assert_eq!(tail[..], whole[0][3..], "resumed after 2");
+        assert_eq!(cluster.event_consumers().await, 1, "one consumer for 22 subscribers");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn subscribers_the_shared_follow_left_behind_read_on_from_their_own_consumer() {
+        // The instance keeps 4 KiB of a run it reads: under a flood a subscriber falls behind
+        // what it keeps, and reads on from a consumer of its own — nothing lost.
+        let setup = Setup { replay_bytes: Some(4096), ..Setup::default() };
+        let Some(cluster) = Cluster::start("behind", setup).await else { return };
+        let (a, b) = (&cluster.a, &cluster.b);
+        let id = a.start_run(TOKEN_A, "deluge").await;
+        let readers: Vec<_> = (0..4).map(|_| spawn_sse(b, &id)).collect();
+        for envs in join_envelopes(readers).await {
+            assert_whole_stream(&envs);
+        }
+        assert!(cluster.event_consumers().await > 1, "some subscriber read on from a consumer of its own");
+    }
+
+    /// The envelopes of each finished SSE reader.
+    async fn join_envelopes(readers: Vec<tokio::task::JoinHandle<Vec<SseEvent>>>) -> Vec<Vec<Value>> {
+        let mut out = Vec::new();
+        for r in readers {
+            let events = tokio::time::timeout(Duration::from_secs(60), r).await.expect("the stream ends").unwrap();
+            assert!(events.iter().all(|e| e.event == "message"), "only envelopes");
+            out.push(events.iter().map(SseEvent::json).collect());
+        }
+        out
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -643,7 +714,7 @@ mod cluster {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_serve_instance_that_stops_ends_its_streams_and_clients_resume_on_another() {
         let Some(cluster) = Cluster::start("serve-stops", Setup::default()).await else { return };
-        let Cluster { a, b, workers: _workers, nats: _nats } = cluster;
+        let Cluster { a, b, workers: _workers, nats: _nats, .. } = cluster;
         let id = a.start_run(TOKEN_A, "hang").await;
         wait_past(&b, &id, 5).await;
         let on_b = spawn_sse(&b, &id);

@@ -6,17 +6,17 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_nats::header::NATS_MESSAGE_ID;
-use async_nats::jetstream::consumer::{DeliverPolicy, pull};
+use async_nats::jetstream::consumer::DeliverPolicy;
 use async_nats::jetstream::context::PublishErrorKind;
 use async_nats::jetstream::message::PublishMessage;
 use async_nats::jetstream::message::StreamMessage;
 use async_nats::jetstream::stream::DirectGetErrorKind;
 use async_trait::async_trait;
 use bytes::{Bytes, BytesMut};
-use futures_util::StreamExt;
 use tokio::sync::{mpsc, watch};
 
 use super::Cluster;
+use super::follow::{FollowBudget, Followers, MAX_CONSECUTIVE_ERRORS, Next, Source};
 use super::wire::{self, Meta};
 use crate::auth::TenantId;
 use crate::frame::{Delivered, Frame, Gap, GapReason, Notice, NoticeReason};
@@ -38,9 +38,11 @@ pub struct LostRun {
 }
 
 /// The [`EventLog`] on NATS JetStream: appends go to the run's subject (from the one process
-/// that runs it), subscriptions are ordered consumers on that subject (from any process).
+/// that runs it), subscriptions read that subject (from any process; the subscribers of one run
+/// in one process share one ordered consumer, see [`super::follow`]).
 pub struct JetStreamLog {
     cluster: Arc<Cluster>,
+    followers: Arc<Followers>,
     writers: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Writer>>>>,
     lost: Option<mpsc::UnboundedSender<LostRun>>,
     closing: watch::Sender<bool>,
@@ -76,8 +78,11 @@ pub(crate) async fn tail(cluster: &Cluster, subject: &str) -> Result<Option<Tail
 impl JetStreamLog {
     /// A log on `cluster`'s events stream. `lost` hears of runs this process was writing that
     /// another instance ended (a worker passes it; a serve instance, which only reads, need not).
-    pub fn new(cluster: Arc<Cluster>, lost: Option<mpsc::UnboundedSender<LostRun>>) -> Self {
-        JetStreamLog { cluster, writers: Mutex::default(), lost, closing: watch::Sender::new(false) }
+    /// `keep` bounds what this process keeps of the runs it reads for its subscribers.
+    pub fn new(cluster: Arc<Cluster>, lost: Option<mpsc::UnboundedSender<LostRun>>, keep: FollowBudget) -> Self {
+        let closing = watch::Sender::new(false);
+        let followers = Arc::new(Followers::new(cluster.clone(), keep, closing.subscribe()));
+        JetStreamLog { cluster, followers, writers: Mutex::default(), lost, closing }
     }
 
     fn writer(&self, run_id: &str) -> Option<Arc<tokio::sync::Mutex<Writer>>> {
@@ -225,17 +230,17 @@ impl EventLog for JetStreamLog {
                     .map_err(SubscribeError::Unavailable)?,
             },
         };
-        let messages = follow(&self.cluster, &subject, deliver_policy).await.map_err(SubscribeError::Unavailable)?;
+        let source = self.followers.open(&subject, deliver_policy).await.map_err(SubscribeError::Unavailable)?;
         let mut connection = self.cluster.connection();
         connection.borrow_and_update();
         Ok(Box::new(JetStreamSubscription {
-            cluster: self.cluster.clone(),
+            followers: self.followers.clone(),
             subject,
             deliver_policy,
             last_stream_seq: None,
             refollow: false,
             run_id: run_id.to_string(),
-            messages,
+            source,
             cursor: after,
             read_through: None,
             pending: VecDeque::new(),
@@ -260,21 +265,6 @@ impl EventLog for JetStreamLog {
     fn close(&self) {
         self.closing.send_replace(true);
     }
-}
-
-/// An ordered consumer of `subject` from `deliver_policy`.
-async fn follow(cluster: &Cluster, subject: &str, deliver_policy: DeliverPolicy) -> Result<pull::Ordered, String> {
-    let unavailable = |e: &dyn std::fmt::Display| format!("cannot follow the run's stream on NATS: {e}");
-    let consumer = cluster
-        .events
-        .create_consumer(pull::OrderedConfig {
-            filter_subject: subject.to_string(),
-            deliver_policy,
-            ..Default::default()
-        })
-        .await
-        .map_err(|e| unavailable(&e))?;
-    consumer.messages().await.map_err(|e| unavailable(&e))
 }
 
 /// The stream sequence of the run's first message that covers a number after `after`: a binary
@@ -309,17 +299,18 @@ struct Partial {
 }
 
 struct JetStreamSubscription {
-    cluster: Arc<Cluster>,
+    followers: Arc<Followers>,
     subject: String,
-    /// Where the consumer started (used again if it must be re-created before any message).
+    /// Where reading started (used again if the source must be re-opened before any message).
     deliver_policy: DeliverPolicy,
     /// The stream sequence of the last message taken.
     last_stream_seq: Option<u64>,
-    /// The connection came back: re-create the consumer from `last_stream_seq` (the old one may
-    /// not have survived, and would notice only after missing its heartbeats).
+    /// Open the source again from `last_stream_seq`: the connection came back (an own consumer
+    /// may not have survived, and would notice only after missing its heartbeats), or the
+    /// shared follow no longer has what comes next.
     refollow: bool,
     run_id: String,
-    messages: pull::Ordered,
+    source: Source,
     /// The last sequence number this subscriber has.
     cursor: Option<u64>,
     /// The last sequence number covered by what was read, delivered or skipped.
@@ -334,9 +325,6 @@ struct JetStreamSubscription {
     /// Consumer errors in a row while connected.
     errors: u32,
 }
-
-/// Consumer errors in a row, while connected, after which a subscription gives up.
-const MAX_CONSECUTIVE_ERRORS: u32 = 20;
 
 impl JetStreamSubscription {
     /// Turn one stream message into deliveries (in `pending`).
@@ -423,14 +411,22 @@ impl Subscription for JetStreamSubscription {
                 out.push(Delivered::Notice(Notice::new(&self.run_id, reason)));
                 return true;
             }
-            if self.refollow && up {
+            if self.refollow && !up {
+                // Open again once the connection is back.
+                tokio::select! {
+                    _ = self.connection.changed() => {}
+                    _ = self.closing.changed() => {}
+                }
+                continue;
+            }
+            if self.refollow {
                 let from = match self.last_stream_seq {
                     Some(seq) => DeliverPolicy::ByStartSequence { start_sequence: seq + 1 },
                     None => self.deliver_policy,
                 };
-                match follow(&self.cluster, &self.subject, from).await {
-                    Ok(messages) => {
-                        self.messages = messages;
+                match self.followers.open(&self.subject, from).await {
+                    Ok(source) => {
+                        self.source = source;
                         self.refollow = false;
                     }
                     Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
@@ -438,19 +434,17 @@ impl Subscription for JetStreamSubscription {
                 continue;
             }
             tokio::select! {
-                next = self.messages.next() => match next {
-                    Some(Ok(msg)) => {
+                next = self.source.next() => match next {
+                    Next::Message(msg) => {
                         self.errors = 0;
-                        if let Ok(info) = msg.info() {
-                            self.last_stream_seq = Some(info.stream_sequence);
-                        }
-                        let headers = msg.headers.clone().unwrap_or_default();
-                        self.take(&headers, msg.payload.clone());
+                        self.last_stream_seq = Some(msg.stream_seq);
+                        self.take(&msg.headers, msg.payload.clone());
                     }
-                    // The ordered consumer recreates itself across outages; errors that keep
+                    Next::Reopen => self.refollow = true,
+                    // An own ordered consumer recreates itself across outages; errors that keep
                     // coming while connected are ones it cannot get past: end this stream (the
                     // client resumes, on this instance or another).
-                    Some(Err(_)) => {
+                    Next::Error => {
                         if *self.connection.borrow() {
                             self.errors += 1;
                         }
@@ -460,7 +454,7 @@ impl Subscription for JetStreamSubscription {
                             tokio::time::sleep(Duration::from_millis(100)).await;
                         }
                     }
-                    None => self.done = true,
+                    Next::End => self.done = true,
                 },
                 _ = self.connection.changed() => {}
                 _ = self.closing.changed() => {}

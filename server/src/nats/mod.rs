@@ -38,6 +38,7 @@
 //!   worker publishes what its runs printed meanwhile.
 
 mod executor;
+mod follow;
 mod log;
 mod reaper;
 mod registry;
@@ -51,6 +52,7 @@ use async_nats::jetstream::{self, kv, stream};
 use tokio::sync::watch;
 
 pub use executor::NatsExecutor;
+pub use follow::FollowBudget;
 pub use log::{JetStreamLog, LostRun};
 pub use registry::NatsRegistry;
 pub use registry::WorkerPresence;

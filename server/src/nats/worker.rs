@@ -17,7 +17,7 @@ use tokio::sync::{Semaphore, mpsc, watch};
 use super::log::{JetStreamLog, LostRun};
 use super::registry::{NatsRegistry, WorkerPresence};
 use super::wire::{self, WorkReply, WorkRequest};
-use super::{Cluster, NatsSettings, token};
+use super::{Cluster, FollowBudget, NatsSettings, token};
 use crate::auth::TenantId;
 use crate::broker::{BrokerError, BrokerLimits, RunBroker};
 use crate::config::{ServeConfig, ShutdownMode};
@@ -96,7 +96,7 @@ impl Worker {
         let registry = Arc::new(NatsRegistry::owner(cluster.clone(), settings.id.clone(), lost_tx.clone()).await?);
         let limits = &config.limits;
         let executor = LocalExecutor::new(config.agents.clone(), limits.run_timeout, config.shutdown.kill_grace);
-        let log = JetStreamLog::new(cluster.clone(), Some(lost_tx));
+        let log = JetStreamLog::new(cluster.clone(), Some(lost_tx), FollowBudget::of(limits));
         let broker = RunBroker::new(
             Arc::new(executor),
             Arc::new(log),

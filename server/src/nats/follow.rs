@@ -1,0 +1,500 @@
+//! Reading a run's subject: one ordered consumer per run in this process, shared by every
+//! subscriber here ([`Followers`]).
+//!
+//! A consumer per subscriber made NATS send a run once per subscriber over this process's one
+//! connection: a hundred subscribers to a flood put more bytes in the server's queue for that
+//! connection than it keeps (64 MiB), so the server closed it as a slow consumer, every stream
+//! on the instance saw an outage, and consumers being created at that moment timed out (503).
+//! Now the first subscriber of a run starts a shared follow; it keeps the messages it read (up to
+//! `limits.replay_bytes` per run and `limits.replay_bytes_total` in all), and every later
+//! subscriber whose starting point it still holds reads them from memory. A follow reads only
+//! while one of its subscribers waits for more: it goes at the pace of the fastest, and what a
+//! slow client costs is bounded by those limits. A subscriber that starts before what its follow
+//! holds, falls so far behind that what it needs was trimmed, or whose follow failed, reads on
+//! from a consumer of its own, from where it is.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use async_nats::HeaderMap;
+use async_nats::jetstream::consumer::{DeliverPolicy, pull};
+use bytes::Bytes;
+use futures_util::StreamExt;
+use tokio::sync::{Notify, oneshot, watch};
+
+use super::Cluster;
+
+/// Consumer errors in a row, while connected, after which a follow or a subscription gives up.
+pub(crate) const MAX_CONSECUTIVE_ERRORS: u32 = 20;
+
+/// One message of a run's subject.
+#[derive(Debug)]
+pub(crate) struct Message {
+    pub stream_seq: u64,
+    pub headers: HeaderMap,
+    pub payload: Bytes,
+}
+
+/// What reading a subject gave.
+pub(crate) enum Next {
+    Message(Arc<Message>),
+    /// The consumer failed this time (it may recover: try again after a pause).
+    Error,
+    /// Nothing more will come from this source; re-open from the last message taken.
+    Reopen,
+    /// The source ended.
+    End,
+}
+
+/// Where a subscriber's messages come from.
+pub(crate) enum Source {
+    /// A consumer of its own.
+    Own(Box<pull::Ordered>),
+    /// This process's shared follow of the run.
+    Shared(Attachment),
+}
+
+impl Source {
+    /// The next message (waiting for it).
+    pub async fn next(&mut self) -> Next {
+        match self {
+            Source::Own(messages) => match messages.next().await {
+                Some(Ok(msg)) => {
+                    let Ok(info) = msg.info() else { return Next::Error };
+                    let stream_seq = info.stream_sequence;
+                    let headers = msg.headers.clone().unwrap_or_default();
+                    Next::Message(Arc::new(Message { stream_seq, headers, payload: msg.payload.clone() }))
+                }
+                Some(Err(_)) => Next::Error,
+                None => Next::End,
+            },
+            Source::Shared(a) => a.next().await,
+        }
+    }
+}
+
+/// The stream sequence a delivery policy starts at (0: the subject's first message).
+fn start_of(policy: DeliverPolicy) -> u64 {
+    match policy {
+        DeliverPolicy::ByStartSequence { start_sequence } => start_sequence,
+        _ => 0,
+    }
+}
+
+fn policy_from(start: u64) -> DeliverPolicy {
+    if start == 0 { DeliverPolicy::All } else { DeliverPolicy::ByStartSequence { start_sequence: start } }
+}
+
+/// An ordered consumer of `subject` from `deliver_policy`.
+pub(crate) async fn consume(
+    cluster: &Cluster,
+    subject: &str,
+    deliver_policy: DeliverPolicy,
+) -> Result<pull::Ordered, String> {
+    let unavailable = |e: &dyn std::fmt::Display| format!("cannot follow the run's stream on NATS: {e}");
+    let consumer = cluster
+        .events
+        .create_consumer(pull::OrderedConfig {
+            filter_subject: subject.to_string(),
+            deliver_policy,
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| unavailable(&e))?;
+    consumer.messages().await.map_err(|e| unavailable(&e))
+}
+
+/// What a process keeps of the runs it reads for its subscribers, in message payload bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FollowBudget {
+    /// Of one run (`limits.replay_bytes`).
+    pub per_run: usize,
+    /// Of all runs together (`limits.replay_bytes_total`): over it, a follow keeps only its
+    /// newest message.
+    pub total: usize,
+}
+
+impl FollowBudget {
+    /// The budget `limits` set.
+    pub fn of(limits: &crate::config::Limits) -> Self {
+        FollowBudget { per_run: limits.replay_bytes, total: limits.replay_bytes_total }
+    }
+}
+
+/// The bytes every follow of a process holds, together.
+struct Held {
+    budget: FollowBudget,
+    bytes: AtomicUsize,
+}
+
+/// This process's shared follows, one per run subject being read.
+pub(crate) struct Followers {
+    cluster: Arc<Cluster>,
+    held: Arc<Held>,
+    closing: watch::Receiver<bool>,
+    follows: Mutex<HashMap<String, Weak<Follow>>>,
+}
+
+impl Followers {
+    pub fn new(cluster: Arc<Cluster>, budget: FollowBudget, closing: watch::Receiver<bool>) -> Self {
+        let held = Arc::new(Held { budget, bytes: AtomicUsize::new(0) });
+        Followers { cluster, held, closing, follows: Mutex::default() }
+    }
+
+    /// The messages of `subject` from `policy` on: from the subject's shared follow when it has
+    /// them (starting one if there is none), otherwise from a consumer of their own.
+    pub async fn open(&self, subject: &str, policy: DeliverPolicy) -> Result<Source, String> {
+        let start = start_of(policy);
+        let follow = {
+            let mut follows = self.follows.lock().expect("follows");
+            follows.retain(|_, f| f.strong_count() > 0);
+            match follows.get(subject).and_then(Weak::upgrade) {
+                Some(f) if f.usable() => f.covers(start).then_some(f),
+                _ => {
+                    let f =
+                        Follow::start(self.cluster.clone(), subject, start, self.held.clone(), self.closing.clone());
+                    follows.insert(subject.to_string(), Arc::downgrade(&f));
+                    Some(f)
+                }
+            }
+        };
+        let Some(follow) = follow else {
+            return Ok(Source::Own(Box::new(consume(&self.cluster, subject, policy).await?)));
+        };
+        follow.started().await?;
+        let attachment = Attachment { news: follow.news.subscribe(), follow, next_seq: start };
+        Ok(Source::Shared(attachment))
+    }
+}
+
+/// A run subject read once for every subscriber of this process.
+struct Follow {
+    state: Mutex<FollowState>,
+    /// Bumped on every change of `state`.
+    news: watch::Sender<u64>,
+    /// A subscriber has read everything the follow holds and waits for more.
+    wanted: Arc<Notify>,
+    /// Dropped with the last subscriber: tells the reading task to stop.
+    _alive: oneshot::Sender<()>,
+}
+
+struct FollowState {
+    /// Every message of the subject from this stream sequence on is in `messages` or is still
+    /// to come (it moves up as old messages are trimmed).
+    from: u64,
+    messages: VecDeque<Arc<Message>>,
+    bytes: usize,
+    held: Arc<Held>,
+    /// Subscribers that have read everything held and wait for more.
+    waiting: usize,
+    started: bool,
+    /// Why the follow stopped reading (`None`: it reads on).
+    failed: Option<String>,
+}
+
+impl Follow {
+    fn start(
+        cluster: Arc<Cluster>,
+        subject: &str,
+        start: u64,
+        held: Arc<Held>,
+        closing: watch::Receiver<bool>,
+    ) -> Arc<Follow> {
+        let (alive, gone) = oneshot::channel();
+        let follow = Arc::new(Follow {
+            state: Mutex::new(FollowState {
+                from: start,
+                messages: VecDeque::new(),
+                bytes: 0,
+                held,
+                waiting: 0,
+                started: false,
+                failed: None,
+            }),
+            news: watch::Sender::new(0),
+            wanted: Arc::new(Notify::new()),
+            _alive: alive,
+        });
+        let reader = Reader { follow: Arc::downgrade(&follow), wanted: follow.wanted.clone(), gone, cluster, closing };
+        tokio::spawn(reader.read(subject.to_string(), start));
+        follow
+    }
+
+    fn usable(&self) -> bool {
+        self.state.lock().expect("follow").failed.is_none()
+    }
+
+    fn covers(&self, start: u64) -> bool {
+        start >= self.state.lock().expect("follow").from
+    }
+
+    fn change(&self, f: impl FnOnce(&mut FollowState)) {
+        f(&mut self.state.lock().expect("follow"));
+        self.news.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// Wait until the follow's consumer exists (or could not be created).
+    async fn started(&self) -> Result<(), String> {
+        let mut news = self.news.subscribe();
+        loop {
+            {
+                let state = self.state.lock().expect("follow");
+                if let Some(why) = &state.failed {
+                    return Err(why.clone());
+                }
+                if state.started {
+                    return Ok(());
+                }
+            }
+            if news.changed().await.is_err() {
+                return Err("cannot follow the run's stream on NATS: the follow stopped".into());
+            }
+        }
+    }
+}
+
+impl FollowState {
+    fn push(&mut self, message: Arc<Message>) {
+        let n = message.payload.len();
+        self.bytes += n;
+        let total = self.held.bytes.fetch_add(n, Ordering::Relaxed) + n;
+        self.messages.push_back(message);
+        let over_total = total > self.held.budget.total;
+        while (over_total || self.bytes > self.held.budget.per_run) && self.messages.len() > 1 {
+            let old = self.messages.pop_front().expect("a message");
+            self.bytes -= old.payload.len();
+            self.held.bytes.fetch_sub(old.payload.len(), Ordering::Relaxed);
+            self.from = old.stream_seq + 1;
+        }
+    }
+}
+
+impl Drop for FollowState {
+    fn drop(&mut self) {
+        self.held.bytes.fetch_sub(self.bytes, Ordering::Relaxed);
+    }
+}
+
+/// What the task reading a follow's subject holds (not the follow: it goes with its last
+/// subscriber, and then the task ends).
+struct Reader {
+    follow: Weak<Follow>,
+    wanted: Arc<Notify>,
+    gone: oneshot::Receiver<()>,
+    cluster: Arc<Cluster>,
+    closing: watch::Receiver<bool>,
+}
+
+impl Reader {
+    /// Read `subject` from `start` until the follow's last subscriber is gone.
+    async fn read(self, subject: String, start: u64) {
+        let Reader { follow, wanted, mut gone, cluster, mut closing } = self;
+        let fail = |why: String| {
+            if let Some(f) = follow.upgrade() {
+                f.change(|s| s.failed = Some(why));
+            }
+        };
+        let mut connection = cluster.connection();
+        let mut up = *connection.borrow_and_update();
+        let mut last: Option<u64> = None;
+        let mut errors = 0u32;
+        let mut messages: Option<pull::Ordered> = None;
+        loop {
+            if messages.is_none() {
+                let policy = policy_from(last.map_or(start, |s| s + 1));
+                tokio::select! {
+                    made = consume(&cluster, &subject, policy) => match made {
+                        Ok(m) => {
+                            messages = Some(m);
+                            let Some(f) = follow.upgrade() else { return };
+                            f.change(|s| s.started = true);
+                        }
+                        // The subscribers that asked are told (a 503); later ones start a new follow.
+                        Err(why) if last.is_none() => return fail(why),
+                        Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+                    },
+                    _ = &mut gone => return,
+                    _ = closing.changed() => return fail("the server is closing".into()),
+                }
+                continue;
+            }
+            // Read on only while a subscriber waits for more: the fastest one sets the pace.
+            let notified = wanted.notified();
+            tokio::pin!(notified);
+            // Registered before the count is read: a subscriber's call is not missed.
+            notified.as_mut().enable();
+            let Some(f) = follow.upgrade() else { return };
+            let idle = f.state.lock().expect("follow").waiting == 0;
+            drop(f); // not kept while waiting: the follow goes with its last subscriber
+            if idle {
+                tokio::select! {
+                    _ = notified => {}
+                    _ = &mut gone => return,
+                    _ = closing.changed() => return fail("the server is closing".into()),
+                }
+                continue;
+            }
+            let consumer = messages.as_mut().expect("a consumer");
+            tokio::select! {
+                next = consumer.next() => match next {
+                    Some(Ok(msg)) => {
+                        errors = 0;
+                        let Ok(info) = msg.info() else { continue };
+                        let message = Message {
+                            stream_seq: info.stream_sequence,
+                            headers: msg.headers.clone().unwrap_or_default(),
+                            payload: msg.payload.clone(),
+                        };
+                        last = Some(message.stream_seq);
+                        let Some(f) = follow.upgrade() else { return };
+                        f.change(|s| s.push(Arc::new(message)));
+                    }
+                    // The ordered consumer recreates itself across outages; errors that keep coming
+                    // while connected are ones it cannot get past: the subscribers go on with their
+                    // own consumers.
+                    Some(Err(_)) => {
+                        if up {
+                            errors += 1;
+                        }
+                        if errors >= MAX_CONSECUTIVE_ERRORS {
+                            return fail("the run's consumer keeps failing".into());
+                        }
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                    None => return fail("the run's consumer ended".into()),
+                },
+                _ = connection.changed() => {
+                    let now = *connection.borrow_and_update();
+                    if now && !up {
+                        // Back after an outage: the old consumer may not have survived it (and
+                        // would notice only after missing its heartbeats): a new one, from the next
+                        // message.
+                        messages = None;
+                    }
+                    up = now;
+                }
+                _ = &mut gone => return,
+                _ = closing.changed() => return fail("the server is closing".into()),
+            }
+        }
+    }
+}
+
+/// One subscriber's place in a shared follow.
+pub(crate) struct Attachment {
+    follow: Arc<Follow>,
+    news: watch::Receiver<u64>,
+    /// The stream sequence of the next message wanted (the first with this one or a later).
+    next_seq: u64,
+}
+
+impl Attachment {
+    async fn next(&mut self) -> Next {
+        loop {
+            // Marked seen before the state is read: a change after the read is not missed.
+            self.news.borrow_and_update();
+            {
+                let state = self.follow.state.lock().expect("follow");
+                if self.next_seq < state.from {
+                    return Next::Reopen; // trimmed before this subscriber read it
+                }
+                let at = state.messages.partition_point(|m| m.stream_seq < self.next_seq);
+                if let Some(m) = state.messages.get(at) {
+                    self.next_seq = m.stream_seq + 1;
+                    return Next::Message(m.clone());
+                }
+                if state.failed.is_some() {
+                    return Next::Reopen;
+                }
+            }
+            let _waiting = Waiting::new(&self.follow);
+            if self.news.changed().await.is_err() {
+                return Next::End;
+            }
+        }
+    }
+}
+
+/// A subscriber counted as waiting for more while this lives (its wait may be dropped).
+struct Waiting<'a>(&'a Follow);
+
+impl<'a> Waiting<'a> {
+    fn new(follow: &'a Follow) -> Self {
+        follow.state.lock().expect("follow").waiting += 1;
+        follow.wanted.notify_one();
+        Waiting(follow)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.state.lock().expect("follow").waiting -= 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(held: &Arc<Held>, from: u64) -> FollowState {
+        FollowState {
+            from,
+            messages: VecDeque::new(),
+            bytes: 0,
+            held: held.clone(),
+            waiting: 0,
+            started: true,
+            failed: None,
+        }
+    }
+
+    fn message(stream_seq: u64, bytes: usize) -> Arc<Message> {
+        Arc::new(Message { stream_seq, headers: HeaderMap::new(), payload: Bytes::from(vec![b'x'; bytes]) })
+    }
+
+    fn held(per_run: usize, total: usize) -> Arc<Held> {
+        Arc::new(Held { budget: FollowBudget { per_run, total }, bytes: AtomicUsize::new(0) })
+    }
+
+    fn seqs(s: &FollowState) -> Vec<u64> {
+        s.messages.iter().map(|m| m.stream_seq).collect()
+    }
+
+    #[test]
+    fn a_follow_keeps_its_runs_budget_and_says_from_where_it_holds_everything() {
+        let held = held(250, 10_000);
+        let mut s = state(&held, 0);
+        for (seq, bytes) in [(3, 100), (7, 100), (9, 100)] {
+            s.push(message(seq, bytes));
+        }
+        // 300 > 250: the oldest went, and a subscriber wanting stream sequence 3 must reopen.
+        assert_eq!((seqs(&s), s.from, s.bytes), (vec![7, 9], 4, 200));
+        assert_eq!(held.bytes.load(Ordering::Relaxed), 200);
+        // One message larger than the budget is still kept: the newest always is.
+        s.push(message(12, 1000));
+        assert_eq!((seqs(&s), s.from), (vec![12], 10));
+        drop(s);
+        assert_eq!(held.bytes.load(Ordering::Relaxed), 0, "a follow that goes gives its bytes back");
+    }
+
+    #[test]
+    fn over_the_total_budget_a_follow_keeps_only_its_newest_message() {
+        let held = held(1000, 500);
+        let mut a = state(&held, 0);
+        let mut b = state(&held, 0);
+        for seq in 1..=4 {
+            a.push(message(seq, 100));
+        }
+        assert_eq!(seqs(&a), [1, 2, 3, 4], "400 of 500");
+        b.push(message(5, 100));
+        b.push(message(6, 100));
+        // 600 > 500 when b pushed its second: b, which pushed, gave way.
+        assert_eq!((seqs(&b), b.from), (vec![6], 6));
+        assert_eq!(held.bytes.load(Ordering::Relaxed), 500);
+        a.push(message(7, 100));
+        assert_eq!((seqs(&a), a.from), (vec![7], 5));
+        assert_eq!(held.bytes.load(Ordering::Relaxed), 200);
+    }
+}
