@@ -81,7 +81,14 @@ export interface ConnectOptions {
   timeoutMs?: number;
   /** Reconnection attempts in a row, without receiving anything, before giving up (default 10). */
   maxRetries?: number;
+  /** The largest stream event or response body read, in bytes (default 256 MiB, at least 1024):
+   *  more is a `protocol_error`, so a server or proxy that never ends a line cannot grow this
+   *  process without bound. The default is far above the largest envelope a server sends. */
+  maxEventBytes?: number;
 }
+
+/** {@link ConnectOptions.maxEventBytes} when not given. */
+export const DEFAULT_MAX_EVENT_BYTES = 256 * 1024 * 1024;
 
 /** Options of {@link Client.stream}. */
 export interface RemoteStreamOptions {
@@ -191,8 +198,27 @@ function isEnvelope(v: unknown): v is Record<string, unknown> {
     typeof v.channel === 'string' && 'event' in v;
 }
 
-async function serverError(response: Response): Promise<ServerError> {
-  const text = await response.text();
+/** The body's text, reading at most `max` bytes (`over`: there was more; the rest is not read). */
+async function readAtMost(response: Response, max: number): Promise<{ text: string; over: boolean }> {
+  if (!response.body) return { text: '', over: false };
+  const reader = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > max) {
+      await reader.cancel().catch(() => {});
+      return { text: '', over: true };
+    }
+    chunks.push(value);
+  }
+  return { text: Buffer.concat(chunks).toString('utf8'), over: false };
+}
+
+async function serverError(response: Response, max: number): Promise<ServerError> {
+  const { text } = await readAtMost(response, max);
   try {
     const body = JSON.parse(text) as { error?: string; message?: string; field?: string };
     return new ServerError(response.status, body.error ?? 'error', body.message ?? '', body.field);
@@ -218,6 +244,7 @@ export class Client {
   readonly #token: string;
   readonly #timeoutMs: number;
   readonly #maxRetries: number;
+  readonly #maxEventBytes: number;
 
   constructor(url: string, token: string, options: ConnectOptions = {}) {
     let parsed: URL;
@@ -236,6 +263,10 @@ export class Client {
     this.#token = token;
     this.#timeoutMs = options.timeoutMs ?? 60_000;
     this.#maxRetries = options.maxRetries ?? 10;
+    this.#maxEventBytes = options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES;
+    if (!Number.isSafeInteger(this.#maxEventBytes) || this.#maxEventBytes < 1024) {
+      throw new RangeError(`maxEventBytes must be an integer of at least 1024, not ${options.maxEventBytes}`);
+    }
   }
 
   /** Never shows the token. */
@@ -254,8 +285,9 @@ export class Client {
     };
     if (body) init.body = JSON.stringify(body);
     const response = await fetch(this.url + path, init);
-    if (response.status >= 400) throw await serverError(response);
-    const text = await response.text();
+    if (response.status >= 400) throw await serverError(response, this.#maxEventBytes);
+    const { text, over } = await readAtMost(response, this.#maxEventBytes);
+    if (over) throw protocolError(path, `a response body longer than maxEventBytes (${this.#maxEventBytes} bytes)`);
     return text ? JSON.parse(text) : undefined;
   }
 
@@ -334,10 +366,14 @@ export class Client {
         });
         if (response.status === 204) return; // the stream already ended at `last`
         if (response.status >= 500) throw new Error(`server error ${response.status}`);
-        if (response.status !== 200) throw await serverError(response);
+        if (response.status !== 200) throw await serverError(response, this.#maxEventBytes);
         if (!response.body) throw new Error('a response without a body');
         const decoder = new TextDecoder('utf-8', { fatal: true });
         let buffer = '';
+        // Bytes of the event being received (what is in `buffer`).
+        let pending = 0;
+        const maxEvent = this.#maxEventBytes;
+        const tooLong = () => protocolError(path, `an event longer than maxEventBytes (${maxEvent} bytes)`);
         for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
           arm();
           try {
@@ -345,10 +381,14 @@ export class Client {
           } catch {
             throw protocolError(path, 'bytes that are not UTF-8');
           }
+          pending += chunk.byteLength;
           let end: number;
+          let ended = false;
           while ((end = buffer.indexOf('\n\n')) !== -1) {
+            ended = true;
             const block = buffer.slice(0, end);
             buffer = buffer.slice(end + 2);
+            if (Buffer.byteLength(block) > maxEvent) throw tooLong();
             let event = 'message';
             const data: string[] = [];
             for (const line of block.split('\n')) {
@@ -387,6 +427,10 @@ export class Client {
               if (env) yield env;
             }
           }
+          // What is left is part of the next event: only its bytes count (the earlier ones
+          // were in the events just read).
+          if (ended) pending = Buffer.byteLength(buffer);
+          if (pending > maxEvent) throw tooLong();
         }
         // The server ends a response after the terminal envelope; asked for what follows, it
         // answers 204. A response cut short (network, proxy) is resumed the same way.

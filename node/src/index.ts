@@ -47,6 +47,7 @@ export { BackgroundRun, Evolve, RunStream, __testPanicAsync } from './evolve';
 export {
   Client,
   ConnectionLostError,
+  DEFAULT_MAX_EVENT_BYTES,
   RemoteRun,
   ServerError,
   StreamGapError,

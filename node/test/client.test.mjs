@@ -10,7 +10,7 @@ import { createServer, connect as tcpConnect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 
-import { ConnectionLostError, RemoteRun, ServerError, StreamGapError, connect, replay } from 'agentstream';
+import { ConnectionLostError, DEFAULT_MAX_EVENT_BYTES, RemoteRun, ServerError, StreamGapError, connect, replay } from 'agentstream';
 
 import { FAKE, checkEnvelopes, golden, sleep } from './fake.mjs';
 
@@ -213,6 +213,44 @@ test('a stream that is not the protocol is a protocol_error at once, not retried
     } finally {
       await new Promise((resolve) => other.close(resolve));
     }
+  }
+});
+
+test('an event or a body that never ends is a protocol_error, not a growing buffer', async () => {
+  const { createServer: createHttpServer } = await import('node:http');
+  let streams = 0;
+  const other = createHttpServer((req, res) => {
+    if (req.url === '/v1/agents') {
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.end(`{"agents": ["${'x'.repeat(5000)}"]}`);
+      return;
+    }
+    streams += 1;
+    res.writeHead(200, { 'Content-Type': 'text/event-stream' });
+    if (req.url.startsWith('/v1/runs/lines/')) {
+      // Short data lines, but the event never ends.
+      res.end('data: 1\n'.repeat(300));
+      return;
+    }
+    // One line that never ends, sent in pieces.
+    res.write('data: ');
+    const more = setInterval(() => res.write('x'.repeat(512)), 5);
+    res.on('close', () => clearInterval(more));
+  });
+  await new Promise((resolve) => other.listen(0, '127.0.0.1', resolve));
+  try {
+    const c = connect(`http://127.0.0.1:${other.address().port}`, 't', { maxEventBytes: 1024, maxRetries: 3 });
+    const tooLong = (what) => (e) =>
+      e instanceof ServerError && e.error === 'protocol_error' && e.message.includes(`${what} longer than maxEventBytes (1024 bytes)`);
+    await assert.rejects(collect(c.stream('endless')), tooLong('an event'));
+    await assert.rejects(collect(c.stream('lines')), tooLong('an event'));
+    assert.equal(streams, 2, 'not retried');
+    await assert.rejects(c.agents(), tooLong('a response body'));
+    assert.throws(() => connect('http://127.0.0.1:1', 't', { maxEventBytes: 10 }), RangeError);
+    assert.equal(DEFAULT_MAX_EVENT_BYTES, 256 * 1024 * 1024);
+  } finally {
+    other.closeAllConnections();
+    await new Promise((resolve) => other.close(resolve));
   }
 });
 

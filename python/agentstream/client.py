@@ -111,11 +111,18 @@ def _envelope(wire: Mapping[str, Any]) -> Envelope:
     return cast(Envelope, env)
 
 
+DEFAULT_MAX_EVENT_BYTES = 256 * 1024 * 1024
+"""What a :class:`Client` reads of one stream event or response at most, by default: far above
+the largest envelope a server sends (a harness line is at most 16 MiB by default, and its JSON
+escaping can grow it some times over)."""
+
+
 class Client:
     """A connection to one ``agentstream serve`` as one tenant (its bearer token). Thread-safe:
     each request opens its own HTTP connection."""
 
-    def __init__(self, url: str, token: str, *, timeout: float = 60.0, max_retries: int = 10) -> None:
+    def __init__(self, url: str, token: str, *, timeout: float = 60.0, max_retries: int = 10,
+                 max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"url must be http(s)://host[:port][/prefix], not {url!r}")
@@ -131,6 +138,11 @@ class Client:
         """Seconds a request (or a silent stream: the server sends a heartbeat every 15 s) may wait."""
         self.max_retries = max_retries
         """Reconnection attempts in a row, without receiving anything, before giving up."""
+        if max_event_bytes < 1024:
+            raise ValueError(f"max_event_bytes must be at least 1024, not {max_event_bytes}")
+        self.max_event_bytes = max_event_bytes
+        """The largest stream event or response body read: more is a ``protocol_error`` (a
+        server or proxy that never ends a line cannot grow this process without bound)."""
 
     def __repr__(self) -> str:
         return f"agentstream.Client({self.url!r})"  # never the token
@@ -153,7 +165,9 @@ class Client:
             headers = self._headers({"Content-Type": "application/json"} if payload is not None else None)
             conn.request(method, self._prefix + path, body=payload, headers=headers)
             resp = conn.getresponse()
-            data = resp.read()
+            data = resp.read(self.max_event_bytes + 1)
+            if len(data) > self.max_event_bytes:
+                raise _protocol_error(path, f"a response body longer than max_event_bytes ({self.max_event_bytes} bytes)")
             if resp.status >= 400:
                 raise _server_error(resp.status, data)
             return json.loads(data) if data else None
@@ -315,12 +329,16 @@ class _Stream:
         if resp.status >= 500:
             raise http.client.HTTPException(f"server error {resp.status}")
         if resp.status != 200:
-            raise _server_error(resp.status, resp.read())
-        event, data = "message", []
+            raise _server_error(resp.status, resp.read(self.client.max_event_bytes))
+        event, data, size = "message", [], 0
+        limit = self.client.max_event_bytes
         while True:
-            raw = resp.readline()
+            raw = resp.readline(limit + 1)
             if not raw:
                 return  # the response ended
+            size += len(raw)
+            if size > limit:
+                raise _protocol_error(self.path, f"an event longer than max_event_bytes ({limit} bytes)")
             try:
                 line = raw.decode("utf-8").rstrip("\r\n")
             except UnicodeDecodeError as exc:
@@ -354,7 +372,7 @@ class _Stream:
                     env = _envelope(payload)
                     self.last = env["sequence"] + env.get("coalesced", 0)
                     yield env
-            event, data = "message", []
+            event, data, size = "message", [], 0
 
     def _gap(self, gap: Mapping[str, Any]) -> None:
         if self.gaps == "raise":
@@ -441,8 +459,9 @@ class RemoteRun:
             time.sleep(poll)
 
 
-def connect(url: str, token: str, *, timeout: float = 60.0, max_retries: int = 10) -> Client:
+def connect(url: str, token: str, *, timeout: float = 60.0, max_retries: int = 10,
+            max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> Client:
     """A :class:`Client` for the ``agentstream serve`` at ``url`` (``http://host:port``, or with
     a path prefix behind a proxy), as the tenant whose bearer ``token`` this is. Nothing is sent
     until the first call."""
-    return Client(url, token, timeout=timeout, max_retries=max_retries)
+    return Client(url, token, timeout=timeout, max_retries=max_retries, max_event_bytes=max_event_bytes)

@@ -301,6 +301,27 @@ def test_a_stream_that_is_not_the_protocol_is_a_protocol_error_at_once(body: byt
         other.close()
 
 
+@pytest.mark.parametrize(("body", "what"), [
+    (b"data: " + b"x" * 5000, "an event longer than max_event_bytes (1024 bytes)"),
+    (b"data: 1\n" * 300 + b"\n", "an event longer than max_event_bytes (1024 bytes)"),
+])
+def test_an_event_that_never_ends_is_a_protocol_error_not_a_growing_buffer(body: bytes, what: str) -> None:
+    other = NotTheProtocol(body)
+    try:
+        with pytest.raises(agentstream.ServerError) as e:
+            list(agentstream.connect(other.url, "t", max_event_bytes=1024).stream("run_x"))
+        assert (e.value.status, e.value.error) == (200, "protocol_error")
+        assert what in e.value.message, e.value.message
+        assert other.requests == 1
+    finally:
+        other.close()
+
+
+def test_max_event_bytes_below_1024_is_refused() -> None:
+    with pytest.raises(ValueError, match="max_event_bytes must be at least 1024"):
+        agentstream.connect("http://127.0.0.1:1", "t", max_event_bytes=10)
+
+
 def test_a_gap_is_raised_or_skipped_never_silent(tmp_path: Path, fake_harness: Path) -> None:
     small = Serve(tmp_path, fake_harness, "[limits]\nreplay_events = 20\n")
     try:
