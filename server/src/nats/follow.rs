@@ -32,7 +32,9 @@ pub(crate) const MAX_CONSECUTIVE_ERRORS: u32 = 20;
 /// One message of a run's subject.
 #[derive(Debug)]
 pub(crate) struct Message {
-    pub stream_seq: u64,
+    /// Its stream sequence (`None`: its metadata did not say; JetStream always does, and such a
+    /// message is delivered all the same).
+    pub stream_seq: Option<u64>,
     pub headers: HeaderMap,
     pub payload: Bytes,
 }
@@ -62,8 +64,7 @@ impl Source {
         match self {
             Source::Own(messages) => match messages.next().await {
                 Some(Ok(msg)) => {
-                    let Ok(info) = msg.info() else { return Next::Error };
-                    let stream_seq = info.stream_sequence;
+                    let stream_seq = msg.info().ok().map(|info| info.stream_sequence);
                     let headers = msg.headers.clone().unwrap_or_default();
                     Next::Message(Arc::new(Message { stream_seq, headers, payload: msg.payload.clone() }))
                 }
@@ -184,7 +185,8 @@ struct FollowState {
     /// Every message of the subject from this stream sequence on is in `messages` or is still
     /// to come (it moves up as old messages are trimmed).
     from: u64,
-    messages: VecDeque<Arc<Message>>,
+    /// With their stream sequences, in order.
+    messages: VecDeque<(u64, Arc<Message>)>,
     bytes: usize,
     held: Arc<Held>,
     /// Subscribers that have read everything held and wait for more.
@@ -256,17 +258,17 @@ impl Follow {
 }
 
 impl FollowState {
-    fn push(&mut self, message: Arc<Message>) {
+    fn push(&mut self, stream_seq: u64, message: Arc<Message>) {
         let n = message.payload.len();
         self.bytes += n;
         let total = self.held.bytes.fetch_add(n, Ordering::Relaxed) + n;
-        self.messages.push_back(message);
+        self.messages.push_back((stream_seq, message));
         let over_total = total > self.held.budget.total;
         while (over_total || self.bytes > self.held.budget.per_run) && self.messages.len() > 1 {
-            let old = self.messages.pop_front().expect("a message");
+            let (seq, old) = self.messages.pop_front().expect("a message");
             self.bytes -= old.payload.len();
             self.held.bytes.fetch_sub(old.payload.len(), Ordering::Relaxed);
-            self.from = old.stream_seq + 1;
+            self.from = seq + 1;
         }
     }
 }
@@ -341,15 +343,21 @@ impl Reader {
                 next = consumer.next() => match next {
                     Some(Ok(msg)) => {
                         errors = 0;
-                        let Ok(info) = msg.info() else { continue };
+                        // Held messages are found by their place in the stream: one that does not
+                        // say it cannot be held (never seen: JetStream always says), and the
+                        // subscribers read on from consumers of their own, which deliver it.
+                        let Ok(info) = msg.info() else {
+                            return fail("a message of the run's stream without its stream sequence".into());
+                        };
+                        let seq = info.stream_sequence;
                         let message = Message {
-                            stream_seq: info.stream_sequence,
+                            stream_seq: Some(seq),
                             headers: msg.headers.clone().unwrap_or_default(),
                             payload: msg.payload.clone(),
                         };
-                        last = Some(message.stream_seq);
+                        last = Some(seq);
                         let Some(f) = follow.upgrade() else { return };
-                        f.change(|s| s.push(Arc::new(message)));
+                        f.change(|s| s.push(seq, Arc::new(message)));
                     }
                     // The ordered consumer recreates itself across outages; errors that keep coming
                     // while connected are ones it cannot get past: the subscribers go on with their
@@ -400,9 +408,9 @@ impl Attachment {
                 if self.next_seq < state.from {
                     return Next::Reopen; // trimmed before this subscriber read it
                 }
-                let at = state.messages.partition_point(|m| m.stream_seq < self.next_seq);
-                if let Some(m) = state.messages.get(at) {
-                    self.next_seq = m.stream_seq + 1;
+                let at = state.messages.partition_point(|(seq, _)| *seq < self.next_seq);
+                if let Some((seq, m)) = state.messages.get(at) {
+                    self.next_seq = seq + 1;
                     return Next::Message(m.clone());
                 }
                 if state.failed.is_some() {
@@ -450,8 +458,9 @@ mod tests {
         }
     }
 
-    fn message(stream_seq: u64, bytes: usize) -> Arc<Message> {
-        Arc::new(Message { stream_seq, headers: HeaderMap::new(), payload: Bytes::from(vec![b'x'; bytes]) })
+    fn push(s: &mut FollowState, stream_seq: u64, bytes: usize) {
+        let payload = Bytes::from(vec![b'x'; bytes]);
+        s.push(stream_seq, Arc::new(Message { stream_seq: Some(stream_seq), headers: HeaderMap::new(), payload }));
     }
 
     fn held(per_run: usize, total: usize) -> Arc<Held> {
@@ -459,7 +468,7 @@ mod tests {
     }
 
     fn seqs(s: &FollowState) -> Vec<u64> {
-        s.messages.iter().map(|m| m.stream_seq).collect()
+        s.messages.iter().map(|(seq, _)| *seq).collect()
     }
 
     #[test]
@@ -467,13 +476,13 @@ mod tests {
         let held = held(250, 10_000);
         let mut s = state(&held, 0);
         for (seq, bytes) in [(3, 100), (7, 100), (9, 100)] {
-            s.push(message(seq, bytes));
+            push(&mut s, seq, bytes);
         }
         // 300 > 250: the oldest went, and a subscriber wanting stream sequence 3 must reopen.
         assert_eq!((seqs(&s), s.from, s.bytes), (vec![7, 9], 4, 200));
         assert_eq!(held.bytes.load(Ordering::Relaxed), 200);
         // One message larger than the budget is still kept: the newest always is.
-        s.push(message(12, 1000));
+        push(&mut s, 12, 1000);
         assert_eq!((seqs(&s), s.from), (vec![12], 10));
         drop(s);
         assert_eq!(held.bytes.load(Ordering::Relaxed), 0, "a follow that goes gives its bytes back");
@@ -485,15 +494,15 @@ mod tests {
         let mut a = state(&held, 0);
         let mut b = state(&held, 0);
         for seq in 1..=4 {
-            a.push(message(seq, 100));
+            push(&mut a, seq, 100);
         }
         assert_eq!(seqs(&a), [1, 2, 3, 4], "400 of 500");
-        b.push(message(5, 100));
-        b.push(message(6, 100));
+        push(&mut b, 5, 100);
+        push(&mut b, 6, 100);
         // 600 > 500 when b pushed its second: b, which pushed, gave way.
         assert_eq!((seqs(&b), b.from), (vec![6], 6));
         assert_eq!(held.bytes.load(Ordering::Relaxed), 500);
-        a.push(message(7, 100));
+        push(&mut a, 7, 100);
         assert_eq!((seqs(&a), a.from), (vec![7], 5));
         assert_eq!(held.bytes.load(Ordering::Relaxed), 200);
     }

@@ -437,7 +437,7 @@ impl Subscription for JetStreamSubscription {
                 next = self.source.next() => match next {
                     Next::Message(msg) => {
                         self.errors = 0;
-                        self.last_stream_seq = Some(msg.stream_seq);
+                        self.last_stream_seq = msg.stream_seq.or(self.last_stream_seq);
                         self.take(&msg.headers, msg.payload.clone());
                     }
                     Next::Reopen => self.refollow = true,
