@@ -144,11 +144,14 @@ impl Followers {
         Followers { cluster, held, closing, follows: Mutex::default() }
     }
 
-    /// The messages of `subject` from `policy` on: from the subject's shared follow when it has
-    /// them (starting one if there is none), otherwise from a consumer of their own.
-    pub async fn open(&self, subject: &str, policy: DeliverPolicy) -> Result<Source, String> {
+    /// The messages of `subject` from `policy` on: with `share`, from the subject's shared
+    /// follow when it has them (starting one if there is none); otherwise from a consumer of
+    /// their own.
+    pub async fn open(&self, subject: &str, policy: DeliverPolicy, share: bool) -> Result<Source, String> {
         let start = start_of(policy);
-        let follow = {
+        let follow = if !share {
+            None
+        } else {
             let mut follows = self.follows.lock().expect("follows");
             follows.retain(|_, f| f.strong_count() > 0);
             match follows.get(subject).and_then(Weak::upgrade) {

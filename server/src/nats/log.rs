@@ -230,7 +230,7 @@ impl EventLog for JetStreamLog {
                     .map_err(SubscribeError::Unavailable)?,
             },
         };
-        let source = self.followers.open(&subject, deliver_policy).await.map_err(SubscribeError::Unavailable)?;
+        let source = self.followers.open(&subject, deliver_policy, true).await.map_err(SubscribeError::Unavailable)?;
         let mut connection = self.cluster.connection();
         connection.borrow_and_update();
         Ok(Box::new(JetStreamSubscription {
@@ -239,6 +239,7 @@ impl EventLog for JetStreamLog {
             deliver_policy,
             last_stream_seq: None,
             refollow: false,
+            share: true,
             run_id: run_id.to_string(),
             source,
             cursor: after,
@@ -309,6 +310,10 @@ struct JetStreamSubscription {
     /// may not have survived, and would notice only after missing its heartbeats), or the
     /// shared follow no longer has what comes next.
     refollow: bool,
+    /// Whether re-opening tries the shared follow: not after it left this subscriber behind or
+    /// failed (its own consumer then), again once the connection is back (an outage makes every
+    /// subscriber re-open at once: they should not each get a consumer).
+    share: bool,
     run_id: String,
     source: Source,
     /// The last sequence number this subscriber has.
@@ -407,6 +412,7 @@ impl Subscription for JetStreamSubscription {
             if up == self.told_down {
                 self.told_down = !up;
                 self.refollow |= up;
+                self.share |= up;
                 let reason = if up { NoticeReason::BackendRestored } else { NoticeReason::BackendUnavailable };
                 out.push(Delivered::Notice(Notice::new(&self.run_id, reason)));
                 return true;
@@ -424,7 +430,7 @@ impl Subscription for JetStreamSubscription {
                     Some(seq) => DeliverPolicy::ByStartSequence { start_sequence: seq + 1 },
                     None => self.deliver_policy,
                 };
-                match self.followers.open(&self.subject, from).await {
+                match self.followers.open(&self.subject, from, self.share).await {
                     Ok(source) => {
                         self.source = source;
                         self.refollow = false;
@@ -440,7 +446,10 @@ impl Subscription for JetStreamSubscription {
                         self.last_stream_seq = msg.stream_seq.or(self.last_stream_seq);
                         self.take(&msg.headers, msg.payload.clone());
                     }
-                    Next::Reopen => self.refollow = true,
+                    Next::Reopen => {
+                        self.refollow = true;
+                        self.share = false;
+                    }
                     // An own ordered consumer recreates itself across outages; errors that keep
                     // coming while connected are ones it cannot get past: end this stream (the
                     // client resumes, on this instance or another).
