@@ -82,13 +82,9 @@ impl Server {
                 let cluster =
                     Cluster::connect(nats.clone(), "agentstream serve").await.map_err(std::io::Error::other)?;
                 let registry = Arc::new(NatsRegistry::observer(cluster.clone()).await.map_err(std::io::Error::other)?);
-                let executor = NatsExecutor::new(cluster.clone(), registry.clone());
-                RunBroker::new(
-                    Arc::new(executor),
-                    Arc::new(JetStreamLog::new(cluster, None, FollowBudget::of(limits))),
-                    registry,
-                    broker_limits,
-                )
+                let log = JetStreamLog::new(cluster.clone(), None, FollowBudget::of(limits));
+                let executor = NatsExecutor::new(cluster, registry.clone()).reporting(&log);
+                RunBroker::new(Arc::new(executor), Arc::new(log), registry, broker_limits)
             }
         };
         let connections = Connections::new(limits.max_connections);

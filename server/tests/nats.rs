@@ -256,7 +256,7 @@ mod cluster {
         prefix.to_string_lossy().into_owned()
     }
 
-    /// A quick agent (a short trace, no delay), a paced one, a flood, and one with a large line.
+    /// A quick agent (a short trace, no delay), a paced one, floods, and one with a large line.
     fn extra_agents(mark: &str) -> Vec<(&'static str, AgentEntry)> {
         let marked = ("AGENTSTREAM_TEST_MARK", mark);
         let mut big = fake_agent(Agent::Claude, "s2-bash", &[marked]);
@@ -266,6 +266,8 @@ mod cluster {
             ("quick", fake_agent(Agent::Claude, "s1-text", &[marked])),
             ("paced", fake_agent(Agent::Claude, "s2-bash", &[("AGENTSTREAM_FAKE_DELAY_MS", "150"), marked])),
             ("deluge", fake_agent(Agent::Claude, "s2-bash", &[("AGENTSTREAM_FAKE_FLOOD", "80000"), marked])),
+            // About 20 MB on the stream: several times what two sockets buffer.
+            ("torrent", fake_agent(Agent::Claude, "s2-bash", &[("AGENTSTREAM_FAKE_FLOOD", "320000"), marked])),
         ]
     }
 
@@ -350,6 +352,14 @@ mod cluster {
 
         fn worker(&mut self, id: &str) -> &mut WorkerProcess {
             self.workers.iter_mut().find(|w| w.id == id).unwrap()
+        }
+
+        /// The bytes the events stream holds.
+        async fn event_bytes(&self) -> u64 {
+            let client = async_nats::connect(self.nats.url()).await.expect("connect to NATS");
+            let js = async_nats::jetstream::new(client);
+            let mut stream = js.get_stream(self.settings.events_stream()).await.expect("the events stream");
+            stream.info().await.expect("stream info").state.bytes
         }
 
         /// How many consumers the events stream has (ordered consumers outlive their reader
@@ -531,6 +541,73 @@ mod cluster {
             assert_whole_stream(&envs);
         }
         assert!(cluster.event_consumers().await > 1, "some subscriber read on from a consumer of its own");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_follow_reads_no_further_than_its_subscribers_and_goes_with_them() {
+        // Each instance may keep the whole run: only the pacing keeps it from reading it all.
+        let setup = Setup { replay_bytes: Some(512 << 20), ..Setup::default() };
+        let Some(cluster) = Cluster::start("paced-follow", setup).await else { return };
+        let (a, b) = (&cluster.a, &cluster.b);
+        let id = a.start_run(TOKEN_A, "torrent").await;
+        a.wait_ended(TOKEN_A, &id).await;
+        let run_bytes = cluster.event_bytes().await;
+        // A client that reads the response head and then nothing, with a small receive buffer.
+        let mut client = std::net::TcpStream::connect(b.addr).unwrap();
+        shrink_receive_buffer(&client);
+        use std::io::{Read, Write};
+        write!(client, "GET /v1/runs/{id}/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN_A}\r\n\r\n")
+            .unwrap();
+        let mut head = [0u8; 4096];
+        let n = client.read(&mut head).unwrap();
+        assert!(head[..n].starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(&head[..n]));
+        // What the follow holds stops growing once the sockets are full.
+        let mut held = Vec::new();
+        for _ in 0..60 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            held.push(follows(b).await);
+            if held.len() >= 10 && held[held.len() - 10..].iter().all(|f| f == held.last().unwrap()) {
+                break;
+            }
+        }
+        let last = held.last().unwrap().clone();
+        assert_eq!(last["runs"], 1, "{held:?}");
+        let bytes = last["bytes"].as_u64().unwrap();
+        assert!(run_bytes > 16 << 20, "the run ({run_bytes} bytes) is too small to tell");
+        assert!(bytes < run_bytes / 2, "held {bytes} of the run's {run_bytes} bytes for a client reading nothing");
+        // The client goes: so does the follow, and what it held.
+        drop(client);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let f = follows(b).await;
+            if f == json!({"runs": 0, "bytes": 0}) {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the follow outlived its subscriber: {f}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// `/healthz`'s `backend.follows` of `server`.
+    async fn follows(server: &TestServer) -> Value {
+        server.get_json(None, "/healthz").await.1["backend"]["follows"].clone()
+    }
+
+    /// 64 KiB (the kernel doubles it) instead of a buffer growing to 32 MiB.
+    fn shrink_receive_buffer(socket: &std::net::TcpStream) {
+        use std::os::fd::AsRawFd;
+        let size: libc::c_int = 64 * 1024;
+        // SAFETY: setsockopt on a socket this test owns, with a c_int that outlives the call.
+        let r = unsafe {
+            libc::setsockopt(
+                socket.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_RCVBUF,
+                (&size as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        assert_eq!(r, 0, "setsockopt SO_RCVBUF");
     }
 
     /// The envelopes of each finished SSE reader.

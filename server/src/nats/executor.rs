@@ -11,6 +11,8 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use futures_util::StreamExt;
 
+use super::follow::Followers;
+use super::log::JetStreamLog;
 use super::registry::NatsRegistry;
 use super::wire::{self, WorkReply, WorkRequest};
 use super::{Cluster, redact_url};
@@ -23,12 +25,20 @@ use crate::frame::now_ms;
 pub struct NatsExecutor {
     cluster: Arc<Cluster>,
     registry: Arc<NatsRegistry>,
+    /// The log's shared follows, reported in the health.
+    followers: Option<Arc<Followers>>,
 }
 
 impl NatsExecutor {
     /// An executor on `cluster`, learning which agents the live workers run from `registry`.
     pub fn new(cluster: Arc<Cluster>, registry: Arc<NatsRegistry>) -> Self {
-        NatsExecutor { cluster, registry }
+        NatsExecutor { cluster, registry, followers: None }
+    }
+
+    /// Report what `log` holds for this instance's subscribers in the health (`follows`).
+    pub fn reporting(mut self, log: &JetStreamLog) -> Self {
+        self.followers = Some(log.followers());
+        self
     }
 
     /// Ask for a run and wait for a worker's answer.
@@ -133,6 +143,7 @@ impl RunExecutor for NatsExecutor {
                 "url": redact_url(&self.cluster.settings.url),
                 "workers": workers.len(),
                 "agents": self.agents(),
+                "follows": self.followers.as_ref().map(|f| f.report()),
             })),
         }
     }

@@ -130,6 +130,15 @@ struct Held {
     bytes: AtomicUsize,
 }
 
+/// What an instance holds of the runs it reads for its subscribers (`/healthz`: `backend.follows`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct FollowReport {
+    /// Runs read for subscribers now (one shared consumer each).
+    pub runs: usize,
+    /// Message bytes held for them, in all.
+    pub bytes: usize,
+}
+
 /// This process's shared follows, one per run subject being read.
 pub(crate) struct Followers {
     cluster: Arc<Cluster>,
@@ -142,6 +151,12 @@ impl Followers {
     pub fn new(cluster: Arc<Cluster>, budget: FollowBudget, closing: watch::Receiver<bool>) -> Self {
         let held = Arc::new(Held { budget, bytes: AtomicUsize::new(0) });
         Followers { cluster, held, closing, follows: Mutex::default() }
+    }
+
+    /// How many runs are followed and what they hold.
+    pub fn report(&self) -> FollowReport {
+        let runs = self.follows.lock().expect("follows").values().filter(|f| f.strong_count() > 0).count();
+        FollowReport { runs, bytes: self.held.bytes.load(Ordering::Relaxed) }
     }
 
     /// The messages of `subject` from `policy` on: with `share`, from the subject's shared

@@ -85,6 +85,11 @@ impl JetStreamLog {
         JetStreamLog { cluster, followers, writers: Mutex::default(), lost, closing }
     }
 
+    /// The shared follows of this process's subscribers (for `/healthz`).
+    pub(crate) fn followers(&self) -> Arc<Followers> {
+        self.followers.clone()
+    }
+
     fn writer(&self, run_id: &str) -> Option<Arc<tokio::sync::Mutex<Writer>>> {
         self.writers.lock().expect("writers").get(run_id).cloned()
     }

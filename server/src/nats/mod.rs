@@ -52,7 +52,7 @@ use async_nats::jetstream::{self, kv, stream};
 use tokio::sync::watch;
 
 pub use executor::NatsExecutor;
-pub use follow::FollowBudget;
+pub use follow::{FollowBudget, FollowReport};
 pub use log::{JetStreamLog, LostRun};
 pub use registry::NatsRegistry;
 pub use registry::WorkerPresence;
