@@ -11,7 +11,8 @@
 //! while one of its subscribers waits for more: it goes at the pace of the fastest, and what a
 //! slow client costs is bounded by those limits. A subscriber that starts before what its follow
 //! holds, falls so far behind that what it needs was trimmed, or whose follow failed, reads on
-//! from a consumer of its own, from where it is.
+//! from a consumer of its own, from where it is (until the connection to NATS comes back after
+//! an outage: then every subscriber goes back to the shared follow).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
