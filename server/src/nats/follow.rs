@@ -113,8 +113,8 @@ pub(crate) async fn consume(
 pub struct FollowBudget {
     /// Of one run (`limits.replay_bytes`).
     pub per_run: usize,
-    /// Of all runs together (`limits.replay_bytes_total`): over it, a follow keeps only its
-    /// newest message.
+    /// Of all runs together (`limits.replay_bytes_total`): a follow that reads while they hold
+    /// more keeps only its newest message (one not reading keeps what it holds).
     pub total: usize,
 }
 
