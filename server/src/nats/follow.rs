@@ -6,7 +6,7 @@
 //! connection than it keeps (64 MiB), so the server closed it as a slow consumer, every stream
 //! on the instance saw an outage, and consumers being created at that moment timed out (503).
 //! Now the first subscriber of a run starts a shared follow; it keeps the messages it read (up to
-//! `limits.replay_bytes` per run and `limits.replay_bytes_total` in all), and every later
+//! `limits.replay_bytes`; see [`FollowBudget`] for `replay_bytes_total`), and every later
 //! subscriber whose starting point it still holds reads them from memory. A follow reads only
 //! while one of its subscribers waits for more: it goes at the pace of the fastest, and what a
 //! slow client costs is bounded by those limits. A subscriber that starts before what its follow
