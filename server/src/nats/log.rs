@@ -39,7 +39,7 @@ pub struct LostRun {
 
 /// The [`EventLog`] on NATS JetStream: appends go to the run's subject (from the one process
 /// that runs it), subscriptions read that subject (from any process; the subscribers of one run
-/// in one process share one ordered consumer, see [`super::follow`]).
+/// in one process share one ordered consumer: `server/src/nats/follow.rs`).
 pub struct JetStreamLog {
     cluster: Arc<Cluster>,
     followers: Arc<Followers>,
