@@ -40,6 +40,17 @@ pub(crate) struct Message {
     pub payload: Bytes,
 }
 
+impl Message {
+    /// What a consumer delivered.
+    fn of(msg: &async_nats::jetstream::Message) -> Message {
+        Message {
+            stream_seq: msg.info().ok().map(|info| info.stream_sequence),
+            headers: msg.headers.clone().unwrap_or_default(),
+            payload: msg.payload.clone(),
+        }
+    }
+}
+
 /// What reading a subject gave.
 pub(crate) enum Next {
     Message(Arc<Message>),
@@ -64,11 +75,7 @@ impl Source {
     pub async fn next(&mut self) -> Next {
         match self {
             Source::Own(messages) => match messages.next().await {
-                Some(Ok(msg)) => {
-                    let stream_seq = msg.info().ok().map(|info| info.stream_sequence);
-                    let headers = msg.headers.clone().unwrap_or_default();
-                    Next::Message(Arc::new(Message { stream_seq, headers, payload: msg.payload.clone() }))
-                }
+                Some(Ok(msg)) => Next::Message(Arc::new(Message::of(&msg))),
                 Some(Err(_)) => Next::Error,
                 None => Next::End,
             },
@@ -365,14 +372,9 @@ impl Reader {
                         // Held messages are found by their place in the stream: one that does not
                         // say it cannot be held (never seen: JetStream always says), and the
                         // subscribers read on from consumers of their own, which deliver it.
-                        let Ok(info) = msg.info() else {
+                        let message = Message::of(&msg);
+                        let Some(seq) = message.stream_seq else {
                             return fail("a message of the run's stream without its stream sequence".into());
-                        };
-                        let seq = info.stream_sequence;
-                        let message = Message {
-                            stream_seq: Some(seq),
-                            headers: msg.headers.clone().unwrap_or_default(),
-                            payload: msg.payload.clone(),
                         };
                         last = Some(seq);
                         let Some(f) = follow.upgrade() else { return };
