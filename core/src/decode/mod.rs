@@ -50,7 +50,9 @@ mod qwen;
 mod stream_json;
 
 pub use context::DecodeContext;
-pub use overlapped::{Blocking, HELPER_ENV, OVERLAP_MIN_BYTES, OverlappedDecoder, PIECE_BYTES, WINDOW_BYTES};
+pub use overlapped::{
+    Blocking, HELPER_ENV, OVERLAP_MIN_BYTES, OverlappedDecoder, PIECE_BYTES, SPIN_BEFORE_PARK, WINDOW_BYTES,
+};
 
 /// The harness CLIs agentstream understands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -11,7 +11,8 @@
 //! The events, their order and the decoder's state afterwards are exactly those of
 //! `feed(bytes)`: decoding does not depend on how the input is chunked. The decoder itself
 //! travels to the helper and back (boxed), so nothing is borrowed across threads. There is one
-//! helper per process, started on first use and parked between feeds; a feed decodes on the
+//! helper per process, started on first use and parked between feeds (each side of a feed polls
+//! for a moment before parking: [`SPIN_BEFORE_PARK`]); a feed decodes on the
 //! caller's thread instead when the input is small ([`OVERLAP_MIN_BYTES`]), when the machine
 //! has one CPU, when the process turned the helper off ([`HELPER_ENV`]), or when the helper is
 //! busy with another decoder's feed.
@@ -20,8 +21,9 @@ use std::any::Any;
 use std::ops::{Deref, DerefMut};
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, Sender, TryRecvError};
+use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use super::Decoder;
 use crate::event::OutputEvent;
@@ -148,7 +150,7 @@ impl OverlappedDecoder {
                 Err(TryRecvError::Empty) => {
                     let mut message = None;
                     let (receiver, slot) = (&mut rx, &mut message);
-                    blocking(&mut move || *slot = receiver.recv().ok());
+                    blocking(&mut move || *slot = spin_then_recv(receiver));
                     message
                 }
                 Err(TryRecvError::Disconnected) => None,
@@ -238,7 +240,11 @@ impl Helper {
                     let (jobs, rx) = mpsc::channel::<Job>();
                     std::thread::Builder::new()
                         .name("agentstream-decode".into())
-                        .spawn(move || rx.into_iter().for_each(Job::run))
+                        .spawn(move || {
+                            while let Some(job) = spin_then_recv(&rx) {
+                                job.run();
+                            }
+                        })
                         .ok()?;
                     let h = Arc::new(Helper { pid, jobs, busy: AtomicBool::new(false) });
                     *slot = Some(h.clone());
@@ -268,6 +274,34 @@ impl Drop for Claim {
     }
 }
 
+/// How long a thread of a feed polls its channel before it parks: the caller waiting for the
+/// next piece's events, the helper waiting for the next feed after one ended. The other side is
+/// then busy with something that takes microseconds (decoding a piece; taking a piece's events,
+/// or reading the next input), while waking a parked thread costs tens of microseconds on a
+/// virtual machine, several times per feed: on such a host, parking at once lost most of what the
+/// overlap gains (measured in the closing note of stop 43). The price is at most this much CPU
+/// per wait, on a core that would otherwise idle.
+pub const SPIN_BEFORE_PARK: Duration = Duration::from_micros(100);
+
+/// The next message on `rx`, polled for up to [`SPIN_BEFORE_PARK`] before parking; `None` once
+/// the sender is gone.
+fn spin_then_recv<T>(rx: &Receiver<T>) -> Option<T> {
+    let start = Instant::now();
+    for polls in 1u32.. {
+        match rx.try_recv() {
+            Ok(message) => return Some(message),
+            Err(TryRecvError::Disconnected) => return None,
+            Err(TryRecvError::Empty) => {}
+        }
+        // The clock is read every 64 polls: a poll is a few nanoseconds, a reading more.
+        if polls % 64 == 0 && start.elapsed() >= SPIN_BEFORE_PARK {
+            break;
+        }
+        std::hint::spin_loop();
+    }
+    rx.recv().ok()
+}
+
 /// `bytes` cut into consecutive pieces of more than `size` bytes, each ending right after a line
 /// end (the last one wherever the input ends). Together they are exactly `bytes`.
 fn pieces(bytes: &[u8], size: usize) -> impl Iterator<Item = &[u8]> {
@@ -290,6 +324,26 @@ fn pieces(bytes: &[u8], size: usize) -> impl Iterator<Item = &[u8]> {
 mod tests {
     use super::*;
     use crate::Agent;
+
+    #[test]
+    fn a_waiter_gets_what_comes_while_it_polls_after_it_parks_and_the_end() {
+        let (tx, rx) = mpsc::channel();
+        tx.send(1).unwrap();
+        assert_eq!(spin_then_recv(&rx), Some(1));
+        let sender = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_micros(10));
+            tx.send(2).unwrap();
+            // Long after the poll ended: this one finds the waiter parked.
+            std::thread::sleep(SPIN_BEFORE_PARK * 20);
+            tx.send(3).unwrap();
+        });
+        assert_eq!(spin_then_recv(&rx), Some(2));
+        let parked = Instant::now();
+        assert_eq!(spin_then_recv(&rx), Some(3));
+        assert!(parked.elapsed() >= SPIN_BEFORE_PARK * 10);
+        sender.join().unwrap();
+        assert_eq!(spin_then_recv(&rx), None, "the sender is gone");
+    }
 
     #[test]
     fn pieces_cover_the_input_and_end_at_line_ends() {
