@@ -45,6 +45,11 @@ pub(crate) fn runtime(command: &str) -> Result<tokio::runtime::Runtime, ExitCode
 
 /// `agentstream serve [--config FILE] [--listen ADDR] [--nats URL]`.
 pub fn serve_command(config_path: Option<&Path>, listen: Option<&str>, nats: Option<&str>) -> ExitCode {
+    // Each connection is a descriptor: the server takes its hard limit (before the configuration,
+    // whose default `max_connections` follows the limit); its harnesses get the limit it had.
+    if let Err(e) = agentstream_core::runner::open_files::raise_open_file_limit() {
+        eprintln!("agentstream serve: {e}; max_connections defaults to half the current limit");
+    }
     let mut config = match load_config("serve", config_path, nats) {
         Ok(c) => c,
         Err(code) => return code,

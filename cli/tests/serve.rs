@@ -22,13 +22,18 @@ fn scratch(name: &str) -> PathBuf {
 
 /// Harness processes carrying `mark` in their environment.
 fn processes_with_mark(mark: &str) -> usize {
+    pids_with_mark(mark).len()
+}
+
+/// The pids of the live processes carrying `mark` in their environment.
+fn pids_with_mark(mark: &str) -> Vec<u32> {
     let needle = format!("AGENTSTREAM_TEST_MARK={mark}");
     std::fs::read_dir("/proc")
         .into_iter()
         .flatten()
         .flatten()
-        .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
-        .filter(|e| {
+        .filter_map(|e| Some((e.file_name().to_string_lossy().parse::<u32>().ok()?, e)))
+        .filter(|(_, e)| {
             let alive = std::fs::read_to_string(e.path().join("stat"))
                 .map(|s| !s.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'))
                 .unwrap_or(false);
@@ -37,7 +42,8 @@ fn processes_with_mark(mark: &str) -> usize {
                     .map(|env| env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()))
                     .unwrap_or(false)
         })
-        .count()
+        .map(|(pid, _)| pid)
+        .collect()
 }
 
 struct Serve {
@@ -49,7 +55,12 @@ struct Serve {
 
 /// Start `agentstream serve --config <file> --listen 127.0.0.1:0` and read its announcement.
 fn serve(config: &Path) -> Serve {
-    let mut child = Command::new(BIN)
+    serve_from(Command::new(BIN), config)
+}
+
+/// [`serve`] from a prepared command.
+fn serve_from(mut command: Command, config: &Path) -> Serve {
+    let mut child = command
         .args(["serve", "--config"])
         .arg(config)
         .args(["--listen", "127.0.0.1:0"])
@@ -167,6 +178,63 @@ fn sigterm_and_sigint_end_every_run_deliver_the_terminal_and_leave_no_harness() 
         assert!(!stderr.contains(&server.token), "the token is never logged");
         let _ = std::fs::remove_dir_all(dir);
     }
+}
+
+/// The soft and hard "Max open files" of a process, as `/proc/<pid>/limits` shows them.
+fn open_files_of(pid: u32) -> (String, String) {
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+    let line = limits.lines().find(|l| l.starts_with("Max open files")).unwrap();
+    let mut fields = line["Max open files".len()..].split_whitespace();
+    (fields.next().unwrap().to_string(), fields.next().unwrap().to_string())
+}
+
+#[test]
+fn serve_takes_its_hard_open_file_limit_and_its_harnesses_keep_the_one_it_was_given() {
+    use std::os::unix::process::CommandExt;
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes one rlimit into the struct it is given.
+    assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) }, 0);
+    if limit.rlim_max <= 256 {
+        eprintln!("the hard limit is {}: nothing to raise", limit.rlim_max);
+        return;
+    }
+    let dir = scratch("open-files");
+    let mark = format!("serve-open-files-{}", std::process::id());
+    let mut command = Command::new(BIN);
+    let hard = limit.rlim_max;
+    // SAFETY: the closure makes one async-signal-safe call in the child before its exec.
+    unsafe {
+        command.pre_exec(move || {
+            let lowered = libc::rlimit { rlim_cur: 256, rlim_max: hard };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &lowered) == 0 {
+                Ok(())
+            } else {
+                Err(std::io::Error::last_os_error())
+            }
+        });
+    }
+    let mut server = serve_from(command, &config_with_hanging_agent(&dir, &mark));
+    let hard_text = if hard == libc::RLIM_INFINITY { "unlimited".to_string() } else { hard.to_string() };
+    let (soft, _) = open_files_of(server.child.id());
+    assert_ne!(soft, "256", "serve raised its limit");
+    if hard != libc::RLIM_INFINITY {
+        assert_eq!(soft, hard_text);
+    }
+    let (status, body) = http(&server.addr, "POST", "/v1/runs", &server.token, r#"{"agent":"claude","prompt":"hi"}"#);
+    assert_eq!(status, 201, "{body}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let harness = loop {
+        if let Some(&pid) = pids_with_mark(&mark).first() {
+            break pid;
+        }
+        assert!(Instant::now() < deadline, "the harness started");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(open_files_of(harness), ("256".to_string(), hard_text), "the harness has the limit serve was given");
+    signal(&server.child, libc::SIGTERM);
+    assert!(wait_exit(&mut server.child, Duration::from_secs(20)).success());
+    assert_eq!(processes_with_mark(&mark), 0);
+    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]

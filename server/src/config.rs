@@ -139,8 +139,9 @@ pub struct Limits {
     /// (default 15 s), so proxies keep the connection and dead peers are noticed.
     pub heartbeat: Duration,
     /// Connections open at once (default 1024, or half the process's open-file limit when
-    /// that is lower): each is a file descriptor, and the harnesses' pipes need theirs. Further
-    /// connections wait in the listen backlog until one closes.
+    /// that is lower; `agentstream serve` first raises that limit to its hard limit, see
+    /// `agentstream_core::runner::open_files`): each is a file descriptor, and the harnesses'
+    /// pipes need theirs. Further connections wait in the listen backlog until one closes.
     pub max_connections: usize,
     /// How long a connection may take to send a request's line and headers, and how long an
     /// idle keep-alive connection is kept waiting for its next request (default 30 s).

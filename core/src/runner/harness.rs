@@ -117,7 +117,16 @@ impl Harness {
         // Its own process group, so interrupt/pause/kill reach everything the harness started.
         // (No run starts where there are no process groups: see `process::ensure_supported`.)
         #[cfg(unix)]
-        cmd.process_group(0);
+        {
+            cmd.process_group(0);
+            // SAFETY: the closure makes one async-signal-safe call (see `restore_in_child`).
+            unsafe {
+                cmd.pre_exec(|| {
+                    super::open_files::restore_in_child();
+                    Ok(())
+                });
+            }
+        }
         if let Some(cwd) = cwd {
             cmd.current_dir(cwd);
         }

@@ -25,6 +25,7 @@ mod dispatch;
 mod driver;
 mod handle;
 mod harness;
+pub mod open_files;
 pub mod process;
 #[cfg(target_os = "linux")]
 mod self_exec;

@@ -448,6 +448,7 @@ extern "C" fn launch_entry(start: *mut libc::c_void) -> libc::c_int {
         for std_fd in 0..3 {
             libc::dup2(super::supervisor::FD_NULL, std_fd);
         }
+        super::open_files::restore_in_child();
         let launch = start.launch;
         libc::execve(launch.program.as_ptr(), launch.argv.as_ptr(), launch.envp.as_ptr());
         start.outcome.errno.store(super::supervisor::errno(), Ordering::Release);

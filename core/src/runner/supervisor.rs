@@ -444,6 +444,8 @@ pub(super) unsafe fn supervisor_main(p: &Prepared, fds: [RawFd; 5]) -> ! {
     // SAFETY: the whole function runs in the forked child, with async-signal-safe calls only.
     unsafe {
         reset_signals(Some(libc::SIGCHLD));
+        // A forked supervisor has the host's limits (an exec'd one got them back before its exec).
+        super::open_files::restore_in_child();
         for sig in SUPERVISOR_IGNORES {
             libc::signal(sig, libc::SIG_IGN);
         }
