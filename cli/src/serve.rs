@@ -48,7 +48,7 @@ pub fn serve_command(config_path: Option<&Path>, listen: Option<&str>, nats: Opt
     // Each connection is a descriptor: the server takes its hard limit (before the configuration,
     // whose default `max_connections` follows the limit); its harnesses get the limit it had.
     if let Err(e) = agentstream_core::runner::open_files::raise_open_file_limit() {
-        eprintln!("agentstream serve: {e}; max_connections defaults to half the current limit");
+        eprintln!("agentstream serve: {e} (it stays as it was)");
     }
     let mut config = match load_config("serve", config_path, nats) {
         Ok(c) => c,

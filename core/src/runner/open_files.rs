@@ -57,9 +57,11 @@ mod imp {
             return Ok(OpenFileLimit { before: limit.rlim_cur, now: limit.rlim_cur });
         }
         // Recorded first: a run started while the limit changes gets the old one either way.
-        // Only the first raise records: a second one must not make the raised limit the "before".
-        if CHILD_SOFT.compare_exchange(UNSET, limit.rlim_cur, Ordering::AcqRel, Ordering::Acquire).is_ok() {
+        // The hard limit before the soft one, which a child reads first (set means both are).
+        // Only the first raise records (a later one returned above, the limit being raised).
+        if CHILD_SOFT.load(Ordering::Acquire) == UNSET {
             CHILD_HARD.store(limit.rlim_max, Ordering::Release);
+            let _ = CHILD_SOFT.compare_exchange(UNSET, limit.rlim_cur, Ordering::AcqRel, Ordering::Acquire);
         }
         let raised = libc::rlimit { rlim_cur: wanted, rlim_max: limit.rlim_max };
         // SAFETY: setrlimit reads the struct it is given, which lives on this stack.
