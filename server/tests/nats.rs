@@ -531,31 +531,59 @@ mod cluster {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn subscribers_the_shared_follow_left_behind_read_on_from_their_own_consumer() {
-        // The instance keeps 4 KiB of a run it reads (its newest message): a client reading a
-        // flood slowly falls behind what the fast ones have it read, and reads on from a
-        // consumer of its own — nothing lost.
+        // The instance keeps 4 KiB of a run it reads (its newest message). A client that reads
+        // nothing while two others read a 32 MB flood to its end is left far behind — what the
+        // sockets hold for it (its receive buffer is kept small) is a few MB — and, once it
+        // reads, reads on from a consumer of its own: nothing lost.
         let setup = Setup { replay_bytes: Some(4096), ..Setup::default() };
         let Some(cluster) = Cluster::start("behind", setup).await else { return };
         let (a, b) = (&cluster.a, &cluster.b);
-        let id = a.start_run(TOKEN_A, "deluge").await;
+        let id = a.start_run(TOKEN_A, "torrent").await;
+        let mut slow = std::net::TcpStream::connect(b.addr).unwrap();
+        shrink_receive_buffer(&slow);
+        {
+            use std::io::Write;
+            write!(
+                slow,
+                "GET /v1/runs/{id}/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN_A}\r\nConnection: close\r\n\r\n"
+            )
+            .unwrap();
+        }
         let fast: Vec<_> = (0..2).map(|_| spawn_sse(b, &id)).collect();
-        let http = b.http.clone();
-        let url = b.url(&format!("/v1/runs/{id}/events"));
-        let slow = tokio::spawn(async move {
-            let resp = http.get(url).bearer_auth(TOKEN_A).send().await.unwrap();
-            let mut stream = resp.bytes_stream();
-            let mut text = Vec::new();
-            while let Some(chunk) = stream.next().await {
-                text.extend_from_slice(&chunk.unwrap());
-                tokio::time::sleep(Duration::from_millis(5)).await;
-            }
-            parse_sse(std::str::from_utf8(&text).unwrap())
-        });
         for envs in join_envelopes(fast).await {
             assert_whole_stream(&envs);
         }
-        assert_whole_stream(&join_envelopes(vec![slow]).await[0]);
+        let response = tokio::task::spawn_blocking(move || {
+            use std::io::Read;
+            let mut bytes = Vec::new();
+            slow.read_to_end(&mut bytes).unwrap();
+            bytes
+        })
+        .await
+        .unwrap();
+        let events = parse_sse(&String::from_utf8(chunked_body(&response)).unwrap());
+        assert!(events.iter().all(|e| e.event == "message"), "only envelopes");
+        assert_whole_stream(&events.iter().map(SseEvent::json).collect::<Vec<_>>());
         assert!(cluster.event_consumers().await > 1, "the slow subscriber read on from a consumer of its own");
+    }
+
+    /// The body of a raw HTTP/1.1 `200` response sent in chunks (an SSE stream).
+    fn chunked_body(response: &[u8]) -> Vec<u8> {
+        let head_end = response.windows(4).position(|w| w == b"\r\n\r\n").expect("a response head");
+        let head = String::from_utf8_lossy(&response[..head_end]).to_ascii_lowercase();
+        assert!(head.starts_with("http/1.1 200") && head.contains("transfer-encoding: chunked"), "{head}");
+        let (mut rest, mut body) = (&response[head_end + 4..], Vec::new());
+        loop {
+            let line_end = rest.windows(2).position(|w| w == b"\r\n").expect("a chunk's size line");
+            let size = std::str::from_utf8(&rest[..line_end]).unwrap().split(';').next().unwrap().trim();
+            let size = usize::from_str_radix(size, 16).expect("a chunk size");
+            rest = &rest[line_end + 2..];
+            if size == 0 {
+                return body;
+            }
+            body.extend_from_slice(&rest[..size]);
+            rest = &rest[size + 2..];
+        }
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
