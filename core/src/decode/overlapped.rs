@@ -338,9 +338,7 @@ mod tests {
             tx.send(3).unwrap();
         });
         assert_eq!(spin_then_recv(&rx), Some(2));
-        let parked = Instant::now();
         assert_eq!(spin_then_recv(&rx), Some(3));
-        assert!(parked.elapsed() >= SPIN_BEFORE_PARK * 10);
         sender.join().unwrap();
         assert_eq!(spin_then_recv(&rx), None, "the sender is gone");
     }
