@@ -1,4 +1,5 @@
-//! `raise_open_file_limit`: the process gets its hard limit, its harnesses the limit it had.
+//! `raise_open_file_limit`: the process gets its hard limit, its harnesses the limit it had
+//! (and `open_file_limit` reads the process's own).
 //! A test binary of its own: it changes the process's limit, which no other test should see.
 //! The supervisor here is forked (a test binary does not call `supervise_if_asked`); the
 //! exec'd one is covered by the CLI's `serve` test.
@@ -8,7 +9,7 @@
 use std::time::{Duration, Instant};
 
 use agentstream_core::Agent;
-use agentstream_core::runner::open_files::raise_open_file_limit;
+use agentstream_core::runner::open_files::{open_file_limit, raise_open_file_limit};
 use agentstream_core::runner::{AgentConfig, CommandOptions, Delivery, Next, Session};
 use agentstream_core::stream::StreamItem;
 
@@ -55,6 +56,7 @@ fn the_process_gets_its_hard_limit_and_its_harnesses_the_one_it_had() {
         return;
     }
     set_soft(lowered);
+    assert_eq!(open_file_limit(), Some(lowered));
     let session = Session::new(AgentConfig::new(Agent::Claude));
     let hard_text = if hard == libc::RLIM_INFINITY { "unlimited".to_string() } else { hard.to_string() };
     assert_eq!(child_limits(&session), format!("{lowered}\n{hard_text}\n"), "before: the same limit");
@@ -63,6 +65,7 @@ fn the_process_gets_its_hard_limit_and_its_harnesses_the_one_it_had() {
     assert_eq!(raised.before, lowered);
     assert!(raised.now > lowered && (hard == libc::RLIM_INFINITY || raised.now == hard), "{raised:?}");
     assert_eq!(limits(), (raised.now, hard), "the process has the raised limit");
+    assert_eq!(open_file_limit(), Some(raised.now));
     assert_eq!(child_limits(&session), format!("{lowered}\n{hard_text}\n"), "a harness gets the old one");
 
     // Raising again changes nothing, and harnesses still get the limit from before the first.

@@ -158,10 +158,7 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 /// lower (never below 16): the other half stays for the harnesses' pipes, logs and the
 /// listener.
 pub fn default_max_connections() -> usize {
-    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-    // SAFETY: getrlimit writes one rlimit into the struct it is given, which lives on this stack.
-    let known = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0;
-    max_connections_for((known && limit.rlim_cur != libc::RLIM_INFINITY).then_some(limit.rlim_cur))
+    max_connections_for(agentstream_core::runner::open_files::open_file_limit())
 }
 
 /// [`default_max_connections`] for a soft open-file limit (`None`: unknown or unlimited).

@@ -48,6 +48,10 @@ mod imp {
         std::fs::read_to_string("/proc/sys/fs/nr_open").ok().and_then(|s| s.trim().parse().ok()).unwrap_or(1 << 20)
     }
 
+    pub fn soft() -> Option<u64> {
+        get().ok().map(|l| l.rlim_cur).filter(|&n| n != libc::RLIM_INFINITY)
+    }
+
     pub fn raise() -> Result<OpenFileLimit, Error> {
         let failed =
             |e: std::io::Error| Error::new(ErrorKind::Internal, format!("cannot raise the limit of open files: {e}"));
@@ -80,6 +84,15 @@ mod imp {
             unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) };
         }
     }
+}
+
+/// This process's soft limit of open files; `None` when it is unlimited or cannot be read (or
+/// off Unix).
+pub fn open_file_limit() -> Option<u64> {
+    #[cfg(unix)]
+    return imp::soft();
+    #[cfg(not(unix))]
+    None
 }
 
 /// Raise this process's soft limit of open files to its hard limit, and start every later
