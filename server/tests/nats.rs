@@ -539,16 +539,7 @@ mod cluster {
         let Some(cluster) = Cluster::start("behind", setup).await else { return };
         let (a, b) = (&cluster.a, &cluster.b);
         let id = a.start_run(TOKEN_A, "torrent").await;
-        let mut slow = std::net::TcpStream::connect(b.addr).unwrap();
-        shrink_receive_buffer(&slow);
-        {
-            use std::io::Write;
-            write!(
-                slow,
-                "GET /v1/runs/{id}/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN_A}\r\nConnection: close\r\n\r\n"
-            )
-            .unwrap();
-        }
+        let mut slow = raw_subscriber(b, &id);
         let fast: Vec<_> = (0..2).map(|_| spawn_sse(b, &id)).collect();
         for envs in join_envelopes(fast).await {
             assert_whole_stream(&envs);
@@ -596,11 +587,8 @@ mod cluster {
         a.wait_ended(TOKEN_A, &id).await;
         let run_bytes = cluster.event_bytes().await;
         // A client that reads the response head and then nothing, with a small receive buffer.
-        let mut client = std::net::TcpStream::connect(b.addr).unwrap();
-        shrink_receive_buffer(&client);
-        use std::io::{Read, Write};
-        write!(client, "GET /v1/runs/{id}/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN_A}\r\n\r\n")
-            .unwrap();
+        let mut client = raw_subscriber(b, &id);
+        use std::io::Read;
         let mut head = [0u8; 4096];
         let n = client.read(&mut head).unwrap();
         assert!(head[..n].starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(&head[..n]));
@@ -634,6 +622,20 @@ mod cluster {
     /// `/healthz`'s `backend.follows` of `server`.
     async fn follows(server: &TestServer) -> Value {
         server.get_json(None, "/healthz").await.1["backend"]["follows"].clone()
+    }
+
+    /// A plain socket that asked `server` for run `id`'s events (to be closed after the
+    /// response), its receive buffer kept small: the client's reading alone paces what it gets.
+    fn raw_subscriber(server: &TestServer, id: &str) -> std::net::TcpStream {
+        use std::io::Write;
+        let mut socket = std::net::TcpStream::connect(server.addr).unwrap();
+        shrink_receive_buffer(&socket);
+        write!(
+            socket,
+            "GET /v1/runs/{id}/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN_A}\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        socket
     }
 
     /// 64 KiB (the kernel doubles it) instead of a buffer growing to 32 MiB.
