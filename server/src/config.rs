@@ -121,11 +121,14 @@ pub struct Limits {
     pub runs_per_tenant: usize,
     /// Streams (SSE or WebSocket) open on one run at once (default 256).
     pub subscribers_per_run: usize,
-    /// Envelopes kept per run for resuming (default 8192); older ones are evicted.
+    /// Envelopes kept per run for resuming (default 262,144: as many as `replay_bytes` can
+    /// hold, so by default the bytes bind); older ones are evicted.
     pub replay_events: usize,
-    /// Bytes of envelope JSON kept per run for resuming (default 32 MiB).
+    /// Bytes kept per run for resuming (default 32 MiB): each envelope's JSON plus
+    /// [`FRAME_BOOKKEEPING_BYTES`](crate::frame::FRAME_BOOKKEEPING_BYTES) for what keeping it
+    /// costs besides, so that the bound is the memory the buffer takes.
     pub replay_bytes: usize,
-    /// Bytes of envelope JSON kept by all runs together (default 1 GiB, at least
+    /// Bytes kept by all runs together, counted as `replay_bytes` (default 1 GiB, at least
     /// `replay_bytes`): over it, the oldest envelopes of the runs that went longest without a
     /// new one are evicted first (each run keeps its newest). Without `[nats]` only; a cluster
     /// has `[nats] retention_bytes`.
@@ -151,6 +154,9 @@ pub struct Limits {
     pub body_timeout: Duration,
 }
 
+/// The default of [`Limits::replay_bytes`] (32 MiB).
+pub const DEFAULT_REPLAY_BYTES: usize = 32 * 1024 * 1024;
+
 /// The default of [`Limits::max_connections`].
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 
@@ -175,8 +181,8 @@ impl Default for Limits {
             max_body_bytes: 64 * 1024,
             runs_per_tenant: 16,
             subscribers_per_run: 256,
-            replay_events: 8192,
-            replay_bytes: 32 * 1024 * 1024,
+            replay_events: DEFAULT_REPLAY_BYTES / crate::frame::FRAME_BOOKKEEPING_BYTES,
+            replay_bytes: DEFAULT_REPLAY_BYTES,
             replay_bytes_total: 1024 * 1024 * 1024,
             finished_runs_kept: 256,
             run_timeout: None,

@@ -34,7 +34,19 @@ impl Frame {
             received_ms,
         }
     }
+
+    /// What keeping this frame in a replay buffer costs, as the byte bounds count it: its JSON
+    /// plus [`FRAME_BOOKKEEPING_BYTES`].
+    pub fn kept_bytes(&self) -> usize {
+        self.json.len() + FRAME_BOOKKEEPING_BYTES
+    }
 }
+
+/// Bytes a replay buffer spends on each frame besides its JSON (the ring's slot, the shared
+/// frame, the allocations' headers), counted by the byte bounds so that they bound memory, not
+/// just JSON: without it a run of many small envelopes would hold several times its
+/// `replay_bytes`.
+pub const FRAME_BOOKKEEPING_BYTES: usize = 128;
 
 /// Now, in Unix milliseconds.
 pub fn now_ms() -> u64 {

@@ -7,7 +7,8 @@
 //! they are appended, and their stream ends after the terminal frame.
 //!
 //! **Bounded, never silently lossy.** Each run keeps at most `replay_events` frames and
-//! `replay_bytes` of JSON, and all runs together at most `replay_bytes_total` (over it, the
+//! `replay_bytes` (each frame's JSON plus its bookkeeping, [`FRAME_BOOKKEEPING_BYTES`](crate::frame::FRAME_BOOKKEEPING_BYTES)), and all
+//! runs together at most `replay_bytes_total` (over it, the
 //! oldest frames of the runs appended to least recently go first, so finished runs give way to
 //! running ones); each run's newest frame is always kept. A resume point older than what is
 //! kept gets a [`Gap`] (`evicted`) first and then the oldest kept frame onwards; a subscriber
@@ -94,9 +95,9 @@ pub trait EventLog: Send + Sync + 'static {
 pub struct Retention {
     /// Frames per run.
     pub events: usize,
-    /// Bytes of JSON per run.
+    /// Bytes per run: each frame's JSON plus [`FRAME_BOOKKEEPING_BYTES`](crate::frame::FRAME_BOOKKEEPING_BYTES).
     pub bytes: usize,
-    /// Bytes of JSON of all runs together.
+    /// Bytes of all runs together, counted as [`Retention::bytes`].
     pub total_bytes: usize,
 }
 
@@ -104,7 +105,7 @@ pub struct Retention {
 pub struct MemoryLog {
     retention: Retention,
     runs: Mutex<HashMap<Arc<str>, Arc<RunLog>>>,
-    /// Bytes of JSON kept by every run together.
+    /// Bytes kept by every run together (JSON plus bookkeeping, see [`Frame::kept_bytes`]).
     total: AtomicUsize,
     /// Orders appends: a run's `last_append` is this counter's value at its latest append.
     appends: AtomicU64,
@@ -154,7 +155,8 @@ impl MemoryLog {
         self.runs.lock().expect("log map").get(run_id).cloned()
     }
 
-    /// Bytes of JSON kept by every run together.
+    /// Bytes kept by every run together: their frames' JSON plus [`FRAME_BOOKKEEPING_BYTES`](crate::frame::FRAME_BOOKKEEPING_BYTES)
+    /// each.
     pub fn total_bytes(&self) -> usize {
         self.total.load(Ordering::Relaxed)
     }
@@ -193,9 +195,10 @@ impl LogState {
     /// Drop the oldest frame (there is one); its bytes.
     fn evict_oldest(&mut self) -> usize {
         let old = self.frames.pop_front().expect("non-empty");
-        self.bytes -= old.json.len();
+        let freed = old.kept_bytes();
+        self.bytes -= freed;
         self.evicted_through = Some(old.last_covered);
-        old.json.len()
+        freed
     }
 }
 
@@ -222,8 +225,8 @@ impl EventLog for MemoryLog {
                 if st.terminal.is_some() || st.sealed {
                     break; // nothing after the terminal
                 }
-                added += frame.json.len();
-                st.bytes += frame.json.len();
+                added += frame.kept_bytes();
+                st.bytes += frame.kept_bytes();
                 st.last_covered = Some(frame.last_covered);
                 if frame.terminal {
                     st.terminal = Some(frame.sequence);
@@ -372,6 +375,8 @@ mod tests {
     use super::*;
     use bytes::Bytes;
 
+    use crate::frame::FRAME_BOOKKEEPING_BYTES;
+
     fn frame(seq: u64, coalesced: u64, terminal: bool) -> Frame {
         Frame {
             sequence: seq,
@@ -498,29 +503,80 @@ mod tests {
         seqs(&out)
     }
 
+    /// What a test frame of a sequence number under 10 (`{"s":N}`) costs the byte bounds.
+    const SMALL: usize = 7 + FRAME_BOOKKEEPING_BYTES;
+
+    #[test]
+    fn the_bookkeeping_covers_at_least_the_ring_slot_and_the_shared_frame() {
+        use std::mem::size_of;
+        let arc_counts = 2 * size_of::<usize>();
+        assert!(FRAME_BOOKKEEPING_BYTES >= size_of::<Arc<Frame>>() + arc_counts + size_of::<Frame>());
+    }
+
+    #[tokio::test]
+    async fn the_byte_bounds_count_each_frames_bookkeeping() {
+        // Ten frames' worth of bytes and no bound on the count: ten kept, however small the JSON.
+        let l = MemoryLog::new(Retention { events: usize::MAX, bytes: 10 * SMALL, total_bytes: 1 << 30 });
+        l.create(&t(), "r").await;
+        l.append("r", (0..10).map(|s| frame(s, 0, false)).collect()).await;
+        assert_eq!(l.total_bytes(), 10 * SMALL);
+        assert_eq!(kept(&l, "r").await, (0..10).collect::<Vec<_>>());
+        l.append("r", vec![frame(10, 0, false)]).await;
+        assert_eq!(
+            kept(&l, "r").await,
+            [-2, 2, 3, 4, 5, 6, 7, 8, 9, 10],
+            "two went to make room for one of 8 bytes of JSON"
+        );
+        assert_eq!(l.total_bytes(), 8 * SMALL + SMALL + 1);
+    }
+
+    #[tokio::test]
+    async fn by_default_a_late_subscriber_gets_all_of_a_long_run_of_small_envelopes() {
+        // 20,000 envelopes of 200 bytes (a flood of text deltas): well within 32 MiB with their
+        // bookkeeping, so the count must not bind first (it did at 8192).
+        let limits = crate::config::Limits::default();
+        let l = MemoryLog::new(Retention {
+            events: limits.replay_events,
+            bytes: limits.replay_bytes,
+            total_bytes: limits.replay_bytes_total,
+        });
+        l.create(&t(), "r").await;
+        let envelope = |seq: u64| Frame {
+            sequence: seq,
+            last_covered: seq,
+            terminal: seq == 19_999,
+            json: Bytes::from(format!("{{\"s\":{seq:<193}}}")),
+            received_ms: 0,
+        };
+        l.append("r", (0..20_000).map(envelope).collect()).await;
+        l.seal("r").await;
+        let got = drain(&mut l.subscribe(&t(), "r", None).await.unwrap()).await;
+        assert_eq!(seqs(&got), (0..20_000).collect::<Vec<_>>());
+    }
+
     #[tokio::test]
     async fn the_total_budget_takes_from_the_run_appended_to_least_recently_first() {
-        // A test frame is 7 bytes ({"s":N}, 8 from N = 10): room for eight; a trim frees down to
-        // 53 bytes (an eighth of the budget free).
-        let l = MemoryLog::new(Retention { events: 100, bytes: 1 << 20, total_bytes: 60 });
+        // A test frame costs SMALL = 135 bytes (136 from N = 10): room for eight; a trim frees
+        // down to 1050 bytes (an eighth of the budget free).
+        let l = MemoryLog::new(Retention { events: 100, bytes: 1 << 20, total_bytes: 8 * SMALL + 120 });
         for r in ["old", "new"] {
             l.create(&t(), r).await;
         }
         l.append("old", (0..6).map(|s| frame(s, 0, s == 5)).collect()).await;
         l.seal("old").await;
         l.append("new", (0..4).map(|s| frame(s, 0, false)).collect()).await;
-        assert_eq!(l.total_bytes(), 49);
+        assert_eq!(l.total_bytes(), 7 * SMALL);
         assert_eq!(kept(&l, "old").await, [-3, 3, 4, 5], "the finished run gave way, from its oldest");
         assert_eq!(kept(&l, "new").await, [0, 1, 2, 3], "the running one kept everything");
         // Over the budget again: the old run keeps at least its terminal, the new one gives way.
         l.append("new", (4..12).map(|s| frame(s, 0, false)).collect()).await;
-        assert_eq!(l.total_bytes(), 51);
+        assert_eq!(l.total_bytes(), 5 * SMALL + 2 * (SMALL + 1));
         assert_eq!(kept(&l, "old").await, [-5, 5], "the newest frame (the terminal) always stays");
         assert_eq!(kept(&l, "new").await, [-6, 6, 7, 8, 9, 10, 11]);
         // Forgetting a run gives its bytes back.
         let before = l.total_bytes();
         l.remove("old").await;
-        assert_eq!(l.total_bytes(), before - "{\"s\":5}".len());
+        assert_eq!(l.total_bytes(), before - SMALL);
         l.seal("new").await;
         l.remove("new").await;
         assert_eq!(l.total_bytes(), 0);
