@@ -152,7 +152,44 @@ pub(crate) struct Followers {
     cluster: Arc<Cluster>,
     held: Arc<Held>,
     closing: watch::Receiver<bool>,
-    follows: Mutex<HashMap<String, Weak<Follow>>>,
+    follows: Mutex<LiveMap<Follow>>,
+}
+
+/// Weak references by name, whose dead entries are swept once the map has doubled since the
+/// last sweep: opening a subscription costs the same with ten runs followed as with ten
+/// thousand (a sweep on every open made each one walk them all).
+struct LiveMap<T> {
+    entries: HashMap<String, Weak<T>>,
+    sweep_at: usize,
+}
+
+impl<T> Default for LiveMap<T> {
+    fn default() -> Self {
+        LiveMap { entries: HashMap::new(), sweep_at: LiveMap::<T>::FIRST_SWEEP }
+    }
+}
+
+impl<T> LiveMap<T> {
+    const FIRST_SWEEP: usize = 64;
+
+    /// The live value of `name`.
+    fn get(&self, name: &str) -> Option<Arc<T>> {
+        self.entries.get(name).and_then(Weak::upgrade)
+    }
+
+    /// Name `value` (replacing a dead or unusable one), sweeping the dead first when due.
+    fn insert(&mut self, name: &str, value: &Arc<T>) {
+        if self.entries.len() >= self.sweep_at {
+            self.entries.retain(|_, v| v.strong_count() > 0);
+            self.sweep_at = (2 * self.entries.len()).max(Self::FIRST_SWEEP);
+        }
+        self.entries.insert(name.to_string(), Arc::downgrade(value));
+    }
+
+    /// How many values are alive.
+    fn live(&self) -> usize {
+        self.entries.values().filter(|v| v.strong_count() > 0).count()
+    }
 }
 
 impl Followers {
@@ -163,7 +200,7 @@ impl Followers {
 
     /// How many runs are followed and what they hold.
     pub fn report(&self) -> FollowReport {
-        let runs = self.follows.lock().expect("follows").values().filter(|f| f.strong_count() > 0).count();
+        let runs = self.follows.lock().expect("follows").live();
         FollowReport { runs, bytes: self.held.bytes.load(Ordering::Relaxed) }
     }
 
@@ -176,13 +213,12 @@ impl Followers {
             None
         } else {
             let mut follows = self.follows.lock().expect("follows");
-            follows.retain(|_, f| f.strong_count() > 0);
-            match follows.get(subject).and_then(Weak::upgrade) {
+            match follows.get(subject) {
                 Some(f) if f.usable() => f.covers(start).then_some(f),
                 _ => {
                     let f =
                         Follow::start(self.cluster.clone(), subject, start, self.held.clone(), self.closing.clone());
-                    follows.insert(subject.to_string(), Arc::downgrade(&f));
+                    follows.insert(subject, &f);
                     Some(f)
                 }
             }
@@ -465,6 +501,31 @@ impl Drop for Waiting<'_> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_live_map_sweeps_its_dead_once_it_has_doubled() {
+        let mut map = super::LiveMap::<u32>::default();
+        let kept: Vec<_> = (0..10).map(std::sync::Arc::new).collect();
+        for (i, v) in kept.iter().enumerate() {
+            map.insert(&format!("kept{i}"), v);
+        }
+        for i in 0..54 {
+            map.insert(&format!("gone{i}"), &std::sync::Arc::new(i));
+        }
+        assert_eq!((map.entries.len(), map.live()), (64, 10), "no sweep before 64 entries");
+        map.insert("new", &kept[0]);
+        assert_eq!(map.entries.len(), 11, "the 54 dead went at the 65th insert");
+        assert_eq!(map.sweep_at, 64, "next sweep no sooner than the first");
+        assert_eq!(map.get("kept3").as_deref(), Some(&3));
+        assert_eq!(map.get("gone3"), None);
+        // With many alive the next sweep waits for twice as many entries.
+        let more: Vec<_> = (0..100).map(std::sync::Arc::new).collect();
+        for (i, v) in more.iter().enumerate() {
+            map.insert(&format!("more{i}"), v);
+        }
+        assert_eq!(map.sweep_at, 128, "swept at 64 entries again, all alive: the next at twice that");
+        assert_eq!(map.live(), 111);
+    }
+
     use super::*;
 
     fn state(held: &Arc<Held>, from: u64) -> FollowState {
