@@ -18,7 +18,8 @@
 //! | `AGENTSTREAM_FAKE_ARGV_FILE` | write the arguments it was given to this file, as a JSON array |
 //! | `AGENTSTREAM_FAKE_CHILDREN` | `1`: first start two children that sleep until killed and keep stdout and stderr open — one in the harness's process group, one in a session of its own (`setsid`), as a background job or daemon would |
 
-use std::io::Write;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
 use std::time::Duration;
 
 struct Config {
@@ -68,9 +69,9 @@ pub fn main_with_args(args: &[String]) -> i32 {
         // SAFETY: setting a signal disposition to SIG_IGN has no memory-safety preconditions.
         unsafe { libc::signal(libc::SIGTERM, libc::SIG_IGN) };
     }
-    let (stdout_bytes, stderr_bytes, meta_exit) = match &cfg.trace {
-        Some(prefix) => load_trace(prefix),
-        None => (Vec::new(), Vec::new(), None),
+    let (stdout_file, stderr_bytes, meta_exit) = match &cfg.trace {
+        Some(prefix) => open_trace(prefix),
+        None => (None, Vec::new(), None),
     };
     let mut err = std::io::stderr().lock();
     let _ = err.write_all(&stderr_bytes);
@@ -86,15 +87,28 @@ pub fn main_with_args(args: &[String]) -> i32 {
     drop(err);
 
     let mut out = std::io::stdout().lock();
-    let mut lines: Vec<&[u8]> = stdout_bytes.split_inclusive(|b| *b == b'\n').collect();
-    let last = if cfg.die_mid_line { lines.pop() } else { None };
-    for line in lines {
-        if out.write_all(line).and_then(|_| out.flush()).is_err() {
+    // The trace is read as it is written out, a line at a time, as a CLI prints as it goes: no
+    // start-up spent loading it (16 MiB took 15 ms before the first line), and the last line
+    // is known when the read after it finds nothing.
+    let mut lines = stdout_file.map(|f| BufReader::with_capacity(64 * 1024, f));
+    let mut line = Vec::new();
+    let mut next = Vec::new();
+    let mut more = read_line(&mut lines, &mut line);
+    let mut last = None;
+    while more {
+        next.clear();
+        more = read_line(&mut lines, &mut next);
+        if !more && cfg.die_mid_line {
+            last = Some(line);
+            break;
+        }
+        if out.write_all(&line).and_then(|_| out.flush()).is_err() {
             return 141; // reader went away (SIGPIPE-like)
         }
         if cfg.delay_ms > 0 {
             std::thread::sleep(Duration::from_millis(cfg.delay_ms));
         }
+        std::mem::swap(&mut line, &mut next);
     }
     for i in 0..cfg.flood {
         if writeln!(out, "{{\"type\":\"flood\",\"n\":{i}}}").is_err() {
@@ -171,9 +185,18 @@ pub fn flood_text(n: u64) -> String {
     format!("{n:012} abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRSTUVWXYZ|")
 }
 
-fn load_trace(prefix: &str) -> (Vec<u8>, Vec<u8>, Option<i32>) {
+/// Replace `line` with the next line of `lines` (with its `\n`; the last may have none); false
+/// at the end (or when it cannot be read: a trace is local and complete, so that is the end too).
+fn read_line(lines: &mut Option<BufReader<File>>, line: &mut Vec<u8>) -> bool {
+    line.clear();
+    lines.as_mut().is_some_and(|r| r.read_until(b'\n', line).is_ok_and(|n| n > 0))
+}
+
+/// The trace's stdout file (opened, read as it is played), its stderr and its exit code.
+fn open_trace(prefix: &str) -> (Option<File>, Vec<u8>, Option<i32>) {
     let read = |suffix: &str| std::fs::read(format!("{prefix}{suffix}")).ok();
-    let stdout = read(".input.jsonl").or_else(|| read(".stdout.jsonl")).unwrap_or_else(|| {
+    let open = |suffix: &str| File::open(format!("{prefix}{suffix}")).ok();
+    let stdout = open(".input.jsonl").or_else(|| open(".stdout.jsonl")).unwrap_or_else(|| {
         eprintln!("fake-harness: no {prefix}.input.jsonl or {prefix}.stdout.jsonl");
         std::process::exit(66);
     });
@@ -182,5 +205,5 @@ fn load_trace(prefix: &str) -> (Vec<u8>, Vec<u8>, Option<i32>) {
         .and_then(|m| serde_json::from_slice::<serde_json::Value>(&m).ok())
         .and_then(|m| m.get("exit_code").and_then(|c| c.as_i64()))
         .map(|c| c as i32);
-    (stdout, stderr, exit)
+    (Some(stdout), stderr, exit)
 }
