@@ -25,7 +25,7 @@ use crate::auth::TenantId;
 use crate::config::check_model;
 use crate::executor::{ExecRequest, Health, Placement, RunControl, RunExecutor, RunOutput, RunRequest, StartError};
 use crate::frame::{Delivered, Frame, now_ms};
-use crate::log::{EventLog, SubscribeError, Subscription};
+use crate::log::{EventLog, ReplayUsage, SubscribeError, Subscription};
 use crate::registry::{RegistryError, RunRegistry};
 
 /// Envelopes the pump moves per batch.
@@ -477,6 +477,11 @@ impl RunBroker {
     /// Whether runs can be started and followed now (the executor's view).
     pub fn health(&self) -> Health {
         self.inner.executor.health()
+    }
+
+    /// What the run log holds in this process's memory (`None` in a cluster).
+    pub fn replay_usage(&self) -> Option<ReplayUsage> {
+        self.inner.log.usage()
     }
 
     /// Cancel every run that executes in this process (all tenants) with `reason`. Runs on

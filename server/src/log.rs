@@ -88,6 +88,23 @@ pub trait EventLog: Send + Sync + 'static {
     /// do not end in this process (their clients resume elsewhere). Subscriptions to runs that
     /// end here are left to deliver their terminal envelopes.
     fn close(&self) {}
+    /// What the log holds in this process's memory (`/healthz`: `replay`); `None` for a log
+    /// kept elsewhere (the cluster's: its instances report their `follows` instead).
+    fn usage(&self) -> Option<ReplayUsage> {
+        None
+    }
+}
+
+/// What an in-process log holds (`/healthz`: `replay`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct ReplayUsage {
+    /// Runs whose envelopes are kept (running, and finished ones not forgotten yet).
+    pub runs: usize,
+    /// Bytes kept by all of them, counted as `replay_bytes` counts them (JSON plus
+    /// bookkeeping).
+    pub bytes: usize,
+    /// `replay_bytes_total`: over it, the runs idle longest give way.
+    pub max: usize,
 }
 
 /// How much a [`MemoryLog`] keeps.
@@ -278,6 +295,11 @@ impl EventLog for MemoryLog {
 
     async fn last_covered(&self, _tenant: &TenantId, run_id: &str) -> Option<u64> {
         self.run(run_id)?.state.lock().expect("run log").last_covered
+    }
+
+    fn usage(&self) -> Option<ReplayUsage> {
+        let runs = self.runs.lock().expect("log map").len();
+        Some(ReplayUsage { runs, bytes: self.total_bytes(), max: self.retention.total_bytes })
     }
 
     async fn remove(&self, run_id: &str) {
@@ -566,6 +588,7 @@ mod tests {
         l.seal("old").await;
         l.append("new", (0..4).map(|s| frame(s, 0, false)).collect()).await;
         assert_eq!(l.total_bytes(), 7 * SMALL);
+        assert_eq!(l.usage(), Some(ReplayUsage { runs: 2, bytes: 7 * SMALL, max: 8 * SMALL + 120 }));
         assert_eq!(kept(&l, "old").await, [-3, 3, 4, 5], "the finished run gave way, from its oldest");
         assert_eq!(kept(&l, "new").await, [0, 1, 2, 3], "the running one kept everything");
         // Over the budget again: the old run keeps at least its terminal, the new one gives way.
@@ -580,6 +603,7 @@ mod tests {
         l.seal("new").await;
         l.remove("new").await;
         assert_eq!(l.total_bytes(), 0);
+        assert_eq!(l.usage(), Some(ReplayUsage { runs: 0, bytes: 0, max: 8 * SMALL + 120 }));
     }
 
     #[tokio::test]

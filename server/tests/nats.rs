@@ -341,6 +341,7 @@ mod cluster {
                 let deadline = Instant::now() + Duration::from_secs(10);
                 loop {
                     let (_, h) = s.get_json(None, "/healthz").await;
+                    assert!(h.get("replay").is_none(), "the stream is the replay buffer, not this process: {h}");
                     if h["backend"]["workers"] == 2 {
                         break;
                     }

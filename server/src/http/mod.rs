@@ -3,7 +3,7 @@
 //! | route | what |
 //! |---|---|
 //! | `GET /` , `GET /assets/{file}` | the live run view (no authentication: it holds no data) |
-//! | `GET /healthz` | `{"status": "ok" \| "degraded" \| "shutting_down", "running": N, "backend"?: {…}}` |
+//! | `GET /healthz` | `{"status": "ok" \| "degraded" \| "shutting_down", "running": N, "connections": {…}, "replay"?: {…}, "backend"?: {…}}` |
 //! | `GET /v1/agents` | the agent names a run may use |
 //! | `POST /v1/runs` | start a run: `{"agent", "prompt", "model"?, "resume"?}` → 201 |
 //! | `GET /v1/runs` | the caller's runs, newest first |
@@ -128,6 +128,9 @@ async fn healthz(State(state): State<AppState>) -> Response {
     });
     if let Some(detail) = health.detail {
         body["backend"] = detail;
+    }
+    if let Some(replay) = broker.replay_usage() {
+        body["replay"] = serde_json::json!(replay);
     }
     (code, axum::Json(body)).into_response()
 }
