@@ -121,8 +121,9 @@ pub struct Limits {
     pub runs_per_tenant: usize,
     /// Streams (SSE or WebSocket) open on one run at once (default 256).
     pub subscribers_per_run: usize,
-    /// Envelopes kept per run for resuming (default 262,144: as many as `replay_bytes` can
-    /// hold, so by default the bytes bind); older ones are evicted.
+    /// Envelopes kept per run for resuming (default: as many as `replay_bytes` can hold,
+    /// [`events_held_by`], 262,144 for 32 MiB, so by default the bytes bind); older ones are
+    /// evicted.
     pub replay_events: usize,
     /// Bytes kept per run for resuming (default 32 MiB): each envelope's JSON plus
     /// [`FRAME_BOOKKEEPING_BYTES`](crate::frame::FRAME_BOOKKEEPING_BYTES) for what keeping it
@@ -157,6 +158,12 @@ pub struct Limits {
 /// The default of [`Limits::replay_bytes`] (32 MiB).
 pub const DEFAULT_REPLAY_BYTES: usize = 32 * 1024 * 1024;
 
+/// The default of [`Limits::replay_events`] for a `replay_bytes` of `bytes`: as many envelopes
+/// as those bytes can hold at their bookkeeping alone, so that by default the bytes bind.
+pub fn events_held_by(bytes: usize) -> usize {
+    (bytes / crate::frame::FRAME_BOOKKEEPING_BYTES).max(1)
+}
+
 /// The default of [`Limits::max_connections`].
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 
@@ -181,7 +188,7 @@ impl Default for Limits {
             max_body_bytes: 64 * 1024,
             runs_per_tenant: 16,
             subscribers_per_run: 256,
-            replay_events: DEFAULT_REPLAY_BYTES / crate::frame::FRAME_BOOKKEEPING_BYTES,
+            replay_events: events_held_by(DEFAULT_REPLAY_BYTES),
             replay_bytes: DEFAULT_REPLAY_BYTES,
             replay_bytes_total: 1024 * 1024 * 1024,
             finished_runs_kept: 256,
@@ -490,12 +497,13 @@ fn limits(f: FileLimits) -> Result<Limits, ConfigError> {
         Some(n) => Ok(n),
         None => Ok(default),
     };
+    let replay_bytes = count("replay_bytes", f.replay_bytes, d.replay_bytes)?;
     let limits = Limits {
         max_body_bytes: count("max_body_bytes", f.max_body_bytes, d.max_body_bytes)?,
         runs_per_tenant: count("runs_per_tenant", f.runs_per_tenant, d.runs_per_tenant)?,
         subscribers_per_run: count("subscribers_per_run", f.subscribers_per_run, d.subscribers_per_run)?,
-        replay_events: count("replay_events", f.replay_events, d.replay_events)?,
-        replay_bytes: count("replay_bytes", f.replay_bytes, d.replay_bytes)?,
+        replay_events: count("replay_events", f.replay_events, events_held_by(replay_bytes))?,
+        replay_bytes,
         replay_bytes_total: count("replay_bytes_total", f.replay_bytes_total, d.replay_bytes_total)?,
         finished_runs_kept: count("finished_runs_kept", f.finished_runs_kept, d.finished_runs_kept)?,
         run_timeout: seconds("limits.run_timeout_secs", f.run_timeout_secs, false)?,
@@ -623,6 +631,17 @@ mod tests {
         assert_eq!(c.shutdown.mode, ShutdownMode::Drain);
         assert_eq!(c.shutdown.drain_timeout, Duration::ZERO);
         assert!(c.nats.is_none(), "one process unless [nats] says otherwise");
+    }
+
+    #[test]
+    fn the_replay_count_follows_the_replay_bytes_unless_set() {
+        let limits = |toml: &str| ServeConfig::from_toml(toml).unwrap().limits;
+        assert_eq!(Limits::default().replay_events, 262_144);
+        let more = limits("[limits]\nreplay_bytes = 268435456");
+        assert_eq!(more.replay_events, 2_097_152, "256 MiB at 128 bytes each");
+        assert_eq!(limits("[limits]\nreplay_bytes = 100").replay_events, 1, "at least one");
+        let both = limits("[limits]\nreplay_bytes = 268435456\nreplay_events = 50");
+        assert_eq!((both.replay_bytes, both.replay_events), (268_435_456, 50), "as set");
     }
 
     #[test]
