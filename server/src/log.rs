@@ -7,13 +7,13 @@
 //! they are appended, and their stream ends after the terminal frame.
 //!
 //! **Bounded, never silently lossy.** Each run keeps at most `replay_events` frames and
-//! `replay_bytes` (each frame's JSON plus its bookkeeping, [`FRAME_BOOKKEEPING_BYTES`](crate::frame::FRAME_BOOKKEEPING_BYTES)), and all
-//! runs together at most `replay_bytes_total` (over it, the
-//! oldest frames of the runs appended to least recently go first, so finished runs give way to
-//! running ones); each run's newest frame is always kept. A resume point older than what is
-//! kept gets a [`Gap`] (`evicted`) first and then the oldest kept frame onwards; a subscriber
-//! that falls so far behind that its next frame was evicted gets a [`Gap`] (`too_slow`) and its
-//! stream ends. Nobody ever waits for a subscriber: appending never blocks, so a slow reader
+//! `replay_bytes` (each frame's JSON plus its bookkeeping,
+//! [`FRAME_BOOKKEEPING_BYTES`](crate::frame::FRAME_BOOKKEEPING_BYTES)), and all runs together at
+//! most `replay_bytes_total` (over it, the oldest frames of the runs appended to least recently
+//! go first, so finished runs give way to running ones); each run's newest frame is always kept.
+//! A resume point older than what is kept gets a [`Gap`] (`evicted`) first and then the oldest
+//! kept frame onwards; a subscriber that falls so far behind that its next frame was evicted gets
+//! a [`Gap`] (`too_slow`) and its stream ends. Nobody ever waits for a subscriber: appending never blocks, so a slow reader
 //! never slows the run or the other subscribers.
 //!
 //! **Atomic hand-over from replay to live.** Subscribers do not have queues of their own: each
@@ -112,7 +112,8 @@ pub struct ReplayUsage {
 pub struct Retention {
     /// Frames per run.
     pub events: usize,
-    /// Bytes per run: each frame's JSON plus [`FRAME_BOOKKEEPING_BYTES`](crate::frame::FRAME_BOOKKEEPING_BYTES).
+    /// Bytes per run: each frame's JSON plus
+    /// [`FRAME_BOOKKEEPING_BYTES`](crate::frame::FRAME_BOOKKEEPING_BYTES).
     pub bytes: usize,
     /// Bytes of all runs together, counted as [`Retention::bytes`].
     pub total_bytes: usize,
@@ -172,8 +173,8 @@ impl MemoryLog {
         self.runs.lock().expect("log map").get(run_id).cloned()
     }
 
-    /// Bytes kept by every run together: their frames' JSON plus [`FRAME_BOOKKEEPING_BYTES`](crate::frame::FRAME_BOOKKEEPING_BYTES)
-    /// each.
+    /// Bytes kept by every run together: their frames' JSON plus
+    /// [`FRAME_BOOKKEEPING_BYTES`](crate::frame::FRAME_BOOKKEEPING_BYTES) each.
     pub fn total_bytes(&self) -> usize {
         self.total.load(Ordering::Relaxed)
     }
