@@ -96,7 +96,6 @@ pub fn main_with_args(args: &[String]) -> i32 {
     let mut more = read_line(&mut lines, &mut line);
     let mut last = None;
     while more {
-        next.clear();
         more = read_line(&mut lines, &mut next);
         if !more && cfg.die_mid_line {
             last = Some(line);

@@ -13,8 +13,8 @@
 //! go first, so finished runs give way to running ones); each run's newest frame is always kept.
 //! A resume point older than what is kept gets a [`Gap`] (`evicted`) first and then the oldest
 //! kept frame onwards; a subscriber that falls so far behind that its next frame was evicted gets
-//! a [`Gap`] (`too_slow`) and its stream ends. Nobody ever waits for a subscriber: appending never blocks, so a slow reader
-//! never slows the run or the other subscribers.
+//! a [`Gap`] (`too_slow`) and its stream ends. Nobody ever waits for a subscriber: appending
+//! never blocks, so a slow reader never slows the run or the other subscribers.
 //!
 //! **Atomic hand-over from replay to live.** Subscribers do not have queues of their own: each
 //! holds a cursor (the last sequence number it has) into the shared ring and a watch on the
@@ -117,6 +117,13 @@ pub struct Retention {
     pub bytes: usize,
     /// Bytes of all runs together, counted as [`Retention::bytes`].
     pub total_bytes: usize,
+}
+
+impl Retention {
+    /// The retention `limits` set (`replay_events`, `replay_bytes`, `replay_bytes_total`).
+    pub fn of(limits: &crate::config::Limits) -> Self {
+        Retention { events: limits.replay_events, bytes: limits.replay_bytes, total_bytes: limits.replay_bytes_total }
+    }
 }
 
 /// The in-process [`EventLog`]: one bounded ring of frames per run, all within one byte budget.
@@ -243,8 +250,9 @@ impl EventLog for MemoryLog {
                 if st.terminal.is_some() || st.sealed {
                     break; // nothing after the terminal
                 }
-                added += frame.kept_bytes();
-                st.bytes += frame.kept_bytes();
+                let kept = frame.kept_bytes();
+                added += kept;
+                st.bytes += kept;
                 st.last_covered = Some(frame.last_covered);
                 if frame.terminal {
                     st.terminal = Some(frame.sequence);
@@ -557,12 +565,7 @@ mod tests {
     async fn by_default_a_late_subscriber_gets_all_of_a_long_run_of_small_envelopes() {
         // 20,000 envelopes of 200 bytes (a flood of text deltas): well within 32 MiB with their
         // bookkeeping, so the count must not bind first (it did at 8192).
-        let limits = crate::config::Limits::default();
-        let l = MemoryLog::new(Retention {
-            events: limits.replay_events,
-            bytes: limits.replay_bytes,
-            total_bytes: limits.replay_bytes_total,
-        });
+        let l = MemoryLog::new(Retention::of(&crate::config::Limits::default()));
         l.create(&t(), "r").await;
         let envelope = |seq: u64| Frame {
             sequence: seq,

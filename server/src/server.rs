@@ -66,11 +66,7 @@ impl Server {
             None => {
                 let executor =
                     LocalExecutor::new(config.agents.clone(), limits.run_timeout, config.shutdown.kill_grace);
-                let log = MemoryLog::new(Retention {
-                    events: limits.replay_events,
-                    bytes: limits.replay_bytes,
-                    total_bytes: limits.replay_bytes_total,
-                });
+                let log = MemoryLog::new(Retention::of(limits));
                 RunBroker::new(
                     Arc::new(executor),
                     Arc::new(log),
