@@ -15,7 +15,7 @@
 //! an outage: then every subscriber goes back to the shared follow).
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -120,8 +120,9 @@ pub(crate) async fn consume(
 pub struct FollowBudget {
     /// Of one run (`limits.replay_bytes`).
     pub per_run: usize,
-    /// Of all runs together (`limits.replay_bytes_total`): a follow that reads while they hold
-    /// more keeps only its newest message (one not reading keeps what it holds).
+    /// Of all runs together (`limits.replay_bytes_total`): over it, the oldest messages of the
+    /// follows read from least recently go first, as the in-process log does (so runs that
+    /// ended give way to runs still going); each follow keeps its newest message.
     pub total: usize,
 }
 
@@ -132,10 +133,59 @@ impl FollowBudget {
     }
 }
 
-/// The bytes every follow of a process holds, together.
+/// The bytes every follow of a process holds, together, and the follows that hold them.
 struct Held {
     budget: FollowBudget,
     bytes: AtomicUsize,
+    /// Every follow alive, by a number of its own (the subject map of [`Followers`] names only
+    /// the newest follow of a subject; one that failed still holds bytes until its subscribers
+    /// have moved on).
+    follows: Mutex<LiveMap<u64, Follow>>,
+    /// Counts follows made and messages pushed: a follow's `last_read` is this count at its
+    /// newest message, so follows compare by how recently they read.
+    clock: AtomicU64,
+    /// Held by the one thread trimming to the total budget (others skip: it frees enough).
+    trimming: Mutex<()>,
+}
+
+impl Held {
+    fn new(budget: FollowBudget) -> Self {
+        Held {
+            budget,
+            bytes: AtomicUsize::new(0),
+            follows: Mutex::default(),
+            clock: AtomicU64::new(0),
+            trimming: Mutex::new(()),
+        }
+    }
+
+    fn tick(&self) -> u64 {
+        self.clock.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// Over the total budget: drop the oldest messages of the follows read from least recently
+    /// until an eighth of the budget is free again (so that the next messages do not each sort
+    /// every follow), keeping each follow's newest message. One follow's lock at a time, taken
+    /// with none held: follows trimming each other cannot deadlock.
+    fn trim_total(&self) {
+        if self.bytes.load(Ordering::Relaxed) <= self.budget.total {
+            return;
+        }
+        let Ok(_one_trimmer) = self.trimming.try_lock() else { return };
+        let target = self.budget.total - self.budget.total / 8;
+        let mut follows = self.follows.lock().expect("follows").values();
+        follows.sort_by_key(|f| f.last_read.load(Ordering::Relaxed));
+        for follow in follows {
+            if self.bytes.load(Ordering::Relaxed) <= target {
+                break;
+            }
+            let trimmed =
+                follow.state.lock().expect("follow").trim_while(|_| self.bytes.load(Ordering::Relaxed) > target);
+            if trimmed {
+                follow.news.send_modify(|n| *n = n.wrapping_add(1));
+            }
+        }
+    }
 }
 
 /// What an instance holds of the runs it reads for its subscribers (`/healthz`: `backend.follows`).
@@ -152,50 +202,61 @@ pub(crate) struct Followers {
     cluster: Arc<Cluster>,
     held: Arc<Held>,
     closing: watch::Receiver<bool>,
-    follows: Mutex<LiveMap<Follow>>,
+    follows: Mutex<LiveMap<String, Follow>>,
 }
 
-/// Weak references by name, whose dead entries are swept once the map has doubled since the
+/// Weak references by key, whose dead entries are swept once the map has doubled since the
 /// last sweep: opening a subscription costs the same with ten runs followed as with ten
 /// thousand (a sweep on every open made each one walk them all).
-struct LiveMap<T> {
-    entries: HashMap<String, Weak<T>>,
+struct LiveMap<K, T> {
+    entries: HashMap<K, Weak<T>>,
     sweep_at: usize,
 }
 
-impl<T> Default for LiveMap<T> {
+impl<K, T> Default for LiveMap<K, T> {
     fn default() -> Self {
-        LiveMap { entries: HashMap::new(), sweep_at: LiveMap::<T>::FIRST_SWEEP }
+        LiveMap { entries: HashMap::new(), sweep_at: Self::FIRST_SWEEP }
     }
 }
 
-impl<T> LiveMap<T> {
+impl<K, T> LiveMap<K, T> {
     const FIRST_SWEEP: usize = 64;
+}
 
-    /// The live value of `name`.
-    fn get(&self, name: &str) -> Option<Arc<T>> {
-        self.entries.get(name).and_then(Weak::upgrade)
+impl<K: std::hash::Hash + Eq, T> LiveMap<K, T> {
+    /// The live value of `key`.
+    fn get<Q>(&self, key: &Q) -> Option<Arc<T>>
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: std::hash::Hash + Eq + ?Sized,
+    {
+        self.entries.get(key).and_then(Weak::upgrade)
     }
 
-    /// Name `value` (replacing a dead or unusable one), sweeping the dead first when due.
-    fn insert(&mut self, name: &str, value: &Arc<T>) {
+    /// Put `value` under `key` (replacing a dead or unusable one), sweeping the dead first when
+    /// due.
+    fn insert(&mut self, key: K, value: &Arc<T>) {
         if self.entries.len() >= self.sweep_at {
             self.entries.retain(|_, v| v.strong_count() > 0);
             self.sweep_at = (2 * self.entries.len()).max(Self::FIRST_SWEEP);
         }
-        self.entries.insert(name.to_string(), Arc::downgrade(value));
+        self.entries.insert(key, Arc::downgrade(value));
     }
 
     /// How many values are alive.
     fn live(&self) -> usize {
         self.entries.values().filter(|v| v.strong_count() > 0).count()
     }
+
+    /// The values alive.
+    fn values(&self) -> Vec<Arc<T>> {
+        self.entries.values().filter_map(Weak::upgrade).collect()
+    }
 }
 
 impl Followers {
     pub fn new(cluster: Arc<Cluster>, budget: FollowBudget, closing: watch::Receiver<bool>) -> Self {
-        let held = Arc::new(Held { budget, bytes: AtomicUsize::new(0) });
-        Followers { cluster, held, closing, follows: Mutex::default() }
+        Followers { cluster, held: Arc::new(Held::new(budget)), closing, follows: Mutex::default() }
     }
 
     /// How many runs are followed and what they hold.
@@ -218,7 +279,7 @@ impl Followers {
                 _ => {
                     let f =
                         Follow::start(self.cluster.clone(), subject, start, self.held.clone(), self.closing.clone());
-                    follows.insert(subject, &f);
+                    follows.insert(subject.to_string(), &f);
                     Some(f)
                 }
             }
@@ -235,6 +296,8 @@ impl Followers {
 /// A run subject read once for every subscriber of this process.
 struct Follow {
     state: Mutex<FollowState>,
+    /// [`Held::clock`] when it was made or read its newest message.
+    last_read: AtomicU64,
     /// Bumped on every change of `state`.
     news: watch::Sender<u64>,
     /// A subscriber has read everything the follow holds and waits for more.
@@ -266,24 +329,46 @@ impl Follow {
         held: Arc<Held>,
         closing: watch::Receiver<bool>,
     ) -> Arc<Follow> {
+        let (follow, gone) = Follow::new(start, held);
+        let reader = Reader { follow: Arc::downgrade(&follow), wanted: follow.wanted.clone(), gone, cluster, closing };
+        tokio::spawn(reader.read(subject.to_string(), start));
+        follow
+    }
+
+    /// A follow holding nothing yet from stream sequence `start` on, counted in `held`; the
+    /// receiver is told when the follow goes (with its last subscriber).
+    fn new(start: u64, held: Arc<Held>) -> (Arc<Follow>, oneshot::Receiver<()>) {
         let (alive, gone) = oneshot::channel();
+        let id = held.tick();
         let follow = Arc::new(Follow {
             state: Mutex::new(FollowState {
                 from: start,
                 messages: VecDeque::new(),
                 bytes: 0,
-                held,
+                held: held.clone(),
                 waiting: 0,
                 started: false,
                 failed: None,
             }),
+            last_read: AtomicU64::new(id),
             news: watch::Sender::new(0),
             wanted: Arc::new(Notify::new()),
             _alive: alive,
         });
-        let reader = Reader { follow: Arc::downgrade(&follow), wanted: follow.wanted.clone(), gone, cluster, closing };
-        tokio::spawn(reader.read(subject.to_string(), start));
-        follow
+        held.follows.lock().expect("follows").insert(id, &follow);
+        (follow, gone)
+    }
+
+    /// Keep `message` (stream sequence `seq`), within the run's budget and then the total's.
+    fn push(&self, seq: u64, message: Arc<Message>) {
+        let held = {
+            let mut state = self.state.lock().expect("follow");
+            state.push(seq, message);
+            self.last_read.store(state.held.tick(), Ordering::Relaxed);
+            state.held.clone()
+        };
+        self.news.send_modify(|n| *n = n.wrapping_add(1));
+        held.trim_total();
     }
 
     fn usable(&self) -> bool {
@@ -320,18 +405,29 @@ impl Follow {
 }
 
 impl FollowState {
+    /// Keep `message`, dropping the oldest while the run holds more than its budget (the
+    /// total's is [`Held::trim_total`]'s, after the lock is released).
     fn push(&mut self, stream_seq: u64, message: Arc<Message>) {
         let n = message.payload.len();
         self.bytes += n;
-        let total = self.held.bytes.fetch_add(n, Ordering::Relaxed) + n;
+        self.held.bytes.fetch_add(n, Ordering::Relaxed);
         self.messages.push_back((stream_seq, message));
-        let over_total = total > self.held.budget.total;
-        while (over_total || self.bytes > self.held.budget.per_run) && self.messages.len() > 1 {
+        let per_run = self.held.budget.per_run;
+        self.trim_while(|bytes| bytes > per_run);
+    }
+
+    /// Drop the oldest message while `over(bytes held of this run)` says so, keeping the newest;
+    /// whether any went.
+    fn trim_while(&mut self, mut over: impl FnMut(usize) -> bool) -> bool {
+        let mut trimmed = false;
+        while self.messages.len() > 1 && over(self.bytes) {
             let (seq, old) = self.messages.pop_front().expect("a message");
             self.bytes -= old.payload.len();
             self.held.bytes.fetch_sub(old.payload.len(), Ordering::Relaxed);
             self.from = seq + 1;
+            trimmed = true;
         }
+        trimmed
     }
 }
 
@@ -414,7 +510,7 @@ impl Reader {
                         };
                         last = Some(seq);
                         let Some(f) = follow.upgrade() else { return };
-                        f.change(|s| s.push(seq, Arc::new(message)));
+                        f.push(seq, Arc::new(message));
                     }
                     // The ordered consumer recreates itself across outages; errors that keep coming
                     // while connected are ones it cannot get past: the subscribers go on with their
@@ -503,16 +599,16 @@ impl Drop for Waiting<'_> {
 mod tests {
     #[test]
     fn a_live_map_sweeps_its_dead_once_it_has_doubled() {
-        let mut map = super::LiveMap::<u32>::default();
+        let mut map = super::LiveMap::<String, u32>::default();
         let kept: Vec<_> = (0..10).map(std::sync::Arc::new).collect();
         for (i, v) in kept.iter().enumerate() {
-            map.insert(&format!("kept{i}"), v);
+            map.insert(format!("kept{i}"), v);
         }
         for i in 0..54 {
-            map.insert(&format!("gone{i}"), &std::sync::Arc::new(i));
+            map.insert(format!("gone{i}"), &std::sync::Arc::new(i));
         }
         assert_eq!((map.entries.len(), map.live()), (64, 10), "no sweep before 64 entries");
-        map.insert("new", &kept[0]);
+        map.insert("new".to_string(), &kept[0]);
         assert_eq!(map.entries.len(), 11, "the 54 dead went at the 65th insert");
         assert_eq!(map.sweep_at, 64, "next sweep no sooner than the first");
         assert_eq!(map.get("kept3").as_deref(), Some(&3));
@@ -520,7 +616,7 @@ mod tests {
         // With many alive the next sweep waits for twice as many entries.
         let more: Vec<_> = (0..100).map(std::sync::Arc::new).collect();
         for (i, v) in more.iter().enumerate() {
-            map.insert(&format!("more{i}"), v);
+            map.insert(format!("more{i}"), v);
         }
         assert_eq!(map.sweep_at, 128, "swept at 64 entries again, all alive: the next at twice that");
         assert_eq!(map.live(), 111);
@@ -540,17 +636,27 @@ mod tests {
         }
     }
 
-    fn push(s: &mut FollowState, stream_seq: u64, bytes: usize) {
+    fn message(stream_seq: u64, bytes: usize) -> Arc<Message> {
         let payload = Bytes::from(vec![b'x'; bytes]);
-        s.push(stream_seq, Arc::new(Message { stream_seq: Some(stream_seq), headers: HeaderMap::new(), payload }));
+        Arc::new(Message { stream_seq: Some(stream_seq), headers: HeaderMap::new(), payload })
+    }
+
+    fn push(s: &mut FollowState, stream_seq: u64, bytes: usize) {
+        s.push(stream_seq, message(stream_seq, bytes));
     }
 
     fn held(per_run: usize, total: usize) -> Arc<Held> {
-        Arc::new(Held { budget: FollowBudget { per_run, total }, bytes: AtomicUsize::new(0) })
+        Arc::new(Held::new(FollowBudget { per_run, total }))
     }
 
     fn seqs(s: &FollowState) -> Vec<u64> {
         s.messages.iter().map(|(seq, _)| *seq).collect()
+    }
+
+    /// A follow's (stream sequences held, `from`).
+    fn holds(f: &Follow) -> (Vec<u64>, u64) {
+        let s = f.state.lock().unwrap();
+        (seqs(&s), s.from)
     }
 
     #[test]
@@ -571,21 +677,58 @@ mod tests {
     }
 
     #[test]
-    fn over_the_total_budget_a_follow_keeps_only_its_newest_message() {
-        let held = held(1000, 500);
-        let mut a = state(&held, 0);
-        let mut b = state(&held, 0);
-        for seq in 1..=4 {
-            push(&mut a, seq, 100);
+    fn over_the_total_budget_the_follows_read_from_least_recently_give_way_first() {
+        let held = held(1000, 800);
+        let (a, _a_gone) = Follow::new(0, held.clone());
+        let (b, _b_gone) = Follow::new(0, held.clone());
+        let (c, _c_gone) = Follow::new(0, held.clone());
+        for seq in 1..=3 {
+            a.push(seq, message(seq, 100));
         }
-        assert_eq!(seqs(&a), [1, 2, 3, 4], "400 of 500");
-        push(&mut b, 5, 100);
-        push(&mut b, 6, 100);
-        // 600 > 500 when b pushed its second: b, which pushed, gave way.
-        assert_eq!((seqs(&b), b.from), (vec![6], 6));
-        assert_eq!(held.bytes.load(Ordering::Relaxed), 500);
-        push(&mut a, 7, 100);
-        assert_eq!((seqs(&a), a.from), (vec![7], 5));
+        for seq in 4..=6 {
+            b.push(seq, message(seq, 100));
+        }
+        c.push(7, message(7, 100));
+        c.push(8, message(8, 100));
+        assert_eq!(held.bytes.load(Ordering::Relaxed), 800, "at the budget, nothing dropped");
+        let news = *a.news.borrow();
+        // 900 > 800: down to 700 (an eighth free), from a, which read least recently: not from
+        // c, which pushed.
+        c.push(9, message(9, 100));
+        assert_eq!(held.bytes.load(Ordering::Relaxed), 700);
+        assert_eq!(holds(&a), (vec![3], 3));
+        assert_eq!(holds(&b), (vec![4, 5, 6], 0));
+        assert_eq!(holds(&c), (vec![7, 8, 9], 0));
+        assert_ne!(*a.news.borrow(), news, "a's subscribers are told, to reopen if they needed 1 or 2");
+        // a keeps its newest message; then b gives way (900 at 11), then c itself (900 at 13).
+        for seq in 10..=12 {
+            c.push(seq, message(seq, 100));
+        }
+        assert_eq!(holds(&a), (vec![3], 3), "a's newest is kept");
+        assert_eq!(holds(&b), (vec![6], 6));
+        assert_eq!(holds(&c), (vec![7, 8, 9, 10, 11, 12], 0));
+        assert_eq!(held.bytes.load(Ordering::Relaxed), 800);
+        c.push(13, message(13, 100));
+        assert_eq!((holds(&a), holds(&b)), ((vec![3], 3), (vec![6], 6)));
+        assert_eq!(holds(&c), (vec![9, 10, 11, 12, 13], 9));
+        assert_eq!(held.bytes.load(Ordering::Relaxed), 700);
+        // A follow that goes gives its bytes back, and is no longer trimmed.
+        drop(a);
+        assert_eq!(held.bytes.load(Ordering::Relaxed), 600);
+        assert_eq!(held.follows.lock().unwrap().live(), 2);
+    }
+
+    #[test]
+    fn a_follow_that_holds_one_message_over_the_total_keeps_it() {
+        let held = held(1000, 150);
+        let (a, _a_gone) = Follow::new(0, held.clone());
+        let (b, _b_gone) = Follow::new(0, held.clone());
+        a.push(1, message(1, 100));
+        b.push(2, message(2, 100));
+        // Over the total with nothing more to drop: each follow keeps its newest.
+        assert_eq!((holds(&a), holds(&b)), ((vec![1], 0), (vec![2], 0)));
         assert_eq!(held.bytes.load(Ordering::Relaxed), 200);
+        b.push(3, message(3, 100));
+        assert_eq!((holds(&a), holds(&b)), ((vec![1], 0), (vec![3], 3)));
     }
 }
