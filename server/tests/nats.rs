@@ -604,6 +604,7 @@ mod cluster {
         }
         let last = held.last().unwrap().clone();
         assert_eq!(last["runs"], 1, "{held:?}");
+        assert_eq!(last["max"], 1 << 30, "replay_bytes_total's default: {held:?}");
         let bytes = last["bytes"].as_u64().unwrap();
         assert!(run_bytes > 24 << 20, "the run ({run_bytes} bytes) is too small to tell");
         assert!(bytes < run_bytes / 2, "held {bytes} of the run's {run_bytes} bytes for a client reading nothing");
@@ -612,7 +613,7 @@ mod cluster {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             let f = follows(b).await;
-            if f == json!({"runs": 0, "bytes": 0}) {
+            if (&f["runs"], &f["bytes"]) == (&json!(0), &json!(0)) {
                 break;
             }
             assert!(Instant::now() < deadline, "the follow outlived its subscriber: {f}");

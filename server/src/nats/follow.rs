@@ -195,6 +195,8 @@ pub struct FollowReport {
     pub runs: usize,
     /// Message bytes held for them, in all.
     pub bytes: usize,
+    /// What they may hold together (`replay_bytes_total`).
+    pub max: usize,
 }
 
 /// This process's shared follows, one per run subject being read.
@@ -262,7 +264,7 @@ impl Followers {
     /// How many runs are followed and what they hold.
     pub fn report(&self) -> FollowReport {
         let runs = self.follows.lock().expect("follows").live();
-        FollowReport { runs, bytes: self.held.bytes.load(Ordering::Relaxed) }
+        FollowReport { runs, bytes: self.held.bytes.load(Ordering::Relaxed), max: self.held.budget.total }
     }
 
     /// The messages of `subject` from `policy` on: with `share`, from the subject's shared
