@@ -19,7 +19,8 @@
 //! SSE2 loads (inside the slice), the slices of a string's text between its quotes in
 //! [`scan::Scan::str`] and [`scan::JStr::printed`] (cut on character boundaries) and
 //! [`raw_record::read_raw_json`] (the text is one whole JSON value without surrounding
-//! whitespace).
+//! whitespace). `make test-miri` runs those tests under Miri, which checks every access they
+//! make.
 
 pub(crate) mod borrowed;
 pub(crate) mod in_place;

@@ -337,7 +337,8 @@ mod tests {
         // Every length through one block and a tail, a needle at every offset (cut at the end
         // too); judged: the needle's last byte, the last byte in reach, the first out of reach.
         for len in 0..=70 {
-            for at in 0..=len {
+            // Under Miri (`make test-miri`), one place in 21.
+            for at in (0..=len).filter(|at| !cfg!(miri) || (len * 3 + at) % 21 == 0) {
                 for needle in [&b"ToKeN"[..], b"sk-", b"\\u"] {
                     let mut text = vec![b'.'; len];
                     let end = (at + needle.len()).min(len);
