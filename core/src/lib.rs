@@ -43,6 +43,8 @@ pub mod sanitize;
 #[cfg(feature = "schema")]
 pub mod schema;
 pub mod stream;
+#[cfg(test)]
+mod test_cases;
 pub mod time;
 pub mod tools;
 pub mod usage;

@@ -474,7 +474,7 @@ pub(crate) mod tests {
     use serde_json::Value;
 
     proptest::proptest! {
-        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(500))]
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(crate::test_cases::cases(500)))]
         /// The invariant `read_raw_json`'s SAFETY comment relies on: text a `Scan` read whole, with
         /// whitespace around it, is one JSON value once trimmed — the value serde_json reads.
         #[test]
@@ -620,7 +620,7 @@ pub(crate) mod tests {
     }
 
     proptest::proptest! {
-        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(crate::test_cases::cases(3000)))]
         /// The compact-object reading of a usage object gives what the general reader gives: the
         /// same counters, the same `extra` text, the same members seen, the same text read.
         #[test]

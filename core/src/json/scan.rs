@@ -923,7 +923,7 @@ mod tests {
     }
 
     proptest::proptest! {
-        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(crate::test_cases::cases(2000)))]
         /// The invariant the unchecked slices of `Scan::str` and `JStr::printed` rely on: a
         /// string without escapes is cut from the line on character boundaries — whatever
         /// characters sit next to its quotes — and is the string serde_json reads.
@@ -1037,7 +1037,7 @@ mod tests {
     }
 
     proptest::proptest! {
-        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(crate::test_cases::cases(2000)))]
         #[test]
         fn reads_accept_what_serde_json_accepts(text in json_text()) {
             use proptest::prop_assert_eq;

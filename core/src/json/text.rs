@@ -263,7 +263,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(2000))]
+        #![proptest_config(ProptestConfig::with_cases(crate::test_cases::cases(2000)))]
         /// The invariant `unescape`'s SAFETY comment relies on: from valid UTF-8 text, the bytes
         /// it writes are valid UTF-8 — the string serde_json reads from the same text.
         #[test]
@@ -306,7 +306,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(2000))]
+        #![proptest_config(ProptestConfig::with_cases(crate::test_cases::cases(2000)))]
         /// The invariant the SSE2 load of `find_special` relies on (it reads only whole
         /// sixteen-byte blocks inside the slice), and its answer: the first special byte from any
         /// offset of any slice — special bytes at every place in a block, at its edges and in

@@ -213,7 +213,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(3000))]
+        #![proptest_config(ProptestConfig::with_cases(crate::test_cases::cases(3000)))]
         #[test]
         fn a_clean_verdict_is_never_contradicted_by_the_exact_pass(text in value()) {
             assert_never_missed(&text);
