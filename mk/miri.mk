@@ -3,8 +3,7 @@
 # (core/src/json/: scan, text, raw_record), the clean-text check (core/src/raw_json/clean.rs) and
 # the redaction pre-filter (core/src/redact/prefilter.rs). Their SAFETY comments name the
 # invariants and these tests pin them; under Miri every load, slice and pointer they make is
-# checked as the tests run. The scalar and SSE2 paths run in one build; the AVX2 paths in a
-# second, built with AVX2 on (Miri interprets the intrinsics).
+# checked as the tests run.
 #   make test-miri   (part of make test) where a nightly toolchain with the miri component is
 #                    installed (.ci/install-miri.sh), else skipped with a message. Miri runs
 #                    about a thousand times slower than the CPU: property tests run
@@ -16,15 +15,16 @@
 LANG_TESTS += test-miri
 MIRI_PROPTEST_CASES ?= 6
 
-# The AVX2 paths (clean-text check, pre-filter) run in a second build with AVX2 enabled: Miri
-# interprets the intrinsics, checking every load is inside its slice.
-MIRI := PROPTEST_CASES=$(MIRI_PROPTEST_CASES) MIRIFLAGS="-Zmiri-disable-isolation" $(CARGO) +nightly miri test -p agentstream-core --lib
+# One build, with AVX2 on: Miri then interprets the AVX2 intrinsics of the clean-text check and
+# the pre-filter (their scalar fallbacks have no unsafe code), and the JSON module's SSE2 and
+# scalar paths are the same in any x86-64 build.
+MIRI := PROPTEST_CASES=$(MIRI_PROPTEST_CASES) MIRIFLAGS="-Zmiri-disable-isolation" \
+        CARGO_TARGET_DIR=$(CURDIR)/target/miri RUSTFLAGS="-C target-feature=+avx2" \
+        $(CARGO) +nightly miri test -p agentstream-core --lib
 
 test-miri:
 	@if $(CARGO) +nightly miri --version >/dev/null 2>&1; then \
-	  CARGO_TARGET_DIR=$(CURDIR)/target/miri $(MIRI) -- json::scan:: json::text:: json::raw_record:: \
-	  && CARGO_TARGET_DIR=$(CURDIR)/target/miri-avx2 RUSTFLAGS="-C target-feature=+avx2" \
-	    $(MIRI) -- raw_json::clean:: redact::prefilter::; \
+	  $(MIRI) -- json::scan:: json::text:: json::raw_record:: raw_json::clean:: redact::prefilter::; \
 	else \
 	  echo "test-miri: no nightly toolchain with miri here (.ci/install-miri.sh): skipped"; \
 	fi
