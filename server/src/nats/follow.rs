@@ -172,7 +172,7 @@ impl Held {
             return;
         }
         let Ok(_one_trimmer) = self.trimming.try_lock() else { return };
-        let target = self.budget.total - self.budget.total / 8;
+        let target = crate::log::trim_target(self.budget.total);
         let mut follows = self.follows.lock().expect("follows").values();
         follows.sort_by_key(|f| f.last_read.load(Ordering::Relaxed));
         for follow in follows {
