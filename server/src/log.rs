@@ -139,6 +139,13 @@ pub struct MemoryLog {
     runs: Mutex<HashMap<Arc<str>, Arc<RunLog>>>,
     /// Bytes kept by every run together (JSON plus bookkeeping, see [`Frame::kept_bytes`]).
     total: AtomicUsize,
+    /// Of `total`, what a trim may evict: every run's frames but its newest. Over the budget
+    /// with none (every run down to its newest frame) a trim has nothing to do, and skips the
+    /// walk over every run it would otherwise make on each append.
+    evictable: AtomicUsize,
+    /// Walks over the runs made by [`MemoryLog::trim_total`] (tests check when none is made).
+    #[cfg(test)]
+    walks: AtomicUsize,
     /// Orders appends: a run's `last_append` is this counter's value at its latest append.
     appends: AtomicU64,
     /// Held by the one append that trims the other runs; the others skip trimming meanwhile.
@@ -165,6 +172,9 @@ struct LogState {
     /// The terminal frame's sequence, once appended.
     terminal: Option<u64>,
     sealed: bool,
+    /// Removed from the log ([`EventLog::remove`]): its bytes no longer count, and a trim that
+    /// copied the run out before the removal leaves it alone.
+    removed: bool,
 }
 
 impl MemoryLog {
@@ -178,6 +188,9 @@ impl MemoryLog {
             retention,
             runs: Mutex::new(HashMap::new()),
             total: AtomicUsize::new(0),
+            evictable: AtomicUsize::new(0),
+            #[cfg(test)]
+            walks: AtomicUsize::new(0),
             appends: AtomicU64::new(0),
             trimming: Mutex::new(()),
         }
@@ -198,21 +211,36 @@ impl MemoryLog {
     /// every run), keeping each run's newest frame. One run's lock at a time: never two, so
     /// appends trimming each other cannot deadlock.
     fn trim_total(&self) {
+        if self.evictable.load(Ordering::Relaxed) == 0 {
+            return;
+        }
         let Ok(_one_trimmer) = self.trimming.try_lock() else { return };
+        #[cfg(test)]
+        self.walks.fetch_add(1, Ordering::Relaxed);
+        let runs: Vec<Arc<RunLog>> = self.runs.lock().expect("log map").values().cloned().collect();
+        self.trim_runs(runs);
+    }
+
+    /// [`MemoryLog::trim_total`]'s walk over `runs`, a copy of the map taken without its lock
+    /// held: a run in it may have been removed since (and is then left alone).
+    fn trim_runs(&self, mut runs: Vec<Arc<RunLog>>) {
         let target = trim_target(self.retention.total_bytes);
-        let mut runs: Vec<Arc<RunLog>> = self.runs.lock().expect("log map").values().cloned().collect();
         runs.sort_by_key(|r| r.last_append.load(Ordering::Relaxed));
         for log in runs {
-            if self.total.load(Ordering::Relaxed) <= target {
+            if self.total.load(Ordering::Relaxed) <= target || self.evictable.load(Ordering::Relaxed) == 0 {
                 break;
             }
             let freed = {
                 let mut st = log.state.lock().expect("run log");
                 let mut freed = 0;
-                while st.frames.len() > 1 && self.total.load(Ordering::Relaxed).saturating_sub(freed) > target {
+                while !st.removed
+                    && st.frames.len() > 1
+                    && self.total.load(Ordering::Relaxed).saturating_sub(freed) > target
+                {
                     freed += st.evict_oldest();
                 }
                 self.total.fetch_sub(freed, Ordering::Relaxed);
+                self.evictable.fetch_sub(freed, Ordering::Relaxed);
                 freed
             };
             if freed > 0 {
@@ -223,6 +251,11 @@ impl MemoryLog {
 }
 
 impl LogState {
+    /// What a trim may evict of this run: its frames' bytes but the newest's.
+    fn evictable(&self) -> usize {
+        self.bytes - self.frames.back().map_or(0, |f| f.kept_bytes())
+    }
+
     /// Drop the oldest frame (there is one); its bytes.
     fn evict_oldest(&mut self) -> usize {
         let old = self.frames.pop_front().expect("non-empty");
@@ -251,6 +284,7 @@ impl EventLog for MemoryLog {
         log.last_append.store(self.appends.fetch_add(1, Ordering::Relaxed), Ordering::Relaxed);
         {
             let mut st = log.state.lock().expect("run log");
+            let evictable_before = st.evictable();
             let (mut added, mut evicted) = (0, 0);
             for frame in frames {
                 if st.terminal.is_some() || st.sealed {
@@ -274,6 +308,8 @@ impl EventLog for MemoryLog {
             // bytes the total does not hold yet.
             self.total.fetch_add(added, Ordering::Relaxed);
             self.total.fetch_sub(evicted, Ordering::Relaxed);
+            self.evictable.fetch_add(st.evictable(), Ordering::Relaxed);
+            self.evictable.fetch_sub(evictable_before, Ordering::Relaxed);
         }
         log.version.send_modify(|v| *v += 1);
         if self.total.load(Ordering::Relaxed) > self.retention.total_bytes {
@@ -322,9 +358,10 @@ impl EventLog for MemoryLog {
         if let Some(log) = removed {
             // Only finished runs are removed: sealed, so no append adds to them after this.
             let mut st = log.state.lock().expect("run log");
-            self.total.fetch_sub(st.bytes, Ordering::Relaxed);
             // A subscriber still holding the log reads what is left; its bytes no longer count.
-            st.bytes = 0;
+            self.total.fetch_sub(st.bytes, Ordering::Relaxed);
+            self.evictable.fetch_sub(st.evictable(), Ordering::Relaxed);
+            st.removed = true;
         }
     }
 }
@@ -614,6 +651,55 @@ mod tests {
         l.remove("new").await;
         assert_eq!(l.total_bytes(), 0);
         assert_eq!(l.usage(), Some(ReplayUsage { runs: 0, bytes: 0, max: 8 * SMALL + 120 }));
+        assert_eq!(l.evictable.load(Ordering::Relaxed), 0);
+    }
+
+    #[tokio::test]
+    async fn over_the_total_with_every_run_at_its_newest_frame_an_append_walks_nothing() {
+        // Room for two frames; four runs of one frame each are over it with nothing to evict.
+        let l = MemoryLog::new(Retention { events: 100, bytes: 1 << 20, total_bytes: 2 * SMALL });
+        for (i, r) in ["a", "b", "c", "d"].into_iter().enumerate() {
+            l.create(&t(), r).await;
+            l.append(r, vec![frame(i as u64, 0, false)]).await;
+        }
+        assert_eq!((l.total_bytes(), l.evictable.load(Ordering::Relaxed)), (4 * SMALL, 0));
+        assert_eq!(l.walks.load(Ordering::Relaxed), 0, "nothing could be evicted: no walk");
+        // A second frame makes the first evictable: one walk, and it goes.
+        l.append("a", vec![frame(4, 0, false)]).await;
+        assert_eq!(l.walks.load(Ordering::Relaxed), 1);
+        assert_eq!(kept(&l, "a").await, [-1, 4]);
+        assert_eq!((l.total_bytes(), l.evictable.load(Ordering::Relaxed)), (4 * SMALL, 0));
+    }
+
+    #[tokio::test]
+    #[expect(
+        clippy::await_holding_lock,
+        reason = "the append takes no lock a trim holds; the test holds it to stop one"
+    )]
+    async fn a_trim_leaves_alone_a_run_removed_after_it_copied_the_runs_out() {
+        let l = MemoryLog::new(Retention { events: 100, bytes: 1 << 20, total_bytes: 2 * SMALL });
+        l.create(&t(), "gone").await;
+        l.append("gone", (0..2).map(|s| frame(s, 0, s == 1)).collect()).await;
+        l.create(&t(), "kept").await;
+        // The copy a trim takes, then the removal that races it; the append over the budget
+        // meanwhile finds the trim busy.
+        let copy: Vec<_> = l.runs.lock().unwrap().values().cloned().collect();
+        l.seal("gone").await;
+        l.remove("gone").await;
+        {
+            let _busy = l.trimming.lock().unwrap();
+            l.append("kept", (0..3).map(|s| frame(s, 0, false)).collect()).await;
+        }
+        assert_eq!(l.total_bytes(), 3 * SMALL);
+        let gone = copy.iter().find(|r| &*r.run_id == "gone").cloned().unwrap();
+        l.trim_runs(copy);
+        // The removed run, appended to least recently, was passed over (its bytes no longer
+        // count: evicting from it would have subtracted them twice); the kept run gave way.
+        assert_eq!(l.total_bytes(), SMALL);
+        assert_eq!(kept(&l, "kept").await, [-2, 2]);
+        assert_eq!(gone.state.lock().unwrap().frames.len(), 2, "a subscriber holding it still reads all of it");
+        let removed = l.runs.lock().unwrap().contains_key("gone");
+        assert!(!removed);
     }
 
     #[tokio::test]

@@ -137,6 +137,13 @@ impl FollowBudget {
 struct Held {
     budget: FollowBudget,
     bytes: AtomicUsize,
+    /// Of `bytes`, what a trim may drop: every follow's messages but its newest. Over the total
+    /// with none (every follow down to its newest message) a trim has nothing to do, and skips
+    /// the walk over every follow it would otherwise make for each message that arrives.
+    droppable: AtomicUsize,
+    /// Walks over the follows made by [`Held::trim_total`] (tests check when none is made).
+    #[cfg(test)]
+    walks: AtomicUsize,
     /// Every follow alive, by a number of its own (the subject map of [`Followers`] names only
     /// the newest follow of a subject; one that failed still holds bytes until its subscribers
     /// have moved on).
@@ -153,6 +160,9 @@ impl Held {
         Held {
             budget,
             bytes: AtomicUsize::new(0),
+            droppable: AtomicUsize::new(0),
+            #[cfg(test)]
+            walks: AtomicUsize::new(0),
             follows: Mutex::default(),
             clock: AtomicU64::new(0),
             trimming: Mutex::new(()),
@@ -168,15 +178,17 @@ impl Held {
     /// every follow), keeping each follow's newest message. One follow's lock at a time, taken
     /// with none held: follows trimming each other cannot deadlock.
     fn trim_total(&self) {
-        if self.bytes.load(Ordering::Relaxed) <= self.budget.total {
+        if self.bytes.load(Ordering::Relaxed) <= self.budget.total || self.droppable.load(Ordering::Relaxed) == 0 {
             return;
         }
         let Ok(_one_trimmer) = self.trimming.try_lock() else { return };
+        #[cfg(test)]
+        self.walks.fetch_add(1, Ordering::Relaxed);
         let target = crate::log::trim_target(self.budget.total);
         let mut follows = self.follows.lock().expect("follows").values();
         follows.sort_by_key(|f| f.last_read.load(Ordering::Relaxed));
         for follow in follows {
-            if self.bytes.load(Ordering::Relaxed) <= target {
+            if self.bytes.load(Ordering::Relaxed) <= target || self.droppable.load(Ordering::Relaxed) == 0 {
                 break;
             }
             let trimmed =
@@ -411,6 +423,10 @@ impl FollowState {
     /// total's is [`Held::trim_total`]'s, after the lock is released).
     fn push(&mut self, stream_seq: u64, message: Arc<Message>) {
         let n = message.payload.len();
+        if let Some((_, newest)) = self.messages.back() {
+            // No longer the newest: a trim may drop it now.
+            self.held.droppable.fetch_add(newest.payload.len(), Ordering::Relaxed);
+        }
         self.bytes += n;
         self.held.bytes.fetch_add(n, Ordering::Relaxed);
         self.messages.push_back((stream_seq, message));
@@ -426,6 +442,7 @@ impl FollowState {
             let (seq, old) = self.messages.pop_front().expect("a message");
             self.bytes -= old.payload.len();
             self.held.bytes.fetch_sub(old.payload.len(), Ordering::Relaxed);
+            self.held.droppable.fetch_sub(old.payload.len(), Ordering::Relaxed);
             self.from = seq + 1;
             trimmed = true;
         }
@@ -436,6 +453,8 @@ impl FollowState {
 impl Drop for FollowState {
     fn drop(&mut self) {
         self.held.bytes.fetch_sub(self.bytes, Ordering::Relaxed);
+        let newest = self.messages.back().map_or(0, |(_, m)| m.payload.len());
+        self.held.droppable.fetch_sub(self.bytes - newest, Ordering::Relaxed);
     }
 }
 
@@ -714,10 +733,13 @@ mod tests {
         assert_eq!((holds(&a), holds(&b)), ((vec![3], 3), (vec![6], 6)));
         assert_eq!(holds(&c), (vec![9, 10, 11, 12, 13], 9));
         assert_eq!(held.bytes.load(Ordering::Relaxed), 700);
+        assert_eq!(held.droppable.load(Ordering::Relaxed), 400, "c's four oldest: a and b hold one each");
         // A follow that goes gives its bytes back, and is no longer trimmed.
         drop(a);
         assert_eq!(held.bytes.load(Ordering::Relaxed), 600);
         assert_eq!(held.follows.lock().unwrap().live(), 2);
+        drop(c);
+        assert_eq!((held.bytes.load(Ordering::Relaxed), held.droppable.load(Ordering::Relaxed)), (100, 0));
     }
 
     #[test]
@@ -732,5 +754,28 @@ mod tests {
         assert_eq!(held.bytes.load(Ordering::Relaxed), 200);
         b.push(3, message(3, 100));
         assert_eq!((holds(&a), holds(&b)), ((vec![1], 0), (vec![3], 3)));
+    }
+
+    #[test]
+    fn over_the_total_with_every_follow_at_its_newest_message_a_trim_walks_nothing() {
+        let held = held(1000, 150);
+        let follows: Vec<_> = (0..4).map(|_| Follow::new(0, held.clone())).collect();
+        for (i, (f, _)) in follows.iter().enumerate() {
+            f.push(i as u64 + 1, message(i as u64 + 1, 100));
+        }
+        for seq in 5..50 {
+            follows[seq as usize % 4].0.push(seq, message(seq, 100));
+        }
+        // Each push after the second put the follows over 150 bytes, but only with a message
+        // that is no longer its follow's newest: one walk each for those, none for the rest.
+        assert_eq!(held.bytes.load(Ordering::Relaxed), 400);
+        assert_eq!(held.droppable.load(Ordering::Relaxed), 0);
+        assert_eq!(held.walks.load(Ordering::Relaxed), 45, "the pushes from the fifth on");
+        let walks = held.walks.load(Ordering::Relaxed);
+        // A message only over the total (nothing a trim may drop): no walk at all.
+        let (late, _late_gone) = Follow::new(0, held.clone());
+        late.push(50, message(50, 100));
+        assert_eq!(held.walks.load(Ordering::Relaxed), walks);
+        assert_eq!(held.bytes.load(Ordering::Relaxed), 500);
     }
 }
