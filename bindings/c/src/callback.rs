@@ -33,7 +33,12 @@ impl Drop for Callback {
 /// A registered callback.
 pub(crate) struct Handler {
     slot: Mutex<Option<Callback>>,
+    /// Released: no call starts any more.
     release_pending: AtomicBool,
+    /// Released from inside its own call: the delivering thread destroys it when the call
+    /// returns. Only then: a release from another thread destroys it on that thread (it waits
+    /// for the call in flight), as the header promises.
+    destroy_after_call: AtomicBool,
 }
 
 // SAFETY: the documented contract of every function taking a stored callback: `user_data` must
@@ -60,6 +65,7 @@ impl Handler {
         Ok(Handler {
             slot: Mutex::new(Some(Callback { cb, user_data, free_user_data })),
             release_pending: AtomicBool::new(false),
+            destroy_after_call: AtomicBool::new(false),
         })
     }
 
@@ -81,7 +87,7 @@ impl Handler {
                 _ => false,
             }
         };
-        if self.release_pending.load(Ordering::Acquire) {
+        if self.destroy_after_call.load(Ordering::Acquire) {
             // Released from inside its own call: destroy now that the call has returned.
             self.take_and_destroy();
         }
@@ -92,6 +98,9 @@ impl Handler {
     /// destructor runs once the last call returned.
     pub fn release(&self) {
         let inside = CALLING.with(|cur| std::ptr::eq(cur.get(), self));
+        if inside {
+            self.destroy_after_call.store(true, Ordering::Release);
+        }
         self.release_pending.store(true, Ordering::Release);
         if !inside {
             // Waits for a call in flight on another thread.

@@ -1930,6 +1930,73 @@ static int test_handlers_change_during_a_run(void) {
     return 1;
 }
 
+/* off() from another thread while the handler is being called: off() waits for the call, then
+ * runs the destructor itself, on its own thread, before it returns (the header's promise; the
+ * delivering thread used to run it after off() had returned). */
+typedef struct {
+    pthread_mutex_t mu;
+    int in_call, destroyed;
+    pthread_t destroyer;
+    agentstream_session *s;
+} off_race;
+
+static void off_race_slow_handler(void *user_data, const char *json, size_t len) {
+    (void)json;
+    (void)len;
+    off_race *o = (off_race *)user_data;
+    pthread_mutex_lock(&o->mu);
+    o->in_call = 1;
+    pthread_mutex_unlock(&o->mu);
+    sleep_ms(60);
+}
+
+static void off_race_destroy(void *user_data) {
+    off_race *o = (off_race *)user_data;
+    sleep_ms(20); /* a destructor that takes a moment (a flush, a close) */
+    pthread_mutex_lock(&o->mu);
+    o->destroyer = pthread_self();
+    o->destroyed++;
+    pthread_mutex_unlock(&o->mu);
+}
+
+static void *off_race_emit(void *arg) {
+    off_race *o = (off_race *)arg;
+    agentstream_testing_session_emit(o->s, "stdout", (const uint8_t *)"hi", 2, 1, 0, NULL);
+    return NULL;
+}
+
+static int test_off_waits_for_the_destructor(void) {
+    off_race o;
+    memset(&o, 0, sizeof o);
+    pthread_mutex_init(&o.mu, NULL);
+    CHECK(agentstream_session_new("claude", &o.s) == AGENTSTREAM_STATUS_OK);
+    CHECK(agentstream_session_on(o.s, "stdout", off_race_slow_handler, &o, off_race_destroy, NULL) ==
+          AGENTSTREAM_STATUS_OK);
+    pthread_t emitter;
+    CHECK(pthread_create(&emitter, NULL, off_race_emit, &o) == 0);
+    for (;;) {
+        pthread_mutex_lock(&o.mu);
+        int in_call = o.in_call;
+        pthread_mutex_unlock(&o.mu);
+        if (in_call) break;
+        sleep_ms(1);
+    }
+    size_t removed = 0;
+    CHECK(agentstream_session_off(o.s, "stdout", &removed) == AGENTSTREAM_STATUS_OK && removed == 1);
+    pthread_mutex_lock(&o.mu);
+    int destroyed_at_return = o.destroyed;
+    pthread_t destroyer = o.destroyer;
+    pthread_mutex_unlock(&o.mu);
+    pthread_join(emitter, NULL);
+    CHECK(destroyed_at_return == 1);
+    CHECK(pthread_equal(destroyer, pthread_self()));
+    CHECK(o.destroyed == 1);
+    agentstream_session_free(o.s);
+    CHECK(o.destroyed == 1);
+    pthread_mutex_destroy(&o.mu);
+    return 1;
+}
+
 /* ---------- sessions: JSON configuration, naming, multi-turn ---------- */
 
 static int test_session_json_and_naming(void) {
@@ -2390,6 +2457,7 @@ int main(int argc, char **argv) {
     run("run/supervisor is exec'd", test_supervisor_is_execd);
     run("run/subscribe_and_dispatch", test_subscribe_and_dispatch);
     run("run/handlers_change_during_a_run", test_handlers_change_during_a_run);
+    run("bridging/off_waits_for_the_destructor", test_off_waits_for_the_destructor);
     run("session/json_and_naming", test_session_json_and_naming);
     run("session/multi_turn", test_multi_turn);
     run("budget", test_budget);
