@@ -650,8 +650,8 @@ agentstream_status agentstream_run_cancel(struct agentstream_run *run, const cha
 /**
  * The caller stops reading a run it pulls, before the end: the run is cancelled with reason
  * `reader_left`, through the same path as every other cancellation, and the handle stays valid
- * for `agentstream_run_wait`. After the end, or for a run delivered to callbacks, this does
- * nothing. `agentstream_run_free` of an unfinished pulled run does the same.
+ * for `agentstream_run_wait` (which then discards what is still to come instead of waiting for
+ * it to be pulled). After the end, or for a run delivered to callbacks, this does nothing. `agentstream_run_free` of an unfinished pulled run does the same.
  *
  * # Safety
  * None beyond passing any value: handles are checked.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -246,6 +247,37 @@ func TestFeedFuncPanicIsReraisedAfterTheCall(t *testing.T) {
 		return
 	}
 	t.Skip("no golden case produces an event yet")
+}
+
+// FeedFunc's fn runs after the library returned: a Goexit in it (t.FailNow in a test helper)
+// unwinds Go frames only, and the decoder is usable afterwards (it stayed "busy" for ever when
+// fn ran inside the library's callback).
+func TestFeedFuncGoexitLeavesTheDecoderUsable(t *testing.T) {
+	input, err := os.ReadFile(filepath.Join(goldenDir, "claude", "s2-bash.input.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := NewDecoder("claude")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	calls := 0
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = d.FeedFunc(input, func(OutputEvent) { calls++; runtime.Goexit() })
+	}()
+	<-done
+	if calls != 1 {
+		t.Fatalf("%d calls", calls)
+	}
+	if _, err := d.Stats(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Finish(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestOnValidatesNamesAndHandlerTypes(t *testing.T) {

@@ -50,8 +50,8 @@ type Client struct {
 	mu     sync.Mutex
 	ptr    sessionPtr
 	config Config
-	// Runs reach the handlers through this, not through the Client, so a forgotten Client
-	// stays collectable while a run it started goes on.
+	// Runs reach the handlers through this. A run in progress keeps its Client reachable (a
+	// forgotten Client is collected, and closed, only once no run of it goes on).
 	subs          *subscriptions
 	reportFailure func(*HandlerError)
 }

@@ -75,17 +75,17 @@ func ParseWithOptions(agent string, data []byte, opts DecoderOptions) ([]OutputE
 // per call decoded by encoding/json, which scans every byte several times; see
 // BenchmarkDecoderFeed and BenchmarkDecoderFeedJSONArray.)
 func (d *Decoder) Feed(data []byte) ([]OutputEvent, error) {
-	var out []OutputEvent
-	err := d.FeedFunc(data, func(ev OutputEvent) { out = append(out, ev) })
-	return out, err
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.feedLocked(data)
 }
 
 // Finish ends the input: it decodes a final line without a newline and flushes events held
 // back until the end. Later Feeds decode nothing.
 func (d *Decoder) Finish() ([]OutputEvent, error) {
-	var out []OutputEvent
-	err := d.FinishFunc(func(ev OutputEvent) { out = append(out, ev) })
-	return out, err
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.finishLocked()
 }
 
 // feedJSONArray is Feed through agentstream_decoder_feed_json (one JSON array per call).
@@ -117,17 +117,40 @@ func (d *Decoder) finishJSONArray() ([]OutputEvent, error) {
 	return decodeEvents(js)
 }
 
-// FeedFunc is Feed delivering each event to fn as soon as its line is decoded (one callback
-// from the library per event, on this goroutine) instead of returning a slice. A panic in fn
-// stops delivery for this call and is re-raised from FeedFunc once the library returned. fn
-// must not call methods of the same Decoder (they wait for this call: a deadlock).
+// FeedFunc is Feed handing each event to fn, in order, on this goroutine, instead of
+// returning a slice. fn runs once the library call has returned, as ordinary Go code: it may
+// panic (the panic leaves FeedFunc; the events after it are not delivered), call
+// runtime.Goexit or t.FailNow, and the decoder stays usable. fn must not call methods of the
+// same Decoder (they wait for this call: a deadlock).
 func (d *Decoder) FeedFunc(data []byte, fn func(OutputEvent)) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.ptr == nil {
-		return ErrClosed
+	events, err := d.feedLocked(data)
+	for _, ev := range events {
+		fn(ev)
 	}
-	st := &feedState{fn: fn}
+	return err
+}
+
+// FinishFunc is Finish with the delivery of FeedFunc.
+func (d *Decoder) FinishFunc(fn func(OutputEvent)) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	events, err := d.finishLocked()
+	for _, ev := range events {
+		fn(ev)
+	}
+	return err
+}
+
+// feedLocked decodes data through the library's callback (one per event, each copied and
+// unmarshalled on this goroutine). No user code runs while the library is on the stack: a
+// Goexit there would skip its frames.
+func (d *Decoder) feedLocked(data []byte) ([]OutputEvent, error) {
+	if d.ptr == nil {
+		return nil, ErrClosed
+	}
+	st := &feedState{}
 	h := cgo.NewHandle(st)
 	err := decoderFeedCallback(d.ptr, data, uintptr(h))
 	h.Delete()
@@ -135,14 +158,12 @@ func (d *Decoder) FeedFunc(data []byte, fn func(OutputEvent)) error {
 	return st.finish(err)
 }
 
-// FinishFunc is Finish with the delivery of FeedFunc.
-func (d *Decoder) FinishFunc(fn func(OutputEvent)) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
+// finishLocked is feedLocked for Finish.
+func (d *Decoder) finishLocked() ([]OutputEvent, error) {
 	if d.ptr == nil {
-		return ErrClosed
+		return nil, ErrClosed
 	}
-	st := &feedState{fn: fn}
+	st := &feedState{}
 	h := cgo.NewHandle(st)
 	err := decoderFinishCallback(d.ptr, uintptr(h))
 	h.Delete()
@@ -214,21 +235,24 @@ func decodeEvents(js []byte) ([]OutputEvent, error) {
 	return events, nil
 }
 
-// feedState is what a FeedFunc callback reaches through its cgo.Handle.
+// feedState is what the library's event callback reaches through its cgo.Handle: the events
+// of one call, decoded into Go values.
 type feedState struct {
-	fn         func(OutputEvent)
+	events     []OutputEvent
 	stopped    bool
 	err        error
 	panicked   bool
 	panicValue any
 }
 
-func (st *feedState) finish(callErr error) error {
+// finish is the call's outcome once the library returned: its events, or the first error (a
+// panic while copying an event is re-raised here, outside the library's frames).
+func (st *feedState) finish(callErr error) ([]OutputEvent, error) {
 	if st.panicked {
 		panic(st.panicValue)
 	}
 	if callErr != nil {
-		return callErr
+		return st.events, callErr
 	}
-	return st.err
+	return st.events, st.err
 }

@@ -3,9 +3,10 @@ package agentstream
 // Go functions called from C (the decoder's callback). Kept apart from ffi.go: a file with
 // //export may only DECLARE C functions in its preamble.
 //
-// user_data is always a runtime/cgo.Handle: a C-held integer, never a Go pointer. A Go panic
-// must not unwind through the library's (Rust) frames, so the callback recovers; the panic is
-// parked and re-raised on the Go side once the library returned.
+// user_data is always a runtime/cgo.Handle: a C-held integer, never a Go pointer. The callback
+// runs no user code (a Goexit or a panic must not unwind through the library's Rust frames):
+// it only decodes the event; a panic doing that is parked and re-raised on the Go side once
+// the library returned.
 
 /*
 #include <stddef.h>
@@ -29,11 +30,10 @@ func goAgentstreamDecoderEvent(userData unsafe.Pointer, data *C.char, n C.size_t
 		}
 	}()
 	// Copy: the JSON is borrowed from the library only for the duration of this call.
-	b := C.GoBytes(unsafe.Pointer(data), C.int(n))
 	var ev OutputEvent
-	if err := ev.UnmarshalJSON(b); err != nil {
+	if err := ev.UnmarshalJSON(copyBytes(unsafe.Pointer(data), n)); err != nil {
 		st.err, st.stopped = err, true
 		return
 	}
-	st.fn(ev)
+	st.events = append(st.events, ev)
 }

@@ -26,6 +26,8 @@ static uint32_t as_decoder_finish(agentstream_decoder *d, uintptr_t h) {
 import "C"
 
 import (
+	"fmt"
+	"math"
 	"runtime"
 	"unsafe"
 )
@@ -69,9 +71,21 @@ func takeString(p *C.char, n C.size_t) []byte {
 	if p == nil {
 		return nil
 	}
-	b := C.GoBytes(unsafe.Pointer(p), C.int(n))
+	b := copyBytes(unsafe.Pointer(p), n)
 	C.agentstream_string_free(p)
 	return b
+}
+
+// copyBytes copies n bytes from C memory into Go memory. (C.GoBytes takes an int32 length: a
+// string of 2 GiB or more, a replay's JSON for instance, would be cut short or panic.)
+func copyBytes(p unsafe.Pointer, n C.size_t) []byte {
+	if n == 0 {
+		return []byte{}
+	}
+	if uint64(n) > uint64(math.MaxInt) {
+		panic(fmt.Sprintf("agentstream: a string of %d bytes does not fit in a Go slice", uint64(n)))
+	}
+	return append([]byte(nil), unsafe.Slice((*byte)(p), int(n))...)
 }
 
 // Version is the version of the linked libagentstream (agentstream_version()).

@@ -159,7 +159,10 @@ const onEventHandler = math.MaxUint64 - 1
 // Its deliveries are dispatched to the client's handlers and OnEvent by a goroutine of its own
 // until the end. Safe for concurrent use.
 type Run struct {
-	id      string
+	id string
+	// The client that started the run, kept reachable while the run goes on: its finalizer
+	// (a forgotten Client is closed) would otherwise kill the run and drop its handlers.
+	client  *Client
 	ctx     context.Context
 	subs    *subscriptions
 	onEvent func(AgentEvent) error
@@ -219,7 +222,7 @@ func (c *Client) start(ctx context.Context, opts RunOptions, read string) (*Run,
 	}
 	id, _ := runID(p)
 	r := &Run{
-		id: id, ctx: ctx, subs: c.subs, onEvent: opts.OnEvent, report: c.reportFailure,
+		id: id, client: c, ctx: ctx, subs: c.subs, onEvent: opts.OnEvent, report: c.reportFailure,
 		ptr: p, done: make(chan struct{}),
 	}
 	r.stopWatching = context.AfterFunc(ctx, func() { r.Cancel("context canceled: " + ctx.Err().Error()) })

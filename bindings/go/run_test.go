@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -366,6 +367,45 @@ func TestRunDeliversInSequenceOrderWithOneTerminal(t *testing.T) {
 		if h.Type != w.Type || h.Status != w.Status || h.AgentID != w.AgentID || !reflect.DeepEqual(h.Details, w.Details) || h.RunID != res.RunID {
 			t.Fatalf("hook %d:\n got      %#v\n expected %#v", i, h, w)
 		}
+	}
+}
+
+// A Client nobody references any more while its run goes on (created in a helper, then only
+// the Run kept) is not closed by the garbage collector before the run ends: its finalizer used
+// to kill the run and drop its handlers.
+func TestAForgottenClientKeepsItsRunGoing(t *testing.T) {
+	var lines atomic.Int64
+	start := func() *Run {
+		c, err := New(fakeConfig(t, "claude", "s2-bash", map[string]string{"AGENTSTREAM_FAKE_DELAY_MS": "20"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.On("stdout", func(string) { lines.Add(1) }); err != nil {
+			t.Fatal(err)
+		}
+		r, err := c.Start(context.Background(), RunOptions{Prompt: "x"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	r := start()
+	for done := false; !done; {
+		runtime.GC() // finalizers of unreachable objects are queued here, and run soon after
+		select {
+		case <-r.Done():
+			done = true
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	res, err := r.Wait(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	input, _ := os.ReadFile(filepath.Join(goldenDir, "claude", "s2-bash.input.jsonl"))
+	want := int64(bytes.Count(input, []byte("\n")))
+	if res.State != RunCompleted || lines.Load() != want {
+		t.Fatalf("state %s (%s), %d of %d stdout lines", res.State, res.CancelReason, lines.Load(), want)
 	}
 }
 

@@ -627,8 +627,8 @@ pub unsafe extern "C" fn agentstream_run_cancel(
 
 /// The caller stops reading a run it pulls, before the end: the run is cancelled with reason
 /// `reader_left`, through the same path as every other cancellation, and the handle stays valid
-/// for `agentstream_run_wait`. After the end, or for a run delivered to callbacks, this does
-/// nothing. `agentstream_run_free` of an unfinished pulled run does the same.
+/// for `agentstream_run_wait` (which then discards what is still to come instead of waiting for
+/// it to be pulled). After the end, or for a run delivered to callbacks, this does nothing. `agentstream_run_free` of an unfinished pulled run does the same.
 ///
 /// # Safety
 /// None beyond passing any value: handles are checked.
@@ -639,7 +639,7 @@ pub unsafe extern "C" fn agentstream_run_leave(run: *mut agentstream_run) -> age
         if let Reading::Caller = r.reading
             && r.run.has_reader()
         {
-            r.run.handle().reader_left();
+            r.run.leave();
         }
         Ok(())
     })

@@ -299,7 +299,7 @@ impl NativeRun {
     #[napi(catch_unwind)]
     pub fn reader_left(&self) -> Result<(), Code> {
         guard(|| {
-            self.run.handle().reader_left();
+            self.run.leave();
             Ok(())
         })
     }

@@ -231,7 +231,7 @@ impl PyRun {
     /// one path, kind `reader_left`; the deliveries still to come can be pulled.
     fn reader_left(&self, py: Python<'_>) -> PyResult<()> {
         guard(py, || {
-            self.run.handle().reader_left();
+            self.run.leave();
             Ok(())
         })
     }

@@ -3,7 +3,7 @@
 //! counting its handlers' failures.
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
@@ -56,6 +56,8 @@ pub(crate) struct RunInner {
     mask: AtomicU8,
     handler_errors: Mutex<HandlerErrors>,
     skipped: AtomicU64,
+    /// The caller stopped reading ([`Run::leave`]): waiting for the result drains the rest.
+    left: AtomicBool,
     /// The permit of a shared budget, held for the run's life.
     _permit: Option<BudgetPermit>,
 }
@@ -101,6 +103,7 @@ impl Run {
                 mask: AtomicU8::new(mask),
                 handler_errors: Mutex::new(HandlerErrors::default()),
                 skipped: AtomicU64::new(0),
+                left: AtomicBool::new(false),
                 _permit: permit,
             }),
         }
@@ -265,11 +268,12 @@ impl Run {
 
     /// Wait up to `timeout` (forever when `None`) for the result. A run read by its handlers
     /// or by the caller waits for its reader to reach the terminal event; an iterated run that
-    /// the caller stopped iterating is drained here (its remaining events are discarded).
+    /// the caller stopped iterating, or any run whose reader left ([`Run::leave`]), is drained
+    /// here (its remaining events are discarded).
     /// `still_running` when the timeout passed first.
     pub fn wait(&self, timeout: Option<Duration>) -> Result<RunResult, Error> {
         let deadline = timeout.map(|t| Instant::now() + t);
-        if self.inner.read == ReadMode::Iterate && self.inner.attached {
+        if self.drains_on_wait() {
             let mut sink = Vec::new();
             while !self.is_ended() {
                 sink.clear();
@@ -285,7 +289,7 @@ impl Run {
 
     /// [`wait`](Self::wait) for async callers (no timeout; drop the future to stop waiting).
     pub async fn wait_async(&self) -> RunResult {
-        if self.inner.read == ReadMode::Iterate && self.inner.attached {
+        if self.drains_on_wait() {
             let mut sink = Vec::new();
             while !self.is_ended() {
                 sink.clear();
@@ -298,6 +302,22 @@ impl Run {
                 return r;
             }
         }
+    }
+
+    /// The caller stops reading before the end (an iterator abandoned, a reader that failed):
+    /// the run is cancelled through the one path (kind `reader_left`) unless it already ended,
+    /// and waiting for its result ([`Run::wait`]) then discards what is still to come instead
+    /// of waiting for a reader that will not come back. The deliveries still to come can be
+    /// pulled meanwhile.
+    pub fn leave(&self) {
+        self.inner.left.store(true, Ordering::SeqCst);
+        self.inner.handle.reader_left();
+    }
+
+    /// Whether [`wait`](Self::wait) reads what is left itself: an iterated run (the caller may
+    /// have stopped iterating) or one whose reader left.
+    fn drains_on_wait(&self) -> bool {
+        self.inner.attached && (self.inner.read == ReadMode::Iterate || self.inner.left.load(Ordering::SeqCst))
     }
 
     /// Cancel the run (first reason stands; later calls are no-ops): SIGTERM to the harness's

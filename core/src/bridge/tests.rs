@@ -164,6 +164,25 @@ fn waiting_on_an_iterated_run_drains_it() {
 }
 
 #[test]
+fn waiting_on_a_run_whose_subscribed_reader_left_drains_it() {
+    let scratch = Scratch::new();
+    let client = slow_client(&scratch);
+    client.on("stdout").unwrap();
+    let mut request = RunRequest::prompt("hi");
+    request.kill_grace_ms = 100;
+    let run = client.start(request).unwrap();
+    assert!(run.has_reader());
+    // The caller pulls one delivery, then stops reading (a reader that failed).
+    let mut first = Vec::new();
+    assert_eq!(run.pull(&mut first, BatchLimits::events(1), Some(Duration::from_secs(20))), Pulled::Batch);
+    run.leave();
+    // Before, this waited for a reader that would never come back.
+    let result = run.wait(Some(Duration::from_secs(20))).expect("the wait ends");
+    assert_eq!(result.state, FinalState::Cancelled);
+    assert_eq!(result.cancel_kind.as_deref(), Some("reader_left"));
+}
+
+#[test]
 fn batches_are_bounded_in_events_and_bytes() {
     let scratch = Scratch::new();
     let client = claude_client(&scratch);
