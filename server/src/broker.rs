@@ -269,8 +269,19 @@ impl RunBroker {
         Ok(())
     }
 
-    /// Start a run for `tenant`.
+    /// Start a run for `tenant`. The start completes even when the caller stops waiting (an
+    /// HTTP client that hangs up drops this future): it runs on a task of its own, so the
+    /// tenant's reservation is always given back and a run that started is always recorded and
+    /// read (the client can find it in `GET /v1/runs`).
     pub async fn start(&self, tenant: &TenantId, request: RunRequest) -> Result<RunInfo, BrokerError> {
+        let broker = self.clone();
+        let tenant = tenant.clone();
+        tokio::spawn(async move { broker.start_to_the_end(&tenant, request).await })
+            .await
+            .unwrap_or_else(|e| Err(BrokerError::Backend(format!("starting the run failed: {e}"))))
+    }
+
+    async fn start_to_the_end(&self, tenant: &TenantId, request: RunRequest) -> Result<RunInfo, BrokerError> {
         self.check(&request)?;
         let inner = &self.inner;
         {
@@ -544,10 +555,12 @@ mod tests {
     use agentstream_core::lifecycle::{AgentState, LifecycleEvent, LifecycleReason, SandboxState};
     use agentstream_core::stream::{Envelope, StreamItem};
 
-    /// Runs that deliver `lines` stdout envelopes and a terminal, or wait for a cancel.
+    /// Runs that deliver `lines` stdout envelopes and a terminal, or wait for a cancel; each
+    /// takes `start_delay` to start.
     struct Scripted {
         lines: u64,
         hold: bool,
+        start_delay: Duration,
     }
 
     struct ScriptedControl(tokio::sync::watch::Sender<bool>);
@@ -606,6 +619,7 @@ mod tests {
         }
 
         async fn start(&self, _request: ExecRequest) -> Result<Execution, StartError> {
+            tokio::time::sleep(self.start_delay).await;
             let id = agentstream_core::stream::new_run_id();
             let (tx, rx) = tokio::sync::watch::channel(false);
             Ok(Execution {
@@ -624,8 +638,12 @@ mod tests {
     }
 
     fn broker(hold: bool) -> RunBroker {
+        broker_starting_in(hold, Duration::ZERO)
+    }
+
+    fn broker_starting_in(hold: bool, start_delay: Duration) -> RunBroker {
         RunBroker::new(
-            Arc::new(Scripted { lines: 5, hold }),
+            Arc::new(Scripted { lines: 5, hold, start_delay }),
             Arc::new(MemoryLog::new(Retention { events: 100, bytes: 1 << 20, total_bytes: 1 << 30 })),
             Arc::new(MemoryRegistry::new(10)),
             BrokerLimits { runs_per_tenant: 1, subscribers_per_run: 1, finished_runs_kept: 10 },
@@ -664,6 +682,26 @@ mod tests {
         assert_eq!((done.status, done.last_sequence), (RunStatus::Completed, Some(5)));
         assert_eq!(drain(b.subscribe(&a, &info.id, Some(2)).await.unwrap()).await, [3, 4, 5], "the slot was freed");
         assert_eq!(b.subscribe(&a, &info.id, Some(5)).await.err(), Some(BrokerError::Complete));
+    }
+
+    #[tokio::test]
+    async fn a_start_whose_caller_stops_waiting_completes_and_gives_the_reservation_back() {
+        let b = broker_starting_in(true, Duration::from_millis(100));
+        let a: TenantId = "a".into();
+        // The caller hangs up while the run is starting (the HTTP handler's future is dropped).
+        assert!(tokio::time::timeout(Duration::from_millis(10), b.start(&a, request())).await.is_err());
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        // The run started all the same, and is recorded: the client can find and stop it.
+        let runs = b.list(&a).await.unwrap();
+        assert_eq!(runs.len(), 1);
+        assert_eq!(runs[0].status, RunStatus::Running);
+        assert_eq!(b.running(), 1);
+        let cancelled = b.cancel(&a, &runs[0].id, "stop", Duration::from_secs(5)).await.unwrap();
+        assert_eq!(cancelled.status, RunStatus::Cancelled);
+        assert_eq!(b.running(), 0);
+        // The tenant's one slot is free again (it was held for ever by the dropped start).
+        let again = b.start(&a, request()).await.unwrap();
+        assert_eq!(again.status, RunStatus::Running);
     }
 
     #[tokio::test]

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentstream_core::bridge::{
-    AgentSpec, BatchLimits, Client, Delivery, Naming, ReadMode, Run, RunRequest as CoreRequest,
+    AgentSpec, BatchLimits, Client, Delivery, MAX_MILLIS, Naming, ReadMode, Run, RunRequest as CoreRequest,
 };
 use agentstream_core::runner::RunResult;
 use agentstream_core::stream::Envelope;
@@ -42,11 +42,17 @@ impl LocalExecutor {
     }
 
     /// The request as the bridge's run request: read as a whole stream by the broker.
+    ///
+    /// No stall limit: the broker's pump is the one reader, and it only stops reading while
+    /// what it read cannot be stored — a worker's NATS outage, which the run must ride out for
+    /// as long as `lease_secs` allows (the cluster ends it after that). Meanwhile the run's
+    /// byte budget holds the harness, as a full pipe would.
     fn run_request(&self, request: &ExecRequest) -> CoreRequest {
         let mut run = CoreRequest::prompt(request.request.prompt.clone());
         run.model = request.request.model.clone();
         run.resume = request.request.resume.clone();
         run.read = ReadMode::Iterate;
+        run.limits.stall_ms = MAX_MILLIS;
         run.timeout_ms = self.timeout.map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX).max(1));
         run.kill_grace_ms = u64::try_from(self.kill_grace.as_millis()).unwrap_or(u64::MAX);
         run
@@ -109,5 +115,28 @@ impl RunOutput for LocalOutput {
 
     async fn finish(self: Box<Self>) -> RunResult {
         self.run.wait_async().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_runs_are_never_cancelled_as_stalled() {
+        let executor = LocalExecutor::new(BTreeMap::new(), None, Duration::from_secs(1));
+        let request = ExecRequest {
+            tenant: "a".into(),
+            request: crate::executor::RunRequest {
+                agent: "claude".into(),
+                prompt: "go".into(),
+                model: None,
+                resume: None,
+            },
+        };
+        let run = executor.run_request(&request);
+        // A pump blocked by a NATS outage of 30 s (the default stall limit) must not cancel it.
+        assert_eq!(run.limits.stall_ms, MAX_MILLIS);
+        run.validate(Naming::Snake).expect("the bridge accepts it");
     }
 }

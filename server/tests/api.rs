@@ -64,11 +64,19 @@ async fn the_tenant_table_on_every_route() {
         let (status, missing) = call(&server, method, &path.replace(&id, unknown), Some(TOKEN_A)).await;
         assert_eq!(status, 404);
         assert_eq!(other, missing, "indistinguishable from an unknown id");
+        // An id no run can have (NATS refuses it as a key; not UTF-8; too long): the same JSON
+        // 404, not a plain-text 400 or a 503 from the backend.
+        let too_long = format!("run_{}", "0".repeat(200));
+        for impossible in ["foo*", "a%20b", "%3E", "%FF", "a.b", too_long.as_str()] {
+            let (status, body) = call(&server, method, &path.replace(&id, impossible), Some(TOKEN_A)).await;
+            assert_eq!((status, &body), (404, &missing), "{method} {path} with id {impossible}");
+        }
     }
     assert_eq!(ws_status(&server, None, &id).await, 401);
     assert_eq!(ws_status(&server, Some("not-a-tenant"), &id).await, 401);
     assert_eq!(ws_status(&server, Some(TOKEN_B), &id).await, 404);
     assert_eq!(ws_status(&server, Some(TOKEN_A), unknown).await, 404);
+    assert_eq!(ws_status(&server, Some(TOKEN_A), "a%20b").await, 404);
     assert_eq!(ws_status(&server, Some(TOKEN_A), &id).await, 101);
     // Lists and agents: no token → 401; each tenant sees only its own runs.
     for path in ["/v1/runs", "/v1/agents"] {

@@ -962,6 +962,19 @@ mod cluster {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn workers_are_seen_as_soon_as_they_start_whatever_the_lease() {
+        // Presence used to be first published a third of a lease after the start (20 s here):
+        // Cluster::start waits at most 10 s for both workers.
+        let started = Instant::now();
+        let Some(cluster) = Cluster::start("visible", Setup { lease_secs: 60, ..Setup::default() }).await else {
+            return;
+        };
+        assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+        let (status, _) = cluster.a.create(Some(TOKEN_A), json!({"agent": "claude", "prompt": "hi"})).await;
+        assert_eq!(status, 201);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_worker_frozen_past_its_lease_loses_the_run_and_stops_its_harness_when_it_thaws() {
         let Some(mut cluster) = Cluster::start("frozen", Setup { lease_secs: 2, ..Setup::default() }).await else {
             return;

@@ -261,6 +261,30 @@ async fn a_websocket_cancel_message_cancels_and_other_messages_are_ignored() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_closing_its_websocket_gets_the_close_answered() {
+    use tokio_tungstenite::tungstenite::Message;
+    use tokio_tungstenite::tungstenite::protocol::CloseFrame;
+    use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+    let server = TestServer::default("ws-close").await;
+    let id = server.start_run(TOKEN_A, "hang").await;
+    let mut ws = ws_connect(&server, Some(TOKEN_A), &id, "").await.unwrap();
+    ws.send(Message::Close(Some(CloseFrame { code: CloseCode::Normal, reason: "bye".into() }))).await.unwrap();
+    // The server's own Close comes back (a browser otherwise reports 1006, not clean).
+    let answered = async {
+        while let Some(msg) = ws.next().await {
+            match msg {
+                Ok(Message::Close(frame)) => return frame.map(|f| u16::from(f.code)),
+                Ok(_) => {}
+                Err(e) => panic!("no Close frame before the connection ended: {e}"),
+            }
+        }
+        panic!("the connection ended without a Close frame");
+    };
+    let code = tokio::time::timeout(Duration::from_secs(10), answered).await.expect("an answer");
+    assert_eq!(code, Some(1000));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_harness_killed_mid_run_gives_every_subscriber_run_failed() {
     let server = TestServer::default("kill").await;
     let id = server.start_run(TOKEN_A, "slow").await;

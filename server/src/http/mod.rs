@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::{FromRequestParts, State};
+use axum::extract::{FromRequestParts, Path, State};
 use axum::http::request::Parts;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -107,6 +107,31 @@ impl FromRequestParts<AppState> for Caller {
             .filter(|t| !t.is_empty())
             .ok_or_else(|| ApiError::unauthorized("the Authorization header must be: Bearer <token>"))?;
         state.inner.tenants.authenticate(token).map(Caller).ok_or_else(|| ApiError::unauthorized("unknown token"))
+    }
+}
+
+/// The `{id}` of a run's route. An id no run can have (not 1 to 128 ASCII letters, digits,
+/// `_` or `-`; not UTF-8 once decoded) is the JSON 404 of an unknown run, not axum's plain-text
+/// 400, and never reaches the backend (NATS refuses such keys: that was a 503).
+pub struct RunIdParam(pub String);
+
+impl RunIdParam {
+    const MAX_LEN: usize = 128;
+
+    fn possible(id: &str) -> bool {
+        (1..=Self::MAX_LEN).contains(&id.len())
+            && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    }
+}
+
+impl FromRequestParts<AppState> for RunIdParam {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        match Path::<String>::from_request_parts(parts, state).await {
+            Ok(Path(id)) if Self::possible(&id) => Ok(RunIdParam(id)),
+            _ => Err(ApiError::run_not_found()),
+        }
     }
 }
 

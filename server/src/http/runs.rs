@@ -4,13 +4,13 @@ use std::time::Duration;
 
 use axum::Json;
 use axum::body::Body;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde_json::{Map, Value};
 
-use super::{ApiError, AppState, Caller};
+use super::{ApiError, AppState, Caller, RunIdParam};
 use crate::broker::RunInfo;
 use crate::executor::RunRequest;
 
@@ -140,7 +140,7 @@ pub(super) async fn list(Caller(tenant): Caller, State(state): State<AppState>) 
     }
 }
 
-pub(super) async fn get(Caller(tenant): Caller, State(state): State<AppState>, Path(id): Path<String>) -> Response {
+pub(super) async fn get(Caller(tenant): Caller, State(state): State<AppState>, RunIdParam(id): RunIdParam) -> Response {
     match state.broker().get(&tenant, &id).await {
         Ok(info) => Json(run_json(&info)).into_response(),
         Err(e) => ApiError::broker(e, "after").into_response(),
@@ -150,7 +150,7 @@ pub(super) async fn get(Caller(tenant): Caller, State(state): State<AppState>, P
 pub(super) async fn cancel(
     Caller(tenant): Caller,
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    RunIdParam(id): RunIdParam,
     headers: HeaderMap,
     body: Body,
 ) -> Response {

@@ -24,13 +24,13 @@ use axum::body::Body;
 use axum::extract::ws::{
     CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade, close_code, rejection::WebSocketUpgradeRejection,
 };
-use axum::extract::{Extension, Path, Query, State, rejection::QueryRejection};
+use axum::extract::{Extension, Query, State, rejection::QueryRejection};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::{BufMut, Bytes, BytesMut};
 use futures_util::stream;
 
-use super::{ApiError, AppState, Caller};
+use super::{ApiError, AppState, Caller, RunIdParam};
 use crate::auth::TenantId;
 use crate::broker::{BrokerError, BrokerSubscription};
 use crate::frame::Delivered;
@@ -132,7 +132,7 @@ fn sse_chunk(deliveries: &[Delivered]) -> Bytes {
 pub(super) async fn sse(
     Caller(tenant): Caller,
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    RunIdParam(id): RunIdParam,
     headers: HeaderMap,
     params: Params,
 ) -> Response {
@@ -174,7 +174,7 @@ pub(super) async fn sse(
 pub(super) async fn websocket(
     Caller(tenant): Caller,
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    RunIdParam(id): RunIdParam,
     headers: HeaderMap,
     params: Params,
     slot: Option<Extension<ConnectionSlot>>,
@@ -242,7 +242,13 @@ async fn serve_socket(
                 }
             }
             incoming = socket.recv() => match incoming {
-                None | Some(Ok(Message::Close(_))) => return,
+                None => return,
+                Some(Ok(Message::Close(_))) => {
+                    // The library queued the answering Close when it read this one; it is
+                    // written on the next write or flush, and there is none after a return.
+                    let _ = futures_util::SinkExt::flush(&mut socket).await;
+                    return;
+                }
                 Some(Err(e)) => {
                     if is_too_long(&e) {
                         let limit = state.inner.max_body_bytes;
