@@ -125,14 +125,30 @@ export class HandlerWarning extends Error {
     event: unknown,
     cause: unknown,
   ) {
-    const what = cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause);
+    const what = describeThrown(cause);
     super(`an ${channel === 'onEvent' ? 'onEvent' : `on('${channel}')`} handler failed on sequence ${sequence} of run ${runId}: ${what}`, { cause });
     this.name = 'AgentStreamHandlerWarning';
     this.channel = channel;
     this.runId = runId;
     this.sequence = sequence;
     this.event = event;
-    this.detail = cause instanceof Error && typeof cause.stack === 'string' ? cause.stack : undefined;
+    let detail: string | undefined;
+    try {
+      detail = cause instanceof Error && typeof cause.stack === 'string' ? cause.stack : undefined;
+    } catch {
+      detail = undefined; // a stack getter that throws: no detail, the warning still goes out
+    }
+    this.detail = detail;
+  }
+}
+
+/** @internal `Name: message` of what a handler threw, even when reading it throws (`throw
+ * Object.create(null)`, a getter that throws): the report must never be what stops the run. */
+export function describeThrown(e: unknown): string {
+  try {
+    return e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+  } catch {
+    return `a thrown ${e === null ? 'null' : typeof e} (its message could not be read)`;
   }
 }
 

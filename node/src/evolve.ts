@@ -24,7 +24,7 @@
  * @module
  */
 
-import { HandlerWarning, InvalidArgumentError, fromNative } from './errors';
+import { HandlerWarning, InvalidArgumentError, describeThrown, fromNative } from './errors';
 import { agentName, call, describe, native } from './internal';
 import { TapeShapes, readDeliveries } from './tape';
 import type {
@@ -141,7 +141,7 @@ class Sink {
   }
 
   #report(id: number, channel: HandlerWarning['channel'], sequence: number, payload: unknown, e: unknown): void {
-    const message = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+    const message = describeThrown(e);
     const first = call(() => this.#run.handlerFailed(id, channel === 'onEvent' ? 'on_event' : channel, sequence, message));
     if (first) process.emitWarning(new HandlerWarning(channel, this.#runId, sequence, payload, e));
   }

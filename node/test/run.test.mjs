@@ -231,6 +231,27 @@ test('a throwing or rejecting handler is reported once per handler, with its eve
   assert.equal(lifecycleCalls, 3);
 });
 
+test('a thrown value whose message cannot be read is counted and the run goes on', async () => {
+  const evolve = fakeEvolve('claude', 's2-bash');
+  let calls = 0;
+  evolve.on('content', () => {
+    calls += 1;
+    throw Object.create(null); // String() of it throws a TypeError
+  });
+  const unreadable = new Error('x');
+  Object.defineProperty(unreadable, 'message', { get() { throw new Error('no message'); } });
+  evolve.on('stdout', () => {
+    throw unreadable;
+  });
+  const { value: result, warnings } = await warningsDuring(() => evolve.run({ prompt: 'x' }));
+  // Before, describing what was thrown threw, and the run was cancelled (rejected).
+  assert.equal(result.state, 'completed');
+  assert.equal(result.handlerErrors, calls + lines(`${golden('claude', 's2-bash')}.input.jsonl`).length);
+  const mine = warnings.filter((w) => w instanceof HandlerWarning);
+  assert.equal(mine.length, 2);
+  assert.ok(mine.every((w) => /its message could not be read/.test(w.message)), mine.map((w) => w.message).join('; '));
+});
+
 test('async handlers are awaited in order: nothing is delivered while one is pending', async () => {
   const evolve = fakeEvolve('claude', 's2-bash');
   const order = [];

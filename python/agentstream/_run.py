@@ -191,6 +191,15 @@ _Table = dict[str, tuple[Callable[[Any], object], ...]]
 _Ids = dict[str, tuple[int, ...]]
 
 
+def _describe(exc: BaseException) -> str:
+    """``Type: message`` of a handler's exception, even when its ``__str__`` raises (the report
+    must never be what stops the run)."""
+    try:
+        return f"{type(exc).__name__}: {exc}"
+    except Exception as unreadable:
+        return f"{type(exc).__name__} (its message could not be read: {type(unreadable).__name__})"
+
+
 class Dispatch:
     """Calls the handlers of each delivery of one run, in order, one at a time; reports handler
     failures to the core (which counts them) and logs the first of each handler."""
@@ -219,10 +228,10 @@ class Dispatch:
     def report(self, channel: str, index: int, payload: Any, sequence: int, exc: Exception) -> None:
         handler = self._table[channel][index]
         handler_id = self._ids[channel][index]
-        message = f"{type(exc).__name__}: {exc}"
+        message = _describe(exc)
         if not self._run.handler_failed(handler_id, "on_event" if channel == "hook" else channel, sequence, message):
             return
-        name = getattr(handler, "__qualname__", None) or repr(handler)
+        name = getattr(handler, "__qualname__", None) or object.__repr__(handler)
         where = "on_event" if channel == "hook" else f"on({channel!r})"
         logger.error(
             "%s handler %s raised %s on sequence %d of run %s; the run goes on (this handler's later "

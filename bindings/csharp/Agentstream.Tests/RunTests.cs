@@ -311,6 +311,38 @@ namespace Agentstream.Tests
             }
         }
 
+        sealed class UnreadableException : Exception
+        {
+            public override string Message
+            {
+                get { throw new InvalidOperationException("no message for you"); }
+            }
+        }
+
+        [Test]
+        static void AnExceptionWhoseMessageCannotBeReadIsCountedAndTheRunGoesOn()
+        {
+            using (var evolve = Fake("claude", "s2-bash"))
+            {
+                var reports = new List<HandlerFailedEventArgs>();
+                evolve.HandlerFailed += (sender, e) =>
+                {
+                    lock (reports)
+                    {
+                        reports.Add(e);
+                    }
+                };
+                int calls = 0;
+                evolve.On("content", e => { calls++; throw new UnreadableException(); });
+                // Before, describing the exception threw, and the run was cancelled.
+                var result = evolve.Run(new RunOptions { Prompt = "x" });
+                Check.Equal(RunState.Completed, result.State, "the run goes on");
+                Check.Equal((ulong)calls, result.HandlerErrors, "every failure is counted");
+                Check.Equal(1, reports.Count, "one report");
+                Check.Contains(reports[0].ToString(), "its message could not be read", "the report's text");
+            }
+        }
+
         [Test]
         static void WithoutASubscriberFailuresAreWrittenToStandardError()
         {

@@ -223,7 +223,7 @@ namespace Agentstream
             }
             catch (Exception failure)
             {
-                if (channel.HandlerFailed(handlerId, channelName, sequence, failure.GetType() + ": " + failure.Message))
+                if (channel.HandlerFailed(handlerId, channelName, sequence, HandlerFailedEventArgs.Describe(failure)))
                 {
                     owner.ReportHandlerFailure(new HandlerFailedEventArgs(Id, channelName, sequence, failure));
                 }

@@ -33,8 +33,33 @@ namespace Agentstream
         /// <summary>One line and the exception with its stack: what the default report writes.</summary>
         public override string ToString()
         {
+            string what;
+            try
+            {
+                what = Exception.ToString();
+            }
+            catch (Exception)
+            {
+                what = Describe(Exception);
+            }
             return "agentstream: a " + Channel + " handler of run " + RunId + " failed on sequence " + Sequence +
-                " (later failures of this handler in the run are only counted): " + Exception;
+                " (later failures of this handler in the run are only counted): " + what;
+        }
+
+        /// <summary>
+        /// <c>Type: message</c> of what a handler threw, or its type alone when reading the
+        /// message throws: reporting a handler's failure must never be what stops the run.
+        /// </summary>
+        internal static string Describe(Exception failure)
+        {
+            try
+            {
+                return failure.GetType() + ": " + failure.Message;
+            }
+            catch (Exception unreadable)
+            {
+                return failure.GetType() + " (its message could not be read: " + unreadable.GetType() + ")";
+            }
         }
     }
 

@@ -115,7 +115,7 @@ namespace Agentstream
             }
             catch (Exception failure)
             {
-                if (channel.HandlerFailed(Evolve.OnEventHandlerId, "on_event", e.Sequence, failure.GetType() + ": " + failure.Message))
+                if (channel.HandlerFailed(Evolve.OnEventHandlerId, "on_event", e.Sequence, HandlerFailedEventArgs.Describe(failure)))
                 {
                     owner.ReportHandlerFailure(new HandlerFailedEventArgs(Id, "on_event", e.Sequence, failure));
                 }

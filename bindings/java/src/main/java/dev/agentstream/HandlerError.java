@@ -18,6 +18,22 @@ public record HandlerError(String runId, String channel, long sequence, Throwabl
      * @return the description
      */
     public String message() {
-        return "agentstream: a " + channel + " handler threw on run " + runId + ", sequence " + sequence + ": " + error;
+        return "agentstream: a " + channel + " handler threw on run " + runId + ", sequence " + sequence + ": "
+                + describe(error);
+    }
+
+    /**
+     * What {@code t.toString()} says, or its class name when that throws (a {@code getMessage}
+     * that fails): reporting a handler's failure must never be what stops the run.
+     *
+     * @param t what a handler threw
+     * @return a one-line description
+     */
+    static String describe(Throwable t) {
+        try {
+            return String.valueOf(t);
+        } catch (Throwable unreadable) {
+            return t.getClass().getName() + " (its message could not be read: " + unreadable.getClass().getName() + ")";
+        }
     }
 }

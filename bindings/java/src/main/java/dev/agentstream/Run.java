@@ -173,7 +173,7 @@ public final class Run {
             boolean first;
             try (Arena arena = Arena.ofConfined()) {
                 MemorySegment ch = Native.cstring(arena, channel);
-                MemorySegment msg = Native.cstring(arena, String.valueOf(t));
+                MemorySegment msg = Native.cstring(arena, HandlerError.describe(t));
                 MemorySegment out = arena.allocate(JAVA_BOOLEAN);
                 Native.check(() -> (int) Native.RUN_HANDLER_FAILED.invokeExact(handle, handler, ch, sequence, msg, out));
                 first = Native.bool(out);
@@ -189,7 +189,11 @@ public final class Run {
                     }
                 } catch (Throwable reportFailed) {
                     // A failing report must not stop the run.
-                    Evolve.logHandlerError(failure);
+                    try {
+                        Evolve.logHandlerError(failure);
+                    } catch (Throwable logFailed) {
+                        // Not even logged (the throwable's own methods throw): it is counted.
+                    }
                 }
             }
         }

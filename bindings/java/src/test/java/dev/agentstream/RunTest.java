@@ -304,6 +304,29 @@ class RunTest {
     }
 
     @Test
+    void anExceptionWhoseMessageCannotBeReadIsCountedAndTheRunGoesOn() throws Exception {
+        try (Evolve evolve = new Evolve(fake("claude", "claude/s1-text"))) {
+            List<HandlerError> reports = new CopyOnWriteArrayList<>();
+            evolve.onHandlerError(reports::add);
+            evolve.on("stdout", e -> {
+                throw new RuntimeException() {
+                    @Override
+                    public String getMessage() {
+                        throw new IllegalStateException("no message for you");
+                    }
+                };
+            });
+            // Before, describing the exception threw, and the run was cancelled.
+            RunResult res = evolve.run(RunOptions.prompt("x")).get(30, TimeUnit.SECONDS);
+            assertEquals(RunState.COMPLETED, res.state());
+            assertTrue(res.handlerErrors() > 1, "every failure counted");
+            assertEquals(1, reports.size());
+            assertTrue(reports.get(0).message().contains("its message could not be read: java.lang.IllegalStateException"),
+                    reports.get(0).message());
+        }
+    }
+
+    @Test
     void theDefaultReportLogsThroughSystemLoggerAndAFailingReporterIsSurvived() throws Exception {
         java.util.logging.Logger jul = java.util.logging.Logger.getLogger("dev.agentstream");
         List<java.util.logging.LogRecord> logged = new CopyOnWriteArrayList<>();

@@ -19,12 +19,23 @@ import kotlinx.serialization.json.JsonPrimitive
 // this layer's lambdas: the core still decides what goes where (each item arrives with the
 // subscription ids of its listeners, in the order to call them), and counts the failures.
 
+/**
+ * What [t] threw, with its stack trace, or its class name when reading that throws (a `message`
+ * that fails): reporting a listener's failure must never be what stops the run.
+ */
+internal fun describe(t: Throwable): String =
+    try {
+        t.stackTraceToString()
+    } catch (unreadable: Throwable) {
+        "${t.javaClass.name} (its message could not be read: ${unreadable.javaClass.name})"
+    }
+
 internal class ChannelAdapter(private val listener: (Envelope) -> Unit) : ChannelListener {
     override fun onItem(envelopeJson: String) {
         try {
             listener(Envelope.fromJson(WireJson.parse(envelopeJson)))
         } catch (t: Throwable) {
-            throw ListenerException.Failed(t.stackTraceToString())
+            throw ListenerException.Failed(describe(t))
         }
     }
 }
@@ -34,7 +45,7 @@ internal class HookAdapter(private val listener: (HookEvent) -> Unit) : HookList
         try {
             listener(HookEvent.fromJson(WireJson.parse(hookJson)))
         } catch (t: Throwable) {
-            throw ListenerException.Failed(t.stackTraceToString())
+            throw ListenerException.Failed(describe(t))
         }
     }
 }
@@ -65,7 +76,7 @@ internal class Router(
                         listener(envelope)
                     } catch (t: Throwable) {
                         failed = (failed ?: mutableListOf()).apply {
-                            add(ListenerFailure(handler, envelope.channel.wire, envelope.sequence.toULong(), t.stackTraceToString()))
+                            add(ListenerFailure(handler, envelope.channel.wire, envelope.sequence.toULong(), describe(t)))
                         }
                     }
                 }
@@ -76,7 +87,7 @@ internal class Router(
                     onEvent?.invoke(hook)
                 } catch (t: Throwable) {
                     failed = (failed ?: mutableListOf()).apply {
-                        add(ListenerFailure(0u, "on_event", hook.sequence.toULong(), t.stackTraceToString()))
+                        add(ListenerFailure(0u, "on_event", hook.sequence.toULong(), describe(t)))
                     }
                 }
             }

@@ -164,6 +164,27 @@ class RunTest {
     }
 
     @Test
+    fun `an exception whose message cannot be read is counted and the run goes on`() = runBlocking {
+        val reported = mutableListOf<ListenerFailure>()
+        var calls = 0
+        val result = Evolve(fakeConfig("claude", bash)).use { evolve ->
+            evolve.onListenerFailure = { reported += it }
+            evolve.onContent {
+                calls++
+                throw object : RuntimeException() {
+                    override val message: String get() = throw IllegalStateException("no message for you")
+                }
+            }
+            evolve.run(RunOptions(prompt = "x"))
+        }
+        // Before, describing the exception threw, and the run was cancelled.
+        assertEquals(RunState.COMPLETED, result.state)
+        assertEquals(calls.toLong(), result.handlerErrors)
+        assertEquals(1, reported.size)
+        assertTrue(reported[0].reason.contains("its message could not be read: java.lang.IllegalStateException"), reported[0].reason)
+    }
+
+    @Test
     fun `interrupt, kill, pause and resume control the active run`() = runBlocking {
         Evolve(hanging()).use { evolve ->
             assertFalse(evolve.interrupt())
