@@ -421,3 +421,42 @@ fn per_run_overrides_apply_to_that_run_only() {
     let out = stderr(RunRequest::prompt("p"));
     assert!(!out.contains("m-1") && !out.contains("yes"), "the next run has the client's config: {out}");
 }
+
+#[test]
+fn a_reader_that_keeps_up_slowly_is_never_taken_for_a_stalled_one() {
+    // 300 lines, one every ~3 ms; the reader spends 10 ms on each delivery (3 s in all) with a
+    // stall limit of 500 ms. Batches of up to 256 (the default) grew as the reader fell behind
+    // until one took 2.5 s to handle: no take for that long, and the run was cancelled as
+    // stalled. A batch is now no more than the reader gets through in a quarter of the limit.
+    let client = Client::new(AgentSpec::new("claude"), Naming::Snake).unwrap();
+    client.on("stdout").unwrap();
+    let mut request = RunRequest::command([
+        "sh",
+        "-c",
+        "i=0; while [ $i -lt 300 ]; do echo line $i; i=$((i+1)); sleep 0.003; done",
+    ]);
+    request.limits.stall_ms = 500;
+    let run = client.start(request).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let (mut lines, mut batch, mut largest) = (0, Vec::new(), 0);
+    loop {
+        assert!(Instant::now() < deadline, "run did not end");
+        batch.clear();
+        match run.pull(&mut batch, BatchLimits::DEFAULT, Some(Duration::from_millis(200))) {
+            Pulled::End => break,
+            Pulled::Timeout => continue,
+            Pulled::Batch => {}
+        }
+        largest = largest.max(batch.len());
+        for d in &batch {
+            if matches!(d, Delivery::Item(e) if e.channel() == Channel::Stdout) {
+                lines += 1;
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+    }
+    let result = run.result().unwrap();
+    assert_eq!(result.state, FinalState::Completed, "{:?} (largest batch {largest})", result.cancel_reason);
+    assert_eq!(lines, 300);
+    assert!(largest <= 13, "batches fit a quarter of the stall limit at 10 ms each: {largest}");
+}

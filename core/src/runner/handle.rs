@@ -216,6 +216,40 @@ struct ReaderState {
     deriver: Option<HookDeriver>,
     pending: VecDeque<Delivery>,
     ended: bool,
+    pace: ReadPace,
+}
+
+/// How fast the reader gets through what it takes, so that a batch is never more than it can
+/// handle well within the stall limit. The stall clock is reset only by a take: a reader that
+/// takes 256 deliveries and spends 120 ms on each looks stalled after 30 s though it keeps up.
+#[derive(Debug, Default)]
+struct ReadPace {
+    /// When the last take that handed something out returned, and how much it handed out (0:
+    /// no estimate — the last take found nothing, so the reader was waiting, not busy).
+    handed_at: Option<Instant>,
+    handed: usize,
+}
+
+impl ReadPace {
+    /// The share of the stall limit one batch may take at the reader's pace.
+    const BATCH_SHARE_OF_STALL: f64 = 0.25;
+
+    /// The most deliveries to hand out now: as many as the reader, at the pace of its last
+    /// batch, gets through in a quarter of `stall_seconds` (at least one).
+    fn cap(&self, now: Instant, stall_seconds: f64) -> usize {
+        let Some(at) = self.handed_at.filter(|_| self.handed > 0) else { return usize::MAX };
+        let per_delivery = now.saturating_duration_since(at).as_secs_f64() / self.handed as f64;
+        if per_delivery <= 0.0 {
+            return usize::MAX;
+        }
+        let fits = stall_seconds * Self::BATCH_SHARE_OF_STALL / per_delivery;
+        if fits >= usize::MAX as f64 { usize::MAX } else { (fits as usize).max(1) }
+    }
+
+    fn record(&mut self, now: Instant, handed: usize) {
+        self.handed_at = Some(now);
+        self.handed = handed;
+    }
 }
 
 /// One operation's handle. Cheap to clone; all clones share one reader position.
@@ -235,7 +269,12 @@ impl RunHandle {
     pub(crate) fn new(shared: Arc<Shared>, deriver: Option<HookDeriver>) -> Self {
         RunHandle {
             shared,
-            reader: Arc::new(Mutex::new(ReaderState { deriver, pending: VecDeque::new(), ended: false })),
+            reader: Arc::new(Mutex::new(ReaderState {
+                deriver,
+                pending: VecDeque::new(),
+                ended: false,
+                pace: ReadPace::default(),
+            })),
         }
     }
 
@@ -346,8 +385,23 @@ impl RunHandle {
     }
 
     fn take_ready_inner(&self, limits: BatchLimits, out: &mut Vec<Delivery>) {
-        let max = out.len() + limits.max_events.max(1);
         let mut reader = self.reader.lock().expect("reader");
+        let first = out.len();
+        let stall_seconds = self.shared.stream.lock().expect("stream").backpressure().stall_seconds;
+        let cap = reader.pace.cap(Instant::now(), stall_seconds);
+        self.take_ready_locked(&mut reader, limits.max_events.max(1).min(cap), limits.max_bytes, out);
+        let handed = out.len() - first;
+        reader.pace.record(Instant::now(), handed);
+    }
+
+    fn take_ready_locked(
+        &self,
+        reader: &mut ReaderState,
+        max_events: usize,
+        max_bytes: usize,
+        out: &mut Vec<Delivery>,
+    ) {
+        let max = out.len() + max_events;
         while out.len() < max {
             match reader.pending.pop_front() {
                 Some(d) => out.push(d),
@@ -362,7 +416,7 @@ impl RunHandle {
             let mut stream = self.shared.stream.lock().expect("stream");
             out.reserve((max - out.len()).min(stream.pressure().buffered + 1));
             // The terminal is the last envelope there is: nothing follows it to over-take.
-            let taken = stream.pop_bounded(max - out.len(), limits.max_bytes, |env| {
+            let taken = stream.pop_bounded(max - out.len(), max_bytes, |env| {
                 reader.ended |= env.is_terminal();
                 out.push(Delivery::Item(env));
             });
@@ -379,7 +433,7 @@ impl RunHandle {
             let mut stream = self.shared.stream.lock().expect("stream");
             envs.reserve((max - out.len()).min(stream.pressure().buffered + 1));
             let mut terminal = false;
-            let taken = stream.pop_bounded(max - out.len(), limits.max_bytes, |env| {
+            let taken = stream.pop_bounded(max - out.len(), max_bytes, |env| {
                 terminal |= env.is_terminal();
                 envs.push(env);
             });
@@ -392,7 +446,7 @@ impl RunHandle {
         }
         for env in envs {
             let facts = if env.is_terminal() { facts.take() } else { None };
-            Self::expand(&mut reader, env, facts);
+            Self::expand(reader, env, facts);
             while out.len() < max {
                 match reader.pending.pop_front() {
                     Some(d) => out.push(d),
@@ -611,5 +665,31 @@ impl RunHandle {
     /// The result, if the run has finished.
     pub fn result(&self) -> Option<RunResult> {
         self.shared.result.lock().expect("result").clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::ReadPace;
+
+    /// The cap after `handed` deliveries were handed out `since` ago (`None`: never).
+    fn cap(since: Option<Duration>, handed: usize, stall_seconds: f64) -> usize {
+        let now = Instant::now() + Duration::from_secs(1000);
+        ReadPace { handed_at: since.map(|d| now - d), handed }.cap(now, stall_seconds)
+    }
+
+    #[test]
+    fn a_batch_is_what_the_reader_handles_in_a_quarter_of_the_stall_limit() {
+        // No estimate yet (or the last take found nothing): no cap.
+        assert_eq!(cap(None, 0, 30.0), usize::MAX);
+        assert_eq!(cap(Some(Duration::from_secs(1)), 0, 30.0), usize::MAX);
+        // 256 deliveries in 30 s (117 ms each): 64 fit in 7.5 s.
+        assert_eq!(cap(Some(Duration::from_secs(30)), 256, 30.0), 64);
+        // One delivery took longer than the whole limit: still one at a time.
+        assert_eq!(cap(Some(Duration::from_secs(100)), 1, 30.0), 1);
+        // A fast reader (1 µs each) is not held back.
+        assert!(cap(Some(Duration::from_micros(256)), 256, 30.0) > 1_000_000);
     }
 }
