@@ -41,7 +41,7 @@
 //! | PEM private keys: `-----BEGIN … PRIVATE KEY-----` … `-----END … PRIVATE KEY-----` | | the whole block (to the end of the text when the END line is missing) |
 //! | credentials in a URL: `scheme://user:password@host`, or a generated-looking `scheme://token@host` | `postgres://admin:S3cret@db` | the password (the token) |
 //! | a value after a secret-named key, as `k=v`, `k: v`, `"k": "v"`, `'k': 'v'`, `--k v`, `--k=v` | `password=hunter2`, `"token": "…"` | the value |
-//! | command-line passwords: `-u user:password` / `--user user:password` (curl, wget, …); `-p<password>` of mysql/mariadb tools; `-p <password>` of `sshpass`, `docker`/`podman`/`helm` `login`, `mongo`/`mongosh`; `-a <password>` of `redis-cli` | `mysql -uroot -phunter22`, `curl -u bob:pw` | the password |
+//! | command-line passwords: `-u user:password` / `--user user:password` (curl, wget, …); `-p<password>` of mysql/mariadb tools; `-p <password>` of `sshpass`, `docker`/`podman`/`helm` `login`, `mongo`/`mongosh`; `-a <password>` of `redis-cli` (the tool being the command, or in prose one of the four words before the option) | `mysql -uroot -phunter22`, `curl -u bob:pw` | the password |
 //!
 //! A key is secret-named when its last word (split on `_` `-` `.` and camelCase) is, or ends
 //! with, `password`, `passwd`, `passphrase`, `secret`, `credential(s)`, or is `pwd` or `pass` —
@@ -267,6 +267,43 @@ impl Redactor {
         if let Cow::Owned(masked) = mask_known(text, &self.known) {
             *text = masked;
         }
+    }
+
+    /// Mask raw text a harness printed (a `stdout` line, a piece of `stderr`) for raw channels
+    /// that leave the process to others (the server's streams; a library's own reader gets
+    /// them verbatim), remembering what it masked. A JSON line is masked as a tool input is —
+    /// every string and key, so a secret escaped inside a string (`\"api_key\": \"…\"`) is
+    /// found as it would be unescaped — plus every secret remembered from earlier lines (a
+    /// tool's result echoing its input), and rewritten (compact) only when something was
+    /// masked; other text is masked as [`redact`] does, plus the remembered secrets. A trailing
+    /// newline is kept. Borrowed back unchanged when nothing matched.
+    pub fn mask_raw_text<'t>(&mut self, text: &'t str) -> Cow<'t, str> {
+        let known_inside = self.known.iter().any(|k| memchr::memmem::find(text.as_bytes(), k.as_bytes()).is_some());
+        if !known_inside && !may_hold_secrets(text.as_bytes()) {
+            return Cow::Borrowed(text);
+        }
+        let body = text.strip_suffix('\n').unwrap_or(text);
+        let newline = if body.len() < text.len() { "\n" } else { "" };
+        let mut found = Vec::new();
+        if let Ok(mut value) = serde_json::from_str::<Value>(body) {
+            let mut changed = mask_value(&mut value, &mut found);
+            for f in found {
+                self.remember(&f);
+            }
+            if !self.known.is_empty() {
+                changed |= mask_value_known(&mut value, &self.known);
+            }
+            return if changed { Cow::Owned(value.to_string() + newline) } else { Cow::Borrowed(text) };
+        }
+        let masked = redact_collecting(text, &mut found);
+        for f in found {
+            self.remember(&f);
+        }
+        let again = match mask_known(&masked, &self.known) {
+            Cow::Owned(m) => Some(m),
+            Cow::Borrowed(_) => None,
+        };
+        again.map_or(masked, Cow::Owned)
     }
 
     /// Mask a JSON record in place (see [`redact_value`]), remembering what it masked.
@@ -1165,6 +1202,23 @@ fn command_of(segment: &[u8]) -> Option<&[u8]> {
         .map(|w| &w[w.iter().rposition(|&c| c == b'/').map_or(0, |p| p + 1)..])
 }
 
+/// Whether `cmd` is a tool whose `-p`/`-a` option takes a password.
+fn takes_password_option(cmd: &[u8]) -> bool {
+    GLUED_P.contains(&cmd) || SEPARATE_P.contains(&cmd) || LOGIN_P.contains(&cmd) || cmd == b"redis-cli"
+}
+
+/// A tool taking a password option among the last few words of `before` (what precedes an
+/// option in its segment): its last path component. Looking no further keeps the scan linear.
+fn tool_named_before(before: &[u8]) -> Option<&[u8]> {
+    const WORDS_BACK: usize = 4;
+    before
+        .rsplit(|c| c.is_ascii_whitespace())
+        .filter(|w| !w.is_empty())
+        .take(WORDS_BACK)
+        .map(|w| &w[w.iter().rposition(|&c| c == b'/').map_or(0, |p| p + 1)..])
+        .find(|w| takes_password_option(w))
+}
+
 /// The word starting at `at` after blanks: `(start, end)` inside its quotes when quoted; `None`
 /// when there is none or it is another option.
 fn word_after(b: &[u8], at: usize) -> Option<(usize, usize)> {
@@ -1238,7 +1292,10 @@ fn scan_password_options(b: &[u8], spans: &mut Vec<(usize, usize)>) {
             let login = seg.split(|c| c.is_ascii_whitespace()).any(|w| w == b"login");
             segment = Some((from, command_of(seg), login));
         }
-        let Some((_, Some(cmd), login)) = segment else { continue };
+        let Some((_, Some(first), login)) = segment else { continue };
+        // The segment's first word, or — in prose ("run mysql -u root -p…") — a tool named
+        // right before the option.
+        let cmd = if takes_password_option(first) { first } else { tool_named_before(&b[from..j]).unwrap_or(first) };
         if glued_p && GLUED_P.contains(&cmd) {
             push(j + 2, after);
         } else if (word == b"-p" && (SEPARATE_P.contains(&cmd) || (LOGIN_P.contains(&cmd) && login)))
@@ -1326,6 +1383,9 @@ mod tests {
                 "sudo /usr/bin/mysqldump -uroot -p[redacted] db > x.sql",
             ),
             ("sshpass -p 'Hunter2Horse!' ssh admin@host", "sshpass -p '[redacted]' ssh admin@host"),
+            // In prose (a prompt echoed on the raw channel): the tool named right before.
+            ("Run sshpass -p 'Hunter2Horse!' ssh admin@host", "Run sshpass -p '[redacted]' ssh admin@host"),
+            ("please run mysql -u root -pMyDbPassw0rd appdb", "please run mysql -u root -p[redacted] appdb"),
             ("curl -u alice:W0nderl4nd! https://api.example.com", "curl -u alice:[redacted] https://api.example.com"),
             ("curl --user=bob:pa55word x", "curl --user=bob:[redacted] x"),
             ("echo hi && docker login -p s3cretpass registry.io", "echo hi && docker login -p [redacted] registry.io"),

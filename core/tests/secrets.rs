@@ -7,6 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
+use agentstream_core::redact::Redactor;
 use agentstream_core::replay::{ReplayOptions, replay};
 use agentstream_core::{Agent, Channel, Decoder, DecoderOptions, OutputEvent, RedactionPolicy};
 
@@ -95,4 +96,38 @@ fn no_secret_survives_a_replayed_run_or_its_hooks() {
             assert_eq!(survivors(&text, &secrets), Vec::<&str>::new(), "{agent}: hook {}", hook.event_type);
         }
     }
+}
+
+#[test]
+fn no_secret_survives_the_raw_lines_masked_for_others() {
+    // The server serves raw stdout lines to its clients through Redactor::mask_raw_text: the
+    // same corpus, every harness, nothing left; a masked line is still one JSON line.
+    let secrets = secrets();
+    for agent in Agent::ALL {
+        let raw = String::from_utf8(trace(agent)).unwrap();
+        assert!(survivors(&raw, &secrets).len() == secrets.len(), "{agent}: the raw lines carry every secret");
+        let mut redactor = Redactor::new();
+        let mut masked = String::new();
+        for line in raw.split_inclusive('\n') {
+            let m = redactor.mask_raw_text(line);
+            assert!(m.ends_with('\n') == line.ends_with('\n'), "the newline is kept");
+            if !line.trim().is_empty() {
+                serde_json::from_str::<serde_json::Value>(m.trim_end()).expect("still JSON");
+            }
+            masked.push_str(&m);
+        }
+        let left = survivors(&masked, &secrets);
+        assert!(left.is_empty(), "{agent}: {left:?} survive in the masked raw lines");
+    }
+    // Text that is not JSON (stderr) is masked as text.
+    let mut redactor = Redactor::new();
+    let stderr = "error: auth failed for sk-proj-Tz9vQ2mX8bL4nR7kW1cY5dF3\n";
+    assert!(!redactor.mask_raw_text(stderr).contains("sk-proj-Tz9vQ2mX8bL4nR7kW1cY5dF3"));
+    // Remembered: the same secret later, without its shape, is masked too.
+    assert!(
+        !redactor.mask_raw_text("Tz9vQ2mX8bL4nR7kW1cY5dF3 sk-proj-Tz9vQ2mX8bL4nR7kW1cY5dF3\n").contains("sk-proj-Tz9")
+    );
+    // Nothing secret-shaped: the same text, not a copy.
+    let plain = "{\"type\":\"assistant\",\"text\":\"hello\"}\n";
+    assert!(matches!(redactor.mask_raw_text(plain), std::borrow::Cow::Borrowed(_)));
 }

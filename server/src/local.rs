@@ -2,6 +2,7 @@
 //! bridge (the one API every binding uses). This is the one module of the server that starts
 //! runs.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,8 +10,9 @@ use std::time::Duration;
 use agentstream_core::bridge::{
     AgentSpec, BatchLimits, Client, Delivery, MAX_MILLIS, Naming, ReadMode, Run, RunRequest as CoreRequest,
 };
+use agentstream_core::redact::Redactor;
 use agentstream_core::runner::RunResult;
-use agentstream_core::stream::Envelope;
+use agentstream_core::stream::{Envelope, StreamItem};
 use async_trait::async_trait;
 
 use crate::config::AgentEntry;
@@ -78,7 +80,11 @@ impl RunExecutor for LocalExecutor {
         Ok(Execution {
             run_id: run.id().to_string(),
             control: Arc::new(LocalControl(run.clone())),
-            placement: Placement::Local(Box::new(LocalOutput { run, batch: Vec::new() })),
+            placement: Placement::Local(Box::new(LocalOutput {
+                run,
+                batch: Vec::new(),
+                raw_redactor: Redactor::new(),
+            })),
         })
     }
 }
@@ -94,6 +100,22 @@ impl RunControl for LocalControl {
 struct LocalOutput {
     run: Run,
     batch: Vec<Delivery>,
+    /// Masks the raw channels (see [`LocalOutput::mask_raw`]).
+    raw_redactor: Redactor,
+}
+
+impl LocalOutput {
+    /// The raw `stdout`/`stderr` text leaves this process for every subscriber, the replay
+    /// buffer and NATS: its secrets are masked as tool inputs are (a library's own reader gets
+    /// the raw channels verbatim; the server's clients are others). Content events are masked
+    /// by the core already.
+    fn mask_raw(&mut self, env: &mut Envelope) {
+        if let StreamItem::Stdout(text) | StreamItem::Stderr(text) = &mut env.item
+            && let Cow::Owned(masked) = self.raw_redactor.mask_raw_text(text)
+        {
+            *text = masked;
+        }
+    }
 }
 
 #[async_trait]
@@ -106,10 +128,14 @@ impl RunOutput for LocalOutput {
         if self.batch.is_empty() {
             return false;
         }
-        out.extend(self.batch.drain(..).filter_map(|d| match d {
-            Delivery::Item(env) => Some(env),
-            Delivery::Hook(_) => None,
-        }));
+        let mut batch = std::mem::take(&mut self.batch);
+        for d in batch.drain(..) {
+            if let Delivery::Item(mut env) = d {
+                self.mask_raw(&mut env);
+                out.push(env);
+            }
+        }
+        self.batch = batch;
         true
     }
 

@@ -5,6 +5,7 @@ mod common;
 
 use std::time::Duration;
 
+use agentstream_core::Agent;
 use common::*;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::Value;
@@ -258,6 +259,47 @@ async fn a_websocket_cancel_message_cancels_and_other_messages_are_ignored() {
     assert_eq!(close, Some(1000));
     let info = server.wait_ended(TOKEN_A, &id).await;
     assert!(info["result"]["cancel_reason"].as_str().unwrap().contains("stop from the socket"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_secret_reaches_a_client_on_any_channel() {
+    // The secret-shape corpus as each harness printed it: content events are masked by the
+    // core; the raw stdout lines (and stderr) leave the server masked too.
+    let secrets_dir = repo().join("tests/secrets");
+    let corpus = std::fs::read_to_string(secrets_dir.join("corpus.jsonl")).unwrap();
+    let secrets: Vec<String> = corpus
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .flat_map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            v["secrets"].as_array().unwrap().iter().map(|s| s.as_str().unwrap().to_string()).collect::<Vec<_>>()
+        })
+        .collect();
+    let mark = new_mark("secrets");
+    let mut c = config(&mark);
+    for agent in [Agent::Claude, Agent::Codex, Agent::Droid] {
+        let mut entry = fake_agent(agent, "s2-bash", &[]);
+        let trace = secrets_dir.join("traces").join(agent.name());
+        entry.env = vec![("AGENTSTREAM_FAKE_TRACE".into(), trace.to_string_lossy().into_owned())];
+        c.agents.insert(format!("secrets-{}", agent.name()), entry);
+    }
+    let server = TestServer::start(c, mark).await;
+    for agent in [Agent::Claude, Agent::Codex, Agent::Droid] {
+        let id = server.start_run(TOKEN_A, &format!("secrets-{}", agent.name())).await;
+        let sse = server.sse(TOKEN_A, &id, None, "").await;
+        let envs = sse.envelopes();
+        assert!(envs.iter().any(|e| e["channel"] == "stdout"), "{agent}: the raw lines are served");
+        // Each envelope's payload as the client decodes it (JSON unescaped).
+        let text: String = envs.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("\n");
+        let unescaped: String = envs
+            .iter()
+            .filter_map(|e| e["item"].as_str().or_else(|| e["text"].as_str()).map(str::to_string))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let left: Vec<&String> =
+            secrets.iter().filter(|s| text.contains(s.as_str()) || unescaped.contains(s.as_str())).collect();
+        assert!(left.is_empty(), "{agent}: {left:?} reached the client");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

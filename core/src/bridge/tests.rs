@@ -430,11 +430,8 @@ fn a_reader_that_keeps_up_slowly_is_never_taken_for_a_stalled_one() {
     // stalled. A batch is now no more than the reader gets through in a quarter of the limit.
     let client = Client::new(AgentSpec::new("claude"), Naming::Snake).unwrap();
     client.on("stdout").unwrap();
-    let mut request = RunRequest::command([
-        "sh",
-        "-c",
-        "i=0; while [ $i -lt 300 ]; do echo line $i; i=$((i+1)); sleep 0.003; done",
-    ]);
+    let mut request =
+        RunRequest::command(["sh", "-c", "i=0; while [ $i -lt 300 ]; do echo line $i; i=$((i+1)); sleep 0.003; done"]);
     request.limits.stall_ms = 500;
     let run = client.start(request).unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
