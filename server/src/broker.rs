@@ -113,6 +113,11 @@ pub enum BrokerError {
         /// The limit.
         limit: usize,
     },
+    /// The tenant already has `limit` streams open, on all its runs together.
+    TooManyStreams {
+        /// The limit.
+        limit: usize,
+    },
     /// The agent could not be started.
     Unavailable(String),
     /// The server is shutting down: no new runs.
@@ -142,6 +147,10 @@ impl std::fmt::Display for BrokerError {
             BrokerError::TooManySubscribers { limit } => {
                 write!(f, "this run already has {limit} open streams (limits.subscribers_per_run)")
             }
+            BrokerError::TooManyStreams { limit } => write!(
+                f,
+                "this tenant already has {limit} streams open (limits.streams_per_tenant); close one before opening another"
+            ),
             BrokerError::Unavailable(m) => write!(f, "the agent could not be started: {m}"),
             BrokerError::ShuttingDown => f.write_str("the server is shutting down and starts no new runs"),
             BrokerError::Backend(m) => f.write_str(m),
@@ -163,6 +172,8 @@ pub struct BrokerLimits {
     pub runs_per_tenant: usize,
     /// Subscribers per run.
     pub subscribers_per_run: usize,
+    /// Subscribers of one tenant's runs together.
+    pub streams_per_tenant: usize,
     /// Finished runs kept per tenant (by the in-process registry).
     pub finished_runs_kept: usize,
 }
@@ -181,6 +192,8 @@ struct State {
     local: HashMap<Arc<str>, Arc<dyn RunControl>>,
     /// Open streams per run, in this process.
     subscribers: HashMap<Arc<str>, Arc<AtomicUsize>>,
+    /// Streams open per tenant, on all its runs.
+    tenant_streams: HashMap<TenantId, Arc<AtomicUsize>>,
     /// Runs whose pump has not finished (all tenants), including ones still starting.
     live: usize,
 }
@@ -417,15 +430,26 @@ impl RunBroker {
         after: Option<u64>,
     ) -> Result<BrokerSubscription, BrokerError> {
         self.inner.registry.get(tenant, run_id).await?.ok_or(BrokerError::NotFound)?;
-        let limit = self.inner.limits.subscribers_per_run;
+        let limits = &self.inner.limits;
         let slot = {
             let mut st = self.inner.state.lock().expect("broker state");
-            let counter = st.subscribers.entry(run_id.into()).or_default().clone();
-            if counter.fetch_add(1, Ordering::SeqCst) >= limit {
-                counter.fetch_sub(1, Ordering::SeqCst);
-                return Err(BrokerError::TooManySubscribers { limit });
+            let of_tenant = st.tenant_streams.entry(tenant.clone()).or_default().clone();
+            if of_tenant.load(Ordering::SeqCst) >= limits.streams_per_tenant {
+                return Err(BrokerError::TooManyStreams { limit: limits.streams_per_tenant });
             }
-            SubscriberSlot { broker: self.inner.clone(), run_id: run_id.into(), counter }
+            let counter = st.subscribers.entry(run_id.into()).or_default().clone();
+            if counter.fetch_add(1, Ordering::SeqCst) >= limits.subscribers_per_run {
+                counter.fetch_sub(1, Ordering::SeqCst);
+                return Err(BrokerError::TooManySubscribers { limit: limits.subscribers_per_run });
+            }
+            of_tenant.fetch_add(1, Ordering::SeqCst);
+            SubscriberSlot {
+                broker: self.inner.clone(),
+                run_id: run_id.into(),
+                counter,
+                tenant: tenant.clone(),
+                of_tenant,
+            }
         };
         let inner = self.inner.log.subscribe(tenant, run_id, after).await.map_err(|e| match e {
             SubscribeError::UnknownRun => BrokerError::NotFound,
@@ -521,6 +545,8 @@ struct SubscriberSlot {
     broker: Arc<Inner>,
     run_id: Arc<str>,
     counter: Arc<AtomicUsize>,
+    tenant: TenantId,
+    of_tenant: Arc<AtomicUsize>,
 }
 
 impl Drop for SubscriberSlot {
@@ -528,6 +554,9 @@ impl Drop for SubscriberSlot {
         let mut st = self.broker.state.lock().expect("broker state");
         if self.counter.fetch_sub(1, Ordering::SeqCst) == 1 {
             st.subscribers.remove(&self.run_id);
+        }
+        if self.of_tenant.fetch_sub(1, Ordering::SeqCst) == 1 {
+            st.tenant_streams.remove(&self.tenant);
         }
     }
 }
@@ -642,12 +671,39 @@ mod tests {
     }
 
     fn broker_starting_in(hold: bool, start_delay: Duration) -> RunBroker {
+        let limits =
+            BrokerLimits { runs_per_tenant: 1, subscribers_per_run: 1, streams_per_tenant: 2, finished_runs_kept: 10 };
+        broker_with(hold, start_delay, limits)
+    }
+
+    fn broker_with(hold: bool, start_delay: Duration, limits: BrokerLimits) -> RunBroker {
         RunBroker::new(
             Arc::new(Scripted { lines: 5, hold, start_delay }),
             Arc::new(MemoryLog::new(Retention { events: 100, bytes: 1 << 20, total_bytes: 1 << 30 })),
             Arc::new(MemoryRegistry::new(10)),
-            BrokerLimits { runs_per_tenant: 1, subscribers_per_run: 1, finished_runs_kept: 10 },
+            limits,
         )
+    }
+
+    #[tokio::test]
+    async fn one_tenant_cannot_open_more_streams_than_its_share() {
+        let limits =
+            BrokerLimits { runs_per_tenant: 4, subscribers_per_run: 4, streams_per_tenant: 2, finished_runs_kept: 10 };
+        let b = broker_with(true, Duration::ZERO, limits);
+        let (a, other): (TenantId, TenantId) = ("a".into(), "b".into());
+        let (one, two) = (b.start(&a, request()).await.unwrap(), b.start(&a, request()).await.unwrap());
+        let theirs = b.start(&other, request()).await.unwrap();
+        let first = b.subscribe(&a, &one.id, None).await.unwrap();
+        let _second = b.subscribe(&a, &two.id, None).await.unwrap();
+        // The tenant's share is taken, on whichever of its runs: 429 with what to do.
+        let refused = b.subscribe(&a, &one.id, None).await.err();
+        assert_eq!(refused, Some(BrokerError::TooManyStreams { limit: 2 }));
+        assert!(refused.unwrap().to_string().contains("limits.streams_per_tenant"));
+        // Another tenant is not affected.
+        let _their_stream = b.subscribe(&other, &theirs.id, None).await.unwrap();
+        // A stream that closes gives its slot back.
+        drop(first);
+        let _again = b.subscribe(&a, &one.id, None).await.unwrap();
     }
 
     fn request() -> RunRequest {

@@ -121,6 +121,9 @@ pub struct Limits {
     pub runs_per_tenant: usize,
     /// Streams (SSE or WebSocket) open on one run at once (default 256).
     pub subscribers_per_run: usize,
+    /// Streams open at once on all of one tenant's runs (default: half of `max_connections`),
+    /// so that one tenant cannot take every connection from the others.
+    pub streams_per_tenant: usize,
     /// Envelopes kept per run for resuming (default: as many as `replay_bytes` can hold,
     /// [`events_held_by`], 262,144 for 32 MiB, so by default the bytes bind); older ones are
     /// evicted.
@@ -188,6 +191,7 @@ impl Default for Limits {
             max_body_bytes: 64 * 1024,
             runs_per_tenant: 16,
             subscribers_per_run: 256,
+            streams_per_tenant: default_max_connections().div_ceil(2),
             replay_events: events_held_by(DEFAULT_REPLAY_BYTES),
             replay_bytes: DEFAULT_REPLAY_BYTES,
             replay_bytes_total: 1024 * 1024 * 1024,
@@ -308,6 +312,7 @@ struct FileLimits {
     max_body_bytes: Option<usize>,
     runs_per_tenant: Option<usize>,
     subscribers_per_run: Option<usize>,
+    streams_per_tenant: Option<usize>,
     replay_events: Option<usize>,
     replay_bytes: Option<usize>,
     replay_bytes_total: Option<usize>,
@@ -498,17 +503,19 @@ fn limits(f: FileLimits) -> Result<Limits, ConfigError> {
         None => Ok(default),
     };
     let replay_bytes = count("replay_bytes", f.replay_bytes, d.replay_bytes)?;
+    let max_connections = count("max_connections", f.max_connections, d.max_connections)?;
     let limits = Limits {
         max_body_bytes: count("max_body_bytes", f.max_body_bytes, d.max_body_bytes)?,
         runs_per_tenant: count("runs_per_tenant", f.runs_per_tenant, d.runs_per_tenant)?,
         subscribers_per_run: count("subscribers_per_run", f.subscribers_per_run, d.subscribers_per_run)?,
+        streams_per_tenant: count("streams_per_tenant", f.streams_per_tenant, max_connections.div_ceil(2))?,
         replay_events: count("replay_events", f.replay_events, events_held_by(replay_bytes))?,
         replay_bytes,
         replay_bytes_total: count("replay_bytes_total", f.replay_bytes_total, d.replay_bytes_total)?,
         finished_runs_kept: count("finished_runs_kept", f.finished_runs_kept, d.finished_runs_kept)?,
         run_timeout: seconds("limits.run_timeout_secs", f.run_timeout_secs, false)?,
         heartbeat: seconds("limits.heartbeat_secs", f.heartbeat_secs, false)?.unwrap_or(d.heartbeat),
-        max_connections: count("max_connections", f.max_connections, d.max_connections)?,
+        max_connections,
         header_timeout: seconds("limits.header_timeout_secs", f.header_timeout_secs, false)?
             .unwrap_or(d.header_timeout),
         body_timeout: seconds("limits.body_timeout_secs", f.body_timeout_secs, false)?.unwrap_or(d.body_timeout),
@@ -626,11 +633,20 @@ mod tests {
         assert_eq!(c.limits.runs_per_tenant, 2);
         assert_eq!(c.limits.run_timeout, Some(Duration::from_millis(1500)));
         assert_eq!(c.limits.max_connections, 10);
+        assert_eq!(c.limits.streams_per_tenant, 5, "half of max_connections unless set");
         assert_eq!(c.limits.header_timeout, Duration::from_secs(2));
         assert_eq!(c.limits.body_timeout, Duration::from_millis(500));
         assert_eq!(c.shutdown.mode, ShutdownMode::Drain);
         assert_eq!(c.shutdown.drain_timeout, Duration::ZERO);
         assert!(c.nats.is_none(), "one process unless [nats] says otherwise");
+    }
+
+    #[test]
+    fn a_tenants_streams_are_set_or_half_the_connections() {
+        let limits = |toml: &str| ServeConfig::from_toml(toml).unwrap().limits;
+        assert_eq!(limits("[limits]\nstreams_per_tenant = 7").streams_per_tenant, 7);
+        assert_eq!(limits("[limits]\nmax_connections = 101").streams_per_tenant, 51);
+        assert_eq!(Limits::default().streams_per_tenant, Limits::default().max_connections.div_ceil(2));
     }
 
     #[test]
@@ -691,6 +707,7 @@ mod tests {
             ("[limits]\nruns_per_tenant = 0", "runs_per_tenant"),
             ("[limits]\nheartbeat_secs = -1", "heartbeat_secs"),
             ("[limits]\nmax_connections = 0", "max_connections"),
+            ("[limits]\nstreams_per_tenant = 0", "streams_per_tenant"),
             ("[limits]\nreplay_bytes = 2000\nreplay_bytes_total = 1000", "replay_bytes_total"),
             ("[limits]\nheader_timeout_secs = 0", "header_timeout_secs"),
             ("[limits]\nbody_timeout_secs = \"1\"", "body_timeout_secs"),

@@ -60,6 +60,7 @@ impl Server {
         let broker_limits = BrokerLimits {
             runs_per_tenant: limits.runs_per_tenant,
             subscribers_per_run: limits.subscribers_per_run,
+            streams_per_tenant: limits.streams_per_tenant,
             finished_runs_kept: limits.finished_runs_kept,
         };
         let broker = match &config.nats {

@@ -66,7 +66,9 @@ impl ApiError {
         match e {
             BrokerError::NotFound => ApiError::run_not_found(),
             BrokerError::Invalid { field, message } => ApiError::field(field, message),
-            BrokerError::TooManyRuns { .. } | BrokerError::TooManySubscribers { .. } => {
+            BrokerError::TooManyRuns { .. }
+            | BrokerError::TooManySubscribers { .. }
+            | BrokerError::TooManyStreams { .. } => {
                 ApiError::new(StatusCode::TOO_MANY_REQUESTS, "limit_reached", message)
             }
             BrokerError::Unavailable(_) => {

@@ -106,6 +106,7 @@ impl Worker {
                 // runs on every worker); a worker's own limit is its capacity (`max_runs`).
                 runs_per_tenant: usize::MAX,
                 subscribers_per_run: 1,
+                streams_per_tenant: 1,
                 finished_runs_kept: 1,
             },
         );
