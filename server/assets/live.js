@@ -20,7 +20,13 @@
     const params = new URLSearchParams(location.hash.replace(/^#/, ''));
     const token = params.get('token');
     if (token) {
-      sessionStorage.setItem(TOKEN_KEY, token);
+      // A link must not silently move a signed-in tab to another token (another tenant would
+      // then read what is typed here): ask first.
+      const current = sessionStorage.getItem(TOKEN_KEY);
+      const replace = !current || current === token || window.confirm(
+        'This link signs this tab in with a different token (another tenant, possibly someone ' +
+        "else's). Runs started here would then be theirs to read. Use the link's token?");
+      if (replace) sessionStorage.setItem(TOKEN_KEY, token);
       params.delete('token');
       const rest = params.toString();
       history.replaceState(null, '', location.pathname + (rest ? `#${rest}` : ''));

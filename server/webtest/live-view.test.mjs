@@ -116,6 +116,34 @@ test('a run started from the page shows its tool call and completes', async () =
   assert.deepEqual(problems, []);
 });
 
+test('a link with another token does not replace the one a tab uses without asking', async () => {
+  const { page, problems } = await newPage(base);
+  await page.goto(`${base}/#token=${token}`);
+  await page.waitForSelector('#start-form', { state: 'visible' });
+  const stored = () => page.evaluate(() => Object.values(sessionStorage));
+  assert.deepEqual(await stored(), [token]);
+  // Declined: the tab keeps its token, and the link's leaves the address bar all the same.
+  const asked = [];
+  page.once('dialog', (d) => {
+    asked.push(d.message());
+    d.dismiss();
+  });
+  await page.goto(`${base}/#token=someone-elses-token`);
+  await page.reload();
+  await page.waitForSelector('#start-form', { state: 'visible' });
+  assert.equal(asked.length, 1, 'asked once');
+  assert.match(asked[0], /different token/);
+  assert.deepEqual(await stored(), [token], 'the tab kept its token');
+  assert.ok(!page.url().includes('someone-elses-token'));
+  // The same token again: nothing to ask.
+  page.once('dialog', () => asked.push('unexpected'));
+  await page.goto(`${base}/#token=${token}`);
+  await page.reload();
+  await page.waitForSelector('#start-form', { state: 'visible' });
+  assert.equal(asked.length, 1);
+  assert.deepEqual(problems, []);
+});
+
 test('the live timeline resumes after dropped connections without showing anything twice', async () => {
   const { status, body } = await api('/v1/runs', { method: 'POST', body: JSON.stringify({ agent: 'slow', prompt: 'List the files' }) });
   assert.equal(status, 201);
