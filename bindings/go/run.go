@@ -160,8 +160,9 @@ const onEventHandler = math.MaxUint64 - 1
 // until the end. Safe for concurrent use.
 type Run struct {
 	id string
-	// The client that started the run, kept reachable while the run goes on: its finalizer
-	// (a forgotten Client is closed) would otherwise kill the run and drop its handlers.
+	// The client that started the run, kept reachable while the run goes on (nil after): its
+	// finalizer (a forgotten Client is closed) would otherwise kill the run and drop its
+	// handlers.
 	client  *Client
 	ctx     context.Context
 	subs    *subscriptions
@@ -334,6 +335,7 @@ func (r *Run) deliver(handOver func(taggedDelivery) bool) {
 	defer r.mu.Unlock()
 	runFree(r.ptr)
 	r.ptr = nil
+	r.client = nil // kept only while the run went on (a handler holding the Run must not keep the Client)
 	if err != nil && r.err == nil {
 		r.err = err
 	}

@@ -289,13 +289,11 @@ async fn no_secret_reaches_a_client_on_any_channel() {
         let sse = server.sse(TOKEN_A, &id, None, "").await;
         let envs = sse.envelopes();
         assert!(envs.iter().any(|e| e["channel"] == "stdout"), "{agent}: the raw lines are served");
+        assert!(envs.iter().any(|e| e["channel"] == "stdout" && e["event"].is_string()), "raw text under \"event\"");
         // Each envelope's payload as the client decodes it (JSON unescaped).
         let text: String = envs.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("\n");
-        let unescaped: String = envs
-            .iter()
-            .filter_map(|e| e["item"].as_str().or_else(|| e["text"].as_str()).map(str::to_string))
-            .collect::<Vec<_>>()
-            .join("\n");
+        let unescaped: String =
+            envs.iter().filter_map(|e| e["event"].as_str().map(str::to_string)).collect::<Vec<_>>().join("\n");
         let left: Vec<&String> =
             secrets.iter().filter(|s| text.contains(s.as_str()) || unescaped.contains(s.as_str())).collect();
         assert!(left.is_empty(), "{agent}: {left:?} reached the client");

@@ -422,6 +422,35 @@ fn per_run_overrides_apply_to_that_run_only() {
     assert!(!out.contains("m-1") && !out.contains("yes"), "the next run has the client's config: {out}");
 }
 
+/// Pull `run` to its end, spending `per_delivery` on each stdout delivery; (stdout lines seen,
+/// largest batch after the first).
+fn read_slowly(run: &Run, per_delivery: Duration) -> (usize, usize) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let (mut lines, mut batch, mut largest, mut batches) = (0, Vec::new(), 0, 0);
+    loop {
+        assert!(Instant::now() < deadline, "run did not end");
+        batch.clear();
+        match run.pull(&mut batch, BatchLimits::DEFAULT, Some(Duration::from_millis(200))) {
+            Pulled::End => return (lines, largest),
+            Pulled::Timeout => continue,
+            Pulled::Batch => {}
+        }
+        batches += 1;
+        if batches > 1 {
+            largest = largest.max(batch.len());
+        }
+        for d in &batch {
+            if let Delivery::Item(e) = d
+                && e.channel() == Channel::Stdout
+            {
+                // Lines merged under pressure still count one by one.
+                lines += e.item.as_raw_text().map_or(0, |t| t.matches('\n').count());
+                std::thread::sleep(per_delivery);
+            }
+        }
+    }
+}
+
 #[test]
 fn a_reader_that_keeps_up_slowly_is_never_taken_for_a_stalled_one() {
     // 300 lines, one every ~3 ms; the reader spends 10 ms on each delivery (3 s in all) with a
@@ -434,26 +463,31 @@ fn a_reader_that_keeps_up_slowly_is_never_taken_for_a_stalled_one() {
         RunRequest::command(["sh", "-c", "i=0; while [ $i -lt 300 ]; do echo line $i; i=$((i+1)); sleep 0.003; done"]);
     request.limits.stall_ms = 500;
     let run = client.start(request).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let (mut lines, mut batch, mut largest) = (0, Vec::new(), 0);
-    loop {
-        assert!(Instant::now() < deadline, "run did not end");
-        batch.clear();
-        match run.pull(&mut batch, BatchLimits::DEFAULT, Some(Duration::from_millis(200))) {
-            Pulled::End => break,
-            Pulled::Timeout => continue,
-            Pulled::Batch => {}
-        }
-        largest = largest.max(batch.len());
-        for d in &batch {
-            if matches!(d, Delivery::Item(e) if e.channel() == Channel::Stdout) {
-                lines += 1;
-                std::thread::sleep(Duration::from_millis(10));
-            }
-        }
-    }
+    let (lines, largest) = read_slowly(&run, Duration::from_millis(10));
     let result = run.result().unwrap();
     assert_eq!(result.state, FinalState::Completed, "{:?} (largest batch {largest})", result.cancel_reason);
     assert_eq!(lines, 300);
+    // 125 ms of handling fit; a slow machine measures the reader slower, never faster.
     assert!(largest <= 13, "batches fit a quarter of the stall limit at 10 ms each: {largest}");
+}
+
+#[test]
+fn a_slow_reader_is_not_taken_for_a_stalled_one_after_waiting_for_a_burst() {
+    // The reader handles a few lines, waits (nothing comes for a while), then 300 lines arrive
+    // at once. A take after a wait must still be sized by the reader's pace: 256 at once took
+    // 2.5 s to handle against the 500 ms limit.
+    let client = Client::new(AgentSpec::new("claude"), Naming::Snake).unwrap();
+    client.on("stdout").unwrap();
+    let mut request = RunRequest::command([
+        "sh",
+        "-c",
+        "echo a; echo b; echo c; sleep 1; i=0; while [ $i -lt 300 ]; do echo line $i; i=$((i+1)); done",
+    ]);
+    request.limits.stall_ms = 500;
+    let run = client.start(request).unwrap();
+    let (lines, largest) = read_slowly(&run, Duration::from_millis(10));
+    let result = run.result().unwrap();
+    assert_eq!(result.state, FinalState::Completed, "{:?} (largest batch {largest})", result.cancel_reason);
+    assert_eq!(lines, 303);
+    assert!(largest <= 16, "{largest}");
 }

@@ -222,28 +222,47 @@ struct ReaderState {
 /// How fast the reader gets through what it takes, so that a batch is never more than it can
 /// handle well within the stall limit. The stall clock is reset only by a take: a reader that
 /// takes 256 deliveries and spends 120 ms on each looks stalled after 30 s though it keeps up.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct ReadPace {
-    /// When the last take that handed something out returned, and how much it handed out (0:
-    /// no estimate — the last take found nothing, so the reader was waiting, not busy).
+    /// The run's stall limit (fixed for the run).
+    stall_seconds: f64,
+    /// When the last take returned, and how much it handed out (0: it found nothing, so the
+    /// reader then waited — which is not handling, and is not measured).
     handed_at: Option<Instant>,
     handed: usize,
+    /// Seconds the reader spends per delivery: the last measurement, or half the one before
+    /// when that is more (slower batches count at once, faster ones step by step). `None`
+    /// until the first batch was handled.
+    per_delivery: Option<f64>,
 }
 
 impl ReadPace {
     /// The share of the stall limit one batch may take at the reader's pace.
     const BATCH_SHARE_OF_STALL: f64 = 0.25;
+    /// The first batch of a run, before any pace is known: small, so that even a slow reader
+    /// handles it well within any stall limit; the next one is sized by its pace.
+    const FIRST_BATCH: usize = 16;
 
-    /// The most deliveries to hand out now: as many as the reader, at the pace of its last
-    /// batch, gets through in a quarter of `stall_seconds` (at least one).
-    fn cap(&self, now: Instant, stall_seconds: f64) -> usize {
-        let Some(at) = self.handed_at.filter(|_| self.handed > 0) else { return usize::MAX };
-        let per_delivery = now.saturating_duration_since(at).as_secs_f64() / self.handed as f64;
-        if per_delivery <= 0.0 {
-            return usize::MAX;
+    fn new(stall_seconds: f64) -> Self {
+        ReadPace { stall_seconds, handed_at: None, handed: 0, per_delivery: None }
+    }
+
+    /// The most deliveries to hand out now (at least one): as many as the reader, at its
+    /// pace, gets through in a quarter of the stall limit. Measures the pace first when the
+    /// reader is back from handling the previous take's deliveries.
+    fn cap(&mut self, now: Instant) -> usize {
+        if let Some(at) = self.handed_at.filter(|_| self.handed > 0) {
+            let measured = now.saturating_duration_since(at).as_secs_f64() / self.handed as f64;
+            self.per_delivery = Some(self.per_delivery.map_or(measured, |before| measured.max(before / 2.0)));
         }
-        let fits = stall_seconds * Self::BATCH_SHARE_OF_STALL / per_delivery;
-        if fits >= usize::MAX as f64 { usize::MAX } else { (fits as usize).max(1) }
+        match self.per_delivery {
+            None => Self::FIRST_BATCH,
+            Some(p) if p <= 0.0 => usize::MAX,
+            Some(p) => {
+                let fits = self.stall_seconds * Self::BATCH_SHARE_OF_STALL / p;
+                if fits >= usize::MAX as f64 { usize::MAX } else { (fits as usize).max(1) }
+            }
+        }
     }
 
     fn record(&mut self, now: Instant, handed: usize) {
@@ -267,13 +286,14 @@ impl std::fmt::Debug for RunHandle {
 
 impl RunHandle {
     pub(crate) fn new(shared: Arc<Shared>, deriver: Option<HookDeriver>) -> Self {
+        let stall_seconds = shared.stream.lock().expect("stream").backpressure().stall_seconds;
         RunHandle {
             shared,
             reader: Arc::new(Mutex::new(ReaderState {
                 deriver,
                 pending: VecDeque::new(),
                 ended: false,
-                pace: ReadPace::default(),
+                pace: ReadPace::new(stall_seconds),
             })),
         }
     }
@@ -387,8 +407,7 @@ impl RunHandle {
     fn take_ready_inner(&self, limits: BatchLimits, out: &mut Vec<Delivery>) {
         let mut reader = self.reader.lock().expect("reader");
         let first = out.len();
-        let stall_seconds = self.shared.stream.lock().expect("stream").backpressure().stall_seconds;
-        let cap = reader.pace.cap(Instant::now(), stall_seconds);
+        let cap = reader.pace.cap(Instant::now());
         self.take_ready_locked(&mut reader, limits.max_events.max(1).min(cap), limits.max_bytes, out);
         let handed = out.len() - first;
         reader.pace.record(Instant::now(), handed);
@@ -674,22 +693,32 @@ mod tests {
 
     use super::ReadPace;
 
-    /// The cap after `handed` deliveries were handed out `since` ago (`None`: never).
-    fn cap(since: Option<Duration>, handed: usize, stall_seconds: f64) -> usize {
-        let now = Instant::now() + Duration::from_secs(1000);
-        ReadPace { handed_at: since.map(|d| now - d), handed }.cap(now, stall_seconds)
-    }
-
     #[test]
     fn a_batch_is_what_the_reader_handles_in_a_quarter_of_the_stall_limit() {
-        // No estimate yet (or the last take found nothing): no cap.
-        assert_eq!(cap(None, 0, 30.0), usize::MAX);
-        assert_eq!(cap(Some(Duration::from_secs(1)), 0, 30.0), usize::MAX);
-        // 256 deliveries in 30 s (117 ms each): 64 fit in 7.5 s.
-        assert_eq!(cap(Some(Duration::from_secs(30)), 256, 30.0), 64);
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let mut pace = ReadPace::new(30.0);
+        // Nothing measured yet: a small first batch.
+        assert_eq!(pace.cap(at(0)), ReadPace::FIRST_BATCH);
+        pace.record(at(0), 16);
+        // 16 deliveries handled in 1.92 s (120 ms each): 62 fit in 7.5 s.
+        assert_eq!(pace.cap(at(1920)), 62);
+        pace.record(at(1920), 62);
+        // The reader is back, finds nothing and waits 10 s: the wait is not measured, and the
+        // burst after it is still sized by the reader's pace (not 256 at once).
+        assert_eq!(pace.cap(at(1920 + 62 * 120)), 62);
+        pace.record(at(1920 + 62 * 120), 0);
+        assert_eq!(pace.cap(at(20_000)), 62);
+        pace.record(at(20_000), 62);
+        // Faster now (1 ms each): the estimate halves per batch (twice the batch), then follows.
+        assert!((124..=125).contains(&pace.cap(at(20_062))));
         // One delivery took longer than the whole limit: still one at a time.
-        assert_eq!(cap(Some(Duration::from_secs(100)), 1, 30.0), 1);
+        let mut slow = ReadPace::new(30.0);
+        slow.record(at(0), 1);
+        assert_eq!(slow.cap(at(100_000)), 1);
         // A fast reader (1 µs each) is not held back.
-        assert!(cap(Some(Duration::from_micros(256)), 256, 30.0) > 1_000_000);
+        let mut fast = ReadPace::new(30.0);
+        fast.record(t0, 256);
+        assert!(fast.cap(t0 + Duration::from_micros(256)) > 1_000_000);
     }
 }
