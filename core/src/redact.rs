@@ -41,7 +41,7 @@
 //! | PEM private keys: `-----BEGIN … PRIVATE KEY-----` … `-----END … PRIVATE KEY-----` | | the whole block (to the end of the text when the END line is missing) |
 //! | credentials in a URL: `scheme://user:password@host`, or a generated-looking `scheme://token@host` | `postgres://admin:S3cret@db` | the password (the token) |
 //! | a value after a secret-named key, as `k=v`, `k: v`, `"k": "v"`, `'k': 'v'`, `--k v`, `--k=v` | `password=hunter2`, `"token": "…"` | the value |
-//! | command-line passwords: `-u user:password` / `--user user:password` (curl, wget, …); `-p<password>` of mysql/mariadb tools; `-p <password>` of `sshpass`, `docker`/`podman`/`helm` `login`, `mongo`/`mongosh`; `-a <password>` of `redis-cli` (the tool being the command, or in prose one of the four words before the option) | `mysql -uroot -phunter22`, `curl -u bob:pw` | the password |
+//! | command-line passwords: `-u user:password` / `--user user:password` (curl, wget, …); `-p<password>` of mysql/mariadb tools; `-p <password>` of `sshpass`, `docker`/`podman`/`helm` `login`, `mongo`/`mongosh`; `-a <password>` of `redis-cli` (the tool being the command the option belongs to: looking back past other options and their values, `docker exec db mysql -p…` and prose included) | `mysql -uroot -phunter22`, `curl -u bob:pw` | the password |
 //!
 //! A key is secret-named when its last word (split on `_` `-` `.` and camelCase) is, or ends
 //! with, `password`, `passwd`, `passphrase`, `secret`, `credential(s)`, or is `pwd` or `pass` —
@@ -1207,16 +1207,26 @@ fn takes_password_option(cmd: &[u8]) -> bool {
     GLUED_P.contains(&cmd) || SEPARATE_P.contains(&cmd) || LOGIN_P.contains(&cmd) || cmd == b"redis-cli"
 }
 
-/// A tool taking a password option among the last few words of `before` (what precedes an
-/// option in its segment): its last path component. Looking no further keeps the scan linear.
+/// The command an option belongs to, looking back over the last few words of `before` (what
+/// precedes the option in its segment) past other options and their values: its last path
+/// component when it is a tool taking a password option (`docker exec db mysql -u root -p…`;
+/// prose: "run mysql -u root -p…"), `None` otherwise (`psql -h mongo -p 5432`: `mongo` is
+/// `-h`'s value, `psql` the command). Looking no further keeps the scan linear.
 fn tool_named_before(before: &[u8]) -> Option<&[u8]> {
-    const WORDS_BACK: usize = 4;
-    before
-        .rsplit(|c| c.is_ascii_whitespace())
-        .filter(|w| !w.is_empty())
-        .take(WORDS_BACK)
-        .map(|w| &w[w.iter().rposition(|&c| c == b'/').map_or(0, |p| p + 1)..])
-        .find(|w| takes_password_option(w))
+    const WORDS_BACK: usize = 5;
+    let mut words = before.rsplit(|c| c.is_ascii_whitespace()).filter(|w| !w.is_empty()).take(WORDS_BACK + 1);
+    let mut word = words.next()?;
+    for _ in 0..WORDS_BACK {
+        let previous = words.next();
+        let an_option = word.starts_with(b"-");
+        let an_options_value = previous.is_some_and(|p| p.starts_with(b"-") && !p.contains(&b'='));
+        if !an_option && !an_options_value {
+            let name = &word[word.iter().rposition(|&c| c == b'/').map_or(0, |p| p + 1)..];
+            return takes_password_option(name).then_some(name);
+        }
+        word = previous?;
+    }
+    None
 }
 
 /// The word starting at `at` after blanks: `(start, end)` inside its quotes when quoted; `None`
@@ -1293,9 +1303,9 @@ fn scan_password_options(b: &[u8], spans: &mut Vec<(usize, usize)>) {
             segment = Some((from, command_of(seg), login));
         }
         let Some((_, Some(first), login)) = segment else { continue };
-        // The segment's first word, or — in prose ("run mysql -u root -p…") — a tool named
-        // right before the option.
-        let cmd = if takes_password_option(first) { first } else { tool_named_before(&b[from..j]).unwrap_or(first) };
+        // The tool named nearest before the option (`docker exec db mysql -p…`, prose: "run
+        // mysql -u root -p…"), else the segment's command.
+        let cmd = tool_named_before(&b[from..j]).unwrap_or(first);
         if glued_p && GLUED_P.contains(&cmd) {
             push(j + 2, after);
         } else if (word == b"-p" && (SEPARATE_P.contains(&cmd) || (LOGIN_P.contains(&cmd) && login)))
@@ -1386,6 +1396,8 @@ mod tests {
             // In prose (a prompt echoed on the raw channel): the tool named right before.
             ("Run sshpass -p 'Hunter2Horse!' ssh admin@host", "Run sshpass -p '[redacted]' ssh admin@host"),
             ("please run mysql -u root -pMyDbPassw0rd appdb", "please run mysql -u root -p[redacted] appdb"),
+            // The tool nearest the option, not the first command (docker is a login tool).
+            ("docker exec -it db mysql -uroot -pS3cret app", "docker exec -it db mysql -uroot -p[redacted] app"),
             ("curl -u alice:W0nderl4nd! https://api.example.com", "curl -u alice:[redacted] https://api.example.com"),
             ("curl --user=bob:pa55word x", "curl --user=bob:[redacted] x"),
             ("echo hi && docker login -p s3cretpass registry.io", "echo hi && docker login -p [redacted] registry.io"),
@@ -1403,6 +1415,8 @@ mod tests {
             "cargo test -p agentstream-core",
             "tar -pxvf archive.tar",
             "docker run -u 1000:1000 -p 8080:80 img",
+            "psql -h mongo -p 5432 app",
+            "docker compose exec mongo ls -p /data",
             "ls -a",
             "see https://example.com/path@v2",
             "export PATH=/usr/local/bin:$PATH",
