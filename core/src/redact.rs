@@ -278,6 +278,34 @@ impl Redactor {
     /// masked; other text is masked as [`redact`] does, plus the remembered secrets. A trailing
     /// newline is kept. Borrowed back unchanged when nothing matched.
     pub fn mask_raw_text<'t>(&mut self, text: &'t str) -> Cow<'t, str> {
+        let body = text.strip_suffix('\n').unwrap_or(text);
+        if memchr::memchr(b'\n', body.as_bytes()).is_none() {
+            return self.mask_raw_line(text);
+        }
+        // Several lines in one item (merged while the reader was behind, or a piece of
+        // stderr): each on its own, so that a JSON line is still masked as JSON.
+        let mut out: Option<String> = None;
+        let mut done = 0;
+        for line in text.split_inclusive('\n') {
+            match (self.mask_raw_line(line), out.as_mut()) {
+                (Cow::Owned(masked), Some(o)) => o.push_str(&masked),
+                (Cow::Owned(masked), None) => {
+                    // The first change: the lines before it as they were, then this one.
+                    let mut o = String::with_capacity(text.len() + masked.len());
+                    o.push_str(&text[..done]);
+                    o.push_str(&masked);
+                    out = Some(o);
+                }
+                (Cow::Borrowed(_), Some(o)) => o.push_str(line),
+                (Cow::Borrowed(_), None) => {}
+            }
+            done += line.len();
+        }
+        out.map_or(Cow::Borrowed(text), Cow::Owned)
+    }
+
+    /// [`mask_raw_text`](Self::mask_raw_text) of one line (with or without its newline).
+    fn mask_raw_line<'t>(&mut self, text: &'t str) -> Cow<'t, str> {
         let known_inside = self.known.iter().any(|k| memchr::memmem::find(text.as_bytes(), k.as_bytes()).is_some());
         if !known_inside && !may_hold_secrets(text.as_bytes()) {
             return Cow::Borrowed(text);

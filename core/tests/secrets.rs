@@ -118,6 +118,9 @@ fn no_secret_survives_the_raw_lines_masked_for_others() {
         }
         let left = survivors(&masked, &secrets);
         assert!(left.is_empty(), "{agent}: {left:?} survive in the masked raw lines");
+        // Lines merged into one item (a reader that fell behind): the same, line by line.
+        let merged = Redactor::new().mask_raw_text(&raw).into_owned();
+        assert_eq!(merged, masked, "{agent}: merged lines are masked as the lines one by one");
     }
     // Text that is not JSON (stderr) is masked as text.
     let mut redactor = Redactor::new();
