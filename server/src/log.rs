@@ -310,6 +310,20 @@ impl EventLog for MemoryLog {
             self.total.fetch_sub(evicted, Ordering::Relaxed);
             self.evictable.fetch_add(st.evictable(), Ordering::Relaxed);
             self.evictable.fetch_sub(evictable_before, Ordering::Relaxed);
+            // Over the total with only this run's older frames to give (every other run down to
+            // its newest: the steady state once the budget is reached): they go here, under
+            // the lock already held — what the walk over every run would come to.
+            if self.total.load(Ordering::Relaxed) > self.retention.total_bytes
+                && self.evictable.load(Ordering::Relaxed) == st.evictable()
+            {
+                let target = trim_target(self.retention.total_bytes);
+                let mut freed = 0;
+                while st.frames.len() > 1 && self.total.load(Ordering::Relaxed).saturating_sub(freed) > target {
+                    freed += st.evict_oldest();
+                }
+                self.total.fetch_sub(freed, Ordering::Relaxed);
+                self.evictable.fetch_sub(freed, Ordering::Relaxed);
+            }
         }
         log.version.send_modify(|v| *v += 1);
         if self.total.load(Ordering::Relaxed) > self.retention.total_bytes {
@@ -664,9 +678,10 @@ mod tests {
         }
         assert_eq!((l.total_bytes(), l.evictable.load(Ordering::Relaxed)), (4 * SMALL, 0));
         assert_eq!(l.walks.load(Ordering::Relaxed), 0, "nothing could be evicted: no walk");
-        // A second frame makes the first evictable: one walk, and it goes.
+        // A second frame makes the first evictable, and only it: it goes at once, without a
+        // walk over every run (the steady state once the budget is reached).
         l.append("a", vec![frame(4, 0, false)]).await;
-        assert_eq!(l.walks.load(Ordering::Relaxed), 1);
+        assert_eq!(l.walks.load(Ordering::Relaxed), 0);
         assert_eq!(kept(&l, "a").await, [-1, 4]);
         assert_eq!((l.total_bytes(), l.evictable.load(Ordering::Relaxed)), (4 * SMALL, 0));
     }
@@ -677,26 +692,30 @@ mod tests {
         reason = "the append takes no lock a trim holds; the test holds it to stop one"
     )]
     async fn a_trim_leaves_alone_a_run_removed_after_it_copied_the_runs_out() {
-        let l = MemoryLog::new(Retention { events: 100, bytes: 1 << 20, total_bytes: 2 * SMALL });
-        l.create(&t(), "gone").await;
+        let l = MemoryLog::new(Retention { events: 100, bytes: 1 << 20, total_bytes: 5 * SMALL });
+        for r in ["gone", "other", "kept"] {
+            l.create(&t(), r).await;
+        }
         l.append("gone", (0..2).map(|s| frame(s, 0, s == 1)).collect()).await;
-        l.create(&t(), "kept").await;
+        l.append("other", (0..2).map(|s| frame(s, 0, false)).collect()).await;
         // The copy a trim takes, then the removal that races it; the append over the budget
-        // meanwhile finds the trim busy.
+        // meanwhile finds the trim busy (and more than its own run to give: no trim in place).
         let copy: Vec<_> = l.runs.lock().unwrap().values().cloned().collect();
         l.seal("gone").await;
         l.remove("gone").await;
         {
             let _busy = l.trimming.lock().unwrap();
-            l.append("kept", (0..3).map(|s| frame(s, 0, false)).collect()).await;
+            l.append("kept", (0..4).map(|s| frame(s, 0, false)).collect()).await;
         }
-        assert_eq!(l.total_bytes(), 3 * SMALL);
+        assert_eq!(l.total_bytes(), 6 * SMALL);
         let gone = copy.iter().find(|r| &*r.run_id == "gone").cloned().unwrap();
         l.trim_runs(copy);
         // The removed run, appended to least recently, was passed over (its bytes no longer
-        // count: evicting from it would have subtracted them twice); the kept run gave way.
-        assert_eq!(l.total_bytes(), SMALL);
-        assert_eq!(kept(&l, "kept").await, [-2, 2]);
+        // count: evicting from it would have subtracted them twice); then the others gave way,
+        // least recently appended first, down to seven eighths of the budget.
+        assert_eq!(l.total_bytes(), 4 * SMALL);
+        assert_eq!(kept(&l, "other").await, [-1, 1]);
+        assert_eq!(kept(&l, "kept").await, [-1, 1, 2, 3]);
         assert_eq!(gone.state.lock().unwrap().frames.len(), 2, "a subscriber holding it still reads all of it");
         let removed = l.runs.lock().unwrap().contains_key("gone");
         assert!(!removed);

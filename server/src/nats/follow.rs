@@ -432,6 +432,15 @@ impl FollowState {
         self.messages.push_back((stream_seq, message));
         let per_run = self.held.budget.per_run;
         self.trim_while(|bytes| bytes > per_run);
+        // Over the total with only this follow's older messages to give (every other follow
+        // down to its newest: the steady state once the budget is reached): they go here, under
+        // the lock already held — what the walk over every follow would come to.
+        let held = self.held.clone();
+        let own = self.bytes - self.messages.back().map_or(0, |(_, m)| m.payload.len());
+        if held.bytes.load(Ordering::Relaxed) > held.budget.total && held.droppable.load(Ordering::Relaxed) == own {
+            let target = crate::log::trim_target(held.budget.total);
+            self.trim_while(|_| held.bytes.load(Ordering::Relaxed) > target);
+        }
     }
 
     /// Drop the oldest message while `over(bytes held of this run)` says so, keeping the newest;
@@ -766,11 +775,11 @@ mod tests {
         for seq in 5..50 {
             follows[seq as usize % 4].0.push(seq, message(seq, 100));
         }
-        // Each push after the second put the follows over 150 bytes, but only with a message
-        // that is no longer its follow's newest: one walk each for those, none for the rest.
+        // Each push from the fifth put the follows over 150 bytes with one message to give —
+        // the pushing follow's previous one, dropped right there under its lock: no walk.
         assert_eq!(held.bytes.load(Ordering::Relaxed), 400);
         assert_eq!(held.droppable.load(Ordering::Relaxed), 0);
-        assert_eq!(held.walks.load(Ordering::Relaxed), 45, "the pushes from the fifth on");
+        assert_eq!(held.walks.load(Ordering::Relaxed), 0, "the steady state walks nothing");
         let walks = held.walks.load(Ordering::Relaxed);
         // A message only over the total (nothing a trim may drop): no walk at all.
         let (late, _late_gone) = Follow::new(0, held.clone());
