@@ -507,6 +507,27 @@ fn completion_before_cancel_wins() {
 }
 
 #[test]
+fn a_callers_token_cancelled_after_the_process_ended_by_itself_changes_nothing() {
+    // The caller's token is cancelled directly (not through RunStream::cancel) in the window
+    // between the process's exit and the outcome being recorded: the run still completed.
+    let (mut s, _) = reading(Backpressure::default());
+    s.post(msg("whole answer"));
+    s.ended_on_its_own();
+    s.token().cancel(CancelReason::caller("the caller's token, too late"));
+    assert_eq!(s.cancel_reason(), None);
+    assert!(!s.is_cancelled());
+    let t = s.finish_at(RunOutcome::Completed, TS).unwrap();
+    assert_eq!(terminal_reason(&t), LifecycleReason::RunComplete);
+    assert_eq!(s.record().unwrap().outcome, RunOutcome::Completed);
+    // A cancellation that came before the end still stands.
+    let (mut s, _) = reading(Backpressure::default());
+    s.token().cancel(CancelReason::caller("in time"));
+    s.ended_on_its_own();
+    let t = s.finish_at(RunOutcome::Completed, TS).unwrap();
+    assert_eq!(terminal_reason(&t), LifecycleReason::RunInterrupted);
+}
+
+#[test]
 fn settle_then_cancel_then_finish_keeps_the_settled_outcome() {
     let (mut s, _) = reading(Backpressure::default());
     s.settle(RunOutcome::Completed);

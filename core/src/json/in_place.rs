@@ -188,6 +188,11 @@ impl<'a> SeenKeys<'a> {
             return true;
         }
         let others = &self.others[..self.n_others];
+        if self.more.len() > 8 {
+            // Many keys (a hostile line can hold thousands): a set, not a search per key.
+            let mut seen = std::collections::HashSet::with_capacity(others.len() + self.more.len());
+            return !others.iter().chain(&self.more).all(|k| seen.insert(*k));
+        }
         others.iter().enumerate().any(|(i, k)| others[..i].contains(k))
             || self.more.iter().enumerate().any(|(i, k)| others.contains(k) || self.more[..i].contains(k))
     }
@@ -209,6 +214,13 @@ mod tests {
         let mut t = SeenKeys::new();
         t.known(1);
         assert!(t.known(1) && t.dup());
+        // Many keys (a set, not a search per key): a repeat anywhere is found.
+        let names: Vec<String> = (0..100).map(|i| format!("x{i}")).collect();
+        let mut lots = SeenKeys::new();
+        names.iter().for_each(|k| lots.other(Some(k)));
+        assert!(!lots.dup());
+        lots.other(Some(&names[3]));
+        assert!(lots.dup());
         let mut many = SeenKeys::new();
         let keys = ["k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7", "k8", "k9"];
         for k in keys {

@@ -62,6 +62,10 @@ pub(crate) struct ObjectMembers<'a> {
     len: usize,
     /// The members after the inline ones, in order.
     more: Vec<(Cow<'a, str>, Printed<'a>)>,
+    /// Where each key of `more` is, once it holds more than [`ObjectMembers::INDEXED_FROM`]
+    /// members: a line with thousands of distinct keys must not cost a search per key (it
+    /// was quadratic: 60,000 keys took seconds).
+    index: Option<std::collections::HashMap<Cow<'a, str>, usize>>,
 }
 
 /// A member's value: JSON text as printed, or a string to write as one.
@@ -80,6 +84,8 @@ impl Default for Printed<'_> {
 impl<'a> ObjectMembers<'a> {
     /// Members held without an allocation.
     const INLINE: usize = 4;
+    /// Past this many members after the inline ones, keys are found through an index.
+    const INDEXED_FROM: usize = 16;
 
     /// Set `key` to the value printed as `raw` (text a [`Scan`] read whole, e.g. with
     /// [`Scan::checked_raw`]).
@@ -97,8 +103,12 @@ impl<'a> ObjectMembers<'a> {
             member.1 = value;
             return;
         }
-        if let Some(member) = self.more.iter_mut().find(|(k, _)| *k == key) {
-            member.1 = value;
+        let found = match &self.index {
+            Some(index) => index.get(&key).copied(),
+            None => self.more.iter().position(|(k, _)| *k == key),
+        };
+        if let Some(at) = found {
+            self.more[at].1 = value;
             return;
         }
         match key {
@@ -107,7 +117,15 @@ impl<'a> ObjectMembers<'a> {
                 self.inline[self.len] = (k, value);
                 self.len += 1;
             }
-            key => self.more.push((key, value)),
+            key => {
+                if let Some(index) = &mut self.index {
+                    index.insert(key.clone(), self.more.len());
+                }
+                self.more.push((key, value));
+                if self.index.is_none() && self.more.len() > Self::INDEXED_FROM {
+                    self.index = Some(self.more.iter().enumerate().map(|(i, (k, _))| (k.clone(), i)).collect());
+                }
+            }
         }
     }
 
@@ -769,6 +787,27 @@ pub(crate) mod tests {
         let mut cr = ObjectMembers::default();
         cr.insert("a".into(), "[1,\r2]");
         assert_eq!(cr.into_raw_json().unwrap().get(), r#"{"a":[1,2]}"#);
+    }
+
+    #[test]
+    fn object_members_past_the_index_threshold_keep_first_places_and_last_values() {
+        // Past INDEXED_FROM members after the inline ones keys are found through an index
+        // (a line with thousands of keys was quadratic): the same result as serde_json's map.
+        let keys: Vec<String> = (0..200).map(|i| format!("k{i}")).collect();
+        let mut m = ObjectMembers::default();
+        let mut want = serde_json::Map::new();
+        for round in 0..3 {
+            for (i, k) in keys.iter().enumerate().filter(|(i, _)| round == 0 || i % 7 == round) {
+                let v: &'static str = ["1", "2", "3"][round];
+                m.insert(Cow::Owned(k.clone()), v);
+                want.insert(k.clone(), serde_json::json!(v.parse::<u64>().unwrap()));
+                let _ = i;
+            }
+        }
+        let got: serde_json::Value = serde_json::from_str(m.into_raw_json().unwrap().get()).unwrap();
+        assert_eq!(got, serde_json::Value::Object(want));
+        let got_keys: Vec<_> = got.as_object().unwrap().keys().cloned().collect();
+        assert_eq!(got_keys, keys, "first places kept");
     }
 
     #[test]

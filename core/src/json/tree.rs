@@ -101,6 +101,20 @@ impl<'a> Entries<'a> {
         let Json::Obj(entries) = object else { return Entries::default() };
         // (Room for a couple of inserts: usage records get the line's counters added.)
         let mut out: Vec<(Cow<'a, str>, Json<'a>)> = Vec::with_capacity(entries.len() + 2);
+        if entries.len() > 16 {
+            // Many keys (a hostile line can hold thousands): an index, not a search per key.
+            let mut at: std::collections::HashMap<Cow<'a, str>, usize> = std::collections::HashMap::new();
+            for (key, value) in entries {
+                match at.get(&key) {
+                    Some(&i) => out[i].1 = value,
+                    None => {
+                        at.insert(key.clone(), out.len());
+                        out.push((key, value));
+                    }
+                }
+            }
+            return Entries(out);
+        }
         for (key, value) in entries {
             match out.iter_mut().find(|(k, _)| *k == key) {
                 Some(slot) => slot.1 = value,
@@ -282,6 +296,11 @@ mod tests {
         assert_eq!(map.remove("x"), entries.swap_remove("x").map(value));
         assert_eq!(map.remove("c"), entries.swap_remove("c").map(value));
         // Same members in the same order, written as `Value` writes them.
+        assert_eq!(entries.into_raw_json().get(), Value::Object(map).to_string());
+        // Many keys, repeated (found through an index, not a search per key): the same.
+        let text = format!("{{{}}}", (0..300).map(|i| format!("\"k{}\":{i}", i % 120)).collect::<Vec<_>>().join(","));
+        let map: serde_json::Map<String, Value> = serde_json::from_str(&text).unwrap();
+        let entries = Entries::of(serde_json::from_str(&text).unwrap());
         assert_eq!(entries.into_raw_json().get(), Value::Object(map).to_string());
     }
 }

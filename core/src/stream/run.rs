@@ -66,8 +66,10 @@ pub struct RunStream {
     stalled: bool,
     dropped_after_terminal: u64,
     refused_terminals: u64,
-    /// The process ended by itself: cancels are refused from then on.
-    ended_on_its_own: bool,
+    /// The process ended by itself: cancels are refused from then on, and the cancellation
+    /// that stands is the token's at that moment (`Some(None)`: none) — a caller's token
+    /// cancelled later, directly, does not rewrite the outcome either.
+    ended_on_its_own: Option<Option<CancelReason>>,
     settled: Option<RunOutcome>,
     pending_terminal: Option<Envelope>,
     record: Option<RunRecord>,
@@ -113,7 +115,7 @@ impl RunStream {
             stalled: false,
             dropped_after_terminal: 0,
             refused_terminals: 0,
-            ended_on_its_own: false,
+            ended_on_its_own: None,
             settled: None,
             pending_terminal: None,
             record: None,
@@ -456,7 +458,7 @@ impl RunStream {
     /// rewrites the outcome). Items still arriving (the harness's last lines) are numbered as
     /// usual until [`finish`](Self::finish).
     pub fn cancel(&mut self, reason: CancelReason) -> bool {
-        if self.settled.is_some() || self.ended_on_its_own {
+        if self.settled.is_some() || self.ended_on_its_own.is_some() {
             return false;
         }
         self.token.cancel(reason)
@@ -468,7 +470,18 @@ impl RunStream {
     /// outcome, which is derived from how the process ended. A cancellation that came earlier
     /// still stands.
     pub fn ended_on_its_own(&mut self) {
-        self.ended_on_its_own = true;
+        if self.ended_on_its_own.is_none() {
+            self.ended_on_its_own = Some(self.token.reason());
+        }
+    }
+
+    /// The token's cancellation as it stands for this run: as it was when the process ended by
+    /// itself, or as it is now.
+    fn token_reason(&self) -> Option<CancelReason> {
+        match &self.ended_on_its_own {
+            Some(at_the_end) => at_the_end.clone(),
+            None => self.token.reason(),
+        }
     }
 
     /// Whether the run is cancelled (recorded as cancelled, or its token flipped before the
@@ -481,7 +494,7 @@ impl RunStream {
     pub fn cancel_reason(&self) -> Option<CancelReason> {
         match &self.settled {
             Some(outcome) => outcome.cancel_reason().cloned(),
-            None => self.token.reason(),
+            None => self.token_reason(),
         }
     }
 
@@ -498,7 +511,7 @@ impl RunStream {
         if let RunOutcome::Cancelled { reason } = &outcome {
             self.token.cancel(reason.clone());
         }
-        let o = match self.token.reason() {
+        let o = match self.token_reason() {
             Some(reason) => RunOutcome::Cancelled { reason },
             None => outcome,
         };
