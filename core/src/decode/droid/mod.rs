@@ -120,16 +120,50 @@ pub(crate) struct DroidDecoder {
     streaming: Option<Option<String>>,
     /// The message whose thinking was streamed as deltas.
     thinking_streamed: Option<String>,
-    /// Keys of the thoughts emitted since the last other event (reasoning dedupe).
-    thought_keys: Vec<ThoughtKey>,
+    /// The thoughts emitted since the last other event (reasoning dedupe), by key.
+    thought_keys: ThoughtKeys,
     /// The run total came from a `completion`/`result` line.
     run_usage_emitted: bool,
     /// The latest cumulative session usage from JSON-RPC notifications, emitted at the end.
     session_usage: Option<TokenUsage>,
 }
 
-/// (id or messageId, blockIndex, text) of an emitted thought.
-type ThoughtKey = (String, String, String);
+/// A thought's key: its message id, block index and text, kept as a 64-bit digest (a long run
+/// of reasoning lines kept every text and searched them all for each line: quadratic, and the
+/// texts' size in memory).
+#[derive(Debug, Default)]
+struct ThoughtKeys {
+    seen: std::collections::HashSet<u64>,
+    last: Option<u64>,
+}
+
+impl ThoughtKeys {
+    fn key(id: &str, block: &str, text: &str) -> u64 {
+        use std::hash::{Hash, Hasher};
+        // Fixed keys: the same thought gives the same digest in every run.
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (id, block, text).hash(&mut h);
+        h.finish()
+    }
+
+    fn contains(&self, key: u64) -> bool {
+        self.seen.contains(&key)
+    }
+
+    fn is_last(&self, key: u64) -> bool {
+        self.last == Some(key)
+    }
+
+    fn push(&mut self, key: u64) {
+        self.seen.insert(key);
+        self.last = Some(key);
+    }
+
+    fn clear(&mut self) {
+        self.seen.clear();
+        self.last = None;
+    }
+}
 
 impl HarnessDecoder for DroidDecoder {
     fn final_record(&self) -> Option<&'static str> {
@@ -241,8 +275,8 @@ impl DroidDecoder {
                 let Some(text) = l.text.take().filter(|t| !t.is_empty()) else { return LineOutcome::Decoded };
                 let id = l.id.as_deref().or(l.message_id.as_deref());
                 if let Some(id) = id {
-                    let key = (id.to_string(), raw_text(l.block_index), text.to_string());
-                    if self.thought_keys.contains(&key) {
+                    let key = ThoughtKeys::key(id, &raw_text(l.block_index), &text);
+                    if self.thought_keys.contains(key) {
                         return LineOutcome::Decoded; // droid prints each reasoning block twice
                     }
                     self.thought_keys.push(key);
@@ -268,8 +302,8 @@ impl DroidDecoder {
                     return LineOutcome::Decoded;
                 };
                 if let Some(msg) = l.message_id.as_deref() {
-                    let key = (msg.to_string(), raw_text(l.block_index), delta.to_string());
-                    if self.thought_keys.last() == Some(&key) {
+                    let key = ThoughtKeys::key(msg, &raw_text(l.block_index), &delta);
+                    if self.thought_keys.is_last(key) {
                         return LineOutcome::Decoded; // a re-sent delta
                     }
                     self.thought_keys.push(key);
