@@ -116,7 +116,7 @@ pub fn replay(agent: Agent, input: &[u8], options: &ReplayOptions) -> Replay {
     }
     let end = RunEnd {
         truncated_mid_line: false,
-        open_tool_calls: stream.open_tool_calls().len(),
+        open_tool_calls: stream.open_tool_call_count(),
         fatal_error: answer.fatal_error().map(str::to_string),
         missing_final_result: decoder.missing_final_result().map(str::to_string),
         unrecognized_output: decoder.unrecognized_output(),

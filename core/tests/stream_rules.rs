@@ -231,7 +231,7 @@ fn the_builder_makes_the_event_but_the_stream_picks_the_reason() {
 fn a_run_ending_mid_line_or_mid_tool_call_is_failed() {
     let (mut s, _) = reading(Backpressure::default());
     s.post(tool_call("t1", "Bash", json!({"command": "ls"})));
-    let end = RunEnd { exit_code: Some(0), open_tool_calls: s.open_tool_calls().len(), ..Default::default() };
+    let end = RunEnd { exit_code: Some(0), open_tool_calls: s.open_tool_call_count(), ..Default::default() };
     let t = s.finish_at(derive_outcome(&end), TS).unwrap();
     assert_eq!(terminal_reason(&t), LifecycleReason::RunFailed);
     let end = RunEnd { exit_code: Some(0), truncated_mid_line: true, ..Default::default() };

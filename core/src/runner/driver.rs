@@ -482,7 +482,7 @@ async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Harness, session:
                 (exit_code == Some(130)).then(|| CancelReason::caller("the harness was interrupted (exit status 130)"))
             }),
             truncated_mid_line: harness && cut_mid_line,
-            open_tool_calls: if harness { stream.open_tool_calls().len() } else { 0 },
+            open_tool_calls: if harness { stream.open_tool_call_count() } else { 0 },
             fatal_error: acct.answer.fatal_error().map(str::to_string),
             missing_final_result: plan.decoder.as_ref().and_then(|d| d.missing_final_result()).map(str::to_string),
             unrecognized_output: plan.decoder.as_ref().and_then(|d| d.unrecognized_output()),

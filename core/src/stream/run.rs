@@ -541,6 +541,7 @@ impl RunStream {
         self.next_sequence += 1;
         let last_sequence = sequence.checked_sub(1);
         let usage = self.usage.totals();
+        let open_tool_calls = self.tools.open();
         let mut event = build(&TerminalContext {
             run_id: &self.run_id,
             kind: self.kind,
@@ -549,17 +550,11 @@ impl RunStream {
             sequence,
             last_sequence,
             usage: &usage,
-            open_tool_calls: self.tools.open(),
+            open_tool_calls: &open_tool_calls,
         });
         event.reason = reason;
         let env = Envelope::new(Arc::clone(&self.run_id), sequence, StreamItem::Lifecycle(event));
-        self.record = Some(RunRecord {
-            outcome,
-            terminal_sequence: sequence,
-            last_sequence,
-            usage,
-            open_tool_calls: self.tools.open().to_vec(),
-        });
+        self.record = Some(RunRecord { outcome, terminal_sequence: sequence, last_sequence, usage, open_tool_calls });
         if self.reader == Reader::Attached {
             self.pending_terminal = Some(env.clone());
         }
@@ -614,7 +609,12 @@ impl RunStream {
     }
 
     /// Tool calls started and not finished, oldest first.
-    pub fn open_tool_calls(&self) -> &[OpenToolCall] {
+    pub fn open_tool_calls(&self) -> Vec<OpenToolCall> {
         self.tools.open()
+    }
+
+    /// How many tool calls are started and not finished.
+    pub fn open_tool_call_count(&self) -> usize {
+        self.tools.open_count()
     }
 }

@@ -8,7 +8,7 @@
 //! **failed and safe to retry** instead. [`classify_interrupted`] makes that call; the hook
 //! layer reports it (`tool.indeterminate` / `tool.failed` with `retryable`).
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 use crate::event::{OutputEvent, SessionUpdate, ToolCallStatus, ToolKind};
 
@@ -68,16 +68,28 @@ fn is_final(status: Option<ToolCallStatus>) -> bool {
     matches!(status, Some(ToolCallStatus::Completed | ToolCallStatus::Failed))
 }
 
-/// Tracks which tool calls are open, from the content events of one run.
+/// Tracks which tool calls are open, from the content events of one run. Each event costs
+/// the same however many calls are open (a harness that leaves thousands open made every
+/// event search them all, under the stream's lock), and what is kept is bounded per call.
 #[derive(Debug, Clone, Default)]
 pub struct ToolCallTracker {
-    open: Vec<OpenToolCall>,
+    /// The open calls by the sequence that opened them: oldest first.
+    open: BTreeMap<u64, OpenToolCall>,
+    /// Where each open call is in `open`.
+    by_id: HashMap<String, u64>,
     /// Ids finished before (or without) being announced: an out-of-order `tool_call` for them
-    /// must not reopen them.
+    /// must not reopen them. The newest [`ToolCallTracker::MAX_FINISHED_EARLY`] are kept.
     finished_early: HashSet<String>,
+    finished_early_order: VecDeque<String>,
 }
 
 impl ToolCallTracker {
+    /// How many ids finished before being announced are remembered (oldest forgotten first: a
+    /// call announced that late is an odd harness's, and shows as open at worst).
+    pub const MAX_FINISHED_EARLY: usize = 4096;
+    /// The most of a title kept for an open call, in bytes (cut at a character, with `…`).
+    pub const MAX_TITLE_BYTES: usize = 1024;
+
     /// An empty tracker.
     pub fn new() -> Self {
         Self::default()
@@ -87,56 +99,82 @@ impl ToolCallTracker {
     pub fn observe(&mut self, sequence: u64, ev: &OutputEvent) {
         match &ev.update {
             SessionUpdate::ToolCall(call) => {
-                let pos = self.open.iter().position(|c| c.tool_call_id == call.tool_call_id);
+                let at = self.by_id.get(&call.tool_call_id).copied();
                 if is_final(Some(call.status)) {
-                    match pos {
-                        Some(i) => {
-                            self.open.remove(i);
-                        }
-                        None => {
-                            self.finished_early.insert(call.tool_call_id.clone());
-                        }
-                    }
-                } else if let Some(i) = pos {
-                    let c = &mut self.open[i];
-                    c.title.clone_from(&call.title);
+                    self.finish(&call.tool_call_id, at);
+                } else if let Some(c) = at.and_then(|at| self.open.get_mut(&at)) {
+                    c.title = capped(&call.title);
                     c.kind = call.kind;
                     if call.tool_name.is_some() {
                         c.tool_name.clone_from(&call.tool_name);
                     }
                 } else if !self.finished_early.contains(&call.tool_call_id) {
-                    self.open.push(OpenToolCall {
-                        tool_call_id: call.tool_call_id.clone(),
-                        tool_name: call.tool_name.clone(),
-                        title: call.title.clone(),
-                        kind: call.kind,
+                    self.by_id.insert(call.tool_call_id.clone(), sequence);
+                    self.open.insert(
                         sequence,
-                    });
+                        OpenToolCall {
+                            tool_call_id: call.tool_call_id.clone(),
+                            tool_name: call.tool_name.clone(),
+                            title: capped(&call.title),
+                            kind: call.kind,
+                            sequence,
+                        },
+                    );
                 }
             }
             SessionUpdate::ToolCallUpdate(u) => {
-                let pos = self.open.iter().position(|c| c.tool_call_id == u.tool_call_id);
+                let at = self.by_id.get(&u.tool_call_id).copied();
                 if is_final(u.status) {
-                    match pos {
-                        Some(i) => {
-                            self.open.remove(i);
-                        }
-                        None => {
-                            self.finished_early.insert(u.tool_call_id.clone());
-                        }
-                    }
-                } else if let (Some(i), Some(title)) = (pos, &u.title) {
-                    self.open[i].title.clone_from(title);
+                    self.finish(&u.tool_call_id, at);
+                } else if let (Some(c), Some(title)) = (at.and_then(|at| self.open.get_mut(&at)), &u.title) {
+                    c.title = capped(title);
                 }
             }
             _ => {}
         }
     }
 
-    /// The open calls, oldest first.
-    pub fn open(&self) -> &[OpenToolCall] {
-        &self.open
+    /// The call `id` finished: closed when open (at `at`), else remembered as finished early.
+    fn finish(&mut self, id: &str, at: Option<u64>) {
+        match at {
+            Some(at) => {
+                self.open.remove(&at);
+                self.by_id.remove(id);
+            }
+            None => {
+                if self.finished_early.insert(id.to_string()) {
+                    self.finished_early_order.push_back(id.to_string());
+                    if self.finished_early_order.len() > Self::MAX_FINISHED_EARLY {
+                        if let Some(oldest) = self.finished_early_order.pop_front() {
+                            self.finished_early.remove(&oldest);
+                        }
+                    }
+                }
+            }
+        }
     }
+
+    /// The open calls, oldest first.
+    pub fn open(&self) -> Vec<OpenToolCall> {
+        self.open.values().cloned().collect()
+    }
+
+    /// How many calls are open.
+    pub fn open_count(&self) -> usize {
+        self.open.len()
+    }
+}
+
+/// `title`, cut at a character boundary to [`ToolCallTracker::MAX_TITLE_BYTES`] (with `…`).
+fn capped(title: &str) -> String {
+    if title.len() <= ToolCallTracker::MAX_TITLE_BYTES {
+        return title.to_string();
+    }
+    let mut end = ToolCallTracker::MAX_TITLE_BYTES;
+    while !title.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &title[..end])
 }
 
 #[cfg(test)]
@@ -186,13 +224,50 @@ mod tests {
     }
 
     #[test]
+    fn many_open_calls_and_early_finishes_stay_bounded_and_in_order() {
+        let mut t = ToolCallTracker::new();
+        // Thousands open at once (a harness that never reports results): still oldest first.
+        for i in 0..5000u64 {
+            t.observe(i, &call(&format!("c{i}"), "Bash", ToolCallStatus::InProgress));
+        }
+        for i in (0..5000u64).step_by(2) {
+            t.observe(10_000 + i, &done(&format!("c{i}"), Some(ToolCallStatus::Completed)));
+        }
+        let open = t.open();
+        assert_eq!(t.open_count(), 2500);
+        assert_eq!(open.first().map(|c| c.tool_call_id.as_str()), Some("c1"));
+        assert!(open.windows(2).all(|w| w[0].sequence < w[1].sequence));
+        // Early finishes are remembered up to the cap, the oldest forgotten first.
+        let mut early = ToolCallTracker::new();
+        let n = ToolCallTracker::MAX_FINISHED_EARLY as u64 + 10;
+        for i in 0..n {
+            early.observe(i, &done(&format!("e{i}"), Some(ToolCallStatus::Completed)));
+        }
+        assert_eq!(early.finished_early.len(), ToolCallTracker::MAX_FINISHED_EARLY);
+        early.observe(n, &call(&format!("e{}", n - 1), "Bash", ToolCallStatus::Pending));
+        assert_eq!(early.open_count(), 0, "a recent early finish is not reopened");
+        early.observe(n + 1, &call("e0", "Bash", ToolCallStatus::Pending));
+        assert_eq!(early.open_count(), 1, "the oldest was forgotten");
+        // A long title is kept cut, at a character.
+        let mut long = ToolCallTracker::new();
+        let mut ev = call("t", "Bash", ToolCallStatus::Pending);
+        if let SessionUpdate::ToolCall(c) = &mut ev.update {
+            c.title = "é".repeat(4000);
+        }
+        long.observe(0, &ev);
+        let title = &long.open()[0].title;
+        assert!(title.len() <= ToolCallTracker::MAX_TITLE_BYTES + '…'.len_utf8() && title.ends_with('…'));
+    }
+
+    #[test]
     fn idempotent_tools_are_failed_and_retryable() {
         let mut t = ToolCallTracker::new();
         t.observe(0, &call("a", "Bash", ToolCallStatus::InProgress));
         t.observe(1, &call("b", "Read", ToolCallStatus::InProgress));
         let idem: HashSet<String> = ["Read".to_string()].into();
+        let open = t.open();
         let fates: Vec<_> =
-            classify_interrupted(t.open(), &idem).into_iter().map(|(c, f)| (c.tool_call_id.as_str(), f)).collect();
+            classify_interrupted(&open, &idem).into_iter().map(|(c, f)| (c.tool_call_id.as_str(), f)).collect();
         assert_eq!(fates, [("a", InterruptedToolCall::Indeterminate), ("b", InterruptedToolCall::FailedRetryable)]);
     }
 }
