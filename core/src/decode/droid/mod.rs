@@ -115,7 +115,7 @@ pub(crate) struct DroidDecoder {
     /// The TodoWrite calls, held for a refusal.
     task_list: TaskListCalls,
     /// The last assistant text emitted: a whole message, or the deltas of a streamed message.
-    last_text: String,
+    last_text: LastText,
     /// While `last_text` accumulates deltas: the message they belong to.
     streaming: Option<Option<String>>,
     /// The message whose thinking was streamed as deltas.
@@ -126,6 +126,45 @@ pub(crate) struct DroidDecoder {
     run_usage_emitted: bool,
     /// The latest cumulative session usage from JSON-RPC notifications, emitted at the end.
     session_usage: Option<TokenUsage>,
+}
+
+/// The last assistant text emitted (a whole message, or the deltas of a streamed one), to skip
+/// the same text printed again — kept up to [`MAX_ANSWER_BYTES`](crate::answer::MAX_ANSWER_BYTES):
+/// past that it is dropped, and a repeat of so long a text is emitted again rather than risk
+/// skipping a different one (it grew with every delta: 100 MB of deltas took 250 MB).
+#[derive(Debug, Default)]
+struct LastText {
+    text: String,
+    cut: bool,
+}
+
+impl LastText {
+    fn clear(&mut self) {
+        self.text.clear();
+        self.cut = false;
+    }
+
+    fn push(&mut self, more: &str) {
+        if self.cut {
+            return;
+        }
+        if self.text.len() + more.len() > crate::answer::MAX_ANSWER_BYTES {
+            self.cut = true;
+            self.text = String::new();
+            return;
+        }
+        self.text.push_str(more);
+    }
+
+    fn set(&mut self, text: &str) {
+        self.clear();
+        self.push(text);
+    }
+
+    /// Whether `text` is this text again (blanks around aside).
+    fn same(&self, text: &str) -> bool {
+        !self.cut && text.trim() == self.text.trim()
+    }
 }
 
 /// A thought's key: its message id, block index and text, kept as a 64-bit digest (a long run
@@ -261,8 +300,7 @@ impl DroidDecoder {
                 match text {
                     Some(text) => {
                         if !text.is_empty() {
-                            self.last_text.clear();
-                            self.last_text.push_str(&text);
+                            self.last_text.set(&text);
                             self.streaming = None;
                             self.push_last(env, ctx, SessionUpdate::message(text), out);
                         }
@@ -293,7 +331,7 @@ impl DroidDecoder {
                     self.last_text.clear();
                     self.streaming = Some(msg);
                 }
-                self.last_text.push_str(&delta);
+                self.last_text.push(&delta);
                 self.push_last(env, ctx, SessionUpdate::message(delta), out);
                 LineOutcome::Decoded
             }
@@ -469,11 +507,11 @@ impl DroidDecoder {
 
     /// The run's final text, unless it repeats the assistant text already emitted.
     fn final_message(&mut self, text: &str, env: &Envelope, ctx: &DecodeContext, out: &mut Vec<OutputEvent>) {
-        if text.trim().is_empty() || text.trim() == self.last_text.trim() {
+        if text.trim().is_empty() || self.last_text.same(text) {
             return;
         }
         self.push(env, ctx, SessionUpdate::message(text), out);
-        self.last_text = text.to_string();
+        self.last_text.set(text);
         self.streaming = None;
     }
 
@@ -672,7 +710,7 @@ impl DroidDecoder {
                 Some("text") => {
                     if let Some(text) = block.text.as_deref().filter(|t| !t.is_empty()) {
                         texts.push_str(text);
-                        if !text_streamed && text.trim() != self.last_text.trim() {
+                        if !text_streamed && !self.last_text.same(text) {
                             self.push(env, ctx, SessionUpdate::message(text), out);
                         }
                     }
@@ -692,7 +730,7 @@ impl DroidDecoder {
             }
         }
         if !texts.is_empty() {
-            self.last_text = texts;
+            self.last_text.set(&texts);
             self.streaming = None;
         }
         LineOutcome::Decoded
@@ -853,6 +891,25 @@ fn rpc_usage(mut usage: Entries<'_>) -> TokenUsage {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_last_text_is_kept_up_to_the_answer_cap_and_no_further() {
+        let mut last = LastText::default();
+        last.push("  hello ");
+        last.push("world\n");
+        assert!(last.same("hello world"));
+        assert!(!last.same("hello"));
+        // Past the cap nothing is kept, and nothing counts as the same text (emitted again,
+        // never skipped).
+        let chunk = "x".repeat(1 << 20);
+        for _ in 0..9 {
+            last.push(&chunk);
+        }
+        assert!(last.cut && last.text.capacity() == 0);
+        assert!(!last.same(""));
+        last.set("again");
+        assert!(last.same("again"));
+    }
     use crate::decode::{Agent, Decoder};
     use crate::event::PlanEntryStatus;
 
