@@ -191,14 +191,9 @@ pub(crate) fn start(
         finished: AtomicBool::new(false),
         read_to_end: AtomicBool::new(false),
     });
-    // A caller's token may be cancelled from anywhere: wake the driver when it is (weakly, so
-    // a token that outlives the run keeps nothing of it alive).
-    let woken = Arc::downgrade(&shared);
-    shared.cancel.on_cancel(move || {
-        if let Some(shared) = woken.upgrade() {
-            shared.cancel_async.notify_one();
-        }
-    });
+    // A caller's token may be cancelled from anywhere: wake the driver when it is (for as long
+    // as the run is there: a token that outlives the run keeps nothing of it).
+    shared.cancel.on_cancel_for(&shared, |shared| shared.cancel_async.notify_one());
     let deriver = plan.hooks.then(|| {
         let deriver =
             HookDeriver::new(run_id.clone(), plan.agent_id.clone()).with_idempotent_tools(plan.idempotent.clone());

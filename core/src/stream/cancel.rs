@@ -62,8 +62,12 @@ impl fmt::Display for CancelReason {
     }
 }
 
-/// A function to call once when the token is cancelled (e.g. to wake a run's driver).
-type Waker = Box<dyn Fn() + Send + Sync>;
+/// A function to call once when the token is cancelled (e.g. to wake a run's driver), and,
+/// for one registered for something that may go first, whether that is still there.
+struct Waker {
+    wake: Box<dyn Fn() + Send + Sync>,
+    alive: Option<Box<dyn Fn() -> bool + Send + Sync>>,
+}
 
 #[derive(Default)]
 struct Inner {
@@ -114,8 +118,8 @@ impl CancellationToken {
         self.inner.cancelled.store(true, Ordering::Release);
         drop(slot);
         let wakers = std::mem::take(&mut *self.inner.wakers.lock().unwrap_or_else(|e| e.into_inner()));
-        for wake in wakers {
-            wake();
+        for w in wakers {
+            (w.wake)();
         }
         true
     }
@@ -124,13 +128,44 @@ impl CancellationToken {
     /// is). Wakers run on the cancelling thread, after the reason is recorded: keep them short
     /// and non-blocking (a notification).
     pub fn on_cancel(&self, wake: impl Fn() + Send + Sync + 'static) {
+        self.register(Waker { wake: Box::new(wake), alive: None });
+    }
+
+    /// Call `wake` with `target` once when the token is cancelled, if `target` is still there
+    /// then (at once, on this thread, if the token already is cancelled). The registration
+    /// goes with `target`: a token that outlives many runs (one shutdown token passed to every
+    /// run of a process) keeps nothing of the runs that ended; [`on_cancel`](Self::on_cancel)
+    /// keeps its waker until the token is cancelled.
+    pub fn on_cancel_for<T: Send + Sync + 'static>(&self, target: &Arc<T>, wake: impl Fn(&T) + Send + Sync + 'static) {
+        let weak = Arc::downgrade(target);
+        let alive = weak.clone();
+        self.register(Waker {
+            wake: Box::new(move || {
+                if let Some(t) = weak.upgrade() {
+                    wake(&t);
+                }
+            }),
+            alive: Some(Box::new(move || alive.strong_count() > 0)),
+        });
+    }
+
+    fn register(&self, waker: Waker) {
         let mut wakers = self.inner.wakers.lock().unwrap_or_else(|e| e.into_inner());
         if self.is_cancelled() {
             drop(wakers);
-            wake();
-        } else {
-            wakers.push(Box::new(wake));
+            (waker.wake)();
+            return;
         }
+        // The registrations whose target went: each new one sweeps them away (so they are
+        // never more than those alive, plus one).
+        wakers.retain(|w| w.alive.as_ref().is_none_or(|alive| alive()));
+        wakers.push(waker);
+    }
+
+    /// How many wakers are registered (tests).
+    #[cfg(test)]
+    fn waker_count(&self) -> usize {
+        self.inner.wakers.lock().unwrap_or_else(|e| e.into_inner()).len()
     }
 
     /// Whether the switch was flipped (lock-free).
@@ -152,6 +187,32 @@ impl CancellationToken {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_token_that_outlives_many_runs_keeps_nothing_of_the_ended_ones() {
+        let token = CancellationToken::new();
+        let woken = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        for _ in 0..1000 {
+            let run = Arc::new(woken.clone());
+            token.on_cancel_for(&run, |w| {
+                w.fetch_add(1, Ordering::SeqCst);
+            });
+        }
+        // Every run ended (its target dropped): at most the last registration is left.
+        assert!(token.waker_count() <= 1, "{}", token.waker_count());
+        let live = Arc::new(woken.clone());
+        token.on_cancel_for(&live, |w| {
+            w.fetch_add(1, Ordering::SeqCst);
+        });
+        assert_eq!(token.waker_count(), 1);
+        token.cancel(CancelReason::caller("stop"));
+        assert_eq!(woken.load(Ordering::SeqCst), 1, "only the live run is woken");
+        // Registered after the cancel: woken at once.
+        token.on_cancel_for(&live, |w| {
+            w.fetch_add(1, Ordering::SeqCst);
+        });
+        assert_eq!(woken.load(Ordering::SeqCst), 2);
+    }
 
     #[test]
     fn first_reason_stands_across_clones_and_threads() {
