@@ -73,10 +73,13 @@ fn is_final(status: Option<ToolCallStatus>) -> bool {
 /// event search them all, under the stream's lock), and what is kept is bounded per call.
 #[derive(Debug, Clone, Default)]
 pub struct ToolCallTracker {
-    /// The open calls by the sequence that opened them: oldest first.
-    open: BTreeMap<u64, OpenToolCall>,
+    /// The open calls by the sequence that opened them (then by arrival: two calls observed
+    /// under one sequence stay two): oldest first.
+    open: BTreeMap<(u64, u64), OpenToolCall>,
     /// Where each open call is in `open`.
-    by_id: HashMap<String, u64>,
+    by_id: HashMap<String, (u64, u64)>,
+    /// Calls opened so far (the second half of their key).
+    opened: u64,
     /// Ids finished before (or without) being announced: an out-of-order `tool_call` for them
     /// must not reopen them. The newest [`ToolCallTracker::MAX_FINISHED_EARLY`] are kept.
     finished_early: HashSet<String>,
@@ -109,9 +112,11 @@ impl ToolCallTracker {
                         c.tool_name.clone_from(&call.tool_name);
                     }
                 } else if !self.finished_early.contains(&call.tool_call_id) {
-                    self.by_id.insert(call.tool_call_id.clone(), sequence);
+                    let key = (sequence, self.opened);
+                    self.opened += 1;
+                    self.by_id.insert(call.tool_call_id.clone(), key);
                     self.open.insert(
-                        sequence,
+                        key,
                         OpenToolCall {
                             tool_call_id: call.tool_call_id.clone(),
                             tool_name: call.tool_name.clone(),
@@ -135,7 +140,7 @@ impl ToolCallTracker {
     }
 
     /// The call `id` finished: closed when open (at `at`), else remembered as finished early.
-    fn finish(&mut self, id: &str, at: Option<u64>) {
+    fn finish(&mut self, id: &str, at: Option<(u64, u64)>) {
         match at {
             Some(at) => {
                 self.open.remove(&at);
@@ -221,6 +226,11 @@ mod tests {
         t.observe(9, &call("d", "Bash", ToolCallStatus::InProgress));
         assert_eq!(t.open().len(), 1);
         assert_eq!(t.open()[0].sequence, 8);
+        // Two calls observed under one sequence stay two, and close one by one.
+        t.observe(10, &call("e", "Bash", ToolCallStatus::Pending));
+        t.observe(10, &call("f", "Bash", ToolCallStatus::Pending));
+        t.observe(11, &done("e", Some(ToolCallStatus::Completed)));
+        assert_eq!(t.open().iter().map(|c| c.tool_call_id.as_str()).collect::<Vec<_>>(), ["d", "f"]);
     }
 
     #[test]
