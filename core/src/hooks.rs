@@ -51,7 +51,7 @@
 //! `status` is the run's status when the hook fires: `running`, then exactly one of
 //! `completed`, `failed`, `cancelled`, `stopped` on the terminal hook.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value, json};
@@ -274,6 +274,8 @@ struct Step {
 struct OpenTool {
     name: Option<String>,
     step_index: u64,
+    /// Its place in [`HookDeriver::open_order`].
+    order: u64,
 }
 
 /// A step whose model reply has ended (a later step started) while tools it requested are
@@ -296,7 +298,12 @@ pub struct HookDeriver {
     steps: Vec<Step>,
     waiting: Vec<WaitingStep>,
     tools: HashMap<String, OpenTool>,
-    open_order: Vec<String>,
+    /// The open calls' ids in the order they started (by a count of calls started), and how
+    /// many are open per step: each tool event costs the same however many are open (a search
+    /// of them all per event was quadratic on a harness that leaves thousands open).
+    open_order: BTreeMap<u64, String>,
+    started_tools: u64,
+    open_per_step: HashMap<u64, usize>,
     idempotent_tools: HashSet<String>,
     /// The message text of the main agent's last step that had any.
     final_answer: String,
@@ -327,7 +334,9 @@ impl HookDeriver {
             steps: Vec::new(),
             waiting: Vec::new(),
             tools: HashMap::new(),
-            open_order: Vec::new(),
+            open_order: BTreeMap::new(),
+            started_tools: 0,
+            open_per_step: HashMap::new(),
             idempotent_tools: HashSet::new(),
             final_answer: String::new(),
             last_text: String::new(),
@@ -359,8 +368,8 @@ impl HookDeriver {
     }
 
     /// Ids of tool calls started and not finished, oldest first.
-    pub fn open_tool_calls(&self) -> &[String] {
-        &self.open_order
+    pub fn open_tool_calls(&self) -> Vec<String> {
+        self.open_order.values().cloned().collect()
     }
 
     /// Emit one hook. Its sequence is never behind a hook already emitted (hooks stay in
@@ -481,7 +490,8 @@ impl HookDeriver {
 
     /// Calls still in flight when a run ends abnormally: their effect cannot be known.
     fn settle_open_tools(&mut self, sequence: u64, ts: u64, out: &mut Vec<HookEvent>) {
-        for id in std::mem::take(&mut self.open_order) {
+        self.open_per_step.clear();
+        for id in std::mem::take(&mut self.open_order).into_values() {
             let Some(tool) = self.tools.remove(&id) else { continue };
             let mut d = Map::new();
             d.insert("step_index".into(), json!(tool.step_index));
@@ -555,7 +565,7 @@ impl HookDeriver {
         let step = self.steps.remove(at);
         let waiting = WaitingStep { index: step.index, message_id: step.message_id, model: step.model };
         self.keep_answer(step.scope.is_none(), step.text);
-        if self.tools.values().any(|t| t.step_index == waiting.index) {
+        if self.open_per_step.contains_key(&waiting.index) {
             self.waiting.push(waiting);
         } else {
             self.step_completed(&waiting, last, ts, out);
@@ -628,11 +638,23 @@ impl HookDeriver {
                 // A tool call is requested by a complete reply: the model call is over before
                 // its tools run, so `model.completed` comes first.
                 self.complete_model(at, sequence, ts, out);
-                if !self.tools.contains_key(&call.tool_call_id) {
-                    self.open_order.push(call.tool_call_id.clone());
-                }
-                self.tools
-                    .insert(call.tool_call_id.clone(), OpenTool { name: call.tool_name.clone(), step_index: step });
+                let order = match self.tools.get(&call.tool_call_id).map(|t| (t.step_index, t.order)) {
+                    Some((was_in, order)) => {
+                        // Announced again (maybe from another step): counted where it is now.
+                        self.step_closes(was_in);
+                        order
+                    }
+                    None => {
+                        self.started_tools += 1;
+                        self.open_order.insert(self.started_tools, call.tool_call_id.clone());
+                        self.started_tools
+                    }
+                };
+                *self.open_per_step.entry(step).or_default() += 1;
+                self.tools.insert(
+                    call.tool_call_id.clone(),
+                    OpenTool { name: call.tool_name.clone(), step_index: step, order },
+                );
                 let mut d = Map::new();
                 d.insert("step_index".into(), json!(step));
                 d.insert("tool_call_id".into(), json!(call.tool_call_id));
@@ -736,11 +758,22 @@ impl HookDeriver {
         }
     }
 
+    /// One call of step `index` is no longer open there.
+    fn step_closes(&mut self, index: u64) {
+        if let Some(n) = self.open_per_step.get_mut(&index) {
+            *n -= 1;
+            if *n == 0 {
+                self.open_per_step.remove(&index);
+            }
+        }
+    }
+
     /// A call finished: a step that ended while it ran completes with its last call.
     fn close_tool(&mut self, id: &str, sequence: u64, ts: u64, out: &mut Vec<HookEvent>) {
         let Some(tool) = self.tools.remove(id) else { return };
-        self.open_order.retain(|x| x != id);
-        let done = !self.tools.values().any(|t| t.step_index == tool.step_index);
+        self.open_order.remove(&tool.order);
+        self.step_closes(tool.step_index);
+        let done = !self.open_per_step.contains_key(&tool.step_index);
         if let Some(at) = self.waiting.iter().position(|w| w.index == tool.step_index).filter(|_| done) {
             let step = self.waiting.remove(at);
             self.step_completed(&step, sequence, ts, out);
@@ -1029,6 +1062,46 @@ mod tests {
         );
         assert_eq!(out[out.len() - 2].details["retryable"], true);
         assert_eq!(out.last().unwrap().details["reason"], "caller");
+    }
+
+    #[test]
+    fn thousands_of_open_tools_stay_in_order_and_are_settled_oldest_first() {
+        let call = |id: String, status: ToolCallStatus| {
+            OutputEvent::new(SessionUpdate::ToolCall(ToolCall {
+                tool_call_id: id,
+                title: "t".into(),
+                tool_name: Some("Bash".into()),
+                kind: ToolKind::Execute,
+                status,
+                raw_input: None,
+                content: None,
+                locations: None,
+            }))
+        };
+        let mut d = HookDeriver::new("r", "claude");
+        let mut out = Vec::new();
+        for i in 0..3000u64 {
+            d.observe(i, HookInput::Content(&call(format!("c{i}"), ToolCallStatus::InProgress)), 0, &mut out);
+        }
+        // Every other one finishes; one is announced again (it keeps its place).
+        for i in (0..3000u64).step_by(2) {
+            d.observe(3000 + i, HookInput::Content(&call(format!("c{i}"), ToolCallStatus::Completed)), 0, &mut out);
+        }
+        d.observe(7000, HookInput::Content(&call("c1".into(), ToolCallStatus::InProgress)), 0, &mut out);
+        let open = d.open_tool_calls();
+        assert_eq!(open.len(), 1500);
+        assert_eq!((open[0].as_str(), open[1].as_str()), ("c1", "c3"));
+        out.clear();
+        let facts = TerminalFacts { cancel_reason: Some("caller".into()), last_sequence: 7000, ..Default::default() };
+        d.observe(7001, HookInput::Lifecycle(&lc(LifecycleReason::RunInterrupted), Some(&facts)), 0, &mut out);
+        let settled: Vec<_> = out
+            .iter()
+            .filter(|h| h.event_type == "tool.indeterminate")
+            .map(|h| h.details["tool_call_id"].clone())
+            .collect();
+        assert_eq!(settled.len(), 1500);
+        assert_eq!((settled[0].as_str(), settled[1499].as_str()), (Some("c1"), Some("c2999")));
+        assert!(d.open_tool_calls().is_empty());
     }
 
     #[test]
