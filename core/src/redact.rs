@@ -257,16 +257,48 @@ impl Redactor {
 
     /// Mask one derived text field: its own secret shapes, then every remembered secret.
     fn mask_text(&mut self, text: &mut String) {
-        let mut found = Vec::new();
-        if let Cow::Owned(masked) = redact_collecting(text, &mut found) {
-            *text = masked;
+        let masked = match self.mask_str(text) {
+            Cow::Owned(m) => Some(m),
+            Cow::Borrowed(_) => None,
+        };
+        if let Some(m) = masked {
+            *text = m;
         }
+    }
+
+    /// `text` with its own secret shapes masked (and remembered), then every remembered secret.
+    fn mask_str<'t>(&mut self, text: &'t str) -> Cow<'t, str> {
+        let mut found = Vec::new();
+        let masked = redact_collecting(text, &mut found);
         for f in found {
             self.remember(&f);
         }
-        if let Cow::Owned(masked) = mask_known(text, &self.known) {
-            *text = masked;
+        let again = match mask_known(&masked, &self.known) {
+            Cow::Owned(m) => Some(m),
+            Cow::Borrowed(_) => None,
+        };
+        again.map_or(masked, Cow::Owned)
+    }
+
+    /// Mask every string and key of a JSON value in place (see [`redact_value`]), remembering
+    /// what it masked, then every remembered secret; whether anything changed.
+    fn mask_json(&mut self, value: &mut Value) -> bool {
+        let mut found = Vec::new();
+        let mut changed = mask_value(value, &mut found);
+        for f in found {
+            self.remember(&f);
         }
+        if !self.known.is_empty() {
+            changed |= mask_value_known(value, &self.known);
+        }
+        changed
+    }
+
+    /// Whether `text` may hold something to mask: a secret remembered so far, or what some
+    /// mask needs ([`may_hold_secrets`]). Most text holds neither and is not parsed.
+    fn may_hold_a_secret(&self, text: &str) -> bool {
+        self.known.iter().any(|k| memchr::memmem::find(text.as_bytes(), k.as_bytes()).is_some())
+            || may_hold_secrets(text.as_bytes())
     }
 
     /// Mask raw text a harness printed (a `stdout` line, a piece of `stderr`) for raw channels
@@ -306,51 +338,28 @@ impl Redactor {
 
     /// [`mask_raw_text`](Self::mask_raw_text) of one line (with or without its newline).
     fn mask_raw_line<'t>(&mut self, text: &'t str) -> Cow<'t, str> {
-        let known_inside = self.known.iter().any(|k| memchr::memmem::find(text.as_bytes(), k.as_bytes()).is_some());
-        if !known_inside && !may_hold_secrets(text.as_bytes()) {
+        if !self.may_hold_a_secret(text) {
             return Cow::Borrowed(text);
         }
         let body = text.strip_suffix('\n').unwrap_or(text);
         let newline = if body.len() < text.len() { "\n" } else { "" };
-        let mut found = Vec::new();
         if let Ok(mut value) = serde_json::from_str::<Value>(body) {
-            let mut changed = mask_value(&mut value, &mut found);
-            for f in found {
-                self.remember(&f);
-            }
-            if !self.known.is_empty() {
-                changed |= mask_value_known(&mut value, &self.known);
-            }
-            return if changed { Cow::Owned(value.to_string() + newline) } else { Cow::Borrowed(text) };
+            return if self.mask_json(&mut value) {
+                Cow::Owned(value.to_string() + newline)
+            } else {
+                Cow::Borrowed(text)
+            };
         }
-        let masked = redact_collecting(text, &mut found);
-        for f in found {
-            self.remember(&f);
-        }
-        let again = match mask_known(&masked, &self.known) {
-            Cow::Owned(m) => Some(m),
-            Cow::Borrowed(_) => None,
-        };
-        again.map_or(masked, Cow::Owned)
+        self.mask_str(text)
     }
 
     /// Mask a JSON record in place (see [`redact_value`]), remembering what it masked.
     fn mask_record(&mut self, raw: &mut RawJson) {
-        let text = raw.get();
-        let known_inside = self.known.iter().any(|k| memchr::memmem::find(text.as_bytes(), k.as_bytes()).is_some());
-        if !known_inside && !may_hold_secrets(text.as_bytes()) {
+        if !self.may_hold_a_secret(raw.get()) {
             return;
         }
         let mut value = raw.to_value();
-        let mut found = Vec::new();
-        let mut changed = mask_value(&mut value, &mut found);
-        for f in found {
-            self.remember(&f);
-        }
-        if !self.known.is_empty() {
-            changed |= mask_value_known(&mut value, &self.known);
-        }
-        if changed {
+        if self.mask_json(&mut value) {
             *raw = RawJson::from_value(&value);
         }
     }
