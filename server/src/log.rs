@@ -230,23 +230,26 @@ impl MemoryLog {
             if self.total.load(Ordering::Relaxed) <= target || self.evictable.load(Ordering::Relaxed) == 0 {
                 break;
             }
-            let freed = {
-                let mut st = log.state.lock().expect("run log");
-                let mut freed = 0;
-                while !st.removed
-                    && st.frames.len() > 1
-                    && self.total.load(Ordering::Relaxed).saturating_sub(freed) > target
-                {
-                    freed += st.evict_oldest();
-                }
-                self.total.fetch_sub(freed, Ordering::Relaxed);
-                self.evictable.fetch_sub(freed, Ordering::Relaxed);
-                freed
-            };
+            let freed = self.give_way(&mut log.state.lock().expect("run log"), target);
             if freed > 0 {
                 log.version.send_modify(|v| *v += 1);
             }
         }
+    }
+}
+
+impl MemoryLog {
+    /// Evict the oldest frames of the run `st` (its newest always stays) while all runs hold
+    /// more than `target`, taking them off the total; the bytes freed. A removed run is left
+    /// alone: its bytes no longer count.
+    fn give_way(&self, st: &mut LogState, target: usize) -> usize {
+        let mut freed = 0;
+        while !st.removed && st.frames.len() > 1 && self.total.load(Ordering::Relaxed).saturating_sub(freed) > target {
+            freed += st.evict_oldest();
+        }
+        self.total.fetch_sub(freed, Ordering::Relaxed);
+        self.evictable.fetch_sub(freed, Ordering::Relaxed);
+        freed
     }
 }
 
@@ -316,13 +319,7 @@ impl EventLog for MemoryLog {
             if self.total.load(Ordering::Relaxed) > self.retention.total_bytes
                 && self.evictable.load(Ordering::Relaxed) == st.evictable()
             {
-                let target = trim_target(self.retention.total_bytes);
-                let mut freed = 0;
-                while st.frames.len() > 1 && self.total.load(Ordering::Relaxed).saturating_sub(freed) > target {
-                    freed += st.evict_oldest();
-                }
-                self.total.fetch_sub(freed, Ordering::Relaxed);
-                self.evictable.fetch_sub(freed, Ordering::Relaxed);
+                self.give_way(&mut st, trim_target(self.retention.total_bytes));
             }
         }
         log.version.send_modify(|v| *v += 1);

@@ -435,12 +435,18 @@ impl FollowState {
         // Over the total with only this follow's older messages to give (every other follow
         // down to its newest: the steady state once the budget is reached): they go here, under
         // the lock already held — what the walk over every follow would come to.
-        let held = self.held.clone();
-        let own = self.bytes - self.messages.back().map_or(0, |(_, m)| m.payload.len());
-        if held.bytes.load(Ordering::Relaxed) > held.budget.total && held.droppable.load(Ordering::Relaxed) == own {
+        if self.held.bytes.load(Ordering::Relaxed) > self.held.budget.total
+            && self.held.droppable.load(Ordering::Relaxed) == self.droppable()
+        {
+            let held = Arc::clone(&self.held);
             let target = crate::log::trim_target(held.budget.total);
             self.trim_while(|_| held.bytes.load(Ordering::Relaxed) > target);
         }
+    }
+
+    /// What a trim may drop of this follow: its messages' bytes but the newest's.
+    fn droppable(&self) -> usize {
+        self.bytes - self.messages.back().map_or(0, |(_, m)| m.payload.len())
     }
 
     /// Drop the oldest message while `over(bytes held of this run)` says so, keeping the newest;
@@ -462,8 +468,7 @@ impl FollowState {
 impl Drop for FollowState {
     fn drop(&mut self) {
         self.held.bytes.fetch_sub(self.bytes, Ordering::Relaxed);
-        let newest = self.messages.back().map_or(0, |(_, m)| m.payload.len());
-        self.held.droppable.fetch_sub(self.bytes - newest, Ordering::Relaxed);
+        self.held.droppable.fetch_sub(self.droppable(), Ordering::Relaxed);
     }
 }
 
