@@ -177,6 +177,12 @@ pub fn default_max_connections() -> usize {
     max_connections_for(agentstream_core::runner::open_files::open_file_limit())
 }
 
+/// The default of [`Limits::streams_per_tenant`] for `max_connections`: half of them, so that
+/// one tenant cannot take every connection from the others.
+pub fn streams_per_tenant_for(max_connections: usize) -> usize {
+    max_connections.div_ceil(2)
+}
+
 /// [`default_max_connections`] for a soft open-file limit (`None`: unknown or unlimited).
 fn max_connections_for(open_files: Option<u64>) -> usize {
     match open_files {
@@ -191,7 +197,7 @@ impl Default for Limits {
             max_body_bytes: 64 * 1024,
             runs_per_tenant: 16,
             subscribers_per_run: 256,
-            streams_per_tenant: default_max_connections().div_ceil(2),
+            streams_per_tenant: streams_per_tenant_for(default_max_connections()),
             replay_events: events_held_by(DEFAULT_REPLAY_BYTES),
             replay_bytes: DEFAULT_REPLAY_BYTES,
             replay_bytes_total: 1024 * 1024 * 1024,
@@ -508,7 +514,7 @@ fn limits(f: FileLimits) -> Result<Limits, ConfigError> {
         max_body_bytes: count("max_body_bytes", f.max_body_bytes, d.max_body_bytes)?,
         runs_per_tenant: count("runs_per_tenant", f.runs_per_tenant, d.runs_per_tenant)?,
         subscribers_per_run: count("subscribers_per_run", f.subscribers_per_run, d.subscribers_per_run)?,
-        streams_per_tenant: count("streams_per_tenant", f.streams_per_tenant, max_connections.div_ceil(2))?,
+        streams_per_tenant: count("streams_per_tenant", f.streams_per_tenant, streams_per_tenant_for(max_connections))?,
         replay_events: count("replay_events", f.replay_events, events_held_by(replay_bytes))?,
         replay_bytes,
         replay_bytes_total: count("replay_bytes_total", f.replay_bytes_total, d.replay_bytes_total)?,
@@ -646,7 +652,8 @@ mod tests {
         let limits = |toml: &str| ServeConfig::from_toml(toml).unwrap().limits;
         assert_eq!(limits("[limits]\nstreams_per_tenant = 7").streams_per_tenant, 7);
         assert_eq!(limits("[limits]\nmax_connections = 101").streams_per_tenant, 51);
-        assert_eq!(Limits::default().streams_per_tenant, Limits::default().max_connections.div_ceil(2));
+        assert_eq!(Limits::default().streams_per_tenant, streams_per_tenant_for(Limits::default().max_connections));
+        assert_eq!((streams_per_tenant_for(1024), streams_per_tenant_for(101)), (512, 51));
     }
 
     #[test]
