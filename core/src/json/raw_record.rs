@@ -797,11 +797,10 @@ pub(crate) mod tests {
         let mut m = ObjectMembers::default();
         let mut want = serde_json::Map::new();
         for round in 0..3 {
-            for (i, k) in keys.iter().enumerate().filter(|(i, _)| round == 0 || i % 7 == round) {
+            for (_, k) in keys.iter().enumerate().filter(|(i, _)| round == 0 || i % 7 == round) {
                 let v: &'static str = ["1", "2", "3"][round];
                 m.insert(Cow::Owned(k.clone()), v);
                 want.insert(k.clone(), serde_json::json!(v.parse::<u64>().unwrap()));
-                let _ = i;
             }
         }
         let got: serde_json::Value = serde_json::from_str(m.into_raw_json().unwrap().get()).unwrap();
