@@ -147,25 +147,25 @@ func (d *Decoder) FinishFunc(fn func(OutputEvent)) error {
 // unmarshalled on this goroutine). No user code runs while the library is on the stack: a
 // Goexit there would skip its frames.
 func (d *Decoder) feedLocked(data []byte) ([]OutputEvent, error) {
-	if d.ptr == nil {
-		return nil, ErrClosed
-	}
-	st := &feedState{}
-	h := cgo.NewHandle(st)
-	err := decoderFeedCallback(d.ptr, data, uintptr(h))
-	h.Delete()
+	events, err := d.collectLocked(func(p decoderPtr, h uintptr) error { return decoderFeedCallback(p, data, h) })
 	runtime.KeepAlive(data)
-	return st.finish(err)
+	return events, err
 }
 
 // finishLocked is feedLocked for Finish.
 func (d *Decoder) finishLocked() ([]OutputEvent, error) {
+	return d.collectLocked(decoderFinishCallback)
+}
+
+// collectLocked makes one library call that hands each event to goAgentstreamDecoderEvent
+// through a cgo.Handle, and returns the events it collected.
+func (d *Decoder) collectLocked(call func(decoderPtr, uintptr) error) ([]OutputEvent, error) {
 	if d.ptr == nil {
 		return nil, ErrClosed
 	}
 	st := &feedState{}
 	h := cgo.NewHandle(st)
-	err := decoderFinishCallback(d.ptr, uintptr(h))
+	err := call(d.ptr, uintptr(h))
 	h.Delete()
 	return st.finish(err)
 }
