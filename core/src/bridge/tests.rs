@@ -451,20 +451,26 @@ fn read_slowly(run: &Run, per_delivery: Duration) -> (usize, usize) {
     }
 }
 
+/// The command run of `script` (`sh -c`), its stdout read by [`read_slowly`] at 10 ms a
+/// delivery with a stall limit of 500 ms: (result, stdout lines, largest batch after the first).
+fn slow_reader_of(script: &str) -> (crate::runner::RunResult, usize, usize) {
+    let client = Client::new(AgentSpec::new("claude"), Naming::Snake).unwrap();
+    client.on("stdout").unwrap();
+    let mut request = RunRequest::command(["sh", "-c", script]);
+    request.limits.stall_ms = 500;
+    let run = client.start(request).unwrap();
+    let (lines, largest) = read_slowly(&run, Duration::from_millis(10));
+    (run.result().unwrap(), lines, largest)
+}
+
 #[test]
 fn a_reader_that_keeps_up_slowly_is_never_taken_for_a_stalled_one() {
     // 300 lines, one every ~3 ms; the reader spends 10 ms on each delivery (3 s in all) with a
     // stall limit of 500 ms. Batches of up to 256 (the default) grew as the reader fell behind
     // until one took 2.5 s to handle: no take for that long, and the run was cancelled as
     // stalled. A batch is now no more than the reader gets through in a quarter of the limit.
-    let client = Client::new(AgentSpec::new("claude"), Naming::Snake).unwrap();
-    client.on("stdout").unwrap();
-    let mut request =
-        RunRequest::command(["sh", "-c", "i=0; while [ $i -lt 300 ]; do echo line $i; i=$((i+1)); sleep 0.003; done"]);
-    request.limits.stall_ms = 500;
-    let run = client.start(request).unwrap();
-    let (lines, largest) = read_slowly(&run, Duration::from_millis(10));
-    let result = run.result().unwrap();
+    let (result, lines, largest) =
+        slow_reader_of("i=0; while [ $i -lt 300 ]; do echo line $i; i=$((i+1)); sleep 0.003; done");
     assert_eq!(result.state, FinalState::Completed, "{:?} (largest batch {largest})", result.cancel_reason);
     assert_eq!(lines, 300);
     // 125 ms of handling fit; a slow machine measures the reader slower, never faster.
@@ -476,17 +482,8 @@ fn a_slow_reader_is_not_taken_for_a_stalled_one_after_waiting_for_a_burst() {
     // The reader handles a few lines, waits (nothing comes for a while), then 300 lines arrive
     // at once. A take after a wait must still be sized by the reader's pace: 256 at once took
     // 2.5 s to handle against the 500 ms limit.
-    let client = Client::new(AgentSpec::new("claude"), Naming::Snake).unwrap();
-    client.on("stdout").unwrap();
-    let mut request = RunRequest::command([
-        "sh",
-        "-c",
-        "echo a; echo b; echo c; sleep 1; i=0; while [ $i -lt 300 ]; do echo line $i; i=$((i+1)); done",
-    ]);
-    request.limits.stall_ms = 500;
-    let run = client.start(request).unwrap();
-    let (lines, largest) = read_slowly(&run, Duration::from_millis(10));
-    let result = run.result().unwrap();
+    let (result, lines, largest) =
+        slow_reader_of("echo a; echo b; echo c; sleep 1; i=0; while [ $i -lt 300 ]; do echo line $i; i=$((i+1)); done");
     assert_eq!(result.state, FinalState::Completed, "{:?} (largest batch {largest})", result.cancel_reason);
     assert_eq!(lines, 303);
     assert!(largest <= 16, "{largest}");
