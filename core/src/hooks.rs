@@ -60,6 +60,9 @@ use crate::event::{OutputEvent, SessionUpdate, SharedStr, ToolCallContent, ToolC
 use crate::lifecycle::{LifecycleEvent, LifecycleReason};
 use crate::stream::InterruptedToolCall;
 
+mod steps;
+use steps::{Step, Steps};
+
 /// One hook event, the Rust shape of decisions.md §5 (the seed's `AgentEvent`): envelope fields,
 /// `timestamp_ms`, and the event's facts in `details`.
 ///
@@ -251,25 +254,6 @@ pub enum HookInput<'a> {
     Raw,
 }
 
-#[derive(Debug, Default)]
-struct Step {
-    index: u64,
-    /// Whose step it is: `None` for the main agent, else the `parentToolCallId` of the subagent
-    /// call it runs under (a background subagent's steps interleave with the main agent's).
-    scope: Option<SharedStr>,
-    /// A tool result of this scope came after the step's model output: the next output starts
-    /// a new step (for harnesses without message ids).
-    after_tool_result: bool,
-    message_id: Option<SharedStr>,
-    model: Option<SharedStr>,
-    usage: Option<Value>,
-    text: String,
-    last_sequence: u64,
-    /// `model.completed` was derived: the model's reply is complete (its first tool call or
-    /// result was seen, or the step ended).
-    model_completed: bool,
-}
-
 #[derive(Debug, Clone)]
 struct OpenTool {
     name: Option<String>,
@@ -295,7 +279,7 @@ pub struct HookDeriver {
     agent_id: String,
     steps_started: u64,
     /// The steps in progress, one per scope (main agent, each subagent), oldest first.
-    steps: Vec<Step>,
+    steps: Steps,
     waiting: Vec<WaitingStep>,
     tools: HashMap<String, OpenTool>,
     /// The open calls' ids in the order they started (by a count of calls started), and how
@@ -331,7 +315,7 @@ impl HookDeriver {
             run_id: run_id.into(),
             agent_id: agent_id.into(),
             steps_started: 0,
-            steps: Vec::new(),
+            steps: Steps::default(),
             waiting: Vec::new(),
             tools: HashMap::new(),
             open_order: BTreeMap::new(),
@@ -438,17 +422,17 @@ impl HookDeriver {
                     matches!(reason, RunFailed | CommandFailed | RunBackgroundFailed | CommandBackgroundFailed);
                 if interrupted || failed {
                     // The steps in progress did not complete: the terminal hook ends them.
-                    for at in 0..self.steps.len() {
+                    for at in self.steps.indexes() {
                         self.complete_model(at, sequence, ts, out);
                     }
-                    for step in std::mem::take(&mut self.steps) {
+                    for step in self.steps.take_all() {
                         self.keep_answer(step.scope.is_none(), step.text);
                     }
                     self.settle_open_tools(sequence, ts, out);
                     self.waiting.clear();
                 } else {
-                    while !self.steps.is_empty() {
-                        self.end_step(0, ts, out);
+                    while let Some(at) = self.steps.first() {
+                        self.end_step(at, ts, out);
                     }
                     for step in std::mem::take(&mut self.waiting) {
                         self.step_completed(&step, sequence, ts, out);
@@ -527,16 +511,16 @@ impl HookDeriver {
         d
     }
 
-    /// The step in progress of `scope`, by position in `steps`.
-    fn step_of(&self, scope: Option<&SharedStr>) -> Option<usize> {
-        self.steps.iter().position(|s| s.scope.as_ref() == scope)
+    /// The index of the step in progress of `scope`.
+    fn step_of(&self, scope: Option<&SharedStr>) -> Option<u64> {
+        self.steps.of_scope(scope.map(|s| &**s))
     }
 
     /// The model's reply in step `at` is complete: `model.completed` (once per step), with the
     /// usage reported by then. It comes before the hooks of the tools that reply requested, so
     /// it is stamped with the item that proved it (`sequence`) when that comes before the
     /// step's last item.
-    fn complete_model(&mut self, at: usize, sequence: u64, ts: u64, out: &mut Vec<HookEvent>) {
+    fn complete_model(&mut self, at: u64, sequence: u64, ts: u64, out: &mut Vec<HookEvent>) {
         let Some(step) = self.steps.get_mut(at).filter(|s| !s.model_completed) else { return };
         step.model_completed = true;
         let mut d = Self::step_details(step.index, step.message_id.as_ref(), step.model.as_ref());
@@ -559,10 +543,10 @@ impl HookDeriver {
 
     /// Step `at` ends (its scope starts a new step, or the run completes): `model.completed` if
     /// not yet, then `step.completed` — at once, or when the last of its tools finishes.
-    fn end_step(&mut self, at: usize, ts: u64, out: &mut Vec<HookEvent>) {
+    fn end_step(&mut self, at: u64, ts: u64, out: &mut Vec<HookEvent>) {
         let Some(last) = self.steps.get(at).map(|s| s.last_sequence) else { return };
         self.complete_model(at, last, ts, out);
-        let step = self.steps.remove(at);
+        let Some(step) = self.steps.remove(at) else { return };
         let waiting = WaitingStep { index: step.index, message_id: step.message_id, model: step.model };
         self.keep_answer(step.scope.is_none(), step.text);
         if self.open_per_step.contains_key(&waiting.index) {
@@ -577,11 +561,11 @@ impl HookDeriver {
         self.emit("step.completed", HookStatus::Running, sequence, ts, d, out);
     }
 
-    /// The step `ev` belongs to, started if it is new; its position in `steps`.
-    fn start_step_if_new(&mut self, sequence: u64, ev: &OutputEvent, ts: u64, out: &mut Vec<HookEvent>) -> usize {
+    /// The step `ev` belongs to, started if it is new; its index.
+    fn start_step_if_new(&mut self, sequence: u64, ev: &OutputEvent, ts: u64, out: &mut Vec<HookEvent>) -> u64 {
         let scope = ev.parent_tool_call_id.as_ref();
         let current = self.step_of(scope);
-        let new_step = match current.map(|at| &self.steps[at]) {
+        let new_step = match current.and_then(|at| self.steps.get(at)) {
             None => true,
             Some(step) => match (&ev.message_id, &step.message_id) {
                 (Some(a), Some(b)) => a != b,
@@ -596,7 +580,7 @@ impl HookDeriver {
                 }
                 let index = self.steps_started;
                 self.steps_started += 1;
-                self.steps.push(Step {
+                self.steps.insert(Step {
                     index,
                     scope: scope.cloned(),
                     message_id: ev.message_id.clone(),
@@ -606,7 +590,7 @@ impl HookDeriver {
                 });
                 let d = Self::step_details(index, ev.message_id.as_ref(), ev.model.as_ref());
                 self.emit("step.started", HookStatus::Running, sequence, ts, d, out);
-                self.steps.len() - 1
+                index
             }
         };
         let step = &mut self.steps[at];
@@ -623,7 +607,7 @@ impl HookDeriver {
                 if let Some(text) = content.as_text() {
                     let thought = matches!(ev.update, SessionUpdate::AgentThoughtChunk { .. });
                     if !thought {
-                        crate::answer::push_capped(&mut self.steps[at].text, text);
+                        self.steps.push_text(at, text);
                     }
                     let mut d = Map::new();
                     d.insert("step_index".into(), json!(step));
@@ -678,7 +662,7 @@ impl HookDeriver {
                 // Tool progress or a result proves the reply of the step that requested the call
                 // is complete; an orphan result belongs to its scope's step in progress.
                 let owner = match &known {
-                    Some(tool) => self.steps.iter().position(|s| s.index == tool.step_index),
+                    Some(tool) => self.steps.get(tool.step_index).map(|s| s.index),
                     None => self.step_of(scope),
                 };
                 if let Some(at) = owner {
@@ -741,7 +725,7 @@ impl HookDeriver {
             }
             SessionUpdate::Usage { scope: UsageScope::Call, usage } => {
                 let at = self.step_of(ev.parent_tool_call_id.as_ref());
-                if let Some(step) = at.map(|at| &mut self.steps[at]).filter(|s| !s.model_completed) {
+                if let Some(step) = at.and_then(|at| self.steps.get_mut(at)).filter(|s| !s.model_completed) {
                     step.usage = serde_json::to_value(usage).ok();
                     step.last_sequence = sequence;
                 }
@@ -753,7 +737,7 @@ impl HookDeriver {
     /// The steps of a subagent still open under call `id` end: its call returned (a foreground
     /// subagent is done when its call's result arrives).
     fn end_steps_under(&mut self, id: &str, ts: u64, out: &mut Vec<HookEvent>) {
-        while let Some(at) = self.steps.iter().position(|s| s.scope.as_deref() == Some(id)) {
+        while let Some(at) = self.steps.of_scope(Some(id)) {
             self.end_step(at, ts, out);
         }
     }
@@ -1014,6 +998,43 @@ mod tests {
         // The subagent's steps end when its call returns, then the call's own step completes.
         assert_eq!(completed, [1, 2, 0, 3], "the Agent call's step completes with its call");
         assert_eq!(hooks.last().unwrap().details["output"], "All done.", "the main agent's answer");
+    }
+
+    #[test]
+    fn subagent_steps_hold_their_text_within_one_budget() {
+        let mut d = HookDeriver::new("r", "claude");
+        let mut out = Vec::new();
+        d.observe(0, HookInput::Lifecycle(&lc(LifecycleReason::RunStart), None), 0, &mut out);
+        let piece = "é".repeat(128 * 1024);
+        let mut seq = 1;
+        let mut feed = |d: &mut HookDeriver, e: &OutputEvent, out: &mut Vec<HookEvent>| {
+            out.clear();
+            d.observe(seq, HookInput::Content(e), 0, out);
+            seq += 1;
+        };
+        // 32 subagents of 1 MiB each, none of them returned yet.
+        for p in 0..32 {
+            for _ in 0..4 {
+                let mut e = msg(&piece, &format!("m{p}"));
+                e.parent_tool_call_id = Some(format!("toolu_{p}").into());
+                feed(&mut d, &e, &mut out);
+                assert!(out.iter().any(|h| h.event_type == "response.output_text.delta"), "every delta is a hook");
+            }
+        }
+        assert_eq!(d.steps.subagents_text(), steps::SUBAGENTS_TEXT, "the budget, not 32 MiB");
+        // The main agent's step is not held back by the subagents'.
+        feed(&mut d, &msg(&piece, "main"), &mut out);
+        assert_eq!(d.steps[d.step_of(None).unwrap()].text, piece);
+        // Each subagent's steps end when its call returns; the text they held goes with them.
+        for p in 0..32 {
+            feed(&mut d, &result(&format!("toolu_{p}"), ToolCallStatus::Completed), &mut out);
+            assert!(d.step_of(Some(&format!("toolu_{p}").into())).is_none());
+        }
+        assert_eq!(d.steps.subagents_text(), 0);
+        feed(&mut d, &msg("Done.", "main"), &mut out);
+        out.clear();
+        d.observe(seq, HookInput::Lifecycle(&lc(LifecycleReason::RunComplete), None), 0, &mut out);
+        assert_eq!(out.last().unwrap().details["output"], format!("{piece}Done."));
     }
 
     #[test]

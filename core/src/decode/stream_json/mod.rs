@@ -580,13 +580,12 @@ impl<D: Dialect> Protocol<D> {
         let StreamEvent { kind, message, content_block, delta, usage } = *ev;
         match kind.get().unwrap_or_default() {
             "message_start" => {
-                let scope = self.streams.scope(parent);
-                scope.text.clear();
-                scope.thought.clear();
+                let scope = self.streams.start_message(parent);
                 let msg = message.0;
                 scope.message_id = ctx.message_ids.share_opt(msg.as_ref().and_then(|m| m.id.non_empty()));
                 scope.model = ctx.models.share_opt(msg.as_ref().and_then(|m| m.model.non_empty()));
                 scope.start_usage = msg.and_then(|m| m.usage.0);
+                self.streams.forget_if_blank(parent);
             }
             "content_block_start" => {
                 if let Some(block) = content_block.0 {
@@ -640,8 +639,8 @@ impl<D: Dialect> Protocol<D> {
         out: &mut Updates,
     ) {
         let Some(text) = text.filter(|t| !t.is_empty()) else { return };
+        self.streams.push(parent, piece, &text);
         let scope = self.streams.scope(parent);
-        scope.buffer(piece).push_str(&text);
         env.model = scope.model.clone();
         env.message_id = scope.message_id.clone();
         match piece {
@@ -779,13 +778,13 @@ mod tests {
     #[test]
     fn reconcile_consumes_streamed_prefixes() {
         let mut s = Streams::default();
-        s.scope(None).text.push_str("Hello wor");
+        s.push(None, Piece::Text, "Hello wor");
         assert_eq!(s.reconcile(None, Piece::Text, "Hello world"), 9);
         assert_eq!(s.reconcile(None, Piece::Text, "Again"), 0);
-        s.scope(None).text.push_str("AB");
+        s.push(None, Piece::Text, "AB");
         assert_eq!(s.reconcile(None, Piece::Text, "A"), 1);
         assert_eq!(s.reconcile(None, Piece::Text, "B"), 1);
-        s.scope(None).text.push_str("stale");
+        s.push(None, Piece::Text, "stale");
         assert_eq!(s.reconcile(None, Piece::Text, "fresh"), 0);
         assert_eq!(s.reconcile(Some("sub"), Piece::Text, "sub text"), 0);
     }
