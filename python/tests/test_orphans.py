@@ -44,6 +44,12 @@ def marked():
 deadline = time.monotonic() + 20
 while marked() < 3 and time.monotonic() < deadline:
     time.sleep(0.02)
+if len(sys.argv) > 4:  # fork without exec (multiprocessing's "fork", pre-fork servers)
+    child = os.fork()
+    if child == 0:
+        time.sleep(60)
+        os._exit(0)
+    print(child, flush=True)
 print("ready", flush=True)
 sys.stdin.readline()   # the test says how to end: by returning (interpreter exit) or by being killed
 '''
@@ -90,3 +96,31 @@ def test_no_process_outlives_the_python_host(fake_harness: Path, end: str) -> No
     finally:
         if host.poll() is None:
             host.kill()
+
+
+def test_a_forked_child_does_not_keep_the_runs_of_a_killed_host_going(fake_harness: Path) -> None:
+    """A host that forked without exec, then died: its child holds copies of the host's
+    descriptors, the runs' lifelines among them, and outlives it. The harness trees go all the
+    same."""
+    mark = f"py-fork-{os.getpid()}-{time.monotonic_ns()}"
+    host = subprocess.Popen(
+        [sys.executable, "-c", HOST, str(fake_harness), str(GOLDEN / "claude" / "s1-text"), mark, "fork"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    child = 0
+    try:
+        assert host.stdout is not None
+        child = int(host.stdout.readline())
+        assert host.stdout.readline().strip() == "ready"
+        assert len(marked(mark)) >= 3, "the harness and its two children run"
+        host.send_signal(signal.SIGKILL)
+        host.wait(timeout=30)
+        assert Path(f"/proc/{child}").exists(), "the forked child outlives the host"
+        assert_none_left(mark, "after the host's SIGKILL, its forked child still running")
+    finally:
+        if host.poll() is None:
+            host.kill()
+        if child:
+            try:
+                os.kill(child, signal.SIGKILL)
+            except ProcessLookupError:
+                pass

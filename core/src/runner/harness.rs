@@ -34,7 +34,7 @@ pub(crate) struct Tree {
     partial: [u8; super::supervisor::MSG_LEN],
     filled: usize,
     /// Written to end the tree; closed (by drop, or by the host's death) it ends it too.
-    lifeline: std::os::fd::OwnedFd,
+    lifeline: super::host_lifeline::HostLifeline,
     supervisor: i32,
     /// The exit was reported, or the supervisor is gone.
     done: bool,

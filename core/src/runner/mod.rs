@@ -25,6 +25,8 @@ mod dispatch;
 mod driver;
 mod handle;
 mod harness;
+#[cfg(target_os = "linux")]
+mod host_lifeline;
 pub mod open_files;
 pub mod process;
 #[cfg(target_os = "linux")]

@@ -35,6 +35,7 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI32, Ordering};
 
+use super::host_lifeline::HostLifeline;
 use crate::error::{Error, ErrorKind};
 
 /// What the host writes on the lifeline to end the tree.
@@ -76,8 +77,8 @@ pub(crate) struct Supervised {
     pub stderr: OwnedFd,
     /// The status pipe's read end (messages after `started`).
     pub status: OwnedFd,
-    /// The lifeline's write end.
-    pub lifeline: OwnedFd,
+    /// The lifeline's host end.
+    pub lifeline: HostLifeline,
 }
 
 /// Everything the supervisor and the harness child need, prepared before they start (a forked
@@ -165,19 +166,6 @@ fn pipe() -> Result<(OwnedFd, OwnedFd), Error> {
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
-/// The lifeline: a connected socket pair (`(supervisor's end, host's end)`), not a pipe, so
-/// that the host's write after the supervisor is gone can be told not to raise SIGPIPE (which
-/// would end a Go host: a signal raised on a non-Go thread).
-fn lifeline() -> Result<(OwnedFd, OwnedFd), Error> {
-    let mut fds = [0; 2];
-    // SAFETY: `fds` is valid for two ints.
-    if unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0, fds.as_mut_ptr()) } != 0 {
-        return Err(os_error("socketpair"));
-    }
-    // SAFETY: socketpair returned two new descriptors we now own.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
-}
-
 /// Start `program` under a supervisor (see the module docs). Errors: `HarnessNotFound` (not on
 /// `PATH`, no such file), `SpawnFailed` (not executable, the working directory unusable, no
 /// resources), `InvalidArgument` (a NUL byte in an argument).
@@ -192,7 +180,8 @@ pub(crate) fn spawn(
     let (out_r, out_w) = pipe()?;
     let (err_r, err_w) = pipe()?;
     let (status_r, status_w) = pipe()?;
-    let (life_r, life_w) = lifeline()?;
+    let (life_r, life_w) = HostLifeline::pair()
+        .map_err(|e| Error::new(ErrorKind::SpawnFailed, format!("cannot start the harness: socketpair: {e}")))?;
     // SAFETY: a NUL-terminated path literal.
     let devnull = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
     if devnull < 0 {
@@ -277,7 +266,7 @@ pub(crate) fn spawn(
 }
 
 /// Ask the supervisor to end the tree now (idempotent; the lifeline stays open).
-pub(crate) fn kill_tree(lifeline: &OwnedFd) {
+pub(crate) fn kill_tree(lifeline: &HostLifeline) {
     let byte = [KILL_TREE];
     // SAFETY: sending one byte from a valid buffer on a socket we own; MSG_NOSIGNAL: a
     // supervisor already gone is an EPIPE error, never a SIGPIPE in the host.
