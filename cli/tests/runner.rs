@@ -282,6 +282,30 @@ fn execute_command_streams_any_command_with_command_lifecycle() {
 }
 
 #[test]
+fn a_stderr_line_written_in_pieces_arrives_whole_and_one_left_unfinished_arrives_anyway() {
+    let s = Session::new(AgentConfig::new(Agent::Claude));
+    // Two writes 10 ms apart make one line; then a line with no end for a second.
+    let script = "import sys, time\n\
+                  e = sys.stderr\n\
+                  e.write('password='); e.flush(); time.sleep(0.01)\n\
+                  e.write('hunter2\\nworking'); e.flush(); time.sleep(1)\n\
+                  e.write(' done\\n'); e.flush()\n";
+    let cmd = vec!["python3".into(), "-c".into(), script.into()];
+    let h = s.start_command(CommandOptions::new(cmd)).unwrap();
+    let (items, _) = drain(&h);
+    assert_eq!(h.wait_blocking().state, FinalState::Completed);
+    let stderr: Vec<&str> = items
+        .iter()
+        .filter_map(|e| match &e.item {
+            StreamItem::Stderr(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(stderr, ["password=hunter2\n", "working", " done\n"]);
+    assert_one_terminal_last_and_gapless(&items);
+}
+
+#[test]
 fn a_flood_into_a_slow_reader_coalesces_without_losing_a_character() {
     let s = fake(Agent::Claude, &[trace("claude", "s1-text"), ("AGENTSTREAM_FAKE_FLOOD", "20000".into())]);
     let mut opts = RunOptions::new("x");

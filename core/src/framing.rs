@@ -221,6 +221,58 @@ impl Utf8Decoder {
     }
 }
 
+/// Text read in pieces (stderr) handed on a line at a time where it can be: the text after the
+/// last line ending (`\n` or `\r`) is held back until more comes, until the caller takes it
+/// after a pause ([`LineAlignedText::take_partial`]), or while it is at most
+/// [`LineAlignedText::MAX_PARTIAL`] bytes. A line that a program wrote in several writes
+/// (`password=`, then the value) thus reaches a reader, and a line-based masking, whole. The
+/// bytes and their order are unchanged; only where the pieces are cut moves.
+#[derive(Debug, Default)]
+pub struct LineAlignedText {
+    utf8: Utf8Decoder,
+    partial: String,
+}
+
+impl LineAlignedText {
+    /// The longest line end held back; a longer one is handed on as it comes.
+    pub const MAX_PARTIAL: usize = 64 * 1024;
+
+    /// Decode `chunk`; returns the text ready to hand on (whole lines, unless a partial line
+    /// grew past [`Self::MAX_PARTIAL`]), maybe empty.
+    pub fn push(&mut self, chunk: &[u8]) -> String {
+        let text = self.utf8.push(chunk);
+        let mut ready = if self.partial.is_empty() {
+            text
+        } else {
+            let mut joined = std::mem::take(&mut self.partial);
+            joined.push_str(&text);
+            joined
+        };
+        let after_last_end = memchr::memrchr2(b'\n', b'\r', ready.as_bytes()).map_or(0, |at| at + 1);
+        if ready.len() - after_last_end <= Self::MAX_PARTIAL {
+            self.partial = ready.split_off(after_last_end);
+        }
+        ready
+    }
+
+    /// A partial line is held back.
+    pub fn has_partial(&self) -> bool {
+        !self.partial.is_empty()
+    }
+
+    /// The partial line held back (the program paused mid-line).
+    pub fn take_partial(&mut self) -> String {
+        std::mem::take(&mut self.partial)
+    }
+
+    /// End of input: everything held, an incomplete character as U+FFFD.
+    pub fn finish(&mut self) -> String {
+        let mut rest = self.take_partial();
+        rest.push_str(&self.utf8.finish());
+        rest
+    }
+}
+
 /// Length of a trailing prefix of a multi-byte UTF-8 character that more bytes could complete.
 fn incomplete_tail_len(bytes: &[u8]) -> usize {
     for back in 1..=3.min(bytes.len()) {
@@ -242,6 +294,37 @@ fn incomplete_tail_len(bytes: &[u8]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn line_aligned_text_holds_back_a_partial_line_and_loses_nothing() {
+        let mut t = LineAlignedText::default();
+        assert_eq!(t.push(b"password="), "");
+        assert!(t.has_partial());
+        assert_eq!(t.push(b"hunter2\nnext "), "password=hunter2\n");
+        assert_eq!(t.push(b"line\r\nprogress 10%\r"), "next line\r\nprogress 10%\r");
+        assert!(!t.has_partial());
+        // A character split across pieces, then a pause: the partial is handed on as it is.
+        assert_eq!(t.push(&"caf\u{e9}".as_bytes()[..4]), "");
+        assert_eq!(t.take_partial(), "caf");
+        assert_eq!(t.push(&"caf\u{e9}".as_bytes()[4..]), "");
+        assert_eq!(t.finish(), "\u{e9}");
+        // A partial line longer than the bound is not held.
+        let long = "x".repeat(LineAlignedText::MAX_PARTIAL + 1);
+        assert_eq!(t.push(format!("a\n{long}").as_bytes()), format!("a\n{long}"));
+        assert!(!t.has_partial());
+        // Bytes cut anywhere come out the same, in order.
+        let mut all = "one\ntwo \u{1F600} three\rfour\n\nfive ".as_bytes().to_vec();
+        all.push(0xff);
+        for size in 1..all.len() {
+            let mut t = LineAlignedText::default();
+            let mut out = String::new();
+            for piece in all.chunks(size) {
+                out.push_str(&t.push(piece));
+            }
+            out.push_str(&t.finish());
+            assert_eq!(out, String::from_utf8_lossy(&all), "pieces of {size}");
+        }
+    }
 
     fn frames(framer: &mut LineFramer, chunks: &[&[u8]]) -> Vec<String> {
         let mut out = Vec::new();

@@ -301,6 +301,34 @@ async fn no_secret_reaches_a_client_on_any_channel() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_secret_line_written_to_stderr_in_two_writes_reaches_no_client() {
+    // The assignment, then its value 10 ms later: read apart, each piece alone looks harmless.
+    let mark = new_mark("stderr-pieces");
+    let script = std::env::temp_dir().join(format!("agentstream-{mark}.py"));
+    std::fs::write(
+        &script,
+        "#!/usr/bin/env python3\n\
+         import sys, time\n\
+         sys.stderr.write('export DB_PASSWORD='); sys.stderr.flush(); time.sleep(0.01)\n\
+         sys.stderr.write('Zq9sT4vLm2xRw8Kp\\n'); sys.stderr.flush()\n\
+         print('{\"type\":\"result\",\"subtype\":\"success\",\"result\":\"ok\",\"session_id\":\"s\"}')\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mut c = config(&mark);
+    let mut entry = agentstream_server::config::AgentEntry::default_for(Agent::Claude);
+    entry.bin = script.clone();
+    c.agents.insert("pieces".into(), entry);
+    let server = TestServer::start(c, mark).await;
+    let id = server.start_run(TOKEN_A, "pieces").await;
+    let envs = server.sse(TOKEN_A, &id, None, "").await.envelopes();
+    let stderr: String = envs.iter().filter(|e| e["channel"] == "stderr").filter_map(|e| e["event"].as_str()).collect();
+    assert!(stderr.starts_with("export DB_PASSWORD="), "the line is served: {stderr:?}");
+    assert!(!stderr.contains("Zq9sT4vLm2xRw8Kp"), "the secret reached the client: {stderr:?}");
+    std::fs::remove_file(&script).ok();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_closing_its_websocket_gets_the_close_answered() {
     use tokio_tungstenite::tungstenite::Message;
     use tokio_tungstenite::tungstenite::protocol::CloseFrame;

@@ -18,7 +18,7 @@ use crate::channel::Channel;
 use crate::decode::{Decoder, DecoderOptions};
 use crate::error::{Error, ErrorKind};
 use crate::event::OutputEvent;
-use crate::framing::{LineFramer, Utf8Decoder};
+use crate::framing::{LineAlignedText, LineFramer};
 use crate::hooks::HookDeriver;
 use crate::lifecycle::{AgentState, LifecycleEvent, LifecycleReason, SandboxState};
 use crate::redact::RedactionPolicy;
@@ -328,11 +328,28 @@ const EXIT_DRAIN: Duration = Duration::from_millis(500);
 /// process outside the tree, which was handed the pipe, could still hold them).
 const GIVE_UP: Duration = Duration::from_secs(2);
 
+/// The longest a partial stderr line is held back waiting for its line end (see
+/// [`LineAlignedText`]): a program that writes a line in several writes is read whole, and a
+/// prompt or progress text without one still arrives promptly.
+const STDERR_PARTIAL_WAIT: Duration = Duration::from_millis(50);
+
+/// Hand on stderr text (to the decoder's error reading, and as an item when there is some).
+fn post_stderr(shared: &Shared, plan: &mut Plan, text: String) {
+    if let Some(decoder) = plan.decoder.as_mut() {
+        decoder.observe_stderr(&text);
+    }
+    if !text.is_empty() {
+        shared.post(StreamItem::Stderr(text));
+    }
+}
+
 async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Harness, session: Arc<Mutex<SessionState>>) {
     let started = Instant::now();
     let mut acct = Accounting::default();
     let mut raw_framer = LineFramer::default();
-    let mut err_text = Utf8Decoder::default();
+    let mut err_text = LineAlignedText::default();
+    // When the partial stderr line held back is handed on if no line end comes first.
+    let mut err_partial_due: Option<tokio::time::Instant> = None;
     let mut out_buf = vec![0u8; 64 * 1024];
     let mut err_buf = vec![0u8; 16 * 1024];
     let (mut out_open, mut err_open) = (true, true);
@@ -377,15 +394,18 @@ async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Harness, session:
             n = stderr.read(&mut err_buf), if err_open && !throttled => match n {
                 Ok(0) | Err(_) => err_open = false,
                 Ok(n) => {
-                    let text = err_text.push(&err_buf[..n]);
-                    if let Some(decoder) = plan.decoder.as_mut() {
-                        decoder.observe_stderr(&text);
-                    }
-                    if !text.is_empty() {
-                        shared.post(StreamItem::Stderr(text));
-                    }
+                    post_stderr(&shared, &mut plan, err_text.push(&err_buf[..n]));
+                    err_partial_due = match err_partial_due {
+                        _ if !err_text.has_partial() => None,
+                        Some(due) => Some(due),
+                        None => Some(tokio::time::Instant::now() + STDERR_PARTIAL_WAIT),
+                    };
                 }
             },
+            _ = sleep_until(err_partial_due), if err_partial_due.is_some() => {
+                post_stderr(&shared, &mut plan, err_text.take_partial());
+                err_partial_due = None;
+            }
             status = tree.exited(), if running => {
                 exit_status = Some(status);
                 // A stop arriving from now on races a natural end: it changes nothing.
@@ -438,13 +458,7 @@ async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Harness, session:
 
     // Everything printed is decoded BEFORE the terminal item, a final partial line included.
     let cut_mid_line = finish_stdout(&shared, &mut plan, &mut raw_framer, &mut acct);
-    let tail = err_text.finish();
-    if let Some(decoder) = plan.decoder.as_mut() {
-        decoder.observe_stderr(&tail);
-    }
-    if !tail.is_empty() {
-        shared.post(StreamItem::Stderr(tail));
-    }
+    post_stderr(&shared, &mut plan, err_text.finish());
     let (exit_code, signal) = exit_status.as_ref().map(exit_parts).unwrap_or((None, None));
     if acct.diagnostics_not_kept > 0 {
         acct.diagnostics.push(format!(
