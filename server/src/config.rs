@@ -156,6 +156,10 @@ pub struct Limits {
     /// How long a request's body may take to arrive once its headers have (default 30 s; a
     /// `408 body_timeout` after it).
     pub body_timeout: Duration,
+    /// How long the server waits for a client to take more of what it sends (a response, an
+    /// SSE stream, WebSocket frames) before it closes the connection (default 30 s): a client
+    /// that stops reading does not keep its connection.
+    pub send_timeout: Duration,
 }
 
 /// The default of [`Limits::replay_bytes`] (32 MiB).
@@ -207,6 +211,7 @@ impl Default for Limits {
             max_connections: default_max_connections(),
             header_timeout: Duration::from_secs(30),
             body_timeout: Duration::from_secs(30),
+            send_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -328,6 +333,7 @@ struct FileLimits {
     max_connections: Option<usize>,
     header_timeout_secs: Option<f64>,
     body_timeout_secs: Option<f64>,
+    send_timeout_secs: Option<f64>,
 }
 
 #[derive(Deserialize, Default)]
@@ -525,6 +531,7 @@ fn limits(f: FileLimits) -> Result<Limits, ConfigError> {
         header_timeout: seconds("limits.header_timeout_secs", f.header_timeout_secs, false)?
             .unwrap_or(d.header_timeout),
         body_timeout: seconds("limits.body_timeout_secs", f.body_timeout_secs, false)?.unwrap_or(d.body_timeout),
+        send_timeout: seconds("limits.send_timeout_secs", f.send_timeout_secs, false)?.unwrap_or(d.send_timeout),
     };
     if limits.replay_bytes_total < limits.replay_bytes {
         return Err(ConfigError(format!(

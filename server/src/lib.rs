@@ -49,6 +49,7 @@ pub mod local;
 pub mod log;
 pub mod nats;
 pub mod registry;
+mod send_deadline;
 pub mod server;
 pub mod view;
 

@@ -1,6 +1,6 @@
 //! Accepting connections: at most `limits.max_connections` open at once, each with a deadline
-//! for its request head (which also ends idle keep-alive connections), all closed gracefully on
-//! shutdown.
+//! for its request head (which also ends idle keep-alive connections) and one for the client to
+//! take what is sent ([`SendDeadline`]), all closed gracefully on shutdown.
 //!
 //! Why not `axum::serve`: it gives hyper no timer, and without one hyper applies no header
 //! timeout. A client that connected and sent nothing — or a header line a byte a minute — kept
@@ -21,6 +21,17 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
+
+use crate::send_deadline::SendDeadline;
+
+/// A connection's deadlines (see [`serve`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Timeouts {
+    /// For a request's line and headers, and for an idle keep-alive connection.
+    pub(crate) header: Duration,
+    /// For the client to take more of what is sent.
+    pub(crate) send: Duration,
+}
 
 /// After an accept that failed for want of a resource (descriptors, memory), how long to wait
 /// before the next: the failure repeats until a connection or a run frees one.
@@ -88,12 +99,13 @@ impl Drop for Held {
 ///
 /// At the limit, no connection is accepted until one closes: new clients wait in the kernel's
 /// listen backlog. A connection whose request line and headers take longer than
-/// `header_timeout` — or that sits idle that long between requests — is closed.
+/// `timeouts.header` — or that sits idle that long between requests — is closed, and so is one
+/// whose client takes nothing of what is sent for `timeouts.send`.
 pub(crate) async fn serve(
     listener: TcpListener,
     router: Router,
     connections: Connections,
-    header_timeout: Duration,
+    timeouts: Timeouts,
     mut stop: watch::Receiver<bool>,
 ) {
     loop {
@@ -125,7 +137,7 @@ pub(crate) async fn serve(
         // client's delayed ACK (tens of milliseconds).
         let _ = tcp.set_nodelay(true);
         let held = Held::new(permit, connections.open.clone());
-        tokio::spawn(serve_connection(tcp, router.clone(), held, header_timeout, stop.clone()));
+        tokio::spawn(serve_connection(tcp, router.clone(), held, timeouts, stop.clone()));
     }
     drop(listener);
     let every_slot = u32::try_from(connections.max).expect("Connections::new keeps max within u32");
@@ -136,7 +148,7 @@ async fn serve_connection(
     tcp: tokio::net::TcpStream,
     router: Router,
     held: Held,
-    header_timeout: Duration,
+    timeouts: Timeouts,
     mut stop: watch::Receiver<bool>,
 ) {
     let slot = ConnectionSlot { _held: Arc::new(held) };
@@ -147,8 +159,8 @@ async fn serve_connection(
     });
     let connection = http1::Builder::new()
         .timer(TokioTimer::new())
-        .header_read_timeout(header_timeout)
-        .serve_connection(TokioIo::new(tcp), service)
+        .header_read_timeout(timeouts.header)
+        .serve_connection(TokioIo::new(SendDeadline::new(tcp, timeouts.send)), service)
         .with_upgrades();
     tokio::pin!(connection);
     let mut closing = false;

@@ -29,7 +29,7 @@ pub struct Server {
     state: AppState,
     shutdown: ShutdownPolicy,
     connections: Connections,
-    header_timeout: Duration,
+    timeouts: listen::Timeouts,
 }
 
 /// How a shutdown went.
@@ -100,7 +100,7 @@ impl Server {
             state,
             shutdown: config.shutdown,
             connections,
-            header_timeout: limits.header_timeout,
+            timeouts: listen::Timeouts { header: limits.header_timeout, send: limits.send_timeout },
         })
     }
 
@@ -119,7 +119,7 @@ impl Server {
     /// terminal envelope, wait for the harness processes, and return.
     pub async fn run(self, signal: impl Future<Output = ()> + Send + 'static) -> std::io::Result<ShutdownReport> {
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-        let serve = listen::serve(self.listener, router(self.state), self.connections, self.header_timeout, stop_rx);
+        let serve = listen::serve(self.listener, router(self.state), self.connections, self.timeouts, stop_rx);
         tokio::pin!(serve);
         tokio::select! {
             () = &mut serve => {

@@ -78,6 +78,40 @@ async fn a_connection_that_sends_nothing_or_trickles_its_head_is_closed_after_th
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_sends_requests_and_never_reads_the_responses_loses_its_connection() {
+    let mark = new_mark("send-timeout");
+    let mut config = config(&mark);
+    config.limits.max_connections = 2;
+    config.limits.send_timeout = Duration::from_millis(500);
+    let server = TestServer::start(config, mark).await;
+    // Every slot taken by a client that pipelines thousands of requests and reads nothing (a
+    // small receive buffer, so the server's sends stall soon).
+    let mut hogs = Vec::new();
+    for _ in 0..2 {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.set_recv_buffer_size(4096).unwrap();
+        let tcp = socket.connect(server.addr).await.unwrap();
+        let (_read, mut write) = tcp.into_split();
+        hogs.push((
+            _read,
+            tokio::spawn(async move {
+                let request = b"GET /assets/timeline.js HTTP/1.1\r\nHost: x\r\n\r\n".repeat(3000);
+                let _ = write.write_all(&request).await;
+                write
+            }),
+        ));
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The slots come back once the sends have stalled for the limit: others are served.
+    let started = Instant::now();
+    let served = tokio::time::timeout(Duration::from_secs(20), health(&server)).await;
+    assert_eq!(served.expect("a slot came back")["status"], "ok");
+    assert!(started.elapsed() >= Duration::from_millis(250), "not before the sends stalled: {:?}", started.elapsed());
+    drop(hogs);
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_body_that_does_not_arrive_in_time_is_a_408_naming_the_limit() {
     let mark = new_mark("body-timeout");
     let mut config = config(&mark);
