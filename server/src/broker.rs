@@ -429,7 +429,7 @@ impl RunBroker {
         run_id: &str,
         after: Option<u64>,
     ) -> Result<BrokerSubscription, BrokerError> {
-        self.inner.registry.get(tenant, run_id).await?.ok_or(BrokerError::NotFound)?;
+        let info = self.inner.registry.get(tenant, run_id).await?.ok_or(BrokerError::NotFound)?;
         let limits = &self.inner.limits;
         let slot = {
             let mut st = self.inner.state.lock().expect("broker state");
@@ -451,7 +451,11 @@ impl RunBroker {
                 of_tenant,
             }
         };
-        let inner = self.inner.log.subscribe(tenant, run_id, after).await.map_err(|e| match e {
+        let subscribed = match info.last_sequence.filter(|_| info.status != RunStatus::Running) {
+            Some(last) => self.inner.log.subscribe_ended(tenant, run_id, after, last).await,
+            None => self.inner.log.subscribe(tenant, run_id, after).await,
+        };
+        let inner = subscribed.map_err(|e| match e {
             SubscribeError::UnknownRun => BrokerError::NotFound,
             SubscribeError::AfterBeyondEnd { after, last } => BrokerError::AfterBeyondEnd { after, last },
             SubscribeError::Complete => BrokerError::Complete,

@@ -80,6 +80,19 @@ pub trait EventLog: Send + Sync + 'static {
         run_id: &str,
         after: Option<u64>,
     ) -> Result<Box<dyn Subscription>, SubscribeError>;
+    /// [`EventLog::subscribe`] to a run whose record says it ended at sequence `last`. A log
+    /// whose retention may have removed all of a run (the cluster's) answers from that: the
+    /// missing numbers as a gap, and the end.
+    async fn subscribe_ended(
+        &self,
+        tenant: &TenantId,
+        run_id: &str,
+        after: Option<u64>,
+        last: u64,
+    ) -> Result<Box<dyn Subscription>, SubscribeError> {
+        let _ = last;
+        self.subscribe(tenant, run_id, after).await
+    }
     /// The last sequence number the run's log covers so far (`None`: nothing yet, or unknown).
     async fn last_covered(&self, tenant: &TenantId, run_id: &str) -> Option<u64>;
     /// Forget a run (subscribers already attached read on until they finish).
@@ -92,6 +105,32 @@ pub trait EventLog: Send + Sync + 'static {
     /// kept elsewhere (the cluster's: its instances report their `follows` instead).
     fn usage(&self) -> Option<ReplayUsage> {
         None
+    }
+}
+
+/// The subscription to a run of which nothing is left to replay: a gap for the numbers after
+/// the subscriber's, then the end.
+pub(crate) struct NothingLeft(Option<Gap>);
+
+impl NothingLeft {
+    /// For a subscriber at `after` (`None`: the start) of a run that ended at `last`, `after`
+    /// being before `last`.
+    pub(crate) fn new(run_id: &str, after: Option<u64>, last: u64) -> Self {
+        let missing = last - after.map_or(0, |a| a + 1) + 1;
+        NothingLeft(Some(Gap::new(run_id, GapReason::Evicted, after, missing, None)))
+    }
+}
+
+#[async_trait]
+impl Subscription for NothingLeft {
+    async fn next_batch(&mut self, out: &mut Vec<Delivered>, _max: usize) -> bool {
+        match self.0.take() {
+            Some(gap) => {
+                out.push(Delivered::Gap(gap));
+                true
+            }
+            None => false,
+        }
     }
 }
 
@@ -458,6 +497,22 @@ impl Subscription for MemorySubscription {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_run_of_which_nothing_is_left_gives_one_gap_and_ends() {
+        for (after, missing) in [(None, 11), (Some(3), 7), (Some(9), 1)] {
+            let mut sub = NothingLeft::new("r", after, 10);
+            let mut out = Vec::new();
+            assert!(sub.next_batch(&mut out, 8).await);
+            let [Delivered::Gap(gap)] = &out[..] else { panic!("{out:?}") };
+            assert_eq!(
+                (gap.reason, gap.after, gap.missing, gap.resume_from),
+                (GapReason::Evicted, after, missing, None)
+            );
+            out.clear();
+            assert!(!sub.next_batch(&mut out, 8).await && out.is_empty(), "then the end");
+        }
+    }
     use bytes::Bytes;
 
     use crate::frame::FRAME_BOOKKEEPING_BYTES;

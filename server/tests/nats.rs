@@ -171,11 +171,12 @@ mod cluster {
         }
         t.push_str(&format!(
             "[shutdown]\nkill_grace_secs = 2\n[nats]\nurl = {}\nlease_secs = {}\nstart_timeout_secs = {}\nretention_bytes = {}\n\
-             [worker]\nmax_runs = {max_runs}\n",
+             retention_secs = {}\n[worker]\nmax_runs = {max_runs}\n",
             toml_string(&nats.url),
             nats.lease.as_secs(),
             nats.start_timeout.as_secs(),
             nats.retention_bytes,
+            nats.retention_age.as_secs_f64(),
         ));
         t
     }
@@ -279,6 +280,8 @@ mod cluster {
         max_runs: usize,
         runs_per_tenant: usize,
         retention_bytes: u64,
+        /// The events stream's and the runs bucket's age limit.
+        retention: Duration,
         max_payload: Option<usize>,
         /// The serve instances' `limits.replay_bytes` (what each keeps of a run it reads).
         replay_bytes: Option<usize>,
@@ -291,6 +294,7 @@ mod cluster {
                 max_runs: 4,
                 runs_per_tenant: 16,
                 retention_bytes: 1 << 30,
+                retention: Duration::from_secs(24 * 3600),
                 max_payload: None,
                 replay_bytes: None,
             }
@@ -308,12 +312,14 @@ mod cluster {
 
     impl Cluster {
         async fn start(test: &str, setup: Setup) -> Option<Cluster> {
-            let Setup { lease_secs, max_runs, runs_per_tenant, retention_bytes, max_payload, replay_bytes } = setup;
+            let Setup { lease_secs, max_runs, runs_per_tenant, retention_bytes, retention, max_payload, replay_bytes } =
+                setup;
             let nats = NatsServer::start(test, max_payload)?;
             let mut settings = NatsSettings::new(nats.url());
             settings.lease = Duration::from_secs(lease_secs);
             settings.start_timeout = Duration::from_secs(20);
             settings.retention_bytes = retention_bytes;
+            settings.retention_age = retention;
             let workers: Vec<WorkerProcess> = (1..=2)
                 .map(|i| {
                     let mark = new_mark(&format!("{test}-w{i}"));
@@ -745,6 +751,123 @@ mod cluster {
         let gap = old.events[0].json();
         assert_eq!((gap["after"].as_u64(), gap["missing"].as_u64()), (Some(3), Some(first_kept - 4)));
         assert_eq!(old.envelopes(), kept);
+    }
+
+    /// Whether retention left anything of run `id` (tenant A) in the events stream.
+    async fn anything_left(cluster: &Cluster, id: &str) -> bool {
+        let client = async_nats::connect(cluster.nats.url()).await.expect("connect to NATS");
+        let js = async_nats::jetstream::new(client);
+        let stream = js.get_stream(cluster.settings.events_stream()).await.expect("the events stream");
+        stream.direct_get_last_for_subject(cluster.settings.events_subject("a", id)).await.is_ok()
+    }
+
+    /// The last sequence the record of run `id` (tenant A) holds, once it holds one.
+    async fn recorded_last_sequence(cluster: &Cluster, id: &str) -> u64 {
+        let client = async_nats::connect(cluster.nats.url()).await.expect("connect to NATS");
+        let runs = async_nats::jetstream::new(client).get_key_value(cluster.settings.runs_bucket()).await.unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let record = runs.get(cluster.settings.run_key("a", id)).await.unwrap().expect("the run's record");
+            let record: Value = serde_json::from_slice(&record).unwrap();
+            if let Some(last) = record["run"]["lastSequence"].as_u64() {
+                return last;
+            }
+            assert!(Instant::now() < deadline, "no progress recorded: {record}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Run the 2 MB flood to its end: with 1 MiB of retention, it pushes every other run out.
+    async fn flood_out_everything_else(cluster: &Cluster) {
+        let flood = cluster.a.start_run(TOKEN_A, "deluge").await;
+        assert_eq!(cluster.b.wait_ended(TOKEN_A, &flood).await["status"], "completed");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_run_that_retention_emptied_goes_on_ends_once_and_then_says_what_is_gone() {
+        let Some(cluster) = Cluster::start("emptied", Setup { retention_bytes: 1 << 20, ..Setup::default() }).await
+        else {
+            return;
+        };
+        let (a, b) = (&cluster.a, &cluster.b);
+        let id = a.start_run(TOKEN_A, "hang").await;
+        wait_past(b, &id, 5).await;
+        let early = spawn_sse(a, &id);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        flood_out_everything_else(&cluster).await;
+        assert!(!anything_left(&cluster, &id).await, "retention removed the running run's envelopes");
+        // The worker publishes on into the emptied subject: the cancel's terminal is stored.
+        let info = b.broker.cancel(&"a".into(), &id, "done", Duration::from_secs(15)).await.unwrap();
+        assert_eq!(info.status, agentstream_server::broker::RunStatus::Cancelled, "{info:?}");
+        let events = tokio::time::timeout(Duration::from_secs(20), early).await.expect("the stream ends").unwrap();
+        let envs: Vec<Value> = events.iter().filter(|e| e.event == "message").map(SseEvent::json).collect();
+        assert_whole_stream(&envs);
+        assert_eq!(reason(envs.last().unwrap()), Some("run_interrupted"));
+        let last = envs.last().unwrap()["sequence"].as_u64().unwrap();
+        // From the start now: what retention removed as a gap, then the terminal.
+        let late = b.sse(TOKEN_A, &id, None, "").await;
+        assert_eq!(late.events[0].event, "gap", "{:?}", late.events);
+        assert_eq!(late.events[0].json()["resumeFrom"].as_u64(), Some(last));
+        assert_eq!(reason(late.envelopes().last().unwrap()), Some("run_interrupted"));
+        // Once nothing at all is left: one gap for everything, and the end.
+        flood_out_everything_else(&cluster).await;
+        assert!(!anything_left(&cluster, &id).await);
+        for (server, after) in [(a, None), (b, Some("4"))] {
+            let gone = tokio::time::timeout(Duration::from_secs(20), server.sse(TOKEN_A, &id, after, ""))
+                .await
+                .expect("the stream of a run of which nothing is left ends");
+            assert_eq!(gone.events.len(), 1, "{:?}", gone.events);
+            let gap = gone.events[0].json();
+            assert_eq!((gap["reason"].as_str(), gap.get("resumeFrom")), (Some("evicted"), None), "{gap}");
+            let missing = last + 1 - after.map_or(0, |a| a.parse::<u64>().unwrap() + 1);
+            assert_eq!(gap["missing"].as_u64(), Some(missing), "{gap}");
+        }
+        assert_eq!(b.sse(TOKEN_A, &id, Some(&last.to_string()), "").await.status, 204, "complete");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_reaper_ends_a_run_that_retention_emptied_after_its_last_sequence() {
+        let setup = Setup { retention_bytes: 1 << 20, lease_secs: 2, ..Setup::default() };
+        let Some(mut cluster) = Cluster::start("emptied-reaped", setup).await else { return };
+        let id = cluster.a.start_run(TOKEN_A, "hang").await;
+        wait_past(&cluster.b, &id, 5).await;
+        let early = spawn_sse(&cluster.a, &id);
+        flood_out_everything_else(&cluster).await;
+        assert!(!anything_left(&cluster, &id).await);
+        // The worker records its progress each third of a lease: the reaper reads that record.
+        let last = recorded_last_sequence(&cluster, &id).await;
+        let (_, info) = cluster.b.get_json(Some(TOKEN_A), &format!("/v1/runs/{id}")).await;
+        let owner = info["worker"].as_str().unwrap().to_string();
+        cluster.worker(&owner).kill();
+        let events = tokio::time::timeout(Duration::from_secs(20), early).await.expect("the stream ends").unwrap();
+        let envs: Vec<Value> = events.iter().filter(|e| e.event == "message").map(SseEvent::json).collect();
+        assert_whole_stream(&envs);
+        let terminal = envs.last().unwrap();
+        assert_eq!((reason(terminal), terminal["sequence"].as_u64()), (Some("run_failed"), Some(last + 1)));
+        let done = cluster.a.wait_ended(TOKEN_A, &id).await;
+        assert_eq!((done["status"].as_str(), done["lastSequence"].as_u64()), (Some("failed"), Some(last + 1)));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_quiet_run_outlives_the_age_limit_of_records() {
+        let setup = Setup { retention: Duration::from_secs(4), lease_secs: 2, max_runs: 1, ..Setup::default() };
+        let Some(cluster) = Cluster::start("quiet", setup).await else { return };
+        let id = cluster.a.start_run(TOKEN_A, "hang").await;
+        // Silent for three age limits: its record is written again before it ages out, so the
+        // run stays visible, cancellable, and counted against its worker.
+        tokio::time::sleep(Duration::from_secs(12)).await;
+        for server in [&cluster.a, &cluster.b] {
+            let (status, body) = server.get_json(Some(TOKEN_A), &format!("/v1/runs/{id}")).await;
+            assert_eq!((status, body["status"].as_str()), (200, Some("running")), "{body}");
+        }
+        let info = cluster.b.broker.cancel(&"a".into(), &id, "done", Duration::from_secs(15)).await.unwrap();
+        assert_eq!(info.status, agentstream_server::broker::RunStatus::Cancelled, "{info:?}");
+        // A released lease leaves a delete marker: the leases bucket's age limit removes it (every
+        // live key is renewed well within it), so markers do not pile up over the runs.
+        let client = async_nats::connect(cluster.nats.url()).await.expect("connect to NATS");
+        let js = async_nats::jetstream::new(client);
+        let leases = js.get_key_value(cluster.settings.leases_bucket()).await.unwrap();
+        assert_eq!(leases.status().await.unwrap().max_age(), Duration::from_secs(60));
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

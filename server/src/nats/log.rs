@@ -20,7 +20,7 @@ use super::follow::{FollowBudget, Followers, MAX_CONSECUTIVE_ERRORS, Next, Sourc
 use super::wire::{self, Meta};
 use crate::auth::TenantId;
 use crate::frame::{Delivered, Frame, Gap, GapReason, Notice, NoticeReason};
-use crate::log::{EventLog, SubscribeError, Subscription};
+use crate::log::{EventLog, NothingLeft, SubscribeError, Subscription};
 
 /// The smallest message the writer packs (every NATS server accepts far more).
 const MIN_MESSAGE_BYTES: usize = 1024;
@@ -134,6 +134,13 @@ impl JetStreamLog {
                                 });
                             }
                             return Published::Lost;
+                        }
+                        // Retention (the stream's age or byte limit) removed every message of
+                        // the run: nobody else wrote since (a write would be there, newer than
+                        // ours), so the run goes on in an empty subject.
+                        Err(e) if e.kind() == DirectGetErrorKind::NotFound => {
+                            w.last_stream_seq = 0;
+                            continue;
                         }
                         Err(_) => {} // cannot tell now: retry
                     }
@@ -257,6 +264,22 @@ impl EventLog for JetStreamLog {
             closing: self.closing.subscribe(),
             errors: 0,
         }))
+    }
+
+    async fn subscribe_ended(
+        &self,
+        tenant: &TenantId,
+        run_id: &str,
+        after: Option<u64>,
+        last: u64,
+    ) -> Result<Box<dyn Subscription>, SubscribeError> {
+        let subject = self.cluster.settings.events_subject(tenant, run_id);
+        match tail(&self.cluster, &subject).await.map_err(SubscribeError::Unavailable)? {
+            Some(_) => self.subscribe(tenant, run_id, after).await,
+            // Retention removed every message of the run.
+            None if after.is_some_and(|a| a >= last) => Err(SubscribeError::Complete),
+            None => Ok(Box::new(NothingLeft::new(run_id, after, last))),
+        }
     }
 
     async fn last_covered(&self, tenant: &TenantId, run_id: &str) -> Option<u64> {

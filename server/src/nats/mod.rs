@@ -297,6 +297,10 @@ impl Cluster {
                 history: 1,
                 // Expired keys leave a marker (what the reapers watch for), kept this long.
                 limit_markers: Some((settings.lease * 4).max(Duration::from_secs(60))),
+                // Every live key is renewed each third of a lease: what is older is a released
+                // lease's delete marker or a withdrawn worker's purge, which would otherwise stay
+                // (and be replayed by every process that starts) for ever.
+                max_age: (settings.lease * 4).max(Duration::from_secs(60)),
                 storage: stream::StorageType::File,
                 num_replicas: settings.replicas,
                 ..Default::default()

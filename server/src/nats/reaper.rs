@@ -75,9 +75,10 @@ async fn reap_once(shared: &Shared, key: &str) -> Result<bool, String> {
         return Ok(shared.write(key, &stored, revision).await?.is_some() || ended(shared, key).await);
     }
     // Where the terminal goes: after the last whole envelope (an envelope whose last parts never
-    // came is replaced).
+    // came is replaced). With nothing left of the run in the stream (retention removed it), after
+    // the last one its record knows of: subscribers that read that far take it as the next.
     let sequence = match &last {
-        None => 0,
+        None => stored.run.last_sequence.map_or(0, |l| l + 1),
         Some(t) if t.meta.is_incomplete_part() => t.meta.first,
         Some(t) => t.meta.last + 1,
     };

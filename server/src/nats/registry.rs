@@ -107,6 +107,9 @@ struct Owned {
     lease_revision: u64,
     /// Progress not yet written.
     dirty: bool,
+    /// When the record was last written: it is written again before the runs bucket's age
+    /// limit would remove it (a running run may print nothing for longer than that).
+    written: tokio::time::Instant,
     /// Lost to a reaper: nothing more is written.
     lost: bool,
 }
@@ -469,13 +472,16 @@ async fn keep_leases(shared: Arc<Shared>) {
                 let _ = ack.await;
             }
         }
+        // Records written longer ago than half the runs bucket's age limit are written again.
+        let retention = shared.cluster.settings.retention_age;
+        let aging = |written: tokio::time::Instant| !retention.is_zero() && written.elapsed() >= retention / 2;
         let runs: Vec<(String, TenantId, u64, bool)> = shared
             .owned
             .lock()
             .expect("owned")
             .iter()
             .filter(|(_, o)| !o.lost)
-            .map(|(id, o)| (id.clone(), o.tenant.clone(), o.lease_revision, o.dirty))
+            .map(|(id, o)| (id.clone(), o.tenant.clone(), o.lease_revision, o.dirty || aging(o.written)))
             .collect();
         for (run_id, tenant, lease_revision, dirty) in runs {
             renew(&shared, &tenant, &run_id, lease_revision).await;
@@ -537,6 +543,7 @@ async fn write_progress(shared: &Shared, tenant: &TenantId, run_id: &str) {
         Ok(Some(rev)) => {
             if let Some(o) = shared.owned.lock().expect("owned").get_mut(run_id) {
                 o.record_revision = rev;
+                o.written = tokio::time::Instant::now();
             }
         }
         Ok(None) => {
@@ -587,6 +594,7 @@ impl RunRegistry for NatsRegistry {
                 record_revision,
                 lease_revision,
                 dirty: false,
+                written: tokio::time::Instant::now(),
                 lost: false,
             },
         );

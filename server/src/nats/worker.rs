@@ -17,7 +17,7 @@ use tokio::sync::{Semaphore, mpsc, watch};
 use super::log::{JetStreamLog, LostRun};
 use super::registry::{NatsRegistry, WorkerPresence};
 use super::wire::{self, WorkReply, WorkRequest};
-use super::{Cluster, FollowBudget, NatsSettings, token};
+use super::{Cluster, FollowBudget, NatsSettings};
 use crate::auth::TenantId;
 use crate::broker::{BrokerError, BrokerLimits, RunBroker};
 use crate::config::{ServeConfig, ShutdownMode};
@@ -186,14 +186,15 @@ impl Worker {
         Ok(WorkerReport { running_at_signal, all_runs_ended })
     }
 
-    /// The durable consumer of `agent`'s requests, shared by every worker that runs it.
+    /// The durable consumer of `agent`'s requests, shared by every worker that runs it (named
+    /// by [`consumer_name`]).
     async fn consumer(&self, agent: &str) -> Result<consumer::Consumer<pull::Config>, String> {
         let settings = &self.cluster.settings;
         let info = self.cluster.work.cached_info();
         if info.config.retention != RetentionPolicy::WorkQueue {
             return Err(format!("the stream {} is not a work queue", settings.work_stream()));
         }
-        let name = format!("work-{}", token(agent).replace('=', "_2E_"));
+        let name = consumer_name(agent);
         self.cluster
             .work
             // Created, or updated to this version's settings.
@@ -354,4 +355,25 @@ async fn listen_for_cancel(
             }
         }
     }))
+}
+
+/// The name of the work queue's consumer for `agent` (names are `[A-Za-z0-9._-]`): one name per
+/// agent name, as a consumer name may not hold a `.`. `_` escapes itself and the dot (`_5F_`,
+/// `_2E_`), so that `x.y` and `x_2E_y` get two consumers, not one that both would overwrite.
+fn consumer_name(agent: &str) -> String {
+    format!("work-{}", agent.replace('_', "_5F_").replace('.', "_2E_"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_agent_name_has_a_consumer_of_its_own() {
+        let names = ["claude", "x.y", "x_2E_y", "x_y", "x_5F_y", "a.b_c"];
+        let consumers: std::collections::HashSet<String> = names.iter().map(|n| consumer_name(n)).collect();
+        assert_eq!(consumers.len(), names.len(), "{consumers:?}");
+        assert!(consumers.iter().all(|c| !c.contains('.')));
+        assert_eq!(consumer_name("claude"), "work-claude");
+    }
 }
