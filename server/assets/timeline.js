@@ -149,7 +149,9 @@
       if (!piece) return;
       const cur = this.current;
       if (cur && cur.kind === kind && (cur.messageId === (messageId || null) || !messageId || !cur.messageId)) {
-        cur.body.textContent += piece;
+        // A text node per piece: `textContent +=` copied the whole block again for every piece
+        // (a flood of deltas froze the tab for a minute).
+        cur.body.append(piece);
         return;
       }
       let li;

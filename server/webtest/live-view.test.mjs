@@ -185,3 +185,25 @@ test('agentstream view writes a page that renders the run offline', async () => 
   await page.screenshot({ path: join(out, 'offline-view.png'), fullPage: true });
   assert.deepEqual(problems, []);
 });
+
+test('a flood of text deltas renders as one block, every character once', async () => {
+  // 30,000 deltas of 200 characters: a page that copied the block for every delta took a minute
+  // (past this test's timeout); appending each piece takes a moment.
+  const trace = join(out, 'flood.jsonl');
+  const piece = 'abcdefghij'.repeat(20);
+  const lines = [JSON.stringify({ type: 'system', subtype: 'init', session_id: 's', model: 'm', tools: [] })];
+  for (let i = 0; i < 30000; i++) {
+    const event = { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: piece } };
+    lines.push(JSON.stringify({ type: 'stream_event', event, session_id: 's', parent_tool_use_id: null }));
+  }
+  writeFileSync(trace, lines.join('\n') + '\n');
+  const file = join(out, 'flood.html');
+  execFileSync(bin, ['view', '--agent', 'claude', trace, '-o', file], { stdio: 'ignore' });
+  const url = pathToFileURL(file).href;
+  const { page, problems } = await newPage(url);
+  await page.goto(url, { timeout: 20000 });
+  const blocks = page.locator('.entry.message .text');
+  assert.equal(await blocks.count(), 1);
+  assert.equal(await blocks.evaluate((e) => e.textContent.length), 30000 * piece.length);
+  assert.deepEqual(problems, []);
+});
