@@ -81,7 +81,8 @@ pub fn serve_command(config_path: Option<&Path>, listen: Option<&str>, nats: Opt
             }
         };
         let addr = server.local_addr();
-        announce(&config, addr, token.as_deref());
+        let local = token.as_deref().map(|t| (t, server.sign_in_code("local", t)));
+        announce(&config, addr, local);
         let report = match server.run(shutdown_signal("serve")).await {
             Ok(r) => r,
             Err(e) => {
@@ -104,8 +105,9 @@ pub fn serve_command(config_path: Option<&Path>, listen: Option<&str>, nats: Opt
 }
 
 /// What a person (and a test) needs to start: the address and, for the generated tenant, the
-/// token — printed here once and never again (only its SHA-256 is kept).
-fn announce(config: &ServeConfig, addr: std::net::SocketAddr, token: Option<&str>) {
+/// token — printed here once and never again (only its SHA-256 is kept) — with a one-time
+/// sign-in link for the live view (the token itself in a link would stay in browser history).
+fn announce(config: &ServeConfig, addr: std::net::SocketAddr, local: Option<(&str, String)>) {
     let mut out = io::stdout().lock();
     let base = format!("http://{addr}");
     let _ = writeln!(out, "agentstream serve: listening on {base}");
@@ -123,10 +125,10 @@ fn announce(config: &ServeConfig, addr: std::net::SocketAddr, token: Option<&str
             );
         }
     }
-    match token {
-        Some(token) => {
+    match local {
+        Some((token, code)) => {
             let _ = writeln!(out, "agentstream serve: token of tenant \"local\" (shown once, not stored): {token}");
-            let _ = writeln!(out, "agentstream serve: live view: {base}/#token={token}");
+            let _ = writeln!(out, "agentstream serve: live view (the link signs in once): {base}/#code={code}");
             let example = agents.first().copied().unwrap_or("claude");
             let _ = writeln!(
                 out,

@@ -139,7 +139,18 @@ fn sigterm_and_sigint_end_every_run_deliver_the_terminal_and_leave_no_harness() 
         let dir = scratch(name);
         let mark = format!("serve-{name}-{}", std::process::id());
         let mut server = serve(&config_with_hanging_agent(&dir, &mark));
-        assert!(server.stdout.iter().any(|l| l.contains("/#token=")), "the live view's address: {:?}", server.stdout);
+        // The live view's link signs in once, and holds no token (a browser's history keeps it).
+        let link = server.stdout.iter().find_map(|l| l.split_once("/#code=")).map(|(_, code)| code.trim().to_string());
+        let code = link.unwrap_or_else(|| panic!("the live view's link: {:?}", server.stdout));
+        assert!(code.starts_with("asl_") && !server.stdout.iter().any(|l| l.contains("#token=")));
+        let redeem = format!("{{\"code\":\"{code}\"}}");
+        let (status, body) = http(&server.addr, "POST", "/v1/session", "", &redeem);
+        assert_eq!(status, 200, "{body}");
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!((v["tenant"].as_str(), v["token"].as_str()), (Some("local"), Some(server.token.as_str())));
+        assert_eq!(http(&server.addr, "POST", "/v1/session", "", &redeem).0, 401, "once");
+        let (status, body) = http(&server.addr, "GET", "/v1/whoami", &server.token, "");
+        assert_eq!((status, body.contains("\"tenant\":\"local\"")), (200, true), "{body}");
         let mut ids = Vec::new();
         for _ in 0..2 {
             let (status, body) =

@@ -1,8 +1,10 @@
 // agentstream live view: the tenant's runs, a form to start one, and the live timeline of the
 // selected run, streamed over Server-Sent Events and resumed by sequence after a reconnect.
 //
-// The token comes from the page's fragment (`/#token=…`, never sent to the server, removed from
-// the address bar at once) or from the form, and is kept in sessionStorage. The stream is read
+// The token comes from a one-time sign-in link (`/#code=…`, which `agentstream serve` prints:
+// the code is exchanged for the token once, so the browser's history keeps nothing of use) or
+// from the form, and is kept in sessionStorage, never in an address. The header names the
+// tenant the tab is signed in as. The stream is read
 // with fetch (EventSource cannot send an Authorization header); on a dropped connection it
 // reconnects with Last-Event-ID = the last sequence it has, so nothing is shown twice or lost.
 'use strict';
@@ -16,23 +18,51 @@
     return new Promise((resolve) => setTimeout(resolve, ms));
   }
 
-  function readFragment() {
+  /** The fragment's parameters, with the ones that sign in removed from the address at once. */
+  function takeFragment() {
     const params = new URLSearchParams(location.hash.replace(/^#/, ''));
-    const token = params.get('token');
-    if (token) {
-      // A link must not silently move a signed-in tab to another token (another tenant would
-      // then read what is typed here): ask first.
-      const current = sessionStorage.getItem(TOKEN_KEY);
-      const replace = !current || current === token || window.confirm(
-        'This link signs this tab in with a different token (another tenant, possibly someone ' +
-        "else's). Runs started here would then be theirs to read. Use the link's token?");
-      if (replace) sessionStorage.setItem(TOKEN_KEY, token);
+    const signIn = { code: params.get('code'), token: params.get('token') };
+    if (signIn.code || signIn.token) {
+      params.delete('code');
       params.delete('token');
       const rest = params.toString();
       history.replaceState(null, '', location.pathname + (rest ? `#${rest}` : ''));
     }
-    state.token = sessionStorage.getItem(TOKEN_KEY);
-    return params.get('run');
+    return { signIn, run: params.get('run') };
+  }
+
+  /** Sign in from the fragment; a message for the login form when that did not work. */
+  async function signInFrom({ code, token }) {
+    if (token) {
+      // Not taken: an address holding a token stays in the browser's history.
+      return 'Links with a token are not accepted (the browser would keep the token in its history): ' +
+        'paste the token here, or open the sign-in link `agentstream serve` printed.';
+    }
+    if (!code) return '';
+    let response;
+    try {
+      response = await fetch('/v1/session', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ code }),
+      });
+    } catch (_) {
+      return 'The server could not be reached to use the sign-in link.';
+    }
+    if (!response.ok) return errorText(response);
+    const { token: given } = await response.json();
+    sessionStorage.setItem(TOKEN_KEY, given);
+    return '';
+  }
+
+  /** Show whose runs this tab shows. */
+  async function showTenant() {
+    try {
+      const response = await api('/v1/whoami');
+      if (response.ok) $('tenant').textContent = `tenant ${(await response.json()).tenant}`;
+    } catch (_) {
+      /* shown by api() */
+    }
   }
 
   async function api(path, init) {
@@ -275,12 +305,16 @@
   // ---- start -------------------------------------------------------------------------------
 
   async function boot() {
-    const runFromUrl = readFragment();
+    const { signIn, run: runFromUrl } = takeFragment();
+    const message = await signInFrom(signIn);
+    state.token = sessionStorage.getItem(TOKEN_KEY);
     if (!state.token) {
-      showLogin('');
+      showLogin(message);
       return;
     }
     showApp();
+    if (message) $('run-message').textContent = message;
+    await showTenant();
     await loadAgents();
     await refreshList();
     if (runFromUrl) await select(runFromUrl);

@@ -71,6 +71,32 @@ pub fn new_token() -> String {
     token
 }
 
+/// One-time sign-in links for the live view: `agentstream serve` prints `/#code=…` instead of
+/// the token itself, because an address a browser opened stays in its history (and its sync)
+/// even when the page removes it from the address bar. A code gives its tenant's token once and
+/// is then worthless, so the history keeps nothing of use.
+#[derive(Debug, Default)]
+pub struct SignInLinks {
+    /// By the code's digest: the tenant and its token.
+    codes: std::sync::Mutex<std::collections::HashMap<[u8; 32], (TenantId, String)>>,
+}
+
+impl SignInLinks {
+    /// A new code that gives `token`, the token of `tenant`, once.
+    pub fn add(&self, tenant: &str, token: &str) -> String {
+        let code = new_token().replacen("ast_", "asl_", 1);
+        let digest = TokenDigest::of(&code).0;
+        self.codes.lock().expect("sign-in codes").insert(digest, (TenantId::from(tenant), token.to_string()));
+        code
+    }
+
+    /// The tenant and token `code` gives, the first time it is presented; `None` after, or for
+    /// a code never made.
+    pub fn redeem(&self, code: &str) -> Option<(TenantId, String)> {
+        self.codes.lock().expect("sign-in codes").remove(&TokenDigest::of(code).0)
+    }
+}
+
 /// A tenant's identity inside the server: its configured name.
 pub type TenantId = Arc<str>;
 
@@ -114,6 +140,18 @@ impl Tenants {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sign_in_code_gives_its_token_once() {
+        let links = SignInLinks::default();
+        let code = links.add("local", "ast_secret");
+        let other = links.add("local", "ast_secret");
+        assert!(code.starts_with("asl_") && code != other && !code.contains("secret"));
+        assert_eq!(links.redeem("asl_never_made"), None);
+        assert_eq!(links.redeem(&code), Some((TenantId::from("local"), "ast_secret".to_string())));
+        assert_eq!(links.redeem(&code), None, "used");
+        assert!(links.redeem(&other).is_some(), "each code on its own");
+    }
 
     #[test]
     fn digests_and_hex() {

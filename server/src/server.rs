@@ -114,6 +114,12 @@ impl Server {
         &self.broker
     }
 
+    /// A one-time sign-in code for the live view that gives `token`, the token of `tenant`:
+    /// open `/#code=<code>` (see [`SignInLinks`](crate::auth::SignInLinks)).
+    pub fn sign_in_code(&self, tenant: &str, token: &str) -> String {
+        self.state.sign_in().add(tenant, token)
+    }
+
     /// Serve until `signal` completes, then shut down: stop accepting connections and runs,
     /// end every run (or drain them, by [`ShutdownPolicy`]) so that each stream delivers its
     /// terminal envelope, wait for the harness processes, and return.

@@ -32,6 +32,7 @@ const FLAGS = [
 let server;
 let base;
 let token;
+let link;
 let browser;
 
 for (const [what, path] of [['agentstream', bin], ['fake harness', fake], ['chromium', executablePath]]) {
@@ -56,9 +57,12 @@ before(async () => {
     if (listening) base = listening[1];
     const shown = line.match(/\(shown once, not stored\): (\S+)/);
     if (shown) token = shown[1];
+    const signIn = line.match(/live view \(the link signs in once\): (\S+)/);
+    if (signIn) link = signIn[1];
     if (line.includes(' try: curl')) break;
   }
-  assert.ok(base && token, 'serve announced its address and token');
+  assert.ok(base && token && link, 'serve announced its address, token and sign-in link');
+  assert.ok(!link.includes(token), 'the link holds no token');
   browser = await chromium.launch({ executablePath, headless: true, args: FLAGS });
 });
 
@@ -94,9 +98,11 @@ async function api(path, init = {}) {
 
 test('a run started from the page shows its tool call and completes', async () => {
   const { page, problems } = await newPage(base);
-  await page.goto(`${base}/#token=${token}`);
+  await page.goto(link);
   await page.waitForSelector('#start-form', { state: 'visible' });
-  assert.ok(!page.url().includes(token), 'the token leaves the address bar at once');
+  assert.ok(!page.url().includes('code='), 'the code leaves the address bar at once');
+  assert.deepEqual(await page.evaluate(() => Object.values(sessionStorage)), [token], 'the link gave the token');
+  assert.equal(await page.locator('#tenant').innerText(), 'tenant local', 'the header says whose runs these are');
   await page.selectOption('#agent', 'claude');
   await page.fill('#prompt', 'List the files');
   await page.click('#start-form button[type=submit]');
@@ -116,39 +122,46 @@ test('a run started from the page shows its tool call and completes', async () =
   assert.deepEqual(problems, []);
 });
 
-test('a link with another token does not replace the one a tab uses without asking', async () => {
+test('a link with a token is refused, and a sign-in link works once', async () => {
   const { page, problems } = await newPage(base);
-  await page.goto(`${base}/#token=${token}`);
-  await page.waitForSelector('#start-form', { state: 'visible' });
   const stored = () => page.evaluate(() => Object.values(sessionStorage));
-  assert.deepEqual(await stored(), [token]);
-  // Declined: the tab keeps its token, and the link's leaves the address bar all the same.
-  const asked = [];
-  page.once('dialog', (d) => {
-    asked.push(d.message());
-    d.dismiss();
-  });
-  await page.goto(`${base}/#token=someone-elses-token`);
-  await page.reload();
-  await page.waitForSelector('#start-form', { state: 'visible' });
-  assert.equal(asked.length, 1, 'asked once');
-  assert.match(asked[0], /different token/);
-  assert.deepEqual(await stored(), [token], 'the tab kept its token');
-  assert.ok(!page.url().includes('someone-elses-token'));
-  // The same token again: nothing to ask.
-  page.once('dialog', () => asked.push('unexpected'));
+  // A token in an address would stay in the browser's history: not taken, and removed.
   await page.goto(`${base}/#token=${token}`);
+  await page.waitForSelector('#login', { state: 'visible' });
+  assert.match(await page.locator('#login-message').innerText(), /not accepted/);
+  assert.deepEqual(await stored(), []);
+  assert.ok(!page.url().includes(token));
+  // The first test used the sign-in link: it gives nothing a second time.
+  await page.goto(link);
   await page.reload();
+  await page.waitForSelector('#login', { state: 'visible' });
+  assert.match(await page.locator('#login-message').innerText(), /used already/);
+  assert.deepEqual(await stored(), []);
+  // The form still signs in.
+  await page.fill('#token', token);
+  await page.click('#login-form button[type=submit]');
   await page.waitForSelector('#start-form', { state: 'visible' });
-  assert.equal(asked.length, 1);
-  assert.deepEqual(problems, []);
+  assert.deepEqual(await stored(), [token]);
+  // The used code's answer is a 401, which the browser logs; nothing else went wrong.
+  assert.deepEqual(problems.filter((p) => !p.includes('status of 401')), []);
+  assert.equal(problems.length, 1);
 });
+
+/** A page signed in through the form. */
+async function signedIn() {
+  const { page, problems } = await newPage(base);
+  await page.goto(`${base}/`);
+  await page.fill('#token', token);
+  await page.click('#login-form button[type=submit]');
+  await page.waitForSelector('#start-form', { state: 'visible' });
+  return { page, problems };
+}
 
 test('the live timeline resumes after dropped connections without showing anything twice', async () => {
   const { status, body } = await api('/v1/runs', { method: 'POST', body: JSON.stringify({ agent: 'slow', prompt: 'List the files' }) });
   assert.equal(status, 201);
-  const { page, problems } = await newPage(base);
-  await page.goto(`${base}/#token=${token}&run=${body.id}`);
+  const { page, problems } = await signedIn();
+  await page.evaluate((id) => window.agentstreamLive.select(id), body.id);
   await page.waitForSelector('.entry', { timeout: 15000 });
   let drops = 0;
   while ((await page.getAttribute('#run-status', 'data-status')) === 'running' && drops < 4) {

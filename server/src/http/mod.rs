@@ -5,6 +5,8 @@
 //! | `GET /` , `GET /assets/{file}` | the live run view (no authentication: it holds no data) |
 //! | `GET /healthz` | `{"status": "ok" \| "degraded" \| "shutting_down", "running": N, "connections": {…}, "replay"?: {…}, "backend"?: {…}}` |
 //! | `GET /v1/agents` | the agent names a run may use |
+//! | `GET /v1/whoami` | the caller's tenant: `{"tenant": "…"}` |
+//! | `POST /v1/session` | redeem a sign-in code (no token needed): `{"code": "asl_…"}` → `{"tenant", "token"}`, once |
 //! | `POST /v1/runs` | start a run: `{"agent", "prompt", "model"?, "resume"?}` → 201 |
 //! | `GET /v1/runs` | the caller's runs, newest first |
 //! | `GET /v1/runs/{id}` | one run: status and, once ended, its result |
@@ -12,11 +14,12 @@
 //! | `GET /v1/runs/{id}/ws` | WebSocket: the same envelopes, one text message each |
 //! | `POST /v1/runs/{id}/cancel` | cancel; the run ends with one terminal envelope |
 //!
-//! Everything under `/v1` needs `Authorization: Bearer <token>`: none or an unknown token is 401;
-//! another tenant's run is 404 on every route, exactly like an id that does not exist.
+//! Everything else under `/v1` needs `Authorization: Bearer <token>`: none or an unknown token is
+//! 401; another tenant's run is 404 on every route, exactly like an id that does not exist.
 
 mod error;
 mod runs;
+mod session;
 mod stream;
 
 use std::sync::Arc;
@@ -31,7 +34,7 @@ use axum::routing::{get, post};
 
 pub use error::ApiError;
 
-use crate::auth::{TenantId, Tenants};
+use crate::auth::{SignInLinks, TenantId, Tenants};
 use crate::broker::RunBroker;
 use crate::listen::Connections;
 
@@ -49,6 +52,7 @@ struct AppInner {
     heartbeat: Duration,
     cancel_wait: Duration,
     connections: Connections,
+    sign_in: SignInLinks,
 }
 
 impl AppState {
@@ -62,12 +66,26 @@ impl AppState {
         cancel_wait: Duration,
         connections: Connections,
     ) -> Self {
-        let inner = AppInner { broker, tenants, max_body_bytes, body_timeout, heartbeat, cancel_wait, connections };
+        let inner = AppInner {
+            broker,
+            tenants,
+            max_body_bytes,
+            body_timeout,
+            heartbeat,
+            cancel_wait,
+            connections,
+            sign_in: SignInLinks::default(),
+        };
         AppState { inner: Arc::new(inner) }
     }
 
     pub(crate) fn broker(&self) -> &RunBroker {
         &self.inner.broker
+    }
+
+    /// The one-time sign-in codes of the live view.
+    pub(crate) fn sign_in(&self) -> &SignInLinks {
+        &self.inner.sign_in
     }
 }
 
@@ -78,6 +96,8 @@ pub fn router(state: AppState) -> Router {
         .route("/assets/{file}", get(crate::view::asset))
         .route("/healthz", get(healthz))
         .route("/v1/agents", get(agents))
+        .route("/v1/whoami", get(session::whoami))
+        .route("/v1/session", post(session::redeem))
         .route("/v1/runs", post(runs::create).get(runs::list))
         .route("/v1/runs/{id}", get(runs::get))
         .route("/v1/runs/{id}/cancel", post(runs::cancel))
