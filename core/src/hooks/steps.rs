@@ -110,7 +110,7 @@ impl Steps {
                 crate::answer::push_capped(&mut step.text, text);
             }
             Some(_) => {
-                let room = SUBAGENTS_TEXT - self.subagents_text;
+                let room = SUBAGENTS_TEXT.saturating_sub(self.subagents_text);
                 let mut cut = room.min(text.len());
                 while !text.is_char_boundary(cut) {
                     cut -= 1;

@@ -195,7 +195,7 @@ impl Streams {
     pub(crate) fn push(&mut self, parent: Option<&str>, piece: Piece, text: &str) {
         let room = match parent {
             None => usize::MAX,
-            Some(_) => SUBAGENTS_HELD - self.subagents_held,
+            Some(_) => SUBAGENTS_HELD.saturating_sub(self.subagents_held),
         };
         let held = self.scope(parent).buffer(piece).push_str(text, room);
         if parent.is_some() {
