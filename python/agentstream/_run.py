@@ -200,11 +200,29 @@ def _describe(exc: BaseException) -> str:
         return f"{type(exc).__name__} (its message could not be read: {type(unreadable).__name__})"
 
 
+class _LoopThread:
+    """An event loop on a thread of its own, for the async handlers of a blocking run whose
+    caller's thread already runs a loop."""
+
+    def __init__(self) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="agentstream-handlers", daemon=True)
+        self._thread.start()
+
+    def run(self, coroutine: Any) -> None:
+        asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
+
+    def close(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join()
+        self._loop.close()
+
+
 class Dispatch:
     """Calls the handlers of each delivery of one run, in order, one at a time; reports handler
     failures to the core (which counts them) and logs the first of each handler."""
 
-    __slots__ = ("_evolve", "_run", "_on_event", "_version", "_table", "_ids", "_loop_runner")
+    __slots__ = ("_evolve", "_run", "_on_event", "_version", "_table", "_ids", "_loop_runner", "_loop_thread")
 
     def __init__(self, evolve: Evolve, run: _native.Run, on_event: HookHandler | None) -> None:
         self._evolve = evolve
@@ -214,6 +232,7 @@ class Dispatch:
         self._table: _Table = {}
         self._ids: _Ids = {}
         self._loop_runner: asyncio.Runner | None = None
+        self._loop_thread: _LoopThread | None = None
 
     def table(self) -> _Table:
         """The handlers of each channel (and ``hook``: ``on_event``), as subscribed now."""
@@ -278,18 +297,27 @@ class Dispatch:
                 self.report(channel, index, payload, sequence, exc)
 
     def _await_sync(self, awaitable: Any) -> None:
-        if self._loop_runner is None:
-            self._loop_runner = asyncio.Runner()
-
         async def wait() -> None:
             await awaitable
 
+        if _running_loop() is not None:
+            # run_sync inside a running event loop (Jupyter, a blocking helper called from async
+            # code): that loop is stuck in this call, so async handlers run on a loop of their own.
+            if self._loop_thread is None:
+                self._loop_thread = _LoopThread()
+            self._loop_thread.run(wait())
+            return
+        if self._loop_runner is None:
+            self._loop_runner = asyncio.Runner()
         self._loop_runner.run(wait())
 
     def close(self) -> None:
         if self._loop_runner is not None:
             self._loop_runner.close()
             self._loop_runner = None
+        if self._loop_thread is not None:
+            self._loop_thread.close()
+            self._loop_thread = None
 
     # -- async -------------------------------------------------------------------------------
 
@@ -540,6 +568,7 @@ class BackgroundRun:
         self._future = future
         self._loop = loop
         self._task: asyncio.Task[RunResult] | None = None
+        self._thread: threading.Thread | None = None
         _RUNNING.add(self)
         future.add_done_callback(lambda _: _RUNNING.discard(self))
 
@@ -572,8 +601,11 @@ class BackgroundRun:
             except BaseException as e:
                 future.set_exception(e)
 
-        threading.Thread(target=drive, name=f"agentstream-{op.run.run_id}").start()
-        return cls(op, future, None)
+        thread = threading.Thread(target=drive, name=f"agentstream-{op.run.run_id}")
+        handle = cls(op, future, None)
+        handle._thread = thread
+        thread.start()
+        return handle
 
     @property
     def run_id(self) -> str:
@@ -599,6 +631,8 @@ class BackgroundRun:
         the run, ``await`` the handle instead (:class:`BusyError`)."""
         if self._loop is not None and self._loop.is_running() and _running_loop() is self._loop:
             raise BusyError("this background run is driven by the running event loop: await it instead of wait()")
+        if threading.current_thread() is self._thread and not self.done():
+            raise BusyError(_WAITS_FOR_ITSELF)
         timeout = millis(timeout_ms, "timeout_ms")
         try:
             return self._future.result(None if timeout is None else timeout / 1000.0)
@@ -608,10 +642,24 @@ class BackgroundRun:
             ) from None
 
     def __await__(self) -> Generator[Any, None, RunResult]:
+        if self._task is not None and not self.done() and _current_task() is self._task:
+            raise BusyError(_WAITS_FOR_ITSELF)
         return asyncio.wrap_future(self._future).__await__()
 
     def __repr__(self) -> str:
         return f"<agentstream.BackgroundRun {self.run_id} {'done' if self.done() else 'running'}>"
+
+
+_WAITS_FOR_ITSELF = (
+    "a run's own handler waited for the run to end, which it cannot do while that handler runs: return "
+    "from the handler (act on the run's end in an on('lifecycle', ...) handler, or wait from elsewhere)")
+
+
+def _current_task() -> asyncio.Task[Any] | None:
+    try:
+        return asyncio.current_task()
+    except RuntimeError:
+        return None
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
@@ -636,6 +684,15 @@ class _StreamBase:
         self._op: Op | None = None
         self._pending: deque[tuple[str, Any, int, int]] = deque()
         self._exhausted = False
+        # Held while a reader takes the next envelope: handlers are called one at a time, in
+        # order, and a second thread or task reading the same stream meanwhile is an error.
+        self._reader = threading.Lock()
+
+    def _one_reader(self) -> None:
+        if not self._reader.acquire(blocking=False):
+            raise RuntimeError(
+                "a stream is read by one reader at a time: another thread or task is taking its next "
+                "envelope (share the envelopes, not the stream)")
 
     def _ensure(self, iterate: bool) -> Op:
         if self._op is None:
@@ -704,6 +761,13 @@ class RunStream(_StreamBase):
         return self
 
     async def __anext__(self) -> Envelope:
+        self._one_reader()
+        try:
+            return await self._next_async()
+        finally:
+            self._reader.release()
+
+    async def _next_async(self) -> Envelope:
         op = self._ensure(iterate=True)
         while True:
             if not self._pending:
@@ -765,6 +829,13 @@ class SyncRunStream(_StreamBase):
         return self
 
     def __next__(self) -> Envelope:
+        self._one_reader()
+        try:
+            return self._next_sync()
+        finally:
+            self._reader.release()
+
+    def _next_sync(self) -> Envelope:
         op = self._ensure(iterate=True)
         while True:
             if not self._pending:

@@ -768,6 +768,108 @@ async def _await(handle: agentstream.BackgroundRun) -> RunResult:
     return await handle
 
 
+def test_a_run_that_waits_for_itself_from_its_own_handler_is_told_so(fake_harness: Path) -> None:
+    # It would wait for ever: the run cannot end while its handler waits.
+    for start in ("thread", "task"):
+        evolve = fake(fake_harness, "claude", "s2-bash")
+        handles: list[agentstream.BackgroundRun] = []
+        errors: list[BaseException] = []
+
+        def sync_handler(_: Any) -> None:
+            if handles and not errors:
+                try:
+                    handles[0].wait()
+                except agentstream.BusyError as e:
+                    errors.append(e)
+
+        async def async_handler(_: Any) -> None:
+            if handles and not errors:
+                try:
+                    await handles[0]
+                except agentstream.BusyError as e:
+                    errors.append(e)
+
+        if start == "thread":
+            evolve.on("content", sync_handler)
+            handles.append(evolve.run_sync("x", background=True))
+            result = handles[0].wait(timeout_ms=30_000)
+        else:
+            evolve.on("content", async_handler)
+
+            async def main() -> RunResult:
+                handles.append(await evolve.run("x", background=True))
+                return await handles[0]
+
+            result = go(main())
+        assert result.state == "completed", start
+        assert len(errors) == 1 and "own handler" in str(errors[0]), (start, errors)
+
+
+def test_a_stream_has_one_reader_at_a_time(fake_harness: Path) -> None:
+    # A second reader while the first is inside a handler is refused, not run beside it.
+    evolve = fake(fake_harness, "claude", "s2-bash")
+    refused: list[BaseException] = []
+
+    def second_reader(stream: Any) -> None:
+        try:
+            next(stream)
+        except RuntimeError as e:
+            refused.append(e)
+
+    def handler(_: Any) -> None:
+        if not refused:
+            t = threading.Thread(target=second_reader, args=(stream,))
+            t.start()
+            t.join()
+
+    evolve.on("stdout", handler)
+    with evolve.stream_sync("x") as stream:
+        envelopes = list(stream)
+    assert envelopes[-1]["channel"] == "lifecycle" and len(refused) == 1
+    assert "one reader at a time" in str(refused[0])
+
+    async def main() -> list[BaseException]:
+        evolve2 = fake(fake_harness, "claude", "s2-bash")
+        seen: list[BaseException] = []
+
+        async def slow(_: Any) -> None:
+            await asyncio.sleep(0.01)
+
+        evolve2.on("lifecycle", slow)
+        async with evolve2.stream("x") as s2:
+            first = asyncio.ensure_future(s2.__anext__())
+            await asyncio.sleep(0)  # the first reader is inside a handler now
+            try:
+                await s2.__anext__()
+            except RuntimeError as e:
+                seen.append(e)
+            await first
+            async for _ in s2:
+                pass
+        return seen
+
+    assert len(go(main())) == 1
+
+
+def test_run_sync_inside_a_running_event_loop_still_awaits_async_handlers(fake_harness: Path) -> None:
+    evolve = fake(fake_harness, "claude", "s2-bash")
+    seen: list[str] = []
+
+    async def handler(event: Any) -> None:
+        await asyncio.sleep(0)
+        seen.append(event["update"]["sessionUpdate"])
+
+    evolve.on("content", handler)
+
+    async def main() -> RunResult:
+        # A blocking helper called from async code (or a notebook cell): run_sync blocks this loop.
+        return evolve.run_sync("x")
+
+    result = go(main())
+    assert result.state == "completed" and result.handler_errors == 0, result
+    assert seen and len(seen) == result.stats["events"], (seen, result.stats)
+
+
 def test_successive_runs_continue_the_conversation(fake_harness: Path, tmp_path: Path) -> None:
     argv_file = tmp_path / "argv.json"
     evolve = fake(fake_harness, "claude", "s2-bash", argv_file=str(argv_file))

@@ -142,16 +142,21 @@ impl Run {
         self.inner.mask.load(Ordering::Acquire)
     }
 
-    /// Change which channels the caller reads (subscriptions changed during the run). Items of
-    /// the others are numbered and not buffered from now on; those already buffered are skipped
-    /// when pulled. Iterated runs always read everything.
+    /// Subscriptions changed during the run: the run reads `channels` too from now on. A
+    /// channel is never dropped while the run goes on, so that swapping a channel's only handler
+    /// (`off`, then `on`) loses nothing in between; a channel without handlers costs only its
+    /// deliveries. Iterated runs always read everything.
     pub(crate) fn set_channels(&self, channels: ChannelSet) {
         if self.inner.read != ReadMode::Handlers || !self.inner.attached {
             return;
         }
-        let hooks = self.mask() & HOOKS_BIT;
-        self.inner.mask.store(channels.bits() | hooks, Ordering::Release);
-        self.inner.handle.set_channels(channels);
+        let before = self.mask();
+        let read = ChannelSet::from_bits(channels.bits() | before);
+        if read.bits() == before & !HOOKS_BIT {
+            return;
+        }
+        self.inner.mask.store(read.bits() | (before & HOOKS_BIT), Ordering::Release);
+        self.inner.handle.set_channels(read);
     }
 
     /// Items skipped because their channel was no longer read when they were pulled.

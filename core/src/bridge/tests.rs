@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use super::*;
 use crate::channel::Channel;
 use crate::error::ErrorKind;
-use crate::stream::{CancellationToken, SequenceCheck, SharedBudget, StreamItem};
+use crate::stream::{CancellationToken, SequenceCheck, SharedBudget};
 
 struct Scratch(PathBuf);
 
@@ -297,9 +297,33 @@ fn subscriptions_validate_names_and_follow_a_running_run() {
     assert_eq!(run.mask(), crate::stream::ChannelSet::of([Channel::Stdout, Channel::Lifecycle]).bits());
     assert_eq!(client.off("stdout").unwrap(), [a, b]);
     assert!(!client.off_id(a));
+    // A channel stays read while the run goes on (a handler swapped in later misses nothing).
+    assert_eq!(run.mask(), crate::stream::ChannelSet::of([Channel::Stdout, Channel::Lifecycle]).bits());
     run.cancel("done");
     let all = pull_all(&run);
-    assert!(all.iter().all(|d| matches!(d, Delivery::Item(e) if !matches!(e.item, StreamItem::Stdout(_)))));
+    assert_eq!(channels(&all).iter().filter(|c| **c == "stdout").count(), 1, "{:?}", channels(&all));
+}
+
+#[test]
+fn swapping_a_channels_only_handler_during_a_run_loses_nothing() {
+    let scratch = Scratch::new();
+    let mut spec = AgentSpec::new("claude");
+    spec.bin = Some(scratch.script("for i in $(seq 1 60); do echo \"{\\\"n\\\":$i}\"; sleep 0.005; done"));
+    let client = Client::new(spec, Naming::Snake).unwrap();
+    client.on("stdout").unwrap();
+    let run = client.start(RunRequest::prompt("hi")).unwrap();
+    let mut all = Vec::new();
+    let stdout = |all: &[Delivery]| channels(all).iter().filter(|c| **c == "stdout").count();
+    while stdout(&all) < 5 {
+        run.pull(&mut all, BatchLimits::DEFAULT, Some(Duration::from_millis(200)));
+    }
+    // The only handler goes, and another comes a moment later.
+    client.off("stdout").unwrap();
+    std::thread::sleep(Duration::from_millis(60));
+    client.on("stdout").unwrap();
+    all.extend(pull_all(&run));
+    assert_eq!(stdout(&all), 60, "every line, none lost in the swap");
+    assert_gapless_with_one_terminal_last(&all);
 }
 
 #[test]

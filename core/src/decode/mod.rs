@@ -333,6 +333,8 @@ pub struct Decoder {
     diagnostics: Diagnostics,
     sanitizer: Sanitizer,
     finished: bool,
+    /// Input came after `finish` (and the diagnostic saying so was given).
+    told_finished: bool,
     /// The end of the stderr seen so far (a session hint may be split across chunks).
     stderr_tail: String,
     /// A session id found only on stderr: reported by [`Decoder::session_id`], never stamped
@@ -398,6 +400,7 @@ impl Decoder {
             diagnostics: Diagnostics::default(),
             sanitizer: Sanitizer::new(options.redaction),
             finished: false,
+            told_finished: false,
             stderr_tail: String::new(),
             stderr_session: None,
         }
@@ -523,6 +526,7 @@ impl Decoder {
     /// Feed bytes, appending events to `out`.
     pub fn feed_into(&mut self, bytes: &[u8], out: &mut Vec<OutputEvent>) {
         if self.finished {
+            self.fed_after_finish(bytes.len());
             return;
         }
         self.stats.bytes += bytes.len() as u64;
@@ -539,6 +543,7 @@ impl Decoder {
     /// this to put each raw line on `stdout` right before its content events.
     pub fn feed_lines(&mut self, bytes: &[u8], on_line: &mut dyn FnMut(Option<&str>, &mut Vec<OutputEvent>)) {
         if self.finished {
+            self.fed_after_finish(bytes.len());
             return;
         }
         self.stats.bytes += bytes.len() as u64;
@@ -550,6 +555,19 @@ impl Decoder {
             on_line(text.as_deref(), &mut events);
             events.clear();
         });
+    }
+
+    /// Input after [`finish`](Self::finish) is not decoded: said once, in a diagnostic.
+    fn fed_after_finish(&mut self, bytes: usize) {
+        if bytes > 0 && !std::mem::replace(&mut self.told_finished, true) {
+            self.diagnostics.push(Diagnostic {
+                line: self.stats.lines,
+                message: format!(
+                    "{bytes} byte(s) fed after finish() were not decoded (nor is anything fed later): a decoder \
+                     reads one stream to its end; make a new one for the next"
+                ),
+            });
+        }
     }
 
     /// End of input: decode a final line without a newline, then flush held-back events.
@@ -731,6 +749,24 @@ pub(crate) fn is_blank(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn input_after_finish_is_not_decoded_and_says_so_once() {
+        let line = b"{\"type\":\"thread.started\",\"thread_id\":\"t\"}\n";
+        let mut d = Decoder::new(Agent::Codex);
+        d.feed(line);
+        d.finish();
+        assert!(d.take_diagnostics().is_empty());
+        assert!(d.feed(line).is_empty() && d.feed(line).is_empty());
+        assert_eq!(d.stats().lines, 1, "nothing decoded after finish");
+        let said = d.take_diagnostics();
+        assert_eq!(said.len(), 1, "{said:?}");
+        assert!(
+            said[0].message.contains("after finish()") && said[0].message.contains("new one"),
+            "{}",
+            said[0].message
+        );
+    }
 
     #[test]
     fn blank_is_what_trim_leaves_empty() {
