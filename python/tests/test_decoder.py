@@ -37,6 +37,21 @@ def test_partial_lines_wait_for_finish() -> None:
     d.finish()
     assert d.stats["lines"] == 1 and not d.has_partial_line
     assert d.feed(b"{}\n") == [] and d.stats["lines"] == 1, "nothing is decoded after finish()"
+    assert [x for x in d.diagnostics if "after finish()" in x["message"]], d.diagnostics
+
+
+def test_every_bytes_like_input_and_any_str_decode() -> None:
+    import array
+    d = agentstream.Decoder("claude")
+    d.feed("{\"x\": \"lone \ud800 surrogate\"}\n")  # no UTF-8 for it: U+FFFD, as for bad bytes
+    assert d.stats["lines"] == 1
+    cut = len(LINE) // 4 * 4
+    for words in (array.array("I", LINE[:cut]), memoryview(array.array("I", LINE[:cut]))):
+        d = agentstream.Decoder("claude")
+        assert d.feed(words) == []
+        assert d.feed(LINE[cut:]) == agentstream.Decoder("claude").feed(LINE), type(words)
+    with pytest.raises(TypeError, match="bytes-like"):
+        d.feed(3.5)  # type: ignore[arg-type]
 
 
 def test_str_input_is_utf8() -> None:

@@ -178,10 +178,23 @@ impl<'py> Input<'py> {
             return Ok(Input::Bytes(b.clone()));
         }
         if let Ok(s) = data.cast::<PyString>() {
-            return Ok(Input::Str(s.clone()));
+            return Ok(match s.to_str() {
+                Ok(_) => Input::Str(s.clone()),
+                // Lone surrogates (`"\ud800"`) have no UTF-8: U+FFFD, as for invalid bytes.
+                Err(_) => Input::Owned(s.to_string_lossy().into_owned().into_bytes()),
+            });
         }
         // Copied: a mutable buffer could change while the GIL is released.
-        match pyo3::buffer::PyBuffer::<u8>::get(data) {
+        if let Ok(buf) = pyo3::buffer::PyBuffer::<u8>::get(data) {
+            return Ok(Input::Owned(buf.to_vec(py)?));
+        }
+        // A buffer of other items (`array.array("i")`, a memoryview of one): its bytes.
+        let as_bytes = py
+            .import("builtins")
+            .and_then(|b| b.getattr("memoryview"))
+            .and_then(|m| m.call1((data,)))
+            .and_then(|view| view.call_method1("cast", ("B",)));
+        match as_bytes.and_then(|view| pyo3::buffer::PyBuffer::<u8>::get(&view).map_err(Into::into)) {
             Ok(buf) => Ok(Input::Owned(buf.to_vec(py)?)),
             Err(_) => Err(pyo3::exceptions::PyTypeError::new_err(format!(
                 "expected bytes, str or a bytes-like object, got {}",
