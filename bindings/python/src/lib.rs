@@ -194,7 +194,7 @@ impl<'py> Input<'py> {
             .and_then(|b| b.getattr("memoryview"))
             .and_then(|m| m.call1((data,)))
             .and_then(|view| view.call_method1("cast", ("B",)));
-        match as_bytes.and_then(|view| pyo3::buffer::PyBuffer::<u8>::get(&view).map_err(Into::into)) {
+        match as_bytes.and_then(|view| pyo3::buffer::PyBuffer::<u8>::get(&view)) {
             Ok(buf) => Ok(Input::Owned(buf.to_vec(py)?)),
             Err(_) => Err(pyo3::exceptions::PyTypeError::new_err(format!(
                 "expected bytes, str or a bytes-like object, got {}",
