@@ -300,6 +300,25 @@ func (r *Run) Pressure() (Pressure, error) {
 func (r *Run) deliver(handOver func(taggedDelivery) bool) {
 	defer close(r.done)
 	defer r.stopWatching()
+	finished := false
+	defer func() {
+		if finished {
+			return
+		}
+		// A handler ended this goroutine (runtime.Goexit, t.FailNow): the run is left (which
+		// cancels it), then waited for and freed as usual, so that Wait returns.
+		r.err = fmt.Errorf("agentstream: a handler of run %s ended the goroutine that delivers it "+
+			"(runtime.Goexit or t.FailNow): the run was cancelled", r.id)
+		_ = runLeave(r.ptr)
+		r.finish()
+	}()
+	r.pull(handOver)
+	r.finish()
+	finished = true
+}
+
+// pull takes the run's deliveries to its end (or until a reading error).
+func (r *Run) pull(handOver func(taggedDelivery) bool) {
 	for {
 		kind, data, err := runNextBatch(r.ptr, 0, 250)
 		if err == nil && kind == nextEnd {
@@ -326,6 +345,10 @@ func (r *Run) deliver(handOver func(taggedDelivery) bool) {
 			}
 		}
 	}
+}
+
+// finish takes the ended run's result and frees it.
+func (r *Run) finish() {
 	data, err := runWait(r.ptr, -1)
 	var res RunResult
 	if err == nil {

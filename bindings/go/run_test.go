@@ -409,6 +409,40 @@ func TestAForgottenClientKeepsItsRunGoing(t *testing.T) {
 	}
 }
 
+// A handler that ends its goroutine (runtime.Goexit, as t.FailNow does) cancels the run, and
+// Wait returns with an error that says so instead of panicking.
+func TestAHandlerThatEndsTheDeliveringGoroutineLeavesTheRunWaitable(t *testing.T) {
+	c := fakeClient(t, "claude", "s2-bash", map[string]string{"AGENTSTREAM_FAKE_DELAY_MS": "20"})
+	var calls atomic.Int64
+	if err := c.On("stdout", func(string) { calls.Add(1); runtime.Goexit() }); err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.Start(context.Background(), RunOptions{Prompt: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := r.Wait(ctx)
+	if err == nil || !strings.Contains(err.Error(), "Goexit") || calls.Load() != 1 {
+		t.Fatalf("err %v, %d calls", err, calls.Load())
+	}
+	if res == nil || res.State != RunCancelled {
+		t.Fatalf("the run's result: %+v", res)
+	}
+	// The client is free for the next run.
+	if err := c.Off("stdout"); err != nil {
+		t.Fatal(err)
+	}
+	next, err := c.Start(context.Background(), RunOptions{Prompt: "y"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := next.Wait(ctx); err != nil || res.State != RunCompleted {
+		t.Fatalf("%v %+v", err, res)
+	}
+}
+
 // Timestamps read as time.Time: hooks and lifecycle events carry the core's UTC clock.
 func TestTimestampsAreTimes(t *testing.T) {
 	c := fakeClient(t, "claude", "s1-text", nil)
