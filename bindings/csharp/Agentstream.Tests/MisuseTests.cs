@@ -289,6 +289,34 @@ namespace Agentstream.Tests
                 Check.True(inHandler is BusyException && inHandler is InvalidOperationException, "Wait from the run's own handler: " + inHandler);
                 run.Cancel("again"); // after the end: nothing
             }
+            // A handler of the first run starts the next and waits for it: the next run's handlers
+            // would wait for this one to return (one Evolve's handlers run one at a time).
+            using (var evolve = new Evolve(TestEnv.Fake("claude", System.IO.Path.Combine(TestEnv.Golden, "claude", "s1-text"))))
+            {
+                AgentRun next = null;
+                Exception inHandler = null;
+                int terminals = 0;
+                evolve.On("lifecycle", e =>
+                {
+                    if (!GoldenTests.IsTerminal(e.Lifecycle.Reason) || Interlocked.Increment(ref terminals) != 1)
+                    {
+                        return;
+                    }
+                    try
+                    {
+                        next = evolve.Start(new RunOptions { Prompt = "y" });
+                        next.Wait();
+                    }
+                    catch (Exception x)
+                    {
+                        inHandler = x;
+                    }
+                });
+                var first = evolve.Start(new RunOptions { Prompt = "x" });
+                Check.True(first.Wait(TimeSpan.FromSeconds(30)).State == RunState.Completed, "the first run ends");
+                Check.True(inHandler is BusyException, "Wait for the next run from a handler: " + inHandler);
+                Check.True(next != null && next.Wait(TimeSpan.FromSeconds(30)).State == RunState.Completed, "the next run ends");
+            }
         }
     }
 }

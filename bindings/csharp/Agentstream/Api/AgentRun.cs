@@ -28,11 +28,12 @@ namespace Agentstream
             this.onEvent = onEvent;
             Id = channel.Id;
             thread = new Thread(Deliver) { IsBackground = true, Name = "agentstream " + Id };
-            thread.Start();
+            // Registered before the thread starts: its end disposes the registration.
             if (token.CanBeCanceled)
             {
                 registration = token.Register(() => Cancel(RunChannel.TokenReason));
             }
+            thread.Start();
         }
 
         /// <summary>The run's id (<c>run_…</c>).</summary>
@@ -69,7 +70,9 @@ namespace Agentstream
 
         /// <summary>
         /// Blocks until the run ended and returns its result. From one of the run's own handlers it
-        /// would wait for itself: a <see cref="BusyException"/>.
+        /// would wait for itself, and from a handler of any run of the same <see cref="Evolve"/> (a
+        /// handler that started the next run) for the handlers it holds back: a
+        /// <see cref="BusyException"/>.
         /// </summary>
         public RunResult Wait()
         {
@@ -82,6 +85,12 @@ namespace Agentstream
             if (Thread.CurrentThread == thread)
             {
                 throw new BusyException("run " + Id + " was waited for from one of its own handlers, which would wait for itself: wait from another thread");
+            }
+            // The On handlers of one Evolve are called one at a time, under its gate: this run's
+            // handlers cannot be called while this thread holds it.
+            if (Monitor.IsEntered(owner.DispatchGate))
+            {
+                throw new BusyException("run " + Id + " was waited for from a handler of the same Evolve, whose handlers it would then wait for: wait from another thread");
             }
         }
 
