@@ -11,6 +11,7 @@ import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 
 /**
@@ -34,6 +35,8 @@ public final class Run {
     private final Object freeLock = new Object();
     /** The result once the run ended (kept apart from the future, which its caller may cancel). */
     private volatile RunResult finalResult;
+    /** The thread calling this run's handlers, once it started. */
+    private volatile Thread deliveryThread;
 
     Run(Evolve owner, MemorySegment handle, String id, Consumer<? super AgentEvent> onEvent) {
         this.owner = owner;
@@ -56,7 +59,9 @@ public final class Run {
      * that failed or was cancelled is a normal completion: read {@code state()}. Cancelling this
      * future cancels the run (SIGTERM to its process group, then SIGKILL after the grace period)
      * and completes it with a {@link java.util.concurrent.CancellationException} at once; to cancel
-     * and still read the result, call {@link #cancel()} instead.
+     * and still read the result, call {@link #cancel()} instead. Completing it any other way
+     * ({@code orTimeout}, {@code complete}, …) cancels the run too. {@code get} or {@code join}
+     * from one of the run's own handlers would wait for itself: a {@link BusyException}.
      *
      * @return the result
      */
@@ -119,6 +124,7 @@ public final class Run {
      * result: the delivery thread of a run started with handlers.
      */
     void deliver(Evolve.Subscriptions subscriptions) {
+        deliveryThread = Thread.currentThread();
         try (RunPuller puller = new RunPuller(handle)) {
             List<Event> batch = new ArrayList<>();
             while (true) {
@@ -250,7 +256,12 @@ public final class Run {
         }
     }
 
-    /** The result future: cancelling it cancels the run. */
+    /**
+     * The result future: cancelling it cancels the run, and so does completing it any other way
+     * ({@code complete}, {@code completeExceptionally}, {@code orTimeout}, {@code obtrude…}): the
+     * run must not go on unseen. Waiting for it ({@code get}, {@code join}) from the run's own
+     * handler would wait for itself: a {@link BusyException}.
+     */
     static final class Future extends CompletableFuture<RunResult> {
         private final Run run;
 
@@ -267,13 +278,73 @@ public final class Run {
         public boolean cancel(boolean mayInterruptIfRunning) {
             boolean cancelled = super.cancel(mayInterruptIfRunning);
             if (cancelled) {
-                try {
-                    run.cancel("cancelled through its CompletableFuture");
-                } catch (RuntimeException ignored) {
-                    // The run ended meanwhile.
-                }
+                stopRun("cancelled through its CompletableFuture");
             }
             return cancelled;
+        }
+
+        @Override
+        public boolean complete(RunResult value) {
+            boolean completed = super.complete(value);
+            if (completed) {
+                stopRun("its CompletableFuture was completed by the caller");
+            }
+            return completed;
+        }
+
+        @Override
+        public boolean completeExceptionally(Throwable ex) {
+            boolean completed = super.completeExceptionally(ex);
+            if (completed) {
+                stopRun("its CompletableFuture was completed by the caller (" + ex.getClass().getSimpleName() + ")");
+            }
+            return completed;
+        }
+
+        @Override
+        public void obtrudeValue(RunResult value) {
+            super.obtrudeValue(value);
+            stopRun("its CompletableFuture was completed by the caller");
+        }
+
+        @Override
+        public void obtrudeException(Throwable ex) {
+            super.obtrudeException(ex);
+            stopRun("its CompletableFuture was completed by the caller (" + ex.getClass().getSimpleName() + ")");
+        }
+
+        @Override
+        public RunResult get() throws InterruptedException, java.util.concurrent.ExecutionException {
+            notFromItsHandler();
+            return super.get();
+        }
+
+        @Override
+        public RunResult get(long timeout, TimeUnit unit)
+                throws InterruptedException, java.util.concurrent.ExecutionException, java.util.concurrent.TimeoutException {
+            notFromItsHandler();
+            return super.get(timeout, unit);
+        }
+
+        @Override
+        public RunResult join() {
+            notFromItsHandler();
+            return super.join();
+        }
+
+        private void notFromItsHandler() {
+            if (!isDone() && Thread.currentThread() == run.deliveryThread) {
+                throw new BusyException("run " + run.id
+                        + " was waited for from one of its own handlers, which would wait for itself: wait from another thread");
+            }
+        }
+
+        private void stopRun(String reason) {
+            try {
+                run.cancel(reason);
+            } catch (RuntimeException ignored) {
+                // The run ended meanwhile.
+            }
         }
 
         void completeRun(RunResult r) {

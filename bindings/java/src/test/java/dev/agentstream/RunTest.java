@@ -31,6 +31,7 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -243,6 +244,42 @@ class RunTest {
             assertThrows(CancellationException.class, future::join);
             awaitIdle(evolve); // the harness was stopped by the core, not left hanging
             assertEquals(RunState.CANCELLED, evolve.status().lastStatus());
+        }
+    }
+
+    @Test
+    void completingTheFutureAnyOtherWayCancelsTheRunToo() throws Exception {
+        try (Evolve evolve = new Evolve(fake("claude", "claude/s1-text").withEnv("AGENTSTREAM_FAKE_HANG", "1"))) {
+            evolve.on("lifecycle", e -> { });
+            Run run = evolve.start(RunOptions.builder().prompt("x").killGrace(Duration.ofMillis(200)).build());
+            CompletableFuture<RunResult> future = run.result().orTimeout(300, TimeUnit.MILLISECONDS);
+            CompletionException e = assertThrows(CompletionException.class, future::join);
+            assertTrue(e.getCause() instanceof java.util.concurrent.TimeoutException, String.valueOf(e.getCause()));
+            awaitIdle(evolve); // the run was cancelled, not left going on unseen
+            assertEquals(RunState.CANCELLED, evolve.status().lastStatus());
+        }
+    }
+
+    @Test
+    void waitingForARunFromItsOwnHandlerIsBusy() throws Exception {
+        try (Evolve evolve = new Evolve(fake("claude", "claude/s2-bash"))) {
+            Run[] run = new Run[1];
+            List<Throwable> inHandler = new java.util.concurrent.CopyOnWriteArrayList<>();
+            CountDownLatch started = new CountDownLatch(1);
+            evolve.on("content", e -> {
+                try {
+                    started.await();
+                    run[0].result().join();
+                } catch (Throwable t) {
+                    inHandler.add(t);
+                }
+            });
+            run[0] = evolve.start(RunOptions.prompt("x"));
+            started.countDown();
+            RunResult res = run[0].result().get(30, TimeUnit.SECONDS);
+            assertEquals(RunState.COMPLETED, res.state());
+            assertFalse(inHandler.isEmpty());
+            assertTrue(inHandler.stream().allMatch(t -> t instanceof BusyException), inHandler.toString());
         }
     }
 
