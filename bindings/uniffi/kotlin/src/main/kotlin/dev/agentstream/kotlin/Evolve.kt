@@ -45,7 +45,8 @@ public class Evolve(config: AgentConfig) : AutoCloseable {
     /**
      * Called with the first failure of each listener of a run (later failures of the same
      * listener are only counted). The default logs it, with the listener's stack trace, as a
-     * warning of the `dev.agentstream.kotlin` system logger.
+     * warning of the `dev.agentstream.kotlin` system logger. One that throws does not stop the run
+     * (the failure is logged as by the default).
      */
     @Volatile
     public var onListenerFailure: (ListenerFailure) -> Unit = ::logListenerFailure
@@ -131,9 +132,21 @@ public class Evolve(config: AgentConfig) : AutoCloseable {
         }
     }
 
-    /** Count [failed] on [run] and hand the first failure of each listener to [onListenerFailure]. */
+    /**
+     * Count [failed] on [run] and hand the first failure of each listener to [onListenerFailure].
+     * A reporter that throws is logged instead: it must not stop the run.
+     */
     private fun report(run: AgentRun, failed: List<ListenerFailure>) {
-        if (failed.isNotEmpty()) run.reportFailures(failed).forEach { onListenerFailure(it) }
+        if (failed.isEmpty()) return
+        for (failure in run.reportFailures(failed)) {
+            try {
+                onListenerFailure(failure)
+            } catch (e: CancellationException) {
+                throw e
+            } catch (e: Throwable) {
+                runCatching { logListenerFailure(failure) }
+            }
+        }
     }
 
     /**

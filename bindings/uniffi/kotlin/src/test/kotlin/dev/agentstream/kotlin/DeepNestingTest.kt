@@ -105,13 +105,14 @@ class DeepNestingTest {
         val events = mutableListOf<OutputEvent>()
         val hooks = mutableListOf<HookEvent>()
         Evolve(config).use { evolve ->
-            evolve.onListenerFailure = { throw AssertionError("a listener failed: ${it.reason}") }
+            val failed = mutableListOf<String>()
+            evolve.onListenerFailure = { failed += it.reason }
             evolve.onContent { events += it }
             val result = evolve.run(RunOptions(prompt = "deep", redact = false)) { hooks += it }
             // The core judges the trace (its tool call never completes); what matters here is
             // that the run was delivered to its end.
             assertEquals(RunState.FAILED, result.state, "${result.error}")
-            assertEquals(0L, result.handlerErrors)
+            assertEquals(0L, result.handlerErrors, "$failed")
             assertDeepToolCall(events, masked = false)
             assertTrue(hooks.any { it is ToolStartedEvent })
             evolve.off("content")

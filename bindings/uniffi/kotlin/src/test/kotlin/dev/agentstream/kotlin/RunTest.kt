@@ -164,6 +164,19 @@ class RunTest {
     }
 
     @Test
+    fun `a failure reporter that throws does not stop the run`() = runBlocking {
+        var reports = 0
+        val result = Evolve(fakeConfig("claude", bash)).use { evolve ->
+            evolve.onListenerFailure = { reports++; throw IllegalStateException("reporter boom") }
+            evolve.onContent { error("listener boom") }
+            evolve.run(RunOptions(prompt = "x"))
+        }
+        assertEquals(RunState.COMPLETED, result.state, "${result.error}")
+        assertEquals(1, reports, "reported once")
+        assertTrue(result.handlerErrors >= 3, "every failure counted: ${result.handlerErrors}")
+    }
+
+    @Test
     fun `an exception whose message cannot be read is counted and the run goes on`() = runBlocking {
         val reported = mutableListOf<ListenerFailure>()
         var calls = 0
