@@ -164,7 +164,18 @@ public final class Run {
     /** The hook handler (if any) for one hook delivery. */
     void callOnEvent(Event.Hook h) {
         if (onEvent != null) {
-            call(ON_EVENT_HANDLER, "on_event", h.sequence(), () -> onEvent.accept(h.hook()));
+            // A stream's reader calls it: for the call, that thread is the one that must not wait.
+            Thread streaming = deliveryThread == null ? Thread.currentThread() : null;
+            if (streaming != null) {
+                deliveryThread = streaming;
+            }
+            try {
+                call(ON_EVENT_HANDLER, "on_event", h.sequence(), () -> onEvent.accept(h.hook()));
+            } finally {
+                if (streaming != null) {
+                    deliveryThread = null;
+                }
+            }
         }
     }
 

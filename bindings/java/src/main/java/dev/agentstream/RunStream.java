@@ -32,6 +32,8 @@ public final class RunStream implements Iterator<Event>, AutoCloseable {
     private final ArrayDeque<Event> ready = new ArrayDeque<>();
     private final List<Event> batch = new ArrayList<>();
     private boolean ended;
+    /** An onEvent handler is being called by hasNext (on this thread: the methods are synchronized). */
+    private boolean inOnEvent;
     private volatile boolean closed;
 
     RunStream(Run run) {
@@ -55,6 +57,10 @@ public final class RunStream implements Iterator<Event>, AutoCloseable {
      */
     @Override
     public synchronized boolean hasNext() {
+        if (inOnEvent) {
+            throw new BusyException("a RunStream was read from its own onEvent handler, in the middle of handing out a batch: "
+                    + "read it after the handler returned");
+        }
         while (ready.isEmpty() && !ended) {
             if (closed) {
                 return false;
@@ -70,7 +76,12 @@ public final class RunStream implements Iterator<Event>, AutoCloseable {
             }
             for (Event e : batch) {
                 if (e instanceof Event.Hook h) {
-                    run.callOnEvent(h);
+                    inOnEvent = true;
+                    try {
+                        run.callOnEvent(h);
+                    } finally {
+                        inOnEvent = false;
+                    }
                 }
                 ready.add(e);
             }

@@ -248,6 +248,33 @@ class RunTest {
     }
 
     @Test
+    void aStreamsOnEventThatReadsTheStreamOrWaitsForTheRunIsBusy() {
+        try (Evolve evolve = new Evolve(fake("codex", "codex/s2-bash"))) {
+            RunStream[] stream = new RunStream[1];
+            List<Throwable> inHandler = new CopyOnWriteArrayList<>();
+            RunOptions options = RunOptions.builder().prompt("x").hooks(true).onEvent(hook -> {
+                try {
+                    if (inHandler.size() % 2 == 0) {
+                        stream[0].result(); // reads the stream from inside its own hand-out
+                    } else {
+                        stream[0].run().result().join(); // waits for the run it is part of
+                    }
+                } catch (Throwable t) {
+                    inHandler.add(t);
+                }
+            }).build();
+            try (RunStream s = evolve.stream(options)) {
+                stream[0] = s;
+                List<Event> got = s.stream().toList();
+                assertEquals(RunState.COMPLETED, s.result().state());
+                assertFalse(got.isEmpty());
+            }
+            assertTrue(inHandler.size() > 2, inHandler.toString());
+            assertTrue(inHandler.stream().allMatch(t -> t instanceof BusyException), inHandler.toString());
+        }
+    }
+
+    @Test
     void completingTheFutureAnyOtherWayCancelsTheRunToo() throws Exception {
         try (Evolve evolve = new Evolve(fake("claude", "claude/s1-text").withEnv("AGENTSTREAM_FAKE_HANG", "1"))) {
             evolve.on("lifecycle", e -> { });
