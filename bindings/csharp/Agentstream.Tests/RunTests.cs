@@ -234,6 +234,35 @@ namespace Agentstream.Tests
         }
 
         [Test]
+        static void DisposingAStreamWhileItIsReadEndsTheEnumeration()
+        {
+            using (var evolve = Fake("claude", "s2-bash", "AGENTSTREAM_FAKE_DELAY_MS", "20"))
+            {
+                // From its own OnEvent.
+                RunStream stream = null;
+                stream = evolve.Stream(new RunOptions { Prompt = "x", KillGrace = TimeSpan.FromMilliseconds(200), OnEvent = h => stream.Dispose() });
+                int read = 0;
+                foreach (var e in stream)
+                {
+                    read++;
+                }
+                Check.True(read > 0, "read until the dispose: " + read);
+                Check.Equal(RunState.Cancelled, stream.Result.State, "the run was left");
+                // From another thread, while the reader waits for the next batch.
+                var other = evolve.Stream(new RunOptions { Prompt = "y", KillGrace = TimeSpan.FromMilliseconds(200) });
+                var disposer = new Thread(() => { Thread.Sleep(100); other.Dispose(); });
+                disposer.Start();
+                int more = 0;
+                foreach (var e in other)
+                {
+                    more++;
+                }
+                disposer.Join();
+                Check.Equal(RunState.Cancelled, other.Result.State, "the other run was left too");
+            }
+        }
+
+        [Test]
         static async Task CancellationTokenCancelsTheRunThroughTheCore()
         {
             using (var evolve = Fake("claude", "s1-text", "AGENTSTREAM_FAKE_HANG", "1"))

@@ -88,10 +88,10 @@ namespace Agentstream
         {
             try
             {
-                while (channel.Pull(-1) != Interop.Native.NextEnd)
+                while (PullMore())
                 {
                     Event e;
-                    while ((e = channel.Next()) != null)
+                    while (!Volatile.Read(ref finished) && (e = channel.Next()) != null)
                     {
                         if (e.Hook != null && onEvent != null)
                         {
@@ -104,6 +104,27 @@ namespace Agentstream
             finally
             {
                 Close();
+            }
+        }
+
+        /// <summary>
+        /// Pulls the next batch: false at the end, and once the stream was disposed — from its own
+        /// <c>OnEvent</c>, or from another thread while this one waited — instead of a pull on a
+        /// closed run.
+        /// </summary>
+        bool PullMore()
+        {
+            if (Volatile.Read(ref finished))
+            {
+                return false;
+            }
+            try
+            {
+                return channel.Pull(-1) != Interop.Native.NextEnd;
+            }
+            catch (ObjectDisposedException) when (Volatile.Read(ref finished))
+            {
+                return false;
             }
         }
 
