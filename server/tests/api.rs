@@ -348,3 +348,26 @@ async fn drain_mode_lets_runs_finish_refuses_new_ones_and_cancels_what_outlasts_
     assert_eq!(ends, [Some("run_complete".into()), Some("run_interrupted".into())], "drained, then cancelled");
     assert!(processes_with_mark(&mark).is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_response_is_left_to_content_sniffing() {
+    let server = TestServer::default("nosniff").await;
+    let id = server.start_run(TOKEN_A, "claude").await;
+    server.wait_ended(TOKEN_A, &id).await;
+    for (path, token) in [
+        ("/healthz", None),
+        ("/v1/runs", None),
+        ("/v1/runs", Some(TOKEN_A)),
+        ("/", None),
+        ("/no-such-route", None),
+        (&*format!("/v1/runs/{id}/events"), Some(TOKEN_A)),
+    ] {
+        let mut req = server.http.get(server.url(path));
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        let resp = req.send().await.unwrap();
+        let sniff = resp.headers().get("x-content-type-options").map(|v| v.to_str().unwrap().to_string());
+        assert_eq!(sniff.as_deref(), Some("nosniff"), "{path} ({})", resp.status());
+    }
+}
