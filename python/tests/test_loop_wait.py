@@ -135,7 +135,7 @@ def test_two_tasks_waiting_for_the_same_run_is_an_error_not_a_hang(fake_harness:
                 await first
             else:
                 pytest.fail("no call ever waited")
-            with pytest.raises(RuntimeError, match="one task at a time"):
+            with pytest.raises(RuntimeError, match="one reader at a time"):
                 await anext(iterator)
             await first  # the waiting task still gets its envelope
 
