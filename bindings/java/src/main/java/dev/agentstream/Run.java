@@ -296,32 +296,33 @@ public final class Run {
 
         @Override
         public boolean complete(RunResult value) {
-            boolean completed = super.complete(value);
-            if (completed) {
-                stopRun("its CompletableFuture was completed by the caller");
-            }
-            return completed;
+            return stopRunIf(super.complete(value), null);
         }
 
         @Override
         public boolean completeExceptionally(Throwable ex) {
-            boolean completed = super.completeExceptionally(ex);
-            if (completed) {
-                stopRun("its CompletableFuture was completed by the caller (" + ex.getClass().getSimpleName() + ")");
-            }
-            return completed;
+            return stopRunIf(super.completeExceptionally(ex), ex);
         }
 
         @Override
         public void obtrudeValue(RunResult value) {
             super.obtrudeValue(value);
-            stopRun("its CompletableFuture was completed by the caller");
+            stopRunIf(true, null);
         }
 
         @Override
         public void obtrudeException(Throwable ex) {
             super.obtrudeException(ex);
-            stopRun("its CompletableFuture was completed by the caller (" + ex.getClass().getSimpleName() + ")");
+            stopRunIf(true, ex);
+        }
+
+        /** The caller completed the future ({@code completed}, with {@code ex} if any): the run stops. */
+        private boolean stopRunIf(boolean completed, Throwable ex) {
+            if (completed) {
+                stopRun("its CompletableFuture was completed by the caller"
+                        + (ex == null ? "" : " (" + ex.getClass().getSimpleName() + ")"));
+            }
+            return completed;
         }
 
         @Override
