@@ -94,6 +94,56 @@ impl JetStreamLog {
         self.writers.lock().expect("writers").get(run_id).cloned()
     }
 
+    /// Follow the run at `subject` for a subscriber at `after`, its stream's last message being
+    /// `last` (read by the caller: once per subscription).
+    async fn follow(
+        &self,
+        subject: String,
+        run_id: &str,
+        after: Option<u64>,
+        last: Option<Tail>,
+    ) -> Result<Box<dyn Subscription>, SubscribeError> {
+        let deliver_policy = match (after, last) {
+            (None, _) => DeliverPolicy::All,
+            (Some(after), None) => return Err(SubscribeError::AfterBeyondEnd { after, last: None }),
+            (Some(after), Some(t)) if after > t.meta.last => {
+                return Err(SubscribeError::AfterBeyondEnd { after, last: Some(t.meta.last) });
+            }
+            (Some(after), Some(t)) if t.meta.terminal && after >= t.meta.last => return Err(SubscribeError::Complete),
+            // Everything so far: from the next message on.
+            (Some(after), Some(t)) if after == t.meta.last => {
+                DeliverPolicy::ByStartSequence { start_sequence: t.stream_seq + 1 }
+            }
+            (Some(after), Some(t)) => DeliverPolicy::ByStartSequence {
+                start_sequence: find_start(&self.cluster, &subject, after, t)
+                    .await
+                    .map_err(SubscribeError::Unavailable)?,
+            },
+        };
+        let source = self.followers.open(&subject, deliver_policy, true).await.map_err(SubscribeError::Unavailable)?;
+        let mut connection = self.cluster.connection();
+        connection.borrow_and_update();
+        Ok(Box::new(JetStreamSubscription {
+            followers: self.followers.clone(),
+            subject,
+            deliver_policy,
+            last_stream_seq: None,
+            refollow: false,
+            share: true,
+            run_id: run_id.to_string(),
+            source,
+            cursor: after,
+            read_through: None,
+            pending: VecDeque::new(),
+            partial: None,
+            done: false,
+            connection,
+            told_down: false,
+            closing: self.closing.subscribe(),
+            errors: 0,
+        }))
+    }
+
     /// Publish one message after the writer's last, retrying through outages.
     async fn publish(&self, run_id: &str, w: &mut Writer, msg: &wire::Outgoing) -> Published {
         let mut delay = Duration::from_millis(50);
@@ -225,45 +275,7 @@ impl EventLog for JetStreamLog {
     ) -> Result<Box<dyn Subscription>, SubscribeError> {
         let subject = self.cluster.settings.events_subject(tenant, run_id);
         let last = tail(&self.cluster, &subject).await.map_err(SubscribeError::Unavailable)?;
-        let deliver_policy = match (after, last) {
-            (None, _) => DeliverPolicy::All,
-            (Some(after), None) => return Err(SubscribeError::AfterBeyondEnd { after, last: None }),
-            (Some(after), Some(t)) if after > t.meta.last => {
-                return Err(SubscribeError::AfterBeyondEnd { after, last: Some(t.meta.last) });
-            }
-            (Some(after), Some(t)) if t.meta.terminal && after >= t.meta.last => return Err(SubscribeError::Complete),
-            // Everything so far: from the next message on.
-            (Some(after), Some(t)) if after == t.meta.last => {
-                DeliverPolicy::ByStartSequence { start_sequence: t.stream_seq + 1 }
-            }
-            (Some(after), Some(t)) => DeliverPolicy::ByStartSequence {
-                start_sequence: find_start(&self.cluster, &subject, after, t)
-                    .await
-                    .map_err(SubscribeError::Unavailable)?,
-            },
-        };
-        let source = self.followers.open(&subject, deliver_policy, true).await.map_err(SubscribeError::Unavailable)?;
-        let mut connection = self.cluster.connection();
-        connection.borrow_and_update();
-        Ok(Box::new(JetStreamSubscription {
-            followers: self.followers.clone(),
-            subject,
-            deliver_policy,
-            last_stream_seq: None,
-            refollow: false,
-            share: true,
-            run_id: run_id.to_string(),
-            source,
-            cursor: after,
-            read_through: None,
-            pending: VecDeque::new(),
-            partial: None,
-            done: false,
-            connection,
-            told_down: false,
-            closing: self.closing.subscribe(),
-            errors: 0,
-        }))
+        self.follow(subject, run_id, after, last).await
     }
 
     async fn subscribe_ended(
@@ -275,7 +287,7 @@ impl EventLog for JetStreamLog {
     ) -> Result<Box<dyn Subscription>, SubscribeError> {
         let subject = self.cluster.settings.events_subject(tenant, run_id);
         match tail(&self.cluster, &subject).await.map_err(SubscribeError::Unavailable)? {
-            Some(_) => self.subscribe(tenant, run_id, after).await,
+            Some(t) => self.follow(subject, run_id, after, Some(t)).await,
             // Retention removed every message of the run.
             None if after.is_some_and(|a| a >= last) => Err(SubscribeError::Complete),
             None => Ok(Box::new(NothingLeft::new(run_id, after, last))),
