@@ -11,7 +11,12 @@ pub const MAX_ANSWER_BYTES: usize = 8 * 1024 * 1024;
 /// Append `text` to `answer` up to [`MAX_ANSWER_BYTES`] (at a character boundary); returns
 /// how many bytes of `text` were not kept.
 pub fn push_capped(answer: &mut String, text: &str) -> usize {
-    let room = MAX_ANSWER_BYTES.saturating_sub(answer.len());
+    push_within(answer, text, MAX_ANSWER_BYTES.saturating_sub(answer.len()))
+}
+
+/// Append at most `room` bytes of `text` to `answer` (cut at a character boundary); returns
+/// how many bytes of `text` were not kept.
+pub fn push_within(answer: &mut String, text: &str, room: usize) -> usize {
     if text.len() <= room {
         answer.push_str(text);
         return 0;

@@ -110,13 +110,11 @@ impl Steps {
                 crate::answer::push_capped(&mut step.text, text);
             }
             Some(_) => {
-                let room = SUBAGENTS_TEXT.saturating_sub(self.subagents_text);
-                let mut cut = room.min(text.len());
-                while !text.is_char_boundary(cut) {
-                    cut -= 1;
-                }
+                let room = SUBAGENTS_TEXT
+                    .saturating_sub(self.subagents_text)
+                    .min(MAX_ANSWER_BYTES.saturating_sub(step.text.len()));
                 let before = step.text.len();
-                crate::answer::push_capped(&mut step.text, &text[..cut]);
+                crate::answer::push_within(&mut step.text, text, room);
                 self.subagents_text += step.text.len() - before;
             }
         }
