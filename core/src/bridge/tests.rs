@@ -299,8 +299,15 @@ fn subscriptions_validate_names_and_follow_a_running_run() {
     assert!(!client.off_id(a));
     // A channel stays read while the run goes on (a handler swapped in later misses nothing).
     assert_eq!(run.mask(), crate::stream::ChannelSet::of([Channel::Stdout, Channel::Lifecycle]).bits());
+    // The harness's one line still comes (the cancel waits for it: it would race the line).
+    let mut all = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !channels(&all).contains(&"stdout") {
+        assert!(Instant::now() < deadline, "the line did not come: {:?}", channels(&all));
+        run.pull(&mut all, BatchLimits::DEFAULT, Some(Duration::from_millis(200)));
+    }
     run.cancel("done");
-    let all = pull_all(&run);
+    all.extend(pull_all(&run));
     assert_eq!(channels(&all).iter().filter(|c| **c == "stdout").count(), 1, "{:?}", channels(&all));
 }
 
