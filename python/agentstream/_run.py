@@ -642,7 +642,7 @@ class BackgroundRun:
             ) from None
 
     def __await__(self) -> Generator[Any, None, RunResult]:
-        if self._task is not None and not self.done() and _current_task() is self._task:
+        if self._task is not None and not self.done() and _running_loop() and asyncio.current_task() is self._task:
             raise BusyError(_WAITS_FOR_ITSELF)
         return asyncio.wrap_future(self._future).__await__()
 
@@ -653,13 +653,6 @@ class BackgroundRun:
 _WAITS_FOR_ITSELF = (
     "a run's own handler waited for the run to end, which it cannot do while that handler runs: return "
     "from the handler (act on the run's end in an on('lifecycle', ...) handler, or wait from elsewhere)")
-
-
-def _current_task() -> asyncio.Task[Any] | None:
-    try:
-        return asyncio.current_task()
-    except RuntimeError:
-        return None
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
