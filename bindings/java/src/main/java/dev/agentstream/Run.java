@@ -161,6 +161,11 @@ public final class Run {
         }
     }
 
+    /** Whether this thread is calling one of the run's handlers (waiting for the run would wait for itself). */
+    boolean inItsHandler() {
+        return Thread.currentThread() == deliveryThread;
+    }
+
     /** The hook handler (if any) for one hook delivery. */
     void callOnEvent(Event.Hook h) {
         if (onEvent != null) {
@@ -345,7 +350,7 @@ public final class Run {
         }
 
         private void notFromItsHandler() {
-            if (!isDone() && Thread.currentThread() == run.deliveryThread) {
+            if (!isDone() && run.inItsHandler()) {
                 throw new BusyException("run " + run.id
                         + " was waited for from one of its own handlers, which would wait for itself: wait from another thread");
             }

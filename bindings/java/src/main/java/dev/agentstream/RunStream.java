@@ -32,8 +32,6 @@ public final class RunStream implements Iterator<Event>, AutoCloseable {
     private final ArrayDeque<Event> ready = new ArrayDeque<>();
     private final List<Event> batch = new ArrayList<>();
     private boolean ended;
-    /** An onEvent handler is being called by hasNext (on this thread: the methods are synchronized). */
-    private boolean inOnEvent;
     private volatile boolean closed;
 
     RunStream(Run run) {
@@ -57,7 +55,7 @@ public final class RunStream implements Iterator<Event>, AutoCloseable {
      */
     @Override
     public synchronized boolean hasNext() {
-        if (inOnEvent) {
+        if (run.inItsHandler()) {
             throw new BusyException("a RunStream was read from its own onEvent handler, in the middle of handing out a batch: "
                     + "read it after the handler returned");
         }
@@ -76,12 +74,7 @@ public final class RunStream implements Iterator<Event>, AutoCloseable {
             }
             for (Event e : batch) {
                 if (e instanceof Event.Hook h) {
-                    inOnEvent = true;
-                    try {
-                        run.callOnEvent(h);
-                    } finally {
-                        inOnEvent = false;
-                    }
+                    run.callOnEvent(h);
                 }
                 ready.add(e);
             }
