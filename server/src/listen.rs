@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
-use axum::http::{HeaderValue, Request, header};
+use axum::http::Request;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::{Service as _, service_fn};
@@ -155,14 +155,7 @@ async fn serve_connection(
     let inner = TowerToHyperService::new(router);
     let service = service_fn(move |mut request: Request<Incoming>| {
         request.extensions_mut().insert(slot.clone());
-        let call = inner.call(request.map(Body::new));
-        async move {
-            // No response is to be sniffed into something else (JSON, SSE, errors: the page's own
-            // routes set it already, with their CSP).
-            let mut response = call.await?;
-            response.headers_mut().entry(header::X_CONTENT_TYPE_OPTIONS).or_insert(HeaderValue::from_static("nosniff"));
-            Ok::<_, std::convert::Infallible>(response)
-        }
+        inner.call(request.map(Body::new))
     });
     let connection = http1::Builder::new()
         .timer(TokioTimer::new())

@@ -28,7 +28,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::extract::{FromRequestParts, Path, State};
 use axum::http::request::Parts;
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 
@@ -105,7 +105,15 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/runs/{id}/ws", get(stream::websocket))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
+        .layer(axum::middleware::map_response(no_sniffing))
         .with_state(state)
+}
+
+/// No response is to be sniffed into something else: the pages, the JSON, the SSE streams and
+/// the errors all say what they are.
+async fn no_sniffing(mut response: Response) -> Response {
+    response.headers_mut().insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    response
 }
 
 /// The authenticated tenant of a request.
