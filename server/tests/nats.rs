@@ -362,21 +362,25 @@ mod cluster {
             self.workers.iter_mut().find(|w| w.id == id).unwrap()
         }
 
+        /// A JetStream context of the test's own on the cluster's NATS server.
+        async fn jetstream(&self) -> async_nats::jetstream::Context {
+            async_nats::jetstream::new(async_nats::connect(self.nats.url()).await.expect("connect to NATS"))
+        }
+
+        /// The cluster's events stream.
+        async fn events(&self) -> async_nats::jetstream::stream::Stream {
+            self.jetstream().await.get_stream(self.settings.events_stream()).await.expect("the events stream")
+        }
+
         /// The bytes the events stream holds.
         async fn event_bytes(&self) -> u64 {
-            let client = async_nats::connect(self.nats.url()).await.expect("connect to NATS");
-            let js = async_nats::jetstream::new(client);
-            let mut stream = js.get_stream(self.settings.events_stream()).await.expect("the events stream");
-            stream.info().await.expect("stream info").state.bytes
+            self.events().await.info().await.expect("stream info").state.bytes
         }
 
         /// How many consumers the events stream has (ordered consumers outlive their reader
         /// until the server finds them inactive, so this counts the ones a test made).
         async fn event_consumers(&self) -> usize {
-            let client = async_nats::connect(self.nats.url()).await.expect("connect to NATS");
-            let js = async_nats::jetstream::new(client);
-            let mut stream = js.get_stream(self.settings.events_stream()).await.expect("the events stream");
-            stream.info().await.expect("stream info").state.consumer_count
+            self.events().await.info().await.expect("stream info").state.consumer_count
         }
     }
 
@@ -755,16 +759,13 @@ mod cluster {
 
     /// Whether retention left anything of run `id` (tenant A) in the events stream.
     async fn anything_left(cluster: &Cluster, id: &str) -> bool {
-        let client = async_nats::connect(cluster.nats.url()).await.expect("connect to NATS");
-        let js = async_nats::jetstream::new(client);
-        let stream = js.get_stream(cluster.settings.events_stream()).await.expect("the events stream");
+        let stream = cluster.events().await;
         stream.direct_get_last_for_subject(cluster.settings.events_subject("a", id)).await.is_ok()
     }
 
     /// The last sequence the record of run `id` (tenant A) holds, once it holds one.
     async fn recorded_last_sequence(cluster: &Cluster, id: &str) -> u64 {
-        let client = async_nats::connect(cluster.nats.url()).await.expect("connect to NATS");
-        let runs = async_nats::jetstream::new(client).get_key_value(cluster.settings.runs_bucket()).await.unwrap();
+        let runs = cluster.jetstream().await.get_key_value(cluster.settings.runs_bucket()).await.unwrap();
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             let record = runs.get(cluster.settings.run_key("a", id)).await.unwrap().expect("the run's record");
@@ -864,9 +865,7 @@ mod cluster {
         assert_eq!(info.status, agentstream_server::broker::RunStatus::Cancelled, "{info:?}");
         // A released lease leaves a delete marker: the leases bucket's age limit removes it (every
         // live key is renewed well within it), so markers do not pile up over the runs.
-        let client = async_nats::connect(cluster.nats.url()).await.expect("connect to NATS");
-        let js = async_nats::jetstream::new(client);
-        let leases = js.get_key_value(cluster.settings.leases_bucket()).await.unwrap();
+        let leases = cluster.jetstream().await.get_key_value(cluster.settings.leases_bucket()).await.unwrap();
         assert_eq!(leases.status().await.unwrap().max_age(), Duration::from_secs(60));
     }
 
