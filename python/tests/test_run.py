@@ -774,8 +774,10 @@ def test_a_run_that_waits_for_itself_from_its_own_handler_is_told_so(fake_harnes
         evolve = fake(fake_harness, "claude", "s2-bash")
         handles: list[agentstream.BackgroundRun] = []
         errors: list[BaseException] = []
+        known = threading.Event()  # the handle is known before the first delivery is handled
 
         def sync_handler(_: Any) -> None:
+            known.wait(10)
             if handles and not errors:
                 try:
                     handles[0].wait()
@@ -792,6 +794,7 @@ def test_a_run_that_waits_for_itself_from_its_own_handler_is_told_so(fake_harnes
         if start == "thread":
             evolve.on("content", sync_handler)
             handles.append(evolve.run_sync("x", background=True))
+            known.set()
             result = handles[0].wait(timeout_ms=30_000)
         else:
             evolve.on("content", async_handler)
