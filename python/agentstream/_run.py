@@ -244,6 +244,12 @@ class Dispatch:
             self._table, self._ids, self._version = table, ids, version
         return self._table
 
+    def _subscribed(self, handler_id: int) -> bool:
+        """Whether a handler of this delivery's table is still subscribed: one removed by an
+        earlier handler of the same delivery is not called (the next delivery gets a new table)."""
+        evolve = self._evolve
+        return evolve._version == self._version or handler_id in evolve._handlers or handler_id == HOOK_HANDLER_ID
+
     def report(self, channel: str, index: int, payload: Any, sequence: int, exc: Exception) -> None:
         handler = self._table[channel][index]
         handler_id = self._ids[channel][index]
@@ -264,11 +270,10 @@ class Dispatch:
     # -- sync --------------------------------------------------------------------------------
 
     def call_sync(self, batch: Iterable[tuple[str, Any, int, int]]) -> None:
-        table = self.table()
         if isinstance(batch, _native.Batch):
             # The native loop calls the handlers until one returns something (an awaitable?) or
             # raises; that delivery is finished here, from that handler on.
-            while (stop := batch.call(table)) is not None:
+            while (stop := batch.call(self.table())) is not None:
                 channel, payload, sequence, index, result, error = stop
                 try:
                     if error is not None:
@@ -280,6 +285,7 @@ class Dispatch:
                 self._rest_sync(channel, payload, sequence, index + 1)
             return
         for channel, payload, sequence, _ in batch:
+            self.table()
             self._rest_sync(channel, payload, sequence, 0)
 
     def one_sync(self, channel: str, payload: Any, sequence: int) -> None:
@@ -287,8 +293,10 @@ class Dispatch:
         self._rest_sync(channel, payload, sequence, 0)
 
     def _rest_sync(self, channel: str, payload: Any, sequence: int, start: int) -> None:
-        handlers = self._table[channel]
+        handlers, ids = self._table[channel], self._ids[channel]
         for index in range(start, len(handlers)):
+            if not self._subscribed(ids[index]):
+                continue
             try:
                 r = handlers[index](payload)
                 if r is not None and isawaitable(r):
@@ -322,10 +330,9 @@ class Dispatch:
     # -- async -------------------------------------------------------------------------------
 
     async def call_async(self, batch: Iterable[tuple[str, Any, int, int]]) -> None:
-        table = self.table()
         if isinstance(batch, _native.Batch):
             # As in call_sync: the native loop runs until a handler returns something or raises.
-            while (stop := batch.call(table)) is not None:
+            while (stop := batch.call(self.table())) is not None:
                 channel, payload, sequence, index, result, error = stop
                 try:
                     if error is not None:
@@ -337,6 +344,7 @@ class Dispatch:
                 await self._rest_async(channel, payload, sequence, index + 1)
             return
         for channel, payload, sequence, _ in batch:
+            self.table()
             await self._rest_async(channel, payload, sequence, 0)
 
     async def one_async(self, channel: str, payload: Any, sequence: int) -> None:
@@ -344,8 +352,10 @@ class Dispatch:
         await self._rest_async(channel, payload, sequence, 0)
 
     async def _rest_async(self, channel: str, payload: Any, sequence: int, start: int) -> None:
-        handlers = self._table[channel]
+        handlers, ids = self._table[channel], self._ids[channel]
         for index in range(start, len(handlers)):
+            if not self._subscribed(ids[index]):
+                continue
             try:
                 r = handlers[index](payload)
                 if r is not None and isawaitable(r):

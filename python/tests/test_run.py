@@ -928,3 +928,35 @@ def test_an_abandoned_stream_cancels_its_run_when_collected(fake_harness: Path) 
 
     go(main())
     assert evolve.status().last_status == "cancelled"
+
+
+@pytest.mark.parametrize("mode", ["sync", "async", "async handlers"])
+def test_a_handler_removed_by_an_earlier_one_is_not_called_again(mode: str) -> None:
+    # 3,000 lines printed at once come in batches of hundreds: the removal lands mid-batch.
+    evolve = Evolve(config=AgentConfig(type="claude"))
+    every: list[str] = []
+    seen: list[str] = []
+    added: list[str] = []
+
+    def counted(text: str) -> None:
+        seen.append(text)
+
+    def remover(text: str) -> None:
+        every.append(text)
+        if len(every) == 10:
+            evolve.off("stdout", counted)
+            evolve.on("stdout", added.append)
+
+    async def remover_async(text: str) -> None:
+        remover(text)
+
+    evolve.on("stdout", remover_async if mode == "async handlers" else remover).on("stdout", counted)
+    if mode == "sync":
+        result = evolve.execute_command_sync("seq 1 3000")
+    else:
+        result = go(evolve.execute_command("seq 1 3000"))
+    assert result.state == "completed", result
+    assert "".join(every) == "".join(f"{i}\n" for i in range(1, 3001))
+    assert seen == every[:9]
+    # A handler added by a handler gets the run from the next delivery on.
+    assert added == every[10:]

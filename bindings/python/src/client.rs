@@ -8,6 +8,8 @@
 //! classes of `agentstream.errors`.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use agentstream_core::Channel;
 use agentstream_core::bridge::{AgentSpec, Client, Naming, ReadMode, RunNumbers, RunRequest, shell_command};
@@ -75,6 +77,9 @@ fn read_mode(py: Python<'_>, read: &str) -> PyResult<ReadMode> {
 #[pyclass(module = "agentstream._native", name = "Client", frozen)]
 pub struct PyClient {
     client: Client,
+    /// Counts subscription changes (`on`, `off`, `off_id`): a run's `Batch.call` stops after
+    /// a handler that changed them, so that a handler removed is not called again.
+    subscriptions: Arc<AtomicU64>,
 }
 
 #[pymethods]
@@ -95,7 +100,7 @@ impl PyClient {
     ) -> PyResult<Self> {
         guard(py, || {
             let spec = spec(py, agent, agent_id, bin, model, extra_args, cwd, env)?;
-            Ok(PyClient { client: Client::new(spec, NAMING).map_err(|e| raise(py, &e))? })
+            Ok(PyClient { client: Client::new(spec, NAMING).map_err(|e| raise(py, &e))?, subscriptions: Arc::default() })
         })
     }
 
@@ -110,7 +115,9 @@ impl PyClient {
     fn on(&self, py: Python<'_>, name: &str) -> PyResult<u64> {
         guard(py, || {
             channel(py, name)?;
-            self.client.on(name).map_err(|e| raise(py, &e))
+            let id = self.client.on(name).map_err(|e| raise(py, &e))?;
+            self.subscriptions.fetch_add(1, Ordering::Relaxed);
+            Ok(id)
         })
     }
 
@@ -119,13 +126,19 @@ impl PyClient {
     fn off(&self, py: Python<'_>, name: &str) -> PyResult<Vec<u64>> {
         guard(py, || {
             channel(py, name)?;
-            self.client.off(name).map_err(|e| raise(py, &e))
+            let ids = self.client.off(name).map_err(|e| raise(py, &e))?;
+            self.subscriptions.fetch_add(1, Ordering::Relaxed);
+            Ok(ids)
         })
     }
 
     /// Remove one subscription; False when it was not there.
     fn off_id(&self, py: Python<'_>, id: u64) -> PyResult<bool> {
-        guard(py, || Ok(self.client.off_id(id)))
+        guard(py, || {
+            let removed = self.client.off_id(id);
+            self.subscriptions.fetch_add(1, Ordering::Relaxed);
+            Ok(removed)
+        })
     }
 
     /// The subscription ids of channel `name`, in the order their handlers are called.
@@ -188,7 +201,7 @@ impl PyClient {
             let client = &self.client;
             // Spawning forks and execs: not with the GIL held.
             let run = py.detach(|| client.start(request)).map_err(|e| raise(py, &e))?;
-            Ok(PyRun::new(run))
+            Ok(PyRun::new(run, Arc::clone(&self.subscriptions)))
         })
     }
 

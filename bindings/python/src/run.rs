@@ -16,6 +16,7 @@
 //! OutputEvent dict (camelCase), the LifecycleEvent dict (snake_case), the text, or the flat
 //! snake_case hook dict.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -125,15 +126,21 @@ pub struct PyRun {
     loop_wait: LoopWait,
     /// Strings shared between the events of this run (only used with the GIL held).
     strings: Arc<Mutex<convert::Strings>>,
+    /// The client's count of subscription changes (see [`PyBatch::call`]).
+    subscriptions: Arc<AtomicU64>,
 }
 
 impl PyRun {
-    pub(crate) fn new(run: Run) -> Self {
-        PyRun { run, loop_wait: LoopWait::default(), strings: Arc::default() }
+    pub(crate) fn new(run: Run, subscriptions: Arc<AtomicU64>) -> Self {
+        PyRun { run, loop_wait: LoopWait::default(), strings: Arc::default(), subscriptions }
     }
 
     fn batch(&self, deliveries: Vec<Delivery>) -> PyBatch {
-        PyBatch { items: Mutex::new((deliveries, 0)), strings: Arc::clone(&self.strings) }
+        PyBatch {
+            items: Mutex::new((deliveries, 0)),
+            strings: Arc::clone(&self.strings),
+            subscriptions: Arc::clone(&self.subscriptions),
+        }
     }
 
     fn result_dict<'py>(
@@ -326,6 +333,7 @@ pub struct PyBatch {
     /// once the last was: no delivery is moved).
     items: Mutex<(Vec<Delivery>, usize)>,
     strings: Arc<Mutex<convert::Strings>>,
+    subscriptions: Arc<AtomicU64>,
 }
 
 #[pymethods]
@@ -356,18 +364,21 @@ impl PyBatch {
     /// Call the handlers of each delivery left, in order: `table[channel]` (a tuple of callables)
     /// with the payload, one after the other, as the Python dispatcher would, without building
     /// a tuple per delivery or running a Python loop. Stops at the first handler that returns
-    /// something other than `None` (it may be an awaitable) or raises an `Exception`, and
+    /// something other than `None` (it may be an awaitable) or raises an `Exception`, or
+    /// after a handler that subscribed or unsubscribed one (the table is stale then), and
     /// returns `(channel, payload, sequence, index, result, exception)` so that the caller
     /// finishes that delivery (from handler `index`) and calls again; `None` once the batch is
     /// done. A `BaseException` that is not an `Exception` propagates.
     fn call<'py>(&self, py: Python<'py>, table: &Bound<'py, PyDict>) -> PyResult<Option<Bound<'py, PyTuple>>> {
         guard(py, || {
+            let subscriptions = self.subscriptions.load(Ordering::Relaxed);
             while let Some(p) = self.take(py)? {
                 let Some(handlers) = table.get_item(&p.channel)? else { continue };
                 let handlers = handlers.cast_into::<PyTuple>()?;
                 for (index, handler) in handlers.iter().enumerate() {
                     let (result, exception) = match handler.call1((&p.payload,)) {
-                        Ok(r) if r.is_none() => continue,
+                        Ok(r) if r.is_none() && self.subscriptions.load(Ordering::Relaxed) == subscriptions => continue,
+                        Ok(r) if r.is_none() => (r, py.None().into_bound(py)),
                         Ok(r) => (r, py.None().into_bound(py)),
                         Err(e) if e.is_instance_of::<pyo3::exceptions::PyException>(py) => {
                             (py.None().into_bound(py), e.into_value(py).into_bound(py).into_any())
