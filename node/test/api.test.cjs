@@ -320,3 +320,22 @@ test('feedJson/finishJson: the same events as JSON text', () => {
   assert.equal(new Decoder('codex').finishJson(), '[]');
   assert.throws(() => new Decoder('codex').feedJson(7), { name: 'TypeError', code: 'INVALID_ARGUMENT' });
 });
+
+test('an addon that does not load says what to do, per platform', () => {
+  const { execFileSync } = require('node:child_process');
+  const path = require('node:path');
+  const pkg = path.join(__dirname, '..');
+  const load = (platform) =>
+    execFileSync(process.execPath, ['-e', `
+      Object.defineProperty(process, 'platform', { value: ${JSON.stringify(platform)} });
+      try { require(${JSON.stringify(pkg)}); console.log('loaded'); }
+      catch (e) { console.log(JSON.stringify({ message: e.message, cause: e.cause instanceof Error })); }`], { encoding: 'utf8' });
+  const darwin = JSON.parse(load('darwin'));
+  assert.match(darwin.message, /no prebuilt native addon for darwin-x64/);
+  assert.match(darwin.message, /Linux x64 with glibc 2\.17 or newer only/);
+  assert.equal(darwin.cause, true);
+  const { addonLoadHint } = require('../dist/internal.js');
+  assert.match(addonLoadHint('linux', 'x64', '2.36'), /optional dependency `agentstream-linux-x64-gnu`/);
+  assert.match(addonLoadHint('linux', 'x64', undefined), /linux-x64 \(not glibc: musl\?\)/);
+  assert.match(addonLoadHint('linux', 'arm64', '2.36'), /no prebuilt native addon for linux-arm64 \(glibc 2\.36\)/);
+});
