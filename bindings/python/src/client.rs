@@ -100,7 +100,10 @@ impl PyClient {
     ) -> PyResult<Self> {
         guard(py, || {
             let spec = spec(py, agent, agent_id, bin, model, extra_args, cwd, env)?;
-            Ok(PyClient { client: Client::new(spec, NAMING).map_err(|e| raise(py, &e))?, subscriptions: Arc::default() })
+            Ok(PyClient {
+                client: Client::new(spec, NAMING).map_err(|e| raise(py, &e))?,
+                subscriptions: Arc::default(),
+            })
         })
     }
 
