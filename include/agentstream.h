@@ -61,15 +61,19 @@ enum agentstream_status
    */
   AGENTSTREAM_STATUS_INVALID_ARGUMENT = 1004,
   /**
-   * `cancelled`: the operation was cancelled.
+   * `cancelled`: reserved, not returned by this version (a cancelled run is still `OK` where
+   * its result is read: its `"state"` says `"cancelled"`).
    */
   AGENTSTREAM_STATUS_CANCELLED = 1005,
   /**
-   * `timeout`: the operation went past its time limit.
+   * `timeout`: reserved, not returned by this version (a run that went past its time limit
+   * ends `"cancelled"` with `"cancel_kind": "timeout"`; a wait that did returns
+   * `STILL_RUNNING`).
    */
   AGENTSTREAM_STATUS_TIMEOUT = 1006,
   /**
-   * `decode_limit`: input went past a configured decode limit.
+   * `decode_limit`: reserved, not returned by this version (a line over the decode limit is
+   * skipped and counted in the stats' `oversize_lines`, with a diagnostic).
    */
   AGENTSTREAM_STATUS_DECODE_LIMIT = 1007,
   /**
@@ -111,12 +115,12 @@ enum agentstream_status
    */
   AGENTSTREAM_STATUS_PANIC = 1015,
   /**
-   * `cannot_resume`: the harness cannot continue a previous session, or the session to
-   * continue is unknown.
+   * `cannot_resume`: reserved, not returned by this version (every harness can continue a
+   * session; one it does not know ends the run `"failed"`, with the harness's message).
    */
   AGENTSTREAM_STATUS_CANNOT_RESUME = 1016,
   /**
-   * `unsupported`: not available on this platform.
+   * `unsupported`: not available on this platform (starting a run off Unix).
    */
   AGENTSTREAM_STATUS_UNSUPPORTED = 1017,
 };
@@ -250,11 +254,14 @@ typedef struct agentstream_session agentstream_session;
 
 /**
  * Receives one item as UTF-8 JSON: `json` points to `len` bytes followed by a NUL byte (so it
- * can also be used as a C string). The memory is borrowed: it is valid only until the
- * callback returns; copy what you keep. `user_data` is the pointer given with the callback.
+ * can also be used as a C string; a `stdout`/`stderr` handler gets raw text instead, which
+ * may hold a NUL: use `len`). The memory is borrowed: it is valid only until the callback
+ * returns; copy what you keep. `user_data` is the pointer given with the callback.
  *
- * Callbacks run on the thread that called the function they were given to, and must not
- * unwind (a C++ exception or a Go panic must be caught inside the callback).
+ * A decoder's and a replay's callbacks run on the thread that called the function they were
+ * given to; a session's handlers and a run's `on_event` on the run's delivery thread (see
+ * `agentstream_session_start`). Callbacks must not unwind (a C++ exception or a Go panic must
+ * be caught inside the callback).
  */
 typedef void (*agentstream_event_cb)(void *user_data, const char *json, size_t len);
 
@@ -282,7 +289,9 @@ const char *agentstream_version(void);
  * not NULL. Every function that returns an `agentstream_status` sets it: to the failure's
  * message, or to `""` on success. Functions returning static strings (`agentstream_version`,
  * `agentstream_status_name`, `agentstream_session_agent`), `agentstream_string_free` and this
- * one leave it alone.
+ * one leave it alone, and so does every `_free` function that freed what it was given (so a
+ * program can free its handles on the way out of a failed call, then report that call's
+ * error); a `_free` of a handle that is not live puts its message there.
  *
  * Returns `OK` when the whole message fit, `BUFFER_TOO_SMALL` when it was truncated (call
  * again with `cap >= *out_len + 1`; `buf = NULL, cap = 0` only queries the length). Reading the
@@ -541,7 +550,7 @@ agentstream_status agentstream_replay_json(const char *agent, const uint8_t *byt
  *
  * Errors: `NULL_ARGUMENT`, `INVALID_HANDLE`, `INVALID_ARGUMENT` (the request; `on_event` with a
  * pulled run; a session with both kinds of subscription), `HARNESS_NOT_FOUND`, `SPAWN_FAILED`,
- * `ALREADY_RUNNING` (one run at a time per session), `CANNOT_RESUME`.
+ * `ALREADY_RUNNING` (one run at a time per session).
  *
  * # Safety
  * `request_json` NULL or NUL-terminated; `on_event`/`on_event_free` valid functions or NULL;
@@ -580,8 +589,11 @@ agentstream_status agentstream_session_start_command(struct agentstream_session 
  * "session_id"?, "usage", "final_text"?, "error"?, "cancel_reason"?, "cancel_kind"?,
  * "pressure", "stats", "last_sequence", "diagnostics"?, "duration_ms", "handler_errors"}`;
  * free with `agentstream_string_free`). A run delivered to callbacks has had its last callback
- * return by then; a run read with `"read": "iterate"` that the caller stopped pulling is
- * drained here (its remaining deliveries are discarded); a run pulled with subscriptions from
+ * return by then. A run read with `"read": "iterate"` is drained here (its remaining
+ * deliveries are discarded) when the caller stopped pulling it: when this thread pulled it
+ * last (or nobody did) and no pull is going on, or after `agentstream_run_leave`; a run
+ * another thread is pulling is left to that thread, which gets everything, and a wait of 0
+ * never reads. A run pulled with subscriptions from
  * `agentstream_session_subscribe` must be pulled to its end. A run that failed or was cancelled
  * is still `OK` here: read `"state"`. `"handler_errors"` counts the handler failures reported
  * with `agentstream_run_handler_failed`.
@@ -847,12 +859,19 @@ agentstream_status agentstream_session_add_arg(struct agentstream_session *sessi
  * `"stderr"` (otherwise `INVALID_ARGUMENT`, and the message lists the four). In a run
  * delivered to callbacks (see `agentstream_session_start`), the handlers are called from the
  * run's own thread, in sequence order, one at a time (never concurrently), the handlers of one
- * channel in registration order. A handler registered while a run is going on gets the rest
- * of that run.
+ * channel in registration order. A handler registered while a run delivered to callbacks is
+ * going on gets the rest of that run; a run that started with no handler and no `on_event` is
+ * await-only, and a run the caller pulls is not delivered to callbacks: neither calls a
+ * handler registered later (the next run does).
  *
  * Payloads: `content` gets an `OutputEvent` as JSON, `lifecycle` a `LifecycleEvent` as JSON
  * (snake_case keys, as in the seed), `stdout`/`stderr` the raw text (UTF-8, not JSON-quoted;
- * one stdout line with its newline per call).
+ * `len` bytes, which may hold a NUL if the process printed one: use `len`, not `strlen`).
+ * A stdout call carries one line with its newline — or several, when the handlers fell behind
+ * and the buffer coalesced them (as a puller sees with `"coalesced"`). The handlers are the
+ * run's reader: a handler that blocks longer than `limits.stall_ms` (30 s by default) while
+ * output waits gets the run cancelled as stalled (`"cancel_kind": "stalled"`); raise the limit
+ * for handlers that wait on people.
  *
  * `*out_id` (optional: NULL) receives the subscription id, for `agentstream_session_off_id`.
  *

@@ -4,7 +4,7 @@
 
 use agentstream_core::stream::SharedBudget;
 
-use crate::error::{Error, ErrorKind, agentstream_status, boundary, invalid};
+use crate::error::{Error, ErrorKind, agentstream_status, boundary, boundary_free, invalid};
 use crate::handles::{Table, not_live_message};
 use crate::util::out_arg;
 
@@ -67,7 +67,7 @@ pub unsafe extern "C" fn agentstream_budget_active(
 /// None beyond passing any value: handles are checked.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn agentstream_budget_free(budget: *mut agentstream_budget) {
-    let _ = boundary(|| {
+    boundary_free(|| {
         if budget.is_null() || BUDGETS.remove(budget).is_some() {
             return Ok(());
         }

@@ -7,16 +7,19 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use agentstream_core::{Agent, Decoder, DecoderOptions, OutputEvent};
 
-use crate::error::{Error, ErrorKind, Result, agentstream_status, boundary, invalid, null};
+use crate::error::{Error, ErrorKind, Result, agentstream_status, boundary, boundary_free, invalid, null};
 use crate::handles::{Table, not_live_message};
 use crate::util::{bytes_arg, give_string, out_arg, reset_out, str_arg, to_json};
 
 /// Receives one item as UTF-8 JSON: `json` points to `len` bytes followed by a NUL byte (so it
-/// can also be used as a C string). The memory is borrowed: it is valid only until the
-/// callback returns; copy what you keep. `user_data` is the pointer given with the callback.
+/// can also be used as a C string; a `stdout`/`stderr` handler gets raw text instead, which
+/// may hold a NUL: use `len`). The memory is borrowed: it is valid only until the callback
+/// returns; copy what you keep. `user_data` is the pointer given with the callback.
 ///
-/// Callbacks run on the thread that called the function they were given to, and must not
-/// unwind (a C++ exception or a Go panic must be caught inside the callback).
+/// A decoder's and a replay's callbacks run on the thread that called the function they were
+/// given to; a session's handlers and a run's `on_event` on the run's delivery thread (see
+/// `agentstream_session_start`). Callbacks must not unwind (a C++ exception or a Go panic must
+/// be caught inside the callback).
 #[allow(non_camel_case_types)]
 pub type agentstream_event_cb = Option<unsafe extern "C" fn(user_data: *mut c_void, json: *const c_char, len: usize)>;
 
@@ -400,7 +403,7 @@ pub unsafe extern "C" fn agentstream_decoder_session_id(
 /// None beyond passing any value: handles are checked.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn agentstream_decoder_free(decoder: *mut agentstream_decoder) {
-    let _ = boundary(|| {
+    boundary_free(|| {
         if decoder.is_null() {
             return Ok(());
         }

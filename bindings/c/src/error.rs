@@ -36,11 +36,15 @@ pub enum agentstream_status {
     /// `invalid_argument`: an argument had a bad value (an unknown agent or channel name, a bad
     /// option; the message names the field and what is allowed), or text that is not UTF-8.
     InvalidArgument = 1004,
-    /// `cancelled`: the operation was cancelled.
+    /// `cancelled`: reserved, not returned by this version (a cancelled run is still `OK` where
+    /// its result is read: its `"state"` says `"cancelled"`).
     Cancelled = 1005,
-    /// `timeout`: the operation went past its time limit.
+    /// `timeout`: reserved, not returned by this version (a run that went past its time limit
+    /// ends `"cancelled"` with `"cancel_kind": "timeout"`; a wait that did returns
+    /// `STILL_RUNNING`).
     Timeout = 1006,
-    /// `decode_limit`: input went past a configured decode limit.
+    /// `decode_limit`: reserved, not returned by this version (a line over the decode limit is
+    /// skipped and counted in the stats' `oversize_lines`, with a diagnostic).
     DecodeLimit = 1007,
     /// `internal`: a failure inside agentstream that is not a panic (a bug: please report it).
     Internal = 1008,
@@ -64,10 +68,10 @@ pub enum agentstream_status {
     /// `panic`: a Rust panic was caught at the boundary (a bug in agentstream: please report
     /// it). The object involved may be in an inconsistent state; free it.
     Panic = 1015,
-    /// `cannot_resume`: the harness cannot continue a previous session, or the session to
-    /// continue is unknown.
+    /// `cannot_resume`: reserved, not returned by this version (every harness can continue a
+    /// session; one it does not know ends the run `"failed"`, with the harness's message).
     CannotResume = 1016,
-    /// `unsupported`: not available on this platform.
+    /// `unsupported`: not available on this platform (starting a run off Unix).
     Unsupported = 1017,
 }
 
@@ -186,13 +190,26 @@ pub fn last_error() -> String {
 /// the kind's advice) and becomes its status; a panic is caught, its message goes to the last
 /// error, and `PANIC` is returned; success clears the last error and returns `OK`.
 pub fn boundary(f: impl FnOnce() -> Result<()>) -> agentstream_status {
+    guarded(f, true)
+}
+
+/// [`boundary`] for the `_free` functions, which return no status: a success leaves the last
+/// error alone (a C program frees its handles on the way out of a failed call, then reports the
+/// call's error), a failure (a handle not live) or a panic is put there.
+pub fn boundary_free(f: impl FnOnce() -> Result<()>) {
+    let _ = guarded(f, false);
+}
+
+fn guarded(f: impl FnOnce() -> Result<()>, ok_clears: bool) -> agentstream_status {
     install_quiet_panic_hook();
     DEPTH.with(|d| d.set(d.get() + 1));
     let outcome = panic::catch_unwind(AssertUnwindSafe(f));
     DEPTH.with(|d| d.set(d.get() - 1));
     match outcome {
         Ok(Ok(())) => {
-            LAST_ERROR.with(|e| e.borrow_mut().clear());
+            if ok_clears {
+                LAST_ERROR.with(|e| e.borrow_mut().clear());
+            }
             agentstream_status::Ok
         }
         Ok(Err(e)) => {
@@ -209,15 +226,6 @@ pub fn boundary(f: impl FnOnce() -> Result<()>) -> agentstream_status {
             agentstream_status::Panic
         }
     }
-}
-
-/// Like [`boundary`] for calls that cannot report a status (`_free` functions): a panic is
-/// swallowed (its message still goes to the last error).
-pub fn boundary_void(f: impl FnOnce()) {
-    let _ = boundary(|| {
-        f();
-        Ok(())
-    });
 }
 
 /// Copy `text` into `buf` (capacity `cap`, NUL-terminated, truncated at a UTF-8 boundary) and

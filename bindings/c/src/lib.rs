@@ -65,7 +65,9 @@ pub extern "C" fn agentstream_version() -> *const c_char {
 /// not NULL. Every function that returns an `agentstream_status` sets it: to the failure's
 /// message, or to `""` on success. Functions returning static strings (`agentstream_version`,
 /// `agentstream_status_name`, `agentstream_session_agent`), `agentstream_string_free` and this
-/// one leave it alone.
+/// one leave it alone, and so does every `_free` function that freed what it was given (so a
+/// program can free its handles on the way out of a failed call, then report that call's
+/// error); a `_free` of a handle that is not live puts its message there.
 ///
 /// Returns `OK` when the whole message fit, `BUFFER_TOO_SMALL` when it was truncated (call
 /// again with `cap >= *out_len + 1`; `buf = NULL, cap = 0` only queries the length). Reading the

@@ -16,7 +16,7 @@ use agentstream_core::stream::StreamItem;
 
 use crate::callback::Handler;
 use crate::decoder::{agentstream_event_cb, agentstream_free_cb};
-use crate::error::{Error, ErrorKind, Result, agentstream_status, boundary, invalid, null};
+use crate::error::{Error, ErrorKind, Result, agentstream_status, boundary, boundary_free, invalid, null};
 use crate::handles::{Table, not_live_message};
 use crate::session::{Handlers, SESSIONS, SessionObj, agentstream_session};
 use crate::util::{give_string, opt_str_arg, out_arg, put, reset_out, str_arg, to_json};
@@ -300,7 +300,7 @@ fn options_without_work(options_json: Option<&str>, work: &str) -> Result<RunReq
 ///
 /// Errors: `NULL_ARGUMENT`, `INVALID_HANDLE`, `INVALID_ARGUMENT` (the request; `on_event` with a
 /// pulled run; a session with both kinds of subscription), `HARNESS_NOT_FOUND`, `SPAWN_FAILED`,
-/// `ALREADY_RUNNING` (one run at a time per session), `CANNOT_RESUME`.
+/// `ALREADY_RUNNING` (one run at a time per session).
 ///
 /// # Safety
 /// `request_json` NULL or NUL-terminated; `on_event`/`on_event_free` valid functions or NULL;
@@ -456,8 +456,11 @@ impl RunObj {
 /// "session_id"?, "usage", "final_text"?, "error"?, "cancel_reason"?, "cancel_kind"?,
 /// "pressure", "stats", "last_sequence", "diagnostics"?, "duration_ms", "handler_errors"}`;
 /// free with `agentstream_string_free`). A run delivered to callbacks has had its last callback
-/// return by then; a run read with `"read": "iterate"` that the caller stopped pulling is
-/// drained here (its remaining deliveries are discarded); a run pulled with subscriptions from
+/// return by then. A run read with `"read": "iterate"` is drained here (its remaining
+/// deliveries are discarded) when the caller stopped pulling it: when this thread pulled it
+/// last (or nobody did) and no pull is going on, or after `agentstream_run_leave`; a run
+/// another thread is pulling is left to that thread, which gets everything, and a wait of 0
+/// never reads. A run pulled with subscriptions from
 /// `agentstream_session_subscribe` must be pulled to its end. A run that failed or was cancelled
 /// is still `OK` here: read `"state"`. `"handler_errors"` counts the handler failures reported
 /// with `agentstream_run_handler_failed`.
@@ -736,13 +739,20 @@ pub unsafe extern "C" fn agentstream_run_pressure_json(
 /// None beyond passing any value: handles are checked.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn agentstream_run_free(run: *mut agentstream_run) {
-    let _ = boundary(|| {
+    boundary_free(|| {
         if run.is_null() {
             return Ok(());
         }
         let Some(r) = RUNS.remove(run) else {
             return Err(Error::new(ErrorKind::InvalidHandle, not_live_message("agentstream_run", run as usize)));
         };
+        if let Reading::Caller = r.reading {
+            // Cancel-on-drop, said here: a call still blocked in `agentstream_run_next` on
+            // another thread holds the run too, and would otherwise keep it going.
+            if r.run.has_reader() && !r.run.is_ended() {
+                r.run.leave();
+            }
+        }
         if let Reading::Pump { pump, on_event } = &r.reading {
             if let Some(h) = on_event {
                 h.release();

@@ -6,7 +6,7 @@ use std::sync::Mutex;
 
 use agentstream_core::stream::SequenceCheck;
 
-use crate::error::{Error, ErrorKind, agentstream_status, boundary};
+use crate::error::{Error, ErrorKind, agentstream_status, boundary, boundary_free};
 use crate::handles::{Table, not_live_message};
 use crate::util::out_arg;
 
@@ -83,7 +83,7 @@ pub unsafe extern "C" fn agentstream_sequence_check_missing(
 /// None beyond passing any value: handles are checked.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn agentstream_sequence_check_free(check: *mut agentstream_sequence_check) {
-    let _ = boundary(|| {
+    boundary_free(|| {
         if check.is_null() || CHECKS.remove(check).is_some() {
             return Ok(());
         }

@@ -14,7 +14,7 @@ use agentstream_core::{Agent, Channel};
 use crate::budget::{BUDGETS, agentstream_budget};
 use crate::callback::Handler;
 use crate::decoder::{agentstream_event_cb, agentstream_free_cb};
-use crate::error::{Error, ErrorKind, Result, agentstream_status, boundary, invalid};
+use crate::error::{Error, ErrorKind, Result, agentstream_status, boundary, boundary_free, invalid};
 use crate::handles::{Table, not_live_message};
 use crate::util::{give_string, opt_str_arg, out_arg, put, reset_out, str_arg, to_json};
 
@@ -354,12 +354,19 @@ pub unsafe extern "C" fn agentstream_session_add_arg(
 /// `"stderr"` (otherwise `INVALID_ARGUMENT`, and the message lists the four). In a run
 /// delivered to callbacks (see `agentstream_session_start`), the handlers are called from the
 /// run's own thread, in sequence order, one at a time (never concurrently), the handlers of one
-/// channel in registration order. A handler registered while a run is going on gets the rest
-/// of that run.
+/// channel in registration order. A handler registered while a run delivered to callbacks is
+/// going on gets the rest of that run; a run that started with no handler and no `on_event` is
+/// await-only, and a run the caller pulls is not delivered to callbacks: neither calls a
+/// handler registered later (the next run does).
 ///
 /// Payloads: `content` gets an `OutputEvent` as JSON, `lifecycle` a `LifecycleEvent` as JSON
 /// (snake_case keys, as in the seed), `stdout`/`stderr` the raw text (UTF-8, not JSON-quoted;
-/// one stdout line with its newline per call).
+/// `len` bytes, which may hold a NUL if the process printed one: use `len`, not `strlen`).
+/// A stdout call carries one line with its newline — or several, when the handlers fell behind
+/// and the buffer coalesced them (as a puller sees with `"coalesced"`). The handlers are the
+/// run's reader: a handler that blocks longer than `limits.stall_ms` (30 s by default) while
+/// output waits gets the run cancelled as stalled (`"cancel_kind": "stalled"`); raise the limit
+/// for handlers that wait on people.
 ///
 /// `*out_id` (optional: NULL) receives the subscription id, for `agentstream_session_off_id`.
 ///
@@ -655,7 +662,7 @@ pub unsafe extern "C" fn agentstream_session_kill(
 /// None beyond passing any value: handles are checked.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn agentstream_session_free(session: *mut agentstream_session) {
-    let _ = boundary(|| {
+    boundary_free(|| {
         if session.is_null() {
             return Ok(());
         }
@@ -665,8 +672,10 @@ pub unsafe extern "C" fn agentstream_session_free(session: *mut agentstream_sess
                 not_live_message("agentstream_session", session as usize),
             ));
         };
-        s.handlers.release_all();
+        // Kill first: releasing the handlers waits for a callback in progress, and a callback
+        // that takes long (or never returns) must not keep the harness alive.
         s.client.kill();
+        s.handlers.release_all();
         Ok(())
     });
 }

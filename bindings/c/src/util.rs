@@ -117,5 +117,5 @@ pub unsafe fn json_options<T: serde::de::DeserializeOwned + Default>(p: *const c
     if text.trim().is_empty() {
         return Ok(T::default());
     }
-    serde_json::from_str(text).map_err(|e| invalid(format!("argument `{name}`: {e}")))
+    agentstream_core::bridge::json_object(text).map_err(|e| invalid(format!("argument `{name}`: {e}")))
 }

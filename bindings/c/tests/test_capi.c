@@ -2098,9 +2098,10 @@ static int test_budget(void) {
     jt_value *r = wait_result(run);
     CHECK(r && result_is(r, "state", "cancelled"));
     jt_free(r);
-    agentstream_run_free(run); /* the permit goes with the run */
-    CHECK(agentstream_session_set_budget(s1, NULL) == AGENTSTREAM_STATUS_OK);
+    /* The permit is given back when the run ended, the handle still held. */
     CHECK(agentstream_session_start_run(s2, "x", "{\"kill_grace_ms\":100}", NULL, NULL, NULL, &other) == AGENTSTREAM_STATUS_OK);
+    agentstream_run_free(run);
+    CHECK(agentstream_session_set_budget(s1, NULL) == AGENTSTREAM_STATUS_OK);
     agentstream_run_cancel(other, "done");
     r = wait_result(other);
     jt_free(r);
@@ -2409,6 +2410,170 @@ static int test_parity(void) {
     return ok;
 }
 
+/* run_free of a pulled run cancels it even while another thread is blocked pulling it: that
+ * call then gets the rest (the terminal included) and END. */
+typedef struct {
+    agentstream_run *run;
+    int items;
+    volatile int done;
+} blocked_reader;
+
+static void *read_to_end(void *arg) {
+    blocked_reader *b = arg;
+    for (;;) {
+        agentstream_next kind = AGENTSTREAM_NEXT_TIMEOUT;
+        char *json = NULL;
+        if (agentstream_run_next(b->run, -1, &kind, &json, NULL) != AGENTSTREAM_STATUS_OK || kind == AGENTSTREAM_NEXT_END) break;
+        b->items++;
+        agentstream_string_free(json);
+    }
+    b->done = 1;
+    return NULL;
+}
+
+static int test_run_free_while_pulled(void) {
+    const char *env[] = {"AGENTSTREAM_FAKE_HANG", "1", NULL};
+    agentstream_session *s = fake_session("claude", "s1-text", env);
+    CHECK(s != NULL);
+    blocked_reader b = {0};
+    CHECK(agentstream_session_start_run(s, "x", "{\"read\":\"iterate\",\"kill_grace_ms\":200}", NULL, NULL, NULL, &b.run) ==
+          AGENTSTREAM_STATUS_OK);
+    pthread_t reader;
+    CHECK(pthread_create(&reader, NULL, read_to_end, &b) == 0);
+    sleep_ms(300); /* the reader has read what there was and waits for more */
+    agentstream_run_free(b.run);
+    for (int i = 0; i < 100 && !b.done; i++) sleep_ms(100);
+    int done = b.done;
+    if (!done) agentstream_session_kill(s, NULL);
+    pthread_join(reader, NULL);
+    /* The blocked call returned what the cancel brought (its next call finds the handle freed). */
+    CHECK(done && b.items >= 1);
+    agentstream_session_free(s);
+    return 1;
+}
+
+/* A wait of 0 only looks, and a wait from another thread than the one pulling leaves the run's
+ * deliveries to that thread: nothing is discarded under it. */
+typedef struct {
+    agentstream_run *run;
+    int stdout_lines, ended;
+} line_reader;
+
+static void *pull_lines(void *arg) {
+    line_reader *l = arg;
+    for (;;) {
+        agentstream_next kind = AGENTSTREAM_NEXT_TIMEOUT;
+        char *json = NULL;
+        if (agentstream_run_next(l->run, 10000, &kind, &json, NULL) != AGENTSTREAM_STATUS_OK || kind != AGENTSTREAM_NEXT_ITEM) {
+            l->ended = kind == AGENTSTREAM_NEXT_END;
+            agentstream_string_free(json);
+            return NULL;
+        }
+        if (strstr(json, "\"channel\":\"stdout\"")) l->stdout_lines++;
+        agentstream_string_free(json);
+        sleep_ms(1); /* between pulls too */
+    }
+}
+
+static int test_run_wait_leaves_iterated_runs_to_their_reader(void) {
+    agentstream_session *s = NULL;
+    CHECK(agentstream_session_new("claude", &s) == AGENTSTREAM_STATUS_OK);
+    const char *argv[] = {"sh", "-c", "seq 1 100; sleep 0.5; seq 101 200"};
+    line_reader l = {0};
+    CHECK(agentstream_session_start_command(s, argv, 3, "{\"read\":\"iterate\"}", NULL, NULL, NULL, &l.run) == AGENTSTREAM_STATUS_OK);
+    sleep_ms(200);
+    char *json = NULL;
+    CHECK(agentstream_run_wait(l.run, 0, &json, NULL) == AGENTSTREAM_STATUS_STILL_RUNNING);
+    pthread_t reader;
+    CHECK(pthread_create(&reader, NULL, pull_lines, &l) == 0);
+    jt_value *r = wait_result(l.run);
+    pthread_join(reader, NULL);
+    CHECK(r && result_is(r, "state", "completed"));
+    jt_free(r);
+    CHECK(l.ended && l.stdout_lines == 200);
+    agentstream_run_free(l.run);
+    agentstream_session_free(s);
+    return 1;
+}
+
+/* A successful _free leaves the last error alone: a program frees its handles on its way out of
+ * a failed call, then reports that call's error. */
+static int test_frees_keep_the_last_error(void) {
+    agentstream_decoder *d = NULL, *bad = NULL;
+    agentstream_session *s = NULL;
+    agentstream_sequence_check *c = NULL;
+    agentstream_budget *b = NULL;
+    CHECK(agentstream_decoder_new("claude", &d) == AGENTSTREAM_STATUS_OK);
+    CHECK(agentstream_session_new("claude", &s) == AGENTSTREAM_STATUS_OK);
+    CHECK(agentstream_sequence_check_new(&c) == AGENTSTREAM_STATUS_OK);
+    CHECK(agentstream_budget_new(1 << 20, 1, &b) == AGENTSTREAM_STATUS_OK);
+    CHECK(agentstream_decoder_new("nope", &bad) == AGENTSTREAM_STATUS_INVALID_ARGUMENT);
+    agentstream_decoder_free(d);
+    agentstream_session_free(s);
+    agentstream_sequence_check_free(c);
+    agentstream_budget_free(b);
+    agentstream_run_free(NULL);
+    CHECK(last_error_contains("nope"));
+    agentstream_decoder_free(d); /* not live any more: that is the error now */
+    CHECK(last_error_contains("was not live"));
+    return 1;
+}
+
+/* Options must be a JSON object: serde's by-position form of a struct is refused. */
+static int test_options_are_objects(void) {
+    agentstream_session *s = NULL;
+    CHECK(agentstream_session_new_json("[\"codex\"]", 0, &s) == AGENTSTREAM_STATUS_INVALID_ARGUMENT && s == NULL);
+    CHECK(last_error_contains("expected a JSON object"));
+    CHECK(agentstream_session_new("claude", &s) == AGENTSTREAM_STATUS_OK);
+    agentstream_run *run = NULL;
+    CHECK(agentstream_session_start(s, "[\"hello\"]", NULL, NULL, NULL, &run) == AGENTSTREAM_STATUS_INVALID_ARGUMENT && run == NULL);
+    CHECK(last_error_contains("expected a JSON object"));
+    agentstream_session_free(s);
+    return 1;
+}
+
+/* session_free kills the run before it waits for a handler in progress: a handler that takes
+ * long does not keep the harness alive. */
+static volatile int slow_pid, killed_under_handler;
+
+static int process_gone(int pid) {
+    char path[64], stat[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return 1;
+    size_t n = fread(stat, 1, sizeof stat - 1, f);
+    fclose(f);
+    stat[n] = 0;
+    const char *close_paren = strrchr(stat, ')');
+    return close_paren && close_paren[1] == ' ' && close_paren[2] == 'Z';
+}
+
+static void slow_handler(void *user_data, const char *text, size_t len) {
+    (void)user_data;
+    (void)len;
+    if (slow_pid) return;
+    slow_pid = atoi(text);
+    sleep_ms(1500);
+    killed_under_handler = process_gone(slow_pid);
+}
+
+static int test_session_free_kills_first(void) {
+    agentstream_session *s = NULL;
+    CHECK(agentstream_session_new("claude", &s) == AGENTSTREAM_STATUS_OK);
+    CHECK(agentstream_session_on(s, "stdout", slow_handler, NULL, NULL, NULL) == AGENTSTREAM_STATUS_OK);
+    slow_pid = 0;
+    killed_under_handler = 0;
+    const char *argv[] = {"sh", "-c", "echo $$; exec sleep 60"};
+    agentstream_run *run = NULL;
+    CHECK(agentstream_session_start_command(s, argv, 3, "{\"kill_grace_ms\":100}", NULL, NULL, NULL, &run) == AGENTSTREAM_STATUS_OK);
+    for (int i = 0; i < 100 && !slow_pid; i++) sleep_ms(50);
+    CHECK(slow_pid > 0);
+    agentstream_session_free(s); /* returns once the handler did */
+    CHECK(killed_under_handler);
+    agentstream_run_free(run);
+    return 1;
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) {
         fprintf(stderr, "usage: %s <repo>/tests/golden <target>/<profile>/fake-harness [-q]\n", argv[0]);
@@ -2447,6 +2612,11 @@ int main(int argc, char **argv) {
     run("run/reconfigure", test_run_reconfigure);
     run("run/iterate", test_run_iterate);
     run("run/leave", test_run_leave);
+    run("run/free_while_pulled", test_run_free_while_pulled);
+    run("run/wait_leaves_iterated_runs_to_their_reader", test_run_wait_leaves_iterated_runs_to_their_reader);
+    run("misuse/frees_keep_the_last_error", test_frees_keep_the_last_error);
+    run("misuse/options_are_objects", test_options_are_objects);
+    run("session/free_kills_first", test_session_free_kills_first);
     run("run/cancel", test_run_cancel);
     run("run/dies_mid_line", test_run_dies_mid_line);
     run("run/without_final_result", test_run_without_final_result);

@@ -255,6 +255,7 @@ impl Client {
                 o.channels = channels;
                 o.background = request.background;
                 o.kill_grace = std::time::Duration::from_millis(request.kill_grace_ms);
+                o.max_line_bytes = usize::try_from(request.limits.max_line_bytes).unwrap_or(usize::MAX);
                 session.start_command(o)?
             }
             None => {

@@ -29,7 +29,7 @@ pub use callbacks::{CallbackPump, Dispatched};
 pub use client::{Client, ClientStatus, SubscriptionId};
 pub use options::{
     AgentSpec, DEFAULT_KILL_GRACE_MS, DEFAULT_STALL_MS, Limits, MAX_MILLIS, Naming, ReadMode, RunNumbers, RunRequest,
-    count_from_f64, millis_from_f64, shell_command,
+    count_from_f64, json_object, millis_from_f64, shell_command,
 };
 pub use run::{HOOKS_BIT, HandlerError, Pulled, Run};
 

@@ -96,6 +96,19 @@ pub fn count_from_f64(value: f64, field: &str, naming: Naming) -> Result<u64, Er
     }
 }
 
+/// Parse a JSON object into `T`. serde would also take a struct's fields as an array, by
+/// position (`["hello"]` for `{"prompt": "hello"}`), which gets around the unknown-key check:
+/// anything but an object is refused, with serde's own message otherwise.
+pub fn json_object<T: serde::de::DeserializeOwned>(json: &str) -> Result<T, String> {
+    match json.trim_start().as_bytes().first() {
+        Some(b'{') => serde_json::from_str(json).map_err(|e| e.to_string()),
+        Some(b'[') => Err("expected a JSON object ({\"key\": value, …}), found an array".into()),
+        _ => serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(json)
+            .map_err(|e| e.to_string())
+            .and_then(|_| Err("expected a JSON object".into())),
+    }
+}
+
 /// A shell command line as the argv of a command run: `["sh", "-c", line]`, the one way every
 /// binding turns a command given as a string into a program and its arguments. A blank line is
 /// an `invalid_argument` error naming `command` in the caller's spelling.
@@ -158,8 +171,7 @@ impl AgentSpec {
 
     /// Parse the JSON form (unknown keys are an error naming them).
     pub fn from_json(json: &str) -> Result<Self, Error> {
-        serde_json::from_str(json)
-            .map_err(|e| Error::new(ErrorKind::InvalidArgument, format!("invalid agent config JSON: {e}")))
+        json_object(json).map_err(|e| Error::new(ErrorKind::InvalidArgument, format!("invalid agent config JSON: {e}")))
     }
 
     /// Validate and resolve into the runner's configuration.
@@ -452,8 +464,7 @@ impl RunRequest {
     /// Parse the JSON form (unknown keys are an error naming them; absent keys take their
     /// defaults).
     pub fn from_json(json: &str) -> Result<Self, Error> {
-        serde_json::from_str(json)
-            .map_err(|e| Error::new(ErrorKind::InvalidArgument, format!("invalid run options JSON: {e}")))
+        json_object(json).map_err(|e| Error::new(ErrorKind::InvalidArgument, format!("invalid run options JSON: {e}")))
     }
 
     /// Check every field; the error names the first bad one and what is allowed.
@@ -578,6 +589,13 @@ mod tests {
         assert_eq!(r.read, ReadMode::Handlers);
         r.validate(Naming::Snake).unwrap();
 
+        // serde's by-position form of a struct is not a way around the key check.
+        let e = RunRequest::from_json(r#"["hello"]"#).unwrap_err();
+        assert!(e.message.contains("expected a JSON object") && e.message.contains("array"), "{e}");
+        let e = AgentSpec::from_json(r#" ["codex"]"#).unwrap_err();
+        assert!(e.message.contains("expected a JSON object"), "{e}");
+        assert!(RunRequest::from_json("42").unwrap_err().message.contains("expected a map"));
+        assert!(RunRequest::from_json("{").unwrap_err().message.contains("EOF"));
         let e = RunRequest::from_json(r#"{"prompt": "hi", "timeout": 5}"#).unwrap_err();
         assert_eq!(e.kind, ErrorKind::InvalidArgument);
         assert!(e.message.contains("unknown field `timeout`"), "{e}");

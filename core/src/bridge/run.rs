@@ -58,8 +58,13 @@ pub(crate) struct RunInner {
     skipped: AtomicU64,
     /// The caller stopped reading ([`Run::leave`]): waiting for the result drains the rest.
     left: AtomicBool,
-    /// The permit of a shared budget, held for the run's life.
-    _permit: Option<BudgetPermit>,
+    /// The [`reader_id`] of the thread that pulled last (0: none yet), and how many pulls are
+    /// going on: an iterated run is drained by a wait only when its reader is the waiter.
+    last_reader: AtomicU64,
+    pulling: AtomicU64,
+    /// The permit of a shared budget, held until the run ended (its terminal delivered, or an
+    /// await-only run finished): [`Run::settle`] gives it back then.
+    permit: Mutex<Option<BudgetPermit>>,
 }
 
 impl Drop for RunInner {
@@ -104,7 +109,9 @@ impl Run {
                 handler_errors: Mutex::new(HandlerErrors::default()),
                 skipped: AtomicU64::new(0),
                 left: AtomicBool::new(false),
-                _permit: permit,
+                last_reader: AtomicU64::new(0),
+                pulling: AtomicU64::new(0),
+                permit: Mutex::new(permit),
             }),
         }
     }
@@ -187,6 +194,7 @@ impl Run {
     /// Wait up to `timeout` (forever when `None`) for at least one delivery, then append to
     /// `out` what is ready within `limits` — one wake-up per batch, no fixed wait to fill it.
     pub fn pull(&self, out: &mut Vec<Delivery>, limits: BatchLimits, timeout: Option<Duration>) -> Pulled {
+        let _pulling = self.pulling();
         let deadline = timeout.map(|t| Instant::now() + t);
         loop {
             let start = out.len();
@@ -200,6 +208,7 @@ impl Run {
                 continue; // everything was skipped: wait for more
             }
             if self.inner.handle.is_ended() || !self.inner.attached {
+                self.settle();
                 return Pulled::End;
             }
             if deadline.is_some_and(|d| Instant::now() >= d) {
@@ -210,12 +219,14 @@ impl Run {
 
     /// Append what is ready now, without waiting.
     pub fn try_pull(&self, out: &mut Vec<Delivery>, limits: BatchLimits) -> Pulled {
+        let _pulling = self.pulling();
         let start = out.len();
         self.inner.handle.try_next_batch_into(out, limits);
         self.keep(start, out);
         if out.len() > start {
             Pulled::Batch
         } else if self.inner.handle.is_ended() || !self.inner.attached {
+            self.settle();
             Pulled::End
         } else {
             Pulled::Timeout
@@ -224,6 +235,7 @@ impl Run {
 
     /// [`pull`](Self::pull) for async callers: waits on the runtime, not on a thread.
     pub async fn pull_async(&self, out: &mut Vec<Delivery>, limits: BatchLimits) -> Pulled {
+        let _pulling = self.pulling();
         loop {
             let start = out.len();
             self.inner.handle.next_batch_async(out, limits).await;
@@ -234,6 +246,7 @@ impl Run {
                 }
                 continue;
             }
+            self.settle();
             return Pulled::End;
         }
     }
@@ -262,6 +275,7 @@ impl Run {
         // The runner stores the result before a reader can take the terminal item.
         if self.is_ended() {
             if let Some(result) = self.inner.handle.result() {
+                self.settle();
                 return Ok(self.with_handler_errors(result));
             }
         }
@@ -271,19 +285,38 @@ impl Run {
         ))
     }
 
+    /// Gives the budget's permit back once the run ended (a no-op before, and after the first).
+    fn settle(&self) {
+        if self.is_ended() {
+            if let Ok(mut permit) = self.inner.permit.lock() {
+                permit.take();
+            }
+        }
+    }
+
     /// Wait up to `timeout` (forever when `None`) for the result. A run read by its handlers
-    /// or by the caller waits for its reader to reach the terminal event; an iterated run that
-    /// the caller stopped iterating, or any run whose reader left ([`Run::leave`]), is drained
-    /// here (its remaining events are discarded).
+    /// or by the caller waits for its reader to reach the terminal event. Any run whose reader
+    /// left ([`Run::leave`]) is drained here (its remaining events are discarded), and so is an
+    /// iterated run the caller stopped iterating: one this thread pulled last, with no pull
+    /// going on, or one nobody ever pulled once its process finished. An iterated run another
+    /// thread reads is left to that thread, which gets everything; a wait of zero only looks.
     /// `still_running` when the timeout passed first.
     pub fn wait(&self, timeout: Option<Duration>) -> Result<RunResult, Error> {
         let deadline = timeout.map(|t| Instant::now() + t);
-        if self.drains_on_wait() {
-            let mut sink = Vec::new();
+        if timeout != Some(Duration::ZERO) {
+            let me = reader_id();
             while !self.is_ended() {
-                sink.clear();
-                let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
-                if self.pull(&mut sink, BatchLimits::DEFAULT, left) == Pulled::Timeout {
+                if self.drains_on_wait(Some(me)) {
+                    self.drain_until(deadline);
+                    break;
+                }
+                if !self.inner.attached || self.inner.read != ReadMode::Iterate {
+                    break;
+                }
+                // Read by another thread, or by nobody yet: look again in a moment.
+                let slice = Instant::now() + Duration::from_millis(20);
+                self.inner.handle.wait_ended(Some(deadline.map_or(slice, |d| d.min(slice))));
+                if deadline.is_some_and(|d| Instant::now() >= d) {
                     break;
                 }
             }
@@ -292,9 +325,21 @@ impl Run {
         self.result()
     }
 
+    /// Pull and discard until the end or `deadline`.
+    fn drain_until(&self, deadline: Option<Instant>) {
+        let mut sink = Vec::new();
+        while !self.is_ended() {
+            sink.clear();
+            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            if self.pull(&mut sink, BatchLimits::DEFAULT, left) == Pulled::Timeout {
+                return;
+            }
+        }
+    }
+
     /// [`wait`](Self::wait) for async callers (no timeout; drop the future to stop waiting).
     pub async fn wait_async(&self) -> RunResult {
-        if self.drains_on_wait() {
+        if self.drains_on_wait(None) {
             let mut sink = Vec::new();
             while !self.is_ended() {
                 sink.clear();
@@ -319,10 +364,33 @@ impl Run {
         self.inner.handle.reader_left();
     }
 
-    /// Whether [`wait`](Self::wait) reads what is left itself: an iterated run (the caller may
-    /// have stopped iterating) or one whose reader left.
-    fn drains_on_wait(&self) -> bool {
-        self.inner.attached && (self.inner.read == ReadMode::Iterate || self.inner.left.load(Ordering::SeqCst))
+    /// Whether [`wait`](Self::wait) reads what is left itself: a run whose reader left, or an
+    /// iterated run nobody is pulling whose last reader was `waiter` (a thread's
+    /// [`reader_id`]; `None`: any — async callers have no thread of their own), or that nobody
+    /// ever pulled and whose process finished.
+    fn drains_on_wait(&self, waiter: Option<u64>) -> bool {
+        let inner = &self.inner;
+        if !inner.attached {
+            return false;
+        }
+        if inner.left.load(Ordering::SeqCst) {
+            return true;
+        }
+        if inner.read != ReadMode::Iterate || inner.pulling.load(Ordering::SeqCst) != 0 {
+            return false;
+        }
+        match (inner.last_reader.load(Ordering::SeqCst), waiter) {
+            (_, None) => true,
+            (0, Some(_)) => inner.handle.is_finished(),
+            (last, Some(w)) => last == w,
+        }
+    }
+
+    /// Marks a pull as going on until the guard is dropped, and this thread as the reader.
+    fn pulling(&self) -> PullGuard<'_> {
+        self.inner.pulling.fetch_add(1, Ordering::SeqCst);
+        self.inner.last_reader.store(reader_id(), Ordering::SeqCst);
+        PullGuard(&self.inner.pulling)
     }
 
     /// Cancel the run (first reason stands; later calls are no-ops): SIGTERM to the harness's
@@ -363,6 +431,22 @@ impl Run {
         result.handler_errors = self.handler_error_count();
         result
     }
+}
+
+/// A pull in progress (see [`Run::pulling`]).
+struct PullGuard<'a>(&'a AtomicU64);
+
+impl Drop for PullGuard<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// A number for the calling thread, never 0 (std's `ThreadId::as_u64` is not stable).
+fn reader_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    thread_local!(static ID: u64 = NEXT.fetch_add(1, Ordering::Relaxed));
+    ID.with(|id| *id)
 }
 
 fn channel_bit(item: &StreamItem) -> u8 {

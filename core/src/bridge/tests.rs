@@ -164,6 +164,49 @@ fn waiting_on_an_iterated_run_drains_it() {
 }
 
 #[test]
+fn a_wait_of_zero_only_looks_at_an_iterated_run() {
+    let scratch = Scratch::new();
+    let client = claude_client(&scratch);
+    let mut request = RunRequest::prompt("hi");
+    request.read = ReadMode::Iterate;
+    let run = client.start(request).unwrap();
+    let mut first = Vec::new();
+    assert_eq!(run.pull(&mut first, BatchLimits::events(1), Some(Duration::from_secs(10))), Pulled::Batch);
+    assert!(run.handle().wait_timeout(Duration::from_secs(30)).is_some());
+    assert_eq!(run.wait(Some(Duration::ZERO)).unwrap_err().kind, ErrorKind::StillRunning);
+    // Nothing was discarded by the look.
+    first.append(&mut pull_all(&run));
+    assert_gapless_with_one_terminal_last(&first);
+}
+
+#[test]
+fn waiting_on_an_iterated_run_another_thread_reads_leaves_it_to_that_reader() {
+    let client = Client::new(AgentSpec::new("codex"), Naming::Snake).unwrap();
+    let script = "i=0; while [ $i -lt 40 ]; do echo \"line $i\"; i=$((i+1)); sleep 0.01; done";
+    let mut request = RunRequest::command(["sh", "-c", script]);
+    request.read = ReadMode::Iterate;
+    let run = client.start(request).unwrap();
+    let reader = {
+        let run = run.clone();
+        std::thread::spawn(move || {
+            let mut all = Vec::new();
+            // Slow, between pulls too: the waiter must not read in the gaps.
+            while run.pull(&mut all, BatchLimits::events(2), None) != Pulled::End {
+                std::thread::sleep(Duration::from_millis(15));
+            }
+            all
+        })
+    };
+    std::thread::sleep(Duration::from_millis(50));
+    let result = run.wait(Some(Duration::from_secs(30))).unwrap();
+    assert_eq!(result.state, FinalState::Completed);
+    let all = reader.join().unwrap();
+    assert_gapless_with_one_terminal_last(&all);
+    let stdout = all.iter().filter(|d| matches!(d, Delivery::Item(e) if e.item.channel() == Channel::Stdout)).count();
+    assert_eq!(stdout, 40);
+}
+
+#[test]
 fn waiting_on_a_run_whose_subscribed_reader_left_drains_it() {
     let scratch = Scratch::new();
     let client = slow_client(&scratch);
@@ -400,8 +443,17 @@ fn a_shared_budget_limits_concurrent_runs_and_sets_their_byte_budget() {
     assert!(e.message.contains("permits"), "{e}");
     run.cancel("done");
     run.wait(Some(Duration::from_secs(20))).unwrap();
-    drop(run);
-    assert_eq!(budget.active(), 0, "the permit is released with the run");
+    assert_eq!(budget.active(), 0, "the permit is given back when the run ended, the handle still held");
+    // The next run may start at once; one read to its end gives the permit back too.
+    let mut iterated = RunRequest::command(["echo", "hi"]);
+    iterated.budget = Some(budget.clone());
+    iterated.read = ReadMode::Iterate;
+    let next = client.start(iterated).unwrap();
+    assert_eq!(budget.active(), 1);
+    pull_all(&next);
+    assert_eq!(budget.active(), 0);
+    drop((run, next));
+    assert_eq!(budget.active(), 0);
 }
 
 #[test]
@@ -518,4 +570,30 @@ fn a_slow_reader_is_not_taken_for_a_stalled_one_after_waiting_for_a_burst() {
     assert_eq!(result.state, FinalState::Completed, "{:?} (largest batch {largest})", result.cancel_reason);
     assert_eq!(lines, 303);
     assert!(largest <= 16, "{largest}");
+}
+
+#[test]
+fn a_command_line_over_the_limit_is_counted_and_named_not_dropped_silently() {
+    let client = Client::new(AgentSpec::new("codex"), Naming::Snake).unwrap();
+    let script = "head -c 3000 /dev/zero | tr '\\0' a; echo; echo small; head -c 5000 /dev/zero | tr '\\0' b";
+    let mut request = RunRequest::command(["sh", "-c", script]);
+    request.read = ReadMode::Iterate;
+    request.limits.max_line_bytes = 1024;
+    let run = client.start(request).unwrap();
+    let stdout: Vec<String> = pull_all(&run)
+        .iter()
+        .filter_map(|d| match d {
+            Delivery::Item(e) => match &e.item {
+                crate::stream::StreamItem::Stdout(t) => Some(t.to_string()),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    assert_eq!(stdout, ["small\n"]);
+    let result = run.result().unwrap();
+    assert_eq!(result.stats.oversize_lines, 2);
+    let diagnostics = result.diagnostics.join("\n");
+    assert!(diagnostics.contains("stdout line 1: 3000 bytes, over the line limit of 1024 bytes"), "{diagnostics}");
+    assert!(diagnostics.contains("stdout line 3: 5000 bytes"), "{diagnostics}");
 }

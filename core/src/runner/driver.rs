@@ -18,7 +18,7 @@ use crate::channel::Channel;
 use crate::decode::{Decoder, DecoderOptions};
 use crate::error::{Error, ErrorKind};
 use crate::event::OutputEvent;
-use crate::framing::{LineAlignedText, LineFramer};
+use crate::framing::{Frame, LineAlignedText, LineFramer};
 use crate::hooks::HookDeriver;
 use crate::lifecycle::{AgentState, LifecycleEvent, LifecycleReason, SandboxState};
 use crate::redact::RedactionPolicy;
@@ -49,6 +49,8 @@ struct Plan {
     /// The previous run's status, when this run continues a harness session.
     resumed: Option<String>,
     decoder: Option<Decoder>,
+    /// The longest raw stdout line of a command (a harness's decoder has its own).
+    max_line_bytes: usize,
     agent_id: String,
     /// The posts of one stdout chunk (kept to reuse its allocation).
     batch: Posts,
@@ -77,6 +79,7 @@ fn plan(op: Operation) -> Plan {
                     .with_max_line_bytes(options.max_line_bytes)
                     .with_redaction(RedactionPolicy { enabled: options.redact }),
             )),
+            max_line_bytes: options.max_line_bytes,
             agent_id: config.agent_id(),
             batch: Posts::with_capacity(BATCH + 8),
         },
@@ -99,6 +102,7 @@ fn plan(op: Operation) -> Plan {
                 cancel_token: options.cancel_token,
                 resumed: None,
                 decoder: None,
+                max_line_bytes: options.max_line_bytes,
                 agent_id: config.agent_id(),
                 batch: Posts::with_capacity(BATCH + 8),
             }
@@ -311,6 +315,9 @@ struct Accounting {
     answer: AnswerTracker,
     diagnostics: Vec<String>,
     diagnostics_not_kept: u64,
+    /// A command's stdout lines so far, and those skipped for their length.
+    raw_lines: u64,
+    raw_oversize: u64,
 }
 
 /// Unit tests only: a run whose environment sets this variable panics its driving task at
@@ -346,7 +353,7 @@ fn post_stderr(shared: &Shared, plan: &mut Plan, text: String) {
 async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Harness, session: Arc<Mutex<SessionState>>) {
     let started = Instant::now();
     let mut acct = Accounting::default();
-    let mut raw_framer = LineFramer::default();
+    let mut raw_framer = LineFramer::new(plan.max_line_bytes);
     let mut err_text = LineAlignedText::default();
     // When the partial stderr line held back is handed on if no line end comes first.
     let mut err_partial_due: Option<tokio::time::Instant> = None;
@@ -474,7 +481,10 @@ async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Harness, session:
             acct.answer.dropped_bytes()
         ));
     }
-    let stats = plan.decoder.as_ref().map(|d| *d.stats()).unwrap_or_default();
+    let mut stats = plan.decoder.as_ref().map(|d| *d.stats()).unwrap_or_default();
+    if plan.decoder.is_none() {
+        stats.oversize_lines = acct.raw_oversize;
+    }
     let session_id = plan.decoder.as_ref().and_then(|d| d.session_id().map(str::to_string));
     let harness = plan.decoder.is_some();
 
@@ -624,15 +634,43 @@ fn post_stdout(shared: &Shared, plan: &mut Plan, raw: &mut LineFramer, acct: &mu
             });
             collect_diagnostics(decoder, acct);
         }
-        None => raw.push(bytes, &mut |frame| {
-            if let Some(text) = frame.text() {
-                push_raw(&mut batch, stdout, &text);
-                flush_if_full(shared, &mut batch);
-            }
-        }),
+        None => {
+            let max = raw.max_line_bytes();
+            raw.push(bytes, &mut |frame| {
+                if let Some(text) = raw_line(acct, max, &frame) {
+                    push_raw(&mut batch, stdout, &text);
+                    flush_if_full(shared, &mut batch);
+                }
+            })
+        }
     }
     shared.post_all(&mut batch);
     plan.batch = batch;
+}
+
+/// A command's stdout line to deliver, counted; one over the line limit is skipped, counted and
+/// named in the diagnostics instead (never dropped without a word).
+fn raw_line<'a>(acct: &mut Accounting, max: usize, frame: &Frame<'a>) -> Option<std::borrow::Cow<'a, str>> {
+    acct.raw_lines += 1;
+    if let Frame::Oversize { len, .. } = frame {
+        acct.raw_oversize += 1;
+        push_diagnostic(
+            acct,
+            format!(
+                "stdout line {}: {len} bytes, over the line limit of {max} bytes (limits.max_line_bytes): skipped",
+                acct.raw_lines
+            ),
+        );
+    }
+    frame.text()
+}
+
+fn push_diagnostic(acct: &mut Accounting, message: String) {
+    if acct.diagnostics.len() < MAX_RUN_DIAGNOSTICS {
+        acct.diagnostics.push(message);
+    } else {
+        acct.diagnostics_not_kept += 1;
+    }
 }
 
 /// The most diagnostics a run's result holds (a flood of bad lines must not grow memory; the
@@ -641,11 +679,7 @@ const MAX_RUN_DIAGNOSTICS: usize = 1000;
 
 fn collect_diagnostics(decoder: &mut Decoder, acct: &mut Accounting) {
     for d in decoder.take_diagnostics() {
-        if acct.diagnostics.len() < MAX_RUN_DIAGNOSTICS {
-            acct.diagnostics.push(format!("stdout line {}: {}", d.line, d.message));
-        } else {
-            acct.diagnostics_not_kept += 1;
-        }
+        push_diagnostic(acct, format!("stdout line {}: {}", d.line, d.message));
     }
 }
 
@@ -662,8 +696,9 @@ fn finish_stdout(shared: &Shared, plan: &mut Plan, raw: &mut LineFramer, acct: &
         }
         None => {
             let cut = raw.has_partial();
+            let max = raw.max_line_bytes();
             raw.finish(&mut |frame| {
-                if let Some(text) = frame.text() {
+                if let Some(text) = raw_line(acct, max, &frame) {
                     push_raw(&mut batch, stdout, &text);
                 }
             });

@@ -110,6 +110,9 @@ pub struct CommandOptions {
     pub cancel_token: Option<CancellationToken>,
     /// Stop the command at this instant, like a timeout (see [`RunOptions::deadline`]).
     pub deadline: Option<Instant>,
+    /// The longest stdout line delivered, in bytes; a longer one is skipped, counted in the
+    /// result's `stats.oversize_lines` and named in its diagnostics.
+    pub max_line_bytes: usize,
 }
 
 impl CommandOptions {
@@ -128,6 +131,7 @@ impl CommandOptions {
             kill_grace: Duration::from_secs(5),
             cancel_token: None,
             deadline: None,
+            max_line_bytes: crate::framing::DEFAULT_MAX_LINE_BYTES,
         }
     }
 }

@@ -55,7 +55,7 @@ impl fmt::Display for CancelReason {
             CancelReason::Caller(detail) => write!(f, "cancelled by the caller: {detail}"),
             CancelReason::ReaderLeft => f.write_str("cancelled: the consumer stopped reading the stream (reader left)"),
             CancelReason::Stalled => {
-                f.write_str("cancelled: the reader stopped reading; unread events waited longer than stall_seconds")
+                f.write_str("cancelled: the reader stopped reading; unread events waited longer than the stall limit (limits.stall_ms)")
             }
             CancelReason::Timeout => f.write_str("cancelled: the run exceeded its time limit"),
         }
