@@ -3,13 +3,14 @@
 //! with no agent installed. This binary plays the fake harness itself when it finds
 //! [`FAKE_HARNESS_ENV`] in its environment, so the demo needs nothing but the one executable.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use agentstream_core::Agent;
 use agentstream_core::runner::{AgentConfig, Session};
 
-use crate::run::{Flags, run_session};
+use crate::run::{self, Flags, run_session};
 
 /// Set in the fake harness's environment: this binary then replays a trace instead of parsing argv.
 pub const FAKE_HARNESS_ENV: &str = "AGENTSTREAM_RUN_AS_FAKE_HARNESS";
@@ -190,13 +191,14 @@ pub fn demo(agent: Option<&str>, scenario: &str, delay_ms: u64, flags: &Flags) -
             return ExitCode::from(1);
         }
     };
-    let dir = std::env::temp_dir().join(format!("agentstream-demo-{}", std::process::id()));
+    let dir = TraceDir(std::env::temp_dir().join(format!("agentstream-demo-{}", std::process::id())));
+    let dir = &dir.0;
     let mut worst = ExitCode::SUCCESS;
     for agent in agents {
         let Some((_, _, stdout, stderr, meta)) = TRACES.iter().find(|t| t.0 == agent.name() && t.1 == scenario) else {
             continue;
         };
-        let prefix = match write_trace(&dir, agent, scenario, stdout, stderr, meta) {
+        let prefix = match write_trace(dir, agent, scenario, stdout, stderr, meta) {
             Ok(p) => p,
             Err(e) => {
                 eprintln!("agentstream demo: cannot write the trace to {}: {e}", dir.display());
@@ -205,7 +207,11 @@ pub fn demo(agent: Option<&str>, scenario: &str, delay_ms: u64, flags: &Flags) -
         };
         let prompt = prompt_of(meta);
         if !flags.json && !flags.hooks {
-            println!("\n── {agent} · {scenario} · prompt: {prompt}");
+            let mut out = std::io::stdout().lock();
+            if let Err(e) = writeln!(out, "\n── {agent} · {scenario} · prompt: {prompt}").and_then(|()| out.flush())
+            {
+                return run::output_failed("demo", &e);
+            }
         }
         let mut config = AgentConfig::new(agent);
         config.bin = Some(exe.clone());
@@ -215,12 +221,28 @@ pub fn demo(agent: Option<&str>, scenario: &str, delay_ms: u64, flags: &Flags) -
             ("AGENTSTREAM_FAKE_DELAY_MS".to_string(), delay_ms.to_string()),
         ];
         let code = run_session(&Session::new(config), prompt, flags, &[]);
+        if STOPPED.iter().any(|&c| code == ExitCode::from(c)) {
+            // Ctrl-C, a signal or a closed output stops the demo, not only this agent's run.
+            return code;
+        }
         if code != ExitCode::SUCCESS {
             worst = code;
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
     worst
+}
+
+/// Exit codes after which the demo goes no further: stopped by SIGHUP, SIGINT or SIGTERM, or
+/// its output closed (see `run::exit`).
+const STOPPED: [u8; 4] = [129, 130, run::exit::OUTPUT_CLOSED, 143];
+
+/// The demo's folder of traces, removed however the demo ends.
+struct TraceDir(PathBuf);
+
+impl Drop for TraceDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 fn write_trace(
@@ -231,7 +253,11 @@ fn write_trace(
     stderr: &[u8],
     meta: &[u8],
 ) -> std::io::Result<PathBuf> {
-    std::fs::create_dir_all(dir)?;
+    // Only the demo's own folder: a missing temporary directory is an error, not made here.
+    match std::fs::create_dir(dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(e),
+        _ => {}
+    }
     let prefix = dir.join(format!("{}-{scenario}", agent.name()));
     let with = |suffix: &str| PathBuf::from(format!("{}{suffix}", prefix.display()));
     std::fs::write(with(".input.jsonl"), stdout)?;

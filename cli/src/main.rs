@@ -35,7 +35,8 @@ enum Command {
     /// stdout in the exact seed shape, and a one-line decode summary on stderr. Malformed lines
     /// are counted, never fatal. Exits 0 unless the input cannot be read (1) or nothing was
     /// decoded from it (1: binary input, plain text, another harness's output — one line on
-    /// stderr says what the lines were). Secret shapes in tool-call inputs are masked, as in
+    /// stderr says what the lines were), or standard output failed (141 when its reader went
+    /// away, as under SIGPIPE; 1 with the error on stderr otherwise). Secret shapes in tool-call inputs are masked, as in
     /// `run` (--no-redact to keep them).
     Parse {
         #[arg(long, short, help = agent_help("The harness that printed the input"))]
@@ -55,7 +56,9 @@ enum Command {
     /// which case it is passed to the harness as extra arguments. Exit codes: 0 completed,
     /// 1 failed, 2 bad arguments, 124 timed out (--timeout), 126 could not start (bad --cwd,
     /// not executable), 127 harness not found, 128+N stopped by signal N sent to agentstream
-    /// (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP), 141 standard output closed.
+    /// (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP), 141 standard output closed (1, with the error
+    /// on stderr, when writing to it failed otherwise). A slow reader of the output (a pager)
+    /// holds the harness back; the run is never cancelled for it.
     Run {
         #[arg(long, short, help = agent_help("The harness"))]
         agent: String,
@@ -147,7 +150,8 @@ enum Command {
     ///
     /// Replays FILE (the harness's stdout as JSONL; `-` for standard input) through the full
     /// sans-IO pipeline and writes a page that renders messages, thinking, tool calls, plans,
-    /// errors, token usage and cost, with no server and no network.
+    /// errors, token usage and cost, with no server and no network. Exits 1 when nothing was
+    /// decoded from the input (another harness's output, not JSONL), as `parse` does.
     View {
         /// The harness that printed the input: claude, codex, gemini, qwen, kimi, opencode, droid.
         #[arg(long, short)]
@@ -155,7 +159,11 @@ enum Command {
         /// Where to write the page (default: standard output).
         #[arg(long, short)]
         output: Option<std::path::PathBuf>,
-        /// The recorded stdout (JSONL), or `-`.
+        /// Keep secret shapes as the harness printed them (by default they are masked in the
+        /// events and in the raw lines the page embeds, as the server masks what it serves).
+        #[arg(long)]
+        no_redact: bool,
+        /// The recorded stdout (JSONL), or `-`; at most 64 MiB (the page is built in memory).
         file: String,
     },
     /// Make a bearer token for a serve.toml tenant (or, with --hash, hash one read from stdin).
@@ -205,7 +213,7 @@ fn main() -> ExitCode {
     // process's memory per run: see core/src/runner/self_exec.rs); in that case it never returns.
     agentstream_core::runner::supervise_if_asked();
     // The demo re-executes this binary as the fake harness (see `demo.rs`).
-    if std::env::var_os(demo::FAKE_HARNESS_ENV).is_some() {
+    if std::env::var_os(demo::FAKE_HARNESS_ENV).is_some_and(|v| v == "1") {
         let args: Vec<String> = std::env::args().skip(1).collect();
         return ExitCode::from(fake_harness::main_with_args(&args).clamp(0, 255) as u8);
     }
@@ -227,7 +235,9 @@ fn main() -> ExitCode {
         Command::Worker { config, nats, id, max_runs } => {
             worker::worker_command(config.as_deref(), nats.as_deref(), id, max_runs)
         }
-        Command::View { agent, output, file } => serve::view_command(&agent, &file, output.as_deref()),
+        Command::View { agent, output, no_redact, file } => {
+            serve::view_command(&agent, &file, output.as_deref(), !no_redact)
+        }
         Command::Token { tenant, hash } => serve::token_command(&tenant, hash),
     }
 }
@@ -283,13 +293,13 @@ fn parse_command(agent: &str, max_line_bytes: usize, redact: bool, file: Option<
             }
         };
         decoder.feed_into(&buf[..n], &mut events);
-        if write_events(&mut out, &mut events, &mut text).is_err() {
-            return ExitCode::SUCCESS; // stdout closed (e.g. piped into `head`)
+        if let Err(e) = write_events(&mut out, &mut events, &mut text) {
+            return run::output_failed("parse", &e);
         }
     }
     events.extend(decoder.finish());
-    if write_events(&mut out, &mut events, &mut text).is_err() || out.flush().is_err() {
-        return ExitCode::SUCCESS;
+    if let Err(e) = write_events(&mut out, &mut events, &mut text).and_then(|()| out.flush()) {
+        return run::output_failed("parse", &e);
     }
     parse_report::finish(&mut decoder)
 }

@@ -45,6 +45,11 @@ pub fn parse_timeout(text: &str) -> Result<Duration, String> {
     Duration::try_from_secs_f64(secs).map_err(|e| format!("{text:?}: {e}"))
 }
 
+/// The CLI's own reader is whatever reads its standard output: a pager left open holds the
+/// harness back, as any program in a pipeline is held back, and never gets it cancelled as
+/// stalled (ten years, as the longest `--timeout`: the core wants a finite limit).
+const READER_NEVER_STALLS: f64 = MAX_TIMEOUT_SECS;
+
 /// Exit codes (documented in `agentstream run --help` and the README).
 pub mod exit {
     /// The run completed.
@@ -65,6 +70,17 @@ pub mod exit {
     pub fn signalled(signal: i32) -> u8 {
         (128 + signal).clamp(129, 255) as u8
     }
+}
+
+/// The exit code once writing to standard output failed: 141 when its reader went away (a
+/// closed pipe: what a process killed by SIGPIPE reports), else 1, with the error said on
+/// standard error (a full disk, a closed descriptor): output was lost, never silently.
+pub fn output_failed(command: &str, e: &io::Error) -> ExitCode {
+    if e.kind() == io::ErrorKind::BrokenPipe {
+        return ExitCode::from(exit::OUTPUT_CLOSED);
+    }
+    eprintln!("agentstream {command}: cannot write to standard output: {e}");
+    ExitCode::from(exit::FAILED)
 }
 
 pub fn run_command(
@@ -109,6 +125,7 @@ pub fn run_session(session: &Session, prompt: String, flags: &Flags, env: &[(Str
     options.timeout = flags.timeout;
     options.redact = flags.redact;
     options.hooks = flags.hooks;
+    options.backpressure = options.backpressure.with_stall_seconds(READER_NEVER_STALLS);
     match session.start_run(options) {
         Ok(handle) => show(&handle, flags, Exit::Run),
         Err(e) => start_failed("run", &e),
@@ -121,6 +138,7 @@ pub fn exec_command(command: Vec<String>, flags: &Flags) -> ExitCode {
     options.cwd = flags.cwd.clone();
     options.timeout = flags.timeout;
     options.hooks = flags.hooks;
+    options.backpressure = options.backpressure.with_stall_seconds(READER_NEVER_STALLS);
     match session.start_command(options) {
         Ok(handle) => show(&handle, flags, Exit::PassThrough),
         Err(e) => start_failed("exec", &e),
@@ -129,7 +147,12 @@ pub fn exec_command(command: Vec<String>, flags: &Flags) -> ExitCode {
 
 fn start_failed(command: &str, e: &agentstream_core::Error) -> ExitCode {
     use agentstream_core::ErrorKind;
-    eprintln!("agentstream {command}: {e}");
+    if command == "exec" && e.kind == ErrorKind::HarnessNotFound {
+        // The core's advice is for a harness; this is the user's own command.
+        eprintln!("agentstream exec: {}: check the command's name, or give its path", e.message);
+    } else {
+        eprintln!("agentstream {command}: {e}");
+    }
     ExitCode::from(match e.kind {
         ErrorKind::HarnessNotFound => exit::NOT_FOUND,
         ErrorKind::SpawnFailed => exit::CANNOT_START,
@@ -198,6 +221,7 @@ fn show(handle: &RunHandle, flags: &Flags, exit_rule: Exit) -> ExitCode {
     let mut out = stdout.lock();
     let mut renderer =
         (!flags.json && !flags.hooks).then(|| Renderer::new(io::stdout(), Style::detect(tty), tty, flags.show_stderr));
+    let mut lost: Option<io::Error> = None;
     loop {
         let batch = handle.next_batch_blocking(256, Some(Duration::from_millis(200)));
         if batch.is_empty() && handle.is_ended() {
@@ -219,21 +243,41 @@ fn show(handle: &RunHandle, flags: &Flags, exit_rule: Exit) -> ExitCode {
                 },
                 _ => Ok(()),
             };
-            if written.is_err() {
+            if let Err(e) = written
+                && lost.is_none()
+            {
                 handle.reader_left(); // our stdout went away: stop the run through the one path
+                lost = Some(e);
             }
         }
     }
-    let _ = out.flush();
+    if let Err(e) = out.flush() {
+        lost.get_or_insert(e);
+    }
     drop(out);
     let result = handle.wait_blocking();
-    if let Some(r) = renderer.as_mut() {
-        let _ = r.summary(&summary_line(&result, r.tool_calls, r.tool_failures), result.state == FinalState::Completed);
+    if let (Some(r), None) = (renderer.as_mut(), &lost) {
+        let summary = summary_line(&result, r.tool_calls, r.tool_failures);
+        if let Err(e) = r.summary(&summary, result.state == FinalState::Completed) {
+            lost = Some(e);
+        }
     }
     for d in &result.diagnostics {
         eprintln!("agentstream: {d}");
     }
-    ExitCode::from(exit_code(&result, signal.load(Ordering::SeqCst), exit_rule))
+    let signal = signal.load(Ordering::SeqCst);
+    match lost {
+        // A signal that stopped us says more than the output it cut off.
+        Some(e) if signal == 0 => output_failed(command_name(exit_rule), &e),
+        _ => ExitCode::from(exit_code(&result, signal, exit_rule)),
+    }
+}
+
+fn command_name(rule: Exit) -> &'static str {
+    match rule {
+        Exit::Run => "run",
+        Exit::PassThrough => "exec",
+    }
 }
 
 /// The exit code of a finished operation (see [`exit`]).

@@ -2,12 +2,15 @@
 //! run page, and tenant tokens (see the `agentstream-server` crate and docs/server.md). The
 //! config loading and the shutdown signal are shared with `agentstream worker`.
 
+use std::borrow::Cow;
 use std::io::{self, Read, Write};
 use std::path::Path;
 use std::process::ExitCode;
 
 use agentstream_core::Agent;
+use agentstream_core::redact::{RedactionPolicy, Redactor};
 use agentstream_core::replay::{ReplayOptions, replay};
+use agentstream_core::stream::StreamItem;
 use agentstream_server::auth::{TokenDigest, new_token};
 use agentstream_server::config::parse_listen;
 use agentstream_server::{ServeConfig, Server};
@@ -82,7 +85,15 @@ pub fn serve_command(config_path: Option<&Path>, listen: Option<&str>, nats: Opt
         };
         let addr = server.local_addr();
         let local = token.as_deref().map(|t| (t, server.sign_in_code("local", t)));
-        announce(&config, addr, local);
+        let generated = local.is_some();
+        if let Err(e) = announce(&config, addr, local) {
+            if generated {
+                // The token is shown once and stored nowhere: without it nobody could use this server.
+                eprintln!("agentstream serve: cannot print the generated token to standard output ({e}): stopping");
+                return ExitCode::from(1);
+            }
+            eprintln!("agentstream serve: cannot write to standard output ({e}); serving on {addr} anyway");
+        }
         let report = match server.run(shutdown_signal("serve")).await {
             Ok(r) => r,
             Err(e) => {
@@ -107,40 +118,40 @@ pub fn serve_command(config_path: Option<&Path>, listen: Option<&str>, nats: Opt
 /// What a person (and a test) needs to start: the address and, for the generated tenant, the
 /// token — printed here once and never again (only its SHA-256 is kept) — with a one-time
 /// sign-in link for the live view (the token itself in a link would stay in browser history).
-fn announce(config: &ServeConfig, addr: std::net::SocketAddr, local: Option<(&str, String)>) {
+fn announce(config: &ServeConfig, addr: std::net::SocketAddr, local: Option<(&str, String)>) -> io::Result<()> {
     let mut out = io::stdout().lock();
     let base = format!("http://{addr}");
-    let _ = writeln!(out, "agentstream serve: listening on {base}");
+    writeln!(out, "agentstream serve: listening on {base}")?;
     let agents: Vec<&str> = config.agents.keys().map(String::as_str).collect();
     match &config.nats {
         None => {
-            let _ = writeln!(out, "agentstream serve: agents: {}", agents.join(", "));
+            writeln!(out, "agentstream serve: agents: {}", agents.join(", "))?;
         }
         Some(nats) => {
-            let _ = writeln!(
+            writeln!(
                 out,
                 "agentstream serve: cluster: NATS at {} (prefix {:?}); runs execute on `agentstream worker`s",
                 agentstream_server::nats::redact_url(&nats.url),
                 nats.prefix
-            );
+            )?;
         }
     }
     match local {
         Some((token, code)) => {
-            let _ = writeln!(out, "agentstream serve: token of tenant \"local\" (shown once, not stored): {token}");
-            let _ = writeln!(out, "agentstream serve: live view (the link signs in once): {base}/#code={code}");
+            writeln!(out, "agentstream serve: token of tenant \"local\" (shown once, not stored): {token}")?;
+            writeln!(out, "agentstream serve: live view (the link signs in once): {base}/#code={code}")?;
             let example = agents.first().copied().unwrap_or("claude");
-            let _ = writeln!(
+            writeln!(
                 out,
                 "agentstream serve: try: curl -s -H 'Authorization: Bearer {token}' -d '{{\"agent\":\"{example}\",\"prompt\":\"hello\"}}' {base}/v1/runs"
-            );
+            )?;
         }
         None => {
             let names: Vec<&str> = config.tenants.iter().map(|t| t.name.as_str()).collect();
-            let _ = writeln!(out, "agentstream serve: tenants: {}", names.join(", "));
+            writeln!(out, "agentstream serve: tenants: {}", names.join(", "))?;
         }
     }
-    let _ = out.flush();
+    out.flush()
 }
 
 /// SIGTERM or SIGINT (Ctrl-C). A second signal while shutting down only says so: the runs'
@@ -175,7 +186,7 @@ pub(crate) async fn shutdown_signal(command: &'static str) {
 }
 
 /// `agentstream view --agent NAME FILE [-o OUT]`.
-pub fn view_command(agent: &str, file: &str, output: Option<&Path>) -> ExitCode {
+pub fn view_command(agent: &str, file: &str, output: Option<&Path>, redact: bool) -> ExitCode {
     let agent: Agent = match agent.parse() {
         Ok(a) => a,
         Err(e) => {
@@ -184,13 +195,22 @@ pub fn view_command(agent: &str, file: &str, output: Option<&Path>) -> ExitCode 
         }
     };
     let mut input = Vec::new();
+    // One byte past the limit tells a file that is too large from one that fits.
     let read = if file == "-" {
-        io::stdin().lock().read_to_end(&mut input).map(|_| ())
+        io::stdin().lock().take(VIEW_MAX_INPUT + 1).read_to_end(&mut input)
     } else {
-        std::fs::read(file).map(|bytes| input = bytes)
+        std::fs::File::open(file).and_then(|f| f.take(VIEW_MAX_INPUT + 1).read_to_end(&mut input))
     };
     if let Err(e) = read {
         eprintln!("agentstream view: cannot read {file}: {e}");
+        return ExitCode::from(1);
+    }
+    if input.len() as u64 > VIEW_MAX_INPUT {
+        eprintln!(
+            "agentstream view: {file} is larger than {} MiB: the page is built in memory and a browser could not show it \
+             (`agentstream parse` decodes input of any size)",
+            VIEW_MAX_INPUT >> 20
+        );
         return ExitCode::from(1);
     }
     let title = if file == "-" {
@@ -198,15 +218,37 @@ pub fn view_command(agent: &str, file: &str, output: Option<&Path>) -> ExitCode 
     } else {
         Path::new(file).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| file.to_string())
     };
-    let options = ReplayOptions { run_id: title.clone(), ..ReplayOptions::default() };
-    let run = replay(agent, &input, &options);
+    let options = ReplayOptions {
+        run_id: title.clone(),
+        redaction: RedactionPolicy { enabled: redact },
+        ..ReplayOptions::default()
+    };
+    let mut run = replay(agent, &input, &options);
+    if redact {
+        // The page embeds the raw lines too, and a page is shared: masked as the server masks
+        // what it serves.
+        let mut redactor = Redactor::new();
+        for env in &mut run.items {
+            if let StreamItem::Stdout(text) | StreamItem::Stderr(text) = &mut env.item
+                && let Cow::Owned(masked) = redactor.mask_raw_text(text)
+            {
+                *text = masked;
+            }
+        }
+    }
     let html = agentstream_server::view::offline_page(&title, agent.name(), &run);
-    let written = match output {
-        Some(path) if path != Path::new("-") => std::fs::write(path, &html),
-        _ => io::stdout().lock().write_all(html.as_bytes()),
+    let (written, target) = match output {
+        Some(path) if path != Path::new("-") => (std::fs::write(path, &html), path.display().to_string()),
+        _ => {
+            let mut out = io::stdout().lock();
+            (out.write_all(html.as_bytes()).and_then(|()| out.flush()), "standard output".to_string())
+        }
     };
     if let Err(e) = written {
-        eprintln!("agentstream view: cannot write: {e}");
+        if output.is_none_or(|p| p == Path::new("-")) {
+            return crate::run::output_failed("view", &e);
+        }
+        eprintln!("agentstream view: cannot write {target}: {e}");
         return ExitCode::from(1);
     }
     let state = serde_json::to_value(&run.outcome).ok().and_then(|v| v["state"].as_str().map(str::to_string));
@@ -217,11 +259,25 @@ pub fn view_command(agent: &str, file: &str, output: Option<&Path>) -> ExitCode 
         state.as_deref().unwrap_or("ended"),
         output.filter(|p| *p != Path::new("-")).map(|p| format!(" → {}", p.display())).unwrap_or_default(),
     );
+    if run.stats.events == 0 && run.stats.lines > run.stats.blank_lines {
+        eprintln!(
+            "agentstream view: nothing was decoded: the input is not {agent}'s JSONL output (`agentstream parse -a {agent}` says what its lines were)"
+        );
+        return ExitCode::from(1);
+    }
     ExitCode::SUCCESS
 }
 
+/// The largest input `view` reads.
+const VIEW_MAX_INPUT: u64 = 64 << 20;
+
 /// `agentstream token [--tenant NAME] [--hash]`.
 pub fn token_command(tenant: &str, hash_stdin: bool) -> ExitCode {
+    // The entry printed must be one `serve` accepts.
+    if let Err(e) = agentstream_server::config::check_name(tenant) {
+        eprintln!("agentstream token: --tenant {tenant:?}: {e}");
+        return ExitCode::from(2);
+    }
     let token = if hash_stdin {
         let mut text = String::new();
         if let Err(e) = io::stdin().read_to_string(&mut text) {
@@ -238,11 +294,16 @@ pub fn token_command(tenant: &str, hash_stdin: bool) -> ExitCode {
         new_token()
     };
     let digest = TokenDigest::of(&token).to_hex();
+    let mut text = String::new();
     if !hash_stdin {
-        println!("# the bearer token: give it to the client; it is stored nowhere");
-        println!("{token}");
-        println!("# add to serve.toml:");
+        text.push_str("# the bearer token: give it to the client; it is stored nowhere\n");
+        text.push_str(&format!("{token}\n# add to serve.toml:\n"));
     }
-    println!("[[tenant]]\nname = {tenant:?}\ntoken_sha256 = \"{digest}\"");
-    ExitCode::SUCCESS
+    // The name holds no character TOML would need escaped (check_name).
+    text.push_str(&format!("[[tenant]]\nname = \"{tenant}\"\ntoken_sha256 = \"{digest}\"\n"));
+    let mut out = io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => crate::run::output_failed("token", &e),
+    }
 }

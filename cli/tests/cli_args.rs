@@ -125,3 +125,152 @@ fn a_signal_to_agentstream_stops_the_run_with_128_plus_the_signal() {
         assert!(terminal.contains("run_interrupted"), "signal {signal}: the run ends interrupted: {terminal}");
     }
 }
+
+/// `agentstream ARGS` with stdout going to `stdout` (a file such as /dev/full) and stdin from
+/// `stdin_file` (or nothing).
+fn agentstream_to(args: &[&str], stdout: Stdio, stdin_file: Option<&str>) -> Output {
+    let stdin = match stdin_file {
+        Some(p) => Stdio::from(std::fs::File::open(p).unwrap()),
+        None => Stdio::null(),
+    };
+    Command::new(BIN)
+        .args(args)
+        .env("AGENTSTREAM_FAKE_TRACE", golden("claude", "s2-bash"))
+        .stdin(stdin)
+        .stdout(stdout)
+        .stderr(Stdio::piped())
+        .output()
+        .expect("agentstream")
+}
+
+fn dev_full() -> Stdio {
+    Stdio::from(std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap())
+}
+
+/// Stdout is a pipe whose reader has gone: every write fails with EPIPE.
+fn closed_pipe() -> Stdio {
+    let mut fds = [0; 2];
+    // SAFETY: fds is valid for two ints; the read end is closed at once, the write end owned.
+    unsafe {
+        assert_eq!(libc::pipe(fds.as_mut_ptr()), 0);
+        libc::close(fds[0]);
+        Stdio::from(<std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fds[1]))
+    }
+}
+
+#[test]
+fn output_that_cannot_be_written_is_an_error_not_a_success_or_a_panic() {
+    let input = format!("{}.input.jsonl", golden("claude", "s2-bash"));
+    let run = ["run", "--agent", "claude", "--bin", FAKE, "--", "hi"];
+    let cases: [(&str, Vec<&str>); 5] = [
+        ("parse", vec!["parse", "--agent", "claude", input.as_str()]),
+        ("run", run.to_vec()),
+        ("exec", vec!["exec", "--", "seq", "1", "1000"]),
+        ("demo", vec!["demo", "--agent", "claude", "--delay-ms", "0"]),
+        ("token", vec!["token"]),
+    ];
+    for (name, args) in &cases {
+        let full = agentstream_to(args, dev_full(), None);
+        let err = text(&full.stderr);
+        assert_eq!(full.status.code(), Some(1), "{name} > /dev/full: {err}");
+        assert!(err.contains("cannot write to standard output") && err.contains("No space left"), "{name}: {err}");
+        assert!(!err.contains("panicked"), "{name}: {err}");
+        let closed = agentstream_to(args, closed_pipe(), None);
+        let err = text(&closed.stderr);
+        assert_eq!(closed.status.code(), Some(141), "{name} into a closed pipe: {err}");
+        assert!(!err.contains("panicked") && !err.contains("cannot write"), "{name}: {err}");
+    }
+    let pid_dir = std::env::temp_dir();
+    let left: Vec<_> = std::fs::read_dir(pid_dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with("agentstream-demo-"))
+        .filter(|e| {
+            let pid =
+                e.file_name().to_string_lossy().trim_start_matches("agentstream-demo-").parse::<i32>().unwrap_or(0);
+            // SAFETY: kill with signal 0 only checks the process exists.
+            pid > 0 && unsafe { libc::kill(pid, 0) } != 0
+        })
+        .map(|e| e.path())
+        .collect();
+    assert!(left.is_empty(), "demo folders of ended demos left behind: {left:?}");
+}
+
+#[test]
+fn token_refuses_a_tenant_name_serve_would_refuse() {
+    let out = agentstream(&["token", "--tenant", "my tenant"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("may hold only letters"), "{}", text(&out.stderr));
+    assert!(out.stdout.is_empty());
+    let ok = agentstream(&["token", "--tenant", "team-a"]);
+    assert_eq!(ok.status.code(), Some(0));
+    assert!(text(&ok.stdout).contains("name = \"team-a\"\n"), "{}", text(&ok.stdout));
+}
+
+#[test]
+fn view_masks_the_raw_lines_it_embeds_and_fails_on_foreign_input() {
+    let dir = std::env::temp_dir().join(format!("agentstream-cli-view-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let key = "sk-ant-api03-0123456789abcdefghijABCDEFGHIJ0123456789";
+    let trace = dir.join("secret.jsonl");
+    std::fs::write(
+        &trace,
+        format!(
+            "{}\n{}\n",
+            r#"{"type":"system","subtype":"init","session_id":"s1","model":"m"}"#,
+            serde_json::json!({"type": "assistant", "session_id": "s1", "message": {"id": "m1", "role": "assistant",
+                "model": "m", "content": [{"type": "tool_use", "id": "t1", "name": "Bash",
+                "input": {"command": format!("curl -H 'x-api-key: {key}' https://x")}}]}})
+        ),
+    )
+    .unwrap();
+    let page = dir.join("page.html");
+    let trace_arg = trace.to_string_lossy().into_owned();
+    let page_arg = page.to_string_lossy().into_owned();
+    let out = agentstream(&["view", "--agent", "claude", "-o", &page_arg, &trace_arg]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(!html.contains("0123456789abcdefghij"), "a secret in the page");
+    assert!(html.contains("[redacted]"));
+    let raw = agentstream(&["view", "--agent", "claude", "--no-redact", "-o", &page_arg, &trace_arg]);
+    assert_eq!(raw.status.code(), Some(0));
+    assert!(std::fs::read_to_string(&page).unwrap().contains(key), "--no-redact keeps it");
+    // Another harness's output decodes to nothing: said, and exit 1 (as parse).
+    let foreign = agentstream(&["view", "--agent", "codex", "-o", &page_arg, &trace_arg]);
+    assert_eq!(foreign.status.code(), Some(1), "{}", text(&foreign.stderr));
+    assert!(text(&foreign.stderr).contains("nothing was decoded"), "{}", text(&foreign.stderr));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn exec_names_what_went_wrong_in_its_own_terms() {
+    let out = agentstream(&["exec", "--", "/nonexistent/tool"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(127), "{err}");
+    assert!(err.contains("/nonexistent/tool not found: check the command's name") && !err.contains("harness"), "{err}");
+    let out = agentstream(&["exec", "--", ""]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("the program to start is empty"), "{}", text(&out.stderr));
+    // A script whose interpreter is missing is not "not found".
+    let dir = std::env::temp_dir().join(format!("agentstream-cli-interp-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = dir.join("tool.sh");
+    std::fs::write(&script, "#!/nonexistent/interp\necho hi\n").unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let out = agentstream(&["exec", "--", &script.to_string_lossy()]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(126), "{err}");
+    assert!(err.contains("the interpreter its `#!` line names was not found (/nonexistent/interp)"), "{err}");
+    // A line over the limit is named, not dropped without a word.
+    let out = agentstream(&[
+        "exec",
+        "--json",
+        "--",
+        "sh",
+        "-c",
+        "echo before; head -c 17000000 /dev/zero | tr '\\0' a; echo; echo after",
+    ]);
+    let err = text(&out.stderr);
+    assert!(err.contains("stdout line 2: 17000000 bytes, over the line limit"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

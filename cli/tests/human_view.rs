@@ -329,6 +329,24 @@ fn results_are_excerpts_in_words_without_control_tags() {
 }
 
 #[test]
+fn escape_sequences_from_the_harness_never_reach_the_terminal() {
+    let scratch = Scratch::new("escapes");
+    let nasty = "\u{1b}]0;PWNED\u{7}\u{1b}[2J\u{1b}[31mRED\u{1b}[0m";
+    let mut lines = claude_trace(&[("Bash", serde_json::json!({"command": format!("ls {nasty}")}), "ok")]);
+    lines.insert(
+        1,
+        serde_json::json!({"type": "assistant", "session_id": "s1", "message": {"id": "msg_t", "role": "assistant",
+            "model": "m", "content": [{"type": "text", "text": format!("I'll list{nasty}\r\nthe files")},
+                                      {"type": "thinking", "thinking": format!("hmm{nasty}")}]}}),
+    );
+    let prefix = scratch.trace("escapes", &lines);
+    let out = replay("claude", &prefix, &[]).stdout;
+    assert!(!out.contains('\u{1b}') && !out.contains('\u{7}') && !out.contains('\r'), "{out:?}");
+    assert!(out.contains("I'll listRED\nthe files"), "{out}");
+    assert!(out.contains("✓ Bash `ls RED`"), "{out}");
+}
+
+#[test]
 fn secrets_stay_masked_in_the_human_view() {
     let scratch = Scratch::new("secrets");
     let key = "sk-live-0123456789abcdefABCD";

@@ -458,7 +458,9 @@ pub fn parse_listen(s: &str) -> Result<SocketAddr, String> {
         .ok_or_else(|| format!("{s:?} resolves to no address"))
 }
 
-fn check_name(name: &str) -> Result<(), String> {
+/// The rule for a tenant's or an agent entry's name: 1 to 64 of letters, digits, `-`, `_`, `.`
+/// (what `agentstream token --tenant` checks before it prints an entry).
+pub fn check_name(name: &str) -> Result<(), String> {
     if name.is_empty() || name.len() > 64 {
         return Err("must be 1 to 64 characters".into());
     }

@@ -111,7 +111,7 @@ impl<W: Write> Renderer<W> {
                     self.end_text()?;
                 }
                 match content {
-                    ContentBlock::Text { text } => write!(self.out, "{text}")?,
+                    ContentBlock::Text { text } => write!(self.out, "{}", preview::terminal_text(text))?,
                     ContentBlock::Image(img) => {
                         write!(self.out, "{}", self.style.dim(&format!("[image {}]", img.mime_type)))?
                     }
@@ -125,7 +125,7 @@ impl<W: Write> Renderer<W> {
                 }
                 if let Some(t) = content.as_text() {
                     let prefix = if self.in_thought { String::new() } else { self.style.dim("thinking: ") };
-                    write!(self.out, "{prefix}{}", self.style.dim(t))?;
+                    write!(self.out, "{prefix}{}", self.style.dim(&preview::terminal_text(t)))?;
                     self.mid_text = true;
                     self.in_thought = true;
                 }
@@ -135,6 +135,7 @@ impl<W: Write> Renderer<W> {
                     self.end_text()?;
                     self.clear_live()?;
                     let t = control_tags::strip(t);
+                    let t = preview::terminal_text(&t);
                     if !t.trim().is_empty() {
                         writeln!(self.out, "{} {}", self.style.cyan(">"), self.style.dim(t.trim()))?;
                     }
@@ -176,7 +177,7 @@ impl<W: Write> Renderer<W> {
                         PlanEntryStatus::InProgress => self.style.yellow("[~]"),
                         PlanEntryStatus::Pending => "[ ]".to_string(),
                     };
-                    writeln!(self.out, "  {mark} {}", e.content)?;
+                    writeln!(self.out, "  {mark} {}", preview::terminal_text(&e.content))?;
                 }
             }
             SessionUpdate::Error { message, fatal } => {
@@ -184,7 +185,7 @@ impl<W: Write> Renderer<W> {
                 self.clear_live()?;
                 let label = if *fatal { "error" } else { "warning" };
                 let painted = if *fatal { self.style.red(label) } else { self.style.yellow(label) };
-                writeln!(self.out, "{painted}: {}", control_tags::strip(message).trim())?;
+                writeln!(self.out, "{painted}: {}", preview::terminal_text(control_tags::strip(message).trim()))?;
             }
             SessionUpdate::Usage { .. } => {}
         }
@@ -193,12 +194,14 @@ impl<W: Write> Renderer<W> {
 
     /// The call's label as printed: the tool name in bold (when shown) and the title.
     fn label_text(&self, id: &str) -> String {
+        // Names, titles and ids come from the harness: printable before they are styled.
+        let safe = |text: &str| preview::printable(text).into_owned();
         match self.tools.get(id) {
             Some(Tool { label: ToolLabel { name: Some(name), title }, .. }) => {
-                format!("{} {title}", self.style.bold(name)).trim_end().to_string()
+                format!("{} {}", self.style.bold(&safe(name)), safe(title)).trim_end().to_string()
             }
-            Some(Tool { label: ToolLabel { name: None, title }, .. }) => title.clone(),
-            None => format!("{} {id}", self.style.bold("tool")),
+            Some(Tool { label: ToolLabel { name: None, title }, .. }) => safe(title),
+            None => format!("{} {}", self.style.bold("tool"), safe(id)),
         }
     }
 

@@ -57,6 +57,28 @@ pub fn printable(line: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// Flowing text from the harness (an answer, a thought, a plan entry, a tool's title) made safe
+/// to print: line ends and tabs stay, ANSI escape sequences are removed, and any other control
+/// character (a carriage return too, which could overwrite what was printed) becomes `�` —
+/// a harness's text cannot set the window title, clear the screen or change colours.
+pub fn terminal_text(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\x1b' => skip_escape(&mut chars),
+            '\n' | '\t' => out.push(c),
+            '\r' if chars.peek() == Some(&'\n') => {}
+            c if c.is_control() => out.push('\u{fffd}'),
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
+
 /// Skip the rest of an escape sequence after ESC: a CSI (`ESC [` parameters, final byte
 /// `@`–`~`), an OSC (`ESC ]` … BEL or `ESC \`), or a two-character escape.
 fn skip_escape(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
@@ -82,6 +104,16 @@ fn skip_escape(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn flowing_text_keeps_its_lines_and_loses_escapes() {
+        assert_eq!(terminal_text("plain\ntext\twith tab"), "plain\ntext\twith tab");
+        assert_eq!(
+            terminal_text("I'll list\x1b]0;PWNED\x07\x1b[2J\x1b[31mRED\x1b[0m\r\nnext\rover"),
+            "I'll listRED\nnext\u{fffd}over"
+        );
+        assert_eq!(terminal_text("bell\x07 and \x1b]8;;http://x\x1b\\link"), "bell\u{fffd} and link");
+    }
 
     #[test]
     fn blank_edges_do_not_count_and_long_lines_are_cut() {

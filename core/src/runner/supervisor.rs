@@ -125,6 +125,9 @@ pub(crate) fn resolve_program(program: &OsStr, path_var: Option<&OsStr>) -> Opti
 }
 
 fn prepare(program: &OsStr, args: &[String], cwd: Option<&Path>, env: &[(String, String)]) -> Result<Prepared, Error> {
+    if program.is_empty() {
+        return Err(Error::new(ErrorKind::InvalidArgument, "the program to start is empty: name a program"));
+    }
     let name = program.to_string_lossy().into_owned();
     let path_override = env.iter().rev().find(|(k, _)| k == "PATH").map(|(_, v)| OsStr::new(v.as_str()));
     let resolved = resolve_program(program, path_override)
@@ -149,6 +152,21 @@ fn prepare(program: &OsStr, args: &[String], cwd: Option<&Path>, env: &[(String,
     }
     let cwd = cwd.map(|c| cstring(c.as_os_str().as_bytes(), "the working directory")).transpose()?;
     Ok(Prepared::new(path, argv, envp, cwd))
+}
+
+/// The error for a program that exists but whose start failed with "not found": a script whose
+/// `#!` interpreter is missing (saying "not found" of the script would send one looking for
+/// the wrong file). `None` when the program is not such a script.
+fn missing_interpreter(path: &CString, name: &str) -> Option<Error> {
+    let mut head = [0u8; 256];
+    let n = File::open(OsStr::from_bytes(path.as_bytes())).and_then(|mut f| f.read(&mut head)).ok()?;
+    let line = head[..n].strip_prefix(b"#!")?;
+    let line = &line[..line.iter().position(|&b| b == b'\n').unwrap_or(line.len())];
+    let interpreter = String::from_utf8_lossy(line).trim().to_string();
+    Some(Error::new(
+        ErrorKind::SpawnFailed,
+        format!("cannot start {name}: the interpreter its `#!` line names was not found ({interpreter})"),
+    ))
 }
 
 fn os_error(what: &str) -> Error {
@@ -234,7 +252,18 @@ pub(crate) fn spawn(
             let (stage, errno) = (word(4), word(8));
             let cause = std::io::Error::from_raw_os_error(errno);
             Some(match (stage, errno) {
-                (STAGE_EXEC, libc::ENOENT) => Error::new(ErrorKind::HarnessNotFound, format!("{name} not found")),
+                (STAGE_EXEC, libc::ENOENT) => missing_interpreter(&prepared.path, &name)
+                    .unwrap_or_else(|| Error::new(ErrorKind::HarnessNotFound, format!("{name} not found"))),
+                (STAGE_EXEC, libc::E2BIG) => {
+                    let bytes: usize = prepared.argv.iter().chain(&prepared.envp).map(|s| s.as_bytes().len() + 1).sum();
+                    Error::new(
+                        ErrorKind::SpawnFailed,
+                        format!(
+                            "cannot start {name}: its arguments and environment ({bytes} bytes) are more than the \
+                             system takes in one program start (E2BIG); a prompt this long must be made shorter"
+                        ),
+                    )
+                }
                 (STAGE_EXEC, libc::EACCES | libc::ENOEXEC | libc::EISDIR) => {
                     Error::new(ErrorKind::SpawnFailed, format!("{name} is not executable: {cause}"))
                 }
