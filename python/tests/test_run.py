@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+import os
 import logging
 import threading
 import time
@@ -960,3 +961,22 @@ def test_a_handler_removed_by_an_earlier_one_is_not_called_again(mode: str) -> N
     assert seen == every[:9]
     # A handler added by a handler gets the run from the next delivery on.
     assert added == every[10:]
+
+
+def test_a_child_forked_during_a_run_can_run_its_own() -> None:
+    # The run going on belongs to the parent: the child's copy of the Evolve is not busy with it.
+    import signal
+
+    evolve = Evolve(config=AgentConfig(type="claude"))
+    background = evolve.execute_command_sync("sleep 30", background=True, kill_grace_ms=100)
+    assert evolve.active_run_id is not None
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through its exit status
+        signal.alarm(30)
+        ok = evolve.active_run_id is None
+        result = evolve.execute_command_sync("echo child")
+        os._exit(0 if ok and result.state == "completed" else 1)
+    _, status = os.waitpid(pid, 0)
+    evolve.interrupt()
+    assert background.wait().state == "cancelled"
+    assert os.waitstatus_to_exitcode(status) == 0

@@ -193,6 +193,7 @@ pub(crate) fn start(
         done: Condvar::new(),
         done_async: tokio::sync::Notify::new(),
         finished: AtomicBool::new(false),
+        started_in: std::process::id(),
         read_to_end: AtomicBool::new(false),
     });
     // A caller's token may be cancelled from anywhere: wake the driver when it is (for as long

@@ -97,6 +97,9 @@ pub(crate) struct Shared {
     pub done: Condvar,
     pub done_async: tokio::sync::Notify,
     pub finished: AtomicBool,
+    /// The process that started the run (its driver's threads are there: a child forked
+    /// meanwhile has a copy of this handle that can never finish).
+    pub started_in: u32,
     /// The reader was handed the terminal item and everything derived from it (readable
     /// without the reader lock, so waiting for it needs only the result lock).
     pub read_to_end: AtomicBool,
@@ -311,6 +314,12 @@ impl RunHandle {
     /// True once the result is known.
     pub fn is_finished(&self) -> bool {
         self.shared.finished.load(Ordering::SeqCst)
+    }
+
+    /// Whether the run is this process's: false in a child forked while it went on, where it
+    /// is the parent's run (its driver did not come along) and keeps no session busy.
+    pub fn is_of_this_process(&self) -> bool {
+        self.shared.started_in == std::process::id()
     }
 
     /// Live backpressure statistics.

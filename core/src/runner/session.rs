@@ -203,12 +203,12 @@ impl Session {
     /// The active operation, if any.
     pub fn active(&self) -> Option<RunHandle> {
         let st = self.state.lock().expect("session state");
-        st.active.clone().filter(|h| !h.is_finished())
+        st.active.clone().filter(|h| !h.is_finished() && h.is_of_this_process())
     }
 
     fn claim(&self) -> Result<std::sync::MutexGuard<'_, SessionState>, Error> {
         let st = self.state.lock().expect("session state");
-        if let Some(h) = st.active.as_ref().filter(|h| !h.is_finished()) {
+        if let Some(h) = st.active.as_ref().filter(|h| !h.is_finished() && h.is_of_this_process()) {
             return Err(Error::new(
                 ErrorKind::AlreadyRunning,
                 format!("the agent is already running ({}); use another session for parallel runs", h.run_id()),
