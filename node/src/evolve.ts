@@ -24,7 +24,7 @@
  * @module
  */
 
-import { HandlerWarning, InvalidArgumentError, describeThrown, fromNative } from './errors';
+import { AgentStreamError, HandlerWarning, InvalidArgumentError, describeThrown, fromNative } from './errors';
 import { agentName, call, describe, native } from './internal';
 import { TapeShapes, readDeliveries } from './tape';
 import type {
@@ -84,6 +84,8 @@ class Sink {
   readonly #hooks: readonly AnyHandler[];
   readonly #run: NativeRun;
   readonly #runId: string;
+  /** True while a handler of this run is being called (its synchronous part). */
+  #calling = false;
 
   constructor(current: () => Subscriptions, onEvent: HookHandler | undefined, run: NativeRun) {
     this.#current = current;
@@ -102,14 +104,33 @@ class Sink {
     return this.#hooks.length === 0 ? undefined : this.#each(this.#hooks, [ON_EVENT_ID], 'onEvent', d, d.sequence);
   }
 
+  /**
+   * The run's result for someone who asked for it now: `result` itself, unless a handler of
+   * this run is asking — a handler that waited for its own run's end would wait for ever (its
+   * run ends after it returns), and Node would then exit as if all were done — so it gets a
+   * `BUSY` error instead. Seen only in a handler's synchronous part (before its first `await`).
+   */
+  resultFor(result: Promise<RunResult>): Promise<RunResult> {
+    if (!this.#calling) return result;
+    const busy = new AgentStreamError(
+      'BUSY',
+      `run ${this.#runId}: its own handler asked for its result, which comes only after the handler returns: ` +
+        'await the result outside the run\'s handlers',
+    );
+    return Promise.reject(busy);
+  }
+
   #each(list: readonly AnyHandler[], ids: readonly number[], channel: HandlerWarning['channel'], payload: unknown, sequence: number): Promise<void> | undefined {
     for (let i = 0; i < list.length; i++) {
       let r: unknown;
+      this.#calling = true;
       try {
         r = list[i]!(payload);
       } catch (e) {
         this.#report(ids[i]!, channel, sequence, payload, e);
         continue;
+      } finally {
+        this.#calling = false;
       }
       if (isThenable(r)) return this.#rest(r, list, ids, i, channel, payload, sequence);
     }
@@ -132,7 +153,13 @@ class Sink {
     }
     for (let i = at + 1; i < list.length; i++) {
       try {
-        const r = list[i]!(payload);
+        this.#calling = true;
+        let r: unknown;
+        try {
+          r = list[i]!(payload);
+        } finally {
+          this.#calling = false;
+        }
         if (isThenable(r)) await r;
       } catch (e) {
         this.#report(ids[i]!, channel, sequence, payload, e);
@@ -322,20 +349,30 @@ function operation(options: unknown, what: string, keys: readonly string[], iter
 export class BackgroundRun {
   /** The run's id. */
   readonly runId: string;
-  /** The run's result, once it ended and every delivery was handed to the handlers. */
-  readonly result: Promise<RunResult>;
+  readonly #result: Promise<RunResult>;
+  readonly #sink: Sink;
   readonly #run: NativeRun;
   #done = false;
 
   /** @internal Created by {@link Evolve.run} and {@link Evolve.executeCommand}. */
-  constructor(run: NativeRun, result: Promise<RunResult>) {
+  constructor(run: NativeRun, result: Promise<RunResult>, sink: Sink) {
     this.#run = run;
     this.runId = run.runId;
-    this.result = result;
+    this.#result = result;
+    this.#sink = sink;
     result.then(
       () => (this.#done = true),
       () => (this.#done = true),
     );
+  }
+
+  /**
+   * The run's result, once it ended and every delivery was handed to the handlers. Asked for
+   * by one of the run's own handlers, it rejects at once with an `AgentStreamError` of code
+   * `BUSY` (that wait could never end).
+   */
+  get result(): Promise<RunResult> {
+    return this.#sink.resultFor(this.#result);
   }
 
   /** True once the run ended and its result is settled. */
@@ -492,7 +529,7 @@ export class Evolve {
     const done = this.#track(this.#drive(run, sink, op.signal));
     if (!op.background) return done;
     done.catch(() => {}); // never an unhandled rejection: the caller reads `result`
-    return new BackgroundRun(run, done);
+    return new BackgroundRun(run, done, sink);
   }
 
   /**
@@ -620,11 +657,7 @@ export class Evolve {
 export class RunStream implements AsyncIterableIterator<Envelope> {
   /** The run's id. */
   readonly runId: string;
-  /**
-   * The run's result, once the stream was read to its end: by the iterator, or after an early
-   * exit, by handing the rest to the handlers. Never rejects for a failed or cancelled run.
-   */
-  readonly result: Promise<RunResult>;
+  readonly #result: Promise<RunResult>;
   readonly #run: NativeRun;
   readonly #sink: Sink;
   #queue: Delivery[] = [];
@@ -643,13 +676,23 @@ export class RunStream implements AsyncIterableIterator<Envelope> {
     this.#sink = sink;
     this.runId = run.runId;
     this.#stopListening = cancelOnAbort(signal, run);
-    this.result = this.#result();
+    this.#result = this.#settle();
     // A result nobody awaits must not become an unhandled rejection (it never rejects for a
     // failed run; only an internal error could).
-    this.result.catch(() => {});
+    this.#result.catch(() => {});
   }
 
-  async #result(): Promise<RunResult> {
+  /**
+   * The run's result, once the stream was read to its end: by the iterator, or after an early
+   * exit, by handing the rest to the handlers. Never rejects for a failed or cancelled run;
+   * asked for by one of the run's own handlers, it rejects at once with `BUSY` (as
+   * {@link BackgroundRun.result}).
+   */
+  get result(): Promise<RunResult> {
+    return this.#sink.resultFor(this.#result);
+  }
+
+  async #settle(): Promise<RunResult> {
     await this.#read;
     this.#stopListening();
     if (this.#readError !== undefined) throw this.#readError;

@@ -128,3 +128,22 @@ test('Symbol.asyncDispose (await using) kills a run still going on and waits for
   await idle[Symbol.asyncDispose](); // nothing to kill
   assert.equal(idle.status().hasRun, false);
 });
+
+test("a run's own handler asking for its result gets BUSY at once instead of waiting for ever", async () => {
+  const evolve = fakeEvolve('gemini', 's2-bash', { AGENTSTREAM_FAKE_DELAY_MS: '20' });
+  let handle;
+  const seen = [];
+  evolve.on('content', async () => {
+    if (handle === undefined) return;
+    // From a handler of the same run: this await could never end.
+    seen.push(await handle.result.then(() => 'resolved', (e) => e));
+  });
+  handle = await evolve.run({ prompt: 'x', background: true });
+  const result = await handle.result;
+  assert.equal(result.state, 'completed');
+  assert.ok(seen.length > 0, 'the handler asked');
+  for (const e of seen) {
+    assert.ok(e instanceof Error && e.code === 'BUSY', String(e));
+    assert.match(e.message, /its own handler asked for its result/);
+  }
+});
