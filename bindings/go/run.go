@@ -176,7 +176,13 @@ type Run struct {
 	done         chan struct{}
 	result       *RunResult
 	err          error
+	// How long a cancelled run may take to end: its kill grace plus endSlack.
+	endWithin time.Duration
 }
+
+// endSlack is what a cancelled run may take to end beyond its SIGTERM→SIGKILL grace: the
+// process's exit and the delivery of what it printed.
+const endSlack = 2 * time.Second
 
 // Start starts a run and returns at once (the seed's background=True): a harness run of
 // opts.Prompt, or a command run of opts.Command. The run continues the client's harness
@@ -222,9 +228,13 @@ func (c *Client) start(ctx context.Context, opts RunOptions, read string) (*Run,
 		return nil, err
 	}
 	id, _ := runID(p)
+	grace := opts.KillGrace
+	if grace <= 0 {
+		grace = 5 * time.Second
+	}
 	r := &Run{
 		id: id, client: c, ctx: ctx, subs: c.subs, onEvent: opts.OnEvent, report: c.reportFailure,
-		ptr: p, done: make(chan struct{}),
+		ptr: p, done: make(chan struct{}), endWithin: grace + endSlack,
 	}
 	r.stopWatching = context.AfterFunc(ctx, func() { r.Cancel("context canceled: " + ctx.Err().Error()) })
 	return r, nil
@@ -238,13 +248,24 @@ func (r *Run) Done() <-chan struct{} { return r.done }
 
 // Wait waits for the run's end and returns its result. When ctx is done first, the run is
 // cancelled, and Wait returns its result with ctx's error; when the context given to Start
-// cancelled the run, Wait returns that context's error with the result.
+// cancelled the run, Wait returns that context's error with the result. A cancelled run that
+// has not ended within its kill grace and 2 s more (a handler still running: one of the run's
+// own handlers waiting for it can never see its end) gets no result here: Wait returns nil and
+// an error wrapping ctx's, and Result gives the result once the run ended.
 func (r *Run) Wait(ctx context.Context) (*RunResult, error) {
 	select {
 	case <-r.done:
 	case <-ctx.Done():
 		r.Cancel("context canceled: " + ctx.Err().Error())
-		<-r.done
+		timer := time.NewTimer(r.endWithin)
+		defer timer.Stop()
+		select {
+		case <-r.done:
+		case <-timer.C:
+			return nil, fmt.Errorf("run %s did not end within %s of its cancel (a handler still running? "+
+				"one of the run's own handlers waiting for it cannot see its end); Result gives it once it did: %w",
+				r.id, r.endWithin, ctx.Err())
+		}
 		if r.err == nil {
 			return r.result, ctx.Err()
 		}

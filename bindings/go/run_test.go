@@ -1148,3 +1148,45 @@ func TestStreamCommandAndClientClosedDuringARun(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A run's own handler that waits for it with a deadline gets its deadline back: the run cannot
+// end while the handler waits, so Wait gives up after the kill grace (and 2 s) with ctx's error.
+func TestWaitWithADeadlineFromTheRunsOwnHandlerReturns(t *testing.T) {
+	c := fakeClient(t, "claude", "s1-text", map[string]string{"AGENTSTREAM_FAKE_HANG": "1"})
+	var run *Run
+	started := make(chan struct{})
+	waited := make(chan error, 1)
+	var once sync.Once
+	if err := c.On("content", func(OutputEvent) {
+		once.Do(func() {
+			<-started
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			defer cancel()
+			res, err := run.Wait(ctx)
+			if res != nil {
+				err = errors.New("a result while the run could not end")
+			}
+			waited <- err
+		})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	run, err = c.Start(context.Background(), RunOptions{Prompt: "x", KillGrace: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(started)
+	select {
+	case err := <-waited:
+		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "did not end within 2.1s of its cancel") {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Wait from the run's own handler did not return")
+	}
+	res, err := run.Wait(context.Background())
+	if err != nil || res.State != RunCancelled {
+		t.Fatalf("%+v %v", res, err)
+	}
+}
