@@ -41,8 +41,8 @@ enum Command {
     Parse {
         #[arg(long, short, help = agent_help("The harness that printed the input"))]
         agent: String,
-        /// Maximum line length in bytes; longer lines are skipped and reported.
-        #[arg(long, default_value_t = agentstream_core::framing::DEFAULT_MAX_LINE_BYTES)]
+        /// Maximum line length in bytes (at least 1); longer lines are skipped and reported.
+        #[arg(long, default_value_t = agentstream_core::framing::DEFAULT_MAX_LINE_BYTES, value_parser = at_least_one)]
         max_line_bytes: usize,
         /// Do not mask secret shapes in tool-call inputs (masked by default, as in `run`).
         #[arg(long)]
@@ -252,6 +252,15 @@ impl From<RunFlags> for run::Flags {
             show_stderr: f.show_stderr,
             redact: !f.no_redact,
         }
+    }
+}
+
+/// A count of at least 1 (`--max-line-bytes 0` would skip every line).
+fn at_least_one(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
     }
 }
 

@@ -274,3 +274,10 @@ fn exec_names_what_went_wrong_in_its_own_terms() {
     assert!(err.contains("stdout line 2: 17000000 bytes, over the line limit"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_max_line_bytes_of_zero_is_refused() {
+    let out = agentstream(&["parse", "--agent", "claude", "--max-line-bytes", "0", "-"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("must be at least 1"), "{}", text(&out.stderr));
+}

@@ -528,7 +528,12 @@ fn limits(f: FileLimits) -> Result<Limits, ConfigError> {
         replay_bytes_total: count("replay_bytes_total", f.replay_bytes_total, d.replay_bytes_total)?,
         finished_runs_kept: count("finished_runs_kept", f.finished_runs_kept, d.finished_runs_kept)?,
         run_timeout: seconds("limits.run_timeout_secs", f.run_timeout_secs, false)?,
-        heartbeat: seconds("limits.heartbeat_secs", f.heartbeat_secs, false)?.unwrap_or(d.heartbeat),
+        heartbeat: at_least(
+            MIN_HEARTBEAT,
+            "limits.heartbeat_secs",
+            seconds("limits.heartbeat_secs", f.heartbeat_secs, false)?,
+        )?
+        .unwrap_or(d.heartbeat),
         max_connections,
         header_timeout: seconds("limits.header_timeout_secs", f.header_timeout_secs, false)?
             .unwrap_or(d.header_timeout),
@@ -575,6 +580,20 @@ fn nats(f: FileNats) -> Result<NatsSettings, ConfigError> {
     }
     n.check().map_err(|e| ConfigError(format!("[nats] {e}")))?;
     Ok(n)
+}
+
+/// The shortest heartbeat: every open stream sends one, so one per microsecond would be a flood
+/// the server makes itself.
+const MIN_HEARTBEAT: Duration = Duration::from_millis(100);
+
+/// `d`, unless it is shorter than `min`.
+fn at_least(min: Duration, name: &str, d: Option<Duration>) -> Result<Option<Duration>, ConfigError> {
+    match d {
+        Some(d) if d < min => {
+            Err(ConfigError(format!("{name} = {} must be at least {}", d.as_secs_f64(), min.as_secs_f64())))
+        }
+        d => Ok(d),
+    }
 }
 
 fn seconds(name: &str, v: Option<f64>, zero_ok: bool) -> Result<Option<Duration>, ConfigError> {
@@ -722,6 +741,7 @@ mod tests {
             ("[limits]\nrun_per_tenant = 3", "run_per_tenant"),
             ("[limits]\nruns_per_tenant = 0", "runs_per_tenant"),
             ("[limits]\nheartbeat_secs = -1", "heartbeat_secs"),
+            ("[limits]\nheartbeat_secs = 1e-12", "must be at least 0.1"),
             ("[limits]\nmax_connections = 0", "max_connections"),
             ("[limits]\nstreams_per_tenant = 0", "streams_per_tenant"),
             ("[limits]\nreplay_bytes = 2000\nreplay_bytes_total = 1000", "replay_bytes_total"),
