@@ -215,6 +215,7 @@ pub fn demo(agent: Option<&str>, scenario: &str, delay_ms: u64, flags: &Flags) -
         }
         let mut config = AgentConfig::new(agent);
         config.bin = Some(exe.clone());
+        config.cwd = flags.cwd.clone();
         config.env = vec![
             (FAKE_HARNESS_ENV.to_string(), "1".to_string()),
             ("AGENTSTREAM_FAKE_TRACE".to_string(), prefix.to_string_lossy().into_owned()),

@@ -297,7 +297,7 @@ fn parse_command(agent: &str, max_line_bytes: usize, redact: bool, file: Option<
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => {
-                eprintln!("agentstream parse: read error: {e}");
+                eprintln!("agentstream parse: cannot read {}: {e}", file.filter(|f| *f != "-").unwrap_or("standard input"));
                 return ExitCode::from(1);
             }
         };
