@@ -40,7 +40,7 @@ public class Evolve(config: AgentConfig) : AutoCloseable {
     private val native = NativeEvolve(config)
 
     /** The listener lambdas by subscription id, called by [Router] as each batch names them. */
-    private val listeners = java.util.concurrent.ConcurrentHashMap<ULong, (Envelope) -> Unit>()
+    private val listeners = ListenerTable()
 
     /**
      * Called with the first failure of each listener of a run (later failures of the same
@@ -63,8 +63,7 @@ public class Evolve(config: AgentConfig) : AutoCloseable {
      * returned [Subscription] (or call [off]) to stop.
      */
     public fun on(channel: String, listener: (Envelope) -> Unit): Subscription {
-        val id = native.on(channel, ChannelAdapter(listener))
-        listeners[id] = listener
+        val id = listeners.add(listener) { native.on(channel, ChannelAdapter(listener)) }
         return Subscription(this, id)
     }
 

@@ -50,9 +50,34 @@ internal class HookAdapter(private val listener: (HookEvent) -> Unit) : HookList
     }
 }
 
+/**
+ * The listener lambdas of one [Evolve] by subscription id. A listener is registered natively
+ * first (that gives its id) and stored here next: [add] holds a lock across both, and a lookup
+ * that misses takes it too, so a batch routed in between waits for the new listener instead of
+ * skipping it. A lookup that finds its listener (every one but that) takes no lock.
+ */
+internal class ListenerTable {
+    private val byId = java.util.concurrent.ConcurrentHashMap<ULong, (Envelope) -> Unit>()
+    private val adding = Any()
+
+    /** Registers natively ([register] returns the subscription id), then stores [listener]. */
+    fun add(listener: (Envelope) -> Unit, register: () -> ULong): ULong =
+        synchronized(adding) {
+            val id = register()
+            byId[id] = listener
+            id
+        }
+
+    fun remove(id: ULong) {
+        byId.remove(id)
+    }
+
+    operator fun get(id: ULong): ((Envelope) -> Unit)? = byId[id] ?: synchronized(adding) { byId[id] }
+}
+
 /** Calls this layer's listener lambdas for a run's routed batches (see the file's header). */
 internal class Router(
-    private val listeners: Map<ULong, (Envelope) -> Unit>,
+    private val listeners: ListenerTable,
     private val onEvent: ((HookEvent) -> Unit)?,
 ) {
     /**
