@@ -5,8 +5,8 @@
 #                         misuse, 10^6-deep nesting, the secret corpus, the API parity table) and the jar; then the
 #                         quick start run from a fresh folder against that jar alone; prints
 #                         "java: N passed, N failed, N skipped"
-#   make dist-java        dist/java/agentstream-<version>.jar: the jar with the (stripped) native
-#                         library inside, loaded from the jar itself
+#   make dist-java        dist/java/agentstream-<version>.jar: the jar with dist-c's (stripped,
+#                         glibc 2.17) native library inside, loaded from the jar itself
 #   make bench-java       events/s to a Java handler on the mixed corpus, as a ratio to the C
 #                         callback (bench.c) in the same run
 # Maven keeps its cache in ~/.m2; every plugin and dependency version is pinned, so once resolved
@@ -39,9 +39,10 @@ test-java-quickstart:
 	JAVA=$(JAVA_BIN) bash $(JAVA_DIR)/scripts/quickstart-test.sh $(or $(JAVA_QUICKSTART_JAR),$(JAVA_DIST)/agentstream-$(JAVA_VERSION).jar) \
 	  $(CURDIR)/target/release/fake-harness $(CURDIR)/tests/golden
 
-dist-java: build-c
+# The library is dist-c's (linked against glibc 2.17, mk/release.mk), not the test build's.
+dist-java: dist-c
 	@mkdir -p target/java-native $(JAVA_DIST)
-	cp target/release/libagentstream.so target/java-native/libagentstream.so
+	cp $(C_STAGE)/lib/libagentstream.so.$(VERSION) target/java-native/libagentstream.so
 	strip --strip-unneeded target/java-native/libagentstream.so
 	rm -rf $(JAVA_DIR)/target/classes/native
 	cd $(JAVA_DIR) && $(JAVA_MVN) -DskipTests -Dagentstream.native.dir=$(CURDIR)/target/java-native package 2>&1 | sed 's/\x1b\[[0-9;]*m//g'
@@ -52,7 +53,9 @@ dist-java: build-c
 bench-java: build-c build-fake-harness
 	JAVA25_HOME=$(JAVA25_HOME) bash $(JAVA_DIR)/bench/run.sh
 
-# `make test-install` (mk/release.mk) runs this: the quick start against the released jar alone.
+# `make test-install` (mk/release.mk) runs this after `make dist`: the quick start against the
+# released jar alone (not packed again here, so dist/SHA256SUMS stays true).
 .PHONY: test-install-java
-test-install-java: dist-java build-fake-harness
+test-install-java: build-fake-harness
+	@test -e $(JAVA_DIST)/agentstream-$(JAVA_VERSION).jar || { echo "test-install-java: no $(JAVA_DIST)/agentstream-$(JAVA_VERSION).jar: run \`make dist\` first" >&2; exit 1; }
 	$(MAKE) --no-print-directory test-java-quickstart JAVA_QUICKSTART_JAR=$(JAVA_DIST)/agentstream-$(JAVA_VERSION).jar

@@ -11,7 +11,7 @@
 #                        lib/pkgconfig/agentstream{,-static}.pc (relocatable), share/doc/agentstream
 #   make dist-go         dist/go/proxy: the Go module as a module proxy serves it (GOPROXY=file://)
 #   make install         the C library of dist-c into PREFIX (default /usr/local; also DESTDIR,
-#                        LIBDIR, INCLUDEDIR, PKGCONFIGDIR), with pkg-config files naming the
+#                        LIBDIR, INCLUDEDIR, PKGCONFIGDIR, DOCDIR), with pkg-config files naming the
 #                        prefix; needs no cargo (run `make dist-c` first). `make uninstall` removes it.
 #   make test-install    packaging/install_test.sh: in a fresh folder with no cargo or rustc on
 #                        PATH, install every artifact as a user does and run the README's quick
@@ -58,6 +58,7 @@ PREFIX        ?= /usr/local
 LIBDIR        ?= $(PREFIX)/lib
 INCLUDEDIR    ?= $(PREFIX)/include
 PKGCONFIGDIR  ?= $(LIBDIR)/pkgconfig
+DOCDIR        ?= $(PREFIX)/share/doc/agentstream
 
 LANG_TESTS += check-versions check-portability test-install
 .PHONY: dist dist-python dist-node dist-c dist-go install uninstall test-install check-versions \
@@ -141,12 +142,15 @@ install:
 	ln -sf $(C_SONAME) $(DESTDIR)$(LIBDIR)/libagentstream.so
 	install -m 644 $(C_STAGE)/lib/libagentstream.a $(DESTDIR)$(LIBDIR)/
 	$(call c_pkgconfig,$(DESTDIR)$(PKGCONFIGDIR),$(PREFIX),$(LIBDIR),$(INCLUDEDIR))
+	install -d $(DESTDIR)$(DOCDIR)
+	install -m 644 $(C_STAGE)/share/doc/agentstream/* $(DESTDIR)$(DOCDIR)/
 	@echo "installed libagentstream $(VERSION) into $(DESTDIR)$(PREFIX) (in a system prefix, run ldconfig)"
 
 uninstall:
 	rm -f $(DESTDIR)$(INCLUDEDIR)/agentstream.h $(DESTDIR)$(LIBDIR)/libagentstream.so.$(VERSION) \
 	  $(DESTDIR)$(LIBDIR)/$(C_SONAME) $(DESTDIR)$(LIBDIR)/libagentstream.so $(DESTDIR)$(LIBDIR)/libagentstream.a \
 	  $(DESTDIR)$(PKGCONFIGDIR)/agentstream.pc $(DESTDIR)$(PKGCONFIGDIR)/agentstream-static.pc
+	rm -rf $(DESTDIR)$(DOCDIR)
 
 # The fake harness stands in for the agent's CLI (`claude` on the test's PATH); it is not part of
 # what is installed.

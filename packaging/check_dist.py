@@ -7,7 +7,8 @@ the build tree; every shared object a user loads (the wheel's extension, the .no
 libagentstream.so) and the supervisor programs of the wheel and the npm platform package need
 glibc 2.17 at most; libagentstream.so carries the soname
 libagentstream.so.<major> and the tarball the links to it; the pkg-config files are relocatable;
-the Go module finds the library through pkg-config only. Exits 1 listing every failure.
+the Go module finds the library through pkg-config only; the Java jar and dist/csharp (when built)
+carry the same glibc 2.17 library, the jar's classes load on Java 22. Exits 1 listing every failure.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import zipfile
 from pathlib import Path
 
 MAX_GLIBC = (2, 17)
+JAVA_22_CLASS_VERSION = 66
 failures: list[str] = []
 
 
@@ -184,6 +186,35 @@ def go(dist: Path, version: str) -> None:
               f"{archive.name}: {name} reaches into the build tree (${{SRCDIR}}/.. or target/release)")
 
 
+def java(dist: Path, version: str) -> None:
+    """The jar (when dist-java ran): its library, its classes loadable by Java 22, its license."""
+    if not (dist / "java").exists():
+        return
+    jar = one(dist / "java", f"agentstream-{version}.jar")
+    if not jar:
+        return
+    with zipfile.ZipFile(jar) as zf:
+        names = set(zf.namelist())
+        library = "native/linux-x86_64/libagentstream.so"
+        check(library in names, f"{jar.name}: no {library}")
+        check("META-INF/LICENSE" in names, f"{jar.name}: no META-INF/LICENSE")
+        if library in names:
+            elf_facts(zf.read(library), f"{jar.name}:{library}")
+        newer = sorted(n for n in names if n.endswith(".class") and int.from_bytes(zf.read(n)[6:8], "big") > JAVA_22_CLASS_VERSION)
+        check(not newer, f"{jar.name}: {len(newer)} classes Java 22 cannot load (class file version over {JAVA_22_CLASS_VERSION}), e.g. {newer[:1]}")
+
+
+def csharp(dist: Path) -> None:
+    """dist/csharp (when dist-csharp ran): the assembly, its docs, the library beside it, the license."""
+    folder = dist / "csharp"
+    if not folder.exists():
+        return
+    for required in ("Agentstream.dll", "Agentstream.xml", "libagentstream.so", "README.md", "LICENSE"):
+        check((folder / required).exists(), f"{folder}: no {required}")
+    if (folder / "libagentstream.so").exists():
+        elf_facts((folder / "libagentstream.so").read_bytes(), "csharp/libagentstream.so")
+
+
 def checksums(dist: Path) -> None:
     lines = []
     for path in sorted(p for p in dist.rglob("*") if p.is_file() and p.name != "SHA256SUMS"):
@@ -199,6 +230,8 @@ def main() -> None:
     node(dist, version)
     c(dist, version)
     go(dist, version)
+    java(dist, version)
+    csharp(dist)
     if failures:
         print("check_dist: the artifacts are not right:", file=sys.stderr)
         for f in failures:

@@ -147,6 +147,7 @@ else
   sed 's/^/    /' "$tmp/install.out" >&2
   failed=$((failed + 1))
 fi
+run_check installed-docs "$prefix" bash -euo pipefail -c 'test -s share/doc/agentstream/LICENSE && test -s share/doc/agentstream/CHANGELOG.md'
 mkdir -p "$tmp/installed-c" "$tmp/installed-go"
 cp "$tmp/quickstarts/c/quickstart.c" "$tmp/installed-c/"
 cp "$tmp/quickstarts/go/main.go" "$tmp/installed-go/"
