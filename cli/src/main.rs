@@ -297,7 +297,10 @@ fn parse_command(agent: &str, max_line_bytes: usize, redact: bool, file: Option<
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => {
-                eprintln!("agentstream parse: cannot read {}: {e}", file.filter(|f| *f != "-").unwrap_or("standard input"));
+                eprintln!(
+                    "agentstream parse: cannot read {}: {e}",
+                    file.filter(|f| *f != "-").unwrap_or("standard input")
+                );
                 return ExitCode::from(1);
             }
         };

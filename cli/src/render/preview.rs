@@ -40,21 +40,7 @@ pub fn head(text: &str, max_lines: usize, max_chars: usize) -> Preview {
 /// screen or change colours in the view.
 pub fn printable(line: &str) -> Cow<'_, str> {
     let line = line.trim_end_matches('\r');
-    let line = line.rsplit('\r').next().unwrap_or(line);
-    if !line.chars().any(|c| c.is_control() && c != '\t') {
-        return Cow::Borrowed(line);
-    }
-    let mut out = String::with_capacity(line.len());
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\x1b' => skip_escape(&mut chars),
-            '\t' => out.push('\t'),
-            c if c.is_control() => out.push('\u{fffd}'),
-            c => out.push(c),
-        }
-    }
-    Cow::Owned(out)
+    without_controls(line.rsplit('\r').next().unwrap_or(line), false)
 }
 
 /// Flowing text from the harness (an answer, a thought, a plan entry, a tool's title) made safe
@@ -62,7 +48,14 @@ pub fn printable(line: &str) -> Cow<'_, str> {
 /// character (a carriage return too, which could overwrite what was printed) becomes `�` —
 /// a harness's text cannot set the window title, clear the screen or change colours.
 pub fn terminal_text(text: &str) -> Cow<'_, str> {
-    if !text.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
+    without_controls(text, true)
+}
+
+/// `text` without escape sequences, every control character but a tab (and, with `lines`, a
+/// line end, `\r\n` as `\n`) as `�`; borrowed back when there is none.
+fn without_controls(text: &str, lines: bool) -> Cow<'_, str> {
+    let kept = |c: char| c == '\t' || (lines && c == '\n');
+    if !text.chars().any(|c| c.is_control() && !kept(c)) {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len());
@@ -70,9 +63,8 @@ pub fn terminal_text(text: &str) -> Cow<'_, str> {
     while let Some(c) = chars.next() {
         match c {
             '\x1b' => skip_escape(&mut chars),
-            '\n' | '\t' => out.push(c),
-            '\r' if chars.peek() == Some(&'\n') => {}
-            c if c.is_control() => out.push('\u{fffd}'),
+            '\r' if lines && chars.peek() == Some(&'\n') => {}
+            c if c.is_control() && !kept(c) => out.push('\u{fffd}'),
             c => out.push(c),
         }
     }
