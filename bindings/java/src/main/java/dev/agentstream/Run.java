@@ -279,6 +279,14 @@ public final class Run {
      * handler would wait for itself: a {@link BusyException}.
      */
     static final class Future extends CompletableFuture<RunResult> {
+        /** Waiting for {@code future} of {@code run} from one of the run's handlers would wait for itself. */
+        static void notFromItsHandler(CompletableFuture<?> future, Run run) {
+            if (!future.isDone() && run.inItsHandler()) {
+                throw new BusyException("run " + run.id
+                        + " was waited for from one of its own handlers, which would wait for itself: wait from another thread");
+            }
+        }
+
         private final Run run;
 
         Future(Run run) {
@@ -350,10 +358,13 @@ public final class Run {
         }
 
         private void notFromItsHandler() {
-            if (!isDone() && run.inItsHandler()) {
-                throw new BusyException("run " + run.id
-                        + " was waited for from one of its own handlers, which would wait for itself: wait from another thread");
-            }
+            notFromItsHandler(this, run);
+        }
+
+        /** A future derived from this one ({@code thenApply}, …) is checked the same way. */
+        @Override
+        public <U> CompletableFuture<U> newIncompleteFuture() {
+            return new Derived<>(run);
         }
 
         private void stopRun(String reason) {
@@ -370,6 +381,43 @@ public final class Run {
 
         void failRun(Throwable t) {
             super.completeExceptionally(t);
+        }
+    }
+
+    /**
+     * A future derived from a run's result ({@code thenApply}, {@code thenCompose}, …, and what
+     * derives from those): waiting for it ({@code get}, {@code join}) from the run's own handler
+     * would wait for the run too, so it is a {@link BusyException} as well.
+     */
+    static final class Derived<U> extends CompletableFuture<U> {
+        private final Run run;
+
+        Derived(Run run) {
+            this.run = run;
+        }
+
+        @Override
+        public <V> CompletableFuture<V> newIncompleteFuture() {
+            return new Derived<>(run);
+        }
+
+        @Override
+        public U get() throws InterruptedException, java.util.concurrent.ExecutionException {
+            Future.notFromItsHandler(this, run);
+            return super.get();
+        }
+
+        @Override
+        public U get(long timeout, TimeUnit unit)
+                throws InterruptedException, java.util.concurrent.ExecutionException, java.util.concurrent.TimeoutException {
+            Future.notFromItsHandler(this, run);
+            return super.get(timeout, unit);
+        }
+
+        @Override
+        public U join() {
+            Future.notFromItsHandler(this, run);
+            return super.join();
         }
     }
 }

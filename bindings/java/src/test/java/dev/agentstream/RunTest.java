@@ -311,6 +311,28 @@ class RunTest {
     }
 
     @Test
+    void waitingForAFutureDerivedFromTheResultFromItsOwnHandlerIsBusyToo() throws Exception {
+        try (Evolve evolve = new Evolve(fake("claude", "claude/s2-bash"))) {
+            Run[] run = new Run[1];
+            List<Throwable> inHandler = new java.util.concurrent.CopyOnWriteArrayList<>();
+            CountDownLatch started = new CountDownLatch(1);
+            evolve.on("content", e -> {
+                try {
+                    started.await();
+                    run[0].result().thenApply(RunResult::state).thenApply(String::valueOf).join();
+                } catch (Throwable t) {
+                    inHandler.add(t);
+                }
+            });
+            run[0] = evolve.start(RunOptions.prompt("x"));
+            started.countDown();
+            assertEquals("COMPLETED", run[0].result().thenApply(r -> r.state().name()).get(30, TimeUnit.SECONDS));
+            assertFalse(inHandler.isEmpty());
+            assertTrue(inHandler.stream().allMatch(t -> t instanceof BusyException), inHandler.toString());
+        }
+    }
+
+    @Test
     void cancelWithAReasonEscalatesToSigkillForAHarnessIgnoringSigterm() throws Exception {
         try (Evolve evolve = new Evolve(fake("claude", "claude/s1-text")
                 .withEnv("AGENTSTREAM_FAKE_HANG", "1").withEnv("AGENTSTREAM_FAKE_IGNORE_SIGTERM", "1"))) {
