@@ -23,7 +23,7 @@ $(NODE_STAMP): package-lock.json package.json node/package.json
 build-node: $(NODE_STAMP)
 	$(NPM) run build
 
-# The same command as mk/python.mk's: one build, whichever language's tests run first.
+# The same command as build-fake-harness (mk/c.mk): one release build, whichever suite runs first.
 node-fake-harness:
 	$(CARGO) build --release -p agentstream-cli --bins
 
