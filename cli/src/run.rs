@@ -150,6 +150,8 @@ fn start_failed(command: &str, e: &agentstream_core::Error) -> ExitCode {
     if command == "exec" && e.kind == ErrorKind::HarnessNotFound {
         // The core's advice is for a harness; this is the user's own command.
         eprintln!("agentstream exec: {}: check the command's name, or give its path", e.message);
+    } else if command == "exec" && e.kind == ErrorKind::SpawnFailed {
+        eprintln!("agentstream exec: {}", e.message); // says what is wrong with the command itself
     } else {
         eprintln!("agentstream {command}: {e}");
     }

@@ -261,6 +261,19 @@ fn exec_names_what_went_wrong_in_its_own_terms() {
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(126), "{err}");
     assert!(err.contains("the interpreter its `#!` line names was not found (/nonexistent/interp)"), "{err}");
+    // Windows line endings on the `#!` line are named as such.
+    let crlf = dir.join("crlf.sh");
+    std::fs::write(&crlf, "#!/bin/sh\r\necho hi\r\n").unwrap();
+    std::fs::set_permissions(&crlf, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let out = agentstream(&["exec", "--", &crlf.to_string_lossy()]);
+    let err = text(&out.stderr);
+    assert!(err.contains("CRLF line endings") && !err.contains("check that the harness"), "{err}");
+    // A prompt longer than one argument may be is named, with the limit.
+    let half = "a".repeat(100_000);
+    let out = agentstream(&["run", "--agent", "claude", "--bin", "/bin/echo", "--", &half, &half]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(126), "{err}");
+    assert!(err.contains("one of its arguments is 200002 bytes, and the system takes at most 131072"), "{err}");
     // A line over the limit is named, not dropped without a word.
     let out = agentstream(&[
         "exec",

@@ -457,10 +457,11 @@ impl RunObj {
 /// "pressure", "stats", "last_sequence", "diagnostics"?, "duration_ms", "handler_errors"}`;
 /// free with `agentstream_string_free`). A run delivered to callbacks has had its last callback
 /// return by then. A run read with `"read": "iterate"` is drained here (its remaining
-/// deliveries are discarded) when the caller stopped pulling it: when this thread pulled it
-/// last (or nobody did) and no pull is going on, or after `agentstream_run_leave`; a run
-/// another thread is pulling is left to that thread, which gets everything, and a wait of 0
-/// never reads. A run pulled with subscriptions from
+/// deliveries are discarded) once the caller stopped pulling it, with no pull going on: this
+/// thread pulled it last; nobody pulled it in this wait's first 100 ms; the thread that pulled
+/// it last has not pulled for half the stall limit (`limits.stall_ms`); or after
+/// `agentstream_run_leave`. A run another thread keeps pulling is left to that thread, which
+/// gets everything; a wait of 0 never reads. A run pulled with subscriptions from
 /// `agentstream_session_subscribe` must be pulled to its end. A run that failed or was cancelled
 /// is still `OK` here: read `"state"`. `"handler_errors"` counts the handler failures reported
 /// with `agentstream_run_handler_failed`.

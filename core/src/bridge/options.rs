@@ -96,6 +96,27 @@ pub fn count_from_f64(value: f64, field: &str, naming: Naming) -> Result<u64, Er
     }
 }
 
+/// A field of struct type read from an object only. serde would also take a struct's fields
+/// as an array, by position (`"limits": [1, 2]`), which gets around the unknown-key check and
+/// silently gives the fields left out their defaults.
+pub(crate) fn object_only<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de>,
+{
+    struct ObjectOnly<T>(std::marker::PhantomData<T>);
+    impl<'de, T: serde::Deserialize<'de>> serde::de::Visitor<'de> for ObjectOnly<T> {
+        type Value = T;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a JSON object")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+            T::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+        }
+    }
+    deserializer.deserialize_map(ObjectOnly(std::marker::PhantomData))
+}
+
 /// Parse a JSON object into `T`. serde would also take a struct's fields as an array, by
 /// position (`["hello"]` for `{"prompt": "hello"}`), which gets around the unknown-key check:
 /// anything but an object is refused, with serde's own message otherwise.
@@ -378,7 +399,8 @@ pub struct RunRequest {
     /// Grace period between SIGTERM and SIGKILL when the run is cancelled, in milliseconds
     /// (default 5 000).
     pub kill_grace_ms: u64,
-    /// Buffer, stall and line limits.
+    /// Buffer, stall and line limits (a JSON object: see [`object_only`]).
+    #[serde(deserialize_with = "object_only")]
     pub limits: Limits,
     /// How the caller reads the run.
     pub read: ReadMode,
@@ -596,6 +618,8 @@ mod tests {
         assert!(e.message.contains("expected a JSON object"), "{e}");
         assert!(RunRequest::from_json("42").unwrap_err().message.contains("expected a map"));
         assert!(RunRequest::from_json("{").unwrap_err().message.contains("EOF"));
+        let e = RunRequest::from_json(r#"{"command": ["echo", "hi"], "limits": [1, 1, 1, 1]}"#).unwrap_err();
+        assert!(e.message.contains("expected a JSON object"), "{e}");
         let e = RunRequest::from_json(r#"{"prompt": "hi", "timeout": 5}"#).unwrap_err();
         assert_eq!(e.kind, ErrorKind::InvalidArgument);
         assert!(e.message.contains("unknown field `timeout`"), "{e}");

@@ -58,12 +58,16 @@ pub(crate) struct RunInner {
     skipped: AtomicU64,
     /// The caller stopped reading ([`Run::leave`]): waiting for the result drains the rest.
     left: AtomicBool,
-    /// The [`reader_id`] of the thread that pulled last (0: none yet), and how many pulls are
-    /// going on: an iterated run is drained by a wait only when its reader is the waiter.
+    /// The [`reader_id`] of the thread that pulled last (0: none yet), how many pulls are going
+    /// on, and when the last one ended (milliseconds since `started`): what a wait needs to
+    /// tell a reader that stopped from one between two pulls ([`Run::drains_on_wait`]).
     last_reader: AtomicU64,
     pulling: AtomicU64,
-    /// The permit of a shared budget, held until the run ended (its terminal delivered, or an
-    /// await-only run finished): [`Run::settle`] gives it back then.
+    last_pull_ms: AtomicU64,
+    started: Instant,
+    /// The permit of a shared budget, held until the run's terminal was delivered:
+    /// [`Run::settle`] gives it back then (an await-only run's is held by its handle until it
+    /// finishes).
     permit: Mutex<Option<BudgetPermit>>,
 }
 
@@ -100,6 +104,14 @@ impl Run {
         mask: u8,
         permit: Option<BudgetPermit>,
     ) -> Run {
+        let permit = match permit {
+            // Nobody reads an await-only run: its permit goes when its process is done.
+            Some(p) if !attached => {
+                handle.hold_until_finished(Box::new(p));
+                None
+            }
+            p => p,
+        };
         Run {
             inner: Arc::new(RunInner {
                 handle,
@@ -111,6 +123,8 @@ impl Run {
                 left: AtomicBool::new(false),
                 last_reader: AtomicU64::new(0),
                 pulling: AtomicU64::new(0),
+                last_pull_ms: AtomicU64::new(0),
+                started: Instant::now(),
                 permit: Mutex::new(permit),
             }),
         }
@@ -203,6 +217,7 @@ impl Run {
             if out.len() > start {
                 self.keep(start, out);
                 if out.len() > start {
+                    self.settle();
                     return Pulled::Batch;
                 }
                 continue; // everything was skipped: wait for more
@@ -224,6 +239,7 @@ impl Run {
         self.inner.handle.try_next_batch_into(out, limits);
         self.keep(start, out);
         if out.len() > start {
+            self.settle();
             Pulled::Batch
         } else if self.inner.handle.is_ended() || !self.inner.attached {
             self.settle();
@@ -242,6 +258,7 @@ impl Run {
             if out.len() > start {
                 self.keep(start, out);
                 if out.len() > start {
+                    self.settle();
                     return Pulled::Batch;
                 }
                 continue;
@@ -285,9 +302,10 @@ impl Run {
         ))
     }
 
-    /// Gives the budget's permit back once the run ended (a no-op before, and after the first).
+    /// Gives the budget's permit back once the run's terminal was delivered (a no-op before,
+    /// and after the first).
     fn settle(&self) {
-        if self.is_ended() {
+        if self.inner.attached && self.inner.handle.is_ended() {
             if let Ok(mut permit) = self.inner.permit.lock() {
                 permit.take();
             }
@@ -297,25 +315,26 @@ impl Run {
     /// Wait up to `timeout` (forever when `None`) for the result. A run read by its handlers
     /// or by the caller waits for its reader to reach the terminal event. Any run whose reader
     /// left ([`Run::leave`]) is drained here (its remaining events are discarded), and so is an
-    /// iterated run the caller stopped iterating: one this thread pulled last, with no pull
-    /// going on, or one nobody ever pulled once its process finished. An iterated run another
-    /// thread reads is left to that thread, which gets everything; a wait of zero only looks.
-    /// `still_running` when the timeout passed first.
+    /// iterated run the caller stopped iterating — see [`drains_on_wait`](Self::drains_on_wait):
+    /// a run another thread is reading is left to that thread, which gets everything, while it
+    /// reads. A wait of zero only looks. `still_running` when the timeout passed first.
     pub fn wait(&self, timeout: Option<Duration>) -> Result<RunResult, Error> {
         let deadline = timeout.map(|t| Instant::now() + t);
-        if timeout != Some(Duration::ZERO) {
-            let me = reader_id();
+        if timeout != Some(Duration::ZERO) && self.inner.attached {
+            let waiter = Waiter { thread: reader_id(), since: Instant::now() };
+            let mut sink = Vec::new();
             while !self.is_ended() {
-                if self.drains_on_wait(Some(me)) {
-                    self.drain_until(deadline);
-                    break;
+                // Decided again before every pull: a reader that comes back takes over.
+                let slice = Instant::now() + LOOK_AGAIN;
+                let slice = deadline.map_or(slice, |d| d.min(slice));
+                if self.drains_on_wait(Some(&waiter)) {
+                    sink.clear();
+                    self.pull(&mut sink, BatchLimits::DEFAULT, Some(slice.saturating_duration_since(Instant::now())));
+                } else if self.inner.read == ReadMode::Iterate || self.inner.left.load(Ordering::SeqCst) {
+                    self.inner.handle.wait_ended(Some(slice));
+                } else {
+                    break; // read by handlers: their reader gets to the end
                 }
-                if !self.inner.attached || self.inner.read != ReadMode::Iterate {
-                    break;
-                }
-                // Read by another thread, or by nobody yet: look again in a moment.
-                let slice = Instant::now() + Duration::from_millis(20);
-                self.inner.handle.wait_ended(Some(deadline.map_or(slice, |d| d.min(slice))));
                 if deadline.is_some_and(|d| Instant::now() >= d) {
                     break;
                 }
@@ -325,26 +344,12 @@ impl Run {
         self.result()
     }
 
-    /// Pull and discard until the end or `deadline`.
-    fn drain_until(&self, deadline: Option<Instant>) {
-        let mut sink = Vec::new();
-        while !self.is_ended() {
-            sink.clear();
-            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
-            if self.pull(&mut sink, BatchLimits::DEFAULT, left) == Pulled::Timeout {
-                return;
-            }
-        }
-    }
-
     /// [`wait`](Self::wait) for async callers (no timeout; drop the future to stop waiting).
     pub async fn wait_async(&self) -> RunResult {
-        if self.drains_on_wait(None) {
-            let mut sink = Vec::new();
-            while !self.is_ended() {
-                sink.clear();
-                self.pull_async(&mut sink, BatchLimits::DEFAULT).await;
-            }
+        let mut sink = Vec::new();
+        while self.drains_on_wait(None) && !self.is_ended() {
+            sink.clear();
+            self.pull_async(&mut sink, BatchLimits::DEFAULT).await;
         }
         loop {
             self.inner.handle.wait_ended_async().await;
@@ -364,11 +369,14 @@ impl Run {
         self.inner.handle.reader_left();
     }
 
-    /// Whether [`wait`](Self::wait) reads what is left itself: a run whose reader left, or an
-    /// iterated run nobody is pulling whose last reader was `waiter` (a thread's
-    /// [`reader_id`]; `None`: any — async callers have no thread of their own), or that nobody
-    /// ever pulled and whose process finished.
-    fn drains_on_wait(&self, waiter: Option<u64>) -> bool {
+    /// Whether [`wait`](Self::wait) reads what is left itself, discarding it: a run whose
+    /// reader left; or an iterated run that nobody is pulling right now and whose reader
+    /// stopped: the waiter itself pulled it last (a thread does not wait and pull at once);
+    /// nobody ever pulled it and the waiter has waited [`FIRST_PULL_GRACE`] for a reader to
+    /// start; or another thread pulled it last, longer ago than half the stall limit (past the
+    /// stall limit the core takes a reader for gone too). `None`: an async waiter, which has no
+    /// thread of its own: it reads whenever no pull is going on.
+    fn drains_on_wait(&self, waiter: Option<&Waiter>) -> bool {
         let inner = &self.inner;
         if !inner.attached {
             return false;
@@ -379,10 +387,15 @@ impl Run {
         if inner.read != ReadMode::Iterate || inner.pulling.load(Ordering::SeqCst) != 0 {
             return false;
         }
-        match (inner.last_reader.load(Ordering::SeqCst), waiter) {
-            (_, None) => true,
-            (0, Some(_)) => inner.handle.is_finished(),
-            (last, Some(w)) => last == w,
+        let Some(waiter) = waiter else { return true };
+        match inner.last_reader.load(Ordering::SeqCst) {
+            0 => waiter.since.elapsed() >= FIRST_PULL_GRACE,
+            last if last == waiter.thread => true,
+            _ => {
+                let idle_ms = (inner.started.elapsed().as_millis() as u64)
+                    .saturating_sub(inner.last_pull_ms.load(Ordering::SeqCst));
+                Duration::from_millis(idle_ms) >= inner.handle.stall_limit() / 2
+            }
         }
     }
 
@@ -390,7 +403,7 @@ impl Run {
     fn pulling(&self) -> PullGuard<'_> {
         self.inner.pulling.fetch_add(1, Ordering::SeqCst);
         self.inner.last_reader.store(reader_id(), Ordering::SeqCst);
-        PullGuard(&self.inner.pulling)
+        PullGuard(&self.inner)
     }
 
     /// Cancel the run (first reason stands; later calls are no-ops): SIGTERM to the harness's
@@ -433,14 +446,28 @@ impl Run {
     }
 }
 
-/// A pull in progress (see [`Run::pulling`]).
-struct PullGuard<'a>(&'a AtomicU64);
+/// A pull in progress (see [`Run::pulling`]); when it ends is recorded as it ends.
+struct PullGuard<'a>(&'a RunInner);
 
 impl Drop for PullGuard<'_> {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
+        self.0.last_pull_ms.store(self.0.started.elapsed().as_millis() as u64, Ordering::SeqCst);
+        self.0.pulling.fetch_sub(1, Ordering::SeqCst);
     }
 }
+
+/// A thread waiting for a run ([`Run::wait`]) and since when.
+struct Waiter {
+    thread: u64,
+    since: Instant,
+}
+
+/// How often a wait looks again whether it should read an iterated run itself.
+const LOOK_AGAIN: Duration = Duration::from_millis(20);
+
+/// How long a wait lets an iterated run that nobody pulled wait for its reader to start (one
+/// started on another thread just before the wait) before it takes it for having none.
+const FIRST_PULL_GRACE: Duration = Duration::from_millis(100);
 
 /// A number for the calling thread, never 0 (std's `ThreadId::as_u64` is not stable).
 fn reader_id() -> u64 {

@@ -597,3 +597,68 @@ fn a_command_line_over_the_limit_is_counted_and_named_not_dropped_silently() {
     assert!(diagnostics.contains("stdout line 1: 3000 bytes, over the line limit of 1024 bytes"), "{diagnostics}");
     assert!(diagnostics.contains("stdout line 3: 5000 bytes"), "{diagnostics}");
 }
+
+/// A command printing 40 lines over 4 s, read as an iterated run with a 1 s stall limit.
+fn slow_iterated_command(client: &Client) -> Run {
+    let script = "i=0; while [ $i -lt 40 ]; do echo \"line $i\"; i=$((i+1)); sleep 0.1; done";
+    let mut request = RunRequest::command(["sh", "-c", script]);
+    request.read = ReadMode::Iterate;
+    request.limits.stall_ms = 1000;
+    client.start(request).unwrap()
+}
+
+#[test]
+fn a_wait_reads_an_iterated_run_nobody_pulls_to_its_end_without_a_stall() {
+    let client = Client::new(AgentSpec::new("codex"), Naming::Snake).unwrap();
+    let run = slow_iterated_command(&client);
+    let result = run.wait(Some(Duration::from_secs(30))).unwrap();
+    assert_eq!(result.state, FinalState::Completed, "{result:?}");
+}
+
+#[test]
+fn a_wait_takes_over_from_a_reader_on_another_thread_that_stopped() {
+    let client = Client::new(AgentSpec::new("codex"), Naming::Snake).unwrap();
+    let run = slow_iterated_command(&client);
+    let reader = {
+        let run = run.clone();
+        std::thread::spawn(move || {
+            let mut first = Vec::new();
+            run.pull(&mut first, BatchLimits::events(1), Some(Duration::from_secs(10)))
+        })
+    };
+    assert_eq!(reader.join().unwrap(), Pulled::Batch);
+    // That reader is gone without a word: past half the stall limit the wait reads on.
+    let result = run.wait(Some(Duration::from_secs(30))).unwrap();
+    assert_eq!(result.state, FinalState::Completed, "{result:?}");
+}
+
+#[test]
+fn budget_permits_come_back_when_the_end_is_handed_out_or_an_unread_run_finishes() {
+    let client = Client::new(AgentSpec::new("codex"), Naming::Snake).unwrap();
+    let budget = SharedBudget::new(1 << 20, 1).unwrap();
+    // An await-only run nobody waits for: back when its process is done.
+    let mut quiet = RunRequest::command(["true"]);
+    quiet.budget = Some(budget.clone());
+    let unread = client.start(quiet).unwrap();
+    assert!(!unread.has_reader());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while budget.active() != 0 {
+        assert!(Instant::now() < deadline, "the permit of a finished await-only run stays taken");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // An iterated run: back with the batch that holds its terminal, before any later pull.
+    let mut iterated = RunRequest::command(["echo", "hi"]);
+    iterated.budget = Some(budget.clone());
+    iterated.read = ReadMode::Iterate;
+    let run = client.start(iterated).unwrap();
+    let mut batch = Vec::new();
+    loop {
+        batch.clear();
+        assert_eq!(run.pull(&mut batch, BatchLimits::DEFAULT, Some(Duration::from_secs(10))), Pulled::Batch);
+        if batch.iter().any(|d| matches!(d, Delivery::Item(e) if e.item.is_terminal())) {
+            break;
+        }
+    }
+    assert_eq!(budget.active(), 0);
+    drop((unread, run));
+}

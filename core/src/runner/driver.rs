@@ -194,6 +194,7 @@ pub(crate) fn start(
         done_async: tokio::sync::Notify::new(),
         finished: AtomicBool::new(false),
         started_in: std::process::id(),
+        held_until_finished: Mutex::new(None),
         read_to_end: AtomicBool::new(false),
     });
     // A caller's token may be cancelled from anywhere: wake the driver when it is (for as long
@@ -303,6 +304,7 @@ fn end_after_driver_panic(shared: &Shared, session: &Mutex<SessionState>, starte
     drop(slot);
     shared.pgid.store(0, Ordering::SeqCst);
     shared.finished.store(true, Ordering::SeqCst);
+    drop(shared.held_until_finished.lock().unwrap_or_else(|p| p.into_inner()).take());
     drop(stream);
     shared.done.notify_all();
     shared.done_async.notify_waiters();
@@ -561,6 +563,7 @@ async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Harness, session:
     };
     *shared.result.lock().expect("result") = Some(result);
     shared.finished.store(true, Ordering::SeqCst);
+    drop(shared.held_until_finished.lock().unwrap_or_else(|p| p.into_inner()).take());
     drop(stream);
     shared.done.notify_all();
     shared.done_async.notify_waiters();

@@ -100,6 +100,9 @@ pub(crate) struct Shared {
     /// The process that started the run (its driver's threads are there: a child forked
     /// meanwhile has a copy of this handle that can never finish).
     pub started_in: u32,
+    /// Whatever must live exactly as long as the run goes on (a budget's permit): dropped by
+    /// the driver when the run finishes ([`RunHandle::hold_until_finished`]).
+    pub held_until_finished: Mutex<Option<Box<dyn std::any::Any + Send>>>,
     /// The reader was handed the terminal item and everything derived from it (readable
     /// without the reader lock, so waiting for it needs only the result lock).
     pub read_to_end: AtomicBool,
@@ -320,6 +323,21 @@ impl RunHandle {
     /// is the parent's run (its driver did not come along) and keeps no session busy.
     pub fn is_of_this_process(&self) -> bool {
         self.shared.started_in == std::process::id()
+    }
+
+    /// Keep `value` until the run finishes (dropped then by its driver; at once when it has).
+    pub(crate) fn hold_until_finished(&self, value: Box<dyn std::any::Any + Send>) {
+        let mut slot = self.shared.held_until_finished.lock().unwrap_or_else(|p| p.into_inner());
+        // Under the lock: the driver marks the run finished before it empties the slot.
+        if !self.is_finished() {
+            *slot = Some(value);
+        }
+    }
+
+    /// How long unread items may wait before the run is cancelled as stalled.
+    pub(crate) fn stall_limit(&self) -> Duration {
+        let seconds = self.shared.stream.lock().unwrap_or_else(|p| p.into_inner()).backpressure().stall_seconds;
+        Duration::try_from_secs_f64(seconds).unwrap_or(Duration::MAX)
     }
 
     /// Live backpressure statistics.

@@ -163,10 +163,39 @@ fn missing_interpreter(path: &CString, name: &str) -> Option<Error> {
     let line = head[..n].strip_prefix(b"#!")?;
     let line = &line[..line.iter().position(|&b| b == b'\n').unwrap_or(line.len())];
     let interpreter = String::from_utf8_lossy(line).trim().to_string();
+    if line.ends_with(b"\r") {
+        // The system looks for "/bin/sh\r": the file has Windows line endings.
+        return Some(Error::new(
+            ErrorKind::SpawnFailed,
+            format!(
+                "cannot start {name}: its `#!` line ends in a carriage return (CRLF line endings), so the system \
+                 looks for an interpreter named {interpreter:?} with a \\r: convert the file to LF line endings"
+            ),
+        ));
+    }
     Some(Error::new(
         ErrorKind::SpawnFailed,
         format!("cannot start {name}: the interpreter its `#!` line names was not found ({interpreter})"),
     ))
+}
+
+/// Linux's limit on one argument or environment string (`MAX_ARG_STRLEN`, 32 pages), beside the
+/// limit on all of them together (`ARG_MAX`, a quarter of the stack limit).
+const MAX_ARG_STRLEN: usize = 32 * 4096;
+
+/// The error for a start refused with E2BIG: which limit the arguments went past.
+fn too_long(prepared: &Prepared, name: &str) -> Error {
+    let longest = prepared.argv.iter().chain(&prepared.envp).map(|s| s.as_bytes().len() + 1).max().unwrap_or(0);
+    let all: usize = prepared.argv.iter().chain(&prepared.envp).map(|s| s.as_bytes().len() + 1).sum();
+    let what = if longest > MAX_ARG_STRLEN {
+        format!(
+            "one of its arguments is {longest} bytes, and the system takes at most {MAX_ARG_STRLEN} in one (a prompt \
+             this long must be made shorter)"
+        )
+    } else {
+        format!("its arguments and environment are {all} bytes together, more than the system takes (E2BIG)")
+    };
+    Error::new(ErrorKind::SpawnFailed, format!("cannot start {name}: {what}"))
 }
 
 fn os_error(what: &str) -> Error {
@@ -254,16 +283,7 @@ pub(crate) fn spawn(
             Some(match (stage, errno) {
                 (STAGE_EXEC, libc::ENOENT) => missing_interpreter(&prepared.path, &name)
                     .unwrap_or_else(|| Error::new(ErrorKind::HarnessNotFound, format!("{name} not found"))),
-                (STAGE_EXEC, libc::E2BIG) => {
-                    let bytes: usize = prepared.argv.iter().chain(&prepared.envp).map(|s| s.as_bytes().len() + 1).sum();
-                    Error::new(
-                        ErrorKind::SpawnFailed,
-                        format!(
-                            "cannot start {name}: its arguments and environment ({bytes} bytes) are more than the \
-                             system takes in one program start (E2BIG); a prompt this long must be made shorter"
-                        ),
-                    )
-                }
+                (STAGE_EXEC, libc::E2BIG) => too_long(&prepared, &name),
                 (STAGE_EXEC, libc::EACCES | libc::ENOEXEC | libc::EISDIR) => {
                     Error::new(ErrorKind::SpawnFailed, format!("{name} is not executable: {cause}"))
                 }

@@ -6,7 +6,7 @@
 //! longer than `stall_seconds` gets the run cancelled.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::error::StreamError;
 
@@ -118,13 +118,51 @@ impl Backpressure {
 /// [`Backpressure::shared`] only does the division; `SharedBudget` also holds the line on the
 /// divisor: [`try_acquire`](Self::try_acquire) hands out at most `max_streams` permits at once,
 /// each carrying the per-run policy, so `budget × runs in flight <= total_bytes` actually holds.
-/// A permit is released when dropped. Thread-safe; clones share the count.
+/// A permit is released when dropped. Thread-safe; clones share the count. The count is the
+/// process's: a child forked while runs held permits starts from none (those runs are its
+/// parent's, and their permits are given back in the parent only).
 #[derive(Debug, Clone)]
 pub struct SharedBudget {
     total_bytes: usize,
     max_streams: usize,
     per_run: Backpressure,
-    active: Arc<AtomicUsize>,
+    active: Arc<Holders>,
+}
+
+/// The permits held, and by which process: its id in the high 32 bits, the count in the low.
+#[derive(Debug, Default)]
+struct Holders(AtomicU64);
+
+impl Holders {
+    /// The count of this process's permits in `word` (0 when another process wrote it).
+    fn held_here(word: u64, pid: u32) -> u64 {
+        if (word >> 32) as u32 == pid { word & u64::from(u32::MAX) } else { 0 }
+    }
+
+    fn count(&self) -> usize {
+        Self::held_here(self.0.load(Ordering::Acquire), std::process::id()) as usize
+    }
+
+    /// One more permit of this process, if fewer than `max` are held; the process's id.
+    fn take(&self, max: usize) -> Option<u32> {
+        let pid = std::process::id();
+        let max = u64::try_from(max).unwrap_or(u64::MAX).min(u64::from(u32::MAX));
+        self.0
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |word| {
+                let n = Self::held_here(word, pid);
+                (n < max).then_some((u64::from(pid) << 32) | (n + 1))
+            })
+            .ok()
+            .map(|_| pid)
+    }
+
+    /// A permit of process `pid` given back (nothing when the count is another process's).
+    fn give_back(&self, pid: u32) {
+        let _ = self.0.fetch_update(Ordering::AcqRel, Ordering::Acquire, |word| {
+            let n = Self::held_here(word, pid);
+            (n > 0).then_some((u64::from(pid) << 32) | (n - 1))
+        });
+    }
 }
 
 impl SharedBudget {
@@ -132,7 +170,7 @@ impl SharedBudget {
     /// ([`StreamError::NoStreams`] when `max_streams == 0`).
     pub fn new(total_bytes: usize, max_streams: usize) -> Result<Self, StreamError> {
         let per_run = Backpressure::shared(total_bytes, max_streams)?;
-        Ok(SharedBudget { total_bytes, max_streams, per_run, active: Arc::new(AtomicUsize::new(0)) })
+        Ok(SharedBudget { total_bytes, max_streams, per_run, active: Arc::default() })
     }
 
     /// The whole allowance.
@@ -150,24 +188,24 @@ impl SharedBudget {
         self.per_run
     }
 
-    /// Permits held now.
+    /// Permits held now (by this process).
     pub fn active(&self) -> usize {
-        self.active.load(Ordering::Acquire)
+        self.active.count()
     }
 
     /// A permit for one more run, or `None` when `max_streams` runs already hold one.
     pub fn try_acquire(&self) -> Option<BudgetPermit> {
-        self.active
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < self.max_streams).then_some(n + 1))
-            .ok()
-            .map(|_| BudgetPermit { active: Arc::clone(&self.active), policy: self.per_run })
+        let pid = self.active.take(self.max_streams)?;
+        Some(BudgetPermit { active: Arc::clone(&self.active), pid, policy: self.per_run })
     }
 }
 
 /// One run's share of a [`SharedBudget`]; released on drop.
 #[derive(Debug)]
 pub struct BudgetPermit {
-    active: Arc<AtomicUsize>,
+    active: Arc<Holders>,
+    /// The process that took it (a copy in a forked child gives nothing back).
+    pid: u32,
     policy: Backpressure,
 }
 
@@ -180,7 +218,7 @@ impl BudgetPermit {
 
 impl Drop for BudgetPermit {
     fn drop(&mut self) {
-        self.active.fetch_sub(1, Ordering::AcqRel);
+        self.active.give_back(self.pid);
     }
 }
 
@@ -230,5 +268,33 @@ mod tests {
         assert_eq!(s.active(), 1);
         assert!(s.try_acquire().is_some());
         assert!(SharedBudget::new(1, 0).is_err());
+    }
+
+    #[cfg(all(unix, feature = "runner"))]
+    #[test]
+    fn a_forked_child_has_none_of_its_parents_permits() {
+        let s = SharedBudget::new(1000, 1).unwrap();
+        let held = s.try_acquire().unwrap();
+        // SAFETY: the child only does atomic operations and getpid, then _exit.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0);
+        if pid == 0 {
+            let none_held = s.active() == 0;
+            let mine = s.try_acquire();
+            let took = mine.is_some() && s.active() == 1;
+            drop(held); // the parent's: gives nothing back here
+            let kept = s.active() == 1;
+            drop(mine);
+            let code = if none_held && took && kept && s.active() == 0 { 0 } else { 1 };
+            unsafe { libc::_exit(code) };
+        }
+        let mut status = 0;
+        // SAFETY: waiting for our own child.
+        assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+        assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "the child saw its parent's permits");
+        // The parent's count is its own still.
+        assert_eq!(s.active(), 1);
+        drop(held);
+        assert_eq!(s.active(), 0);
     }
 }
