@@ -7,6 +7,7 @@ import (
 	"math"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -178,6 +179,10 @@ type Run struct {
 	err          error
 	// How long a cancelled run may take to end: its kill grace plus endSlack.
 	endWithin time.Duration
+	// Whether a handler is being called, and how many calls returned: a Wait after a cancel
+	// gives up only on a call that has not returned for all of endWithin.
+	inCall atomic.Bool
+	calls  atomic.Uint64
 }
 
 // endSlack is what a cancelled run may take to end beyond its SIGTERM→SIGKILL grace: the
@@ -202,7 +207,8 @@ func (c *Client) Start(ctx context.Context, opts RunOptions) (*Run, error) {
 
 // Run runs to the end and returns the run's result (Start, then Wait). A run that failed or
 // was cancelled is not an error here: read RunResult.State (or RunResult.Err); when ctx
-// cancelled it, Run returns the result together with ctx's error.
+// cancelled it, Run returns the result together with ctx's error (nil and that error when a
+// handler call did not return after the cancel: see Wait).
 func (c *Client) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 	r, err := c.Start(ctx, opts)
 	if err != nil {
@@ -248,10 +254,10 @@ func (r *Run) Done() <-chan struct{} { return r.done }
 
 // Wait waits for the run's end and returns its result. When ctx is done first, the run is
 // cancelled, and Wait returns its result with ctx's error; when the context given to Start
-// cancelled the run, Wait returns that context's error with the result. A cancelled run that
-// has not ended within its kill grace and 2 s more (a handler still running: one of the run's
-// own handlers waiting for it can never see its end) gets no result here: Wait returns nil and
-// an error wrapping ctx's, and Result gives the result once the run ended.
+// cancelled the run, Wait returns that context's error with the result. After that cancel,
+// one handler call that has not returned for the run's kill grace and 2 s more (one of the
+// run's own handlers waiting for it can never see its end) makes Wait give up: it returns nil
+// and an error wrapping ctx's, and Result gives the result once the run ended.
 func (r *Run) Wait(ctx context.Context) (*RunResult, error) {
 	select {
 	case <-r.done:
@@ -259,12 +265,23 @@ func (r *Run) Wait(ctx context.Context) (*RunResult, error) {
 		r.Cancel("context canceled: " + ctx.Err().Error())
 		timer := time.NewTimer(r.endWithin)
 		defer timer.Stop()
-		select {
-		case <-r.done:
-		case <-timer.C:
-			return nil, fmt.Errorf("run %s did not end within %s of its cancel (a handler still running? "+
-				"one of the run's own handlers waiting for it cannot see its end); Result gives it once it did: %w",
-				r.id, r.endWithin, ctx.Err())
+		seen := r.calls.Load()
+	waiting:
+		for {
+			select {
+			case <-r.done:
+				break waiting
+			case <-timer.C:
+				// Deliveries still moving: the run is ending, only slowly.
+				if now := r.calls.Load(); now != seen || !r.inCall.Load() {
+					seen = now
+					timer.Reset(r.endWithin)
+					continue
+				}
+				return nil, fmt.Errorf("run %s did not end within %s of its cancel: one of its handler calls has "+
+					"not returned for all that time (waiting for its own run? it cannot see the end); Result gives "+
+					"the result once the run ended: %w", r.id, r.endWithin, ctx.Err())
+			}
 		}
 		if r.err == nil {
 			return r.result, ctx.Err()
@@ -433,6 +450,7 @@ func orDecodeError(decodeErr error, fn func() error) error {
 // call runs one handler; a returned error or a panic is counted on the run, and reported when
 // it is that handler's first.
 func (r *Run) call(handler uint64, channel string, sequence uint64, fn func() error) {
+	r.inCall.Store(true)
 	failure := func() (failure *HandlerError) {
 		defer func() {
 			if p := recover(); p != nil {
@@ -444,6 +462,8 @@ func (r *Run) call(handler uint64, channel string, sequence uint64, fn func() er
 		}
 		return nil
 	}()
+	r.inCall.Store(false)
+	r.calls.Add(1)
 	if failure == nil {
 		return
 	}
