@@ -86,6 +86,8 @@ class Sink {
   readonly #runId: string;
   /** True while a handler of this run is being called (its synchronous part). */
   #calling = false;
+  /** The results asked for during that call, to reject if the handler then returns a promise. */
+  #asked: ((reason: unknown) => void)[] | undefined;
 
   constructor(current: () => Subscriptions, onEvent: HookHandler | undefined, run: NativeRun) {
     this.#current = current;
@@ -106,31 +108,51 @@ class Sink {
 
   /**
    * The run's result for someone who asked for it now: `result` itself, unless a handler of
-   * this run is asking — a handler that waited for its own run's end would wait for ever (its
-   * run ends after it returns), and Node would then exit as if all were done — so it gets a
-   * `BUSY` error instead. Seen only in a handler's synchronous part (before its first `await`).
+   * this run is asking. Then it is a promise of the same result — one a handler that returns
+   * at once may use (`.then(log)`) — which is rejected with a `BUSY` error if the handler
+   * returns a promise instead: an async handler that waits for its own run's end would wait for
+   * ever (its run ends after it returns), and Node, with nothing else to wait for, would exit as
+   * if all were done. Seen only when asked in the handler's synchronous part (before its first
+   * `await`).
    */
   resultFor(result: Promise<RunResult>): Promise<RunResult> {
     if (!this.#calling) return result;
-    const busy = new AgentStreamError(
-      'BUSY',
-      `run ${this.#runId}: its own handler asked for its result, which comes only after the handler returns: ` +
-        'await the result outside the run\'s handlers',
-    );
-    return Promise.reject(busy);
+    return new Promise<RunResult>((resolve, reject) => {
+      result.then(resolve, reject);
+      (this.#asked ??= []).push(reject);
+    });
+  }
+
+  /** Calls `handler` with `payload`, marking the call (see {@link Sink.resultFor}). */
+  #call(handler: AnyHandler, payload: unknown): unknown {
+    this.#calling = true;
+    let r: unknown;
+    try {
+      r = handler(payload);
+    } finally {
+      this.#calling = false;
+      const asked = this.#asked;
+      this.#asked = undefined;
+      if (asked !== undefined && isThenable(r)) {
+        const busy = new AgentStreamError(
+          'BUSY',
+          `run ${this.#runId}: its own async handler asked for its result, which comes only after the handler ` +
+            'returns: await the result outside the run\'s handlers',
+        );
+        for (const reject of asked) reject(busy);
+      }
+    }
+    return r;
   }
 
   #each(list: readonly AnyHandler[], ids: readonly number[], channel: HandlerWarning['channel'], payload: unknown, sequence: number): Promise<void> | undefined {
     for (let i = 0; i < list.length; i++) {
       let r: unknown;
-      this.#calling = true;
       try {
-        r = list[i]!(payload);
+        r = this.#call(list[i]!, payload);
       } catch (e) {
         this.#report(ids[i]!, channel, sequence, payload, e);
         continue;
-      } finally {
-        this.#calling = false;
       }
       if (isThenable(r)) return this.#rest(r, list, ids, i, channel, payload, sequence);
     }
@@ -153,13 +175,7 @@ class Sink {
     }
     for (let i = at + 1; i < list.length; i++) {
       try {
-        this.#calling = true;
-        let r: unknown;
-        try {
-          r = list[i]!(payload);
-        } finally {
-          this.#calling = false;
-        }
+        const r = this.#call(list[i]!, payload);
         if (isThenable(r)) await r;
       } catch (e) {
         this.#report(ids[i]!, channel, sequence, payload, e);
@@ -368,8 +384,9 @@ export class BackgroundRun {
 
   /**
    * The run's result, once it ended and every delivery was handed to the handlers. Asked for
-   * by one of the run's own handlers, it rejects at once with an `AgentStreamError` of code
-   * `BUSY` (that wait could never end).
+   * by one of the run's own async handlers (before its first `await`), it rejects at once with
+   * an `AgentStreamError` of code `BUSY`: that wait could never end. A handler that returns at
+   * once may use it (`handle.result.then(log)`).
    */
   get result(): Promise<RunResult> {
     return this.#sink.resultFor(this.#result);
@@ -685,7 +702,7 @@ export class RunStream implements AsyncIterableIterator<Envelope> {
   /**
    * The run's result, once the stream was read to its end: by the iterator, or after an early
    * exit, by handing the rest to the handlers. Never rejects for a failed or cancelled run;
-   * asked for by one of the run's own handlers, it rejects at once with `BUSY` (as
+   * asked for by one of the run's own async handlers, it rejects at once with `BUSY` (as
    * {@link BackgroundRun.result}).
    */
   get result(): Promise<RunResult> {

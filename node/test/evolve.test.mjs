@@ -144,6 +144,19 @@ test("a run's own handler asking for its result gets BUSY at once instead of wai
   assert.ok(seen.length > 0, 'the handler asked');
   for (const e of seen) {
     assert.ok(e instanceof Error && e.code === 'BUSY', String(e));
-    assert.match(e.message, /its own handler asked for its result/);
+    assert.match(e.message, /its own async handler asked for its result/);
   }
+});
+
+test("a run's own handler that returns at once may still use its result's promise", async () => {
+  const evolve = fakeEvolve('gemini', 's2-bash', { AGENTSTREAM_FAKE_DELAY_MS: '20' });
+  let handle;
+  const states = [];
+  evolve.on('content', () => {
+    if (handle !== undefined) handle.result.then((r) => states.push(r.state));
+  });
+  handle = await evolve.run({ prompt: 'x', background: true });
+  assert.equal((await handle.result).state, 'completed');
+  await sleep(10);
+  assert.ok(states.length > 0 && states.every((s) => s === 'completed'), String(states));
 });
