@@ -472,7 +472,8 @@ impl AgentRun {
 
     /// Wait up to `timeout_ms` (forever when null) for the result (`RunResult` JSON). A run
     /// read by listeners waits for its reader to reach the terminal event; an iterated run is
-    /// drained. `StillRunning` when the time ran out; `Busy` from inside a listener of this run.
+    /// drained once its reader stopped (the core's `Run::wait` says when). `StillRunning` when
+    /// the time ran out; `Busy` from inside a listener of this run.
     pub fn wait_json(&self, timeout_ms: Option<i64>) -> Result<String> {
         let timeout = timeout(timeout_ms)?;
         self.not_from_a_listener("wait")?;
