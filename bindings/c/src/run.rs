@@ -456,12 +456,12 @@ impl RunObj {
 /// "session_id"?, "usage", "final_text"?, "error"?, "cancel_reason"?, "cancel_kind"?,
 /// "pressure", "stats", "last_sequence", "diagnostics"?, "duration_ms", "handler_errors"}`;
 /// free with `agentstream_string_free`). A run delivered to callbacks has had its last callback
-/// return by then. A run read with `"read": "iterate"` is drained here (its remaining
-/// deliveries are discarded) once the caller stopped pulling it, with no pull going on: this
-/// thread pulled it last; nobody pulled it in this wait's first 100 ms; the thread that pulled
-/// it last has not pulled for half the stall limit (`limits.stall_ms`); or after
-/// `agentstream_run_leave`. A run another thread keeps pulling is left to that thread, which
-/// gets everything; a wait of 0 never reads. A run pulled with subscriptions from
+/// return by then. A run read with `"read": "iterate"` ends for the wait when its terminal was
+/// pulled: the wait never pulls it, so a reader on another thread gets everything — unless the
+/// caller said it stopped pulling (`agentstream_run_leave`, which cancels an unfinished run):
+/// then the wait discards what is left. Stop iterating without leaving and a wait with a
+/// negative timeout waits for ever (start the run `"read": "await_only"` to want only its
+/// result); a wait of 0 only looks. A run pulled with subscriptions from
 /// `agentstream_session_subscribe` must be pulled to its end. A run that failed or was cancelled
 /// is still `OK` here: read `"state"`. `"handler_errors"` counts the handler failures reported
 /// with `agentstream_run_handler_failed`.

@@ -255,8 +255,8 @@ impl PyRun {
     }
 
     /// Wait (GIL released) up to `timeout_ms` (forever when None) for the result dict; `None`
-    /// when the time passed first. An iterated run is drained here once its reader stopped
-    /// (the bridge's `Run::wait` says when).
+    /// when the time passed first. An iterated run is drained here once its reader left
+    /// (the bridge's `Run::wait`).
     #[pyo3(signature = (timeout_ms = None))]
     fn wait<'py>(&self, py: Python<'py>, timeout_ms: Option<f64>) -> PyResult<Option<Bound<'py, PyAny>>> {
         guard(py, || {

@@ -472,7 +472,7 @@ impl AgentRun {
 
     /// Wait up to `timeout_ms` (forever when null) for the result (`RunResult` JSON). A run
     /// read by listeners waits for its reader to reach the terminal event; an iterated run is
-    /// drained once its reader stopped (the core's `Run::wait` says when). `StillRunning` when
+    /// drained once its reader left (the core's `Run::wait`). `StillRunning` when
     /// the time ran out; `Busy` from inside a listener of this run.
     pub fn wait_json(&self, timeout_ms: Option<i64>) -> Result<String> {
         let timeout = timeout(timeout_ms)?;

@@ -684,7 +684,7 @@ public protocol AgentRunProtocol: AnyObject, Sendable {
     /**
      * Wait up to `timeout_ms` (forever when null) for the result (`RunResult` JSON). A run
      * read by listeners waits for its reader to reach the terminal event; an iterated run is
-     * drained once its reader stopped (the core's `Run::wait` says when). `StillRunning` when
+     * drained once its reader left (the core's `Run::wait`). `StillRunning` when
      * the time ran out; `Busy` from inside a listener of this run.
      */
     func waitJson(timeoutMs: Int64?) throws  -> String
@@ -955,7 +955,7 @@ open func routedReader() -> UInt64  {
     /**
      * Wait up to `timeout_ms` (forever when null) for the result (`RunResult` JSON). A run
      * read by listeners waits for its reader to reach the terminal event; an iterated run is
-     * drained once its reader stopped (the core's `Run::wait` says when). `StillRunning` when
+     * drained once its reader left (the core's `Run::wait`). `StillRunning` when
      * the time ran out; `Busy` from inside a listener of this run.
      */
 open func waitJson(timeoutMs: Int64?)throws  -> String  {
@@ -4103,7 +4103,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_agentstream_uniffi_checksum_method_agentrun_routed_reader() != 29038) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_agentstream_uniffi_checksum_method_agentrun_wait_json() != 55022) {
+    if (uniffi_agentstream_uniffi_checksum_method_agentrun_wait_json() != 56171) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_agentstream_uniffi_checksum_method_agentrun_wait_json_async() != 23741) {

@@ -58,17 +58,21 @@ pub(crate) struct RunInner {
     skipped: AtomicU64,
     /// The caller stopped reading ([`Run::leave`]): waiting for the result drains the rest.
     left: AtomicBool,
-    /// The [`reader_id`] of the thread that pulled last (0: none yet), how many pulls are going
-    /// on, and when the last one ended (milliseconds since `started`): what a wait needs to
-    /// tell a reader that stopped from one between two pulls ([`Run::drains_on_wait`]).
-    last_reader: AtomicU64,
-    pulling: AtomicU64,
-    last_pull_ms: AtomicU64,
-    started: Instant,
     /// The permit of a shared budget, held until the run's terminal was delivered:
     /// [`Run::settle`] gives it back then (an await-only run's is held by its handle until it
     /// finishes).
     permit: Mutex<Option<BudgetPermit>>,
+}
+
+impl RunInner {
+    /// The budget's permit, if still here, kept by the run itself until its process is done
+    /// (its buffer lives as long).
+    fn hand_permit_to_the_run(&self) {
+        let permit = self.permit.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(p) = permit {
+            self.handle.hold_until_finished(Box::new(p));
+        }
+    }
 }
 
 impl Drop for RunInner {
@@ -79,6 +83,7 @@ impl Drop for RunInner {
         if self.attached && !self.handle.is_ended() && !self.handle.is_finished() {
             self.handle.reader_left();
         }
+        self.hand_permit_to_the_run();
     }
 }
 
@@ -121,10 +126,6 @@ impl Run {
                 handler_errors: Mutex::new(HandlerErrors::default()),
                 skipped: AtomicU64::new(0),
                 left: AtomicBool::new(false),
-                last_reader: AtomicU64::new(0),
-                pulling: AtomicU64::new(0),
-                last_pull_ms: AtomicU64::new(0),
-                started: Instant::now(),
                 permit: Mutex::new(permit),
             }),
         }
@@ -208,7 +209,6 @@ impl Run {
     /// Wait up to `timeout` (forever when `None`) for at least one delivery, then append to
     /// `out` what is ready within `limits` — one wake-up per batch, no fixed wait to fill it.
     pub fn pull(&self, out: &mut Vec<Delivery>, limits: BatchLimits, timeout: Option<Duration>) -> Pulled {
-        let _pulling = self.pulling();
         let deadline = timeout.map(|t| Instant::now() + t);
         loop {
             let start = out.len();
@@ -234,7 +234,6 @@ impl Run {
 
     /// Append what is ready now, without waiting.
     pub fn try_pull(&self, out: &mut Vec<Delivery>, limits: BatchLimits) -> Pulled {
-        let _pulling = self.pulling();
         let start = out.len();
         self.inner.handle.try_next_batch_into(out, limits);
         self.keep(start, out);
@@ -251,7 +250,6 @@ impl Run {
 
     /// [`pull`](Self::pull) for async callers: waits on the runtime, not on a thread.
     pub async fn pull_async(&self, out: &mut Vec<Delivery>, limits: BatchLimits) -> Pulled {
-        let _pulling = self.pulling();
         loop {
             let start = out.len();
             self.inner.handle.next_batch_async(out, limits).await;
@@ -312,28 +310,26 @@ impl Run {
         }
     }
 
-    /// Wait up to `timeout` (forever when `None`) for the result. A run read by its handlers
-    /// or by the caller waits for its reader to reach the terminal event. Any run whose reader
-    /// left ([`Run::leave`]) is drained here (its remaining events are discarded), and so is an
-    /// iterated run the caller stopped iterating — see [`drains_on_wait`](Self::drains_on_wait):
-    /// a run another thread is reading is left to that thread, which gets everything, while it
-    /// reads. A wait of zero only looks. `still_running` when the timeout passed first.
+    /// Wait up to `timeout` (forever when `None`) for the result. A run with a reader (its
+    /// handlers, or the caller iterating it) ends for the wait when that reader got its terminal
+    /// event: the wait never reads it, so a reader on another thread gets everything. Only a run
+    /// whose reader said it stopped ([`Run::leave`], which cancels it) is drained here, its
+    /// remaining events discarded — so a caller that stops iterating leaves first (or starts the
+    /// run await-only when it wants only the result). A wait of zero only looks.
+    /// `still_running` when the timeout passed first.
     pub fn wait(&self, timeout: Option<Duration>) -> Result<RunResult, Error> {
         let deadline = timeout.map(|t| Instant::now() + t);
         if timeout != Some(Duration::ZERO) && self.inner.attached {
-            let waiter = Waiter { thread: reader_id(), since: Instant::now() };
             let mut sink = Vec::new();
             while !self.is_ended() {
-                // Decided again before every pull: a reader that comes back takes over.
+                // In slices: a reader that leaves meanwhile hands the rest to this wait.
                 let slice = Instant::now() + LOOK_AGAIN;
                 let slice = deadline.map_or(slice, |d| d.min(slice));
-                if self.drains_on_wait(Some(&waiter)) {
+                if self.inner.left.load(Ordering::SeqCst) {
                     sink.clear();
                     self.pull(&mut sink, BatchLimits::DEFAULT, Some(slice.saturating_duration_since(Instant::now())));
-                } else if self.inner.read == ReadMode::Iterate || self.inner.left.load(Ordering::SeqCst) {
-                    self.inner.handle.wait_ended(Some(slice));
                 } else {
-                    break; // read by handlers: their reader gets to the end
+                    self.inner.handle.wait_ended(Some(slice));
                 }
                 if deadline.is_some_and(|d| Instant::now() >= d) {
                     break;
@@ -347,9 +343,14 @@ impl Run {
     /// [`wait`](Self::wait) for async callers (no timeout; drop the future to stop waiting).
     pub async fn wait_async(&self) -> RunResult {
         let mut sink = Vec::new();
-        while self.drains_on_wait(None) && !self.is_ended() {
-            sink.clear();
-            self.pull_async(&mut sink, BatchLimits::DEFAULT).await;
+        while self.inner.attached && !self.is_ended() {
+            if self.inner.left.load(Ordering::SeqCst) {
+                sink.clear();
+                self.pull_async(&mut sink, BatchLimits::DEFAULT).await;
+            } else {
+                // Looking again now and then: a reader that leaves hands the rest to this wait.
+                let _ = tokio::time::timeout(LOOK_AGAIN, self.inner.handle.wait_ended_async()).await;
+            }
         }
         loop {
             self.inner.handle.wait_ended_async().await;
@@ -367,43 +368,8 @@ impl Run {
     pub fn leave(&self) {
         self.inner.left.store(true, Ordering::SeqCst);
         self.inner.handle.reader_left();
-    }
-
-    /// Whether [`wait`](Self::wait) reads what is left itself, discarding it: a run whose
-    /// reader left; or an iterated run that nobody is pulling right now and whose reader
-    /// stopped: the waiter itself pulled it last (a thread does not wait and pull at once);
-    /// nobody ever pulled it and the waiter has waited [`FIRST_PULL_GRACE`] for a reader to
-    /// start; or another thread pulled it last, longer ago than half the stall limit (past the
-    /// stall limit the core takes a reader for gone too). `None`: an async waiter, which has no
-    /// thread of its own: it reads whenever no pull is going on.
-    fn drains_on_wait(&self, waiter: Option<&Waiter>) -> bool {
-        let inner = &self.inner;
-        if !inner.attached {
-            return false;
-        }
-        if inner.left.load(Ordering::SeqCst) {
-            return true;
-        }
-        if inner.read != ReadMode::Iterate || inner.pulling.load(Ordering::SeqCst) != 0 {
-            return false;
-        }
-        let Some(waiter) = waiter else { return true };
-        match inner.last_reader.load(Ordering::SeqCst) {
-            0 => waiter.since.elapsed() >= FIRST_PULL_GRACE,
-            last if last == waiter.thread => true,
-            _ => {
-                let idle_ms = (inner.started.elapsed().as_millis() as u64)
-                    .saturating_sub(inner.last_pull_ms.load(Ordering::SeqCst));
-                Duration::from_millis(idle_ms) >= inner.handle.stall_limit() / 2
-            }
-        }
-    }
-
-    /// Marks a pull as going on until the guard is dropped, and this thread as the reader.
-    fn pulling(&self) -> PullGuard<'_> {
-        self.inner.pulling.fetch_add(1, Ordering::SeqCst);
-        self.inner.last_reader.store(reader_id(), Ordering::SeqCst);
-        PullGuard(&self.inner)
+        // Nobody may read to the terminal now: the permit goes when the process is done.
+        self.inner.hand_permit_to_the_run();
     }
 
     /// Cancel the run (first reason stands; later calls are no-ops): SIGTERM to the harness's
@@ -446,35 +412,8 @@ impl Run {
     }
 }
 
-/// A pull in progress (see [`Run::pulling`]); when it ends is recorded as it ends.
-struct PullGuard<'a>(&'a RunInner);
-
-impl Drop for PullGuard<'_> {
-    fn drop(&mut self) {
-        self.0.last_pull_ms.store(self.0.started.elapsed().as_millis() as u64, Ordering::SeqCst);
-        self.0.pulling.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-/// A thread waiting for a run ([`Run::wait`]) and since when.
-struct Waiter {
-    thread: u64,
-    since: Instant,
-}
-
-/// How often a wait looks again whether it should read an iterated run itself.
+/// How often a wait looks again whether the run's reader left.
 const LOOK_AGAIN: Duration = Duration::from_millis(20);
-
-/// How long a wait lets an iterated run that nobody pulled wait for its reader to start (one
-/// started on another thread just before the wait) before it takes it for having none.
-const FIRST_PULL_GRACE: Duration = Duration::from_millis(100);
-
-/// A number for the calling thread, never 0 (std's `ThreadId::as_u64` is not stable).
-fn reader_id() -> u64 {
-    static NEXT: AtomicU64 = AtomicU64::new(1);
-    thread_local!(static ID: u64 = NEXT.fetch_add(1, Ordering::Relaxed));
-    ID.with(|id| *id)
-}
 
 fn channel_bit(item: &StreamItem) -> u8 {
     ChannelSet::NONE.with(item.channel()).bits()

@@ -152,12 +152,19 @@ fn iterated_runs_see_everything_and_the_result_is_final_only_at_the_end() {
 }
 
 #[test]
-fn waiting_on_an_iterated_run_drains_it() {
+fn a_wait_leaves_an_iterated_run_to_its_reader_until_the_reader_leaves() {
     let scratch = Scratch::new();
     let client = claude_client(&scratch);
     let mut request = RunRequest::prompt("hi");
     request.read = ReadMode::Iterate;
     let run = client.start(request).unwrap();
+    assert!(run.handle().wait_timeout(Duration::from_secs(30)).is_some(), "the harness is done");
+    // Nobody read it: a wait does not read it either (a reader may still come).
+    assert_eq!(run.wait(Some(Duration::from_millis(300))).unwrap_err().kind, ErrorKind::StillRunning);
+    let mut first = Vec::new();
+    assert_eq!(run.pull(&mut first, BatchLimits::events(1), Some(Duration::from_secs(1))), Pulled::Batch);
+    // The caller says it stopped: the wait discards the rest.
+    run.leave();
     let result = run.wait(Some(Duration::from_secs(30))).unwrap();
     assert_eq!(result.state, FinalState::Completed);
     assert!(run.is_ended());
@@ -598,38 +605,29 @@ fn a_command_line_over_the_limit_is_counted_and_named_not_dropped_silently() {
     assert!(diagnostics.contains("stdout line 3: 5000 bytes"), "{diagnostics}");
 }
 
-/// A command printing 40 lines over 4 s, read as an iterated run with a 1 s stall limit.
-fn slow_iterated_command(client: &Client) -> Run {
+#[test]
+fn a_reader_on_another_thread_that_leaves_hands_the_rest_to_the_wait() {
+    let client = Client::new(AgentSpec::new("codex"), Naming::Snake).unwrap();
     let script = "i=0; while [ $i -lt 40 ]; do echo \"line $i\"; i=$((i+1)); sleep 0.1; done";
     let mut request = RunRequest::command(["sh", "-c", script]);
     request.read = ReadMode::Iterate;
-    request.limits.stall_ms = 1000;
-    client.start(request).unwrap()
-}
-
-#[test]
-fn a_wait_reads_an_iterated_run_nobody_pulls_to_its_end_without_a_stall() {
-    let client = Client::new(AgentSpec::new("codex"), Naming::Snake).unwrap();
-    let run = slow_iterated_command(&client);
-    let result = run.wait(Some(Duration::from_secs(30))).unwrap();
-    assert_eq!(result.state, FinalState::Completed, "{result:?}");
-}
-
-#[test]
-fn a_wait_takes_over_from_a_reader_on_another_thread_that_stopped() {
-    let client = Client::new(AgentSpec::new("codex"), Naming::Snake).unwrap();
-    let run = slow_iterated_command(&client);
+    request.kill_grace_ms = 100;
+    let run = client.start(request).unwrap();
     let reader = {
         let run = run.clone();
         std::thread::spawn(move || {
             let mut first = Vec::new();
-            run.pull(&mut first, BatchLimits::events(1), Some(Duration::from_secs(10)))
+            let pulled = run.pull(&mut first, BatchLimits::events(1), Some(Duration::from_secs(10)));
+            std::thread::sleep(Duration::from_millis(200));
+            run.leave();
+            pulled
         })
     };
-    assert_eq!(reader.join().unwrap(), Pulled::Batch);
-    // That reader is gone without a word: past half the stall limit the wait reads on.
+    // Waiting while the reader reads, then left with the rest.
     let result = run.wait(Some(Duration::from_secs(30))).unwrap();
-    assert_eq!(result.state, FinalState::Completed, "{result:?}");
+    assert_eq!(reader.join().unwrap(), Pulled::Batch);
+    assert_eq!(result.state, FinalState::Cancelled, "{result:?}");
+    assert_eq!(result.cancel_kind.as_deref(), Some("reader_left"));
 }
 
 #[test]
@@ -660,5 +658,17 @@ fn budget_permits_come_back_when_the_end_is_handed_out_or_an_unread_run_finishes
         }
     }
     assert_eq!(budget.active(), 0);
-    drop((unread, run));
+    // A reader that leaves and keeps the handle: back when the process is done.
+    let mut left = RunRequest::command(["sleep", "30"]);
+    left.budget = Some(budget.clone());
+    left.read = ReadMode::Iterate;
+    left.kill_grace_ms = 100;
+    let abandoned = client.start(left).unwrap();
+    abandoned.leave();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while budget.active() != 0 {
+        assert!(Instant::now() < deadline, "the permit of a run whose reader left stays taken");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    drop((unread, run, abandoned));
 }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use tokio::io::AsyncReadExt;
 
 use super::argv::AgentConfig;
-use super::handle::{Posts, RunHandle, Shared};
+use super::handle::{Held, Posts, RunHandle, Shared};
 use super::harness::Harness;
 use super::process::{ensure_supported, exit_parts, signal_group, signals};
 use super::session::{CommandOptions, RunOptions, SessionState};
@@ -194,7 +194,7 @@ pub(crate) fn start(
         done_async: tokio::sync::Notify::new(),
         finished: AtomicBool::new(false),
         started_in: std::process::id(),
-        held_until_finished: Mutex::new(None),
+        held_until_finished: Mutex::new(Held::default()),
         read_to_end: AtomicBool::new(false),
     });
     // A caller's token may be cancelled from anywhere: wake the driver when it is (for as long
@@ -297,6 +297,7 @@ fn end_after_driver_panic(shared: &Shared, session: &Mutex<SessionState>, starte
         duration_ms: started.elapsed().as_millis() as u64,
         handler_errors: 0,
     };
+    Held::release(&shared.held_until_finished);
     let mut slot = shared.result.lock().unwrap_or_else(|e| e.into_inner());
     if slot.is_none() {
         *slot = Some(result);
@@ -304,7 +305,6 @@ fn end_after_driver_panic(shared: &Shared, session: &Mutex<SessionState>, starte
     drop(slot);
     shared.pgid.store(0, Ordering::SeqCst);
     shared.finished.store(true, Ordering::SeqCst);
-    drop(shared.held_until_finished.lock().unwrap_or_else(|p| p.into_inner()).take());
     drop(stream);
     shared.done.notify_all();
     shared.done_async.notify_waiters();
@@ -561,9 +561,9 @@ async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Harness, session:
         duration_ms: started.elapsed().as_millis() as u64,
         handler_errors: 0,
     };
+    Held::release(&shared.held_until_finished);
     *shared.result.lock().expect("result") = Some(result);
     shared.finished.store(true, Ordering::SeqCst);
-    drop(shared.held_until_finished.lock().unwrap_or_else(|p| p.into_inner()).take());
     drop(stream);
     shared.done.notify_all();
     shared.done_async.notify_waiters();

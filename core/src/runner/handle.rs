@@ -73,6 +73,26 @@ impl Default for BatchLimits {
     }
 }
 
+/// What a run holds until it finishes ([`Shared::held_until_finished`]).
+#[derive(Default)]
+pub(crate) struct Held {
+    pub values: Vec<Box<dyn std::any::Any + Send>>,
+    /// The driver let go of everything: what comes later is dropped at once.
+    pub released: bool,
+}
+
+impl Held {
+    /// Let go of everything held, now and later (the driver, as the run finishes).
+    pub fn release(held: &Mutex<Held>) {
+        let values = {
+            let mut h = held.lock().unwrap_or_else(|p| p.into_inner());
+            h.released = true;
+            std::mem::take(&mut h.values)
+        };
+        drop(values);
+    }
+}
+
 pub(crate) struct Shared {
     pub run_id: String,
     pub stream: Mutex<RunStream>,
@@ -100,9 +120,10 @@ pub(crate) struct Shared {
     /// The process that started the run (its driver's threads are there: a child forked
     /// meanwhile has a copy of this handle that can never finish).
     pub started_in: u32,
-    /// Whatever must live exactly as long as the run goes on (a budget's permit): dropped by
-    /// the driver when the run finishes ([`RunHandle::hold_until_finished`]).
-    pub held_until_finished: Mutex<Option<Box<dyn std::any::Any + Send>>>,
+    /// Whatever must live exactly as long as the run goes on (a budget's permit), and whether
+    /// the driver let it go already: it does so before it publishes the result, so that one who
+    /// sees the result finds the permit back ([`RunHandle::hold_until_finished`]).
+    pub held_until_finished: Mutex<Held>,
     /// The reader was handed the terminal item and everything derived from it (readable
     /// without the reader lock, so waiting for it needs only the result lock).
     pub read_to_end: AtomicBool,
@@ -327,17 +348,10 @@ impl RunHandle {
 
     /// Keep `value` until the run finishes (dropped then by its driver; at once when it has).
     pub(crate) fn hold_until_finished(&self, value: Box<dyn std::any::Any + Send>) {
-        let mut slot = self.shared.held_until_finished.lock().unwrap_or_else(|p| p.into_inner());
-        // Under the lock: the driver marks the run finished before it empties the slot.
-        if !self.is_finished() {
-            *slot = Some(value);
+        let mut held = self.shared.held_until_finished.lock().unwrap_or_else(|p| p.into_inner());
+        if !held.released {
+            held.values.push(value);
         }
-    }
-
-    /// How long unread items may wait before the run is cancelled as stalled.
-    pub(crate) fn stall_limit(&self) -> Duration {
-        let seconds = self.shared.stream.lock().unwrap_or_else(|p| p.into_inner()).backpressure().stall_seconds;
-        Duration::try_from_secs_f64(seconds).unwrap_or(Duration::MAX)
     }
 
     /// Live backpressure statistics.

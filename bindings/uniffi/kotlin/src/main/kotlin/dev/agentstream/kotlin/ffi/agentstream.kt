@@ -1225,7 +1225,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_agentstream_uniffi_checksum_method_agentrun_routed_reader() and 0xFFFF) != 29038) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_agentstream_uniffi_checksum_method_agentrun_wait_json() and 0xFFFF) != 55022) {
+    if ((lib.uniffi_agentstream_uniffi_checksum_method_agentrun_wait_json() and 0xFFFF) != 56171) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_agentstream_uniffi_checksum_method_agentrun_wait_json_async() and 0xFFFF) != 23741) {
@@ -1814,7 +1814,7 @@ public interface AgentRunInterface {
     /**
      * Wait up to `timeout_ms` (forever when null) for the result (`RunResult` JSON). A run
      * read by listeners waits for its reader to reach the terminal event; an iterated run is
-     * drained once its reader stopped (the core's `Run::wait` says when). `StillRunning` when
+     * drained once its reader left (the core's `Run::wait`). `StillRunning` when
      * the time ran out; `Busy` from inside a listener of this run.
      */
     fun `waitJson`(`timeoutMs`: kotlin.Long?): kotlin.String
@@ -2199,7 +2199,7 @@ open class AgentRun: Disposable, AutoCloseable, AgentRunInterface
     /**
      * Wait up to `timeout_ms` (forever when null) for the result (`RunResult` JSON). A run
      * read by listeners waits for its reader to reach the terminal event; an iterated run is
-     * drained once its reader stopped (the core's `Run::wait` says when). `StillRunning` when
+     * drained once its reader left (the core's `Run::wait`). `StillRunning` when
      * the time ran out; `Busy` from inside a listener of this run.
      */
     @Throws(AgentstreamException::class)override fun `waitJson`(`timeoutMs`: kotlin.Long?): kotlin.String {
