@@ -179,11 +179,13 @@ type Run struct {
 	err          error
 	// How long a cancelled run may take to end: its kill grace plus endSlack.
 	endWithin time.Duration
-	// Whether a handler is being called, and how many calls returned: a Wait after a cancel
-	// gives up only on a call that has not returned for all of endWithin.
-	inCall atomic.Bool
-	calls  atomic.Uint64
+	// When the handler call going on started (monotonic nanoseconds since runClock; 0: none):
+	// a Wait after a cancel gives up only on a call that has not returned for all of endWithin.
+	callStarted atomic.Int64
 }
+
+// runClock is the origin of Run.callStarted (time.Since reads the monotonic clock).
+var runClock = time.Now()
 
 // endSlack is what a cancelled run may take to end beyond its SIGTERM→SIGKILL grace: the
 // process's exit and the delivery of what it printed.
@@ -265,22 +267,27 @@ func (r *Run) Wait(ctx context.Context) (*RunResult, error) {
 		r.Cancel("context canceled: " + ctx.Err().Error())
 		timer := time.NewTimer(r.endWithin)
 		defer timer.Stop()
-		seen := r.calls.Load()
 	waiting:
 		for {
 			select {
 			case <-r.done:
 				break waiting
 			case <-timer.C:
-				// Deliveries still moving: the run is ending, only slowly.
-				if now := r.calls.Load(); now != seen || !r.inCall.Load() {
-					seen = now
-					timer.Reset(r.endWithin)
+				// No call going on, or one that started less than endWithin ago: the run is
+				// ending, only slowly; look again when that call would have taken endWithin.
+				started := r.callStarted.Load()
+				running := time.Duration(int64(time.Since(runClock)) - started)
+				if started == 0 || running < r.endWithin {
+					next := r.endWithin
+					if started != 0 {
+						next = r.endWithin - running
+					}
+					timer.Reset(next)
 					continue
 				}
 				return nil, fmt.Errorf("run %s did not end within %s of its cancel: one of its handler calls has "+
-					"not returned for all that time (waiting for its own run? it cannot see the end); Result gives "+
-					"the result once the run ended: %w", r.id, r.endWithin, ctx.Err())
+					"not returned for %s (waiting for its own run? it cannot see the end); Result gives the "+
+					"result once the run ended: %w", r.id, r.endWithin, running.Round(time.Millisecond), ctx.Err())
 			}
 		}
 		if r.err == nil {
@@ -450,7 +457,8 @@ func orDecodeError(decodeErr error, fn func() error) error {
 // call runs one handler; a returned error or a panic is counted on the run, and reported when
 // it is that handler's first.
 func (r *Run) call(handler uint64, channel string, sequence uint64, fn func() error) {
-	r.inCall.Store(true)
+	// Never 0 while a call goes on (0 means none).
+	r.callStarted.Store(max(int64(time.Since(runClock)), 1))
 	failure := func() (failure *HandlerError) {
 		defer func() {
 			if p := recover(); p != nil {
@@ -462,8 +470,7 @@ func (r *Run) call(handler uint64, channel string, sequence uint64, fn func() er
 		}
 		return nil
 	}()
-	r.inCall.Store(false)
-	r.calls.Add(1)
+	r.callStarted.Store(0)
 	if failure == nil {
 		return
 	}

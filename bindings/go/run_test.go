@@ -1179,7 +1179,7 @@ func TestWaitWithADeadlineFromTheRunsOwnHandlerReturns(t *testing.T) {
 	close(started)
 	select {
 	case err := <-waited:
-		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "did not end within 2.1s of its cancel: one of its handler calls") {
+		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "did not end within 2.1s of its cancel: one of its handler calls has not returned for") {
 			t.Fatal(err)
 		}
 	case <-time.After(20 * time.Second):
