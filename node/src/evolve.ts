@@ -75,6 +75,42 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
 }
 
 /**
+ * Handlers that asked for their own run's result and returned a promise still pending: each
+ * entry rejects what that handler was handed. A handler awaiting its own run's end can never
+ * go on (the run ends after it returns); when Node has nothing else left to do (`beforeExit`),
+ * those results are rejected with `BUSY`, the handler fails, and the run goes on to its end.
+ */
+const pendingAsks = new Set<() => void>();
+let watchingExit = false;
+
+function watchForDeadlock(pending: PromiseLike<unknown>, asked: readonly ((reason: unknown) => void)[], runId: string): void {
+  const breakIt = (): void => {
+    const busy = new AgentStreamError(
+      'BUSY',
+      `run ${runId}: its own handler waits for its result, which comes only after the handler returns: ` +
+        "await the result outside the run's handlers",
+    );
+    for (const reject of asked) reject(busy);
+  };
+  pendingAsks.add(breakIt);
+  const done = (): void => {
+    pendingAsks.delete(breakIt);
+  };
+  pending.then(done, done);
+  if (!watchingExit) {
+    watchingExit = true;
+    process.on('beforeExit', breakDeadlocks);
+  }
+}
+
+/** Rejects the results of every handler still waiting for its own run (see {@link pendingAsks}). */
+function breakDeadlocks(): void {
+  const all = [...pendingAsks];
+  pendingAsks.clear();
+  for (const breakIt of all) breakIt();
+}
+
+/**
  * Calls the handlers of each delivery of ONE run, in order, one at a time: the `on(...)`
  * handlers subscribed when the delivery is made, then `onEvent` for hook events. Synchronous
  * handlers cost no promise; a handler that returns a promise is awaited before anything else.
@@ -108,12 +144,12 @@ class Sink {
 
   /**
    * The run's result for someone who asked for it now: `result` itself, unless a handler of
-   * this run is asking. Then it is a promise of the same result — one a handler that returns
-   * at once may use (`.then(log)`) — which is rejected with a `BUSY` error if the handler
-   * returns a promise instead: an async handler that waits for its own run's end would wait for
-   * ever (its run ends after it returns), and Node, with nothing else to wait for, would exit as
-   * if all were done. Seen only when asked in the handler's synchronous part (before its first
-   * `await`).
+   * this run is asking (in its synchronous part, before its first `await`). Then it is a
+   * promise of the same result, which a handler that returns at once may use
+   * (`handle.result.then(log)`); but if the handler returns a promise that is still pending
+   * when Node has nothing else to do — it awaits its own run's end, which comes only after it
+   * returns, and Node would exit as if all were done — that promise is rejected with a `BUSY`
+   * error instead (see {@link breakDeadlocks}).
    */
   resultFor(result: Promise<RunResult>): Promise<RunResult> {
     if (!this.#calling) return result;
@@ -133,14 +169,7 @@ class Sink {
       this.#calling = false;
       const asked = this.#asked;
       this.#asked = undefined;
-      if (asked !== undefined && isThenable(r)) {
-        const busy = new AgentStreamError(
-          'BUSY',
-          `run ${this.#runId}: its own async handler asked for its result, which comes only after the handler ` +
-            'returns: await the result outside the run\'s handlers',
-        );
-        for (const reject of asked) reject(busy);
-      }
+      if (asked !== undefined && isThenable(r)) watchForDeadlock(r, asked, this.#runId);
     }
     return r;
   }
@@ -383,10 +412,11 @@ export class BackgroundRun {
   }
 
   /**
-   * The run's result, once it ended and every delivery was handed to the handlers. Asked for
-   * by one of the run's own async handlers (before its first `await`), it rejects at once with
-   * an `AgentStreamError` of code `BUSY`: that wait could never end. A handler that returns at
-   * once may use it (`handle.result.then(log)`).
+   * The run's result, once it ended and every delivery was handed to the handlers. One of the
+   * run's own handlers may use it (`handle.result.then(log)`), but one that awaits it could
+   * never go on (the result comes after it returns): asked for before the handler's first
+   * `await`, it is rejected with an `AgentStreamError` of code `BUSY` once Node has nothing
+   * else to do, instead of Node exiting as if all were done.
    */
   get result(): Promise<RunResult> {
     return this.#sink.resultFor(this.#result);
@@ -702,8 +732,8 @@ export class RunStream implements AsyncIterableIterator<Envelope> {
   /**
    * The run's result, once the stream was read to its end: by the iterator, or after an early
    * exit, by handing the rest to the handlers. Never rejects for a failed or cancelled run;
-   * asked for by one of the run's own async handlers, it rejects at once with `BUSY` (as
-   * {@link BackgroundRun.result}).
+   * awaited by one of the run's own handlers, it is rejected with `BUSY` (as
+   * {@link BackgroundRun.result} is).
    */
   get result(): Promise<RunResult> {
     return this.#sink.resultFor(this.#result);
