@@ -206,6 +206,10 @@ struct RunFlags {
     /// Do not mask secret shapes in tool-call inputs.
     #[arg(long)]
     no_redact: bool,
+    /// The longest stdout line read, in bytes (at least 1); a longer one is skipped and named
+    /// in a diagnostic on stderr.
+    #[arg(long, default_value_t = agentstream_core::framing::DEFAULT_MAX_LINE_BYTES, value_parser = at_least_one)]
+    max_line_bytes: usize,
 }
 
 fn main() -> ExitCode {
@@ -251,6 +255,7 @@ impl From<RunFlags> for run::Flags {
             hooks: f.hooks,
             show_stderr: f.show_stderr,
             redact: !f.no_redact,
+            max_line_bytes: f.max_line_bytes,
         }
     }
 }

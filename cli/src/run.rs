@@ -23,6 +23,7 @@ pub struct Flags {
     pub hooks: bool,
     pub show_stderr: bool,
     pub redact: bool,
+    pub max_line_bytes: usize,
 }
 
 /// The longest `--timeout` accepted: ten years, far below what a `Duration` can hold.
@@ -125,6 +126,7 @@ pub fn run_session(session: &Session, prompt: String, flags: &Flags, env: &[(Str
     options.timeout = flags.timeout;
     options.redact = flags.redact;
     options.hooks = flags.hooks;
+    options.max_line_bytes = flags.max_line_bytes;
     options.backpressure = options.backpressure.with_stall_seconds(READER_NEVER_STALLS);
     match session.start_run(options) {
         Ok(handle) => show(&handle, flags, Exit::Run),
@@ -138,6 +140,7 @@ pub fn exec_command(command: Vec<String>, flags: &Flags) -> ExitCode {
     options.cwd = flags.cwd.clone();
     options.timeout = flags.timeout;
     options.hooks = flags.hooks;
+    options.max_line_bytes = flags.max_line_bytes;
     options.backpressure = options.backpressure.with_stall_seconds(READER_NEVER_STALLS);
     match session.start_command(options) {
         Ok(handle) => show(&handle, flags, Exit::PassThrough),

@@ -289,8 +289,22 @@ fn exec_names_what_went_wrong_in_its_own_terms() {
 }
 
 #[test]
-fn a_max_line_bytes_of_zero_is_refused() {
-    let out = agentstream(&["parse", "--agent", "claude", "--max-line-bytes", "0", "-"]);
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
-    assert!(text(&out.stderr).contains("must be at least 1"), "{}", text(&out.stderr));
+fn max_line_bytes_bounds_run_and_exec_too_and_zero_is_refused() {
+    let zero: [&[&str]; 3] = [
+        &["parse", "--max-line-bytes", "0", "--agent", "claude", "-"],
+        &["run", "--max-line-bytes", "0", "--agent", "claude", "--", "hi"],
+        &["exec", "--max-line-bytes", "0", "--", "true"],
+    ];
+    for args in zero {
+        let out = agentstream(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out.stderr));
+        assert!(text(&out.stderr).contains("must be at least 1"), "{args:?}: {}", text(&out.stderr));
+    }
+    let out = agentstream(&["exec", "--max-line-bytes", "10", "--", "sh", "-c", "echo short; echo 0123456789abcdef"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("stdout line 2: 16 bytes, over the line limit of 10 bytes"), "{err}");
+    let out = agentstream(&["run", "--agent", "claude", "--bin", FAKE, "--max-line-bytes", "64", "--", "hi"]);
+    let err = text(&out.stderr);
+    assert!(err.contains("stdout line 1: skipped a line of") && err.contains("raise max_line_bytes"), "{err}");
 }
