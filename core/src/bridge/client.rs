@@ -328,7 +328,7 @@ impl Client {
     /// The active run, if one is going on.
     pub fn active_run(&self) -> Option<Run> {
         let st = self.state();
-        st.last_run.as_ref().and_then(Run::upgrade).filter(|r| !r.handle().is_finished())
+        st.last_run.as_ref().and_then(Run::upgrade).filter(|r| r.handle().is_going_on_here())
     }
 
     // -- controls --------------------------------------------------------------------------

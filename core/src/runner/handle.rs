@@ -340,10 +340,11 @@ impl RunHandle {
         self.shared.finished.load(Ordering::SeqCst)
     }
 
-    /// Whether the run is this process's: false in a child forked while it went on, where it
-    /// is the parent's run (its driver did not come along) and keeps no session busy.
-    pub fn is_of_this_process(&self) -> bool {
-        self.shared.started_in == std::process::id()
+    /// Whether the run is going on in this process: not finished, and this process's — in a
+    /// child forked while it went on it is the parent's run (its driver did not come along),
+    /// which keeps nothing busy there.
+    pub fn is_going_on_here(&self) -> bool {
+        !self.is_finished() && self.shared.started_in == std::process::id()
     }
 
     /// Keep `value` until the run finishes (dropped then by its driver; at once when it has).

@@ -203,12 +203,12 @@ impl Session {
     /// The active operation, if any.
     pub fn active(&self) -> Option<RunHandle> {
         let st = self.state.lock().expect("session state");
-        st.active.clone().filter(|h| !h.is_finished() && h.is_of_this_process())
+        st.active.clone().filter(RunHandle::is_going_on_here)
     }
 
     fn claim(&self) -> Result<std::sync::MutexGuard<'_, SessionState>, Error> {
         let st = self.state.lock().expect("session state");
-        if let Some(h) = st.active.as_ref().filter(|h| !h.is_finished() && h.is_of_this_process()) {
+        if let Some(h) = st.active.as_ref().filter(|h| h.is_going_on_here()) {
             return Err(Error::new(
                 ErrorKind::AlreadyRunning,
                 format!("the agent is already running ({}); use another session for parallel runs", h.run_id()),
