@@ -2,7 +2,6 @@
 //! run page, and tenant tokens (see the `agentstream-server` crate and docs/server.md). The
 //! config loading and the shutdown signal are shared with `agentstream worker`.
 
-use std::borrow::Cow;
 use std::io::{self, Read, Write};
 use std::path::Path;
 use std::process::ExitCode;
@@ -10,7 +9,6 @@ use std::process::ExitCode;
 use agentstream_core::Agent;
 use agentstream_core::redact::{RedactionPolicy, Redactor};
 use agentstream_core::replay::{ReplayOptions, replay};
-use agentstream_core::stream::StreamItem;
 use agentstream_server::auth::{TokenDigest, new_token};
 use agentstream_server::config::parse_listen;
 use agentstream_server::{ServeConfig, Server};
@@ -229,11 +227,7 @@ pub fn view_command(agent: &str, file: &str, output: Option<&Path>, redact: bool
         // what it serves.
         let mut redactor = Redactor::new();
         for env in &mut run.items {
-            if let StreamItem::Stdout(text) | StreamItem::Stderr(text) = &mut env.item
-                && let Cow::Owned(masked) = redactor.mask_raw_text(text)
-            {
-                *text = masked;
-            }
+            env.item.mask_raw(&mut redactor);
         }
     }
     let html = agentstream_server::view::offline_page(&title, agent.name(), &run);

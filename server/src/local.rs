@@ -2,7 +2,6 @@
 //! bridge (the one API every binding uses). This is the one module of the server that starts
 //! runs.
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,7 +11,7 @@ use agentstream_core::bridge::{
 };
 use agentstream_core::redact::Redactor;
 use agentstream_core::runner::RunResult;
-use agentstream_core::stream::{Envelope, StreamItem};
+use agentstream_core::stream::Envelope;
 use async_trait::async_trait;
 
 use crate::config::AgentEntry;
@@ -100,22 +99,10 @@ impl RunControl for LocalControl {
 struct LocalOutput {
     run: Run,
     batch: Vec<Delivery>,
-    /// Masks the raw channels (see [`LocalOutput::mask_raw`]).
+    /// Masks the raw channels: their text leaves this process for every subscriber, the
+    /// replay buffer and NATS (a library's own reader gets them verbatim; the server's clients
+    /// are others). Content events are masked by the core already.
     raw_redactor: Redactor,
-}
-
-impl LocalOutput {
-    /// The raw `stdout`/`stderr` text leaves this process for every subscriber, the replay
-    /// buffer and NATS: its secrets are masked as tool inputs are (a library's own reader gets
-    /// the raw channels verbatim; the server's clients are others). Content events are masked
-    /// by the core already.
-    fn mask_raw(&mut self, env: &mut Envelope) {
-        if let StreamItem::Stdout(text) | StreamItem::Stderr(text) = &mut env.item
-            && let Cow::Owned(masked) = self.raw_redactor.mask_raw_text(text)
-        {
-            *text = masked;
-        }
-    }
 }
 
 #[async_trait]
@@ -131,7 +118,7 @@ impl RunOutput for LocalOutput {
         let mut batch = std::mem::take(&mut self.batch);
         for d in batch.drain(..) {
             if let Delivery::Item(mut env) = d {
-                self.mask_raw(&mut env);
+                env.item.mask_raw(&mut self.raw_redactor);
                 out.push(env);
             }
         }

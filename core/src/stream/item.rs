@@ -1,11 +1,14 @@
 //! [`StreamItem`]: what a run delivers, on one of the four channels.
 
+use std::borrow::Cow;
+
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::channel::Channel;
 use crate::event::OutputEvent;
 use crate::lifecycle::LifecycleEvent;
+use crate::redact::Redactor;
 
 /// One item of a run's stream, on one of the four channels (decisions.md §1).
 // Not boxed: content items are the common case, so a box would add one allocation per item
@@ -32,6 +35,17 @@ impl StreamItem {
             StreamItem::Lifecycle(_) => Channel::Lifecycle,
             StreamItem::Stdout(_) => Channel::Stdout,
             StreamItem::Stderr(_) => Channel::Stderr,
+        }
+    }
+
+    /// Mask the raw text of a `stdout` or `stderr` item for outputs that leave the process to
+    /// others (a server's streams, a shared page: [`Redactor::mask_raw_text`]); content and
+    /// lifecycle items are left as they are (the core masked their tool inputs already).
+    pub fn mask_raw(&mut self, redactor: &mut Redactor) {
+        if let StreamItem::Stdout(text) | StreamItem::Stderr(text) = self
+            && let Cow::Owned(masked) = redactor.mask_raw_text(text)
+        {
+            *text = masked;
         }
     }
 
