@@ -2410,36 +2410,47 @@ static int test_parity(void) {
     return ok;
 }
 
-/* run_free of a pulled run cancels it even while another thread is blocked pulling it: that
- * call then gets the rest (the terminal included) and END. */
+/* A reader on a thread of its own: pulls `run` one delivery at a time (waiting up to
+ * `timeout_ms` for each, a moment between pulls) until END, a timeout or an error (a freed
+ * handle), counting what it got. */
 typedef struct {
     agentstream_run *run;
-    int items;
+    int64_t timeout_ms;
+    int items, stdout_lines, ended;
     volatile int done;
-} blocked_reader;
+} thread_reader;
 
-static void *read_to_end(void *arg) {
-    blocked_reader *b = arg;
+static void *read_on_a_thread(void *arg) {
+    thread_reader *t = arg;
     for (;;) {
         agentstream_next kind = AGENTSTREAM_NEXT_TIMEOUT;
         char *json = NULL;
-        if (agentstream_run_next(b->run, -1, &kind, &json, NULL) != AGENTSTREAM_STATUS_OK || kind == AGENTSTREAM_NEXT_END) break;
-        b->items++;
+        if (agentstream_run_next(t->run, t->timeout_ms, &kind, &json, NULL) != AGENTSTREAM_STATUS_OK ||
+            kind != AGENTSTREAM_NEXT_ITEM) {
+            t->ended = kind == AGENTSTREAM_NEXT_END;
+            agentstream_string_free(json);
+            break;
+        }
+        t->items++;
+        if (strstr(json, "\"channel\":\"stdout\"")) t->stdout_lines++;
         agentstream_string_free(json);
+        sleep_ms(1); /* between pulls too */
     }
-    b->done = 1;
+    t->done = 1;
     return NULL;
 }
 
+/* run_free of a pulled run cancels it even while another thread is blocked pulling it: that
+ * call then returns what the cancel brought. */
 static int test_run_free_while_pulled(void) {
     const char *env[] = {"AGENTSTREAM_FAKE_HANG", "1", NULL};
     agentstream_session *s = fake_session("claude", "s1-text", env);
     CHECK(s != NULL);
-    blocked_reader b = {0};
+    thread_reader b = {.timeout_ms = -1};
     CHECK(agentstream_session_start_run(s, "x", "{\"read\":\"iterate\",\"kill_grace_ms\":200}", NULL, NULL, NULL, &b.run) ==
           AGENTSTREAM_STATUS_OK);
     pthread_t reader;
-    CHECK(pthread_create(&reader, NULL, read_to_end, &b) == 0);
+    CHECK(pthread_create(&reader, NULL, read_on_a_thread, &b) == 0);
     sleep_ms(300); /* the reader has read what there was and waits for more */
     agentstream_run_free(b.run);
     for (int i = 0; i < 100 && !b.done; i++) sleep_ms(100);
@@ -2454,38 +2465,17 @@ static int test_run_free_while_pulled(void) {
 
 /* A wait of 0 only looks, and a wait from another thread than the one pulling leaves the run's
  * deliveries to that thread: nothing is discarded under it. */
-typedef struct {
-    agentstream_run *run;
-    int stdout_lines, ended;
-} line_reader;
-
-static void *pull_lines(void *arg) {
-    line_reader *l = arg;
-    for (;;) {
-        agentstream_next kind = AGENTSTREAM_NEXT_TIMEOUT;
-        char *json = NULL;
-        if (agentstream_run_next(l->run, 10000, &kind, &json, NULL) != AGENTSTREAM_STATUS_OK || kind != AGENTSTREAM_NEXT_ITEM) {
-            l->ended = kind == AGENTSTREAM_NEXT_END;
-            agentstream_string_free(json);
-            return NULL;
-        }
-        if (strstr(json, "\"channel\":\"stdout\"")) l->stdout_lines++;
-        agentstream_string_free(json);
-        sleep_ms(1); /* between pulls too */
-    }
-}
-
 static int test_run_wait_leaves_iterated_runs_to_their_reader(void) {
     agentstream_session *s = NULL;
     CHECK(agentstream_session_new("claude", &s) == AGENTSTREAM_STATUS_OK);
     const char *argv[] = {"sh", "-c", "seq 1 100; sleep 0.5; seq 101 200"};
-    line_reader l = {0};
+    thread_reader l = {.timeout_ms = 10000};
     CHECK(agentstream_session_start_command(s, argv, 3, "{\"read\":\"iterate\"}", NULL, NULL, NULL, &l.run) == AGENTSTREAM_STATUS_OK);
     sleep_ms(200);
     char *json = NULL;
     CHECK(agentstream_run_wait(l.run, 0, &json, NULL) == AGENTSTREAM_STATUS_STILL_RUNNING);
     pthread_t reader;
-    CHECK(pthread_create(&reader, NULL, pull_lines, &l) == 0);
+    CHECK(pthread_create(&reader, NULL, read_on_a_thread, &l) == 0);
     jt_value *r = wait_result(l.run);
     pthread_join(reader, NULL);
     CHECK(r && result_is(r, "state", "completed"));

@@ -59,6 +59,12 @@ fn slow_client(scratch: &Scratch) -> Client {
     Client::new(spec, Naming::Snake).unwrap()
 }
 
+/// `request` started as an iterated run of `client`.
+fn start_iterated(client: &Client, mut request: RunRequest) -> Run {
+    request.read = ReadMode::Iterate;
+    client.start(request).unwrap()
+}
+
 fn pull_all(run: &Run) -> Vec<Delivery> {
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut all = Vec::new();
@@ -155,9 +161,7 @@ fn iterated_runs_see_everything_and_the_result_is_final_only_at_the_end() {
 fn a_wait_leaves_an_iterated_run_to_its_reader_until_the_reader_leaves() {
     let scratch = Scratch::new();
     let client = claude_client(&scratch);
-    let mut request = RunRequest::prompt("hi");
-    request.read = ReadMode::Iterate;
-    let run = client.start(request).unwrap();
+    let run = start_iterated(&client, RunRequest::prompt("hi"));
     assert!(run.handle().wait_timeout(Duration::from_secs(30)).is_some(), "the harness is done");
     // Nobody read it: a wait does not read it either (a reader may still come).
     assert_eq!(run.wait(Some(Duration::from_millis(300))).unwrap_err().kind, ErrorKind::StillRunning);
@@ -174,9 +178,7 @@ fn a_wait_leaves_an_iterated_run_to_its_reader_until_the_reader_leaves() {
 fn a_wait_of_zero_only_looks_at_an_iterated_run() {
     let scratch = Scratch::new();
     let client = claude_client(&scratch);
-    let mut request = RunRequest::prompt("hi");
-    request.read = ReadMode::Iterate;
-    let run = client.start(request).unwrap();
+    let run = start_iterated(&client, RunRequest::prompt("hi"));
     let mut first = Vec::new();
     assert_eq!(run.pull(&mut first, BatchLimits::events(1), Some(Duration::from_secs(10))), Pulled::Batch);
     assert!(run.handle().wait_timeout(Duration::from_secs(30)).is_some());
@@ -190,9 +192,7 @@ fn a_wait_of_zero_only_looks_at_an_iterated_run() {
 fn waiting_on_an_iterated_run_another_thread_reads_leaves_it_to_that_reader() {
     let client = Client::new(AgentSpec::new("codex"), Naming::Snake).unwrap();
     let script = "i=0; while [ $i -lt 40 ]; do echo \"line $i\"; i=$((i+1)); sleep 0.01; done";
-    let mut request = RunRequest::command(["sh", "-c", script]);
-    request.read = ReadMode::Iterate;
-    let run = client.start(request).unwrap();
+    let run = start_iterated(&client, RunRequest::command(["sh", "-c", script]));
     let reader = {
         let run = run.clone();
         std::thread::spawn(move || {
@@ -236,9 +236,7 @@ fn waiting_on_a_run_whose_subscribed_reader_left_drains_it() {
 fn batches_are_bounded_in_events_and_bytes() {
     let scratch = Scratch::new();
     let client = claude_client(&scratch);
-    let mut request = RunRequest::prompt("hi");
-    request.read = ReadMode::Iterate;
-    let run = client.start(request).unwrap();
+    let run = start_iterated(&client, RunRequest::prompt("hi"));
     assert!(run.handle().wait_timeout(Duration::from_secs(30)).is_some(), "everything is buffered");
     let mut batch = Vec::new();
     assert_eq!(run.pull(&mut batch, BatchLimits { max_events: 3, max_bytes: usize::MAX }, None), Pulled::Batch);
