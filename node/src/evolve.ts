@@ -122,7 +122,7 @@ class Sink {
   readonly #runId: string;
   /** True while a handler of this run is being called (its synchronous part). */
   #calling = false;
-  /** The results asked for during that call, to reject if the handler then returns a promise. */
+  /** The results handed out during that call, to reject if the handler waits on them for ever. */
   #asked: ((reason: unknown) => void)[] | undefined;
 
   constructor(current: () => Subscriptions, onEvent: HookHandler | undefined, run: NativeRun) {
