@@ -48,7 +48,7 @@ enum Command {
         #[arg(long)]
         no_redact: bool,
         /// The recorded stdout (JSONL); `-` or absent for standard input.
-        file: Option<String>,
+        file: Option<std::path::PathBuf>,
     },
     /// Run a real harness and render its stream (or print it as JSONL with --json / --hooks).
     ///
@@ -164,7 +164,7 @@ enum Command {
         #[arg(long)]
         no_redact: bool,
         /// The recorded stdout (JSONL), or `-`; at most 64 MiB (the page is built in memory).
-        file: String,
+        file: std::path::PathBuf,
     },
     /// Make a bearer token for a serve.toml tenant (or, with --hash, hash one read from stdin).
     ///
@@ -191,7 +191,7 @@ struct RunFlags {
     /// Working directory of the process.
     #[arg(long)]
     cwd: Option<std::path::PathBuf>,
-    /// Cancel after this many seconds (a positive number, fractions allowed; exit code 124).
+    /// Cancel after this many seconds (0.001 or more, fractions allowed; exit code 124).
     #[arg(long, value_parser = run::parse_timeout, allow_hyphen_values = true)]
     timeout: Option<std::time::Duration>,
     /// Print the run's sequenced stream (all four channels), one envelope per line, as JSONL.
@@ -269,7 +269,7 @@ fn at_least_one(text: &str) -> Result<usize, String> {
     }
 }
 
-fn parse_command(agent: &str, max_line_bytes: usize, redact: bool, file: Option<&str>) -> ExitCode {
+fn parse_command(agent: &str, max_line_bytes: usize, redact: bool, file: Option<&std::path::Path>) -> ExitCode {
     let agent: Agent = match agent.parse() {
         Ok(a) => a,
         Err(e) => {
@@ -277,12 +277,15 @@ fn parse_command(agent: &str, max_line_bytes: usize, redact: bool, file: Option<
             return ExitCode::from(2);
         }
     };
+    // A file name need not be UTF-8 (a path is whatever bytes the filesystem holds).
+    let file = file.filter(|path| path.as_os_str() != "-");
+    let source = file.map_or_else(|| "standard input".to_string(), |path| path.display().to_string());
     let mut input: Box<dyn Read> = match file {
-        None | Some("-") => Box::new(io::stdin().lock()),
+        None => Box::new(io::stdin().lock()),
         Some(path) => match std::fs::File::open(path) {
             Ok(f) => Box::new(f),
             Err(e) => {
-                eprintln!("agentstream parse: cannot read {path}: {e}");
+                eprintln!("agentstream parse: cannot read {source}: {e}");
                 return ExitCode::from(1);
             }
         },
@@ -302,10 +305,7 @@ fn parse_command(agent: &str, max_line_bytes: usize, redact: bool, file: Option<
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => {
-                eprintln!(
-                    "agentstream parse: cannot read {}: {e}",
-                    file.filter(|f| *f != "-").unwrap_or("standard input")
-                );
+                eprintln!("agentstream parse: cannot read {source}: {e}");
                 return ExitCode::from(1);
             }
         };

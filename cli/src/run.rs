@@ -29,7 +29,11 @@ pub struct Flags {
 /// The longest `--timeout` accepted: ten years, far below what a `Duration` can hold.
 const MAX_TIMEOUT_SECS: f64 = 10.0 * 365.0 * 24.0 * 3600.0;
 
-/// `--timeout SECS`: a finite number of seconds greater than 0 (fractions allowed), at most ten
+/// The shortest `--timeout` accepted: a millisecond, the unit every binding's `timeout_ms` counts
+/// in (`1e-10` would time a run out before it started).
+const MIN_TIMEOUT_SECS: f64 = 0.001;
+
+/// `--timeout SECS`: a finite number of seconds from a millisecond (fractions allowed) to ten
 /// years. `0`, negative numbers, `nan`, `inf` and words are refused with a message saying so
 /// (leave the flag out for no time limit).
 pub fn parse_timeout(text: &str) -> Result<Duration, String> {
@@ -39,6 +43,9 @@ pub fn parse_timeout(text: &str) -> Result<Duration, String> {
     }
     if secs <= 0.0 {
         return Err(format!("{text:?} must be greater than 0; leave --timeout out for no time limit"));
+    }
+    if secs < MIN_TIMEOUT_SECS {
+        return Err(format!("{text:?} is less than a millisecond (the shortest --timeout is {MIN_TIMEOUT_SECS})"));
     }
     if secs > MAX_TIMEOUT_SECS {
         return Err(format!("{text:?} is more than ten years ({MAX_TIMEOUT_SECS} seconds)"));

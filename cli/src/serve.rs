@@ -184,7 +184,7 @@ pub(crate) async fn shutdown_signal(command: &'static str) {
 }
 
 /// `agentstream view --agent NAME FILE [-o OUT]`.
-pub fn view_command(agent: &str, file: &str, output: Option<&Path>, redact: bool) -> ExitCode {
+pub fn view_command(agent: &str, file: &Path, output: Option<&Path>, redact: bool) -> ExitCode {
     let agent: Agent = match agent.parse() {
         Ok(a) => a,
         Err(e) => {
@@ -192,29 +192,31 @@ pub fn view_command(agent: &str, file: &str, output: Option<&Path>, redact: bool
             return ExitCode::from(2);
         }
     };
+    let from_stdin = file.as_os_str() == "-";
+    let shown = file.display();
     let mut input = Vec::new();
     // One byte past the limit tells a file that is too large from one that fits.
-    let read = if file == "-" {
+    let read = if from_stdin {
         io::stdin().lock().take(VIEW_MAX_INPUT + 1).read_to_end(&mut input)
     } else {
         std::fs::File::open(file).and_then(|f| f.take(VIEW_MAX_INPUT + 1).read_to_end(&mut input))
     };
     if let Err(e) = read {
-        eprintln!("agentstream view: cannot read {file}: {e}");
+        eprintln!("agentstream view: cannot read {shown}: {e}");
         return ExitCode::from(1);
     }
     if input.len() as u64 > VIEW_MAX_INPUT {
         eprintln!(
-            "agentstream view: {file} is larger than {} MiB: the page is built in memory and a browser could not show it \
+            "agentstream view: {shown} is larger than {} MiB: the page is built in memory and a browser could not show it \
              (`agentstream parse` decodes input of any size)",
             VIEW_MAX_INPUT >> 20
         );
         return ExitCode::from(1);
     }
-    let title = if file == "-" {
+    let title = if from_stdin {
         "standard input".to_string()
     } else {
-        Path::new(file).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| file.to_string())
+        file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| shown.to_string())
     };
     let options = ReplayOptions {
         run_id: title.clone(),

@@ -28,7 +28,7 @@ fn text(b: &[u8]) -> String {
 
 #[test]
 fn bad_timeouts_are_refused_with_a_message_not_a_panic() {
-    for bad in ["inf", "1e20", "0", "nan", "-1", "-0", "soon", ""] {
+    for bad in ["inf", "1e20", "0", "nan", "-1", "-0", "soon", "", "1e-10", "0.0009"] {
         let out = agentstream(&["run", "--agent", "claude", "--bin", FAKE, "--timeout", bad, "--", "hi"]);
         let err = text(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "--timeout {bad:?}: {err}");
@@ -307,4 +307,33 @@ fn max_line_bytes_bounds_run_and_exec_too_and_zero_is_refused() {
     let out = agentstream(&["run", "--agent", "claude", "--bin", FAKE, "--max-line-bytes", "64", "--", "hi"]);
     let err = text(&out.stderr);
     assert!(err.contains("stdout line 1: skipped a line of") && err.contains("raise max_line_bytes"), "{err}");
+}
+
+#[test]
+fn parse_and_view_read_a_file_whose_name_is_not_utf8() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = std::env::temp_dir().join(format!("agentstream-cli-bytes-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // Linux file names are bytes: 0xff is no UTF-8 at all.
+    let trace = dir.join(std::ffi::OsStr::from_bytes(b"tr\xffce.jsonl"));
+    std::fs::copy(format!("{}.input.jsonl", golden("claude", "s1-text")), &trace).unwrap();
+    let parsed = Command::new(BIN).args(["parse", "--agent", "claude"]).arg(&trace).output().unwrap();
+    assert_eq!(parsed.status.code(), Some(0), "{}", text(&parsed.stderr));
+    assert_eq!(text(&parsed.stdout).lines().count(), 3, "{}", text(&parsed.stdout));
+    let page = dir.join("page.html");
+    let viewed = Command::new(BIN).args(["view", "--agent", "claude", "-o"]).arg(&page).arg(&trace).output().unwrap();
+    assert_eq!(viewed.status.code(), Some(0), "{}", text(&viewed.stderr));
+    assert!(std::fs::read_to_string(&page).unwrap().contains("<title>tr\u{fffd}ce.jsonl"), "the title shows the name");
+    let missing = Command::new(BIN)
+        .args(["parse", "--agent", "claude"])
+        .arg(dir.join(std::ffi::OsStr::from_bytes(b"gone\xff")))
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(
+        text(&missing.stderr).contains("cannot read") && text(&missing.stderr).contains("No such file"),
+        "{}",
+        text(&missing.stderr)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
 }
