@@ -51,6 +51,9 @@ struct Plan {
     decoder: Option<Decoder>,
     /// The longest raw stdout line of a command (a harness's decoder has its own).
     max_line_bytes: usize,
+    /// Whether the stderr line a failure message quotes is masked (a harness run's `redact`;
+    /// always for a command, which has no such option).
+    mask_stderr_excerpt: bool,
     agent_id: String,
     /// The posts of one stdout chunk (kept to reuse its allocation).
     batch: Posts,
@@ -80,6 +83,7 @@ fn plan(op: Operation) -> Plan {
                     .with_redaction(RedactionPolicy { enabled: options.redact }),
             )),
             max_line_bytes: options.max_line_bytes,
+            mask_stderr_excerpt: options.redact,
             agent_id: config.agent_id(),
             batch: Posts::with_capacity(BATCH + 8),
         },
@@ -103,6 +107,7 @@ fn plan(op: Operation) -> Plan {
                 resumed: None,
                 decoder: None,
                 max_line_bytes: options.max_line_bytes,
+                mask_stderr_excerpt: true,
                 agent_id: config.agent_id(),
                 batch: Posts::with_capacity(BATCH + 8),
             }
@@ -321,6 +326,23 @@ struct Accounting {
     /// A command's stdout lines so far, and those skipped for their length.
     raw_lines: u64,
     raw_oversize: u64,
+    /// The last non-blank stderr line, shortened and masked: a failed exit's message quotes it
+    /// (`/usr/bin/env: 'node': No such file or directory` says more than "status 127").
+    last_stderr_line: Option<String>,
+}
+
+/// The most of a stderr line a failure message quotes, in characters.
+const STDERR_EXCERPT_CHARS: usize = 240;
+
+/// The last non-blank line of `text`, without control characters, cut to
+/// [`STDERR_EXCERPT_CHARS`], and with secret shapes masked unless the run keeps them.
+fn stderr_excerpt(text: &str, mask: bool) -> Option<String> {
+    let line = text.lines().map(str::trim).rfind(|l| !l.is_empty())?;
+    let mut excerpt: String = line.chars().filter(|c| !c.is_control()).take(STDERR_EXCERPT_CHARS).collect();
+    if line.chars().filter(|c| !c.is_control()).nth(STDERR_EXCERPT_CHARS).is_some() {
+        excerpt.push('…');
+    }
+    Some(if mask { crate::redact::redact(&excerpt).into_owned() } else { excerpt })
 }
 
 /// Unit tests only: a run whose environment sets this variable panics its driving task at
@@ -344,9 +366,12 @@ const GIVE_UP: Duration = Duration::from_secs(2);
 const STDERR_PARTIAL_WAIT: Duration = Duration::from_millis(50);
 
 /// Hand on stderr text (to the decoder's error reading, and as an item when there is some).
-fn post_stderr(shared: &Shared, plan: &mut Plan, text: String) {
+fn post_stderr(shared: &Shared, plan: &mut Plan, acct: &mut Accounting, text: String) {
     if let Some(decoder) = plan.decoder.as_mut() {
         decoder.observe_stderr(&text);
+    }
+    if let Some(line) = stderr_excerpt(&text, plan.mask_stderr_excerpt) {
+        acct.last_stderr_line = Some(line);
     }
     if !text.is_empty() {
         shared.post(StreamItem::Stderr(text));
@@ -404,7 +429,7 @@ async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Harness, session:
             n = stderr.read(&mut err_buf), if err_open && !throttled => match n {
                 Ok(0) | Err(_) => err_open = false,
                 Ok(n) => {
-                    post_stderr(&shared, &mut plan, err_text.push(&err_buf[..n]));
+                    post_stderr(&shared, &mut plan, &mut acct, err_text.push(&err_buf[..n]));
                     err_partial_due = match err_partial_due {
                         _ if !err_text.has_partial() => None,
                         Some(due) => Some(due),
@@ -413,7 +438,7 @@ async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Harness, session:
                 }
             },
             _ = sleep_until(err_partial_due), if err_partial_due.is_some() => {
-                post_stderr(&shared, &mut plan, err_text.take_partial());
+                post_stderr(&shared, &mut plan, &mut acct, err_text.take_partial());
                 err_partial_due = None;
             }
             status = tree.exited(), if running => {
@@ -468,7 +493,7 @@ async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Harness, session:
 
     // Everything printed is decoded BEFORE the terminal item, a final partial line included.
     let cut_mid_line = finish_stdout(&shared, &mut plan, &mut raw_framer, &mut acct);
-    post_stderr(&shared, &mut plan, err_text.finish());
+    post_stderr(&shared, &mut plan, &mut acct, err_text.finish());
     let (exit_code, signal) = exit_status.as_ref().map(exit_parts).unwrap_or((None, None));
     if acct.diagnostics_not_kept > 0 {
         acct.diagnostics.push(format!(
@@ -509,6 +534,7 @@ async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Harness, session:
             missing_final_result: plan.decoder.as_ref().and_then(|d| d.missing_final_result()).map(str::to_string),
             unrecognized_output: plan.decoder.as_ref().and_then(|d| d.unrecognized_output()),
             no_output: harness && stats.lines == stats.blank_lines,
+            last_stderr_line: acct.last_stderr_line.take(),
         };
         let outcome = derive_outcome(&end);
         let state = match &outcome {

@@ -298,3 +298,28 @@ fn a_missing_harness_is_an_error_even_when_started_from_async_code() {
     });
     assert_eq!(err.kind, crate::error::ErrorKind::HarnessNotFound);
 }
+
+#[test]
+fn a_failed_exit_quotes_the_last_stderr_line_masked_and_shortened() {
+    use super::CommandOptions;
+    let session = Session::new(AgentConfig::new(Agent::Claude));
+    let result = |script: &str| {
+        let h = session.start_command(CommandOptions::new(vec!["sh".into(), "-c".into(), script.into()])).unwrap();
+        drain(&h);
+        h.wait_timeout(Duration::from_secs(10)).expect("a result").error.unwrap_or_default()
+    };
+    // What `#!/usr/bin/env node` prints when node is not on PATH, the reason for "status 127".
+    let missing =
+        result("echo starting >&2; echo \"/usr/bin/env: 'node': No such file or directory\" >&2; echo >&2; exit 127");
+    assert_eq!(
+        missing,
+        "the process exited with status 127; its last stderr line: /usr/bin/env: 'node': No such file or directory"
+    );
+    let secret = result("echo 'auth failed for sk-ant-api03-0123456789abcdefghijABCDEFGHIJ0123456789' >&2; exit 1");
+    assert!(!secret.contains("0123456789abcdefghij"), "{secret}");
+    assert!(secret.contains("auth failed for"), "{secret}");
+    let long = result("printf 'x%.0s' $(seq 1 1000) >&2; exit 2");
+    assert!(long.ends_with(&format!("{}…", "x".repeat(240))), "{long}");
+    // Nothing on stderr: the status alone.
+    assert_eq!(result("exit 3"), "the process exited with status 3");
+}

@@ -147,13 +147,17 @@ pub struct RunEnd {
     pub unrecognized_output: Option<String>,
     /// The harness printed nothing on stdout (blank lines aside).
     pub no_output: bool,
+    /// The last non-blank line the process printed on stderr (shortened, masked): quoted by a
+    /// failed exit's message, where the reason for the status usually is.
+    pub last_stderr_line: Option<String>,
 }
 
 /// Derive the outcome from how the run ended, first match wins:
 ///
 /// 1. a cancellation → `Cancelled` (a killed process after a cancel is a cancelled run);
 /// 2. a signal → `Failed { error: "killed" }`;
-/// 3. a non-zero exit status → `Failed { error: "exit_status" }`;
+/// 3. a non-zero exit status → `Failed { error: "exit_status" }` (the message quotes the last
+///    stderr line);
 /// 4. a fatal harness error → `Failed { error: "harness_error" }`;
 /// 5. nothing decoded from output that was not the harness's JSON (a wrong executable, another
 ///    harness's output) → `Failed { error: "unrecognized_output" }`;
@@ -172,7 +176,11 @@ pub fn derive_outcome(end: &RunEnd) -> RunOutcome {
         return RunOutcome::failed("killed", format!("the process was killed by signal {sig}"));
     }
     if let Some(code) = end.exit_code.filter(|&c| c != 0) {
-        return RunOutcome::failed("exit_status", format!("the process exited with status {code}"));
+        let message = match &end.last_stderr_line {
+            Some(line) => format!("the process exited with status {code}; its last stderr line: {line}"),
+            None => format!("the process exited with status {code}"),
+        };
+        return RunOutcome::failed("exit_status", message);
     }
     if let Some(message) = &end.fatal_error {
         return RunOutcome::failed("harness_error", message.clone());
@@ -291,6 +299,14 @@ mod tests {
             other => panic!("{other:?}"),
         };
         assert_eq!(failed(RunEnd { exit_code: Some(2), ..Default::default() }), "exit_status");
+        let quoted = RunEnd {
+            exit_code: Some(127),
+            last_stderr_line: Some("env: 'node': not found".into()),
+            ..Default::default()
+        };
+        assert!(
+            matches!(derive_outcome(&quoted), RunOutcome::Failed { detail, .. } if detail.ends_with("status 127; its last stderr line: env: 'node': not found"))
+        );
         assert_eq!(failed(RunEnd { signal: Some(9), ..Default::default() }), "killed");
         assert_eq!(
             failed(RunEnd { truncated_mid_line: true, exit_code: Some(0), ..Default::default() }),
