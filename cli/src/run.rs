@@ -234,6 +234,8 @@ fn show(handle: &RunHandle, flags: &Flags, exit_rule: Exit) -> ExitCode {
     let mut renderer =
         (!flags.json && !flags.hooks).then(|| Renderer::new(io::stdout(), Style::detect(tty), tty, flags.show_stderr));
     let mut lost: Option<io::Error> = None;
+    // `--json` prints the raw lines as the server streams them: masked, unless `--no-redact`.
+    let mut raw_masker = (flags.json && flags.redact).then(agentstream_core::redact::Redactor::new);
     loop {
         let batch = handle.next_batch_blocking(256, Some(Duration::from_millis(200)));
         if batch.is_empty() && handle.is_ended() {
@@ -241,9 +243,14 @@ fn show(handle: &RunHandle, flags: &Flags, exit_rule: Exit) -> ExitCode {
         }
         for d in batch {
             let written = match (&d, renderer.as_mut()) {
-                (Delivery::Item(env), None) if flags.json => {
-                    writeln!(out, "{}", serde_json::to_string(env).unwrap_or_default())
-                }
+                (Delivery::Item(env), None) if flags.json => match raw_masker.as_mut() {
+                    Some(masker) if env.item.as_raw_text().is_some() => {
+                        let mut masked = env.clone();
+                        masked.item.mask_raw(masker);
+                        writeln!(out, "{}", serde_json::to_string(&masked).unwrap_or_default())
+                    }
+                    _ => writeln!(out, "{}", serde_json::to_string(env).unwrap_or_default()),
+                },
                 (Delivery::Hook(h), None) if flags.hooks => {
                     writeln!(out, "{}", serde_json::to_string(h).unwrap_or_default())
                 }

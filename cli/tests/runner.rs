@@ -435,8 +435,8 @@ fn a_prompt_that_looks_like_an_option_reaches_every_harness_as_its_prompt() {
 
 /// The secret-shape corpus through every output path of the `agentstream` command: `parse`
 /// (masked by default, `--no-redact` keeps them), and a real run of each harness's secret trace
-/// printed as the sequenced stream (`--json`: every channel but the raw ones), as hook events
-/// (`--hooks`) and as the human view.
+/// printed as the sequenced stream (`--json`: every channel, the raw lines masked as the server
+/// masks them; `--no-redact` keeps them), as hook events (`--hooks`) and as the human view.
 #[test]
 fn no_secret_from_the_corpus_survives_any_output_of_the_command() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/secrets");
@@ -475,16 +475,16 @@ fn no_secret_from_the_corpus_survives_any_output_of_the_command() {
                 .output()
                 .unwrap();
             let text = String::from_utf8_lossy(&out.stdout);
-            let masked_paths: String = if view == "--json" {
-                // The raw channels carry the process's bytes verbatim, by design.
-                text.lines()
-                    .filter(|l| !l.contains(r#""channel":"stdout""#) && !l.contains(r#""channel":"stderr""#))
-                    .collect()
-            } else {
-                text.into_owned()
-            };
-            assert!(masked_paths.contains("[redacted]"), "{agent} {view}");
-            assert_eq!(survivors(&masked_paths), Vec::<String>::new(), "{agent}: run {view}");
+            assert!(text.contains("[redacted]"), "{agent} {view}");
+            assert_eq!(survivors(&text), Vec::<String>::new(), "{agent}: run {view}");
         }
+        let kept = std::process::Command::new(bin)
+            .args(["run", "--agent", agent.name(), "--bin", fake, "--json", "--no-redact", "--", "x"])
+            .env("AGENTSTREAM_FAKE_TRACE", &trace)
+            .output()
+            .unwrap();
+        let raw_lines: String =
+            String::from_utf8_lossy(&kept.stdout).lines().filter(|l| l.contains(r#""channel":"stdout""#)).collect();
+        assert_eq!(survivors(&raw_lines).len(), secrets.len(), "{agent}: run --json --no-redact keeps the raw lines");
     }
 }

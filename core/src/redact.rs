@@ -10,13 +10,19 @@
 //! |---|---|
 //! | `tool_call` | `rawInput` (every string, every object key, the value of a secret-named key), `title`, `content` (text and diffs), `locations` |
 //! | `tool_call_update` | `title`, diffs in `content` (`oldText`, `newText`, `path`), `locations`, `rawOutput` (harnesses echo the input in their result records: codex's `command`, opencode's `state.input`); in a result's text, only the secrets this run's inputs held (a result echoing its input) |
+//! | `plan` | each entry's `content` (a to-do tool's input restated) |
+//! | `user_message_chunk` | a subagent's (`parentToolCallId` set): its text, the prompt of the Task call that started it; any other: only the secrets this run's inputs held |
+//! | `error` | its `message`: only the secrets this run's inputs held (an error quoting the call it refused) |
+//! | every event | `extra` (claude's `task_description` is a Task call's input) |
 //!
 //! Hook events (`arguments`, titles, `raw_output`) and the CLI's human view are derived from
 //! these events, so they are masked too. Answer text (message and thought chunks) is never
 //! altered: deltas that no longer reassemble to the answer are a corrupted answer; neither is a
 //! tool result's text, except where it repeats a secret of the run's own inputs. The raw `stdout` and
-//! `stderr` channels carry the process's own bytes verbatim, by design: a consumer that must
-//! not see secrets reads `content`.
+//! `stderr` channels carry the process's own bytes verbatim to the library's own reader, by
+//! design (a consumer that must not see secrets reads `content`); what hands them on to others
+//! — the server's streams, a `view` page, the CLI's `--json` — masks them with
+//! [`Redactor::mask_raw_text`].
 //!
 //! **At any depth, failing closed.** A container nested deeper than
 //! [`MAX_DEPTH`](crate::raw_json::MAX_DEPTH) inside a masked record is replaced whole by
@@ -176,6 +182,7 @@ impl Redactor {
 
     /// Mask the input-derived fields of `event` in place (see the [module docs](self)).
     pub fn mask_event(&mut self, event: &mut OutputEvent) {
+        let subagent = event.parent_tool_call_id.is_some();
         match &mut event.update {
             SessionUpdate::ToolCall(call) => {
                 // The input first: what it masks is remembered for the fields derived from it.
@@ -208,9 +215,7 @@ impl Redactor {
                             // A result is the harness's text: only a secret this run's inputs
                             // held is masked in it (a result echoing the input), nothing else.
                             ToolCallContent::Content { content: ContentBlock::Text { text } } => {
-                                if let Cow::Owned(masked) = mask_known(text, &self.known) {
-                                    *text = masked;
-                                }
+                                self.mask_known_in(text)
                             }
                             ToolCallContent::Content { content: ContentBlock::Image(_) } => {}
                             ToolCallContent::Diff(diff) => self.mask_diff(diff),
@@ -221,12 +226,33 @@ impl Redactor {
                     self.mask_locations(locations);
                 }
             }
-            SessionUpdate::AgentMessageChunk { .. }
+            // A subagent's user message is the prompt its Task call was given (a tool input);
+            // any other user message, like a result, is masked of this run's input secrets only.
+            SessionUpdate::UserMessageChunk { content } if subagent => self.mask_block(content),
+            SessionUpdate::UserMessageChunk { content: ContentBlock::Text { text } } => self.mask_known_in(text),
+            // A plan is a to-do tool's input (claude's TodoWrite, …) restated.
+            SessionUpdate::Plan { entries } => {
+                for entry in entries {
+                    self.mask_text(&mut entry.content);
+                }
+            }
+            // A harness's error often quotes the call it refused.
+            SessionUpdate::Error { message, .. } => self.mask_known_in(message),
+            SessionUpdate::UserMessageChunk { content: ContentBlock::Image(_) }
+            | SessionUpdate::AgentMessageChunk { .. }
             | SessionUpdate::AgentThoughtChunk { .. }
-            | SessionUpdate::UserMessageChunk { .. }
-            | SessionUpdate::Plan { .. }
-            | SessionUpdate::Error { .. }
             | SessionUpdate::Usage { .. } => {}
+        }
+        // A harness's own fields on the event (claude's `task_description`: a Task call's input).
+        if let Some(extra) = &mut event.extra {
+            self.mask_record(extra);
+        }
+    }
+
+    /// Mask the secrets remembered from this run's inputs in `text`, nothing else.
+    fn mask_known_in(&self, text: &mut String) {
+        if let Cow::Owned(masked) = mask_known(text, &self.known) {
+            *text = masked;
         }
     }
 

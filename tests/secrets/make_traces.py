@@ -3,7 +3,9 @@
 s2-bash and s3-read-edit traces) with the shell command, the edit's new text and the written
 file's content replaced by each entry of corpus.jsonl, so every secret shape reaches every
 input-derived field (rawInput, title, diffs, result records that echo the input) in each
-harness's real wire format. Deterministic; run it after changing the corpus or the goldens:
+harness's real wire format; likewise a to-do item (the plan restates it) and, for the harnesses
+with subagents, a Task call's prompt and description (the subagent's first message and every
+one of its events' `extra` restate them). Deterministic; run it after changing the corpus or the goldens:
 
     python3 tests/secrets/make_traces.py
 """
@@ -17,21 +19,27 @@ HERE = Path(__file__).resolve().parent
 GOLDEN = HERE.parent / "golden"
 
 # (case, the text in the golden input that is replaced by a corpus entry) per harness: the
-# command of the shell call; the new text of the edit and the content of the file written.
+# command of the shell call; the new text of the edit and the content of the file written; a
+# to-do item; a subagent's prompt and description.
 TARGETS: dict[str, list[tuple[str, str]]] = {
     "claude": [("s2-bash", "ls -1"), ("s3-read-edit", 'return f"Hello, {name}!"'),
-               ("s3-read-edit", "# Changelog\n\n- greet() now uses an f-string and adds an exclamation mark.\n")],
-    "codex": [("s2-bash", "echo hi")],
+               ("s3-read-edit", "# Changelog\n\n- greet() now uses an f-string and adds an exclamation mark.\n"),
+               ("e-todowrite", "Read hello.py"),
+               ("e-subagent", "Count the .py files in the project and report the number."),
+               ("e-subagent", "Count python files")],
+    "codex": [("s2-bash", "echo hi"), ("e-todo-list", "Read hello.py")],
     "droid": [("s2-bash", "echo hi"), ("s3-read-edit", '    return f"Hello, {name}!"'),
-              ("s3-read-edit", "Created by the mock model.\n")],
+              ("s3-read-edit", "Created by the mock model.\n"), ("e-todo-plan", "Read hello.py")],
     "gemini": [("s2-bash", "ls -1"), ("s3-read-edit", 'return f"Hello, {name}!"'),
-               ("s3-read-edit", "# Changelog\n\n- greet() now uses an f-string and adds an exclamation mark.\n")],
+               ("s3-read-edit", "# Changelog\n\n- greet() now uses an f-string and adds an exclamation mark.\n"),
+               ("e-write-todos", "Read hello.py")],
     "kimi": [("s2-bash", "echo hi"), ("s3-read-edit", '    return f"Hello, {name}!"'),
-             ("s3-read-edit", "Created by the mock model.\n")],
+             ("s3-read-edit", "Created by the mock model.\n"), ("e-todo-plan", "Read hello.py")],
     "opencode": [("s2-bash", "echo hi"), ("s3-read-edit", '    return f"Hello, {name}!"'),
-                 ("s3-read-edit", "Created by the mock model.\n")],
+                 ("s3-read-edit", "Created by the mock model.\n"), ("e-todowrite-plan", "Read hello.py")],
     "qwen": [("s2-bash", "ls -1"), ("s3-read-edit", 'return f"Hello, {name}!"'),
-             ("s3-read-edit", "# Changelog\n\n- greet() now uses an f-string and adds an exclamation mark.\n")],
+             ("s3-read-edit", "# Changelog\n\n- greet() now uses an f-string and adds an exclamation mark.\n"),
+             ("e-todo-write", "Read hello.py"), ("e-subagent", "Count the .py files and report the number.")],
 }
 
 
