@@ -488,3 +488,31 @@ fn no_secret_from_the_corpus_survives_any_output_of_the_command() {
         assert_eq!(survivors(&raw_lines).len(), secrets.len(), "{agent}: run --json --no-redact keeps the raw lines");
     }
 }
+
+/// A harness that prints `stdout` (a file) with `cat` and exits 0.
+fn printing(agent: Agent, dir: &Path, stdout: &[u8]) -> Session {
+    let out = dir.join(format!("{}.out", agent.name()));
+    std::fs::write(&out, stdout).unwrap();
+    let script = dir.join(format!("{}.sh", agent.name()));
+    std::fs::write(&script, format!("#!/bin/sh\ncat '{}'\n", out.display())).unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mut config = AgentConfig::new(agent);
+    config.bin = Some(script);
+    Session::new(config)
+}
+
+#[test]
+fn a_whole_last_line_without_its_newline_completes_and_a_cut_one_fails() {
+    let dir = std::env::temp_dir().join(format!("agentstream-last-line-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for agent in Agent::ALL {
+        let input = std::fs::read(format!("{}.input.jsonl", golden(agent.name(), "s1-text"))).unwrap();
+        let without_newline = input.strip_suffix(b"\n").unwrap();
+        let whole = printing(agent, &dir, without_newline).start_run(RunOptions::new("x")).unwrap().wait_blocking();
+        assert_eq!(whole.state, FinalState::Completed, "{agent}: {whole:?}");
+        let cut = &without_newline[..without_newline.len() - 3];
+        let cut = printing(agent, &dir, cut).start_run(RunOptions::new("x")).unwrap().wait_blocking();
+        assert_eq!(cut.state, FinalState::Failed, "{agent}: {cut:?}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

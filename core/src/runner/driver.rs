@@ -713,16 +713,20 @@ fn collect_diagnostics(decoder: &mut Decoder, acct: &mut Accounting) {
     }
 }
 
-/// Flush the final partial line; returns true when stdout ended mid-line.
+/// Flush the final partial line; returns true when stdout ended mid-line (a last line that is not
+/// whole JSON).
 fn finish_stdout(shared: &Shared, plan: &mut Plan, raw: &mut LineFramer, acct: &mut Accounting) -> bool {
     let stdout = shared.wants(Channel::Stdout);
     let mut batch = std::mem::take(&mut plan.batch);
     let cut = match plan.decoder.as_mut() {
         Some(decoder) => {
-            let cut = decoder.has_partial_line();
+            // A last line without its newline is cut only when it is not whole JSON: a harness
+            // may print its final record and exit without one (decisions.md §1).
+            let partial = decoder.has_partial_line();
+            let invalid_before = decoder.stats().invalid_json;
             decoder.finish_lines(&mut |line, events| push_line(&mut batch, stdout, acct, line, events));
             collect_diagnostics(decoder, acct);
-            cut
+            partial && decoder.stats().invalid_json > invalid_before
         }
         None => {
             let cut = raw.has_partial();
