@@ -289,6 +289,9 @@ pub struct HookDeriver {
     started_tools: u64,
     open_per_step: HashMap<u64, usize>,
     idempotent_tools: HashSet<String>,
+    /// Calls whose result came before their announcement: a late `tool_call` for one is not
+    /// started (its `tool.completed` / `tool.failed` was already derived), so not left open.
+    finished_early: crate::stream::FinishedEarly,
     /// The message text of the main agent's last step that had any.
     final_answer: String,
     /// The same over every scope (the answer when the main agent printed none).
@@ -322,6 +325,7 @@ impl HookDeriver {
             started_tools: 0,
             open_per_step: HashMap::new(),
             idempotent_tools: HashSet::new(),
+            finished_early: Default::default(),
             final_answer: String::new(),
             last_text: String::new(),
             last_sequence: 0,
@@ -622,6 +626,11 @@ impl HookDeriver {
                 // A tool call is requested by a complete reply: the model call is over before
                 // its tools run, so `model.completed` comes first.
                 self.complete_model(at, sequence, ts, out);
+                if !self.tools.contains_key(&call.tool_call_id) && self.finished_early.contains(&call.tool_call_id) {
+                    // Announced after its result: its end was derived already; starting it now
+                    // would put `tool.started` after it and leave the call open for ever.
+                    return;
+                }
                 let order = match self.tools.get(&call.tool_call_id).map(|t| (t.step_index, t.order)) {
                     Some((was_in, order)) => {
                         // Announced again (maybe from another step): counted where it is now.
@@ -671,6 +680,9 @@ impl HookDeriver {
                 let step =
                     known.as_ref().map(|t| t.step_index).or_else(|| owner.map(|at| self.steps[at].index)).unwrap_or(0);
                 if matches!(update.status, Some(ToolCallStatus::Completed | ToolCallStatus::Failed)) {
+                    if known.is_none() {
+                        self.finished_early.insert(&update.tool_call_id);
+                    }
                     self.end_steps_under(&update.tool_call_id, ts, out);
                     // The next output of this scope starts a new step.
                     if let Some(at) = self.step_of(scope) {

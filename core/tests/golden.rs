@@ -128,8 +128,30 @@ fn golden_hooks_replay_identically() {
         assert_eq!(terminals, 1, "{agent}/{case}: exactly one terminal hook");
         assert!(r.hooks.last().unwrap().is_terminal(), "{agent}/{case}: the terminal hook is last");
         assert!(r.hooks.windows(2).all(|w| w[0].sequence <= w[1].sequence), "{agent}/{case}: hooks in order");
+        assert_tool_hooks_in_order(&format!("{agent}/{case}"), &r.hooks);
     }
     assert!(failures.is_empty(), "golden hooks differ for {failures:?}");
+}
+
+/// decisions.md §5, per call: at most one `tool.started`, before the call's one end
+/// (`tool.completed`, `tool.failed` or `tool.indeterminate`), whatever order the harness printed.
+fn assert_tool_hooks_in_order(case: &str, hooks: &[agentstream_core::HookEvent]) {
+    let mut seen: std::collections::HashMap<String, (bool, bool)> = Default::default();
+    for h in hooks {
+        let Some(id) = h.details.get("tool_call_id").and_then(|v| v.as_str()) else { continue };
+        let (started, ended) = seen.entry(id.to_string()).or_default();
+        match h.event_type.as_str() {
+            "tool.started" => {
+                assert!(!*started && !*ended, "{case}: {id} started twice or after its end");
+                *started = true;
+            }
+            "tool.completed" | "tool.failed" | "tool.indeterminate" => {
+                assert!(!*ended, "{case}: {id} ended twice ({})", h.event_type);
+                *ended = true;
+            }
+            _ => {}
+        }
+    }
 }
 
 #[test]

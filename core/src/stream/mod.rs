@@ -99,6 +99,6 @@ pub use outcome::{RunEnd, RunKind, RunOutcome, RunRecord, TerminalContext, deriv
 pub use run::RunStream;
 pub use run_id::new_run_id;
 pub use sequence::SequenceCheck;
-pub use tool_calls::{InterruptedToolCall, OpenToolCall, ToolCallTracker, classify_interrupted};
+pub use tool_calls::{FinishedEarly, InterruptedToolCall, OpenToolCall, ToolCallTracker, classify_interrupted};
 pub use weight::item_weight;
 pub use wire::{EnvelopeLine, EnvelopeReader, EnvelopeStats, Skip, decode_envelope, read_envelope_line};

@@ -81,15 +81,43 @@ pub struct ToolCallTracker {
     /// Calls opened so far (the second half of their key).
     opened: u64,
     /// Ids finished before (or without) being announced: an out-of-order `tool_call` for them
-    /// must not reopen them. The newest [`ToolCallTracker::MAX_FINISHED_EARLY`] are kept.
-    finished_early: HashSet<String>,
-    finished_early_order: VecDeque<String>,
+    /// must not reopen them.
+    finished_early: FinishedEarly,
+}
+
+/// The ids of tool calls whose result came before (or without) their announcement: a
+/// `tool_call` arriving for one later must not open it. The stream's open calls and the hook
+/// layer's both follow this rule. Bounded: the newest [`FinishedEarly::MAX`] are kept.
+#[derive(Debug, Clone, Default)]
+pub struct FinishedEarly {
+    ids: HashSet<String>,
+    order: VecDeque<String>,
+}
+
+impl FinishedEarly {
+    /// How many ids are remembered (oldest forgotten first: a call announced that late is an
+    /// odd harness's, and shows as open at worst).
+    pub const MAX: usize = 4096;
+
+    /// Remember that call `id` finished without having been announced.
+    pub fn insert(&mut self, id: &str) {
+        if self.ids.insert(id.to_string()) {
+            self.order.push_back(id.to_string());
+            if self.order.len() > Self::MAX
+                && let Some(oldest) = self.order.pop_front()
+            {
+                self.ids.remove(&oldest);
+            }
+        }
+    }
+
+    /// Whether call `id` finished before it was announced.
+    pub fn contains(&self, id: &str) -> bool {
+        self.ids.contains(id)
+    }
 }
 
 impl ToolCallTracker {
-    /// How many ids finished before being announced are remembered (oldest forgotten first: a
-    /// call announced that late is an odd harness's, and shows as open at worst).
-    pub const MAX_FINISHED_EARLY: usize = 4096;
     /// The most of a title kept for an open call, in bytes (cut at a character, with `…`).
     pub const MAX_TITLE_BYTES: usize = 1024;
 
@@ -146,16 +174,7 @@ impl ToolCallTracker {
                 self.open.remove(&at);
                 self.by_id.remove(id);
             }
-            None => {
-                if self.finished_early.insert(id.to_string()) {
-                    self.finished_early_order.push_back(id.to_string());
-                    if self.finished_early_order.len() > Self::MAX_FINISHED_EARLY {
-                        if let Some(oldest) = self.finished_early_order.pop_front() {
-                            self.finished_early.remove(&oldest);
-                        }
-                    }
-                }
-            }
+            None => self.finished_early.insert(id),
         }
     }
 
@@ -249,11 +268,11 @@ mod tests {
         assert!(open.windows(2).all(|w| w[0].sequence < w[1].sequence));
         // Early finishes are remembered up to the cap, the oldest forgotten first.
         let mut early = ToolCallTracker::new();
-        let n = ToolCallTracker::MAX_FINISHED_EARLY as u64 + 10;
+        let n = FinishedEarly::MAX as u64 + 10;
         for i in 0..n {
             early.observe(i, &done(&format!("e{i}"), Some(ToolCallStatus::Completed)));
         }
-        assert_eq!(early.finished_early.len(), ToolCallTracker::MAX_FINISHED_EARLY);
+        assert_eq!(early.finished_early.ids.len(), FinishedEarly::MAX);
         early.observe(n, &call(&format!("e{}", n - 1), "Bash", ToolCallStatus::Pending));
         assert_eq!(early.open_count(), 0, "a recent early finish is not reopened");
         early.observe(n + 1, &call("e0", "Bash", ToolCallStatus::Pending));
