@@ -62,6 +62,9 @@ struct State {
     last_status: Option<FinalState>,
     /// The session the last run belonged to (its `last_status` is that session's).
     last_session_id: Option<String>,
+    /// The session the last run started was to continue (a run that fails before printing a
+    /// session id still belongs to it).
+    last_resumed: Option<String>,
     /// The run whose end was already folded into the conversation.
     settled_run: Option<String>,
 }
@@ -104,6 +107,7 @@ impl Client {
                     has_run: false,
                     last_status: None,
                     last_session_id: None,
+                    last_resumed: None,
                     settled_run: None,
                 }),
             }),
@@ -243,6 +247,7 @@ impl Client {
             | if hooks { HOOKS_BIT } else { 0 };
         let config = Self::run_config(&st.config, &request);
         let session = if config == st.config { st.session.clone() } else { st.session.reconfigured(config)? };
+        let mut resumed = None;
         let handle = match &request.command {
             Some(argv) => {
                 let mut o = CommandOptions::new(argv.clone());
@@ -261,6 +266,7 @@ impl Client {
             None => {
                 let mut o = RunOptions::new(request.prompt.clone().unwrap_or_default());
                 o.resume = Self::resume_of(&st, &request);
+                resumed = o.resume.as_ref().map(|r| r.session_id.clone());
                 o.timeout = request.timeout();
                 o.deadline = request.deadline;
                 o.cancel_token = request.cancel_token.clone();
@@ -277,6 +283,7 @@ impl Client {
             }
         };
         st.last_handle = Some(handle.clone());
+        st.last_resumed = resumed;
         let run = Run::new(handle, request.read, attached, mask, permit);
         st.last_run = Some(run.downgrade());
         st.has_run = true;
@@ -320,7 +327,7 @@ impl Client {
         if let Some(id) = &result.session_id {
             st.session_id = Some(id.clone());
         }
-        st.last_session_id = result.session_id.clone();
+        st.last_session_id = result.session_id.clone().or_else(|| st.last_resumed.clone());
         st.last_status = Some(result.state);
         st.settled_run = Some(result.run_id);
     }

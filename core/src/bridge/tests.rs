@@ -670,3 +670,34 @@ fn budget_permits_come_back_when_the_end_is_handed_out_or_an_unread_run_finishes
     }
     drop((unread, run, abandoned));
 }
+
+#[test]
+fn a_resumed_run_that_failed_before_naming_its_session_is_that_sessions_previous_status() {
+    let scratch = Scratch::new();
+    let mut spec = AgentSpec::new("claude");
+    // `FAIL` set: the harness dies before it prints anything (no session id in its output).
+    spec.bin = Some(scratch.script(&format!(
+        "if [ -n \"$FAIL\" ]; then exit 1; fi\nexec cat '{}'",
+        golden("claude", "s2-bash").display()
+    )));
+    let client = Client::new(spec, Naming::Snake).unwrap();
+    let previous_status = |fail: bool| {
+        let mut request = RunRequest::prompt("hi");
+        request.hooks = true;
+        if fail {
+            request.env.insert("FAIL".into(), "1".into());
+        }
+        let run = start_iterated(&client, request);
+        let first_hook = pull_all(&run).into_iter().find_map(|d| match d {
+            Delivery::Hook(h) => Some(h),
+            Delivery::Item(_) => None,
+        });
+        let hook = first_hook.expect("a first hook");
+        (hook.event_type.clone(), hook.details.get("previous_status").and_then(|v| v.as_str()).map(str::to_string))
+    };
+    assert_eq!(previous_status(false), ("run.started".into(), None));
+    assert_eq!(previous_status(true), ("run.resumed".into(), Some("completed".into())));
+    // The failed run printed no session id, but it was that session's run.
+    assert_eq!(previous_status(false), ("run.resumed".into(), Some("failed".into())));
+    assert_eq!(previous_status(false), ("run.resumed".into(), Some("completed".into())));
+}
