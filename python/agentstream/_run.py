@@ -713,9 +713,19 @@ class _StreamBase:
         return self._op.run.pressure if self._op is not None else _zero_pressure()
 
     @property
-    def result(self) -> RunResult | None:
-        """The result once the stream was drained or closed."""
-        return self._op.result if self._op is not None else None
+    def result(self) -> RunResult:
+        """The run's result, once its terminal envelope was delivered: yielded by the iterator,
+        or taken by ``wait()`` / ``await`` / leaving the block. :class:`StillRunningError`
+        before (decisions.md §1: a result is final only after the terminal)."""
+        op = self._op
+        if op is not None and op.result is not None:
+            return op.result
+        # The terminal is the last item: while any item waits to be yielded, it has not been.
+        if op is None or any(channel != "hook" for channel, *_ in self._pending):
+            raise StillRunningError(
+                "the run's terminal envelope has not been delivered yet: read the stream to its end, "
+                "or wait() / await it")
+        return RunResult._from_native(op.run.result())
 
     def cancel(self, reason: str = "cancelled by the caller") -> None:
         """Cancel the run (first reason stands); the iterator then ends with the terminal."""

@@ -980,3 +980,32 @@ def test_a_child_forked_during_a_run_can_run_its_own() -> None:
     evolve.interrupt()
     assert background.wait().state == "cancelled"
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_a_streams_result_is_still_running_until_its_terminal_envelope_was_yielded(fake_harness: Path) -> None:
+    evolve = fake(fake_harness, "claude", "s1-text")
+    stream = evolve.stream_sync(prompt="x")
+    with pytest.raises(agentstream.StillRunningError):
+        stream.result  # not started
+    with stream:
+        seen = []
+        for envelope in stream:
+            seen.append(envelope)
+            if envelope["channel"] == "lifecycle" and envelope["event"]["reason"] == "run_complete":
+                # The terminal was just yielded: the result is final now, inside the block.
+                assert stream.result.state == "completed"
+            elif len(seen) == 1:
+                with pytest.raises(agentstream.StillRunningError):
+                    stream.result
+        assert stream.result.run_id == seen[-1]["run_id"]
+    assert stream.wait() is stream.result or stream.wait() == stream.result
+
+    async def main() -> RunResult:
+        async with evolve.stream(prompt="x") as s:
+            async for envelope in s:
+                if envelope["sequence"] == 0:
+                    with pytest.raises(agentstream.StillRunningError):
+                        s.result
+            return s.result
+
+    assert go(main()).state == "completed"
