@@ -1190,3 +1190,38 @@ func TestWaitWithADeadlineFromTheRunsOwnHandlerReturns(t *testing.T) {
 		t.Fatalf("%+v %v", res, err)
 	}
 }
+
+func TestStreamCloseFromItsOwnOnEventReturnsAndCancelsTheRun(t *testing.T) {
+	c := fakeClient(t, "claude", "s1-text", map[string]string{"AGENTSTREAM_FAKE_HANG": "1"})
+	var stream atomic.Pointer[Stream]
+	closed := make(chan struct{})
+	var once sync.Once
+	st, err := c.Stream(context.Background(), RunOptions{
+		Prompt:    "x",
+		KillGrace: 200 * time.Millisecond,
+		OnEvent: func(AgentEvent) error {
+			if s := stream.Load(); s != nil {
+				// On the goroutine that delivers: waiting for it here would wait for ever.
+				once.Do(func() { _ = s.Close(); close(closed) })
+			}
+			return nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream.Store(st)
+	deadline := time.After(30 * time.Second)
+	for open := true; open; {
+		select {
+		case _, open = <-st.Deliveries():
+		case <-deadline:
+			t.Fatal("the channel never closed: Close from OnEvent hung")
+		}
+	}
+	<-closed
+	res, err := st.Wait(context.Background())
+	if err != nil || res.State != RunCancelled || res.CancelKind != CancelKindReaderLeft {
+		t.Fatalf("%+v %v", res, err)
+	}
+}

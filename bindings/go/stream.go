@@ -75,9 +75,14 @@ func (st *Stream) Deliveries() <-chan Delivery { return st.ch }
 
 // Close stops reading: an unfinished run is cancelled (reason "reader left"), what is left of
 // it is discarded, and the channel is closed. Wait still reports the run. Calling it again is
-// a no-op.
+// a no-op. Close waits for the channel to close, except while OnEvent is running (Close may be
+// called from it, on the goroutine that closes the channel): then it returns at once and the
+// channel closes as soon as OnEvent returns.
 func (st *Stream) Close() error {
 	st.closeOnce.Do(func() { close(st.closing) })
+	if st.callStarted.Load() != 0 {
+		return nil
+	}
 	<-st.done
 	return nil
 }
