@@ -41,13 +41,11 @@ func (c goldenCase) sibling(suffix string) string {
 	return strings.TrimSuffix(c.Input, ".input.jsonl") + suffix
 }
 
-// jsonLines returns the non-blank lines of a JSONL file (nil when the file does not exist).
+// jsonLines returns the non-blank lines of a JSONL file (a missing file fails the test: every
+// golden case has its expected and hooks files).
 func jsonLines(t testing.TB, path string) [][]byte {
 	t.Helper()
 	data, err := os.ReadFile(path)
-	if os.IsNotExist(err) {
-		return nil
-	}
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,12 @@ fn cases() -> Vec<(Agent, String, PathBuf)> {
     let mut out = Vec::new();
     for agent in Agent::ALL {
         let dir = golden_root().join(agent.name());
-        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        // Every harness keeps its three real captures (the fake harness's scenarios).
+        for capture in ["s1-text", "s2-bash", "s3-read-edit"] {
+            let input = dir.join(format!("{capture}.input.jsonl"));
+            assert!(input.exists(), "{} is missing", input.display());
+        }
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
             if let Some(case) = name.strip_suffix(".input.jsonl") {

@@ -6,7 +6,9 @@
 //! (`_eval_checks.py`). The folder and python3 must be there: without them the test fails (set
 //! `AGENTSTREAM_WITHOUT_SHARED=1` to skip it knowingly, e.g. in a checkout without `../shared`).
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::PathBuf;
 use std::process::Command;
 
 use agentstream_core::{Agent, Decoder};
@@ -47,27 +49,9 @@ fn failed_checks(report: &str) -> Vec<FailedCheck> {
     failed
 }
 
-/// Whether the shared data may be missing: only when the caller says so.
-fn shared_data_optional() -> bool {
-    std::env::var_os("AGENTSTREAM_WITHOUT_SHARED").is_some_and(|v| v == "1")
-}
-
-fn peer_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/conformance/evolve-peer")
-}
-
 #[test]
 fn peer_cases_pass_except_documented_overrides() {
-    let dir = peer_dir();
-    if !dir.join("_eval_checks.py").exists() {
-        assert!(
-            shared_data_optional(),
-            "{} is missing: the shared conformance data lives beside the repo (AGENTSTREAM_WITHOUT_SHARED=1 skips this test)",
-            dir.display()
-        );
-        eprintln!("SKIP (AGENTSTREAM_WITHOUT_SHARED=1): {} not present", dir.display());
-        return;
-    }
+    let Some(dir) = common::shared("conformance/evolve-peer") else { return };
     let mut outputs = serde_json::Map::new();
     let mut names: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()

@@ -12,6 +12,25 @@ import { fileURLToPath } from 'node:url';
 
 import { Decoder, parse, replay, hookFromCanonical, AGENTS } from 'agentstream';
 
+// A canonical hook line (snake_case, `details` apart) in the TypeScript shape, written here from
+// the documented rule so that the addon's own conversion is checked, not trusted: one flat object,
+// the envelope keys first, every key of ours camelCase (nested objects too, arrays left alone),
+// the harness's records (`arguments`, `raw_output`, `output`, `result`, `extra`, `usage`) verbatim.
+const HARNESS_RECORDS = new Set(['arguments', 'raw_output', 'output', 'result', 'extra', 'usage']);
+const camelCase = (key) => key.replace(/_(.)/g, (_, c) => c.toUpperCase());
+function camelKeys(value) {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return value;
+  return Object.fromEntries(
+    Object.entries(value).map(([k, v]) => [camelCase(k), HARNESS_RECORDS.has(k) ? v : camelKeys(v)]),
+  );
+}
+function typeScriptHook(line) {
+  const h = JSON.parse(line);
+  const flat = { type: h.type, runId: h.run_id, agentId: h.agent_id, timestamp: h.timestamp, status: h.status, sequence: h.sequence };
+  for (const [k, v] of Object.entries(camelKeys(h.details ?? {}))) if (!(k in flat)) flat[k] = v;
+  return flat;
+}
+
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'tests', 'golden');
 
 /** Every (agent, case) with an input file, sorted. */
@@ -104,11 +123,14 @@ for (const c of all) {
   });
 
   const hooksPath = join(root, c.agent, `${c.name}.hooks.jsonl`);
-  if (existsSync(hooksPath)) {
+  {
     test(`golden hooks ${c.agent}/${c.name}`, () => {
+      assert.ok(existsSync(hooksPath), `${hooksPath} is missing: every case has its hooks`);
       const r = replay(c.agent, readFileSync(c.input), { runId: 'golden' });
-      const want = readFileSync(hooksPath, 'utf8').split('\n').filter((l) => l.trim() !== '').map((l) => hookFromCanonical(l));
-      assert.deepStrictEqual(r.hooks, want);
+      const lines = readFileSync(hooksPath, 'utf8').split('\n').filter((l) => l.trim() !== '');
+      // Built here, not by the addon's conversion (which the replay itself uses).
+      assert.deepStrictEqual(r.hooks, lines.map(typeScriptHook));
+      assert.deepStrictEqual(lines.map((l) => hookFromCanonical(l)), r.hooks, 'hookFromCanonical');
       // The run stream: gapless from 0, run_start first, exactly one terminal (last), content
       // events exactly the expected ones, in order.
       r.items.forEach((env, i) => {

@@ -35,8 +35,10 @@ TARGETS: dict[str, list[tuple[str, str]]] = {
                ("e-write-todos", "Read hello.py")],
     "kimi": [("s2-bash", "echo hi"), ("s3-read-edit", '    return f"Hello, {name}!"'),
              ("s3-read-edit", "Created by the mock model.\n"), ("e-todo-plan", "Read hello.py")],
-    "opencode": [("s2-bash", "echo hi"), ("s3-read-edit", '    return f"Hello, {name}!"'),
-                 ("s3-read-edit", "Created by the mock model.\n"), ("e-todowrite-plan", "Read hello.py")],
+    # The to-do case first: it ends without a final `step_finish`, and the trace's last case
+    # decides whether a run of it completes.
+    "opencode": [("e-todowrite-plan", "Read hello.py"), ("s2-bash", "echo hi"),
+                 ("s3-read-edit", '    return f"Hello, {name}!"'), ("s3-read-edit", "Created by the mock model.\n")],
     "qwen": [("s2-bash", "ls -1"), ("s3-read-edit", 'return f"Hello, {name}!"'),
              ("s3-read-edit", "# Changelog\n\n- greet() now uses an f-string and adds an exclamation mark.\n"),
              ("e-todo-write", "Read hello.py"), ("e-subagent", "Count the .py files and report the number.")],

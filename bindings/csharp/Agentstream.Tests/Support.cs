@@ -273,11 +273,13 @@ namespace Agentstream.Tests
             return File.ReadAllBytes(Input);
         }
 
+        /// <summary>The non-blank lines of a JSONL file; a missing file fails the test (every golden
+        /// case has its expected and hooks files).</summary>
         public static List<string> Lines(string path)
         {
             if (!File.Exists(path))
             {
-                return null;
+                throw new InvalidOperationException(path + " is missing: every golden case has its expected and hooks files");
             }
             return File.ReadAllLines(path, Encoding.UTF8).Where(l => l.Trim().Length > 0).ToList();
         }

@@ -89,13 +89,11 @@ class GoldenTest {
             assertTrue(r.items().get(r.items().size() - 1) instanceof Event.Lifecycle, c + ": the terminal is last");
 
             List<Object> hooks = jsonLines(c.sibling(".hooks.jsonl"));
-            if (!hooks.isEmpty()) {
-                assertJsonLists(c + " hooks", hooks, r.hooks());
-                // Each hook line also reads as an AgentEvent and writes back unchanged.
-                for (Object line : hooks) {
-                    AgentEvent h = Json.convert(line, AgentEvent.class);
-                    assertTrue(jsonEqual(line, wire(h)), c + ": " + Json.write(line));
-                }
+            assertJsonLists(c + " hooks", hooks, r.hooks());
+            // Each hook line also reads as an AgentEvent and writes back unchanged.
+            for (Object line : hooks) {
+                AgentEvent h = Json.convert(line, AgentEvent.class);
+                assertTrue(jsonEqual(line, wire(h)), c + ": " + Json.write(line));
             }
         }));
     }

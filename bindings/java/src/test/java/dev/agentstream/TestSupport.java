@@ -1,6 +1,7 @@
 package dev.agentstream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
 import java.io.IOException;
@@ -66,11 +67,9 @@ final class TestSupport {
         }
     }
 
-    /** The non-blank lines of a JSONL file, parsed (empty when the file does not exist). */
+    /** The non-blank lines of a JSONL file, parsed (a missing file fails the test). */
     static List<Object> jsonLines(Path p) {
-        if (!Files.exists(p)) {
-            return List.of();
-        }
+        assertTrue(Files.exists(p), p + " is missing: every golden case has its expected and hooks files");
         List<Object> out = new ArrayList<>();
         for (String line : new String(read(p), StandardCharsets.UTF_8).split("\n")) {
             if (!line.isBlank()) {

@@ -38,7 +38,7 @@ data class GoldenCase(val agent: String, val name: String) {
     val prefix: String get() = File(Repo.golden, "$agent/$name").path
     val input: ByteArray get() = file(".input.jsonl").readBytes()
     val expected: List<JsonElement> get() = jsonLines(file(".expected.jsonl"))
-    val hooks: List<JsonElement> get() = file(".hooks.jsonl").let { if (it.exists()) jsonLines(it) else emptyList() }
+    val hooks: List<JsonElement> get() = jsonLines(file(".hooks.jsonl"))
 
     override fun toString() = "$agent/$name"
 
