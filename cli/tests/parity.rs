@@ -169,6 +169,66 @@ impl Case {
     }
 }
 
+/// The keys a case and a step may have (tests/parity/README.md): every language's runner reads
+/// only these, so a misspelled one would be ignored by all eight. Checked once, here.
+const CASE_KEYS: &[&str] = &["name", "config", "harness", "steps"];
+const STEP_KEYS: &[&str] = &[
+    "call",
+    "channel",
+    "config",
+    "handler",
+    "request",
+    "on_event",
+    "session_id",
+    "error",
+    "message_has",
+    "returns",
+    "argv_has",
+    "argv_lacks",
+    "hooks_first",
+    "handler_calls_at_least",
+    "handler_errors_at_least",
+];
+const CALLS: &[&str] = &[
+    "new",
+    "on",
+    "off",
+    "run",
+    "status",
+    "get_session",
+    "set_session",
+    "interrupt",
+    "kill",
+    "pause",
+    "resume",
+    "argv",
+];
+
+#[test]
+fn the_parity_table_uses_only_the_documented_keys_and_calls() {
+    let table: Value =
+        serde_json::from_str(&std::fs::read_to_string(repo().join("tests/parity/api.json")).unwrap()).unwrap();
+    let readme = std::fs::read_to_string(repo().join("tests/parity/README.md")).unwrap();
+    let cases = table["cases"].as_array().unwrap();
+    assert!(cases.len() >= 9, "the parity table has its cases");
+    for case in cases {
+        let name = case["name"].as_str().unwrap();
+        for key in case.as_object().unwrap().keys() {
+            assert!(CASE_KEYS.contains(&key.as_str()), "{name}: unknown case key {key:?}");
+        }
+        for step in case["steps"].as_array().unwrap() {
+            for key in step.as_object().unwrap().keys() {
+                assert!(STEP_KEYS.contains(&key.as_str()), "{name}: unknown step key {key:?} in {step}");
+            }
+            let call = step["call"].as_str().unwrap();
+            assert!(CALLS.contains(&call), "{name}: unknown call {call:?}");
+        }
+    }
+    for key in STEP_KEYS.iter().chain(CALLS) {
+        assert!(readme.contains(&format!("`{key}`")), "tests/parity/README.md documents `{key}`");
+    }
+}
+
 #[test]
 fn the_parity_table_holds_for_rust() {
     let table: Value =
