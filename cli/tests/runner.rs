@@ -516,3 +516,41 @@ fn a_whole_last_line_without_its_newline_completes_and_a_cut_one_fails() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn every_capture_replays_through_a_real_process_with_its_stderr_and_exit_code() {
+    let mut captures = 0;
+    for agent in Agent::ALL {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/golden").join(agent.name());
+        let mut metas: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.to_string_lossy().ends_with(".meta.json"))
+            .collect();
+        metas.sort();
+        for meta_path in metas {
+            let case = meta_path.file_name().unwrap().to_string_lossy().trim_end_matches(".meta.json").to_string();
+            let meta: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&meta_path).unwrap()).unwrap();
+            let h = fake(agent, &[trace(agent.name(), &case)]).start_run(RunOptions::new("x")).unwrap();
+            let (items, _) = drain(&h);
+            let r = h.wait_blocking();
+            let what = format!("{agent}/{case}");
+            assert_one_terminal_last_and_gapless(&items);
+            assert_eq!(r.exit_code.map(i64::from), meta["exit_code"].as_i64(), "{what}: the capture's exit code");
+            let expected = if meta["exit_code"] == 0 { FinalState::Completed } else { FinalState::Failed };
+            assert_eq!(r.state, expected, "{what}: {r:?}");
+            let stderr: String = items
+                .iter()
+                .filter_map(|e| match &e.item {
+                    StreamItem::Stderr(t) => Some(t.as_str()),
+                    _ => None,
+                })
+                .collect();
+            let printed = std::fs::read_to_string(dir.join(format!("{case}.stderr.txt"))).unwrap_or_default();
+            assert_eq!(stderr, printed, "{what}: stderr as printed");
+            captures += 1;
+        }
+    }
+    assert!(captures >= 21, "every harness's captures: {captures}");
+}
