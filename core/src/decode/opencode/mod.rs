@@ -28,8 +28,9 @@
 //! Tool calls: `toolCallId` = `part.callID`; `toolName` = `part.tool` verbatim (MCP tools are
 //! `<server>_<tool>`, e.g. `kb_lookup`; calls to tools that do not exist are printed as tool
 //! `invalid`); `kind` from `tools.rs` (opencode names are matched lowercased); `rawInput` =
-//! `state.input`. The update: `failed` when `state.status` is `"error"` or `metadata.exit` is a
-//! non-zero number (a failing `bash` is still `completed` in opencode's eyes), `in_progress`
+//! `state.input`. The update: `failed` when `state.status` is `"error"`, `metadata.exit` is a
+//! non-zero number (a failing `bash` is still `completed` in opencode's eyes) or the tool is
+//! `invalid` (a call of a tool that is not offered, refused though printed `completed`), `in_progress`
 //! while running, else `completed`; content = `state.error` on error, else `state.output`
 //! (verbatim; non-string output as JSON text), then one image block per image attachment
 //! (`data:` URLs inline, other URLs as `uri`); `rawOutput` = the state object verbatim without
@@ -286,6 +287,9 @@ fn tool_use(
         "pending" => None,
         "running" => Some(ToolCallStatus::InProgress),
         "error" => Some(ToolCallStatus::Failed),
+        // A call of a tool that is not offered: opencode prints it `completed`, but the harness
+        // refused it (decisions.md §2: a failed call, its message as the content).
+        "completed" if lower == "invalid" => Some(ToolCallStatus::Failed),
         "completed" => Some(meta.exit_status()),
         // No (known) status: a result is there when output or error is.
         _ if state.get("error").is_some() => Some(ToolCallStatus::Failed),

@@ -10,7 +10,7 @@
 //! | `system` `retry` (0.24.4: `data {reason, discardedToolCalls, preserveText}`) | `error{fatal:false}` (`Retrying the model call (<reason>)`), `extra` = `data` verbatim plus `discardedText: true` when `preserveText` is `false` (the attempt's text already emitted is to be dropped; it is not retracted) |
 //! | other `system` subtypes (`model_fallback`, `task_started`, `task_notification`, …) | none |
 //! | `assistant` (one line per finalized message, each with its own `message.id`; text before a tool call carries zero usage) | the block's event, then `usage{scope:"call"}` for every line that prints `usage`, zero counts included (it is printed usage, and its zero keeps the per-message sum equal to `result.usage`) |
-//! | `assistant` text containing `[API Error: …]` (Qwen reports API failures only this way, exit code 0, possibly glued after partial text: `Partial[API Error: …]`) | the text before the marker → `agent_message_chunk`; from the marker to the end → `error{fatal:true}` (it ends the turn). The same split applies to streamed `text_delta`s |
+//! | `assistant` text ending in `[API Error: …]` (Qwen reports API failures only this way, exit code 0, possibly glued after partial text: `Partial[API Error: …]`) | the text before the marker → `agent_message_chunk`; from the marker to the end → `error{fatal:true}` (it ends the turn). The same split applies to streamed `text_delta`s. A marker with text after it is the model quoting one: message text |
 //! | `user` | string content or text blocks → `user_message_chunk` (the prompt echo; a subagent's prompt with `parentToolCallId`); `tool_result` → `tool_call_update` (Qwen prints no structured result, so no `rawOutput`; a shell that exits non-zero is `is_error:false` and stays `completed`, as Qwen reports it) |
 //! | `result` | `usage{scope:"run"}` from `result.usage` (`extra.stats` when printed); `is_error:true` (0.24.4: `subtype:"error_during_execution"`, `error.message`, exit 1) → `error{fatal:true}` with `error.message`, unless the same failure was already given by the `[API Error: …]` text of the turn (one error per failure); non-empty `permission_denials` in `extra` |
 //! | `stream_event` `goal_state` (0.24.4 prints one in every run) | none (a known line: no partial-message mode, not counted as unknown) |
@@ -190,10 +190,14 @@ impl Dialect for Qwen {
     }
 }
 
-/// Where `text` holds [`API_ERROR`] (a search for its `[` first: most text has none).
+/// Where the failure Qwen glued to the end of `text` starts: its last [`API_ERROR`] marker when
+/// that runs to the end of the text (`…[API Error: 500 …]`). A marker with text after it is the
+/// model's own words (an answer quoting a log), not a failure. A search for `[` first: most text
+/// has none.
 fn api_error_at(text: &str) -> Option<usize> {
-    let first = memchr::memchr(b'[', text.as_bytes())?;
-    text[first..].find(API_ERROR).map(|at| first + at)
+    memchr::memchr(b'[', text.as_bytes())?;
+    let at = text.rfind(API_ERROR)?;
+    text[at..].trim_end().ends_with(']').then_some(at)
 }
 
 #[cfg(test)]
@@ -272,6 +276,19 @@ mod tests {
             SessionUpdate::error("[API Error: Unterminated string in JSON at position 57]", true)
         );
         assert!(matches!(evs[2].update, SessionUpdate::Usage { .. }));
+    }
+
+    #[test]
+    fn a_marker_the_answer_goes_on_after_is_the_models_words() {
+        let text = "The log reads [API Error: 500 Internal Server Error] which means the upstream failed.";
+        let line = serde_json::json!({"type": "assistant", "session_id": "Q",
+            "message": {"id": "m", "model": "q", "content": [{"type": "text", "text": text}]}});
+        let evs = run(&line.to_string());
+        assert_eq!(evs.len(), 1, "{evs:?}");
+        assert_eq!(evs[0].update, SessionUpdate::message(text));
+        // The failure glued after a quote of one is still found: the last marker, at the end.
+        let glued = "It said [API Error: 1] once.Partial[API Error: 500 boom]\n";
+        assert_eq!(api_error_at(glued), glued.rfind("[API Error: 500"));
     }
 
     #[test]
