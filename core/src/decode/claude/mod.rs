@@ -74,6 +74,8 @@
 //! | `e-bad-lines` | `null`, numbers, arrays, invalid JSON, unknown/missing `type`, null/odd blocks, non-string fields, a result with `errors` |
 //! | `e-no-final-result` | `s2-bash` without its closing `result` line: the events as printed; replayed (exit 0) the run fails (`no_final_result`, decisions §1) |
 //! | `e-cost-digits` | a `total_cost_usd` and a tool argument whose last digit a fast float reader gets wrong: printed back exactly (run usage, `rawInput`, hook `arguments`) |
+//! | `e-api-retry-newer` | 2.1.332's failure shape: `api_retry` with `error: "unknown"` and `error_status: null` → a non-fatal error; the `<synthetic>` reply → one fatal error; a `result` without a leading `type` (`terminal_reason`) → run usage; the run fails |
+//! | `e-partial-with-subagent` | partial messages of the main agent with a background subagent's complete line between its deltas: neither text doubled nor lost, the subagent's chunk attributed |
 
 mod describe;
 

@@ -63,6 +63,7 @@
 //! | `e-bad-lines` | `null`, numbers, arrays, invalid JSON, unknown types, odd shapes, a failed subagent `result` |
 //! | `e-no-final-result` | `s2-bash` without its closing `result` line: the events as printed; replayed (exit 0) the run fails (`no_final_result`, decisions §1) |
 //! | `e-cost-digits` | a `total_cost_usd` whose last digit a fast float reader gets wrong: printed back exactly |
+//! | `e-background-subagent` | 0.24.4's background subagent: "Background agent launched" result, `task_started`, the main answer, the completion announced as a user line, `task_notification`, the second answer, ONE `result` (the run completes once) |
 
 mod describe;
 
