@@ -230,7 +230,12 @@ impl Dialect for Claude {
                 message.push_str(&format!("/{m}"));
             }
         }
-        if let Some(d) = text("retry_delay_ms") {
+        // A fractional delay (2.1.197 prints `587.2914651234`) reads as whole milliseconds; the
+        // exact value stays in `extra`.
+        let delay = value(facts.retry_delay_ms).and_then(|v| v.as_f64()).filter(|d| d.is_finite() && *d >= 0.0);
+        if let Some(d) = delay {
+            message.push_str(&format!(" in {} ms", d.round() as u64));
+        } else if let Some(d) = text("retry_delay_ms") {
             message.push_str(&format!(" in {d} ms"));
         }
         env.extra = extra.into_raw_json();
@@ -629,6 +634,9 @@ mod tests {
             evs[0].update,
             SessionUpdate::error("API error: authentication_failed (HTTP 401); retry 2/10 in 1200 ms", false)
         );
+        let fractional = run(r#"{"type":"system","subtype":"api_retry","attempt":1,"retry_delay_ms":587.2914651234}"#);
+        assert_eq!(fractional[0].update, SessionUpdate::error("API error; retry 1 in 587 ms", false));
+        assert_eq!(fractional[0].extra.as_ref().unwrap().get(), r#"{"attempt":1,"retry_delay_ms":587.2914651234}"#);
     }
 
     #[test]
