@@ -7,7 +7,7 @@
 //! | line | events |
 //! |---|---|
 //! | `system` `init` | none; `session_id` becomes the run's session id |
-//! | `system` `retry` (0.24.4: `data {reason, discardedToolCalls, preserveText}`) | `error{fatal:false}` (`Retrying the model call (<reason>)`), `extra` = `data` verbatim plus `discardedText: true` when `preserveText` is `false` (the attempt's text already emitted is to be dropped; it is not retracted) |
+//! | `system` `retry` (0.24.4: `data {reason, discardedToolCalls, preserveText}`) | `error{fatal:false}` (`Retrying the model call (<reason>)`), `extra` = `data` verbatim plus `discardedText: true` when `preserveText` is `false` (the attempt's text already emitted is to be dropped; it is not retracted); `discardedToolCalls: n` ends the n newest unanswered calls with a failed `tool_call_update` (the attempt's calls are never answered) |
 //! | other `system` subtypes (`model_fallback`, `task_started`, `task_notification`, …) | none |
 //! | `assistant` (one line per finalized message, each with its own `message.id`; text before a tool call carries zero usage) | the block's event, then `usage{scope:"call"}` for every line that prints `usage`, zero counts included (it is printed usage, and its zero keeps the per-message sum equal to `result.usage`) |
 //! | `assistant` text ending in `[API Error: …]` (Qwen reports API failures only this way, exit code 0, possibly glued after partial text: `Partial[API Error: …]`) | the text before the marker → `agent_message_chunk`; from the marker to the end → `error{fatal:true}` (it ends the turn). The same split applies to streamed `text_delta`s. A marker with text after it is the model quoting one: message text |
@@ -63,6 +63,7 @@
 //! | `e-bad-lines` | `null`, numbers, arrays, invalid JSON, unknown types, odd shapes, a failed subagent `result` |
 //! | `e-no-final-result` | `s2-bash` without its closing `result` line: the events as printed; replayed (exit 0) the run fails (`no_final_result`, decisions §1) |
 //! | `e-cost-digits` | a `total_cost_usd` whose last digit a fast float reader gets wrong: printed back exactly |
+//! | `e-retry-discards-call` | an attempt's `tool_use`, then `system/retry` with `discardedToolCalls: 1`: the call ends failed (not open), the second attempt's answer, the run completes |
 //! | `e-background-subagent` | 0.24.4's background subagent: "Background agent launched" result, `task_started`, the main answer, the completion announced as a user line, `task_notification`, the second answer, ONE `result` (the run completes once) |
 
 mod describe;
@@ -77,7 +78,9 @@ use crate::decode::stream_json::{
 };
 use crate::decode::task_list::TaskListCalls;
 use crate::decode::{HarnessDecoder, LineOutcome};
-use crate::event::{JsonObject, OutputEvent, RawJson, SessionUpdate, TokenUsage, ToolCallStatus};
+use crate::event::{
+    JsonObject, OutputEvent, RawJson, SessionUpdate, TokenUsage, ToolCallContent, ToolCallStatus, ToolCallUpdate,
+};
 use crate::json::lenient::display_text;
 use crate::json::raw_record::with_raw_member;
 
@@ -102,7 +105,14 @@ impl HarnessDecoder for QwenDecoder {
 pub(crate) struct Qwen {
     /// Todo calls: a successful result is swallowed, a refused one announced and undone.
     task_list: TaskListCalls,
+    /// Calls announced and not answered yet, oldest first: a retry that discards the attempt's
+    /// tool calls (`discardedToolCalls`) ends the newest of them.
+    unanswered: std::collections::VecDeque<String>,
 }
+
+/// The most unanswered calls remembered (a harness that never answers its calls must not grow
+/// the decoder without bound; older ones show as open at worst).
+const MAX_UNANSWERED: usize = 1024;
 
 /// How Qwen prints an API failure inside assistant text.
 const API_ERROR: &str = "[API Error:";
@@ -160,6 +170,16 @@ impl Dialect for Qwen {
         if discarded_text {
             message.push_str("; the attempt's text was discarded");
         }
+        // The attempt's tool calls are thrown away with it: they will never be answered, so each
+        // ends here, failed (decisions.md §2: a call the harness refused), not open for ever.
+        let discarded_calls = data.get("discardedToolCalls").and_then(Value::as_u64).unwrap_or(0);
+        let keep = self.unanswered.len().saturating_sub(usize::try_from(discarded_calls).unwrap_or(usize::MAX));
+        for id in self.unanswered.split_off(keep) {
+            let mut update = ToolCallUpdate::new(id);
+            update.status = Some(ToolCallStatus::Failed);
+            update.content = Some(vec![ToolCallContent::text("discarded: the model call that made it was retried")]);
+            out.push(SessionUpdate::ToolCallUpdate(update));
+        }
         let mut extra = data;
         if discarded_text {
             extra.insert("discardedText".into(), Value::Bool(true));
@@ -178,10 +198,17 @@ impl Dialect for Qwen {
                 return;
             }
         }
+        if self.unanswered.len() == MAX_UNANSWERED {
+            self.unanswered.pop_front();
+        }
+        self.unanswered.push_back(call.id.to_string());
         out.push(SessionUpdate::ToolCall(tool_call(call)));
     }
 
     fn tool_result(&mut self, result: ToolResult<'_>, out: &mut Updates) {
+        if let Some(at) = self.unanswered.iter().rposition(|id| *id == result.id) {
+            self.unanswered.remove(at);
+        }
         if result.status == ToolCallStatus::Failed {
             let id = result.id.clone();
             out.extend(self.task_list.refused(&id, result.update()));
