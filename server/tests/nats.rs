@@ -73,12 +73,19 @@ mod cluster {
         store: PathBuf,
         /// `max_payload` when not the server's default (1 MiB).
         max_payload: Option<usize>,
+        /// More of its configuration file (e.g. `authorization { … }`).
+        conf: String,
         child: Option<Child>,
     }
 
     impl NatsServer {
         /// Start one, or `None` (the test is skipped) when there is no usable nats-server.
         pub fn start(test: &str, max_payload: Option<usize>) -> Option<NatsServer> {
+            Self::start_with_conf(test, max_payload, "")
+        }
+
+        /// [`NatsServer::start`] with `conf` added to its configuration file.
+        pub fn start_with_conf(test: &str, max_payload: Option<usize>, conf: &str) -> Option<NatsServer> {
             let bin = match nats_server_binary() {
                 Ok(bin) => bin,
                 Err(why) if std::env::var_os("AGENTSTREAM_REQUIRE_NATS").is_some_and(|v| v == "1") => {
@@ -91,7 +98,8 @@ mod cluster {
             };
             let store = std::env::temp_dir().join(format!("agentstream-nats-{}", new_mark(test)));
             std::fs::create_dir_all(&store).unwrap();
-            let mut server = NatsServer { bin, port: free_port(), store, max_payload, child: None };
+            let mut server =
+                NatsServer { bin, port: free_port(), store, max_payload, conf: conf.to_string(), child: None };
             server.resume();
             Some(server)
         }
@@ -104,10 +112,14 @@ mod cluster {
         pub fn resume(&mut self) {
             let mut command = Command::new(&self.bin);
             command.args(["-js", "-a", "127.0.0.1", "-p", &self.port.to_string(), "-sd"]).arg(&self.store);
+            let mut conf = self.conf.clone();
             if let Some(max) = self.max_payload {
-                let conf = self.store.join("nats.conf");
-                std::fs::write(&conf, format!("max_payload: {max}\n")).unwrap();
-                command.arg("-c").arg(conf);
+                conf.push_str(&format!("max_payload: {max}\n"));
+            }
+            if !conf.is_empty() {
+                let path = self.store.join("nats.conf");
+                std::fs::write(&path, conf).unwrap();
+                command.arg("-c").arg(path);
             }
             let child = command.stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("start nats-server");
             self.child = Some(child);
@@ -1081,6 +1093,21 @@ mod cluster {
         assert_eq!(status, 200, "{h}");
         let done = cluster.a.wait_ended(TOKEN_A, &id).await;
         assert_eq!(done["status"], "completed");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn credentials_in_the_url_sign_in() {
+        let conf = "authorization { user: serve, password: \"s3r@ve\" }\n";
+        let Some(server) = NatsServer::start_with_conf("credentials", None, conf) else { return };
+        let url = |userinfo: &str| format!("nats://{userinfo}@127.0.0.1:{}", server.port);
+        let connect = |url: String| agentstream_server::nats::Cluster::connect(NatsSettings::new(url), "test");
+        let cluster = connect(url("serve:s3r%40ve")).await.expect("the URL's user and password sign in");
+        assert!(cluster.is_connected());
+        let refused = connect(url("serve:wrong")).await.unwrap_err();
+        assert!(refused.contains("authorization"), "{refused}");
+        assert!(!refused.contains("wrong"), "the password is not shown: {refused}");
+        let anonymous = connect(server.url()).await.unwrap_err();
+        assert!(anonymous.contains("authorization"), "{anonymous}");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

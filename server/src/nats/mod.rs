@@ -211,7 +211,15 @@ impl Cluster {
         settings.check()?;
         let (tx, connected) = watch::channel(true);
         let tx = Arc::new(tx);
-        let client = async_nats::ConnectOptions::new()
+        // The client sends only the credentials set on its options, never the URL's.
+        let options = match url_credentials(&settings.url)? {
+            Some(UrlCredentials::UserAndPassword(user, password)) => {
+                async_nats::ConnectOptions::with_user_and_password(user, password)
+            }
+            Some(UrlCredentials::Token(token)) => async_nats::ConnectOptions::with_token(token),
+            None => async_nats::ConnectOptions::new(),
+        };
+        let client = options
             .name(name)
             .connection_timeout(Duration::from_secs(5))
             .max_reconnects(None)
@@ -340,6 +348,62 @@ pub fn redact_url(url: &str) -> String {
         .join(",")
 }
 
+/// Credentials written in a NATS URL: `nats://user:password@host` or `nats://token@host`.
+#[derive(Debug, PartialEq, Eq)]
+enum UrlCredentials {
+    UserAndPassword(String, String),
+    Token(String),
+}
+
+/// The credentials of `url` (a comma-separated list of servers), percent-decoded; the same in
+/// every URL that has some, or an error saying so.
+fn url_credentials(url: &str) -> Result<Option<UrlCredentials>, String> {
+    let mut found: Option<UrlCredentials> = None;
+    for one in url.split(',').map(str::trim) {
+        let rest = one.find("://").map_or(one, |at| &one[at + 3..]);
+        let authority = &rest[..rest.find('/').unwrap_or(rest.len())];
+        let Some(at) = authority.rfind('@') else { continue };
+        let userinfo = &authority[..at];
+        let credentials = match userinfo.split_once(':') {
+            Some((user, password)) => {
+                UrlCredentials::UserAndPassword(percent_decoded(user)?, percent_decoded(password)?)
+            }
+            None => UrlCredentials::Token(percent_decoded(userinfo)?),
+        };
+        match &found {
+            Some(earlier) if *earlier != credentials => {
+                return Err(format!(
+                    "the NATS URLs {} carry different credentials: give the same in each (one connection uses one)",
+                    redact_url(url)
+                ));
+            }
+            _ => found = Some(credentials),
+        }
+    }
+    Ok(found)
+}
+
+/// `%XX` escapes decoded (a password may need them for `@`, `:` or `/`).
+fn percent_decoded(text: &str) -> Result<String, String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = text.get(i + 1..i + 3).and_then(|h| u8::from_str_radix(h, 16).ok());
+            let Some(byte) = hex else {
+                return Err("a NATS URL's credentials have a `%` that is not followed by two hex digits".into());
+            };
+            out.push(byte);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).map_err(|_| "a NATS URL's credentials are not UTF-8 once decoded".into())
+}
+
 fn version_at_least(version: &str, (major, minor): (u64, u64)) -> bool {
     let mut parts = version.trim_start_matches('v').split(['.', '-']).map(|p| p.parse::<u64>().unwrap_or(0));
     let (a, b) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
@@ -349,6 +413,20 @@ fn version_at_least(version: &str, (major, minor): (u64, u64)) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn credentials_are_read_from_the_url() {
+        use UrlCredentials::*;
+        let pair = |u: &str, p: &str| Ok(Some(UserAndPassword(u.into(), p.into())));
+        assert_eq!(url_credentials("nats://127.0.0.1:4222"), Ok(None));
+        assert_eq!(url_credentials("nats://serve:s3rve@127.0.0.1:4222"), pair("serve", "s3rve"));
+        assert_eq!(url_credentials("tls://a%40b:p%3Aw%2Fd@host:4222/x"), pair("a@b", "p:w/d"));
+        assert_eq!(url_credentials("nats://tok3n@host"), Ok(Some(Token("tok3n".into()))));
+        assert_eq!(url_credentials("nats://u:p@a:1, nats://u:p@b:2,nats://c:3"), pair("u", "p"));
+        let mixed = url_credentials("nats://u:p@a:1,nats://u:q@b:2").unwrap_err();
+        assert!(mixed.contains("different credentials") && !mixed.contains(":p@") && !mixed.contains(":q@"), "{mixed}");
+        assert!(url_credentials("nats://u:%zz@a").is_err());
+    }
 
     #[test]
     fn names_and_subjects() {
