@@ -79,12 +79,8 @@ mod cluster {
     }
 
     impl NatsServer {
-        /// Start one, or `None` (the test is skipped) when there is no usable nats-server.
-        pub fn start(test: &str, max_payload: Option<usize>) -> Option<NatsServer> {
-            Self::start_with_conf(test, max_payload, "")
-        }
-
-        /// [`NatsServer::start`] with `conf` added to its configuration file.
+        /// Start one with `conf` added to its configuration file, or `None` (the test is skipped)
+        /// when there is no usable nats-server.
         pub fn start_with_conf(test: &str, max_payload: Option<usize>, conf: &str) -> Option<NatsServer> {
             let bin = match nats_server_binary() {
                 Ok(bin) => bin,
@@ -297,6 +293,10 @@ mod cluster {
         max_payload: Option<usize>,
         /// The serve instances' `limits.replay_bytes` (what each keeps of a run it reads).
         replay_bytes: Option<usize>,
+        /// How long serve waits for a worker to take a run request.
+        start_timeout_secs: u64,
+        /// More of nats-server's configuration (e.g. `authorization { … }`).
+        nats_conf: &'static str,
     }
 
     impl Default for Setup {
@@ -309,6 +309,8 @@ mod cluster {
                 retention: Duration::from_secs(24 * 3600),
                 max_payload: None,
                 replay_bytes: None,
+                start_timeout_secs: 20,
+                nats_conf: "",
             }
         }
     }
@@ -324,12 +326,21 @@ mod cluster {
 
     impl Cluster {
         async fn start(test: &str, setup: Setup) -> Option<Cluster> {
-            let Setup { lease_secs, max_runs, runs_per_tenant, retention_bytes, retention, max_payload, replay_bytes } =
-                setup;
-            let nats = NatsServer::start(test, max_payload)?;
+            let Setup {
+                lease_secs,
+                max_runs,
+                runs_per_tenant,
+                retention_bytes,
+                retention,
+                max_payload,
+                replay_bytes,
+                start_timeout_secs,
+                nats_conf,
+            } = setup;
+            let nats = NatsServer::start_with_conf(test, max_payload, nats_conf)?;
             let mut settings = NatsSettings::new(nats.url());
             settings.lease = Duration::from_secs(lease_secs);
-            settings.start_timeout = Duration::from_secs(20);
+            settings.start_timeout = Duration::from_secs(start_timeout_secs);
             settings.retention_bytes = retention_bytes;
             settings.retention_age = retention;
             let workers: Vec<WorkerProcess> = (1..=2)
@@ -1108,6 +1119,67 @@ mod cluster {
         assert!(!refused.contains("wrong"), "the password is not shown: {refused}");
         let anonymous = connect(server.url()).await.unwrap_err();
         assert!(anonymous.contains("authorization"), "{anonymous}");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_worker_that_cannot_hear_cancel_requests_refuses_the_run_and_stops_it() {
+        // A permissions mistake: NATS refuses every subscription to the runs' cancel subjects.
+        let conf = "no_auth_user: agentstream\nauthorization { users = [ { user: agentstream, password: x, \
+                    permissions: { subscribe: { allow: \">\", deny: \"agentstream.*.*.cancel\" } } } ] }\n";
+        let Some(mut cluster) = Cluster::start("deaf", Setup { nats_conf: conf, ..Setup::default() }).await else {
+            return;
+        };
+        let (status, body) = cluster.a.create(Some(TOKEN_A), json!({"agent": "hang", "prompt": "hi"})).await;
+        assert_eq!(status, 503, "a run nobody could stop is not started: {body}");
+        assert!(body["message"].as_str().unwrap().contains("cancel requests"), "{body}");
+        for id in ["w1", "w2"] {
+            let mark = cluster.worker(id).mark.clone();
+            eventually("the refused run's harness ends", Duration::from_secs(15), || {
+                processes_with_mark(&mark).is_empty()
+            })
+            .await;
+        }
+        let (_, runs) = cluster.a.get_json(Some(TOKEN_A), "/v1/runs").await;
+        assert!(runs.to_string().matches("\"running\"").count() == 0, "nothing left running: {runs}");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_run_started_after_serve_gave_up_on_its_worker_is_cancelled() {
+        let Some(mut cluster) = Cluster::start("late", Setup { start_timeout_secs: 1, ..Setup::default() }).await
+        else {
+            return;
+        };
+        // The workers are gone: the test takes the request off the queue as a slow worker would.
+        for id in ["w1", "w2"] {
+            cluster.worker(id).kill();
+        }
+        let js = cluster.jetstream().await;
+        let work = js.get_stream(cluster.settings.work_stream()).await.unwrap();
+        let consumer: async_nats::jetstream::consumer::PullConsumer = work.get_consumer("work-hang").await.unwrap();
+        let take = async {
+            let mut batch = consumer.fetch().max_messages(1).expires(Duration::from_secs(10)).messages().await.unwrap();
+            let message = batch.next().await.expect("the request").unwrap();
+            message.double_ack().await.unwrap();
+            message
+        };
+        let ((status, body), message) =
+            tokio::join!(cluster.a.create(Some(TOKEN_A), json!({"agent": "hang", "prompt": "late"})), take);
+        assert_eq!(status, 503, "{body}");
+        assert!(body["message"].as_str().unwrap().contains("did not answer in time"), "{body}");
+        // The slow worker starts it after all and answers: serve cancels it.
+        let client = async_nats::connect(cluster.nats.url()).await.unwrap();
+        let mut cancels = client.subscribe(cluster.settings.cancel_subject("a", "run_late")).await.unwrap();
+        let reply_to = message.headers.as_ref().unwrap().get("Agentstream-Reply").unwrap().to_string();
+        let started = json!({"started": {"id": "run_late", "agent": "hang", "prompt": "late", "status": "running",
+            "createdAt": "2026-12-07T00:00:00.000Z"}});
+        client.publish(reply_to, serde_json::to_vec(&started).unwrap().into()).await.unwrap();
+        client.flush().await.unwrap();
+        let cancel = tokio::time::timeout(Duration::from_secs(10), cancels.next())
+            .await
+            .expect("serve cancels the run it told its client had not started")
+            .unwrap();
+        let reason: Value = serde_json::from_slice(&cancel.payload).unwrap();
+        assert!(reason["reason"].as_str().unwrap().contains("stopped waiting"), "{reason}");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

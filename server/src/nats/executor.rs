@@ -85,9 +85,22 @@ impl NatsExecutor {
                         request.request.agent
                     )));
                 }
-                match tokio::time::timeout(Duration::from_secs(5), answers.next()).await {
+                match tokio::time::timeout(wire::ANSWER_GRACE, answers.next()).await {
                     Ok(Some(m)) => m,
                     _ => {
+                        // The client is told the run did not start: one the worker starts after
+                        // all is cancelled, not left running with nobody to read or stop it.
+                        let cluster = cluster.clone();
+                        let tenant = request.tenant.clone();
+                        tokio::spawn(async move {
+                            let late = tokio::time::timeout(wire::LATE_ANSWER_WATCH, answers.next()).await;
+                            if let Ok(Some(m)) = late
+                                && let Ok(WorkReply::Started(info)) = serde_json::from_slice(&m.payload)
+                            {
+                                NatsControl::new(cluster, &tenant, &info.id)
+                                    .cancel("the serve instance had stopped waiting for the worker to start it");
+                            }
+                        });
                         return Err(StartError::Backend(
                             "a worker took the run request but did not answer in time".into(),
                         ));

@@ -43,6 +43,19 @@ pub const PART: &str = "Agentstream-Part";
 /// The reply subject of a run request (a header of the work-queue message).
 pub const REPLY: &str = "Agentstream-Reply";
 
+/// How much longer than the request's `deadline_ms` a serve instance waits for the answer of a
+/// worker that took the request off the queue. A worker whose start ends later cancels the run
+/// it made (its client was told the run did not start).
+pub const ANSWER_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// How long a serve instance that gave up on an answer keeps listening for it, to cancel a run
+/// started after all.
+pub const LATE_ANSWER_WATCH: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The body of the request a worker sends to a run's cancel subject to check it receives
+/// cancel requests there (its own listener answers it; nothing is cancelled).
+pub const CANCEL_PROBE: &[u8] = b"{\"probe\":true}";
+
 /// One events message to publish.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outgoing {

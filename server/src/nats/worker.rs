@@ -302,9 +302,21 @@ async fn handle(
         Ok(info) => {
             let run_id = info.id.clone();
             // Listening before answering: a cancel sent right after the start reaches us.
-            let cancels = listen_for_cancel(cluster, broker, &tenant, &run_id).await;
+            let Some(cancels) = listen_for_cancel(cluster, broker, &tenant, &run_id).await else {
+                // A run nobody could stop must not go on (NATS refused the subscription: its
+                // permissions).
+                let why = "this worker cannot receive the run's cancel requests on NATS: check its permissions                            (subscribe and publish on agentstream.>)";
+                let _ = broker.cancel(&tenant, &run_id, why, Duration::ZERO).await;
+                answer(cluster, reply_to, refused("backend", None, why.to_string())).await;
+                return Some((tenant, run_id, None));
+            };
+            if now_ms() > request.deadline_ms + wire::ANSWER_GRACE.as_millis() as u64 {
+                // Its serve instance stopped waiting and told its client the run did not start.
+                let why = "the serve instance had stopped waiting for the worker to start it";
+                let _ = broker.cancel(&tenant, &run_id, why, Duration::ZERO).await;
+            }
             answer(cluster, reply_to, WorkReply::Started(Box::new(info))).await;
-            return Some((tenant, run_id, cancels));
+            return Some((tenant, run_id, Some(cancels)));
         }
         Err(BrokerError::Invalid { field, message }) => {
             refused(if field == "agent" { "unknown_agent" } else { "invalid" }, Some(field.to_string()), message)
@@ -328,7 +340,9 @@ async fn answer(cluster: &Cluster, reply_to: Option<String>, reply: WorkReply) {
     }
 }
 
-/// Answer cancel requests for one run (on its subject, which carries its tenant).
+/// Answer cancel requests for one run (on its subject, which carries its tenant). `None` when
+/// they cannot reach this worker: the subscription failed, or NATS dropped it (a permissions
+/// violation is reported to the client asynchronously, so a probe request checks it).
 async fn listen_for_cancel(
     cluster: &Cluster,
     broker: &RunBroker,
@@ -336,13 +350,19 @@ async fn listen_for_cancel(
     run_id: &str,
 ) -> Option<tokio::task::JoinHandle<()>> {
     let subject = cluster.settings.cancel_subject(tenant, run_id);
-    let mut requests = cluster.client.subscribe(subject).await.ok()?;
+    let mut requests = cluster.client.subscribe(subject.clone()).await.ok()?;
     let client = cluster.client.clone();
     let broker = broker.clone();
     let tenant = tenant.clone();
     let run_id = run_id.to_string();
-    Some(tokio::spawn(async move {
+    let listener = tokio::spawn(async move {
         while let Some(request) = requests.next().await {
+            if &request.payload[..] == wire::CANCEL_PROBE {
+                if let Some(reply) = request.reply {
+                    let _ = client.publish(reply, Bytes::from_static(b"{\"ok\":true}")).await;
+                }
+                continue;
+            }
             let reason = serde_json::from_slice::<serde_json::Value>(&request.payload)
                 .ok()
                 .and_then(|v| v["reason"].as_str().map(str::to_string))
@@ -354,8 +374,19 @@ async fn listen_for_cancel(
                 let _ = client.publish(reply, Bytes::from_static(b"{\"ok\":true}")).await;
             }
         }
-    }))
+    });
+    let probe = cluster.client.request(subject, Bytes::from_static(wire::CANCEL_PROBE));
+    match tokio::time::timeout(CANCEL_PROBE_WAIT, probe).await {
+        Ok(Ok(_)) => Some(listener),
+        _ => {
+            listener.abort();
+            None
+        }
+    }
 }
+
+/// How long a worker waits for its own cancel listener to answer its probe.
+const CANCEL_PROBE_WAIT: Duration = Duration::from_secs(3);
 
 /// The name of the work queue's consumer for `agent` (names are `[A-Za-z0-9._-]`): one name per
 /// agent name, as a consumer name may not hold a `.`. `_` escapes itself and the dot (`_5F_`,
