@@ -49,6 +49,9 @@ impl NatsExecutor {
         let inbox = cluster.client.new_inbox();
         let mut answers =
             cluster.client.subscribe(inbox.clone()).await.map_err(|e| backend("cannot wait for a worker", &e))?;
+        // Both waits end at instants fixed now, with the request's deadline: a worker judges
+        // whether it is late by the same clock reading (`deadline_ms` + `ANSWER_GRACE`).
+        let asked = tokio::time::Instant::now();
         let work = WorkRequest {
             tenant: request.tenant.to_string(),
             agent: request.request.agent.clone(),
@@ -69,7 +72,7 @@ impl NatsExecutor {
             .map_err(|e| backend("cannot queue the run request", &e))?
             .await
             .map_err(|e| backend("cannot queue the run request", &e))?;
-        let reply = match tokio::time::timeout(settings.start_timeout, answers.next()).await {
+        let reply = match tokio::time::timeout_at(asked + settings.start_timeout, answers.next()).await {
             Ok(Some(m)) => m,
             Ok(None) => return Err(StartError::Backend("the connection to NATS closed".into())),
             Err(_) => {
@@ -85,7 +88,8 @@ impl NatsExecutor {
                         request.request.agent
                     )));
                 }
-                match tokio::time::timeout(wire::ANSWER_GRACE, answers.next()).await {
+                match tokio::time::timeout_at(asked + settings.start_timeout + wire::ANSWER_GRACE, answers.next()).await
+                {
                     Ok(Some(m)) => m,
                     _ => {
                         // The client is told the run did not start: one the worker starts after

@@ -44,17 +44,14 @@ pub const PART: &str = "Agentstream-Part";
 pub const REPLY: &str = "Agentstream-Reply";
 
 /// How much longer than the request's `deadline_ms` a serve instance waits for the answer of a
-/// worker that took the request off the queue. A worker whose start ends later cancels the run
-/// it made (its client was told the run did not start).
+/// worker that took the request off the queue (counted from the same instant). A worker whose
+/// start ends later cancels the run it made and refuses it (its client was told the run did not
+/// start).
 pub const ANSWER_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// How long a serve instance that gave up on an answer keeps listening for it, to cancel a run
 /// started after all.
 pub const LATE_ANSWER_WATCH: std::time::Duration = std::time::Duration::from_secs(60);
-
-/// The body of the request a worker sends to a run's cancel subject to check it receives
-/// cancel requests there (its own listener answers it; nothing is cancelled).
-pub const CANCEL_PROBE: &[u8] = b"{\"probe\":true}";
 
 /// One events message to publish.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -298,25 +298,32 @@ async fn handle(
         return None;
     }
     let tenant: TenantId = request.tenant.as_str().into();
+    // A run nobody could stop must not start: first, check that cancel requests reach this
+    // worker (NATS refuses the subscription when its permissions lack it).
+    if !cancel_requests_reach_us(cluster, &tenant).await {
+        answer(cluster, reply_to, refused("backend", None, CANNOT_HEAR_CANCELS.into())).await;
+        return None;
+    }
     let reply = match broker.start(&tenant, request.run_request()).await {
         Ok(info) => {
             let run_id = info.id.clone();
             // Listening before answering: a cancel sent right after the start reaches us.
-            let Some(cancels) = listen_for_cancel(cluster, broker, &tenant, &run_id).await else {
-                // A run nobody could stop must not go on (NATS refused the subscription: its
-                // permissions).
-                let why = "this worker cannot receive the run's cancel requests on NATS: check its permissions                            (subscribe and publish on agentstream.>)";
+            let cancels = listen_for_cancel(cluster, broker, &tenant, &run_id).await;
+            // Past the time its serve instance waits for the answer: the client was told the
+            // run did not start (say the same, and stop it).
+            let late = now_ms() > request.deadline_ms + wire::ANSWER_GRACE.as_millis() as u64;
+            let why = match (&cancels, late) {
+                (None, _) => Some(CANNOT_HEAR_CANCELS),
+                (Some(_), true) => Some("the worker started the run after its serve instance had stopped waiting"),
+                (Some(_), false) => None,
+            };
+            if let Some(why) = why {
                 let _ = broker.cancel(&tenant, &run_id, why, Duration::ZERO).await;
                 answer(cluster, reply_to, refused("backend", None, why.to_string())).await;
-                return Some((tenant, run_id, None));
-            };
-            if now_ms() > request.deadline_ms + wire::ANSWER_GRACE.as_millis() as u64 {
-                // Its serve instance stopped waiting and told its client the run did not start.
-                let why = "the serve instance had stopped waiting for the worker to start it";
-                let _ = broker.cancel(&tenant, &run_id, why, Duration::ZERO).await;
+            } else {
+                answer(cluster, reply_to, WorkReply::Started(Box::new(info))).await;
             }
-            answer(cluster, reply_to, WorkReply::Started(Box::new(info))).await;
-            return Some((tenant, run_id, Some(cancels)));
+            return Some((tenant, run_id, cancels));
         }
         Err(BrokerError::Invalid { field, message }) => {
             refused(if field == "agent" { "unknown_agent" } else { "invalid" }, Some(field.to_string()), message)
@@ -340,9 +347,36 @@ async fn answer(cluster: &Cluster, reply_to: Option<String>, reply: WorkReply) {
     }
 }
 
-/// Answer cancel requests for one run (on its subject, which carries its tenant). `None` when
-/// they cannot reach this worker: the subscription failed, or NATS dropped it (a permissions
-/// violation is reported to the client asynchronously, so a probe request checks it).
+/// What a worker that cannot receive cancel requests says when it refuses a run.
+const CANNOT_HEAR_CANCELS: &str = "this worker cannot receive cancel requests on NATS: check its permissions (subscribe \
+                                   and publish on agentstream.> and _INBOX.>)";
+
+/// Whether cancel requests for `tenant`'s runs reach this worker: a request on a cancel subject
+/// of the tenant's that only this probe listens on, answered by it. NATS reports a refused
+/// subscription to the client asynchronously; an unanswered request shows it.
+async fn cancel_requests_reach_us(cluster: &Cluster, tenant: &TenantId) -> bool {
+    static PROBES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = PROBES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let subject = cluster.settings.cancel_subject(tenant, &format!("probe_{}_{n}", std::process::id()));
+    let Ok(mut probes) = cluster.client.subscribe(subject.clone()).await else { return false };
+    let client = cluster.client.clone();
+    let answering = tokio::spawn(async move {
+        if let Some(probe) = probes.next().await
+            && let Some(reply) = probe.reply
+        {
+            let _ = client.publish(reply, Bytes::new()).await;
+        }
+    });
+    let asked = tokio::time::timeout(CANCEL_PROBE_WAIT, cluster.client.request(subject, Bytes::new())).await;
+    answering.abort();
+    matches!(asked, Ok(Ok(_)))
+}
+
+/// How long a worker waits for its own probe's answer.
+const CANCEL_PROBE_WAIT: Duration = Duration::from_secs(3);
+
+/// Answer cancel requests for one run (on its subject, which carries its tenant); `None` when
+/// the subscription failed.
 async fn listen_for_cancel(
     cluster: &Cluster,
     broker: &RunBroker,
@@ -350,19 +384,13 @@ async fn listen_for_cancel(
     run_id: &str,
 ) -> Option<tokio::task::JoinHandle<()>> {
     let subject = cluster.settings.cancel_subject(tenant, run_id);
-    let mut requests = cluster.client.subscribe(subject.clone()).await.ok()?;
+    let mut requests = cluster.client.subscribe(subject).await.ok()?;
     let client = cluster.client.clone();
     let broker = broker.clone();
     let tenant = tenant.clone();
     let run_id = run_id.to_string();
-    let listener = tokio::spawn(async move {
+    Some(tokio::spawn(async move {
         while let Some(request) = requests.next().await {
-            if &request.payload[..] == wire::CANCEL_PROBE {
-                if let Some(reply) = request.reply {
-                    let _ = client.publish(reply, Bytes::from_static(b"{\"ok\":true}")).await;
-                }
-                continue;
-            }
             let reason = serde_json::from_slice::<serde_json::Value>(&request.payload)
                 .ok()
                 .and_then(|v| v["reason"].as_str().map(str::to_string))
@@ -374,19 +402,8 @@ async fn listen_for_cancel(
                 let _ = client.publish(reply, Bytes::from_static(b"{\"ok\":true}")).await;
             }
         }
-    });
-    let probe = cluster.client.request(subject, Bytes::from_static(wire::CANCEL_PROBE));
-    match tokio::time::timeout(CANCEL_PROBE_WAIT, probe).await {
-        Ok(Ok(_)) => Some(listener),
-        _ => {
-            listener.abort();
-            None
-        }
-    }
+    }))
 }
-
-/// How long a worker waits for its own cancel listener to answer its probe.
-const CANCEL_PROBE_WAIT: Duration = Duration::from_secs(3);
 
 /// The name of the work queue's consumer for `agent` (names are `[A-Za-z0-9._-]`): one name per
 /// agent name, as a consumer name may not hold a `.`. `_` escapes itself and the dot (`_5F_`,

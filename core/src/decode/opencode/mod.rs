@@ -293,6 +293,7 @@ fn tool_use(
         "completed" => Some(meta.exit_status()),
         // No (known) status: a result is there when output or error is.
         _ if state.get("error").is_some() => Some(ToolCallStatus::Failed),
+        _ if state.get("output").is_some() && lower == "invalid" => Some(ToolCallStatus::Failed),
         _ if state.get("output").is_some() => Some(meta.exit_status()),
         _ => None,
     };
