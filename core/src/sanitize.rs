@@ -31,6 +31,16 @@ impl Sanitizer {
         self.redactor.is_some()
     }
 
+    /// `text` (something the harness printed) masked as raw lines are for others, with the
+    /// secrets remembered from this run's inputs too ([`Redactor::mask_raw_text`]); unchanged
+    /// when redaction is off.
+    pub fn mask_raw_text<'t>(&mut self, text: &'t str) -> std::borrow::Cow<'t, str> {
+        match &mut self.redactor {
+            Some(redactor) => redactor.mask_raw_text(text),
+            None => std::borrow::Cow::Borrowed(text),
+        }
+    }
+
     /// Make `ev` safe to deliver, in place; returns what had to be repaired in its records.
     pub fn event(&mut self, ev: &mut OutputEvent) -> Repairs {
         let mut repairs = Repairs::default();

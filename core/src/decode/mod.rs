@@ -433,6 +433,13 @@ impl Decoder {
         self.ctx.session_id.as_deref().or(self.stderr_session.as_deref())
     }
 
+    /// `text` the harness printed (a stderr line a message quotes), masked as this decoder masks
+    /// tool inputs: secret shapes and the secrets remembered from the run's inputs; unchanged
+    /// when redaction is off.
+    pub fn mask_printed_text<'t>(&mut self, text: &'t str) -> std::borrow::Cow<'t, str> {
+        self.sanitizer.mask_raw_text(text)
+    }
+
     /// Show the decoder the harness's stderr text (any chunking): a harness that prints its
     /// session id only there (kimi) gets it captured for [`session_id`](Self::session_id), so a
     /// later run can continue the session. Changes no event: events come from stdout alone.

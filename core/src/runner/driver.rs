@@ -51,8 +51,8 @@ struct Plan {
     decoder: Option<Decoder>,
     /// The longest raw stdout line of a command (a harness's decoder has its own).
     max_line_bytes: usize,
-    /// Whether the stderr line a failure message quotes is masked (a harness run's `redact`;
-    /// always for a command, which has no such option).
+    /// Whether the stderr line a failure message quotes is masked: a command's always (it has
+    /// no such option); a harness run's as its decoder masks (its `redact`).
     mask_stderr_excerpt: bool,
     agent_id: String,
     /// The posts of one stdout chunk (kept to reuse its allocation).
@@ -326,23 +326,44 @@ struct Accounting {
     /// A command's stdout lines so far, and those skipped for their length.
     raw_lines: u64,
     raw_oversize: u64,
-    /// The last non-blank stderr line, shortened and masked: a failed exit's message quotes it
-    /// (`/usr/bin/env: 'node': No such file or directory` says more than "status 127").
+    /// The last non-blank stderr line (its first [`STDERR_LINE_KEPT`] bytes): a failed exit's
+    /// message quotes it (`/usr/bin/env: 'node': No such file or directory` says more than
+    /// "status 127"), masked and shortened at the end ([`stderr_excerpt`]).
     last_stderr_line: Option<String>,
 }
+
+/// The most of the last stderr line kept, in bytes (masking needs the whole of a secret, so
+/// more than is quoted).
+const STDERR_LINE_KEPT: usize = 4096;
 
 /// The most of a stderr line a failure message quotes, in characters.
 const STDERR_EXCERPT_CHARS: usize = 240;
 
-/// The last non-blank line of `text`, without control characters, cut to
-/// [`STDERR_EXCERPT_CHARS`], and with secret shapes masked unless the run keeps them.
-fn stderr_excerpt(text: &str, mask: bool) -> Option<String> {
+/// The last non-blank line of `text`, its first [`STDERR_LINE_KEPT`] bytes.
+fn last_line(text: &str) -> Option<String> {
     let line = text.lines().map(str::trim).rfind(|l| !l.is_empty())?;
-    let mut excerpt: String = line.chars().filter(|c| !c.is_control()).take(STDERR_EXCERPT_CHARS).collect();
-    if line.chars().filter(|c| !c.is_control()).nth(STDERR_EXCERPT_CHARS).is_some() {
+    let mut end = line.len().min(STDERR_LINE_KEPT);
+    while !line.is_char_boundary(end) {
+        end -= 1;
+    }
+    Some(line[..end].to_string())
+}
+
+/// What a failure message quotes of the last stderr line: masked first — as the run masks tool
+/// inputs, with the secrets its inputs held (a harness run's decoder), or by secret shape (a
+/// command) — then without control characters, cut to [`STDERR_EXCERPT_CHARS`].
+fn stderr_excerpt(line: &str, plan: &mut Plan) -> String {
+    let masked = match (plan.decoder.as_mut(), plan.mask_stderr_excerpt) {
+        (Some(decoder), _) => decoder.mask_printed_text(line),
+        (None, true) => crate::redact::Redactor::new().mask_raw_text(line),
+        (None, false) => std::borrow::Cow::Borrowed(line),
+    };
+    let mut printable = masked.chars().filter(|c| !c.is_control());
+    let mut excerpt: String = printable.by_ref().take(STDERR_EXCERPT_CHARS).collect();
+    if printable.next().is_some() {
         excerpt.push('…');
     }
-    Some(if mask { crate::redact::redact(&excerpt).into_owned() } else { excerpt })
+    excerpt
 }
 
 /// Unit tests only: a run whose environment sets this variable panics its driving task at
@@ -370,7 +391,7 @@ fn post_stderr(shared: &Shared, plan: &mut Plan, acct: &mut Accounting, text: St
     if let Some(decoder) = plan.decoder.as_mut() {
         decoder.observe_stderr(&text);
     }
-    if let Some(line) = stderr_excerpt(&text, plan.mask_stderr_excerpt) {
+    if let Some(line) = last_line(&text) {
         acct.last_stderr_line = Some(line);
     }
     if !text.is_empty() {
@@ -534,7 +555,7 @@ async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Harness, session:
             missing_final_result: plan.decoder.as_ref().and_then(|d| d.missing_final_result()).map(str::to_string),
             unrecognized_output: plan.decoder.as_ref().and_then(|d| d.unrecognized_output()),
             no_output: harness && stats.lines == stats.blank_lines,
-            last_stderr_line: acct.last_stderr_line.take(),
+            last_stderr_line: acct.last_stderr_line.take().map(|line| stderr_excerpt(&line, &mut plan)),
         };
         let outcome = derive_outcome(&end);
         let state = match &outcome {

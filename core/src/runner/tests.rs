@@ -320,6 +320,42 @@ fn a_failed_exit_quotes_the_last_stderr_line_masked_and_shortened() {
     assert!(secret.contains("auth failed for"), "{secret}");
     let long = result("printf 'x%.0s' $(seq 1 1000) >&2; exit 2");
     assert!(long.ends_with(&format!("{}…", "x".repeat(240))), "{long}");
+    // A secret the cut would halve is masked whole first: no piece of it is quoted.
+    let straddling = result(
+        "printf 'x%.0s' $(seq 1 205) >&2; echo ' Authorization: Bearer abcdefghijklmnopqrstuvwxyz0123456789' >&2; exit 1",
+    );
+    assert!(!straddling.contains("abcdefghijkl"), "{straddling}");
     // Nothing on stderr: the status alone.
     assert_eq!(result("exit 3"), "the process exited with status 3");
+}
+
+#[test]
+fn a_failed_harness_runs_stderr_quote_masks_the_secrets_of_its_inputs() {
+    let dir = std::env::temp_dir().join(format!("agentstream-runner-quote-{}-{}", std::process::id(), rand_suffix()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // The tool input names it a password (masked and remembered); stderr then repeats the bare
+    // value, which has no secret shape of its own.
+    let call = r#"{"type":"assistant","session_id":"s","message":{"id":"m","model":"x","content":[{"type":"tool_use","id":"t","name":"Bash","input":{"command":"login","password":"correcthorsebatterystaple"}}]}}"#;
+    let trace = dir.join("trace.jsonl");
+    std::fs::write(&trace, format!("{call}\n")).unwrap();
+    let script = dir.join("harness.sh");
+    std::fs::write(
+        &script,
+        format!("#!/bin/sh\ncat '{}'\necho 'login failed: correcthorsebatterystaple' >&2\nexit 1\n", trace.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mut config = AgentConfig::new(Agent::Claude);
+    config.bin = Some(script);
+    let run = |redact: bool| {
+        let mut options = RunOptions::new("x");
+        options.redact = redact;
+        let h = Session::new(config.clone()).start_run(options).unwrap();
+        drain(&h);
+        h.wait_timeout(Duration::from_secs(10)).expect("a result").error.unwrap_or_default()
+    };
+    let masked = run(true);
+    assert!(masked.ends_with("its last stderr line: login failed: [redacted]"), "{masked}");
+    assert!(run(false).ends_with("login failed: correcthorsebatterystaple"), "redaction off keeps it");
+    let _ = std::fs::remove_dir_all(&dir);
 }
