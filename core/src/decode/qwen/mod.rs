@@ -7,7 +7,7 @@
 //! | line | events |
 //! |---|---|
 //! | `system` `init` | none; `session_id` becomes the run's session id |
-//! | `system` `retry` (0.24.4: `data {reason, discardedToolCalls, preserveText}`) | `error{fatal:false}` (`Retrying the model call (<reason>)`), `extra` = `data` verbatim plus `discardedText: true` when `preserveText` is `false` (the attempt's text already emitted is to be dropped; it is not retracted); `discardedToolCalls: n` ends the n newest unanswered calls with a failed `tool_call_update` (the attempt's calls are never answered) |
+//! | `system` `retry` (0.24.4: `data {reason, discardedToolCalls, preserveText}`) | `error{fatal:false}` (`Retrying the model call (<reason>)`), `extra` = `data` verbatim plus `discardedText: true` when `preserveText` is `false` (the attempt's text already emitted is to be dropped; it is not retracted); `discardedToolCalls: n` ends the n newest unanswered calls of the same agent (the line's `parent_tool_use_id`) with a failed `tool_call_update` (the attempt's calls are never answered) |
 //! | other `system` subtypes (`model_fallback`, `task_started`, `task_notification`, …) | none |
 //! | `assistant` (one line per finalized message, each with its own `message.id`; text before a tool call carries zero usage) | the block's event, then `usage{scope:"call"}` for every line that prints `usage`, zero counts included (it is printed usage, and its zero keeps the per-message sum equal to `result.usage`) |
 //! | `assistant` text ending in `[API Error: …]` (Qwen reports API failures only this way, exit code 0, possibly glued after partial text: `Partial[API Error: …]`) | the text before the marker → `agent_message_chunk`; from the marker to the end → `error{fatal:true}` (it ends the turn). The same split applies to streamed `text_delta`s. A marker with text after it is the model quoting one: message text |
@@ -105,9 +105,10 @@ impl HarnessDecoder for QwenDecoder {
 pub(crate) struct Qwen {
     /// Todo calls: a successful result is swallowed, a refused one announced and undone.
     task_list: TaskListCalls,
-    /// Calls announced and not answered yet, oldest first: a retry that discards the attempt's
-    /// tool calls (`discardedToolCalls`) ends the newest of them.
-    unanswered: std::collections::VecDeque<String>,
+    /// Calls announced and not answered yet, oldest first, with the subagent making each (its
+    /// `parent_tool_use_id`): a retry that discards the attempt's tool calls
+    /// (`discardedToolCalls`) ends the newest of them made by the same agent.
+    unanswered: std::collections::VecDeque<(Option<String>, String)>,
 }
 
 /// The most unanswered calls remembered (a harness that never answers its calls must not grow
@@ -172,9 +173,15 @@ impl Dialect for Qwen {
         }
         // The attempt's tool calls are thrown away with it: they will never be answered, so each
         // ends here, failed (decisions.md §2: a call the harness refused), not open for ever.
-        let discarded_calls = data.get("discardedToolCalls").and_then(Value::as_u64).unwrap_or(0);
-        let keep = self.unanswered.len().saturating_sub(usize::try_from(discarded_calls).unwrap_or(usize::MAX));
-        for id in self.unanswered.split_off(keep) {
+        let mut discarded_calls = data.get("discardedToolCalls").and_then(Value::as_u64).unwrap_or(0);
+        let scope = line.parent_tool_use_id.non_empty();
+        let mut discarded = Vec::new();
+        while discarded_calls > 0 {
+            let Some(at) = self.unanswered.iter().rposition(|(s, _)| s.as_deref() == scope) else { break };
+            discarded.extend(self.unanswered.remove(at).map(|(_, id)| id));
+            discarded_calls -= 1;
+        }
+        for id in discarded.into_iter().rev() {
             let mut update = ToolCallUpdate::new(id);
             update.status = Some(ToolCallStatus::Failed);
             update.content = Some(vec![ToolCallContent::text("discarded: the model call that made it was retried")]);
@@ -201,12 +208,12 @@ impl Dialect for Qwen {
         if self.unanswered.len() == MAX_UNANSWERED {
             self.unanswered.pop_front();
         }
-        self.unanswered.push_back(call.id.to_string());
+        self.unanswered.push_back((call.scope.map(str::to_string), call.id.to_string()));
         out.push(SessionUpdate::ToolCall(tool_call(call)));
     }
 
     fn tool_result(&mut self, result: ToolResult<'_>, out: &mut Updates) {
-        if let Some(at) = self.unanswered.iter().rposition(|id| *id == result.id) {
+        if let Some(at) = self.unanswered.iter().rposition(|(_, id)| *id == result.id) {
             self.unanswered.remove(at);
         }
         if result.status == ToolCallStatus::Failed {
@@ -317,6 +324,28 @@ mod tests {
         // The failure glued after a quote of one is still found: the last marker, at the end.
         let glued = "It said [API Error: 1] once.Partial[API Error: 500 boom]\n";
         assert_eq!(api_error_at(glued), glued.rfind("[API Error: 500"));
+    }
+
+    #[test]
+    fn a_subagents_retry_discards_its_own_calls_not_the_call_that_started_it() {
+        let evs = run(concat!(
+            r#"{"type":"assistant","session_id":"Q","message":{"id":"m1","model":"q","content":[{"type":"tool_use","id":"call_task","name":"agent","input":{"prompt":"p"}}]}}"#,
+            "\n",
+            r#"{"type":"assistant","session_id":"Q","parent_tool_use_id":"call_task","message":{"id":"m2","model":"q","content":[{"type":"tool_use","id":"call_sub","name":"read_file","input":{"absolute_path":"/a"}}]}}"#,
+            "\n",
+            r#"{"type":"system","subtype":"retry","session_id":"Q","parent_tool_use_id":"call_task","data":{"reason":"retry","discardedToolCalls":2,"preserveText":true}}"#,
+            "\n",
+        ));
+        let failed: Vec<&str> = evs
+            .iter()
+            .filter_map(|e| match &e.update {
+                SessionUpdate::ToolCallUpdate(u) if u.status == Some(ToolCallStatus::Failed) => {
+                    Some(u.tool_call_id.as_str())
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(failed, ["call_sub"], "the parent's call goes on: {evs:?}");
     }
 
     #[test]

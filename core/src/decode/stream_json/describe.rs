@@ -28,6 +28,9 @@ pub(crate) struct ToolUse<'l> {
     pub input: Option<&'l str>,
     /// The input's top-level arguments, read on first use.
     pub(crate) args: OnceCell<Args<'l>>,
+    /// The call that started the subagent making this call (`parent_tool_use_id`); `None` for
+    /// the main agent.
+    pub scope: Option<&'l str>,
 }
 
 /// One top-level argument of a tool input: a string (decoded, borrowed from the line when it
@@ -76,7 +79,13 @@ impl<'l> Args<'l> {
 impl<'l> ToolUse<'l> {
     /// A call; `input` is kept as printed.
     pub fn new(id: &'l str, name: &'l str, input: Option<&'l str>) -> Self {
-        ToolUse { id, name, input, args: OnceCell::new() }
+        ToolUse { id, name, input, args: OnceCell::new(), scope: None }
+    }
+
+    /// This call, made by the subagent that call `scope` started (`None`: the main agent).
+    pub fn in_scope(mut self, scope: Option<&'l str>) -> Self {
+        self.scope = scope;
+        self
     }
 
     pub(crate) fn args(&self) -> &Args<'l> {

@@ -478,7 +478,7 @@ impl<D: Dialect> Protocol<D> {
             BlockKind::Call => {
                 let Block { id, name, input, .. } = block;
                 let (Some(id), Some(name)) = (id.get(), name.get()) else { return };
-                self.dialect.tool_use(ToolUse::new(id, name, input), out);
+                self.dialect.tool_use(ToolUse::new(id, name, input).in_scope(parent), out);
             }
             BlockKind::Result => self.tool_result(block, None, out),
             BlockKind::Other => {}
