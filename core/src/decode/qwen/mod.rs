@@ -63,6 +63,7 @@
 //! | `e-bad-lines` | `null`, numbers, arrays, invalid JSON, unknown types, odd shapes, a failed subagent `result` |
 //! | `e-no-final-result` | `s2-bash` without its closing `result` line: the events as printed; replayed (exit 0) the run fails (`no_final_result`, decisions §1) |
 //! | `e-cost-digits` | a `total_cost_usd` whose last digit a fast float reader gets wrong: printed back exactly |
+//! | `e-api-error-quoted-in-deltas` | partial messages: a delta ends right after a quoted `[API Error: …]` and the next goes on: message text, no error (a marker ending a delta is held until the text goes on or ends) |
 //! | `e-retry-discards-call` | an attempt's `tool_use`, then `system/retry` with `discardedToolCalls: 1`: the call ends failed (not open), the second attempt's answer, the run completes |
 //! | `e-background-subagent` | 0.24.4's background subagent: "Background agent launched" result, `task_started`, the main answer, the completion announced as a user line, `task_notification`, the second answer, ONE `result` (the run completes once) |
 
@@ -95,6 +96,10 @@ impl HarnessDecoder for QwenDecoder {
         self.proto.decode_line(line, ctx, out)
     }
 
+    fn finish(&mut self, ctx: &mut DecodeContext, out: &mut Vec<OutputEvent>) {
+        self.proto.finish(ctx, out);
+    }
+
     fn final_record(&self) -> Option<&'static str> {
         Some("`result` line")
     }
@@ -109,6 +114,9 @@ pub(crate) struct Qwen {
     /// `parent_tool_use_id`): a retry that discards the attempt's tool calls
     /// (`discardedToolCalls`) ends the newest of them made by the same agent.
     unanswered: std::collections::VecDeque<(Option<String>, String)>,
+    /// Streamed text from an `[API Error: …]` marker that ended its delta: the failure glued to
+    /// the reply, unless more text follows (then it was the model quoting one).
+    held_failure: Option<String>,
 }
 
 /// The most unanswered calls remembered (a harness that never answers its calls must not grow
@@ -150,6 +158,32 @@ impl Dialect for Qwen {
                 out.push(SessionUpdate::error(error, true));
             }
             None => out.push(SessionUpdate::message(text)),
+        }
+    }
+
+    fn text_delta(&mut self, text: String, out: &mut Updates) {
+        let mut text = match self.held_failure.take() {
+            Some(mut held) => {
+                held.push_str(&text);
+                held
+            }
+            None => text,
+        };
+        match api_error_at(&text) {
+            Some(at) => {
+                // Decided when the text ends (or goes on: then it is the answer's).
+                self.held_failure = Some(text.split_off(at));
+                if !text.is_empty() {
+                    out.push(SessionUpdate::message(text));
+                }
+            }
+            None => out.push(SessionUpdate::message(text)),
+        }
+    }
+
+    fn text_ended(&mut self, out: &mut Updates) {
+        if let Some(failure) = self.held_failure.take() {
+            out.push(SessionUpdate::error(failure, true));
         }
     }
 

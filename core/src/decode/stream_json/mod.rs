@@ -277,6 +277,15 @@ pub(crate) trait Dialect: Send {
         out.push(SessionUpdate::message(text));
     }
 
+    /// A streamed piece of assistant text (`text_delta`): more of the same text may follow.
+    fn text_delta(&mut self, text: String, out: &mut Updates) {
+        self.text(text, out);
+    }
+
+    /// The streamed text ended (its block or message stopped, or another line came): what a
+    /// dialect held back of it is decided now.
+    fn text_ended(&mut self, _out: &mut Updates) {}
+
     /// A tool call block.
     fn tool_use(&mut self, call: ToolUse<'_>, out: &mut Updates);
 
@@ -353,6 +362,9 @@ impl<D: Dialect> Protocol<D> {
             parent_tool_call_id: ctx.parents.share_opt(line.parent_tool_use_id.non_empty()),
             ..Envelope::default()
         };
+        if !matches!(kind, LineKind::StreamEvent) {
+            self.text_ended(&mut updates);
+        }
         let outcome = match kind {
             LineKind::System => {
                 if line.subtype.get() == Some("init") {
@@ -391,6 +403,39 @@ impl<D: Dialect> Protocol<D> {
         stamp(env, ctx, &mut updates, out);
         self.updates = updates;
         outcome
+    }
+
+    /// Let the dialect decide what it held back of streamed text; a fatal error it gives is the
+    /// turn's (the `result` that repeats it is not a second one).
+    fn text_ended(&mut self, updates: &mut Updates) {
+        let before = updates.len();
+        self.dialect.text_ended(updates);
+        if let Some(message) = updates[before..].iter().rev().find_map(|u| match u {
+            SessionUpdate::Error { message, fatal: true } => Some(message),
+            _ => None,
+        }) {
+            self.turn_fatal = Some(message.clone());
+        }
+    }
+
+    /// A stream event ended the streamed text: what the dialect gives for it is attributed to
+    /// the streamed message, as its deltas were.
+    fn streamed_text_ended(&mut self, parent: Option<&str>, env: &mut Envelope, out: &mut Updates) {
+        let before = out.len();
+        self.text_ended(out);
+        if out.len() > before {
+            let scope = self.streams.scope(parent);
+            env.model = scope.model.clone();
+            env.message_id = scope.message_id.clone();
+        }
+    }
+
+    /// The end of input: streamed text still held back is decided.
+    pub fn finish(&mut self, ctx: &DecodeContext, out: &mut Vec<OutputEvent>) {
+        let mut updates = std::mem::take(&mut self.updates);
+        self.text_ended(&mut updates);
+        stamp(Envelope::default(), ctx, &mut updates, out);
+        self.updates = updates;
     }
 
     fn assistant(
@@ -624,7 +669,11 @@ impl<D: Dialect> Protocol<D> {
                     out.push(SessionUpdate::Usage { scope: UsageScope::Call, usage });
                 }
             }
-            "message_stop" => self.streams.end_message(parent),
+            "content_block_stop" => self.streamed_text_ended(parent, env, out),
+            "message_stop" => {
+                self.streamed_text_ended(parent, env, out);
+                self.streams.end_message(parent);
+            }
             _ => {}
         }
         LineOutcome::Decoded
@@ -644,7 +693,7 @@ impl<D: Dialect> Protocol<D> {
         env.model = scope.model.clone();
         env.message_id = scope.message_id.clone();
         match piece {
-            Piece::Text => self.dialect.text(text.into_owned(), out),
+            Piece::Text => self.dialect.text_delta(text.into_owned(), out),
             Piece::Thought => out.push(SessionUpdate::thought(text.into_owned())),
         }
     }
