@@ -206,7 +206,9 @@
       if (u.rawInput !== undefined) tool.input.querySelector('pre').textContent = JSON.stringify(u.rawInput, null, 2);
       else tool.input.hidden = true;
       if (u.content) this.toolContent(tool, u.content);
-      this.toolStatus(tool, u.status || 'pending', time);
+      // A call announced after its result (an odd harness's order) keeps the end it was given.
+      const ended = tool.state === 'completed' || tool.state === 'failed';
+      if (!ended || u.status === 'completed' || u.status === 'failed') this.toolStatus(tool, u.status || 'pending', time);
     }
 
     toolUpdate(u, time) {

@@ -199,6 +199,20 @@ test('agentstream view writes a page that renders the run offline', async () => 
   assert.deepEqual(problems, []);
 });
 
+test('a tool call announced after its result stays ended, not unfinished', async () => {
+  // kimi/e-odd-lines: call_late's result comes before its call.
+  const file = join(out, 'late-call.html');
+  execFileSync(bin, ['view', '--agent', 'kimi', golden('kimi', 'e-odd-lines.input.jsonl'), '-o', file], { stdio: 'ignore' });
+  const url = pathToFileURL(file).href;
+  const { page, problems } = await newPage(url);
+  await page.goto(url);
+  await page.waitForSelector('#run-status:not([data-status="running"])');
+  const late = page.locator('.entry.tool-call', { hasText: 'echo late' });
+  assert.equal(await late.count(), 1);
+  assert.equal(await late.evaluate((e) => e.dataset.status), 'completed');
+  assert.deepEqual(problems, []);
+});
+
 test('a flood of text deltas renders as one block, every character once', async () => {
   // 30,000 deltas of 200 characters: a page that copied the block for every delta took a minute
   // (past this test's timeout); appending each piece takes a moment.
