@@ -41,6 +41,17 @@ fn drain(h: &RunHandle) -> (Vec<Envelope>, Vec<HookEvent>) {
     (items, hooks)
 }
 
+/// The text of each stderr item, in order.
+fn stderr_items(items: &[Envelope]) -> Vec<&str> {
+    items
+        .iter()
+        .filter_map(|e| match &e.item {
+            StreamItem::Stderr(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
 fn lifecycle_reasons(items: &[Envelope]) -> Vec<LifecycleReason> {
     items
         .iter()
@@ -90,13 +101,7 @@ fn a_replayed_trace_streams_lines_then_their_events_in_order() {
     let stdout: String =
         items.iter().filter_map(|e| e.item.as_raw_text().filter(|_| matches!(e.item, StreamItem::Stdout(_)))).collect();
     assert_eq!(stdout, std::fs::read_to_string(golden("claude", "s2-bash.input.jsonl")).unwrap(), "stdout as printed");
-    let stderr: String = items
-        .iter()
-        .filter_map(|e| match &e.item {
-            StreamItem::Stderr(t) => Some(t.as_str()),
-            _ => None,
-        })
-        .collect();
+    let stderr: String = stderr_items(&items).concat();
     assert_eq!(stderr, std::fs::read_to_string(golden("claude", "s2-bash.stderr.txt")).unwrap());
     assert_eq!(hooks.first().unwrap().event_type, "run.started");
     assert_eq!(hooks.last().unwrap().event_type, "run.completed");
@@ -294,14 +299,7 @@ fn a_stderr_line_written_in_pieces_arrives_whole_and_one_left_unfinished_arrives
     let h = s.start_command(CommandOptions::new(cmd)).unwrap();
     let (items, _) = drain(&h);
     assert_eq!(h.wait_blocking().state, FinalState::Completed);
-    let stderr: Vec<&str> = items
-        .iter()
-        .filter_map(|e| match &e.item {
-            StreamItem::Stderr(t) => Some(t.as_str()),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(stderr, ["password=hunter2\n", "working", " done\n"]);
+    assert_eq!(stderr_items(&items), ["password=hunter2\n", "working", " done\n"]);
     assert_one_terminal_last_and_gapless(&items);
 }
 
@@ -540,13 +538,7 @@ fn every_capture_replays_through_a_real_process_with_its_stderr_and_exit_code() 
             assert_eq!(r.exit_code.map(i64::from), meta["exit_code"].as_i64(), "{what}: the capture's exit code");
             let expected = if meta["exit_code"] == 0 { FinalState::Completed } else { FinalState::Failed };
             assert_eq!(r.state, expected, "{what}: {r:?}");
-            let stderr: String = items
-                .iter()
-                .filter_map(|e| match &e.item {
-                    StreamItem::Stderr(t) => Some(t.as_str()),
-                    _ => None,
-                })
-                .collect();
+            let stderr: String = stderr_items(&items).concat();
             let printed = std::fs::read_to_string(dir.join(format!("{case}.stderr.txt"))).unwrap_or_default();
             assert_eq!(stderr, printed, "{what}: stderr as printed");
             captures += 1;

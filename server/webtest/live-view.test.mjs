@@ -183,12 +183,18 @@ test('the live timeline resumes after dropped connections without showing anythi
   assert.deepEqual(problems, []);
 });
 
-test('agentstream view writes a page that renders the run offline', async () => {
-  const file = join(out, 'run.html');
-  execFileSync(bin, ['view', '--agent', 'claude', golden('claude', 's3-read-edit.input.jsonl'), '-o', file], { stdio: 'ignore' });
+/** `agentstream view` of `input` written to `name` under the output folder, opened offline. */
+async function offlinePage(agent, input, name, timeout) {
+  const file = join(out, name);
+  execFileSync(bin, ['view', '--agent', agent, input, '-o', file], { stdio: 'ignore' });
   const url = pathToFileURL(file).href;
-  const { page, problems } = await newPage(url);
-  await page.goto(url);
+  const opened = await newPage(url);
+  await opened.page.goto(url, timeout ? { timeout } : undefined);
+  return opened;
+}
+
+test('agentstream view writes a page that renders the run offline', async () => {
+  const { page, problems } = await offlinePage('claude', golden('claude', 's3-read-edit.input.jsonl'), 'run.html');
   await page.waitForSelector('#run-status[data-status="completed"]');
   const tools = page.locator('.entry.tool-call');
   assert.equal(await tools.count(), 3, 'Read, Edit, Bash');
@@ -201,11 +207,7 @@ test('agentstream view writes a page that renders the run offline', async () => 
 
 test('a tool call announced after its result stays ended, not unfinished', async () => {
   // kimi/e-odd-lines: call_late's result comes before its call.
-  const file = join(out, 'late-call.html');
-  execFileSync(bin, ['view', '--agent', 'kimi', golden('kimi', 'e-odd-lines.input.jsonl'), '-o', file], { stdio: 'ignore' });
-  const url = pathToFileURL(file).href;
-  const { page, problems } = await newPage(url);
-  await page.goto(url);
+  const { page, problems } = await offlinePage('kimi', golden('kimi', 'e-odd-lines.input.jsonl'), 'late-call.html');
   await page.waitForSelector('#run-status:not([data-status="running"])');
   const late = page.locator('.entry.tool-call', { hasText: 'echo late' });
   assert.equal(await late.count(), 1);
@@ -224,11 +226,7 @@ test('a flood of text deltas renders as one block, every character once', async 
     lines.push(JSON.stringify({ type: 'stream_event', event, session_id: 's', parent_tool_use_id: null }));
   }
   writeFileSync(trace, lines.join('\n') + '\n');
-  const file = join(out, 'flood.html');
-  execFileSync(bin, ['view', '--agent', 'claude', trace, '-o', file], { stdio: 'ignore' });
-  const url = pathToFileURL(file).href;
-  const { page, problems } = await newPage(url);
-  await page.goto(url, { timeout: 20000 });
+  const { page, problems } = await offlinePage('claude', trace, 'flood.html', 20000);
   const blocks = page.locator('.entry.message .text');
   assert.equal(await blocks.count(), 1);
   assert.equal(await blocks.evaluate((e) => e.textContent.length), 30000 * piece.length);
