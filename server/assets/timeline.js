@@ -195,19 +195,21 @@
         const texts = el('div', 'tool-texts');
         output.append(diffs, texts);
         li.append(head, input, output);
-        if (parent) li.classList.add('subagent');
         this.entries.append(li);
         tool = { li, kind, title, name, status, duration, input, diffs, texts, startedAt: time, state: null };
         this.tools.set(u.toolCallId, tool);
       }
+      // (A call announced after its result, an odd harness's order, reaches here with its entry
+      // made from the result: it gets what the call says, but keeps its end and its output.)
+      if (parent) tool.li.classList.add('subagent');
       tool.kind.textContent = KIND_LABEL[u.kind] || u.kind || 'tool';
       tool.title.textContent = u.title || u.toolName || u.toolCallId;
       tool.name.textContent = u.toolName && u.toolName !== u.title ? u.toolName : '';
-      if (u.rawInput !== undefined) tool.input.querySelector('pre').textContent = JSON.stringify(u.rawInput, null, 2);
-      else tool.input.hidden = true;
-      if (u.content) this.toolContent(tool, u.content);
-      // A call announced after its result (an odd harness's order) keeps the end it was given.
+      const pre = tool.input.querySelector('pre');
+      if (u.rawInput !== undefined) pre.textContent = JSON.stringify(u.rawInput, null, 2);
+      tool.input.hidden = !pre.textContent;
       const ended = tool.state === 'completed' || tool.state === 'failed';
+      if (u.content) this.toolContent(tool, ended ? u.content.filter((item) => item.type === 'diff') : u.content);
       if (!ended || u.status === 'completed' || u.status === 'failed') this.toolStatus(tool, u.status || 'pending', time);
     }
 

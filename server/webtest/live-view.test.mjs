@@ -212,6 +212,10 @@ test('a tool call announced after its result stays ended, not unfinished', async
   const late = page.locator('.entry.tool-call', { hasText: 'echo late' });
   assert.equal(await late.count(), 1);
   assert.equal(await late.evaluate((e) => e.dataset.status), 'completed');
+  // The call's input shows, and the result's output stays.
+  assert.equal(await late.locator('.tool-input').evaluate((e) => e.hidden), false);
+  assert.match(await late.locator('.tool-input pre').textContent(), /echo late/);
+  assert.match(await late.locator('.tool-texts').innerText(), /late/);
   assert.deepEqual(problems, []);
 });
 

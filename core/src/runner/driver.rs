@@ -326,27 +326,39 @@ struct Accounting {
     /// A command's stdout lines so far, and those skipped for their length.
     raw_lines: u64,
     raw_oversize: u64,
-    /// The last non-blank stderr line (its first [`STDERR_LINE_KEPT`] bytes): a failed exit's
-    /// message quotes it (`/usr/bin/env: 'node': No such file or directory` says more than
-    /// "status 127"), masked and shortened at the end ([`stderr_excerpt`]).
-    last_stderr_line: Option<String>,
+    /// The end of stderr (its last [`STDERR_TAIL_KEPT`] bytes, across pieces: a line may come in
+    /// two): a failed exit's message quotes its last line (`/usr/bin/env: 'node': No such file
+    /// or directory` says more than "status 127"), masked and shortened at the end
+    /// ([`stderr_excerpt`]).
+    stderr_tail: String,
 }
 
-/// The most of the last stderr line kept, in bytes (masking needs the whole of a secret, so
+/// How much of the end of stderr is kept, in bytes (masking needs the whole of a secret, so
 /// more than is quoted).
-const STDERR_LINE_KEPT: usize = 4096;
+const STDERR_TAIL_KEPT: usize = 4096;
 
 /// The most of a stderr line a failure message quotes, in characters.
 const STDERR_EXCERPT_CHARS: usize = 240;
 
-/// The last non-blank line of `text`, its first [`STDERR_LINE_KEPT`] bytes.
-fn last_line(text: &str) -> Option<String> {
-    let line = text.lines().map(str::trim).rfind(|l| !l.is_empty())?;
-    let mut end = line.len().min(STDERR_LINE_KEPT);
-    while !line.is_char_boundary(end) {
-        end -= 1;
+/// Keep the last [`STDERR_TAIL_KEPT`] bytes of stderr in `tail`, `text` appended.
+fn keep_tail(tail: &mut String, text: &str) {
+    let mut from = text.len().saturating_sub(STDERR_TAIL_KEPT);
+    while !text.is_char_boundary(from) {
+        from += 1;
     }
-    Some(line[..end].to_string())
+    tail.push_str(&text[from..]);
+    if tail.len() > STDERR_TAIL_KEPT {
+        let mut cut = tail.len() - STDERR_TAIL_KEPT;
+        while !tail.is_char_boundary(cut) {
+            cut += 1;
+        }
+        tail.drain(..cut);
+    }
+}
+
+/// The last non-blank line of `text`.
+fn last_line(text: &str) -> Option<&str> {
+    text.lines().map(str::trim).rfind(|l| !l.is_empty())
 }
 
 /// What a failure message quotes of the last stderr line: masked first — as the run masks tool
@@ -391,9 +403,7 @@ fn post_stderr(shared: &Shared, plan: &mut Plan, acct: &mut Accounting, text: St
     if let Some(decoder) = plan.decoder.as_mut() {
         decoder.observe_stderr(&text);
     }
-    if let Some(line) = last_line(&text) {
-        acct.last_stderr_line = Some(line);
-    }
+    keep_tail(&mut acct.stderr_tail, &text);
     if !text.is_empty() {
         shared.post(StreamItem::Stderr(text));
     }
@@ -555,7 +565,7 @@ async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Harness, session:
             missing_final_result: plan.decoder.as_ref().and_then(|d| d.missing_final_result()).map(str::to_string),
             unrecognized_output: plan.decoder.as_ref().and_then(|d| d.unrecognized_output()),
             no_output: harness && stats.lines == stats.blank_lines,
-            last_stderr_line: acct.last_stderr_line.take().map(|line| stderr_excerpt(&line, &mut plan)),
+            last_stderr_line: last_line(&acct.stderr_tail).map(|line| stderr_excerpt(line, &mut plan)),
         };
         let outcome = derive_outcome(&end);
         let state = match &outcome {

@@ -325,6 +325,10 @@ fn a_failed_exit_quotes_the_last_stderr_line_masked_and_shortened() {
         "printf 'x%.0s' $(seq 1 205) >&2; echo ' Authorization: Bearer abcdefghijklmnopqrstuvwxyz0123456789' >&2; exit 1",
     );
     assert!(!straddling.contains("abcdefghijkl"), "{straddling}");
+    // A line printed in two writes a moment apart (handed on as two pieces) is quoted whole,
+    // so a secret split between them is masked.
+    let split = result("printf 'key sk-ant-api0' >&2; sleep 0.2; echo '3-Xy7Kq2Lm9Np4Rs6Tv8Wz1Ab3Cd5Ef' >&2; exit 1");
+    assert!(split.ends_with("its last stderr line: key [redacted]"), "{split}");
     // Nothing on stderr: the status alone.
     assert_eq!(result("exit 3"), "the process exited with status 3");
 }

@@ -293,15 +293,24 @@ async fn handle(
         let _ = message.ack_with(AckKind::Nak(Some(REQUEUE_DELAY))).await;
         return None;
     }
-    // Off the queue before starting: a run starts at most once, even if this worker dies now.
-    if message.double_ack().await.is_err() {
-        return None;
-    }
     let tenant: TenantId = request.tenant.as_str().into();
     // A run nobody could stop must not start: first, check that cancel requests reach this
     // worker (NATS refuses the subscription when its permissions lack it).
-    if !cancel_requests_reach_us(cluster, &tenant).await {
-        answer(cluster, reply_to, refused("backend", None, CANNOT_HEAR_CANCELS.into())).await;
+    match cancel_probe(cluster, &tenant).await {
+        CancelProbe::Heard => {}
+        CancelProbe::Refused => {
+            let _ = message.ack_with(AckKind::Term).await;
+            answer(cluster, reply_to, refused("backend", None, CANNOT_HEAR_CANCELS.into())).await;
+            return None;
+        }
+        CancelProbe::NoAnswer => {
+            // NATS is slow or reconnecting: back to the queue, for this worker or another.
+            let _ = message.ack_with(AckKind::Nak(Some(REQUEUE_DELAY))).await;
+            return None;
+        }
+    }
+    // Off the queue before starting: a run starts at most once, even if this worker dies now.
+    if message.double_ack().await.is_err() {
         return None;
     }
     let reply = match broker.start(&tenant, request.run_request()).await {
@@ -351,25 +360,40 @@ async fn answer(cluster: &Cluster, reply_to: Option<String>, reply: WorkReply) {
 const CANNOT_HEAR_CANCELS: &str = "this worker cannot receive cancel requests on NATS: check its permissions (subscribe \
                                    and publish on agentstream.> and _INBOX.>)";
 
+/// What a worker's check that cancel requests reach it found.
+enum CancelProbe {
+    /// Its own listener answered.
+    Heard,
+    /// Nobody listens: NATS refused the subscription (it reports that to the client
+    /// asynchronously, so only a request shows it).
+    Refused,
+    /// No answer in time: NATS is slow or reconnecting; try again later.
+    NoAnswer,
+}
+
 /// Whether cancel requests for `tenant`'s runs reach this worker: a request on a cancel subject
-/// of the tenant's that only this probe listens on, answered by it. NATS reports a refused
-/// subscription to the client asynchronously; an unanswered request shows it.
-async fn cancel_requests_reach_us(cluster: &Cluster, tenant: &TenantId) -> bool {
-    static PROBES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = PROBES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let subject = cluster.settings.cancel_subject(tenant, &format!("probe_{}_{n}", std::process::id()));
-    let Ok(mut probes) = cluster.client.subscribe(subject.clone()).await else { return false };
+/// of the tenant's that only this probe listens on (a random token: several workers probe at
+/// once), answered by it.
+async fn cancel_probe(cluster: &Cluster, tenant: &TenantId) -> CancelProbe {
+    let inbox = cluster.client.new_inbox();
+    let token = inbox.rsplit('.').next().unwrap_or(&inbox);
+    let subject = cluster.settings.cancel_subject(tenant, &format!("probe_{token}"));
+    let Ok(mut probes) = cluster.client.subscribe(subject.clone()).await else { return CancelProbe::Refused };
     let client = cluster.client.clone();
     let answering = tokio::spawn(async move {
-        if let Some(probe) = probes.next().await
-            && let Some(reply) = probe.reply
-        {
-            let _ = client.publish(reply, Bytes::new()).await;
+        while let Some(probe) = probes.next().await {
+            if let Some(reply) = probe.reply {
+                let _ = client.publish(reply, Bytes::new()).await;
+            }
         }
     });
     let asked = tokio::time::timeout(CANCEL_PROBE_WAIT, cluster.client.request(subject, Bytes::new())).await;
     answering.abort();
-    matches!(asked, Ok(Ok(_)))
+    match asked {
+        Ok(Ok(_)) => CancelProbe::Heard,
+        Ok(Err(e)) if e.kind() == async_nats::RequestErrorKind::NoResponders => CancelProbe::Refused,
+        _ => CancelProbe::NoAnswer,
+    }
 }
 
 /// How long a worker waits for its own probe's answer.
