@@ -63,7 +63,9 @@
 //! | `e-bad-lines` | `null`, numbers, arrays, invalid JSON, unknown types, odd shapes, a failed subagent `result` |
 //! | `e-no-final-result` | `s2-bash` without its closing `result` line: the events as printed; replayed (exit 0) the run fails (`no_final_result`, decisions §1) |
 //! | `e-cost-digits` | a `total_cost_usd` whose last digit a fast float reader gets wrong: printed back exactly |
-//! | `e-api-error-quoted-in-deltas` | partial messages: a delta ends right after a quoted `[API Error: …]` and the next goes on: message text, no error (a marker ending a delta is held until the text goes on or ends) |
+//! | `e-api-error-quoted-in-deltas` | partial messages: a delta ends right after a quoted `[API Error: …]` and the next goes on: message text, no error (a marker ending a delta is held, per agent, until its text goes on or ends: its block, message or line ends, a `result`, the end of input) |
+//! | `e-api-error-quoted-subagent-between` | as above, with a subagent's complete line between the two deltas: the held part is the main agent's (not ended by another agent's line, not given to it) |
+//! | `e-api-error-quoted-line-goes-on` | the stream ends with a quoted marker and the complete `assistant` line shows more text after it: message text |
 //! | `e-retry-discards-call` | an attempt's `tool_use`, then `system/retry` with `discardedToolCalls: 1`: the call ends failed (not open), the second attempt's answer, the run completes |
 //! | `e-background-subagent` | 0.24.4's background subagent: "Background agent launched" result, `task_started`, the main answer, the completion announced as a user line, `task_notification`, the second answer, ONE `result` (the run completes once) |
 
@@ -114,9 +116,6 @@ pub(crate) struct Qwen {
     /// `parent_tool_use_id`): a retry that discards the attempt's tool calls
     /// (`discardedToolCalls`) ends the newest of them made by the same agent.
     unanswered: std::collections::VecDeque<(Option<String>, String)>,
-    /// Streamed text from an `[API Error: …]` marker that ended its delta: the failure glued to
-    /// the reply, unless more text follows (then it was the model quoting one).
-    held_failure: Option<String>,
 }
 
 /// The most unanswered calls remembered (a harness that never answers its calls must not grow
@@ -161,30 +160,8 @@ impl Dialect for Qwen {
         }
     }
 
-    fn text_delta(&mut self, text: String, out: &mut Updates) {
-        let mut text = match self.held_failure.take() {
-            Some(mut held) => {
-                held.push_str(&text);
-                held
-            }
-            None => text,
-        };
-        match api_error_at(&text) {
-            Some(at) => {
-                // Decided when the text ends (or goes on: then it is the answer's).
-                self.held_failure = Some(text.split_off(at));
-                if !text.is_empty() {
-                    out.push(SessionUpdate::message(text));
-                }
-            }
-            None => out.push(SessionUpdate::message(text)),
-        }
-    }
-
-    fn text_ended(&mut self, out: &mut Updates) {
-        if let Some(failure) = self.held_failure.take() {
-            out.push(SessionUpdate::error(failure, true));
-        }
+    fn trailing_failure(&self, text: &str) -> Option<usize> {
+        api_error_at(text)
     }
 
     fn system(&mut self, line: &Line<'_>, env: &mut Envelope, out: &mut Updates) {

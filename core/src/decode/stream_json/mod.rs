@@ -277,14 +277,12 @@ pub(crate) trait Dialect: Send {
         out.push(SessionUpdate::message(text));
     }
 
-    /// A streamed piece of assistant text (`text_delta`): more of the same text may follow.
-    fn text_delta(&mut self, text: String, out: &mut Updates) {
-        self.text(text, out);
+    /// Where a failure the harness glued to the end of the reply starts in `text`, when it ends
+    /// with one (qwen's `[API Error: …]`). Streamed text ending so is held back until it goes
+    /// on (then it was the model's words) or ends (the failure): see `Protocol::delta`.
+    fn trailing_failure(&self, _text: &str) -> Option<usize> {
+        None
     }
-
-    /// The streamed text ended (its block or message stopped, or another line came): what a
-    /// dialect held back of it is decided now.
-    fn text_ended(&mut self, _out: &mut Updates) {}
 
     /// A tool call block.
     fn tool_use(&mut self, call: ToolUse<'_>, out: &mut Updates);
@@ -332,6 +330,9 @@ pub(crate) struct Protocol<D> {
     scratch: Vec<(String, Value)>,
     /// The text of the last fatal error of the current turn (the `result` line ends a turn).
     turn_fatal: Option<String>,
+    /// Streamed text held back per agent (`parent_tool_use_id`): a delta that ended in what
+    /// [`Dialect::trailing_failure`] finds.
+    held: Vec<(Option<String>, String)>,
     /// The run's usage over the `result` lines so far (claude prints a second one after a
     /// background task): each `usage{scope:"run"}` is the running total (decisions.md §1).
     run_so_far: Option<TokenUsage>,
@@ -362,8 +363,12 @@ impl<D: Dialect> Protocol<D> {
             parent_tool_call_id: ctx.parents.share_opt(line.parent_tool_use_id.non_empty()),
             ..Envelope::default()
         };
-        if !matches!(kind, LineKind::StreamEvent) {
-            self.text_ended(&mut updates);
+        // A line of the agent whose streamed text is held ends that text (an assistant line
+        // reconciles it first; a result ends every agent's turn).
+        match kind {
+            LineKind::Result => self.release_all_held(&mut updates),
+            LineKind::System | LineKind::User => self.release_held(line.parent_tool_use_id.non_empty(), &mut updates),
+            LineKind::Assistant | LineKind::StreamEvent | LineKind::Unknown => {}
         }
         let outcome = match kind {
             LineKind::System => {
@@ -405,24 +410,38 @@ impl<D: Dialect> Protocol<D> {
         outcome
     }
 
-    /// Let the dialect decide what it held back of streamed text; a fatal error it gives is the
-    /// turn's (the `result` that repeats it is not a second one).
-    fn text_ended(&mut self, updates: &mut Updates) {
-        let before = updates.len();
-        self.dialect.text_ended(updates);
-        if let Some(message) = updates[before..].iter().rev().find_map(|u| match u {
-            SessionUpdate::Error { message, fatal: true } => Some(message),
-            _ => None,
-        }) {
-            self.turn_fatal = Some(message.clone());
+    /// The most of a held tail kept held: a longer one is the model's text (a failure message is
+    /// short), delivered as such.
+    const MAX_HELD: usize = 64 * 1024;
+
+    /// The streamed text held back for `scope`, if any (taken).
+    fn take_held(&mut self, scope: Option<&str>) -> Option<String> {
+        let at = self.held.iter().position(|(s, _)| s.as_deref() == scope)?;
+        Some(self.held.swap_remove(at).1)
+    }
+
+    /// `scope`'s streamed text ended: what was held back is the failure. A fatal error given so
+    /// is the turn's (the `result` that repeats it is not a second one).
+    fn release_held(&mut self, scope: Option<&str>, updates: &mut Updates) {
+        if let Some(failure) = self.take_held(scope) {
+            self.turn_fatal = Some(failure.clone());
+            updates.push(SessionUpdate::error(failure, true));
         }
     }
 
-    /// A stream event ended the streamed text: what the dialect gives for it is attributed to
-    /// the streamed message, as its deltas were.
+    /// Every agent's streamed text ended (a `result`, the end of input).
+    fn release_all_held(&mut self, updates: &mut Updates) {
+        for (_, failure) in std::mem::take(&mut self.held) {
+            self.turn_fatal = Some(failure.clone());
+            updates.push(SessionUpdate::error(failure, true));
+        }
+    }
+
+    /// A stream event ended `parent`'s streamed text: what was held is given, attributed to the
+    /// streamed message as its deltas were.
     fn streamed_text_ended(&mut self, parent: Option<&str>, env: &mut Envelope, out: &mut Updates) {
         let before = out.len();
-        self.text_ended(out);
+        self.release_held(parent, out);
         if out.len() > before {
             let scope = self.streams.scope(parent);
             env.model = scope.model.clone();
@@ -430,10 +449,10 @@ impl<D: Dialect> Protocol<D> {
         }
     }
 
-    /// The end of input: streamed text still held back is decided.
+    /// The end of input: streamed text still held back is the failure.
     pub fn finish(&mut self, ctx: &DecodeContext, out: &mut Vec<OutputEvent>) {
         let mut updates = std::mem::take(&mut self.updates);
-        self.text_ended(&mut updates);
+        self.release_all_held(&mut updates);
         stamp(Envelope::default(), ctx, &mut updates, out);
         self.updates = updates;
     }
@@ -481,6 +500,8 @@ impl<D: Dialect> Protocol<D> {
             }
             Content::None => {}
         }
+        // The complete line has the whole reply: streamed text still held ended there.
+        self.release_held(parent, out);
         if let Some(usage) = usage.0 {
             let usage = self.dialect.call_usage(usage);
             out.push(SessionUpdate::Usage { scope: UsageScope::Call, usage });
@@ -496,7 +517,11 @@ impl<D: Dialect> Protocol<D> {
         if start >= full.len() {
             return;
         }
-        let text = if start == 0 { full.into_owned() } else { full[start..].to_string() };
+        let mut text = if start == 0 { full.into_owned() } else { full[start..].to_string() };
+        if let (Piece::Text, Some(held)) = (piece, self.take_held(parent)) {
+            // The complete line shows the streamed text went on after the held part.
+            text.insert_str(0, &held);
+        }
         match piece {
             Piece::Text => self.dialect.text(text, out),
             Piece::Thought => out.push(SessionUpdate::thought(text)),
@@ -625,6 +650,7 @@ impl<D: Dialect> Protocol<D> {
         let StreamEvent { kind, message, content_block, delta, usage } = *ev;
         match kind.get().unwrap_or_default() {
             "message_start" => {
+                self.streamed_text_ended(parent, env, out);
                 let scope = self.streams.start_message(parent);
                 let msg = message.0;
                 scope.message_id = ctx.message_ids.share_opt(msg.as_ref().and_then(|m| m.id.non_empty()));
@@ -693,8 +719,29 @@ impl<D: Dialect> Protocol<D> {
         env.model = scope.model.clone();
         env.message_id = scope.message_id.clone();
         match piece {
-            Piece::Text => self.dialect.text_delta(text.into_owned(), out),
-            Piece::Thought => out.push(SessionUpdate::thought(text.into_owned())),
+            Piece::Text => {
+                let mut text = text.into_owned();
+                if let Some(held) = self.take_held(parent) {
+                    text.insert_str(0, &held);
+                }
+                match self.dialect.trailing_failure(&text).filter(|&at| text.len() - at <= Self::MAX_HELD) {
+                    Some(at) => {
+                        // Decided when this agent's text goes on or ends.
+                        self.held.push((parent.map(str::to_string), text.split_off(at)));
+                        if !text.is_empty() {
+                            out.push(SessionUpdate::message(text));
+                        }
+                    }
+                    None => self.dialect.text(text, out),
+                }
+            }
+            Piece::Thought => {
+                // The reply goes on after what was held: it was the model's words.
+                if let Some(held) = self.take_held(parent) {
+                    out.push(SessionUpdate::message(held));
+                }
+                out.push(SessionUpdate::thought(text.into_owned()));
+            }
         }
     }
 }
