@@ -483,3 +483,14 @@ fn parse_of_input_that_is_not_the_harness_output_says_so_in_one_line() {
     assert!(out.stdout.contains("\"sessionUpdate\":\"error\""), "{}", out.stdout);
     assert!(out.stderr.lines().count() <= 12, "{}", out.stderr);
 }
+
+#[test]
+fn a_call_announced_after_its_result_is_shown_once_finished_not_started_again() {
+    // kimi and droid e-odd-lines: call_late's result comes before its call.
+    for agent in ["kimi", "droid"] {
+        let shown = replay(agent, &golden_dir(agent).join("e-odd-lines"), &[]);
+        let lines: Vec<&str> = shown.stdout.lines().filter(|l| l.contains("late")).collect();
+        assert!(lines.iter().any(|l| l.starts_with('✓')), "{agent}: its finished line: {}", shown.stdout);
+        assert!(!lines.iter().any(|l| l.starts_with('→')), "{agent}: no start after its end: {}", shown.stdout);
+    }
+}

@@ -52,6 +52,9 @@ pub struct Renderer<W: Write> {
     mid_text: bool,
     in_thought: bool,
     tools: HashMap<String, Tool>,
+    /// Calls whose result came before their announcement: a late announcement is not shown
+    /// starting after its finished line (the core's rule for open calls).
+    finished_early: agentstream_core::stream::FinishedEarly,
     live_line: Option<String>,
     /// The run is a command (`exec`): its output is shown, not decoded.
     command: Option<OutputTail>,
@@ -72,6 +75,7 @@ impl<W: Write> Renderer<W> {
             mid_text: false,
             in_thought: false,
             tools: HashMap::new(),
+            finished_early: Default::default(),
             live_line: None,
             command: None,
             tool_calls: 0,
@@ -147,8 +151,12 @@ impl<W: Write> Renderer<W> {
                 self.tool_calls += 1;
                 let label = ToolLabel::new(call.tool_name.as_deref(), call.kind, &call.title);
                 let diffs = diffs_in(call.content.as_deref()).cloned().collect();
+                let late =
+                    !self.tools.contains_key(&call.tool_call_id) && self.finished_early.contains(&call.tool_call_id);
                 self.tools.insert(call.tool_call_id.clone(), Tool { label, diffs });
-                if matches!(call.status, ToolCallStatus::Completed | ToolCallStatus::Failed) {
+                if late {
+                    // Its finished line was shown already, when its result came.
+                } else if matches!(call.status, ToolCallStatus::Completed | ToolCallStatus::Failed) {
                     self.finished_line(&call.tool_call_id, call.status, call.content.as_deref())?;
                 } else if self.live {
                     let line = format!("{} {}", self.style.yellow("…"), self.label_text(&call.tool_call_id));
@@ -162,6 +170,9 @@ impl<W: Write> Renderer<W> {
                     tool.label.title = title.trim().to_string();
                 }
                 if let Some(status @ (ToolCallStatus::Completed | ToolCallStatus::Failed)) = update.status {
+                    if !self.tools.contains_key(&update.tool_call_id) {
+                        self.finished_early.insert(&update.tool_call_id);
+                    }
                     self.end_text()?;
                     self.clear_live()?;
                     self.finished_line(&update.tool_call_id, status, update.content.as_deref())?;
