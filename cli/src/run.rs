@@ -241,16 +241,14 @@ fn show(handle: &RunHandle, flags: &Flags, exit_rule: Exit) -> ExitCode {
         if batch.is_empty() && handle.is_ended() {
             break;
         }
-        for d in batch {
+        for mut d in batch {
+            if let (Delivery::Item(env), Some(masker)) = (&mut d, raw_masker.as_mut()) {
+                env.item.mask_raw(masker);
+            }
             let written = match (&d, renderer.as_mut()) {
-                (Delivery::Item(env), None) if flags.json => match raw_masker.as_mut() {
-                    Some(masker) if env.item.as_raw_text().is_some() => {
-                        let mut masked = env.clone();
-                        masked.item.mask_raw(masker);
-                        writeln!(out, "{}", serde_json::to_string(&masked).unwrap_or_default())
-                    }
-                    _ => writeln!(out, "{}", serde_json::to_string(env).unwrap_or_default()),
-                },
+                (Delivery::Item(env), None) if flags.json => {
+                    writeln!(out, "{}", serde_json::to_string(env).unwrap_or_default())
+                }
                 (Delivery::Hook(h), None) if flags.hooks => {
                     writeln!(out, "{}", serde_json::to_string(h).unwrap_or_default())
                 }

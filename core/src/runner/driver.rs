@@ -51,9 +51,6 @@ struct Plan {
     decoder: Option<Decoder>,
     /// The longest raw stdout line of a command (a harness's decoder has its own).
     max_line_bytes: usize,
-    /// Whether the stderr line a failure message quotes is masked: a command's always (it has
-    /// no such option); a harness run's as its decoder masks (its `redact`).
-    mask_stderr_excerpt: bool,
     agent_id: String,
     /// The posts of one stdout chunk (kept to reuse its allocation).
     batch: Posts,
@@ -83,7 +80,6 @@ fn plan(op: Operation) -> Plan {
                     .with_redaction(RedactionPolicy { enabled: options.redact }),
             )),
             max_line_bytes: options.max_line_bytes,
-            mask_stderr_excerpt: options.redact,
             agent_id: config.agent_id(),
             batch: Posts::with_capacity(BATCH + 8),
         },
@@ -107,7 +103,6 @@ fn plan(op: Operation) -> Plan {
                 resumed: None,
                 decoder: None,
                 max_line_bytes: options.max_line_bytes,
-                mask_stderr_excerpt: true,
                 agent_id: config.agent_id(),
                 batch: Posts::with_capacity(BATCH + 8),
             }
@@ -361,14 +356,14 @@ fn last_line(text: &str) -> Option<&str> {
     text.lines().map(str::trim).rfind(|l| !l.is_empty())
 }
 
-/// What a failure message quotes of the last stderr line: masked first — as the run masks tool
-/// inputs, with the secrets its inputs held (a harness run's decoder), or by secret shape (a
-/// command) — then without control characters, cut to [`STDERR_EXCERPT_CHARS`].
+/// What a failure message quotes of the last stderr line: masked first — as a harness run
+/// masks tool inputs (its decoder: with the secrets its inputs held, or not at all when its
+/// `redact` is off), or by secret shape (a command, which has no such option) — then without
+/// control characters, cut to [`STDERR_EXCERPT_CHARS`].
 fn stderr_excerpt(line: &str, plan: &mut Plan) -> String {
-    let masked = match (plan.decoder.as_mut(), plan.mask_stderr_excerpt) {
-        (Some(decoder), _) => decoder.mask_printed_text(line),
-        (None, true) => crate::redact::Redactor::new().mask_raw_text(line),
-        (None, false) => std::borrow::Cow::Borrowed(line),
+    let masked = match plan.decoder.as_mut() {
+        Some(decoder) => decoder.mask_printed_text(line),
+        None => crate::redact::Redactor::new().mask_raw_text(line),
     };
     let mut printable = masked.chars().filter(|c| !c.is_control());
     let mut excerpt: String = printable.by_ref().take(STDERR_EXCERPT_CHARS).collect();

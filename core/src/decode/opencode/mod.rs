@@ -287,15 +287,17 @@ fn tool_use(
         "pending" => None,
         "running" => Some(ToolCallStatus::InProgress),
         "error" => Some(ToolCallStatus::Failed),
-        // A call of a tool that is not offered: opencode prints it `completed`, but the harness
-        // refused it (decisions.md §2: a failed call, its message as the content).
-        "completed" if lower == "invalid" => Some(ToolCallStatus::Failed),
         "completed" => Some(meta.exit_status()),
         // No (known) status: a result is there when output or error is.
         _ if state.get("error").is_some() => Some(ToolCallStatus::Failed),
-        _ if state.get("output").is_some() && lower == "invalid" => Some(ToolCallStatus::Failed),
         _ if state.get("output").is_some() => Some(meta.exit_status()),
         _ => None,
+    };
+    // A call of a tool that is not offered: opencode prints its result `completed`, but the
+    // harness refused it (decisions.md §2: a failed call, its message as the content).
+    let outcome = match outcome {
+        Some(ToolCallStatus::Completed) if lower == "invalid" => Some(ToolCallStatus::Failed),
+        other => other,
     };
     match outcome {
         Some(ToolCallStatus::Completed | ToolCallStatus::Failed) => {

@@ -420,21 +420,25 @@ impl<D: Dialect> Protocol<D> {
         Some(self.held.swap_remove(at).1)
     }
 
-    /// `scope`'s streamed text ended: what was held back is the failure. A fatal error given so
-    /// is the turn's (the `result` that repeats it is not a second one).
+    /// `scope`'s streamed text ended: what was held back is the failure.
     fn release_held(&mut self, scope: Option<&str>, updates: &mut Updates) {
         if let Some(failure) = self.take_held(scope) {
-            self.turn_fatal = Some(failure.clone());
-            updates.push(SessionUpdate::error(failure, true));
+            self.held_failed(failure, updates);
         }
     }
 
     /// Every agent's streamed text ended (a `result`, the end of input).
     fn release_all_held(&mut self, updates: &mut Updates) {
         for (_, failure) in std::mem::take(&mut self.held) {
-            self.turn_fatal = Some(failure.clone());
-            updates.push(SessionUpdate::error(failure, true));
+            self.held_failed(failure, updates);
         }
+    }
+
+    /// A held tail turned out to be the failure: a fatal error, and the turn's (the `result`
+    /// that repeats it is not a second one).
+    fn held_failed(&mut self, failure: String, updates: &mut Updates) {
+        self.turn_fatal = Some(failure.clone());
+        updates.push(SessionUpdate::error(failure, true));
     }
 
     /// A stream event ended `parent`'s streamed text: what was held is given, attributed to the
