@@ -125,6 +125,9 @@ pub enum BrokerError {
     /// Where runs execute or are recorded cannot be reached now (the cluster's messaging, or no
     /// worker took the run): what happened, for people.
     Backend(String),
+    /// A cancel did not reach where the run executes (its worker did not confirm it): why, and
+    /// whether trying again helps. The run goes on.
+    CancelNotDelivered(String),
     /// A resume point beyond what the run has produced.
     AfterBeyondEnd {
         /// The requested point.
@@ -153,7 +156,7 @@ impl std::fmt::Display for BrokerError {
             ),
             BrokerError::Unavailable(m) => write!(f, "the agent could not be started: {m}"),
             BrokerError::ShuttingDown => f.write_str("the server is shutting down and starts no new runs"),
-            BrokerError::Backend(m) => f.write_str(m),
+            BrokerError::Backend(m) | BrokerError::CancelNotDelivered(m) => f.write_str(m),
             BrokerError::AfterBeyondEnd { after, last } => match last {
                 Some(last) => write!(f, "resume point {after} is beyond the run's last sequence {last}"),
                 None => write!(f, "resume point {after} is beyond the run's stream, which has no envelope yet"),
@@ -465,7 +468,10 @@ impl RunBroker {
     }
 
     /// Cancel a run of `tenant` and wait (up to `wait`) for it to end. Idempotent: cancelling a
-    /// run that ended changes nothing. Returns the run as it is then.
+    /// run that ended changes nothing. Returns the run as it is then (still running when it did
+    /// not end in time), or [`BrokerError::CancelNotDelivered`] when the run executes elsewhere
+    /// and its worker did not confirm the cancel (with `wait` zero the cancel is sent without
+    /// waiting for that).
     pub async fn cancel(
         &self,
         tenant: &TenantId,
@@ -473,6 +479,7 @@ impl RunBroker {
         reason: &str,
         wait: Duration,
     ) -> Result<RunInfo, BrokerError> {
+        let deadline = tokio::time::Instant::now() + wait;
         let info = self.inner.registry.get(tenant, run_id).await?.ok_or(BrokerError::NotFound)?;
         let local = self.inner.state.lock().expect("broker state").local.get(run_id).cloned();
         match local {
@@ -480,17 +487,35 @@ impl RunBroker {
             // expired finds its run ended elsewhere, and must not leave the harness running).
             Some(control) => control.cancel(reason),
             None if info.status != RunStatus::Running => return Ok(info),
-            None => {
-                if let Some(control) = self.inner.executor.control(tenant, run_id) {
-                    control.cancel(reason);
+            None => match self.inner.executor.control(tenant, run_id) {
+                Some(control) if wait.is_zero() => control.cancel(reason),
+                Some(control) => {
+                    if let Err(why) = control.cancel_confirmed(reason, wait).await {
+                        // Its worker stops listening when the run ends: then there was nothing
+                        // left to cancel.
+                        return match self.inner.registry.get(tenant, run_id).await? {
+                            Some(now) if now.status != RunStatus::Running => Ok(now),
+                            _ => Err(BrokerError::CancelNotDelivered(why)),
+                        };
+                    }
                 }
-            }
+                None => {}
+            },
         }
         if info.status != RunStatus::Running {
             return Ok(info);
         }
-        self.inner.registry.wait_ended(tenant, run_id, wait).await;
-        self.get(tenant, run_id).await
+        self.inner
+            .registry
+            .wait_ended(tenant, run_id, deadline.saturating_duration_since(tokio::time::Instant::now()))
+            .await;
+        // Within the caller's wait: the log's view of a running run's progress is a nicety that
+        // an outage must not hold up.
+        let remaining = deadline.saturating_duration_since(tokio::time::Instant::now()).max(Duration::from_millis(100));
+        match tokio::time::timeout(remaining, self.get(tenant, run_id)).await {
+            Ok(got) => got,
+            Err(_) => Ok(self.inner.registry.get(tenant, run_id).await?.unwrap_or(info)),
+        }
     }
 
     /// Stop starting runs (requests get [`BrokerError::ShuttingDown`]).

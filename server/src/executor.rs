@@ -4,6 +4,7 @@
 //! worker through a JetStream work queue.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use agentstream_core::runner::RunResult;
 use agentstream_core::stream::Envelope;
@@ -47,11 +48,21 @@ pub enum StartError {
 }
 
 /// Stops a run.
+#[async_trait]
 pub trait RunControl: Send + Sync {
     /// Cancel the run (first reason stands; later calls are no-ops): the harness's process
     /// group gets SIGTERM, then SIGKILL after the grace period, and the run ends with its
     /// terminal envelope (`run_interrupted`, cancel kind `caller`).
     fn cancel(&self, reason: &str);
+
+    /// Cancel the run and wait (up to `within`) until where it executes confirms that it heard:
+    /// `Err` says why the cancel did not (or may not) reach it, so that a caller can tell "not
+    /// heard" from "heard, not ended yet". A run in this process always hears at once.
+    async fn cancel_confirmed(&self, reason: &str, within: Duration) -> Result<(), String> {
+        let _ = within;
+        self.cancel(reason);
+        Ok(())
+    }
 }
 
 /// A started run's output, read by exactly one reader (the broker's pump).

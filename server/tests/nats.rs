@@ -428,6 +428,13 @@ mod cluster {
         tokio::time::timeout(Duration::from_secs(30), read).await.expect("the head of the stream")
     }
 
+    /// `POST …/cancel` as tenant A: the status and the body.
+    async fn cancel(server: &TestServer, id: &str) -> (u16, Value) {
+        let resp =
+            server.http.post(server.url(&format!("/v1/runs/{id}/cancel"))).bearer_auth(TOKEN_A).send().await.unwrap();
+        (resp.status().as_u16(), resp.json().await.unwrap())
+    }
+
     fn whole(text: &str) -> &str {
         text.rfind("\n\n").map_or("", |i| &text[..i + 2])
     }
@@ -714,6 +721,15 @@ mod cluster {
         tokio::time::sleep(Duration::from_millis(200)).await;
         let killed_at = Instant::now();
         cluster.worker(&owner).kill();
+        // Nobody hears a cancel now: the client is told so (not "running" after the wait), unless
+        // the reaper was quicker.
+        let (status, body) = cancel(&cluster.a, &id).await;
+        if status == 503 {
+            assert_eq!(body["error"], "cancel_not_delivered", "{body}");
+            assert!(body["message"].as_str().unwrap().contains("no worker is listening"), "{body}");
+        } else {
+            assert_eq!((status, body["status"].as_str()), (200, Some("failed")), "{body}");
+        }
         for sse in [on_a, on_b] {
             let events = tokio::time::timeout(Duration::from_secs(20), sse).await.expect("the stream ends").unwrap();
             let envs: Vec<Value> = events.iter().filter(|e| e.event == "message").map(SseEvent::json).collect();
@@ -1088,6 +1104,13 @@ mod cluster {
         }
         let (status, body) = cluster.b.create(Some(TOKEN_A), json!({"agent": "quick", "prompt": "x"})).await;
         assert_eq!((status, body["error"].as_str()), (503, Some("backend_unavailable")), "{body}");
+        // A cancel now says at once that it was not sent, and is not carried out when NATS is
+        // back (the run completes below).
+        let asked = Instant::now();
+        let (status, body) = cancel(&cluster.b, &id).await;
+        assert_eq!((status, body["error"].as_str()), (503, Some("cancel_not_delivered")), "{body}");
+        assert!(body["message"].as_str().unwrap().contains("not sent"), "{body}");
+        assert!(asked.elapsed() < Duration::from_secs(2), "answered after {:?}", asked.elapsed());
         tokio::time::sleep(Duration::from_millis(1500)).await;
         cluster.nats.resume();
         let events = tokio::time::timeout(Duration::from_secs(60), reader).await.expect("the stream ends").unwrap();

@@ -76,6 +76,9 @@ impl ApiError {
             }
             BrokerError::ShuttingDown => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "shutting_down", message),
             BrokerError::Backend(_) => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "backend_unavailable", message),
+            BrokerError::CancelNotDelivered(_) => {
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "cancel_not_delivered", message)
+            }
             BrokerError::AfterBeyondEnd { .. } => ApiError::field(after_field, message),
             // Callers answer `Complete` with 204 themselves; as an error it is a conflict.
             BrokerError::Complete => ApiError::new(StatusCode::CONFLICT, "stream_complete", message),

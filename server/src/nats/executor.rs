@@ -180,14 +180,42 @@ impl NatsControl {
     }
 }
 
+#[async_trait]
 impl RunControl for NatsControl {
     fn cancel(&self, reason: &str) {
-        let client = self.cluster.client.clone();
-        let subject = self.subject.clone();
-        let body = Bytes::from(serde_json::to_vec(&serde_json::json!({"reason": reason})).expect("json"));
+        let control = NatsControl { cluster: self.cluster.clone(), subject: self.subject.clone() };
+        let reason = reason.to_string();
         // The broker waits for the run's end itself; a worker that is gone is the reaper's.
         tokio::spawn(async move {
-            let _ = tokio::time::timeout(Duration::from_secs(5), client.request(subject, body)).await;
+            let _ = control.cancel_confirmed(&reason, Duration::from_secs(5)).await;
         });
     }
+
+    async fn cancel_confirmed(&self, reason: &str, within: Duration) -> Result<(), String> {
+        // While disconnected the client would queue the request and send it once NATS is back,
+        // long after the caller was told it failed: a cancel the caller gave up on must not
+        // land later, so none is sent.
+        if !self.cluster.is_connected() {
+            return Err(CANCEL_NOT_SENT.into());
+        }
+        let body = Bytes::from(serde_json::to_vec(&serde_json::json!({"reason": reason})).expect("json"));
+        match tokio::time::timeout(within, self.cluster.client.request(self.subject.clone(), body)).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) if e.kind() == async_nats::RequestErrorKind::NoResponders => Err(NO_WORKER_LISTENS.into()),
+            Ok(Err(e)) => Err(format!("the cancel request to the run's worker failed ({e}); cancelling again is safe")),
+            Err(_) => Err(format!(
+                "the run's worker did not confirm the cancel within {:.1} s; it may still arrive, and cancelling \
+                 again is safe",
+                within.as_secs_f64()
+            )),
+        }
+    }
 }
+
+/// Why a cancel was not sent while NATS is unreachable.
+const CANCEL_NOT_SENT: &str =
+    "NATS is unreachable, so the cancel was not sent to the run's worker: try again once /healthz is ok";
+
+/// Why a cancel reached nobody: no worker listens on the run's cancel subject.
+const NO_WORKER_LISTENS: &str = "no worker is listening for this run's cancel requests (its worker is gone or the run \
+                                 just ended); the reaper ends its record once the worker's lease expires";

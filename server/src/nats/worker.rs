@@ -318,15 +318,7 @@ async fn handle(
             let run_id = info.id.clone();
             // Listening before answering: a cancel sent right after the start reaches us.
             let cancels = listen_for_cancel(cluster, broker, &tenant, &run_id).await;
-            // Past the time its serve instance waits for the answer: the client was told the
-            // run did not start (say the same, and stop it).
-            let late = now_ms() > request.deadline_ms + wire::ANSWER_GRACE.as_millis() as u64;
-            let why = match (&cancels, late) {
-                (None, _) => Some(CANNOT_HEAR_CANCELS),
-                (Some(_), true) => Some("the worker started the run after its serve instance had stopped waiting"),
-                (Some(_), false) => None,
-            };
-            if let Some(why) = why {
+            if let Some(why) = refusal_after_start(cancels.is_some(), now_ms(), request.deadline_ms) {
                 let _ = broker.cancel(&tenant, &run_id, why, Duration::ZERO).await;
                 answer(cluster, reply_to, refused("backend", None, why.to_string())).await;
             } else {
@@ -343,6 +335,23 @@ async fn handle(
     answer(cluster, reply_to, reply).await;
     None
 }
+
+/// Why a run this worker just started must be cancelled and refused, if it must: nobody could
+/// cancel it (its cancel subscription failed), or it started past the time its serve instance
+/// waits for the answer (`deadline_ms` + [`wire::ANSWER_GRACE`]; that client was told the run
+/// did not start).
+fn refusal_after_start(hears_cancels: bool, now_ms: u64, deadline_ms: u64) -> Option<&'static str> {
+    if !hears_cancels {
+        Some(CANNOT_HEAR_CANCELS)
+    } else if now_ms > deadline_ms.saturating_add(wire::ANSWER_GRACE.as_millis() as u64) {
+        Some(STARTED_TOO_LATE)
+    } else {
+        None
+    }
+}
+
+/// What a worker says of a run it started after its serve instance stopped waiting.
+const STARTED_TOO_LATE: &str = "the worker started the run after its serve instance had stopped waiting";
 
 fn refused(kind: &str, field: Option<String>, message: String) -> WorkReply {
     WorkReply::Refused { kind: kind.into(), field, message }
@@ -439,6 +448,18 @@ fn consumer_name(agent: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_started_past_its_answer_deadline_or_deaf_to_cancels_is_refused() {
+        let grace = wire::ANSWER_GRACE.as_millis() as u64;
+        let deadline = 1_000_000;
+        assert_eq!(refusal_after_start(true, deadline, deadline), None);
+        assert_eq!(refusal_after_start(true, deadline + grace, deadline), None, "serve still waits then");
+        assert_eq!(refusal_after_start(true, deadline + grace + 1, deadline), Some(STARTED_TOO_LATE));
+        assert_eq!(refusal_after_start(false, deadline, deadline), Some(CANNOT_HEAR_CANCELS));
+        assert_eq!(refusal_after_start(false, deadline + grace + 1, deadline), Some(CANNOT_HEAR_CANCELS));
+        assert_eq!(refusal_after_start(true, u64::MAX, u64::MAX), None, "no overflow");
+    }
 
     #[test]
     fn every_agent_name_has_a_consumer_of_its_own() {
