@@ -10,7 +10,7 @@
 //! | `run.started` | lifecycle `run_start` / `command_start` | `operation` (`run` or `command`) |
 //! | `run.resumed` | lifecycle `run_start` of a run that continues a harness session (instead of `run.started`) | `operation`, `previous_status` (the previous run's final status, or `unknown`) |
 //! | `step.started` | the first model output of a new LLM message (new `messageId`, or model output after tool results) | `step_index`, `message_id`?, `model`? |
-//! | `model.completed` | the model's reply of that step is complete: its first tool call or tool result, the next step, or the end of the run | `step_index`, `message_id`?, `model`?, `usage`? (the step's last call usage reported by then) |
+//! | `model.completed` | the model's reply of that step is complete: its first tool call or tool result, the next step, or the end of the run | `step_index`, `message_id`?, `model`?, `usage`? (the step's last call usage reported by then; a claude/qwen line that asks for a tool gives its usage before the call, so that reply's usage is in it) |
 //! | `tool.started` | `tool_call` | `step_index`, `tool_call_id`, `tool_name`?, `kind`, `title`, `arguments`? |
 //! | `tool.preliminary_result` | `tool_call_update` still `in_progress` with content | `step_index`, `tool_call_id`, `tool_name`?, `result` |
 //! | `tool.completed` | `tool_call_update` `completed` | `step_index`, `tool_call_id`, `tool_name`?, `output`, `raw_output`? |
@@ -292,6 +292,9 @@ pub struct HookDeriver {
     /// Calls whose result came before their announcement: a late `tool_call` for one is not
     /// started (its `tool.completed` / `tool.failed` was already derived), so not left open.
     finished_early: crate::stream::FinishedEarly,
+    /// A call's usage printed before its message's first output (a line that asks for a tool
+    /// gives its usage first): (scope, message id, usage), for the step that message starts.
+    next_step_usage: Option<(Option<SharedStr>, SharedStr, Value)>,
     /// The message text of the main agent's last step that had any.
     final_answer: String,
     /// The same over every scope (the answer when the main agent printed none).
@@ -326,6 +329,7 @@ impl HookDeriver {
             open_per_step: HashMap::new(),
             idempotent_tools: HashSet::new(),
             finished_early: Default::default(),
+            next_step_usage: None,
             final_answer: String::new(),
             last_text: String::new(),
             last_sequence: 0,
@@ -584,12 +588,17 @@ impl HookDeriver {
                 }
                 let index = self.steps_started;
                 self.steps_started += 1;
+                let usage = self
+                    .next_step_usage
+                    .take_if(|(s, id, _)| s.as_ref() == scope && Some(&*id) == ev.message_id.as_ref())
+                    .map(|(_, _, usage)| usage);
                 self.steps.insert(Step {
                     index,
                     scope: scope.cloned(),
                     message_id: ev.message_id.clone(),
                     model: ev.model.clone(),
                     last_sequence: sequence,
+                    usage,
                     ..Step::default()
                 });
                 let d = Self::step_details(index, ev.message_id.as_ref(), ev.model.as_ref());
@@ -736,8 +745,15 @@ impl HookDeriver {
                 }
             }
             SessionUpdate::Usage { scope: UsageScope::Call, usage } => {
-                let at = self.step_of(ev.parent_tool_call_id.as_ref());
-                if let Some(step) = at.and_then(|at| self.steps.get_mut(at)).filter(|s| !s.model_completed) {
+                let scope = ev.parent_tool_call_id.as_ref();
+                let at = self.step_of(scope);
+                let current_message = at.and_then(|at| self.steps.get(at)).map(|s| s.message_id.as_ref());
+                if let Some(id) =
+                    ev.message_id.as_ref().filter(|id| current_message.is_none_or(|m| m.is_some_and(|m| m != *id)))
+                {
+                    // Another message's, before its first output: that message's step takes it.
+                    self.next_step_usage = serde_json::to_value(usage).ok().map(|u| (scope.cloned(), id.clone(), u));
+                } else if let Some(step) = at.and_then(|at| self.steps.get_mut(at)).filter(|s| !s.model_completed) {
                     step.usage = serde_json::to_value(usage).ok();
                     step.last_sequence = sequence;
                 }
@@ -976,6 +992,26 @@ mod tests {
         // The usage reported by the time the reply was complete; the later report is not in it.
         assert_eq!(hooks[3].details["usage"]["promptTokens"], 10);
         assert_eq!(hooks[3].details["model"], "x");
+        assert_step_brackets(&hooks);
+    }
+
+    #[test]
+    fn a_reply_that_only_asks_for_a_tool_completes_with_the_usage_printed_before_the_call() {
+        let hooks = derive(
+            &[
+                msg("Let me look.", "m1"),
+                // A tool-only reply's line: its usage first, then the call (m1 is not over yet).
+                call_usage("m2", 20),
+                call("a", "Bash", Some("m2")),
+                result("a", ToolCallStatus::Completed),
+                call_usage("m3", 30),
+                msg("Done.", "m4"),
+            ],
+            LifecycleReason::RunComplete,
+        );
+        let completed: Vec<_> =
+            hooks.iter().filter(|h| h.event_type == "model.completed").map(|h| h.details.get("usage")).collect();
+        assert_eq!(completed, [None, Some(&json!({"promptTokens": 20})), None], "m3's usage is not m4's");
         assert_step_brackets(&hooks);
     }
 

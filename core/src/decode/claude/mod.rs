@@ -10,7 +10,7 @@
 //! | `system` `api_retry` | `error{fatal:false}`, message built from the line's own fields (`API error: <error> (HTTP <error_status>); retry <attempt>/<max_retries> in <retry_delay_ms> ms`), `extra` = those fields verbatim |
 //! | `system` `permission_denied` (2.1.332+: `tool_name`, `tool_use_id`, `message`) | none: the refused call's error `tool_result` follows and is the one failed `tool_call_update` (never an `error`); its `message` is that update's content when the result prints none |
 //! | other `system` subtypes (`status`, `thinking_tokens`, `task_*`, `background_tasks_changed`, hooks, …) | none |
-//! | `assistant` (one line per content block, lines of one API message share `message.id`) | the block's event (common table), then `usage{scope:"call"}` for the line |
+//! | `assistant` (one line per content block, lines of one API message share `message.id`) | the block's event (common table), then `usage{scope:"call"}` for the line — before the block when it is a tool call (the reply is complete when it asks for a tool, and its `model.completed` hook carries this usage) |
 //! | `assistant` with a top-level `error` (the CLI's synthetic `model:"<synthetic>"` message standing in for an API failure; also an unmarked `<synthetic>` message whose text starts with `API Error`) | `error{fatal:true}` with the message text (the `result` with `is_error` that follows says it again: see `result`); no chunk, no usage; `extra.error` = the error code |
 //! | `user` | prompt echo (a subagent's prompt, with `parentToolCallId`) → `user_message_chunk`; `tool_result` → `tool_call_update`, `rawOutput` = the line's `tool_use_result` verbatim (object, list or string); a `ToolSearch` result made of `tool_reference` blocks → one text block naming the tools found, one per line |
 //! | `result` (2.1.332+ with a background subagent: two of them, `result_index` 0 and 1) | `is_error:true` → `error{fatal:true}` with the result text, unless the turn's synthetic message already gave that fatal error (one error per failure); `usage{scope:"run"}` = the run total SO FAR: token counters summed over the `result`s seen (each covers its own segment), `costUsd` the latest `total_cost_usd` (cumulative already), `extra` counters summed and `modelUsage` the latest; facts (incl. `permission_denials`) in `extra` |
@@ -480,7 +480,7 @@ mod tests {
         let evs = lines(&[
             r#"{"type":"assistant","message":{"id":"m1","model":"x","content":[{"type":"text","text":"hi"},{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls"}}],"usage":{"input_tokens":1,"output_tokens":2}},"timestamp":"2026-12-04T00:35:49.458Z"}"#,
         ]);
-        assert_eq!(kinds(&evs), ["agent_message_chunk", "tool_call", "usage"]);
+        assert_eq!(kinds(&evs), ["agent_message_chunk", "usage", "tool_call"], "the usage before the call it asks for");
         assert!(evs.iter().all(|e| e.timestamp.as_deref() == Some("2026-12-04T00:35:49.458Z")));
     }
 

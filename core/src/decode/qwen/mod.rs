@@ -9,8 +9,8 @@
 //! | `system` `init` | none; `session_id` becomes the run's session id |
 //! | `system` `retry` (0.24.4: `data {reason, discardedToolCalls, preserveText}`) | `error{fatal:false}` (`Retrying the model call (<reason>)`), `extra` = `data` verbatim plus `discardedText: true` when `preserveText` is `false` (the attempt's text already emitted is to be dropped; it is not retracted); `discardedToolCalls: n` ends the n newest unanswered calls of the same agent (the line's `parent_tool_use_id`) with a failed `tool_call_update` (the attempt's calls are never answered) |
 //! | other `system` subtypes (`model_fallback`, `task_started`, `task_notification`, …) | none |
-//! | `assistant` (one line per finalized message, each with its own `message.id`; text before a tool call carries zero usage) | the block's event, then `usage{scope:"call"}` for every line that prints `usage`, zero counts included (it is printed usage, and its zero keeps the per-message sum equal to `result.usage`) |
-//! | `assistant` text ending in `[API Error: …]` (Qwen reports API failures only this way, exit code 0, possibly glued after partial text: `Partial[API Error: …]`) | the text before the marker → `agent_message_chunk`; from the marker to the end → `error{fatal:true}` (it ends the turn). The same split applies to streamed `text_delta`s. A marker with text after it is the model quoting one: message text |
+//! | `assistant` (one line per finalized message, each with its own `message.id`; text before a tool call carries zero usage) | the block's event, then `usage{scope:"call"}` (before the first tool call of the line, so that its `model.completed` hook carries it) for every line that prints `usage`, zero counts included (it is printed usage, and its zero keeps the per-message sum equal to `result.usage`) |
+//! | `assistant` text ending in `[API Error: …]` (Qwen reports API failures only this way, exit code 0, possibly glued after partial text: `Partial[API Error: …]`) | the text before the marker → `agent_message_chunk`; from the marker to the end → `error{fatal:true}` (it ends the turn). The same split applies to streamed `text_delta`s, also when the marker is split across them (a delta ending in `[API Er…`, or in a marker not closed yet, is held until its text goes on or ends). A marker with text after it is the model quoting one: message text |
 //! | `user` | string content or text blocks → `user_message_chunk` (the prompt echo; a subagent's prompt with `parentToolCallId`); `tool_result` → `tool_call_update` (Qwen prints no structured result, so no `rawOutput`; a shell that exits non-zero is `is_error:false` and stays `completed`, as Qwen reports it) |
 //! | `result` | `usage{scope:"run"}` from `result.usage` (`extra.stats` when printed); `is_error:true` (0.24.4: `subtype:"error_during_execution"`, `error.message`, exit 1) → `error{fatal:true}` with `error.message`, unless the same failure was already given by the `[API Error: …]` text of the turn (one error per failure); non-empty `permission_denials` in `extra` |
 //! | `stream_event` `goal_state` (0.24.4 prints one in every run) | none (a known line: no partial-message mode, not counted as unknown) |
@@ -63,6 +63,7 @@
 //! | `e-bad-lines` | `null`, numbers, arrays, invalid JSON, unknown types, odd shapes, a failed subagent `result` |
 //! | `e-no-final-result` | `s2-bash` without its closing `result` line: the events as printed; replayed (exit 0) the run fails (`no_final_result`, decisions §1) |
 //! | `e-cost-digits` | a `total_cost_usd` whose last digit a fast float reader gets wrong: printed back exactly |
+//! | `e-api-error-split-in-deltas` | partial messages: `Partial[API Err` + `or: 500 Internal` + ` Server Error]` in three deltas: `Partial` → message, the marker → ONE fatal error (the `error_during_execution` result repeats it); a delta ending in `a[` whose next goes on `0]` stays message text |
 //! | `e-api-error-quoted-in-deltas` | partial messages: a delta ends right after a quoted `[API Error: …]` and the next goes on: message text, no error (a marker ending a delta is held, per agent, until its text goes on or ends: its block, message or line ends, a `result`, the end of input) |
 //! | `e-api-error-quoted-subagent-between` | as above, with a subagent's complete line between the two deltas: the held part is the main agent's (not ended by another agent's line, not given to it) |
 //! | `e-api-error-quoted-line-goes-on` | the stream ends with a quoted marker and the complete `assistant` line shows more text after it: message text |
@@ -164,6 +165,10 @@ impl Dialect for Qwen {
         api_error_at(text)
     }
 
+    fn failure_may_start(&self, text: &str) -> Option<usize> {
+        api_error_may_start(text)
+    }
+
     fn system(&mut self, line: &Line<'_>, env: &mut Envelope, out: &mut Updates) {
         if line.subtype.get() != Some("retry") {
             return;
@@ -246,6 +251,17 @@ fn api_error_at(text: &str) -> Option<usize> {
     text[at..].trim_end().ends_with(']').then_some(at)
 }
 
+/// Where a tail of `text` that the next delta could make an [`API_ERROR`] failure starts: a
+/// marker not closed yet (`…[API Error: 500 Int`), or the marker's own beginning at the very end
+/// (`…[API Er`).
+fn api_error_may_start(text: &str) -> Option<usize> {
+    let last_open = memchr::memrchr(b'[', text.as_bytes())?;
+    if let Some(at) = text.rfind(API_ERROR).filter(|&at| !text[at..].contains(']')) {
+        return Some(at);
+    }
+    API_ERROR.starts_with(&text[last_open..]).then_some(last_open)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -322,6 +338,54 @@ mod tests {
             SessionUpdate::error("[API Error: Unterminated string in JSON at position 57]", true)
         );
         assert!(matches!(evs[2].update, SessionUpdate::Usage { .. }));
+    }
+
+    #[test]
+    fn a_tail_that_may_become_a_marker_is_found_and_nothing_else() {
+        assert_eq!(api_error_may_start("Partial[API Err"), Some(7));
+        assert_eq!(api_error_may_start("Partial["), Some(7));
+        assert_eq!(api_error_may_start("x [API Error: 500 Inter"), Some(2), "a marker not closed yet");
+        assert_eq!(api_error_may_start("x [API Error: 500] y"), None, "closed: a quote");
+        assert_eq!(api_error_may_start("a[0"), None);
+        assert_eq!(api_error_may_start("[APIs"), None);
+        assert_eq!(api_error_may_start("no bracket"), None);
+    }
+
+    /// Deltas of one streamed text block, then its end.
+    fn streamed(deltas: &[&str]) -> Vec<SessionUpdate> {
+        let mut input = String::from(
+            r#"{"type":"stream_event","session_id":"S","event":{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}}"#,
+        );
+        input.push('\n');
+        for d in deltas {
+            let line = serde_json::json!({"type": "stream_event", "session_id": "S",
+                "event": {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": d}}});
+            input.push_str(&format!("{line}\n"));
+        }
+        input.push_str(r#"{"type":"stream_event","session_id":"S","event":{"type":"content_block_stop","index":0}}"#);
+        input.push('\n');
+        run(&input).into_iter().map(|e| e.update).collect()
+    }
+
+    #[test]
+    fn a_marker_split_across_deltas_is_the_failure() {
+        assert_eq!(
+            streamed(&["Partial[API Err", "or: 500 Internal", " Server Error]"]),
+            [SessionUpdate::message("Partial"), SessionUpdate::error("[API Error: 500 Internal Server Error]", true)]
+        );
+    }
+
+    #[test]
+    fn a_held_beginning_that_never_became_a_marker_is_message_text() {
+        assert_eq!(
+            streamed(&["Look at a[", "0] now"]),
+            [SessionUpdate::message("Look at a"), SessionUpdate::message("[0] now")]
+        );
+        assert_eq!(
+            streamed(&["It ends [API Error: open"]),
+            [SessionUpdate::message("It ends "), SessionUpdate::message("[API Error: open")],
+            "an unclosed marker at the text's end is the model's"
+        );
     }
 
     #[test]

@@ -12,7 +12,7 @@
 //! |---|---|
 //! | `system` `init` | none; its `session_id` becomes the run's session id |
 //! | other `system` | dialect (claude `api_retry` → non-fatal `error`); otherwise none |
-//! | `assistant` | one event per content block, in order: `text` → `agent_message_chunk`, `thinking` → `agent_thought_chunk`, `image` → image `agent_message_chunk`, `tool_use`/`server_tool_use`/`mcp_tool_use` → dialect (`tool_call` or `plan`); `redacted_thinking` and unknown blocks are skipped. Then `usage{scope:"call"}` from `message.usage` (dialect arithmetic). Envelope: `messageId` = `message.id`, `model` = `message.model`, `parentToolCallId` = `parent_tool_use_id`, `extra.stop_reason` when non-null |
+//! | `assistant` | one event per content block, in order: `text` → `agent_message_chunk`, `thinking` → `agent_thought_chunk`, `image` → image `agent_message_chunk`, `tool_use`/`server_tool_use`/`mcp_tool_use` → dialect (`tool_call` or `plan`); `redacted_thinking` and unknown blocks are skipped. Then `usage{scope:"call"}` from `message.usage` (dialect arithmetic) — given before the line's first tool call instead, when it has one: a reply that asks for a tool is complete, and the `model.completed` hook derived at the call carries the usage given by then. Envelope: `messageId` = `message.id`, `model` = `message.model`, `parentToolCallId` = `parent_tool_use_id`, `extra.stop_reason` when non-null |
 //! | `user` | string content or `text`/`image` blocks → `user_message_chunk` (the prompt echo, also a subagent's prompt); `tool_result` blocks → `tool_call_update` (status `failed` iff `is_error: true`, content = the result's text/image blocks verbatim, `rawOutput` = the line's top-level `tool_use_result` when the line holds one result). Orphan results are emitted. Envelope: `timestamp`, `parentToolCallId` |
 //! | `result` | `is_error: true` → `error{fatal:true}` (the `result` text, else `errors`, else `error.message`, else `subtype`); then `usage{scope:"run"}` (dialect). Envelope `extra`: `subtype`, `num_turns`, `duration_ms`, `duration_api_ms`, `stop_reason`, `terminal_reason`, `api_error_status`, non-empty `permission_denials` |
 //! | `stream_event` | see "Partial messages" below |
@@ -284,6 +284,13 @@ pub(crate) trait Dialect: Send {
         None
     }
 
+    /// Where a tail of streamed `text` that may still become such a failure starts (the next
+    /// delta may finish it: `…[API Err` + `or: 500 …]`). Held back like a failure; when the text
+    /// ends before it became one, it is the model's text after all.
+    fn failure_may_start(&self, _text: &str) -> Option<usize> {
+        None
+    }
+
     /// A tool call block.
     fn tool_use(&mut self, call: ToolUse<'_>, out: &mut Updates);
 
@@ -420,25 +427,31 @@ impl<D: Dialect> Protocol<D> {
         Some(self.held.swap_remove(at).1)
     }
 
-    /// `scope`'s streamed text ended: what was held back is the failure.
+    /// `scope`'s streamed text ended: what was held back is the failure (or, when it never
+    /// became one, the model's text).
     fn release_held(&mut self, scope: Option<&str>, updates: &mut Updates) {
-        if let Some(failure) = self.take_held(scope) {
-            self.held_failed(failure, updates);
+        if let Some(held) = self.take_held(scope) {
+            self.held_ended(held, updates);
         }
     }
 
     /// Every agent's streamed text ended (a `result`, the end of input).
     fn release_all_held(&mut self, updates: &mut Updates) {
-        for (_, failure) in std::mem::take(&mut self.held) {
-            self.held_failed(failure, updates);
+        for (_, held) in std::mem::take(&mut self.held) {
+            self.held_ended(held, updates);
         }
     }
 
-    /// A held tail turned out to be the failure: a fatal error, and the turn's (the `result`
-    /// that repeats it is not a second one).
-    fn held_failed(&mut self, failure: String, updates: &mut Updates) {
-        self.turn_fatal = Some(failure.clone());
-        updates.push(SessionUpdate::error(failure, true));
+    /// A held tail whose text ended: a whole failure is a fatal error, and the turn's (the
+    /// `result` that repeats it is not a second one); the beginning of one that never came is
+    /// the model's text.
+    fn held_ended(&mut self, held: String, updates: &mut Updates) {
+        if self.dialect.trailing_failure(&held) != Some(0) {
+            updates.push(SessionUpdate::message(held));
+            return;
+        }
+        self.turn_fatal = Some(held.clone());
+        updates.push(SessionUpdate::error(held, true));
     }
 
     /// A stream event ended `parent`'s streamed text: what was held is given, attributed to the
@@ -495,10 +508,19 @@ impl<D: Dialect> Protocol<D> {
             return LineOutcome::Decoded;
         }
         let Message { content, usage, .. } = msg;
+        let mut usage = usage.0;
         match content {
             Content::Text(t) => self.assistant_text(parent, Piece::Text, t, out),
             Content::Blocks(blocks) => {
                 for block in blocks {
+                    // The reply is complete once it asks for a tool: the call's usage, printed on
+                    // the same line, comes before the call, so that `model.completed` carries it.
+                    if matches!(BlockKind::of(&block), BlockKind::Call)
+                        && let Some(u) = usage.take()
+                    {
+                        let usage = self.dialect.call_usage(u);
+                        out.push(SessionUpdate::Usage { scope: UsageScope::Call, usage });
+                    }
                     self.assistant_block(block, parent, out);
                 }
             }
@@ -506,7 +528,7 @@ impl<D: Dialect> Protocol<D> {
         }
         // The complete line has the whole reply: streamed text still held ended there.
         self.release_held(parent, out);
-        if let Some(usage) = usage.0 {
+        if let Some(usage) = usage {
             let usage = self.dialect.call_usage(usage);
             out.push(SessionUpdate::Usage { scope: UsageScope::Call, usage });
         }
@@ -728,7 +750,8 @@ impl<D: Dialect> Protocol<D> {
                 if let Some(held) = self.take_held(parent) {
                     text.insert_str(0, &held);
                 }
-                match self.dialect.trailing_failure(&text).filter(|&at| text.len() - at <= Self::MAX_HELD) {
+                let failure = self.dialect.trailing_failure(&text).or_else(|| self.dialect.failure_may_start(&text));
+                match failure.filter(|&at| text.len() - at <= Self::MAX_HELD) {
                     Some(at) => {
                         // Decided when this agent's text goes on or ends.
                         self.held.push((parent.map(str::to_string), text.split_off(at)));
