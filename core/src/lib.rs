@@ -43,6 +43,7 @@ pub mod sanitize;
 #[cfg(feature = "schema")]
 pub mod schema;
 pub mod stream;
+mod tail;
 #[cfg(test)]
 mod test_cases;
 pub mod time;

@@ -449,16 +449,12 @@ impl Decoder {
             return;
         }
         self.stderr_tail.push_str(text);
-        let found = self.harness.session_in_stderr(&self.stderr_tail).map(str::to_string);
-        if let Some(id) = found {
-            self.stderr_session = Some(id);
-            self.stderr_tail = String::new();
-        } else if self.stderr_tail.len() > KEEP {
-            let mut cut = self.stderr_tail.len() - KEEP;
-            while !self.stderr_tail.is_char_boundary(cut) {
-                cut += 1;
+        match self.harness.session_in_stderr(&self.stderr_tail) {
+            Some(id) => {
+                self.stderr_session = Some(id.to_string());
+                self.stderr_tail = String::new();
             }
-            self.stderr_tail.drain(..cut);
+            None => crate::tail::keep_last(&mut self.stderr_tail, KEEP),
         }
     }
 

@@ -335,22 +335,6 @@ const STDERR_TAIL_KEPT: usize = 4096;
 /// The most of a stderr line a failure message quotes, in characters.
 const STDERR_EXCERPT_CHARS: usize = 240;
 
-/// Keep the last [`STDERR_TAIL_KEPT`] bytes of stderr in `tail`, `text` appended.
-fn keep_tail(tail: &mut String, text: &str) {
-    let mut from = text.len().saturating_sub(STDERR_TAIL_KEPT);
-    while !text.is_char_boundary(from) {
-        from += 1;
-    }
-    tail.push_str(&text[from..]);
-    if tail.len() > STDERR_TAIL_KEPT {
-        let mut cut = tail.len() - STDERR_TAIL_KEPT;
-        while !tail.is_char_boundary(cut) {
-            cut += 1;
-        }
-        tail.drain(..cut);
-    }
-}
-
 /// The last non-blank line of `text`.
 fn last_line(text: &str) -> Option<&str> {
     text.lines().map(str::trim).rfind(|l| !l.is_empty())
@@ -398,7 +382,8 @@ fn post_stderr(shared: &Shared, plan: &mut Plan, acct: &mut Accounting, text: St
     if let Some(decoder) = plan.decoder.as_mut() {
         decoder.observe_stderr(&text);
     }
-    keep_tail(&mut acct.stderr_tail, &text);
+    acct.stderr_tail.push_str(&text);
+    crate::tail::keep_last(&mut acct.stderr_tail, STDERR_TAIL_KEPT);
     if !text.is_empty() {
         shared.post(StreamItem::Stderr(text));
     }

@@ -389,6 +389,38 @@ mod tests {
     }
 
     #[test]
+    fn a_subagents_held_failure_ended_by_another_line_keeps_the_subagents_envelope() {
+        let sub = |event: serde_json::Value| {
+            serde_json::json!({"type": "stream_event", "session_id": "S", "parent_tool_use_id": "task1", "event": event})
+                .to_string()
+        };
+        let lines = [
+            sub(
+                serde_json::json!({"type": "message_start", "message": {"id": "sm1", "model": "q-sub", "content": []}}),
+            ),
+            sub(
+                serde_json::json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+            ),
+            sub(serde_json::json!({"type": "content_block_delta", "index": 0,
+                "delta": {"type": "text_delta", "text": "Sub[API Error: 500 x]"}})),
+        ];
+        let result = r#"{"type":"result","subtype":"success","session_id":"S","is_error":false,"result":"","usage":{"input_tokens":1,"output_tokens":1}}"#;
+        // Ended by the main agent's `result`, and by the end of input.
+        for end in [Some(result), None] {
+            let mut input: String = lines.iter().map(|l| format!("{l}\n")).collect();
+            input.extend(end.map(|r| format!("{r}\n")));
+            let evs = run(&input);
+            let error = evs.iter().find(|e| matches!(e.update, SessionUpdate::Error { .. })).expect("the failure");
+            assert_eq!(error.update, SessionUpdate::error("[API Error: 500 x]", true));
+            assert_eq!(
+                (error.parent_tool_call_id.as_deref(), error.message_id.as_deref(), error.model.as_deref()),
+                (Some("task1"), Some("sm1"), Some("q-sub")),
+                "ended by {end:?}"
+            );
+        }
+    }
+
+    #[test]
     fn a_marker_the_answer_goes_on_after_is_the_models_words() {
         let text = "The log reads [API Error: 500 Internal Server Error] which means the upstream failed.";
         let line = serde_json::json!({"type": "assistant", "session_id": "Q",

@@ -373,8 +373,11 @@ impl<D: Dialect> Protocol<D> {
         // A line of the agent whose streamed text is held ends that text (an assistant line
         // reconciles it first; a result ends every agent's turn).
         match kind {
-            LineKind::Result => self.release_all_held(&mut updates),
-            LineKind::System | LineKind::User => self.release_held(line.parent_tool_use_id.non_empty(), &mut updates),
+            LineKind::Result => self.give_held(|_| true, env.timestamp.as_ref(), ctx, out),
+            LineKind::System | LineKind::User => {
+                let scope = line.parent_tool_use_id.non_empty();
+                self.give_held(|s| s == scope, env.timestamp.as_ref(), ctx, out);
+            }
             LineKind::Assistant | LineKind::StreamEvent | LineKind::Unknown => {}
         }
         let outcome = match kind {
@@ -435,10 +438,34 @@ impl<D: Dialect> Protocol<D> {
         }
     }
 
-    /// Every agent's streamed text ended (a `result`, the end of input).
-    fn release_all_held(&mut self, updates: &mut Updates) {
-        for (_, held) in std::mem::take(&mut self.held) {
-            self.held_ended(held, updates);
+    /// The streamed text of the agents `ended` picks ended with a line that is not theirs to
+    /// stamp (a `result` ends every agent's, a `system` or `user` line its agent's, the end of
+    /// input every agent's): what was held for each is given before that line's events, with its
+    /// own agent's envelope — its parent call, and the model and id of the message it streamed.
+    fn give_held(
+        &mut self,
+        ended: impl Fn(Option<&str>) -> bool,
+        timestamp: Option<&SharedStr>,
+        ctx: &DecodeContext,
+        out: &mut Vec<OutputEvent>,
+    ) {
+        if self.held.is_empty() {
+            return;
+        }
+        let (given, kept) = std::mem::take(&mut self.held).into_iter().partition(|(s, _)| ended(s.as_deref()));
+        self.held = kept;
+        for (scope, held) in given {
+            let mut updates = Updates::new();
+            self.held_ended(held, &mut updates);
+            let streamed = self.streams.scope(scope.as_deref());
+            let env = Envelope {
+                timestamp: timestamp.cloned(),
+                model: streamed.model.clone(),
+                message_id: streamed.message_id.clone(),
+                parent_tool_call_id: scope.as_deref().map(SharedStr::from),
+                ..Envelope::default()
+            };
+            stamp(env, ctx, &mut updates, out);
         }
     }
 
@@ -468,10 +495,7 @@ impl<D: Dialect> Protocol<D> {
 
     /// The end of input: streamed text still held back is the failure.
     pub fn finish(&mut self, ctx: &DecodeContext, out: &mut Vec<OutputEvent>) {
-        let mut updates = std::mem::take(&mut self.updates);
-        self.release_all_held(&mut updates);
-        stamp(Envelope::default(), ctx, &mut updates, out);
-        self.updates = updates;
+        self.give_held(|_| true, None, ctx, out);
     }
 
     fn assistant(
