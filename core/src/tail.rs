@@ -5,7 +5,10 @@
 /// character boundary, so `tail` stays valid UTF-8).
 pub(crate) fn keep_last(tail: &mut String, max: usize) {
     if tail.len() > max {
-        let cut = tail.ceil_char_boundary(tail.len() - max);
+        let mut cut = tail.len() - max;
+        while !tail.is_char_boundary(cut) {
+            cut += 1;
+        }
         tail.drain(..cut);
     }
 }

@@ -42,10 +42,10 @@ impl StreamItem {
     /// others (a server's streams, a shared page: [`Redactor::mask_raw_text`]); content and
     /// lifecycle items are left as they are (the core masked their tool inputs already).
     pub fn mask_raw(&mut self, redactor: &mut Redactor) {
-        if let StreamItem::Stdout(text) | StreamItem::Stderr(text) = self
-            && let Cow::Owned(masked) = redactor.mask_raw_text(text)
-        {
-            *text = masked;
+        if let StreamItem::Stdout(text) | StreamItem::Stderr(text) = self {
+            if let Cow::Owned(masked) = redactor.mask_raw_text(text) {
+                *text = masked;
+            }
         }
     }
 

@@ -103,10 +103,10 @@ impl FinishedEarly {
     pub fn insert(&mut self, id: &str) {
         if self.ids.insert(id.to_string()) {
             self.order.push_back(id.to_string());
-            if self.order.len() > Self::MAX
-                && let Some(oldest) = self.order.pop_front()
-            {
-                self.ids.remove(&oldest);
+            if self.order.len() > Self::MAX {
+                if let Some(oldest) = self.order.pop_front() {
+                    self.ids.remove(&oldest);
+                }
             }
         }
     }

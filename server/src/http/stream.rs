@@ -58,7 +58,7 @@ fn resume_point(
             )
         })
     };
-    if allow_header && let Some(v) = headers.get("last-event-id") {
+    if let Some(v) = headers.get("last-event-id").filter(|_| allow_header) {
         let raw = v.to_str().map_err(|_| ApiError::field("Last-Event-ID", "Last-Event-ID must be ASCII digits"))?;
         return Ok((parse(raw, "Last-Event-ID")?, "Last-Event-ID"));
     }

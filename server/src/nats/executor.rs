@@ -98,9 +98,8 @@ impl NatsExecutor {
                         let tenant = request.tenant.clone();
                         tokio::spawn(async move {
                             let late = tokio::time::timeout(wire::LATE_ANSWER_WATCH, answers.next()).await;
-                            if let Ok(Some(m)) = late
-                                && let Ok(WorkReply::Started(info)) = serde_json::from_slice(&m.payload)
-                            {
+                            let started = late.ok().flatten().and_then(|m| serde_json::from_slice(&m.payload).ok());
+                            if let Some(WorkReply::Started(info)) = started {
                                 NatsControl::new(cluster, &tenant, &info.id)
                                     .cancel("the serve instance had stopped waiting for the worker to start it");
                             }

@@ -539,9 +539,8 @@ impl<D: Dialect> Protocol<D> {
                 for block in blocks {
                     // The reply is complete once it asks for a tool: the call's usage, printed on
                     // the same line, comes before the call, so that `model.completed` carries it.
-                    if matches!(BlockKind::of(&block), BlockKind::Call)
-                        && let Some(u) = usage.take()
-                    {
+                    let asks_for_a_tool = matches!(BlockKind::of(&block), BlockKind::Call);
+                    if let Some(u) = usage.take_if(|_| asks_for_a_tool) {
                         let usage = self.dialect.call_usage(u);
                         out.push(SessionUpdate::Usage { scope: UsageScope::Call, usage });
                     }
