@@ -317,7 +317,10 @@ export class Client {
     return runInfo((await this.#request('GET', `/v1/runs/${encodeURIComponent(runId)}`)) as Record<string, unknown>);
   }
 
-  /** Cancel a run; the server waits (briefly) for it to end and returns it. Idempotent. */
+  /** Cancel a run; the server waits (briefly) for it to end and returns it (still `running`
+   *  when it did not end by then). Idempotent. In a cluster, a cancel the run's worker did not
+   *  confirm rejects with a {@link ServerError} 503 `cancel_not_delivered` (its message says
+   *  why; the run goes on, and cancelling again is safe). */
   async cancel(runId: string, reason?: string): Promise<RemoteRunInfo> {
     const body = reason ? { reason } : undefined;
     const info = await this.#request('POST', `/v1/runs/${encodeURIComponent(runId)}/cancel`, body);
@@ -476,7 +479,8 @@ export class RemoteRun implements AsyncIterable<Envelope> {
     return this.client.stream(this.id);
   }
 
-  /** Cancel the run (first reason stands); resolves to the run as the server then reports it. */
+  /** Cancel the run (first reason stands); resolves to the run as the server then reports it
+   *  (see {@link Client.cancel}, `cancel_not_delivered` included). */
   async cancel(reason?: string): Promise<RemoteRunInfo> {
     this.info = await this.client.cancel(this.id, reason);
     return this.info;

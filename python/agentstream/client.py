@@ -201,7 +201,10 @@ class Client:
         return cast(dict[str, Any], self._request("GET", f"/v1/runs/{quote(run_id, safe='')}"))
 
     def cancel(self, run_id: str, reason: str | None = None) -> dict[str, Any]:
-        """Cancel a run; the server waits (briefly) for it to end and returns it. Idempotent."""
+        """Cancel a run; the server waits (briefly) for it to end and returns it (still
+        ``running`` when it did not end by then). Idempotent. In a cluster, a cancel the run's
+        worker did not confirm raises :class:`ServerError` 503 ``cancel_not_delivered`` (its
+        message says why; the run goes on, and cancelling again is safe)."""
         body = {"reason": reason} if reason else None
         return cast(dict[str, Any], self._request("POST", f"/v1/runs/{quote(run_id, safe='')}/cancel", body))
 
@@ -446,7 +449,8 @@ class RemoteRun:
         return self.client.astream(self.id)
 
     def cancel(self, reason: str | None = None) -> dict[str, Any]:
-        """Cancel the run (first reason stands); returns the run as the server then reports it."""
+        """Cancel the run (first reason stands); returns the run as the server then reports it
+        (see :meth:`Client.cancel`, ``cancel_not_delivered`` included)."""
         self.info = self.client.cancel(self.id, reason)
         return self.info
 
