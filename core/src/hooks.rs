@@ -395,8 +395,40 @@ impl HookDeriver {
         }
         match input {
             HookInput::Raw => {}
-            HookInput::Content(ev) => self.content(sequence, ev, timestamp_ms, out),
-            HookInput::Lifecycle(ev, facts) => self.lifecycle(sequence, ev, facts, timestamp_ms, out),
+            HookInput::Content(ev) => {
+                self.settle_next_step_usage(Some(ev));
+                self.content(sequence, ev, timestamp_ms, out)
+            }
+            HookInput::Lifecycle(ev, facts) => {
+                self.settle_next_step_usage(None);
+                self.lifecycle(sequence, ev, facts, timestamp_ms, out)
+            }
+        }
+    }
+
+    /// A usage kept for the step its message would start goes to the step in progress after
+    /// all when what comes next is not that message's first output: qwen's partial mode gives
+    /// each complete line of one streamed reply an id of its own, and the reply stays one step.
+    fn settle_next_step_usage(&mut self, next: Option<&OutputEvent>) {
+        let Some((scope, id, _)) = &self.next_step_usage else { return };
+        let starts_its_step = next.is_some_and(|ev| {
+            ev.parent_tool_call_id.as_ref() == scope.as_ref()
+                && ev.message_id.as_ref() == Some(id)
+                && matches!(
+                    ev.update,
+                    SessionUpdate::AgentMessageChunk { .. }
+                        | SessionUpdate::AgentThoughtChunk { .. }
+                        | SessionUpdate::ToolCall(_)
+                )
+        });
+        if starts_its_step {
+            return;
+        }
+        let Some((scope, _, usage)) = self.next_step_usage.take() else { return };
+        if let Some(step) =
+            self.step_of(scope.as_ref()).and_then(|at| self.steps.get_mut(at)).filter(|s| !s.model_completed)
+        {
+            step.usage = Some(usage);
         }
     }
 
@@ -1013,6 +1045,21 @@ mod tests {
             hooks.iter().filter(|h| h.event_type == "model.completed").map(|h| h.details.get("usage")).collect();
         assert_eq!(completed, [None, Some(&json!({"promptTokens": 20})), None], "m3's usage is not m4's");
         assert_step_brackets(&hooks);
+    }
+
+    #[test]
+    fn a_usage_under_another_id_that_starts_no_step_is_the_current_steps() {
+        // Qwen's partial mode: the reply streams under m1, its complete text line says m2 (and
+        // gives no new output), then the run ends.
+        let mut later_delta = msg("more", "m1");
+        later_delta.message_id = None;
+        let hooks = derive(
+            &[msg("Hello", "m1"), call_usage("m1", 0), later_delta, call_usage("m2", 15)],
+            LifecycleReason::RunComplete,
+        );
+        let completed: Vec<_> =
+            hooks.iter().filter(|h| h.event_type == "model.completed").map(|h| h.details.get("usage")).collect();
+        assert_eq!(completed, [Some(&json!({"promptTokens": 15}))]);
     }
 
     #[test]

@@ -23,7 +23,9 @@ use tokio::sync::watch;
 
 use crate::auth::TenantId;
 use crate::config::check_model;
-use crate::executor::{ExecRequest, Health, Placement, RunControl, RunExecutor, RunOutput, RunRequest, StartError};
+use crate::executor::{
+    CancelUnconfirmed, ExecRequest, Health, Placement, RunControl, RunExecutor, RunOutput, RunRequest, StartError,
+};
 use crate::frame::{Delivered, Frame, now_ms};
 use crate::log::{EventLog, ReplayUsage, SubscribeError, Subscription};
 use crate::registry::{RegistryError, RunRegistry};
@@ -470,8 +472,8 @@ impl RunBroker {
     /// Cancel a run of `tenant` and wait (up to `wait`) for it to end. Idempotent: cancelling a
     /// run that ended changes nothing. Returns the run as it is then (still running when it did
     /// not end in time), or [`BrokerError::CancelNotDelivered`] when the run executes elsewhere
-    /// and its worker did not confirm the cancel (with `wait` zero the cancel is sent without
-    /// waiting for that).
+    /// and its worker did not confirm the cancel (with `wait` zero the cancel is sent, also while
+    /// the cluster's messaging is unreachable, without waiting for a confirmation).
     pub async fn cancel(
         &self,
         tenant: &TenantId,
@@ -490,12 +492,17 @@ impl RunBroker {
             None => match self.inner.executor.control(tenant, run_id) {
                 Some(control) if wait.is_zero() => control.cancel(reason),
                 Some(control) => {
-                    if let Err(why) = control.cancel_confirmed(reason, wait).await {
-                        // Its worker stops listening when the run ends: then there was nothing
-                        // left to cancel.
+                    let within = deadline.saturating_duration_since(tokio::time::Instant::now());
+                    if let Err(why) = control.cancel_confirmed(reason, within).await {
+                        // Its worker stops listening when the run ends, a moment before the
+                        // record here says so: then there was nothing left to cancel.
+                        if matches!(why, CancelUnconfirmed::NoListener(_)) {
+                            let within = deadline.saturating_duration_since(tokio::time::Instant::now());
+                            self.inner.registry.wait_ended(tenant, run_id, within).await;
+                        }
                         return match self.inner.registry.get(tenant, run_id).await? {
                             Some(now) if now.status != RunStatus::Running => Ok(now),
-                            _ => Err(BrokerError::CancelNotDelivered(why)),
+                            _ => Err(BrokerError::CancelNotDelivered(why.message())),
                         };
                     }
                 }

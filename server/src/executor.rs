@@ -58,10 +58,33 @@ pub trait RunControl: Send + Sync {
     /// Cancel the run and wait (up to `within`) until where it executes confirms that it heard:
     /// `Err` says why the cancel did not (or may not) reach it, so that a caller can tell "not
     /// heard" from "heard, not ended yet". A run in this process always hears at once.
-    async fn cancel_confirmed(&self, reason: &str, within: Duration) -> Result<(), String> {
+    async fn cancel_confirmed(&self, reason: &str, within: Duration) -> Result<(), CancelUnconfirmed> {
         let _ = within;
         self.cancel(reason);
         Ok(())
+    }
+}
+
+/// Why where a run executes did not confirm its cancel; each says so for people.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CancelUnconfirmed {
+    /// Nothing was sent (the cluster's messaging is unreachable).
+    NotSent(String),
+    /// Nobody listens for the run's cancels: its worker is gone, or the run just ended (which
+    /// its record shows a moment later).
+    NoListener(String),
+    /// Sent, not confirmed in time (it may still arrive).
+    NoConfirmation(String),
+}
+
+impl CancelUnconfirmed {
+    /// What happened, for people.
+    pub fn message(self) -> String {
+        match self {
+            CancelUnconfirmed::NotSent(m) | CancelUnconfirmed::NoListener(m) | CancelUnconfirmed::NoConfirmation(m) => {
+                m
+            }
+        }
     }
 }
 

@@ -17,7 +17,9 @@ use super::registry::NatsRegistry;
 use super::wire::{self, WorkReply, WorkRequest};
 use super::{Cluster, redact_url};
 use crate::auth::TenantId;
-use crate::executor::{ExecRequest, Execution, Health, Placement, RunControl, RunExecutor, StartError};
+use crate::executor::{
+    CancelUnconfirmed, ExecRequest, Execution, Health, Placement, RunControl, RunExecutor, StartError,
+};
 use crate::frame::now_ms;
 
 /// Starts runs on workers through the work queue; stops them through their owner's cancel
@@ -179,35 +181,48 @@ impl NatsControl {
     }
 }
 
+impl NatsControl {
+    /// Send the cancel request and wait up to `within` for the worker's answer.
+    async fn request(&self, reason: &str, within: Duration) -> Result<(), CancelUnconfirmed> {
+        let body = Bytes::from(serde_json::to_vec(&serde_json::json!({"reason": reason})).expect("json"));
+        match tokio::time::timeout(within, self.cluster.client.request(self.subject.clone(), body)).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) if e.kind() == async_nats::RequestErrorKind::NoResponders => {
+                Err(CancelUnconfirmed::NoListener(NO_WORKER_LISTENS.into()))
+            }
+            Ok(Err(e)) => Err(CancelUnconfirmed::NoConfirmation(format!(
+                "the cancel request to the run's worker failed ({e}); cancelling again is safe"
+            ))),
+            Err(_) => Err(CancelUnconfirmed::NoConfirmation(format!(
+                "the run's worker did not confirm the cancel within {:.1} s; it may still arrive, and cancelling \
+                 again is safe",
+                within.as_secs_f64()
+            ))),
+        }
+    }
+}
+
 #[async_trait]
 impl RunControl for NatsControl {
     fn cancel(&self, reason: &str) {
         let control = NatsControl { cluster: self.cluster.clone(), subject: self.subject.clone() };
         let reason = reason.to_string();
-        // The broker waits for the run's end itself; a worker that is gone is the reaper's.
+        // Nobody waits for an answer here (a WebSocket client's cancel, a late start's): sent
+        // even while NATS is unreachable, when the client sends it on reconnecting. The broker
+        // waits for the run's end itself; a worker that is gone is the reaper's.
         tokio::spawn(async move {
-            let _ = control.cancel_confirmed(&reason, Duration::from_secs(5)).await;
+            let _ = control.request(&reason, Duration::from_secs(5)).await;
         });
     }
 
-    async fn cancel_confirmed(&self, reason: &str, within: Duration) -> Result<(), String> {
+    async fn cancel_confirmed(&self, reason: &str, within: Duration) -> Result<(), CancelUnconfirmed> {
         // While disconnected the client would queue the request and send it once NATS is back,
         // long after the caller was told it failed: a cancel the caller gave up on must not
         // land later, so none is sent.
         if !self.cluster.is_connected() {
-            return Err(CANCEL_NOT_SENT.into());
+            return Err(CancelUnconfirmed::NotSent(CANCEL_NOT_SENT.into()));
         }
-        let body = Bytes::from(serde_json::to_vec(&serde_json::json!({"reason": reason})).expect("json"));
-        match tokio::time::timeout(within, self.cluster.client.request(self.subject.clone(), body)).await {
-            Ok(Ok(_)) => Ok(()),
-            Ok(Err(e)) if e.kind() == async_nats::RequestErrorKind::NoResponders => Err(NO_WORKER_LISTENS.into()),
-            Ok(Err(e)) => Err(format!("the cancel request to the run's worker failed ({e}); cancelling again is safe")),
-            Err(_) => Err(format!(
-                "the run's worker did not confirm the cancel within {:.1} s; it may still arrive, and cancelling \
-                 again is safe",
-                within.as_secs_f64()
-            )),
-        }
+        self.request(reason, within).await
     }
 }
 

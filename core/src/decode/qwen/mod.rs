@@ -10,7 +10,7 @@
 //! | `system` `retry` (0.24.4: `data {reason, discardedToolCalls, preserveText}`) | `error{fatal:false}` (`Retrying the model call (<reason>)`), `extra` = `data` verbatim plus `discardedText: true` when `preserveText` is `false` (the attempt's text already emitted is to be dropped; it is not retracted); `discardedToolCalls: n` ends the n newest unanswered calls of the same agent (the line's `parent_tool_use_id`) with a failed `tool_call_update` (the attempt's calls are never answered) |
 //! | other `system` subtypes (`model_fallback`, `task_started`, `task_notification`, …) | none |
 //! | `assistant` (one line per finalized message, each with its own `message.id`; text before a tool call carries zero usage) | the block's event, then `usage{scope:"call"}` (before the first tool call of the line, so that its `model.completed` hook carries it) for every line that prints `usage`, zero counts included (it is printed usage, and its zero keeps the per-message sum equal to `result.usage`) |
-//! | `assistant` text ending in `[API Error: …]` (Qwen reports API failures only this way, exit code 0, possibly glued after partial text: `Partial[API Error: …]`) | the text before the marker → `agent_message_chunk`; from the marker to the end → `error{fatal:true}` (it ends the turn). The same split applies to streamed `text_delta`s, also when the marker is split across them (a delta ending in `[API Er…`, or in a marker not closed yet, is held until its text goes on or ends). A marker with text after it is the model quoting one: message text |
+//! | `assistant` text ending in `[API Error: …]` (Qwen reports API failures only this way, exit code 0, possibly glued after partial text: `Partial[API Error: …]`) | the text before the marker → `agent_message_chunk`; from the marker to the end → `error{fatal:true}` (it ends the turn). The same split applies to streamed `text_delta`s, also when the marker is split across them (a delta ending in `[API Er…`, or in a marker not closed yet and at most 2 KiB long, is held until its text goes on or ends). A marker with text after it is the model quoting one: message text |
 //! | `user` | string content or text blocks → `user_message_chunk` (the prompt echo; a subagent's prompt with `parentToolCallId`); `tool_result` → `tool_call_update` (Qwen prints no structured result, so no `rawOutput`; a shell that exits non-zero is `is_error:false` and stays `completed`, as Qwen reports it) |
 //! | `result` | `usage{scope:"run"}` from `result.usage` (`extra.stats` when printed); `is_error:true` (0.24.4: `subtype:"error_during_execution"`, `error.message`, exit 1) → `error{fatal:true}` with `error.message`, unless the same failure was already given by the `[API Error: …]` text of the turn (one error per failure); non-empty `permission_denials` in `extra` |
 //! | `stream_event` `goal_state` (0.24.4 prints one in every run) | none (a known line: no partial-message mode, not counted as unknown) |
@@ -45,6 +45,7 @@
 //! | case | pins |
 //! |---|---|
 //! | `e-partial-stream` | `--include-partial-messages`: deltas streamed once, one `message_start` per turn, tool call from the complete line |
+//! | `e-partial-line-ids-differ` | partial messages: the thinking line keeps the `message_start` id, the text line has an id of its own: one step, whose `model.completed` carries the text line's usage (it gives no new output, so its usage is not kept for a step that never starts) |
 //! | `e-api-error-401` | `[API Error: 401 …]` text → fatal error, no chunk; result success with zero usage |
 //! | `e-api-error-glued` | partial attempts glued before the error: the text before the marker stays a message |
 //! | `e-api-error-partial` | the error streamed as its own delta and repeated in the complete line: one message, one error |
@@ -252,15 +253,20 @@ fn api_error_at(text: &str) -> Option<usize> {
 }
 
 /// Where a tail of `text` that the next delta could make an [`API_ERROR`] failure starts: a
-/// marker not closed yet (`…[API Error: 500 Int`), or the marker's own beginning at the very end
-/// (`…[API Er`).
+/// marker not closed yet (`…[API Error: 500 Int`) and at most [`OPEN_MARKER_HELD`] long, or
+/// the marker's own beginning at the very end (`…[API Er`).
 fn api_error_may_start(text: &str) -> Option<usize> {
     let last_open = memchr::memrchr(b'[', text.as_bytes())?;
-    if let Some(at) = text.rfind(API_ERROR).filter(|&at| !text[at..].contains(']')) {
+    let open_marker = text.rfind(API_ERROR).filter(|&at| !text[at..].contains(']'));
+    if let Some(at) = open_marker.filter(|&at| text.len() - at <= OPEN_MARKER_HELD) {
         return Some(at);
     }
     API_ERROR.starts_with(&text[last_open..]).then_some(last_open)
 }
+
+/// The most of an unclosed marker held back, in bytes: Qwen's failure is one short message, so a
+/// longer one is the model quoting a marker and going on, delivered as it streams.
+const OPEN_MARKER_HELD: usize = 2048;
 
 #[cfg(test)]
 mod tests {
@@ -345,6 +351,8 @@ mod tests {
         assert_eq!(api_error_may_start("Partial[API Err"), Some(7));
         assert_eq!(api_error_may_start("Partial["), Some(7));
         assert_eq!(api_error_may_start("x [API Error: 500 Inter"), Some(2), "a marker not closed yet");
+        let long = format!("x [API Error: 500 {}", "y".repeat(OPEN_MARKER_HELD));
+        assert_eq!(api_error_may_start(&long), None, "an open marker longer than a failure is text");
         assert_eq!(api_error_may_start("x [API Error: 500] y"), None, "closed: a quote");
         assert_eq!(api_error_may_start("a[0"), None);
         assert_eq!(api_error_may_start("[APIs"), None);
@@ -373,6 +381,22 @@ mod tests {
             streamed(&["Partial[API Err", "or: 500 Internal", " Server Error]"]),
             [SessionUpdate::message("Partial"), SessionUpdate::error("[API Error: 500 Internal Server Error]", true)]
         );
+    }
+
+    #[test]
+    fn held_text_comes_before_the_tool_call_of_its_complete_line() {
+        // No `content_block_stop` before the complete line: the held `[` is released before the
+        // call, not after it.
+        let input = concat!(
+            r#"{"type":"stream_event","session_id":"S","event":{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}}"#,
+            "\n",
+            r#"{"type":"stream_event","session_id":"S","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Run: ["}}}"#,
+            "\n",
+            r#"{"type":"assistant","session_id":"S","message":{"id":"m","model":"q","content":[{"type":"text","text":"Run: ["},{"type":"tool_use","id":"t1","name":"run_shell_command","input":{"command":"ls"}}],"usage":{"input_tokens":1,"output_tokens":1}}}"#,
+            "\n",
+        );
+        let kinds: Vec<_> = run(input).iter().map(|e| e.update.kind_name()).collect();
+        assert_eq!(kinds, ["agent_message_chunk", "agent_message_chunk", "usage", "tool_call"]);
     }
 
     #[test]

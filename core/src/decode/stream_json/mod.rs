@@ -540,6 +540,10 @@ impl<D: Dialect> Protocol<D> {
                     // The reply is complete once it asks for a tool: the call's usage, printed on
                     // the same line, comes before the call, so that `model.completed` carries it.
                     let asks_for_a_tool = matches!(BlockKind::of(&block), BlockKind::Call);
+                    if asks_for_a_tool {
+                        // The text before the call ended (its stream may not have said so).
+                        self.release_held(parent, out);
+                    }
                     if let Some(u) = usage.take_if(|_| asks_for_a_tool) {
                         let usage = self.dialect.call_usage(u);
                         out.push(SessionUpdate::Usage { scope: UsageScope::Call, usage });
