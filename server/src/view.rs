@@ -100,7 +100,14 @@ pub fn offline_page(title: &str, agent: &str, replay: &Replay) -> String {
         "envelopes": replay.items,
         "outcome": replay.outcome,
     });
-    let csp = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:";
+    let (timeline_script, boot_script) = (format!("\n{TIMELINE_JS}"), format!("\n{OFFLINE_BOOT}"));
+    // Only these two scripts run: a script that data in the page managed to smuggle in would not
+    // (its hash is not listed; the data block is JSON, never executed).
+    let csp = format!(
+        "default-src 'none'; script-src {} {}; style-src 'unsafe-inline'; img-src data:",
+        script_hash(&timeline_script),
+        script_hash(&boot_script)
+    );
     let title = html_text(title);
     let agent = html_text(agent);
     format!(
@@ -114,9 +121,16 @@ pub fn offline_page(title: &str, agent: &str, replay: &Replay) -> String {
          <label class=\"toggle\"><input id=\"show-raw\" type=\"checkbox\"> raw output</label></div>\n\
          <div id=\"timeline\"></div>\n</section>\n\
          <script id=\"agentstream-data\" type=\"application/json\">{data}</script>\n\
-         <script>\n{TIMELINE_JS}</script>\n<script>\n{OFFLINE_BOOT}</script>\n</body>\n</html>\n",
+         <script>{timeline_script}</script>\n<script>{boot_script}</script>\n</body>\n</html>\n",
         data = script_json(&data),
     )
+}
+
+/// A Content-Security-Policy source naming an inline script by its text's SHA-256.
+fn script_hash(text: &str) -> String {
+    use base64::Engine as _;
+    use sha2::{Digest, Sha256};
+    format!("'sha256-{}'", base64::engine::general_purpose::STANDARD.encode(Sha256::digest(text.as_bytes())))
 }
 
 #[cfg(test)]
@@ -142,6 +156,14 @@ mod tests {
         let data: serde_json::Value = serde_json::from_str(&html[start..end]).unwrap();
         assert_eq!(data["envelopes"].as_array().unwrap().len(), r.items.len());
         assert!(data["envelopes"].to_string().contains("</script><b>x</b>"), "the text itself is intact");
+        // The policy lets exactly the page's two scripts run, by hash, and no inline script else.
+        let csp = html.split("Content-Security-Policy\" content=\"").nth(1).unwrap().split('"').next().unwrap();
+        assert!(!csp.contains("unsafe-inline'; style") && csp.contains("script-src 'sha256-"), "{csp}");
+        let scripts: Vec<&str> = html.split("<script>").skip(1).map(|s| s.split("</script>").next().unwrap()).collect();
+        assert_eq!(scripts.len(), 2);
+        for script in scripts {
+            assert!(csp.contains(&script_hash(script)), "{csp}");
+        }
     }
 
     #[test]
