@@ -317,6 +317,34 @@ namespace Agentstream.Tests
                 Check.True(inHandler is BusyException, "Wait for the next run from a handler: " + inHandler);
                 Check.True(next != null && next.Wait(TimeSpan.FromSeconds(30)).State == RunState.Completed, "the next run ends");
             }
+            // Run (start and wait) from a handler is refused before it starts anything: no run is
+            // left behind that nobody could wait for or cancel.
+            using (var evolve = new Evolve(TestEnv.Fake("claude", System.IO.Path.Combine(TestEnv.Golden, "claude", "s1-text"))))
+            {
+                Exception inHandler = null;
+                int terminals = 0;
+                evolve.On("lifecycle", e =>
+                {
+                    if (!GoldenTests.IsTerminal(e.Lifecycle.Reason) || Interlocked.Increment(ref terminals) != 1)
+                    {
+                        return;
+                    }
+                    try
+                    {
+                        evolve.Run(new RunOptions { Prompt = "y" });
+                    }
+                    catch (Exception x)
+                    {
+                        inHandler = x;
+                    }
+                });
+                var first = evolve.Start(new RunOptions { Prompt = "x" });
+                Check.True(first.Wait(TimeSpan.FromSeconds(30)).State == RunState.Completed, "the first run ends");
+                Check.True(inHandler is BusyException, "Run from a handler: " + inHandler);
+                var after = evolve.Start(new RunOptions { Prompt = "z" });
+                Check.True(after.Wait(TimeSpan.FromSeconds(30)).State == RunState.Completed, "nothing was left running: the next start works");
+                Check.Equal(2, Volatile.Read(ref terminals), "two runs ended: the refused Run started none");
+            }
         }
     }
 }

@@ -205,9 +205,19 @@ namespace Agentstream
             return AgentRun.ThrowIfCancelledByToken(result, cancellationToken);
         }
 
-        /// <summary><see cref="RunAsync"/>, blocking the calling thread until the run ended.</summary>
+        /// <summary>
+        /// <see cref="RunAsync"/>, blocking the calling thread until the run ended. From one of this
+        /// Evolve's <see cref="On"/> handlers it would wait for itself (the new run's handlers wait for
+        /// this one to return): a <see cref="BusyException"/>, and nothing is started.
+        /// </summary>
         public RunResult Run(RunOptions options, CancellationToken cancellationToken = default(CancellationToken))
         {
+            // Checked before the start: a run started here could not be handed back to be waited for
+            // or cancelled.
+            if (Monitor.IsEntered(DispatchGate))
+            {
+                throw new BusyException("Run was called from a handler of the same Evolve, whose handlers the new run's would wait for: call Start there (and wait from another thread)");
+            }
             var run = Start(options, cancellationToken);
             return AgentRun.ThrowIfCancelledByToken(run.Wait(), cancellationToken);
         }

@@ -37,6 +37,8 @@ public final class Run {
     private volatile RunResult finalResult;
     /** The thread calling this run's handlers, once it started. */
     private volatile Thread deliveryThread;
+    /** The thread that last read the run's {@link RunStream} (the run ends only as it is read). */
+    volatile Thread streamReader;
 
     Run(Evolve owner, MemorySegment handle, String id, Consumer<? super AgentEvent> onEvent) {
         this.owner = owner;
@@ -61,7 +63,9 @@ public final class Run {
      * and completes it with a {@link java.util.concurrent.CancellationException} at once; to cancel
      * and still read the result, call {@link #cancel()} instead. Completing it any other way
      * ({@code orTimeout}, {@code complete}, …) cancels the run too. {@code get} or {@code join}
-     * from one of the run's own handlers would wait for itself: a {@link BusyException}.
+     * from one of the run's own handlers would wait for itself: a {@link BusyException}; so would
+     * the thread reading the run's {@link RunStream} before the stream ended (the run ends only as
+     * it is read: read it to its end, or call {@link RunStream#result()}).
      *
      * @return the result
      */
@@ -223,8 +227,16 @@ public final class Run {
 
     /** Waits for the result (the run's deliveries were read or discarded), frees the run, completes. */
     void finish() {
-        byte[] json = Native.ownedBytes((out, len) -> (int) Native.RUN_WAIT.invokeExact(handle, -1L, out, len));
-        RunResult r = (RunResult) RUN_RESULT.convert(Json.parse(json));
+        RunResult r;
+        try {
+            byte[] json = Native.ownedBytes((out, len) -> (int) Native.RUN_WAIT.invokeExact(handle, -1L, out, len));
+            r = (RunResult) RUN_RESULT.convert(Json.parse(json));
+        } catch (RuntimeException e) {
+            // Freed and completed all the same: a waiter gets the failure, not a future that never completes.
+            free();
+            result.failRun(e);
+            throw e;
+        }
         finalResult = r;
         free();
         result.completeRun(r);
@@ -284,6 +296,10 @@ public final class Run {
             if (!future.isDone() && run.inItsHandler()) {
                 throw new BusyException("run " + run.id
                         + " was waited for from one of its own handlers, which would wait for itself: wait from another thread");
+            }
+            if (!future.isDone() && Thread.currentThread() == run.streamReader) {
+                throw new BusyException("run " + run.id + " was waited for by the thread reading its RunStream, before the "
+                        + "stream ended: the run ends only as it is read; read the stream to its end, or call RunStream.result()");
             }
         }
 

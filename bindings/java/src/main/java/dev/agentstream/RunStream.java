@@ -55,6 +55,7 @@ public final class RunStream implements Iterator<Event>, AutoCloseable {
      */
     @Override
     public synchronized boolean hasNext() {
+        run.streamReader = Thread.currentThread();
         if (run.inItsHandler()) {
             throw new BusyException("a RunStream was read from its own onEvent handler, in the middle of handing out a batch: "
                     + "read it after the handler returned");

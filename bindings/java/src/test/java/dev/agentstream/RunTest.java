@@ -230,6 +230,22 @@ class RunTest {
     }
 
     @Test
+    void theStreamsReaderWaitingForTheResultBeforeTheEndIsBusyNotAHang() {
+        try (Evolve evolve = new Evolve(fake("claude", "claude/s2-bash"))) {
+            try (RunStream stream = evolve.stream(RunOptions.prompt("x"))) {
+                assertTrue(stream.hasNext());
+                stream.next();
+                // Nobody else reads: this thread would wait for itself.
+                BusyException busy = assertThrows(BusyException.class, () -> stream.run().result().join());
+                assertTrue(busy.getMessage().contains("RunStream.result()"), busy.getMessage());
+                assertThrows(BusyException.class, () -> stream.run().result().get(1, TimeUnit.SECONDS));
+                assertEquals(RunState.COMPLETED, stream.result().state(), "reading the rest gives the result");
+                assertEquals(RunState.COMPLETED, stream.run().result().join().state(), "and the future has it");
+            }
+        }
+    }
+
+    @Test
     void cancellingTheFutureCancelsTheRunThroughTheCore() throws Exception {
         try (Evolve evolve = new Evolve(fake("claude", "claude/s1-text").withEnv("AGENTSTREAM_FAKE_HANG", "1"))) {
             CountDownLatch started = new CountDownLatch(1);
