@@ -145,7 +145,8 @@ public final class Evolve implements AutoCloseable {
 
     /**
      * Removes every handler of a channel (the seed's {@code off(name)}). No call of a removed
-     * handler starts after this returns.
+     * handler starts after this returns; a handler call in progress on another thread finishes
+     * first (as for {@link Subscription#close()}).
      *
      * @param channel {@code "content"}, {@code "lifecycle"}, {@code "stdout"} or {@code "stderr"}
      * @throws InvalidArgumentException for any other name, like {@link #on}

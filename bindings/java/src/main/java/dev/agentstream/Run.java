@@ -159,8 +159,13 @@ public final class Run {
             case Event.Hook h -> throw new AssertionError(h);
         };
         for (Subscription s : subscriptions.of(channel)) {
-            if (!s.removed) {
-                call(s.id(), channel.wire(), e.sequence(), () -> s.handler.accept(e));
+            // Checked and called under the Evolve's handler lock, which removing a handler takes:
+            // once `off` or `close` returned, no call of that handler starts (and one in progress
+            // on this thread finished first).
+            synchronized (subscriptions) {
+                if (!s.removed) {
+                    call(s.id(), channel.wire(), e.sequence(), () -> s.handler.accept(e));
+                }
             }
         }
     }

@@ -50,8 +50,9 @@ public final class Subscription implements AutoCloseable {
     }
 
     /**
-     * Removes this handler: no call of it starts after this returns (one in progress on a run's
-     * delivery thread may finish). Closing it again does nothing.
+     * Removes this handler: no call of it starts after this returns, and a call in progress on a
+     * run's delivery thread finishes first (called from inside a handler, it returns at once). Do
+     * not call it while holding something that handler waits for. Closing it again does nothing.
      */
     @Override
     public void close() {

@@ -230,6 +230,36 @@ class RunTest {
     }
 
     @Test
+    void removingAHandlerWaitsForItsCallInProgressAndNoCallStartsAfter() throws Exception {
+        try (Evolve evolve = new Evolve(fake("claude", "claude/s2-bash"))) {
+            CountDownLatch inCall = new CountDownLatch(1);
+            CountDownLatch release = new CountDownLatch(1);
+            java.util.concurrent.atomic.AtomicInteger calls = new java.util.concurrent.atomic.AtomicInteger();
+            Subscription sub = evolve.on("content", e -> {
+                calls.incrementAndGet();
+                inCall.countDown();
+                try {
+                    release.await();
+                } catch (InterruptedException ex) {
+                    Thread.currentThread().interrupt();
+                }
+            });
+            Run run = evolve.start(RunOptions.prompt("x"));
+            assertTrue(inCall.await(10, TimeUnit.SECONDS));
+            Thread closer = new Thread(sub::close);
+            closer.start();
+            closer.join(300);
+            assertTrue(closer.isAlive(), "close waits for the call in progress");
+            release.countDown();
+            closer.join(10_000);
+            assertFalse(closer.isAlive());
+            int atClose = calls.get();
+            assertEquals(RunState.COMPLETED, run.result().get(30, TimeUnit.SECONDS).state());
+            assertEquals(atClose, calls.get(), "no call started after close returned");
+        }
+    }
+
+    @Test
     void theStreamsReaderWaitingForTheResultBeforeTheEndIsBusyNotAHang() {
         try (Evolve evolve = new Evolve(fake("claude", "claude/s2-bash"))) {
             try (RunStream stream = evolve.stream(RunOptions.prompt("x"))) {
