@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.agentstream.generated.Channel;
+import dev.agentstream.generated.Diagnostic;
 import dev.agentstream.generated.ErrorKind;
 import dev.agentstream.generated.ErrorTable;
 import dev.agentstream.generated.LifecycleEvent;
@@ -14,6 +15,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.function.Executable;
 
@@ -135,9 +137,37 @@ class MisuseTest {
         assertThrows(InvalidHandleException.class, () -> d.feed(new byte[] {'{'}));
         assertThrows(InvalidHandleException.class, d::finish);
         assertThrows(InvalidHandleException.class, d::stats);
+        assertThrows(InvalidHandleException.class, d::takeDiagnostics);
+        assertThrows(InvalidHandleException.class, d::sessionId);
+        assertThrows(InvalidHandleException.class, () -> d.feed(new byte[] {'{'}, 0, 1, ev -> {}));
+        assertThrows(InvalidHandleException.class, () -> d.finish(ev -> {}));
         assertTrue(assertThrows(InvalidArgumentException.class, () -> new Decoder("claude", -1)).getMessage().contains("maxLineBytes"));
         try (Decoder ok = new Decoder("claude")) {
             assertThrows(IndexOutOfBoundsException.class, () -> ok.feed(new byte[4], 3, 2));
+        }
+    }
+
+    @Test
+    void aDecoderReportsItsSessionIdAndTakesItsDiagnostics() {
+        try (Decoder d = new Decoder("claude", 64)) {
+            assertEquals(Optional.empty(), d.sessionId());
+            d.feed("{\"type\":\"system\",\"subtype\":\"init\",\"session_id\":\"S-1\"}\n".getBytes(StandardCharsets.UTF_8));
+            assertEquals(Optional.of("S-1"), d.sessionId());
+            assertEquals(List.of(), d.takeDiagnostics());
+            d.feed(("{\"type\":\"assistant\",\"pad\":\"" + "x".repeat(100) + "\"}\n").getBytes(StandardCharsets.UTF_8));
+            List<Diagnostic> diagnostics = d.takeDiagnostics();
+            assertEquals(1, diagnostics.size(), diagnostics.toString());
+            assertEquals(2, diagnostics.get(0).line());
+            assertTrue(diagnostics.get(0).message().contains("maximum line length"), diagnostics.toString());
+            assertEquals(List.of(), d.takeDiagnostics(), "taken: a second call returns only newer ones");
+        }
+    }
+
+    @Test
+    void anEvolveKeepsItsConfig() {
+        AgentConfig config = AgentConfig.of("claude");
+        try (Evolve evolve = new Evolve(config)) {
+            assertEquals(config, evolve.config());
         }
     }
 
