@@ -8,6 +8,7 @@ import dev.agentstream.generated.Channel;
 import dev.agentstream.generated.RunResult;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
@@ -145,7 +146,7 @@ public final class Evolve implements AutoCloseable {
 
     /**
      * Removes every handler of a channel (the seed's {@code off(name)}). No call of a removed
-     * handler starts after this returns; a handler call in progress on another thread finishes
+     * handler starts after this returns; a call of one in progress on another thread finishes
      * first (as for {@link Subscription#close()}).
      *
      * @param channel {@code "content"}, {@code "lifecycle"}, {@code "stdout"} or {@code "stderr"}
@@ -154,29 +155,32 @@ public final class Evolve implements AutoCloseable {
     public void off(String channel) {
         Objects.requireNonNull(channel, "channel");
         live();
+        List<Subscription> removed;
         synchronized (subscriptions) {
             try (Arena arena = Arena.ofConfined()) {
                 MemorySegment name = Native.cstring(arena, channel);
                 Native.check(() -> (int) Native.SESSION_OFF.invokeExact(session, name, MemorySegment.NULL));
             }
-            subscriptions.removeChannel(Channel.fromWire(channel));
+            removed = subscriptions.removeChannel(Channel.fromWire(channel));
         }
+        removed.forEach(Subscription::awaitCallsElsewhere);
     }
 
     /** One subscription's removal ({@link Subscription#close()}). */
     void remove(Subscription s) {
         synchronized (subscriptions) {
-            if (s.removed) {
-                return;
-            }
-            subscriptions.remove(s);
-            if (!closed) {
-                try (Arena arena = Arena.ofConfined()) {
-                    MemorySegment out = arena.allocate(JAVA_BOOLEAN);
-                    Native.check(() -> (int) Native.SESSION_OFF_ID.invokeExact(session, s.id(), out));
+            if (!s.removed) {
+                subscriptions.remove(s);
+                if (!closed) {
+                    try (Arena arena = Arena.ofConfined()) {
+                        MemorySegment out = arena.allocate(JAVA_BOOLEAN);
+                        Native.check(() -> (int) Native.SESSION_OFF_ID.invokeExact(session, s.id(), out));
+                    }
                 }
             }
         }
+        // Outside the lock: a handler being waited for may add or remove handlers itself.
+        s.awaitCallsElsewhere();
     }
 
     /**
@@ -372,19 +376,22 @@ public final class Evolve implements AutoCloseable {
 
     /**
      * Frees this {@code Evolve}: an active run is killed (its {@link Run} still reports its
-     * result) and no handler call starts after this returns. Closing again does nothing; any
+     * result) and no handler call starts after this returns (one in progress on another thread
+     * finishes first). Closing again does nothing; any
      * other call after it throws {@link InvalidHandleException}.
      */
     @Override
     public void close() {
+        List<Subscription> removed;
         synchronized (subscriptions) {
             if (closed) {
                 return;
             }
             closed = true;
-            subscriptions.removeAll();
+            removed = subscriptions.removeAll();
         }
         cleanable.clean();
+        removed.forEach(Subscription::awaitCallsElsewhere);
     }
 
     /** The handlers by channel, in registration order (the core's subscription order). */
@@ -410,18 +417,22 @@ public final class Evolve implements AutoCloseable {
             byChannel.get(s.channel()).remove(s);
         }
 
-        void removeChannel(Channel c) {
+        List<Subscription> removeChannel(Channel c) {
             List<Subscription> l = byChannel.get(c);
-            for (Subscription s : l) {
+            List<Subscription> removed = new ArrayList<>(l);
+            for (Subscription s : removed) {
                 s.removed = true;
             }
             l.clear();
+            return removed;
         }
 
-        void removeAll() {
+        List<Subscription> removeAll() {
+            List<Subscription> removed = new ArrayList<>();
             for (Channel c : Channel.values()) {
-                removeChannel(c);
+                removed.addAll(removeChannel(c));
             }
+            return removed;
         }
     }
 }

@@ -159,12 +159,12 @@ public final class Run {
             case Event.Hook h -> throw new AssertionError(h);
         };
         for (Subscription s : subscriptions.of(channel)) {
-            // Checked and called under the Evolve's handler lock, which removing a handler takes:
-            // once `off` or `close` returned, no call of that handler starts (and one in progress
-            // on this thread finished first).
-            synchronized (subscriptions) {
-                if (!s.removed) {
+            // Removing a handler waits for the calls that entered before it (see Subscription).
+            if (s.enter()) {
+                try {
                     call(s.id(), channel.wire(), e.sequence(), () -> s.handler.accept(e));
+                } finally {
+                    s.exit();
                 }
             }
         }

@@ -1,6 +1,8 @@
 package dev.agentstream;
 
 import dev.agentstream.generated.Channel;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Consumer;
 
 /**
@@ -13,6 +15,11 @@ public final class Subscription implements AutoCloseable {
     private final Channel channel;
     final Consumer<? super Event> handler;
     volatile boolean removed;
+    /**
+     * The threads calling the handler now, with how many calls deep (two runs' delivery threads
+     * may both be): removing it waits for those of other threads.
+     */
+    private final Map<Thread, Integer> calling = new ConcurrentHashMap<>();
 
     Subscription(Evolve owner, long id, Channel channel, Consumer<? super Event> handler) {
         this.owner = owner;
@@ -50,12 +57,54 @@ public final class Subscription implements AutoCloseable {
     }
 
     /**
-     * Removes this handler: no call of it starts after this returns, and a call in progress on a
-     * run's delivery thread finishes first (called from inside a handler, it returns at once). Do
-     * not call it while holding something that handler waits for. Closing it again does nothing.
+     * Removes this handler: no call of it starts after this returns, and a call of it in progress
+     * on another thread (a run's delivery thread) finishes first — so do not call it from a thread
+     * the handler waits on; from inside a handler it is fine. Closing it again does nothing.
      */
     @Override
     public void close() {
         owner.remove(this);
+    }
+
+    /**
+     * A call starts on this thread, unless the handler was removed: then false, and no call. (The
+     * thread is registered before {@code removed} is read, and a removal sets it before it reads
+     * the registrations: either the call is skipped or the removal waits for it.)
+     */
+    boolean enter() {
+        calling.merge(Thread.currentThread(), 1, Integer::sum);
+        if (removed) {
+            exit();
+            return false;
+        }
+        return true;
+    }
+
+    /** The call that {@link #enter()} started on this thread returned. */
+    void exit() {
+        calling.computeIfPresent(Thread.currentThread(), (t, depth) -> depth == 1 ? null : depth - 1);
+        if (removed) {
+            synchronized (this) {
+                notifyAll();
+            }
+        }
+    }
+
+    /** After {@code removed} was set: waits until no other thread is in a call of the handler. */
+    void awaitCallsElsewhere() {
+        Thread self = Thread.currentThread();
+        boolean interrupted = false;
+        synchronized (this) {
+            while (calling.keySet().stream().anyMatch(t -> t != self)) {
+                try {
+                    wait();
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                }
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
     }
 }
