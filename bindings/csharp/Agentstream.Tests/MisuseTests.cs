@@ -170,6 +170,11 @@ namespace Agentstream.Tests
                 Check.Equal(0, d.TakeDiagnostics().Count, "diagnostics are taken once");
                 Check.Equal(null, d.SessionId, "no session id seen");
             }
+            using (var d = new Decoder("claude"))
+            {
+                d.Feed(Encoding.UTF8.GetBytes("{\"type\":\"system\",\"subtype\":\"init\",\"session_id\":\"S-1\"}\n"));
+                Check.Equal("S-1", d.SessionId, "the session id once seen");
+            }
         }
 
         [Test]

@@ -234,6 +234,34 @@ namespace Agentstream.Tests
         }
 
         [Test]
+        static void CancellingAStreamEndsItWithTheReasonAndItsPressureIsLive()
+        {
+            using (var evolve = Fake("claude", "s2-bash", "AGENTSTREAM_FAKE_HANG", "1"))
+            {
+                using (var stream = evolve.Stream(new RunOptions { Prompt = "x", KillGrace = TimeSpan.FromMilliseconds(200) }))
+                {
+                    var events = 0;
+                    Event last = null;
+                    foreach (var e in stream)
+                    {
+                        if (++events == 1)
+                        {
+                            var pressure = stream.Pressure;
+                            Check.True(pressure != null && pressure.Peak >= pressure.Buffered, "live pressure");
+                            stream.Cancel("stop here");
+                        }
+                        last = e;
+                    }
+                    Check.True(last != null && last.Channel == Channel.Lifecycle && GoldenTests.IsTerminal(last.Lifecycle.Reason), "the stream ends with its terminal event");
+                    var result = stream.Result;
+                    Check.Equal(RunState.Cancelled, result.State, "state");
+                    Check.Equal(CancelKind.Caller, result.CancelKind, "cancel kind");
+                    Check.True(result.CancelReason.EndsWith("stop here"), "the reason given: " + result.CancelReason);
+                }
+            }
+        }
+
+        [Test]
         static void DisposingAStreamWhileItIsReadEndsTheEnumeration()
         {
             using (var evolve = Fake("claude", "s2-bash", "AGENTSTREAM_FAKE_DELAY_MS", "20"))

@@ -376,8 +376,9 @@ public final class Evolve implements AutoCloseable {
 
     /**
      * Frees this {@code Evolve}: an active run is killed (its {@link Run} still reports its
-     * result) and no handler call starts after this returns (one in progress on another thread
-     * finishes first). Closing again does nothing; any
+     * result) and no call of a handler registered with {@link #on} starts after this returns
+     * (one in progress on another thread finishes first; the run's own {@code onEvent}, a run
+     * option, still gets its last hook events). Closing again does nothing; any
      * other call after it throws {@link InvalidHandleException}.
      */
     @Override
