@@ -97,6 +97,24 @@ class RunTest {
     }
 
     @Test
+    fun `stderr listeners get the harness's stderr as printed, and configure changes the next run`() = runBlocking {
+        Evolve(fakeConfig("codex", "codex/s1-text")).use { evolve ->
+            val stderr = StringBuilder()
+            var toolCalls = 0
+            evolve.onStderr { synchronized(stderr) { stderr.append(it) } }
+            evolve.onContent { if (it.update is dev.agentstream.kotlin.types.ToolCall) toolCalls++ }
+            assertEquals(RunState.COMPLETED, evolve.run("x").state)
+            val expected = java.io.File(Repo.golden, "codex/s1-text.stderr.txt").readText()
+            assertEquals(expected, synchronized(stderr) { stderr.toString() }, "codex prints its warnings on stderr")
+            assertEquals(0, toolCalls, "s1-text calls no tool")
+            // Another trace of the same harness: the next run plays it.
+            evolve.configure(fakeConfig("codex", "codex/s2-bash"))
+            assertEquals(RunState.COMPLETED, evolve.run("y").state)
+            assertTrue(toolCalls > 0, "the configured trace's tool call")
+        }
+    }
+
+    @Test
     fun `a stream delivers every channel in one gapless sequence and ends after the terminal`() = runBlocking {
         val events: List<RunEvent> = Evolve(fakeConfig("claude", bash)).use { it.stream("list the files").toList() }
         val envelopes = events.filterIsInstance<Envelope>()
