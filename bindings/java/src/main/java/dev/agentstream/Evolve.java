@@ -235,7 +235,14 @@ public final class Evolve implements AutoCloseable {
      */
     public Run start(RunOptions options) {
         Run run = startRun(options, null);
-        Thread.ofPlatform().daemon().name("agentstream-" + run.id()).start(() -> run.deliver(subscriptions));
+        try {
+            Thread.ofPlatform().daemon().name("agentstream-" + run.id()).start(() -> run.deliver(subscriptions));
+        } catch (RuntimeException | Error e) {
+            // No thread to read it (OutOfMemoryError: unable to create native thread, …).
+            run.cancel("no delivery thread could be started: " + e);
+            run.fail(e);
+            throw e;
+        }
         return run;
     }
 
@@ -265,8 +272,26 @@ public final class Evolve implements AutoCloseable {
             Native.check(() -> (int) Native.SESSION_START.invokeExact(
                     session, request, MemorySegment.NULL, MemorySegment.NULL, MemorySegment.NULL, out));
             MemorySegment handle = out.get(ADDRESS, 0);
-            String id = Native.ownedString((o, len) -> (int) Native.RUN_ID.invokeExact(handle, o, len));
-            return new Run(this, handle, id, options.onEvent());
+            try {
+                String id = Native.ownedString((o, len) -> (int) Native.RUN_ID.invokeExact(handle, o, len));
+                return new Run(this, handle, id, options.onEvent());
+            } catch (RuntimeException | Error e) {
+                // Nobody could hold this run: it is cancelled and freed, not left to block the
+                // Evolve's next start until the stall limit.
+                abandon(handle);
+                throw e;
+            }
+        }
+    }
+
+    /** A started run that cannot be handed out: cancelled, then freed. */
+    private static void abandon(MemorySegment handle) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment reason = Native.cstring(arena, "the binding could not set the run up");
+            int ignored = (int) Native.RUN_CANCEL.invokeExact(handle, reason);
+            Native.RUN_FREE.invokeExact(handle);
+        } catch (Throwable t) {
+            // Reported through the exception the caller gets.
         }
     }
 
