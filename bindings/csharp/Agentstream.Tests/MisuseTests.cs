@@ -299,26 +299,11 @@ namespace Agentstream.Tests
             using (var evolve = new Evolve(TestEnv.Fake("claude", System.IO.Path.Combine(TestEnv.Golden, "claude", "s1-text"))))
             {
                 AgentRun next = null;
-                Exception inHandler = null;
-                int terminals = 0;
-                evolve.On("lifecycle", e =>
+                var inHandler = ThrownAtTheFirstTerminal(evolve, () =>
                 {
-                    if (!GoldenTests.IsTerminal(e.Lifecycle.Reason) || Interlocked.Increment(ref terminals) != 1)
-                    {
-                        return;
-                    }
-                    try
-                    {
-                        next = evolve.Start(new RunOptions { Prompt = "y" });
-                        next.Wait();
-                    }
-                    catch (Exception x)
-                    {
-                        inHandler = x;
-                    }
+                    next = evolve.Start(new RunOptions { Prompt = "y" });
+                    next.Wait();
                 });
-                var first = evolve.Start(new RunOptions { Prompt = "x" });
-                Check.True(first.Wait(TimeSpan.FromSeconds(30)).State == RunState.Completed, "the first run ends");
                 Check.True(inHandler is BusyException, "Wait for the next run from a handler: " + inHandler);
                 Check.True(next != null && next.Wait(TimeSpan.FromSeconds(30)).State == RunState.Completed, "the next run ends");
             }
@@ -326,30 +311,48 @@ namespace Agentstream.Tests
             // left behind that nobody could wait for or cancel.
             using (var evolve = new Evolve(TestEnv.Fake("claude", System.IO.Path.Combine(TestEnv.Golden, "claude", "s1-text"))))
             {
-                Exception inHandler = null;
-                int terminals = 0;
+                int ends = 0;
                 evolve.On("lifecycle", e =>
                 {
-                    if (!GoldenTests.IsTerminal(e.Lifecycle.Reason) || Interlocked.Increment(ref terminals) != 1)
+                    if (GoldenTests.IsTerminal(e.Lifecycle.Reason))
                     {
-                        return;
-                    }
-                    try
-                    {
-                        evolve.Run(new RunOptions { Prompt = "y" });
-                    }
-                    catch (Exception x)
-                    {
-                        inHandler = x;
+                        Interlocked.Increment(ref ends);
                     }
                 });
-                var first = evolve.Start(new RunOptions { Prompt = "x" });
-                Check.True(first.Wait(TimeSpan.FromSeconds(30)).State == RunState.Completed, "the first run ends");
+                var inHandler = ThrownAtTheFirstTerminal(evolve, () => evolve.Run(new RunOptions { Prompt = "y" }));
                 Check.True(inHandler is BusyException, "Run from a handler: " + inHandler);
                 var after = evolve.Start(new RunOptions { Prompt = "z" });
                 Check.True(after.Wait(TimeSpan.FromSeconds(30)).State == RunState.Completed, "nothing was left running: the next start works");
-                Check.Equal(2, Volatile.Read(ref terminals), "two runs ended: the refused Run started none");
+                Check.Equal(2, Volatile.Read(ref ends), "two runs ended: the refused Run started none");
             }
+        }
+
+        /// <summary>
+        /// Runs <paramref name="evolve"/> once; its handler of the first terminal lifecycle event calls
+        /// <paramref name="inHandler"/>. What that threw (null: nothing).
+        /// </summary>
+        static Exception ThrownAtTheFirstTerminal(Evolve evolve, Action inHandler)
+        {
+            Exception thrown = null;
+            int terminals = 0;
+            evolve.On("lifecycle", e =>
+            {
+                if (!GoldenTests.IsTerminal(e.Lifecycle.Reason) || Interlocked.Increment(ref terminals) != 1)
+                {
+                    return;
+                }
+                try
+                {
+                    inHandler();
+                }
+                catch (Exception x)
+                {
+                    thrown = x;
+                }
+            });
+            var first = evolve.Start(new RunOptions { Prompt = "x" });
+            Check.True(first.Wait(TimeSpan.FromSeconds(30)).State == RunState.Completed, "the first run ends");
+            return thrown;
         }
     }
 }
