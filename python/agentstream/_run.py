@@ -654,7 +654,9 @@ class BackgroundRun:
     def __await__(self) -> Generator[Any, None, RunResult]:
         if self._task is not None and not self.done() and _running_loop() and asyncio.current_task() is self._task:
             raise BusyError(_WAITS_FOR_ITSELF)
-        return asyncio.wrap_future(self._future).__await__()
+        # Shielded: an awaiter that gives up (``wait_for``'s timeout, a cancelled task group) must
+        # not cancel the result every other awaiter and the run itself share.
+        return asyncio.shield(asyncio.wrap_future(self._future)).__await__()
 
     def __repr__(self) -> str:
         return f"<agentstream.BackgroundRun {self.run_id} {'done' if self.done() else 'running'}>"

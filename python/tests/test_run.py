@@ -321,6 +321,48 @@ def test_breaking_out_of_a_sync_stream_cancels_the_run(fake_harness: Path) -> No
     assert result.state == "cancelled" and result.cancel_kind == "reader_left"
 
 
+def test_cancelling_a_stream_ends_it_with_the_terminal_and_the_reason(fake_harness: Path) -> None:
+    # Both kinds of stream: cancel() mid-read, the iterator goes on to the one terminal.
+    evolve = fake(fake_harness, "claude", "s1-text", hang="1")
+    with evolve.stream_sync(prompt="x", kill_grace_ms=200) as sync_stream:
+        channels = []
+        for envelope in sync_stream:
+            channels.append(envelope["channel"])
+            if len(channels) == 1:
+                assert sync_stream.pressure["peak"] >= sync_stream.pressure["buffered"]
+                sync_stream.cancel("enough")
+    result = sync_stream.result
+    assert channels[-1] == "lifecycle" and result.state == "cancelled"
+    assert result.cancel_kind == "caller" and result.cancel_reason is not None and "enough" in result.cancel_reason
+
+    async def main() -> RunResult:
+        async with evolve.stream(prompt="x", kill_grace_ms=200) as stream:
+            async for _ in stream:
+                stream.cancel("enough async")
+        return await stream
+
+    result = go(main())
+    assert result.cancel_kind == "caller" and result.cancel_reason is not None and "enough async" in result.cancel_reason
+
+
+def test_a_background_run_outlives_an_awaiter_that_gave_up_and_can_be_cancelled(fake_harness: Path) -> None:
+    # An awaiter's timeout must not cancel the handle's result (every other awaiter's, and
+    # aclose()'s): the run goes on, and cancel() ends it with its reason.
+    async def main() -> RunResult:
+        async with fake(fake_harness, "claude", "s1-text", hang="1") as evolve:
+            handle = await evolve.run("x", background=True, kill_grace_ms=200)
+            with pytest.raises(asyncio.TimeoutError):
+                await asyncio.wait_for(handle, 0.2)
+            assert not handle.done() and evolve.active_run_id == handle.run_id
+            assert handle.pressure["peak"] >= handle.pressure["buffered"] >= 0
+            handle.cancel("stop it")
+            return await handle
+
+    result = go(main())
+    assert result.state == "cancelled" and result.cancel_kind == "caller"
+    assert result.cancel_reason is not None and "stop it" in result.cancel_reason
+
+
 def test_cancelling_the_awaiting_task_cancels_the_run(fake_harness: Path) -> None:
     evolve = fake(fake_harness, "claude", "s1-text", hang="1")
     rec = Recorder(evolve)
