@@ -110,6 +110,9 @@ function breakDeadlocks(): void {
   for (const breakIt of all) breakIt();
 }
 
+/** The sink whose handler is being called now (its synchronous part), if any. */
+let callingSink: Sink | undefined;
+
 /**
  * Calls the handlers of each delivery of ONE run, in order, one at a time: the `on(...)`
  * handlers subscribed when the delivery is made, then `onEvent` for hook events. Synchronous
@@ -124,6 +127,8 @@ class Sink {
   #calling = false;
   /** The results handed out during that call, to reject if the handler waits on them for ever. */
   #asked: ((reason: unknown) => void)[] | undefined;
+  /** The run's end as its `Evolve` tracks it (once launched). */
+  done: Promise<unknown> | undefined;
 
   constructor(current: () => Subscriptions, onEvent: HookHandler | undefined, run: NativeRun) {
     this.#current = current;
@@ -162,11 +167,14 @@ class Sink {
   /** Calls `handler` with `payload`, marking the call (see {@link Sink.resultFor}). */
   #call(handler: AnyHandler, payload: unknown): unknown {
     this.#calling = true;
+    const outer = callingSink;
+    callingSink = this;
     let r: unknown;
     try {
       r = handler(payload);
     } finally {
       this.#calling = false;
+      callingSink = outer;
       const asked = this.#asked;
       this.#asked = undefined;
       if (asked !== undefined && isThenable(r)) watchForDeadlock(r, asked, this.#runId);
@@ -574,6 +582,7 @@ export class Evolve {
   #launch(op: Operation): Promise<RunResult> | BackgroundRun {
     const { run, sink } = this.#start(op);
     const done = this.#track(this.#drive(run, sink, op.signal));
+    sink.done = done;
     if (!op.background) return done;
     done.catch(() => {}); // never an unhandled rejection: the caller reads `result`
     return new BackgroundRun(run, done, sink);
@@ -683,12 +692,15 @@ export class Evolve {
   }
 
   /**
-   * Kill a run still going on and wait until every run started here has ended. The `Evolve`
-   * stays usable. `await using evolve = new Evolve(…)` calls it when the scope ends.
+   * Kill a run still going on and wait until every run started here with `run` or
+   * `executeCommand` has ended (a stream ends with its reader). Called from one of a run's
+   * handlers, it does not wait for that run, which ends only after the handler returned. The
+   * `Evolve` stays usable. `await using evolve = new Evolve(…)` calls it when the scope ends.
    */
   async close(): Promise<void> {
     this.kill();
-    await Promise.allSettled([...this.#running]);
+    const own = callingSink?.done;
+    await Promise.allSettled([...this.#running].filter((done) => done !== own));
   }
 
   /** {@link Evolve.close}, for `await using`. */
@@ -710,7 +722,11 @@ export class RunStream implements AsyncIterableIterator<Envelope> {
   #queue: Delivery[] = [];
   #index = 0;
   #ended = false;
+  /** `return()` was called: the reader left, the rest goes to the handlers. */
+  #left = false;
   #busy = false;
+  /** The step of the `next()` in flight. */
+  #pending: Promise<unknown> | undefined;
   #markRead!: () => void;
   readonly #read = new Promise<void>((resolve) => (this.#markRead = resolve));
   /** Why reading failed (an internal error): the result rejects with it. */
@@ -762,50 +778,66 @@ export class RunStream implements AsyncIterableIterator<Envelope> {
       throw new InvalidArgumentError('RunStream.next() called while a previous next() is pending: iterate with for await');
     }
     this.#busy = true;
+    const step = this.#step();
+    this.#pending = step;
     try {
-      for (;;) {
-        if (this.#index < this.#queue.length) {
-          const d = this.#queue[this.#index++]!;
-          const p = this.#sink.deliver(d);
-          if (p !== undefined) await p;
-          if ('channel' in d) return { value: d, done: false };
-          continue;
-        }
-        if (this.#ended) return { value: undefined, done: true };
-        let tape: [string, Uint32Array] | null;
-        try {
-          tape = await pull(this.#run);
-        } catch (e) {
-          this.#ended = true;
-          this.#readDone(e);
-          throw e;
-        }
-        if (tape === null) {
-          this.#ended = true;
-          this.#readDone();
-        } else {
-          this.#queue = readDeliveries(tape[0], tape[1], shapesOf(this.#run));
-          this.#index = 0;
-        }
-      }
+      return await step;
     } finally {
       this.#busy = false;
+      this.#pending = undefined;
+    }
+  }
+
+  async #step(): Promise<IteratorResult<Envelope, undefined>> {
+    for (;;) {
+      // After `return()` (called while this step waited) the rest goes to the handlers only.
+      if (this.#left) return { value: undefined, done: true };
+      if (this.#index < this.#queue.length) {
+        const d = this.#queue[this.#index++]!;
+        const p = this.#sink.deliver(d);
+        if (p !== undefined) await p;
+        if ('channel' in d && !this.#left) return { value: d, done: false };
+        continue;
+      }
+      if (this.#ended) return { value: undefined, done: true };
+      let tape: [string, Uint32Array] | null;
+      try {
+        tape = await pull(this.#run);
+      } catch (e) {
+        this.#ended = true;
+        this.#readDone(e);
+        throw e;
+      }
+      if (tape === null) {
+        this.#ended = true;
+        this.#readDone();
+      } else {
+        this.#queue = readDeliveries(tape[0], tape[1], shapesOf(this.#run));
+        this.#index = 0;
+      }
     }
   }
 
   /**
    * Leave early (called by `break`): the run is cancelled through the core's one path (reason
    * "the reader left"; a no-op once the terminal envelope was read). Deliveries still to come go
-   * to the `on(...)` handlers and `onEvent`, so they too see exactly one terminal.
+   * to the `on(...)` handlers and `onEvent`, so they too see exactly one terminal — also when a
+   * `next()` is still pending: it resolves `done`, and the rest is handed on after it.
    */
   async return(): Promise<IteratorResult<Envelope, undefined>> {
-    if (!this.#ended) {
-      this.#ended = true;
+    if (!this.#ended && !this.#left) {
+      this.#left = true;
       call(() => this.#run.readerLeft());
-      this.#drain().then(
-        () => this.#readDone(),
-        (e: unknown) => this.#readDone(e),
-      );
+      const pending: Promise<unknown> = this.#pending ?? Promise.resolve();
+      pending
+        .then(
+          () => this.#drain(),
+          () => this.#drain(),
+        )
+        .then(
+          () => this.#readDone(),
+          (e: unknown) => this.#readDone(e),
+        );
     }
     return { value: undefined, done: true };
   }
@@ -818,7 +850,9 @@ export class RunStream implements AsyncIterableIterator<Envelope> {
       const p = this.#sink.deliver(d);
       if (p !== undefined) await p;
     }
-    await pump(this.#run, this.#sink);
+    // (The pending step may have read to the end already.)
+    if (!this.#ended) await pump(this.#run, this.#sink);
+    this.#ended = true;
   }
 
   /** Cancel the run (the first reason stands); the iterator then ends with the terminal envelope. */

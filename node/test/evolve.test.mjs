@@ -130,6 +130,46 @@ test('Symbol.asyncDispose (await using) kills a run still going on and waits for
   assert.equal(idle.status().hasRun, false);
 });
 
+test('return() while a next() is pending: nothing is yielded after it, and the handlers get the rest and one terminal', async () => {
+  const evolve = fakeEvolve('claude', 's2-bash', { AGENTSTREAM_FAKE_DELAY_MS: '150' });
+  const hooks = [];
+  const stream = evolve.stream({ prompt: 'x', killGraceMs: 200, onEvent: (h) => hooks.push(h.type) });
+  const it = stream[Symbol.asyncIterator]();
+  let pending;
+  for (;;) {
+    // Until a next() has to wait for the harness's next line (the ones the queue held resolve at once).
+    pending = it.next();
+    const settled = await Promise.race([pending.then(() => true), new Promise((r) => setImmediate(() => r(false)))]);
+    if (!settled) break;
+    assert.equal((await pending).done, false);
+  }
+  await it.return();
+  const got = await pending;
+  assert.equal(got.done, true, `yielded after return(): ${JSON.stringify(got.value)}`);
+  const result = await stream.result;
+  assert.equal(result.state, 'cancelled');
+  assert.equal(result.cancelKind, 'reader_left');
+  const terminals = hooks.filter((t) => ['run.completed', 'run.failed', 'run.cancelled'].includes(t));
+  assert.deepEqual(terminals, ['run.cancelled'], `hooks: ${hooks}`);
+  assert.equal(hooks.at(-1), 'run.cancelled');
+});
+
+test("close() from a run's own handler kills the run without waiting for it (it ends after the handler)", async () => {
+  const evolve = fakeEvolve('claude', 's1-text', { AGENTSTREAM_FAKE_HANG: '1' });
+  let closed = false;
+  let first = true;
+  evolve.on('stdout', async () => {
+    if (!first) return;
+    first = false;
+    await evolve.close(); // waited for its own run before: that never ended, and Node exited 13
+    closed = true;
+  });
+  const result = await evolve.run({ prompt: 'x', killGraceMs: 200 });
+  assert.ok(closed, 'close() returned inside the handler');
+  assert.equal(result.state, 'cancelled');
+  assert.equal(evolve.activeRunId, undefined);
+});
+
 test("a run's own handler awaiting its result gets BUSY once Node has nothing else to do", () => {
   // In a program of its own: the test runner ends a test whose promise is pending when the
   // event loop empties (Node's beforeExit) before the library may break the wait.
