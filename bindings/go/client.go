@@ -236,8 +236,10 @@ func (c *Client) Kill() bool {
 	return did
 }
 
-// Close frees the client: an active run is killed (its Run still reports its result) and no
-// handler call starts after Close returns. Calling it again is a no-op.
+// Close frees the client: an active run is killed (its Run still reports its result) and its On
+// handlers are removed, as by Off (a call that was about to start may still happen, none after
+// that); a run's OnEvent, a run option, still gets that run's last hook events. Calling it again
+// is a no-op.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()

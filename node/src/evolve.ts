@@ -71,7 +71,12 @@ const NONE: Subscriptions = Object.freeze({
 });
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function';
+  if (value === null || (typeof value !== 'object' && typeof value !== 'function')) return false;
+  try {
+    return typeof (value as { then?: unknown }).then === 'function';
+  } catch {
+    return false; // a `then` getter that throws: not a promise to wait for (and not the run's failure)
+  }
 }
 
 /**

@@ -154,6 +154,22 @@ test('return() while a next() is pending: nothing is yielded after it, and the h
   assert.equal(hooks.at(-1), 'run.cancelled');
 });
 
+test('a handler returning an object whose then getter throws is not awaited and does not stop the run', async () => {
+  const evolve = fakeEvolve('claude', 's1-text');
+  let calls = 0;
+  evolve.on('content', () => {
+    calls++;
+    return {
+      get then() {
+        throw new Error('not a promise after all');
+      },
+    };
+  });
+  const result = await evolve.run({ prompt: 'x' });
+  assert.equal(result.state, 'completed');
+  assert.ok(calls > 0);
+});
+
 test("close() from a run's own handler kills the run without waiting for it (it ends after the handler)", async () => {
   const evolve = fakeEvolve('claude', 's1-text', { AGENTSTREAM_FAKE_HANG: '1' });
   let closed = false;
