@@ -18,7 +18,9 @@ type Delivery struct {
 // stream's goroutine pulls from it only as fast as Deliveries is read; a reader that stops
 // reading for Limits.Stall (default 30 s) has the run cancelled. Cancelling the context, or
 // Close, cancels the run and closes the channel early. It embeds the Run (ID, Wait, Result,
-// Cancel, Pressure, Done).
+// Cancel, Pressure, Done). Read a Stream to its end, Close it, or cancel its context: one
+// dropped otherwise keeps its goroutine and native run waiting for a reader (no finalizer can
+// tell a dropped Stream from one whose channel is still being ranged over).
 type Stream struct {
 	*Run
 	ch          chan Delivery
