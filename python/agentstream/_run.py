@@ -692,12 +692,26 @@ class _StreamBase:
         # Held while a reader takes the next envelope: handlers are called one at a time, in
         # order, and a second thread or task reading the same stream meanwhile is an error.
         self._reader = threading.Lock()
+        # Who holds it (the task, else the thread): closing from elsewhere waits for that reader.
+        self._reader_owner: object | None = None
+        self._closing = False
 
-    def _one_reader(self) -> None:
+    def _one_reader(self, ended: type[Exception]) -> None:
         if not self._reader.acquire(blocking=False):
+            if self._closing:
+                raise ended  # closed from another thread or task, which delivers the rest
             raise RuntimeError(
                 "a stream is read by one reader at a time: another thread or task is taking its next "
                 "envelope (share the envelopes, not the stream)")
+        self._reader_owner = _current_reader()
+
+    def _done_reading(self) -> None:
+        self._reader_owner = None
+        self._reader.release()
+
+    def _read_by_caller(self) -> bool:
+        """Whether the reader taking an envelope now is the caller itself (a handler closing)."""
+        return self._reader_owner is not None and self._reader_owner is _current_reader()
 
     def _ensure(self, iterate: bool) -> Op:
         if self._op is None:
@@ -749,6 +763,15 @@ class _StreamBase:
             op.run.reader_left()
 
 
+def _current_reader() -> object:
+    """The task reading (inside a running event loop), else the thread."""
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:
+        task = None
+    return task if task is not None else threading.current_thread()
+
+
 class RunStream(_StreamBase):
     """A run as an async iterator of sequenced envelopes (``evolve.stream(...)``).
 
@@ -776,11 +799,11 @@ class RunStream(_StreamBase):
         return self
 
     async def __anext__(self) -> Envelope:
-        self._one_reader()
+        self._one_reader(StopAsyncIteration)
         try:
             return await self._next_async()
         finally:
-            self._reader.release()
+            self._done_reading()
 
     async def _next_async(self) -> Envelope:
         op = self._ensure(iterate=True)
@@ -817,11 +840,21 @@ class RunStream(_StreamBase):
             raise
 
     async def aclose(self) -> None:
-        """Leave the stream: cancels the run if it has not ended, and waits for its result."""
+        """Leave the stream: cancels the run if it has not ended, and waits for its result (after
+        the envelope another task is taking, if one is; from one of the run's own handlers it only
+        cancels: the reader it interrupts delivers the rest)."""
         if self._op is None:
             return
+        self._closing = True
         self._leave()
-        await self._rest()
+        if self._read_by_caller():
+            return
+        while not self._reader.acquire(blocking=False):
+            await asyncio.sleep(0.005)  # another task's step ends soon: the run was cancelled
+        try:
+            await self._rest()
+        finally:
+            self._reader.release()
 
     def __await__(self) -> Generator[Any, None, RunResult]:
         return self._rest().__await__()
@@ -844,11 +877,11 @@ class SyncRunStream(_StreamBase):
         return self
 
     def __next__(self) -> Envelope:
-        self._one_reader()
+        self._one_reader(StopIteration)
         try:
             return self._next_sync()
         finally:
-            self._reader.release()
+            self._done_reading()
 
     def _next_sync(self) -> Envelope:
         op = self._ensure(iterate=True)
@@ -885,11 +918,17 @@ class SyncRunStream(_StreamBase):
             raise
 
     def close(self) -> None:
-        """Leave the stream: cancels the run if it has not ended, and waits for its result."""
+        """Leave the stream: cancels the run if it has not ended, and waits for its result (after
+        the envelope another thread is taking, if one is; from one of the run's own handlers it
+        only cancels: the reader it interrupts delivers the rest)."""
         if self._op is None:
             return
+        self._closing = True
         self._leave()
-        self.wait()
+        if self._read_by_caller():
+            return
+        with self._reader:  # another thread's step ends soon: the run was cancelled
+            self.wait()
 
 
 # -------------------------------------------------------------------------------------------------

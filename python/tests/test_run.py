@@ -851,6 +851,66 @@ def test_a_run_that_waits_for_itself_from_its_own_handler_is_told_so(fake_harnes
         assert len(errors) == 1 and "own handler" in str(errors[0]), (start, errors)
 
 
+def test_closing_a_stream_another_thread_or_task_reads_waits_for_that_reader(fake_harness: Path) -> None:
+    # close() / aclose() from elsewhere: the reader's step ends (the run was cancelled), the
+    # rest goes to the handlers once, and the reader's iteration ends without an error.
+    evolve = fake(fake_harness, "claude", "s2-bash", delay_ms="100")
+    rec = Recorder(evolve)
+    stream = evolve.stream_sync("x", kill_grace_ms=200)
+    errors: list[BaseException] = []
+
+    def read() -> None:
+        try:
+            for _ in stream:
+                pass
+        except BaseException as e:  # noqa: BLE001 - the test reports it
+            errors.append(e)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    while not rec.log:
+        time.sleep(0.01)
+    stream.close()
+    reader.join(30)
+    assert not reader.is_alive() and errors == [], errors
+    result = stream.result
+    assert result.state == "cancelled" and result.cancel_kind == "reader_left"
+    assert_one_terminal_last(rec, result)
+
+    async def main() -> tuple[RunResult, list[BaseException]]:
+        evolve2 = fake(fake_harness, "claude", "s2-bash", delay_ms="100")
+        seen: list[BaseException] = []
+        s2 = evolve2.stream("x", kill_grace_ms=200)
+
+        async def read_async() -> None:
+            try:
+                async for _ in s2:
+                    await asyncio.sleep(0.02)  # the closer may take the stream between steps
+            except BaseException as e:  # noqa: BLE001 - the test reports it
+                seen.append(e)
+
+        task = asyncio.create_task(read_async())
+        await asyncio.sleep(0.3)
+        await s2.aclose()
+        await task
+        return await s2, seen
+
+    result, seen = go(main())
+    assert seen == [] and result.state == "cancelled", (seen, result)
+
+
+def test_closing_a_stream_from_its_own_handler_cancels_and_the_reader_gets_the_rest(fake_harness: Path) -> None:
+    evolve = fake(fake_harness, "claude", "s1-text", hang="1")
+    rec = Recorder(evolve)
+    with evolve.stream_sync("x", kill_grace_ms=200) as stream:
+        evolve.on("stdout", lambda _: stream.close())  # no deadlock: it only cancels
+        envelopes = list(stream)
+    assert envelopes[-1]["channel"] == "lifecycle"
+    result = stream.result
+    assert result.state == "cancelled"
+    assert_one_terminal_last(rec, result)
+
+
 def test_a_stream_has_one_reader_at_a_time(fake_harness: Path) -> None:
     # A second reader while the first is inside a handler is refused, not run beside it.
     evolve = fake(fake_harness, "claude", "s2-bash")
