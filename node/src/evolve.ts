@@ -102,6 +102,10 @@ function watchForDeadlock(pending: PromiseLike<unknown>, asked: readonly ((reaso
     pendingAsks.delete(breakIt);
   };
   pending.then(done, done);
+  watchExit();
+}
+
+function watchExit(): void {
   if (!watchingExit) {
     watchingExit = true;
     process.on('beforeExit', breakDeadlocks);
@@ -699,13 +703,26 @@ export class Evolve {
   /**
    * Kill a run still going on and wait until every run started here with `run` or
    * `executeCommand` has ended (a stream ends with its reader). Called from one of a run's
-   * handlers, it does not wait for that run, which ends only after the handler returned. The
-   * `Evolve` stays usable. `await using evolve = new Evolve(…)` calls it when the scope ends.
+   * handlers, it does not wait for that run, which ends only after the handler returned (after
+   * the handler's first `await` that is seen only when Node has nothing else to do: then it stops
+   * waiting). The `Evolve` stays usable. `await using evolve = new Evolve(…)` calls it when the
+   * scope ends.
    */
   async close(): Promise<void> {
     this.kill();
     const own = callingSink?.done;
-    await Promise.allSettled([...this.#running].filter((done) => done !== own));
+    const ended = Promise.allSettled([...this.#running].filter((done) => done !== own));
+    // From a handler after its first `await` (not seen above) it would wait for the handler's own
+    // run, which waits for that handler: when Node has nothing else to do, stop waiting.
+    await new Promise<void>((resolve) => {
+      const giveUp = (): void => resolve();
+      pendingAsks.add(giveUp);
+      watchExit();
+      void ended.then(() => {
+        pendingAsks.delete(giveUp);
+        resolve();
+      });
+    });
   }
 
   /** {@link Evolve.close}, for `await using`. */

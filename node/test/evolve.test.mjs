@@ -186,6 +186,29 @@ test("close() from a run's own handler kills the run without waiting for it (it 
   assert.equal(evolve.activeRunId, undefined);
 });
 
+test("close() after an await in a run's own handler stops waiting once Node has nothing else to do", () => {
+  // In a program of its own, as for BUSY below: the wait is broken at Node's beforeExit.
+  const program = `
+    import { fakeEvolve } from ${JSON.stringify(new URL('./fake.mjs', import.meta.url).href)};
+    const evolve = fakeEvolve('claude', 's1-text', { AGENTSTREAM_FAKE_HANG: '1' });
+    let closed = false;
+    let first = true;
+    evolve.on('stdout', async () => {
+      if (!first) return;
+      first = false;
+      await new Promise((r) => setTimeout(r, 10)); // past the handler's synchronous part
+      await evolve.close();
+      closed = true;
+    });
+    const result = await evolve.run({ prompt: 'x', killGraceMs: 200 });
+    console.log(JSON.stringify({ state: result.state, closed }));
+  `;
+  const out = execFileSync(process.execPath, ['--input-type=module', '-e', program], { encoding: 'utf8', timeout: 60_000 });
+  const { state, closed } = JSON.parse(out.trim().split('\n').at(-1));
+  assert.equal(closed, true, 'close() returned inside the handler');
+  assert.equal(state, 'cancelled');
+});
+
 test("a run's own handler awaiting its result gets BUSY once Node has nothing else to do", () => {
   // In a program of its own: the test runner ends a test whose promise is pending when the
   // event loop empties (Node's beforeExit) before the library may break the wait.

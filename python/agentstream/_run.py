@@ -206,15 +206,15 @@ class _LoopThread:
 
     def __init__(self) -> None:
         self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="agentstream-handlers", daemon=True)
-        self._thread.start()
+        self.thread = threading.Thread(target=self._loop.run_forever, name="agentstream-handlers", daemon=True)
+        self.thread.start()
 
     def run(self, coroutine: Any) -> None:
         asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
 
     def close(self) -> None:
         self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join()
+        self.thread.join()
         self._loop.close()
 
 
@@ -318,6 +318,10 @@ class Dispatch:
         if self._loop_runner is None:
             self._loop_runner = asyncio.Runner()
         self._loop_runner.run(wait())
+
+    def loop_thread(self) -> threading.Thread | None:
+        """The thread the async handlers of a blocking run run on, when not the reader's."""
+        return self._loop_thread.thread if self._loop_thread is not None else None
 
     def close(self) -> None:
         if self._loop_runner is not None:
@@ -703,7 +707,15 @@ class _StreamBase:
             raise RuntimeError(
                 "a stream is read by one reader at a time: another thread or task is taking its next "
                 "envelope (share the envelopes, not the stream)")
-        self._reader_owner = _current_reader()
+        if self._closing:
+            # Closed from elsewhere: this iterator is over; the closer delivers the rest.
+            self._reader.release()
+            raise ended
+        self._reader_owner = self._identity()
+
+    def _identity(self) -> object:
+        """Who is reading, as :meth:`_read_by_caller` compares it."""
+        return _current_reader()
 
     def _done_reading(self) -> None:
         self._reader_owner = None
@@ -711,7 +723,7 @@ class _StreamBase:
 
     def _read_by_caller(self) -> bool:
         """Whether the reader taking an envelope now is the caller itself (a handler closing)."""
-        return self._reader_owner is not None and self._reader_owner is _current_reader()
+        return self._reader_owner is not None and self._reader_owner is self._identity()
 
     def _ensure(self, iterate: bool) -> Op:
         if self._op is None:
@@ -845,10 +857,10 @@ class RunStream(_StreamBase):
         cancels: the reader it interrupts delivers the rest)."""
         if self._op is None:
             return
-        self._closing = True
         self._leave()
         if self._read_by_caller():
             return
+        self._closing = True
         while not self._reader.acquire(blocking=False):
             await asyncio.sleep(0.005)  # another task's step ends soon: the run was cancelled
         try:
@@ -875,6 +887,14 @@ class SyncRunStream(_StreamBase):
 
     def __iter__(self) -> SyncRunStream:
         return self
+
+    def _identity(self) -> object:
+        # A blocking stream is read by a thread: its async handlers run in a task on that thread,
+        # or on the dispatch's own loop thread, which acts for it.
+        thread = threading.current_thread()
+        op = self._op
+        loop_thread = op.dispatch.loop_thread() if op is not None else None
+        return self._reader_owner if loop_thread is thread and self._reader_owner is not None else thread
 
     def __next__(self) -> Envelope:
         self._one_reader(StopIteration)
@@ -923,10 +943,10 @@ class SyncRunStream(_StreamBase):
         only cancels: the reader it interrupts delivers the rest)."""
         if self._op is None:
             return
-        self._closing = True
         self._leave()
         if self._read_by_caller():
             return
+        self._closing = True
         with self._reader:  # another thread's step ends soon: the run was cancelled
             self.wait()
 

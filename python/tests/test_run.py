@@ -882,29 +882,44 @@ def test_closing_a_stream_another_thread_or_task_reads_waits_for_that_reader(fak
         seen: list[BaseException] = []
         s2 = evolve2.stream("x", kill_grace_ms=200)
 
+        read: list[Any] = []
+        closed_at: list[int] = []
+
         async def read_async() -> None:
             try:
-                async for _ in s2:
-                    await asyncio.sleep(0.02)  # the closer may take the stream between steps
+                async for envelope in s2:
+                    read.append(envelope)
             except BaseException as e:  # noqa: BLE001 - the test reports it
                 seen.append(e)
 
         task = asyncio.create_task(read_async())
         await asyncio.sleep(0.3)
-        await s2.aclose()
+        closing = asyncio.ensure_future(s2.aclose())
+        await asyncio.sleep(0)
+        closed_at.append(len(read))
+        await closing
         await task
+        # The reader's iteration ended at its next step: it did not read on to the terminal.
+        assert len(read) <= closed_at[0] + 1, (len(read), closed_at)
         return await s2, seen
 
     result, seen = go(main())
     assert seen == [] and result.state == "cancelled", (seen, result)
 
 
-def test_closing_a_stream_from_its_own_handler_cancels_and_the_reader_gets_the_rest(fake_harness: Path) -> None:
+@pytest.mark.parametrize("handler_kind", ["sync", "async"])
+def test_closing_a_stream_from_its_own_handler_cancels_and_the_reader_gets_the_rest(
+    fake_harness: Path, handler_kind: str
+) -> None:
     evolve = fake(fake_harness, "claude", "s1-text", hang="1")
     rec = Recorder(evolve)
     with evolve.stream_sync("x", kill_grace_ms=200) as stream:
-        evolve.on("stdout", lambda _: stream.close())  # no deadlock: it only cancels
-        envelopes = list(stream)
+
+        async def close_async(_: Any) -> None:
+            stream.close()  # in a task on the reader's thread: still the reader
+
+        evolve.on("stdout", (lambda _: stream.close()) if handler_kind == "sync" else close_async)
+        envelopes = list(stream)  # no deadlock: it only cancels
     assert envelopes[-1]["channel"] == "lifecycle"
     result = stream.result
     assert result.state == "cancelled"

@@ -239,8 +239,11 @@ public final class Evolve implements AutoCloseable {
             Thread.ofPlatform().daemon().name("agentstream-" + run.id()).start(() -> run.deliver(subscriptions));
         } catch (RuntimeException | Error e) {
             // No thread to read it (OutOfMemoryError: unable to create native thread, …).
-            run.cancel("no delivery thread could be started: " + e);
-            run.fail(e);
+            try {
+                run.cancel("no delivery thread could be started: " + e);
+            } finally {
+                run.fail(e);
+            }
             throw e;
         }
         return run;

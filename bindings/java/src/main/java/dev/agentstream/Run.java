@@ -39,6 +39,8 @@ public final class Run {
     private volatile Thread deliveryThread;
     /** The thread that last read the run's {@link RunStream} (the run ends only as it is read). */
     volatile Thread streamReader;
+    /** The RunStream was closed (by any thread): the closer reads the rest, so waiting is fine. */
+    volatile boolean streamLeft;
 
     Run(Evolve owner, MemorySegment handle, String id, Consumer<? super AgentEvent> onEvent) {
         this.owner = owner;
@@ -302,7 +304,7 @@ public final class Run {
                 throw new BusyException("run " + run.id
                         + " was waited for from one of its own handlers, which would wait for itself: wait from another thread");
             }
-            if (!future.isDone() && Thread.currentThread() == run.streamReader) {
+            if (!future.isDone() && Thread.currentThread() == run.streamReader && !run.streamLeft) {
                 throw new BusyException("run " + run.id + " was waited for by the thread reading its RunStream, before the "
                         + "stream ended: the run ends only as it is read; read the stream to its end, or call RunStream.result()");
             }

@@ -143,6 +143,7 @@ public final class RunStream implements Iterator<Event>, AutoCloseable {
         if (closed) {
             return;
         }
+        run.streamLeft = true;
         closed = true;
         synchronized (this) {
             if (!ended) {

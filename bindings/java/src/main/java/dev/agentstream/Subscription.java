@@ -59,7 +59,8 @@ public final class Subscription implements AutoCloseable {
     /**
      * Removes this handler: no call of it starts after this returns, and a call of it in progress
      * on another thread (a run's delivery thread) finishes first — so do not call it from a thread
-     * the handler waits on; from inside a handler it is fine. Closing it again does nothing.
+     * the handler waits on. From inside a handler it does not wait (a call of it in progress
+     * elsewhere may finish after). Closing it again does nothing.
      */
     @Override
     public void close() {
@@ -74,14 +75,20 @@ public final class Subscription implements AutoCloseable {
     boolean enter() {
         calling.merge(Thread.currentThread(), 1, Integer::sum);
         if (removed) {
-            exit();
+            leave();
             return false;
         }
+        HANDLER_DEPTH.get()[0]++;
         return true;
     }
 
     /** The call that {@link #enter()} started on this thread returned. */
     void exit() {
+        HANDLER_DEPTH.get()[0]--;
+        leave();
+    }
+
+    private void leave() {
         calling.computeIfPresent(Thread.currentThread(), (t, depth) -> depth == 1 ? null : depth - 1);
         if (removed) {
             synchronized (this) {
@@ -90,21 +97,28 @@ public final class Subscription implements AutoCloseable {
         }
     }
 
-    /** After {@code removed} was set: waits until no other thread is in a call of the handler. */
+    /**
+     * After {@code removed} was set: waits until no other thread is in a call of the handler —
+     * unless this thread is itself in a handler call (two handlers removing each other, on two
+     * runs' threads, would wait for each other for ever), or is interrupted.
+     */
     void awaitCallsElsewhere() {
+        if (HANDLER_DEPTH.get()[0] > 0) {
+            return;
+        }
         Thread self = Thread.currentThread();
-        boolean interrupted = false;
         synchronized (this) {
             while (calling.keySet().stream().anyMatch(t -> t != self)) {
                 try {
                     wait();
                 } catch (InterruptedException e) {
-                    interrupted = true;
+                    Thread.currentThread().interrupt(); // stop waiting: the caller asked
+                    return;
                 }
             }
         }
-        if (interrupted) {
-            Thread.currentThread().interrupt();
-        }
     }
+
+    /** How many handler calls this thread is inside (of any subscription). */
+    private static final ThreadLocal<int[]> HANDLER_DEPTH = ThreadLocal.withInitial(() -> new int[1]);
 }

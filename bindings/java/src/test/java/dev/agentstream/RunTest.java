@@ -260,6 +260,30 @@ class RunTest {
     }
 
     @Test
+    void aReaderWhoseStreamAnotherThreadClosesMayWaitForTheResult() throws Exception {
+        try (Evolve evolve = new Evolve(fake("claude", "claude/s1-text").withEnv("AGENTSTREAM_FAKE_HANG", "1"))) {
+            RunStream stream = evolve.stream(RunOptions.builder().prompt("x").killGrace(java.time.Duration.ofMillis(200)).build());
+            CountDownLatch reading = new CountDownLatch(1);
+            CompletableFuture<RunResult> waited = new CompletableFuture<>();
+            Thread reader = new Thread(() -> {
+                try {
+                    while (stream.hasNext()) {
+                        stream.next();
+                        reading.countDown();
+                    }
+                    waited.complete(stream.run().result().join()); // the closer reads the rest: not Busy
+                } catch (Throwable t) {
+                    waited.completeExceptionally(t);
+                }
+            });
+            reader.start();
+            assertTrue(reading.await(10, TimeUnit.SECONDS));
+            stream.close();
+            assertEquals(RunState.CANCELLED, waited.get(30, TimeUnit.SECONDS).state());
+        }
+    }
+
+    @Test
     void theStreamsReaderWaitingForTheResultBeforeTheEndIsBusyNotAHang() {
         try (Evolve evolve = new Evolve(fake("claude", "claude/s2-bash"))) {
             try (RunStream stream = evolve.stream(RunOptions.prompt("x"))) {
