@@ -293,8 +293,8 @@ pub struct HookDeriver {
     /// started (its `tool.completed` / `tool.failed` was already derived), so not left open.
     finished_early: crate::stream::FinishedEarly,
     /// A call's usage printed before its message's first output (a line that asks for a tool
-    /// gives its usage first): (scope, message id, usage), for the step that message starts.
-    next_step_usage: Option<(Option<SharedStr>, SharedStr, Value)>,
+    /// gives its usage first), for the step that message starts.
+    next_step_usage: Option<PendingUsage>,
     /// The message text of the main agent's last step that had any.
     final_answer: String,
     /// The same over every scope (the answer when the main agent printed none).
@@ -304,6 +304,16 @@ pub struct HookDeriver {
     terminated: bool,
     /// `Some(previous status)` when the run continues a harness session.
     resumed: Option<String>,
+}
+
+/// A call's usage given before its message's first output (see `HookDeriver::next_step_usage`).
+#[derive(Debug)]
+struct PendingUsage {
+    scope: Option<SharedStr>,
+    message_id: SharedStr,
+    usage: Option<Value>,
+    /// The usage item's own sequence.
+    sequence: u64,
 }
 
 const PERMISSION_MARKERS: &[&str] = &[
@@ -410,10 +420,10 @@ impl HookDeriver {
     /// all when what comes next is not that message's first output: qwen's partial mode gives
     /// each complete line of one streamed reply an id of its own, and the reply stays one step.
     fn settle_next_step_usage(&mut self, next: Option<&OutputEvent>) {
-        let Some((scope, id, _)) = &self.next_step_usage else { return };
+        let Some(pending) = &self.next_step_usage else { return };
         let starts_its_step = next.is_some_and(|ev| {
-            ev.parent_tool_call_id.as_ref() == scope.as_ref()
-                && ev.message_id.as_ref() == Some(id)
+            ev.parent_tool_call_id == pending.scope
+                && ev.message_id.as_ref() == Some(&pending.message_id)
                 && matches!(
                     ev.update,
                     SessionUpdate::AgentMessageChunk { .. }
@@ -424,11 +434,18 @@ impl HookDeriver {
         if starts_its_step {
             return;
         }
-        let Some((scope, _, usage)) = self.next_step_usage.take() else { return };
-        if let Some(step) =
-            self.step_of(scope.as_ref()).and_then(|at| self.steps.get_mut(at)).filter(|s| !s.model_completed)
-        {
-            step.usage = Some(usage);
+        if let Some(pending) = self.next_step_usage.take() {
+            self.step_takes_usage(pending.scope.as_ref(), pending.usage, pending.sequence);
+        }
+    }
+
+    /// `scope`'s step in progress takes a call's usage given at `sequence` (it is what its
+    /// `model.completed` carries), unless its reply is complete already.
+    fn step_takes_usage(&mut self, scope: Option<&SharedStr>, usage: Option<Value>, sequence: u64) {
+        let at = self.step_of(scope);
+        if let Some(step) = at.and_then(|at| self.steps.get_mut(at)).filter(|s| !s.model_completed) {
+            step.usage = usage;
+            step.last_sequence = sequence;
         }
     }
 
@@ -622,8 +639,8 @@ impl HookDeriver {
                 self.steps_started += 1;
                 let usage = self
                     .next_step_usage
-                    .take_if(|(s, id, _)| s.as_ref() == scope && Some(&*id) == ev.message_id.as_ref())
-                    .map(|(_, _, usage)| usage);
+                    .take_if(|p| p.scope.as_ref() == scope && Some(&p.message_id) == ev.message_id.as_ref())
+                    .and_then(|p| p.usage);
                 self.steps.insert(Step {
                     index,
                     scope: scope.cloned(),
@@ -780,14 +797,14 @@ impl HookDeriver {
                 let scope = ev.parent_tool_call_id.as_ref();
                 let at = self.step_of(scope);
                 let current_message = at.and_then(|at| self.steps.get(at)).map(|s| s.message_id.as_ref());
-                if let Some(id) =
-                    ev.message_id.as_ref().filter(|id| current_message.is_none_or(|m| m.is_some_and(|m| m != *id)))
-                {
+                let usage = serde_json::to_value(usage).ok();
+                match ev.message_id.as_ref().filter(|id| current_message.is_none_or(|m| m.is_some_and(|m| m != *id))) {
                     // Another message's, before its first output: that message's step takes it.
-                    self.next_step_usage = serde_json::to_value(usage).ok().map(|u| (scope.cloned(), id.clone(), u));
-                } else if let Some(step) = at.and_then(|at| self.steps.get_mut(at)).filter(|s| !s.model_completed) {
-                    step.usage = serde_json::to_value(usage).ok();
-                    step.last_sequence = sequence;
+                    Some(id) => {
+                        self.next_step_usage =
+                            Some(PendingUsage { scope: scope.cloned(), message_id: id.clone(), usage, sequence })
+                    }
+                    None => self.step_takes_usage(scope, usage, sequence),
                 }
             }
             _ => {}
