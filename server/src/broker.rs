@@ -482,6 +482,7 @@ impl RunBroker {
         wait: Duration,
     ) -> Result<RunInfo, BrokerError> {
         let deadline = tokio::time::Instant::now() + wait;
+        let left = || deadline.saturating_duration_since(tokio::time::Instant::now());
         let info = self.inner.registry.get(tenant, run_id).await?.ok_or(BrokerError::NotFound)?;
         let local = self.inner.state.lock().expect("broker state").local.get(run_id).cloned();
         match local {
@@ -492,13 +493,11 @@ impl RunBroker {
             None => match self.inner.executor.control(tenant, run_id) {
                 Some(control) if wait.is_zero() => control.cancel(reason),
                 Some(control) => {
-                    let within = deadline.saturating_duration_since(tokio::time::Instant::now());
-                    if let Err(why) = control.cancel_confirmed(reason, within).await {
+                    if let Err(why) = control.cancel_confirmed(reason, left()).await {
                         // Its worker stops listening when the run ends, a moment before the
                         // record here says so: then there was nothing left to cancel.
                         if matches!(why, CancelUnconfirmed::NoListener(_)) {
-                            let within = deadline.saturating_duration_since(tokio::time::Instant::now());
-                            self.inner.registry.wait_ended(tenant, run_id, within).await;
+                            self.inner.registry.wait_ended(tenant, run_id, left()).await;
                         }
                         return match self.inner.registry.get(tenant, run_id).await? {
                             Some(now) if now.status != RunStatus::Running => Ok(now),
@@ -512,14 +511,10 @@ impl RunBroker {
         if info.status != RunStatus::Running {
             return Ok(info);
         }
-        self.inner
-            .registry
-            .wait_ended(tenant, run_id, deadline.saturating_duration_since(tokio::time::Instant::now()))
-            .await;
+        self.inner.registry.wait_ended(tenant, run_id, left()).await;
         // Within the caller's wait: the log's view of a running run's progress is a nicety that
         // an outage must not hold up.
-        let remaining = deadline.saturating_duration_since(tokio::time::Instant::now()).max(Duration::from_millis(100));
-        match tokio::time::timeout(remaining, self.get(tenant, run_id)).await {
+        match tokio::time::timeout(left().max(Duration::from_millis(100)), self.get(tenant, run_id)).await {
             Ok(got) => got,
             Err(_) => Ok(self.inner.registry.get(tenant, run_id).await?.unwrap_or(info)),
         }

@@ -545,8 +545,7 @@ impl<D: Dialect> Protocol<D> {
                         self.release_held(parent, out);
                     }
                     if let Some(u) = usage.take_if(|_| asks_for_a_tool) {
-                        let usage = self.dialect.call_usage(u);
-                        out.push(SessionUpdate::Usage { scope: UsageScope::Call, usage });
+                        out.push(self.call_usage(u));
                     }
                     self.assistant_block(block, parent, out);
                 }
@@ -555,14 +554,18 @@ impl<D: Dialect> Protocol<D> {
         }
         // The complete line has the whole reply: streamed text still held ended there.
         self.release_held(parent, out);
-        if let Some(usage) = usage {
-            let usage = self.dialect.call_usage(usage);
-            out.push(SessionUpdate::Usage { scope: UsageScope::Call, usage });
+        if let Some(u) = usage {
+            out.push(self.call_usage(u));
         }
         if D::LINE_ENDS_MESSAGE {
             self.streams.line_ended_message(parent, env.model.as_ref());
         }
         LineOutcome::Decoded
+    }
+
+    /// The `usage{scope:"call"}` update of an assistant line's `message.usage`.
+    fn call_usage(&self, usage: Usage) -> SessionUpdate {
+        SessionUpdate::Usage { scope: UsageScope::Call, usage: self.dialect.call_usage(usage) }
     }
 
     fn assistant_text(&mut self, parent: Option<&str>, piece: Piece, full: Cow<'_, str>, out: &mut Updates) {
