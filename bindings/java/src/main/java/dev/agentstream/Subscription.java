@@ -106,9 +106,9 @@ public final class Subscription implements AutoCloseable {
         if (HANDLER_DEPTH.get()[0] > 0) {
             return;
         }
-        Thread self = Thread.currentThread();
+        // (Not in a handler call itself, this thread is not among the callers.)
         synchronized (this) {
-            while (calling.keySet().stream().anyMatch(t -> t != self)) {
+            while (!calling.isEmpty()) {
                 try {
                     wait();
                 } catch (InterruptedException e) {
