@@ -714,8 +714,13 @@ class _StreamBase:
         self._reader_owner = self._identity()
 
     def _identity(self) -> object:
-        """Who is reading, as :meth:`_read_by_caller` compares it."""
-        return _current_reader()
+        """Who is reading, as :meth:`_read_by_caller` compares it: the task (inside a running
+        event loop), else the thread."""
+        try:
+            task = asyncio.current_task()
+        except RuntimeError:
+            task = None
+        return task if task is not None else threading.current_thread()
 
     def _done_reading(self) -> None:
         self._reader_owner = None
@@ -724,6 +729,18 @@ class _StreamBase:
     def _read_by_caller(self) -> bool:
         """Whether the reader taking an envelope now is the caller itself (a handler closing)."""
         return self._reader_owner is not None and self._reader_owner is self._identity()
+
+    def _closer_delivers(self) -> bool:
+        """Leave the stream (the run is cancelled if unfinished). True when the caller is to take
+        the reader's place once its step ends and deliver the rest; False when there is nothing
+        to read or the caller is the reader itself (one of the run's handlers), which goes on."""
+        if self._op is None:
+            return False
+        self._leave()
+        if self._read_by_caller():
+            return False
+        self._closing = True
+        return True
 
     def _ensure(self, iterate: bool) -> Op:
         if self._op is None:
@@ -773,15 +790,6 @@ class _StreamBase:
         op = self._op
         if op is not None and op.result is None and not op.run.ended:
             op.run.reader_left()
-
-
-def _current_reader() -> object:
-    """The task reading (inside a running event loop), else the thread."""
-    try:
-        task = asyncio.current_task()
-    except RuntimeError:
-        task = None
-    return task if task is not None else threading.current_thread()
 
 
 class RunStream(_StreamBase):
@@ -855,12 +863,8 @@ class RunStream(_StreamBase):
         """Leave the stream: cancels the run if it has not ended, and waits for its result (after
         the envelope another task is taking, if one is; from one of the run's own handlers it only
         cancels: the reader it interrupts delivers the rest)."""
-        if self._op is None:
+        if not self._closer_delivers():
             return
-        self._leave()
-        if self._read_by_caller():
-            return
-        self._closing = True
         while not self._reader.acquire(blocking=False):
             await asyncio.sleep(0.005)  # another task's step ends soon: the run was cancelled
         try:
@@ -941,14 +945,9 @@ class SyncRunStream(_StreamBase):
         """Leave the stream: cancels the run if it has not ended, and waits for its result (after
         the envelope another thread is taking, if one is; from one of the run's own handlers it
         only cancels: the reader it interrupts delivers the rest)."""
-        if self._op is None:
-            return
-        self._leave()
-        if self._read_by_caller():
-            return
-        self._closing = True
-        with self._reader:  # another thread's step ends soon: the run was cancelled
-            self.wait()
+        if self._closer_delivers():
+            with self._reader:  # another thread's step ends soon: the run was cancelled
+                self.wait()
 
 
 # -------------------------------------------------------------------------------------------------
