@@ -80,10 +80,11 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
 }
 
 /**
- * Handlers that asked for their own run's result and returned a promise still pending: each
- * entry rejects what that handler was handed. A handler awaiting its own run's end can never
- * go on (the run ends after it returns); when Node has nothing else left to do (`beforeExit`),
- * those results are rejected with `BUSY`, the handler fails, and the run goes on to its end.
+ * Waits that may be a handler waiting for its own run: results handed to a handler that returned
+ * a promise still pending, and `close()` calls (each entry rejects the result with `BUSY`, or
+ * ends the `close()`'s wait). A handler awaiting its own run's end can never go on (the run ends
+ * after it returns); when Node has nothing else left to do (`beforeExit`), every entry is called,
+ * the handler goes on (or fails), and the run goes on to its end.
  */
 const pendingAsks = new Set<() => void>();
 let watchingExit = false;
@@ -112,7 +113,7 @@ function watchExit(): void {
   }
 }
 
-/** Rejects the results of every handler still waiting for its own run (see {@link pendingAsks}). */
+/** Breaks every wait that may be a handler waiting for its own run (see {@link pendingAsks}). */
 function breakDeadlocks(): void {
   const all = [...pendingAsks];
   pendingAsks.clear();
