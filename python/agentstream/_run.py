@@ -25,6 +25,7 @@ import concurrent.futures
 import logging
 import os
 import threading
+import weakref
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -205,17 +206,27 @@ class _LoopThread:
     caller's thread already runs a loop."""
 
     def __init__(self) -> None:
-        self._loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self._loop.run_forever, name="agentstream-handlers", daemon=True)
+        self._loop = loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=_serve_until_stopped, args=(loop,), name="agentstream-handlers",
+                                       daemon=True)
         self.thread.start()
+        # A blocking stream dropped without close() never closes its dispatch: its loop stops
+        # (and its thread ends) when this object is collected. Refers to the loop, not to self.
+        self._stop = weakref.finalize(self, loop.call_soon_threadsafe, loop.stop)
 
     def run(self, coroutine: Any) -> None:
         asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
 
     def close(self) -> None:
-        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._stop()  # once, whoever comes first
         self.thread.join()
-        self._loop.close()
+
+
+def _serve_until_stopped(loop: asyncio.AbstractEventLoop) -> None:
+    try:
+        loop.run_forever()
+    finally:
+        loop.close()
 
 
 class Dispatch:

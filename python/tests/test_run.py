@@ -991,6 +991,33 @@ def test_run_sync_inside_a_running_event_loop_still_awaits_async_handlers(fake_h
     assert seen and len(seen) == result.stats["events"], (seen, result.stats)
 
 
+def test_a_blocking_stream_dropped_inside_a_running_loop_ends_its_handler_thread(fake_harness: Path) -> None:
+    evolve = fake(fake_harness, "claude", "s2-bash")
+
+    async def handler(event: Any) -> None:
+        await asyncio.sleep(0)
+
+    evolve.on("content", handler)
+    handler_threads = lambda: [t for t in threading.enumerate() if t.name == "agentstream-handlers"]  # noqa: E731
+    before = len(handler_threads())
+
+    async def main() -> None:
+        # The async handlers of a blocking stream read inside a running loop run on a thread of
+        # their own; the stream is dropped mid-way without close().
+        stream = evolve.stream_sync("x")
+        for envelope in stream:
+            if envelope["channel"] == "content":
+                break
+        assert len(handler_threads()) == before + 1
+
+    go(main())
+    gc.collect()
+    deadline = time.monotonic() + 10
+    while len(handler_threads()) > before and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert len(handler_threads()) == before
+
+
 def test_successive_runs_continue_the_conversation(fake_harness: Path, tmp_path: Path) -> None:
     argv_file = tmp_path / "argv.json"
     evolve = fake(fake_harness, "claude", "s2-bash", argv_file=str(argv_file))
