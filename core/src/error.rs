@@ -276,6 +276,12 @@ impl From<crate::channel::UnknownChannel> for Error {
     }
 }
 
+/// The text a panic was raised with (`panic!("…")`'s message), when its payload is text: what
+/// the core and every binding report when they catch a panic at their edge.
+pub fn panic_text(payload: &(dyn std::any::Any + Send)) -> Option<&str> {
+    payload.downcast_ref::<&str>().copied().or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -304,5 +310,15 @@ mod tests {
         assert!(e.to_string().contains("claude"), "{e}");
         let e: Error = "nope".parse::<crate::Channel>().unwrap_err().into();
         assert!(e.to_string().contains("lifecycle"), "{e}");
+    }
+
+    #[test]
+    fn a_panics_text_is_read_from_either_payload() {
+        let literal = std::panic::catch_unwind(|| panic!("plain")).unwrap_err();
+        assert_eq!(panic_text(literal.as_ref()), Some("plain"));
+        let formatted = std::panic::catch_unwind(|| panic!("formatted {}", 7)).unwrap_err();
+        assert_eq!(panic_text(formatted.as_ref()), Some("formatted 7"));
+        let other = std::panic::catch_unwind(|| std::panic::panic_any(7u8)).unwrap_err();
+        assert_eq!(panic_text(other.as_ref()), None);
     }
 }

@@ -165,11 +165,7 @@ fn install_quiet_panic_hook() {
 }
 
 fn payload_text(payload: &(dyn Any + Send)) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a panic without a message".to_string())
+    agentstream_core::error::panic_text(payload).unwrap_or("a panic without a message").to_string()
 }
 
 /// Set this thread's last error message.

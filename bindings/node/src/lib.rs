@@ -101,11 +101,7 @@ fn guard<T>(f: impl FnOnce() -> Result<T, Code>) -> Result<T, Code> {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(result) => result,
         Err(payload) => {
-            let what = payload
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic payload".to_string());
+            let what = agentstream_core::error::panic_text(payload.as_ref()).unwrap_or("unknown panic payload");
             let at = LAST_PANIC_LOCATION.with(|cell| cell.borrow_mut().take());
             Err(internal(match at {
                 Some(at) => format!("panic at {at}: {what}"),

@@ -51,11 +51,7 @@ type Settle<T> = Box<dyn FnOnce(Env) -> napi::Result<T> + Send>;
 
 /// A caught panic as the error a promise is rejected with (`panic: <its message>`).
 fn panic_error(payload: Box<dyn std::any::Any + Send>) -> napi::Error {
-    let message = payload
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic payload".to_string());
+    let message = agentstream_core::error::panic_text(payload.as_ref()).unwrap_or("unknown panic payload");
     napi::Error::from_reason(format!("panic: {message}"))
 }
 

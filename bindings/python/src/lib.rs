@@ -59,11 +59,7 @@ fn install_panic_hook() {
         std::panic::set_hook(Box::new(move |info| {
             if GUARD_DEPTH.with(|d| d.get()) > 0 {
                 let payload = info.payload();
-                let msg = payload
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| payload.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "a panic with a non-text payload".to_string());
+                let msg = agentstream_core::error::panic_text(payload).unwrap_or("a panic with a non-text payload");
                 let at = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
                 LAST_PANIC.with(|p| *p.borrow_mut() = Some(format!("{msg}{at}")));
             } else {
@@ -85,8 +81,7 @@ fn guard<T>(py: Python<'_>, f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
             // raised again here: its message is the payload's.
             let msg = LAST_PANIC
                 .with(|p| p.borrow_mut().take())
-                .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
-                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .or_else(|| agentstream_core::error::panic_text(payload.as_ref()).map(str::to_string))
                 .unwrap_or_else(|| "unknown panic".into());
             Err(raise(py, &CoreError::new(ErrorKind::Internal, format!("internal error in agentstream: {msg}"))))
         }

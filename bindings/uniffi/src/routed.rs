@@ -36,7 +36,9 @@ pub const PULL_BUSY: i64 = -4;
 pub const PULL_UNKNOWN_READER: i64 = -5;
 /// A bad argument: `dst` null or `capacity` under 8 bytes.
 pub const PULL_BAD_ARGUMENT: i64 = -6;
-/// A panic was caught (a bug in agentstream: please report it).
+/// A panic was caught (a bug in agentstream: please report it). Its message is in `dst`: its
+/// length in the first 8 bytes (little-endian `u64`), then that many bytes of UTF-8 (cut to what
+/// `capacity` holds).
 pub const PULL_PANIC: i64 = -7;
 
 /// The runs a reader id was issued for. Weak: closing a run's handle frees it (and cancels it,
@@ -139,7 +141,25 @@ pub unsafe extern "C" fn agentstream_uniffi_run_pull_routed(
             true
         })
     }));
-    pulled.unwrap_or(PULL_PANIC)
+    pulled.unwrap_or_else(|payload| {
+        let message = panic_message(payload.as_ref(), capacity - 8);
+        // SAFETY: 8 + message.len() <= capacity, which the caller guarantees `dst` holds.
+        unsafe {
+            std::ptr::copy_nonoverlapping((message.len() as u64).to_le_bytes().as_ptr(), dst, 8);
+            std::ptr::copy_nonoverlapping(message.as_ptr(), dst.add(8), message.len());
+        }
+        PULL_PANIC
+    })
+}
+
+/// A caught panic's message, cut at a character boundary to at most `max` bytes.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send), max: usize) -> &str {
+    let text = agentstream_core::error::panic_text(payload).unwrap_or("a panic without a message");
+    let mut end = text.len().min(max);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
 }
 
 /// [`agentstream_uniffi_run_pull_routed`] without the raw pointer: `hand_over` gets the batch

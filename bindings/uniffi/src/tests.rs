@@ -405,3 +405,15 @@ fn a_routed_pull_refuses_what_it_cannot_serve() {
     drop(run); // closing the only handle frees the run (and cancels it): the id names no run
     assert_eq!(unsafe { agentstream_uniffi_run_pull_routed(reader, 0, buf.as_mut_ptr(), 64) }, PULL_UNKNOWN_READER);
 }
+
+#[test]
+fn a_routed_pulls_panic_hands_its_message_over_cut_at_a_character() {
+    use crate::routed::panic_message;
+    let payload = std::panic::catch_unwind(|| panic!("bad état {}", 1)).unwrap_err();
+    assert_eq!(panic_message(payload.as_ref(), 100), "bad état 1");
+    // "é" is two bytes: a cut inside it leaves it out rather than splitting it.
+    assert_eq!(panic_message(payload.as_ref(), 6), "bad é");
+    assert_eq!(panic_message(payload.as_ref(), 5), "bad ");
+    let other = std::panic::catch_unwind(|| std::panic::panic_any(3u8)).unwrap_err();
+    assert_eq!(panic_message(other.as_ref(), 100), "a panic without a message");
+}

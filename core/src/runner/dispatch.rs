@@ -128,14 +128,10 @@ fn call(f: impl FnOnce() -> HandlerResult) -> Option<String> {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(())) => None,
         Ok(Err(message)) => Some(message),
-        Err(panic) => Some(
-            panic
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                .map(|m| format!("the handler panicked: {m}"))
-                .unwrap_or_else(|| "the handler panicked".to_string()),
-        ),
+        Err(panic) => Some(match crate::error::panic_text(panic.as_ref()) {
+            Some(m) => format!("the handler panicked: {m}"),
+            None => "the handler panicked".to_string(),
+        }),
     }
 }
 

@@ -76,6 +76,7 @@ internal class RoutedReader(private val run: AgentRun) {
                     val capacity = maxOf(needed, minOf(buffer.capacity() * 2L, MAX_CAPACITY)).toInt()
                     buffer = ByteBuffer.allocateDirect(capacity).order(ByteOrder.LITTLE_ENDIAN)
                 }
+                n == RoutedPull.PANIC -> throw RoutedPull.panic(buffer, run.id())
                 else -> throw RoutedPull.error(n, run.id())
             }
         }
@@ -119,11 +120,21 @@ internal object RoutedPull {
     /** See routed.rs: a batch's length (≥ 2) or one of the codes above. */
     external fun agentstream_uniffi_run_pull_routed(reader: Long, timeoutMs: Long, dst: ByteBuffer, capacity: Long): Long
 
-    /** The error a failed pull of run [runId] is, by its [code]. */
+    /** The panic a pull of run [runId] caught, with the message the library left in [buffer]. */
+    fun panic(buffer: ByteBuffer, runId: String): AgentstreamException {
+        val length = buffer.getLong(0)
+        val message = if (length in 0..(buffer.capacity() - 8).toLong()) {
+            ByteArray(length.toInt()).also { buffer.get(8, it) }.toString(Charsets.UTF_8)
+        } else {
+            "its message could not be read"
+        }
+        return NativeError.Panic("the native library panicked reading run $runId: $message (a bug in agentstream: please report it)")
+    }
+
+    /** The error a failed pull of run [runId] is, by its [code] (not [PANIC]: see [panic]). */
     fun error(code: Long, runId: String): AgentstreamException = when (code) {
         BUSY -> NativeError.Busy("run $runId is already being read by another call: read it from one place")
         UNKNOWN_READER -> NativeError.InvalidHandle("run $runId is closed: its deliveries can no longer be read")
-        PANIC -> NativeError.Panic("the native library panicked reading run $runId (a bug in agentstream: please report it)")
         BAD_ARGUMENT -> NativeError.Internal("the batch buffer was refused (a bug in agentstream: please report it)")
         else -> NativeError.Internal("an unknown result $code reading run $runId (is the native library newer than this jar?)")
     }

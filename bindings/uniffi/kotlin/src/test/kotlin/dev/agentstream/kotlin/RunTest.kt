@@ -425,12 +425,24 @@ class RunTest {
         val buffer = java.nio.ByteBuffer.allocateDirect(64)
         assertEquals(RoutedPull.UNKNOWN_READER, RoutedPull.agentstream_uniffi_run_pull_routed(Long.MAX_VALUE, 0, buffer, 64))
         assertEquals(RoutedPull.BAD_ARGUMENT, RoutedPull.agentstream_uniffi_run_pull_routed(1, 0, buffer, 4))
-        val kinds = listOf(RoutedPull.BUSY, RoutedPull.UNKNOWN_READER, RoutedPull.PANIC, RoutedPull.BAD_ARGUMENT, -99L)
+        val kinds = listOf(RoutedPull.BUSY, RoutedPull.UNKNOWN_READER, RoutedPull.BAD_ARGUMENT, -99L)
             .map { RoutedPull.error(it, "r1") }
         assertEquals(
-            listOf(ErrorKind.BUSY, ErrorKind.INVALID_HANDLE, ErrorKind.PANIC, ErrorKind.INTERNAL, ErrorKind.INTERNAL),
+            listOf(ErrorKind.BUSY, ErrorKind.INVALID_HANDLE, ErrorKind.INTERNAL, ErrorKind.INTERNAL),
             kinds.map { it.kind },
         )
         assertTrue(kinds.all { it.message!!.contains("r1") || it.kind == ErrorKind.INTERNAL }, kinds.toString())
+    }
+
+    @Test
+    fun `a pull that panicked is an error with the panic's message`() {
+        val text = "index out of range".toByteArray()
+        val buffer = java.nio.ByteBuffer.allocateDirect(64).order(java.nio.ByteOrder.LITTLE_ENDIAN)
+        buffer.putLong(0, text.size.toLong()).put(8, text)
+        val panic = RoutedPull.panic(buffer, "r1")
+        assertEquals(ErrorKind.PANIC, panic.kind)
+        assertTrue(panic.message!!.contains("r1") && panic.message!!.contains("index out of range"), panic.message)
+        buffer.putLong(0, 1_000)
+        assertTrue(RoutedPull.panic(buffer, "r1").message!!.contains("could not be read"))
     }
 }
