@@ -14,8 +14,12 @@ import java.lang.foreign.MemorySegment;
  * Thread-safe.
  */
 public final class Budget implements AutoCloseable {
+    /** Frees the native budget of a Budget that was never closed, once it is unreachable. */
+    private static final java.lang.ref.Cleaner CLEANER = java.lang.ref.Cleaner.create();
+
     final MemorySegment handle;
     private volatile boolean closed;
+    private final java.lang.ref.Cleaner.Cleanable cleanable;
 
     /**
      * A budget.
@@ -28,6 +32,21 @@ public final class Budget implements AutoCloseable {
             MemorySegment out = arena.allocate(ADDRESS);
             Native.check(() -> (int) Native.BUDGET_NEW.invokeExact(totalBytes, maxRuns, out));
             handle = out.get(ADDRESS, 0);
+        }
+        // The sessions it is set on and the runs holding a permit hold the native budget
+        // themselves: freeing this handle never takes it from them.
+        cleanable = CLEANER.register(this, new FreeBudget(handle));
+    }
+
+    /** Frees a native budget (once: Cleanable.clean runs it at most once). */
+    private record FreeBudget(MemorySegment handle) implements Runnable {
+        @Override
+        public void run() {
+            try {
+                Native.BUDGET_FREE.invokeExact(handle);
+            } catch (Throwable t) {
+                throw new IllegalStateException(t);
+            }
         }
     }
 
@@ -50,13 +69,7 @@ public final class Budget implements AutoCloseable {
     /** Frees the budget; runs holding a permit keep it until they end. Closing again does nothing. */
     @Override
     public void close() {
-        if (!closed) {
-            closed = true;
-            try {
-                Native.BUDGET_FREE.invokeExact(handle);
-            } catch (Throwable t) {
-                throw new IllegalStateException(t);
-            }
-        }
+        closed = true;
+        cleanable.clean();
     }
 }

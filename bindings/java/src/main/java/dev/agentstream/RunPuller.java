@@ -141,8 +141,19 @@ final class RunPuller implements AutoCloseable {
         };
     }
 
+    private volatile boolean closed;
+
+    /** Whether {@link #close()} was called. @return true once closed */
+    boolean isClosed() {
+        return closed;
+    }
+
+    /** Frees the pull buffers; closing again does nothing. */
     @Override
-    public void close() {
-        arena.close();
+    public synchronized void close() {
+        if (!closed) {
+            closed = true;
+            arena.close();
+        }
     }
 }

@@ -27,6 +27,9 @@ import java.util.stream.StreamSupport;
  * }</pre>
  */
 public final class RunStream implements Iterator<Event>, AutoCloseable {
+    /** Leaves the run of a stream dropped before its end without {@link #close()}. */
+    private static final java.lang.ref.Cleaner CLEANER = java.lang.ref.Cleaner.create();
+
     private final Run run;
     private final RunPuller puller;
     private final ArrayDeque<Event> ready = new ArrayDeque<>();
@@ -37,6 +40,27 @@ public final class RunStream implements Iterator<Event>, AutoCloseable {
     RunStream(Run run) {
         this.run = run;
         this.puller = new RunPuller(run.handle);
+        CLEANER.register(this, new LeaveDropped(run, puller));
+    }
+
+    /**
+     * What {@link #close()} does, for a stream that became unreachable before its end: the run is
+     * cancelled (its reader left), then freed and its result completed. Refers to the run and the
+     * puller, never to the stream.
+     */
+    private record LeaveDropped(Run left, RunPuller puller) implements Runnable {
+        @Override
+        public void run() {
+            if (puller.isClosed()) {
+                return; // read to its end, or closed
+            }
+            // The cleaner's one thread must not wait for the run to end: a thread of its own does.
+            Thread.ofPlatform().daemon().name("agentstream-dropped-stream").start(() -> {
+                left.streamLeft = true;
+                puller.close();
+                left.leave();
+            });
+        }
     }
 
     /**

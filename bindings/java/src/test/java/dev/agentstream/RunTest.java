@@ -230,6 +230,63 @@ class RunTest {
     }
 
     @Test
+    void aStreamDroppedBeforeItsEndLeavesItsRunOnceCollected() throws Exception {
+        try (Evolve evolve = new Evolve(fake("claude", "claude/s1-text").withEnv("AGENTSTREAM_FAKE_HANG", "1"))) {
+            Run run = readOneAndDrop(evolve.stream(RunOptions.prompt("x")));
+            for (int i = 0; i < 500 && !run.isDone(); i++) {
+                System.gc();
+                Thread.sleep(20);
+            }
+            assertTrue(run.isDone(), "the dropped stream's run was left (cancelled) once the stream was collected");
+            RunResult res = run.result().join();
+            assertEquals(RunState.CANCELLED, res.state());
+            assertEquals(CancelKind.READER_LEFT, res.cancelKind());
+            awaitIdle(evolve); // the hanging harness was stopped, the run freed
+        }
+    }
+
+    /** Reads one delivery of {@code stream} and lets the stream go (no close). */
+    private static Run readOneAndDrop(RunStream stream) {
+        assertTrue(stream.hasNext());
+        stream.next();
+        return stream.run();
+    }
+
+    @Test
+    void aDroppedBudgetIsFreedWithoutEndingWhatUsesIt() throws Exception {
+        try (Evolve evolve = new Evolve(fake("claude", "claude/s1-text"))) {
+            java.lang.foreign.MemorySegment[] handle = new java.lang.foreign.MemorySegment[1];
+            java.lang.ref.WeakReference<Budget> dropped = setNewBudget(evolve, handle);
+            for (int i = 0; i < 500 && !freed(handle[0]); i++) {
+                System.gc();
+                Thread.sleep(10);
+            }
+            assertNull(dropped.get(), "the Budget was collected");
+            assertTrue(freed(handle[0]), "its native budget was freed");
+            // The session holds the budget itself: runs still take their permit from it.
+            assertEquals(RunState.COMPLETED, evolve.run(RunOptions.prompt("x")).get(30, TimeUnit.SECONDS).state());
+        }
+    }
+
+    private static java.lang.ref.WeakReference<Budget> setNewBudget(Evolve evolve, java.lang.foreign.MemorySegment[] handle) {
+        Budget budget = new Budget(1 << 20, 1);
+        evolve.setBudget(budget);
+        handle[0] = budget.handle;
+        return new java.lang.ref.WeakReference<>(budget);
+    }
+
+    /** Whether the native budget {@code handle} was freed (the library checks handles: no dangling read). */
+    private static boolean freed(java.lang.foreign.MemorySegment handle) {
+        try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
+            java.lang.foreign.MemorySegment out = arena.allocate(java.lang.foreign.ValueLayout.JAVA_LONG);
+            Native.check(() -> (int) Native.BUDGET_ACTIVE.invokeExact(handle, out));
+            return false;
+        } catch (InvalidHandleException e) {
+            return true;
+        }
+    }
+
+    @Test
     void removingAHandlerWaitsForItsCallInProgressAndNoCallStartsAfter() throws Exception {
         try (Evolve evolve = new Evolve(fake("claude", "claude/s2-bash"))) {
             CountDownLatch inCall = new CountDownLatch(1);
