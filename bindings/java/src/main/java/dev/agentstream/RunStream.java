@@ -17,7 +17,8 @@ import java.util.stream.StreamSupport;
  * hooks. Backpressure is the run's own: the reader pulls from the run's buffer as fast as it
  * reads; a reader that leaves items unread for the run's stall limit (default 30 s) has the run
  * cancelled. Read by one thread at a time; {@link #cancel()} and {@link #close()} may come from
- * any.
+ * any. One dropped before its end without {@link #close()} is closed (its run cancelled, reason
+ * {@code reader_left}) once it is unreachable: use try-with-resources to close it at once.
  *
  * <pre>{@code
  * try (RunStream stream = evolve.stream(RunOptions.builder().prompt("Fix the test").hooks(true).build())) {
