@@ -212,7 +212,7 @@ class _LoopThread:
         self.thread.start()
         # A blocking stream dropped without close() never closes its dispatch: its loop stops
         # (and its thread ends) when this object is collected. Refers to the loop, not to self.
-        self._stop = weakref.finalize(self, loop.call_soon_threadsafe, loop.stop)
+        self._stop = weakref.finalize(self, _stop_soon, loop)
 
     def run(self, coroutine: Any) -> None:
         asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
@@ -220,6 +220,12 @@ class _LoopThread:
     def close(self) -> None:
         self._stop()  # once, whoever comes first
         self.thread.join()
+
+
+def _stop_soon(loop: asyncio.AbstractEventLoop) -> None:
+    # A loop whose run_forever already returned (a handler raised SystemExit on it) is closed.
+    if not loop.is_closed():
+        loop.call_soon_threadsafe(loop.stop)
 
 
 def _serve_until_stopped(loop: asyncio.AbstractEventLoop) -> None:

@@ -998,8 +998,7 @@ def test_a_blocking_stream_dropped_inside_a_running_loop_ends_its_handler_thread
         await asyncio.sleep(0)
 
     evolve.on("content", handler)
-    handler_threads = lambda: [t for t in threading.enumerate() if t.name == "agentstream-handlers"]  # noqa: E731
-    before = len(handler_threads())
+    threads: list[threading.Thread] = []
 
     async def main() -> None:
         # The async handlers of a blocking stream read inside a running loop run on a thread of
@@ -1008,14 +1007,15 @@ def test_a_blocking_stream_dropped_inside_a_running_loop_ends_its_handler_thread
         for envelope in stream:
             if envelope["channel"] == "content":
                 break
-        assert len(handler_threads()) == before + 1
+        assert stream._op is not None
+        thread = stream._op.dispatch.loop_thread()
+        assert thread is not None and thread.is_alive()
+        threads.append(thread)
 
     go(main())
     gc.collect()
-    deadline = time.monotonic() + 10
-    while len(handler_threads()) > before and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert len(handler_threads()) == before
+    threads[0].join(timeout=10)
+    assert not threads[0].is_alive(), "the dropped stream's handler thread ended"
 
 
 def test_successive_runs_continue_the_conversation(fake_harness: Path, tmp_path: Path) -> None:

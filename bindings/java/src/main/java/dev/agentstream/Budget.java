@@ -63,6 +63,9 @@ public final class Budget implements AutoCloseable {
             MemorySegment out = arena.allocate(JAVA_LONG);
             Native.check(() -> (int) Native.BUDGET_ACTIVE.invokeExact(handle, out));
             return out.get(JAVA_LONG, 0);
+        } finally {
+            // Not freed by the Cleaner during the call (this may be the budget's last use).
+            java.lang.ref.Reference.reachabilityFence(this);
         }
     }
 

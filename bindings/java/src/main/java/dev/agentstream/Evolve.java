@@ -348,7 +348,12 @@ public final class Evolve implements AutoCloseable {
     public void setBudget(Budget budget) {
         live();
         MemorySegment b = budget == null ? MemorySegment.NULL : budget.handle;
-        Native.check(() -> (int) Native.SESSION_SET_BUDGET.invokeExact(session, b));
+        try {
+            Native.check(() -> (int) Native.SESSION_SET_BUDGET.invokeExact(session, b));
+        } finally {
+            // `setBudget(new Budget(…))`: the Budget must outlive the call, or its Cleaner frees it.
+            java.lang.ref.Reference.reachabilityFence(budget);
+        }
     }
 
     /**

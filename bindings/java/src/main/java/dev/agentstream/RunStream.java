@@ -18,7 +18,8 @@ import java.util.stream.StreamSupport;
  * reads; a reader that leaves items unread for the run's stall limit (default 30 s) has the run
  * cancelled. Read by one thread at a time; {@link #cancel()} and {@link #close()} may come from
  * any. One dropped before its end without {@link #close()} is closed (its run cancelled, reason
- * {@code reader_left}) once it is unreachable: use try-with-resources to close it at once.
+ * {@code reader_left}) once it is unreachable — which it never is while its run's
+ * {@code onEvent} handler, or a callback on its result, refers to it: use try-with-resources.
  *
  * <pre>{@code
  * try (RunStream stream = evolve.stream(RunOptions.builder().prompt("Fix the test").hooks(true).build())) {
@@ -33,6 +34,8 @@ public final class RunStream implements Iterator<Event>, AutoCloseable {
 
     private final Run run;
     private final RunPuller puller;
+    /** The {@link LeaveDropped} registration: cleaned (a no-op then) once the stream ended or closed. */
+    private final java.lang.ref.Cleaner.Cleanable dropped;
     private final ArrayDeque<Event> ready = new ArrayDeque<>();
     private final List<Event> batch = new ArrayList<>();
     private boolean ended;
@@ -41,7 +44,7 @@ public final class RunStream implements Iterator<Event>, AutoCloseable {
     RunStream(Run run) {
         this.run = run;
         this.puller = new RunPuller(run.handle);
-        CLEANER.register(this, new LeaveDropped(run, puller));
+        this.dropped = CLEANER.register(this, new LeaveDropped(run, puller));
     }
 
     /**
@@ -96,6 +99,7 @@ public final class RunStream implements Iterator<Event>, AutoCloseable {
                 ended = true;
                 run.fail(e);
                 puller.close();
+                dropped.clean();
                 throw e;
             }
             for (Event e : batch) {
@@ -108,6 +112,7 @@ public final class RunStream implements Iterator<Event>, AutoCloseable {
             if (kind == Native.NEXT_END) {
                 ended = true;
                 puller.close();
+                dropped.clean();
                 run.finish();
             }
         }
@@ -175,6 +180,7 @@ public final class RunStream implements Iterator<Event>, AutoCloseable {
                 ended = true;
                 ready.clear();
                 puller.close();
+                dropped.clean();
                 run.leave();
             }
         }
