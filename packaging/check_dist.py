@@ -53,6 +53,16 @@ def elf_facts(data: bytes, name: str) -> tuple[tuple[int, int], str | None]:
     return newest, soname.group(1) if soname else None
 
 
+# A link of a package's README that is not a URL: PyPI and npm show the README without the
+# repository beside it, so `[types](types.md)` leads nowhere there.
+RELATIVE_LINK = re.compile(r"\]\((?!https?://|mailto:|#)([^)\s]+)\)")
+
+
+def no_relative_links(text: str, where: str) -> None:
+    links = RELATIVE_LINK.findall(text)
+    check(not links, f"{where}: links that lead nowhere outside the repository: {links} (use https:// URLs)")
+
+
 def python(dist: Path, version: str) -> None:
     wheel = one(dist / "python", f"agentstream-{version}-cp311-abi3-manylinux*_x86_64.whl")
     if wheel:
@@ -65,6 +75,7 @@ def python(dist: Path, version: str) -> None:
             info = f"agentstream-{version}.dist-info"
             metadata = zf.read(f"{info}/METADATA").decode() if f"{info}/METADATA" in names else ""
             check(f"\nVersion: {version}\n" in metadata, f"{wheel.name}: METADATA does not say Version: {version}")
+            no_relative_links(metadata, f"{wheel.name}: the description (docs/python.md)")
             check(any(n.startswith(f"{info}/") and "LICENSE" in n for n in names), f"{wheel.name}: no LICENSE in {info}")
             check(not any("/tests/" in n for n in names), f"{wheel.name}: carries the test suite")
             if "agentstream/_native.abi3.so" in names:
@@ -114,6 +125,9 @@ def node(dist: Path, version: str) -> None:
         for required in ("dist/index.js", "dist/index.mjs", "dist/index.d.ts", "native/index.js", "native/index.d.ts", "LICENSE", "README.md"):
             check(f"package/{required}" in files, f"{main.name}: no {required}")
         check(not any(n.endswith(".node") for n in files), f"{main.name}: carries an addon (the platform package does)")
+        readme = files.get("package/README.md")
+        if isinstance(readme, bytes):
+            no_relative_links(readme.decode(), f"{main.name}: README.md (docs/node.md)")
     if platform:
         files = read_tgz(platform)
         manifest = json.loads(files.get("package/package.json", b"{}"))
