@@ -14,9 +14,6 @@ import java.lang.foreign.MemorySegment;
  * Thread-safe.
  */
 public final class Budget implements AutoCloseable {
-    /** Frees the native budget of a Budget that was never closed, once it is unreachable. */
-    private static final java.lang.ref.Cleaner CLEANER = java.lang.ref.Cleaner.create();
-
     final MemorySegment handle;
     private volatile boolean closed;
     private final java.lang.ref.Cleaner.Cleanable cleanable;
@@ -35,19 +32,7 @@ public final class Budget implements AutoCloseable {
         }
         // The sessions it is set on and the runs holding a permit hold the native budget
         // themselves: freeing this handle never takes it from them.
-        cleanable = CLEANER.register(this, new FreeBudget(handle));
-    }
-
-    /** Frees a native budget (once: Cleanable.clean runs it at most once). */
-    private record FreeBudget(MemorySegment handle) implements Runnable {
-        @Override
-        public void run() {
-            try {
-                Native.BUDGET_FREE.invokeExact(handle);
-            } catch (Throwable t) {
-                throw new IllegalStateException(t);
-            }
-        }
+        cleanable = Native.CLEANER.register(this, new Native.Free(Native.BUDGET_FREE, handle));
     }
 
     /**

@@ -89,9 +89,6 @@ public final class Decoder implements AutoCloseable {
         }
     }
 
-    /** Frees the native decoder of a Decoder that was never closed, once it is unreachable. */
-    private static final java.lang.ref.Cleaner CLEANER = java.lang.ref.Cleaner.create();
-
     private final MemorySegment handle;
     private final java.lang.ref.Cleaner.Cleanable cleanable;
     private final String agent;
@@ -140,7 +137,7 @@ public final class Decoder implements AutoCloseable {
             Native.check(() -> (int) Native.DECODER_NEW.invokeExact(name, maxLineBytes, out));
             handle = out.get(ADDRESS, 0);
         }
-        cleanable = CLEANER.register(this, new FreeDecoder(handle));
+        cleanable = Native.CLEANER.register(this, new Native.Free(Native.DECODER_FREE, handle));
         if (!redact) {
             MemorySegment created = handle;
             try {
@@ -148,18 +145,6 @@ public final class Decoder implements AutoCloseable {
             } catch (RuntimeException e) {
                 cleanable.clean();
                 throw e;
-            }
-        }
-    }
-
-    /** Frees a native decoder (once). */
-    private record FreeDecoder(MemorySegment handle) implements Runnable {
-        @Override
-        public void run() {
-            try {
-                Native.DECODER_FREE.invokeExact(handle);
-            } catch (Throwable t) {
-                throw new IllegalStateException(t);
             }
         }
     }

@@ -36,8 +36,6 @@ import java.util.function.Consumer;
  */
 public final class Evolve implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger("dev.agentstream");
-    /** Frees the native session of an Evolve that was never closed, once it is unreachable. */
-    private static final java.lang.ref.Cleaner CLEANER = java.lang.ref.Cleaner.create();
 
     private final AgentConfig config;
     private final MemorySegment session;
@@ -62,19 +60,7 @@ public final class Evolve implements AutoCloseable {
             session = out.get(ADDRESS, 0);
         }
         // A run in progress keeps its Evolve reachable (Run.owner), so this never ends a run early.
-        cleanable = CLEANER.register(this, new FreeSession(session));
-    }
-
-    /** Frees a native session (once: Cleanable.clean runs it at most once). */
-    private record FreeSession(MemorySegment session) implements Runnable {
-        @Override
-        public void run() {
-            try {
-                Native.SESSION_FREE.invokeExact(session);
-            } catch (Throwable t) {
-                throw new IllegalStateException(t);
-            }
-        }
+        cleanable = Native.CLEANER.register(this, new Native.Free(Native.SESSION_FREE, session));
     }
 
     /**

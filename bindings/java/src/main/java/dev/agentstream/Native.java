@@ -107,6 +107,24 @@ final class Native {
     // ---- testing ----
     static final MethodHandle TESTING_PANIC = fn("agentstream_testing_panic", status());
 
+    /** Frees the native objects of handles never closed, once unreachable: one thread for them all. */
+    static final java.lang.ref.Cleaner CLEANER = java.lang.ref.Cleaner.create();
+
+    /**
+     * A {@link #CLEANER} action: frees one native object with its {@code _free} function
+     * ({@code Cleanable.clean} runs it at most once). Refers to the handle, never to its owner.
+     */
+    record Free(MethodHandle free, MemorySegment handle) implements Runnable {
+        @Override
+        public void run() {
+            try {
+                free.invokeExact(handle);
+            } catch (Throwable t) {
+                throw new IllegalStateException(t);
+            }
+        }
+    }
+
     /** A call of a downcall handle: the handle's exceptions are the JVM's own (a bug). */
     @FunctionalInterface
     interface Call {

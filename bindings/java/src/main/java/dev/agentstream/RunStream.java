@@ -29,9 +29,6 @@ import java.util.stream.StreamSupport;
  * }</pre>
  */
 public final class RunStream implements Iterator<Event>, AutoCloseable {
-    /** Leaves the run of a stream dropped before its end without {@link #close()}. */
-    private static final java.lang.ref.Cleaner CLEANER = java.lang.ref.Cleaner.create();
-
     private final Run run;
     private final RunPuller puller;
     /** The {@link LeaveDropped} registration: cleaned (a no-op then) once the stream ended or closed. */
@@ -44,7 +41,7 @@ public final class RunStream implements Iterator<Event>, AutoCloseable {
     RunStream(Run run) {
         this.run = run;
         this.puller = new RunPuller(run.handle);
-        this.dropped = CLEANER.register(this, new LeaveDropped(run, puller));
+        this.dropped = Native.CLEANER.register(this, new LeaveDropped(run, puller));
     }
 
     /**
@@ -58,7 +55,7 @@ public final class RunStream implements Iterator<Event>, AutoCloseable {
             if (puller.isClosed()) {
                 return; // read to its end, or closed
             }
-            // The cleaner's one thread must not wait for the run to end: a thread of its own does.
+            // The cleaner's one thread (shared) must not wait for the run to end: a thread of its own does.
             Thread.ofPlatform().daemon().name("agentstream-dropped-stream").start(() -> {
                 left.streamLeft = true;
                 puller.close();
