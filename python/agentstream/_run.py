@@ -224,8 +224,10 @@ class _LoopThread:
 
 def _stop_soon(loop: asyncio.AbstractEventLoop) -> None:
     # A loop whose run_forever already returned (a handler raised SystemExit on it) is closed.
-    if not loop.is_closed():
+    try:
         loop.call_soon_threadsafe(loop.stop)
+    except RuntimeError:
+        pass
 
 
 def _serve_until_stopped(loop: asyncio.AbstractEventLoop) -> None:

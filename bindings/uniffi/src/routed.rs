@@ -148,6 +148,8 @@ pub unsafe extern "C" fn agentstream_uniffi_run_pull_routed(
             std::ptr::copy_nonoverlapping((message.len() as u64).to_le_bytes().as_ptr(), dst, 8);
             std::ptr::copy_nonoverlapping(message.as_ptr(), dst.add(8), message.len());
         }
+        // A payload whose Drop panics must not unwind into the caller either.
+        let _ = catch_unwind(AssertUnwindSafe(move || drop(payload)));
         PULL_PANIC
     })
 }
