@@ -31,7 +31,7 @@ lint: check-let-chains
 # (best effort: `if let … = x` whose `&& cond` is on the next line is not seen).
 LET_CHAIN := \b(if|while) let\b[^{]*&&|(^|[^&])&&[[:space:]]*let\b
 check-let-chains:
-	@if git ls-files '*.rs' | xargs grep -nE '$(LET_CHAIN)'; then \
+	@if git grep -nE '$(LET_CHAIN)' -- '*.rs'; then \
 	  echo "let chains need Rust 1.88; the MSRV is 1.85 (Cargo.toml): nest the ifs or match"; exit 1; fi
 
 # Per crate rather than --workspace: features differ per crate and a workspace-wide run would

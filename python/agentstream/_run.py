@@ -215,7 +215,18 @@ class _LoopThread:
         self._stop = weakref.finalize(self, _stop_soon, loop)
 
     def run(self, coroutine: Any) -> None:
-        asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
+        async def guarded() -> BaseException | None:
+            # What the handler raised is raised here, on the caller's thread, as asyncio.Runner
+            # would: a SystemExit escaping the loop would end its thread and leave this waiting.
+            try:
+                await coroutine
+            except BaseException as exc:
+                return exc
+            return None
+
+        raised = asyncio.run_coroutine_threadsafe(guarded(), self._loop).result()
+        if raised is not None:
+            raise raised
 
     def close(self) -> None:
         self._stop()  # once, whoever comes first

@@ -991,6 +991,33 @@ def test_run_sync_inside_a_running_event_loop_still_awaits_async_handlers(fake_h
     assert seen and len(seen) == result.stats["events"], (seen, result.stats)
 
 
+def test_an_async_handler_raising_system_exit_inside_a_running_loop_reaches_the_caller(fake_harness: Path) -> None:
+    evolve = fake(fake_harness, "claude", "s2-bash")
+
+    async def handler(event: Any) -> None:
+        await asyncio.sleep(0)
+        raise SystemExit(3)
+
+    evolve.on("content", handler)
+    raised: list[BaseException] = []
+
+    def caller() -> None:
+        async def main() -> None:
+            # run_sync inside a running loop: the async handler runs on a loop thread of its own.
+            try:
+                evolve.run_sync("x", kill_grace_ms=200)
+            except BaseException as exc:
+                raised.append(exc)
+
+        asyncio.run(main())
+
+    thread = threading.Thread(target=caller, daemon=True)
+    thread.start()
+    thread.join(timeout=30)
+    assert not thread.is_alive(), "run_sync still waits for a handler whose loop thread ended"
+    assert len(raised) == 1 and isinstance(raised[0], SystemExit) and raised[0].code == 3, raised
+
+
 def test_a_blocking_stream_dropped_inside_a_running_loop_ends_its_handler_thread(fake_harness: Path) -> None:
     evolve = fake(fake_harness, "claude", "s2-bash")
 
