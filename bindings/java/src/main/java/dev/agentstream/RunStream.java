@@ -36,6 +36,8 @@ public final class RunStream implements Iterator<Event>, AutoCloseable {
     private final ArrayDeque<Event> ready = new ArrayDeque<>();
     private final List<Event> batch = new ArrayList<>();
     private boolean ended;
+    /** hasNext() announced the first ready delivery and next() has not taken it: close() keeps it. */
+    private boolean promised;
     private volatile boolean closed;
 
     RunStream(Run run) {
@@ -113,7 +115,8 @@ public final class RunStream implements Iterator<Event>, AutoCloseable {
                 run.finish();
             }
         }
-        return !ready.isEmpty();
+        promised = !ready.isEmpty();
+        return promised;
     }
 
     /**
@@ -127,6 +130,7 @@ public final class RunStream implements Iterator<Event>, AutoCloseable {
         if (!hasNext()) {
             throw new NoSuchElementException("the run's stream has ended");
         }
+        promised = false;
         return ready.poll();
     }
 
@@ -162,8 +166,9 @@ public final class RunStream implements Iterator<Event>, AutoCloseable {
 
     /**
      * Stops reading: an unfinished run is cancelled (reason: its reader left) and what is left of
-     * it is discarded. The run's result stays available ({@link Run#result()}). Closing again does
-     * nothing.
+     * it is discarded — except a delivery {@link #hasNext()} already announced, which {@link
+     * #next()} still returns. The run's result stays available ({@link Run#result()}). Closing
+     * again does nothing.
      */
     @Override
     public void close() {
@@ -175,7 +180,12 @@ public final class RunStream implements Iterator<Event>, AutoCloseable {
         synchronized (this) {
             if (!ended) {
                 ended = true;
+                // A reader between hasNext() (true) and next() on another thread still gets that one.
+                Event announced = promised ? ready.peekFirst() : null;
                 ready.clear();
+                if (announced != null) {
+                    ready.add(announced);
+                }
                 puller.close();
                 dropped.clean();
                 run.leave();

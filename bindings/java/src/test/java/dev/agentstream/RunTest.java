@@ -230,6 +230,19 @@ class RunTest {
     }
 
     @Test
+    void aDeliveryHasNextAnnouncedIsStillReturnedAfterAClose() {
+        try (Evolve evolve = new Evolve(fake("claude", "claude/s1-text").withEnv("AGENTSTREAM_FAKE_HANG", "1"))) {
+            RunStream stream = evolve.stream(RunOptions.builder().prompt("x").killGrace(java.time.Duration.ofMillis(200)).build());
+            assertTrue(stream.hasNext());
+            // What another thread's close() between this reader's hasNext() and next() does.
+            stream.close();
+            assertNotNull(stream.next(), "the announced delivery");
+            assertFalse(stream.hasNext(), "nothing after it: the rest was discarded");
+            assertEquals(CancelKind.READER_LEFT, stream.run().result().join().cancelKind());
+        }
+    }
+
+    @Test
     void aStreamDroppedBeforeItsEndLeavesItsRunOnceCollected() throws Exception {
         try (Evolve evolve = new Evolve(fake("claude", "claude/s1-text").withEnv("AGENTSTREAM_FAKE_HANG", "1"))) {
             Run run = readOneAndDrop(evolve.stream(RunOptions.prompt("x")));
