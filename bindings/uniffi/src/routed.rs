@@ -155,13 +155,11 @@ pub unsafe extern "C" fn agentstream_uniffi_run_pull_routed(
 }
 
 /// A caught panic's message, cut at a character boundary to at most `max` bytes.
-pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send), max: usize) -> &str {
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send), max: usize) -> String {
     let text = agentstream_core::error::panic_text(payload).unwrap_or("a panic without a message");
-    let mut end = text.len().min(max);
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
+    let mut message = String::new();
+    agentstream_core::answer::push_within(&mut message, text, max);
+    message
 }
 
 /// [`agentstream_uniffi_run_pull_routed`] without the raw pointer: `hand_over` gets the batch
