@@ -17,16 +17,9 @@ pub fn push_capped(answer: &mut String, text: &str) -> usize {
 /// Append at most `room` bytes of `text` to `answer` (cut at a character boundary); returns
 /// how many bytes of `text` were not kept.
 pub fn push_within(answer: &mut String, text: &str, room: usize) -> usize {
-    if text.len() <= room {
-        answer.push_str(text);
-        return 0;
-    }
-    let mut cut = room;
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    answer.push_str(&text[..cut]);
-    text.len() - cut
+    let kept = crate::char_boundary::prefix(text, room);
+    answer.push_str(kept);
+    text.len() - kept.len()
 }
 
 /// Tracks the answer (the message text after the last tool call) and the first fatal error.

@@ -25,6 +25,7 @@ pub mod answer;
 pub mod bridge;
 pub mod casing;
 pub mod channel;
+pub mod char_boundary;
 pub(crate) mod counters;
 pub mod decode;
 pub mod error;

@@ -5,10 +5,7 @@
 /// character boundary, so `tail` stays valid UTF-8).
 pub(crate) fn keep_last(tail: &mut String, max: usize) {
     if tail.len() > max {
-        let mut cut = tail.len() - max;
-        while !tail.is_char_boundary(cut) {
-            cut += 1;
-        }
+        let cut = crate::char_boundary::ceil(tail, tail.len() - max);
         tail.drain(..cut);
     }
 }

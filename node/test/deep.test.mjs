@@ -5,7 +5,7 @@
 // redaction is on (the default): what is too deep to judge is not passed through.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -60,8 +60,9 @@ test('parse, Decoder and replay survive a tool input a million levels deep', () 
   assertDeepInput(unmasked.arguments, false);
 });
 
-test('a real run survives a tool input a million levels deep', async () => {
+test('a real run survives a tool input a million levels deep', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'agentstream-deep-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
   writeFileSync(join(dir, 'deep.input.jsonl'), deepLine());
   const evolve = new Evolve({ config: { type: 'claude', bin: FAKE, env: { AGENTSTREAM_FAKE_TRACE: join(dir, 'deep') } } });
   const content = [];

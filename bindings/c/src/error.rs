@@ -238,10 +238,7 @@ pub unsafe fn copy_out(text: &str, buf: *mut c_char, cap: usize, out_len: *mut u
         // Nothing can be written: a length query. Only an empty message "fits".
         return if text.is_empty() { agentstream_status::Ok } else { agentstream_status::BufferTooSmall };
     }
-    let mut n = text.len().min(cap - 1);
-    while !text.is_char_boundary(n) {
-        n -= 1;
-    }
+    let n = agentstream_core::char_boundary::floor(text, cap - 1);
     // SAFETY: buf is valid for cap bytes and n < cap.
     unsafe {
         std::ptr::copy_nonoverlapping(text.as_ptr(), buf.cast::<u8>(), n);

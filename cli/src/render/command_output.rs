@@ -58,12 +58,7 @@ impl OutputTail {
             partial.clear();
             partial.push_str(&text[cr + 1..]);
         } else if partial.len() < LINE_CHARS * 4 {
-            let room = LINE_CHARS * 4 - partial.len();
-            let mut cut = room.min(text.len());
-            while !text.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            partial.push_str(&text[..cut]);
+            partial.push_str(agentstream_core::char_boundary::prefix(text, LINE_CHARS * 4 - partial.len()));
         }
     }
 

@@ -194,11 +194,7 @@ fn capped(title: &str) -> String {
     if title.len() <= ToolCallTracker::MAX_TITLE_BYTES {
         return title.to_string();
     }
-    let mut end = ToolCallTracker::MAX_TITLE_BYTES;
-    while !title.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &title[..end])
+    format!("{}…", crate::char_boundary::prefix(title, ToolCallTracker::MAX_TITLE_BYTES))
 }
 
 #[cfg(test)]

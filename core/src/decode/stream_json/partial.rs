@@ -84,14 +84,11 @@ fn fnv(mut hash: u64, bytes: &[u8]) -> u64 {
 impl Streamed {
     /// Append `text`, holding at most `room` more bytes of it as text; returns how many it held.
     fn push_str(&mut self, text: &str, room: usize) -> usize {
-        let mut cut = if self.len == self.head.len() {
-            MAX_HELD.saturating_sub(self.head.len()).min(room).min(text.len())
+        let cut = if self.len == self.head.len() {
+            crate::char_boundary::floor(text, MAX_HELD.saturating_sub(self.head.len()).min(room))
         } else {
             0
         };
-        while !text.is_char_boundary(cut) {
-            cut -= 1;
-        }
         self.head.push_str(&text[..cut]);
         self.tail_hash = fnv(self.tail_hash, &text.as_bytes()[cut..]);
         self.len += text.len();
