@@ -75,10 +75,18 @@ pub fn new_token() -> String {
 /// the token itself, because an address a browser opened stays in its history (and its sync)
 /// even when the page removes it from the address bar. A code gives its tenant's token once and
 /// is then worthless, so the history keeps nothing of use.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct SignInLinks {
     /// By the code's digest: the tenant and its token.
     codes: std::sync::Mutex<std::collections::HashMap<[u8; 32], (TenantId, String)>>,
+}
+
+/// How many codes are waiting, never the tokens they give (tokens are never logged).
+impl std::fmt::Debug for SignInLinks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let waiting = self.codes.lock().map_or(0, |codes| codes.len());
+        f.debug_struct("SignInLinks").field("waiting", &waiting).finish_non_exhaustive()
+    }
 }
 
 impl SignInLinks {
@@ -151,6 +159,14 @@ mod tests {
         assert_eq!(links.redeem(&code), Some((TenantId::from("local"), "ast_secret".to_string())));
         assert_eq!(links.redeem(&code), None, "used");
         assert!(links.redeem(&other).is_some(), "each code on its own");
+    }
+
+    #[test]
+    fn sign_in_links_never_print_their_tokens() {
+        let links = SignInLinks::default();
+        links.add("local", "ast_secret");
+        let printed = format!("{links:?} {links:#?}");
+        assert!(!printed.contains("ast_secret") && printed.contains("waiting: 1"), "{printed}");
     }
 
     #[test]

@@ -268,6 +268,13 @@ impl RunBroker {
         if request.prompt.trim().is_empty() {
             return Err(BrokerError::Invalid { field: "prompt", message: "the prompt is empty".into() });
         }
+        if request.prompt.contains('\0') {
+            // A prompt is passed on the harness's command line, where a NUL cannot be.
+            return Err(BrokerError::Invalid {
+                field: "prompt",
+                message: "the prompt must not contain a NUL character (\\u0000)".into(),
+            });
+        }
         if let Some(model) = &request.model {
             check_model(model).map_err(|message| BrokerError::Invalid { field: "model", message })?;
         }

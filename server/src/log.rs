@@ -383,11 +383,13 @@ impl EventLog for MemoryLog {
         let log = self.run(run_id).ok_or(SubscribeError::UnknownRun)?;
         if let Some(after) = after {
             let st = log.state.lock().expect("run log");
-            if st.terminal.is_some_and(|t| after >= t) {
-                return Err(SubscribeError::Complete);
-            }
+            // Beyond the end first: a number the run never produced is the client's mistake
+            // even when the run has ended (as the cluster's log answers).
             if st.last_covered.is_none_or(|last| after > last) {
                 return Err(SubscribeError::AfterBeyondEnd { after, last: st.last_covered });
+            }
+            if st.terminal.is_some_and(|t| after >= t) {
+                return Err(SubscribeError::Complete);
             }
         }
         let rx = log.version.subscribe();
@@ -564,7 +566,11 @@ mod tests {
         assert_eq!(seqs(&live.await.unwrap()), [0, 1, 4, 5], "nothing after the terminal");
         assert_eq!(seqs(&drain(&mut after_one).await), [4, 5], "the coalesced frame covers 1..=3");
         assert_eq!(l.subscribe(&t(), "r", Some(5)).await.err(), Some(SubscribeError::Complete));
-        assert_eq!(l.subscribe(&t(), "r", Some(7)).await.err(), Some(SubscribeError::Complete));
+        assert_eq!(
+            l.subscribe(&t(), "r", Some(7)).await.err(),
+            Some(SubscribeError::AfterBeyondEnd { after: 7, last: Some(5) }),
+            "a number the run never produced"
+        );
         assert_eq!(l.subscribe(&t(), "x", None).await.err(), Some(SubscribeError::UnknownRun));
     }
 

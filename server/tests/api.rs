@@ -142,6 +142,7 @@ async fn every_bad_input_is_a_4xx_naming_the_field() {
         ("missing prompt", json!({"agent": "claude"}).to_string(), 400, "prompt"),
         ("empty prompt", json!({"agent": "claude", "prompt": "  "}).to_string(), 400, "prompt"),
         ("prompt not a string", json!({"agent": "claude", "prompt": ["hi"]}).to_string(), 400, "prompt"),
+        ("a NUL in the prompt", json!({"agent": "claude", "prompt": "a\u{0}b"}).to_string(), 400, "prompt"),
         ("a binary", json!({"agent": "claude", "prompt": "hi", "bin": "/bin/sh"}).to_string(), 400, "bin"),
         ("an environment", json!({"agent": "claude", "prompt": "hi", "env": {}}).to_string(), 400, "env"),
         ("a flag as model", json!({"agent": "claude", "prompt": "hi", "model": "--yolo"}).to_string(), 400, "model"),

@@ -863,6 +863,8 @@ mod cluster {
             assert_eq!(gap["missing"].as_u64(), Some(missing), "{gap}");
         }
         assert_eq!(b.sse(TOKEN_A, &id, Some(&last.to_string()), "").await.status, 204, "complete");
+        let beyond = b.sse(TOKEN_A, &id, Some(&(last + 5).to_string()), "").await;
+        assert_eq!(beyond.status, 400, "a number the run never produced: {}", beyond.raw);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -72,7 +72,10 @@ async fn resuming_at_every_sequence_point_yields_the_identical_tail() {
     }
     // A resume point that was never sent is refused, naming where it came from.
     let beyond = envs.last().unwrap()["sequence"].as_u64().unwrap() + 1;
-    assert_eq!(server.sse(TOKEN_A, &id, Some(&beyond.to_string()), "").await.status, 204);
+    let refused = server.sse(TOKEN_A, &id, Some(&beyond.to_string()), "").await;
+    assert_eq!(refused.status, 400, "{}", refused.raw);
+    let body: Value = serde_json::from_str(&refused.raw).unwrap();
+    assert_eq!(body["field"], "Last-Event-ID", "{body}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

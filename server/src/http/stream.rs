@@ -37,8 +37,11 @@ use crate::frame::Delivered;
 use crate::listen::ConnectionSlot;
 use crate::log::Subscription;
 
-/// Deliveries written per chunk / read per wake.
+/// Deliveries read per wake.
 const BATCH: usize = 256;
+/// The most bytes of SSE text built at a time (one envelope larger than this is a chunk of its
+/// own).
+const CHUNK_BYTES: usize = 64 * 1024;
 /// What `EventSource` waits before reconnecting, in milliseconds.
 const RETRY_MS: u32 = 3000;
 
@@ -94,16 +97,25 @@ async fn open(
     }
 }
 
-fn sse_chunk(deliveries: &[Delivered]) -> Bytes {
-    let size: usize = deliveries
-        .iter()
-        .map(|d| match d {
-            Delivered::Frame(f) => f.json.len() + 48,
-            Delivered::Gap(_) | Delivered::Notice(_) => 256,
-        })
-        .sum();
-    let mut buf = BytesMut::with_capacity(size);
+/// The SSE text of the first deliveries of `deliveries`, and how many it holds: as many as fit
+/// in [`CHUNK_BYTES`] (at least one). A chunk stays in memory until the client has read all of
+/// it, so it is bounded: a slow reader of a run with large envelopes holds one chunk, not a
+/// whole batch copied.
+fn sse_chunk(deliveries: &[Delivered]) -> (Bytes, usize) {
+    let size_of = |d: &Delivered| match d {
+        Delivered::Frame(f) => f.json.len() + 48,
+        Delivered::Gap(_) | Delivered::Notice(_) => 256,
+    };
+    let (mut size, mut taken) = (0, 0);
     for d in deliveries {
+        if taken > 0 && size + size_of(d) > CHUNK_BYTES {
+            break;
+        }
+        size += size_of(d);
+        taken += 1;
+    }
+    let mut buf = BytesMut::with_capacity(size);
+    for d in &deliveries[..taken] {
         match d {
             Delivered::Frame(f) => {
                 buf.put_slice(b"id: ");
@@ -126,7 +138,7 @@ fn sse_chunk(deliveries: &[Delivered]) -> Bytes {
             }
         }
     }
-    buf.freeze()
+    (buf.freeze(), taken)
 }
 
 pub(super) async fn sse(
@@ -145,24 +157,30 @@ pub(super) async fn sse(
     struct Feed {
         sub: BrokerSubscription,
         buf: Vec<Delivered>,
+        /// How many of `buf` were written.
+        written: usize,
         started: bool,
     }
-    let body =
-        stream::unfold(Feed { sub, buf: Vec::with_capacity(BATCH), started: false }, move |mut feed| async move {
-            if !feed.started {
-                feed.started = true;
-                return Some((Ok::<_, Infallible>(Bytes::from(format!("retry: {RETRY_MS}\n\n"))), feed));
-            }
+    let feed = Feed { sub, buf: Vec::with_capacity(BATCH), written: 0, started: false };
+    let body = stream::unfold(feed, move |mut feed| async move {
+        if !feed.started {
+            feed.started = true;
+            return Some((Ok::<_, Infallible>(Bytes::from(format!("retry: {RETRY_MS}\n\n"))), feed));
+        }
+        if feed.written == feed.buf.len() {
+            feed.buf.clear();
+            feed.written = 0;
             match tokio::time::timeout(heartbeat, feed.sub.next_batch(&mut feed.buf, BATCH)).await {
-                Err(_) => Some((Ok(Bytes::from_static(b": heartbeat\n\n")), feed)),
-                Ok(false) => None,
-                Ok(true) => {
-                    let chunk = sse_chunk(&feed.buf);
-                    feed.buf.clear();
-                    Some((Ok(chunk), feed))
-                }
+                Err(_) => return Some((Ok(Bytes::from_static(b": heartbeat\n\n")), feed)),
+                Ok(false) => return None,
+                Ok(true) if feed.buf.is_empty() => return Some((Ok(Bytes::new()), feed)),
+                Ok(true) => {}
             }
-        });
+        }
+        let (chunk, taken) = sse_chunk(&feed.buf[feed.written..]);
+        feed.written += taken;
+        Some((Ok(chunk), feed))
+    });
     let mut response = Response::new(Body::from_stream(body));
     let h = response.headers_mut();
     h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
@@ -311,9 +329,41 @@ mod tests {
             received_ms: 12,
         };
         let g = Gap::new("r", GapReason::Evicted, None, 3, Some(3));
-        let chunk = sse_chunk(&[Delivered::Frame(Arc::new(f)), Delivered::Gap(g.clone())]);
+        let (chunk, taken) = sse_chunk(&[Delivered::Frame(Arc::new(f)), Delivered::Gap(g.clone())]);
         let text = String::from_utf8(chunk.to_vec()).unwrap();
         assert_eq!(text, format!("id: 7\ntime: 12\ndata: {{\"a\":1}}\n\nevent: gap\ndata: {}\n\n", g.to_json()));
+        assert_eq!(taken, 2);
+    }
+
+    #[test]
+    fn a_chunk_holds_what_fits_in_its_bound_and_at_least_one_envelope() {
+        let frame = |sequence: u64, bytes: usize| {
+            let json = Bytes::from(format!("\"{}\"", "x".repeat(bytes - 2)));
+            Delivered::Frame(Arc::new(Frame {
+                sequence,
+                last_covered: sequence,
+                terminal: false,
+                json,
+                received_ms: 0,
+            }))
+        };
+        // 256 envelopes of 1 MiB: one per chunk, never the batch copied at once.
+        let large: Vec<Delivered> = (0..256).map(|i| frame(i, 1 << 20)).collect();
+        let (chunk, taken) = sse_chunk(&large);
+        assert_eq!(taken, 1);
+        assert!(chunk.len() < (1 << 20) + 64, "{}", chunk.len());
+        // Small envelopes: as many as fit in CHUNK_BYTES, and every one of them whole.
+        let small: Vec<Delivered> = (0..256).map(|i| frame(i, 1000)).collect();
+        let mut written = 0;
+        let mut text = String::new();
+        while written < small.len() {
+            let (chunk, taken) = sse_chunk(&small[written..]);
+            assert!(taken >= 1 && chunk.len() <= CHUNK_BYTES, "{taken} {}", chunk.len());
+            written += taken;
+            text.push_str(std::str::from_utf8(&chunk).unwrap());
+        }
+        let ids: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("id: ")).collect();
+        assert_eq!(ids, (0..256).map(|i| i.to_string()).collect::<Vec<_>>());
     }
 
     #[test]

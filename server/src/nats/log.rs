@@ -289,8 +289,11 @@ impl EventLog for JetStreamLog {
         match tail(&self.cluster, &subject).await.map_err(SubscribeError::Unavailable)? {
             Some(t) => self.follow(subject, run_id, after, Some(t)).await,
             // Retention removed every message of the run.
-            None if after.is_some_and(|a| a >= last) => Err(SubscribeError::Complete),
-            None => Ok(Box::new(NothingLeft::new(run_id, after, last))),
+            None => match after {
+                Some(after) if after > last => Err(SubscribeError::AfterBeyondEnd { after, last: Some(last) }),
+                Some(after) if after == last => Err(SubscribeError::Complete),
+                _ => Ok(Box::new(NothingLeft::new(run_id, after, last))),
+            },
         }
     }
 
