@@ -652,8 +652,9 @@ agentstream_status agentstream_run_next_batch_json(struct agentstream_run *run, 
 
 /**
  * Cancel the run: SIGTERM to its process group, SIGKILL after the grace period; it ends
- * `run_interrupted` (hook `run.cancelled`) with `reason` (NULL: "cancelled"). The first reason
- * stands; cancelling again, or after the run finished, does nothing and returns `OK`.
+ * `run_interrupted` (hook `run.cancelled`) with `reason` (NULL: "cancelled"; bytes that are
+ * not UTF-8 are replaced with U+FFFD, never refused). The first reason stands; cancelling
+ * again, or after the run finished, does nothing and returns `OK`.
  *
  * # Safety
  * `reason` NULL or NUL-terminated.
@@ -674,7 +675,8 @@ agentstream_status agentstream_run_leave(struct agentstream_run *run);
 /**
  * Report that the caller's handler `handler` failed on the delivery `sequence` of `channel`
  * (`"content"`, `"lifecycle"`, `"stdout"`, `"stderr"`, or `"on_event"` for a hook handler),
- * with `message` (NULL: none given): for hosts that pull and dispatch to their own handlers.
+ * with `message` (NULL: none given; bytes that are not UTF-8 are replaced with U+FFFD, so a
+ * failure is always counted): for hosts that pull and dispatch to their own handlers.
  * Every report is counted (the result's `"handler_errors"`); `*out_first` (optional) is true
  * only for the FIRST failure of that handler — the one to show with its stack or traceback
  * (later ones are only counted). `handler` is the subscription id, or any number the host
@@ -994,7 +996,8 @@ agentstream_status agentstream_session_resume(struct agentstream_session *sessio
 
 /**
  * Interrupt the active run: SIGTERM to its process group, SIGKILL after the run's grace
- * period; it ends `run_interrupted` with `reason` (NULL: "interrupted"). `*out_interrupted`
+ * period; it ends `run_interrupted` with `reason` (NULL: "interrupted"; bytes that are not
+ * UTF-8 are replaced with U+FFFD). `*out_interrupted`
  * (optional) says whether anything was interrupted: with no active run this does nothing and
  * is not an error.
  *

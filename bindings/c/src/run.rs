@@ -19,7 +19,7 @@ use crate::decoder::{agentstream_event_cb, agentstream_free_cb};
 use crate::error::{Error, ErrorKind, Result, agentstream_status, boundary, boundary_free, invalid, null};
 use crate::handles::{Table, not_live_message};
 use crate::session::{Handlers, SESSIONS, SessionObj, agentstream_session};
-use crate::util::{give_string, opt_str_arg, out_arg, put, reset_out, str_arg, to_json};
+use crate::util::{give_string, opt_str_arg, opt_text_arg, out_arg, put, reset_out, str_arg, to_json};
 
 /// One run or command. Opaque; returned by `agentstream_session_start` (and its conveniences
 /// `_start_run`, `_start_command`), freed with `agentstream_run_free`. Its functions may be
@@ -610,8 +610,9 @@ pub unsafe extern "C" fn agentstream_run_next_batch_json(
 }
 
 /// Cancel the run: SIGTERM to its process group, SIGKILL after the grace period; it ends
-/// `run_interrupted` (hook `run.cancelled`) with `reason` (NULL: "cancelled"). The first reason
-/// stands; cancelling again, or after the run finished, does nothing and returns `OK`.
+/// `run_interrupted` (hook `run.cancelled`) with `reason` (NULL: "cancelled"; bytes that are
+/// not UTF-8 are replaced with U+FFFD, never refused). The first reason stands; cancelling
+/// again, or after the run finished, does nothing and returns `OK`.
 ///
 /// # Safety
 /// `reason` NULL or NUL-terminated.
@@ -623,8 +624,8 @@ pub unsafe extern "C" fn agentstream_run_cancel(
     boundary(|| {
         let r = RUNS.get(run, "run")?;
         // SAFETY: forwarded contract.
-        let reason = unsafe { opt_str_arg(reason, "reason") }?.unwrap_or("cancelled");
-        r.run.cancel(reason);
+        let reason = unsafe { opt_text_arg(reason) };
+        r.run.cancel(reason.as_deref().unwrap_or("cancelled"));
         Ok(())
     })
 }
@@ -651,7 +652,8 @@ pub unsafe extern "C" fn agentstream_run_leave(run: *mut agentstream_run) -> age
 
 /// Report that the caller's handler `handler` failed on the delivery `sequence` of `channel`
 /// (`"content"`, `"lifecycle"`, `"stdout"`, `"stderr"`, or `"on_event"` for a hook handler),
-/// with `message` (NULL: none given): for hosts that pull and dispatch to their own handlers.
+/// with `message` (NULL: none given; bytes that are not UTF-8 are replaced with U+FFFD, so a
+/// failure is always counted): for hosts that pull and dispatch to their own handlers.
 /// Every report is counted (the result's `"handler_errors"`); `*out_first` (optional) is true
 /// only for the FIRST failure of that handler — the one to show with its stack or traceback
 /// (later ones are only counted). `handler` is the subscription id, or any number the host
@@ -675,7 +677,7 @@ pub unsafe extern "C" fn agentstream_run_handler_failed(
         // SAFETY: forwarded contract.
         let channel = unsafe { str_arg(channel, "channel") }?.to_string();
         // SAFETY: forwarded contract.
-        let message = unsafe { opt_str_arg(message, "message") }?.unwrap_or("").to_string();
+        let message = unsafe { opt_text_arg(message) }.map(String::from).unwrap_or_default();
         let first = r.run.handler_failed(HandlerError { handler, channel, sequence, message });
         // SAFETY: forwarded contract.
         unsafe { put(out_first, first) };

@@ -16,7 +16,7 @@ use crate::callback::Handler;
 use crate::decoder::{agentstream_event_cb, agentstream_free_cb};
 use crate::error::{Error, ErrorKind, Result, agentstream_status, boundary, boundary_free, invalid};
 use crate::handles::{Table, not_live_message};
-use crate::util::{give_string, opt_str_arg, out_arg, put, reset_out, str_arg, to_json};
+use crate::util::{give_string, opt_str_arg, opt_text_arg, out_arg, put, reset_out, str_arg, to_json};
 
 /// One configured agent, its subscriptions, and the runs started from it (one at a time): the
 /// seed's `Evolve`. Opaque; create with `agentstream_session_new` or
@@ -605,7 +605,8 @@ pub unsafe extern "C" fn agentstream_session_resume(session: *mut agentstream_se
 }
 
 /// Interrupt the active run: SIGTERM to its process group, SIGKILL after the run's grace
-/// period; it ends `run_interrupted` with `reason` (NULL: "interrupted"). `*out_interrupted`
+/// period; it ends `run_interrupted` with `reason` (NULL: "interrupted"; bytes that are not
+/// UTF-8 are replaced with U+FFFD). `*out_interrupted`
 /// (optional) says whether anything was interrupted: with no active run this does nothing and
 /// is not an error.
 ///
@@ -622,8 +623,8 @@ pub unsafe extern "C" fn agentstream_session_interrupt(
         unsafe { put(out_interrupted, false) };
         let s = SESSIONS.get(session, "session")?;
         // SAFETY: forwarded contract.
-        let reason = unsafe { opt_str_arg(reason, "reason") }?.unwrap_or("interrupted");
-        let interrupted = s.client.interrupt(reason);
+        let reason = unsafe { opt_text_arg(reason) };
+        let interrupted = s.client.interrupt(reason.as_deref().unwrap_or("interrupted"));
         // SAFETY: forwarded contract.
         unsafe { put(out_interrupted, interrupted) };
         Ok(())

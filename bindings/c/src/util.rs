@@ -29,6 +29,21 @@ pub unsafe fn opt_str_arg<'a>(p: *const c_char, name: &str) -> Result<Option<&'a
     unsafe { str_arg(p, name) }.map(Some)
 }
 
+/// An optional borrowed, NUL-terminated free text (a reason, a handler's message; NULL:
+/// `None`), bytes that are not UTF-8 replaced with U+FFFD: what such a text says must never
+/// keep its call from acting (a cancel refused because its reason quoted a file name in
+/// Latin-1 would leave the run going).
+///
+/// # Safety
+/// As [`str_arg`].
+pub unsafe fn opt_text_arg<'a>(p: *const c_char) -> Option<std::borrow::Cow<'a, str>> {
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: non-NULL and NUL-terminated per the contract.
+    Some(String::from_utf8_lossy(unsafe { CStr::from_ptr(p) }.to_bytes()))
+}
+
 /// Write `value` to an optional out-parameter (NULL: nothing is written).
 ///
 /// # Safety

@@ -1157,11 +1157,12 @@ static int test_run_cancel(void) {
         CHECK(last_error_contains("wait again"));
         json = (char *)1;
         CHECK(agentstream_run_result_json(run, &json, NULL) == AGENTSTREAM_STATUS_STILL_RUNNING && json == NULL);
-        CHECK(agentstream_run_cancel(run, "the client pressed stop") == AGENTSTREAM_STATUS_OK);
+        /* A reason that is not UTF-8 (here Latin-1) still cancels: its bad byte becomes U+FFFD. */
+        CHECK(agentstream_run_cancel(run, "the client pressed stop \xe9") == AGENTSTREAM_STATUS_OK);
         CHECK(agentstream_run_cancel(run, "a second stop") == AGENTSTREAM_STATUS_OK);
         jt_value *r = wait_result(run);
         CHECK(r && result_is(r, "state", "cancelled"));
-        CHECK(strstr(jt_get(r, "cancel_reason")->text, "the client pressed stop") != NULL);
+        CHECK(strstr(jt_get(r, "cancel_reason")->text, "the client pressed stop \xef\xbf\xbd") != NULL);
         CHECK(result_is(r, "signal", k ? "9" : "15"));
         jt_free(r);
         CHECK(one_terminal_last(&log));
@@ -1850,13 +1851,15 @@ static int test_subscribe_and_dispatch(void) {
     bool first = true;
     CHECK(agentstream_run_handler_failed(run, 77, "on_event", 0, NULL, &first) == AGENTSTREAM_STATUS_OK && first);
     CHECK(agentstream_run_handler_failed(run, 77, NULL, 0, NULL, &first) == AGENTSTREAM_STATUS_NULL_ARGUMENT);
+    /* A message that is not UTF-8 is counted all the same. */
+    CHECK(agentstream_run_handler_failed(run, 78, "on_event", 0, "bad \xff name", &first) == AGENTSTREAM_STATUS_OK && first);
     char *json = NULL;
     size_t len = 0;
     CHECK(agentstream_run_result_json(run, &json, &len) == AGENTSTREAM_STATUS_OK);
     jt_value *r = jt_parse(json, len);
     agentstream_string_free(json);
     char want[32];
-    snprintf(want, sizeof want, "%zu", contents + 1);
+    snprintf(want, sizeof want, "%zu", contents + 2);
     CHECK(r && result_is(r, "state", "completed") && result_is(r, "handler_errors", want));
     jt_free(r);
     agentstream_run_free(run);
