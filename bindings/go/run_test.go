@@ -1225,3 +1225,23 @@ func TestStreamCloseFromItsOwnOnEventReturnsAndCancelsTheRun(t *testing.T) {
 		t.Fatalf("%+v %v", res, err)
 	}
 }
+
+// A reason that is not UTF-8 (a Latin-1 file name, say) still cancels the run: its bad bytes
+// become U+FFFD. The native call refused it, and Cancel has no error to say so: the run went on.
+func TestCancelWithAReasonThatIsNotUTF8(t *testing.T) {
+	c := fakeClient(t, "claude", "s1-text", map[string]string{"AGENTSTREAM_FAKE_HANG": "1"})
+	run, err := c.Start(context.Background(), RunOptions{Prompt: "x", KillGrace: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run.Cancel("stop caf\xe9")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := run.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.State != RunCancelled || !strings.HasSuffix(res.CancelReason, ": stop caf\uFFFD") {
+		t.Fatalf("%s %q", res.State, res.CancelReason)
+	}
+}
