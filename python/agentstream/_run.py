@@ -193,12 +193,14 @@ _Ids = dict[str, tuple[int, ...]]
 
 
 def _describe(exc: BaseException) -> str:
-    """``Type: message`` of a handler's exception, even when its ``__str__`` raises (the report
-    must never be what stops the run)."""
+    """``Type: message`` of a handler's exception, even when its ``__str__`` raises or holds a
+    lone surrogate (a file name ``os.listdir`` could not decode), which cannot cross into the
+    native library as UTF-8: the report must never be what stops the run."""
     try:
-        return f"{type(exc).__name__}: {exc}"
+        text = f"{type(exc).__name__}: {exc}"
     except Exception as unreadable:
         return f"{type(exc).__name__} (its message could not be read: {type(unreadable).__name__})"
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 class _LoopThread:
