@@ -401,6 +401,9 @@ async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Harness, session:
     let (mut out_open, mut err_open) = (true, true);
     let deadline = plan.timeout.map(|t| tokio::time::Instant::now() + t);
     let mut kill_at: Option<tokio::time::Instant> = None;
+    // Set once SIGKILL went to the group: a kill asked for during a cancel's grace period is
+    // acted on at once, not at the grace period's end.
+    let mut killed = false;
     let mut stall_tick = tokio::time::interval(Duration::from_millis(500));
     stall_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     // `Some` once the leader exited (`Some(None)`: how is unknown).
@@ -458,13 +461,14 @@ async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Harness, session:
                 shared.stream.lock().expect("stream").ended_on_its_own();
                 drain_until = Some(tokio::time::Instant::now() + EXIT_DRAIN);
             }
-            _ = shared.cancel_async.notified(), if running && kill_at.is_none() => {}
+            _ = shared.cancel_async.notified(), if running && !killed => {}
             _ = shared.room_async.notified(), if throttled => {}
             _ = sleep_until(deadline), if running && deadline.is_some() && kill_at.is_none() => {
                 shared.stream.lock().expect("stream").cancel(CancelReason::Timeout);
             }
             _ = sleep_until(kill_at), if running && kill_at.is_some() => {
                 signal_group(shared.pgid.load(Ordering::SeqCst), signals::KILL);
+                killed = true;
                 kill_at = Some(tokio::time::Instant::now() + Duration::from_secs(3600));
             }
             _ = sleep_until(drain_until), if drain_until.is_some() => {
@@ -486,15 +490,18 @@ async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Harness, session:
                 shared.stream.lock().expect("stream").check_stall();
             }
         }
-        if exit_status.is_none() && shared.cancel.is_cancelled() && kill_at.is_none() {
+        if exit_status.is_none() && shared.cancel.is_cancelled() && !killed {
             let pgid = shared.pgid.load(Ordering::SeqCst);
             if shared.kill_now.load(Ordering::SeqCst) {
+                // Also when a cancel's SIGTERM went first: `kill` means at once.
                 signal_group(pgid, signals::KILL);
-            } else {
+                killed = true;
+                kill_at = Some(tokio::time::Instant::now() + Duration::from_secs(3600));
+            } else if kill_at.is_none() {
                 signal_group(pgid, signals::CONT); // a paused group cannot act on SIGTERM
                 signal_group(pgid, signals::TERM);
+                kill_at = Some(tokio::time::Instant::now() + plan.kill_grace);
             }
-            kill_at = Some(tokio::time::Instant::now() + plan.kill_grace);
         }
     }
     // Nothing of the run's process tree outlives it.

@@ -363,3 +363,29 @@ fn a_failed_harness_runs_stderr_quote_masks_the_secrets_of_its_inputs() {
     assert!(run(false).ends_with("login failed: correcthorsebatterystaple"), "redaction off keeps it");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_kill_during_an_interrupts_grace_period_kills_at_once() {
+    use super::CommandOptions;
+    // A command that ignores SIGTERM: the interrupt's grace period (30 s) would run out.
+    let mut options = CommandOptions::new(vec!["sh".into(), "-c".into(), "trap '' TERM; echo ready; sleep 60".into()]);
+    options.kill_grace = Duration::from_secs(30);
+    let session = Session::new(AgentConfig::new(Agent::Claude));
+    let h = session.start_command(options).unwrap();
+    // The trap is set once it printed.
+    loop {
+        match h.next_blocking(Some(Duration::from_secs(10))) {
+            Next::Item(Delivery::Item(e)) if matches!(&e.item, StreamItem::Stdout(s) if s.contains("ready")) => break,
+            Next::Item(_) => {}
+            other => panic!("the command ended or said nothing: {other:?}"),
+        }
+    }
+    session.interrupt("stop").unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let killed_at = Instant::now();
+    session.kill().unwrap();
+    drain(&h);
+    assert!(killed_at.elapsed() < Duration::from_secs(5), "killed at once, not after the 30 s grace period");
+    let result = h.wait_timeout(Duration::from_secs(5)).expect("a result");
+    assert_eq!((result.state, result.signal), (super::FinalState::Cancelled, Some(9)), "{result:?}");
+}
