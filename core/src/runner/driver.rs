@@ -505,6 +505,12 @@ async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Harness, session:
         }
     }
     // Nothing of the run's process tree outlives it.
+    let status_unknown = matches!(exit_status, Some(None));
+    if status_unknown {
+        // The supervisor that would end the tree is gone (killed from outside): its leader died
+        // with it, but the rest of its group is ended here.
+        signal_group(shared.pgid.load(Ordering::SeqCst), signals::KILL);
+    }
     child.end_tree();
     drop(child);
     let exit_status = exit_status.flatten();
@@ -542,6 +548,7 @@ async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Harness, session:
         let end = RunEnd {
             exit_code,
             signal,
+            status_unknown,
             // A harness interrupted by Ctrl-C on its own exits 130: that is an interruption too.
             cancel: stream.cancel_reason().or_else(|| {
                 (exit_code == Some(130)).then(|| CancelReason::caller("the harness was interrupted (exit status 130)"))

@@ -389,3 +389,38 @@ fn a_kill_during_an_interrupts_grace_period_kills_at_once() {
     let result = h.wait_timeout(Duration::from_secs(5)).expect("a result");
     assert_eq!((result.state, result.signal), (super::FinalState::Cancelled, Some(9)), "{result:?}");
 }
+
+#[test]
+fn a_run_whose_supervisor_is_killed_fails_and_leaves_no_process_of_its_group() {
+    use super::CommandOptions;
+    let dir = std::env::temp_dir().join(format!("agentstream-runner-test-{}-{}", std::process::id(), rand_suffix()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pid_file = dir.join("background");
+    // A second process in the harness's group, besides the leader.
+    let script = format!("sleep 60 & echo $! > '{}'; echo ready; sleep 60", pid_file.display());
+    let session = Session::new(AgentConfig::new(Agent::Claude));
+    let h = session.start_command(CommandOptions::new(vec!["sh".into(), "-c".into(), script])).unwrap();
+    loop {
+        match h.next_blocking(Some(Duration::from_secs(10))) {
+            Next::Item(Delivery::Item(e)) if matches!(&e.item, StreamItem::Stdout(s) if s.contains("ready")) => break,
+            Next::Item(_) => {}
+            other => panic!("the command ended or said nothing: {other:?}"),
+        }
+    }
+    // The supervisor is the leader's parent; killed from outside (as by the OOM killer).
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", h.pgid())).unwrap();
+    let supervisor: i32 = stat.rsplit(')').next().unwrap().split_whitespace().nth(1).unwrap().parse().unwrap();
+    // SAFETY: signalling a process of this test's own run.
+    assert_eq!(unsafe { libc::kill(supervisor, libc::SIGKILL) }, 0);
+    drain(&h);
+    let result = h.wait_timeout(Duration::from_secs(10)).expect("a result");
+    assert_eq!(result.state, super::FinalState::Failed, "not a clean exit: {result:?}");
+    assert!(result.error.as_deref().unwrap_or("").contains("cannot be known"), "{result:?}");
+    let background: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while process_alive(background) {
+        assert!(Instant::now() < deadline, "a process of the run's group outlived it");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

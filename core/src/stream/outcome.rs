@@ -128,6 +128,9 @@ pub struct RunEnd {
     pub exit_code: Option<i32>,
     /// The signal that killed the process, if one did.
     pub signal: Option<i32>,
+    /// The process ran, but how it ended cannot be known: what watched it for the run (its
+    /// supervisor) was itself killed from outside, e.g. by the OOM killer.
+    pub status_unknown: bool,
     /// A cancellation recorded before the end (the token's reason).
     pub cancel: Option<CancelReason>,
     /// The input ended without a final newline and the partial line did not parse as a
@@ -155,7 +158,8 @@ pub struct RunEnd {
 /// Derive the outcome from how the run ended, first match wins:
 ///
 /// 1. a cancellation → `Cancelled` (a killed process after a cancel is a cancelled run);
-/// 2. a signal → `Failed { error: "killed" }`;
+/// 2. a signal, or an end whose status cannot be known (the process's supervisor was killed)
+///    → `Failed { error: "killed" }`;
 /// 3. a non-zero exit status → `Failed { error: "exit_status" }` (the message quotes the last
 ///    stderr line);
 /// 4. a fatal harness error → `Failed { error: "harness_error" }`;
@@ -174,6 +178,13 @@ pub fn derive_outcome(end: &RunEnd) -> RunOutcome {
     }
     if let Some(sig) = end.signal {
         return RunOutcome::failed("killed", format!("the process was killed by signal {sig}"));
+    }
+    if end.status_unknown {
+        return RunOutcome::failed(
+            "killed",
+            "the process's exit status cannot be known: the supervisor watching it was killed from outside (the OOM \
+             killer, a kill of its process group?); the run did not complete",
+        );
     }
     if let Some(code) = end.exit_code.filter(|&c| c != 0) {
         let message = match &end.last_stderr_line {
@@ -308,6 +319,8 @@ mod tests {
             matches!(derive_outcome(&quoted), RunOutcome::Failed { detail, .. } if detail.ends_with("status 127; its last stderr line: env: 'node': not found"))
         );
         assert_eq!(failed(RunEnd { signal: Some(9), ..Default::default() }), "killed");
+        // Not a clean exit: with the status unknown, nothing says the run completed.
+        assert_eq!(failed(RunEnd { status_unknown: true, ..Default::default() }), "killed");
         assert_eq!(
             failed(RunEnd { truncated_mid_line: true, exit_code: Some(0), ..Default::default() }),
             "truncated_output"
