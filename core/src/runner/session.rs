@@ -223,6 +223,7 @@ impl Session {
         let op = Operation::Harness { config: self.config.clone(), options };
         let handle = driver::start(op, self.state.clone(), !st.ready_announced)?;
         st.ready_announced = true;
+        st.paused = false;
         st.active = Some(handle.clone());
         st.sandbox = SandboxState::Running;
         st.agent = AgentState::Running;
@@ -238,6 +239,7 @@ impl Session {
         let op = Operation::Command { config: self.config.clone(), options };
         let handle = driver::start(op, self.state.clone(), !st.ready_announced)?;
         st.ready_announced = true;
+        st.paused = false;
         st.active = Some(handle.clone());
         st.sandbox = SandboxState::Running;
         st.agent = AgentState::Running;
@@ -255,6 +257,11 @@ impl Session {
             let mut st = self.state.lock().expect("session state");
             if st.paused {
                 return Ok(());
+            }
+            if st.sandbox != SandboxState::Running {
+                // The run is ending: its driver has already set the session's state after it
+                // (a pause now would leave the session "paused" with nothing to resume).
+                return Err(Error::new(ErrorKind::NotRunning, "nothing to pause: the run has ended"));
             }
             st.paused = true;
             st.sandbox = SandboxState::Paused;

@@ -424,3 +424,33 @@ fn a_run_whose_supervisor_is_killed_fails_and_leaves_no_process_of_its_group() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_pause_racing_the_end_of_a_run_leaves_the_session_idle_and_the_next_pause_stops_its_run() {
+    use super::CommandOptions;
+    use crate::lifecycle::SandboxState;
+    let session = Session::new(AgentConfig::new(Agent::Claude));
+    for _ in 0..20 {
+        let h = session.start_command(CommandOptions::new(vec!["true".into()])).unwrap();
+        // Pause (and resume) until the run is over: some pauses land while it ends.
+        while session.pause().is_ok() {
+            let _ = session.resume();
+        }
+        drain(&h);
+        h.wait_timeout(Duration::from_secs(10)).expect("a result");
+        assert_ne!(session.states().0, SandboxState::Paused, "paused with nothing to resume");
+    }
+    let h = session.start_command(CommandOptions::new(vec!["sleep".into(), "5".into()])).unwrap();
+    session.pause().unwrap();
+    let state = |pid: i32| {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        stat.rsplit(')').next().unwrap().split_whitespace().next().unwrap().to_string()
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while state(h.pgid()) != "T" {
+        assert!(Instant::now() < deadline, "the next run's pause did not stop it");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    session.kill().unwrap();
+    drain(&h);
+}
