@@ -78,10 +78,11 @@ impl RunInner {
 impl Drop for RunInner {
     fn drop(&mut self) {
         // Cancel-on-drop: a run whose reader goes away before the end is cancelled through the
-        // one cancellation path (reason "reader left"). An await-only run keeps going: nobody
-        // was reading it, its result is what the caller may still want (a background run).
-        if self.attached && !self.handle.is_ended() && !self.handle.is_finished() {
-            self.handle.reader_left();
+        // one cancellation path (reason "reader left"), and what is buffered for it freed
+        // (finished or not). An await-only run keeps going: nobody was reading it, its result
+        // is what the caller may still want (a background run).
+        if self.attached && !self.handle.is_ended() {
+            self.handle.reader_gone();
         }
         self.hand_permit_to_the_run();
     }

@@ -275,6 +275,26 @@ fn dropping_an_unread_run_cancels_it() {
 }
 
 #[test]
+fn a_run_dropped_unread_frees_what_was_buffered_for_it() {
+    let client = Client::new(AgentSpec::new("codex"), Naming::Snake).unwrap();
+    // Lines the reader never takes; the run ends on its own before the drop.
+    let mut request = RunRequest::command(["sh", "-c", "seq 1 20000"]);
+    request.read = ReadMode::Iterate;
+    let run = client.start(request).unwrap();
+    let handle = run.handle().clone();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !handle.is_finished() || handle.pressure().bytes == 0 {
+        assert!(std::time::Instant::now() < deadline, "the run did not end: {:?}", handle.pressure());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(handle.pressure().bytes > 0, "something is buffered to free");
+    drop(run);
+    // Nobody can read it now: it is not kept (the session keeps the handle until its next run).
+    assert_eq!((handle.pressure().buffered, handle.pressure().bytes), (0, 0), "{:?}", handle.pressure());
+    assert_eq!(handle.wait_timeout(Duration::from_secs(5)).map(|r| r.state), Some(FinalState::Completed));
+}
+
+#[test]
 fn a_callers_token_and_deadline_stop_the_run() {
     let scratch = Scratch::new();
     let client = slow_client(&scratch);

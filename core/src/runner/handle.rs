@@ -403,6 +403,20 @@ impl RunHandle {
         }
     }
 
+    /// The reader went away for good (its last handle dropped): the run is cancelled as by
+    /// [`RunHandle::reader_left`], and what was buffered for the reader is freed now, since
+    /// nobody can read it (it stayed until the session's next run, its budget permit already
+    /// given back).
+    pub(crate) fn reader_gone(&self) {
+        if self.reader.lock().expect("reader").ended {
+            return;
+        }
+        self.shared.stream.lock().expect("stream").detach_reader();
+        // The driver may wait for the reader's room or for a cancel: either way it looks again.
+        self.shared.cancel_async.notify_one();
+        self.shared.room_async.notify_one();
+    }
+
     pub(crate) fn post_lifecycle(&self, reason: LifecycleReason, sandbox: SandboxState, agent: AgentState) {
         self.shared.post(StreamItem::Lifecycle(LifecycleEvent::local(
             reason,
