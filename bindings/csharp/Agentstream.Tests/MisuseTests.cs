@@ -92,6 +92,30 @@ namespace Agentstream.Tests
         }
 
         [Test]
+        static void NamesWithANulAreRefusedNotCutShort()
+        {
+            // C reads "content\0x" as "content": the library subscribed a channel the C# side did
+            // not know (an IndexOutOfRangeException, and a native subscription never removed).
+            using (var evolve = new Evolve(new AgentConfig { Type = "claude" }))
+            {
+                var calls = new Dictionary<string, Action>
+                {
+                    { "On", () => evolve.On("content\0x", e => { }) },
+                    { "Off", () => evolve.Off("content\0x") },
+                    { "ValidateChannel", () => Library.ValidateChannel("stdout\0") },
+                    { "Decoder", () => new Decoder("claude\0") },
+                };
+                foreach (var call in calls)
+                {
+                    var e = Check.Throws<InvalidArgumentException>(call.Value, call.Key + " with a NUL");
+                    Check.Contains(e.Message, "NUL", call.Key + ": the message says why");
+                }
+                evolve.On("content", e => { }).Dispose();
+                evolve.Off("content");
+            }
+        }
+
+        [Test]
         static void UnknownAgentsAreArgumentExceptionsListingTheSeven()
         {
             var calls = new Dictionary<string, Action>

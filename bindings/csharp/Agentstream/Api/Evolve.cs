@@ -279,7 +279,7 @@ namespace Agentstream
         public bool Interrupt(string reason = "interrupted")
         {
             byte did;
-            Native.Check(Native.agentstream_session_interrupt(Live(), Native.Utf8(reason), out did));
+            Native.Check(Native.agentstream_session_interrupt(Live(), Native.Utf8Text(reason), out did));
             return did != 0;
         }
 

@@ -91,7 +91,7 @@ namespace Agentstream
         internal bool HandlerFailed(ulong handlerId, string channel, ulong sequence, string message)
         {
             byte first;
-            uint status = Native.agentstream_run_handler_failed(handle, handlerId, Native.Utf8(channel), sequence, Native.Utf8(message), out first);
+            uint status = Native.agentstream_run_handler_failed(handle, handlerId, Native.Utf8(channel), sequence, Native.Utf8Text(message), out first);
             return status == 0 && first != 0;
         }
 
@@ -102,7 +102,7 @@ namespace Agentstream
             {
                 if (!handle.IsClosed)
                 {
-                    Native.Check(Native.agentstream_run_cancel(handle, Native.Utf8(reason ?? "cancelled")));
+                    Native.Check(Native.agentstream_run_cancel(handle, Native.Utf8Text(reason ?? "cancelled")));
                 }
             }
         }

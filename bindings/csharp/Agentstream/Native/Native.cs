@@ -163,16 +163,31 @@ namespace Agentstream.Interop
 
         // ---- helpers ----
 
-        /// <summary><paramref name="s"/> as NUL-terminated UTF-8 (null stays null).</summary>
+        /// <summary><paramref name="s"/> (a name, an id, JSON) as NUL-terminated UTF-8 (null stays
+        /// null). One holding a NUL is refused: C would read only what comes before it (a channel
+        /// <c>"content\0x"</c> taken as <c>"content"</c>).</summary>
         internal static byte[] Utf8(string s)
         {
             if (s == null)
             {
                 return null;
             }
+            if (s.IndexOf('\0') >= 0)
+            {
+                string shown = s.Length > 60 ? s.Substring(0, 60) + "…" : s;
+                throw new Agentstream.InvalidArgumentException(
+                    "a name or value passed to agentstream must not contain a NUL character (\\u0000): \"" + shown.Replace("\0", "\\u0000") + "\"");
+            }
             var bytes = new byte[Encoding.UTF8.GetByteCount(s) + 1];
             Encoding.UTF8.GetBytes(s, 0, s.Length, bytes, 0);
             return bytes;
+        }
+
+        /// <summary>Free text (a cancel's reason, a handler's message) as NUL-terminated UTF-8: a NUL
+        /// becomes U+FFFD, so such a text is never refused (a cancel must act) nor cut short.</summary>
+        internal static byte[] Utf8Text(string s)
+        {
+            return Utf8(s == null ? null : s.Replace('\0', '\uFFFD'));
         }
 
         /// <summary>A static NUL-terminated UTF-8 string of the library.</summary>

@@ -23,8 +23,15 @@ public final class Budget implements AutoCloseable {
      *
      * @param totalBytes the bytes the runs in flight may hold unread, together
      * @param maxRuns how many runs may hold a permit at once
+     * @throws InvalidArgumentException when either is negative
      */
     public Budget(long totalBytes, long maxRuns) {
+        // The native sizes are unsigned: a negative long would arrive as a huge size (a budget
+        // that bounds nothing).
+        if (totalBytes < 0 || maxRuns < 0) {
+            throw Errors.invalidArgument(
+                    "totalBytes and maxRuns must not be negative, got " + totalBytes + " and " + maxRuns);
+        }
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(ADDRESS);
             Native.check(() -> (int) Native.BUDGET_NEW.invokeExact(totalBytes, maxRuns, out));

@@ -8,6 +8,7 @@ import dev.agentstream.generated.Channel;
 import dev.agentstream.generated.RunResult;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.ref.Reference;
 import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.List;
@@ -83,6 +84,10 @@ public final class Evolve implements AutoCloseable {
             return Native.staticString((MemorySegment) Native.SESSION_AGENT.invokeExact(session));
         } catch (Throwable t) {
             throw new IllegalStateException(t);
+        } finally {
+            // The handle is read from this object: it must stay reachable through the call,
+            // or its Cleaner may free the session mid-call.
+            Reference.reachabilityFence(this);
         }
     }
 
@@ -116,17 +121,21 @@ public final class Evolve implements AutoCloseable {
         Objects.requireNonNull(channel, "channel");
         Objects.requireNonNull(handler, "handler");
         live();
-        synchronized (subscriptions) {
-            long id;
-            try (Arena arena = Arena.ofConfined()) {
-                MemorySegment name = Native.cstring(arena, channel);
-                MemorySegment out = arena.allocate(JAVA_LONG);
-                Native.check(() -> (int) Native.SESSION_SUBSCRIBE.invokeExact(session, name, out));
-                id = out.get(JAVA_LONG, 0);
+        try {
+            synchronized (subscriptions) {
+                long id;
+                try (Arena arena = Arena.ofConfined()) {
+                    MemorySegment name = Native.cstring(arena, channel);
+                    MemorySegment out = arena.allocate(JAVA_LONG);
+                    Native.check(() -> (int) Native.SESSION_SUBSCRIBE.invokeExact(session, name, out));
+                    id = out.get(JAVA_LONG, 0);
+                }
+                Subscription s = new Subscription(this, id, Channel.fromWire(channel), handler);
+                subscriptions.add(s);
+                return s;
             }
-            Subscription s = new Subscription(this, id, Channel.fromWire(channel), handler);
-            subscriptions.add(s);
-            return s;
+        } finally {
+            Reference.reachabilityFence(this); // see agent()
         }
     }
 
@@ -141,15 +150,19 @@ public final class Evolve implements AutoCloseable {
     public void off(String channel) {
         Objects.requireNonNull(channel, "channel");
         live();
-        List<Subscription> removed;
-        synchronized (subscriptions) {
-            try (Arena arena = Arena.ofConfined()) {
-                MemorySegment name = Native.cstring(arena, channel);
-                Native.check(() -> (int) Native.SESSION_OFF.invokeExact(session, name, MemorySegment.NULL));
+        try {
+            List<Subscription> removed;
+            synchronized (subscriptions) {
+                try (Arena arena = Arena.ofConfined()) {
+                    MemorySegment name = Native.cstring(arena, channel);
+                    Native.check(() -> (int) Native.SESSION_OFF.invokeExact(session, name, MemorySegment.NULL));
+                }
+                removed = subscriptions.removeChannel(Channel.fromWire(channel));
             }
-            removed = subscriptions.removeChannel(Channel.fromWire(channel));
+            removed.forEach(Subscription::awaitCallsElsewhere);
+        } finally {
+            Reference.reachabilityFence(this); // see agent()
         }
-        removed.forEach(Subscription::awaitCallsElsewhere);
     }
 
     /** One subscription's removal ({@link Subscription#close()}). */
@@ -255,21 +268,25 @@ public final class Evolve implements AutoCloseable {
     private Run startRun(RunOptions options, String read) {
         Objects.requireNonNull(options, "options");
         live();
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment request = Native.cstring(arena, options.requestJson(read));
-            MemorySegment out = arena.allocate(ADDRESS);
-            Native.check(() -> (int) Native.SESSION_START.invokeExact(
-                    session, request, MemorySegment.NULL, MemorySegment.NULL, MemorySegment.NULL, out));
-            MemorySegment handle = out.get(ADDRESS, 0);
-            try {
-                String id = Native.ownedString((o, len) -> (int) Native.RUN_ID.invokeExact(handle, o, len));
-                return new Run(this, handle, id, options.onEvent());
-            } catch (RuntimeException | Error e) {
-                // Nobody could hold this run: it is cancelled and freed, not left to block the
-                // Evolve's next start until the stall limit.
-                abandon(handle);
-                throw e;
+        try {
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment request = Native.cstring(arena, options.requestJson(read));
+                MemorySegment out = arena.allocate(ADDRESS);
+                Native.check(() -> (int) Native.SESSION_START.invokeExact(
+                        session, request, MemorySegment.NULL, MemorySegment.NULL, MemorySegment.NULL, out));
+                MemorySegment handle = out.get(ADDRESS, 0);
+                try {
+                    String id = Native.ownedString((o, len) -> (int) Native.RUN_ID.invokeExact(handle, o, len));
+                    return new Run(this, handle, id, options.onEvent());
+                } catch (RuntimeException | Error e) {
+                    // Nobody could hold this run: it is cancelled and freed, not left to block the
+                    // Evolve's next start until the stall limit.
+                    abandon(handle);
+                    throw e;
+                }
             }
+        } finally {
+            Reference.reachabilityFence(this); // see agent()
         }
     }
 
@@ -293,8 +310,12 @@ public final class Evolve implements AutoCloseable {
      */
     public Status status() {
         live();
-        byte[] json = Native.ownedBytes((out, len) -> (int) Native.SESSION_STATUS.invokeExact(session, out, len));
-        return Json.convert(Json.parse(json), Status.class);
+        try {
+            byte[] json = Native.ownedBytes((out, len) -> (int) Native.SESSION_STATUS.invokeExact(session, out, len));
+            return Json.convert(Json.parse(json), Status.class);
+        } finally {
+            Reference.reachabilityFence(this); // see agent()
+        }
     }
 
     /**
@@ -305,8 +326,12 @@ public final class Evolve implements AutoCloseable {
      */
     public Optional<String> session() {
         live();
-        return Optional.ofNullable(
-                Native.ownedString((out, len) -> (int) Native.SESSION_SESSION_ID.invokeExact(session, out, len)));
+        try {
+            return Optional.ofNullable(
+                    Native.ownedString((out, len) -> (int) Native.SESSION_SESSION_ID.invokeExact(session, out, len)));
+        } finally {
+            Reference.reachabilityFence(this); // see agent()
+        }
     }
 
     /**
@@ -320,9 +345,13 @@ public final class Evolve implements AutoCloseable {
      */
     public void setSession(String sessionId) {
         live();
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment id = Native.cstring(arena, sessionId);
-            Native.check(() -> (int) Native.SESSION_SET_SESSION_ID.invokeExact(session, id));
+        try {
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment id = Native.cstring(arena, sessionId);
+                Native.check(() -> (int) Native.SESSION_SET_SESSION_ID.invokeExact(session, id));
+            }
+        } finally {
+            Reference.reachabilityFence(this); // see agent()
         }
     }
 
@@ -337,8 +366,10 @@ public final class Evolve implements AutoCloseable {
         try {
             Native.check(() -> (int) Native.SESSION_SET_BUDGET.invokeExact(session, b));
         } finally {
-            // `setBudget(new Budget(…))`: the Budget must outlive the call, or its Cleaner frees it.
-            java.lang.ref.Reference.reachabilityFence(budget);
+            // `setBudget(new Budget(…))`: the Budget must outlive the call, or its Cleaner frees it
+            // (and this Evolve too: see agent()).
+            Reference.reachabilityFence(budget);
+            Reference.reachabilityFence(this);
         }
     }
 
@@ -349,7 +380,11 @@ public final class Evolve implements AutoCloseable {
      */
     public void pause() {
         live();
-        Native.check(() -> (int) Native.SESSION_PAUSE.invokeExact(session));
+        try {
+            Native.check(() -> (int) Native.SESSION_PAUSE.invokeExact(session));
+        } finally {
+            Reference.reachabilityFence(this); // see agent()
+        }
     }
 
     /**
@@ -359,7 +394,11 @@ public final class Evolve implements AutoCloseable {
      */
     public void resume() {
         live();
-        Native.check(() -> (int) Native.SESSION_RESUME.invokeExact(session));
+        try {
+            Native.check(() -> (int) Native.SESSION_RESUME.invokeExact(session));
+        } finally {
+            Reference.reachabilityFence(this); // see agent()
+        }
     }
 
     /**
@@ -370,11 +409,15 @@ public final class Evolve implements AutoCloseable {
      */
     public boolean interrupt() {
         live();
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment reason = Native.cstring(arena, "interrupted");
-            MemorySegment out = arena.allocate(JAVA_BOOLEAN);
-            Native.check(() -> (int) Native.SESSION_INTERRUPT.invokeExact(session, reason, out));
-            return Native.bool(out);
+        try {
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment reason = Native.cstring(arena, "interrupted");
+                MemorySegment out = arena.allocate(JAVA_BOOLEAN);
+                Native.check(() -> (int) Native.SESSION_INTERRUPT.invokeExact(session, reason, out));
+                return Native.bool(out);
+            }
+        } finally {
+            Reference.reachabilityFence(this); // see agent()
         }
     }
 
@@ -386,10 +429,14 @@ public final class Evolve implements AutoCloseable {
      */
     public boolean kill() {
         live();
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment out = arena.allocate(JAVA_BOOLEAN);
-            Native.check(() -> (int) Native.SESSION_KILL.invokeExact(session, out));
-            return Native.bool(out);
+        try {
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment out = arena.allocate(JAVA_BOOLEAN);
+                Native.check(() -> (int) Native.SESSION_KILL.invokeExact(session, out));
+                return Native.bool(out);
+            }
+        } finally {
+            Reference.reachabilityFence(this); // see agent()
         }
     }
 

@@ -186,9 +186,26 @@ final class Native {
         }
     }
 
-    /** A C string in {@code arena} (NULL for null). */
+    /**
+     * A C string in {@code arena} (NULL for null): a name, an id, JSON. One holding a NUL is
+     * refused: C would read only what comes before it (a channel {@code "content\0x"} taken as
+     * {@code "content"}).
+     */
     static MemorySegment cstring(Arena arena, String s) {
+        if (s != null && s.indexOf('\0') >= 0) {
+            String shown = s.length() > 60 ? s.substring(0, 60) + "…" : s;
+            throw Errors.invalidArgument("a name or value passed to agentstream must not contain a NUL character (\\u0000): "
+                    + Json.write(shown));
+        }
         return s == null ? MemorySegment.NULL : arena.allocateFrom(s, StandardCharsets.UTF_8);
+    }
+
+    /**
+     * Free text (a cancel's reason, a handler's message) as a C string: a NUL becomes U+FFFD, so
+     * such a text is never refused (a cancel must act) nor cut short.
+     */
+    static MemorySegment ctext(Arena arena, String s) {
+        return cstring(arena, s == null ? null : s.replace('\0', '\uFFFD'));
     }
 
     /**

@@ -101,7 +101,7 @@ public final class Run {
                 return;
             }
             try (Arena arena = Arena.ofConfined()) {
-                MemorySegment r = Native.cstring(arena, reason);
+                MemorySegment r = Native.ctext(arena, reason);
                 Native.check(() -> (int) Native.RUN_CANCEL.invokeExact(handle, r));
             }
         }
@@ -206,7 +206,7 @@ public final class Run {
             boolean first;
             try (Arena arena = Arena.ofConfined()) {
                 MemorySegment ch = Native.cstring(arena, channel);
-                MemorySegment msg = Native.cstring(arena, HandlerError.describe(t));
+                MemorySegment msg = Native.ctext(arena, HandlerError.describe(t));
                 MemorySegment out = arena.allocate(JAVA_BOOLEAN);
                 Native.check(() -> (int) Native.RUN_HANDLER_FAILED.invokeExact(handle, handler, ch, sequence, msg, out));
                 first = Native.bool(out);

@@ -2,6 +2,7 @@ package dev.agentstream;
 
 import static dev.agentstream.TestSupport.fake;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -46,6 +47,22 @@ class MisuseTest {
                 evolve.off(c);
             }
             assertThrows(NullPointerException.class, () -> evolve.on("content", null));
+        }
+    }
+
+    @Test
+    void aNameWithANulIsRefusedNotCutShort() {
+        // C reads "content\0x" as "content": the library would subscribe a channel the Java side
+        // does not know (a NullPointerException, and a native subscription never removed).
+        try (Evolve evolve = new Evolve(AgentConfig.of("claude"))) {
+            Subscription kept = evolve.on("content", e -> {});
+            InvalidArgumentException on = assertThrows(InvalidArgumentException.class, () -> evolve.on("content\0x", e -> {}));
+            assertTrue(on.getMessage().contains("NUL"), on.getMessage());
+            assertThrows(InvalidArgumentException.class, () -> evolve.off("content\0x"));
+            assertThrows(InvalidArgumentException.class, () -> Agentstream.validateChannel("stdout\0"));
+            assertThrows(InvalidArgumentException.class, () -> new Decoder("claude\0"));
+            assertFalse(kept.isRemoved(), "the refused off removed nothing");
+            kept.close();
         }
     }
 
@@ -237,5 +254,8 @@ class MisuseTest {
         b.close();
         assertThrows(InvalidHandleException.class, b::active);
         assertThrows(InvalidArgumentException.class, () -> new Budget(1024, 0));
+        // Sizes are unsigned natively: a negative one would be a budget bounding nothing.
+        assertThrows(InvalidArgumentException.class, () -> new Budget(-1, 2));
+        assertThrows(InvalidArgumentException.class, () -> new Budget(1024, -1));
     }
 }
