@@ -45,11 +45,14 @@ var (
 	ErrSpawnFailed = kindError(ErrorKindSpawnFailed)
 	// ErrInvalidArgument: a bad argument; the message names it and what is allowed.
 	ErrInvalidArgument = kindError(ErrorKindInvalidArgument)
-	// ErrCancelled: the run was cancelled.
+	// ErrCancelled: reserved, not returned by this version: a cancelled run is not an error,
+	// its RunResult.State is RunCancelled.
 	ErrCancelled = kindError(ErrorKindCancelled)
-	// ErrTimeout: the run went past its time limit.
+	// ErrTimeout: reserved, not returned by this version: a run past its time limit ends
+	// RunCancelled with CancelKind "timeout".
 	ErrTimeout = kindError(ErrorKindTimeout)
-	// ErrDecodeLimit: input went past a decode limit.
+	// ErrDecodeLimit: reserved, not returned by this version: a line over the decode limit is
+	// skipped and counted in DecodeStats.OversizeLines, with a diagnostic.
 	ErrDecodeLimit = kindError(ErrorKindDecodeLimit)
 	// ErrInternal: a bug in agentstream.
 	ErrInternal = kindError(ErrorKindInternal)
@@ -68,7 +71,8 @@ var (
 	ErrStillRunning = kindError(ErrorKindStillRunning)
 	// ErrPanic: a Rust panic was caught inside the library (a bug; close the object involved).
 	ErrPanic = kindError(ErrorKindPanic)
-	// ErrCannotResume: the harness cannot continue the session asked for.
+	// ErrCannotResume: reserved, not returned by this version: every harness can continue a
+	// session; one it does not know ends the run RunFailed, with the harness's message.
 	ErrCannotResume = kindError(ErrorKindCannotResume)
 	// ErrUnsupported: not available on this platform.
 	ErrUnsupported = kindError(ErrorKindUnsupported)

@@ -197,7 +197,7 @@ const endSlack = 2 * time.Second
 // Cancelling ctx cancels the run (SIGTERM, then SIGKILL after the grace period). Await the
 // result with Run.Wait. Errors: an *Error for a run that could not start (ErrHarnessNotFound,
 // ErrAlreadyRunning: one run at a time per client, ErrInvalidArgument naming the bad option,
-// ErrCannotResume), or ctx's error when it is already done.
+// ErrSpawnFailed), or ctx's error when it is already done.
 func (c *Client) Start(ctx context.Context, opts RunOptions) (*Run, error) {
 	r, err := c.start(ctx, opts, "")
 	if err != nil {

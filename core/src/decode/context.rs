@@ -23,10 +23,12 @@ pub struct DecodeContext {
 }
 
 impl DecodeContext {
-    /// Remember the session id if none was seen yet (the first one wins).
+    /// Remember the session id if none was seen yet (the first one wins). An id a later run
+    /// could not be given back on the harness's command line is not one: empty, holding a NUL,
+    /// or starting with `-` (which the harness would read as an option).
     pub fn see_session(&mut self, id: Option<&str>) {
         if self.session_id.is_none() {
-            if let Some(id) = id.filter(|s| !s.is_empty()) {
+            if let Some(id) = id.filter(|s| !s.is_empty() && !s.contains('\0') && !s.starts_with('-')) {
                 self.session_id = Some(id.into());
             }
         }
@@ -146,8 +148,10 @@ mod tests {
     #[test]
     fn events_carry_the_runs_facts_and_the_lines_envelope() {
         let mut ctx = DecodeContext::default();
-        ctx.see_session(Some(""));
-        assert_eq!(ctx.session_id, None, "an empty id is not an id");
+        for not_an_id in ["", "a\0b", "--yolo"] {
+            ctx.see_session(Some(not_an_id));
+            assert_eq!(ctx.session_id, None, "{not_an_id:?} is not an id a later run could resume");
+        }
         ctx.see_session(Some("s1"));
         ctx.see_session(Some("s2"));
         ctx.init_model = Some("init-model".into());

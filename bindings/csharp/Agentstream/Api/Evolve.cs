@@ -184,7 +184,6 @@ namespace Agentstream
         /// <exception cref="HarnessNotFoundException">The harness executable was not found.</exception>
         /// <exception cref="AlreadyRunningException">A run is active (one at a time per Evolve; use another Evolve for parallel runs).</exception>
         /// <exception cref="InvalidArgumentException">A bad option (the message names it).</exception>
-        /// <exception cref="CannotResumeException">The harness cannot continue the session asked for.</exception>
         public AgentRun Start(RunOptions options, CancellationToken cancellationToken = default(CancellationToken))
         {
             var channel = StartNative(options, null);
