@@ -282,8 +282,9 @@ impl Session {
             st.paused = false;
             st.sandbox = SandboxState::Running;
         }
-        signal_group(h.pgid(), signals::CONT);
+        // The event first: output the group prints once continued is numbered after it.
         h.post_lifecycle(LifecycleReason::SandboxResume, SandboxState::Running, AgentState::Running);
+        signal_group(h.pgid(), signals::CONT);
         Ok(())
     }
 
