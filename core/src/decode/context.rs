@@ -27,8 +27,9 @@ impl DecodeContext {
     /// could not be given back on the harness's command line is not one: empty, holding a NUL,
     /// or starting with `-` (which the harness would read as an option).
     pub fn see_session(&mut self, id: Option<&str>) {
+        let resumable = |id: &&str| !id.is_empty() && !id.contains('\0') && !id.starts_with('-');
         if self.session_id.is_none() {
-            if let Some(id) = id.filter(|s| !s.is_empty() && !s.contains('\0') && !s.starts_with('-')) {
+            if let Some(id) = id.filter(resumable) {
                 self.session_id = Some(id.into());
             }
         }
