@@ -457,8 +457,15 @@ async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Harness, session:
             }
             status = tree.exited(), if running => {
                 exit_status = Some(status);
-                // A stop arriving from now on races a natural end: it changes nothing.
-                shared.stream.lock().expect("stream").ended_on_its_own();
+                let mut stream = shared.stream.lock().expect("stream");
+                if kill_at.is_none() {
+                    // No stop was signalled: the harness ended by itself, and a cancellation
+                    // the driver had not acted on yet changes nothing, as any later one.
+                    stream.ended_before_cancel();
+                } else {
+                    // A stop arriving from now on races a natural end: it changes nothing.
+                    stream.ended_on_its_own();
+                }
                 drain_until = Some(tokio::time::Instant::now() + EXIT_DRAIN);
             }
             _ = shared.cancel_async.notified(), if running && !killed => {}
@@ -492,15 +499,24 @@ async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Harness, session:
         }
         if exit_status.is_none() && shared.cancel.is_cancelled() && !killed {
             let pgid = shared.pgid.load(Ordering::SeqCst);
-            if shared.kill_now.load(Ordering::SeqCst) {
+            let first = kill_at.is_none();
+            let reached = if shared.kill_now.load(Ordering::SeqCst) {
                 // Also when a cancel's SIGTERM went first: `kill` means at once.
-                signal_group(pgid, signals::KILL);
                 killed = true;
                 kill_at = Some(tokio::time::Instant::now() + Duration::from_secs(3600));
-            } else if kill_at.is_none() {
-                signal_group(pgid, signals::CONT); // a paused group cannot act on SIGTERM
-                signal_group(pgid, signals::TERM);
+                signal_group(pgid, signals::KILL)
+            } else if first {
                 kill_at = Some(tokio::time::Instant::now() + plan.kill_grace);
+                signal_group(pgid, signals::CONT); // a paused group cannot act on SIGTERM
+                signal_group(pgid, signals::TERM)
+            } else {
+                true
+            };
+            if first && !reached {
+                // No process of the group was left to signal (a zombie still counts): the
+                // harness had ended by itself, and its exit is on its way. The stop changes
+                // nothing, as one that comes before the exit is seen without a signal sent.
+                shared.stream.lock().expect("stream").ended_before_cancel();
             }
         }
     }

@@ -454,3 +454,23 @@ fn a_pause_racing_the_end_of_a_run_leaves_the_session_idle_and_the_next_pause_st
     session.kill().unwrap();
     drain(&h);
 }
+
+#[test]
+fn a_cancel_after_the_process_ended_by_itself_does_not_make_the_run_cancelled() {
+    use super::CommandOptions;
+    let session = Session::new(AgentConfig::new(Agent::Claude));
+    for round in 0..200 {
+        let h = session.start_command(CommandOptions::new(vec!["true".into()])).unwrap();
+        // Gone (reaped): whatever the driver has seen of it yet, no signal can reach it now.
+        // (The group is read once: a finished run's is 0, and killpg(0) is this test's own.)
+        let pgid = h.pgid();
+        // SAFETY: probing a process group of this test's own run.
+        while pgid > 0 && unsafe { libc::killpg(pgid, 0) } == 0 {
+            std::hint::spin_loop();
+        }
+        h.cancel("too late");
+        drain(&h);
+        let result = h.wait_timeout(Duration::from_secs(10)).expect("a result");
+        assert_eq!(result.state, super::FinalState::Completed, "round {round}: {result:?}");
+    }
+}

@@ -475,6 +475,17 @@ impl RunStream {
         }
     }
 
+    /// The run's process ended by itself before any cancellation reached it (the driver saw it
+    /// exit before it signalled anything, or found no process left to signal): a cancellation
+    /// already on the token, and any later one, changes nothing — unlike
+    /// [`ended_on_its_own`](Self::ended_on_its_own), after which an earlier one stands. A no-op
+    /// once either was called.
+    pub fn ended_before_cancel(&mut self) {
+        if self.ended_on_its_own.is_none() {
+            self.ended_on_its_own = Some(None);
+        }
+    }
+
     /// The token's cancellation as it stands for this run: as it was when the process ended by
     /// itself, or as it is now.
     fn token_reason(&self) -> Option<CancelReason> {
