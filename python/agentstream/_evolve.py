@@ -219,7 +219,9 @@ class Evolve:
         if handler is None:
             removed = self._client.off(name)
         else:
-            removed = [i for i in self._client.subscribers(name) if self._handlers[i] is handler]
+            # `==`, not `is`: each `obj.method` is a new bound-method object, equal to the one
+            # given to `on` (as logging.removeHandler compares).
+            removed = [i for i in self._client.subscribers(name) if self._handlers[i] == handler]
             for i in removed:
                 self._client.off_id(i)
         for i in removed:

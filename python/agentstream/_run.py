@@ -577,6 +577,12 @@ async def run_async(op: Op) -> RunResult:
         return await op.finish_async()
     except BaseException as exc:
         op.abort(f"the caller stopped waiting ({type(exc).__name__})")
+        if isinstance(exc, asyncio.CancelledError) and not op.run.finished:
+            # A timeout or a cancelled task: the Evolve stays busy until the harness has exited
+            # (SIGTERM, then SIGKILL after its grace period). Waiting for that here (bounded, as
+            # run_sync does) lets the caller start its next run at once instead of meeting
+            # AlreadyRunningError. Cancelled again meanwhile: it goes on in the background.
+            await asyncio.wrap_future(_pool().submit(op.run.wait_finished, ABORT_WAIT_MS))
         raise
 
 

@@ -67,6 +67,11 @@ def test_on_stores_sync_and_async_handlers_in_order() -> None:
         evolve.off("nope")
     with pytest.raises(InvalidChannelError):
         evolve.off("nope", print)
+    # A bound method: each `lines.append` is a new object, equal to the one registered.
+    lines: list[Any] = []
+    evolve.on("stdout", lines.append).on("stderr", obj.__call__)
+    evolve.off("stdout", lines.append).off("stderr", obj.__call__)
+    assert len(evolve.handlers("stdout")) == 1 and evolve.handlers("stderr") == ()
 
 
 def test_on_rejects_non_callables() -> None:

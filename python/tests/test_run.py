@@ -384,6 +384,19 @@ def test_cancelling_the_awaiting_task_cancels_the_run(fake_harness: Path) -> Non
     assert go(fake(fake_harness, "claude", "s1-text").run(prompt="x")).state == "completed"
 
 
+def test_a_run_timed_out_by_asyncio_frees_the_evolve_for_the_next_run(fake_harness: Path) -> None:
+    evolve = fake(fake_harness, "claude", "s1-text", hang="1")
+
+    async def main() -> RunResult:
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(evolve.run(prompt="x", kill_grace_ms=200), 0.5)
+        # At once, on the same Evolve: the timed-out run has ended (it raised AlreadyRunningError).
+        assert evolve.active_run_id is None
+        return await evolve.run(prompt="x", env={"AGENTSTREAM_FAKE_HANG": "0"})
+
+    assert go(main()).state == "completed"
+
+
 def test_kill_and_already_running(fake_harness: Path) -> None:
     evolve = fake(fake_harness, "claude", "s1-text", hang="1")
     rec = Recorder(evolve)

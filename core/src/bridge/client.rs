@@ -215,10 +215,16 @@ impl Client {
         let mut st = self.state();
         Self::settle_last(&mut st);
         if let Some(active) = st.session.active() {
-            return Err(Error::new(
-                ErrorKind::AlreadyRunning,
-                format!("the agent is already running ({}); use another client for parallel runs", active.run_id()),
-            ));
+            let message = if active.shared.cancel.is_cancelled() {
+                format!(
+                    "the previous run ({}) was cancelled and is still stopping (its harness gets SIGKILL after the \
+                     kill grace): wait for its result, or use another client",
+                    active.run_id()
+                )
+            } else {
+                format!("the agent is already running ({}); use another client for parallel runs", active.run_id())
+            };
+            return Err(Error::new(ErrorKind::AlreadyRunning, message));
         }
         let permit = match &request.budget {
             Some(budget) => Some(budget.try_acquire().ok_or_else(|| {

@@ -347,6 +347,23 @@ fn one_run_at_a_time_and_controls_report_what_they_did() {
 }
 
 #[test]
+fn starting_while_a_cancelled_run_is_still_stopping_says_so() {
+    let client = Client::new(AgentSpec::new("codex"), Naming::Snake).unwrap();
+    let mut slow_to_stop = RunRequest::command(["sh", "-c", "trap '' TERM; sleep 30"]);
+    slow_to_stop.kill_grace_ms = 20_000;
+    let run = client.start(slow_to_stop).unwrap();
+    let again = RunRequest::command(["true"]);
+    let busy = client.start(again.clone()).unwrap_err();
+    assert!(busy.kind == ErrorKind::AlreadyRunning && busy.message.contains("already running"), "{busy}");
+    run.cancel("enough");
+    let stopping = client.start(again).unwrap_err();
+    assert_eq!(stopping.kind, ErrorKind::AlreadyRunning);
+    assert!(stopping.message.contains("still stopping") && stopping.message.contains(run.id()), "{stopping}");
+    assert!(client.kill());
+    assert_eq!(run.wait(Some(Duration::from_secs(20))).unwrap().state, FinalState::Cancelled);
+}
+
+#[test]
 fn subscriptions_validate_names_and_follow_a_running_run() {
     let scratch = Scratch::new();
     let client = slow_client(&scratch);
