@@ -36,9 +36,7 @@ fn gist(events: &[OutputEvent]) -> (Vec<String>, String) {
             }
         }
         kinds.push(kind);
-        if let SessionUpdate::AgentMessageChunk { content } = &ev.update
-            && ev.parent_tool_call_id.is_none()
-        {
+        if let (SessionUpdate::AgentMessageChunk { content }, None) = (&ev.update, &ev.parent_tool_call_id) {
             answer.push_str(content.as_text().unwrap_or_default());
         }
     }

@@ -438,9 +438,7 @@ impl RunObj {
     }
 
     fn result(&self) -> Result<agentstream_core::bridge::RunResult> {
-        if let Reading::Pump { pump, .. } = &self.reading
-            && !pump.is_done()
-        {
+        if matches!(&self.reading, Reading::Pump { pump, .. } if !pump.is_done()) {
             return Err(Error::new(
                 ErrorKind::StillRunning,
                 format!("run {} is still running: its last callback has not returned yet", self.run.id()),
@@ -641,9 +639,7 @@ pub unsafe extern "C" fn agentstream_run_cancel(
 pub unsafe extern "C" fn agentstream_run_leave(run: *mut agentstream_run) -> agentstream_status {
     boundary(|| {
         let r = RUNS.get(run, "run")?;
-        if let Reading::Caller = r.reading
-            && r.run.has_reader()
-        {
+        if matches!(r.reading, Reading::Caller) && r.run.has_reader() {
             r.run.leave();
         }
         Ok(())

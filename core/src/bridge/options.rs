@@ -545,9 +545,7 @@ impl RunRequest {
             check_session_id(naming, "resume", resume)?;
         }
         check_env(naming, "env", &self.env)?;
-        if let Some(t) = self.timeout_ms
-            && (t == 0 || t > MAX_MILLIS)
-        {
+        if let Some(t) = self.timeout_ms.filter(|&t| t == 0 || t > MAX_MILLIS) {
             return Err(invalid(
                 naming,
                 "timeout_ms",

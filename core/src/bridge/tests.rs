@@ -427,9 +427,8 @@ fn handler_failures_are_counted_and_reported_once_per_handler() {
     let all = pull_all(&run);
     let mut firsts = 0;
     for d in &all {
-        if let Delivery::Item(env) = d
-            && env.channel() == Channel::Content
-        {
+        let Delivery::Item(env) = d else { continue };
+        if env.channel() == Channel::Content {
             let error =
                 HandlerError { handler: id, channel: "content".into(), sequence: env.sequence, message: "boom".into() };
             firsts += usize::from(run.handler_failed(error));
@@ -565,9 +564,8 @@ fn read_slowly(run: &Run, per_delivery: Duration) -> (usize, usize) {
             largest = largest.max(batch.len());
         }
         for d in &batch {
-            if let Delivery::Item(e) = d
-                && e.channel() == Channel::Stdout
-            {
+            let Delivery::Item(e) = d else { continue };
+            if e.channel() == Channel::Stdout {
                 // Lines merged under pressure still count one by one.
                 lines += e.item.as_raw_text().map_or(0, |t| t.matches('\n').count());
                 std::thread::sleep(per_delivery);

@@ -243,9 +243,7 @@ impl Tape {
         let Some(v) = value else {
             return ABSENT;
         };
-        if let Some(last) = &self.last[slot]
-            && (SharedStr::ptr_eq(last, v) || **last == **v)
-        {
+        if matches!(&self.last[slot], Some(last) if SharedStr::ptr_eq(last, v) || **last == **v) {
             return SAME;
         }
         self.last[slot] = Some(v.clone());
