@@ -646,7 +646,9 @@ mod cluster {
         assert_eq!(last["runs"], 1, "{held:?}");
         assert_eq!(last["max"], 1 << 30, "replay_bytes_total's default: {held:?}");
         let bytes = last["bytes"].as_u64().unwrap();
-        assert!(run_bytes > 24 << 20, "the run ({run_bytes} bytes) is too small to tell");
+        // About 32 MB, less when the instance merged text deltas under load (24.9 MB seen in a
+        // CI run): what the sockets hold is a few MB, so half of 16 MiB still tells.
+        assert!(run_bytes > 16 << 20, "the run ({run_bytes} bytes) is too small to tell");
         assert!(bytes < run_bytes / 2, "held {bytes} of the run's {run_bytes} bytes for a client reading nothing");
         // The client goes: so does the follow, and what it held.
         drop(client);
