@@ -373,17 +373,27 @@ export class Client {
         if (!response.body) throw new Error('a response without a body');
         const decoder = new TextDecoder('utf-8', { fatal: true });
         let buffer = '';
+        // SSE lines may end in CRLF, CR or LF: read as LF. After a chunk that ended in CR, an LF
+        // starting the next is the rest of that CRLF.
+        let afterCR = false;
         // Bytes of the event being received (what is in `buffer`).
         let pending = 0;
         const maxEvent = this.#maxEventBytes;
         const tooLong = () => protocolError(path, `an event longer than maxEventBytes (${maxEvent} bytes)`);
         for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
           arm();
+          let text: string;
           try {
-            buffer += decoder.decode(chunk, { stream: true });
+            text = decoder.decode(chunk, { stream: true });
           } catch {
             throw protocolError(path, 'bytes that are not UTF-8');
           }
+          if (afterCR && text.startsWith('\n')) {
+            text = text.slice(1);
+            afterCR = false;
+          }
+          if (text !== '') afterCR = text.endsWith('\r');
+          buffer += text.replace(/\r\n?/g, '\n');
           pending += chunk.byteLength;
           let end: number;
           let ended = false;
@@ -395,6 +405,9 @@ export class Client {
             let event = 'message';
             const data: string[] = [];
             for (const line of block.split('\n')) {
+              // A heartbeat: the connection worked for a while (a proxy that ends long
+              // responses, a quiet run), so the response that ends after it is no failure.
+              if (line.startsWith(':')) progressed = true;
               if (line === '' || line.startsWith(':')) continue;
               const colon = line.indexOf(':');
               const name = colon === -1 ? line : line.slice(0, colon);

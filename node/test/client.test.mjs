@@ -216,6 +216,55 @@ test('a stream that is not the protocol is a protocol_error at once, not retried
   }
 });
 
+/** An HTTP server answering the n-th stream request with `bodies[n]` (200), then 204. */
+async function scripted(bodies, write = (res, body) => res.end(body)) {
+  const { createServer: createHttpServer } = await import('node:http');
+  const server = createHttpServer((_req, res) => {
+    const body = bodies[server.requests++];
+    if (body === undefined) return res.writeHead(204).end();
+    res.writeHead(200, { 'Content-Type': 'text/event-stream' });
+    write(res, body);
+  });
+  server.requests = 0;
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return server;
+}
+
+const terminal = JSON.stringify({ runId: 'run_x', sequence: 0, channel: 'stdout', event: 'done\n' });
+
+test('events whose lines end in CRLF or CR are read, even split between chunks', async () => {
+  const crlf = `retry: 10\r\n\r\nid: 0\r\ndata: ${terminal}\r\n\r\n`;
+  for (const body of [crlf, crlf.replaceAll('\r\n', '\r')]) {
+    // Written a byte at a time: a CRLF split between two chunks is one line end, not two.
+    const server = await scripted([body], async (res, text) => {
+      for (const ch of text) {
+        res.write(ch);
+        await sleep(1);
+      }
+      res.end();
+    });
+    try {
+      const envs = await collect(connect(`http://127.0.0.1:${server.address().port}`, 't', { maxRetries: 2 }).stream('run_x'));
+      assert.deepEqual(envs.map((e) => e.sequence), [0], JSON.stringify(body));
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  }
+});
+
+test('responses a proxy ends after a heartbeat are not failures', async () => {
+  // A quiet run behind a proxy that ends every response after a while: a heartbeat, no envelope.
+  const quiet = 'retry: 10\n\n: heartbeat\n\n';
+  const server = await scripted([...Array(8).fill(quiet), `retry: 10\n\nid: 0\ndata: ${terminal}\n\n`]);
+  try {
+    const envs = await collect(connect(`http://127.0.0.1:${server.address().port}`, 't', { maxRetries: 3 }).stream('run_x'));
+    assert.deepEqual(envs.map((e) => e.sequence), [0]);
+    assert.equal(server.requests, 10, '8 quiet responses, the envelope, then 204');
+  } finally {
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
+
 test('an event or a body that never ends is a protocol_error, not a growing buffer', async () => {
   const { createServer: createHttpServer } = await import('node:http');
   let streams = 0;

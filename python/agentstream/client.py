@@ -267,6 +267,8 @@ class _Stream:
         self.lock = threading.Lock()
         self.closed = False
         self.complete = False
+        # Heartbeats of the current response (one means the connection worked a while).
+        self.heartbeats = 0
 
     def close(self) -> None:
         """Stop: close the connection (also from another thread, unblocking a read)."""
@@ -287,10 +289,14 @@ class _Stream:
         try:
             while True:
                 progressed = False
+                self.heartbeats = 0
                 try:
                     for env in self._one_response():
                         progressed = True
                         yield env
+                    # A response that stayed open for a heartbeat was a working connection
+                    # (a proxy that ends long responses, a run quiet for minutes): not a failure.
+                    progressed = progressed or self.heartbeats > 0
                     # The server ends a response after the terminal envelope; asked again for
                     # what follows it, it answers 204 (complete). A response cut short by the
                     # network or a proxy is resumed the same way.
@@ -299,7 +305,7 @@ class _Stream:
                 except (OSError, http.client.HTTPException) as exc:
                     if self.closed:
                         return
-                    if progressed:
+                    if progressed or self.heartbeats > 0:
                         failures = 0
                     failures += 1
                     if failures > self.client.max_retries:
@@ -348,6 +354,7 @@ class _Stream:
                 raise _protocol_error(self.path, f"a line that is not UTF-8 ({exc.reason} at byte {exc.start})") from None
             if line:
                 if line.startswith(":"):
+                    self.heartbeats += 1
                     continue
                 name, _, value = line.partition(":")
                 value = value[1:] if value.startswith(" ") else value

@@ -306,6 +306,52 @@ def test_a_stream_that_is_not_the_protocol_is_a_protocol_error_at_once(
         other.close()
 
 
+class ScriptedStream:
+    """An HTTP server that answers the n-th stream request with ``responses[n]`` (a status and
+    a body), then 204."""
+
+    def __init__(self, responses: list[tuple[int, bytes]]) -> None:
+        import http.server
+
+        owner = self
+        self.requests = 0
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 (the standard library's name)
+                status, body = responses[owner.requests] if owner.requests < len(responses) else (204, b"")
+                owner.requests += 1
+                self.send_response(status)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *_: Any) -> None:
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def test_responses_a_proxy_ends_after_a_heartbeat_are_not_failures() -> None:
+    # A quiet run behind a proxy that ends every response after a while: each response carries
+    # a heartbeat and no envelope. The connection works; only the run is quiet.
+    quiet = (200, b"retry: 10\n\n: heartbeat\n\n")
+    terminal = json.dumps({"runId": "run_x", "sequence": 0, "channel": "stdout", "event": "done\n"})
+    server = ScriptedStream([quiet] * 8 + [(200, f"retry: 10\n\nid: 0\ndata: {terminal}\n\n".encode())])
+    try:
+        envs = list(agentstream.connect(server.url, "t", max_retries=3).stream("run_x"))
+        assert [e["sequence"] for e in envs] == [0]
+        assert server.requests == 10, "8 quiet responses, the envelope, then 204"
+    finally:
+        server.close()
+
+
 def test_max_event_bytes_below_1024_is_refused() -> None:
     with pytest.raises(ValueError, match="max_event_bytes must be at least 1024"):
         agentstream.connect("http://127.0.0.1:1", "t", max_event_bytes=10)
