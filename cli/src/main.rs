@@ -203,8 +203,8 @@ struct RunFlags {
     /// Show the harness's stderr (dimmed) in the human view.
     #[arg(long)]
     show_stderr: bool,
-    /// Do not mask secret shapes in tool-call inputs (nor, with --json, in the raw stdout and
-    /// stderr lines, masked by default as the server masks them).
+    /// Do not mask secret shapes in tool-call inputs, nor in the raw stdout and stderr lines
+    /// (masked by default as the server masks them, in the human view and with --json).
     #[arg(long)]
     no_redact: bool,
     /// The longest stdout line read, in bytes (at least 1); a longer one is skipped and named

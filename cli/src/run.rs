@@ -234,8 +234,9 @@ fn show(handle: &RunHandle, flags: &Flags, exit_rule: Exit) -> ExitCode {
     let mut renderer =
         (!flags.json && !flags.hooks).then(|| Renderer::new(io::stdout(), Style::detect(tty), tty, flags.show_stderr));
     let mut lost: Option<io::Error> = None;
-    // `--json` prints the raw lines as the server streams them: masked, unless `--no-redact`.
-    let mut raw_masker = (flags.json && flags.redact).then(agentstream_core::redact::Redactor::new);
+    // Raw lines (stdout, stderr) are masked as the server streams them, unless `--no-redact`:
+    // as `--json` prints them and as the human view shows them (`exec`, `--show-stderr`).
+    let mut raw_masker = flags.redact.then(agentstream_core::redact::Redactor::new);
     loop {
         let batch = handle.next_batch_blocking(256, Some(Duration::from_millis(200)));
         if batch.is_empty() && handle.is_ended() {

@@ -485,6 +485,29 @@ fn no_secret_from_the_corpus_survives_any_output_of_the_command() {
             String::from_utf8_lossy(&kept.stdout).lines().filter(|l| l.contains(r#""channel":"stdout""#)).collect();
         assert_eq!(survivors(&raw_lines).len(), secrets.len(), "{agent}: run --json --no-redact keeps the raw lines");
     }
+    // A command printing every corpus text on stdout and stderr, shown as the human view.
+    let texts: String = std::fs::read_to_string(dir.join("corpus.jsonl"))
+        .unwrap()
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["text"].as_str().unwrap().to_string() + "\n")
+        .collect();
+    let file = std::env::temp_dir().join(format!("agentstream-secret-texts-{}", std::process::id()));
+    std::fs::write(&file, texts).unwrap();
+    let script = format!("cat '{0}'; cat '{0}' >&2", file.display());
+    for redact in [true, false] {
+        let mut args = vec!["exec", "--show-stderr"];
+        args.extend(if redact { vec![] } else { vec!["--no-redact"] });
+        args.extend(["--", "sh", "-c", &script]);
+        let out = std::process::Command::new(bin).args(&args).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        if redact {
+            assert_eq!(survivors(&text), Vec::<String>::new(), "exec's human view");
+        } else {
+            assert_eq!(survivors(&text).len(), secrets.len(), "exec --no-redact keeps them:\n{text}");
+        }
+    }
+    let _ = std::fs::remove_file(&file);
 }
 
 /// A harness that prints `stdout` (a file) with `cat` and exits 0.

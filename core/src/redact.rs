@@ -141,6 +141,9 @@ pub const MIN_KNOWN_SECRET: usize = 6;
 #[derive(Debug, Default, Clone)]
 pub struct Redactor {
     known: Vec<String>,
+    /// A raw line opened a PEM private key without closing it: the lines of its body follow,
+    /// each masked whole (see [`Redactor::mask_raw_text`]).
+    in_raw_pem: bool,
 }
 
 impl Redactor {
@@ -362,13 +365,29 @@ impl Redactor {
         out.map_or(Cow::Borrowed(text), Cow::Owned)
     }
 
-    /// [`mask_raw_text`](Self::mask_raw_text) of one line (with or without its newline).
+    /// [`mask_raw_text`](Self::mask_raw_text) of one line (with or without its newline). A
+    /// PEM private key printed line by line (`cat key.pem`) is masked across its lines: the
+    /// BEGIN line as one text is, then each body line whole, through its END line; a line
+    /// that cannot be part of the body ends it (an END line that never comes masks nothing
+    /// more).
     fn mask_raw_line<'t>(&mut self, text: &'t str) -> Cow<'t, str> {
+        let body = text.strip_suffix('\n').unwrap_or(text);
+        let newline = if body.len() < text.len() { "\n" } else { "" };
+        if self.in_raw_pem {
+            let line = body.strip_suffix('\r').unwrap_or(body);
+            if line.contains("-----END ") {
+                self.in_raw_pem = false;
+                return Cow::Owned(format!("{REDACTED}{newline}"));
+            }
+            if is_pem_body_line(line) {
+                return Cow::Owned(format!("{REDACTED}{newline}"));
+            }
+            self.in_raw_pem = false;
+        }
         if !self.may_hold_a_secret(text) {
             return Cow::Borrowed(text);
         }
-        let body = text.strip_suffix('\n').unwrap_or(text);
-        let newline = if body.len() < text.len() { "\n" } else { "" };
+        self.in_raw_pem = pem_left_open(body.as_bytes());
         if let Ok(mut value) = serde_json::from_str::<Value>(body) {
             return if self.mask_json(&mut value) {
                 Cow::Owned(value.to_string() + newline)
@@ -376,7 +395,12 @@ impl Redactor {
                 Cow::Borrowed(text)
             };
         }
-        self.mask_str(text)
+        // The text without its newline: a PEM block cut at the line's end masks to the end of
+        // the text, which must not take the newline with it.
+        match self.mask_str(body) {
+            Cow::Borrowed(_) => Cow::Borrowed(text),
+            Cow::Owned(masked) => Cow::Owned(masked + newline),
+        }
     }
 
     /// Mask a JSON record in place (see [`redact_value`]), remembering what it masked.
@@ -839,6 +863,22 @@ fn scan_pem(b: &[u8], spans: &mut Vec<(usize, usize)>) {
         spans.push((start, end));
         from = end;
     }
+}
+
+/// Whether `b` opens a PEM private key it does not close (its END line is still to come).
+fn pem_left_open(b: &[u8]) -> bool {
+    let mut spans = Vec::new();
+    scan_pem(b, &mut spans);
+    spans.last().is_some_and(|&(start, _)| memchr::memmem::find(&b[start..], b"-----END ").is_none())
+}
+
+/// Whether `line` can be a line of a PEM body: base64, one of the headers of an encrypted key
+/// (`Proc-Type: …`, `DEK-Info: …`), or the blank line after them.
+fn is_pem_body_line(line: &str) -> bool {
+    line.is_empty()
+        || line.starts_with("Proc-Type:")
+        || line.starts_with("DEK-Info:")
+        || line.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'='))
 }
 
 // ---------------------------------------------------------------------------------------------

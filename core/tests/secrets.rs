@@ -124,6 +124,28 @@ fn no_secret_survives_the_raw_lines_masked_for_others() {
     }
     // Text that is not JSON (stderr) is masked as text.
     let mut redactor = Redactor::new();
+    // A PEM key printed line by line (`cat key.pem`): its body lines are masked too, and the
+    // block ends at its END line, or at the first line that cannot be part of it.
+    let pem = "before\n-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7Zq3Lm9Np4Rs6Tv8Wz1Ab3Cd5Ef\n\
+               q2Lm9Np4Rs6Tv8Wz1Ab3Cd5EfXy7Kq2Lm9Np4Rs6==\n-----END RSA PRIVATE KEY-----\nafter\n\
+               -----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\nls: no END line came\n";
+    let mut pem_masker = Redactor::new();
+    let lines: Vec<String> = pem.split_inclusive('\n').map(|l| pem_masker.mask_raw_text(l).into_owned()).collect();
+    assert_eq!(
+        lines,
+        [
+            "before\n",
+            "[redacted]\n",
+            "[redacted]\n",
+            "[redacted]\n",
+            "[redacted]\n",
+            "after\n",
+            "[redacted]\n",
+            "[redacted]\n",
+            "ls: no END line came\n"
+        ]
+    );
+    assert_eq!(Redactor::new().mask_raw_text(pem), lines.concat(), "merged lines: the same");
     let stderr = "error: auth failed for sk-proj-Tz9vQ2mX8bL4nR7kW1cY5dF3\n";
     assert!(!redactor.mask_raw_text(stderr).contains("sk-proj-Tz9vQ2mX8bL4nR7kW1cY5dF3"));
     // Remembered: the same secret later, without its shape, is masked too.
