@@ -174,20 +174,20 @@ pub fn demo(agent: Option<&str>, scenario: &str, delay_ms: u64, flags: &Flags) -
         Some(a) => match a.parse() {
             Ok(a) => vec![a],
             Err(e) => {
-                eprintln!("agentstream demo: {e}");
+                stderr_line!("agentstream demo: {e}");
                 return ExitCode::from(2);
             }
         },
         None => Agent::ALL.to_vec(),
     };
     if !TRACES.iter().any(|t| t.1 == scenario) {
-        eprintln!("agentstream demo: unknown scenario {scenario:?}: expected s1-text, s2-bash or s3-read-edit");
+        stderr_line!("agentstream demo: unknown scenario {scenario:?}: expected s1-text, s2-bash or s3-read-edit");
         return ExitCode::from(2);
     }
     let exe = match std::env::current_exe() {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("agentstream demo: cannot find this executable to replay traces with: {e}");
+            stderr_line!("agentstream demo: cannot find this executable to replay traces with: {e}");
             return ExitCode::from(1);
         }
     };
@@ -201,7 +201,7 @@ pub fn demo(agent: Option<&str>, scenario: &str, delay_ms: u64, flags: &Flags) -
         let prefix = match write_trace(dir, agent, scenario, stdout, stderr, meta) {
             Ok(p) => p,
             Err(e) => {
-                eprintln!("agentstream demo: cannot write the trace to {}: {e}", dir.display());
+                stderr_line!("agentstream demo: cannot write the trace to {}: {e}", dir.display());
                 return ExitCode::from(1);
             }
         };

@@ -11,6 +11,16 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use agentstream_core::{Agent, Decoder};
 use clap::{Args, Parser, Subcommand};
 
+/// `eprintln!` that cannot panic: a line for a standard error that is gone (closed, a full disk,
+/// a reader that left) is dropped, never a panic (exit 101) in the middle of a command whose
+/// exit code says how it went.
+macro_rules! stderr_line {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 mod demo;
 mod fake_harness;
 mod parse_report;
@@ -274,7 +284,7 @@ fn parse_command(agent: &str, max_line_bytes: usize, redact: bool, file: Option<
     let agent: Agent = match agent.parse() {
         Ok(a) => a,
         Err(e) => {
-            eprintln!("agentstream parse: {e}");
+            stderr_line!("agentstream parse: {e}");
             return ExitCode::from(2);
         }
     };
@@ -286,7 +296,7 @@ fn parse_command(agent: &str, max_line_bytes: usize, redact: bool, file: Option<
         Some(path) => match std::fs::File::open(path) {
             Ok(f) => Box::new(f),
             Err(e) => {
-                eprintln!("agentstream parse: cannot read {source}: {e}");
+                stderr_line!("agentstream parse: cannot read {source}: {e}");
                 return ExitCode::from(1);
             }
         },
@@ -306,7 +316,7 @@ fn parse_command(agent: &str, max_line_bytes: usize, redact: bool, file: Option<
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => {
-                eprintln!("agentstream parse: cannot read {source}: {e}");
+                stderr_line!("agentstream parse: cannot read {source}: {e}");
                 return ExitCode::from(1);
             }
         };

@@ -14,17 +14,17 @@ pub fn finish(decoder: &mut Decoder) -> ExitCode {
     let agent = decoder.agent();
     let diagnostics = decoder.take_diagnostics();
     if let Some(why) = decoder.unrecognized_output() {
-        eprintln!("agentstream parse ({agent}): {why}");
+        stderr_line!("agentstream parse ({agent}): {why}");
         return ExitCode::FAILURE;
     }
     for d in diagnostics.iter().take(MAX_DIAGNOSTICS) {
-        eprintln!("agentstream parse: line {}: {}", d.line, d.message);
+        stderr_line!("agentstream parse: line {}: {}", d.line, d.message);
     }
     match diagnostics.len().saturating_sub(MAX_DIAGNOSTICS) {
         0 => {}
-        1 => eprintln!("agentstream parse: … 1 more diagnostic"),
-        n => eprintln!("agentstream parse: … {n} more diagnostics"),
+        1 => stderr_line!("agentstream parse: … 1 more diagnostic"),
+        n => stderr_line!("agentstream parse: … {n} more diagnostics"),
     }
-    eprintln!("agentstream parse ({agent}): {}", decoder.stats().summary());
+    stderr_line!("agentstream parse ({agent}): {}", decoder.stats().summary());
     ExitCode::SUCCESS
 }

@@ -87,7 +87,7 @@ pub fn output_failed(command: &str, e: &io::Error) -> ExitCode {
     if e.kind() == io::ErrorKind::BrokenPipe {
         return ExitCode::from(exit::OUTPUT_CLOSED);
     }
-    eprintln!("agentstream {command}: cannot write to standard output: {e}");
+    stderr_line!("agentstream {command}: cannot write to standard output: {e}");
     ExitCode::from(exit::FAILED)
 }
 
@@ -103,7 +103,7 @@ pub fn run_command(
     let agent: Agent = match agent.parse() {
         Ok(a) => a,
         Err(e) => {
-            eprintln!("agentstream run: {e}");
+            stderr_line!("agentstream run: {e}");
             return ExitCode::from(exit::USAGE);
         }
     };
@@ -114,7 +114,7 @@ pub fn run_command(
         }
         None if !rest.is_empty() => rest.join(" "),
         None => {
-            eprintln!("agentstream run: no prompt: give --prompt TEXT or the prompt after `--`");
+            stderr_line!("agentstream run: no prompt: give --prompt TEXT or the prompt after `--`");
             return ExitCode::from(exit::USAGE);
         }
     };
@@ -159,11 +159,11 @@ fn start_failed(command: &str, e: &agentstream_core::Error) -> ExitCode {
     use agentstream_core::ErrorKind;
     if command == "exec" && e.kind == ErrorKind::HarnessNotFound {
         // The core's advice is for a harness; this is the user's own command.
-        eprintln!("agentstream exec: {}: check the command's name, or give its path", e.message);
+        stderr_line!("agentstream exec: {}: check the command's name, or give its path", e.message);
     } else if command == "exec" && e.kind == ErrorKind::SpawnFailed {
-        eprintln!("agentstream exec: {}", e.message); // says what is wrong with the command itself
+        stderr_line!("agentstream exec: {}", e.message); // says what is wrong with the command itself
     } else {
-        eprintln!("agentstream {command}: {e}");
+        stderr_line!("agentstream {command}: {e}");
     }
     ExitCode::from(match e.kind {
         ErrorKind::HarnessNotFound => exit::NOT_FOUND,
@@ -281,7 +281,7 @@ fn show(handle: &RunHandle, flags: &Flags, exit_rule: Exit) -> ExitCode {
         }
     }
     for d in &result.diagnostics {
-        eprintln!("agentstream: {d}");
+        stderr_line!("agentstream: {d}");
     }
     let signal = signal.load(Ordering::SeqCst);
     match lost {

@@ -18,14 +18,14 @@ use agentstream_server::{ServeConfig, Server};
 pub(crate) fn load_config(command: &str, path: Option<&Path>, nats: Option<&str>) -> Result<ServeConfig, ExitCode> {
     let mut config = match path {
         Some(path) => ServeConfig::load(path).map_err(|e| {
-            eprintln!("agentstream {command}: {e}");
+            stderr_line!("agentstream {command}: {e}");
             ExitCode::from(2)
         })?,
         None => ServeConfig::default(),
     };
     if let Some(url) = nats {
         config.set_nats_url(url).map_err(|e| {
-            eprintln!("agentstream {command}: {e}");
+            stderr_line!("agentstream {command}: {e}");
             ExitCode::from(2)
         })?;
     }
@@ -39,7 +39,7 @@ pub(crate) fn runtime(command: &str) -> Result<tokio::runtime::Runtime, ExitCode
         .thread_name(format!("agentstream-{command}"))
         .build()
         .map_err(|e| {
-            eprintln!("agentstream {command}: cannot start the async runtime: {e}");
+            stderr_line!("agentstream {command}: cannot start the async runtime: {e}");
             ExitCode::from(1)
         })
 }
@@ -49,7 +49,7 @@ pub fn serve_command(config_path: Option<&Path>, listen: Option<&str>, nats: Opt
     // Each connection is a descriptor: the server takes its hard limit (before the configuration,
     // whose default `max_connections` follows the limit); its harnesses get the limit it had.
     if let Err(e) = agentstream_core::runner::open_files::raise_open_file_limit() {
-        eprintln!("agentstream serve: {e} (it stays as it was)");
+        stderr_line!("agentstream serve: {e} (it stays as it was)");
     }
     let mut config = match load_config("serve", config_path, nats) {
         Ok(c) => c,
@@ -59,7 +59,7 @@ pub fn serve_command(config_path: Option<&Path>, listen: Option<&str>, nats: Opt
         match parse_listen(listen) {
             Ok(addr) => config.listen = addr,
             Err(e) => {
-                eprintln!("agentstream serve: --listen {e}");
+                stderr_line!("agentstream serve: --listen {e}");
                 return ExitCode::from(2);
             }
         }
@@ -73,11 +73,11 @@ pub fn serve_command(config_path: Option<&Path>, listen: Option<&str>, nats: Opt
         let server = match Server::bind(&config).await {
             Ok(s) => s,
             Err(e) if e.kind() == io::ErrorKind::Other => {
-                eprintln!("agentstream serve: {e}");
+                stderr_line!("agentstream serve: {e}");
                 return ExitCode::from(1);
             }
             Err(e) => {
-                eprintln!("agentstream serve: cannot listen on {}: {e}", config.listen);
+                stderr_line!("agentstream serve: cannot listen on {}: {e}", config.listen);
                 return ExitCode::from(1);
             }
         };
@@ -87,19 +87,19 @@ pub fn serve_command(config_path: Option<&Path>, listen: Option<&str>, nats: Opt
         if let Err(e) = announce(&config, addr, local) {
             if generated {
                 // The token is shown once and stored nowhere: without it nobody could use this server.
-                eprintln!("agentstream serve: cannot print the generated token to standard output ({e}): stopping");
+                stderr_line!("agentstream serve: cannot print the generated token to standard output ({e}): stopping");
                 return ExitCode::from(1);
             }
-            eprintln!("agentstream serve: cannot write to standard output ({e}); serving on {addr} anyway");
+            stderr_line!("agentstream serve: cannot write to standard output ({e}); serving on {addr} anyway");
         }
         let report = match server.run(shutdown_signal("serve")).await {
             Ok(r) => r,
             Err(e) => {
-                eprintln!("agentstream serve: {e}");
+                stderr_line!("agentstream serve: {e}");
                 return ExitCode::from(1);
             }
         };
-        eprintln!(
+        stderr_line!(
             "agentstream serve: stopped ({} run(s) were running; {}; {})",
             report.running_at_signal,
             if report.all_runs_ended { "every run ended" } else { "SOME RUNS DID NOT END" },
@@ -163,14 +163,14 @@ pub(crate) async fn shutdown_signal(command: &'static str) {
         _ = term.recv() => "SIGTERM",
         _ = int.recv() => "SIGINT",
     };
-    eprintln!("agentstream {command}: {name}: shutting down (no new runs; ending the runs in flight)");
+    stderr_line!("agentstream {command}: {name}: shutting down (no new runs; ending the runs in flight)");
     tokio::spawn(async move {
         loop {
             tokio::select! {
                 _ = term.recv() => {}
                 _ = int.recv() => {}
             }
-            eprintln!("agentstream {command}: already shutting down; waiting for the harness processes to end");
+            stderr_line!("agentstream {command}: already shutting down; waiting for the harness processes to end");
         }
     });
 }
@@ -180,7 +180,7 @@ pub(crate) async fn shutdown_signal(command: &'static str) {
 #[cfg(not(unix))]
 pub(crate) async fn shutdown_signal(command: &'static str) {
     let _ = tokio::signal::ctrl_c().await;
-    eprintln!("agentstream {command}: Ctrl-C: shutting down");
+    stderr_line!("agentstream {command}: Ctrl-C: shutting down");
 }
 
 /// `agentstream view --agent NAME FILE [-o OUT]`.
@@ -188,7 +188,7 @@ pub fn view_command(agent: &str, file: &Path, output: Option<&Path>, redact: boo
     let agent: Agent = match agent.parse() {
         Ok(a) => a,
         Err(e) => {
-            eprintln!("agentstream view: {e}");
+            stderr_line!("agentstream view: {e}");
             return ExitCode::from(2);
         }
     };
@@ -202,11 +202,11 @@ pub fn view_command(agent: &str, file: &Path, output: Option<&Path>, redact: boo
         std::fs::File::open(file).and_then(|f| f.take(VIEW_MAX_INPUT + 1).read_to_end(&mut input))
     };
     if let Err(e) = read {
-        eprintln!("agentstream view: cannot read {shown}: {e}");
+        stderr_line!("agentstream view: cannot read {shown}: {e}");
         return ExitCode::from(1);
     }
     if input.len() as u64 > VIEW_MAX_INPUT {
-        eprintln!(
+        stderr_line!(
             "agentstream view: {shown} is larger than {} MiB: the page is built in memory and a browser could not show it \
              (`agentstream parse` decodes input of any size)",
             VIEW_MAX_INPUT >> 20
@@ -244,11 +244,11 @@ pub fn view_command(agent: &str, file: &Path, output: Option<&Path>, redact: boo
         if output.is_none_or(|p| p == Path::new("-")) {
             return crate::run::output_failed("view", &e);
         }
-        eprintln!("agentstream view: cannot write {target}: {e}");
+        stderr_line!("agentstream view: cannot write {target}: {e}");
         return ExitCode::from(1);
     }
     let state = serde_json::to_value(&run.outcome).ok().and_then(|v| v["state"].as_str().map(str::to_string));
-    eprintln!(
+    stderr_line!(
         "agentstream view ({agent}): {} envelopes, {} content events, run {}{}",
         run.items.len(),
         run.stats.events,
@@ -256,7 +256,7 @@ pub fn view_command(agent: &str, file: &Path, output: Option<&Path>, redact: boo
         output.filter(|p| *p != Path::new("-")).map(|p| format!(" → {}", p.display())).unwrap_or_default(),
     );
     if run.stats.events == 0 && run.stats.lines > run.stats.blank_lines {
-        eprintln!(
+        stderr_line!(
             "agentstream view: nothing was decoded: the input is not {agent}'s JSONL output (`agentstream parse -a {agent}` says what its lines were)"
         );
         return ExitCode::from(1);
@@ -271,18 +271,18 @@ const VIEW_MAX_INPUT: u64 = 64 << 20;
 pub fn token_command(tenant: &str, hash_stdin: bool) -> ExitCode {
     // The entry printed must be one `serve` accepts.
     if let Err(e) = agentstream_server::config::check_name(tenant) {
-        eprintln!("agentstream token: --tenant {tenant:?}: {e}");
+        stderr_line!("agentstream token: --tenant {tenant:?}: {e}");
         return ExitCode::from(2);
     }
     let token = if hash_stdin {
         let mut text = String::new();
         if let Err(e) = io::stdin().read_to_string(&mut text) {
-            eprintln!("agentstream token: cannot read the token from standard input: {e}");
+            stderr_line!("agentstream token: cannot read the token from standard input: {e}");
             return ExitCode::from(1);
         }
         let token = text.trim().to_string();
         if token.is_empty() {
-            eprintln!("agentstream token: --hash reads a token from standard input, and it was empty");
+            stderr_line!("agentstream token: --hash reads a token from standard input, and it was empty");
             return ExitCode::from(2);
         }
         token

@@ -21,7 +21,7 @@ pub fn worker_command(
         Err(code) => return code,
     };
     let Some(nats) = config.nats.clone() else {
-        eprintln!(
+        stderr_line!(
             "agentstream worker: no NATS server: pass --nats nats://host:4222 or set [nats] url in the config \
              (a worker takes its runs from the cluster)"
         );
@@ -32,7 +32,7 @@ pub fn worker_command(
     }
     if let Some(n) = max_runs {
         if n == 0 {
-            eprintln!("agentstream worker: --max-runs must be at least 1");
+            stderr_line!("agentstream worker: --max-runs must be at least 1");
             return ExitCode::from(2);
         }
         config.worker.max_runs = n;
@@ -45,7 +45,7 @@ pub fn worker_command(
         let worker = match Worker::connect(&config, nats.clone(), config.worker.clone()).await {
             Ok(w) => w,
             Err(e) => {
-                eprintln!("agentstream worker: {e}");
+                stderr_line!("agentstream worker: {e}");
                 return ExitCode::from(1);
             }
         };
@@ -64,7 +64,7 @@ pub fn worker_command(
         }
         match worker.run(shutdown_signal("worker")).await {
             Ok(report) => {
-                eprintln!(
+                stderr_line!(
                     "agentstream worker: stopped ({} run(s) were running; {})",
                     report.running_at_signal,
                     if report.all_runs_ended { "every run ended" } else { "SOME RUNS DID NOT END" }
@@ -72,7 +72,7 @@ pub fn worker_command(
                 if report.all_runs_ended { ExitCode::SUCCESS } else { ExitCode::from(1) }
             }
             Err(e) => {
-                eprintln!("agentstream worker: {e}");
+                stderr_line!("agentstream worker: {e}");
                 ExitCode::from(1)
             }
         }

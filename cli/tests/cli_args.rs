@@ -197,6 +197,20 @@ fn output_that_cannot_be_written_is_an_error_not_a_success_or_a_panic() {
 }
 
 #[test]
+fn a_standard_error_that_cannot_be_written_changes_no_exit_code() {
+    // parse's summary and run's diagnostics go to stderr: a full disk there is no panic (101).
+    let input = format!("{}.input.jsonl", golden("claude", "s2-bash"));
+    for (args, code) in [
+        (vec!["parse", "--agent", "claude", input.as_str()], 0),
+        (vec!["parse", "--agent", "kimi", "/nonexistent/file"], 1),
+        (vec!["exec", "--", "sh", "-c", "exit 3"], 3),
+    ] {
+        let out = Command::new(BIN).args(&args).stdout(Stdio::null()).stderr(dev_full()).output().unwrap();
+        assert_eq!(out.status.code(), Some(code), "{args:?} 2>/dev/full");
+    }
+}
+
+#[test]
 fn token_refuses_a_tenant_name_serve_would_refuse() {
     let out = agentstream(&["token", "--tenant", "my tenant"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
