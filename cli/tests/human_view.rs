@@ -447,9 +447,8 @@ fn parse_of_input_that_is_not_the_harness_output_says_so_in_one_line() {
         let foreign =
             std::fs::read(golden_dir(if agent == "codex" { "claude" } else { "codex" }).join("s2-bash.input.jsonl"))
                 .unwrap();
-        let mut inputs: Vec<(&str, &[u8])> = vec![("another harness's JSON", &foreign)];
+        let mut inputs: Vec<(&str, &[u8])> = vec![("another harness's JSON", &foreign), ("binary", &binary)];
         if agent != "kimi" {
-            inputs.push(("binary", &binary));
             inputs.push(("plain text", b"hello\nworld\n"));
         }
         for (what, input) in inputs {
@@ -476,9 +475,10 @@ fn parse_of_input_that_is_not_the_harness_output_says_so_in_one_line() {
         assert_eq!(out.code, 0, "{agent}: {}", out.stderr);
         assert!(!out.stdout.is_empty());
     }
-    // kimi prints its failures as plain text, so plain text and binary decode to `error` events
-    // (decisions.md §2); their per-line diagnostics are capped.
-    let out = parse("kimi", &binary);
+    // kimi prints its failures as plain text, so plain text decodes to `error` events
+    // (decisions.md §2), its per-line diagnostics capped; binary is not text.
+    let text: Vec<u8> = (0..40).flat_map(|i| format!("Traceback line {i}\n").into_bytes()).collect();
+    let out = parse("kimi", &text);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(out.stdout.contains("\"sessionUpdate\":\"error\""), "{}", out.stdout);
     assert!(out.stderr.lines().count() <= 12, "{}", out.stderr);

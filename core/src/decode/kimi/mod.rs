@@ -150,7 +150,7 @@ impl HarnessDecoder for KimiDecoder {
             }
             // A JSON object cut short (`{"role":…` of a killed process) is not failure text:
             // kimi's failures are prose or Python reprs (`{'error': …}`, single quotes).
-            Err(LineOutcome::InvalidJson) if line.trim_start().starts_with("{\"") => {
+            Err(LineOutcome::InvalidJson) if line.trim_start().starts_with("{\"") || is_binary(line) => {
                 self.flush_error(ctx, out);
                 LineOutcome::InvalidJson
             }
@@ -575,6 +575,13 @@ enum Input<'a> {
     Text(Cow<'a, str>),
     Object(Json<'a>),
     None,
+}
+
+/// Whether `line` is binary rather than text: bytes that were not UTF-8 (replaced by U+FFFD
+/// when the line was read) or control characters text does not hold (a tab, a carriage return
+/// and the escape of terminal colours aside). Binary input is not a failure kimi printed.
+fn is_binary(line: &str) -> bool {
+    line.bytes().any(|b| b < 0x20 && !matches!(b, b'\t' | b'\r' | 0x1b)) || line.contains('\u{FFFD}')
 }
 
 #[cfg(test)]
