@@ -40,7 +40,7 @@ check-let-chains:
 	  echo "let chains need Rust 1.88; the MSRV is 1.85 (Cargo.toml): nest the ifs or match"; exit 1; fi
 
 # Per crate rather than --workspace: features differ per crate and a workspace-wide run would
-# rebuild most of the graph (see design/toolchain.md).
+# rebuild most of the graph (see ../shared/design/toolchain.md).
 test-rust:
 	$(CARGO) test -p agentstream-core --all-features
 	$(CARGO) test -p agentstream-cli

@@ -82,7 +82,8 @@ pub mod exit {
 
 /// The exit code once writing to standard output failed: 141 when its reader went away (a
 /// closed pipe: what a process killed by SIGPIPE reports), else 1, with the error said on
-/// standard error (a full disk, a closed descriptor): output was lost, never silently.
+/// standard error (a full disk): output was lost, never silently. (A descriptor closed before
+/// the start is no error to see: Rust's runtime opens /dev/null in its place before `main`.)
 pub fn output_failed(command: &str, e: &io::Error) -> ExitCode {
     if e.kind() == io::ErrorKind::BrokenPipe {
         return ExitCode::from(exit::OUTPUT_CLOSED);

@@ -232,6 +232,13 @@ pub fn view_command(agent: &str, file: &Path, output: Option<&Path>, redact: boo
             env.item.mask_raw(&mut redactor);
         }
     }
+    if run.stats.events == 0 && run.stats.lines > run.stats.blank_lines {
+        // Said before anything is written: a wrong --agent must not overwrite a good page.
+        stderr_line!(
+            "agentstream view: nothing was decoded: the input is not {agent}'s JSONL output (`agentstream parse -a {agent}` says what its lines were); nothing written"
+        );
+        return ExitCode::from(1);
+    }
     let html = agentstream_server::view::offline_page(&title, agent.name(), &run);
     let (written, target) = match output {
         Some(path) if path != Path::new("-") => (std::fs::write(path, &html), path.display().to_string()),
@@ -255,12 +262,6 @@ pub fn view_command(agent: &str, file: &Path, output: Option<&Path>, redact: boo
         state.as_deref().unwrap_or("ended"),
         output.filter(|p| *p != Path::new("-")).map(|p| format!(" → {}", p.display())).unwrap_or_default(),
     );
-    if run.stats.events == 0 && run.stats.lines > run.stats.blank_lines {
-        stderr_line!(
-            "agentstream view: nothing was decoded: the input is not {agent}'s JSONL output (`agentstream parse -a {agent}` says what its lines were)"
-        );
-        return ExitCode::from(1);
-    }
     ExitCode::SUCCESS
 }
 

@@ -249,10 +249,13 @@ fn view_masks_the_raw_lines_it_embeds_and_fails_on_foreign_input() {
     let raw = agentstream(&["view", "--agent", "claude", "--no-redact", "-o", &page_arg, &trace_arg]);
     assert_eq!(raw.status.code(), Some(0));
     assert!(std::fs::read_to_string(&page).unwrap().contains(key), "--no-redact keeps it");
-    // Another harness's output decodes to nothing: said, and exit 1 (as parse).
+    // Another harness's output decodes to nothing: said, and exit 1 (as parse), the page
+    // written before left as it was.
+    let before = std::fs::read(&page).unwrap();
     let foreign = agentstream(&["view", "--agent", "codex", "-o", &page_arg, &trace_arg]);
     assert_eq!(foreign.status.code(), Some(1), "{}", text(&foreign.stderr));
     assert!(text(&foreign.stderr).contains("nothing was decoded"), "{}", text(&foreign.stderr));
+    assert_eq!(std::fs::read(&page).unwrap(), before, "a wrong --agent overwrote the page");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
