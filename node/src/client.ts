@@ -56,6 +56,8 @@ export interface RemoteRunInfo {
   events: string;
   /** The path of its WebSocket stream. */
   ws: string;
+  /** The worker that runs it, in a cluster (`serve --nats`; absent when the server runs it). */
+  worker?: string;
 }
 
 /** The server's notice that envelopes are missing (SSE `event: gap`). */
@@ -229,11 +231,14 @@ async function serverError(response: Response, max: number): Promise<ServerError
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => {
+    const done = (): void => {
       clearTimeout(timer);
+      // A long-lived signal must not collect one listener per retry.
+      signal?.removeEventListener('abort', done);
       resolve();
-    }, { once: true });
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
   });
 }
 
@@ -288,7 +293,13 @@ export class Client {
     if (response.status >= 400) throw await serverError(response, this.#maxEventBytes);
     const { text, over } = await readAtMost(response, this.#maxEventBytes);
     if (over) throw protocolError(path, `a response body longer than maxEventBytes (${this.#maxEventBytes} bytes)`);
-    return text ? JSON.parse(text) : undefined;
+    if (!text) return undefined;
+    try {
+      return JSON.parse(text);
+    } catch {
+      // Not an agentstream server (a proxy's page, another service at that URL).
+      throw protocolError(path, `a response that is not JSON: ${JSON.stringify(text.slice(0, 200))}`);
+    }
   }
 
   /** The agent names this server runs. */

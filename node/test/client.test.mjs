@@ -232,6 +232,16 @@ async function scripted(bodies, write = (res, body) => res.end(body)) {
 
 const terminal = JSON.stringify({ runId: 'run_x', sequence: 0, channel: 'stdout', event: 'done\n' });
 
+test('a URL that is not an agentstream server is a protocol_error', async () => {
+  const server = await scripted(["<html>a proxy's page</html>"]);
+  try {
+    await assert.rejects(connect(`http://127.0.0.1:${server.address().port}`, 't').agents(), (e) =>
+      e instanceof ServerError && e.error === 'protocol_error' && /not JSON/.test(e.message) && e.message.includes('/v1/agents'));
+  } finally {
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
+
 test('events whose lines end in CRLF or CR are read, even split between chunks', async () => {
   const crlf = `retry: 10\r\n\r\nid: 0\r\ndata: ${terminal}\r\n\r\n`;
   for (const body of [crlf, crlf.replaceAll('\r\n', '\r')]) {

@@ -170,7 +170,13 @@ class Client:
                 raise _protocol_error(path, f"a response body longer than max_event_bytes ({self.max_event_bytes} bytes)")
             if resp.status >= 400:
                 raise _server_error(resp.status, data)
-            return json.loads(data) if data else None
+            if not data:
+                return None
+            try:
+                return json.loads(data)
+            except ValueError:
+                # Not an agentstream server (a proxy's page, another service at that URL).
+                raise _protocol_error(path, f"a response that is not JSON: {data[:200]!r}") from None
         finally:
             conn.close()
 

@@ -352,6 +352,17 @@ def test_responses_a_proxy_ends_after_a_heartbeat_are_not_failures() -> None:
         server.close()
 
 
+def test_a_url_that_is_not_an_agentstream_server_is_a_protocol_error() -> None:
+    other = NotTheProtocol(b"<html>a proxy's page</html>")
+    try:
+        with pytest.raises(agentstream.ServerError) as e:
+            agentstream.connect(other.url, "t").agents()
+        assert (e.value.status, e.value.error) == (200, "protocol_error")
+        assert "not JSON" in e.value.message and "/v1/agents" in e.value.message, e.value.message
+    finally:
+        other.close()
+
+
 def test_max_event_bytes_below_1024_is_refused() -> None:
     with pytest.raises(ValueError, match="max_event_bytes must be at least 1024"):
         agentstream.connect("http://127.0.0.1:1", "t", max_event_bytes=10)
