@@ -422,7 +422,14 @@ class Evolve:
             raise TypeError(f"prompt must be a str, not {type(prompt).__name__}")
         opts: dict[str, Any] = dict(options)
         on_event = opts.pop("on_event", None)
-        spec = _request(**opts)
+        if opts.pop("background", False):
+            raise TypeError("stream() takes no background option: a stream is read by its caller "
+                            "(run(..., background=True) runs one in the background)")
+        try:
+            spec = _request(**opts)
+        except TypeError as e:
+            # The private helper's name would say nothing: name the method called.
+            raise TypeError(str(e).replace("_request()", "stream()")) from None
         return lambda iterate: self._start({"prompt": prompt, **spec}, on_event,
                                            "iterate" if iterate else "handlers")
 

@@ -128,3 +128,11 @@ def test_status_and_sessions_without_a_run() -> None:
     with Evolve(AgentConfig(type="codex")) as scoped:
         assert scoped.status().agent == "codex"
     assert scoped.status().has_run is False, "closing an idle Evolve does nothing"
+
+
+def test_stream_refuses_background_and_names_itself_for_an_unknown_option() -> None:
+    evolve = Evolve(config=AgentConfig(type="claude"))
+    with pytest.raises(TypeError, match="stream\\(\\) takes no background option"):
+        evolve.stream("x", background=True)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match=r"^stream\(\) got an unexpected keyword argument 'timeout'"):
+        evolve.stream_sync("x", timeout=5)  # type: ignore[call-arg]
