@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -184,6 +185,10 @@ func (c *Client) Session() (string, error) {
 // (of this client or another), or "" to start a new conversation with the next run.
 // RunOptions.Resume chooses another for one run.
 func (c *Client) SetSession(id string) error {
+	if strings.IndexByte(id, 0) >= 0 {
+		// C would read the id only up to the NUL: another session than the one asked for.
+		return invalidArgument("session id %q must not contain a NUL character", id)
+	}
 	return c.with(func(p sessionPtr) error { return sessionSetSessionID(p, id) })
 }
 

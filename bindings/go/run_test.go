@@ -884,6 +884,9 @@ func TestMultiTurnConversation(t *testing.T) {
 		!strings.Contains(lastArgv(), "--resume explicit-session") {
 		t.Fatal(first, lastArgv())
 	}
+	if err := c.SetSession("abc\x00def"); !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), "NUL") {
+		t.Fatalf("a session id with a NUL (C would read \"abc\"): %v", err)
+	}
 	if err := c.SetSession("-rf"); !errors.Is(err, ErrInvalidArgument) {
 		t.Fatal(err)
 	}
