@@ -13,7 +13,7 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -252,11 +252,11 @@ def test_errors_say_what_is_wrong(server: Serve, client: agentstream.Client) -> 
         list(gone.stream("run_x"))
 
 
-class NotTheProtocol:
-    """An HTTP server that answers every stream request 200 with ``body`` (not agentstream's
-    protocol), counting the requests."""
+class FakeStreamServer:
+    """An HTTP server on 127.0.0.1 whose answer to its n-th request (counted from 0) is
+    ``answer(n)``: a status and a body."""
 
-    def __init__(self, body: bytes) -> None:
+    def __init__(self, answer: Callable[[int], tuple[int, bytes]]) -> None:
         import http.server
 
         owner = self
@@ -264,61 +264,7 @@ class NotTheProtocol:
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802 (the standard library's name)
-                owner.requests += 1
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *_: Any) -> None:
-                pass
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
-@pytest.mark.parametrize(("body", "options", "what"), [
-    (b"data: <html>a proxy's page</html>\n\n", {}, "not JSON"),
-    (b"data: {\"sequence\": 1}\xff\n\n", {}, "not UTF-8"),
-    (b"data: [1, 2]\n\n", {}, "not an envelope"),
-    (b"event: gap\ndata: 5\n\n", {}, "not an object"),
-    # An event that never ends is an error, not a growing buffer: one endless line, and
-    # endless short lines.
-    (b"data: " + b"x" * 5000, {"max_event_bytes": 1024}, "an event longer than max_event_bytes (1024 bytes)"),
-    (b"data: 1\n" * 300 + b"\n", {"max_event_bytes": 1024}, "an event longer than max_event_bytes (1024 bytes)"),
-])
-def test_a_stream_that_is_not_the_protocol_is_a_protocol_error_at_once(
-        body: bytes, options: dict[str, int], what: str) -> None:
-    other = NotTheProtocol(body)
-    try:
-        with pytest.raises(agentstream.ServerError) as e:
-            list(agentstream.connect(other.url, "t", max_retries=3, **options).stream("run_x"))
-        assert (e.value.status, e.value.error) == (200, "protocol_error")
-        assert what in e.value.message and "/v1/runs/run_x/events" in e.value.message, e.value.message
-        assert other.requests == 1, "not retried: asking again would get the same"
-    finally:
-        other.close()
-
-
-class ScriptedStream:
-    """An HTTP server that answers the n-th stream request with ``responses[n]`` (a status and
-    a body), then 204."""
-
-    def __init__(self, responses: list[tuple[int, bytes]]) -> None:
-        import http.server
-
-        owner = self
-        self.requests = 0
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 (the standard library's name)
-                status, body = responses[owner.requests] if owner.requests < len(responses) else (204, b"")
+                status, body = answer(owner.requests)
                 owner.requests += 1
                 self.send_response(status)
                 self.send_header("Content-Type", "text/event-stream")
@@ -338,12 +284,45 @@ class ScriptedStream:
         self.httpd.server_close()
 
 
+def not_the_protocol(body: bytes) -> FakeStreamServer:
+    """A server that answers every request 200 with ``body`` (not agentstream's protocol)."""
+    return FakeStreamServer(lambda _n: (200, body))
+
+
+def scripted(responses: list[tuple[int, bytes]]) -> FakeStreamServer:
+    """A server that answers the n-th request with ``responses[n]``, then 204."""
+    return FakeStreamServer(lambda n: responses[n] if n < len(responses) else (204, b""))
+
+
+@pytest.mark.parametrize(("body", "options", "what"), [
+    (b"data: <html>a proxy's page</html>\n\n", {}, "not JSON"),
+    (b"data: {\"sequence\": 1}\xff\n\n", {}, "not UTF-8"),
+    (b"data: [1, 2]\n\n", {}, "not an envelope"),
+    (b"event: gap\ndata: 5\n\n", {}, "not an object"),
+    # An event that never ends is an error, not a growing buffer: one endless line, and
+    # endless short lines.
+    (b"data: " + b"x" * 5000, {"max_event_bytes": 1024}, "an event longer than max_event_bytes (1024 bytes)"),
+    (b"data: 1\n" * 300 + b"\n", {"max_event_bytes": 1024}, "an event longer than max_event_bytes (1024 bytes)"),
+])
+def test_a_stream_that_is_not_the_protocol_is_a_protocol_error_at_once(
+        body: bytes, options: dict[str, int], what: str) -> None:
+    other = not_the_protocol(body)
+    try:
+        with pytest.raises(agentstream.ServerError) as e:
+            list(agentstream.connect(other.url, "t", max_retries=3, **options).stream("run_x"))
+        assert (e.value.status, e.value.error) == (200, "protocol_error")
+        assert what in e.value.message and "/v1/runs/run_x/events" in e.value.message, e.value.message
+        assert other.requests == 1, "not retried: asking again would get the same"
+    finally:
+        other.close()
+
+
 def test_responses_a_proxy_ends_after_a_heartbeat_are_not_failures() -> None:
     # A quiet run behind a proxy that ends every response after a while: each response carries
     # a heartbeat and no envelope. The connection works; only the run is quiet.
     quiet = (200, b"retry: 10\n\n: heartbeat\n\n")
     terminal = json.dumps({"runId": "run_x", "sequence": 0, "channel": "stdout", "event": "done\n"})
-    server = ScriptedStream([quiet] * 8 + [(200, f"retry: 10\n\nid: 0\ndata: {terminal}\n\n".encode())])
+    server = scripted([quiet] * 8 + [(200, f"retry: 10\n\nid: 0\ndata: {terminal}\n\n".encode())])
     try:
         envs = list(agentstream.connect(server.url, "t", max_retries=3).stream("run_x"))
         assert [e["sequence"] for e in envs] == [0]
@@ -353,7 +332,7 @@ def test_responses_a_proxy_ends_after_a_heartbeat_are_not_failures() -> None:
 
 
 def test_a_url_that_is_not_an_agentstream_server_is_a_protocol_error() -> None:
-    other = NotTheProtocol(b"<html>a proxy's page</html>")
+    other = not_the_protocol(b"<html>a proxy's page</html>")
     try:
         with pytest.raises(agentstream.ServerError) as e:
             agentstream.connect(other.url, "t").agents()

@@ -537,40 +537,31 @@ def test_a_raising_handler_is_logged_once_per_handler_and_counted(
     assert again.handler_errors > 0 and len([r for r in caplog.records if r.name == "agentstream"]) == 2
 
 
-def test_an_exception_whose_message_holds_a_lone_surrogate_is_counted_and_the_run_goes_on(
-        fake_harness: Path, caplog: pytest.LogCaptureFixture) -> None:
+class Unprintable(Exception):
+    def __str__(self) -> str:
+        raise ValueError("no message for you")
+
+
+@pytest.mark.parametrize(("failure", "reported"), [
+    # Formatting the message raised in the report, which cancelled the run.
+    (Unprintable(), "Unprintable (its message could not be read: ValueError)"),
+    # What os.listdir() gives for a file name that is not UTF-8: the report raised
+    # UnicodeEncodeError on its way to the native library, which cancelled the run.
+    (ValueError("cannot open " + b"caf\xe9".decode("utf-8", "surrogateescape")), "cannot open caf"),
+])
+def test_an_exception_whose_message_cannot_be_read_or_sent_is_counted_and_the_run_goes_on(
+        fake_harness: Path, caplog: pytest.LogCaptureFixture, failure: Exception, reported: str) -> None:
     def handler(event: Any) -> None:
-        # What os.listdir() gives for a file name that is not UTF-8.
-        raise ValueError("cannot open " + b"caf\xe9".decode("utf-8", "surrogateescape"))
+        raise failure
 
     evolve = fake(fake_harness, "claude", "s2-bash")
     evolve.on("content", handler)
     with caplog.at_level(logging.ERROR, logger="agentstream"):
         result = evolve.run_sync(prompt="x")
-    # Before, the report raised UnicodeEncodeError, which cancelled the run.
     assert result.state == "completed", result
     n_content = len(read_jsonl(GOLDEN / "claude" / "s2-bash.expected.jsonl"))
     assert result.handler_errors == n_content
-
-
-def test_an_exception_whose_message_cannot_be_read_is_counted_and_the_run_goes_on(
-        fake_harness: Path, caplog: pytest.LogCaptureFixture) -> None:
-    class Unprintable(Exception):
-        def __str__(self) -> str:
-            raise ValueError("no message for you")
-
-    def handler(event: Any) -> None:
-        raise Unprintable()
-
-    evolve = fake(fake_harness, "claude", "s2-bash")
-    evolve.on("content", handler)
-    with caplog.at_level(logging.ERROR, logger="agentstream"):
-        result = evolve.run_sync(prompt="x")
-    # Before, formatting the message raised in the report, which cancelled the run.
-    assert result.state == "completed", result
-    n_content = len(read_jsonl(GOLDEN / "claude" / "s2-bash.expected.jsonl"))
-    assert result.handler_errors == n_content
-    assert "Unprintable (its message could not be read: ValueError)" in caplog.text
+    assert reported in caplog.text
 
 
 def test_async_handlers_are_awaited_in_order(fake_harness: Path) -> None:

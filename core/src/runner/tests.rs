@@ -226,6 +226,17 @@ fn a_panicking_driver_still_ends_the_run_failed_and_kills_the_harness() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Read `h`'s deliveries until a stdout line holding `text` (the command got that far).
+fn read_until_stdout(h: &RunHandle, text: &str) {
+    loop {
+        match h.next_blocking(Some(Duration::from_secs(10))) {
+            Next::Item(Delivery::Item(e)) if matches!(&e.item, StreamItem::Stdout(s) if s.contains(text)) => return,
+            Next::Item(_) => {}
+            other => panic!("the command ended, or printed no {text:?} in 10 s: {other:?}"),
+        }
+    }
+}
+
 /// Whether process `pid` still exists (and is not a zombie), read from /proc.
 fn process_alive(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
@@ -373,13 +384,7 @@ fn a_kill_during_an_interrupts_grace_period_kills_at_once() {
     let session = Session::new(AgentConfig::new(Agent::Claude));
     let h = session.start_command(options).unwrap();
     // The trap is set once it printed.
-    loop {
-        match h.next_blocking(Some(Duration::from_secs(10))) {
-            Next::Item(Delivery::Item(e)) if matches!(&e.item, StreamItem::Stdout(s) if s.contains("ready")) => break,
-            Next::Item(_) => {}
-            other => panic!("the command ended or said nothing: {other:?}"),
-        }
-    }
+    read_until_stdout(&h, "ready");
     session.interrupt("stop").unwrap();
     std::thread::sleep(Duration::from_millis(200));
     let killed_at = Instant::now();
@@ -400,13 +405,7 @@ fn a_run_whose_supervisor_is_killed_fails_and_leaves_no_process_of_its_group() {
     let script = format!("sleep 60 & echo $! > '{}'; echo ready; sleep 60", pid_file.display());
     let session = Session::new(AgentConfig::new(Agent::Claude));
     let h = session.start_command(CommandOptions::new(vec!["sh".into(), "-c".into(), script])).unwrap();
-    loop {
-        match h.next_blocking(Some(Duration::from_secs(10))) {
-            Next::Item(Delivery::Item(e)) if matches!(&e.item, StreamItem::Stdout(s) if s.contains("ready")) => break,
-            Next::Item(_) => {}
-            other => panic!("the command ended or said nothing: {other:?}"),
-        }
-    }
+    read_until_stdout(&h, "ready");
     // The supervisor is the leader's parent; killed from outside (as by the OOM killer).
     let stat = std::fs::read_to_string(format!("/proc/{}/stat", h.pgid())).unwrap();
     let supervisor: i32 = stat.rsplit(')').next().unwrap().split_whitespace().nth(1).unwrap().parse().unwrap();
