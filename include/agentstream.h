@@ -1008,8 +1008,9 @@ agentstream_status agentstream_session_interrupt(struct agentstream_session *ses
 
 /**
  * Kill the active run at once (SIGKILL; lifecycle `sandbox_killed`, then the terminal
- * `run_interrupted`). `*out_killed` (optional) says whether anything was killed: with no
- * active run this does nothing and is not an error.
+ * `run_interrupted`, or the run's own terminal when its process had already exited by itself).
+ * `*out_killed` (optional) says whether a run was active: with none this does nothing and is
+ * not an error.
  *
  * # Safety
  * `out_killed` NULL or valid for a write.

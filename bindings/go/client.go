@@ -145,6 +145,10 @@ func (c *Client) On(name string, handler any) error {
 // *Error (ErrInvalidArgument) listing the four, as for On. No call of a removed handler starts
 // after Off returns (one in progress on the run's goroutine may finish).
 func (c *Client) Off(name string) error {
+	if strings.IndexByte(name, 0) >= 0 {
+		// C would read "content\x00x" as "content": its handlers would go natively, not here.
+		return invalidArgument("channel name %q must not contain a NUL character", name)
+	}
 	return c.with(func(p sessionPtr) error {
 		if err := sessionOff(p, name); err != nil {
 			return err

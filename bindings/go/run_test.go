@@ -887,6 +887,9 @@ func TestMultiTurnConversation(t *testing.T) {
 	if err := c.SetSession("abc\x00def"); !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), "NUL") {
 		t.Fatalf("a session id with a NUL (C would read \"abc\"): %v", err)
 	}
+	if err := c.Off("content\x00x"); !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), "NUL") {
+		t.Fatalf("a channel name with a NUL (C would read \"content\"): %v", err)
+	}
 	if err := c.SetSession("-rf"); !errors.Is(err, ErrInvalidArgument) {
 		t.Fatal(err)
 	}

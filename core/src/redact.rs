@@ -141,9 +141,11 @@ pub const MIN_KNOWN_SECRET: usize = 6;
 #[derive(Debug, Default, Clone)]
 pub struct Redactor {
     known: Vec<String>,
-    /// A raw line opened a PEM private key without closing it: the lines of its body follow,
-    /// each masked whole (see [`Redactor::mask_raw_text`]).
-    in_raw_pem: bool,
+    /// A raw line of stdout (0) or stderr (1) opened a PEM private key without closing it: the
+    /// lines of its body follow on that stream, each masked whole (see
+    /// [`Redactor::mask_raw_stream_text`]). One flag per stream: a line of the other stream
+    /// between two body lines neither ends the block nor is taken for part of it.
+    in_raw_pem: [bool; 2],
 }
 
 impl Redactor {
@@ -337,18 +339,25 @@ impl Redactor {
     /// found as it would be unescaped — plus every secret remembered from earlier lines (a
     /// tool's result echoing its input), and rewritten (compact) only when something was
     /// masked; other text is masked as [`redact`] does, plus the remembered secrets. A trailing
-    /// newline is kept. Borrowed back unchanged when nothing matched.
+    /// newline is kept. Borrowed back unchanged when nothing matched. The text is taken as
+    /// stdout's ([`mask_raw_stream_text`](Self::mask_raw_stream_text) says which stream).
     pub fn mask_raw_text<'t>(&mut self, text: &'t str) -> Cow<'t, str> {
+        self.mask_raw_stream_text(RawStream::Stdout, text)
+    }
+
+    /// [`mask_raw_text`](Self::mask_raw_text) of a text printed on `stream`: a PEM key printed
+    /// line by line on one stream is followed on that stream only.
+    pub fn mask_raw_stream_text<'t>(&mut self, stream: RawStream, text: &'t str) -> Cow<'t, str> {
         let body = text.strip_suffix('\n').unwrap_or(text);
         if memchr::memchr(b'\n', body.as_bytes()).is_none() {
-            return self.mask_raw_line(text);
+            return self.mask_raw_line(stream, text);
         }
         // Several lines in one item (merged while the reader was behind, or a piece of
         // stderr): each on its own, so that a JSON line is still masked as JSON.
         let mut out: Option<String> = None;
         let mut done = 0;
         for line in text.split_inclusive('\n') {
-            match (self.mask_raw_line(line), out.as_mut()) {
+            match (self.mask_raw_line(stream, line), out.as_mut()) {
                 (Cow::Owned(masked), Some(o)) => o.push_str(&masked),
                 (Cow::Owned(masked), None) => {
                     // The first change: the lines before it as they were, then this one.
@@ -370,24 +379,26 @@ impl Redactor {
     /// BEGIN line as one text is, then each body line whole, through its END line; a line
     /// that cannot be part of the body ends it (an END line that never comes masks nothing
     /// more).
-    fn mask_raw_line<'t>(&mut self, text: &'t str) -> Cow<'t, str> {
+    fn mask_raw_line<'t>(&mut self, stream: RawStream, text: &'t str) -> Cow<'t, str> {
         let body = text.strip_suffix('\n').unwrap_or(text);
         let newline = if body.len() < text.len() { "\n" } else { "" };
-        if self.in_raw_pem {
-            let line = body.strip_suffix('\r').unwrap_or(body);
+        let in_pem = &mut self.in_raw_pem[stream as usize];
+        if *in_pem {
+            // Indented as in a YAML or JSON file that embeds the key.
+            let line = body.trim();
             if line.contains("-----END ") {
-                self.in_raw_pem = false;
+                *in_pem = false;
                 return Cow::Owned(format!("{REDACTED}{newline}"));
             }
             if is_pem_body_line(line) {
                 return Cow::Owned(format!("{REDACTED}{newline}"));
             }
-            self.in_raw_pem = false;
+            *in_pem = false;
         }
         if !self.may_hold_a_secret(text) {
             return Cow::Borrowed(text);
         }
-        self.in_raw_pem = pem_left_open(body.as_bytes());
+        self.in_raw_pem[stream as usize] = pem_left_open(body.as_bytes());
         if let Ok(mut value) = serde_json::from_str::<Value>(body) {
             return if self.mask_json(&mut value) {
                 Cow::Owned(value.to_string() + newline)
@@ -863,6 +874,15 @@ fn scan_pem(b: &[u8], spans: &mut Vec<(usize, usize)>) {
         spans.push((start, end));
         from = end;
     }
+}
+
+/// The raw stream a text was printed on (see [`Redactor::mask_raw_stream_text`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RawStream {
+    /// The process's standard output.
+    Stdout = 0,
+    /// Its standard error.
+    Stderr = 1,
 }
 
 /// Whether `b` opens a PEM private key it does not close (its END line is still to come).

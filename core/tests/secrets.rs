@@ -146,6 +146,34 @@ fn no_secret_survives_the_raw_lines_masked_for_others() {
         ]
     );
     assert_eq!(Redactor::new().mask_raw_text(pem), lines.concat(), "merged lines: the same");
+    // Indented (a key in a YAML file), with a stderr line between two body lines: the block
+    // goes on on stdout; the stderr line is judged as stderr.
+    use agentstream_core::redact::RawStream::{Stderr, Stdout};
+    let mut masker = Redactor::new();
+    let printed = [
+        (Stdout, "key: |\n"),
+        (Stdout, "  -----BEGIN OPENSSH PRIVATE KEY-----\n"),
+        (Stdout, "  b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n"),
+        (Stderr, "warning: 42\n"),
+        (Stdout, "  QyNTUxOQAAACBWq3Lm9Np4Rs6Tv8Wz1Ab3Cd5EfXy7Kq2Lm9Np4Rs6Tv8AAAAJgWz1Ab3\n"),
+        (Stderr, "42\n"),
+        (Stdout, "  -----END OPENSSH PRIVATE KEY-----\n"),
+        (Stdout, "next: 1\n"),
+    ];
+    let shown: Vec<String> = printed.iter().map(|(s, l)| masker.mask_raw_stream_text(*s, l).into_owned()).collect();
+    assert_eq!(
+        shown,
+        [
+            "key: |\n",
+            "  [redacted]\n",
+            "[redacted]\n",
+            "warning: 42\n",
+            "[redacted]\n",
+            "42\n",
+            "[redacted]\n",
+            "next: 1\n"
+        ]
+    );
     let stderr = "error: auth failed for sk-proj-Tz9vQ2mX8bL4nR7kW1cY5dF3\n";
     assert!(!redactor.mask_raw_text(stderr).contains("sk-proj-Tz9vQ2mX8bL4nR7kW1cY5dF3"));
     // Remembered: the same secret later, without its shape, is masked too.

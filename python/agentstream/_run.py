@@ -582,7 +582,12 @@ async def run_async(op: Op) -> RunResult:
             # (SIGTERM, then SIGKILL after its grace period). Waiting for that here (bounded, as
             # run_sync does) lets the caller start its next run at once instead of meeting
             # AlreadyRunningError. Cancelled again meanwhile: it goes on in the background.
-            await asyncio.wrap_future(_pool().submit(op.run.wait_finished, ABORT_WAIT_MS))
+            # Nothing the wait raises may replace the CancelledError (asyncio.timeout turns
+            # only that into TimeoutError).
+            try:
+                await asyncio.wrap_future(_pool().submit(op.run.wait_finished, ABORT_WAIT_MS))
+            except Exception:
+                pass
         raise
 
 

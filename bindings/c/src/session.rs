@@ -632,8 +632,9 @@ pub unsafe extern "C" fn agentstream_session_interrupt(
 }
 
 /// Kill the active run at once (SIGKILL; lifecycle `sandbox_killed`, then the terminal
-/// `run_interrupted`). `*out_killed` (optional) says whether anything was killed: with no
-/// active run this does nothing and is not an error.
+/// `run_interrupted`, or the run's own terminal when its process had already exited by itself).
+/// `*out_killed` (optional) says whether a run was active: with none this does nothing and is
+/// not an error.
 ///
 /// # Safety
 /// `out_killed` NULL or valid for a write.

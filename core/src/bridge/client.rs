@@ -367,8 +367,9 @@ impl Client {
         session.interrupt(reason).is_ok()
     }
 
-    /// Kill the active run at once (SIGKILL; lifecycle `sandbox_killed`, then the terminal).
-    /// Returns whether anything was killed.
+    /// Kill the active run at once (SIGKILL; lifecycle `sandbox_killed`, then the terminal,
+    /// `run_interrupted` unless the process had already exited by itself). Returns whether a
+    /// run was active.
     pub fn kill(&self) -> bool {
         let session = self.state().session.clone();
         let active = session.active().is_some();

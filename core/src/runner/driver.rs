@@ -456,6 +456,12 @@ async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Harness, session:
                 err_partial_due = None;
             }
             status = tree.exited(), if running => {
+                if status.is_none() {
+                    // The supervisor that would end the tree is gone (killed from outside): its
+                    // leader died with it; the rest of its group is ended here, now, so that
+                    // nothing of it keeps the pipes open.
+                    signal_group(shared.pgid.load(Ordering::SeqCst), signals::KILL);
+                }
                 exit_status = Some(status);
                 let mut stream = shared.stream.lock().expect("stream");
                 if kill_at.is_none() {
@@ -522,11 +528,6 @@ async fn drive(shared: Arc<Shared>, mut plan: Plan, mut child: Harness, session:
     }
     // Nothing of the run's process tree outlives it.
     let status_unknown = matches!(exit_status, Some(None));
-    if status_unknown {
-        // The supervisor that would end the tree is gone (killed from outside): its leader died
-        // with it, but the rest of its group is ended here.
-        signal_group(shared.pgid.load(Ordering::SeqCst), signals::KILL);
-    }
     child.end_tree();
     drop(child);
     let exit_status = exit_status.flatten();

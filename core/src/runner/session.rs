@@ -298,7 +298,9 @@ impl Session {
     }
 
     /// Kill the active operation at once (SIGKILL; lifecycle `sandbox_killed`, then the
-    /// terminal `run_interrupted`). Without an active operation this is a no-op.
+    /// terminal `run_interrupted`). Without an active operation this is a no-op. A run whose
+    /// process had already exited by itself (its end not yet read) keeps its own outcome: its
+    /// terminal follows `sandbox_killed` all the same.
     pub fn kill(&self) -> Result<(), Error> {
         let Some(h) = self.active() else { return Ok(()) };
         h.post_lifecycle(LifecycleReason::SandboxKilled, SandboxState::Stopped, AgentState::Interrupted);

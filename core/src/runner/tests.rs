@@ -415,6 +415,10 @@ fn a_run_whose_supervisor_is_killed_fails_and_leaves_no_process_of_its_group() {
     let result = h.wait_timeout(Duration::from_secs(10)).expect("a result");
     assert_eq!(result.state, super::FinalState::Failed, "not a clean exit: {result:?}");
     assert!(result.error.as_deref().unwrap_or("").contains("cannot be known"), "{result:?}");
+    // The group is ended as soon as the supervisor is found gone: the background process held
+    // the pipes open until the reader gave up ("still open 2.5s after its process tree was
+    // ended", which had not been).
+    assert!(result.diagnostics.is_empty(), "{:?}", result.diagnostics);
     let background: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
     while process_alive(background) {

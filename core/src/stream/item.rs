@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::channel::Channel;
 use crate::event::OutputEvent;
 use crate::lifecycle::LifecycleEvent;
-use crate::redact::Redactor;
+use crate::redact::{RawStream, Redactor};
 
 /// One item of a run's stream, on one of the four channels (decisions.md §1).
 // Not boxed: content items are the common case, so a box would add one allocation per item
@@ -42,10 +42,13 @@ impl StreamItem {
     /// others (a server's streams, a shared page: [`Redactor::mask_raw_text`]); content and
     /// lifecycle items are left as they are (the core masked their tool inputs already).
     pub fn mask_raw(&mut self, redactor: &mut Redactor) {
-        if let StreamItem::Stdout(text) | StreamItem::Stderr(text) = self {
-            if let Cow::Owned(masked) = redactor.mask_raw_text(text) {
-                *text = masked;
-            }
+        let (stream, text) = match self {
+            StreamItem::Stdout(text) => (RawStream::Stdout, text),
+            StreamItem::Stderr(text) => (RawStream::Stderr, text),
+            _ => return,
+        };
+        if let Cow::Owned(masked) = redactor.mask_raw_stream_text(stream, text) {
+            *text = masked;
         }
     }
 

@@ -577,11 +577,17 @@ enum Input<'a> {
     None,
 }
 
-/// Whether `line` is binary rather than text: bytes that were not UTF-8 (replaced by U+FFFD
-/// when the line was read) or control characters text does not hold (a tab, a carriage return
-/// and the escape of terminal colours aside). Binary input is not a failure kimi printed.
+/// Whether `line` is binary rather than text: control characters text does not hold (a tab, a
+/// carriage return and the escape of terminal colours aside), or mostly bytes that were not
+/// UTF-8 (replaced by U+FFFD when the line was read; a few are text decoded with
+/// `errors="replace"`, as an error page in another charset). Binary input is not a failure
+/// kimi printed.
 fn is_binary(line: &str) -> bool {
-    line.bytes().any(|b| b < 0x20 && !matches!(b, b'\t' | b'\r' | 0x1b)) || line.contains('\u{FFFD}')
+    if line.bytes().any(|b| b < 0x20 && !matches!(b, b'\t' | b'\r' | 0x1b)) {
+        return true;
+    }
+    let replaced = line.matches('\u{FFFD}').count();
+    replaced > 0 && replaced * 8 >= line.chars().count()
 }
 
 #[cfg(test)]
@@ -595,6 +601,18 @@ mod tests {
         let mut events = d.feed(input.as_bytes());
         events.extend(d.finish());
         events.iter().map(|e| serde_json::to_value(e).unwrap()).collect()
+    }
+
+    #[test]
+    fn binary_is_not_failure_text_but_a_few_replaced_bytes_in_a_message_are() {
+        assert!(is_binary("ELF\u{1}\u{2}\u{0}abc") && is_binary("\u{FFFD}\u{FFFD}x\u{FFFD}"));
+        assert!(!is_binary("Error: upstream said \u{FFFD}chec de la requ\u{FFFD}te (502 Bad Gateway)"));
+        assert!(!is_binary("\u{1b}[31merror\u{1b}[0m: quota\t exceeded\r"));
+        // A failure message whose middle line holds a few replaced bytes stays one message.
+        let events =
+            run("Error: the gateway answered:\n\u{FFFD}chec de la requ\u{FFFD}te, r\u{FFFD}essayez\nRetry later.\n");
+        assert_eq!(events.len(), 1, "{events:?}");
+        assert!(events[0]["update"]["message"].as_str().unwrap().contains("Retry later"), "{events:?}");
     }
 
     /// Random kimi-shaped lines: the real keys with values of every shape (odd ones, repeated
