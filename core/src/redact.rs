@@ -583,7 +583,8 @@ fn replace_collecting(s: &mut String, found: &mut Vec<String>) -> bool {
 /// Every mask needs, in some (decoded) string: a PEM `-----BEGIN `, a prefixed token at a word
 /// start, the word `bearer`, or a secret-named key (its last word `key`, `token`, `password`,
 /// …) right before a separator (`=`, `:`, a quote, a blank, a backslash) or at the end of an
-/// object key. None of these contain a character JSON escapes, so in JSON text they appear as
+/// object key; or a URL with credentials (`://…@`, whose slashes JSON may escape: `:\/\/`, looked
+/// for as well). None of the others contain a character JSON escapes, so in JSON text they appear as
 /// they are, with two exceptions handled here: any `\uXXXX` escape could spell anything (the
 /// text is then parsed), and a short escape before a token (`\nsk-…`) leaves a letter before it
 /// in the text where the decoded string has a word boundary (a letter after a backslash counts
@@ -621,13 +622,13 @@ fn trigger_at(b: &[u8], j: usize) -> bool {
 
 /// The needles every trigger of [`trigger_at`] lies near (see [`prefilter`]), from the same
 /// tables the triggers use: the tail of each secret-named key word, each token prefix, `bearer`,
-/// the PEM header, `\u`, the password options and `://`.
+/// the PEM header, `\u`, the password options and `://` (also as JSON may escape it, `:\/\/`).
 fn pre_scan_needles() -> Vec<Vec<u8>> {
     let mut needles: Vec<Vec<u8>> = Vec::new();
     needles.extend(SECRET_WORDS.iter().map(|w| w[w.len().saturating_sub(SECRET_WORD_TAIL)..].to_vec()));
     needles.extend(PREFIXES.iter().map(|p| p.prefix.to_vec()));
     needles.extend(PASSWORD_OPTIONS.iter().map(|o| o.to_vec()));
-    needles.extend([b"bearer".to_vec(), PEM_BEGIN.to_vec(), b"\\u".to_vec(), b"://".to_vec()]);
+    needles.extend([b"bearer".to_vec(), PEM_BEGIN.to_vec(), b"\\u".to_vec(), b"://".to_vec(), br":\/\/".to_vec()]);
     needles
 }
 
@@ -661,7 +662,15 @@ fn option_at(b: &[u8], j: usize) -> bool {
 
 /// `://` at `j` with an `@` within the next [`MAX_VALUE`] bytes: a URL that may carry credentials.
 fn url_credentials_at(b: &[u8], j: usize) -> bool {
-    b[j..].starts_with(b"://") && memchr::memchr(b'@', &b[j..(j + 3 + MAX_VALUE).min(b.len())]).is_some()
+    // In JSON text the slashes may be escaped (`\/`, as PHP's encoder writes them).
+    let scheme_end = if b[j..].starts_with(b"://") {
+        3
+    } else if b[j..].starts_with(br":\/\/") {
+        5
+    } else {
+        return false;
+    };
+    memchr::memchr(b'@', &b[j..(j + scheme_end + MAX_VALUE).min(b.len())]).is_some()
 }
 
 /// A word boundary before `i` in the decoded string, judged on JSON text: a short escape
@@ -2142,8 +2151,15 @@ mod tests {
             r#"{"text":"a\nsk-live-0123456789"}"#,
             r#"{"k":"-----BEGIN OPENSSH PRIVATE KEY-----"}"#,
             r#"{"id":"AKIAIOSFODNN7EXAMPLE"}"#,
+            // Slashes escaped as PHP's encoder writes them (found by the property test).
+            r#"["https:\/\/commandPGPASSWORD@"]"#,
+            r#"{"url":"https:\/\/bob:s3cret@db.example.com\/x"}"#,
         ] {
             assert!(may_hold_secrets(text.as_bytes()), "{text}");
         }
+        let mut value: serde_json::Value =
+            serde_json::from_str(r#"{"url":"https:\/\/bob:s3cret@db.example.com"}"#).unwrap();
+        redact_value(&mut value);
+        assert!(!value.to_string().contains("s3cret"), "{value}");
     }
 }
