@@ -18,6 +18,7 @@ import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.Consumer;
+import java.util.function.Supplier;
 
 /**
  * One configured agent, the handlers registered with {@link #on}, and the runs started from it,
@@ -79,22 +80,42 @@ public final class Evolve implements AutoCloseable {
      * @return the name
      */
     public String agent() {
-        live();
-        try {
-            return Native.staticString((MemorySegment) Native.SESSION_AGENT.invokeExact(session));
-        } catch (Throwable t) {
-            throw new IllegalStateException(t);
-        } finally {
-            // The handle is read from this object: it must stay reachable through the call,
-            // or its Cleaner may free the session mid-call.
-            Reference.reachabilityFence(this);
-        }
+        return whileOpen(() -> {
+            try {
+                return Native.staticString((MemorySegment) Native.SESSION_AGENT.invokeExact(session));
+            } catch (Throwable t) {
+                throw new IllegalStateException(t);
+            }
+        });
     }
 
     private void live() {
         if (closed) {
             throw Errors.closed("this Evolve");
         }
+    }
+
+    /**
+     * {@code body}'s result, this {@code Evolve} checked open first and kept reachable until
+     * {@code body} returns: the native handle is read from this object, and without the fence
+     * the JIT may take the object for unreachable right after that read ({@code new
+     * Evolve(config).status()}) and let its Cleaner free the session mid-call.
+     */
+    private <T> T whileOpen(Supplier<T> body) {
+        live();
+        try {
+            return body.get();
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    /** {@link #whileOpen} for a body that returns nothing. */
+    private void whileOpenDo(Runnable body) {
+        whileOpen(() -> {
+            body.run();
+            return null;
+        });
     }
 
     // ---- handlers ----
@@ -120,8 +141,7 @@ public final class Evolve implements AutoCloseable {
     public Subscription on(String channel, Consumer<? super Event> handler) {
         Objects.requireNonNull(channel, "channel");
         Objects.requireNonNull(handler, "handler");
-        live();
-        try {
+        return whileOpen(() -> {
             synchronized (subscriptions) {
                 long id;
                 try (Arena arena = Arena.ofConfined()) {
@@ -134,9 +154,7 @@ public final class Evolve implements AutoCloseable {
                 subscriptions.add(s);
                 return s;
             }
-        } finally {
-            Reference.reachabilityFence(this); // see agent()
-        }
+        });
     }
 
     /**
@@ -149,8 +167,7 @@ public final class Evolve implements AutoCloseable {
      */
     public void off(String channel) {
         Objects.requireNonNull(channel, "channel");
-        live();
-        try {
+        whileOpenDo(() -> {
             List<Subscription> removed;
             synchronized (subscriptions) {
                 try (Arena arena = Arena.ofConfined()) {
@@ -160,9 +177,7 @@ public final class Evolve implements AutoCloseable {
                 removed = subscriptions.removeChannel(Channel.fromWire(channel));
             }
             removed.forEach(Subscription::awaitCallsElsewhere);
-        } finally {
-            Reference.reachabilityFence(this); // see agent()
-        }
+        });
     }
 
     /** One subscription's removal ({@link Subscription#close()}). */
@@ -267,8 +282,7 @@ public final class Evolve implements AutoCloseable {
 
     private Run startRun(RunOptions options, String read) {
         Objects.requireNonNull(options, "options");
-        live();
-        try {
+        return whileOpen(() -> {
             try (Arena arena = Arena.ofConfined()) {
                 MemorySegment request = Native.cstring(arena, options.requestJson(read));
                 MemorySegment out = arena.allocate(ADDRESS);
@@ -285,9 +299,7 @@ public final class Evolve implements AutoCloseable {
                     throw e;
                 }
             }
-        } finally {
-            Reference.reachabilityFence(this); // see agent()
-        }
+        });
     }
 
     /** A started run that cannot be handed out: cancelled, then freed. */
@@ -309,13 +321,10 @@ public final class Evolve implements AutoCloseable {
      * @return the status
      */
     public Status status() {
-        live();
-        try {
+        return whileOpen(() -> {
             byte[] json = Native.ownedBytes((out, len) -> (int) Native.SESSION_STATUS.invokeExact(session, out, len));
             return Json.convert(Json.parse(json), Status.class);
-        } finally {
-            Reference.reachabilityFence(this); // see agent()
-        }
+        });
     }
 
     /**
@@ -325,13 +334,8 @@ public final class Evolve implements AutoCloseable {
      * @return the session id
      */
     public Optional<String> session() {
-        live();
-        try {
-            return Optional.ofNullable(
-                    Native.ownedString((out, len) -> (int) Native.SESSION_SESSION_ID.invokeExact(session, out, len)));
-        } finally {
-            Reference.reachabilityFence(this); // see agent()
-        }
+        return whileOpen(() -> Optional.ofNullable(
+                Native.ownedString((out, len) -> (int) Native.SESSION_SESSION_ID.invokeExact(session, out, len))));
     }
 
     /**
@@ -344,15 +348,12 @@ public final class Evolve implements AutoCloseable {
      *     {@code -})
      */
     public void setSession(String sessionId) {
-        live();
-        try {
+        whileOpenDo(() -> {
             try (Arena arena = Arena.ofConfined()) {
                 MemorySegment id = Native.cstring(arena, sessionId);
                 Native.check(() -> (int) Native.SESSION_SET_SESSION_ID.invokeExact(session, id));
             }
-        } finally {
-            Reference.reachabilityFence(this); // see agent()
-        }
+        });
     }
 
     /**
@@ -361,15 +362,12 @@ public final class Evolve implements AutoCloseable {
      * @param budget the budget, or null
      */
     public void setBudget(Budget budget) {
-        live();
         MemorySegment b = budget == null ? MemorySegment.NULL : budget.handle;
         try {
-            Native.check(() -> (int) Native.SESSION_SET_BUDGET.invokeExact(session, b));
+            whileOpenDo(() -> Native.check(() -> (int) Native.SESSION_SET_BUDGET.invokeExact(session, b)));
         } finally {
-            // `setBudget(new Budget(…))`: the Budget must outlive the call, or its Cleaner frees it
-            // (and this Evolve too: see agent()).
+            // `setBudget(new Budget(…))`: the Budget must outlive the call, or its Cleaner frees it.
             Reference.reachabilityFence(budget);
-            Reference.reachabilityFence(this);
         }
     }
 
@@ -379,12 +377,7 @@ public final class Evolve implements AutoCloseable {
      * @throws NotRunningException when nothing runs
      */
     public void pause() {
-        live();
-        try {
-            Native.check(() -> (int) Native.SESSION_PAUSE.invokeExact(session));
-        } finally {
-            Reference.reachabilityFence(this); // see agent()
-        }
+        whileOpenDo(() -> Native.check(() -> (int) Native.SESSION_PAUSE.invokeExact(session)));
     }
 
     /**
@@ -393,12 +386,7 @@ public final class Evolve implements AutoCloseable {
      * @throws NotRunningException when nothing runs
      */
     public void resume() {
-        live();
-        try {
-            Native.check(() -> (int) Native.SESSION_RESUME.invokeExact(session));
-        } finally {
-            Reference.reachabilityFence(this); // see agent()
-        }
+        whileOpenDo(() -> Native.check(() -> (int) Native.SESSION_RESUME.invokeExact(session)));
     }
 
     /**
@@ -408,17 +396,14 @@ public final class Evolve implements AutoCloseable {
      * @return whether anything was interrupted (false when nothing runs)
      */
     public boolean interrupt() {
-        live();
-        try {
+        return whileOpen(() -> {
             try (Arena arena = Arena.ofConfined()) {
                 MemorySegment reason = Native.cstring(arena, "interrupted");
                 MemorySegment out = arena.allocate(JAVA_BOOLEAN);
                 Native.check(() -> (int) Native.SESSION_INTERRUPT.invokeExact(session, reason, out));
                 return Native.bool(out);
             }
-        } finally {
-            Reference.reachabilityFence(this); // see agent()
-        }
+        });
     }
 
     /**
@@ -428,16 +413,13 @@ public final class Evolve implements AutoCloseable {
      * @return whether anything was killed (false when nothing runs)
      */
     public boolean kill() {
-        live();
-        try {
+        return whileOpen(() -> {
             try (Arena arena = Arena.ofConfined()) {
                 MemorySegment out = arena.allocate(JAVA_BOOLEAN);
                 Native.check(() -> (int) Native.SESSION_KILL.invokeExact(session, out));
                 return Native.bool(out);
             }
-        } finally {
-            Reference.reachabilityFence(this); // see agent()
-        }
+        });
     }
 
     /**
