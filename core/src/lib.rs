@@ -43,6 +43,8 @@ pub mod runner;
 pub mod sanitize;
 #[cfg(feature = "schema")]
 pub mod schema;
+#[cfg(all(test, feature = "runner"))]
+mod scratch;
 pub mod stream;
 mod tail;
 #[cfg(test)]

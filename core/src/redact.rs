@@ -386,14 +386,11 @@ impl Redactor {
         if *in_pem {
             // Indented as in a YAML or JSON file that embeds the key.
             let line = body.trim();
-            if line.contains("-----END ") {
-                *in_pem = false;
+            let end = line.contains("-----END ");
+            *in_pem = !end && is_pem_body_line(line);
+            if end || *in_pem {
                 return Cow::Owned(format!("{REDACTED}{newline}"));
             }
-            if is_pem_body_line(line) {
-                return Cow::Owned(format!("{REDACTED}{newline}"));
-            }
-            *in_pem = false;
         }
         if !self.may_hold_a_secret(text) {
             return Cow::Borrowed(text);
@@ -583,12 +580,13 @@ fn replace_collecting(s: &mut String, found: &mut Vec<String>) -> bool {
 /// Every mask needs, in some (decoded) string: a PEM `-----BEGIN `, a prefixed token at a word
 /// start, the word `bearer`, or a secret-named key (its last word `key`, `token`, `password`,
 /// …) right before a separator (`=`, `:`, a quote, a blank, a backslash) or at the end of an
-/// object key; or a URL with credentials (`://…@`, whose slashes JSON may escape: `:\/\/`, looked
-/// for as well). None of the others contain a character JSON escapes, so in JSON text they appear as
-/// they are, with two exceptions handled here: any `\uXXXX` escape could spell anything (the
-/// text is then parsed), and a short escape before a token (`\nsk-…`) leaves a letter before it
-/// in the text where the decoded string has a word boundary (a letter after a backslash counts
-/// as one). After a key name, a decoded quote or backslash shows as a backslash in the text.
+/// object key; or a URL with credentials (`://…@`, whose slashes JSON may escape: `:\/\/`,
+/// looked for as well). None of the others contain a character JSON escapes, so in JSON text
+/// they appear as they are, with two exceptions handled here: any `\uXXXX` escape could spell
+/// anything (the text is then parsed), and a short escape before a token (`\nsk-…`) leaves a
+/// letter before it in the text where the decoded string has a word boundary (a letter after a
+/// backslash counts as one). After a key name, a decoded quote or backslash shows as a
+/// backslash in the text.
 pub fn may_hold_secrets(text: &[u8]) -> bool {
     static NEEDLES: std::sync::OnceLock<prefilter::Needles> = std::sync::OnceLock::new();
     NEEDLES.get_or_init(|| prefilter::Needles::new(pre_scan_needles())).any_near(text, |j| trigger_at(text, j))

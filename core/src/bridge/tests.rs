@@ -8,38 +8,8 @@ use std::time::{Duration, Instant};
 use super::*;
 use crate::channel::Channel;
 use crate::error::ErrorKind;
+use crate::scratch::Scratch;
 use crate::stream::{CancellationToken, SequenceCheck, SharedBudget};
-
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new() -> Scratch {
-        use std::sync::atomic::{AtomicU64, Ordering};
-        static N: AtomicU64 = AtomicU64::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "agentstream-bridge-test-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        Scratch(dir)
-    }
-
-    /// An executable script with `body` (after `#!/bin/sh`).
-    fn script(&self, body: &str) -> String {
-        use std::os::unix::fs::PermissionsExt;
-        let path = self.0.join("harness.sh");
-        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-        path.to_string_lossy().into_owned()
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 fn golden(agent: &str, case: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/golden").join(agent).join(format!("{case}.input.jsonl"))

@@ -219,15 +219,7 @@ impl Session {
 
     /// Start a harness run. Returns once the process is spawned; drive it with the handle.
     pub fn start_run(&self, options: RunOptions) -> Result<RunHandle, Error> {
-        let mut st = self.claim()?;
-        let op = Operation::Harness { config: self.config.clone(), options };
-        let handle = driver::start(op, self.state.clone(), !st.ready_announced)?;
-        st.ready_announced = true;
-        st.paused = false;
-        st.active = Some(handle.clone());
-        st.sandbox = SandboxState::Running;
-        st.agent = AgentState::Running;
-        Ok(handle)
+        self.start(Operation::Harness { config: self.config.clone(), options })
     }
 
     /// Start any command with the same streaming and lifecycle (no content decoding).
@@ -235,8 +227,12 @@ impl Session {
         if options.argv.is_empty() {
             return Err(Error::new(ErrorKind::InvalidArgument, "execute_command needs a command: argv is empty"));
         }
+        self.start(Operation::Command { config: self.config.clone(), options })
+    }
+
+    /// Start `op` once no run is active here; the session is then running it, unpaused.
+    fn start(&self, op: Operation) -> Result<RunHandle, Error> {
         let mut st = self.claim()?;
-        let op = Operation::Command { config: self.config.clone(), options };
         let handle = driver::start(op, self.state.clone(), !st.ready_announced)?;
         st.ready_announced = true;
         st.paused = false;

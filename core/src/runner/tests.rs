@@ -8,6 +8,7 @@ use super::{AgentConfig, Delivery, Next, RunHandle, RunOptions, Session};
 use crate::channel::Channel;
 use crate::decode::{Agent, Decoder};
 use crate::hooks::HookEvent;
+use crate::scratch::Scratch;
 use crate::stream::{ChannelSet, Envelope, StreamItem};
 
 /// A "harness" that ignores its arguments and prints `trace`.
@@ -55,23 +56,15 @@ fn drain_batches(h: &RunHandle) -> (Vec<Envelope>, Vec<HookEvent>) {
 }
 
 fn run(agent: Agent, trace: &Path, channels: ChannelSet, hooks: bool) -> (Vec<Envelope>, Vec<HookEvent>) {
-    let dir = std::env::temp_dir().join(format!("agentstream-runner-test-{}-{}", std::process::id(), rand_suffix()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = Scratch::new();
+    let dir = scratch.path();
     let mut config = AgentConfig::new(agent);
-    config.bin = Some(harness(&dir, trace));
+    config.bin = Some(harness(dir, trace));
     let mut options = RunOptions::new("p");
     options.channels = channels;
     options.hooks = hooks;
     let h = Session::new(config).start_run(options).unwrap();
-    let out = drain(&h);
-    let _ = std::fs::remove_dir_all(&dir);
-    out
-}
-
-fn rand_suffix() -> u64 {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static N: AtomicU64 = AtomicU64::new(0);
-    N.fetch_add(1, Ordering::Relaxed)
+    drain(&h)
 }
 
 fn strip_timestamps(items: &[Envelope]) -> Vec<(u64, u64, StreamItem)> {
@@ -118,8 +111,8 @@ fn with_hooks_content_and_lifecycle_are_read_whatever_the_channels() {
 
 #[test]
 fn set_channels_changes_what_is_buffered() {
-    let dir = std::env::temp_dir().join(format!("agentstream-runner-test-{}-{}", std::process::id(), rand_suffix()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = Scratch::new();
+    let dir = scratch.path();
     let mut config = AgentConfig::new(Agent::Claude);
     // Prints one line, waits for a file, prints another.
     let script = dir.join("harness.sh");
@@ -152,16 +145,15 @@ fn set_channels_changes_what_is_buffered() {
     let (items, _) = drain(&h);
     let got: Vec<_> = items.iter().map(|e| (e.sequence, e.channel())).collect();
     assert_eq!(got, [(3, Channel::Stdout), (4, Channel::Lifecycle)], "only the line printed after the change");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn hooks_read_in_batches_match_the_replay() {
     let trace = golden("claude", "s3-read-edit");
-    let dir = std::env::temp_dir().join(format!("agentstream-runner-test-{}-{}", std::process::id(), rand_suffix()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = Scratch::new();
+    let dir = scratch.path();
     let mut config = AgentConfig::new(Agent::Claude);
-    config.bin = Some(harness(&dir, &trace));
+    config.bin = Some(harness(dir, &trace));
     let mut options = RunOptions::new("p");
     options.hooks = true;
     let h = Session::new(config).start_run(options).unwrap();
@@ -172,7 +164,6 @@ fn hooks_read_in_batches_match_the_replay() {
         std::thread::sleep(Duration::from_millis(5));
     }
     let (items, hooks) = drain_batches(&h);
-    let _ = std::fs::remove_dir_all(&dir);
     let replayed = crate::replay::replay(Agent::Claude, &std::fs::read(&trace).unwrap(), &Default::default());
     let strip = |hs: &[HookEvent]| {
         hs.iter()
@@ -193,8 +184,8 @@ fn hooks_read_in_batches_match_the_replay() {
 fn a_panicking_driver_still_ends_the_run_failed_and_kills_the_harness() {
     use super::CommandOptions;
     use crate::lifecycle::LifecycleReason;
-    let dir = std::env::temp_dir().join(format!("agentstream-runner-test-{}-{}", std::process::id(), rand_suffix()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = Scratch::new();
+    let dir = scratch.path();
     let pid_file = dir.join("pid");
     // A command that would run for a minute: it says which process it is, then prints (the
     // driver panics on reading that).
@@ -223,7 +214,6 @@ fn a_panicking_driver_still_ends_the_run_failed_and_kills_the_harness() {
     // The session is usable again.
     let again = session.start_command(CommandOptions::new(vec!["true".into()])).unwrap();
     assert_eq!(again.wait_timeout(Duration::from_secs(10)).map(|r| r.state), Some(super::FinalState::Completed));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Read `h`'s deliveries until a stdout line holding `text` (the command got that far).
@@ -262,15 +252,15 @@ fn a_reconfigured_session_runs_with_the_new_configuration_in_the_same_environmen
         }
         (reasons, stdout)
     };
-    let dir = std::env::temp_dir().join(format!("agentstream-runner-test-{}-{}", std::process::id(), rand_suffix()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = Scratch::new();
+    let dir = scratch.path();
     let session = Session::new(AgentConfig::new(Agent::Claude));
     let pwd = || CommandOptions::new(vec!["pwd".into()]);
     let (first, _) = lifecycle(&session.start_command(pwd()).unwrap());
     assert_eq!(first, [LifecycleReason::SandboxReady, LifecycleReason::CommandStart, LifecycleReason::CommandComplete]);
 
     let mut config = session.config().clone();
-    config.cwd = Some(dir.clone());
+    config.cwd = Some(dir.to_path_buf());
     let session = session.reconfigured(config).unwrap();
     let (second, printed) = lifecycle(&session.start_command(pwd()).unwrap());
     assert_eq!(second, [LifecycleReason::CommandStart, LifecycleReason::CommandComplete], "no second sandbox_ready");
@@ -282,7 +272,6 @@ fn a_reconfigured_session_runs_with_the_new_configuration_in_the_same_environmen
     assert_eq!(err.kind, crate::error::ErrorKind::AlreadyRunning);
     running.cancel("done");
     drain(&running);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A reader that got the terminal item can start the next operation at once (the session was
@@ -346,8 +335,8 @@ fn a_failed_exit_quotes_the_last_stderr_line_masked_and_shortened() {
 
 #[test]
 fn a_failed_harness_runs_stderr_quote_masks_the_secrets_of_its_inputs() {
-    let dir = std::env::temp_dir().join(format!("agentstream-runner-quote-{}-{}", std::process::id(), rand_suffix()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = Scratch::new();
+    let dir = scratch.path();
     // The tool input names it a password (masked and remembered); stderr then repeats the bare
     // value, which has no secret shape of its own.
     let call = r#"{"type":"assistant","session_id":"s","message":{"id":"m","model":"x","content":[{"type":"tool_use","id":"t","name":"Bash","input":{"command":"login","password":"correcthorsebatterystaple"}}]}}"#;
@@ -372,7 +361,6 @@ fn a_failed_harness_runs_stderr_quote_masks_the_secrets_of_its_inputs() {
     let masked = run(true);
     assert!(masked.ends_with("its last stderr line: login failed: [redacted]"), "{masked}");
     assert!(run(false).ends_with("login failed: correcthorsebatterystaple"), "redaction off keeps it");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -398,8 +386,8 @@ fn a_kill_during_an_interrupts_grace_period_kills_at_once() {
 #[test]
 fn a_run_whose_supervisor_is_killed_fails_and_leaves_no_process_of_its_group() {
     use super::CommandOptions;
-    let dir = std::env::temp_dir().join(format!("agentstream-runner-test-{}-{}", std::process::id(), rand_suffix()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = Scratch::new();
+    let dir = scratch.path();
     let pid_file = dir.join("background");
     // A second process in the harness's group, besides the leader.
     let script = format!("sleep 60 & echo $! > '{}'; echo ready; sleep 60", pid_file.display());
@@ -425,7 +413,6 @@ fn a_run_whose_supervisor_is_killed_fails_and_leaves_no_process_of_its_group() {
         assert!(Instant::now() < deadline, "a process of the run's group outlived it");
         std::thread::sleep(Duration::from_millis(20));
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
