@@ -21,6 +21,9 @@
 //! those of the quarter after the warm-up (the warm-up is the first quarter, at most a minute;
 //! means, because the allocator's per-thread arenas make single samples wander by tens of MiB).
 
+// Printing is this file's report: clippy.toml's rule against prints is for the commands.
+#![allow(clippy::disallowed_macros)]
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

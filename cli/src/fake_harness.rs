@@ -196,7 +196,7 @@ fn open_trace(prefix: &str) -> (Option<File>, Vec<u8>, Option<i32>) {
     let read = |suffix: &str| std::fs::read(format!("{prefix}{suffix}")).ok();
     let open = |suffix: &str| File::open(format!("{prefix}{suffix}")).ok();
     let stdout = open(".input.jsonl").or_else(|| open(".stdout.jsonl")).unwrap_or_else(|| {
-        eprintln!("fake-harness: no {prefix}.input.jsonl or {prefix}.stdout.jsonl");
+        let _ = writeln!(std::io::stderr(), "fake-harness: no {prefix}.input.jsonl or {prefix}.stdout.jsonl");
         std::process::exit(66);
     });
     let stderr = read(".stderr.txt").unwrap_or_default();

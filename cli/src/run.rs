@@ -143,7 +143,11 @@ pub fn run_session(session: &Session, prompt: String, flags: &Flags, env: &[(Str
 }
 
 pub fn exec_command(command: Vec<String>, flags: &Flags) -> ExitCode {
-    let session = Session::new(AgentConfig::new(Agent::Claude));
+    // A command is no harness: its hook events name the program it ran, not the session's
+    // placeholder agent.
+    let mut config = AgentConfig::new(Agent::Claude);
+    config.agent_id = command.first().map(|program| program_name(program));
+    let session = Session::new(config);
     let mut options = CommandOptions::new(command);
     options.cwd = flags.cwd.clone();
     options.timeout = flags.timeout;
@@ -153,6 +157,14 @@ pub fn exec_command(command: Vec<String>, flags: &Flags) -> ExitCode {
     match session.start_command(options) {
         Ok(handle) => show(&handle, flags, Exit::PassThrough),
         Err(e) => start_failed("exec", &e),
+    }
+}
+
+/// The file name of `program` as hook events report it (`/usr/bin/make` → `make`).
+fn program_name(program: &str) -> String {
+    match std::path::Path::new(program).file_name() {
+        Some(name) => name.to_string_lossy().into_owned(),
+        None => program.to_string(),
     }
 }
 

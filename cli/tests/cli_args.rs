@@ -354,3 +354,15 @@ fn parse_and_view_read_a_file_whose_name_is_not_utf8() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn exec_hooks_name_the_command_not_a_harness() {
+    let out = agentstream(&["exec", "--hooks", "--", "/bin/sh", "-c", "echo hi"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let hooks: Vec<serde_json::Value> =
+        text(&out.stdout).lines().map(|l| serde_json::from_str(l).expect("a hook event per line")).collect();
+    assert!(hooks.len() >= 2, "{hooks:?}");
+    for hook in &hooks {
+        assert_eq!(hook["agent_id"], "sh", "{hook}");
+    }
+}

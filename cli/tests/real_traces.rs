@@ -4,6 +4,9 @@
 //! the test knowingly). `AGENTSTREAM_SCORE_ONLY=claude,codex` limits the run while a decoder is
 //! being worked on.
 
+// Printing is this file's report: clippy.toml's rule against prints is for the commands.
+#![allow(clippy::disallowed_macros)]
+
 use std::path::Path;
 use std::process::Command;
 
