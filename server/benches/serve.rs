@@ -335,8 +335,15 @@ async fn cluster_rows(
     // The worker announces itself within a third of its lease.
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let health: serde_json::Value =
-            http.get(format!("{base}/healthz")).send().await.map_err(|e| e.to_string())?.json().await.unwrap();
+        let health: serde_json::Value = http
+            .get(format!("{base}/healthz"))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .map_err(|e| e.to_string())?
+            .json()
+            .await
+            .unwrap();
         if health["backend"]["workers"] == 1 {
             break;
         }

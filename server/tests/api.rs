@@ -249,14 +249,19 @@ async fn limits_are_enforced_with_429() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn health_and_the_page() {
     let server = TestServer::default("health").await;
+    // Without a token, the status alone: the counts describe every tenant's load.
     let (status, body) = call(&server, "GET", "/healthz", None).await;
+    assert_eq!((status, &body), (200, &json!({"status": "ok"})));
+    let (status, body) = call(&server, "GET", "/healthz", Some("not-a-token")).await;
+    assert_eq!((status, body["error"].as_str()), (401, Some("unauthorized")), "{body}");
+    let (status, body) = call(&server, "GET", "/healthz", Some(TOKEN_B)).await;
     assert_eq!((status, body["status"].as_str(), body["running"].as_u64()), (200, Some("ok"), Some(0)));
     let max = body["replay"]["max"].as_u64().unwrap();
     assert_eq!(body["replay"], json!({"runs": 0, "bytes": 0, "max": max}), "{body}");
     // A finished run's envelopes are kept for resuming, and counted.
     let id = server.start_run(TOKEN_A, "claude").await;
     server.wait_ended(TOKEN_A, &id).await;
-    let replay = call(&server, "GET", "/healthz", None).await.1["replay"].clone();
+    let replay = call(&server, "GET", "/healthz", Some(TOKEN_A)).await.1["replay"].clone();
     let bytes = replay["bytes"].as_u64().unwrap();
     assert_eq!(replay["runs"], 1, "{replay}");
     assert!(bytes > 0 && bytes < max, "{replay}");

@@ -27,7 +27,7 @@ fn parse_response(raw: &[u8]) -> (u16, Value) {
 }
 
 async fn health(server: &TestServer) -> Value {
-    server.get_json(None, "/healthz").await.1
+    server.get_json(Some(TOKEN_A), "/healthz").await.1
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -171,7 +171,9 @@ async fn connections_beyond_the_limit_wait_until_one_closes_and_websockets_count
     }
     // A fourth client connects (the kernel's backlog takes it) but is not served…
     let mut waiting = TcpStream::connect(server.addr).await.unwrap();
-    waiting.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").await.unwrap();
+    let request =
+        format!("GET /healthz HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN_A}\r\nConnection: close\r\n\r\n");
+    waiting.write_all(request.as_bytes()).await.unwrap();
     let mut buf = vec![0u8; 4096];
     assert!(
         tokio::time::timeout(Duration::from_millis(500), waiting.read(&mut buf)).await.is_err(),

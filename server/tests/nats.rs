@@ -369,7 +369,7 @@ mod cluster {
             for s in [&cluster.a, &cluster.b] {
                 let deadline = Instant::now() + Duration::from_secs(10);
                 loop {
-                    let (_, h) = s.get_json(None, "/healthz").await;
+                    let (_, h) = s.get_json(Some(TOKEN_A), "/healthz").await;
                     assert!(h.get("replay").is_none(), "the stream is the replay buffer, not this process: {h}");
                     if h["backend"]["workers"] == 2 {
                         break;
@@ -665,7 +665,7 @@ mod cluster {
 
     /// `/healthz`'s `backend.follows` of `server`.
     async fn follows(server: &TestServer) -> Value {
-        server.get_json(None, "/healthz").await.1["backend"]["follows"].clone()
+        server.get_json(Some(TOKEN_A), "/healthz").await.1["backend"]["follows"].clone()
     }
 
     /// A plain socket that asked `server` for run `id`'s events (to be closed after the
@@ -751,7 +751,7 @@ mod cluster {
         let last = body["lastSequence"].as_u64().unwrap().to_string();
         assert_eq!(cluster.b.sse(TOKEN_A, &id, Some(&last), "").await.status, 204);
         // The other worker takes the next runs.
-        let (status, h) = cluster.a.get_json(None, "/healthz").await;
+        let (status, h) = cluster.a.get_json(Some(TOKEN_A), "/healthz").await;
         assert_eq!(status, 200, "{h}");
         let next = cluster.b.start_run(TOKEN_A, "quick").await;
         let done = cluster.a.wait_ended(TOKEN_A, &next).await;
@@ -1095,7 +1095,7 @@ mod cluster {
         // /healthz and new requests say so.
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            let (status, h) = cluster.b.get_json(None, "/healthz").await;
+            let (status, h) = cluster.b.get_json(Some(TOKEN_A), "/healthz").await;
             if status == 503 {
                 assert_eq!(
                     (h["status"].as_str(), h["backend"]["connected"].as_bool()),
@@ -1127,7 +1127,7 @@ mod cluster {
         let envs: Vec<Value> = events.iter().filter(|e| e.event == "message").map(SseEvent::json).collect();
         assert_whole_stream(&envs);
         assert_eq!(reason(envs.last().unwrap()), Some("run_complete"), "the run went on through the outage");
-        let (status, h) = cluster.b.get_json(None, "/healthz").await;
+        let (status, h) = cluster.b.get_json(Some(TOKEN_A), "/healthz").await;
         assert_eq!(status, 200, "{h}");
         let done = cluster.a.wait_ended(TOKEN_A, &id).await;
         assert_eq!(done["status"], "completed");
@@ -1290,7 +1290,7 @@ mod cluster {
         // Its presence was withdrawn: the instances count one worker.
         let deadline = Instant::now() + Duration::from_secs(5);
         loop {
-            let (_, h) = cluster.a.get_json(None, "/healthz").await;
+            let (_, h) = cluster.a.get_json(Some(TOKEN_A), "/healthz").await;
             if h["backend"]["workers"] == 1 {
                 break;
             }

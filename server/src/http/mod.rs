@@ -3,7 +3,7 @@
 //! | route | what |
 //! |---|---|
 //! | `GET /` , `GET /assets/{file}` | the live run view (no authentication: it holds no data) |
-//! | `GET /healthz` | `{"status": "ok" \| "degraded" \| "shutting_down", "running": N, "connections": {…}, "replay"?: {…}, "backend"?: {…}}` |
+//! | `GET /healthz` | `{"status": "ok" \| "degraded" \| "shutting_down"}`; with a tenant's token also `"running": N, "connections": {…}, "replay"?: {…}, "backend"?: {…}` |
 //! | `GET /v1/agents` | the agent names a run may use |
 //! | `GET /v1/whoami` | the caller's tenant: `{"tenant": "…"}` |
 //! | `POST /v1/session` | redeem a sign-in code (no token needed): `{"code": "asl_…"}` → `{"tenant", "token"}`, once |
@@ -163,7 +163,20 @@ impl FromRequestParts<AppState> for RunIdParam {
     }
 }
 
-async fn healthz(State(state): State<AppState>) -> Response {
+/// The status for anyone (a load balancer's probe needs no token); the counts behind it — runs,
+/// connections, memory, the cluster's workers and URL — only for a caller with a tenant's token
+/// (they describe every tenant's load, so they are not public). A token that is sent must be
+/// valid: a probe configured with a revoked one hears so (401) instead of a bare status.
+async fn healthz(parts: Parts, State(state): State<AppState>) -> Response {
+    let detailed = if parts.headers.contains_key(header::AUTHORIZATION) {
+        let mut parts = parts;
+        match Caller::from_request_parts(&mut parts, &state).await {
+            Ok(_) => true,
+            Err(e) => return e.into_response(),
+        }
+    } else {
+        false
+    };
     let broker = state.broker();
     let health = broker.health();
     let (status, code) = if !broker.is_accepting() {
@@ -173,6 +186,9 @@ async fn healthz(State(state): State<AppState>) -> Response {
     } else {
         ("ok", StatusCode::OK)
     };
+    if !detailed {
+        return (code, axum::Json(serde_json::json!({"status": status}))).into_response();
+    }
     let connections = &state.inner.connections;
     let mut body = serde_json::json!({
         "status": status,
