@@ -270,17 +270,7 @@ impl Session {
     /// Resume a paused operation (SIGCONT; lifecycle `sandbox_resume`).
     pub fn resume(&self) -> Result<(), Error> {
         let h = self.active_or_err("resume")?;
-        {
-            let mut st = self.state.lock().expect("session state");
-            if !st.paused {
-                return Ok(());
-            }
-            st.paused = false;
-            st.sandbox = SandboxState::Running;
-        }
-        // The event first: output the group prints once continued is numbered after it.
-        h.post_lifecycle(LifecycleReason::SandboxResume, SandboxState::Running, AgentState::Running);
-        signal_group(h.pgid(), signals::CONT);
+        self.continue_paused(&h, true);
         Ok(())
     }
 
@@ -288,7 +278,8 @@ impl Session {
     /// it ends `run_interrupted` with `reason`.
     pub fn interrupt(&self, reason: &str) -> Result<(), Error> {
         let h = self.active_or_err("interrupt")?;
-        self.resume_if_paused(&h);
+        // A stopped process cannot act on SIGTERM: it is continued first, and the stream says so.
+        self.continue_paused(&h, true);
         h.cancel(reason);
         Ok(())
     }
@@ -301,17 +292,30 @@ impl Session {
         let Some(h) = self.active() else { return Ok(()) };
         h.post_lifecycle(LifecycleReason::SandboxKilled, SandboxState::Stopped, AgentState::Interrupted);
         h.kill_now("killed");
-        self.resume_if_paused(&h);
+        // SIGKILL ends a stopped process too; no `sandbox_resume`: it goes from paused to killed.
+        self.continue_paused(&h, false);
         let mut st = self.state.lock().expect("session state");
         st.sandbox = SandboxState::Stopped;
         Ok(())
     }
 
-    fn resume_if_paused(&self, h: &RunHandle) {
-        let mut st = self.state.lock().expect("session state");
-        if st.paused {
+    /// Continue `h`'s group if the session paused it; `announce` posts `sandbox_resume` (and
+    /// sets the session running) before the SIGCONT, so output printed once continued is
+    /// numbered after it.
+    fn continue_paused(&self, h: &RunHandle, announce: bool) {
+        {
+            let mut st = self.state.lock().expect("session state");
+            if !st.paused {
+                return;
+            }
             st.paused = false;
-            signal_group(h.pgid(), signals::CONT);
+            if announce {
+                st.sandbox = SandboxState::Running;
+            }
         }
+        if announce {
+            h.post_lifecycle(LifecycleReason::SandboxResume, SandboxState::Running, AgentState::Running);
+        }
+        signal_group(h.pgid(), signals::CONT);
     }
 }

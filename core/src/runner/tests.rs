@@ -445,6 +445,36 @@ fn a_pause_racing_the_end_of_a_run_leaves_the_session_idle_and_the_next_pause_st
     drain(&h);
 }
 
+/// An interrupt continues a paused run before its SIGTERM, and the stream says so; a kill goes
+/// from paused to killed without a resume.
+#[test]
+fn an_interrupt_of_a_paused_run_resumes_it_first_and_a_kill_does_not() {
+    use super::CommandOptions;
+    use crate::lifecycle::{LifecycleReason, SandboxState};
+    let session = Session::new(AgentConfig::new(Agent::Claude));
+    let reasons = |items: Vec<Envelope>| -> Vec<LifecycleReason> {
+        let all = items.into_iter().filter_map(|e| match e.item {
+            StreamItem::Lifecycle(l) => Some(l.reason),
+            _ => None,
+        });
+        all.filter(|r| *r != LifecycleReason::SandboxReady && *r != LifecycleReason::CommandStart).collect()
+    };
+    let sleep = || CommandOptions::new(vec!["sleep".into(), "30".into()]);
+
+    let h = session.start_command(sleep()).unwrap();
+    session.pause().unwrap();
+    session.interrupt("enough").unwrap();
+    assert_ne!(session.states().0, SandboxState::Paused, "the interrupted run is no longer paused");
+    let stopped = reasons(drain(&h).0);
+    use LifecycleReason::{CommandInterrupted, SandboxKilled, SandboxPause, SandboxResume};
+    assert_eq!(stopped, [SandboxPause, SandboxResume, CommandInterrupted]);
+
+    let h = session.start_command(sleep()).unwrap();
+    session.pause().unwrap();
+    session.kill().unwrap();
+    assert_eq!(reasons(drain(&h).0), [SandboxPause, SandboxKilled, CommandInterrupted]);
+}
+
 #[test]
 fn a_cancel_after_the_process_ended_by_itself_does_not_make_the_run_cancelled() {
     use super::CommandOptions;
