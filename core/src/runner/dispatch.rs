@@ -1,6 +1,7 @@
 //! `on(channel, handler)` and `on_event(hook)` for Rust callers: deliveries routed to handlers
-//! in sequence order, one at a time; a failing (or panicking) handler is reported once, with
-//! the event it failed on, and the run goes on.
+//! in sequence order, one at a time; a failing (or panicking) handler is reported on its first
+//! failure, with the event it failed on, every failure is counted (the run result's
+//! `handler_errors`, as in every binding), and the run goes on.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Duration;
@@ -17,7 +18,7 @@ pub type HandlerResult = Result<(), String>;
 type ItemHandler = Box<dyn FnMut(&StreamItem) -> HandlerResult + Send>;
 type HookHandler = Box<dyn FnMut(&HookEvent) -> HandlerResult + Send>;
 
-/// A handler that failed, reported once.
+/// A handler's first failure (later ones are counted, not reported).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HandlerFailure {
     /// `content`, `lifecycle`, `stdout`, `stderr`, or `on_event`.
@@ -34,8 +35,22 @@ pub struct HandlerFailure {
 /// registration order; items in sequence order; never concurrently.
 #[derive(Default)]
 pub struct Dispatcher {
-    handlers: Vec<(Channel, ItemHandler)>,
-    hooks: Vec<HookHandler>,
+    handlers: Vec<Registered<Channel, ItemHandler>>,
+    hooks: Vec<Registered<(), HookHandler>>,
+    failures: u64,
+}
+
+/// A handler, what it listens to, and whether its first failure was reported already.
+struct Registered<On, Handler> {
+    on: On,
+    handler: Handler,
+    failed: bool,
+}
+
+impl<On, Handler> Registered<On, Handler> {
+    fn new(on: On, handler: Handler) -> Self {
+        Registered { on, handler, failed: false }
+    }
 }
 
 impl std::fmt::Debug for Dispatcher {
@@ -58,13 +73,13 @@ impl Dispatcher {
         handler: impl FnMut(&StreamItem) -> HandlerResult + Send + 'static,
     ) -> Result<&mut Self, UnknownChannel> {
         let channel: Channel = name.parse()?;
-        self.handlers.push((channel, Box::new(handler)));
+        self.handlers.push(Registered::new(channel, Box::new(handler)));
         Ok(self)
     }
 
     /// Register an `on_event` hook handler (the run must be started with `hooks: true`).
     pub fn on_event(&mut self, handler: impl FnMut(&HookEvent) -> HandlerResult + Send + 'static) -> &mut Self {
-        self.hooks.push(Box::new(handler));
+        self.hooks.push(Registered::new((), Box::new(handler)));
         self
     }
 
@@ -73,32 +88,40 @@ impl Dispatcher {
         !self.hooks.is_empty()
     }
 
-    /// Deliver one item or hook to its handlers; returns the failures (each reported once).
+    /// Deliver one item or hook to its handlers; returns the failures of handlers that had not
+    /// failed before (each handler is reported once; [`failure_count`](Self::failure_count)
+    /// counts them all).
     pub fn dispatch(&mut self, delivery: &Delivery) -> Vec<HandlerFailure> {
         let mut failures = Vec::new();
         match delivery {
             Delivery::Item(env) => {
                 let channel = env.channel();
-                for (c, handler) in self.handlers.iter_mut().filter(|(c, _)| *c == channel) {
-                    if let Some(message) = call(|| handler(&env.item)) {
-                        failures.push(HandlerFailure {
-                            channel: c.name().to_string(),
-                            sequence: env.sequence,
-                            message,
-                            event: env.item.event_json(),
-                        });
+                for h in self.handlers.iter_mut().filter(|h| h.on == channel) {
+                    if let Some(message) = call(|| (h.handler)(&env.item)) {
+                        self.failures += 1;
+                        if !std::mem::replace(&mut h.failed, true) {
+                            failures.push(HandlerFailure {
+                                channel: channel.name().to_string(),
+                                sequence: env.sequence,
+                                message,
+                                event: env.item.event_json(),
+                            });
+                        }
                     }
                 }
             }
             Delivery::Hook(hook) => {
-                for handler in &mut self.hooks {
-                    if let Some(message) = call(|| handler(hook)) {
-                        failures.push(HandlerFailure {
-                            channel: "on_event".to_string(),
-                            sequence: hook.sequence,
-                            message,
-                            event: serde_json::to_string(hook).unwrap_or_default(),
-                        });
+                for h in &mut self.hooks {
+                    if let Some(message) = call(|| (h.handler)(hook)) {
+                        self.failures += 1;
+                        if !std::mem::replace(&mut h.failed, true) {
+                            failures.push(HandlerFailure {
+                                channel: "on_event".to_string(),
+                                sequence: hook.sequence,
+                                message,
+                                event: serde_json::to_string(hook).unwrap_or_default(),
+                            });
+                        }
                     }
                 }
             }
@@ -106,8 +129,14 @@ impl Dispatcher {
         failures
     }
 
-    /// Read `run` to its end, dispatching every delivery; returns its result and the handler
-    /// failures. Blocks the calling thread.
+    /// How many times handlers failed (every failure, reported or not).
+    pub fn failure_count(&self) -> u64 {
+        self.failures
+    }
+
+    /// Read `run` to its end, dispatching every delivery; returns its result (its
+    /// `handler_errors` counts this dispatcher's failures) and each failing handler's first
+    /// failure. Blocks the calling thread.
     pub fn drive(&mut self, run: &RunHandle) -> (RunResult, Vec<HandlerFailure>) {
         let mut failures = Vec::new();
         loop {
@@ -119,7 +148,9 @@ impl Dispatcher {
                 failures.extend(self.dispatch(d));
             }
         }
-        (run.wait_blocking(), failures)
+        let mut result = run.wait_blocking();
+        result.handler_errors = self.failures;
+        (result, failures)
     }
 }
 
@@ -142,7 +173,7 @@ mod tests {
     use std::sync::{Arc, Mutex};
 
     #[test]
-    fn routes_by_channel_in_order_and_reports_failures_once() {
+    fn routes_by_channel_in_order_reports_each_handler_once_and_counts_every_failure() {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let mut d = Dispatcher::new();
         let s1 = seen.clone();
@@ -172,5 +203,10 @@ mod tests {
         let err = Delivery::Item(Envelope::new("r", 4, StreamItem::Stderr("e".into())));
         let failures = d.dispatch(&err);
         assert!(failures[0].message.contains("panicked"), "{failures:?}");
+        // Each handler is reported once; every failure is counted.
+        let again = Delivery::Item(Envelope::new("r", 5, StreamItem::Stdout("y\n".into())));
+        assert_eq!(d.dispatch(&again), [], "b was reported already");
+        assert_eq!(d.dispatch(&err), []);
+        assert_eq!(d.failure_count(), 4);
     }
 }
