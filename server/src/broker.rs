@@ -28,7 +28,7 @@ use crate::executor::{
 };
 use crate::frame::{Delivered, Frame, now_ms};
 use crate::log::{EventLog, ReplayUsage, SubscribeError, Subscription};
-use crate::registry::{RegistryError, RunRegistry};
+use crate::registry::{ListPage, RegistryError, RunPage, RunRegistry};
 
 /// Envelopes the pump moves per batch.
 const PUMP_BATCH: usize = 256;
@@ -429,9 +429,9 @@ impl RunBroker {
         Ok(info)
     }
 
-    /// The runs of `tenant` (running and kept finished ones), newest first.
-    pub async fn list(&self, tenant: &TenantId) -> Result<Vec<RunInfo>, BrokerError> {
-        Ok(self.inner.registry.list(tenant).await?)
+    /// One page of the runs of `tenant` (running and kept finished ones), newest first.
+    pub async fn list(&self, tenant: &TenantId, page: &ListPage) -> Result<RunPage, BrokerError> {
+        Ok(self.inner.registry.list(tenant, page).await?)
     }
 
     /// Read a run's stream after sequence `after` (`None`: from the start).
@@ -766,7 +766,7 @@ mod tests {
         let info = b.start(&a, request()).await.unwrap();
         assert_eq!(info.status, RunStatus::Running);
         assert_eq!(b.get(&other, &info.id).await, Err(BrokerError::NotFound));
-        assert!(b.list(&other).await.unwrap().is_empty());
+        assert!(b.list(&other, &ListPage::default()).await.unwrap().runs.is_empty());
         assert_eq!(b.subscribe(&other, &info.id, None).await.err(), Some(BrokerError::NotFound));
         let sub = b.subscribe(&a, &info.id, None).await.unwrap();
         assert_eq!(b.subscribe(&a, &info.id, None).await.err(), Some(BrokerError::TooManySubscribers { limit: 1 }));
@@ -786,11 +786,11 @@ mod tests {
         assert!(tokio::time::timeout(Duration::from_millis(10), b.start(&a, request())).await.is_err());
         tokio::time::sleep(Duration::from_millis(300)).await;
         // The run started all the same, and is recorded: the client can find and stop it.
-        let runs = b.list(&a).await.unwrap();
+        let runs = b.list(&a, &ListPage::default()).await.unwrap().runs;
         assert_eq!(runs.len(), 1);
-        assert_eq!(runs[0].status, RunStatus::Running);
+        assert_eq!(runs[0].info.status, RunStatus::Running);
         assert_eq!(b.running(), 1);
-        let cancelled = b.cancel(&a, &runs[0].id, "stop", Duration::from_secs(5)).await.unwrap();
+        let cancelled = b.cancel(&a, &runs[0].info.id, "stop", Duration::from_secs(5)).await.unwrap();
         assert_eq!(cancelled.status, RunStatus::Cancelled);
         assert_eq!(b.running(), 0);
         // The tenant's one slot is free again (it was held for ever by the dropped start).

@@ -38,8 +38,8 @@ pub trait RunRegistry: Send + Sync + 'static {
     async fn insert(&self, tenant: &TenantId, info: RunInfo) -> Result<RunInfo, RegistryError>;
     /// A run of `tenant` (`None`: no such run, or another tenant's).
     async fn get(&self, tenant: &TenantId, run_id: &str) -> Result<Option<RunInfo>, RegistryError>;
-    /// The runs of `tenant`, newest first.
-    async fn list(&self, tenant: &TenantId) -> Result<Vec<RunInfo>, RegistryError>;
+    /// One page of the runs of `tenant`, newest first, as listed (see [`page_of`]).
+    async fn list(&self, tenant: &TenantId, page: &ListPage) -> Result<RunPage, RegistryError>;
     /// How many runs of `tenant` are running.
     fn running(&self, tenant: &TenantId) -> usize;
     /// How many runs are running (all tenants).
@@ -53,9 +53,120 @@ pub trait RunRegistry: Send + Sync + 'static {
     async fn wait_ended(&self, tenant: &TenantId, run_id: &str, timeout: Duration) -> bool;
 }
 
-/// Orders runs newest first (ids start with their creation time, so they break ties in order).
-pub fn newest_first(runs: &mut [RunInfo]) {
-    runs.sort_by(|a, b| b.created_at.cmp(&a.created_at).then_with(|| b.id.cmp(&a.id)));
+/// The most runs one page of `GET /v1/runs` may ask for, and how many it gets by default.
+pub const MAX_LIST_LIMIT: usize = 1000;
+/// See [`MAX_LIST_LIMIT`].
+pub const DEFAULT_LIST_LIMIT: usize = 100;
+/// The longest prompt a listed run shows (bytes, cut on a character boundary); the whole one
+/// is in `GET /v1/runs/{id}`.
+pub const LISTED_PROMPT_BYTES: usize = 500;
+
+/// Which page of a tenant's runs to list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListPage {
+    /// At most this many runs (1 to [`MAX_LIST_LIMIT`]).
+    pub limit: usize,
+    /// Only runs listed after this one (the previous page's [`RunPage::next`]).
+    pub before: Option<ListCursor>,
+}
+
+impl Default for ListPage {
+    fn default() -> Self {
+        ListPage { limit: DEFAULT_LIST_LIMIT, before: None }
+    }
+}
+
+/// A position in the newest-first order: a run's creation time and id. It stays valid when
+/// that run is forgotten (the next page starts where it was).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListCursor {
+    created_at: String,
+    id: String,
+}
+
+impl ListCursor {
+    fn of(info: &RunInfo) -> Self {
+        ListCursor { created_at: info.created_at.clone(), id: info.id.clone() }
+    }
+
+    /// True when `info` is listed after (is older than) this position.
+    fn is_before(&self, info: &RunInfo) -> bool {
+        (info.created_at.as_str(), info.id.as_str()) < (self.created_at.as_str(), self.id.as_str())
+    }
+}
+
+impl std::fmt::Display for ListCursor {
+    /// `CREATED_AT~ID`: both are free of `~` (an ISO 8601 time; run ids are letters, digits,
+    /// `_` and `-`), and every character is allowed in a query string as it is.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}~{}", self.created_at, self.id)
+    }
+}
+
+impl std::str::FromStr for ListCursor {
+    type Err = ();
+
+    fn from_str(s: &str) -> Result<Self, ()> {
+        let (created_at, id) = s.split_once('~').ok_or(())?;
+        let plain = |t: &str, extra: &[u8]| {
+            !t.is_empty() && t.len() <= 128 && t.bytes().all(|b| b.is_ascii_alphanumeric() || extra.contains(&b))
+        };
+        if plain(created_at, b"-:.+") && plain(id, b"_-") {
+            Ok(ListCursor { created_at: created_at.to_string(), id: id.to_string() })
+        } else {
+            Err(())
+        }
+    }
+}
+
+/// One page of a tenant's runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunPage {
+    /// The runs, newest first, as listed: without `result` (it can be megabytes: `GET
+    /// /v1/runs/{id}` has it), the prompt cut to [`LISTED_PROMPT_BYTES`].
+    pub runs: Vec<ListedRun>,
+    /// Where the next page starts, when there are more runs.
+    pub next: Option<ListCursor>,
+}
+
+/// A run as listed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListedRun {
+    /// The run's record without its result, the prompt cut.
+    pub info: RunInfo,
+    /// True when the prompt was cut.
+    pub prompt_cut: bool,
+}
+
+/// The page `page` of `runs` (one tenant's): sorted newest first, only the page's runs copied.
+pub fn page_of<'a>(runs: impl Iterator<Item = &'a RunInfo>, page: &ListPage) -> RunPage {
+    let mut order: Vec<&RunInfo> = runs.filter(|r| page.before.as_ref().is_none_or(|c| c.is_before(r))).collect();
+    // Newest first; ids start with their creation time, so they break ties in order.
+    order.sort_by(|a, b| b.created_at.cmp(&a.created_at).then_with(|| b.id.cmp(&a.id)));
+    let more = order.len() > page.limit;
+    order.truncate(page.limit);
+    let next = if more { order.last().map(|r| ListCursor::of(r)) } else { None };
+    let runs = order
+        .into_iter()
+        .map(|r| {
+            let prompt = agentstream_core::char_boundary::prefix(&r.prompt, LISTED_PROMPT_BYTES);
+            let info = RunInfo {
+                id: r.id.clone(),
+                agent: r.agent.clone(),
+                model: r.model.clone(),
+                resume: r.resume.clone(),
+                prompt: prompt.to_string(),
+                status: r.status,
+                created_at: r.created_at.clone(),
+                ended_at: r.ended_at.clone(),
+                last_sequence: r.last_sequence,
+                result: None,
+                worker: r.worker.clone(),
+            };
+            ListedRun { prompt_cut: prompt.len() < r.prompt.len(), info }
+        })
+        .collect();
+    RunPage { runs, next }
 }
 
 /// The in-process [`RunRegistry`]: a map, with the newest `finished_runs_kept` finished runs of
@@ -105,12 +216,9 @@ impl RunRegistry for MemoryRegistry {
         Ok(st.runs.get(run_id).filter(|(t, _)| t == tenant).map(|(_, info)| info.clone()))
     }
 
-    async fn list(&self, tenant: &TenantId) -> Result<Vec<RunInfo>, RegistryError> {
+    async fn list(&self, tenant: &TenantId, page: &ListPage) -> Result<RunPage, RegistryError> {
         let st = self.state.lock().expect("registry");
-        let mut runs: Vec<RunInfo> =
-            st.runs.values().filter(|(t, _)| t == tenant).map(|(_, info)| info.clone()).collect();
-        newest_first(&mut runs);
-        Ok(runs)
+        Ok(page_of(st.runs.values().filter(|(t, _)| t == tenant).map(|(_, info)| info), page))
     }
 
     fn running(&self, tenant: &TenantId) -> usize {

@@ -377,3 +377,69 @@ async fn no_response_is_left_to_content_sniffing() {
         assert_eq!(sniff.as_deref(), Some("nosniff"), "{path} ({})", resp.status());
     }
 }
+
+/// `GET /v1/runs` pages newest first; a listed run has no result and a cut prompt (the list
+/// stays small however long the answers were); bad paging parameters are 400s naming them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_run_list_pages_and_stays_small() {
+    let server = TestServer::default("list-pages").await;
+    let long_prompt = "é".repeat(400); // 800 bytes: cut at 500 on a character boundary
+    let mut started = Vec::new();
+    for n in 0..5 {
+        let prompt = if n == 0 { long_prompt.clone() } else { format!("run {n}") };
+        let (status, body) = server.create(Some(TOKEN_A), json!({"agent": "claude", "prompt": prompt})).await;
+        assert_eq!(status, 201, "{body}");
+        let id = body["id"].as_str().unwrap().to_string();
+        server.wait_ended(TOKEN_A, &id).await;
+        started.push(id);
+    }
+    let (status, whole) = call(&server, "GET", "/v1/runs", Some(TOKEN_A)).await;
+    assert_eq!(status, 200);
+    assert_eq!(whole.get("next"), None, "one page holds them all: {whole}");
+    let listed: Vec<&Value> = whole["runs"].as_array().unwrap().iter().collect();
+    let ids: Vec<&str> = listed.iter().map(|r| r["id"].as_str().unwrap()).collect();
+    let newest_first: Vec<&str> = started.iter().rev().map(String::as_str).collect();
+    assert_eq!(ids, newest_first);
+    assert!(listed.iter().all(|r| r.get("result").is_none() && r["status"] == "completed"), "{whole}");
+    let oldest = listed.last().unwrap();
+    assert_eq!(oldest["promptTruncated"], true);
+    assert_eq!(oldest["prompt"].as_str().unwrap(), "é".repeat(250));
+    assert_eq!(listed[0].get("promptTruncated"), None);
+    let (_, one) = call(&server, "GET", &format!("/v1/runs/{}", started[0]), Some(TOKEN_A)).await;
+    assert_eq!(
+        (one["prompt"].as_str(), one["result"]["state"].as_str()),
+        (Some(long_prompt.as_str()), Some("completed"))
+    );
+
+    // Two at a time, following `next`.
+    let mut paged = Vec::new();
+    let mut path = "/v1/runs?limit=2".to_string();
+    loop {
+        let (status, page) = call(&server, "GET", &path, Some(TOKEN_A)).await;
+        assert_eq!(status, 200, "{path}: {page}");
+        let runs = page["runs"].as_array().unwrap();
+        assert!(runs.len() <= 2);
+        paged.extend(runs.iter().map(|r| r["id"].as_str().unwrap().to_string()));
+        match page["next"].as_str() {
+            Some(next) => path = next.to_string(),
+            None => break,
+        }
+    }
+    assert_eq!(paged, newest_first);
+    // Another tenant's cursor shows nothing of this tenant's.
+    let (_, page) = call(&server, "GET", "/v1/runs?limit=2", Some(TOKEN_A)).await;
+    let (status, theirs) = call(&server, "GET", page["next"].as_str().unwrap(), Some(TOKEN_B)).await;
+    assert_eq!((status, &theirs["runs"]), (200, &json!([])));
+
+    for (query, field) in [
+        ("limit=0", "limit"),
+        ("limit=1001", "limit"),
+        ("limit=two", "limit"),
+        ("before=nonsense", "before"),
+        ("before=2026-01-01T00:00:00Z~a%20b", "before"),
+        ("page=2", "page"),
+    ] {
+        let (status, body) = call(&server, "GET", &format!("/v1/runs?{query}"), Some(TOKEN_A)).await;
+        assert_eq!((status, body["field"].as_str()), (400, Some(field)), "{query}: {body}");
+    }
+}

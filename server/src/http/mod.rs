@@ -8,7 +8,7 @@
 //! | `GET /v1/whoami` | the caller's tenant: `{"tenant": "…"}` |
 //! | `POST /v1/session` | redeem a sign-in code (no token needed): `{"code": "asl_…"}` → `{"tenant", "token"}`, once |
 //! | `POST /v1/runs` | start a run: `{"agent", "prompt", "model"?, "resume"?}` → 201 |
-//! | `GET /v1/runs` | the caller's runs, newest first |
+//! | `GET /v1/runs` | a page of the caller's runs, newest first (`?limit=N&before=…`), without results |
 //! | `GET /v1/runs/{id}` | one run: status and, once ended, its result |
 //! | `GET /v1/runs/{id}/events` | Server-Sent Events: one per envelope, `id` = sequence |
 //! | `GET /v1/runs/{id}/ws` | WebSocket: the same envelopes, one text message each |

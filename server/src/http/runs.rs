@@ -1,10 +1,11 @@
 //! `POST /v1/runs`, `GET /v1/runs`, `GET /v1/runs/{id}`, `POST /v1/runs/{id}/cancel`.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use axum::Json;
 use axum::body::Body;
-use axum::extract::State;
+use axum::extract::{Query, State, rejection::QueryRejection};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
@@ -13,6 +14,7 @@ use serde_json::{Map, Value};
 use super::{ApiError, AppState, Caller, RunIdParam};
 use crate::broker::RunInfo;
 use crate::executor::RunRequest;
+use crate::registry::{ListPage, MAX_LIST_LIMIT};
 
 /// The keys a run request may have.
 const REQUEST_KEYS: [&str; 4] = ["agent", "prompt", "model", "resume"];
@@ -130,14 +132,64 @@ pub(super) async fn create(
     }
 }
 
-pub(super) async fn list(Caller(tenant): Caller, State(state): State<AppState>) -> Response {
-    match state.broker().list(&tenant).await {
-        Ok(runs) => {
-            let runs: Vec<Value> = runs.iter().map(run_json).collect();
-            Json(serde_json::json!({ "runs": runs })).into_response()
+/// `GET /v1/runs[?limit=N][&before=CURSOR]`: a page of the caller's runs, newest first —
+/// `{"runs": [run…], "next"?: "/v1/runs?limit=N&before=…"}` (`next` while more runs follow).
+/// A listed run has no `result` and its prompt is cut (`promptTruncated`): the list stays small
+/// however long the answers were; `GET /v1/runs/{id}` has the whole run.
+pub(super) async fn list(
+    Caller(tenant): Caller,
+    State(state): State<AppState>,
+    params: Result<Query<HashMap<String, String>>, QueryRejection>,
+) -> Response {
+    let page = match list_page(params) {
+        Ok(page) => page,
+        Err(e) => return e.into_response(),
+    };
+    match state.broker().list(&tenant, &page).await {
+        Ok(listed) => {
+            let runs: Vec<Value> = listed
+                .runs
+                .iter()
+                .map(|run| {
+                    let mut v = run_json(&run.info);
+                    if run.prompt_cut {
+                        v["promptTruncated"] = true.into();
+                    }
+                    v
+                })
+                .collect();
+            let mut body = serde_json::json!({ "runs": runs });
+            if let Some(next) = listed.next {
+                body["next"] = format!("/v1/runs?limit={}&before={next}", page.limit).into();
+            }
+            Json(body).into_response()
         }
         Err(e) => ApiError::broker(e, "after").into_response(),
     }
+}
+
+/// The page a list request asks for; an unknown parameter or a bad value is a 400 naming it.
+fn list_page(params: Result<Query<HashMap<String, String>>, QueryRejection>) -> Result<ListPage, ApiError> {
+    let Query(params) =
+        params.map_err(|e| ApiError::field("query", format!("the query string does not parse: {e}")))?;
+    if let Some(unknown) = params.keys().find(|k| !matches!(k.as_str(), "limit" | "before")) {
+        return Err(ApiError::field(
+            unknown.as_str(),
+            format!("unknown query parameter {unknown:?}; a list takes limit and before"),
+        ));
+    }
+    let mut page = ListPage::default();
+    if let Some(raw) = params.get("limit") {
+        page.limit = raw.trim().parse().ok().filter(|n| (1..=MAX_LIST_LIMIT).contains(n)).ok_or_else(|| {
+            ApiError::field("limit", format!("limit must be an integer from 1 to {MAX_LIST_LIMIT}, not {raw:?}"))
+        })?;
+    }
+    if let Some(raw) = params.get("before") {
+        page.before = Some(raw.parse().map_err(|()| {
+            ApiError::field("before", "before must be the `next` of a previous page's answer, as it was given")
+        })?);
+    }
+    Ok(page)
 }
 
 pub(super) async fn get(Caller(tenant): Caller, State(state): State<AppState>, RunIdParam(id): RunIdParam) -> Response {

@@ -31,7 +31,7 @@ use super::wire::StoredRun;
 use super::{Cluster, reaper};
 use crate::auth::TenantId;
 use crate::broker::{RunInfo, RunStatus};
-use crate::registry::{RegistryError, RunRegistry, newest_first};
+use crate::registry::{ListPage, RegistryError, RunPage, RunRegistry, page_of};
 
 /// What a worker announces (the value of its presence key).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -616,13 +616,9 @@ impl RunRegistry for NatsRegistry {
         }))
     }
 
-    async fn list(&self, tenant: &TenantId) -> Result<Vec<RunInfo>, RegistryError> {
-        let mut runs: Vec<RunInfo> = {
-            let index = self.shared.index.lock().expect("index");
-            index.runs.values().filter(|r| r.tenant == *tenant).map(|r| r.info.clone()).collect()
-        };
-        newest_first(&mut runs);
-        Ok(runs)
+    async fn list(&self, tenant: &TenantId, page: &ListPage) -> Result<RunPage, RegistryError> {
+        let index = self.shared.index.lock().expect("index");
+        Ok(page_of(index.runs.values().filter(|r| r.tenant == *tenant).map(|r| &r.info), page))
     }
 
     fn running(&self, tenant: &TenantId) -> usize {
