@@ -892,11 +892,22 @@ pub enum RawStream {
     Stderr = 1,
 }
 
-/// Whether `b` opens a PEM private key it does not close (its END line is still to come).
+/// Whether the line `b` opens a PEM private key it does not close (its END line is still to
+/// come): its last BEGIN header is followed by nothing but the start of a body. A header
+/// quoted or named in a sentence (`grep` output, a log message, a JSON string: text after it
+/// that no body has) opens nothing — the lines after it are not masked as a key's.
 fn pem_left_open(b: &[u8]) -> bool {
     let mut spans = Vec::new();
     scan_pem(b, &mut spans);
-    spans.last().is_some_and(|&(start, _)| memchr::memmem::find(&b[start..], b"-----END ").is_none())
+    let Some(&(start, _)) = spans.last() else { return false };
+    if memchr::memmem::find(&b[start..], b"-----END ").is_some() {
+        return false;
+    }
+    // scan_pem found the header's closing dashes after its label.
+    let label_at = start + b"-----BEGIN ".len();
+    let Some(label_len) = memchr::memmem::find(&b[label_at..], b"-----") else { return false };
+    let rest = &b[label_at + label_len + b"-----".len()..];
+    rest.iter().all(|&c| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'=') || c.is_ascii_whitespace())
 }
 
 /// Whether `line` can be a line of a PEM body: base64, one of the headers of an encrypted key

@@ -174,6 +174,19 @@ fn no_secret_survives_the_raw_lines_masked_for_others() {
             "next: 1\n"
         ]
     );
+    // A header named, not printed as a key's first line (grep output, a log message): its
+    // line is masked as one text; the lines after it are not a key's body.
+    let mut masker = Redactor::new();
+    let mentioned = [
+        "src/keys.py:12:    if line == \"-----BEGIN RSA PRIVATE KEY-----\":\n",
+        "\n",
+        "deadbeef\n",
+        "log: saw -----BEGIN PRIVATE KEY----- in the upload, refused\n",
+        "cafe42\n",
+    ];
+    let shown: Vec<String> = mentioned.iter().map(|l| masker.mask_raw_text(l).into_owned()).collect();
+    assert_eq!(&shown[1..3], ["\n", "deadbeef\n"], "{shown:?}");
+    assert_eq!(shown[4], "cafe42\n", "{shown:?}");
     let stderr = "error: auth failed for sk-proj-Tz9vQ2mX8bL4nR7kW1cY5dF3\n";
     assert!(!redactor.mask_raw_text(stderr).contains("sk-proj-Tz9vQ2mX8bL4nR7kW1cY5dF3"));
     // Remembered: the same secret later, without its shape, is masked too.
