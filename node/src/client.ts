@@ -40,8 +40,10 @@ export interface RemoteRunInfo {
   model?: string;
   /** The harness session continued, if any. */
   resume?: string;
-  /** The prompt. */
+  /** The prompt (in `runs()`, its first 500 bytes: see `promptTruncated`). */
   prompt: string;
+  /** In `runs()`: true when `prompt` was cut (`get(id)` has it whole). */
+  promptTruncated?: boolean;
   /** Where it is. */
   status: RemoteRunStatus;
   /** When it started (ISO 8601 UTC). */
@@ -50,7 +52,7 @@ export interface RemoteRunInfo {
   endedAt?: string;
   /** The last sequence number delivered so far. */
   lastSequence?: number;
-  /** The run's result once it ended (the same shape as a local run's). */
+  /** The run's result once it ended (the same shape as a local run's; not in `runs()`). */
   result?: RunResult;
   /** The path of its Server-Sent Events stream. */
   events: string;
@@ -81,7 +83,9 @@ export interface ConnectOptions {
   /** Milliseconds a request, or a stream without any byte (the server sends a heartbeat every
    *  15 s), may wait before it is retried (default 60 000). */
   timeoutMs?: number;
-  /** Reconnection attempts in a row, without receiving anything, before giving up (default 10). */
+  /** Reconnection attempts in a row, without receiving anything, before giving up (default 10).
+   *  A `429` to a reconnect (the server has not yet freed the slot of the stream's previous
+   *  connection) is one too, made after the `Retry-After` the server asks for (at most 30 s). */
   maxRetries?: number;
   /** The largest stream event or response body read, in bytes (default 256 MiB, at least 1024):
    *  more is a `protocol_error`, so a server or proxy that never ends a line cannot grow this
@@ -99,7 +103,9 @@ export interface RemoteStreamOptions {
   /** What to do when the server no longer has some envelopes: `'throw'` a
    *  {@link StreamGapError} (default) or `'skip'` them (after calling `onGap`). */
   gaps?: 'throw' | 'skip';
-  /** Told about each gap skipped. */
+  /** Told about each gap skipped: once for any missing sequence number (a later notice of
+   *  numbers it was already told about, such as the `evicted` one after a `too_slow`, is not
+   *  passed on again). */
   onGap?: (gap: StreamGap) => void;
   /** Stop the stream (the iteration ends). */
   signal?: AbortSignal;
@@ -229,6 +235,31 @@ async function serverError(response: Response, max: number): Promise<ServerError
   }
 }
 
+/** The longest wait a `Retry-After` asks for that a stream honours: a hint of hours would hold
+ *  the iteration that long for a slot that is usually free within seconds. */
+const RETRY_AFTER_CAP_MS = 30_000;
+
+/** A `Retry-After` in milliseconds (its HTTP-date form is not used: clocks differ). */
+function retryAfterMs(value: string | null): number | undefined {
+  const text = value?.trim() ?? '';
+  return /^\d+$/.test(text) ? Number(text) * 1000 : undefined;
+}
+
+function count(value: unknown): number | undefined {
+  return Number.isSafeInteger(value) && (value as number) >= 0 ? (value as number) : undefined;
+}
+
+/** The last sequence number a gap notice says is missing (they run from right after `after`,
+ *  or from 0, through it); `undefined` when the notice does not say. */
+function missingThrough(gap: StreamGap): number | undefined {
+  const missing = count(gap.missing);
+  if (!missing) return undefined;
+  const after: unknown = gap.after;
+  if (after === undefined || after === null) return missing - 1;
+  const reached = count(after);
+  return reached === undefined ? undefined : reached + missing;
+}
+
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     const done = (): void => {
@@ -317,10 +348,23 @@ export class Client {
     return new RemoteRun(this, info);
   }
 
-  /** This tenant's runs, newest first. */
+  /**
+   * This tenant's runs, newest first, as the API lists them: without `result`, the prompt cut
+   * to 500 bytes (`promptTruncated`) — `get(id)` has the whole run. Every page is fetched.
+   */
   async runs(): Promise<RemoteRunInfo[]> {
-    const { runs } = (await this.#request('GET', '/v1/runs')) as { runs: Record<string, unknown>[] };
-    return runs.map(runInfo);
+    const all: RemoteRunInfo[] = [];
+    let path: string | undefined = '/v1/runs?limit=1000';
+    while (path !== undefined) {
+      const page = (await this.#request('GET', path)) as { runs: Record<string, unknown>[]; next?: unknown };
+      all.push(...page.runs.map(runInfo));
+      const next = page.next;
+      if (next !== undefined && (typeof next !== 'string' || !next.startsWith('/v1/runs?') || next === path)) {
+        throw protocolError('/v1/runs', `a next page that is not a list's: ${JSON.stringify(next)}`);
+      }
+      path = next;
+    }
+    return all;
   }
 
   /** One run: its status and, once ended, `result`. */
@@ -360,6 +404,12 @@ export class Client {
     let last = options.after;
     let failures = 0;
     let maxDelay = 3000;
+    // Whether the server accepted a request of this stream (200): a 429 after that is most
+    // likely about this stream's own previous connection, a 429 before it a limit reached.
+    let accepted = false;
+    // The last sequence number a gap notice reported missing: a later notice of numbers up to
+    // it is not reported again.
+    let reported: number | undefined;
     for (;;) {
       if (options.signal?.aborted) return;
       const controller = new AbortController();
@@ -372,6 +422,7 @@ export class Client {
       };
       let progressed = false;
       let failure: unknown;
+      let retryAfter: number | undefined;
       try {
         arm();
         const response = await fetch(this.url + path + (last !== undefined ? `?after=${last}` : ''), {
@@ -380,7 +431,15 @@ export class Client {
         });
         if (response.status === 204) return; // the stream already ended at `last`
         if (response.status >= 500) throw new Error(`server error ${response.status}`);
+        if (response.status === 429 && accepted) {
+          // Retried like a lost connection: the server frees the slot once it notices the
+          // stream's previous connection gone.
+          retryAfter = retryAfterMs(response.headers.get('retry-after'));
+          const refused = await serverError(response, this.#maxEventBytes);
+          throw new Error(`the server refused to resume the stream: ${refused.message}`, { cause: refused });
+        }
         if (response.status !== 200) throw await serverError(response, this.#maxEventBytes);
+        accepted = true;
         if (!response.body) throw new Error('a response without a body');
         const decoder = new TextDecoder('utf-8', { fatal: true });
         let buffer = '';
@@ -444,9 +503,21 @@ export class Client {
             }
             if (event === 'gap') {
               const gap = payload as unknown as StreamGap;
-              if (options.gaps !== 'skip') throw new StreamGapError(gap);
-              options.onGap?.(gap);
-              if (gap.resumeFrom !== undefined) last = gap.resumeFrom - 1;
+              const through = missingThrough(gap);
+              if (through === undefined || reported === undefined || through > reported) {
+                if (options.gaps !== 'skip') throw new StreamGapError(gap);
+                options.onGap?.(gap);
+                if (through !== undefined) reported = through;
+              }
+              if (gap.resumeFrom !== undefined) {
+                last = gap.resumeFrom - 1;
+              } else if (through !== undefined && (last === undefined || through > last)) {
+                // No resumeFrom: the response ends with the notice (`too_slow`, or a finished
+                // run of which nothing is left). The numbers it reported are gone, so the
+                // reconnect asks for what follows them; asked from the old point, the server
+                // would report them again (as `evicted`), and for a finished run again and again.
+                last = through;
+              }
             } else if (event === 'message') {
               last = (payload.sequence as number) + ((payload.coalesced as number | undefined) ?? 0);
               progressed = true;
@@ -477,7 +548,11 @@ export class Client {
           failure === undefined ? undefined : { cause: failure },
         );
       }
-      if (failures > 0) await sleep(Math.min(500 * failures, maxDelay), options.signal);
+      if (failures > 0) {
+        let delay = Math.min(500 * failures, maxDelay);
+        if (retryAfter !== undefined) delay = Math.max(delay, Math.min(retryAfter, RETRY_AFTER_CAP_MS));
+        await sleep(delay, options.signal);
+      }
     }
   }
 }

@@ -216,19 +216,30 @@ test('a stream that is not the protocol is a protocol_error at once, not retried
   }
 });
 
-/** An HTTP server answering the n-th stream request with `bodies[n]` (200), then 204. */
-async function scripted(bodies, write = (res, body) => res.end(body)) {
+/**
+ * An HTTP server answering the n-th stream request (counted from 0; `server.paths[n]` is its
+ * path and query) with `answer(n, path)`: a body (200, written by `write`), `{ status, headers,
+ * body }`, or `undefined` (204).
+ */
+async function answering(answer, write = (res, body) => res.end(body)) {
   const { createServer: createHttpServer } = await import('node:http');
-  const server = createHttpServer((_req, res) => {
-    const body = bodies[server.requests++];
-    if (body === undefined) return res.writeHead(204).end();
-    res.writeHead(200, { 'Content-Type': 'text/event-stream' });
+  const server = createHttpServer((req, res) => {
+    server.paths.push(req.url);
+    const got = answer(server.requests++, req.url);
+    if (got === undefined) return res.writeHead(204).end();
+    const { status = 200, headers = {}, body } = typeof got === 'string' ? { body: got } : got;
+    res.writeHead(status, { 'Content-Type': status === 200 ? 'text/event-stream' : 'application/json', ...headers });
+    if (status !== 200) return res.end(body);
     write(res, body);
   });
   server.requests = 0;
+  server.paths = [];
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
   return server;
 }
+
+/** An HTTP server answering the n-th stream request with `answers[n]` (as `answering`), then 204. */
+const scripted = (answers, write) => answering((n) => answers[n], write);
 
 const terminal = JSON.stringify({ runId: 'run_x', sequence: 0, channel: 'stdout', event: 'done\n' });
 
@@ -243,7 +254,10 @@ test('a URL that is not an agentstream server is a protocol_error', async () => 
 });
 
 test('events whose lines end in CRLF or CR are read, even split between chunks', async () => {
-  const crlf = `retry: 10\r\n\r\nid: 0\r\ndata: ${terminal}\r\n\r\n`;
+  // The envelope's JSON over two data lines: an empty line read between them (a CRLF split
+  // between two chunks taken for two line ends) would dispatch half of it.
+  const cut = terminal.indexOf('"channel"');
+  const crlf = `retry: 10\r\n\r\nid: 0\r\ndata: ${terminal.slice(0, cut)}\r\ndata: ${terminal.slice(cut)}\r\n\r\n`;
   for (const body of [crlf, crlf.replaceAll('\r\n', '\r')]) {
     // Written a byte at a time: a CRLF split between two chunks is one line end, not two.
     const server = await scripted([body], async (res, text) => {
@@ -272,6 +286,67 @@ test('responses a proxy ends after a heartbeat are not failures', async () => {
     assert.equal(server.requests, 10, '8 quiet responses, the envelope, then 204');
   } finally {
     await new Promise((resolve) => server.close(resolve));
+  }
+});
+
+const envelopeEvent = (sequence) =>
+  `id: ${sequence}\ndata: ${JSON.stringify({ runId: 'run_x', sequence, channel: 'stdout', event: `line ${sequence}\n` })}\n\n`;
+const limitReached = { status: 429, body: '{"error": "limit_reached", "message": "subscribers_per_run (1) reached"}' };
+const urlOf = (server) => `http://127.0.0.1:${server.address().port}`;
+const closed = (server) => new Promise((resolve) => server.close(resolve));
+
+test('a 429 to a reconnect is retried after its Retry-After', async () => {
+  // The server has not yet noticed that the stream's first connection is gone, so its slot is
+  // still taken when the stream comes back for what follows sequence 0.
+  const server = await scripted([
+    `retry: 10\n\n${envelopeEvent(0)}`,
+    limitReached,
+    limitReached,
+    { ...limitReached, headers: { 'Retry-After': '1' } },
+    `retry: 10\n\n${envelopeEvent(1)}`,
+  ]);
+  try {
+    const started = Date.now();
+    const envs = await collect(connect(urlOf(server), 't', { maxRetries: 3 }).stream('run_x'));
+    assert.deepEqual(envs.map((e) => e.sequence), [0, 1]);
+    assert.ok(Date.now() - started >= 1000, 'the Retry-After waited for (the backoff is 10 ms)');
+    assert.deepEqual(server.paths.slice(1, 5), Array(4).fill('/v1/runs/run_x/events?after=0'), 'resumed, nothing twice');
+    assert.equal(server.requests, 6);
+  } finally {
+    await closed(server);
+  }
+});
+
+test('a 429 to the first request or to too many reconnects is an error', async () => {
+  // The first request: the tenant's streams are at their limit, not this stream's own.
+  let server = await scripted([limitReached]);
+  try {
+    await assert.rejects(collect(connect(urlOf(server), 't', { maxRetries: 3 }).stream('run_x')), (e) =>
+      e instanceof ServerError && e.status === 429 && e.error === 'limit_reached');
+    assert.equal(server.requests, 1);
+  } finally {
+    await closed(server);
+  }
+  // Reconnects refused maxRetries + 1 times in a row.
+  server = await scripted([`retry: 10\n\n${envelopeEvent(0)}`, ...Array(5).fill(limitReached)]);
+  try {
+    const got = [];
+    await assert.rejects(async () => {
+      for await (const env of connect(urlOf(server), 't', { maxRetries: 2 }).stream('run_x')) got.push(env.sequence);
+    }, (e) => e instanceof ConnectionLostError && /429 limit_reached/.test(e.cause.message));
+    assert.deepEqual(got, [0]);
+    assert.equal(server.requests, 4);
+  } finally {
+    await closed(server);
+  }
+  // Any other 4xx to a reconnect stays fatal.
+  server = await scripted([`retry: 10\n\n${envelopeEvent(0)}`, { status: 403, body: '{"error": "forbidden", "message": "no"}' }]);
+  try {
+    await assert.rejects(collect(connect(urlOf(server), 't', { maxRetries: 3 }).stream('run_x')), (e) =>
+      e instanceof ServerError && e.status === 403);
+    assert.equal(server.requests, 2);
+  } finally {
+    await closed(server);
   }
 });
 
@@ -331,6 +406,86 @@ test('a gap is thrown or skipped, never silent', async () => {
   }
 });
 
+function gapEvent(reason, after, missing, resumeFrom) {
+  const gap = { type: 'gap', runId: 'run_x', reason, after, missing, resumeFrom, message: `${reason}: ${missing} after ${after}` };
+  return `event: gap\ndata: ${JSON.stringify(gap)}\n\n`;
+}
+
+const afterOf = (path) => Number(new URL(path, 'http://x').searchParams.get('after'));
+const tooSlow = `retry: 10\n\n${envelopeEvent(0)}${gapEvent('too_slow', 0, 15)}`;
+const envelopeEvents = (from, to) => Array.from({ length: to - from + 1 }, (_, k) => envelopeEvent(from + k)).join('');
+
+/**
+ * A run of sequences 0 to `last` whose reader fell behind: the first request gets sequence 0 and
+ * a `too_slow` gap for 1…15 (no `resumeFrom`: the response ends); by the time it comes back, the
+ * run evicted everything through `evictedThrough` (>= 15). Later requests are answered as the
+ * server answers `?after=N`.
+ */
+const evicting = (evictedThrough, last = 19) => answering((n, path) => {
+  if (n === 0) return tooSlow;
+  const after = afterOf(path);
+  if (after >= last) return undefined;
+  const gap = after < evictedThrough ? gapEvent('evicted', after, evictedThrough - after, evictedThrough + 1) : '';
+  return `retry: 10\n\n${gap}${envelopeEvents(Math.max(after, evictedThrough) + 1, last)}`;
+});
+
+/** The sequences a `gaps: 'skip'` stream of `server` yields, and the messages of the gaps it reports. */
+async function skipped(server, after) {
+  const gaps = [];
+  const options = { gaps: 'skip', onGap: (g) => gaps.push(g.message), ...(after === undefined ? {} : { after }) };
+  const envs = await collect(connect(urlOf(server), 't', { maxRetries: 3 }).stream('run_x', options));
+  return [envs.map((e) => e.sequence), gaps];
+}
+
+test('a too_slow gap is reported once, not again as evicted', async () => {
+  let server = await evicting(15);
+  try {
+    assert.deepEqual(await skipped(server), [[0, 16, 17, 18, 19], ['too_slow: 15 after 0']]);
+    assert.equal(server.paths[1], '/v1/runs/run_x/events?after=15', 'resumed after what it was told is gone');
+  } finally {
+    await closed(server);
+  }
+  // Evicted further meanwhile: only the numbers it was not told about yet are reported again.
+  server = await evicting(17);
+  try {
+    assert.deepEqual(await skipped(server), [[0, 18, 19], ['too_slow: 15 after 0', 'evicted: 2 after 15']]);
+  } finally {
+    await closed(server);
+  }
+});
+
+test('a gap notice of numbers already reported is not reported again', async () => {
+  // A server that resumes from the old point regardless: its `evicted` notice repeats 1…15.
+  let server = await scripted([tooSlow, gapEvent('evicted', 0, 15, 16) + envelopeEvents(16, 19)]);
+  try {
+    assert.deepEqual(await skipped(server), [[0, 16, 17, 18, 19], ['too_slow: 15 after 0']]);
+  } finally {
+    await closed(server);
+  }
+  // New numbers in it (16, 17): reported.
+  server = await scripted([tooSlow, gapEvent('evicted', 0, 17, 18) + envelopeEvents(18, 19)]);
+  try {
+    assert.deepEqual(await skipped(server), [[0, 18, 19], ['too_slow: 15 after 0', 'evicted: 17 after 0']]);
+  } finally {
+    await closed(server);
+  }
+});
+
+test('a finished run of which nothing is left is reported once and ends', async () => {
+  // The server's answer to a resume point of a run whose every envelope retention removed: a gap
+  // through the terminal (9), no resumeFrom; asked for what follows the terminal, 204.
+  const server = await answering((_n, path) => {
+    const after = afterOf(path);
+    return after >= 9 ? undefined : gapEvent('evicted', after, 9 - after);
+  });
+  try {
+    assert.deepEqual(await skipped(server, 3), [[], ['evicted: 6 after 3']]);
+    assert.deepEqual(server.paths.slice(1), ['/v1/runs/run_x/events?after=9']);
+  } finally {
+    await closed(server);
+  }
+});
+
 test('leaving the loop early or aborting closes the stream', async () => {
   const run = await client.run('hang', 'wait');
   let n = 0;
@@ -348,4 +503,33 @@ test('leaving the loop early or aborting closes the stream', async () => {
   await reading;
   assert.ok(seen.length >= 2);
   await run.cancel();
+});
+
+test('runs() fetches every page of the list and refuses a next page that is not the list\'s', async () => {
+  const page = (ids, next) => ({
+    body: JSON.stringify({ runs: ids.map((id) => ({ id, status: 'completed' })), ...(next === undefined ? {} : { next }) }),
+  });
+  // A JSON answer, not the event stream `answering` sends by default.
+  const json = (answer) => (n) => {
+    const got = answer(n);
+    return got && { ...got, headers: { 'Content-Type': 'application/json' } };
+  };
+  let server = await answering(json((n) => [page(['r3', 'r2'], '/v1/runs?limit=1000&before=t~r2'), page(['r1'])][n]),
+    (res, body) => res.end(body));
+  try {
+    const runs = await connect(`http://127.0.0.1:${server.address().port}`, 't').runs();
+    assert.deepEqual(runs.map((r) => r.id), ['r3', 'r2', 'r1']);
+    assert.deepEqual(server.paths, ['/v1/runs?limit=1000', '/v1/runs?limit=1000&before=t~r2']);
+  } finally {
+    await new Promise((resolve) => server.close(resolve));
+  }
+  for (const next of ['https://elsewhere.example/v1/runs?x', '/v1/runs?limit=1000', 5]) {
+    server = await answering(json(() => page(['r1'], next)), (res, body) => res.end(body));
+    try {
+      await assert.rejects(connect(`http://127.0.0.1:${server.address().port}`, 't').runs(), (e) =>
+        e instanceof ServerError && e.error === 'protocol_error', String(next));
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  }
 });

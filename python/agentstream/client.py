@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import http.client
 import json
+import re
 import socket
 import threading
 import time
@@ -98,6 +99,77 @@ class _Retry:
     max_delay: float = 3.0
 
 
+_RETRY_AFTER_CAP = 30.0
+"""The longest wait a ``Retry-After`` asks for that a stream honours, in seconds: a hint of
+hours would hold the iteration that long for a slot that is usually free within seconds."""
+
+
+class _Busy(http.client.HTTPException):
+    """A ``429`` to the reconnect of a stream: most likely the server has not yet freed the slot
+    of this stream's previous connection (it does once it notices that connection gone), so it is
+    retried like a lost connection, after ``retry_after`` seconds when the server said."""
+
+    def __init__(self, message: str, retry_after: float | None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+def _retry_after(value: str | None) -> float | None:
+    """A ``Retry-After`` in seconds (its HTTP-date form is not used: clocks differ)."""
+    value = (value or "").strip()
+    return float(value) if value.isascii() and value.isdigit() else None
+
+
+def _count(value: Any) -> int | None:
+    """``value`` if it is a whole number >= 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _missing_through(gap: Mapping[str, Any]) -> int | None:
+    """The last sequence number a gap notice says is missing (they run from right after
+    ``after``, or from 0, through it); ``None`` when the notice does not say."""
+    after, missing = gap.get("after"), _count(gap.get("missing"))
+    if not missing:
+        return None
+    if after is None:
+        return missing - 1
+    reached = _count(after)
+    return None if reached is None else reached + missing
+
+
+# An SSE line ends in CRLF, LF or a bare CR.
+_LINE_END = re.compile(rb"\r\n?|\n")
+
+
+def _sse_lines(resp: http.client.HTTPResponse, limit: int, path: str) -> Iterator[bytes]:
+    """The lines of an SSE response as they arrive, without their ends, then what follows the
+    last line end. A line longer than ``limit`` is a protocol error."""
+    pending = bytearray()  # the start of a line whose end has not come yet
+    after_cr = False
+    while True:
+        # read1, not readline: a stream whose lines end in a bare CR has no LF to wait for.
+        chunk = resp.read1(65536)
+        if not chunk:
+            if pending:
+                yield bytes(pending)
+            return
+        start = 0
+        # After a chunk that ended in CR, an LF starting this one is the rest of that CRLF, not
+        # an empty line (which would dispatch the event being received too early).
+        if after_cr and chunk.startswith(b"\n"):
+            start = 1
+        after_cr = False
+        while (end := _LINE_END.search(chunk, start)) is not None:
+            pending += chunk[start:end.start()]
+            yield bytes(pending)
+            pending.clear()
+            after_cr = end.end() == len(chunk) and end.group() == b"\r"
+            start = end.end()
+        pending += chunk[start:]
+        if len(pending) > limit:
+            raise _protocol_error(path, f"an event longer than max_event_bytes ({limit} bytes)")
+
+
 def _envelope(wire: Mapping[str, Any]) -> Envelope:
     """The server's wire envelope (camelCase ``runId``) as a local run yields it."""
     env: dict[str, Any] = {
@@ -137,7 +209,9 @@ class Client:
         self.timeout = timeout
         """Seconds a request (or a silent stream: the server sends a heartbeat every 15 s) may wait."""
         self.max_retries = max_retries
-        """Reconnection attempts in a row, without receiving anything, before giving up."""
+        """Reconnection attempts in a row, without receiving anything, before giving up. A ``429``
+        to a reconnect (the server has not yet freed the slot of the stream's previous
+        connection) is one too, made after the ``Retry-After`` the server asks for (at most 30 s)."""
         if max_event_bytes < 1024:
             raise ValueError(f"max_event_bytes must be at least 1024, not {max_event_bytes}")
         self.max_event_bytes = max_event_bytes
@@ -199,8 +273,20 @@ class Client:
         return RemoteRun(self, info)
 
     def runs(self) -> list[dict[str, Any]]:
-        """This tenant's runs, newest first (id, agent, status, createdAt, … as the API gives)."""
-        return cast(list[dict[str, Any]], self._request("GET", "/v1/runs")["runs"])
+        """This tenant's runs, newest first, as the API lists them (id, agent, status, createdAt,
+        …; no ``result`` and the prompt cut to 500 bytes, ``promptTruncated``: :meth:`get` has
+        the whole run). Every page of the list is fetched."""
+        runs: list[dict[str, Any]] = []
+        path: str | None = "/v1/runs?limit=1000"
+        while path is not None:
+            page = self._request("GET", path)
+            runs.extend(cast(list[dict[str, Any]], page["runs"]))
+            following = page.get("next")
+            if following is not None and (not isinstance(following, str) or not following.startswith("/v1/runs?")
+                                          or following == path):
+                raise _protocol_error("/v1/runs", f"a next page that is not a list's: {following!r}")
+            path = following
+        return runs
 
     def get(self, run_id: str) -> dict[str, Any]:
         """One run: its status and, once ended, ``result``."""
@@ -226,7 +312,9 @@ class Client:
         """The run's envelopes after sequence ``after`` (``None``: from the start), until the
         terminal one. Reconnects on its own and resumes after the last sequence received.
         ``gaps``: what to do when the server no longer has some envelopes — ``"raise"``
-        :class:`StreamGapError` (default) or ``"skip"`` (a warning, then the rest)."""
+        :class:`StreamGapError` (default) or ``"skip"`` (a warning, then the rest; one warning
+        for any missing sequence number: a later notice of numbers already warned about, such
+        as the ``evicted`` one after a ``too_slow``, is not warned about again)."""
         return self._stream(run_id, after, gaps).envelopes()
 
     def astream(self, run_id: str, after: int | None = None, *, gaps: GapPolicy = "raise") -> AsyncIterator[Envelope]:
@@ -273,6 +361,14 @@ class _Stream:
         self.lock = threading.Lock()
         self.closed = False
         self.complete = False
+        # Set by close(): ends a wait between attempts at once.
+        self.woken = threading.Event()
+        # Whether the server accepted a request of this stream (200): a 429 after that is most
+        # likely about this stream's own previous connection, a 429 before it a limit reached.
+        self.accepted = False
+        # The last sequence number a gap notice reported missing: a later notice of numbers up
+        # to it is not reported again.
+        self.reported: int | None = None
         # Heartbeats of the current response (one means the connection worked a while).
         self.heartbeats = 0
 
@@ -281,6 +377,7 @@ class _Stream:
         with self.lock:
             self.closed = True
             conn, self.conn = self.conn, None
+        self.woken.set()
         if conn is not None:
             # Unblocks a read in progress on another thread.
             try:
@@ -319,12 +416,15 @@ class _Stream:
                             f"lost the stream of {self.path} and could not resume after "
                             f"{self.client.max_retries} attempts: {exc}"
                         ) from exc
-                    time.sleep(min(self.retry.delay * failures, self.retry.max_delay))
+                    delay = min(self.retry.delay * failures, self.retry.max_delay)
+                    if isinstance(exc, _Busy) and exc.retry_after is not None:
+                        delay = max(delay, min(exc.retry_after, _RETRY_AFTER_CAP))
+                    self.woken.wait(delay)
                     continue
                 failures = 0 if progressed else failures + 1
                 if failures > self.client.max_retries:
                     raise ConnectionLostError(f"the stream of {self.path} keeps ending before the run's end")
-                time.sleep(0 if progressed else min(self.retry.delay * failures, self.retry.max_delay))
+                self.woken.wait(0 if progressed else min(self.retry.delay * failures, self.retry.max_delay))
         finally:
             self.close()
 
@@ -343,19 +443,21 @@ class _Stream:
             return
         if resp.status >= 500:
             raise http.client.HTTPException(f"server error {resp.status}")
+        if resp.status == 429 and self.accepted:
+            error = _server_error(resp.status, resp.read(self.client.max_event_bytes))
+            raise _Busy(f"the server refused to resume the stream: {error}",
+                        _retry_after(resp.getheader("Retry-After")))
         if resp.status != 200:
             raise _server_error(resp.status, resp.read(self.client.max_event_bytes))
+        self.accepted = True
         event, data, size = "message", [], 0
         limit = self.client.max_event_bytes
-        while True:
-            raw = resp.readline(limit + 1)
-            if not raw:
-                return  # the response ended
-            size += len(raw)
+        for raw in _sse_lines(resp, limit, self.path):
+            size += len(raw) + 1  # and its line end
             if size > limit:
                 raise _protocol_error(self.path, f"an event longer than max_event_bytes ({limit} bytes)")
             try:
-                line = raw.decode("utf-8").rstrip("\r\n")
+                line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
                 raise _protocol_error(self.path, f"a line that is not UTF-8 ({exc.reason} at byte {exc.start})") from None
             if line:
@@ -391,12 +493,22 @@ class _Stream:
             event, data, size = "message", [], 0
 
     def _gap(self, gap: Mapping[str, Any]) -> None:
-        if self.gaps == "raise":
-            raise StreamGapError(gap)
-        warnings.warn(f"agentstream: {gap.get('message')}", RuntimeWarning, stacklevel=4)
+        through = _missing_through(gap)
+        if through is None or self.reported is None or through > self.reported:
+            if self.gaps == "raise":
+                raise StreamGapError(gap)
+            warnings.warn(f"agentstream: {gap.get('message')}", RuntimeWarning, stacklevel=4)
+            if through is not None:
+                self.reported = through
         resume_from = gap.get("resumeFrom")
         if isinstance(resume_from, int):
             self.last = resume_from - 1
+        elif through is not None and (self.last is None or through > self.last):
+            # No resumeFrom: the response ends with the notice (`too_slow`, or a finished run of
+            # which nothing is left). The numbers it reported are gone, so the reconnect asks for
+            # what follows them; asked from the old point, the server would report them again
+            # (as `evicted`), and for a finished run again and again.
+            self.last = through
 
 
 async def _astream(stream: _Stream) -> AsyncIterator[Envelope]:

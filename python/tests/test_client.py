@@ -13,9 +13,11 @@ import socket
 import subprocess
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -252,25 +254,39 @@ def test_errors_say_what_is_wrong(server: Serve, client: agentstream.Client) -> 
         list(gone.stream("run_x"))
 
 
+# What a FakeStreamServer answers: a status and a body, or a status, a body and more headers.
+# A body given as a list is written a piece at a time, a moment apart (arriving in as many chunks).
+Answer = tuple[int, bytes | list[bytes]] | tuple[int, bytes | list[bytes], dict[str, str]]
+
+
 class FakeStreamServer:
     """An HTTP server on 127.0.0.1 whose answer to its n-th request (counted from 0) is
-    ``answer(n)``: a status and a body."""
+    ``answer(n)``; ``paths[n]`` is that request's path and query."""
 
-    def __init__(self, answer: Callable[[int], tuple[int, bytes]]) -> None:
+    def __init__(self, answer: Callable[[int], Answer]) -> None:
         import http.server
 
         owner = self
         self.requests = 0
+        self.paths: list[str] = []
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802 (the standard library's name)
-                status, body = answer(owner.requests)
+                owner.paths.append(self.path)
+                status, body, *more = answer(owner.requests)
                 owner.requests += 1
+                pieces = body if isinstance(body, list) else [body]
                 self.send_response(status)
                 self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Content-Length", str(len(body)))
+                self.send_header("Content-Length", str(sum(map(len, pieces))))
+                for name, value in (more[0] if more else {}).items():
+                    self.send_header(name, value)
                 self.end_headers()
-                self.wfile.write(body)
+                for k, piece in enumerate(pieces):
+                    if k:
+                        time.sleep(0.02)
+                    self.wfile.write(piece)
+                    self.wfile.flush()
 
             def log_message(self, *_: Any) -> None:
                 pass
@@ -289,7 +305,7 @@ def not_the_protocol(body: bytes) -> FakeStreamServer:
     return FakeStreamServer(lambda _n: (200, body))
 
 
-def scripted(responses: list[tuple[int, bytes]]) -> FakeStreamServer:
+def scripted(responses: list[Answer]) -> FakeStreamServer:
     """A server that answers the n-th request with ``responses[n]``, then 204."""
     return FakeStreamServer(lambda n: responses[n] if n < len(responses) else (204, b""))
 
@@ -331,6 +347,93 @@ def test_responses_a_proxy_ends_after_a_heartbeat_are_not_failures() -> None:
         server.close()
 
 
+def wire(sequence: int) -> str:
+    return json.dumps({"runId": "run_x", "sequence": sequence, "channel": "stdout", "event": f"line {sequence}\n"})
+
+
+def envelope_event(sequence: int) -> str:
+    return f"id: {sequence}\ndata: {wire(sequence)}\n\n"
+
+
+@pytest.mark.parametrize("eol", ["\r\n", "\r"], ids=["crlf", "cr"])
+def test_events_whose_lines_end_in_crlf_or_cr_are_read_even_split_between_chunks(eol: str) -> None:
+    # The envelope's JSON over two data lines: an empty line read between them (a CRLF split
+    # between two chunks taken for two line ends) would dispatch half of it.
+    envelope = wire(0)
+    cut = envelope.index('"channel"')
+    text = (f"retry: 10{eol}{eol}: heartbeat{eol}{eol}event: message{eol}id: 0{eol}"
+            f"data: {envelope[:cut]}{eol}data: {envelope[cut:]}{eol}{eol}")
+    # Each CR ends a chunk, so each LF of a CRLF begins the next.
+    pieces = [piece.encode() for piece in text.replace("\r", "\r\0").split("\0")]
+    server = scripted([(200, pieces)])
+    try:
+        envs = list(agentstream.connect(server.url, "t", max_retries=2).stream("run_x"))
+        assert [e["sequence"] for e in envs] == [0]
+        assert envs[0]["event"] == "line 0\n"
+        assert server.requests == 2, "the envelope, then 204"
+    finally:
+        server.close()
+
+
+LIMIT_REACHED = (429, b'{"error": "limit_reached", "message": "subscribers_per_run (1) reached"}')
+
+
+def test_a_429_to_a_reconnect_is_retried_after_its_retry_after() -> None:
+    # The server has not yet noticed that the stream's first connection is gone, so its slot is
+    # still taken when the stream comes back for what follows sequence 0.
+    server = scripted([
+        (200, f"retry: 10\n\n{envelope_event(0)}".encode()),
+        LIMIT_REACHED,
+        LIMIT_REACHED,
+        (*LIMIT_REACHED, {"Retry-After": "1"}),
+        (200, f"retry: 10\n\n{envelope_event(1)}".encode()),
+    ])
+    try:
+        started = time.monotonic()
+        envs = list(agentstream.connect(server.url, "t", max_retries=3).stream("run_x"))
+        assert [e["sequence"] for e in envs] == [0, 1]
+        assert time.monotonic() - started >= 1.0, "the Retry-After waited for (the backoff is 10 ms)"
+        assert server.paths[1:5] == ["/v1/runs/run_x/events?after=0"] * 4, "resumed, nothing twice"
+        assert server.requests == 6
+    finally:
+        server.close()
+
+
+def test_a_429_to_the_first_request_or_to_too_many_reconnects_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The first request: the tenant's streams are at their limit, not this stream's own.
+    server = scripted([LIMIT_REACHED])
+    try:
+        with pytest.raises(agentstream.ServerError) as e:
+            list(agentstream.connect(server.url, "t", max_retries=3).stream("run_x"))
+        assert (e.value.status, e.value.error) == (429, "limit_reached")
+        assert server.requests == 1
+    finally:
+        server.close()
+    # Reconnects refused max_retries + 1 times in a row; a Retry-After waits at most the cap.
+    monkeypatch.setattr("agentstream.client._RETRY_AFTER_CAP", 0.05)
+    too_long: Answer = (*LIMIT_REACHED, {"Retry-After": "2"})
+    server = scripted([(200, f"retry: 10\n\n{envelope_event(0)}".encode())] + [too_long] * 5)
+    try:
+        got: list[int] = []
+        started = time.monotonic()
+        with pytest.raises(agentstream.ConnectionLostError, match="429 limit_reached"):
+            for env in agentstream.connect(server.url, "t", max_retries=2).stream("run_x"):
+                got.append(env["sequence"])
+        assert time.monotonic() - started < 1.5, "3 waits of the cap, not of 2 s"
+        assert got == [0] and server.requests == 4
+    finally:
+        server.close()
+    # Any other 4xx to a reconnect stays fatal.
+    server = scripted([(200, f"retry: 10\n\n{envelope_event(0)}".encode()),
+                       (403, b'{"error": "forbidden", "message": "no"}')])
+    try:
+        with pytest.raises(agentstream.ServerError) as e:
+            list(agentstream.connect(server.url, "t", max_retries=3).stream("run_x"))
+        assert e.value.status == 403 and server.requests == 2
+    finally:
+        server.close()
+
+
 def test_a_url_that_is_not_an_agentstream_server_is_a_protocol_error() -> None:
     other = not_the_protocol(b"<html>a proxy's page</html>")
     try:
@@ -364,6 +467,100 @@ def test_a_gap_is_raised_or_skipped_never_silent(tmp_path: Path, fake_harness: P
         small.stop()
 
 
+def gap_event(reason: str, after: int | None, missing: int, resume_from: int | None) -> str:
+    gap: dict[str, Any] = {"type": "gap", "runId": "run_x", "reason": reason, "missing": missing,
+                           "message": f"{reason}: {missing} after {after}"}
+    if after is not None:
+        gap["after"] = after
+    if resume_from is not None:
+        gap["resumeFrom"] = resume_from
+    return f"event: gap\ndata: {json.dumps(gap)}\n\n"
+
+
+def evicting(evicted_through: int, last: int = 19) -> FakeStreamServer:
+    """A run of sequences 0 to ``last`` whose reader fell behind: the first request gets
+    sequence 0 and a ``too_slow`` gap for 1…15 (no ``resumeFrom``: the response ends); by the
+    time it comes back, the run evicted everything through ``evicted_through`` (>= 15). Later
+    requests are answered as the server answers ``?after=N``."""
+    def answer(n: int) -> Answer:
+        if n == 0:
+            return 200, f"retry: 10\n\n{envelope_event(0)}{gap_event('too_slow', 0, 15, None)}".encode()
+        after = int(parse_qs(urlsplit(server.paths[n]).query)["after"][0])
+        if after >= last:
+            return 204, b""
+        text = "retry: 10\n\n"
+        if after < evicted_through:
+            text += gap_event("evicted", after, evicted_through - after, evicted_through + 1)
+        text += "".join(envelope_event(s) for s in range(max(after, evicted_through) + 1, last + 1))
+        return 200, text.encode()
+    server = FakeStreamServer(answer)
+    return server
+
+
+def skipped(server: FakeStreamServer, after: int | None = None) -> tuple[list[int], list[str]]:
+    """The sequences a ``gaps="skip"`` stream of ``server`` yields, and the warnings it gives."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        envs = list(agentstream.connect(server.url, "t", max_retries=3).stream("run_x", after, gaps="skip"))
+    return [e["sequence"] for e in envs], [str(w.message) for w in caught if w.category is RuntimeWarning]
+
+
+def test_a_too_slow_gap_is_reported_once_not_again_as_evicted() -> None:
+    server = evicting(15)
+    try:
+        seqs, warned = skipped(server)
+        assert seqs == [0, 16, 17, 18, 19]
+        assert warned == ["agentstream: too_slow: 15 after 0"], "1…15 told once"
+        assert server.paths[1] == "/v1/runs/run_x/events?after=15", "resumed after what it was told is gone"
+    finally:
+        server.close()
+    # Evicted further meanwhile: only the numbers it was not told about yet are reported again.
+    server = evicting(17)
+    try:
+        seqs, warned = skipped(server)
+        assert seqs == [0, 18, 19]
+        assert warned == ["agentstream: too_slow: 15 after 0", "agentstream: evicted: 2 after 15"]
+    finally:
+        server.close()
+
+
+def test_a_gap_notice_of_numbers_already_reported_is_not_reported_again() -> None:
+    # A server that resumes from the old point regardless: its `evicted` notice repeats 1…15.
+    too_slow = f"retry: 10\n\n{envelope_event(0)}{gap_event('too_slow', 0, 15, None)}"
+    tail = "".join(envelope_event(s) for s in range(16, 20))
+    server = scripted([(200, too_slow.encode()), (200, (gap_event("evicted", 0, 15, 16) + tail).encode())])
+    try:
+        seqs, warned = skipped(server)
+        assert seqs == [0, 16, 17, 18, 19]
+        assert warned == ["agentstream: too_slow: 15 after 0"]
+    finally:
+        server.close()
+    # New numbers in it (16, 17): reported.
+    tail = "".join(envelope_event(s) for s in range(18, 20))
+    server = scripted([(200, too_slow.encode()), (200, (gap_event("evicted", 0, 17, 18) + tail).encode())])
+    try:
+        seqs, warned = skipped(server)
+        assert seqs == [0, 18, 19]
+        assert warned == ["agentstream: too_slow: 15 after 0", "agentstream: evicted: 17 after 0"]
+    finally:
+        server.close()
+
+
+def test_a_finished_run_of_which_nothing_is_left_is_reported_once_and_ends() -> None:
+    # The server's answer to a resume point of a run whose every envelope retention removed: a
+    # gap through the terminal (9), no resumeFrom; asked for what follows the terminal, 204.
+    def answer(n: int) -> Answer:
+        after = int(parse_qs(urlsplit(server.paths[n]).query)["after"][0])
+        return (204, b"") if after >= 9 else (200, gap_event("evicted", after, 9 - after, None).encode())
+    server = FakeStreamServer(answer)
+    try:
+        seqs, warned = skipped(server, after=3)
+        assert seqs == [] and warned == ["agentstream: evicted: 6 after 3"]
+        assert server.paths[1:] == ["/v1/runs/run_x/events?after=9"]
+    finally:
+        server.close()
+
+
 def test_astream_yields_the_same_and_closes_when_left(client: agentstream.Client) -> None:
     run = client.run("claude", "List the files")
     full = list(client.stream(run.id))
@@ -383,3 +580,28 @@ def test_astream_yields_the_same_and_closes_when_left(client: agentstream.Client
         return [env async for env in run]
 
     assert asyncio.run(remote_run_aiter()) == full
+
+
+def test_runs_fetches_every_page_of_the_list() -> None:
+    def page(ids: list[str], following: str | None) -> Answer:
+        body: dict[str, Any] = {"runs": [{"id": i, "status": "completed"} for i in ids]}
+        if following is not None:
+            body["next"] = following
+        return (200, json.dumps(body).encode())
+
+    server = scripted([page(["r3", "r2"], "/v1/runs?limit=1000&before=t~r2"), page(["r1"], None)])
+    try:
+        assert [r["id"] for r in agentstream.connect(server.url, "t").runs()] == ["r3", "r2", "r1"]
+        assert server.paths == ["/v1/runs?limit=1000", "/v1/runs?limit=1000&before=t~r2"]
+    finally:
+        server.close()
+    # A next page that is not the list's (or the same page again) is the protocol's error, not
+    # a request elsewhere or a loop.
+    for following in ["https://elsewhere.example/v1/runs?x", "/v1/runs?limit=1000", 5]:
+        server = scripted([page(["r1"], following)] * 3)  # type: ignore[arg-type]
+        try:
+            with pytest.raises(agentstream.ServerError) as info:
+                agentstream.connect(server.url, "t").runs()
+            assert info.value.error == "protocol_error", following
+        finally:
+            server.close()
