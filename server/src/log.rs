@@ -607,6 +607,21 @@ mod tests {
         assert_eq!(seqs(&drain(&mut kept).await), [7, 8, 9], "no gap when nothing is missing");
     }
 
+    /// Resumed from the last number a merged envelope covers (its SSE id), a client that had it
+    /// is told of no gap once it is evicted.
+    #[tokio::test]
+    async fn a_merged_envelope_evicted_after_it_was_read_leaves_no_gap() {
+        let l = log(3);
+        l.create(&t(), "r").await;
+        l.append("r", vec![frame(0, 0, false), frame(1, 3, false)]).await;
+        l.append("r", vec![frame(5, 0, false), frame(6, 0, false), frame(7, 0, true)]).await;
+        let mut resumed = l.subscribe(&t(), "r", Some(4)).await.unwrap();
+        assert_eq!(seqs(&drain(&mut resumed).await), [5, 6, 7]);
+        // From the merged envelope's own number, its merged numbers can only be told missing.
+        let mut from_its_sequence = l.subscribe(&t(), "r", Some(1)).await.unwrap();
+        assert_eq!(seqs(&drain(&mut from_its_sequence).await), [-3, 5, 6, 7]);
+    }
+
     #[tokio::test]
     async fn a_subscriber_that_falls_behind_is_told_and_dropped() {
         let l = log(4);

@@ -27,7 +27,8 @@ async fn the_stream_is_the_run_and_its_content_is_the_golden_decoding() {
     assert_whole_stream(&envs);
     assert_eq!(reason(envs.last().unwrap()), Some("run_complete"));
     for (event, env) in sse.events.iter().zip(&envs) {
-        assert_eq!(event.id.as_deref(), Some(env["sequence"].to_string().as_str()), "SSE id = sequence");
+        let last_covered = env["sequence"].as_u64().unwrap() + env["coalesced"].as_u64().unwrap_or(0);
+        assert_eq!(event.id.as_deref(), Some(last_covered.to_string().as_str()), "SSE id = sequence + coalesced");
         assert_eq!(env["runId"], id.as_str());
     }
     // The content channel is exactly what the decoder produces for the trace.

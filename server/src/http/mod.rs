@@ -10,7 +10,7 @@
 //! | `POST /v1/runs` | start a run: `{"agent", "prompt", "model"?, "resume"?}` → 201 |
 //! | `GET /v1/runs` | a page of the caller's runs, newest first (`?limit=N&before=…`), without results |
 //! | `GET /v1/runs/{id}` | one run: status and, once ended, its result |
-//! | `GET /v1/runs/{id}/events` | Server-Sent Events: one per envelope, `id` = sequence |
+//! | `GET /v1/runs/{id}/events` | Server-Sent Events: one per envelope, `id` = sequence + coalesced |
 //! | `GET /v1/runs/{id}/ws` | WebSocket: the same envelopes, one text message each |
 //! | `POST /v1/runs/{id}/cancel` | cancel; the run ends with one terminal envelope |
 //!

@@ -1,6 +1,6 @@
 //! `GET /v1/runs/{id}/events` (Server-Sent Events) and `GET /v1/runs/{id}/ws` (WebSocket).
 //!
-//! SSE: first `retry: 3000`, then per envelope `id: <sequence>`, `time: <when the server received
+//! SSE: first `retry: 3000`, then per envelope `id: <sequence + coalesced>`, `time: <when the server received
 //! it, Unix ms>` (a field SSE clients ignore; the live view measures durations with it) and
 //! `data: <envelope JSON>` (the default `message` event), a gap notice as `event: gap`, a `: heartbeat` comment after each
 //! heartbeat interval without an envelope, a notice about the cluster's connection as `event:
@@ -118,8 +118,11 @@ fn sse_chunk(deliveries: &[Delivered]) -> (Bytes, usize) {
     for d in &deliveries[..taken] {
         match d {
             Delivered::Frame(f) => {
+                // The resume point is the last number the envelope accounts for: resumed from
+                // a merged envelope's own `sequence` after it was evicted, the numbers it merged
+                // would be reported missing although the client has them.
                 buf.put_slice(b"id: ");
-                buf.put_slice(f.sequence.to_string().as_bytes());
+                buf.put_slice(f.last_covered.to_string().as_bytes());
                 buf.put_slice(b"\ntime: ");
                 buf.put_slice(f.received_ms.to_string().as_bytes());
                 buf.put_slice(b"\ndata: ");
@@ -333,6 +336,11 @@ mod tests {
         let text = String::from_utf8(chunk.to_vec()).unwrap();
         assert_eq!(text, format!("id: 7\ntime: 12\ndata: {{\"a\":1}}\n\nevent: gap\ndata: {}\n\n", g.to_json()));
         assert_eq!(taken, 2);
+        // A merged envelope's id is the last number it accounts for (its resume point).
+        let merged =
+            Frame { sequence: 8, last_covered: 11, terminal: false, json: Bytes::from_static(b"{}"), received_ms: 0 };
+        let (chunk, _) = sse_chunk(&[Delivered::Frame(Arc::new(merged))]);
+        assert!(chunk.starts_with(b"id: 11\n"), "{chunk:?}");
     }
 
     #[test]
