@@ -463,9 +463,13 @@ impl RunBroker {
                 of_tenant,
             }
         };
-        let subscribed = match info.last_sequence.filter(|_| info.status != RunStatus::Running) {
-            Some(last) => self.inner.log.subscribe_ended(tenant, run_id, after, last).await,
-            None => self.inner.log.subscribe(tenant, run_id, after).await,
+        let log = &self.inner.log;
+        let subscribed = match info.last_sequence {
+            Some(last) if info.status != RunStatus::Running => log.subscribe_ended(tenant, run_id, after, last).await,
+            recorded if info.status == RunStatus::Running => {
+                log.subscribe_running(tenant, run_id, after, recorded).await
+            }
+            _ => log.subscribe(tenant, run_id, after).await,
         };
         let inner = subscribed.map_err(|e| match e {
             SubscribeError::UnknownRun => BrokerError::NotFound,

@@ -93,6 +93,20 @@ pub trait EventLog: Send + Sync + 'static {
         let _ = last;
         self.subscribe(tenant, run_id, after).await
     }
+    /// [`EventLog::subscribe`] to a running run whose record says it delivered up to
+    /// `recorded` so far (the record may lag). A log whose retention may have removed all of a
+    /// run while it runs (the cluster's) resumes a point up to that live: the numbers removed as
+    /// a gap, then the envelopes to come — not a resume point it cannot find.
+    async fn subscribe_running(
+        &self,
+        tenant: &TenantId,
+        run_id: &str,
+        after: Option<u64>,
+        recorded: Option<u64>,
+    ) -> Result<Box<dyn Subscription>, SubscribeError> {
+        let _ = recorded;
+        self.subscribe(tenant, run_id, after).await
+    }
     /// The last sequence number the run's log covers so far (`None`: nothing yet, or unknown).
     async fn last_covered(&self, tenant: &TenantId, run_id: &str) -> Option<u64>;
     /// Forget a run (subscribers already attached read on until they finish).

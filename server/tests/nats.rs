@@ -838,6 +838,13 @@ mod cluster {
         tokio::time::sleep(Duration::from_millis(300)).await;
         flood_out_everything_else(&cluster).await;
         assert!(!anything_left(&cluster, &id).await, "retention removed the running run's envelopes");
+        // Resumed while it runs, from a point its record vouches for (the live view reconnecting):
+        // what was removed as a gap, then what comes — not a 400 for a point nothing shows.
+        let recorded = recorded_last_sequence(&cluster, &id).await;
+        wait_past(b, &id, recorded.saturating_sub(1)).await;
+        let resume_point = recorded - 3;
+        let resumed = spawn_sse_after(b, &id, resume_point);
+        tokio::time::sleep(Duration::from_millis(300)).await;
         // The worker publishes on into the emptied subject: the cancel's terminal is stored.
         let info = b.broker.cancel(&"a".into(), &id, "done", Duration::from_secs(15)).await.unwrap();
         assert_eq!(info.status, agentstream_server::broker::RunStatus::Cancelled, "{info:?}");
@@ -846,6 +853,13 @@ mod cluster {
         assert_whole_stream(&envs);
         assert_eq!(reason(envs.last().unwrap()), Some("run_interrupted"));
         let last = envs.last().unwrap()["sequence"].as_u64().unwrap();
+        let resumed = tokio::time::timeout(Duration::from_secs(20), resumed).await.expect("it ends").unwrap();
+        assert_eq!(resumed[0].event, "gap", "{resumed:?}");
+        let gap = resumed[0].json();
+        assert_eq!((gap["reason"].as_str(), gap["after"].as_u64()), (Some("evicted"), Some(resume_point)), "{gap}");
+        assert_eq!(gap["missing"].as_u64(), Some(last - resume_point - 1), "{gap}");
+        let after_gap: Vec<Value> = resumed.iter().filter(|e| e.event == "message").map(SseEvent::json).collect();
+        assert_eq!(after_gap.iter().map(|e| e["sequence"].as_u64()).collect::<Vec<_>>(), [Some(last)]);
         // From the start now: what retention removed as a gap, then the terminal.
         let late = b.sse(TOKEN_A, &id, None, "").await;
         assert_eq!(late.events[0].event, "gap", "{:?}", late.events);
@@ -1067,7 +1081,7 @@ mod cluster {
         eprintln!("{RUNS} runs in {:?}: {per_worker:?}", started.elapsed());
         assert_eq!(per_worker.values().sum::<usize>(), RUNS);
         assert!(per_worker.len() == 2 && per_worker.values().all(|n| *n > 0), "spread over both: {per_worker:?}");
-        let listed = cluster.b.get_json(Some(TOKEN_A), "/v1/runs").await.1;
+        let listed = cluster.b.get_json(Some(TOKEN_A), "/v1/runs?limit=1000").await.1;
         let listed: Vec<&str> = listed["runs"].as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap()).collect();
         assert!(ids.iter().all(|id| listed.contains(&id.as_str())), "every run is listed");
         // Their streams are whole (a sample, through the instance that did not start them).

@@ -120,6 +120,18 @@ impl JetStreamLog {
                     .map_err(SubscribeError::Unavailable)?,
             },
         };
+        self.follow_from(subject, run_id, after, deliver_policy).await
+    }
+
+    /// Read `subject` from `deliver_policy` on, as a subscriber that has everything through
+    /// `after`.
+    async fn follow_from(
+        &self,
+        subject: String,
+        run_id: &str,
+        after: Option<u64>,
+        deliver_policy: DeliverPolicy,
+    ) -> Result<Box<dyn Subscription>, SubscribeError> {
         let source = self.followers.open(&subject, deliver_policy, true).await.map_err(SubscribeError::Unavailable)?;
         let mut connection = self.cluster.connection();
         connection.borrow_and_update();
@@ -276,6 +288,25 @@ impl EventLog for JetStreamLog {
         let subject = self.cluster.settings.events_subject(tenant, run_id);
         let last = tail(&self.cluster, &subject).await.map_err(SubscribeError::Unavailable)?;
         self.follow(subject, run_id, after, last).await
+    }
+
+    async fn subscribe_running(
+        &self,
+        tenant: &TenantId,
+        run_id: &str,
+        after: Option<u64>,
+        recorded: Option<u64>,
+    ) -> Result<Box<dyn Subscription>, SubscribeError> {
+        let subject = self.cluster.settings.events_subject(tenant, run_id);
+        match tail(&self.cluster, &subject).await.map_err(SubscribeError::Unavailable)? {
+            // Retention removed every message of the run so far, up to a point its record
+            // vouches for: follow what comes next, which starts with the numbers removed as a
+            // gap (the subscription tells them from the first message it reads).
+            None if after.is_some_and(|a| recorded.is_some_and(|r| a <= r)) => {
+                self.follow_from(subject, run_id, after, DeliverPolicy::All).await
+            }
+            last => self.follow(subject, run_id, after, last).await,
+        }
     }
 
     async fn subscribe_ended(
