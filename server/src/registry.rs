@@ -111,7 +111,7 @@ impl std::str::FromStr for ListCursor {
         let plain = |t: &str, extra: &[u8]| {
             !t.is_empty() && t.len() <= 128 && t.bytes().all(|b| b.is_ascii_alphanumeric() || extra.contains(&b))
         };
-        if plain(created_at, b"-:.+") && plain(id, b"_-") {
+        if plain(created_at, b"-:.") && plain(id, b"_-") {
             Ok(ListCursor { created_at: created_at.to_string(), id: id.to_string() })
         } else {
             Err(())
