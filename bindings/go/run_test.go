@@ -1087,6 +1087,38 @@ func TestStreamContextCancelAndCloseCancelTheRun(t *testing.T) {
 	}
 }
 
+// Close stops a run that prints nothing more: it told the run only when the next delivery
+// came, so Close waited for as long as the harness stayed quiet.
+func TestStreamCloseStopsAQuietRun(t *testing.T) {
+	c := fakeClient(t, "claude", "s1-text", map[string]string{"AGENTSTREAM_FAKE_HANG": "1"})
+	st, err := c.Stream(context.Background(), RunOptions{Prompt: "x", KillGrace: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Read everything the trace prints, until the harness goes quiet.
+	for quiet := false; !quiet; {
+		select {
+		case <-st.Deliveries():
+		case <-time.After(time.Second):
+			quiet = true
+		}
+	}
+	closed := make(chan struct{})
+	go func() {
+		st.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not stop a quiet run")
+	}
+	res, err := st.Wait(context.Background())
+	if err != nil || res.State != RunCancelled || res.CancelKind != CancelKindReaderLeft {
+		t.Fatalf("%+v %v", res, err)
+	}
+}
+
 // Waiting without reading discards what nobody read (the core drains an iterated run).
 func TestStreamWaitWithoutReading(t *testing.T) {
 	c := fakeClient(t, "claude", "s2-bash", nil)

@@ -82,6 +82,13 @@ func (st *Stream) Deliveries() <-chan Delivery { return st.ch }
 // channel closes as soon as OnEvent returns.
 func (st *Stream) Close() error {
 	st.closeOnce.Do(func() { close(st.closing) })
+	// Told here, not only when the next delivery finds the channel closing: a run that prints
+	// nothing more would otherwise go on, and Close wait, until it printed or exited.
+	st.mu.Lock()
+	if st.ptr != nil {
+		_ = runLeave(st.ptr)
+	}
+	st.mu.Unlock()
 	if st.callStarted.Load() != 0 {
 		return nil
 	}
