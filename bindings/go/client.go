@@ -118,8 +118,9 @@ func (c *Client) with(f func(sessionPtr) error) error {
 //
 // During a run the handlers are called from one goroutine that is not the caller's, in
 // sequence order, one at a time, the handlers of a channel in registration order. A handler
-// registered during a run gets the rest of it. A handler that returns an error or panics does
-// not stop the run or the other handlers: its first failure in a run is reported (see
+// registered during a run gets the rest of it, unless the run started with no handler and no
+// OnEvent (such a run is only awaited: the next run calls it). A handler that returns an error
+// or panics does not stop the run or the other handlers: its first failure in a run is reported (see
 // OnHandlerError) and every failure is counted in RunResult.HandlerErrors. Stream does not call
 // these handlers: it hands every delivery over.
 func (c *Client) On(name string, handler any) error {

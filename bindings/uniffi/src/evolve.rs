@@ -92,7 +92,9 @@ impl Evolve {
 
     /// Register `listener` for channel `channel` (`content`, `lifecycle`, `stdout`, `stderr`;
     /// any other name is an `InvalidArgument` error listing the four). Listeners of a channel
-    /// are called in registration order. A run in progress delivers to it from its next batch.
+    /// are called in registration order. A run in progress delivers to it from its next batch
+    /// (unless it started with no listener and no hooks: such a run is only awaited, and the
+    /// next run delivers to it).
     /// Returns the subscription id (for `off_id`).
     pub fn on(&self, channel: String, listener: Arc<dyn ChannelListener>) -> Result<u64> {
         // Held across the registration so a run never sees the id without its listener.

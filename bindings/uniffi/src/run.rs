@@ -178,6 +178,17 @@ impl Drop for AgentRun {
     }
 }
 
+/// Leaves its run when dropped, unless emptied first (the run was read to its end).
+struct LeaveUnlessDone(Option<Arc<AgentRun>>);
+
+impl Drop for LeaveUnlessDone {
+    fn drop(&mut self) {
+        if let Some(run) = self.0.take() {
+            run.run.leave();
+        }
+    }
+}
+
 /// Holds the run's reader slot for one read.
 pub(crate) struct Reading<'a>(&'a AtomicBool);
 
@@ -367,6 +378,9 @@ impl AgentRun {
 
     /// Read to the end, delivering to the listeners; the result and the first failures.
     pub(crate) async fn finish(self: Arc<Self>) -> Result<RunFinished> {
+        // Dropped before the end (a cancelled coroutine): the run is left, which cancels it —
+        // also a run nothing is delivered from (no listener), which no reader would stop.
+        let mut leave = LeaveUnlessDone(Some(self.clone()));
         let mut failures = Vec::new();
         loop {
             let batch = self.clone().dispatch_async().await?;
@@ -375,7 +389,8 @@ impl AgentRun {
                 break;
             }
         }
-        let result_json = self.wait_json_async().await?;
+        let result_json = self.clone().wait_json_async().await?;
+        leave.0 = None;
         Ok(RunFinished { result_json, failures })
     }
 }

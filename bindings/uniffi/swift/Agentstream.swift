@@ -1735,7 +1735,9 @@ public protocol EvolveProtocol: AnyObject, Sendable {
     /**
      * Register `listener` for channel `channel` (`content`, `lifecycle`, `stdout`, `stderr`;
      * any other name is an `InvalidArgument` error listing the four). Listeners of a channel
-     * are called in registration order. A run in progress delivers to it from its next batch.
+     * are called in registration order. A run in progress delivers to it from its next batch
+     * (unless it started with no listener and no hooks: such a run is only awaited, and the
+     * next run delivers to it).
      * Returns the subscription id (for `off_id`).
      */
     func on(channel: String, listener: ChannelListener) throws  -> UInt64
@@ -1943,7 +1945,9 @@ open func offId(id: UInt64) -> Bool  {
     /**
      * Register `listener` for channel `channel` (`content`, `lifecycle`, `stdout`, `stderr`;
      * any other name is an `InvalidArgument` error listing the four). Listeners of a channel
-     * are called in registration order. A run in progress delivers to it from its next batch.
+     * are called in registration order. A run in progress delivers to it from its next batch
+     * (unless it started with no listener and no hooks: such a run is only awaited, and the
+     * next run delivers to it).
      * Returns the subscription id (for `off_id`).
      */
 open func on(channel: String, listener: ChannelListener)throws  -> UInt64  {
@@ -4034,7 +4038,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_agentstream_uniffi_checksum_method_evolve_off_id() != 15521) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_agentstream_uniffi_checksum_method_evolve_on() != 57854) {
+    if (uniffi_agentstream_uniffi_checksum_method_evolve_on() != 3480) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_agentstream_uniffi_checksum_method_evolve_pause() != 1683) {

@@ -119,7 +119,8 @@ namespace Agentstream
         ///
         /// During a run the handlers are called on the run's delivery thread (not the caller's), in
         /// sequence order, one at a time, the handlers of a channel in registration order; one added
-        /// during a run gets the rest of it. A handler that throws does not stop the run or the other
+        /// during a run gets the rest of it (unless the run started with no handler and no
+        /// <c>OnEvent</c>: such a run is only awaited, and the next run calls it). A handler that throws does not stop the run or the other
         /// handlers: its first failure in a run is reported (<see cref="HandlerFailed"/>) and every
         /// failure is counted (<see cref="RunResult.HandlerErrors"/>). A <see cref="RunStream"/> does
         /// not call these handlers: it yields every delivery.

@@ -127,8 +127,9 @@ public final class Evolve implements AutoCloseable {
      *
      * <p>During a run the handlers are called on the run's delivery thread (one per run, not the
      * caller's), in sequence order, one at a time; the handlers of a channel in registration
-     * order. A handler registered during a run gets the rest of it. A handler that throws does not
-     * stop the run or the other handlers: every failure is counted ({@code
+     * order. A handler registered during a run gets the rest of it (unless the run started with
+     * no handler and no {@code onEvent}: such a run is only awaited, and the next run calls it).
+     * A handler that throws does not stop the run or the other handlers: every failure is counted ({@code
      * RunResult.handlerErrors()}) and the first of each handler in a run is reported with its
      * stack (see {@link #onHandlerError}). A {@link RunStream} does not call these handlers.
      *

@@ -12,6 +12,8 @@ import dev.agentstream.kotlin.types.RunResult
 import dev.agentstream.kotlin.types.StderrEnvelope
 import dev.agentstream.kotlin.types.StdoutEnvelope
 import kotlinx.coroutines.CancellationException
+import kotlinx.coroutines.currentCoroutineContext
+import kotlinx.coroutines.ensureActive
 import kotlinx.coroutines.flow.Flow
 import kotlinx.coroutines.flow.flow
 import dev.agentstream.kotlin.ffi.Evolve as NativeEvolve
@@ -121,6 +123,10 @@ public class Evolve(config: AgentConfig) : AutoCloseable {
         try {
             val reader = RoutedReader(run)
             while (true) {
+                // A reader slower than the run always finds a batch ready and never suspends:
+                // without this check a cancelled coroutine (withTimeout, job.cancel()) would
+                // read on to the run's end.
+                currentCoroutineContext().ensureActive()
                 val batch = reader.next() ?: break
                 report(run, router.deliver(batch))
             }

@@ -379,6 +379,25 @@ class RunTest {
     }
 
     @Test
+    fun `a cancelled coroutine stops a run whose listeners are slower than it`() {
+        // A batch is always ready for a reader slower than the run: it never suspends, so only
+        // a check between batches sees the cancellation (it read on to the run's end before).
+        Evolve(AgentConfig(type = "claude")).use { evolve ->
+            evolve.onStdout { Thread.sleep(1) }
+            val started = System.nanoTime()
+            assertThrows(CancellationException::class.java) {
+                runBlocking {
+                    withTimeout(1_000) { evolve.run(RunOptions(command = listOf("sh", "-c", "seq 1 100000000"))) }
+                }
+            }
+            val seconds = (System.nanoTime() - started) / 1e9
+            assertTrue(seconds < 15, "stopped ${"%.1f".format(seconds)} s after the start")
+            eventually(what = "the client sees the run end") { evolve.status().activeRunId == null }
+            assertEquals("cancelled", evolve.status().lastStatus)
+        }
+    }
+
+    @Test
     fun `lines larger than the batch buffer arrive whole, in order`() = runBlocking {
         // 200,000 and 300,000 bytes: each batch is larger than the reader's first buffer (64 KiB).
         val sizes = listOf(200_000, 300_000)

@@ -1156,7 +1156,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_agentstream_uniffi_checksum_method_evolve_off_id() and 0xFFFF) != 15521) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_agentstream_uniffi_checksum_method_evolve_on() and 0xFFFF) != 57854) {
+    if ((lib.uniffi_agentstream_uniffi_checksum_method_evolve_on() and 0xFFFF) != 3480) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_agentstream_uniffi_checksum_method_evolve_pause() and 0xFFFF) != 1683) {
@@ -3503,7 +3503,9 @@ public interface EvolveInterface {
     /**
      * Register `listener` for channel `channel` (`content`, `lifecycle`, `stdout`, `stderr`;
      * any other name is an `InvalidArgument` error listing the four). Listeners of a channel
-     * are called in registration order. A run in progress delivers to it from its next batch.
+     * are called in registration order. A run in progress delivers to it from its next batch
+     * (unless it started with no listener and no hooks: such a run is only awaited, and the
+     * next run delivers to it).
      * Returns the subscription id (for `off_id`).
      */
     fun `on`(`channel`: kotlin.String, `listener`: ChannelListener): kotlin.ULong
@@ -3788,7 +3790,9 @@ open class Evolve: Disposable, AutoCloseable, EvolveInterface
     /**
      * Register `listener` for channel `channel` (`content`, `lifecycle`, `stdout`, `stderr`;
      * any other name is an `InvalidArgument` error listing the four). Listeners of a channel
-     * are called in registration order. A run in progress delivers to it from its next batch.
+     * are called in registration order. A run in progress delivers to it from its next batch
+     * (unless it started with no listener and no hooks: such a run is only awaited, and the
+     * next run delivers to it).
      * Returns the subscription id (for `off_id`).
      */
     @Throws(AgentstreamException::class)override fun `on`(`channel`: kotlin.String, `listener`: ChannelListener): kotlin.ULong {
