@@ -200,19 +200,26 @@ public final class Run {
      * (with its stack) when it is that handler's first failure in this run.
      */
     void call(long handler, String channel, long sequence, Runnable body) {
+        // Read first: a handler that closes its stream frees the run, which forgets its owner.
+        Evolve o = owner;
         try {
             body.run();
         } catch (Throwable t) {
-            boolean first;
-            try (Arena arena = Arena.ofConfined()) {
-                MemorySegment ch = Native.cstring(arena, channel);
-                MemorySegment msg = Native.ctext(arena, HandlerError.describe(t));
-                MemorySegment out = arena.allocate(JAVA_BOOLEAN);
-                Native.check(() -> (int) Native.RUN_HANDLER_FAILED.invokeExact(handle, handler, ch, sequence, msg, out));
-                first = Native.bool(out);
+            boolean first = true;
+            synchronized (freeLock) {
+                // A handler that closed its stream (and so freed the run) and then threw: the run
+                // can no longer count it, and it is reported all the same.
+                if (!freed) {
+                    try (Arena arena = Arena.ofConfined()) {
+                        MemorySegment ch = Native.cstring(arena, channel);
+                        MemorySegment msg = Native.ctext(arena, HandlerError.describe(t));
+                        MemorySegment out = arena.allocate(JAVA_BOOLEAN);
+                        Native.check(() -> (int) Native.RUN_HANDLER_FAILED.invokeExact(handle, handler, ch, sequence, msg, out));
+                        first = Native.bool(out);
+                    }
+                }
             }
             if (first) {
-                Evolve o = owner;
                 HandlerError failure = new HandlerError(id, channel, sequence, t);
                 try {
                     if (o != null) {
@@ -293,7 +300,8 @@ public final class Run {
 
     /**
      * The result future: cancelling it cancels the run, and so does completing it any other way
-     * ({@code complete}, {@code completeExceptionally}, {@code orTimeout}, {@code obtrude…}): the
+     * ({@code complete}, {@code completeAsync}, {@code completeExceptionally}, {@code orTimeout},
+     * {@code obtrude…}): the
      * run must not go on unseen. Waiting for it ({@code get}, {@code join}) from the run's own
      * handler would wait for itself: a {@link BusyException}.
      */
@@ -338,6 +346,30 @@ public final class Run {
         @Override
         public boolean completeExceptionally(Throwable ex) {
             return stopRunIf(super.completeExceptionally(ex), ex);
+        }
+
+        /** As {@code complete}, from {@code executor} (the JDK's own completes without it). */
+        @Override
+        public CompletableFuture<RunResult> completeAsync(
+                java.util.function.Supplier<? extends RunResult> supplier, java.util.concurrent.Executor executor) {
+            java.util.Objects.requireNonNull(supplier, "supplier");
+            java.util.Objects.requireNonNull(executor, "executor");
+            executor.execute(() -> {
+                if (isDone()) {
+                    return;
+                }
+                try {
+                    complete(supplier.get());
+                } catch (Throwable t) {
+                    completeExceptionally(t);
+                }
+            });
+            return this;
+        }
+
+        @Override
+        public CompletableFuture<RunResult> completeAsync(java.util.function.Supplier<? extends RunResult> supplier) {
+            return completeAsync(supplier, defaultExecutor());
         }
 
         @Override

@@ -73,9 +73,16 @@ public final class RunOptions {
         return Json.write(r);
     }
 
+    /** The options as JSON, environment values masked (they are often credentials, and a string form ends up in logs). */
     @Override
     public String toString() {
-        return "RunOptions" + Json.write(request) + (onEvent != null ? " + onEvent" : "");
+        Map<String, Object> shown = new LinkedHashMap<>(request);
+        if (shown.get("env") instanceof Map<?, ?> env) {
+            Map<Object, Object> masked = new LinkedHashMap<>();
+            env.keySet().forEach(name -> masked.put(name, "[redacted]"));
+            shown.put("env", masked);
+        }
+        return "RunOptions" + Json.write(shown) + (onEvent != null ? " + onEvent" : "");
     }
 
     /** Builds {@link RunOptions}. Every setter returns the builder. */
@@ -321,6 +328,10 @@ public final class RunOptions {
          */
         public RunOptions build() {
             Map<String, Object> r = new LinkedHashMap<>(request);
+            // The builder's env map goes on growing with env(name, value): the options keep a copy.
+            if (r.get("env") instanceof Map<?, ?> env) {
+                r.put("env", new LinkedHashMap<>(env));
+            }
             if (!limits.isEmpty()) {
                 r.put("limits", new LinkedHashMap<>(limits));
             }

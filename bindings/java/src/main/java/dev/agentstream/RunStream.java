@@ -105,10 +105,15 @@ public final class RunStream implements Iterator<Event>, AutoCloseable {
                 if (e instanceof Event.Hook h) {
                     run.callOnEvent(h);
                 }
+                if (closed) {
+                    // Closed by onEvent (or another thread): nothing more is handed over, not
+                    // even the rest of this batch or the hook whose handler closed it.
+                    break;
+                }
                 ready.add(e);
             }
             batch.clear();
-            if (kind == Native.NEXT_END) {
+            if (kind == Native.NEXT_END && !closed) {
                 ended = true;
                 puller.close();
                 dropped.clean();
