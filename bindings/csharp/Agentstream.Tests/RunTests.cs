@@ -266,16 +266,35 @@ namespace Agentstream.Tests
         {
             using (var evolve = Fake("claude", "s2-bash", "AGENTSTREAM_FAKE_DELAY_MS", "20"))
             {
-                // From its own OnEvent.
+                // From its own OnEvent, which then throws: that hook is not handed over, and the
+                // failure is reported (not an ObjectDisposedException out of the foreach).
+                var reported = new List<string>();
+                evolve.HandlerFailed += (sender, e) => reported.Add(e.Channel);
                 RunStream stream = null;
-                stream = evolve.Stream(new RunOptions { Prompt = "x", KillGrace = TimeSpan.FromMilliseconds(200), OnEvent = h => stream.Dispose() });
+                stream = evolve.Stream(new RunOptions
+                {
+                    Prompt = "x",
+                    KillGrace = TimeSpan.FromMilliseconds(200),
+                    OnEvent = h =>
+                    {
+                        stream.Dispose();
+                        throw new InvalidOperationException("thrown after the dispose");
+                    },
+                });
                 int read = 0;
+                int hooksRead = 0;
                 foreach (var e in stream)
                 {
                     read++;
+                    if (e.Hook != null)
+                    {
+                        hooksRead++;
+                    }
                 }
                 Check.True(read > 0, "read until the dispose: " + read);
+                Check.Equal(0, hooksRead, "the hook whose OnEvent disposed the stream is not handed over");
                 Check.Equal(RunState.Cancelled, stream.Result.State, "the run was left");
+                Check.Equal("on_event", string.Join(",", reported), "the failure after the dispose is reported");
                 // From another thread, while the reader waits for the next batch.
                 var other = evolve.Stream(new RunOptions { Prompt = "y", KillGrace = TimeSpan.FromMilliseconds(200) });
                 var disposer = new Thread(() => { Thread.Sleep(100); other.Dispose(); });
@@ -285,8 +304,10 @@ namespace Agentstream.Tests
                 {
                     more++;
                 }
-                disposer.Join();
+                // Not joined first: once the enumeration ended, the result is there (the reader's
+                // end waits for the other thread's dispose to finish).
                 Check.Equal(RunState.Cancelled, other.Result.State, "the other run was left too");
+                disposer.Join();
             }
         }
 

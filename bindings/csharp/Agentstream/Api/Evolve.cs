@@ -188,7 +188,15 @@ namespace Agentstream
         public AgentRun Start(RunOptions options, CancellationToken cancellationToken = default(CancellationToken))
         {
             var channel = StartNative(options, null);
-            return new AgentRun(this, channel, options.OnEvent, cancellationToken);
+            try
+            {
+                return new AgentRun(this, channel, options.OnEvent, cancellationToken);
+            }
+            catch
+            {
+                Abandon(channel);
+                throw;
+            }
         }
 
         /// <summary>
@@ -236,7 +244,15 @@ namespace Agentstream
         public RunStream Stream(RunOptions options, CancellationToken cancellationToken = default(CancellationToken))
         {
             var channel = StartNative(options, "iterate");
-            return new RunStream(this, channel, options.OnEvent, cancellationToken);
+            try
+            {
+                return new RunStream(this, channel, options.OnEvent, cancellationToken);
+            }
+            catch
+            {
+                Abandon(channel);
+                throw;
+            }
         }
 
         RunChannel StartNative(RunOptions options, string read)
@@ -254,8 +270,26 @@ namespace Agentstream
             }
             catch
             {
+                // Cancelled first: freeing a run that nothing reads would leave its process going.
+                Native.agentstream_run_cancel(run, Native.Utf8Text("the run could not be handed over"));
                 run.Dispose();
                 throw;
+            }
+        }
+
+        /// <summary>
+        /// A started run that could not be handed to the caller (its reader could not be set up):
+        /// cancelled and freed at once, so that it neither goes on unseen nor holds this Evolve.
+        /// </summary>
+        static void Abandon(RunChannel channel)
+        {
+            try
+            {
+                channel.Cancel("the run could not be handed over");
+            }
+            finally
+            {
+                channel.Dispose();
             }
         }
 

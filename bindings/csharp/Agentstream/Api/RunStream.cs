@@ -21,6 +21,9 @@ namespace Agentstream
         bool enumerated;
         bool finished;
         RunResult result;
+        // Set when the first Close is done: a second one (the enumeration's end while another
+        // thread disposes) waits for it, so that Result is there once either returned.
+        readonly ManualResetEventSlim closed = new ManualResetEventSlim(false);
 
         internal RunStream(Evolve owner, RunChannel channel, Action<AgentEvent> onEvent, CancellationToken token)
         {
@@ -96,6 +99,11 @@ namespace Agentstream
                         if (e.Hook != null && onEvent != null)
                         {
                             CallOnEvent(e);
+                            if (Volatile.Read(ref finished))
+                            {
+                                // Disposed by its OnEvent: not even this hook is handed over.
+                                yield break;
+                            }
                         }
                         yield return e;
                     }
@@ -136,7 +144,18 @@ namespace Agentstream
             }
             catch (Exception failure)
             {
-                if (channel.HandlerFailed(Evolve.OnEventHandlerId, "on_event", e.Sequence, HandlerFailedEventArgs.Describe(failure)))
+                bool first;
+                try
+                {
+                    first = channel.HandlerFailed(Evolve.OnEventHandlerId, "on_event", e.Sequence, HandlerFailedEventArgs.Describe(failure));
+                }
+                catch (ObjectDisposedException) when (Volatile.Read(ref finished))
+                {
+                    // The handler disposed the stream, then threw: the run cannot count it any
+                    // more; it is reported all the same.
+                    first = true;
+                }
+                if (first)
                 {
                     owner.ReportHandlerFailure(new HandlerFailedEventArgs(Id, "on_event", e.Sequence, failure));
                 }
@@ -146,13 +165,17 @@ namespace Agentstream
         /// <summary>Stops reading: an unfinished run is cancelled and drained, its result kept.</summary>
         void Close()
         {
+            bool first;
             lock (gate)
             {
-                if (finished)
-                {
-                    return;
-                }
+                first = !finished;
                 finished = true;
+            }
+            if (!first)
+            {
+                // Outside the lock: the first Close takes it to store the result.
+                closed.Wait();
+                return;
             }
             try
             {
@@ -167,6 +190,7 @@ namespace Agentstream
             {
                 channel.Dispose();
                 registration.Dispose();
+                closed.Set();
             }
         }
 
