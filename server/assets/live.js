@@ -70,10 +70,19 @@
     options.headers = Object.assign({ Authorization: `Bearer ${state.token}` }, options.headers || {});
     const response = await fetch(path, options);
     if (response.status === 401) {
-      showLogin('That token was not accepted.');
+      signOut('That token was not accepted.');
       throw new Error('unauthorized');
     }
     return response;
+  }
+
+  /** Forget the token (a rejected one would be sent every 2 s for ever) and show the form. */
+  function signOut(message) {
+    sessionStorage.removeItem(TOKEN_KEY);
+    state.token = null;
+    clearInterval(state.listTimer);
+    if (state.follow) state.follow.stop();
+    showLogin(message);
   }
 
   async function errorText(response) {
@@ -198,28 +207,49 @@
     refreshList();
   }
 
-  /** Parse SSE text into messages; returns the unparsed rest. */
-  function parseSse(buffer, onMessage) {
-    let at;
-    while ((at = buffer.search(/\r?\n\r?\n/)) !== -1) {
-      const block = buffer.slice(0, at);
-      buffer = buffer.slice(at + buffer.slice(at).match(/^\r?\n\r?\n/)[0].length);
-      const message = { event: 'message', data: [], id: null, retry: null, time: null };
-      for (const line of block.split(/\r?\n/)) {
-        if (!line || line.startsWith(':')) continue;
-        const colon = line.indexOf(':');
-        const field = colon === -1 ? line : line.slice(0, colon);
-        let value = colon === -1 ? '' : line.slice(colon + 1);
-        if (value.startsWith(' ')) value = value.slice(1);
-        if (field === 'data') message.data.push(value);
-        else if (field === 'event') message.event = value;
-        else if (field === 'id') message.id = value;
-        else if (field === 'retry') message.retry = Number(value);
-        else if (field === 'time') message.time = Number(value);
+  /**
+   * An SSE parser fed the response's text as it arrives; calls onMessage for each message. It
+   * looks at each character once (a 16 MiB envelope read 16 KiB at a time was rescanned from
+   * its start on every read: seconds of a frozen tab). Lines end in LF, CRLF or CR, also split
+   * between two reads.
+   */
+  function sseParser(onMessage) {
+    const fresh = () => ({ event: 'message', data: [], id: null, retry: null, time: null });
+    let message = fresh();
+    let partial = ''; // the start of a line whose end has not come yet
+    let afterCR = false; // the last read ended in CR: an LF starting the next is the same line end
+    function line(text) {
+      if (!text) {
+        if (message.data.length || message.retry !== null) onMessage(message);
+        message = fresh();
+        return;
       }
-      if (message.data.length || message.retry !== null) onMessage(message);
+      if (text.startsWith(':')) return;
+      const colon = text.indexOf(':');
+      const field = colon === -1 ? text : text.slice(0, colon);
+      let value = colon === -1 ? '' : text.slice(colon + 1);
+      if (value.startsWith(' ')) value = value.slice(1);
+      if (field === 'data') message.data.push(value);
+      else if (field === 'event') message.event = value;
+      else if (field === 'id') message.id = value;
+      else if (field === 'retry') message.retry = Number(value);
+      else if (field === 'time') message.time = Number(value);
     }
-    return buffer;
+    return function feed(chunk) {
+      let start = afterCR && chunk.startsWith('\n') ? 1 : 0;
+      afterCR = false;
+      const ends = /\r\n|\r|\n/g;
+      ends.lastIndex = start;
+      let end;
+      while ((end = ends.exec(chunk)) !== null) {
+        const text = partial + chunk.slice(start, end.index);
+        partial = '';
+        start = end.index + end[0].length;
+        afterCR = end[0] === '\r' && start === chunk.length;
+        line(text);
+      }
+      partial += chunk.slice(start);
+    };
   }
 
   /** Follow a run's stream until its terminal envelope, reconnecting as needed. */
@@ -228,6 +258,26 @@
     let controller = null;
     let retryMs = 3000;
     let lastId = null;
+    // The last sequence number a gap notice reported missing: a later notice of numbers up to
+    // it (the `evicted` one after a `too_slow`) is not shown again.
+    let reported = -1;
+    // Failed attempts in a row: the wait before the next one doubles (up to 30 s).
+    let failures = 0;
+    let waitAtLeastMs = 0;
+
+    /** A gap notice: shown once per missing range; without `resumeFrom` (the response ends with
+     * it) the numbers it reported are skipped, so that the reconnect does not ask for them again
+     * (a finished run of which nothing is left would be asked for the same gap for ever). */
+    function gap(data) {
+      const missing = Number.isInteger(data.missing) && data.missing > 0 ? data.missing : null;
+      const after = Number.isInteger(data.after) ? data.after : null;
+      const through = missing === null ? null : (after === null ? missing - 1 : after + missing);
+      if (through === null || through > reported) timeline.gap(data);
+      if (through !== null) reported = Math.max(reported, through);
+      if (!Number.isInteger(data.resumeFrom) && through !== null && (lastId === null || through > Number(lastId))) {
+        lastId = String(through);
+      }
+    }
 
     async function once() {
       controller = new AbortController();
@@ -238,33 +288,57 @@
       if (!response.ok) {
         const text = await errorText(response);
         timeline.setConnection(text);
+        const after = Number(response.headers.get('Retry-After'));
+        waitAtLeastMs = Number.isFinite(after) && after > 0 ? Math.min(after, 30) * 1000 : 0;
         return response.status >= 500 || response.status === 429 ? 'retry' : 'fatal';
       }
       timeline.setConnection(null);
       const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
-      let buffer = '';
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        buffer = parseSse(buffer + value, (message) => {
-          if (message.retry !== null && Number.isFinite(message.retry)) retryMs = message.retry;
-          if (!message.data.length) return;
-          const data = JSON.parse(message.data.join('\n'));
-          if (message.event === 'gap') {
-            timeline.gap(data);
-          } else if (message.event === 'message') {
-            // When the server received it (kept across reconnects), else now.
-            timeline.push(data, Number.isFinite(message.time) ? message.time : Date.now());
-          }
-          if (message.id !== null) lastId = message.id;
-        });
+      let broken = null;
+      const feed = sseParser((message) => {
+        if (broken) return;
+        if (message.retry !== null && Number.isFinite(message.retry)) retryMs = message.retry;
+        if (!message.data.length) return;
+        let data;
+        try {
+          data = JSON.parse(message.data.join('\n'));
+        } catch (_) {
+          broken = 'The stream is not agentstream\'s (data that is not JSON): a proxy in between?';
+          return;
+        }
+        failures = 0;
+        if (message.event === 'gap') {
+          gap(data);
+        } else if (message.event === 'notice') {
+          // The cluster's messaging went away (nothing can arrive meanwhile) or came back.
+          timeline.setConnection(data.reason === 'backend_restored' ? null : data.message || String(data.reason));
+        } else if (message.event === 'message') {
+          // When the server received it (kept across reconnects), else now.
+          timeline.push(data, Number.isFinite(message.time) ? message.time : Date.now());
+        }
+        if (message.id !== null) lastId = message.id;
+      });
+      try {
+        while (!broken) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          feed(value);
+        }
+      } finally {
+        // Whatever ended the reading (a bad message, an error), the connection goes with it:
+        // a browser has only a few per server.
+        controller.abort();
+      }
+      if (broken) {
+        timeline.setConnection(broken);
+        return 'fatal';
       }
       return timeline.isEnded() ? 'complete' : 'retry';
     }
 
     const done = (async () => {
+      let outcome = 'retry';
       while (!stopped) {
-        let outcome;
         try {
           outcome = await once();
         } catch (e) {
@@ -273,10 +347,13 @@
         }
         if (outcome === 'complete' || outcome === 'fatal') break;
         if (stopped) return;
+        failures += 1;
         timeline.setConnection('reconnecting…');
-        await sleep(Math.min(retryMs, 3000));
+        const backoff = Math.min(Math.min(retryMs, 3000) * 2 ** Math.min(failures - 1, 4), 30000);
+        await sleep(Math.max(backoff * (0.75 + Math.random() / 2), waitAtLeastMs));
+        waitAtLeastMs = 0;
       }
-      if (stopped) return;
+      if (stopped || outcome === 'fatal') return;
       timeline.setConnection(null);
       $('cancel').hidden = true;
       try {

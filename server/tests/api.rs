@@ -226,6 +226,8 @@ async fn limits_are_enforced_with_429() {
     assert_eq!((s1.status().as_u16(), s2.status().as_u16()), (200, 200));
     let (_, s3) = open(3).await;
     assert_eq!(s3.status().as_u16(), 429);
+    // When to try again: a stream's old connection is usually noticed gone within a second.
+    assert_eq!(s3.headers().get("retry-after").and_then(|v| v.to_str().ok()), Some("1"));
     drop((s1, s2));
     // A closed stream frees its slot.
     let mut freed = false;
@@ -356,7 +358,7 @@ async fn drain_mode_lets_runs_finish_refuses_new_ones_and_cancels_what_outlasts_
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn no_response_is_left_to_content_sniffing() {
+async fn no_response_is_left_to_content_sniffing_or_to_caches() {
     let server = TestServer::default("nosniff").await;
     let id = server.start_run(TOKEN_A, "claude").await;
     server.wait_ended(TOKEN_A, &id).await;
@@ -373,8 +375,12 @@ async fn no_response_is_left_to_content_sniffing() {
             req = req.bearer_auth(t);
         }
         let resp = req.send().await.unwrap();
-        let sniff = resp.headers().get("x-content-type-options").map(|v| v.to_str().unwrap().to_string());
-        assert_eq!(sniff.as_deref(), Some("nosniff"), "{path} ({})", resp.status());
+        let header = |name: &str| resp.headers().get(name).map(|v| v.to_str().unwrap().to_string());
+        assert_eq!(header("x-content-type-options").as_deref(), Some("nosniff"), "{path} ({})", resp.status());
+        // Nothing is stored by a cache: the API's answers hold prompts, answers and tokens; the
+        // page and the stream say no-cache themselves.
+        let cache = header("cache-control").unwrap_or_default();
+        assert!(cache == "no-store" || cache.starts_with("no-cache"), "{path}: {cache:?}");
     }
 }
 

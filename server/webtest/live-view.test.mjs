@@ -147,6 +147,24 @@ test('a link with a token is refused, and a sign-in link works once', async () =
   assert.equal(problems.length, 1);
 });
 
+test('a token the server rejects is forgotten: the page asks for another and stops asking with it', async () => {
+  const { page } = await newPage(base);
+  let sent = 0;
+  page.on('request', (r) => {
+    if ((r.headers().authorization || '').includes('no-longer-valid')) sent += 1;
+  });
+  // What a tab keeps across a restart of `agentstream serve` (which prints a new token).
+  await page.goto(`${base}/`);
+  await page.evaluate(() => sessionStorage.setItem('agentstream.token', 'no-longer-valid'));
+  await page.reload();
+  await page.waitForSelector('#login', { state: 'visible' });
+  assert.match(await page.locator('#login-message').innerText(), /not accepted/);
+  assert.deepEqual(await page.evaluate(() => Object.values(sessionStorage)), []);
+  const afterRejection = sent;
+  await page.waitForTimeout(4500); // two rounds of the run list's 2 s polling
+  assert.equal(sent, afterRejection, 'no request with the rejected token after it was rejected');
+});
+
 /** A page signed in through the form. */
 async function signedIn() {
   const { page, problems } = await newPage(base);

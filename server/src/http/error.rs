@@ -96,6 +96,17 @@ impl IntoResponse for ApiError {
                 .headers_mut()
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"agentstream\""));
         }
+        // When trying again makes sense, and how soon (seconds): a limit is usually free again
+        // within a second (a stream's old connection noticed gone, a run ending); an unreachable
+        // backend or a draining server takes longer.
+        let retry_after = match self.code {
+            "limit_reached" => Some("1"),
+            "backend_unavailable" | "cancel_not_delivered" | "shutting_down" => Some("5"),
+            _ => None,
+        };
+        if let Some(seconds) = retry_after {
+            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static(seconds));
+        }
         response
     }
 }

@@ -110,9 +110,15 @@ pub fn router(state: AppState) -> Router {
 }
 
 /// No response is to be sniffed into something else: the pages, the JSON, the SSE streams and
-/// the errors all say what they are.
+/// the errors all say what they are. None is to be stored by a cache either unless it says so
+/// (the page and the streams do): the API's answers hold tokens (`/v1/session`), prompts and
+/// answers.
 async fn no_sniffing(mut response: Response) -> Response {
-    response.headers_mut().insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    let headers = response.headers_mut();
+    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    if !headers.contains_key(header::CACHE_CONTROL) {
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
     response
 }
 
