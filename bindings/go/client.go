@@ -132,13 +132,7 @@ func (c *Client) On(name string, handler any) error {
 		return err
 	}
 	return c.with(func(p sessionPtr) error {
-		id, err := sessionSubscribe(p, name)
-		if err != nil {
-			return err
-		}
-		entry.id = id
-		c.subs.add(entry)
-		return nil
+		return c.subs.addSubscribed(entry, func() (uint64, error) { return sessionSubscribe(p, name) })
 	})
 }
 
@@ -272,14 +266,23 @@ type subscriptions struct {
 	byChannel map[Channel][]*handlerEntry
 }
 
-func (s *subscriptions) add(e *handlerEntry) {
+// addSubscribed subscribes e natively and adds it, as one step for a run's delivering
+// goroutine: a run reads a channel from the moment it is subscribed, and a delivery looked up
+// between the two would miss the new handler.
+func (s *subscriptions) addSubscribed(e *handlerEntry, subscribe func() (uint64, error)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	id, err := subscribe()
+	if err != nil {
+		return err
+	}
+	e.id = id
 	if s.byChannel == nil {
 		s.byChannel = map[Channel][]*handlerEntry{}
 	}
 	// A new slice: runs may be iterating the old one.
 	s.byChannel[e.channel] = append(append([]*handlerEntry(nil), s.byChannel[e.channel]...), e)
+	return nil
 }
 
 func (s *subscriptions) of(ch Channel) []*handlerEntry {

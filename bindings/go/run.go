@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -174,9 +175,12 @@ type Run struct {
 	ptr runPtr // nil once the run ended and its result was taken
 
 	stopWatching func() bool
-	done         chan struct{}
-	result       *RunResult
-	err          error
+	// Set when the context given to Start ended during the run (its cancel may have come too
+	// late to be the run's: the first reason stands).
+	cancelledByCtx atomic.Bool
+	done           chan struct{}
+	result         *RunResult
+	err            error
 	// How long a cancelled run may take to end: its kill grace plus endSlack.
 	endWithin time.Duration
 	// When the handler call going on started (monotonic nanoseconds since runClock; 0: none):
@@ -244,7 +248,10 @@ func (c *Client) start(ctx context.Context, opts RunOptions, read string) (*Run,
 		id: id, client: c, ctx: ctx, subs: c.subs, onEvent: opts.OnEvent, report: c.reportFailure,
 		ptr: p, done: make(chan struct{}), endWithin: grace + endSlack,
 	}
-	r.stopWatching = context.AfterFunc(ctx, func() { r.Cancel("context canceled: " + ctx.Err().Error()) })
+	r.stopWatching = context.AfterFunc(ctx, func() {
+		r.cancelledByCtx.Store(true)
+		r.Cancel("context canceled: " + ctx.Err().Error())
+	})
 	return r, nil
 }
 
@@ -261,6 +268,12 @@ func (r *Run) Done() <-chan struct{} { return r.done }
 // run's own handlers waiting for it can never see its end) makes Wait give up: it returns nil
 // and an error wrapping ctx's, and Result gives the result once the run ended.
 func (r *Run) Wait(ctx context.Context) (*RunResult, error) {
+	// An ended run is its result, whatever ctx says (a select would pick either at random).
+	select {
+	case <-r.done:
+		return r.ended()
+	default:
+	}
 	select {
 	case <-r.done:
 	case <-ctx.Done():
@@ -294,7 +307,14 @@ func (r *Run) Wait(ctx context.Context) (*RunResult, error) {
 			return r.result, ctx.Err()
 		}
 	}
-	if r.err == nil && r.result.State == RunCancelled && r.ctx.Err() != nil {
+	return r.ended()
+}
+
+// ended is an ended run's result and error: the Start context's error when that context's
+// cancel is what ended it (not when it ended after a Kill or a timeout had already stopped it).
+func (r *Run) ended() (*RunResult, error) {
+	if r.err == nil && r.result.State == RunCancelled && r.cancelledByCtx.Load() && r.ctx.Err() != nil &&
+		strings.Contains(r.result.CancelReason, "context canceled: ") {
 		return r.result, r.ctx.Err()
 	}
 	return r.result, r.err

@@ -1087,6 +1087,39 @@ func TestStreamContextCancelAndCloseCancelTheRun(t *testing.T) {
 	}
 }
 
+// An ended run's Wait gives its own outcome: not the error of a ctx that is done as well (a
+// select picked either at random), nor the Start context's when that context ended only after
+// something else (here the run's timeout) had stopped the run.
+func TestWaitOnAnEndedRunReportsTheRunsOwnOutcome(t *testing.T) {
+	c := fakeClient(t, "claude", "s1-text", nil)
+	run, err := c.Start(context.Background(), RunOptions{Prompt: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-run.Done()
+	expired, cancel := context.WithCancel(context.Background())
+	cancel()
+	for i := 0; i < 50; i++ {
+		if res, err := run.Wait(expired); err != nil || res.State != RunCompleted {
+			t.Fatalf("round %d: %+v %v", i, res, err)
+		}
+	}
+
+	hanging := fakeClient(t, "claude", "s1-text", map[string]string{"AGENTSTREAM_FAKE_HANG": "1"})
+	startCtx, cancelStart := context.WithCancel(context.Background())
+	defer cancelStart()
+	timed, err := hanging.Start(startCtx, RunOptions{Prompt: "x", Timeout: 300 * time.Millisecond, KillGrace: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-timed.Done()
+	cancelStart()
+	res, err := timed.Wait(context.Background())
+	if err != nil || res.State != RunCancelled || res.CancelKind != CancelKindTimeout {
+		t.Fatalf("%+v %v", res, err)
+	}
+}
+
 // Close stops a run that prints nothing more: it told the run only when the next delivery
 // came, so Close waited for as long as the harness stayed quiet.
 func TestStreamCloseStopsAQuietRun(t *testing.T) {
