@@ -312,6 +312,32 @@ namespace Agentstream.Tests
         }
 
         [Test]
+        static void AStreamDroppedUndisposedIsCollectedWhileItsTokenLives()
+        {
+            using (var cts = new CancellationTokenSource())
+            using (var evolve = Fake("claude", "s1-text", "AGENTSTREAM_FAKE_HANG", "1"))
+            {
+                StartAndDrop(evolve, cts.Token);
+                // The token's registration held the run's handle: never finalized, the run went
+                // on (and held this Evolve) for as long as the token lived.
+                var deadline = DateTime.UtcNow.AddSeconds(20);
+                while (evolve.Status.ActiveRunId != null)
+                {
+                    Check.True(DateTime.UtcNow < deadline, "the dropped stream's run is still active");
+                    GC.Collect();
+                    GC.WaitForPendingFinalizers();
+                    Thread.Sleep(50);
+                }
+            }
+        }
+
+        [System.Runtime.CompilerServices.MethodImpl(System.Runtime.CompilerServices.MethodImplOptions.NoInlining)]
+        static void StartAndDrop(Evolve evolve, CancellationToken token)
+        {
+            evolve.Stream(new RunOptions { Prompt = "x", KillGrace = TimeSpan.FromMilliseconds(200) }, token);
+        }
+
+        [Test]
         static async Task CancellationTokenCancelsTheRunThroughTheCore()
         {
             using (var evolve = Fake("claude", "s1-text", "AGENTSTREAM_FAKE_HANG", "1"))

@@ -33,7 +33,17 @@ namespace Agentstream
             Id = channel.Id;
             if (token.CanBeCanceled)
             {
-                registration = token.Register(() => channel.Cancel(RunChannel.TokenReason));
+                // Weakly: a stream dropped undisposed while a long-lived token lives must still
+                // be collected, its run freed (and so cancelled) by the handle's finalizer.
+                var weak = new WeakReference<RunChannel>(channel);
+                registration = token.Register(() =>
+                {
+                    RunChannel alive;
+                    if (weak.TryGetTarget(out alive))
+                    {
+                        alive.Cancel(RunChannel.TokenReason);
+                    }
+                });
             }
         }
 
