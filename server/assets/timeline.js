@@ -50,6 +50,9 @@
     return '';
   }
 
+  /** The most raw output entries (stdout, stderr: a line or a few each) a timeline keeps in the page. */
+  const MAX_RAW_LINES = 2000;
+
   class Timeline {
     /**
      * @param {HTMLElement} root where the timeline goes (emptied)
@@ -74,6 +77,12 @@
       this.counts = { tools: 0, errors: 0, events: 0 };
       this.facts = { runId: null, sessionId: null, model: null };
       this.result = null;
+      // The raw output entries shown (see raw()): rawLines[rawFirst..] are in the page;
+      // rawDropped counts the lines of those taken out.
+      this.rawLines = [];
+      this.rawFirst = 0;
+      this.rawDropped = 0;
+      this.rawNote = null;
       this.renderSummary();
     }
 
@@ -335,6 +344,27 @@
       const li = el('li', `entry raw ${channel}`);
       li.append(el('span', 'who', channel), el('pre', null, text.replace(/\n$/, '')));
       this.entries.append(li);
+      // The newest lines only: a long run's every output line in the page would grow it (and
+      // the tab's memory) without bound. The oldest go, and a note at the top counts them.
+      this.rawLines.push(li);
+      if (this.rawLines.length - this.rawFirst > MAX_RAW_LINES) {
+        const oldest = this.rawLines[this.rawFirst];
+        // An entry is what arrived at once: a line, or several.
+        this.rawDropped += oldest.textContent.split('\n').length;
+        oldest.remove();
+        this.rawLines[this.rawFirst] = null;
+        this.rawFirst += 1;
+        if (this.rawFirst > MAX_RAW_LINES) {
+          this.rawLines = this.rawLines.slice(this.rawFirst);
+          this.rawFirst = 0;
+        }
+        if (!this.rawNote) {
+          this.rawNote = el('li', 'entry gap raw-dropped');
+          this.entries.prepend(this.rawNote);
+        }
+        const n = this.rawDropped;
+        this.rawNote.textContent = `${n} earlier output line${n === 1 ? '' : 's'} not shown (the newest ${MAX_RAW_LINES} entries are)`;
+      }
     }
 
     /** Re-render the summary once per frame, however many envelopes arrive in it. */

@@ -49,7 +49,8 @@ before(async () => {
   mkdirSync(out, { recursive: true });
   const config = join(out, 'serve.toml');
   const agent = (delay) => `bin = ${toml(fake)}\nenv = { AGENTSTREAM_FAKE_TRACE = ${toml(golden('claude', 's2-bash'))}, AGENTSTREAM_FAKE_DELAY_MS = "${delay}" }\n`;
-  writeFileSync(config, `[agents.claude]\n${agent(150)}\n[agents.slow]\nharness = "claude"\n${agent(700)}`);
+  const flood = `bin = ${toml(fake)}\nenv = { AGENTSTREAM_FAKE_TRACE = ${toml(golden('claude', 's1-text'))}, AGENTSTREAM_FAKE_FLOOD = "100000" }\n`;
+  writeFileSync(config, `[agents.claude]\n${agent(150)}\n[agents.slow]\nharness = "claude"\n${agent(700)}\n[agents.flood]\nharness = "claude"\n${flood}`);
   server = spawn(bin, ['serve', '--config', config, '--listen', '127.0.0.1:0'], { stdio: ['ignore', 'pipe', 'inherit'] });
   const lines = createInterface({ input: server.stdout });
   for await (const line of lines) {
@@ -163,6 +164,19 @@ test('a token the server rejects is forgotten: the page asks for another and sto
   const afterRejection = sent;
   await page.waitForTimeout(4500); // two rounds of the run list's 2 s polling
   assert.equal(sent, afterRejection, 'no request with the rejected token after it was rejected');
+});
+
+test('the raw output of a long run keeps its newest lines and counts the rest', async () => {
+  const { status, body } = await api('/v1/runs', { method: 'POST', body: JSON.stringify({ agent: 'flood', prompt: 'x' }) });
+  assert.equal(status, 201);
+  const { page, problems } = await signedIn();
+  await page.check('#show-raw');
+  await page.evaluate((id) => window.agentstreamLive.select(id), body.id);
+  await page.waitForSelector('#run-status[data-status="completed"]', { timeout: 30000 });
+  const shown = await page.locator('.entry.raw').count();
+  assert.equal(shown, 2000, 'the newest 2000 raw entries');
+  assert.match(await page.locator('.entry.raw-dropped').innerText(), /^\d+ earlier output lines? not shown/);
+  assert.deepEqual(problems, []);
 });
 
 /** A page signed in through the form. */
