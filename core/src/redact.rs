@@ -893,9 +893,10 @@ pub enum RawStream {
 }
 
 /// Whether the line `b` opens a PEM private key it does not close (its END line is still to
-/// come): its last BEGIN header is followed by nothing but the start of a body. A header
-/// quoted or named in a sentence (`grep` output, a log message, a JSON string: text after it
-/// that no body has) opens nothing — the lines after it are not masked as a key's.
+/// come): its last BEGIN header is followed by nothing but what a body can be printed as (see
+/// [`is_pem_body_text`]). A header named in code or a sentence (`grep` output, a log message:
+/// text after it that no body has, such as `":` or `in the upload, refused`) opens nothing —
+/// the lines after it are not masked as a key's.
 fn pem_left_open(b: &[u8]) -> bool {
     let mut spans = Vec::new();
     scan_pem(b, &mut spans);
@@ -906,17 +907,41 @@ fn pem_left_open(b: &[u8]) -> bool {
     // scan_pem found the header's closing dashes after its label.
     let label_at = start + b"-----BEGIN ".len();
     let Some(label_len) = memchr::memmem::find(&b[label_at..], b"-----") else { return false };
-    let rest = &b[label_at + label_len + b"-----".len()..];
-    rest.iter().all(|&c| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'=') || c.is_ascii_whitespace())
+    is_pem_body_text(&b[label_at + label_len + b"-----".len()..])
 }
 
-/// Whether `line` can be a line of a PEM body: base64, one of the headers of an encrypted key
-/// (`Proc-Type: …`, `DEK-Info: …`), or the blank line after them.
+/// Whether `line` can be a line of a PEM body: body text, one of the headers of an encrypted
+/// key (`Proc-Type: …`, `DEK-Info: …`), or the blank line after them.
 fn is_pem_body_line(line: &str) -> bool {
-    line.is_empty()
-        || line.starts_with("Proc-Type:")
-        || line.starts_with("DEK-Info:")
-        || line.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'='))
+    line.starts_with("Proc-Type:") || line.starts_with("DEK-Info:") || is_pem_body_text(line.as_bytes())
+}
+
+/// Whether `b` is nothing but what a PEM body can be printed as: base64 and whitespace, with
+/// the quotes, backslash escapes (`\n` in a JSON string, a shell's `echo "…\n…"`) and terminal
+/// colour codes (`ESC [ … m`) a key printed by a program can carry. Lenient on purpose: a line
+/// wrongly taken for a body is masked (over-masking), one wrongly refused shows a key.
+fn is_pem_body_text(b: &[u8]) -> bool {
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            c if c.is_ascii_alphanumeric() || c.is_ascii_whitespace() || matches!(c, b'+' | b'/' | b'=' | b'"' | b'\'') => {
+                i += 1
+            }
+            b'\\' => i += 2,
+            0x1b if b.get(i + 1) == Some(&b'[') => {
+                i += 2;
+                while b.get(i).is_some_and(|c| (0x20..=0x3f).contains(c)) {
+                    i += 1;
+                }
+                if !b.get(i).is_some_and(|c| (0x40..=0x7e).contains(c)) {
+                    return false;
+                }
+                i += 1;
+            }
+            _ => return false,
+        }
+    }
+    true
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -187,6 +187,32 @@ fn no_secret_survives_the_raw_lines_masked_for_others() {
     let shown: Vec<String> = mentioned.iter().map(|l| masker.mask_raw_text(l).into_owned()).collect();
     assert_eq!(&shown[1..3], ["\n", "deadbeef\n"], "{shown:?}");
     assert_eq!(shown[4], "cafe42\n", "{shown:?}");
+    // A key printed with escapes or colours after its header opens a body all the same: a JSON
+    // string cut into pieces (stderr is handed on mid-line after a while), a shell's `echo` with
+    // a literal `\n`, a terminal colour reset.
+    let body = ["MIIEowIBAAKCAQEA7Zq3Lm9Np4Rs6Tv8Wz1Ab3Cd5Ef", "q2Lm9Np4Rs6Tv8Wz1Ab3Cd5EfXy7Kq2Lm9Np4Rs6"];
+    for printed in [
+        vec![
+            format!("{{\"msg\":\"-----BEGIN RSA PRIVATE KEY-----\\n{}", &body[0][..20]),
+            format!("{}\\n{}\\n", &body[0][20..], body[1]),
+            "-----END RSA PRIVATE KEY-----\"}\n".to_string(),
+        ],
+        vec![
+            format!("-----BEGIN RSA PRIVATE KEY-----\\n{}\\n\n", body[0]),
+            format!("{}\n", body[1]),
+            "-----END RSA PRIVATE KEY-----\n".to_string(),
+        ],
+        vec![
+            "\u{1b}[1m-----BEGIN RSA PRIVATE KEY-----\u{1b}[0m\n".to_string(),
+            format!("{}\n", body[0]),
+            format!("\u{1b}[2m{}\u{1b}[0m\n", body[1]),
+            "-----END RSA PRIVATE KEY-----\n".to_string(),
+        ],
+    ] {
+        let mut masker = Redactor::new();
+        let shown: String = printed.iter().map(|l| masker.mask_raw_stream_text(Stderr, l).into_owned()).collect();
+        assert!(!shown.contains("Rs6Tv8Wz1Ab3") && !shown.contains("Zq3Lm9Np"), "{printed:?} → {shown:?}");
+    }
     let stderr = "error: auth failed for sk-proj-Tz9vQ2mX8bL4nR7kW1cY5dF3\n";
     assert!(!redactor.mask_raw_text(stderr).contains("sk-proj-Tz9vQ2mX8bL4nR7kW1cY5dF3"));
     // Remembered: the same secret later, without its shape, is masked too.
