@@ -381,6 +381,12 @@ fn on_handlers_get_every_channel_in_order_and_a_failing_handler_does_not_stop_th
     assert_eq!(result.handler_errors, contents as u64);
     assert_eq!(seen.iter().filter(|(c, _)| c == "run.completed").count(), 1);
     assert!(seen.iter().any(|(c, _)| c == "stdout") && seen.iter().any(|(c, _)| c == "lifecycle"));
+    // The same dispatcher driving another run reports and counts that run's failures.
+    drop(seen);
+    let mut opts = RunOptions::new("x");
+    opts.hooks = d.wants_hooks();
+    let (again, failures) = d.drive(&s.start_run(opts).unwrap());
+    assert_eq!((failures.len(), again.handler_errors), (1, contents as u64), "{failures:?}");
 }
 
 #[test]

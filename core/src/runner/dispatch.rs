@@ -129,15 +129,27 @@ impl Dispatcher {
         failures
     }
 
-    /// How many times handlers failed (every failure, reported or not).
+    /// How many times handlers failed (every failure, reported or not) since the dispatcher was
+    /// made or [`new_run`](Self::new_run) was called.
     pub fn failure_count(&self) -> u64 {
         self.failures
+    }
+
+    /// Start counting and reporting afresh for another run ([`drive`](Self::drive) does it; a
+    /// caller of [`dispatch`](Self::dispatch) calls it between runs).
+    pub fn new_run(&mut self) {
+        self.failures = 0;
+        self.handlers.iter_mut().for_each(|h| h.failed = false);
+        self.hooks.iter_mut().for_each(|h| h.failed = false);
     }
 
     /// Read `run` to its end, dispatching every delivery; returns its result (its
     /// `handler_errors` counts this dispatcher's failures) and each failing handler's first
     /// failure. Blocks the calling thread.
     pub fn drive(&mut self, run: &RunHandle) -> (RunResult, Vec<HandlerFailure>) {
+        // Per run, as in every binding: a dispatcher driving its second run reports each
+        // handler's first failure of that run and counts that run's failures.
+        self.new_run();
         let mut failures = Vec::new();
         loop {
             let batch = run.next_batch_blocking(256, Some(Duration::from_millis(200)));
@@ -208,5 +220,9 @@ mod tests {
         assert_eq!(d.dispatch(&again), [], "b was reported already");
         assert_eq!(d.dispatch(&err), []);
         assert_eq!(d.failure_count(), 4);
+        // Another run: reported and counted afresh.
+        d.new_run();
+        assert_eq!(d.dispatch(&again).len(), 1);
+        assert_eq!(d.failure_count(), 1);
     }
 }
