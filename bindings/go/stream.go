@@ -60,6 +60,7 @@ func (st *Stream) handOver(d taggedDelivery) bool {
 	case <-st.closing:
 	case <-st.ctx.Done():
 		// The context's reason first (the first reason stands), not "reader left".
+		st.cancelledByCtx.Store(true)
 		st.Cancel("context canceled: " + st.ctx.Err().Error())
 	}
 	return false

@@ -924,7 +924,10 @@ fn is_pem_body_text(b: &[u8]) -> bool {
     let mut i = 0;
     while i < b.len() {
         match b[i] {
-            c if c.is_ascii_alphanumeric() || c.is_ascii_whitespace() || matches!(c, b'+' | b'/' | b'=' | b'"' | b'\'') => {
+            c if c.is_ascii_alphanumeric()
+                || c.is_ascii_whitespace()
+                || matches!(c, b'+' | b'/' | b'=' | b'"' | b'\'') =>
+            {
                 i += 1
             }
             b'\\' => i += 2,

@@ -6,7 +6,8 @@
 // from the form, and is kept in sessionStorage, never in an address. The header names the
 // tenant the tab is signed in as. The stream is read
 // with fetch (EventSource cannot send an Authorization header); on a dropped connection it
-// reconnects with Last-Event-ID = the last sequence it has, so nothing is shown twice or lost.
+// reconnects with Last-Event-ID = the last sequence it has (the SSE id: an envelope's sequence
+// plus the deltas merged into it), so nothing is shown twice or lost.
 'use strict';
 
 (function () {
