@@ -253,6 +253,7 @@ async fn serve_socket(
                 }
                 for d in buf.drain(..) {
                     let text = match d {
+                        // serde_json wrote it, or the cluster's `wire::unpack` checked it.
                         Delivered::Frame(f) => Utf8Bytes::try_from(f.json.clone()).expect("envelope JSON is UTF-8"),
                         Delivered::Gap(g) => Utf8Bytes::from(g.to_json()),
                         Delivered::Notice(n) => Utf8Bytes::from(n.to_json()),

@@ -195,6 +195,10 @@ pub fn unpack(headers: &HeaderMap, meta: &Meta, payload: &Bytes) -> Option<Vec<F
     let mut frames = Vec::with_capacity(lines.len());
     let mut sequence = meta.first;
     for (i, line) in lines.iter().enumerate() {
+        // Whoever can publish on the subject wrote it: text that is not UTF-8 is no envelope (a
+        // WebSocket text message could not carry it). The message is refused like any foreign
+        // one; its numbers then reach subscribers as a gap.
+        std::str::from_utf8(line).ok()?;
         let last_covered = sequence + merged.get(&i).copied().unwrap_or(0);
         frames.push(Frame {
             sequence,
@@ -338,6 +342,8 @@ mod tests {
         h.insert(LAST, "5");
         let meta = Meta::of(&h).unwrap();
         assert!(unpack(&h, &meta, &Bytes::from_static(b"{}")).is_none(), "one line cannot cover 4..=5");
+        assert!(unpack(&h, &meta, &Bytes::from_static(b"{}\n{\"a\":\"\xff\"}")).is_none(), "not UTF-8");
+        assert_eq!(unpack(&h, &meta, &Bytes::from_static(b"{}\n{}")).map(|f| f.len()), Some(2));
         h.insert(PART, "3/2");
         assert!(Meta::of(&h).is_none());
     }
