@@ -464,12 +464,10 @@ impl RunBroker {
             }
         };
         let log = &self.inner.log;
-        let subscribed = match info.last_sequence {
-            Some(last) if info.status != RunStatus::Running => log.subscribe_ended(tenant, run_id, after, last).await,
-            recorded if info.status == RunStatus::Running => {
-                log.subscribe_running(tenant, run_id, after, recorded).await
-            }
-            _ => log.subscribe(tenant, run_id, after).await,
+        let subscribed = match (info.status, info.last_sequence) {
+            (RunStatus::Running, recorded) => log.subscribe_running(tenant, run_id, after, recorded).await,
+            (_, Some(last)) => log.subscribe_ended(tenant, run_id, after, last).await,
+            (_, None) => log.subscribe(tenant, run_id, after).await,
         };
         let inner = subscribed.map_err(|e| match e {
             SubscribeError::UnknownRun => BrokerError::NotFound,
